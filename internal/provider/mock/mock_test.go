@@ -1,0 +1,175 @@
+package mock_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/netip"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/egress-proxies/egress/internal/clock"
+	"github.com/egress-proxies/egress/internal/provider"
+	"github.com/egress-proxies/egress/internal/provider/mock"
+	"github.com/egress-proxies/egress/internal/provider/providertest"
+)
+
+const delay = 25 * time.Second
+
+var epoch = time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+
+func TestConformance(t *testing.T) {
+	providertest.Run(t, func(t *testing.T) providertest.Target {
+		clk := clock.NewFake(epoch)
+		p := mock.New(mock.Options{Clock: clk, ProvisioningDelay: delay})
+		return providertest.Target{
+			Provider: p,
+			Settle:   func() { clk.Advance(delay) },
+			AddUnmanaged: func(name, uid string) {
+				p.AddForeign(name, map[string]string{provider.LabelManaged: "false", provider.LabelUID: uid})
+			},
+			UnknownID: "mock://proxy-unknown",
+		}
+	})
+}
+
+func request(uid string) provider.CreateRequest {
+	return provider.CreateRequest{Name: provider.NameFromUID(uid), UID: uid, Port: 3128}
+}
+
+func TestProvisioningDelayAndAddress(t *testing.T) {
+	ctx := context.Background()
+	clk := clock.NewFake(epoch)
+	p := mock.New(mock.Options{Clock: clk, ProvisioningDelay: delay})
+	id, err := p.Create(ctx, request("u1"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	clk.Advance(delay - time.Second)
+	in, _ := p.Get(ctx, id)
+	if in.State != provider.StateProvisioning || in.IP != "" {
+		t.Errorf("1s before the delay: state %q ip %q, want Provisioning and no IP", in.State, in.IP)
+	}
+	clk.Advance(time.Second)
+	in, _ = p.Get(ctx, id)
+	want := provider.Instance{ID: id, IP: "192.0.2.1", State: provider.StateRunning, UID: "u1", CreatedAt: epoch}
+	if diff := cmp.Diff(want, *in); diff != "" {
+		t.Errorf("at the delay (-want +got):\n%s", diff)
+	}
+}
+
+func TestAddressesStayInDocumentationRanges(t *testing.T) {
+	ctx := context.Background()
+	p := mock.New(mock.Options{})
+	got := map[string]int{}
+	for i := range 800 {
+		id, err := p.Create(ctx, request(fmt.Sprintf("uid-%d", i)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		in, _ := p.Get(ctx, id)
+		addr := netip.MustParseAddr(in.IP)
+		prefix, _ := addr.Prefix(24)
+		got[prefix.String()]++
+	}
+	// 762 hosts in the three RFC 5737 ranges, then the sequence starts again.
+	want := map[string]int{"192.0.2.0/24": 254 + 38, "198.51.100.0/24": 254, "203.0.113.0/24": 254}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("addresses by /24 over 800 instances (-want +got):\n%s", diff)
+	}
+}
+
+func TestFaults(t *testing.T) {
+	ctx := context.Background()
+	boom := provider.NewError(provider.KindTransient, "create", "", errors.New("503 backend error"))
+
+	t.Run("FailNext", func(t *testing.T) {
+		p := mock.New(mock.Options{})
+		p.FailNext(mock.MethodCreate, 2, boom)
+		for i := range 2 {
+			if _, err := p.Create(ctx, request("u")); !errors.Is(err, boom) {
+				t.Errorf("call %d: err = %v, want the injected fault", i+1, err)
+			}
+		}
+		if n := len(p.Instances()); n != 0 {
+			t.Errorf("failed Creates left %d instances, want 0", n)
+		}
+		if _, err := p.Create(ctx, request("u")); err != nil {
+			t.Errorf("third call: %v, want success once the fault is used up", err)
+		}
+		if got := p.Calls(mock.MethodCreate); got != 3 {
+			t.Errorf("Calls(Create) = %d, want 3", got)
+		}
+	})
+
+	t.Run("FailNextAfterEffect", func(t *testing.T) {
+		p := mock.New(mock.Options{})
+		p.FailNextAfterEffect(mock.MethodCreate, 1, boom)
+		if _, err := p.Create(ctx, request("u")); !errors.Is(err, boom) {
+			t.Fatalf("err = %v, want the injected fault", err)
+		}
+		if n := len(p.Instances()); n != 1 {
+			t.Errorf("a Create whose answer was lost left %d instances, want 1", n)
+		}
+	})
+
+	t.Run("LoseAndStop", func(t *testing.T) {
+		p := mock.New(mock.Options{})
+		a, _ := p.Create(ctx, request("a"))
+		b, _ := p.Create(ctx, request("b"))
+		if !p.Lose(a) {
+			t.Errorf("Lose(%q) = false, want true", a)
+		}
+		if _, err := p.Get(ctx, a); !errors.Is(err, provider.ErrNotFound) {
+			t.Errorf("Get of a lost instance: %v, want ErrNotFound", err)
+		}
+		p.Stop(b, provider.StateStopped)
+		if in, _ := p.Get(ctx, b); in.State != provider.StateStopped || in.IP != "" {
+			t.Errorf("stopped instance: state %q ip %q, want Stopped and no IP", in.State, in.IP)
+		}
+	})
+
+	t.Run("Latency", func(t *testing.T) {
+		p := mock.New(mock.Options{})
+		p.SetLatency(mock.MethodGet, time.Hour)
+		cctx, cancel := context.WithTimeout(ctx, 20*time.Millisecond)
+		defer cancel()
+		if _, err := p.Get(cctx, "mock://x"); !errors.Is(err, context.DeadlineExceeded) {
+			t.Errorf("Get with latency beyond its deadline: %v, want DeadlineExceeded", err)
+		}
+	})
+
+	t.Run("MalformedID", func(t *testing.T) {
+		p := mock.New(mock.Options{})
+		_, err := p.Get(ctx, "gce://p/z/n")
+		if provider.KindOf(err) != provider.KindPermanent {
+			t.Errorf("Get of a foreign ID: %v (kind %q), want a permanent error", err, provider.KindOf(err))
+		}
+	})
+}
+
+func TestConcurrentCreatesMakeOneInstance(t *testing.T) {
+	ctx := context.Background()
+	p := mock.New(mock.Options{})
+	ids := make(chan string, 50)
+	for range 50 {
+		go func() {
+			id, err := p.Create(ctx, request("same"))
+			if err != nil {
+				t.Error(err)
+			}
+			ids <- id
+		}()
+	}
+	first := <-ids
+	for range 49 {
+		if id := <-ids; id != first {
+			t.Errorf("concurrent Creates returned %q and %q", first, id)
+		}
+	}
+	if n := len(p.Instances()); n != 1 {
+		t.Errorf("50 concurrent Creates with one name made %d instances, want 1", n)
+	}
+}

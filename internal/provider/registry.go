@@ -1,0 +1,90 @@
+package provider
+
+import (
+	"context"
+	"fmt"
+	"regexp"
+	"slices"
+	"strings"
+	"sync"
+)
+
+// Constructor builds a provider. Configuration (a project, credentials, a
+// fake's clock) is captured by the closure at the composition root, so the
+// registry knows nothing of any provider's settings.
+type Constructor func(ctx context.Context) (Provider, error)
+
+// typePattern is what a provider type looks like: a short lowercase word, as
+// it appears in a proxy's spec.provider.
+var typePattern = regexp.MustCompile(`^[a-z][a-z0-9-]{0,31}$`)
+
+// Registry maps a provider type ("mock", "gcp", …) to its constructor. It is a
+// value built at the composition root, never a package-level global filled by
+// init functions: which providers exist is a decision of the binary that wires
+// them, and tests build registries of their own.
+//
+// A Registry is safe for concurrent use.
+type Registry struct {
+	mu    sync.RWMutex
+	ctors map[string]Constructor
+}
+
+// NewRegistry returns an empty registry.
+func NewRegistry() *Registry {
+	return &Registry{ctors: map[string]Constructor{}}
+}
+
+// Register adds a provider type. It fails for an invalid type name, a nil
+// constructor, and a type that is already registered, since two
+// constructors for one type would make the choice depend on wiring order.
+func (r *Registry) Register(typ string, c Constructor) error {
+	if !typePattern.MatchString(typ) {
+		return fmt.Errorf("provider registry: type %q is not valid: want a lowercase word matching %s", typ, typePattern)
+	}
+	if c == nil {
+		return fmt.Errorf("provider registry: type %q has a nil constructor", typ)
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if _, ok := r.ctors[typ]; ok {
+		return fmt.Errorf("provider registry: type %q is already registered", typ)
+	}
+	r.ctors[typ] = c
+	return nil
+}
+
+// New constructs a provider of the given type. An unknown type is an error
+// that lists the known ones.
+func (r *Registry) New(ctx context.Context, typ string) (Provider, error) {
+	r.mu.RLock()
+	c, ok := r.ctors[typ]
+	r.mu.RUnlock()
+	if !ok {
+		return nil, fmt.Errorf("provider registry: unknown provider type %q (known: %s)", typ, strings.Join(r.Types(), ", "))
+	}
+	p, err := c(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("provider registry: constructing %q: %w", typ, err)
+	}
+	return p, nil
+}
+
+// Has reports whether typ is registered.
+func (r *Registry) Has(typ string) bool {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	_, ok := r.ctors[typ]
+	return ok
+}
+
+// Types returns the registered types, sorted.
+func (r *Registry) Types() []string {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	types := make([]string, 0, len(r.ctors))
+	for t := range r.ctors {
+		types = append(types, t)
+	}
+	slices.Sort(types)
+	return types
+}
