@@ -1,0 +1,33 @@
+#!/usr/bin/env bash
+# Installs what `make test` needs beyond Go: Google's Firestore and Pub/Sub
+# emulators (with Java 17). It installs only what is missing, so it is cheap
+# to run every time.
+set -euo pipefail
+
+missing=()
+sdk_root() {
+  local g
+  g=$(command -v gcloud) || return 1
+  dirname "$(dirname "$(readlink -f "$g")")"
+}
+root=$(sdk_root || true)
+[ -n "$root" ] && [ -x "$root/platform/cloud-firestore-emulator/cloud_firestore_emulator" ] || missing+=(google-cloud-cli-firestore-emulator)
+[ -n "$root" ] && [ -x "$root/platform/pubsub-emulator/bin/cloud-pubsub-emulator" ] || missing+=(google-cloud-cli-pubsub-emulator)
+command -v java >/dev/null || missing+=(openjdk-17-jre-headless)
+
+if [ ${#missing[@]} -eq 0 ]; then
+  exit 0
+fi
+echo "install-deps: installing ${missing[*]}" >&2
+if [ "$(id -u)" -ne 0 ]; then
+  echo "install-deps: not root; run: sudo apt-get install ${missing[*]}" >&2
+  echo "  (or, for a Cloud CLI from its archive: gcloud components install cloud-firestore-emulator pubsub-emulator)" >&2
+  exit 1
+fi
+apt-get update -qq
+if ! DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}"; then
+  echo "install-deps: apt-get could not install ${missing[*]}." >&2
+  echo "  The emulators come from Google's Cloud CLI apt repository," >&2
+  echo "  or: gcloud components install cloud-firestore-emulator pubsub-emulator" >&2
+  exit 1
+fi
