@@ -221,3 +221,22 @@ func TestRegistry(t *testing.T) {
 		t.Errorf("New(mock) = %v, %v; want a provider", p, err)
 	}
 }
+
+func TestSetConstructsOnce(t *testing.T) {
+	ctx := context.Background()
+	r := provider.NewRegistry()
+	made := 0
+	_ = r.Register("mock", func(context.Context) (provider.Provider, error) { made++; return nopProvider{}, nil })
+	s := provider.NewSet(r)
+	for range 3 {
+		if _, err := s.Get(ctx, "mock"); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if made != 1 {
+		t.Errorf("three Gets constructed the provider %d times, want 1", made)
+	}
+	if _, err := s.Get(ctx, "gcp"); err == nil {
+		t.Errorf("Get of an unregistered type succeeded")
+	}
+}

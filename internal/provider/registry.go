@@ -88,3 +88,37 @@ func (r *Registry) Types() []string {
 	slices.Sort(types)
 	return types
 }
+
+// Set hands out one instance of each provider type, constructed on first
+// use: a provider holds clients and connections (and the mock holds its
+// instances), so every reconcile and GC run of a process must share it.
+// A Set is safe for concurrent use.
+type Set struct {
+	reg  *Registry
+	mu   sync.Mutex
+	made map[string]Provider
+}
+
+// NewSet returns a Set over the registry's types.
+func NewSet(reg *Registry) *Set {
+	return &Set{reg: reg, made: map[string]Provider{}}
+}
+
+// Get returns the provider of type typ, constructing it the first time. A
+// failed construction is not remembered, so a later call tries again.
+func (s *Set) Get(ctx context.Context, typ string) (Provider, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if p, ok := s.made[typ]; ok {
+		return p, nil
+	}
+	p, err := s.reg.New(ctx, typ)
+	if err != nil {
+		return nil, err
+	}
+	s.made[typ] = p
+	return p, nil
+}
+
+// Types returns the types the set can hand out, sorted.
+func (s *Set) Types() []string { return s.reg.Types() }

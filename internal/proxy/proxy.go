@@ -1,0 +1,214 @@
+// Package proxy holds the domain types of the product: a proxy's spec and
+// status, the phases it moves through, the key that names its document, the
+// message that asks for it to be reconciled, and the errors every layer uses
+// to speak about documents. It imports no cloud client, so the API, the
+// reconciler and the GC share it without depending on Firestore.
+package proxy
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+)
+
+// Phase is where a proxy is in its life.
+type Phase string
+
+const (
+	// PhasePending: the document exists; no reconcile has acted on it yet.
+	PhasePending Phase = "Pending"
+	// PhaseCreating: a Create is pending or submitted; no providerID yet.
+	PhaseCreating Phase = "Creating"
+	// PhaseProvisioning: the VM exists and is starting.
+	PhaseProvisioning Phase = "Provisioning"
+	// PhaseReady: the VM runs and status.endpoint is usable.
+	PhaseReady Phase = "Ready"
+	// PhaseReplacing: the VM was lost or stopped and is being replaced.
+	PhaseReplacing Phase = "Replacing"
+	// PhaseDeleting: deletion was requested; the document goes once the VM
+	// is gone.
+	PhaseDeleting Phase = "Deleting"
+	// PhaseFailed: a permanent provider error; status.message says which.
+	PhaseFailed Phase = "Failed"
+)
+
+// Settled reports whether a proxy in this phase needs no further work until
+// something changes: Ready and Failed are settled, every other phase is on
+// its way somewhere.
+func (p Phase) Settled() bool { return p == PhaseReady || p == PhaseFailed }
+
+// DefaultPort is the proxy port when a spec gives none.
+const DefaultPort = 3128
+
+// Placement says where the VM runs and what it is made of.
+type Placement struct {
+	Region      string `json:"region,omitempty" firestore:"region,omitempty"`
+	Zone        string `json:"zone,omitempty" firestore:"zone,omitempty"`
+	MachineType string `json:"machineType,omitempty" firestore:"machineType,omitempty"`
+	Image       string `json:"image,omitempty" firestore:"image,omitempty"`
+}
+
+// Spec is what the user asked for. It does not change after creation: a POST
+// with another spec for an existing name is a conflict.
+type Spec struct {
+	// Provider is the registry type of the cloud backend ("mock", "gcp").
+	Provider  string    `json:"provider,omitempty" firestore:"provider"`
+	Placement Placement `json:"placement" firestore:"placement"`
+	Port      int32     `json:"port,omitempty" firestore:"port"`
+	// CloudInit is inline user-data for the VM.
+	CloudInit string `json:"cloudInit,omitempty" firestore:"cloudInit,omitempty"`
+	// CloudInitSecret is a Secret Manager version name
+	// (projects/P/secrets/S/versions/V) whose payload is the user-data. Only
+	// the name is stored; the reconciler reads the payload when it creates
+	// the VM.
+	CloudInitSecret string `json:"cloudInitSecret,omitempty" firestore:"cloudInitSecret,omitempty"`
+	// AllowedSourceRanges are the CIDRs that may reach the proxy port.
+	AllowedSourceRanges []string `json:"allowedSourceRanges,omitempty" firestore:"allowedSourceRanges,omitempty"`
+}
+
+// Condition is one aspect of the status, Kubernetes style. Messages carry no
+// timestamps so that an unchanged condition compares equal and is not
+// rewritten.
+type Condition struct {
+	Type               string    `json:"type" firestore:"type"`
+	Status             string    `json:"status" firestore:"status"` // "True", "False", "Unknown"
+	Reason             string    `json:"reason,omitempty" firestore:"reason,omitempty"`
+	Message            string    `json:"message,omitempty" firestore:"message,omitempty"`
+	LastTransitionTime time.Time `json:"lastTransitionTime" firestore:"lastTransitionTime"`
+}
+
+// Status is what the reconciler observed and did.
+type Status struct {
+	Phase      Phase  `json:"phase" firestore:"phase"`
+	ProviderID string `json:"providerID,omitempty" firestore:"providerID,omitempty"`
+	IP         string `json:"ip,omitempty" firestore:"ip,omitempty"`
+	// Endpoint is "ip:port", set once the proxy is Ready.
+	Endpoint string `json:"endpoint,omitempty" firestore:"endpoint,omitempty"`
+	// State is the provider's InstanceState as last observed.
+	State              string      `json:"state,omitempty" firestore:"state,omitempty"`
+	Conditions         []Condition `json:"conditions,omitempty" firestore:"conditions,omitempty"`
+	ObservedGeneration int64       `json:"observedGeneration,omitempty" firestore:"observedGeneration,omitempty"`
+	Message            string      `json:"message,omitempty" firestore:"message,omitempty"`
+}
+
+// Bookkeeping is the reconciler's private state in the document. It is never
+// shown by the API.
+type Bookkeeping struct {
+	// LeaseHolder and LeaseExpireTime are the per-document lease: while an
+	// unexpired lease is held, no other reconcile acts on the document.
+	LeaseHolder     string    `firestore:"leaseHolder,omitempty"`
+	LeaseExpireTime time.Time `firestore:"leaseExpireTime,omitempty"`
+	// CreatePending is the instance name of a Create that was decided but
+	// whose providerID is not yet stored.
+	CreatePending string `firestore:"createPending,omitempty"`
+	// Replacements counts VMs replaced because they were lost or stopped.
+	Replacements int64 `firestore:"replacements,omitempty"`
+	// Attempts counts consecutive failed attempts, for backoff.
+	Attempts int64 `firestore:"attempts,omitempty"`
+	// NotFoundSince is when Get first said ErrNotFound for the current
+	// providerID, for the eventual-consistency grace before a replace.
+	NotFoundSince time.Time `firestore:"notFoundSince,omitempty"`
+	// ProgressTime is when the status last changed; the GC sweep re-drives
+	// unsettled documents whose ProgressTime is old.
+	ProgressTime time.Time `firestore:"progressTime,omitempty"`
+}
+
+// Proxy is one proxy document, as stored and as the API shows it.
+type Proxy struct {
+	Name       string `json:"name" firestore:"name"`
+	Namespace  string `json:"namespace" firestore:"namespace"`
+	UID        string `json:"uid" firestore:"uid"`
+	Generation int64  `json:"generation" firestore:"generation"`
+	Spec       Spec   `json:"spec" firestore:"spec"`
+	Status     Status `json:"status" firestore:"status"`
+	// RequestedBy is the verified email of the caller that created it, when
+	// the platform passed an identity.
+	RequestedBy string    `json:"requestedBy,omitempty" firestore:"requestedBy,omitempty"`
+	CreateTime  time.Time `json:"createTime" firestore:"createTime"`
+	// UpdateTime is the document's update time as Firestore reports it. It
+	// is not a stored field: writes use it as their precondition.
+	UpdateTime        time.Time  `json:"updateTime" firestore:"-"`
+	DeleteRequestTime *time.Time `json:"deleteRequestTime,omitempty" firestore:"deleteRequestTime,omitempty"`
+
+	Reconciler Bookkeeping `json:"-" firestore:"reconciler"`
+}
+
+// Key returns the key of the proxy's document.
+func (p *Proxy) Key() Key { return Key{Namespace: p.Namespace, Name: p.Name} }
+
+// Key names a proxy document.
+type Key struct {
+	Namespace string
+	Name      string
+}
+
+// Path is the document's path relative to the database root, which is also
+// its resource name in the API: namespaces/{ns}/proxies/{name}.
+func (k Key) Path() string { return "namespaces/" + k.Namespace + "/proxies/" + k.Name }
+
+func (k Key) String() string { return k.Path() }
+
+// ParseKey parses a document path. It accepts the bare path
+// (namespaces/a/proxies/b), Eventarc's subject (documents/namespaces/a/…)
+// and a full name (projects/P/databases/D/documents/namespaces/a/…), and
+// refuses anything else, including deeper paths and invalid labels.
+func ParseKey(path string) (Key, error) {
+	rest := path
+	if i := strings.Index(rest, "/documents/"); i >= 0 && strings.HasPrefix(rest, "projects/") {
+		rest = rest[i+len("/documents/"):]
+	}
+	rest = strings.TrimPrefix(rest, "documents/")
+	parts := strings.Split(rest, "/")
+	if len(parts) != 4 || parts[0] != "namespaces" || parts[2] != "proxies" {
+		return Key{}, fmt.Errorf("document path %q is not of the form namespaces/{namespace}/proxies/{name}", path)
+	}
+	k := Key{Namespace: parts[1], Name: parts[3]}
+	if !IsLabel(k.Namespace) || !IsLabel(k.Name) {
+		return Key{}, fmt.Errorf("document path %q: namespace and name must be RFC 1123 labels", path)
+	}
+	return k, nil
+}
+
+// IsLabel reports whether s is an RFC 1123 label: 1–63 lowercase letters,
+// digits and '-', starting and ending with a letter or digit.
+func IsLabel(s string) bool {
+	if len(s) == 0 || len(s) > 63 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		switch {
+		case c >= 'a' && c <= 'z', c >= '0' && c <= '9':
+		case c == '-' && i > 0 && i < len(s)-1:
+		default:
+			return false
+		}
+	}
+	return true
+}
+
+// ReconcileMessage is the JSON body of a message on topic proxy-reconcile:
+// it names a document to look at (a requeue, or the GC sweep re-driving a
+// document that stopped progressing). Like every event, it only says where
+// to look; the reconciler reads the document fresh.
+type ReconcileMessage struct {
+	// Document is the document path, namespaces/{ns}/proxies/{name}.
+	Document string `json:"document"`
+	// Reason says who asked: "requeue" or "sweep".
+	Reason string `json:"reason,omitempty"`
+}
+
+// Errors about documents, shared by the store (which maps Firestore codes to
+// them), the API (which maps them to HTTP codes) and the reconciler.
+var (
+	// ErrNotFound: the document does not exist.
+	ErrNotFound = errors.New("proxy not found")
+	// ErrAlreadyExists: a document with that name exists.
+	ErrAlreadyExists = errors.New("proxy already exists")
+	// ErrConflict: the document changed since it was read (an update-time
+	// precondition failed); read it again and decide again.
+	ErrConflict = errors.New("proxy changed since it was read")
+	// ErrQuotaExceeded: the namespace has as many proxies as its quota allows.
+	ErrQuotaExceeded = errors.New("namespace quota exceeded")
+)
