@@ -109,8 +109,11 @@ type Bookkeeping struct {
 	// NotFoundSince is when Get first said ErrNotFound for the current
 	// providerID, for the eventual-consistency grace before a replace.
 	NotFoundSince time.Time `firestore:"notFoundSince,omitempty"`
-	// ProgressTime is when the status last changed; the GC sweep re-drives
-	// unsettled documents whose ProgressTime is old.
+	// ProgressTime is when the status last changed, kept only while the
+	// phase is not settled (zero, and so absent from the document, once it
+	// is). The GC sweep queries for an old ProgressTime to re-drive stuck
+	// documents; settled ones have no such field and cost the query nothing.
+	// The API sets it at creation, so a lost first event is caught too.
 	ProgressTime time.Time `firestore:"progressTime,omitempty"`
 }
 
