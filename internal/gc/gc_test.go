@@ -95,7 +95,7 @@ func (r *fakeRequeuer) requests() []string {
 
 // providersOf builds a *provider.Set (the production type) over the given
 // providers by type.
-func providersOf(t *testing.T, ps map[string]provider.Provider) *provider.Set {
+func providersOf(t testing.TB, ps map[string]provider.Provider) *provider.Set {
 	t.Helper()
 	reg := provider.NewRegistry()
 	for typ, p := range ps {
