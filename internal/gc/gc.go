@@ -240,13 +240,13 @@ func (c *Collector) Run(ctx context.Context) (Report, error) {
 			slog.Int("deleted", s.Deleted),
 			slog.Int("failed", s.Failed),
 			slog.Bool("dryRun", s.DryRun),
-			slog.Duration("gracePeriod", c.opts.GracePeriod))
+			slog.String("gracePeriod", c.opts.GracePeriod.String()))
 	}
 	c.log.InfoContext(ctx, "sweep summary",
 		slog.Int("stalled", report.Sweep.Stalled),
 		slog.Int("requeued", report.Sweep.Requeued),
 		slog.Int("failed", report.Sweep.Failed),
-		slog.Duration("threshold", c.opts.SweepThreshold))
+		slog.String("threshold", c.opts.SweepThreshold.String()))
 	return report, errors.Join(errs...)
 }
 
@@ -352,7 +352,7 @@ func (c *Collector) decide(ctx context.Context, now time.Time, s *Summary, inst 
 		s.TooYoung++
 		c.log.InfoContext(ctx, "unclaimed instance is younger than the grace period; kept for now",
 			slog.String("provider", s.Provider), slog.String("providerID", inst.ID), slog.String("uid", inst.UID),
-			slog.Duration("age", now.Sub(inst.CreatedAt)))
+			slog.String("age", now.Sub(inst.CreatedAt).String()))
 		return false
 	default:
 		s.Orphaned++
@@ -370,7 +370,7 @@ func orphanAttrs(now time.Time, o orphan) []any {
 		slog.String("provider", o.summary.Provider),
 		slog.String("providerID", o.inst.ID),
 		slog.String("uid", o.inst.UID),
-		slog.Duration("age", now.Sub(o.inst.CreatedAt)),
+		slog.String("age", now.Sub(o.inst.CreatedAt).String()),
 	}
 }
 

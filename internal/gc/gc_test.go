@@ -559,8 +559,8 @@ func TestSummaryLogLines(t *testing.T) {
 	}
 	want := []logLine{
 		{"severity": "INFO", "message": "gc summary", "provider": "mock", "scanned": 1.0, "claimed": 0.0, "tooYoung": 0.0,
-			"noUID": 0.0, "orphaned": 1.0, "deleted": 1.0, "failed": 0.0, "dryRun": false, "gracePeriod": float64(gc.DefaultGracePeriod)},
-		{"severity": "INFO", "message": "sweep summary", "stalled": 0.0, "requeued": 0.0, "failed": 0.0, "threshold": float64(gc.DefaultSweepThreshold)},
+			"noUID": 0.0, "orphaned": 1.0, "deleted": 1.0, "failed": 0.0, "dryRun": false, "gracePeriod": "10m0s"},
+		{"severity": "INFO", "message": "sweep summary", "stalled": 0.0, "requeued": 0.0, "failed": 0.0, "threshold": "2m0s"},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("summary lines (-want +got):\n%s", diff)
