@@ -306,6 +306,11 @@ func (c *Collector) collect(ctx context.Context, now time.Time, listings []listi
 	c.forEach(len(orphans), func(i int) {
 		o := orphans[i]
 		err := o.p.Delete(ctx, o.inst.ID)
+		if errors.Is(err, provider.ErrNotFound) {
+			// Delete is idempotent by contract; a provider that says
+			// NotFound anyway means the VM is gone, which is the goal.
+			err = nil
+		}
 		mu.Lock()
 		defer mu.Unlock()
 		if err != nil {

@@ -164,8 +164,10 @@ func TestCollectOrphans(t *testing.T) {
 		p     *mock.Provider
 		clock *clock.Fake
 		store *fakeStore
-		// failDelete is a providerID whose Delete fails with errBoom.
+		// failDelete is a providerID whose Delete fails with failErr
+		// (errBoom if unset).
 		failDelete string
+		failErr    error
 	}
 	cases := map[string]struct {
 		reason string
@@ -237,6 +239,16 @@ func TestCollectOrphans(t *testing.T) {
 			want:    gc.Summary{Provider: "mock", Scanned: 3, Orphaned: 3, Deleted: 2, Failed: 1},
 			wantErr: true,
 		},
+		"DeleteSaysNotFound": {
+			reason: "a provider answering NotFound to a Delete has no such VM: counted as deleted, no error",
+			setup: func(t *testing.T, w *world) []string {
+				w.failDelete = create(t, w.p, "uid-a")
+				w.failErr = provider.NewError(provider.KindNotFound, "delete", w.failDelete, provider.ErrNotFound)
+				w.clock.Advance(time.Hour)
+				return []string{w.failDelete} // the fake did not really delete it
+			},
+			want: gc.Summary{Provider: "mock", Scanned: 1, Orphaned: 1, Deleted: 1},
+		},
 		"DryRun": {
 			reason: "a dry run counts the orphans and deletes nothing",
 			opts:   gc.Options{DryRun: true},
@@ -266,8 +278,11 @@ func TestCollectOrphans(t *testing.T) {
 			clk := clock.NewFake(epoch)
 			w := &world{p: mock.New(mock.Options{Clock: clk}), clock: clk, store: &fakeStore{}}
 			keep := tc.setup(t, w)
+			if w.failErr == nil {
+				w.failErr = errBoom
+			}
 			var logs bytes.Buffer
-			c := gc.New(providersOf(t, map[string]provider.Provider{"mock": failingDelete{w.p, w.failDelete, errBoom}}), w.store, &fakeRequeuer{}, clk,
+			c := gc.New(providersOf(t, map[string]provider.Provider{"mock": failingDelete{w.p, w.failDelete, w.failErr}}), w.store, &fakeRequeuer{}, clk,
 				logging.New(&logs, slog.LevelDebug), tc.opts)
 
 			report, err := c.Run(context.Background())
