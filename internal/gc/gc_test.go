@@ -1,0 +1,583 @@
+package gc_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"runtime"
+	"slices"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/egress-proxies/egress/internal/clock"
+	"github.com/egress-proxies/egress/internal/gc"
+	"github.com/egress-proxies/egress/internal/logging"
+	"github.com/egress-proxies/egress/internal/provider"
+	"github.com/egress-proxies/egress/internal/provider/mock"
+	"github.com/egress-proxies/egress/internal/proxy"
+)
+
+var epoch = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+
+// fakeStore is the document store as the collector sees it.
+type fakeStore struct {
+	mu         sync.Mutex
+	uids       map[string]struct{}
+	uidsErr    error
+	stalled    []proxy.Key
+	stalledErr error
+	// what Stalled was asked
+	before time.Time
+	limit  int
+}
+
+func (s *fakeStore) LiveUIDs(context.Context) (map[string]struct{}, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.uidsErr != nil {
+		return nil, s.uidsErr
+	}
+	out := make(map[string]struct{}, len(s.uids))
+	for u := range s.uids {
+		out[u] = struct{}{}
+	}
+	return out, nil
+}
+
+func (s *fakeStore) Stalled(_ context.Context, before time.Time, limit int) ([]proxy.Key, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.before, s.limit = before, limit
+	if s.stalledErr != nil {
+		return nil, s.stalledErr
+	}
+	return s.stalled, nil
+}
+
+func uidSet(uids ...string) map[string]struct{} {
+	m := map[string]struct{}{}
+	for _, u := range uids {
+		m[u] = struct{}{}
+	}
+	return m
+}
+
+// fakeRequeuer records the reconcile requests and fails those for failFor.
+type fakeRequeuer struct {
+	mu      sync.Mutex
+	got     []string
+	failFor string
+}
+
+func (r *fakeRequeuer) Requeue(_ context.Context, key proxy.Key, reason string) error {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if key.Path() == r.failFor {
+		return errors.New("publish failed")
+	}
+	r.got = append(r.got, key.Path()+" "+reason)
+	return nil
+}
+
+func (r *fakeRequeuer) requests() []string {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := slices.Clone(r.got)
+	slices.Sort(out)
+	return out
+}
+
+// providersOf builds a *provider.Set (the production type) over the given
+// providers by type.
+func providersOf(t testing.TB, ps map[string]provider.Provider) *provider.Set {
+	t.Helper()
+	reg := provider.NewRegistry()
+	for typ, p := range ps {
+		if err := reg.Register(typ, func(context.Context) (provider.Provider, error) { return p, nil }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return provider.NewSet(reg)
+}
+
+// create makes a managed instance of uid at the clock's current time, as the
+// reconciler does.
+func create(t *testing.T, p *mock.Provider, uid string) string {
+	t.Helper()
+	id, err := p.Create(context.Background(), provider.CreateRequest{Name: provider.NameFromUID(uid), UID: uid})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return id
+}
+
+func ids(p *mock.Provider) []string {
+	var out []string
+	for _, in := range p.Instances() {
+		out = append(out, in.ID)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// failingDelete fails the Delete of one providerID.
+type failingDelete struct {
+	*mock.Provider
+	id  string
+	err error
+}
+
+func (f failingDelete) Delete(ctx context.Context, id string) error {
+	if id == f.id {
+		return f.err
+	}
+	return f.Provider.Delete(ctx, id)
+}
+
+type logLine map[string]any
+
+func logLines(t *testing.T, buf *bytes.Buffer) []logLine {
+	t.Helper()
+	var out []logLine
+	for _, b := range bytes.Split(bytes.TrimSpace(buf.Bytes()), []byte("\n")) {
+		if len(b) == 0 {
+			continue
+		}
+		var l logLine
+		if err := json.Unmarshal(b, &l); err != nil {
+			t.Fatalf("log line %q is not JSON: %v", b, err)
+		}
+		out = append(out, l)
+	}
+	return out
+}
+
+func TestCollectOrphans(t *testing.T) {
+	errBoom := errors.New("boom")
+	type world struct {
+		p     *mock.Provider
+		clock *clock.Fake
+		store *fakeStore
+		// failDelete is a providerID whose Delete fails with failErr
+		// (errBoom if unset).
+		failDelete string
+		failErr    error
+	}
+	cases := map[string]struct {
+		reason string
+		opts   gc.Options
+		// setup plants instances and documents and returns the IDs that
+		// must be left.
+		setup   func(t *testing.T, w *world) (keep []string)
+		want    gc.Summary
+		wantErr bool
+		// wantWarning is a providerID a WARNING line must name.
+		wantWarning string
+	}{
+		"OldOrphanDeleted": {
+			reason: "an unclaimed managed instance older than the grace period is deleted",
+			setup: func(t *testing.T, w *world) []string {
+				create(t, w.p, "uid-gone")
+				w.clock.Advance(gc.DefaultGracePeriod + time.Second)
+				return nil
+			},
+			want: gc.Summary{Provider: "mock", Scanned: 1, Orphaned: 1, Deleted: 1},
+		},
+		"YoungOrphanKept": {
+			reason: "an unclaimed instance younger than the grace period is kept",
+			setup: func(t *testing.T, w *world) []string {
+				id := create(t, w.p, "uid-gone")
+				w.clock.Advance(gc.DefaultGracePeriod - time.Second)
+				return []string{id}
+			},
+			want: gc.Summary{Provider: "mock", Scanned: 1, TooYoung: 1},
+		},
+		"ClaimedKept": {
+			reason: "an old instance whose uid a document claims is kept",
+			setup: func(t *testing.T, w *world) []string {
+				id := create(t, w.p, "uid-live")
+				w.store.uids = uidSet("uid-live")
+				w.clock.Advance(time.Hour)
+				return []string{id}
+			},
+			want: gc.Summary{Provider: "mock", Scanned: 1, Claimed: 1},
+		},
+		"NoUIDKeptAndReported": {
+			reason: "a managed instance without a uid is never deleted, and a warning names it",
+			setup: func(t *testing.T, w *world) []string {
+				id := w.p.AddForeign("no-uid", map[string]string{provider.LabelManaged: provider.LabelManagedYes})
+				w.clock.Advance(time.Hour)
+				return []string{id}
+			},
+			want:        gc.Summary{Provider: "mock", Scanned: 1, NoUID: 1},
+			wantWarning: "mock://no-uid",
+		},
+		"UnmanagedKept": {
+			reason: "an instance labelled proxy-operator-managed=false is not listed, so never deleted",
+			setup: func(t *testing.T, w *world) []string {
+				id := w.p.AddForeign("other-tool", map[string]string{provider.LabelManaged: "false", provider.LabelUID: "uid-foreign"})
+				w.clock.Advance(time.Hour)
+				return []string{id}
+			},
+			want: gc.Summary{Provider: "mock"},
+		},
+		"OneDeleteFails": {
+			reason: "a failed delete is counted and returned; the other orphans are still deleted",
+			setup: func(t *testing.T, w *world) []string {
+				create(t, w.p, "uid-a")
+				w.failDelete = create(t, w.p, "uid-b")
+				create(t, w.p, "uid-c")
+				w.clock.Advance(time.Hour)
+				return []string{w.failDelete}
+			},
+			want:    gc.Summary{Provider: "mock", Scanned: 3, Orphaned: 3, Deleted: 2, Failed: 1},
+			wantErr: true,
+		},
+		"DeleteSaysNotFound": {
+			reason: "a provider answering NotFound to a Delete has no such VM: counted as deleted, no error",
+			setup: func(t *testing.T, w *world) []string {
+				w.failDelete = create(t, w.p, "uid-a")
+				w.failErr = provider.NewError(provider.KindNotFound, "delete", w.failDelete, provider.ErrNotFound)
+				w.clock.Advance(time.Hour)
+				return []string{w.failDelete} // the fake did not really delete it
+			},
+			want: gc.Summary{Provider: "mock", Scanned: 1, Orphaned: 1, Deleted: 1},
+		},
+		"DryRun": {
+			reason: "a dry run counts the orphans and deletes nothing",
+			opts:   gc.Options{DryRun: true},
+			setup: func(t *testing.T, w *world) []string {
+				a := create(t, w.p, "uid-a")
+				b := create(t, w.p, "uid-b")
+				w.clock.Advance(time.Hour)
+				return []string{a, b}
+			},
+			want: gc.Summary{Provider: "mock", Scanned: 2, Orphaned: 2, DryRun: true},
+		},
+		"Mixed": {
+			reason: "each instance is judged on its own",
+			setup: func(t *testing.T, w *world) []string {
+				create(t, w.p, "uid-old-orphan")
+				live := create(t, w.p, "uid-live")
+				w.store.uids = uidSet("uid-live", "uid-doc-without-vm")
+				w.clock.Advance(gc.DefaultGracePeriod)
+				young := create(t, w.p, "uid-young-orphan")
+				return []string{live, young}
+			},
+			want: gc.Summary{Provider: "mock", Scanned: 3, Claimed: 1, TooYoung: 1, Orphaned: 1, Deleted: 1},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			clk := clock.NewFake(epoch)
+			w := &world{p: mock.New(mock.Options{Clock: clk}), clock: clk, store: &fakeStore{}}
+			keep := tc.setup(t, w)
+			if w.failErr == nil {
+				w.failErr = errBoom
+			}
+			var logs bytes.Buffer
+			c := gc.New(providersOf(t, map[string]provider.Provider{"mock": failingDelete{w.p, w.failDelete, w.failErr}}), w.store, &fakeRequeuer{}, clk,
+				logging.New(&logs, slog.LevelDebug), tc.opts)
+
+			report, err := c.Run(context.Background())
+
+			if (err != nil) != tc.wantErr {
+				t.Fatalf("%s\nRun() error = %v, wantErr %v", tc.reason, err, tc.wantErr)
+			}
+			if errors.Is(err, gc.ErrIncomplete) {
+				t.Errorf("%s\nRun() error = %v: a delete failure must not be ErrIncomplete", tc.reason, err)
+			}
+			if tc.wantErr && !errors.Is(err, errBoom) {
+				t.Errorf("%s\nRun() error = %v, want it to wrap the provider's error", tc.reason, err)
+			}
+			if diff := cmp.Diff([]gc.Summary{tc.want}, report.Providers); diff != "" {
+				t.Errorf("%s\nsummary (-want +got):\n%s", tc.reason, diff)
+			}
+			slices.Sort(keep)
+			if diff := cmp.Diff(keep, ids(w.p)); diff != "" {
+				t.Errorf("%s\ninstances left (-want +got):\n%s", tc.reason, diff)
+			}
+			if tc.wantWarning != "" {
+				found := false
+				for _, l := range logLines(t, &logs) {
+					if l["severity"] == "WARNING" && l["providerID"] == tc.wantWarning {
+						found = true
+					}
+				}
+				if !found {
+					t.Errorf("%s\nno WARNING line names %s in:\n%s", tc.reason, tc.wantWarning, logs.String())
+				}
+			}
+		})
+	}
+}
+
+// TestDocumentDeletedDuringCreate follows one VM whose document was deleted
+// while its Create was in flight: the VM is young when the first run sees
+// it, so it is kept; a run after the grace period deletes it.
+func TestDocumentDeletedDuringCreate(t *testing.T) {
+	clk := clock.NewFake(epoch)
+	p := mock.New(mock.Options{Clock: clk})
+	store := &fakeStore{uids: uidSet("uid-x")}
+	c := gc.New(providersOf(t, map[string]provider.Provider{"mock": p}), store, &fakeRequeuer{}, clk,
+		slog.New(slog.DiscardHandler), gc.Options{})
+
+	// The reconciler decided on a Create for uid-x; the user deleted the
+	// document; then the Create landed.
+	store.uids = uidSet()
+	id := create(t, p, "uid-x")
+	clk.Advance(time.Minute)
+
+	report, err := c.Run(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]gc.Summary{{Provider: "mock", Scanned: 1, TooYoung: 1}}, report.Providers); diff != "" {
+		t.Errorf("first run, a minute after the Create (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]string{id}, ids(p)); diff != "" {
+		t.Errorf("first run must keep the young VM (-want +got):\n%s", diff)
+	}
+
+	clk.Advance(gc.DefaultGracePeriod)
+	report, err = c.Run(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]gc.Summary{{Provider: "mock", Scanned: 1, Orphaned: 1, Deleted: 1}}, report.Providers); diff != "" {
+		t.Errorf("second run, after the grace period (-want +got):\n%s", diff)
+	}
+	if got := ids(p); len(got) != 0 {
+		t.Errorf("second run left %v, want the orphan deleted", got)
+	}
+}
+
+// orderCheckingStore fails the test if the uids are read before every
+// provider has been listed.
+type orderCheckingStore struct {
+	fakeStore
+	t     *testing.T
+	lists []*mock.Provider
+}
+
+func (s *orderCheckingStore) LiveUIDs(ctx context.Context) (map[string]struct{}, error) {
+	for i, p := range s.lists {
+		if p.Calls(mock.MethodListByTag) == 0 {
+			s.t.Errorf("LiveUIDs was read before provider %d was listed", i)
+		}
+	}
+	return s.fakeStore.LiveUIDs(ctx)
+}
+
+func TestListsBeforeReadingUIDs(t *testing.T) {
+	clk := clock.NewFake(epoch)
+	a, b := mock.New(mock.Options{Clock: clk}), mock.New(mock.Options{Clock: clk})
+	store := &orderCheckingStore{t: t, lists: []*mock.Provider{a, b}}
+	c := gc.New(providersOf(t, map[string]provider.Provider{"a": a, "b": b}), store, &fakeRequeuer{}, clk,
+		slog.New(slog.DiscardHandler), gc.Options{})
+	if _, err := c.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestIncompleteRuns(t *testing.T) {
+	errBoom := errors.New("boom")
+	cases := map[string]struct {
+		reason string
+		// break one thing
+		setup func(a, b *mock.Provider, s *fakeStore)
+		want  []gc.Summary
+		// left are the instances left per provider
+		leftA, leftB int
+	}{
+		"ListingFails": {
+			reason: "a provider that cannot be listed is reported; the other is still collected",
+			setup:  func(a, _ *mock.Provider, _ *fakeStore) { a.FailNext(mock.MethodListByTag, 1, errBoom) },
+			want: []gc.Summary{
+				{Provider: "a"},
+				{Provider: "b", Scanned: 1, Orphaned: 1, Deleted: 1},
+			},
+			leftA: 1,
+		},
+		"UIDsUnreadable": {
+			reason: "without the uid set nothing is deleted at all",
+			setup:  func(_, _ *mock.Provider, s *fakeStore) { s.uidsErr = errBoom },
+			want: []gc.Summary{
+				{Provider: "a", Scanned: 1},
+				{Provider: "b", Scanned: 1},
+			},
+			leftA: 1, leftB: 1,
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			clk := clock.NewFake(epoch)
+			a, b := mock.New(mock.Options{Clock: clk}), mock.New(mock.Options{Clock: clk})
+			create(t, a, "uid-a")
+			create(t, b, "uid-b")
+			clk.Advance(time.Hour)
+			store := &fakeStore{}
+			tc.setup(a, b, store)
+			c := gc.New(providersOf(t, map[string]provider.Provider{"a": a, "b": b}), store, &fakeRequeuer{}, clk,
+				slog.New(slog.DiscardHandler), gc.Options{})
+
+			report, err := c.Run(context.Background())
+
+			if !errors.Is(err, gc.ErrIncomplete) || !errors.Is(err, errBoom) {
+				t.Errorf("%s\nRun() error = %v, want ErrIncomplete wrapping the cause", tc.reason, err)
+			}
+			if diff := cmp.Diff(tc.want, report.Providers); diff != "" {
+				t.Errorf("%s\nsummaries (-want +got):\n%s", tc.reason, diff)
+			}
+			if got := []int{len(a.Instances()), len(b.Instances())}; !slices.Equal(got, []int{tc.leftA, tc.leftB}) {
+				t.Errorf("%s\ninstances left in a, b = %v, want %v", tc.reason, got, []int{tc.leftA, tc.leftB})
+			}
+		})
+	}
+}
+
+// gatedProvider records how many deletes run at once.
+type gatedProvider struct {
+	*mock.Provider
+	mu            sync.Mutex
+	inFlight, max int
+}
+
+func (g *gatedProvider) Delete(ctx context.Context, id string) error {
+	g.mu.Lock()
+	g.inFlight++
+	g.max = max(g.max, g.inFlight)
+	g.mu.Unlock()
+	err := g.Provider.Delete(ctx, id)
+	// Give the other goroutines every chance to pile in.
+	for range 100 {
+		runtime.Gosched()
+	}
+	g.mu.Lock()
+	g.inFlight--
+	g.mu.Unlock()
+	return err
+}
+
+func TestDeletesAreBounded(t *testing.T) {
+	clk := clock.NewFake(epoch)
+	g := &gatedProvider{Provider: mock.New(mock.Options{Clock: clk})}
+	for i := range 50 {
+		create(t, g.Provider, fmt.Sprintf("uid-%d", i))
+	}
+	clk.Advance(time.Hour)
+	const limit = 3
+	c := gc.New(providersOf(t, map[string]provider.Provider{"mock": g}), &fakeStore{}, &fakeRequeuer{}, clk,
+		slog.New(slog.DiscardHandler), gc.Options{Parallelism: limit})
+	report, err := c.Run(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if report.Providers[0].Deleted != 50 {
+		t.Errorf("deleted %d, want 50", report.Providers[0].Deleted)
+	}
+	if g.max > limit {
+		t.Errorf("%d deletes ran at once, want at most %d", g.max, limit)
+	}
+}
+
+func TestSweep(t *testing.T) {
+	stuck := []proxy.Key{{Namespace: "a", Name: "p1"}, {Namespace: "a", Name: "p2"}, {Namespace: "b", Name: "p3"}}
+	cases := map[string]struct {
+		reason     string
+		opts       gc.Options
+		stalledErr error
+		failFor    string
+		want       gc.SweepSummary
+		wantReqs   []string
+		wantBefore time.Time
+		wantErr    bool
+		incomplete bool
+	}{
+		"Requeued": {
+			reason:     "every stalled document gets a sweep request; the cut-off is now minus the threshold",
+			want:       gc.SweepSummary{Stalled: 3, Requeued: 3},
+			wantReqs:   []string{"namespaces/a/proxies/p1 sweep", "namespaces/a/proxies/p2 sweep", "namespaces/b/proxies/p3 sweep"},
+			wantBefore: epoch.Add(-gc.DefaultSweepThreshold),
+		},
+		"Threshold": {
+			reason:     "the threshold is configurable, and a dry run still sweeps",
+			opts:       gc.Options{SweepThreshold: 7 * time.Minute, DryRun: true},
+			want:       gc.SweepSummary{Stalled: 3, Requeued: 3},
+			wantReqs:   []string{"namespaces/a/proxies/p1 sweep", "namespaces/a/proxies/p2 sweep", "namespaces/b/proxies/p3 sweep"},
+			wantBefore: epoch.Add(-7 * time.Minute),
+		},
+		"OneRequeueFails": {
+			reason:     "a failed requeue is counted and returned; the others still go",
+			failFor:    "namespaces/a/proxies/p2",
+			want:       gc.SweepSummary{Stalled: 3, Requeued: 2, Failed: 1},
+			wantReqs:   []string{"namespaces/a/proxies/p1 sweep", "namespaces/b/proxies/p3 sweep"},
+			wantBefore: epoch.Add(-gc.DefaultSweepThreshold),
+			wantErr:    true,
+		},
+		"Unreadable": {
+			reason:     "a failed stalled query makes the run incomplete",
+			stalledErr: errors.New("deadline exceeded"),
+			wantBefore: epoch.Add(-gc.DefaultSweepThreshold),
+			wantErr:    true,
+			incomplete: true,
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			clk := clock.NewFake(epoch)
+			store := &fakeStore{stalled: stuck, stalledErr: tc.stalledErr}
+			req := &fakeRequeuer{failFor: tc.failFor}
+			c := gc.New(providersOf(t, nil), store, req, clk, slog.New(slog.DiscardHandler), tc.opts)
+
+			report, err := c.Run(context.Background())
+
+			if (err != nil) != tc.wantErr || errors.Is(err, gc.ErrIncomplete) != tc.incomplete {
+				t.Fatalf("%s\nRun() error = %v, wantErr %v, incomplete %v", tc.reason, err, tc.wantErr, tc.incomplete)
+			}
+			if diff := cmp.Diff(tc.want, report.Sweep); diff != "" {
+				t.Errorf("%s\nsweep summary (-want +got):\n%s", tc.reason, diff)
+			}
+			if diff := cmp.Diff(tc.wantReqs, req.requests()); diff != "" {
+				t.Errorf("%s\nrequests (-want +got):\n%s", tc.reason, diff)
+			}
+			if !store.before.Equal(tc.wantBefore) || store.limit != gc.DefaultSweepLimit {
+				t.Errorf("%s\nStalled(before=%v, limit=%d), want (%v, %d)", tc.reason, store.before, store.limit, tc.wantBefore, gc.DefaultSweepLimit)
+			}
+		})
+	}
+}
+
+func TestSummaryLogLines(t *testing.T) {
+	clk := clock.NewFake(epoch)
+	p := mock.New(mock.Options{Clock: clk})
+	create(t, p, "uid-gone")
+	clk.Advance(time.Hour)
+	var logs bytes.Buffer
+	c := gc.New(providersOf(t, map[string]provider.Provider{"mock": p}), &fakeStore{}, &fakeRequeuer{}, clk,
+		logging.New(&logs, slog.LevelInfo), gc.Options{})
+	if _, err := c.Run(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	var got []logLine
+	for _, l := range logLines(t, &logs) {
+		if l["message"] == "gc summary" || l["message"] == "sweep summary" {
+			delete(l, "time")
+			got = append(got, l)
+		}
+	}
+	want := []logLine{
+		{"severity": "INFO", "message": "gc summary", "provider": "mock", "scanned": 1.0, "claimed": 0.0, "tooYoung": 0.0,
+			"noUID": 0.0, "orphaned": 1.0, "deleted": 1.0, "failed": 0.0, "dryRun": false, "gracePeriod": "10m0s"},
+		{"severity": "INFO", "message": "sweep summary", "stalled": 0.0, "requeued": 0.0, "failed": 0.0, "threshold": "2m0s"},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("summary lines (-want +got):\n%s", diff)
+	}
+}
