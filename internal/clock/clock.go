@@ -3,13 +3,17 @@
 package clock
 
 import (
+	"context"
 	"sync"
 	"time"
 )
 
-// Clock tells the time.
+// Clock tells the time and waits.
 type Clock interface {
 	Now() time.Time
+	// Sleep waits for d or until ctx is done, whichever comes first, and
+	// returns ctx's error in the second case.
+	Sleep(ctx context.Context, d time.Duration) error
 }
 
 // Real is the wall clock.
@@ -17,6 +21,18 @@ type Real struct{}
 
 // Now returns time.Now().
 func (Real) Now() time.Time { return time.Now() }
+
+// Sleep waits on a timer.
+func (Real) Sleep(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
 
 // Fake is a clock that moves only when told to. It is safe for concurrent use.
 type Fake struct {
@@ -46,4 +62,15 @@ func (f *Fake) Set(t time.Time) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
 	f.now = t
+}
+
+// Sleep advances the fake time by d at once instead of waiting, so code that
+// waits (a reconcile polling a provisioning VM) runs through its waits
+// instantly and deterministically in tests.
+func (f *Fake) Sleep(ctx context.Context, d time.Duration) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	f.Advance(d)
+	return nil
 }

@@ -200,6 +200,11 @@ type ReconcileMessage struct {
 	Document string `json:"document"`
 	// Reason says who asked: "requeue" or "sweep".
 	Reason string `json:"reason,omitempty"`
+	// Lease, on a requeue, is the lease holder handing its lease on to the
+	// run this message starts: a run whose wait budget is spent passes the
+	// document on without releasing the lease (which would cost a write and
+	// an event).
+	Lease string `json:"lease,omitempty"`
 }
 
 // Errors about documents, shared by the store (which maps Firestore codes to

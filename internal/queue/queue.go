@@ -88,12 +88,17 @@ func NewPublisher(client *pubsub.Client) *Publisher {
 // has the message: a requeue that was not stored is a stranded proxy until
 // the next sweep.
 func (p *Publisher) Requeue(ctx context.Context, key proxy.Key, reason string) error {
-	body, err := json.Marshal(proxy.ReconcileMessage{Document: key.Path(), Reason: reason})
+	return p.Publish(ctx, proxy.ReconcileMessage{Document: key.Path(), Reason: reason})
+}
+
+// Publish publishes a reconcile request, and waits until Pub/Sub has it.
+func (p *Publisher) Publish(ctx context.Context, msg proxy.ReconcileMessage) error {
+	body, err := json.Marshal(msg)
 	if err != nil {
 		return err
 	}
 	if _, err := p.pub.Publish(ctx, &pubsub.Message{Data: body}).Get(ctx); err != nil {
-		return fmt.Errorf("publishing a %s request for %s on %s: %w", reason, key, ReconcileTopic, err)
+		return fmt.Errorf("publishing a %s request for %s on %s: %w", msg.Reason, msg.Document, ReconcileTopic, err)
 	}
 	return nil
 }
