@@ -138,7 +138,7 @@ func TestFirestoreRelay(t *testing.T) {
 	}
 	type seen struct {
 		Type, Source, Subject, ContentType, Document string
-		Value, OldValue                            string
+		Value, OldValue                              string
 	}
 	var got []seen
 	for _, e := range events {
