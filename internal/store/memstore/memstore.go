@@ -102,6 +102,30 @@ func (s *Store) Get(_ context.Context, key proxy.Key) (*proxy.Proxy, error) {
 	return clone(doc), nil
 }
 
+// List returns up to pageSize documents of a namespace ordered by name, and
+// the next page's token: the last name returned.
+func (s *Store) List(_ context.Context, namespace string, pageSize int, pageToken string) ([]*proxy.Proxy, string, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var names []string
+	for k := range s.docs {
+		if k.Namespace == namespace && k.Name > pageToken {
+			names = append(names, k.Name)
+		}
+	}
+	slices.Sort(names)
+	var out []*proxy.Proxy
+	for _, n := range names[:min(pageSize, len(names))] {
+		s.reads++
+		out = append(out, clone(s.docs[proxy.Key{Namespace: namespace, Name: n}]))
+	}
+	next := ""
+	if len(names) > pageSize {
+		next = out[len(out)-1].Name
+	}
+	return out, next, nil
+}
+
 // RequestDeletion marks the document for deletion as the API does.
 func (s *Store) RequestDeletion(_ context.Context, key proxy.Key, now time.Time) (*proxy.Proxy, error) {
 	s.mu.Lock()

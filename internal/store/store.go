@@ -1,0 +1,295 @@
+// Package store keeps proxy documents in Firestore at
+// namespaces/{namespace}/proxies/{name}.
+//
+// Every write that must not be lost or applied over a newer document carries
+// an update-time precondition or runs in a transaction, and Firestore's codes
+// come back as the domain errors of package proxy (ErrNotFound,
+// ErrAlreadyExists, ErrConflict, ErrQuotaExceeded), wrapped with the
+// document's path.
+//
+// The per-namespace quota is a counter, field proxyCount of the document
+// namespaces/{namespace}, changed in the same transaction as the create or
+// delete it counts. Two concurrent creates both read the counter, so
+// Firestore serialises them and the second sees the first; counting the
+// collection in the transaction instead would read every document of the
+// namespace on every create.
+package store
+
+import (
+	"context"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"time"
+
+	"cloud.google.com/go/firestore"
+	"google.golang.org/api/iterator"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/egress-proxies/egress/internal/proxy"
+)
+
+// Collection and field names, shared with deploy/terraform's indexes.
+const (
+	NamespacesCollection = "namespaces"
+	ProxiesCollection    = "proxies"
+	countField           = "proxyCount"
+	// ProgressTimeField is what Stalled filters and orders on; production
+	// needs a collection-group index on it.
+	ProgressTimeField = "reconciler.progressTime"
+)
+
+// Store is the Firestore store of proxy documents. It is safe for
+// concurrent use.
+type Store struct {
+	client *firestore.Client
+}
+
+// New returns a Store over client.
+func New(client *firestore.Client) *Store { return &Store{client: client} }
+
+func (s *Store) ref(key proxy.Key) *firestore.DocumentRef {
+	return s.client.Collection(NamespacesCollection).Doc(key.Namespace).Collection(ProxiesCollection).Doc(key.Name)
+}
+
+func (s *Store) counter(namespace string) *firestore.DocumentRef {
+	return s.client.Collection(NamespacesCollection).Doc(namespace)
+}
+
+// transactionAttempts is how often a contended transaction is tried: the
+// quota counter makes every create of a namespace contend.
+const transactionAttempts = 30
+
+// Create writes a new document and counts it against the namespace's
+// quota, in one transaction. When the name is taken it returns the existing
+// document with ErrAlreadyExists, so the API can tell a repeated request
+// from a conflicting one.
+func (s *Store) Create(ctx context.Context, p *proxy.Proxy, quota int) (*proxy.Proxy, error) {
+	key := p.Key()
+	ref, counter := s.ref(key), s.counter(key.Namespace)
+	var existing *proxy.Proxy
+	err := s.client.RunTransaction(ctx, func(ctx context.Context, tx *firestore.Transaction) error {
+		existing = nil
+		// The counter first: every create of the namespace contends on it,
+		// and taking it before anything else keeps the lock order the same
+		// in every transaction.
+		count := int64(0)
+		csnap, err := tx.Get(counter)
+		switch {
+		case err == nil:
+			if v, err := csnap.DataAt(countField); err == nil {
+				count, _ = v.(int64)
+			}
+		case status.Code(err) != codes.NotFound:
+			return err
+		}
+		snap, err := tx.Get(ref)
+		switch {
+		case err == nil:
+			existing, err = decode(snap)
+			if err != nil {
+				return err
+			}
+			return proxy.ErrAlreadyExists
+		case status.Code(err) != codes.NotFound:
+			return err
+		}
+		if count >= int64(quota) {
+			return fmt.Errorf("namespace %q holds %d proxies, its quota is %d: %w", key.Namespace, count, quota, proxy.ErrQuotaExceeded)
+		}
+		if err := tx.Create(ref, p); err != nil {
+			return err
+		}
+		return tx.Set(counter, map[string]any{countField: count + 1}, firestore.MergeAll)
+	}, firestore.MaxAttempts(transactionAttempts))
+	if err != nil {
+		return existing, wrap(key, "creating", err)
+	}
+	return s.Get(ctx, key)
+}
+
+// Get reads one document.
+func (s *Store) Get(ctx context.Context, key proxy.Key) (*proxy.Proxy, error) {
+	snap, err := s.ref(key).Get(ctx)
+	if err != nil {
+		return nil, wrap(key, "reading", err)
+	}
+	return decode(snap)
+}
+
+// List returns up to pageSize documents of a namespace, ordered by name,
+// and the token of the next page ("" after the last).
+func (s *Store) List(ctx context.Context, namespace string, pageSize int, pageToken string) ([]*proxy.Proxy, string, error) {
+	q := s.client.Collection(NamespacesCollection).Doc(namespace).Collection(ProxiesCollection).
+		OrderBy("name", firestore.Asc).Limit(pageSize + 1)
+	if pageToken != "" {
+		after, err := base64.RawURLEncoding.DecodeString(pageToken)
+		if err != nil || !proxy.IsLabel(string(after)) {
+			return nil, "", fmt.Errorf("page token %q was not returned by a list: %w", pageToken, ErrBadPageToken)
+		}
+		q = q.StartAfter(string(after))
+	}
+	snaps, err := q.Documents(ctx).GetAll()
+	if err != nil {
+		return nil, "", fmt.Errorf("listing the proxies of namespace %q: %w", namespace, err)
+	}
+	out := make([]*proxy.Proxy, 0, min(len(snaps), pageSize))
+	for _, snap := range snaps[:min(len(snaps), pageSize)] {
+		p, err := decode(snap)
+		if err != nil {
+			return nil, "", err
+		}
+		out = append(out, p)
+	}
+	next := ""
+	if len(snaps) > pageSize {
+		next = base64.RawURLEncoding.EncodeToString([]byte(out[len(out)-1].Name))
+	}
+	return out, next, nil
+}
+
+// ErrBadPageToken is returned for a page token List did not make.
+var ErrBadPageToken = errors.New("invalid page token")
+
+// RequestDeletion marks the document for deletion: deleteRequestTime (kept
+// from the first request), phase Deleting, and a progress time for the
+// sweep. It is idempotent and returns the document as it now is.
+func (s *Store) RequestDeletion(ctx context.Context, key proxy.Key, now time.Time) (*proxy.Proxy, error) {
+	ref := s.ref(key)
+	err := s.client.RunTransaction(ctx, func(ctx context.Context, tx *firestore.Transaction) error {
+		snap, err := tx.Get(ref)
+		if err != nil {
+			return err
+		}
+		p, err := decode(snap)
+		if err != nil {
+			return err
+		}
+		if p.DeleteRequestTime != nil {
+			return nil
+		}
+		return tx.Update(ref, []firestore.Update{
+			{Path: "deleteRequestTime", Value: now},
+			{Path: "status.phase", Value: string(proxy.PhaseDeleting)},
+			{Path: ProgressTimeField, Value: now},
+		})
+	}, firestore.MaxAttempts(transactionAttempts))
+	if err != nil {
+		return nil, wrap(key, "requesting the deletion of", err)
+	}
+	return s.Get(ctx, key)
+}
+
+// UpdateStatus replaces the status and the reconciler's bookkeeping if the
+// document's update time is still p.UpdateTime, and returns the new update
+// time. ErrConflict means the document changed since it was read.
+func (s *Store) UpdateStatus(ctx context.Context, p *proxy.Proxy) (time.Time, error) {
+	wr, err := s.ref(p.Key()).Update(ctx, []firestore.Update{
+		{Path: "status", Value: p.Status},
+		{Path: "reconciler", Value: p.Reconciler},
+	}, firestore.LastUpdateTime(p.UpdateTime))
+	if err != nil {
+		return time.Time{}, wrap(p.Key(), "updating the status of", err)
+	}
+	return wr.UpdateTime, nil
+}
+
+// Delete removes the document if its update time is still updateTime, and
+// uncounts it from the namespace's quota in the same transaction.
+func (s *Store) Delete(ctx context.Context, key proxy.Key, updateTime time.Time) error {
+	ref := s.ref(key)
+	err := s.client.RunTransaction(ctx, func(ctx context.Context, tx *firestore.Transaction) error {
+		snap, err := tx.Get(ref)
+		if err != nil {
+			return err
+		}
+		if !snap.UpdateTime.Equal(updateTime) {
+			return proxy.ErrConflict
+		}
+		if err := tx.Delete(ref, firestore.LastUpdateTime(updateTime)); err != nil {
+			return err
+		}
+		return tx.Update(s.counter(key.Namespace), []firestore.Update{{Path: countField, Value: firestore.Increment(-1)}})
+	}, firestore.MaxAttempts(transactionAttempts))
+	return wrap(key, "deleting", err)
+}
+
+// LiveUIDs reads the uid of every proxy document of every namespace, with a
+// collection-group query that selects only that field: memory grows with
+// the number of uids, never with the documents' size.
+func (s *Store) LiveUIDs(ctx context.Context) (map[string]struct{}, error) {
+	it := s.client.CollectionGroup(ProxiesCollection).Select("uid").Documents(ctx)
+	defer it.Stop()
+	uids := map[string]struct{}{}
+	for {
+		snap, err := it.Next()
+		if errors.Is(err, iterator.Done) {
+			return uids, nil
+		}
+		if err != nil {
+			return nil, fmt.Errorf("reading the uids of every proxy: %w", err)
+		}
+		v, err := snap.DataAt("uid")
+		if err != nil {
+			return nil, fmt.Errorf("%s has no uid: %w", snap.Ref.Path, err)
+		}
+		uid, _ := v.(string)
+		uids[uid] = struct{}{}
+	}
+}
+
+// Stalled returns up to limit documents whose progress time is before
+// `before`, oldest first. Settled documents carry no progress time, so only
+// documents on their way somewhere are read, and only their names.
+func (s *Store) Stalled(ctx context.Context, before time.Time, limit int) ([]proxy.Key, error) {
+	snaps, err := s.client.CollectionGroup(ProxiesCollection).
+		Where(ProgressTimeField, "<", before).
+		OrderBy(ProgressTimeField, firestore.Asc).
+		Limit(limit).Select().Documents(ctx).GetAll()
+	if err != nil {
+		return nil, fmt.Errorf("reading the stalled proxies: %w", err)
+	}
+	keys := make([]proxy.Key, 0, len(snaps))
+	for _, snap := range snaps {
+		ns := snap.Ref.Parent.Parent
+		if ns == nil {
+			continue
+		}
+		keys = append(keys, proxy.Key{Namespace: ns.ID, Name: snap.Ref.ID})
+	}
+	return keys, nil
+}
+
+func decode(snap *firestore.DocumentSnapshot) (*proxy.Proxy, error) {
+	var p proxy.Proxy
+	if err := snap.DataTo(&p); err != nil {
+		return nil, fmt.Errorf("decoding %s: %w", snap.Ref.Path, err)
+	}
+	p.UpdateTime = snap.UpdateTime
+	return &p, nil
+}
+
+// wrap names the document and maps Firestore's codes to the domain errors.
+func wrap(key proxy.Key, doing string, err error) error {
+	if err == nil {
+		return nil
+	}
+	var domain error
+	switch {
+	case errors.Is(err, proxy.ErrAlreadyExists), errors.Is(err, proxy.ErrConflict),
+		errors.Is(err, proxy.ErrQuotaExceeded), errors.Is(err, proxy.ErrNotFound):
+		return fmt.Errorf("%s %s: %w", doing, key, err)
+	}
+	switch status.Code(err) {
+	case codes.NotFound:
+		domain = proxy.ErrNotFound
+	case codes.AlreadyExists:
+		domain = proxy.ErrAlreadyExists
+	case codes.FailedPrecondition, codes.Aborted:
+		domain = proxy.ErrConflict
+	default:
+		return fmt.Errorf("%s %s: %w", doing, key, err)
+	}
+	return fmt.Errorf("%s %s: %w (%w)", doing, key, domain, err)
+}

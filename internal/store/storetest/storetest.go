@@ -1,0 +1,323 @@
+// Package storetest is the behaviour every proxy document store must have:
+// the Firestore store against the emulator and the in-memory store of the
+// simulation run the same operations through Run and must agree, so the
+// simulation's proofs hold for the real database.
+package storetest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sort"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/egress-proxies/egress/internal/proxy"
+)
+
+// Store is the contract of internal/store.
+type Store interface {
+	Create(ctx context.Context, p *proxy.Proxy, quota int) (*proxy.Proxy, error)
+	Get(ctx context.Context, key proxy.Key) (*proxy.Proxy, error)
+	List(ctx context.Context, namespace string, pageSize int, pageToken string) ([]*proxy.Proxy, string, error)
+	RequestDeletion(ctx context.Context, key proxy.Key, now time.Time) (*proxy.Proxy, error)
+	UpdateStatus(ctx context.Context, p *proxy.Proxy) (time.Time, error)
+	Delete(ctx context.Context, key proxy.Key, updateTime time.Time) error
+	LiveUIDs(ctx context.Context) (map[string]struct{}, error)
+	Stalled(ctx context.Context, before time.Time, limit int) ([]proxy.Key, error)
+}
+
+// Run runs the contract against stores made by newStore, one empty store
+// (its own project, for Firestore) per subtest.
+func Run(t *testing.T, newStore func(t *testing.T) Store) {
+	t.Run("CreateGetConflict", func(t *testing.T) { testCreate(t, newStore(t)) })
+	t.Run("ListPages", func(t *testing.T) { testList(t, newStore(t)) })
+	t.Run("StaleStatusRefused", func(t *testing.T) { testStale(t, newStore(t)) })
+	t.Run("DeletionAndPrecondition", func(t *testing.T) { testDelete(t, newStore(t)) })
+	t.Run("ConcurrentCreates", func(t *testing.T) { testConcurrent(t, newStore(t)) })
+	t.Run("LiveUIDsAndStalled", func(t *testing.T) { testScans(t, newStore(t)) })
+}
+
+var base = time.Date(2026, 12, 2, 9, 0, 0, 0, time.UTC)
+
+// New returns a Pending document as the API creates it.
+func New(ns, name string) *proxy.Proxy {
+	return &proxy.Proxy{
+		Namespace: ns, Name: name, UID: fmt.Sprintf("uid-%s-%s", ns, name), Generation: 1,
+		Spec: proxy.Spec{Provider: "mock", Port: proxy.DefaultPort, Placement: proxy.Placement{Region: "us-central1", Zone: "us-central1-a"},
+			AllowedSourceRanges: []string{"203.0.113.0/24"}},
+		Status:     proxy.Status{Phase: proxy.PhasePending},
+		CreateTime: base,
+		Reconciler: proxy.Bookkeeping{ProgressTime: base},
+	}
+}
+
+func testCreate(t *testing.T, s Store) {
+	ctx := context.Background()
+	p := New("team-a", "egress-1")
+	got, err := s.Create(ctx, p, 20)
+	if err != nil {
+		t.Fatalf("Create: %v", err)
+	}
+	if got.UpdateTime.IsZero() {
+		t.Error("Create returned no update time")
+	}
+	// Fields round-trip; the update time is the store's.
+	if diff := cmp.Diff(p, got, ignoreUpdateTime); diff != "" {
+		t.Errorf("created document (-want +got):\n%s", diff)
+	}
+	again, err := s.Get(ctx, p.Key())
+	if err != nil {
+		t.Fatalf("Get: %v", err)
+	}
+	if diff := cmp.Diff(got, again); diff != "" {
+		t.Errorf("Get after Create (-create +get):\n%s", diff)
+	}
+	other := New("team-a", "egress-1")
+	other.UID = "another-uid"
+	existing, err := s.Create(ctx, other, 20)
+	if !errors.Is(err, proxy.ErrAlreadyExists) {
+		t.Fatalf("second Create: %v, want ErrAlreadyExists", err)
+	}
+	if existing == nil || existing.UID != p.UID {
+		t.Errorf("second Create returned %+v, want the existing document (uid %s)", existing, p.UID)
+	}
+	if _, err := s.Get(ctx, proxy.Key{Namespace: "team-a", Name: "absent"}); !errors.Is(err, proxy.ErrNotFound) {
+		t.Errorf("Get of an absent document: %v, want ErrNotFound", err)
+	}
+}
+
+var ignoreUpdateTime = cmp.FilterPath(func(p cmp.Path) bool { return p.Last().String() == ".UpdateTime" }, cmp.Ignore())
+
+func testList(t *testing.T, s Store) {
+	ctx := context.Background()
+	var want []string
+	for i := range 45 {
+		p := New("team-l", fmt.Sprintf("p-%02d", i))
+		if _, err := s.Create(ctx, p, 100); err != nil {
+			t.Fatal(err)
+		}
+		want = append(want, p.Name)
+	}
+	if _, err := s.Create(ctx, New("team-other", "p-00"), 100); err != nil {
+		t.Fatal(err)
+	}
+	var got []string
+	pages := 0
+	for token := ""; ; {
+		page, next, err := s.List(ctx, "team-l", 20, token)
+		if err != nil {
+			t.Fatalf("List page %d: %v", pages+1, err)
+		}
+		pages++
+		for _, p := range page {
+			got = append(got, p.Name)
+		}
+		if next == "" {
+			break
+		}
+		if pages > 5 {
+			t.Fatal("List does not end")
+		}
+		token = next
+	}
+	if pages != 3 {
+		t.Errorf("45 documents in pages of 20 took %d pages, want 3", pages)
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("listed names (-want +got):\n%s", diff)
+	}
+}
+
+func testStale(t *testing.T, s Store) {
+	ctx := context.Background()
+	p, err := s.Create(ctx, New("team-s", "egress-1"), 20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	first := *p
+	first.Status.Phase = proxy.PhaseCreating
+	if _, err := s.UpdateStatus(ctx, &first); err != nil {
+		t.Fatalf("fresh UpdateStatus: %v", err)
+	}
+	after, err := s.Get(ctx, p.Key())
+	if err != nil {
+		t.Fatal(err)
+	}
+	stale := *p // still carries the first update time
+	stale.Status.Phase = proxy.PhaseFailed
+	stale.Status.Message = "written over a newer document"
+	if _, err := s.UpdateStatus(ctx, &stale); !errors.Is(err, proxy.ErrConflict) {
+		t.Fatalf("stale UpdateStatus: %v, want ErrConflict", err)
+	}
+	now, err := s.Get(ctx, p.Key())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(after, now); diff != "" {
+		t.Errorf("the refused write changed the document (-before +after):\n%s", diff)
+	}
+	gone := *now
+	gone.Name = "absent"
+	if _, err := s.UpdateStatus(ctx, &gone); !errors.Is(err, proxy.ErrNotFound) && !errors.Is(err, proxy.ErrConflict) {
+		t.Errorf("UpdateStatus of an absent document: %v, want ErrNotFound or ErrConflict", err)
+	}
+}
+
+func testDelete(t *testing.T, s Store) {
+	ctx := context.Background()
+	p, err := s.Create(ctx, New("team-d", "egress-1"), 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := base.Add(time.Hour)
+	d1, err := s.RequestDeletion(ctx, p.Key(), at)
+	if err != nil {
+		t.Fatalf("RequestDeletion: %v", err)
+	}
+	d2, err := s.RequestDeletion(ctx, p.Key(), at.Add(time.Minute))
+	if err != nil {
+		t.Fatalf("second RequestDeletion: %v", err)
+	}
+	if d1.Status.Phase != proxy.PhaseDeleting || d1.DeleteRequestTime == nil || !d1.DeleteRequestTime.Equal(at) {
+		t.Errorf("after RequestDeletion: phase %s, deleteRequestTime %v; want Deleting at %s", d1.Status.Phase, d1.DeleteRequestTime, at)
+	}
+	if diff := cmp.Diff(d1, d2); diff != "" {
+		t.Errorf("a repeated RequestDeletion changed the document (-first +second):\n%s", diff)
+	}
+	if _, err := s.RequestDeletion(ctx, proxy.Key{Namespace: "team-d", Name: "absent"}, at); !errors.Is(err, proxy.ErrNotFound) {
+		t.Errorf("RequestDeletion of an absent document: %v, want ErrNotFound", err)
+	}
+	if err := s.Delete(ctx, p.Key(), p.UpdateTime); !errors.Is(err, proxy.ErrConflict) {
+		t.Errorf("Delete with a stale update time: %v, want ErrConflict", err)
+	}
+	if _, err := s.Get(ctx, p.Key()); err != nil {
+		t.Fatalf("the refused Delete removed the document: %v", err)
+	}
+	if err := s.Delete(ctx, p.Key(), d2.UpdateTime); err != nil {
+		t.Fatalf("Delete: %v", err)
+	}
+	if _, err := s.Get(ctx, p.Key()); !errors.Is(err, proxy.ErrNotFound) {
+		t.Errorf("Get after Delete: %v, want ErrNotFound", err)
+	}
+	if err := s.Delete(ctx, p.Key(), d2.UpdateTime); !errors.Is(err, proxy.ErrNotFound) {
+		t.Errorf("second Delete: %v, want ErrNotFound", err)
+	}
+	// The quota of one is free again.
+	if _, err := s.Create(ctx, New("team-d", "egress-2"), 1); err != nil {
+		t.Errorf("Create after Delete in a namespace of quota 1: %v", err)
+	}
+	if _, err := s.Create(ctx, New("team-d", "egress-3"), 1); !errors.Is(err, proxy.ErrQuotaExceeded) {
+		t.Errorf("Create past the quota: %v, want ErrQuotaExceeded", err)
+	}
+}
+
+func testConcurrent(t *testing.T, s Store) {
+	ctx := context.Background()
+	// Two creates of one name: one document.
+	errs := parallel(2, func(int) error { _, err := s.Create(ctx, New("team-c", "same"), 20); return err })
+	if n := count(errs, nil); n != 1 {
+		t.Errorf("two concurrent creates of one name: %d succeeded (errors %v), want 1", n, errs)
+	}
+	if n := count(errs, proxy.ErrAlreadyExists); n != 1 {
+		t.Errorf("two concurrent creates of one name: %d ErrAlreadyExists, want 1: %v", n, errs)
+	}
+	// 25 creates of distinct names under a quota of 20: exactly 20.
+	errs = parallel(25, func(i int) error { _, err := s.Create(ctx, New("team-q", fmt.Sprintf("p-%02d", i)), 20); return err })
+	if n := count(errs, nil); n != 20 {
+		t.Errorf("25 concurrent creates under quota 20: %d succeeded, want 20 (errors %v)", n, errs)
+	}
+	if n := count(errs, proxy.ErrQuotaExceeded); n != 5 {
+		t.Errorf("25 concurrent creates under quota 20: %d ErrQuotaExceeded, want 5 (errors %v)", n, errs)
+	}
+	page, _, err := s.List(ctx, "team-q", 100, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(page) != 20 {
+		t.Errorf("namespace holds %d documents, want 20", len(page))
+	}
+}
+
+func parallel(n int, fn func(i int) error) []error {
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	for i := range n {
+		wg.Go(func() {
+			<-start
+			errs[i] = fn(i)
+		})
+	}
+	close(start)
+	wg.Wait()
+	return errs
+}
+
+func count(errs []error, target error) int {
+	n := 0
+	for _, err := range errs {
+		if (target == nil && err == nil) || (target != nil && errors.Is(err, target)) {
+			n++
+		}
+	}
+	return n
+}
+
+func testScans(t *testing.T, s Store) {
+	ctx := context.Background()
+	var wantUIDs []string
+	for i, ns := range []string{"team-x", "team-y", "team-z"} {
+		for j := range 3 {
+			p := New(ns, fmt.Sprintf("p-%d", j))
+			p.Reconciler.ProgressTime = base.Add(time.Duration(i*3+j) * time.Minute)
+			created, err := s.Create(ctx, p, 20)
+			if err != nil {
+				t.Fatal(err)
+			}
+			wantUIDs = append(wantUIDs, p.UID)
+			if j == 2 {
+				// Settled: no progress time, never stalled.
+				ready := *created
+				ready.Status.Phase = proxy.PhaseReady
+				ready.Reconciler.ProgressTime = time.Time{}
+				if _, err := s.UpdateStatus(ctx, &ready); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+	}
+	uids, err := s.LiveUIDs(ctx)
+	if err != nil {
+		t.Fatalf("LiveUIDs: %v", err)
+	}
+	var got []string
+	for u := range uids {
+		got = append(got, u)
+	}
+	sort.Strings(got)
+	sort.Strings(wantUIDs)
+	if diff := cmp.Diff(wantUIDs, got); diff != "" {
+		t.Errorf("LiveUIDs (-want +got):\n%s", diff)
+	}
+	// Progress times 0,1 | 3,4 | 6,7 minutes; before 5m, at most 3: the
+	// three oldest unsettled.
+	keys, err := s.Stalled(ctx, base.Add(5*time.Minute), 3)
+	if err != nil {
+		t.Fatalf("Stalled: %v", err)
+	}
+	want := []proxy.Key{{Namespace: "team-x", Name: "p-0"}, {Namespace: "team-x", Name: "p-1"}, {Namespace: "team-y", Name: "p-0"}}
+	if diff := cmp.Diff(want, keys); diff != "" {
+		t.Errorf("Stalled (-want +got):\n%s", diff)
+	}
+	all, err := s.Stalled(ctx, base.Add(time.Hour), 100)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(all) != 6 {
+		t.Errorf("Stalled before an hour found %d documents, want the 6 unsettled: %v", len(all), all)
+	}
+}
