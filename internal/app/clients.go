@@ -7,6 +7,7 @@ import (
 
 	"cloud.google.com/go/firestore"
 	"cloud.google.com/go/pubsub/v2"
+	secretmanager "cloud.google.com/go/secretmanager/apiv1"
 )
 
 // Clients are the Google clients a process shares between its functions.
@@ -24,6 +25,10 @@ type Clients struct {
 	psOnce sync.Once
 	ps     *pubsub.Client
 	psErr  error
+
+	smOnce sync.Once
+	sm     *secretmanager.Client
+	smErr  error
 }
 
 // NewClients returns the clients of project.
@@ -52,6 +57,19 @@ func (c *Clients) PubSub(ctx context.Context) (*pubsub.Client, error) {
 	return c.ps, c.psErr
 }
 
+// SecretManager returns the Secret Manager client. It is made only when a
+// spec names a cloudInitSecret, so a process that never reads one needs no
+// credentials for it.
+func (c *Clients) SecretManager(ctx context.Context) (*secretmanager.Client, error) {
+	c.smOnce.Do(func() {
+		c.sm, c.smErr = secretmanager.NewClient(context.WithoutCancel(ctx))
+		if c.smErr != nil {
+			c.smErr = fmt.Errorf("secret manager client: %w", c.smErr)
+		}
+	})
+	return c.sm, c.smErr
+}
+
 // Close closes whatever clients were made.
 func (c *Clients) Close() error {
 	var errs []error
@@ -60,6 +78,9 @@ func (c *Clients) Close() error {
 	}
 	if c.ps != nil {
 		errs = append(errs, c.ps.Close())
+	}
+	if c.sm != nil {
+		errs = append(errs, c.sm.Close())
 	}
 	for _, err := range errs {
 		if err != nil {

@@ -1,11 +1,20 @@
 package app
 
 import (
+	"context"
+	"errors"
 	"fmt"
+	"log/slog"
 	"strconv"
+	"sync"
 	"time"
 
+	"github.com/cloudevents/sdk-go/v2/event"
+
+	"github.com/egress-proxies/egress/internal/clock"
 	"github.com/egress-proxies/egress/internal/gc"
+	"github.com/egress-proxies/egress/internal/queue"
+	"github.com/egress-proxies/egress/internal/store"
 )
 
 // LoadGCOptions reads and validates the CollectGarbage configuration:
@@ -53,4 +62,79 @@ func positiveDuration(getenv Getenv, name string, def time.Duration) (time.Durat
 		return 0, fmt.Errorf("config: %s=%q must be longer than zero", name, getenv(name))
 	}
 	return d, nil
+}
+
+// CollectGarbage serves the CollectGarbage function: each messagePublished
+// event on proxy-gc (a Cloud Scheduler tick) is one garbage-collection run.
+type CollectGarbage struct {
+	rt   *Runtime
+	opts gc.Options
+
+	once      sync.Once
+	collector *gc.Collector
+	err       error
+}
+
+// NewCollectGarbage validates the GC configuration of rt's environment. The
+// clients are dialled on the first event, not here.
+func NewCollectGarbage(rt *Runtime) (*CollectGarbage, error) {
+	opts, err := LoadGCOptions(rt.Getenv)
+	if err != nil {
+		return nil, err
+	}
+	return &CollectGarbage{rt: rt, opts: opts}, nil
+}
+
+func (f *CollectGarbage) collectorFor(ctx context.Context) (*gc.Collector, error) {
+	f.once.Do(func() {
+		fs, err := f.rt.Clients.Firestore(ctx)
+		if err != nil {
+			f.err = err
+			return
+		}
+		ps, err := f.rt.Clients.PubSub(ctx)
+		if err != nil {
+			f.err = err
+			return
+		}
+		f.collector = gc.New(f.rt.Providers, store.New(fs), queue.NewPublisher(ps), clock.Real{}, f.rt.Log, f.opts)
+	})
+	return f.collector, f.err
+}
+
+// Handle runs one collection for a messagePublished event. The message body
+// is irrelevant: every tick means "collect now".
+//
+// It returns an error, so that Pub/Sub delivers the tick again, only when
+// the run could not look at everything (gc.ErrIncomplete: a provider or the
+// documents could not be read). A delete or requeue that failed is logged
+// and the event acknowledged: the next tick, minutes away, retries it
+// anyway, whereas a redelivered tick would re-run the whole collection at
+// Pub/Sub's backoff for as long as one VM refuses to go — and a run is
+// idempotent either way.
+func (f *CollectGarbage) Handle(ctx context.Context, e event.Event) error {
+	log := f.rt.Log.With(slog.String("event", e.ID()))
+	msg, err := queue.DecodeMessagePublished(e)
+	if err != nil {
+		// A redelivery would be refused the same way.
+		log.ErrorContext(ctx, "CollectGarbage: event ignored", slog.Any("error", err))
+		return nil
+	}
+	log = log.With(slog.String("messageID", msg.Message.MessageID))
+	c, err := f.collectorFor(ctx)
+	if err != nil {
+		log.ErrorContext(ctx, "CollectGarbage: cannot reach the document store or the queue", slog.Any("error", err))
+		return err
+	}
+	_, err = c.Run(ctx)
+	switch {
+	case errors.Is(err, gc.ErrIncomplete):
+		log.ErrorContext(ctx, "CollectGarbage: run incomplete; the tick will be delivered again", slog.Any("error", err))
+		return err
+	case err != nil:
+		log.ErrorContext(ctx, "CollectGarbage: run finished with failures; the next run retries them", slog.Any("error", err))
+		return nil
+	}
+	log.InfoContext(ctx, "CollectGarbage: run finished")
+	return nil
 }

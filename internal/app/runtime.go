@@ -34,13 +34,37 @@ func NewRuntime(getenv Getenv) (*Runtime, error) {
 	if err != nil {
 		return nil, err
 	}
+	log, err := newLogger(getenv)
+	if err != nil {
+		return nil, err
+	}
 	return &Runtime{
 		Config:    cfg,
 		Getenv:    getenv,
 		Clients:   NewClients(cfg.Project),
 		Providers: provider.NewSet(reg),
-		Log:       logging.New(os.Stdout, slog.LevelInfo),
+		Log:       log,
 	}, nil
+}
+
+// newLogger reads LOG_LEVEL (debug, info, warn, error; default info) and
+// LOG_FORMAT (json, the Cloud Logging shape and the default; or text, for
+// people reading a terminal, which the local stack sets).
+func newLogger(getenv Getenv) (*slog.Logger, error) {
+	var level slog.Level
+	if v := getenv("LOG_LEVEL"); v != "" {
+		if err := level.UnmarshalText([]byte(v)); err != nil {
+			return nil, fmt.Errorf("config: LOG_LEVEL=%q is not a level: want debug, info, warn or error", v)
+		}
+	}
+	switch f := getenv("LOG_FORMAT"); f {
+	case "", "json":
+		return logging.New(os.Stdout, level), nil
+	case "text":
+		return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level})), nil
+	default:
+		return nil, fmt.Errorf("config: LOG_FORMAT=%q: want json or text", f)
+	}
 }
 
 var (

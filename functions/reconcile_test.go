@@ -1,0 +1,142 @@
+package functions
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"net/http"
+	"testing"
+	"time"
+
+	"cloud.google.com/go/firestore"
+	"github.com/google/uuid"
+	"github.com/googleapis/google-cloudevents-go/cloud/firestoredata"
+	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/egress-proxies/egress/internal/app"
+	"github.com/egress-proxies/egress/internal/emulatortest"
+	"github.com/egress-proxies/egress/internal/provider/mock"
+	"github.com/egress-proxies/egress/internal/proxy"
+	"github.com/egress-proxies/egress/internal/queue"
+	"github.com/egress-proxies/egress/internal/store"
+)
+
+// TestReconcileThroughTheFramework serves Reconcile with
+// functions-framework-go and posts it what Eventarc sends for a Firestore
+// write: a binary-mode CloudEvent (ce-* headers) whose body is the protobuf
+// DocumentEventData. The document reaches Ready within that one delivery:
+// no other event is needed while the VM provisions.
+func TestReconcileThroughTheFramework(t *testing.T) {
+	emulatortest.Firestore(t)
+	emulatortest.PubSub(t)
+	t.Setenv("GOOGLE_CLOUD_PROJECT", emulatortest.ProjectID(t))
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	defer cancel()
+	rt, err := app.Process()
+	if err != nil {
+		t.Fatal(err)
+	}
+	project := rt.Config.Project
+	fs, err := firestore.NewClient(ctx, project)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fs.Close()
+	st := store.New(fs)
+	url := serveTarget(t, "Reconcile")
+
+	newDoc := func(name string) *proxy.Proxy {
+		p := &proxy.Proxy{
+			Namespace: "team-r", Name: name, UID: uuid.NewString(), Generation: 1,
+			Spec:       proxy.Spec{Provider: mock.Type, Port: 8888},
+			Status:     proxy.Status{Phase: proxy.PhasePending},
+			CreateTime: time.Now(),
+		}
+		if _, err := st.Create(ctx, p, 20); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	docName := func(p *proxy.Proxy) string {
+		return "projects/" + project + "/databases/(default)/documents/" + p.Key().Path()
+	}
+	firestoreEvent := func(p *proxy.Proxy, contentType string, body []byte) *http.Request {
+		r, _ := http.NewRequest(http.MethodPost, url+"/", bytes.NewReader(body))
+		r.Header.Set("Content-Type", contentType)
+		r.Header.Set("ce-id", "evt-"+p.Name)
+		r.Header.Set("ce-specversion", "1.0")
+		r.Header.Set("ce-type", "google.cloud.firestore.document.v1.written")
+		r.Header.Set("ce-source", "//firestore.googleapis.com/projects/"+project+"/databases/(default)")
+		r.Header.Set("ce-subject", "documents/"+p.Key().Path())
+		r.Header.Set("ce-dataschema", "https://github.com/googleapis/google-cloudevents/blob/main/proto/google/events/cloud/firestore/v1/data.proto")
+		r.Header.Set("ce-time", time.Now().UTC().Format(time.RFC3339Nano))
+		r.Header.Set("ce-database", "(default)")
+		r.Header.Set("ce-namespace", "(default)")
+		r.Header.Set("ce-document", p.Key().Path())
+		return r
+	}
+	post := func(t *testing.T, r *http.Request) {
+		t.Helper()
+		resp, err := http.DefaultClient.Do(r)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("status %d, want 200", resp.StatusCode)
+		}
+	}
+	wantReady := func(t *testing.T, p *proxy.Proxy) {
+		t.Helper()
+		got, err := st.Get(ctx, p.Key())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.Status.Phase != proxy.PhaseReady || got.Status.Endpoint == "" {
+			t.Fatalf("after one event: status %+v, want Ready with an endpoint", got.Status)
+		}
+	}
+
+	t.Run("ProtobufEvent", func(t *testing.T) {
+		p := newDoc("protobuf")
+		body, err := proto.Marshal(&firestoredata.DocumentEventData{Value: &firestoredata.Document{Name: docName(p)}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		post(t, firestoreEvent(p, "application/protobuf", body))
+		wantReady(t, p)
+	})
+	t.Run("JSONEvent", func(t *testing.T) {
+		p := newDoc("json-data")
+		body, err := protojson.Marshal(&firestoredata.DocumentEventData{Value: &firestoredata.Document{Name: docName(p)}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		post(t, firestoreEvent(p, "application/json", body))
+		wantReady(t, p)
+	})
+	t.Run("PubSubRequest", func(t *testing.T) {
+		p := newDoc("requeued")
+		msg := fmt.Sprintf(`{"document":%q,"reason":"sweep"}`, p.Key().Path())
+		body := fmt.Sprintf(`{"message":{"data":%q,"messageId":"7"},"subscription":"projects/%s/subscriptions/eventarc-reconcile"}`,
+			b64(msg), project)
+		r, _ := http.NewRequest(http.MethodPost, url+"/", bytes.NewBufferString(body))
+		r.Header.Set("Content-Type", "application/json")
+		r.Header.Set("ce-id", "7")
+		r.Header.Set("ce-specversion", "1.0")
+		r.Header.Set("ce-type", queue.MessagePublishedType)
+		r.Header.Set("ce-source", "//pubsub.googleapis.com/projects/"+project+"/topics/"+queue.ReconcileTopic)
+		post(t, r)
+		wantReady(t, p)
+	})
+	t.Run("MalformedEventsAcknowledged", func(t *testing.T) {
+		// Acknowledged (2xx) so they are not retried forever, and harmless.
+		outside := &proxy.Proxy{Namespace: "team-r", Name: "x"}
+		bad := firestoreEvent(outside, "application/protobuf", []byte{0xff, 0xff})
+		post(t, bad)
+		wrongPath := firestoreEvent(outside, "application/protobuf", nil)
+		wrongPath.Header.Set("ce-subject", "documents/users/alice")
+		post(t, wrongPath)
+	})
+}

@@ -1,0 +1,127 @@
+package app
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/cloudevents/sdk-go/v2/event"
+
+	"github.com/egress-proxies/egress/internal/clock"
+	"github.com/egress-proxies/egress/internal/events"
+	"github.com/egress-proxies/egress/internal/proxy"
+	"github.com/egress-proxies/egress/internal/queue"
+	"github.com/egress-proxies/egress/internal/reconcile"
+	"github.com/egress-proxies/egress/internal/secrets"
+	"github.com/egress-proxies/egress/internal/store"
+)
+
+// LoadReconcileOptions reads the Reconcile configuration:
+//
+//	RECONCILE_WAIT_BUDGET  how long one run waits for a VM before handing on
+//	                       (default 1m; the function's timeout must exceed
+//	                       it by the lease margin, Terraform sets 300s)
+func LoadReconcileOptions(getenv Getenv) (reconcile.Options, error) {
+	var o reconcile.Options
+	var err error
+	if o.WaitBudget, err = positiveDuration(getenv, "RECONCILE_WAIT_BUDGET", reconcile.DefaultWaitBudget); err != nil {
+		return o, err
+	}
+	// The lease must outlast a whole run: the budget plus the provider
+	// calls around it.
+	o.LeaseDuration = max(reconcile.DefaultLeaseDuration, o.WaitBudget+2*time.Minute)
+	return o, nil
+}
+
+// Reconcile serves the Reconcile function: Firestore document events and
+// reconcile requests on proxy-reconcile.
+type Reconcile struct {
+	rt   *Runtime
+	opts reconcile.Options
+
+	once       sync.Once
+	reconciler *reconcile.Reconciler
+	err        error
+}
+
+// NewReconcile validates the Reconcile configuration of rt's environment.
+// The clients are dialled on the first event.
+func NewReconcile(rt *Runtime) (*Reconcile, error) {
+	opts, err := LoadReconcileOptions(rt.Getenv)
+	if err != nil {
+		return nil, err
+	}
+	return &Reconcile{rt: rt, opts: opts}, nil
+}
+
+func (f *Reconcile) reconcilerFor(ctx context.Context) (*reconcile.Reconciler, error) {
+	f.once.Do(func() {
+		fs, err := f.rt.Clients.Firestore(ctx)
+		if err != nil {
+			f.err = err
+			return
+		}
+		ps, err := f.rt.Clients.PubSub(ctx)
+		if err != nil {
+			f.err = err
+			return
+		}
+		f.reconciler = reconcile.New(store.New(fs), f.rt.Providers, queue.NewPublisher(ps),
+			lazySecrets{f.rt.Clients}, clock.Real{}, f.rt.Log, f.opts)
+	})
+	return f.reconciler, f.err
+}
+
+// Handle runs one reconcile for an event. It returns an error, so that the
+// event is delivered again, only when the run could not read or write the
+// document; an event that cannot be read is logged and acknowledged, since
+// a redelivery would be refused the same way.
+func (f *Reconcile) Handle(ctx context.Context, e event.Event) error {
+	log := f.rt.Log.With(slog.String("event", e.ID()), slog.String("type", e.Type()))
+	var (
+		key proxy.Key
+		t   reconcile.Trigger
+		err error
+	)
+	switch {
+	case events.IsDocumentEvent(e):
+		t.Reason = "written"
+		key, err = events.DocumentKey(e)
+	case e.Type() == queue.MessagePublishedType:
+		var msg queue.MessagePublishedData
+		if msg, err = queue.DecodeMessagePublished(e); err == nil {
+			var rm proxy.ReconcileMessage
+			key, rm, err = queue.DecodeReconcileMessage(msg.Message)
+			t = reconcile.Trigger{Reason: rm.Reason, Requested: true, Handoff: rm.Lease}
+		}
+	default:
+		err = errors.New("Reconcile takes Firestore document events and messagePublished events on " + queue.ReconcileTopic)
+	}
+	if err != nil {
+		log.ErrorContext(ctx, "Reconcile: event ignored", slog.Any("error", err))
+		return nil
+	}
+	r, err := f.reconcilerFor(ctx)
+	if err != nil {
+		log.ErrorContext(ctx, "Reconcile: cannot reach the document store or the queue", slog.Any("error", err))
+		return err
+	}
+	if err := r.Reconcile(ctx, key, t); err != nil {
+		log.ErrorContext(ctx, "Reconcile: run failed; the event will be delivered again", slog.String("document", key.Path()), slog.Any("error", err))
+		return err
+	}
+	return nil
+}
+
+// lazySecrets dials Secret Manager on the first secret a spec names.
+type lazySecrets struct{ clients *Clients }
+
+func (l lazySecrets) Access(ctx context.Context, version string) (string, error) {
+	c, err := l.clients.SecretManager(ctx)
+	if err != nil {
+		return "", err
+	}
+	return secrets.New(c).Access(ctx, version)
+}

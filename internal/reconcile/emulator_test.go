@@ -1,0 +1,168 @@
+package reconcile_test
+
+import (
+	"context"
+	"io"
+	"log/slog"
+	"math/rand/v2"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"cloud.google.com/go/firestore"
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/egress-proxies/egress/internal/clock"
+	"github.com/egress-proxies/egress/internal/emulatortest"
+	"github.com/egress-proxies/egress/internal/provider/mock"
+	"github.com/egress-proxies/egress/internal/proxy"
+	"github.com/egress-proxies/egress/internal/reconcile"
+	"github.com/egress-proxies/egress/internal/store"
+)
+
+func TestMain(m *testing.M) { emulatortest.Main(m) }
+
+// countingStore counts the writes that reached Firestore.
+type countingStore struct {
+	*store.Store
+	writes atomic.Int64
+	// phases records each status write's phase, in order.
+	mu     sync.Mutex
+	phases []proxy.Phase
+}
+
+func (c *countingStore) UpdateStatus(ctx context.Context, p *proxy.Proxy) (time.Time, error) {
+	t, err := c.Store.UpdateStatus(ctx, p)
+	if err == nil {
+		c.writes.Add(1)
+		c.mu.Lock()
+		c.phases = append(c.phases, p.Status.Phase)
+		c.mu.Unlock()
+	}
+	return t, err
+}
+
+func (c *countingStore) Delete(ctx context.Context, key proxy.Key, ut time.Time) error {
+	err := c.Store.Delete(ctx, key, ut)
+	if err == nil {
+		c.writes.Add(1)
+	}
+	return err
+}
+
+// firestoreWorld is a reconciler over the Firestore emulator and a mock
+// provider, on a fake clock so waits take no time.
+func firestoreWorld(t *testing.T) (*reconcile.Reconciler, *countingStore, *mock.Provider, *queue) {
+	t.Helper()
+	emulatortest.Firestore(t)
+	client, err := firestore.NewClient(context.Background(), emulatortest.ProjectID(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { client.Close() })
+	st := &countingStore{Store: store.New(client)}
+	clk := clock.NewFake(time.Now())
+	m := mock.New(mock.Options{Clock: clk, ProvisioningDelay: 10 * time.Second})
+	q := &queue{}
+	r := reconcile.New(st, providers{m}, q, nil, clk, slog.New(slog.NewTextHandler(io.Discard, nil)),
+		reconcile.Options{Rand: rand.New(rand.NewPCG(5, 6))})
+	return r, st, m, q
+}
+
+func createDoc(t *testing.T, st *countingStore, key proxy.Key) {
+	t.Helper()
+	_, err := st.Create(context.Background(), &proxy.Proxy{
+		Namespace: key.Namespace, Name: key.Name, UID: "0b7e1d3c-4f6a-4e2b-9c8d-7a6b5c4d3e2f", Generation: 1,
+		Spec: proxy.Spec{Provider: mock.Type, Port: proxy.DefaultPort}, Status: proxy.Status{Phase: proxy.PhasePending},
+		CreateTime: time.Now(),
+	}, 20)
+	if err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestDuplicateAndReorderedEvents delivers one document's event five
+// times, then the echoes of every write in reverse order: one VM, one
+// consistent status, and only the floor of writes.
+func TestDuplicateAndReorderedEvents(t *testing.T) {
+	r, st, m, q := firestoreWorld(t)
+	ctx := context.Background()
+	key := proxy.Key{Namespace: "team-a", Name: "dup"}
+	createDoc(t, st, key)
+
+	for range 5 {
+		if err := r.Reconcile(ctx, key, reconcile.Trigger{Reason: "written"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Each status write is an event of its own; they come back late and in
+	// reverse order, as Eventarc may deliver them.
+	echoes := int(st.writes.Load())
+	for range echoes {
+		if err := r.Reconcile(ctx, key, reconcile.Trigger{Reason: "written"}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	checkSettled(t, st, m, q, key)
+}
+
+// TestConcurrentInvocations runs 20 reconciles of one new document at
+// once.
+func TestConcurrentInvocations(t *testing.T) {
+	r, st, m, q := firestoreWorld(t)
+	ctx := context.Background()
+	key := proxy.Key{Namespace: "team-a", Name: "concurrent"}
+	createDoc(t, st, key)
+
+	var wg sync.WaitGroup
+	errs := make([]error, 20)
+	start := make(chan struct{})
+	for i := range errs {
+		wg.Go(func() {
+			<-start
+			errs[i] = r.Reconcile(ctx, key, reconcile.Trigger{Reason: "written"})
+		})
+	}
+	close(start)
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Errorf("invocation %d: %v", i, err)
+		}
+	}
+	checkSettled(t, st, m, q, key)
+}
+
+// checkSettled checks one Ready document with one VM, reached with the
+// floor of writes (Creating, Provisioning, Ready) and no echo write.
+func checkSettled(t *testing.T, st *countingStore, m *mock.Provider, q *queue, key proxy.Key) {
+	t.Helper()
+	if got := len(m.Instances()); got != 1 {
+		t.Errorf("mock provider holds %d instances, want 1", got)
+	}
+	if got := m.Calls(mock.MethodCreate); got != 1 {
+		t.Errorf("%d Create calls, want 1", got)
+	}
+	p, err := st.Get(context.Background(), key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ins := m.Instances()
+	if p.Status.Phase != proxy.PhaseReady || len(ins) != 1 || p.Status.ProviderID != ins[0].ID || p.Status.Endpoint != ins[0].IP+":3128" {
+		t.Errorf("document status %+v, want Ready on the one instance %+v", p.Status, ins)
+	}
+	if p.Reconciler.LeaseHolder != "" || !p.Reconciler.ProgressTime.IsZero() {
+		t.Errorf("settled document keeps bookkeeping %+v, want no lease and no progress time", p.Reconciler)
+	}
+	st.mu.Lock()
+	phases := slices.Clone(st.phases)
+	st.mu.Unlock()
+	if diff := cmp.Diff([]proxy.Phase{proxy.PhaseCreating, proxy.PhaseProvisioning, proxy.PhaseReady}, phases); diff != "" {
+		t.Errorf("status writes (-want +got):\n%s", diff)
+	}
+	if msgs := q.take(); len(msgs) != 0 {
+		t.Errorf("runs requeued %v, want none: the VM booted within one run's budget", msgs)
+	}
+}
