@@ -219,4 +219,6 @@ var (
 	ErrConflict = errors.New("proxy changed since it was read")
 	// ErrQuotaExceeded: the namespace has as many proxies as its quota allows.
 	ErrQuotaExceeded = errors.New("namespace quota exceeded")
+	// ErrInvalidPageToken: a list's page token was not made by a list.
+	ErrInvalidPageToken = errors.New("invalid page token")
 )

@@ -126,7 +126,7 @@ func (s *Store) List(ctx context.Context, namespace string, pageSize int, pageTo
 	if pageToken != "" {
 		after, err := base64.RawURLEncoding.DecodeString(pageToken)
 		if err != nil || !proxy.IsLabel(string(after)) {
-			return nil, "", fmt.Errorf("page token %q was not returned by a list: %w", pageToken, ErrBadPageToken)
+			return nil, "", fmt.Errorf("page token %q was not returned by a list: %w", pageToken, proxy.ErrInvalidPageToken)
 		}
 		q = q.StartAfter(string(after))
 	}
@@ -148,9 +148,6 @@ func (s *Store) List(ctx context.Context, namespace string, pageSize int, pageTo
 	}
 	return out, next, nil
 }
-
-// ErrBadPageToken is returned for a page token List did not make.
-var ErrBadPageToken = errors.New("invalid page token")
 
 // RequestDeletion marks the document for deletion: deleteRequestTime (kept
 // from the first request), phase Deleting, and a progress time for the
