@@ -86,7 +86,7 @@ const (
 	DefaultWaitBudget     = time.Minute
 	DefaultLeaseDuration  = 3 * time.Minute
 	DefaultInitialBackoff = 2 * time.Second
-	DefaultMaxBackoff     = 30 * time.Second
+	DefaultMaxBackoff     = 10 * time.Second
 	DefaultNotFoundGrace  = 30 * time.Second
 )
 

@@ -1,0 +1,335 @@
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/egress-proxies/egress/internal/emulator"
+)
+
+// TestEndToEnd starts the stack as `make run` does, as its own process with
+// its own emulators, and drives it over HTTP only.
+func TestEndToEnd(t *testing.T) {
+	if testing.Short() {
+		t.Skip("the end-to-end test starts its own emulators")
+	}
+	if _, err := emulator.SDKRoot(); err != nil && os.Getenv("CI") != "true" {
+		t.Skipf("%v\n%s", err, emulator.InstallHint)
+	}
+	s := startStack(t)
+
+	// Create and wait for Ready with an endpoint.
+	first := s.create(t, "demo", "first")
+	ready := s.waitPhase(t, "demo", "first", "Ready")
+	if ready.Status.Endpoint == "" {
+		t.Fatalf("Ready without an endpoint: %+v", ready.Status)
+	}
+	// The same POST again: 200 and the same uid.
+	code, again := s.post(t, "demo", "first")
+	if code != http.StatusOK || again.UID != first.UID {
+		t.Errorf("repeated create: %d uid %s, want 200 and %s", code, again.UID, first.UID)
+	}
+	if !s.hasInstance(t, first.UID) {
+		t.Fatalf("no instance of uid %s in /debug/instances", first.UID)
+	}
+
+	// Delete: 404 once the VM is gone, and the VM is gone.
+	if resp := s.do(t, http.MethodDelete, "/v1/namespaces/demo/proxies/first", nil); resp.StatusCode != http.StatusAccepted {
+		t.Fatalf("delete: %d", resp.StatusCode)
+	}
+	s.waitGone(t, "demo", "first")
+	if s.hasInstance(t, first.UID) {
+		t.Errorf("instance of deleted proxy %s still listed", first.UID)
+	}
+
+	// A Ready proxy's document deleted behind the API's back: its VM is
+	// collected once the grace period has passed.
+	orphan := s.create(t, "demo", "orphan")
+	s.waitPhase(t, "demo", "orphan", "Ready")
+	s.deleteDocumentDirectly(t, "demo", "orphan")
+	waitFor(t, 60*time.Second, "the orphaned VM to be collected", func() bool { return !s.hasInstance(t, orphan.UID) })
+
+	// 100 proxies at once, over five namespaces (the quota is 20 each).
+	start := time.Now()
+	var wg sync.WaitGroup
+	for i := range 100 {
+		wg.Go(func() {
+			if code, _ := s.post(t, fmt.Sprintf("bulk-%d", i%5), fmt.Sprintf("p-%02d", i)); code != http.StatusCreated {
+				t.Errorf("bulk create %d: status %d", i, code)
+			}
+		})
+	}
+	wg.Wait()
+	waitFor(t, 3*time.Minute, "100 proxies to be Ready", func() bool {
+		n := 0
+		for ns := range 5 {
+			for _, p := range s.list(t, fmt.Sprintf("bulk-%d", ns)) {
+				if p.Status.Phase == "Ready" {
+					n++
+				}
+			}
+		}
+		return n == 100
+	})
+	t.Logf("100 proxies Ready %s after they were requested", time.Since(start).Round(time.Millisecond))
+
+	s.stop(t)
+}
+
+type resource struct {
+	Name, Namespace, UID string
+	Status               struct{ Phase, Endpoint string }
+}
+
+type stack struct {
+	url, firestore, project string
+	cmd                     *exec.Cmd
+	out                     *syncBuffer
+	exited                  chan error
+}
+
+func startStack(t *testing.T) *stack {
+	t.Helper()
+	bin := filepath.Join(t.TempDir(), "localstack")
+	build := exec.Command("go", "build", "-o", bin, ".")
+	if out, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("go build: %v\n%s", err, out)
+	}
+	port := freePort(t)
+	fsHost, psHost := freeHost(t), freeHost(t)
+	s := &stack{url: "http://127.0.0.1:" + port, firestore: fsHost, project: "demo-e2e", out: &syncBuffer{}, exited: make(chan error, 1)}
+	s.cmd = exec.Command(bin)
+	s.cmd.Env = append(os.Environ(),
+		"PORT="+port, "GOOGLE_CLOUD_PROJECT="+s.project,
+		"FIRESTORE_EMULATOR_HOST="+fsHost, "PUBSUB_EMULATOR_HOST="+psHost,
+		"GC_INTERVAL=1s", "GC_GRACE_PERIOD=3s", "GC_SWEEP_THRESHOLD=30s", "MOCK_PROVISIONING_DELAY=1s", "LOG_LEVEL=warn")
+	stderr, err := s.cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.cmd.Stdout = s.out
+	if err := s.cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	readyLine := make(chan struct{})
+	go func() {
+		sc := bufio.NewScanner(stderr)
+		sc.Buffer(make([]byte, 1<<20), 1<<20)
+		once := sync.Once{}
+		for sc.Scan() {
+			s.out.Write(append(sc.Bytes(), '\n'))
+			if strings.Contains(sc.Text(), "egress local stack ready") {
+				once.Do(func() { close(readyLine) })
+			}
+		}
+	}()
+	go func() { s.exited <- s.cmd.Wait() }()
+	t.Cleanup(func() {
+		if s.cmd.ProcessState == nil {
+			s.cmd.Process.Signal(syscall.SIGINT)
+			select {
+			case <-s.exited:
+			case <-time.After(20 * time.Second):
+				s.cmd.Process.Kill()
+			}
+		}
+		if t.Failed() {
+			t.Logf("stack output:\n%s", s.out.String())
+		}
+	})
+	begun := time.Now()
+	select {
+	case <-readyLine:
+		t.Logf("stack ready in %s", time.Since(begun).Round(time.Millisecond))
+	case err := <-s.exited:
+		t.Fatalf("stack exited before ready: %v\n%s", err, s.out.String())
+	case <-time.After(90 * time.Second):
+		t.Fatalf("stack not ready within 90s:\n%s", s.out.String())
+	}
+	return s
+}
+
+// stop interrupts the stack as Ctrl-C does and checks that it exits and
+// leaves no emulator behind.
+func (s *stack) stop(t *testing.T) {
+	t.Helper()
+	if err := s.cmd.Process.Signal(syscall.SIGINT); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case err := <-s.exited:
+		if err != nil {
+			t.Errorf("stack exited with %v after Ctrl-C, want 0", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("stack did not exit within 30s of Ctrl-C")
+	}
+	for _, host := range []string{s.firestore, strings.TrimPrefix(s.url, "http://")} {
+		if c, err := net.DialTimeout("tcp", host, time.Second); err == nil {
+			c.Close()
+			t.Errorf("%s still accepts connections after the stack stopped", host)
+		}
+	}
+}
+
+func (s *stack) do(t *testing.T, method, path string, body []byte) *http.Response {
+	t.Helper()
+	req, err := http.NewRequest(method, s.url+path, bytes.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp
+}
+
+func (s *stack) post(t *testing.T, ns, name string) (int, resource) {
+	t.Helper()
+	body := fmt.Sprintf(`{"name":%q,"spec":{"placement":{"region":"us-central1","zone":"us-central1-a"},"allowedSourceRanges":["203.0.113.0/24"]}}`, name)
+	resp := s.do(t, http.MethodPost, "/v1/namespaces/"+ns+"/proxies", []byte(body))
+	defer resp.Body.Close()
+	var r resource
+	json.NewDecoder(resp.Body).Decode(&r)
+	return resp.StatusCode, r
+}
+
+func (s *stack) create(t *testing.T, ns, name string) resource {
+	t.Helper()
+	code, r := s.post(t, ns, name)
+	if code != http.StatusCreated {
+		t.Fatalf("create %s/%s: status %d", ns, name, code)
+	}
+	return r
+}
+
+func (s *stack) get(t *testing.T, ns, name string) (int, resource) {
+	t.Helper()
+	resp := s.do(t, http.MethodGet, "/v1/namespaces/"+ns+"/proxies/"+name, nil)
+	defer resp.Body.Close()
+	var r resource
+	json.NewDecoder(resp.Body).Decode(&r)
+	return resp.StatusCode, r
+}
+
+func (s *stack) list(t *testing.T, ns string) []resource {
+	t.Helper()
+	resp := s.do(t, http.MethodGet, "/v1/namespaces/"+ns+"/proxies?pageSize=100", nil)
+	defer resp.Body.Close()
+	var page struct{ Proxies []resource }
+	json.NewDecoder(resp.Body).Decode(&page)
+	return page.Proxies
+}
+
+func (s *stack) waitPhase(t *testing.T, ns, name, phase string) resource {
+	t.Helper()
+	var r resource
+	waitFor(t, 30*time.Second, ns+"/"+name+" to be "+phase, func() bool {
+		_, r = s.get(t, ns, name)
+		return r.Status.Phase == phase
+	})
+	return r
+}
+
+func (s *stack) waitGone(t *testing.T, ns, name string) {
+	t.Helper()
+	waitFor(t, 30*time.Second, ns+"/"+name+" to be gone", func() bool {
+		code, _ := s.get(t, ns, name)
+		return code == http.StatusNotFound
+	})
+}
+
+func (s *stack) hasInstance(t *testing.T, uid string) bool {
+	t.Helper()
+	resp := s.do(t, http.MethodGet, "/debug/instances", nil)
+	defer resp.Body.Close()
+	var v struct{ Instances []struct{ UID string } }
+	if err := json.NewDecoder(resp.Body).Decode(&v); err != nil {
+		t.Fatalf("/debug/instances: %v", err)
+	}
+	for _, in := range v.Instances {
+		if in.UID == uid {
+			return true
+		}
+	}
+	return false
+}
+
+// deleteDocumentDirectly deletes a document through the Firestore
+// emulator's REST API, as a person with database access might.
+func (s *stack) deleteDocumentDirectly(t *testing.T, ns, name string) {
+	t.Helper()
+	url := fmt.Sprintf("http://%s/v1/projects/%s/databases/(default)/documents/namespaces/%s/proxies/%s", s.firestore, s.project, ns, name)
+	req, _ := http.NewRequest(http.MethodDelete, url, nil)
+	req.Header.Set("Authorization", "Bearer owner")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("deleting the document directly: %d %s", resp.StatusCode, b)
+	}
+}
+
+func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out after %s waiting for %s", d, what)
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+}
+
+func freeHost(t *testing.T) string {
+	t.Helper()
+	h, err := emulator.FreeHost()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return h
+}
+
+func freePort(t *testing.T) string {
+	t.Helper()
+	_, port, _ := net.SplitHostPort(freeHost(t))
+	return port
+}
+
+// syncBuffer collects the stack's output from two goroutines.
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
