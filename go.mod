@@ -3,6 +3,7 @@ module github.com/egress-proxies/egress
 go 1.26.8
 
 require (
+	cloud.google.com/go/compute v1.75.0
 	cloud.google.com/go/firestore v1.29.2
 	cloud.google.com/go/pubsub/v2 v2.9.0
 	cloud.google.com/go/secretmanager v1.24.0

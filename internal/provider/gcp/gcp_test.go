@@ -1,0 +1,294 @@
+package gcp
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"testing"
+	"time"
+
+	compute "cloud.google.com/go/compute/apiv1"
+	"cloud.google.com/go/compute/apiv1/computepb"
+	"github.com/google/go-cmp/cmp"
+	"google.golang.org/api/option"
+	"google.golang.org/protobuf/proto"
+	"google.golang.org/protobuf/testing/protocmp"
+
+	"github.com/egress-proxies/egress/internal/provider"
+	"github.com/egress-proxies/egress/internal/provider/gcp/computefake"
+	"github.com/egress-proxies/egress/internal/provider/providertest"
+)
+
+const project = "demo-proxies"
+
+// newProvider points the real Compute REST client at a fresh fake.
+func newProvider(t *testing.T) (*Provider, *computefake.Server) {
+	t.Helper()
+	fake := computefake.New()
+	t.Cleanup(fake.Close)
+	client, err := compute.NewInstancesRESTClient(context.Background(),
+		option.WithEndpoint(fake.URL), option.WithoutAuthentication())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { client.Close() })
+	p, err := New(client, Config{Project: project, ServiceAccount: "proxy-vm@demo-proxies.iam.gserviceaccount.com"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p, fake
+}
+
+func TestConformance(t *testing.T) {
+	providertest.Run(t, func(t *testing.T) providertest.Target {
+		p, fake := newProvider(t)
+		return providertest.Target{
+			Provider: p,
+			Settle:   fake.Settle,
+			AddUnmanaged: func(name, uid string) {
+				fake.Put("us-central1-a", &computepb.Instance{
+					Name: proto.String(name), Status: proto.String("RUNNING"),
+					Labels: map[string]string{provider.LabelManaged: "false", provider.LabelUID: uid},
+				})
+			},
+			UnknownID: ID(project, "us-central1-a", "absent"),
+		}
+	})
+}
+
+func request() provider.CreateRequest {
+	uid := "3f2c1b0a-9e8d-4c7b-a6f5-e4d3c2b1a098"
+	return provider.CreateRequest{
+		Name: provider.NameFromUID(uid), UID: uid, Namespace: "team-a", ProxyName: "egress-1",
+		Placement: provider.Placement{Region: "us-central1", Zone: "us-central1-b", MachineType: "e2-small",
+			Image: "projects/debian-cloud/global/images/family/debian-12"},
+		CloudInit: "#cloud-config\npackages: [tinyproxy]\n",
+		Port:      3128,
+	}
+}
+
+// TestInsertBody checks, field by field, the instance Insert sends, and
+// that a retried insert carries the same request id.
+func TestInsertBody(t *testing.T) {
+	p, fake := newProvider(t)
+	req := request()
+	ctx := context.Background()
+	// The first try fails in flight; the retry must be the same request.
+	fake.Fail("insert", 1, computefake.Fault{Code: 503, Reason: "backendError", Message: "try again"})
+	if _, err := p.Create(ctx, req); provider.KindOf(err) != provider.KindTransient {
+		t.Fatalf("Create during a 503: %v, want a transient error", err)
+	}
+	id, err := p.Create(ctx, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := "gce://demo-proxies/us-central1-b/" + req.Name; id != want {
+		t.Errorf("providerID %q, want %q", id, want)
+	}
+	ins := fake.Inserts()
+	if len(ins) != 2 {
+		t.Fatalf("%d inserts, want 2", len(ins))
+	}
+	if ins[0].RequestID != ins[1].RequestID || ins[0].RequestID != RequestID(req.UID, req.Name) {
+		t.Errorf("request ids %q and %q: want both %q", ins[0].RequestID, ins[1].RequestID, RequestID(req.UID, req.Name))
+	}
+	want := &computepb.Instance{
+		Name:        proto.String(req.Name),
+		Description: proto.String("Egress proxy namespaces/team-a/proxies/egress-1"),
+		MachineType: proto.String("zones/us-central1-b/machineTypes/e2-small"),
+		Labels:      map[string]string{"proxy-operator-managed": "true", "proxy-operator-uid": req.UID},
+		Tags:        &computepb.Tags{Items: []string{"egress-proxy"}},
+		Metadata:    &computepb.Metadata{Items: []*computepb.Items{{Key: proto.String("user-data"), Value: proto.String(req.CloudInit)}}},
+		Disks: []*computepb.AttachedDisk{{
+			Boot: proto.Bool(true), AutoDelete: proto.Bool(true), Type: proto.String("PERSISTENT"),
+			InitializeParams: &computepb.AttachedDiskInitializeParams{
+				SourceImage: proto.String("projects/debian-cloud/global/images/family/debian-12"), DiskSizeGb: proto.Int64(10),
+			},
+		}},
+		NetworkInterfaces: []*computepb.NetworkInterface{{
+			Network:       proto.String("global/networks/default"),
+			AccessConfigs: []*computepb.AccessConfig{{Name: proto.String("External NAT"), Type: proto.String("ONE_TO_ONE_NAT")}},
+		}},
+		ServiceAccounts: []*computepb.ServiceAccount{{
+			Email:  proto.String("proxy-vm@demo-proxies.iam.gserviceaccount.com"),
+			Scopes: []string{"https://www.googleapis.com/auth/logging.write", "https://www.googleapis.com/auth/monitoring.write"},
+		}},
+	}
+	if diff := cmp.Diff(want, ins[1].Instance, protocmp.Transform()); diff != "" {
+		t.Errorf("Insert body (-want +got):\n%s", diff)
+	}
+	if ins[1].Zone != "us-central1-b" || ins[1].Project != project {
+		t.Errorf("inserted into %s/%s, want %s/us-central1-b", ins[1].Project, ins[1].Zone, project)
+	}
+}
+
+func TestAdoptOrConflict(t *testing.T) {
+	cases := map[string]struct {
+		reason   string
+		uidLabel string
+		wantKind provider.Kind
+	}{
+		"SameUIDAdopted":    {reason: "A VM of the name with our uid is ours (a crash after Insert): adopt it.", uidLabel: request().UID},
+		"OtherUIDConflicts": {reason: "A VM of the name with another uid is not ours: a typed conflict.", uidLabel: "someone-else", wantKind: provider.KindAlreadyExists},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			p, fake := newProvider(t)
+			req := request()
+			fake.Put("us-central1-b", &computepb.Instance{
+				Name: proto.String(req.Name), Status: proto.String("RUNNING"),
+				Labels: map[string]string{provider.LabelManaged: "true", provider.LabelUID: tc.uidLabel},
+			})
+			id, err := p.Create(context.Background(), req)
+			if diff := cmp.Diff(tc.wantKind, provider.KindOf(err)); diff != "" {
+				t.Errorf("%s\nerror kind (-want +got):\n%s\n%v", tc.reason, diff, err)
+			}
+			if err == nil && id != ID(project, "us-central1-b", req.Name) {
+				t.Errorf("adopted id %q", id)
+			}
+		})
+	}
+}
+
+func TestState(t *testing.T) {
+	cases := map[string]provider.InstanceState{
+		"PROVISIONING": provider.StateProvisioning, "STAGING": provider.StateProvisioning,
+		"PENDING": provider.StateProvisioning, "REPAIRING": provider.StateProvisioning,
+		"RUNNING":  provider.StateRunning,
+		"STOPPING": provider.StateStopped, "PENDING_STOP": provider.StateStopped, "STOPPED": provider.StateStopped,
+		"SUSPENDING": provider.StateStopped, "SUSPENDED": provider.StateStopped, "TERMINATED": provider.StateStopped,
+		"DEPROVISIONING": provider.StateTerminated,
+	}
+	for status, want := range cases {
+		t.Run(status, func(t *testing.T) {
+			p, fake := newProvider(t)
+			fake.Put("us-central1-a", &computepb.Instance{
+				Name: proto.String("vm"), Status: proto.String(status), CreationTimestamp: proto.String("2026-12-01T10:00:00.000-08:00"),
+				Labels:            map[string]string{provider.LabelManaged: "true", provider.LabelUID: "u"},
+				NetworkInterfaces: []*computepb.NetworkInterface{{AccessConfigs: []*computepb.AccessConfig{{NatIP: proto.String("198.51.100.7")}}}},
+			})
+			got, err := p.Get(context.Background(), ID(project, "us-central1-a", "vm"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			wantInst := provider.Instance{ID: ID(project, "us-central1-a", "vm"), IP: "198.51.100.7", State: want, UID: "u",
+				CreatedAt: time.Date(2026, 12, 1, 18, 0, 0, 0, time.UTC)}
+			if diff := cmp.Diff(wantInst, *got, cmp.Comparer(func(a, b time.Time) bool { return a.Equal(b) })); diff != "" {
+				t.Errorf("Get of a %s instance (-want +got):\n%s", status, diff)
+			}
+		})
+	}
+}
+
+func TestParseID(t *testing.T) {
+	good := "gce://demo-proxies/us-central1-a/proxy-3f2c"
+	if _, _, _, err := ParseID(good); err != nil {
+		t.Errorf("ParseID(%q): %v", good, err)
+	}
+	for _, id := range []string{
+		"", "gce://", "mock://proxy-1", "gce://demo-proxies/us-central1-a", "gce://demo-proxies/us-central1-a/proxy/extra",
+		"gce:///us-central1-a/proxy-1", "gce://demo-proxies//proxy-1", "gce://demo-proxies/us-central1/proxy-1",
+		"gce://demo-proxies/us-central1-a/Proxy_1", "gce://Demo/us-central1-a/proxy-1", "https://demo-proxies/us-central1-a/proxy-1",
+	} {
+		_, _, _, err := ParseID(id)
+		if provider.KindOf(err) != provider.KindPermanent {
+			t.Errorf("ParseID(%q): %v, want a permanent error", id, err)
+		}
+	}
+	p, _ := newProvider(t)
+	if _, err := p.Get(context.Background(), "gce://demo-proxies/nowhere/x"); provider.KindOf(err) != provider.KindPermanent {
+		t.Errorf("Get of a malformed id: %v, want permanent", err)
+	}
+}
+
+func TestErrorClassification(t *testing.T) {
+	cases := map[string]struct {
+		fault computefake.Fault
+		want  provider.Kind
+	}{
+		"RateLimited403":   {computefake.Fault{Code: 403, Reason: "rateLimitExceeded", Message: "Rate Limit Exceeded"}, provider.KindRateLimited},
+		"TooManyRequests":  {computefake.Fault{Code: 429, Reason: "rateLimitExceeded", Message: "Too many requests"}, provider.KindRateLimited},
+		"Quota":            {computefake.Fault{Code: 403, Reason: "quotaExceeded", Message: "Quota 'CPUS' exceeded. Limit: 24.0 in region us-central1."}, provider.KindQuota},
+		"Capacity":         {computefake.Fault{Code: 503, Reason: "ZONE_RESOURCE_POOL_EXHAUSTED", Message: "The zone does not have enough resources"}, provider.KindCapacity},
+		"CapacityInText":   {computefake.Fault{Code: 400, Reason: "resourceNotReady", Message: "ZONE_RESOURCE_POOL_EXHAUSTED_WITH_DETAILS: e2-micro"}, provider.KindCapacity},
+		"ServerError500":   {computefake.Fault{Code: 500, Reason: "backendError", Message: "Internal error"}, provider.KindTransient},
+		"ServerError503":   {computefake.Fault{Code: 503, Reason: "backendError", Message: "Service unavailable"}, provider.KindTransient},
+		"BadRequest":       {computefake.Fault{Code: 400, Reason: "invalid", Message: "Invalid value for field 'resource.machineType'"}, provider.KindPermanent},
+		"Forbidden":        {computefake.Fault{Code: 403, Reason: "forbidden", Message: "Required 'compute.instances.create' permission"}, provider.KindPermanent},
+		"NotFoundImage":    {computefake.Fault{Code: 404, Reason: "notFound", Message: "The resource 'projects/x/global/images/y' was not found"}, provider.KindNotFound},
+		"ResourceInUse409": {computefake.Fault{Code: 409, Reason: "resourceInUseByAnotherResource", Message: "in use"}, provider.KindTransient},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			p, fake := newProvider(t)
+			fake.Fail("insert", 1, tc.fault)
+			_, err := p.Create(context.Background(), request())
+			if diff := cmp.Diff(tc.want, provider.KindOf(err)); diff != "" {
+				t.Errorf("kind of %d %s (-want +got):\n%s\n%v", tc.fault.Code, tc.fault.Reason, diff, err)
+			}
+		})
+	}
+}
+
+func TestGetNotFound(t *testing.T) {
+	p, _ := newProvider(t)
+	_, err := p.Get(context.Background(), ID(project, "us-central1-a", "gone"))
+	if !errors.Is(err, provider.ErrNotFound) {
+		t.Errorf("Get of a missing VM: %v, want ErrNotFound", err)
+	}
+}
+
+func TestDeleteSkipsWhatIsGoing(t *testing.T) {
+	p, fake := newProvider(t)
+	ctx := context.Background()
+	id, err := p.Create(ctx, request())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 3 {
+		if err := p.Delete(ctx, id); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := fake.Calls("delete"); n != 1 {
+		t.Errorf("%d delete calls for three Deletes of a VM stopping for deletion, want 1", n)
+	}
+	fake.Settle()
+	if err := p.Delete(ctx, id); err != nil {
+		t.Errorf("Delete of a deleted VM: %v, want nil", err)
+	}
+}
+
+func TestListByTag(t *testing.T) {
+	p, fake := newProvider(t)
+	ctx := context.Background()
+	managed := func(zone, name, uid string) {
+		fake.Put(zone, &computepb.Instance{Name: proto.String(name), Status: proto.String("RUNNING"),
+			Labels: map[string]string{provider.LabelManaged: "true", provider.LabelUID: uid}})
+	}
+	managed("us-central1-a", "proxy-a", "uid-a")
+	managed("europe-west4-b", "proxy-b", "uid-b")
+	fake.Put("us-central1-a", &computepb.Instance{Name: proto.String("other"), Labels: map[string]string{"team": "x"}})
+	got, err := p.ListByTag(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for _, in := range got {
+		ids = append(ids, in.ID)
+	}
+	want := map[string]bool{ID(project, "us-central1-a", "proxy-a"): true, ID(project, "europe-west4-b", "proxy-b"): true}
+	if len(ids) != 2 || !want[ids[0]] || !want[ids[1]] {
+		t.Errorf("ListByTag = %v, want the two managed instances", ids)
+	}
+
+	fake.SetUnreachable("asia-east1-a")
+	if _, err := p.ListByTag(ctx); err == nil || provider.KindOf(err) != provider.KindTransient {
+		t.Errorf("ListByTag with an unreachable zone: %v, want a transient error naming it", err)
+	}
+	fake.SetUnreachable()
+	fake.Fail("list", 1, computefake.Fault{Code: http.StatusForbidden, Reason: "forbidden", Message: "no permission"})
+	if _, err := p.ListByTag(ctx); provider.KindOf(err) != provider.KindPermanent {
+		t.Errorf("ListByTag refused: %v, want permanent", err)
+	}
+}
