@@ -18,6 +18,7 @@ import (
 
 	"github.com/egress-proxies/egress/internal/clock"
 	"github.com/egress-proxies/egress/internal/provider"
+	"github.com/egress-proxies/egress/internal/provider/gcp"
 	"github.com/egress-proxies/egress/internal/provider/mock"
 )
 
@@ -68,14 +69,22 @@ func LoadConfig(getenv Getenv) (Config, error) {
 // in PROVIDERS that this binary does not know is an error naming the known
 // ones, and DEFAULT_PROVIDER must be one of PROVIDERS.
 func (c Config) Registry(getenv Getenv) (*provider.Registry, error) {
-	known := map[string]provider.Constructor{
-		mock.Type: c.mockConstructor(),
+	// Each provider's configuration is read and checked only when the
+	// provider is enabled, so a missing GCP_* setting never stops a mock
+	// run, and always stops a gcp one at start-up.
+	known := map[string]func() (provider.Constructor, error){
+		mock.Type: func() (provider.Constructor, error) { return c.mockConstructor(), nil },
+		gcp.Type:  func() (provider.Constructor, error) { return c.gcpConstructor(getenv) },
 	}
 	reg := provider.NewRegistry()
 	for _, typ := range c.Providers {
-		ctor, ok := known[typ]
+		build, ok := known[typ]
 		if !ok {
 			return nil, fmt.Errorf("config: PROVIDERS names %q, which this build does not have (known: %s)", typ, strings.Join(sortedKeys(known), ", "))
+		}
+		ctor, err := build()
+		if err != nil {
+			return nil, err
 		}
 		if err := reg.Register(typ, ctor); err != nil {
 			return nil, fmt.Errorf("config: PROVIDERS: %w", err)

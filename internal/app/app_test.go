@@ -36,7 +36,27 @@ func TestLoadConfigAndRegistry(t *testing.T) {
 		"UnknownProvider": {
 			reason:  "a provider this build lacks is refused at start-up",
 			env:     map[string]string{"GOOGLE_CLOUD_PROJECT": "demo-x", "PROVIDERS": "mock,aws"},
-			wantErr: `config: PROVIDERS names "aws", which this build does not have (known: mock)`,
+			wantErr: `config: PROVIDERS names "aws", which this build does not have (known: gcp, mock)`,
+		},
+		"GCPEnabled": {
+			reason: "gcp with its defaults: the project falls back to GOOGLE_CLOUD_PROJECT",
+			env:    map[string]string{"GOOGLE_CLOUD_PROJECT": "demo-x", "PROVIDERS": "gcp,mock"},
+			want:   app.Config{Project: "demo-x", Providers: []string{"gcp", "mock"}, DefaultProvider: "gcp", MockProvisioningDelay: 5 * time.Second},
+		},
+		"GCPBadTag": {
+			reason:  "a gcp setting that cannot work stops the start, naming the variable",
+			env:     map[string]string{"GOOGLE_CLOUD_PROJECT": "demo-x", "PROVIDERS": "gcp", "GCP_NETWORK_TAG": "Egress Proxy"},
+			wantErr: `config: GCP_NETWORK_TAG="Egress Proxy" is not a GCE name: lowercase letters, digits and '-', at most 63`,
+		},
+		"GCPBadServiceAccount": {
+			reason:  "the VMs' service account must be an email",
+			env:     map[string]string{"GOOGLE_CLOUD_PROJECT": "demo-x", "PROVIDERS": "gcp", "GCP_SERVICE_ACCOUNT": "proxy-vm"},
+			wantErr: `config: GCP_SERVICE_ACCOUNT="proxy-vm" is not a service account email such as proxy-vm@PROJECT.iam.gserviceaccount.com`,
+		},
+		"GCPSettingsIgnoredWhenDisabled": {
+			reason: "GCP_* settings are not read when gcp is not enabled",
+			env:    map[string]string{"GOOGLE_CLOUD_PROJECT": "demo-x", "GCP_NETWORK_TAG": "Egress Proxy"},
+			want:   app.Config{Project: "demo-x", Providers: []string{"mock"}, DefaultProvider: "mock", MockProvisioningDelay: 5 * time.Second},
 		},
 		"DefaultNotEnabled": {
 			reason:  "the default provider must be enabled",
