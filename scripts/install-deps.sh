@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs what `make test` needs beyond Go: Google's Firestore and Pub/Sub
-# emulators (with Java 17). It installs only what is missing, so it is cheap
+# emulators (with Java 17), and tinyproxy, which the test of the default
+# cloud-init runs with the rendered configuration. It installs only what is missing, so it is cheap
 # to run every time.
 set -euo pipefail
 
@@ -14,6 +15,7 @@ root=$(sdk_root || true)
 [ -n "$root" ] && [ -x "$root/platform/cloud-firestore-emulator/cloud_firestore_emulator" ] || missing+=(google-cloud-cli-firestore-emulator)
 [ -n "$root" ] && [ -x "$root/platform/pubsub-emulator/bin/cloud-pubsub-emulator" ] || missing+=(google-cloud-cli-pubsub-emulator)
 command -v java >/dev/null || missing+=(openjdk-17-jre-headless)
+command -v tinyproxy >/dev/null || [ -x /usr/bin/tinyproxy ] || missing+=(tinyproxy)
 
 if [ ${#missing[@]} -eq 0 ]; then
   exit 0
@@ -27,6 +29,7 @@ fi
 apt-get update -qq
 if ! DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}"; then
   echo "install-deps: apt-get could not install ${missing[*]}." >&2
+  echo "  tinyproxy comes from Debian's own repository." >&2
   echo "  The emulators come from Google's Cloud CLI apt repository," >&2
   echo "  or: gcloud components install cloud-firestore-emulator pubsub-emulator" >&2
   exit 1

@@ -10,6 +10,7 @@ import (
 	"github.com/cloudevents/sdk-go/v2/event"
 
 	"github.com/egress-proxies/egress/internal/clock"
+	"github.com/egress-proxies/egress/internal/cloudinit"
 	"github.com/egress-proxies/egress/internal/events"
 	"github.com/egress-proxies/egress/internal/proxy"
 	"github.com/egress-proxies/egress/internal/queue"
@@ -32,6 +33,8 @@ func LoadReconcileOptions(getenv Getenv) (reconcile.Options, error) {
 	// The lease must outlast a whole run: the budget plus the provider
 	// calls around it.
 	o.LeaseDuration = max(reconcile.DefaultLeaseDuration, o.WaitBudget+2*time.Minute)
+	// A spec without user-data gets the default proxy.
+	o.CloudInit = cloudinit.Render
 	return o, nil
 }
 
