@@ -9,7 +9,7 @@ GOTEST   ?= $(GO) test -race -count=1 -timeout 30m
 WITH_EMULATORS = env -u FIRESTORE_EMULATOR_HOST -u PUBSUB_EMULATOR_HOST \
 	$(GO) run ./emulators/cmd/with-emulators --
 
-.PHONY: test run lint tools
+.PHONY: test run lint package tf-check
 
 ## test: every test, with -race, against the real emulators
 test:
@@ -21,6 +21,14 @@ test:
 run:
 	@$(GO) build -o "$${TMPDIR:-/tmp}/egress-localstack" ./emulators/cmd/localstack
 	@exec "$${TMPDIR:-/tmp}/egress-localstack"
+
+## package: the functions' source archive that deploy/terraform uploads
+package:
+	$(GO) run ./scripts/package-functions -o dist/functions-source.zip
+
+## tf-check: `tofu fmt -check` on deploy/terraform (builds OpenTofu once; not part of make test: minutes)
+tf-check:
+	scripts/tf-check.sh
 
 ## lint: formatting and vet
 lint:

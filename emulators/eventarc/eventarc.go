@@ -38,6 +38,8 @@ import (
 	cloudevents "github.com/cloudevents/sdk-go/v2"
 	"github.com/cloudevents/sdk-go/v2/event"
 	cehttp "github.com/cloudevents/sdk-go/v2/protocol/http"
+
+	"github.com/egress-proxies/egress/internal/proxy"
 )
 
 // FirestoreWrittenType is the event type of the Firestore trigger.
@@ -210,7 +212,7 @@ func RegisterFirestoreTrigger(ctx context.Context, host, project, triggerID stri
 		"eventType": FirestoreWrittenType,
 		"database":  "(default)",
 		"namespace": "(default)",
-		"document":  map[string]string{"value": "namespaces/{namespace}/proxies/{proxy}", "matchType": "PATH_PATTERN"},
+		"document":  map[string]string{"value": proxy.DocumentPattern, "matchType": "PATH_PATTERN"},
 	})
 	url := fmt.Sprintf("http://%s/emulator/v1/projects/%s/eventarcTrigger?eventarcTriggerId=%s", host, project, triggerID)
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))

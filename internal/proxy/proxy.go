@@ -140,6 +140,10 @@ type Proxy struct {
 // Key returns the key of the proxy's document.
 func (p *Proxy) Key() Key { return Key{Namespace: p.Namespace, Name: p.Name} }
 
+// DocumentPattern is the path pattern of proxy documents, as Eventarc's
+// Firestore trigger (deploy/terraform) and the local stand-in match it.
+const DocumentPattern = "namespaces/{namespace}/proxies/{proxy}"
+
 // Key names a proxy document.
 type Key struct {
 	Namespace string

@@ -1,0 +1,535 @@
+package deploy_test
+
+import (
+	"archive/zip"
+	"bytes"
+	"fmt"
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/hashicorp/hcl/v2"
+	"github.com/hashicorp/hcl/v2/hclparse"
+	"github.com/hashicorp/hcl/v2/hclsyntax"
+
+	"github.com/egress-proxies/egress/emulators/eventarc"
+	"github.com/egress-proxies/egress/internal/events"
+	"github.com/egress-proxies/egress/internal/proxy"
+	"github.com/egress-proxies/egress/internal/queue"
+)
+
+const terraformDir = "terraform"
+
+// module is every block of the Terraform module, parsed for real.
+type module struct {
+	files  map[string]*hcl.File
+	blocks []*hclsyntax.Block
+}
+
+func parseModule(t *testing.T) *module {
+	t.Helper()
+	paths, err := filepath.Glob(filepath.Join(terraformDir, "*.tf"))
+	if err != nil || len(paths) == 0 {
+		t.Fatalf("no Terraform files in %s: %v", terraformDir, err)
+	}
+	p := hclparse.NewParser()
+	m := &module{files: map[string]*hcl.File{}}
+	for _, path := range paths {
+		f, diags := p.ParseHCLFile(path)
+		if diags.HasErrors() {
+			t.Fatalf("%s does not parse: %s", path, diags.Error())
+		}
+		m.files[path] = f
+		m.blocks = append(m.blocks, f.Body.(*hclsyntax.Body).Blocks...)
+	}
+	return m
+}
+
+// resource returns the block `resource TYPE NAME`, or nil.
+func (m *module) resource(typ, name string) *hclsyntax.Block {
+	for _, b := range m.blocks {
+		if b.Type == "resource" && len(b.Labels) == 2 && b.Labels[0] == typ && b.Labels[1] == name {
+			return b
+		}
+	}
+	return nil
+}
+
+func (m *module) resources(typ string) []*hclsyntax.Block {
+	var out []*hclsyntax.Block
+	for _, b := range m.blocks {
+		if b.Type == "resource" && b.Labels[0] == typ {
+			out = append(out, b)
+		}
+	}
+	return out
+}
+
+// literal is the value of an attribute that is a plain string.
+func literal(t *testing.T, body *hclsyntax.Body, name string) string {
+	t.Helper()
+	a, ok := body.Attributes[name]
+	if !ok {
+		return ""
+	}
+	v, diags := a.Expr.Value(nil)
+	if diags.HasErrors() {
+		t.Fatalf("%s is not a literal at %s", name, a.SrcRange)
+	}
+	return v.AsString()
+}
+
+func nested(b *hclsyntax.Body, typ string) []*hclsyntax.Block {
+	var out []*hclsyntax.Block
+	for _, n := range b.Blocks {
+		if n.Type == typ {
+			out = append(out, n)
+		}
+	}
+	return out
+}
+
+// TestModuleHasWhatProductionNeeds checks every block the deploy needs is
+// there and typed as expected.
+func TestModuleHasWhatProductionNeeds(t *testing.T) {
+	m := parseModule(t)
+	for _, r := range [][2]string{
+		{"google_project_service", "apis"},
+		{"google_firestore_database", "default"},
+		{"google_firestore_field", "progress_time"},
+		{"google_pubsub_topic", "reconcile"},
+		{"google_pubsub_topic", "gc"},
+		{"google_pubsub_topic", "dead_letter"},
+		{"google_pubsub_subscription", "reconcile"},
+		{"google_cloud_scheduler_job", "gc"},
+		{"google_cloudfunctions2_function", "api"},
+		{"google_cloudfunctions2_function", "reconcile"},
+		{"google_cloudfunctions2_function", "gc"},
+		{"google_service_account", "api"},
+		{"google_service_account", "reconcile"},
+		{"google_service_account", "gc"},
+		{"google_service_account", "proxy_vm"},
+		{"google_compute_firewall", "proxy"},
+		{"google_cloud_run_service_iam_member", "api_invokers"},
+	} {
+		if m.resource(r[0], r[1]) == nil {
+			t.Errorf("resource %s.%s is missing", r[0], r[1])
+		}
+	}
+	if db := m.resource("google_firestore_database", "default"); db != nil {
+		if got := literal(t, db.Body, "type"); got != "FIRESTORE_NATIVE" {
+			t.Errorf("Firestore database type %q, want FIRESTORE_NATIVE", got)
+		}
+	}
+	// Each function runs as its own service account.
+	accounts := map[string]bool{}
+	for _, fn := range m.resources("google_cloudfunctions2_function") {
+		sc := nested(fn.Body, "service_config")
+		if len(sc) != 1 {
+			t.Fatalf("function %s has no service_config", fn.Labels[1])
+		}
+		a, ok := sc[0].Body.Attributes["service_account_email"]
+		if !ok {
+			t.Errorf("function %s has no service account of its own", fn.Labels[1])
+			continue
+		}
+		ref := string(a.SrcRange.SliceBytes(m.src(t, a.SrcRange.Filename)))
+		if accounts[ref] {
+			t.Errorf("function %s shares its service account %s", fn.Labels[1], ref)
+		}
+		accounts[ref] = true
+	}
+	// The API is never public.
+	for _, b := range m.blocks {
+		for _, a := range b.Body.Attributes {
+			src := string(a.SrcRange.SliceBytes(m.src(t, a.SrcRange.Filename)))
+			if a.Name == "member" && (strings.Contains(src, `"allUsers"`) || strings.Contains(src, `"allAuthenticatedUsers"`)) {
+				t.Errorf("%s grants to everyone at %s", b.Labels, a.SrcRange)
+			}
+		}
+	}
+	// Every variable and output is documented.
+	for _, b := range m.blocks {
+		if (b.Type == "variable" || b.Type == "output") && literal(t, b.Body, "description") == "" {
+			t.Errorf("%s %q has no description", b.Type, b.Labels[0])
+		}
+	}
+	// The firewall opens the proxy tag from the allowed ranges.
+	if fw := m.resource("google_compute_firewall", "proxy"); fw != nil {
+		for _, attr := range []string{"source_ranges", "target_tags"} {
+			if _, ok := fw.Body.Attributes[attr]; !ok {
+				t.Errorf("firewall rule has no %s", attr)
+			}
+		}
+	}
+}
+
+func (m *module) src(t *testing.T, filename string) []byte {
+	t.Helper()
+	f, ok := m.files[filename]
+	if !ok {
+		t.Fatalf("no parsed file %s", filename)
+	}
+	return f.Bytes
+}
+
+// TestTerraformMatchesTheCode reads both sides: entry points, topics, event
+// types, the document pattern and environment variables named in Terraform
+// must be what the code registers and reads, so a rename on one side alone
+// fails here.
+func TestTerraformMatchesTheCode(t *testing.T) {
+	m := parseModule(t)
+
+	var entryPoints []string
+	for _, fn := range m.resources("google_cloudfunctions2_function") {
+		for _, bc := range nested(fn.Body, "build_config") {
+			entryPoints = append(entryPoints, literal(t, bc.Body, "entry_point"))
+		}
+	}
+	sort.Strings(entryPoints)
+	if diff := cmp.Diff(registeredFunctions(t), entryPoints); diff != "" {
+		t.Errorf("entry points (-registered in functions/ +named in Terraform):\n%s", diff)
+	}
+
+	var topics []string
+	for _, tp := range m.resources("google_pubsub_topic") {
+		topics = append(topics, literal(t, tp.Body, "name"))
+	}
+	sort.Strings(topics)
+	wantTopics := []string{eventarc.DeadLetterTopic, queue.GCTopic, queue.ReconcileTopic}
+	sort.Strings(wantTopics)
+	if diff := cmp.Diff(wantTopics, topics); diff != "" {
+		t.Errorf("topics (-code +Terraform):\n%s", diff)
+	}
+
+	eventTypes := map[string]bool{}
+	var patterns []string
+	for _, fn := range m.resources("google_cloudfunctions2_function") {
+		for _, et := range nested(fn.Body, "event_trigger") {
+			eventTypes[literal(t, et.Body, "event_type")] = true
+			for _, f := range nested(et.Body, "event_filters") {
+				if literal(t, f.Body, "attribute") == "document" {
+					patterns = append(patterns, literal(t, f.Body, "value"))
+				}
+			}
+		}
+	}
+	for typ := range eventTypes {
+		if typ != events.DocumentWritten && typ != queue.MessagePublishedType {
+			t.Errorf("Terraform triggers on %q, which Reconcile and CollectGarbage do not take", typ)
+		}
+	}
+	if !eventTypes[events.DocumentWritten] || !eventTypes[queue.MessagePublishedType] {
+		t.Errorf("event types %v: want both %s and %s", eventTypes, events.DocumentWritten, queue.MessagePublishedType)
+	}
+	if diff := cmp.Diff([]string{proxy.DocumentPattern}, patterns); diff != "" {
+		t.Errorf("Firestore trigger document patterns (-code +Terraform):\n%s", diff)
+	}
+
+	read := variablesRead(t)
+	for _, v := range terraformEnv(t, m) {
+		if !read[v] {
+			t.Errorf("Terraform sets %s, which no code reads", v)
+		}
+	}
+	if env := terraformEnv(t, m); !slices.Contains(env, "GOOGLE_CLOUD_PROJECT") {
+		t.Errorf("Terraform does not set GOOGLE_CLOUD_PROJECT, which every function requires: %v", env)
+	}
+}
+
+// registeredFunctions reads the names functions/ registers with the
+// functions framework (functions.HTTP and functions.CloudEvent calls).
+func registeredFunctions(t *testing.T) []string {
+	t.Helper()
+	var names []string
+	for _, call := range calls(t, "../functions") {
+		sel, ok := call.Fun.(*ast.SelectorExpr)
+		if !ok || len(call.Args) == 0 {
+			continue
+		}
+		if x, ok := sel.X.(*ast.Ident); ok && x.Name == "functions" && (sel.Sel.Name == "HTTP" || sel.Sel.Name == "CloudEvent") {
+			if lit, ok := call.Args[0].(*ast.BasicLit); ok {
+				name, _ := strconv.Unquote(lit.Value)
+				names = append(names, name)
+			}
+		}
+	}
+	sort.Strings(names)
+	return names
+}
+
+var envName = regexp.MustCompile(`^[A-Z][A-Z0-9_]+$`)
+
+// variablesRead collects the variable names the composition root reads:
+// string literals passed to getenv, or to a helper along with getenv.
+func variablesRead(t *testing.T) map[string]bool {
+	t.Helper()
+	read := map[string]bool{}
+	for _, call := range calls(t, "../internal/app") {
+		withGetenv := false
+		if id, ok := call.Fun.(*ast.Ident); ok && id.Name == "getenv" {
+			withGetenv = true
+		}
+		for _, a := range call.Args {
+			if id, ok := a.(*ast.Ident); ok && id.Name == "getenv" {
+				withGetenv = true
+			}
+		}
+		if !withGetenv {
+			continue
+		}
+		for _, a := range call.Args {
+			if lit, ok := a.(*ast.BasicLit); ok && lit.Kind == token.STRING {
+				if v, _ := strconv.Unquote(lit.Value); envName.MatchString(v) {
+					read[v] = true
+				}
+			}
+		}
+	}
+	if len(read) < 5 {
+		t.Fatalf("found only %v read in internal/app: the scan is broken", read)
+	}
+	return read
+}
+
+// calls returns every call expression in a folder's non-test Go files.
+func calls(t *testing.T, dir string) []*ast.CallExpr {
+	t.Helper()
+	fset := token.NewFileSet()
+	paths, _ := filepath.Glob(filepath.Join(dir, "*.go"))
+	var out []*ast.CallExpr
+	for _, p := range paths {
+		if strings.HasSuffix(p, "_test.go") {
+			continue
+		}
+		f, err := parser.ParseFile(fset, p, nil, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ast.Inspect(f, func(n ast.Node) bool {
+			if c, ok := n.(*ast.CallExpr); ok {
+				out = append(out, c)
+			}
+			return true
+		})
+	}
+	return out
+}
+
+// terraformEnv collects the keys of every object that becomes a function's
+// environment: environment_variables attributes and the locals merged into
+// them.
+func terraformEnv(t *testing.T, m *module) []string {
+	t.Helper()
+	seen := map[string]bool{}
+	var visit func(e hclsyntax.Expression)
+	visit = func(e hclsyntax.Expression) {
+		switch x := e.(type) {
+		case *hclsyntax.ObjectConsExpr:
+			for _, item := range x.Items {
+				k, diags := item.KeyExpr.Value(nil)
+				if !diags.HasErrors() && envName.MatchString(k.AsString()) {
+					seen[k.AsString()] = true
+				}
+			}
+		case *hclsyntax.FunctionCallExpr:
+			for _, a := range x.Args {
+				visit(a)
+			}
+		}
+	}
+	for _, b := range m.blocks {
+		if b.Type == "locals" {
+			for name, a := range b.Body.Attributes {
+				if strings.HasSuffix(name, "_env") {
+					visit(a.Expr)
+				}
+			}
+		}
+		if b.Type == "resource" && b.Labels[0] == "google_cloudfunctions2_function" {
+			for _, sc := range nested(b.Body, "service_config") {
+				if a, ok := sc.Body.Attributes["environment_variables"]; ok {
+					visit(a.Expr)
+				}
+			}
+		}
+	}
+	var out []string
+	for k := range seen {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	if len(out) == 0 {
+		t.Fatal("no environment variables found in Terraform: the scan is broken")
+	}
+	return out
+}
+
+// TestPackagedSourceBuilds packages the source, unpacks it in a temporary
+// folder and builds it as the Go buildpack does — a generated main that
+// blank-imports the root package and starts the functions framework — then
+// finds each entry point by name on the running binary.
+func TestPackagedSourceBuilds(t *testing.T) {
+	dir := t.TempDir()
+	a, b := filepath.Join(dir, "a.zip"), filepath.Join(dir, "b.zip")
+	for _, out := range []string{a, b} {
+		cmd := exec.Command("go", "run", "./scripts/package-functions", "-o", out)
+		cmd.Dir = ".."
+		if msg, err := cmd.CombinedOutput(); err != nil {
+			t.Fatalf("packaging: %v\n%s", err, msg)
+		}
+	}
+	za, _ := os.ReadFile(a)
+	zb, _ := os.ReadFile(b)
+	if !bytes.Equal(za, zb) {
+		t.Error("two packagings of the same tree differ: the archive is not reproducible")
+	}
+
+	src := filepath.Join(dir, "src")
+	unzip(t, a, src)
+	for _, f := range []string{"go.mod", "api.go", "reconcile.go", "gc.go"} {
+		if _, err := os.Stat(filepath.Join(src, f)); err != nil {
+			t.Errorf("archive root lacks %s", f)
+		}
+	}
+	mainDir := filepath.Join(src, "buildpack_main")
+	os.MkdirAll(mainDir, 0o755)
+	os.WriteFile(filepath.Join(mainDir, "main.go"), []byte(`// Generated as the Go buildpack generates it.
+package main
+
+import (
+	"log"
+	"os"
+
+	"github.com/GoogleCloudPlatform/functions-framework-go/funcframework"
+
+	_ "github.com/egress-proxies/egress"
+)
+
+func main() {
+	if err := funcframework.StartHostPort("127.0.0.1", os.Getenv("PORT")); err != nil {
+		log.Fatal(err)
+	}
+}
+`), 0o644)
+	bin := filepath.Join(dir, "server")
+	build := exec.Command("go", "build", "-o", bin, "./buildpack_main")
+	build.Dir = src
+	build.Env = append(os.Environ(), "GOFLAGS=-mod=mod")
+	if msg, err := build.CombinedOutput(); err != nil {
+		t.Fatalf("the packaged source does not build as the buildpack builds it: %v\n%s", err, msg)
+	}
+
+	port := freePort(t)
+	srv := exec.Command(bin)
+	srv.Env = append(os.Environ(), "PORT="+port, "GOOGLE_CLOUD_PROJECT=demo-package",
+		// Never dialled by these requests; set so the clients need no credentials.
+		"FIRESTORE_EMULATOR_HOST=127.0.0.1:1", "PUBSUB_EMULATOR_HOST=127.0.0.1:1")
+	srv.Env = slices.DeleteFunc(srv.Env, func(e string) bool { return strings.HasPrefix(e, "FUNCTION_TARGET=") })
+	var out bytes.Buffer
+	srv.Stdout, srv.Stderr = &out, &out
+	if err := srv.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer func() { srv.Process.Kill(); srv.Wait() }()
+	base := "http://127.0.0.1:" + port
+	waitListening(t, "127.0.0.1:"+port)
+
+	// ProxyAPI answers with its own JSON errors; the event functions answer
+	// a request that is no CloudEvent with 400; an unregistered name is the
+	// framework's 404.
+	if code, body := get(t, base+"/ProxyAPI"); code != 404 || !strings.Contains(body, `"NOT_FOUND"`) {
+		t.Errorf("/ProxyAPI: %d %s, want the API's JSON 404", code, body)
+	}
+	for _, name := range []string{"Reconcile", "CollectGarbage"} {
+		resp, err := http.Post(base+"/"+name, "application/json", strings.NewReader("{}"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode == http.StatusNotFound {
+			t.Errorf("/%s: 404, the entry point is not registered", name)
+		}
+	}
+	if code, _ := get(t, base+"/NoSuchFunction"); code != http.StatusNotFound {
+		t.Errorf("/NoSuchFunction: %d, want 404 (the check above would not tell a missing function)", code)
+	}
+	if t.Failed() {
+		t.Logf("server output:\n%s", out.String())
+	}
+}
+
+func get(t *testing.T, url string) (int, string) {
+	t.Helper()
+	resp, err := http.Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(b)
+}
+
+func unzip(t *testing.T, archive, dest string) {
+	t.Helper()
+	zr, err := zip.OpenReader(archive)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer zr.Close()
+	for _, f := range zr.File {
+		path := filepath.Join(dest, filepath.FromSlash(f.Name))
+		if !strings.HasPrefix(path, dest+string(filepath.Separator)) {
+			t.Fatalf("archive entry %q escapes the folder", f.Name)
+		}
+		os.MkdirAll(filepath.Dir(path), 0o755)
+		r, err := f.Open()
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(r)
+		r.Close()
+		if err := os.WriteFile(path, b, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func freePort(t *testing.T) string {
+	t.Helper()
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	return fmt.Sprint(l.Addr().(*net.TCPAddr).Port)
+}
+
+func waitListening(t *testing.T, addr string) {
+	t.Helper()
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		if c, err := net.Dial("tcp", addr); err == nil {
+			c.Close()
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("nothing listens on %s", addr)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}

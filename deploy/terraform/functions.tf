@@ -1,0 +1,124 @@
+# The source archive scripts/package-functions.sh builds: the functions
+# package at its root, as the Go buildpack requires.
+resource "google_storage_bucket" "source" {
+  name                        = "${var.project_id}-egress-functions-source"
+  location                    = var.region
+  uniform_bucket_level_access = true
+  public_access_prevention    = "enforced"
+}
+
+resource "google_storage_bucket_object" "source" {
+  # The content hash in the name makes a new archive redeploy the functions.
+  name   = "functions-source-${filemd5(var.source_archive)}.zip"
+  bucket = google_storage_bucket.source.name
+  source = var.source_archive
+}
+
+# ProxyAPI: the HTTP API. Not public: only var.api_invokers may call it.
+resource "google_cloudfunctions2_function" "api" {
+  name     = "proxy-api"
+  location = var.region
+  build_config {
+    runtime     = var.go_runtime
+    entry_point = "ProxyAPI"
+    source {
+      storage_source {
+        bucket = google_storage_bucket.source.name
+        object = google_storage_bucket_object.source.name
+      }
+    }
+  }
+  service_config {
+    service_account_email = google_service_account.api.email
+    available_memory      = "256M"
+    timeout_seconds       = 60
+    max_instance_count    = 20
+    ingress_settings      = "ALLOW_ALL"
+    environment_variables = merge(local.common_env, {
+      NAMESPACE_QUOTA = tostring(var.namespace_quota)
+    })
+  }
+  depends_on = [google_project_service.apis]
+}
+
+# Reconcile: every write of a proxy document (Eventarc's Firestore trigger),
+# and every request on proxy-reconcile (pubsub.tf). Its runs wait inside
+# the invocation for a VM to boot (RECONCILE_WAIT_BUDGET), so the timeout
+# leaves room for a whole run and its lease.
+resource "google_cloudfunctions2_function" "reconcile" {
+  name     = "proxy-reconcile"
+  location = var.region
+  build_config {
+    runtime     = var.go_runtime
+    entry_point = "Reconcile"
+    source {
+      storage_source {
+        bucket = google_storage_bucket.source.name
+        object = google_storage_bucket_object.source.name
+      }
+    }
+  }
+  service_config {
+    service_account_email            = google_service_account.reconcile.email
+    available_memory                 = "256M"
+    timeout_seconds                  = 300
+    max_instance_count               = 50
+    max_instance_request_concurrency = 1
+    ingress_settings                 = "ALLOW_INTERNAL_ONLY"
+    environment_variables = merge(local.common_env, local.gcp_env, {
+      RECONCILE_WAIT_BUDGET = "60s"
+    })
+  }
+  event_trigger {
+    trigger_region        = var.firestore_location
+    event_type            = "google.cloud.firestore.document.v1.written"
+    retry_policy          = "RETRY_POLICY_RETRY"
+    service_account_email = google_service_account.trigger.email
+    event_filters {
+      attribute = "database"
+      value     = google_firestore_database.default.name
+    }
+    event_filters {
+      attribute = "document"
+      value     = "namespaces/{namespace}/proxies/{proxy}"
+      operator  = "match-path-pattern"
+    }
+  }
+  depends_on = [google_project_service.apis, google_project_iam_member.trigger_receiver]
+}
+
+# CollectGarbage: each tick on proxy-gc. It fails (and the tick is retried)
+# only when it could not see everything; the next tick comes anyway.
+resource "google_cloudfunctions2_function" "gc" {
+  name     = "proxy-collect-garbage"
+  location = var.region
+  build_config {
+    runtime     = var.go_runtime
+    entry_point = "CollectGarbage"
+    source {
+      storage_source {
+        bucket = google_storage_bucket.source.name
+        object = google_storage_bucket_object.source.name
+      }
+    }
+  }
+  service_config {
+    service_account_email = google_service_account.gc.email
+    available_memory      = "512M"
+    timeout_seconds       = 540
+    max_instance_count    = 1
+    ingress_settings      = "ALLOW_INTERNAL_ONLY"
+    environment_variables = merge(local.common_env, local.gcp_env, {
+      GC_GRACE_PERIOD = var.gc_grace_period
+      GC_DRY_RUN      = tostring(var.gc_dry_run)
+    })
+  }
+  event_trigger {
+    trigger_region        = var.region
+    event_type            = "google.cloud.pubsub.topic.v1.messagePublished"
+    pubsub_topic          = google_pubsub_topic.gc.id
+    retry_policy          = "RETRY_POLICY_RETRY"
+    service_account_email = google_service_account.trigger.email
+  }
+  depends_on = [google_project_service.apis, google_project_iam_member.trigger_receiver]
+}

@@ -1,0 +1,100 @@
+# One service account per function, each with only what it does, one for the
+# triggers that invoke the event functions, and one for the proxy VMs.
+
+resource "google_service_account" "api" {
+  account_id   = "proxy-api"
+  display_name = "ProxyAPI: reads and writes proxy documents"
+}
+
+resource "google_service_account" "reconcile" {
+  account_id   = "proxy-reconcile"
+  display_name = "Reconcile: drives proxy documents to their VMs"
+}
+
+resource "google_service_account" "gc" {
+  account_id   = "proxy-gc"
+  display_name = "CollectGarbage: deletes unclaimed proxy VMs"
+}
+
+resource "google_service_account" "trigger" {
+  account_id   = "proxy-triggers"
+  display_name = "Eventarc and Pub/Sub push identity that invokes Reconcile and CollectGarbage"
+}
+
+resource "google_service_account" "proxy_vm" {
+  account_id   = "proxy-vm"
+  display_name = "The proxy VMs themselves: logs and metrics only"
+}
+
+locals {
+  project_roles = {
+    api_datastore       = { member = google_service_account.api.member, role = "roles/datastore.user" }
+    reconcile_datastore = { member = google_service_account.reconcile.member, role = "roles/datastore.user" }
+    reconcile_compute   = { member = google_service_account.reconcile.member, role = "roles/compute.instanceAdmin.v1" }
+    reconcile_secrets   = { member = google_service_account.reconcile.member, role = "roles/secretmanager.secretAccessor" }
+    gc_datastore        = { member = google_service_account.gc.member, role = "roles/datastore.viewer" }
+    gc_compute          = { member = google_service_account.gc.member, role = "roles/compute.instanceAdmin.v1" }
+    vm_logs             = { member = google_service_account.proxy_vm.member, role = "roles/logging.logWriter" }
+    vm_metrics          = { member = google_service_account.proxy_vm.member, role = "roles/monitoring.metricWriter" }
+  }
+}
+
+resource "google_project_iam_member" "roles" {
+  for_each = local.project_roles
+  project  = var.project_id
+  role     = each.value.role
+  member   = each.value.member
+}
+
+# Eventarc delivers through the trigger account.
+resource "google_project_iam_member" "trigger_receiver" {
+  project = var.project_id
+  role    = "roles/eventarc.eventReceiver"
+  member  = google_service_account.trigger.member
+}
+
+# Reconcile and CollectGarbage publish reconcile requests; nothing else
+# may.
+resource "google_pubsub_topic_iam_member" "reconcile_publishers" {
+  for_each = {
+    reconcile = google_service_account.reconcile.member
+    gc        = google_service_account.gc.member
+  }
+  topic  = google_pubsub_topic.reconcile.id
+  role   = "roles/pubsub.publisher"
+  member = each.value
+}
+
+# Creating a VM that runs as proxy-vm needs actAs on that account only.
+resource "google_service_account_iam_member" "reconcile_acts_as_vm" {
+  service_account_id = google_service_account.proxy_vm.name
+  role               = "roles/iam.serviceAccountUser"
+  member             = google_service_account.reconcile.member
+}
+
+resource "google_service_account_iam_member" "gc_acts_as_vm" {
+  service_account_id = google_service_account.proxy_vm.name
+  role               = "roles/iam.serviceAccountUser"
+  member             = google_service_account.gc.member
+}
+
+# The triggers may invoke the event functions; nobody else may.
+resource "google_cloud_run_service_iam_member" "trigger_invokes" {
+  for_each = {
+    reconcile = google_cloudfunctions2_function.reconcile.name
+    gc        = google_cloudfunctions2_function.gc.name
+  }
+  location = var.region
+  service  = each.value
+  role     = "roles/run.invoker"
+  member   = google_service_account.trigger.member
+}
+
+# The ProxyAPI is invoked only by the members the platform team names.
+resource "google_cloud_run_service_iam_member" "api_invokers" {
+  for_each = toset(var.api_invokers)
+  location = var.region
+  service  = google_cloudfunctions2_function.api.name
+  role     = "roles/run.invoker"
+  member   = each.value
+}

@@ -1,0 +1,76 @@
+# The APIs the system uses. disable_on_destroy is off: turning an API off
+# would break anything else in the project that uses it.
+locals {
+  services = [
+    "artifactregistry.googleapis.com",
+    "cloudbuild.googleapis.com",
+    "cloudfunctions.googleapis.com",
+    "cloudscheduler.googleapis.com",
+    "compute.googleapis.com",
+    "eventarc.googleapis.com",
+    "firestore.googleapis.com",
+    "iam.googleapis.com",
+    "pubsub.googleapis.com",
+    "run.googleapis.com",
+    "secretmanager.googleapis.com",
+  ]
+
+  # What every function reads (internal/app).
+  common_env = {
+    GOOGLE_CLOUD_PROJECT = var.project_id
+    PROVIDERS            = join(",", var.providers_enabled)
+    DEFAULT_PROVIDER     = var.providers_enabled[0]
+    LOG_LEVEL            = var.log_level
+  }
+  # What the gcp provider reads, in the functions that call it.
+  gcp_env = {
+    GCP_PROJECT         = var.project_id
+    GCP_NETWORK         = var.network
+    GCP_NETWORK_TAG     = var.proxy_network_tag
+    GCP_SERVICE_ACCOUNT = google_service_account.proxy_vm.email
+  }
+}
+
+resource "google_project_service" "apis" {
+  for_each           = toset(local.services)
+  service            = each.value
+  disable_on_destroy = false
+}
+
+data "google_project" "this" {}
+
+# Firestore in Native mode holds namespaces/{namespace}/proxies/{proxy}.
+resource "google_firestore_database" "default" {
+  name        = "(default)"
+  location_id = var.firestore_location
+  type        = "FIRESTORE_NATIVE"
+  depends_on  = [google_project_service.apis]
+}
+
+# The sweep's collection-group query on the reconciler's progress time
+# (internal/store.Stalled).
+resource "google_firestore_field" "progress_time" {
+  database   = google_firestore_database.default.name
+  collection = "proxies"
+  field      = "reconciler.progressTime"
+  index_config {
+    indexes {
+      order       = "ASCENDING"
+      query_scope = "COLLECTION_GROUP"
+    }
+  }
+}
+
+# The firewall rule that opens the proxy ports of proxy VMs, by tag.
+resource "google_compute_firewall" "proxy" {
+  name          = "egress-proxy-allow"
+  network       = var.network
+  direction     = "INGRESS"
+  source_ranges = var.allowed_source_ranges
+  target_tags   = [var.proxy_network_tag]
+  allow {
+    protocol = "tcp"
+    ports    = var.proxy_ports
+  }
+  depends_on = [google_project_service.apis]
+}

@@ -1,0 +1,105 @@
+variable "project_id" {
+  description = "The Google Cloud project to deploy into. Firestore's (default) database must not exist yet, or must be in Native mode."
+  type        = string
+}
+
+variable "region" {
+  description = "Region of the functions, the Scheduler job and the source bucket."
+  type        = string
+  default     = "us-central1"
+}
+
+variable "firestore_location" {
+  description = "Location of the Firestore database (a region such as us-central1, or nam5). The Firestore trigger runs there."
+  type        = string
+  default     = "us-central1"
+}
+
+variable "providers_enabled" {
+  description = "Provider types the functions may use (PROVIDERS); the first is the default for specs that name none."
+  type        = list(string)
+  default     = ["gcp"]
+  validation {
+    condition     = length(var.providers_enabled) > 0 && alltrue([for p in var.providers_enabled : contains(["gcp", "mock"], p)])
+    error_message = "providers_enabled must list one or more of: gcp, mock."
+  }
+}
+
+variable "allowed_source_ranges" {
+  description = "CIDRs the firewall lets reach proxy ports. Each proxy narrows this further with its own allowedSourceRanges."
+  type        = list(string)
+  validation {
+    condition     = length(var.allowed_source_ranges) > 0 && alltrue([for r in var.allowed_source_ranges : can(cidrhost(r, 0))])
+    error_message = "allowed_source_ranges must hold at least one valid CIDR."
+  }
+}
+
+variable "proxy_ports" {
+  description = "TCP ports (or ranges such as \"3128-3130\") the firewall opens on proxy VMs."
+  type        = list(string)
+  default     = ["3128"]
+}
+
+variable "network" {
+  description = "VPC network the proxy VMs join (GCP_NETWORK)."
+  type        = string
+  default     = "default"
+}
+
+variable "proxy_network_tag" {
+  description = "Network tag on every proxy VM, which the firewall rule targets (GCP_NETWORK_TAG)."
+  type        = string
+  default     = "egress-proxy"
+}
+
+variable "api_invokers" {
+  description = "IAM members allowed to call the ProxyAPI, such as group:platform@example.com. Never allUsers: the API is not public."
+  type        = list(string)
+  default     = []
+  validation {
+    condition     = alltrue([for m in var.api_invokers : !contains(["allUsers", "allAuthenticatedUsers"], m)])
+    error_message = "api_invokers must not make the ProxyAPI public."
+  }
+}
+
+variable "source_archive" {
+  description = "Path of the functions' source archive that scripts/package-functions.sh writes."
+  type        = string
+  default     = "../../dist/functions-source.zip"
+}
+
+variable "go_runtime" {
+  description = "Cloud Run functions Go runtime; the module's go.mod needs Go 1.26."
+  type        = string
+  default     = "go126"
+}
+
+variable "namespace_quota" {
+  description = "Proxies one namespace may hold (NAMESPACE_QUOTA)."
+  type        = number
+  default     = 20
+}
+
+variable "gc_schedule" {
+  description = "Cloud Scheduler cron of the garbage-collection tick on proxy-gc."
+  type        = string
+  default     = "*/5 * * * *"
+}
+
+variable "gc_grace_period" {
+  description = "Age under which an unclaimed VM is kept (GC_GRACE_PERIOD), in Go's duration syntax."
+  type        = string
+  default     = "10m"
+}
+
+variable "gc_dry_run" {
+  description = "Report orphaned VMs without deleting them (GC_DRY_RUN)."
+  type        = bool
+  default     = false
+}
+
+variable "log_level" {
+  description = "Functions' log level (LOG_LEVEL): debug, info, warn or error."
+  type        = string
+  default     = "info"
+}
