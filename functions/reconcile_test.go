@@ -49,7 +49,7 @@ func TestReconcileThroughTheFramework(t *testing.T) {
 	newDoc := func(name string) *proxy.Proxy {
 		p := &proxy.Proxy{
 			Namespace: "team-r", Name: name, UID: uuid.NewString(), Generation: 1,
-			Spec:       proxy.Spec{Provider: mock.Type, Port: 8888},
+			Spec:       proxy.Spec{Provider: mock.Type, Port: 8888, AllowedSourceRanges: []string{"203.0.113.0/24"}},
 			Status:     proxy.Status{Phase: proxy.PhasePending},
 			CreateTime: time.Now(),
 		}

@@ -26,9 +26,9 @@ func (s staticProvider) ListByTag(context.Context) ([]provider.Instance, error) 
 
 func (staticProvider) Delete(context.Context, string) error { return nil }
 
-type staticStore struct{ uids map[string]struct{} }
+type staticStore struct{ uids map[string]proxy.Claim }
 
-func (s staticStore) LiveUIDs(context.Context) (map[string]struct{}, error) { return s.uids, nil }
+func (s staticStore) LiveUIDs(context.Context) (map[string]proxy.Claim, error) { return s.uids, nil }
 func (staticStore) Stalled(context.Context, time.Time, int) ([]proxy.Key, error) {
 	return nil, nil
 }
@@ -39,7 +39,7 @@ func BenchmarkCollect100k(b *testing.B) {
 	const n = 100_000
 	now := epoch
 	instances := make([]provider.Instance, n)
-	uids := make(map[string]struct{}, n)
+	uids := make(map[string]proxy.Claim, n)
 	for i := range n {
 		uid := fmt.Sprintf("00000000-0000-4000-8000-%012d", i)
 		inst := provider.Instance{ID: "mock://" + provider.NameFromUID(uid), UID: uid, State: provider.StateRunning, CreatedAt: now.Add(-time.Hour)}
@@ -48,13 +48,13 @@ func BenchmarkCollect100k(b *testing.B) {
 		case i%100 == 1: // young orphan
 			inst.CreatedAt = now.Add(-time.Minute)
 		default:
-			uids[uid] = struct{}{}
+			uids[uid] = proxy.Claim{Key: proxy.Key{Namespace: "ns", Name: fmt.Sprint("p", i)}, Phase: proxy.PhaseReady}
 		}
 		instances[i] = inst
 	}
 	// Keep the uid set at 100,000: the rest are documents without a VM yet.
 	for i := n; len(uids) < n; i++ {
-		uids[fmt.Sprintf("00000000-0000-4000-8000-%012d", i)] = struct{}{}
+		uids[fmt.Sprintf("00000000-0000-4000-8000-%012d", i)] = proxy.Claim{Key: proxy.Key{Namespace: "ns", Name: fmt.Sprint("p", i)}, Phase: proxy.PhaseCreating}
 	}
 	c := gc.New(providersOf(b, map[string]provider.Provider{"mock": staticProvider{instances: instances}}),
 		staticStore{uids: uids}, &fakeRequeuer{}, clock.NewFake(now), slog.New(slog.DiscardHandler), gc.Options{})

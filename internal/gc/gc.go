@@ -63,9 +63,9 @@ type Providers interface {
 // Store is the part of the document store the collector reads.
 // *store.Store satisfies it.
 type Store interface {
-	// LiveUIDs returns the uid of every proxy document, read with a
-	// projection query (uids only, never whole documents).
-	LiveUIDs(ctx context.Context) (map[string]struct{}, error)
+	// LiveUIDs returns, by uid, every proxy document's key and phase, read
+	// with a projection query (never whole documents).
+	LiveUIDs(ctx context.Context) (map[string]proxy.Claim, error)
 	// Stalled returns up to limit documents that are not settled and whose
 	// progress time is before `before`, oldest first.
 	Stalled(ctx context.Context, before time.Time, limit int) ([]proxy.Key, error)
@@ -141,6 +141,10 @@ type SweepSummary struct {
 	Stalled  int
 	Requeued int
 	Failed   int
+	// Drifted is the number of Ready documents re-driven because their VM
+	// was missing from the listings or stopped; DriftFailed, those whose
+	// request could not be published.
+	Drifted, DriftFailed int
 }
 
 // Report is the outcome of one run.
@@ -228,6 +232,11 @@ func (c *Collector) Run(ctx context.Context) (Report, error) {
 	var sweepErr error
 	report.Sweep, sweepErr = c.sweep(ctx, now)
 	errs = append(errs, sweepErr)
+	if err == nil {
+		var driftErr error
+		report.Sweep.Drifted, report.Sweep.DriftFailed, driftErr = c.drift(ctx, listings, uids)
+		errs = append(errs, driftErr)
+	}
 
 	for _, s := range report.Providers {
 		c.log.InfoContext(ctx, "gc summary",
@@ -244,6 +253,7 @@ func (c *Collector) Run(ctx context.Context) (Report, error) {
 	}
 	c.log.InfoContext(ctx, "sweep summary",
 		slog.Int("stalled", report.Sweep.Stalled),
+		slog.Int("drifted", report.Sweep.Drifted),
 		slog.Int("requeued", report.Sweep.Requeued),
 		slog.Int("failed", report.Sweep.Failed),
 		slog.String("threshold", c.opts.SweepThreshold.String()))
@@ -282,7 +292,7 @@ type orphan struct {
 // collect decides on every listed instance and deletes the orphans, with at
 // most Parallelism deletes in flight across all providers. It fills in the
 // summaries and returns the delete failures joined.
-func (c *Collector) collect(ctx context.Context, now time.Time, listings []listing, uids map[string]struct{}, summaries []Summary) error {
+func (c *Collector) collect(ctx context.Context, now time.Time, listings []listing, uids map[string]proxy.Claim, summaries []Summary) error {
 	var orphans []orphan
 	for i, l := range listings {
 		s := &summaries[i]
@@ -332,7 +342,7 @@ func (c *Collector) collect(ctx context.Context, now time.Time, listings []listi
 // contract is that it returns only those labelled
 // LabelManaged=LabelManagedYes: that is the managed check, and an instance
 // of another tool sharing the project is never even considered.
-func (c *Collector) decide(ctx context.Context, now time.Time, s *Summary, inst provider.Instance, uids map[string]struct{}) bool {
+func (c *Collector) decide(ctx context.Context, now time.Time, s *Summary, inst provider.Instance, uids map[string]proxy.Claim) bool {
 	switch {
 	case inst.UID == "":
 		// Without a uid nothing says whose it is; a person must look.
@@ -365,7 +375,7 @@ func (c *Collector) decide(ctx context.Context, now time.Time, s *Summary, inst 
 	}
 }
 
-func claimed(uids map[string]struct{}, uid string) bool {
+func claimed(uids map[string]proxy.Claim, uid string) bool {
 	_, ok := uids[uid]
 	return ok
 }
@@ -411,6 +421,56 @@ func (c *Collector) sweep(ctx context.Context, now time.Time) (SweepSummary, err
 		c.log.InfoContext(ctx, "re-driven stalled document", slog.String("document", keys[i].Path()))
 	})
 	return s, errors.Join(errs...)
+}
+
+// DriftReason is the reason of the reconcile requests for drifted
+// documents.
+const DriftReason = "drift"
+
+// drift re-drives the Ready documents whose VM the listings show stopped or
+// do not show at all. Nothing else would: a settled document has no events
+// and no progress time for the sweep, so a VM lost or stopped after its
+// proxy was Ready would stay lost. It runs only when every provider was
+// listed, since a missing listing would make every VM look lost.
+func (c *Collector) drift(ctx context.Context, listings []listing, uids map[string]proxy.Claim) (int, int, error) {
+	states := make(map[string]provider.InstanceState)
+	for _, l := range listings {
+		if l.err != nil {
+			return 0, 0, nil
+		}
+		for _, inst := range l.instances {
+			if inst.UID != "" {
+				states[inst.UID] = inst.State
+			}
+		}
+	}
+	var keys []proxy.Key
+	for uid, claim := range uids {
+		if claim.Phase != proxy.PhaseReady {
+			continue
+		}
+		state, ok := states[uid]
+		if !ok || state == provider.StateStopped || state == provider.StateTerminated {
+			keys = append(keys, claim.Key)
+		}
+	}
+	var (
+		mu     sync.Mutex
+		errs   []error
+		failed int
+	)
+	c.forEach(len(keys), func(i int) {
+		err := c.requeuer.Requeue(ctx, keys[i], DriftReason)
+		mu.Lock()
+		defer mu.Unlock()
+		if err != nil {
+			failed++
+			errs = append(errs, fmt.Errorf("re-driving %s, whose VM is gone or stopped: %w", keys[i], err))
+			return
+		}
+		c.log.WarnContext(ctx, "ready proxy's VM is gone or stopped; re-driven", slog.String("document", keys[i].Path()))
+	})
+	return len(keys) - failed, failed, errors.Join(errs...)
 }
 
 // forEach calls fn(0)…fn(n-1) with at most Parallelism calls running at

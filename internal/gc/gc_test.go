@@ -28,7 +28,7 @@ var epoch = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 // fakeStore is the document store as the collector sees it.
 type fakeStore struct {
 	mu         sync.Mutex
-	uids       map[string]struct{}
+	uids       map[string]proxy.Claim
 	uidsErr    error
 	stalled    []proxy.Key
 	stalledErr error
@@ -37,15 +37,15 @@ type fakeStore struct {
 	limit  int
 }
 
-func (s *fakeStore) LiveUIDs(context.Context) (map[string]struct{}, error) {
+func (s *fakeStore) LiveUIDs(context.Context) (map[string]proxy.Claim, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if s.uidsErr != nil {
 		return nil, s.uidsErr
 	}
-	out := make(map[string]struct{}, len(s.uids))
-	for u := range s.uids {
-		out[u] = struct{}{}
+	out := make(map[string]proxy.Claim, len(s.uids))
+	for u, c := range s.uids {
+		out[u] = c
 	}
 	return out, nil
 }
@@ -60,10 +60,12 @@ func (s *fakeStore) Stalled(_ context.Context, before time.Time, limit int) ([]p
 	return s.stalled, nil
 }
 
-func uidSet(uids ...string) map[string]struct{} {
-	m := map[string]struct{}{}
-	for _, u := range uids {
-		m[u] = struct{}{}
+// uidSet claims the uids for documents still on their way (Creating), so
+// the drift check leaves them alone.
+func uidSet(uids ...string) map[string]proxy.Claim {
+	m := map[string]proxy.Claim{}
+	for i, u := range uids {
+		m[u] = proxy.Claim{Key: proxy.Key{Namespace: "ns", Name: fmt.Sprintf("doc-%d", i)}, Phase: proxy.PhaseCreating}
 	}
 	return m
 }
@@ -366,7 +368,7 @@ type orderCheckingStore struct {
 	lists []*mock.Provider
 }
 
-func (s *orderCheckingStore) LiveUIDs(ctx context.Context) (map[string]struct{}, error) {
+func (s *orderCheckingStore) LiveUIDs(ctx context.Context) (map[string]proxy.Claim, error) {
 	for i, p := range s.lists {
 		if p.Calls(mock.MethodListByTag) == 0 {
 			s.t.Errorf("LiveUIDs was read before provider %d was listed", i)
@@ -575,9 +577,70 @@ func TestSummaryLogLines(t *testing.T) {
 	want := []logLine{
 		{"severity": "INFO", "message": "gc summary", "provider": "mock", "scanned": 1.0, "claimed": 0.0, "tooYoung": 0.0,
 			"noUID": 0.0, "orphaned": 1.0, "deleted": 1.0, "failed": 0.0, "dryRun": false, "gracePeriod": "10m0s"},
-		{"severity": "INFO", "message": "sweep summary", "stalled": 0.0, "requeued": 0.0, "failed": 0.0, "threshold": "2m0s"},
+		{"severity": "INFO", "message": "sweep summary", "stalled": 0.0, "drifted": 0.0, "requeued": 0.0, "failed": 0.0, "threshold": "2m0s"},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("summary lines (-want +got):\n%s", diff)
+	}
+}
+
+// TestDrift checks that a Ready document whose VM is gone or stopped is
+// re-driven, since nothing else would look at a settled document again.
+func TestDrift(t *testing.T) {
+	ready := func(name string) proxy.Claim {
+		return proxy.Claim{Key: proxy.Key{Namespace: "ns", Name: name}, Phase: proxy.PhaseReady}
+	}
+	cases := map[string]struct {
+		reason string
+		setup  func(p *mock.Provider, s *fakeStore)
+		want   []string
+	}{
+		"ReadyWithoutVM": {
+			reason: "A Ready document whose VM is not listed is re-driven.",
+			setup:  func(_ *mock.Provider, s *fakeStore) { s.uids = map[string]proxy.Claim{"uid-lost": ready("lost")} },
+			want:   []string{"namespaces/ns/proxies/lost drift"},
+		},
+		"ReadyWithStoppedVM": {
+			reason: "A Ready document whose VM stopped is re-driven.",
+			setup: func(p *mock.Provider, s *fakeStore) {
+				p.Stop(create(t, p, "uid-stopped"), provider.StateStopped)
+				s.uids = map[string]proxy.Claim{"uid-stopped": ready("stopped")}
+			},
+			want: []string{"namespaces/ns/proxies/stopped drift"},
+		},
+		"ReadyWithRunningVM": {
+			reason: "A Ready document whose VM runs is left alone.",
+			setup: func(p *mock.Provider, s *fakeStore) {
+				create(t, p, "uid-fine")
+				s.uids = map[string]proxy.Claim{"uid-fine": ready("fine")}
+			},
+		},
+		"CreatingWithoutVM": {
+			reason: "A document still on its way has no VM yet: not drift.",
+			setup: func(_ *mock.Provider, s *fakeStore) {
+				s.uids = map[string]proxy.Claim{"uid-new": {Key: proxy.Key{Namespace: "ns", Name: "new"}, Phase: proxy.PhaseCreating}}
+			},
+		},
+		"ListingFailed": {
+			reason: "Without every listing every VM would look lost: no drift requests.",
+			setup: func(p *mock.Provider, s *fakeStore) {
+				p.FailNext(mock.MethodListByTag, 1, errors.New("backend unavailable"))
+				s.uids = map[string]proxy.Claim{"uid-lost": ready("lost")}
+			},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			clk := clock.NewFake(epoch)
+			p := mock.New(mock.Options{Clock: clk})
+			s := &fakeStore{}
+			tc.setup(p, s)
+			r := &fakeRequeuer{}
+			c := gc.New(providersOf(t, map[string]provider.Provider{"mock": p}), s, r, clk, slog.New(slog.DiscardHandler), gc.Options{})
+			c.Run(context.Background())
+			if diff := cmp.Diff(tc.want, r.requests()); diff != "" {
+				t.Errorf("%s\nrequests (-want +got):\n%s", tc.reason, diff)
+			}
+		})
 	}
 }

@@ -140,6 +140,13 @@ type Proxy struct {
 // Key returns the key of the proxy's document.
 func (p *Proxy) Key() Key { return Key{Namespace: p.Namespace, Name: p.Name} }
 
+// Claim is what the garbage collector reads of each live document: whose
+// uid it is and how far it got. It reads nothing else, so memory stays small.
+type Claim struct {
+	Key   Key
+	Phase Phase
+}
+
 // DocumentPattern is the path pattern of proxy documents, as Eventarc's
 // Firestore trigger (deploy/terraform) and the local stand-in match it.
 const DocumentPattern = "namespaces/{namespace}/proxies/{proxy}"

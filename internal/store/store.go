@@ -212,13 +212,14 @@ func (s *Store) Delete(ctx context.Context, key proxy.Key, updateTime time.Time)
 	return wrap(key, "deleting", err)
 }
 
-// LiveUIDs reads the uid of every proxy document of every namespace, with a
-// collection-group query that selects only that field: memory grows with
-// the number of uids, never with the documents' size.
-func (s *Store) LiveUIDs(ctx context.Context) (map[string]struct{}, error) {
-	it := s.client.CollectionGroup(ProxiesCollection).Select("uid").Documents(ctx)
+// LiveUIDs reads, by uid, the key and phase of every proxy document of
+// every namespace, with a collection-group query that selects only the uid
+// and the phase: memory grows with the number of documents, never with
+// their size.
+func (s *Store) LiveUIDs(ctx context.Context) (map[string]proxy.Claim, error) {
+	it := s.client.CollectionGroup(ProxiesCollection).Select("uid", "status.phase").Documents(ctx)
 	defer it.Stop()
-	uids := map[string]struct{}{}
+	uids := map[string]proxy.Claim{}
 	for {
 		snap, err := it.Next()
 		if errors.Is(err, iterator.Done) {
@@ -232,8 +233,22 @@ func (s *Store) LiveUIDs(ctx context.Context) (map[string]struct{}, error) {
 			return nil, fmt.Errorf("%s has no uid: %w", snap.Ref.Path, err)
 		}
 		uid, _ := v.(string)
-		uids[uid] = struct{}{}
+		claim := proxy.Claim{Key: keyOf(snap.Ref)}
+		if ph, err := snap.DataAt("status.phase"); err == nil {
+			p, _ := ph.(string)
+			claim.Phase = proxy.Phase(p)
+		}
+		uids[uid] = claim
 	}
+}
+
+// keyOf is the key of a proxy document reference.
+func keyOf(ref *firestore.DocumentRef) proxy.Key {
+	k := proxy.Key{Name: ref.ID}
+	if ns := ref.Parent.Parent; ns != nil {
+		k.Namespace = ns.ID
+	}
+	return k
 }
 
 // Stalled returns up to limit documents whose progress time is before
@@ -249,11 +264,7 @@ func (s *Store) Stalled(ctx context.Context, before time.Time, limit int) ([]pro
 	}
 	keys := make([]proxy.Key, 0, len(snaps))
 	for _, snap := range snaps {
-		ns := snap.Ref.Parent.Parent
-		if ns == nil {
-			continue
-		}
-		keys = append(keys, proxy.Key{Namespace: ns.ID, Name: snap.Ref.ID})
+		keys = append(keys, keyOf(snap.Ref))
 	}
 	return keys, nil
 }

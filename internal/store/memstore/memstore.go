@@ -187,14 +187,14 @@ func (s *Store) Delete(_ context.Context, key proxy.Key, updateTime time.Time) e
 	return s.changed(Change{Key: key, Old: doc})
 }
 
-// LiveUIDs returns the uid of every document.
-func (s *Store) LiveUIDs(context.Context) (map[string]struct{}, error) {
+// LiveUIDs returns, by uid, the key and phase of every document.
+func (s *Store) LiveUIDs(context.Context) (map[string]proxy.Claim, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	uids := make(map[string]struct{}, len(s.docs))
-	for _, d := range s.docs {
+	uids := make(map[string]proxy.Claim, len(s.docs))
+	for k, d := range s.docs {
 		s.reads++
-		uids[d.UID] = struct{}{}
+		uids[d.UID] = proxy.Claim{Key: k, Phase: d.Status.Phase}
 	}
 	return uids, nil
 }

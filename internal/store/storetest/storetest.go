@@ -26,7 +26,7 @@ type Store interface {
 	RequestDeletion(ctx context.Context, key proxy.Key, now time.Time) (*proxy.Proxy, error)
 	UpdateStatus(ctx context.Context, p *proxy.Proxy) (time.Time, error)
 	Delete(ctx context.Context, key proxy.Key, updateTime time.Time) error
-	LiveUIDs(ctx context.Context) (map[string]struct{}, error)
+	LiveUIDs(ctx context.Context) (map[string]proxy.Claim, error)
 	Stalled(ctx context.Context, before time.Time, limit int) ([]proxy.Key, error)
 }
 
@@ -295,8 +295,15 @@ func testScans(t *testing.T, s Store) {
 		t.Fatalf("LiveUIDs: %v", err)
 	}
 	var got []string
-	for u := range uids {
+	for u, c := range uids {
 		got = append(got, u)
+		want := proxy.Claim{Key: proxy.Key{Namespace: c.Key.Namespace, Name: c.Key.Name}, Phase: proxy.PhasePending}
+		if c.Key.Name == "p-2" {
+			want.Phase = proxy.PhaseReady
+		}
+		if u != fmt.Sprintf("uid-%s-%s", c.Key.Namespace, c.Key.Name) || c != want {
+			t.Errorf("LiveUIDs[%s] = %+v, want the key of that uid's document and phase %s", u, c, want.Phase)
+		}
 	}
 	sort.Strings(got)
 	sort.Strings(wantUIDs)
