@@ -9,7 +9,7 @@ GOTEST   ?= $(GO) test -race -count=1 -timeout 30m
 WITH_EMULATORS = env -u FIRESTORE_EMULATOR_HOST -u PUBSUB_EMULATOR_HOST \
 	$(GO) run ./emulators/cmd/with-emulators --
 
-.PHONY: test run lint package tf-check
+.PHONY: test run lint package tf-check sim
 
 ## test: every test, with -race, against the real emulators
 test:
@@ -21,6 +21,10 @@ test:
 run:
 	@$(GO) build -o "$${TMPDIR:-/tmp}/egress-localstack" ./emulators/cmd/localstack
 	@exec "$${TMPDIR:-/tmp}/egress-localstack"
+
+## sim: the fault simulation over 10,000 seeds (make test runs 300)
+sim:
+	$(GO) test -count=1 -run 'TestSimulation|TestPlantedBugsAreFound' -v ./internal/sim -args -seeds 10000
 
 ## package: the functions' source archive that deploy/terraform uploads
 package:

@@ -1,0 +1,198 @@
+package sim
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/egress-proxies/egress/internal/provider"
+	"github.com/egress-proxies/egress/internal/proxy"
+)
+
+// The adapters make every call an invocation makes a step of the
+// schedule, and plant the bug a schedule runs with.
+
+type simStore struct{ w *World }
+
+func (s *simStore) Get(ctx context.Context, key proxy.Key) (*proxy.Proxy, error) {
+	if err := s.w.yield(ctx); err != nil {
+		return nil, err
+	}
+	p, err := s.w.store.Get(ctx, key)
+	if err == nil && s.w.bug == NoLease {
+		p.Reconciler.LeaseHolder, p.Reconciler.LeaseExpireTime = "", time.Time{}
+	}
+	return p, err
+}
+
+func (s *simStore) UpdateStatus(ctx context.Context, p *proxy.Proxy) (time.Time, error) {
+	if err := s.w.yield(ctx); err != nil {
+		return time.Time{}, err
+	}
+	if s.w.bug == NoPrecondition {
+		if cur, err := s.w.store.Get(ctx, p.Key()); err == nil {
+			p.UpdateTime = cur.UpdateTime
+		}
+	}
+	t, err := s.w.store.UpdateStatus(ctx, p)
+	return t, s.w.after(ctx, err)
+}
+
+func (s *simStore) Delete(ctx context.Context, key proxy.Key, ut time.Time) error {
+	if err := s.w.yield(ctx); err != nil {
+		return err
+	}
+	if s.w.bug == NoPrecondition {
+		if cur, err := s.w.store.Get(ctx, key); err == nil {
+			ut = cur.UpdateTime
+		}
+	}
+	return s.w.after(ctx, s.w.store.Delete(ctx, key, ut))
+}
+
+// LiveUIDs serves a GC run a stale uid set: the one read at the previous
+// tick, a GC interval old. Reads and listings are never atomic in
+// production (replicas, caches, a slow listing); a document created since
+// has a VM the set does not claim, and the grace period is what keeps it.
+func (s *simStore) LiveUIDs(ctx context.Context) (map[string]proxy.Claim, error) {
+	if err := s.w.yield(ctx); err != nil {
+		return nil, err
+	}
+	if in, _ := ctx.Value(invKey{}).(*inv); in != nil && in.uids != nil {
+		return in.uids, nil
+	}
+	return s.w.store.LiveUIDs(ctx)
+}
+
+func (s *simStore) Stalled(ctx context.Context, before time.Time, limit int) ([]proxy.Key, error) {
+	if err := s.w.yield(ctx); err != nil {
+		return nil, err
+	}
+	return s.w.store.Stalled(ctx, before, limit)
+}
+
+// after is the crash point after a call took effect: the caller never
+// learns that it did.
+func (w *World) after(ctx context.Context, err error) error {
+	if yerr := w.yield(ctx); yerr != nil {
+		return yerr
+	}
+	return err
+}
+
+type simProvider struct{ w *World }
+
+func (p *simProvider) Create(ctx context.Context, req provider.CreateRequest) (string, error) {
+	if err := p.w.yield(ctx); err != nil {
+		return "", err
+	}
+	p.w.acting(ctx, req.UID)
+	if p.w.bug == NoCreatePending {
+		p.w.seq++
+		req.Name = fmt.Sprintf("%s-%d", req.Name[:min(len(req.Name), 50)], p.w.seq)
+	}
+	id, err := p.w.mock.Create(ctx, req)
+	if aerr := p.w.after(ctx, nil); aerr != nil {
+		return "", aerr
+	}
+	return id, err
+}
+
+func (p *simProvider) Get(ctx context.Context, id string) (*provider.Instance, error) {
+	if err := p.w.yield(ctx); err != nil {
+		return nil, err
+	}
+	return p.w.mock.Get(ctx, id)
+}
+
+func (p *simProvider) Delete(ctx context.Context, id string) error {
+	if err := p.w.yield(ctx); err != nil {
+		return err
+	}
+	for _, in := range p.w.mock.Instances() {
+		if in.ID == id {
+			p.w.acting(ctx, in.UID)
+			p.w.collecting(ctx, in.UID)
+		}
+	}
+	return p.w.after(ctx, p.w.mock.Delete(ctx, id))
+}
+
+func (p *simProvider) ListByTag(ctx context.Context) ([]provider.Instance, error) {
+	if err := p.w.yield(ctx); err != nil {
+		return nil, err
+	}
+	return p.w.mock.ListByTag(ctx)
+}
+
+type simProviders struct{ p *simProvider }
+
+func (s simProviders) Get(context.Context, string) (provider.Provider, error) { return s.p, nil }
+func (s simProviders) Types() []string                                        { return []string{"mock"} }
+
+// simQueue is proxy-reconcile: requests become deliveries.
+type simQueue struct{ w *World }
+
+func (q *simQueue) Publish(ctx context.Context, m proxy.ReconcileMessage) error {
+	if err := q.w.yield(ctx); err != nil {
+		return err
+	}
+	key, err := proxy.ParseKey(m.Document)
+	if err != nil {
+		return err
+	}
+	q.w.enqueue(delivery{key: key, trigger: reconcileTrigger(m)}, q.w.delay())
+	return q.w.after(ctx, nil)
+}
+
+func (q *simQueue) Requeue(ctx context.Context, key proxy.Key, reason string) error {
+	return q.Publish(ctx, proxy.ReconcileMessage{Document: key.Path(), Reason: reason})
+}
+
+// simClock is the fake clock; a wait is a step, and moves time on.
+type simClock struct{ w *World }
+
+func (c *simClock) Now() time.Time { return c.w.clock.Now() }
+
+func (c *simClock) Sleep(ctx context.Context, d time.Duration) error {
+	if err := c.w.yield(ctx); err != nil {
+		return err
+	}
+	c.w.clock.Advance(d)
+	return nil
+}
+
+// acting records that a reconcile invocation changes the VM of a uid, and
+// flags a second invocation doing so while the first is still running: the
+// lease's rule is that one run at a time acts on a document. Deletion is
+// exempt by design (it ignores the lease: deleting is idempotent), and so
+// is GC.
+func (w *World) acting(ctx context.Context, uid string) {
+	in, _ := ctx.Value(invKey{}).(*inv)
+	if in == nil || in.gc {
+		return
+	}
+	for _, key := range w.store.Keys() {
+		if p, err := w.store.Get(ctx, key); err == nil && p.UID == uid && p.DeleteRequestTime != nil {
+			return
+		}
+	}
+	if owner := w.actor[uid]; owner != nil && owner != in && !owner.crashed && w.isActive(owner) {
+		w.violation("uid %s: invocations %d and %d act on its VM at once", uid, owner.id, in.id)
+	}
+	w.actor[uid] = in
+}
+
+// collecting flags a GC delete of a VM whose document is live: GC may only
+// ever delete what no document claims.
+func (w *World) collecting(ctx context.Context, uid string) {
+	in, _ := ctx.Value(invKey{}).(*inv)
+	if in == nil || !in.gc {
+		return
+	}
+	for _, key := range w.store.Keys() {
+		if p, err := w.store.Get(ctx, key); err == nil && p.UID == uid && p.DeleteRequestTime == nil {
+			w.violation("GC deleted the VM of live document %s (uid %s)", key, uid)
+		}
+	}
+}
