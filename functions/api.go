@@ -2,7 +2,6 @@ package functions
 
 import (
 	"net/http"
-	"sync"
 
 	"github.com/GoogleCloudPlatform/functions-framework-go/functions"
 
@@ -13,15 +12,7 @@ func init() {
 	functions.HTTP("ProxyAPI", proxyAPI)
 }
 
-// proxyAPIHandler is built on the first request, so a configuration error
-// is answered and logged rather than crashing the instance at start.
-var proxyAPIHandler = sync.OnceValues(func() (http.Handler, error) {
-	rt, err := app.Process()
-	if err != nil {
-		return nil, err
-	}
-	return app.NewProxyAPI(rt)
-})
+var proxyAPIHandler = lazily(app.NewProxyAPI)
 
 // proxyAPI is the ProxyAPI entry point: the HTTP API of DESIGN §3.
 func proxyAPI(w http.ResponseWriter, r *http.Request) {

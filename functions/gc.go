@@ -2,7 +2,6 @@ package functions
 
 import (
 	"context"
-	"sync"
 
 	"github.com/GoogleCloudPlatform/functions-framework-go/functions"
 	"github.com/cloudevents/sdk-go/v2/event"
@@ -14,16 +13,7 @@ func init() {
 	functions.CloudEvent("CollectGarbage", collectGarbage)
 }
 
-// collectGarbageFunc is built on the first event rather than in init, so a
-// process serving only the other functions never reads the GC settings, and
-// a configuration error reaches the log of the event it fails.
-var collectGarbageFunc = sync.OnceValues(func() (*app.CollectGarbage, error) {
-	rt, err := app.Process()
-	if err != nil {
-		return nil, err
-	}
-	return app.NewCollectGarbage(rt)
-})
+var collectGarbageFunc = lazily(app.NewCollectGarbage)
 
 // collectGarbage is the CollectGarbage entry point: a
 // google.cloud.pubsub.topic.v1.messagePublished event on topic proxy-gc.

@@ -2,7 +2,6 @@ package functions
 
 import (
 	"context"
-	"sync"
 
 	"github.com/GoogleCloudPlatform/functions-framework-go/functions"
 	"github.com/cloudevents/sdk-go/v2/event"
@@ -14,15 +13,7 @@ func init() {
 	functions.CloudEvent("Reconcile", reconcileProxy)
 }
 
-// reconcileFunc is built on the first event, so a configuration error
-// reaches the log of the event it fails.
-var reconcileFunc = sync.OnceValues(func() (*app.Reconcile, error) {
-	rt, err := app.Process()
-	if err != nil {
-		return nil, err
-	}
-	return app.NewReconcile(rt)
-})
+var reconcileFunc = lazily(app.NewReconcile)
 
 // reconcileProxy is the Reconcile entry point: Firestore
 // google.cloud.firestore.document.v1.written events on

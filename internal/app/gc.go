@@ -14,7 +14,6 @@ import (
 	"github.com/egress-proxies/egress/internal/clock"
 	"github.com/egress-proxies/egress/internal/gc"
 	"github.com/egress-proxies/egress/internal/queue"
-	"github.com/egress-proxies/egress/internal/store"
 )
 
 // LoadGCOptions reads and validates the CollectGarbage configuration:
@@ -87,17 +86,12 @@ func NewCollectGarbage(rt *Runtime) (*CollectGarbage, error) {
 
 func (f *CollectGarbage) collectorFor(ctx context.Context) (*gc.Collector, error) {
 	f.once.Do(func() {
-		fs, err := f.rt.Clients.Firestore(ctx)
+		st, pub, err := f.rt.services(ctx)
 		if err != nil {
 			f.err = err
 			return
 		}
-		ps, err := f.rt.Clients.PubSub(ctx)
-		if err != nil {
-			f.err = err
-			return
-		}
-		f.collector = gc.New(f.rt.Providers, store.New(fs), queue.NewPublisher(ps), clock.Real{}, f.rt.Log, f.opts)
+		f.collector = gc.New(f.rt.Providers, st, pub, clock.Real{}, f.rt.Log, f.opts)
 	})
 	return f.collector, f.err
 }

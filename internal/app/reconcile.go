@@ -16,7 +16,6 @@ import (
 	"github.com/egress-proxies/egress/internal/queue"
 	"github.com/egress-proxies/egress/internal/reconcile"
 	"github.com/egress-proxies/egress/internal/secrets"
-	"github.com/egress-proxies/egress/internal/store"
 )
 
 // LoadReconcileOptions reads the Reconcile configuration:
@@ -61,17 +60,12 @@ func NewReconcile(rt *Runtime) (*Reconcile, error) {
 
 func (f *Reconcile) reconcilerFor(ctx context.Context) (*reconcile.Reconciler, error) {
 	f.once.Do(func() {
-		fs, err := f.rt.Clients.Firestore(ctx)
+		st, pub, err := f.rt.services(ctx)
 		if err != nil {
 			f.err = err
 			return
 		}
-		ps, err := f.rt.Clients.PubSub(ctx)
-		if err != nil {
-			f.err = err
-			return
-		}
-		f.reconciler = reconcile.New(store.New(fs), f.rt.Providers, queue.NewPublisher(ps),
+		f.reconciler = reconcile.New(st, f.rt.Providers, pub,
 			lazySecrets{f.rt.Clients}, clock.Real{}, f.rt.Log, f.opts)
 	})
 	return f.reconciler, f.err

@@ -1,6 +1,7 @@
 package app
 
 import (
+	"context"
 	"fmt"
 	"log/slog"
 	"os"
@@ -8,6 +9,8 @@ import (
 
 	"github.com/egress-proxies/egress/internal/logging"
 	"github.com/egress-proxies/egress/internal/provider"
+	"github.com/egress-proxies/egress/internal/queue"
+	"github.com/egress-proxies/egress/internal/store"
 )
 
 // Runtime is what one process shares between the functions it serves: the
@@ -21,6 +24,30 @@ type Runtime struct {
 	Clients   *Clients
 	Providers *provider.Set
 	Log       *slog.Logger
+
+	svcOnce   sync.Once
+	store     *store.Store
+	publisher *queue.Publisher
+	svcErr    error
+}
+
+// services returns the document store and the reconcile-request publisher,
+// made on first use and shared by the functions of the process.
+func (rt *Runtime) services(ctx context.Context) (*store.Store, *queue.Publisher, error) {
+	rt.svcOnce.Do(func() {
+		fs, err := rt.Clients.Firestore(ctx)
+		if err != nil {
+			rt.svcErr = err
+			return
+		}
+		ps, err := rt.Clients.PubSub(ctx)
+		if err != nil {
+			rt.svcErr = err
+			return
+		}
+		rt.store, rt.publisher = store.New(fs), queue.NewPublisher(ps)
+	})
+	return rt.store, rt.publisher, rt.svcErr
 }
 
 // NewRuntime validates the configuration and assembles a runtime. Nothing
