@@ -64,7 +64,8 @@ type Stats struct {
 	ReadyAtEnd, InstancesAtEnd int
 }
 
-func (s *Stats) add(o Stats) {
+// Add sums schedules' stats.
+func (s *Stats) Add(o Stats) {
 	s.Steps += o.Steps
 	s.Invocations += o.Invocations
 	s.Crashes += o.Crashes
@@ -78,9 +79,6 @@ func (s *Stats) add(o Stats) {
 	s.ReadyAtEnd += o.ReadyAtEnd
 	s.InstancesAtEnd += o.InstancesAtEnd
 }
-
-// Add sums schedules' stats.
-func (s *Stats) Add(o Stats) { s.add(o) }
 
 const (
 	namespace   = "sim"
