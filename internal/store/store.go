@@ -44,6 +44,8 @@ const (
 // concurrent use.
 type Store struct {
 	client *firestore.Client
+	// counters queues the transactions on one namespace's counter.
+	counters keyedLock
 }
 
 // New returns a Store over client.
@@ -68,8 +70,13 @@ const transactionAttempts = 30
 func (s *Store) Create(ctx context.Context, p *proxy.Proxy, quota int) (*proxy.Proxy, error) {
 	key := p.Key()
 	ref, counter := s.ref(key), s.counter(key.Namespace)
+	release, err := s.counters.acquire(ctx, key.Namespace)
+	if err != nil {
+		return nil, wrap(key, "creating", err)
+	}
+	defer release()
 	var existing *proxy.Proxy
-	err := s.client.RunTransaction(ctx, func(ctx context.Context, tx *firestore.Transaction) error {
+	err = s.client.RunTransaction(ctx, func(ctx context.Context, tx *firestore.Transaction) error {
 		existing = nil
 		// The counter first: every create of the namespace contends on it,
 		// and taking it before anything else keeps the lock order the same
@@ -196,7 +203,12 @@ func (s *Store) UpdateStatus(ctx context.Context, p *proxy.Proxy) (time.Time, er
 // uncounts it from the namespace's quota in the same transaction.
 func (s *Store) Delete(ctx context.Context, key proxy.Key, updateTime time.Time) error {
 	ref := s.ref(key)
-	err := s.client.RunTransaction(ctx, func(ctx context.Context, tx *firestore.Transaction) error {
+	release, err := s.counters.acquire(ctx, key.Namespace)
+	if err != nil {
+		return wrap(key, "deleting", err)
+	}
+	defer release()
+	err = s.client.RunTransaction(ctx, func(ctx context.Context, tx *firestore.Transaction) error {
 		snap, err := tx.Get(ref)
 		if err != nil {
 			return err
