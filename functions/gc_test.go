@@ -51,7 +51,7 @@ func TestCollectGarbageThroughTheFramework(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	vms := p.(*mock.Provider)
+	vms := provider.Unwrap(p).(*mock.Provider)
 	fs, err := firestore.NewClient(ctx, project)
 	if err != nil {
 		t.Fatal(err)

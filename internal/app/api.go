@@ -9,7 +9,7 @@ import (
 
 	"github.com/egress-proxies/egress/internal/clock"
 	"github.com/egress-proxies/egress/internal/httpapi"
-	"github.com/egress-proxies/egress/internal/store"
+	"github.com/egress-proxies/egress/internal/metering"
 )
 
 // LoadQuota reads NAMESPACE_QUOTA, the number of proxies one namespace may
@@ -32,14 +32,15 @@ func NewProxyAPI(rt *Runtime) (http.Handler, error) {
 	if err != nil {
 		return nil, err
 	}
-	fs, err := rt.Clients.Firestore(context.Background())
+	st, err := rt.store(context.Background())
 	if err != nil {
 		return nil, err
 	}
-	return httpapi.New(store.New(fs), clock.Real{}, rt.Log, httpapi.Options{
+	api := httpapi.New(st, clock.Real{}, rt.Log, httpapi.Options{
 		Quota:           quota,
 		DefaultProvider: rt.Config.DefaultProvider,
 		KnownProvider:   func(typ string) bool { return slices.Contains(rt.Providers.Types(), typ) },
 		Project:         rt.Config.Project,
-	}), nil
+	})
+	return metering.HTTP("ProxyAPI", rt.Log, api), nil
 }

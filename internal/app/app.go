@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/egress-proxies/egress/internal/clock"
+	"github.com/egress-proxies/egress/internal/metering"
 	"github.com/egress-proxies/egress/internal/provider"
 	"github.com/egress-proxies/egress/internal/provider/gcp"
 	"github.com/egress-proxies/egress/internal/provider/mock"
@@ -86,7 +87,7 @@ func (c Config) Registry(getenv Getenv) (*provider.Registry, error) {
 		if err != nil {
 			return nil, err
 		}
-		if err := reg.Register(typ, ctor); err != nil {
+		if err := reg.Register(typ, metered(ctor)); err != nil {
 			return nil, fmt.Errorf("config: PROVIDERS: %w", err)
 		}
 	}
@@ -94,6 +95,18 @@ func (c Config) Registry(getenv Getenv) (*provider.Registry, error) {
 		return nil, fmt.Errorf("config: DEFAULT_PROVIDER %q is not among PROVIDERS (%s)", c.DefaultProvider, strings.Join(c.Providers, ", "))
 	}
 	return reg, nil
+}
+
+// metered makes every provider the constructor builds count its calls in
+// the invocation's usage.
+func metered(ctor provider.Constructor) provider.Constructor {
+	return func(ctx context.Context) (provider.Provider, error) {
+		p, err := ctor(ctx)
+		if err != nil {
+			return nil, err
+		}
+		return metering.Provider(p), nil
+	}
 }
 
 func (c Config) mockConstructor() provider.Constructor {

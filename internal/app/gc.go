@@ -13,6 +13,7 @@ import (
 
 	"github.com/egress-proxies/egress/internal/clock"
 	"github.com/egress-proxies/egress/internal/gc"
+	"github.com/egress-proxies/egress/internal/metering"
 	"github.com/egress-proxies/egress/internal/queue"
 )
 
@@ -107,28 +108,32 @@ func (f *CollectGarbage) collectorFor(ctx context.Context) (*gc.Collector, error
 // Pub/Sub's backoff for as long as one VM refuses to go — and a run is
 // idempotent either way.
 func (f *CollectGarbage) Handle(ctx context.Context, e event.Event) error {
+	ctx, inv := metering.Start(ctx, "CollectGarbage")
+	outcome := metering.OK
+	defer func() { inv.End(ctx, f.rt.Log, outcome) }()
 	log := f.rt.Log.With(slog.String("event", e.ID()))
 	msg, err := queue.DecodeMessagePublished(e)
 	if err != nil {
 		// A redelivery would be refused the same way.
+		outcome = metering.Ignored
 		log.ErrorContext(ctx, "CollectGarbage: event ignored", slog.Any("error", err))
 		return nil
 	}
 	log = log.With(slog.String("messageID", msg.Message.MessageID))
 	c, err := f.collectorFor(ctx)
 	if err != nil {
+		outcome = metering.Failed
 		log.ErrorContext(ctx, "CollectGarbage: cannot reach the document store or the queue", slog.Any("error", err))
 		return err
 	}
 	_, err = c.Run(ctx)
 	switch {
 	case errors.Is(err, gc.ErrIncomplete):
+		outcome = metering.Failed
 		log.ErrorContext(ctx, "CollectGarbage: run incomplete; the tick will be delivered again", slog.Any("error", err))
 		return err
 	case err != nil:
 		log.ErrorContext(ctx, "CollectGarbage: run finished with failures; the next run retries them", slog.Any("error", err))
-		return nil
 	}
-	log.InfoContext(ctx, "CollectGarbage: run finished")
 	return nil
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/egress-proxies/egress/internal/clock"
 	"github.com/egress-proxies/egress/internal/cloudinit"
 	"github.com/egress-proxies/egress/internal/events"
+	"github.com/egress-proxies/egress/internal/metering"
 	"github.com/egress-proxies/egress/internal/proxy"
 	"github.com/egress-proxies/egress/internal/queue"
 	"github.com/egress-proxies/egress/internal/reconcile"
@@ -76,12 +77,21 @@ func (f *Reconcile) reconcilerFor(ctx context.Context) (*reconcile.Reconciler, e
 // document; an event that cannot be read is logged and acknowledged, since
 // a redelivery would be refused the same way.
 func (f *Reconcile) Handle(ctx context.Context, e event.Event) error {
-	log := f.rt.Log.With(slog.String("event", e.ID()), slog.String("type", e.Type()))
+	ctx, inv := metering.Start(ctx, "Reconcile")
 	var (
-		key proxy.Key
-		t   reconcile.Trigger
-		err error
+		key     proxy.Key
+		t       reconcile.Trigger
+		outcome = metering.OK
 	)
+	defer func() {
+		attrs := []slog.Attr{slog.String("trigger", t.Reason)}
+		if key != (proxy.Key{}) {
+			attrs = append(attrs, slog.String("document", key.Path()))
+		}
+		inv.End(ctx, f.rt.Log, outcome, attrs...)
+	}()
+	log := f.rt.Log.With(slog.String("event", e.ID()), slog.String("type", e.Type()))
+	var err error
 	switch {
 	case events.IsDocumentEvent(e):
 		t.Reason = "written"
@@ -97,15 +107,18 @@ func (f *Reconcile) Handle(ctx context.Context, e event.Event) error {
 		err = errors.New("Reconcile takes Firestore document events and messagePublished events on " + queue.ReconcileTopic)
 	}
 	if err != nil {
+		outcome = metering.Ignored
 		log.ErrorContext(ctx, "Reconcile: event ignored", slog.Any("error", err))
 		return nil
 	}
 	r, err := f.reconcilerFor(ctx)
 	if err != nil {
+		outcome = metering.Failed
 		log.ErrorContext(ctx, "Reconcile: cannot reach the document store or the queue", slog.Any("error", err))
 		return err
 	}
 	if err := r.Reconcile(ctx, key, t); err != nil {
+		outcome = metering.Failed
 		log.ErrorContext(ctx, "Reconcile: run failed; the event will be delivered again", slog.String("document", key.Path()), slog.Any("error", err))
 		return err
 	}

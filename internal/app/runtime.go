@@ -25,29 +25,22 @@ type Runtime struct {
 	Providers *provider.Set
 	Log       *slog.Logger
 
-	svcOnce   sync.Once
-	store     *store.Store
-	publisher *queue.Publisher
-	svcErr    error
+	store     func(context.Context) (*store.Store, error)
+	publisher func(context.Context) (*queue.Publisher, error)
 }
 
 // services returns the document store and the reconcile-request publisher,
 // made on first use and shared by the functions of the process.
 func (rt *Runtime) services(ctx context.Context) (*store.Store, *queue.Publisher, error) {
-	rt.svcOnce.Do(func() {
-		fs, err := rt.Clients.Firestore(ctx)
-		if err != nil {
-			rt.svcErr = err
-			return
-		}
-		ps, err := rt.Clients.PubSub(ctx)
-		if err != nil {
-			rt.svcErr = err
-			return
-		}
-		rt.store, rt.publisher = store.New(fs), queue.NewPublisher(ps)
-	})
-	return rt.store, rt.publisher, rt.svcErr
+	st, err := rt.store(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	pub, err := rt.publisher(ctx)
+	if err != nil {
+		return nil, nil, err
+	}
+	return st, pub, nil
 }
 
 // NewRuntime validates the configuration and assembles a runtime. Nothing
@@ -65,13 +58,31 @@ func NewRuntime(getenv Getenv) (*Runtime, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &Runtime{
+	rt := &Runtime{
 		Config:    cfg,
 		Getenv:    getenv,
 		Clients:   NewClients(cfg.Project),
 		Providers: provider.NewSet(reg),
 		Log:       log,
-	}, nil
+	}
+	// One store per process, so that the transactions it queues per
+	// namespace are queued across all the functions of the process; the
+	// API needs no Pub/Sub, so the two are made apart.
+	rt.store = onceWith(func(ctx context.Context) (*store.Store, error) {
+		fs, err := rt.Clients.Firestore(ctx)
+		if err != nil {
+			return nil, err
+		}
+		return store.New(fs), nil
+	})
+	rt.publisher = onceWith(func(ctx context.Context) (*queue.Publisher, error) {
+		ps, err := rt.Clients.PubSub(ctx)
+		if err != nil {
+			return nil, err
+		}
+		return queue.NewPublisher(ps), nil
+	})
+	return rt, nil
 }
 
 // newLogger reads LOG_LEVEL (debug, info, warn, error; default info) and
@@ -91,6 +102,20 @@ func newLogger(getenv Getenv) (*slog.Logger, error) {
 		return slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level})), nil
 	default:
 		return nil, fmt.Errorf("config: LOG_FORMAT=%q: want json or text", f)
+	}
+}
+
+// onceWith is sync.OnceValues for a function of the first caller's
+// context.
+func onceWith[T any](f func(context.Context) (T, error)) func(context.Context) (T, error) {
+	var (
+		once sync.Once
+		v    T
+		err  error
+	)
+	return func(ctx context.Context) (T, error) {
+		once.Do(func() { v, err = f(ctx) })
+		return v, err
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/egress-proxies/egress/internal/provider"
+	"github.com/egress-proxies/egress/internal/provider/mock"
 )
 
 var gceName = regexp.MustCompile(`^[a-z]([-a-z0-9]*[a-z0-9])?$`)
@@ -238,5 +239,20 @@ func TestSetConstructsOnce(t *testing.T) {
 	}
 	if _, err := s.Get(ctx, "gcp"); err == nil {
 		t.Errorf("Get of an unregistered type succeeded")
+	}
+}
+
+// decorator is a provider decorator with an Unwrap method.
+type decorator struct{ provider.Provider }
+
+func (d decorator) Unwrap() provider.Provider { return d.Provider }
+
+func TestUnwrap(t *testing.T) {
+	var inner provider.Provider = mock.New(mock.Options{})
+	if got := provider.Unwrap(decorator{decorator{inner}}); got != inner {
+		t.Errorf("Unwrap of two decorators = %#v, want the provider beneath them", got)
+	}
+	if got := provider.Unwrap(inner); got != inner {
+		t.Errorf("Unwrap of an undecorated provider = %#v, want itself", got)
 	}
 }

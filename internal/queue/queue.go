@@ -16,6 +16,7 @@ import (
 	"cloud.google.com/go/pubsub/v2"
 	cloudevents "github.com/cloudevents/sdk-go/v2/event"
 
+	"github.com/egress-proxies/egress/internal/metering"
 	"github.com/egress-proxies/egress/internal/proxy"
 )
 
@@ -100,6 +101,7 @@ func (p *Publisher) Publish(ctx context.Context, msg proxy.ReconcileMessage) err
 	if _, err := p.pub.Publish(ctx, &pubsub.Message{Data: body}).Get(ctx); err != nil {
 		return fmt.Errorf("publishing a %s request for %s on %s: %w", msg.Reason, msg.Document, ReconcileTopic, err)
 	}
+	metering.Add(ctx, metering.PubSubPublished, 1)
 	return nil
 }
 

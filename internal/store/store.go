@@ -13,6 +13,9 @@
 // Firestore serialises them and the second sees the first; counting the
 // collection in the transaction instead would read every document of the
 // namespace on every create.
+//
+// Every method counts the documents it reads and writes, as Firestore bills
+// them, in the invocation's usage (package metering).
 package store
 
 import (
@@ -27,6 +30,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/egress-proxies/egress/internal/metering"
 	"github.com/egress-proxies/egress/internal/proxy"
 )
 
@@ -82,6 +86,7 @@ func (s *Store) Create(ctx context.Context, p *proxy.Proxy, quota int) (*proxy.P
 		// and taking it before anything else keeps the lock order the same
 		// in every transaction.
 		count := int64(0)
+		metering.Add(ctx, metering.FirestoreRead, 2)
 		csnap, err := tx.Get(counter)
 		switch {
 		case err == nil:
@@ -113,12 +118,16 @@ func (s *Store) Create(ctx context.Context, p *proxy.Proxy, quota int) (*proxy.P
 	if err != nil {
 		return existing, wrap(key, "creating", err)
 	}
+	metering.Add(ctx, metering.FirestoreWrite, 2)
 	return s.Get(ctx, key)
 }
 
 // Get reads one document.
 func (s *Store) Get(ctx context.Context, key proxy.Key) (*proxy.Proxy, error) {
 	snap, err := s.ref(key).Get(ctx)
+	if err == nil || status.Code(err) == codes.NotFound {
+		metering.Add(ctx, metering.FirestoreRead, 1)
+	}
 	if err != nil {
 		return nil, wrap(key, "reading", err)
 	}
@@ -141,6 +150,7 @@ func (s *Store) List(ctx context.Context, namespace string, pageSize int, pageTo
 	if err != nil {
 		return nil, "", fmt.Errorf("listing the proxies of namespace %q: %w", namespace, err)
 	}
+	queried(ctx, len(snaps))
 	out := make([]*proxy.Proxy, 0, min(len(snaps), pageSize))
 	for _, snap := range snaps[:min(len(snaps), pageSize)] {
 		p, err := decode(snap)
@@ -161,7 +171,9 @@ func (s *Store) List(ctx context.Context, namespace string, pageSize int, pageTo
 // sweep. It is idempotent and returns the document as it now is.
 func (s *Store) RequestDeletion(ctx context.Context, key proxy.Key, now time.Time) (*proxy.Proxy, error) {
 	ref := s.ref(key)
+	wrote := false
 	err := s.client.RunTransaction(ctx, func(ctx context.Context, tx *firestore.Transaction) error {
+		metering.Add(ctx, metering.FirestoreRead, 1)
 		snap, err := tx.Get(ref)
 		if err != nil {
 			return err
@@ -170,7 +182,7 @@ func (s *Store) RequestDeletion(ctx context.Context, key proxy.Key, now time.Tim
 		if err != nil {
 			return err
 		}
-		if p.DeleteRequestTime != nil {
+		if wrote = p.DeleteRequestTime == nil; !wrote {
 			return nil
 		}
 		return tx.Update(ref, []firestore.Update{
@@ -181,6 +193,9 @@ func (s *Store) RequestDeletion(ctx context.Context, key proxy.Key, now time.Tim
 	}, firestore.MaxAttempts(transactionAttempts))
 	if err != nil {
 		return nil, wrap(key, "requesting the deletion of", err)
+	}
+	if wrote {
+		metering.Add(ctx, metering.FirestoreWrite, 1)
 	}
 	return s.Get(ctx, key)
 }
@@ -196,6 +211,7 @@ func (s *Store) UpdateStatus(ctx context.Context, p *proxy.Proxy) (time.Time, er
 	if err != nil {
 		return time.Time{}, wrap(p.Key(), "updating the status of", err)
 	}
+	metering.Add(ctx, metering.FirestoreWrite, 1)
 	return wr.UpdateTime, nil
 }
 
@@ -209,6 +225,7 @@ func (s *Store) Delete(ctx context.Context, key proxy.Key, updateTime time.Time)
 	}
 	defer release()
 	err = s.client.RunTransaction(ctx, func(ctx context.Context, tx *firestore.Transaction) error {
+		metering.Add(ctx, metering.FirestoreRead, 1)
 		snap, err := tx.Get(ref)
 		if err != nil {
 			return err
@@ -221,6 +238,9 @@ func (s *Store) Delete(ctx context.Context, key proxy.Key, updateTime time.Time)
 		}
 		return tx.Update(s.counter(key.Namespace), []firestore.Update{{Path: countField, Value: firestore.Increment(-1)}})
 	}, firestore.MaxAttempts(transactionAttempts))
+	if err == nil {
+		metering.Add(ctx, metering.FirestoreWrite, 2)
+	}
 	return wrap(key, "deleting", err)
 }
 
@@ -232,9 +252,10 @@ func (s *Store) LiveUIDs(ctx context.Context) (map[string]proxy.Claim, error) {
 	it := s.client.CollectionGroup(ProxiesCollection).Select("uid", "status.phase").Documents(ctx)
 	defer it.Stop()
 	uids := map[string]proxy.Claim{}
-	for {
+	for n := 0; ; n++ {
 		snap, err := it.Next()
 		if errors.Is(err, iterator.Done) {
+			queried(ctx, n)
 			return uids, nil
 		}
 		if err != nil {
@@ -274,11 +295,18 @@ func (s *Store) Stalled(ctx context.Context, before time.Time, limit int) ([]pro
 	if err != nil {
 		return nil, fmt.Errorf("reading the stalled proxies: %w", err)
 	}
+	queried(ctx, len(snaps))
 	keys := make([]proxy.Key, 0, len(snaps))
 	for _, snap := range snaps {
 		keys = append(keys, keyOf(snap.Ref))
 	}
 	return keys, nil
+}
+
+// queried counts the reads of a query that returned n documents: one each,
+// and one for a query that returned none.
+func queried(ctx context.Context, n int) {
+	metering.Add(ctx, metering.FirestoreRead, int64(max(n, 1)))
 }
 
 func decode(snap *firestore.DocumentSnapshot) (*proxy.Proxy, error) {

@@ -212,7 +212,8 @@ func registerLocalRoutes(ctx context.Context, rt *app.Runtime) error {
 			http.Error(w, err.Error(), http.StatusServiceUnavailable)
 			return
 		}
-		m, ok := p.(*mock.Provider)
+		// The composition root hands out providers in decorators.
+		m, ok := provider.Unwrap(p).(*mock.Provider)
 		if !ok {
 			http.Error(w, "the mock provider is not in use", http.StatusNotFound)
 			return

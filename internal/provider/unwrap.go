@@ -1,0 +1,16 @@
+package provider
+
+// Unwrap returns the provider beneath p's decorators: while p has an
+// Unwrap() Provider method (a decorator that meters or injects faults, in
+// the manner of errors.Unwrap), its result. Code that needs a concrete
+// backend, such as the local stack's view of the mock's VMs, uses it on what
+// the registry hands out.
+func Unwrap(p Provider) Provider {
+	for {
+		d, ok := p.(interface{ Unwrap() Provider })
+		if !ok {
+			return p
+		}
+		p = d.Unwrap()
+	}
+}
