@@ -3,6 +3,7 @@ package app
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"sync"
 	"time"
@@ -21,14 +22,30 @@ import (
 
 // LoadReconcileOptions reads the Reconcile configuration:
 //
-//	RECONCILE_WAIT_BUDGET  how long one run waits for a VM before handing on
-//	                       (default 1m; the function's timeout must exceed
-//	                       it by the lease margin, Terraform sets 300s)
+//	RECONCILE_WAIT_BUDGET      how long one run waits for a VM before handing
+//	                           on (default 1m; the function's timeout must
+//	                           exceed it by the lease margin, Terraform sets 300s)
+//	RECONCILE_INITIAL_BACKOFF  the first wait between two looks at a booting
+//	                           VM (default 2s)
+//	RECONCILE_MAX_BACKOFF      the longest such wait (default 10s, at least
+//	                           the initial one)
+//
+// The backoffs trade provider Gets against the time from a VM running to
+// its proxy showing Ready; `make bench` measures both.
 func LoadReconcileOptions(getenv Getenv) (reconcile.Options, error) {
 	var o reconcile.Options
 	var err error
 	if o.WaitBudget, err = positiveDuration(getenv, "RECONCILE_WAIT_BUDGET", reconcile.DefaultWaitBudget); err != nil {
 		return o, err
+	}
+	if o.InitialBackoff, err = positiveDuration(getenv, "RECONCILE_INITIAL_BACKOFF", reconcile.DefaultInitialBackoff); err != nil {
+		return o, err
+	}
+	if o.MaxBackoff, err = positiveDuration(getenv, "RECONCILE_MAX_BACKOFF", reconcile.DefaultMaxBackoff); err != nil {
+		return o, err
+	}
+	if o.MaxBackoff < o.InitialBackoff {
+		return o, fmt.Errorf("config: RECONCILE_MAX_BACKOFF=%s is shorter than RECONCILE_INITIAL_BACKOFF=%s", o.MaxBackoff, o.InitialBackoff)
 	}
 	// The lease must outlast a whole run: the budget plus the provider
 	// calls around it.

@@ -499,3 +499,61 @@ func TestConditionsDoNotFlap(t *testing.T) {
 		t.Errorf("%d writes, want at least Creating, the rate-limit message and Ready", len(seen))
 	}
 }
+
+// constant is a random source that always draws the same value, to pin the
+// jitter at one end of its range.
+type constant uint64
+
+func (c constant) Uint64() uint64 { return uint64(c) }
+
+// TestProviderCallsOfALifecycle counts the provider calls of one proxy from
+// its creation to its deletion, with a VM that boots in 25 s, at the two
+// ends of the backoff's jitter. With the longest waits the Gets are the
+// floor MinChecks states, plus the one Get that finds the deleted VM gone.
+func TestProviderCallsOfALifecycle(t *testing.T) {
+	const boot = 25 * time.Second
+	cases := map[string]struct {
+		reason string
+		jitter constant
+		want   map[mock.Method]int
+	}{
+		"LongestWaits": {
+			reason: "Waits of 2, 4, 8, 10 and 10 s see the VM running at the fifth Get (34 s).",
+			jitter: constant(^uint64(0)),
+			want:   map[mock.Method]int{mock.MethodCreate: 1, mock.MethodGet: reconcile.MinChecks(reconcile.Options{}, boot) + 1, mock.MethodDelete: 1},
+		},
+		"ShortestWaits": {
+			reason: "Waits of 1, 2, 4, 5, 5, 5 and 5 s see it at the seventh Get (27 s).",
+			jitter: constant(0),
+			want:   map[mock.Method]int{mock.MethodCreate: 1, mock.MethodGet: 7 + 1, mock.MethodDelete: 1},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			w := newWorld(t, reconcile.Options{})
+			w.mock = mock.New(mock.Options{Clock: w.clock, ProvisioningDelay: boot})
+			w.r = reconcile.New(w.store, providers{w.mock}, w.queue, nil, w.clock, slog.New(slog.DiscardHandler),
+				reconcile.Options{Rand: rand.New(tc.jitter)})
+			w.create(proxy.Spec{})
+			w.reconcile(reconcile.Trigger{})
+			if p := w.doc(); p.Status.Phase != proxy.PhaseReady {
+				t.Fatalf("phase %s after the first run, want Ready", p.Status.Phase)
+			}
+			w.requestDeletion()
+			w.reconcile(reconcile.Trigger{})
+			if w.doc() != nil {
+				t.Fatal("document still there after the deletion run")
+			}
+			got := map[mock.Method]int{}
+			for _, m := range []mock.Method{mock.MethodCreate, mock.MethodGet, mock.MethodDelete} {
+				got[m] = w.mock.Calls(m)
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("%s\nprovider calls (-want +got):\n%s", tc.reason, diff)
+			}
+		})
+	}
+	if got := reconcile.MinChecks(reconcile.Options{}, boot); got != 5 {
+		t.Errorf("MinChecks(defaults, 25s) = %d, want 5 (waits of 2, 4, 8, 10 and 10 s)", got)
+	}
+}
