@@ -1,22 +1,20 @@
 package main
 
 import (
-	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
 	"os"
-	"os/exec"
-	"path/filepath"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
+	"github.com/egress-proxies/egress/emulators/stack"
 	"github.com/egress-proxies/egress/internal/emulator"
 )
 
@@ -94,88 +92,49 @@ type resource struct {
 	Status               struct{ Phase, Endpoint string }
 }
 
-type stack struct {
+type liveStack struct {
+	*stack.Stack
 	url, firestore, project string
-	cmd                     *exec.Cmd
 	out                     *syncBuffer
-	exited                  chan error
 }
 
-func startStack(t *testing.T) *stack {
+func startStack(t *testing.T) *liveStack {
 	t.Helper()
-	bin := filepath.Join(t.TempDir(), "localstack")
-	build := exec.Command("go", "build", "-o", bin, ".")
-	if out, err := build.CombinedOutput(); err != nil {
-		t.Fatalf("go build: %v\n%s", err, out)
-	}
-	port := freePort(t)
-	fsHost, psHost := freeHost(t), freeHost(t)
-	s := &stack{url: "http://127.0.0.1:" + port, firestore: fsHost, project: "demo-e2e", out: &syncBuffer{}, exited: make(chan error, 1)}
-	s.cmd = exec.Command(bin)
-	s.cmd.Env = append(os.Environ(),
-		"PORT="+port, "GOOGLE_CLOUD_PROJECT="+s.project,
-		"FIRESTORE_EMULATOR_HOST="+fsHost, "PUBSUB_EMULATOR_HOST="+psHost,
-		"GC_INTERVAL=1s", "GC_GRACE_PERIOD=3s", "GC_SWEEP_THRESHOLD=30s", "MOCK_PROVISIONING_DELAY=1s", "LOG_LEVEL=warn")
-	stderr, err := s.cmd.StderrPipe()
+	ctx := context.Background()
+	bin, err := stack.Build(ctx, t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
-	s.cmd.Stdout = s.out
-	if err := s.cmd.Start(); err != nil {
-		t.Fatal(err)
+	out := &syncBuffer{}
+	begun := time.Now()
+	st, err := stack.Start(ctx, bin, stack.Options{
+		Project: "demo-e2e",
+		Env:     []string{"GC_INTERVAL=1s", "GC_GRACE_PERIOD=3s", "GC_SWEEP_THRESHOLD=30s", "MOCK_PROVISIONING_DELAY=1s", "LOG_LEVEL=warn"},
+		Stdout:  out,
+		Stderr:  out,
+	})
+	if err != nil {
+		t.Fatalf("%v\n%s", err, out.String())
 	}
-	readyLine := make(chan struct{})
-	go func() {
-		sc := bufio.NewScanner(stderr)
-		sc.Buffer(make([]byte, 1<<20), 1<<20)
-		once := sync.Once{}
-		for sc.Scan() {
-			s.out.Write(append(sc.Bytes(), '\n'))
-			if strings.Contains(sc.Text(), "egress local stack ready") {
-				once.Do(func() { close(readyLine) })
-			}
-		}
-	}()
-	go func() { s.exited <- s.cmd.Wait() }()
+	t.Logf("stack ready in %s", time.Since(begun).Round(time.Millisecond))
+	s := &liveStack{Stack: st, url: st.URL, firestore: st.FirestoreHost, project: st.Project, out: out}
 	t.Cleanup(func() {
-		if s.cmd.ProcessState == nil {
-			s.cmd.Process.Signal(syscall.SIGINT)
-			select {
-			case <-s.exited:
-			case <-time.After(20 * time.Second):
-				s.cmd.Process.Kill()
-			}
+		if !st.Exited() {
+			st.Stop(20 * time.Second)
 		}
 		if t.Failed() {
-			t.Logf("stack output:\n%s", s.out.String())
+			t.Logf("stack output:\n%s", out.String())
 		}
 	})
-	begun := time.Now()
-	select {
-	case <-readyLine:
-		t.Logf("stack ready in %s", time.Since(begun).Round(time.Millisecond))
-	case err := <-s.exited:
-		t.Fatalf("stack exited before ready: %v\n%s", err, s.out.String())
-	case <-time.After(90 * time.Second):
-		t.Fatalf("stack not ready within 90s:\n%s", s.out.String())
-	}
 	return s
 }
 
 // stop interrupts the stack as Ctrl-C does and checks that it exits and
 // leaves no emulator behind.
-func (s *stack) stop(t *testing.T) {
+func (s *liveStack) stop(t *testing.T) {
 	t.Helper()
-	if err := s.cmd.Process.Signal(syscall.SIGINT); err != nil {
-		t.Fatal(err)
-	}
-	select {
-	case err := <-s.exited:
-		if err != nil {
-			t.Errorf("stack exited with %v after Ctrl-C, want 0", err)
-		}
-	case <-time.After(30 * time.Second):
-		t.Fatal("stack did not exit within 30s of Ctrl-C")
+	if err := s.Stop(30 * time.Second); err != nil {
+		t.Errorf("stack exited with %v after Ctrl-C, want 0", err)
 	}
 	for _, host := range []string{s.firestore, strings.TrimPrefix(s.url, "http://")} {
 		if c, err := net.DialTimeout("tcp", host, time.Second); err == nil {
@@ -185,7 +144,7 @@ func (s *stack) stop(t *testing.T) {
 	}
 }
 
-func (s *stack) do(t *testing.T, method, path string, body []byte) *http.Response {
+func (s *liveStack) do(t *testing.T, method, path string, body []byte) *http.Response {
 	t.Helper()
 	req, err := http.NewRequest(method, s.url+path, bytes.NewReader(body))
 	if err != nil {
@@ -201,7 +160,7 @@ func (s *stack) do(t *testing.T, method, path string, body []byte) *http.Respons
 	return resp
 }
 
-func (s *stack) post(t *testing.T, ns, name string) (int, resource) {
+func (s *liveStack) post(t *testing.T, ns, name string) (int, resource) {
 	t.Helper()
 	body := fmt.Sprintf(`{"name":%q,"spec":{"placement":{"region":"us-central1","zone":"us-central1-a"},"allowedSourceRanges":["203.0.113.0/24"]}}`, name)
 	resp := s.do(t, http.MethodPost, "/v1/namespaces/"+ns+"/proxies", []byte(body))
@@ -211,7 +170,7 @@ func (s *stack) post(t *testing.T, ns, name string) (int, resource) {
 	return resp.StatusCode, r
 }
 
-func (s *stack) create(t *testing.T, ns, name string) resource {
+func (s *liveStack) create(t *testing.T, ns, name string) resource {
 	t.Helper()
 	code, r := s.post(t, ns, name)
 	if code != http.StatusCreated {
@@ -220,7 +179,7 @@ func (s *stack) create(t *testing.T, ns, name string) resource {
 	return r
 }
 
-func (s *stack) get(t *testing.T, ns, name string) (int, resource) {
+func (s *liveStack) get(t *testing.T, ns, name string) (int, resource) {
 	t.Helper()
 	resp := s.do(t, http.MethodGet, "/v1/namespaces/"+ns+"/proxies/"+name, nil)
 	defer resp.Body.Close()
@@ -229,7 +188,7 @@ func (s *stack) get(t *testing.T, ns, name string) (int, resource) {
 	return resp.StatusCode, r
 }
 
-func (s *stack) list(t *testing.T, ns string) []resource {
+func (s *liveStack) list(t *testing.T, ns string) []resource {
 	t.Helper()
 	resp := s.do(t, http.MethodGet, "/v1/namespaces/"+ns+"/proxies?pageSize=100", nil)
 	defer resp.Body.Close()
@@ -238,7 +197,7 @@ func (s *stack) list(t *testing.T, ns string) []resource {
 	return page.Proxies
 }
 
-func (s *stack) waitPhase(t *testing.T, ns, name, phase string) resource {
+func (s *liveStack) waitPhase(t *testing.T, ns, name, phase string) resource {
 	t.Helper()
 	var r resource
 	waitFor(t, 30*time.Second, ns+"/"+name+" to be "+phase, func() bool {
@@ -248,7 +207,7 @@ func (s *stack) waitPhase(t *testing.T, ns, name, phase string) resource {
 	return r
 }
 
-func (s *stack) waitGone(t *testing.T, ns, name string) {
+func (s *liveStack) waitGone(t *testing.T, ns, name string) {
 	t.Helper()
 	waitFor(t, 30*time.Second, ns+"/"+name+" to be gone", func() bool {
 		code, _ := s.get(t, ns, name)
@@ -256,7 +215,7 @@ func (s *stack) waitGone(t *testing.T, ns, name string) {
 	})
 }
 
-func (s *stack) hasInstance(t *testing.T, uid string) bool {
+func (s *liveStack) hasInstance(t *testing.T, uid string) bool {
 	t.Helper()
 	resp := s.do(t, http.MethodGet, "/debug/instances", nil)
 	defer resp.Body.Close()
@@ -274,7 +233,7 @@ func (s *stack) hasInstance(t *testing.T, uid string) bool {
 
 // deleteDocumentDirectly deletes a document through the Firestore
 // emulator's REST API, as a person with database access might.
-func (s *stack) deleteDocumentDirectly(t *testing.T, ns, name string) {
+func (s *liveStack) deleteDocumentDirectly(t *testing.T, ns, name string) {
 	t.Helper()
 	url := fmt.Sprintf("http://%s/v1/projects/%s/databases/(default)/documents/namespaces/%s/proxies/%s", s.firestore, s.project, ns, name)
 	req, _ := http.NewRequest(http.MethodDelete, url, nil)
@@ -299,21 +258,6 @@ func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
-}
-
-func freeHost(t *testing.T) string {
-	t.Helper()
-	h, err := emulator.FreeHost()
-	if err != nil {
-		t.Fatal(err)
-	}
-	return h
-}
-
-func freePort(t *testing.T) string {
-	t.Helper()
-	_, port, _ := net.SplitHostPort(freeHost(t))
-	return port
 }
 
 // syncBuffer collects the stack's output from two goroutines.
