@@ -148,7 +148,7 @@ func (a *API) create(w http.ResponseWriter, r *http.Request) {
 		writeError(w, invalid(errs...))
 		return
 	}
-	now := a.clock.Now().UTC()
+	now := a.now()
 	p := &proxy.Proxy{
 		Name: req.Name, Namespace: ns, UID: uuid.NewString(), Generation: 1,
 		Spec:        spec,
@@ -262,7 +262,7 @@ func (a *API) delete(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	p, err := a.store.RequestDeletion(r.Context(), key, a.clock.Now().UTC())
+	p, err := a.store.RequestDeletion(r.Context(), key, a.now())
 	if errors.Is(err, proxy.ErrNotFound) {
 		writeError(w, notFound(key))
 		return
@@ -273,6 +273,10 @@ func (a *API) delete(w http.ResponseWriter, r *http.Request) {
 	}
 	writeJSON(w, http.StatusAccepted, p)
 }
+
+// now is the time of a write, to the microsecond: Firestore keeps no more,
+// and the answer to a write must say what a later read will.
+func (a *API) now() time.Time { return a.clock.Now().UTC().Truncate(time.Microsecond) }
 
 func (a *API) internal(w http.ResponseWriter, r *http.Request, err error) {
 	a.log.ErrorContext(r.Context(), "request failed", slog.String("path", r.URL.Path), slog.Any("error", err))

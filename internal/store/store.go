@@ -68,9 +68,15 @@ func (s *Store) counter(namespace string) *firestore.DocumentRef {
 const transactionAttempts = 30
 
 // Create writes a new document and counts it against the namespace's
-// quota, in one transaction. When the name is taken it returns the existing
+// quota, in one transaction, and returns it as written, with the commit's
+// time as its update time. When the name is taken it returns the existing
 // document with ErrAlreadyExists, so the API can tell a repeated request
 // from a conflicting one.
+//
+// Neither Create nor RequestDeletion reads the document back: the
+// reconciler acts on the write's event at once, and a read-back could find
+// the document already changed, or, with a provider that deletes at once,
+// already gone.
 func (s *Store) Create(ctx context.Context, p *proxy.Proxy, quota int) (*proxy.Proxy, error) {
 	key := p.Key()
 	ref, counter := s.ref(key), s.counter(key.Namespace)
@@ -79,7 +85,10 @@ func (s *Store) Create(ctx context.Context, p *proxy.Proxy, quota int) (*proxy.P
 		return nil, wrap(key, "creating", err)
 	}
 	defer release()
-	var existing *proxy.Proxy
+	var (
+		existing *proxy.Proxy
+		commit   firestore.CommitResponse
+	)
 	err = s.client.RunTransaction(ctx, func(ctx context.Context, tx *firestore.Transaction) error {
 		existing = nil
 		// The counter first: every create of the namespace contends on it,
@@ -114,12 +123,14 @@ func (s *Store) Create(ctx context.Context, p *proxy.Proxy, quota int) (*proxy.P
 			return err
 		}
 		return tx.Set(counter, map[string]any{countField: count + 1}, firestore.MergeAll)
-	}, firestore.MaxAttempts(transactionAttempts))
+	}, firestore.MaxAttempts(transactionAttempts), firestore.WithCommitResponseTo(&commit))
 	if err != nil {
 		return existing, wrap(key, "creating", err)
 	}
 	metering.Add(ctx, metering.FirestoreWrite, 2)
-	return s.Get(ctx, key)
+	created := *p
+	created.UpdateTime = commit.CommitTime()
+	return &created, nil
 }
 
 // Get reads one document.
@@ -171,33 +182,46 @@ func (s *Store) List(ctx context.Context, namespace string, pageSize int, pageTo
 // sweep. It is idempotent and returns the document as it now is.
 func (s *Store) RequestDeletion(ctx context.Context, key proxy.Key, now time.Time) (*proxy.Proxy, error) {
 	ref := s.ref(key)
-	wrote := false
+	var (
+		out    *proxy.Proxy
+		wrote  bool
+		commit firestore.CommitResponse
+	)
 	err := s.client.RunTransaction(ctx, func(ctx context.Context, tx *firestore.Transaction) error {
 		metering.Add(ctx, metering.FirestoreRead, 1)
 		snap, err := tx.Get(ref)
 		if err != nil {
 			return err
 		}
-		p, err := decode(snap)
-		if err != nil {
+		if out, err = decode(snap); err != nil {
 			return err
 		}
-		if wrote = p.DeleteRequestTime == nil; !wrote {
+		if wrote = out.DeleteRequestTime == nil; !wrote {
 			return nil
 		}
-		return tx.Update(ref, []firestore.Update{
-			{Path: "deleteRequestTime", Value: now},
-			{Path: "status.phase", Value: string(proxy.PhaseDeleting)},
-			{Path: ProgressTimeField, Value: now},
-		})
-	}, firestore.MaxAttempts(transactionAttempts))
+		return tx.Update(ref, requestDeletion(out, now))
+	}, firestore.MaxAttempts(transactionAttempts), firestore.WithCommitResponseTo(&commit))
 	if err != nil {
 		return nil, wrap(key, "requesting the deletion of", err)
 	}
 	if wrote {
 		metering.Add(ctx, metering.FirestoreWrite, 1)
+		out.UpdateTime = commit.CommitTime()
 	}
-	return s.Get(ctx, key)
+	return out, nil
+}
+
+// requestDeletion marks p for deletion at now and returns the updates that
+// make the stored document say the same, so the two cannot drift apart.
+func requestDeletion(p *proxy.Proxy, now time.Time) []firestore.Update {
+	p.DeleteRequestTime = &now
+	p.Status.Phase = proxy.PhaseDeleting
+	p.Reconciler.ProgressTime = now
+	return []firestore.Update{
+		{Path: "deleteRequestTime", Value: now},
+		{Path: "status.phase", Value: string(proxy.PhaseDeleting)},
+		{Path: ProgressTimeField, Value: now},
+	}
 }
 
 // UpdateStatus replaces the status and the reconciler's bookkeeping if the

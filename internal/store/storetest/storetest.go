@@ -188,6 +188,11 @@ func testDelete(t *testing.T, s Store) {
 	if diff := cmp.Diff(d1, d2); diff != "" {
 		t.Errorf("a repeated RequestDeletion changed the document (-first +second):\n%s", diff)
 	}
+	if again, err := s.Get(ctx, p.Key()); err != nil {
+		t.Fatalf("Get after RequestDeletion: %v", err)
+	} else if diff := cmp.Diff(d1, again); diff != "" {
+		t.Errorf("RequestDeletion returned what a Get does not read (-returned +get):\n%s", diff)
+	}
 	if _, err := s.RequestDeletion(ctx, proxy.Key{Namespace: "team-d", Name: "absent"}, at); !errors.Is(err, proxy.ErrNotFound) {
 		t.Errorf("RequestDeletion of an absent document: %v, want ErrNotFound", err)
 	}
