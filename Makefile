@@ -9,7 +9,7 @@ GOTEST   ?= $(GO) test -race -count=1 -timeout 30m
 WITH_EMULATORS = env -u FIRESTORE_EMULATOR_HOST -u PUBSUB_EMULATOR_HOST \
 	$(GO) run ./emulators/cmd/with-emulators --
 
-.PHONY: test run lint package tf-check sim
+.PHONY: test run bench lint package tf-check sim
 
 ## test: every test, with -race, against the real emulators
 test:
@@ -21,6 +21,12 @@ test:
 run:
 	@$(GO) build -o "$${TMPDIR:-/tmp}/egress-localstack" ./emulators/cmd/localstack
 	@exec "$${TMPDIR:-/tmp}/egress-localstack"
+
+## bench: what a proxy costs and how fast the system converges, on the local
+## stack (a table, and JSON to $$BENCH_OUT, default bench-results.json; about
+## two minutes). It starts its own emulators, like make test.
+bench:
+	$(GO) run ./emulators/cmd/bench
 
 ## sim: the fault simulation over 10,000 seeds (make test runs 300)
 sim:

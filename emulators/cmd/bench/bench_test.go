@@ -1,0 +1,232 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/egress-proxies/egress/internal/emulator"
+	"github.com/egress-proxies/egress/internal/metering"
+)
+
+// TestMain lets the test binary be the garbage-collection worker too, as
+// the bench binary is: the phase runs os.Executable() again.
+func TestMain(m *testing.M) {
+	if os.Getenv(roleEnv) == gcWorkerRole {
+		if err := gcWorker(context.Background()); err != nil {
+			fmt.Fprintln(os.Stderr, "gc worker:", err)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
+}
+
+// TestBenchOnTheLocalStack runs the whole benchmark, small, on its own
+// local stack, and holds the lifecycle to what the design promises: one
+// Create and one Delete, and status writes, Gets and invocations within
+// 1.5 times their floor.
+func TestBenchOnTheLocalStack(t *testing.T) {
+	if testing.Short() {
+		t.Skip("the benchmark starts its own local stack")
+	}
+	if _, err := emulator.SDKRoot(); err != nil && os.Getenv("CI") != "true" {
+		t.Skipf("%v\n%s", err, emulator.InstallHint)
+	}
+	s := settings{scale: 25, lifecycles: 3, bulk: 40, concurrency: 8, gc: 1000, out: filepath.Join(t.TempDir(), "bench.json")}
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	r, err := run(ctx, s, slog.New(slog.NewTextHandler(io.Discard, nil)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var table strings.Builder
+	r.table(&table)
+	t.Log(table.String())
+
+	for _, k := range []string{"providerCreate", "providerDelete"} {
+		if m := r.Lifecycle[k]; m.Measured != 1 {
+			t.Errorf("lifecycle %s = %v, want exactly 1", k, m.Measured)
+		}
+	}
+	for _, k := range []string{"statusWrites", "providerGet", "invocations", "firestoreWrites", "firestoreReads"} {
+		if m := r.Lifecycle[k]; m.Ratio == nil || *m.Ratio < 1 || *m.Ratio > 1.5 {
+			t.Errorf("lifecycle %s: measured %v against a floor of %v, want 1 to 1.5 times it", k, m.Measured, m.Floor)
+		}
+	}
+	if r.ReadyLatencyMs.N != s.lifecycles || r.ReadyLatencyMs.P50 < 0 || r.DeleteLatencyMs.P50 <= 0 {
+		t.Errorf("latencies %+v and %+v: want %d samples, Ready at or after running, deletes taking time", r.ReadyLatencyMs, r.DeleteLatencyMs, s.lifecycles)
+	}
+	if r.Bulk.Seconds <= 0 || r.Bulk.PeakRSSBytes <= 0 || r.API.CreateP50Ms <= 0 || r.API.GetP99Ms <= 0 {
+		t.Errorf("bulk %+v, api %+v: want every figure measured", r.Bulk, r.API)
+	}
+	if r.GC.Deleted != gcOrphans(s.gc) || r.GC.PeakRSSBytes <= 0 || r.GC.FirestoreReads < int64(s.gc) {
+		t.Errorf("gc %+v: want %d deleted, a peak memory, every document read", r.GC, gcOrphans(s.gc))
+	}
+
+	// The JSON has what the issue asks of it.
+	if err := r.write(s.out); err != nil {
+		t.Fatal(err)
+	}
+	raw, err := os.ReadFile(s.out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc map[string]any
+	if err := json.Unmarshal(raw, &doc); err != nil {
+		t.Fatal(err)
+	}
+	var paths []string
+	for _, m := range []string{"firestoreWrites", "firestoreReads", "providerCreate", "providerGet", "providerDelete", "invocations"} {
+		paths = append(paths, "lifecycle."+m+".measured", "lifecycle."+m+".floor")
+	}
+	paths = append(paths, "readyLatencyMs.p50", "readyLatencyMs.p99", "bulk1000.seconds", "bulk1000.peakRSSBytes",
+		"gc100k.seconds", "gc100k.peakRSSBytes", "api.createP50Ms", "api.createP99Ms", "api.concurrency")
+	for _, p := range paths {
+		if _, ok := lookup(doc, p).(float64); !ok {
+			t.Errorf("%s: %s is not a number", s.out, p)
+		}
+	}
+}
+
+func lookup(doc map[string]any, path string) any {
+	var v any = doc
+	for _, k := range strings.Split(path, ".") {
+		m, ok := v.(map[string]any)
+		if !ok {
+			return nil
+		}
+		v = m[k]
+	}
+	return v
+}
+
+// TestStackLog reads the lines of a stack's output, in chunks that split
+// them anywhere.
+func TestStackLog(t *testing.T) {
+	lines := []string{
+		`{"time":"2026-12-03T10:00:00Z","message":"invocation","function":"ProxyAPI","usage":{"firestoreReads":2,"firestoreWrites":2}}`,
+		`not JSON at all`,
+		`{"time":"2026-12-03T10:00:01Z","message":"invocation","function":"Reconcile","trigger":"written","usage":{"firestoreReads":1,"providerCreate":1,"providerGet":5}}`,
+		`{"time":"2026-12-03T10:00:02Z","message":"proxy ready","document":"namespaces/a/proxies/p"}`,
+		`{"time":"2026-12-03T10:00:03Z","message":"proxy ready","document":"namespaces/a/proxies/p"}`,
+		`{"time":"2026-12-03T10:00:04Z","message":"invocation","function":"Reconcile","trigger":"requeue","usage":{"pubsubPublished":1}}`,
+		`{"time":"2026-12-03T10:00:05Z","message":"proxy deleted","document":"namespaces/a/proxies/p"}`,
+	}
+	text := strings.Join(lines, "\n") + "\n"
+	var rest strings.Builder
+	l := newStackLog(&rest)
+	for i := 0; i < len(text); i += 7 {
+		l.Write([]byte(text[i:min(i+7, len(text))]))
+	}
+
+	want := tally{
+		ByFunction: map[string]int{"ProxyAPI": 1, "Reconcile": 2},
+		Written:    1,
+		Usage:      metering.Usage{FirestoreReads: 3, FirestoreWrites: 2, ProviderCreate: 1, ProviderGet: 5, PubSubPublished: 1},
+	}
+	if diff := cmp.Diff(want, l.snapshot()); diff != "" {
+		t.Errorf("tally (-want +got):\n%s", diff)
+	}
+	if rest.String() != text {
+		t.Errorf("lines passed on:\n%s\nwant every line:\n%s", rest.String(), text)
+	}
+	ctx := context.Background()
+	for what, at := range map[string]string{ready: "2026-12-03T10:00:02Z", gone: "2026-12-03T10:00:05Z"} {
+		got, err := l.await(ctx, what, []string{"namespaces/a/proxies/p"}, time.Second)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if want, _ := time.Parse(time.RFC3339, at); !got[0].Equal(want) {
+			t.Errorf("%s at %s, want %s (the first such line)", what, got[0], want)
+		}
+	}
+	if _, err := l.await(ctx, ready, []string{"namespaces/a/proxies/absent"}, 10*time.Millisecond); err == nil {
+		t.Error("await of a proxy never Ready returned no error")
+	}
+}
+
+func TestTallyArithmetic(t *testing.T) {
+	a := tally{ByFunction: map[string]int{"ProxyAPI": 4, "Reconcile": 10}, Written: 6, Usage: metering.Usage{FirestoreReads: 12}}
+	b := tally{ByFunction: map[string]int{"ProxyAPI": 1, "Reconcile": 4}, Written: 2, Usage: metering.Usage{FirestoreReads: 5}}
+	d := a.minus(b)
+	if diff := cmp.Diff(tally{ByFunction: map[string]int{"ProxyAPI": 3, "Reconcile": 6}, Written: 4, Usage: metering.Usage{FirestoreReads: 7}}, d); diff != "" {
+		t.Errorf("a-b (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(a, d.plus(b)); diff != "" {
+		t.Errorf("(a-b)+b (-want +got):\n%s", diff)
+	}
+	if d.total() != 9 {
+		t.Errorf("total = %d, want 9", d.total())
+	}
+}
+
+func TestPercentile(t *testing.T) {
+	ms := func(v ...int) []time.Duration {
+		out := make([]time.Duration, len(v))
+		for i, x := range v {
+			out[i] = time.Duration(x) * time.Millisecond
+		}
+		return out
+	}
+	cases := map[string]struct {
+		sample []time.Duration
+		p      float64
+		want   time.Duration
+	}{
+		"MedianOfOdd":   {sample: ms(30, 10, 20), p: 50, want: 20 * time.Millisecond},
+		"MedianOfEven":  {sample: ms(40, 10, 30, 20), p: 50, want: 20 * time.Millisecond},
+		"P99OfHundred":  {sample: ms(seq(100)...), p: 99, want: 99 * time.Millisecond},
+		"P99OfTwenty":   {sample: ms(seq(20)...), p: 99, want: 20 * time.Millisecond},
+		"Empty":         {sample: nil, p: 50, want: 0},
+		"SingleElement": {sample: ms(7), p: 99, want: 7 * time.Millisecond},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			if got := percentile(tc.sample, tc.p); got != tc.want {
+				t.Errorf("p%v of %v = %v, want %v (nearest rank)", tc.p, tc.sample, got, tc.want)
+			}
+		})
+	}
+}
+
+func seq(n int) []int {
+	out := make([]int, n)
+	for i := range out {
+		out[i] = i + 1
+	}
+	return out
+}
+
+// TestFloors checks the floors the benchmark holds a lifecycle to.
+func TestFloors(t *testing.T) {
+	var r results
+	s := settings{scale: 5, lifecycles: 2}
+	r.lifecycle(s, tally{ByFunction: map[string]int{"ProxyAPI": 4, "Reconcile": 12}, Written: 12,
+		Usage: metering.Usage{FirestoreReads: 20, FirestoreWrites: 16, ProviderCreate: 2, ProviderGet: 15, ProviderDelete: 2}}, 2)
+	ratio := func(v float64) *float64 { return &v }
+	want := map[string]metric{
+		"invocations":     {Measured: 8, Floor: 8, Ratio: ratio(1)},
+		"statusWrites":    {Measured: 6, Floor: 6, Ratio: ratio(1)},
+		"firestoreReads":  {Measured: 10, Floor: 10, Ratio: ratio(1)},
+		"firestoreWrites": {Measured: 8, Floor: 8, Ratio: ratio(1)},
+		"providerCreate":  {Measured: 1, Floor: 1, Ratio: ratio(1)},
+		// Waits of 2, 4, 8, 10 and 10 s (scaled) for a 25 s boot, and one
+		// Get that finds the deleted VM gone.
+		"providerGet":     {Measured: 7.5, Floor: 6, Ratio: ratio(1.25)},
+		"providerDelete":  {Measured: 1, Floor: 1, Ratio: ratio(1)},
+		"pubsubPublished": {Measured: 0, Floor: 0},
+	}
+	if diff := cmp.Diff(want, r.Lifecycle); diff != "" {
+		t.Errorf("lifecycle metrics (-want +got):\n%s", diff)
+	}
+}

@@ -1,0 +1,146 @@
+// Command bench measures what a proxy costs and how fast the system
+// converges, on the local stack (DESIGN §9). `make bench` runs it.
+//
+// It starts the local stack as `make run` does, with the mock provider
+// booting VMs in a realistic 25 s divided by -scale, and every reconcile
+// timing (the waits between looks at a booting VM, the wait budget) divided
+// alike, so a run makes the provider calls of an unscaled boot in a fifth of
+// the time. It drives the stack from outside only: over the HTTP API, with a
+// Firestore listener that says when documents change, and by summing the
+// functions' own invocation lines (package metering) — the lines that
+// production's log-based metrics read, so the figures here are the ones an
+// operator sees.
+//
+// Phases:
+//
+//	lifecycle  -lifecycles proxies at once, each in its own namespace:
+//	           create → Ready → delete → gone. Usage per lifecycle against
+//	           its floor; latency from the VM running to the API showing
+//	           Ready, and from DELETE to the proxy gone.
+//	bulk       -bulk proxies requested by -concurrency clients at once, over
+//	           namespaces of 20 (the default quota): time until all are
+//	           Ready, the functions' peak memory, API latency of the creates
+//	           and of as many gets; then all deleted.
+//	gc         -gc documents and as many instances, one CollectGarbage run
+//	           in a process of its own on the same Firestore emulator: its
+//	           time and peak memory.
+//
+// It prints a table and writes the figures as JSON to -out.
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"log/slog"
+	"os"
+	"os/signal"
+	"strconv"
+	"syscall"
+	"time"
+
+	"github.com/egress-proxies/egress/internal/reconcile"
+)
+
+func main() {
+	if os.Getenv(roleEnv) == gcWorkerRole {
+		if err := gcWorker(context.Background()); err != nil {
+			fmt.Fprintln(os.Stderr, "gc worker:", err)
+			os.Exit(1)
+		}
+		return
+	}
+	var s settings
+	flag.StringVar(&s.out, "out", envOr("BENCH_OUT", "bench-results.json"), "where to write the JSON ($BENCH_OUT)")
+	flag.Float64Var(&s.scale, "scale", 5, "divide the 25 s boot and every reconcile timing by this")
+	flag.IntVar(&s.lifecycles, "lifecycles", 20, "proxies in the lifecycle phase")
+	flag.IntVar(&s.bulk, "bulk", 1000, "proxies requested at once in the bulk phase")
+	flag.IntVar(&s.concurrency, "concurrency", 64, "HTTP clients at once in the bulk phase")
+	flag.IntVar(&s.gc, "gc", 100_000, "documents and instances of the garbage-collection run")
+	flag.Parse()
+	if err := s.validate(); err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(2)
+	}
+
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
+	r, err := run(ctx, s, log)
+	if err != nil {
+		log.Error("benchmark failed", "err", err)
+		os.Exit(1)
+	}
+	r.table(os.Stdout)
+	if err := r.write(s.out); err != nil {
+		log.Error("writing the results", "err", err)
+		os.Exit(1)
+	}
+	fmt.Printf("\nwritten to %s\n", s.out)
+}
+
+// settings are the benchmark's knobs.
+type settings struct {
+	out                               string
+	scale                             float64
+	lifecycles, bulk, concurrency, gc int
+}
+
+// realisticBoot is how long a Compute Engine VM takes from insert to
+// running with its external IP, as the benchmark assumes it.
+const realisticBoot = 25 * time.Second
+
+func (s settings) validate() error {
+	switch {
+	case s.scale < 1:
+		return fmt.Errorf("-scale %v: want 1 or more (1 runs in real time)", s.scale)
+	case s.lifecycles < 1, s.bulk < 1, s.gc < 100:
+		return fmt.Errorf("-lifecycles %d, -bulk %d, -gc %d: want at least 1, 1 and 100", s.lifecycles, s.bulk, s.gc)
+	case s.concurrency < 1:
+		return fmt.Errorf("-concurrency %d: want at least 1", s.concurrency)
+	}
+	return nil
+}
+
+// scaled divides a production duration by the scale.
+func (s settings) scaled(d time.Duration) time.Duration {
+	return time.Duration(float64(d) / s.scale)
+}
+
+// stackEnv is the local stack's configuration for the benchmark: JSON logs
+// at info, which carry the invocation lines; the scaled boot and reconcile
+// timings; and no scheduled collection, which is no part of a proxy's
+// lifecycle and is measured on its own.
+func (s settings) stackEnv() []string {
+	return []string{
+		"LOG_FORMAT=json", "LOG_LEVEL=info", "GC_INTERVAL=1h",
+		"MOCK_PROVISIONING_DELAY=" + s.scaled(realisticBoot).String(),
+		"RECONCILE_INITIAL_BACKOFF=" + s.reconcileOptions().InitialBackoff.String(),
+		"RECONCILE_MAX_BACKOFF=" + s.reconcileOptions().MaxBackoff.String(),
+		"RECONCILE_WAIT_BUDGET=" + s.reconcileOptions().WaitBudget.String(),
+	}
+}
+
+// reconcileOptions are the reconciler's default timings, scaled.
+func (s settings) reconcileOptions() reconcile.Options {
+	return reconcile.Options{
+		InitialBackoff: s.scaled(reconcile.DefaultInitialBackoff),
+		MaxBackoff:     s.scaled(reconcile.DefaultMaxBackoff),
+		WaitBudget:     s.scaled(reconcile.DefaultWaitBudget),
+	}
+}
+
+func envOr(name, def string) string {
+	if v := os.Getenv(name); v != "" {
+		return v
+	}
+	return def
+}
+
+func atoiEnv(name string) (int, error) {
+	n, err := strconv.Atoi(os.Getenv(name))
+	if err != nil {
+		return 0, fmt.Errorf("%s=%q is not a number", name, os.Getenv(name))
+	}
+	return n, nil
+}

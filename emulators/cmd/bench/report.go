@@ -1,0 +1,271 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"slices"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/egress-proxies/egress/internal/reconcile"
+)
+
+// results is what the benchmark measured; its JSON is the -out file.
+type results struct {
+	Machine  machine        `json:"machine"`
+	Settings settingsReport `json:"settings"`
+	// Lifecycle is the mean usage of one proxy from create to gone, by
+	// metric, against its floor.
+	Lifecycle map[string]metric `json:"lifecycle"`
+	// LifecycleInvocations splits the lifecycle's invocations by function.
+	LifecycleInvocations map[string]float64 `json:"lifecycleInvocationsByFunction"`
+	// ReadyLatencyMs is from the VM running to the API showing Ready;
+	// DeleteLatencyMs from the DELETE to the document gone, which happens
+	// only once the provider says the VM is gone.
+	ReadyLatencyMs  latency    `json:"readyLatencyMs"`
+	DeleteLatencyMs latency    `json:"deleteLatencyMs"`
+	Bulk            bulkResult `json:"bulk1000"`
+	API             apiResult  `json:"api"`
+	GC              gcResult   `json:"gc100k"`
+}
+
+type machine struct {
+	CPUs int    `json:"cpus"`
+	Go   string `json:"go"`
+	Date string `json:"date"`
+}
+
+type settingsReport struct {
+	TimeScale          float64 `json:"timeScale"`
+	RealisticBootMs    float64 `json:"realisticBootMs"`
+	BootMs             float64 `json:"bootMs"`
+	InitialBackoffMs   float64 `json:"initialBackoffMs"`
+	MaxBackoffMs       float64 `json:"maxBackoffMs"`
+	WaitBudgetMs       float64 `json:"waitBudgetMs"`
+	Lifecycles         int     `json:"lifecycles"`
+	BulkConcurrency    int     `json:"bulkConcurrency"`
+	ProvisioningChecks int     `json:"provisioningChecksFloor"`
+}
+
+func (s settings) report() settingsReport {
+	o := s.reconcileOptions()
+	return settingsReport{
+		TimeScale:          s.scale,
+		RealisticBootMs:    ms(realisticBoot),
+		BootMs:             ms(s.scaled(realisticBoot)),
+		InitialBackoffMs:   ms(o.InitialBackoff),
+		MaxBackoffMs:       ms(o.MaxBackoff),
+		WaitBudgetMs:       ms(o.WaitBudget),
+		Lifecycles:         s.lifecycles,
+		BulkConcurrency:    s.concurrency,
+		ProvisioningChecks: reconcile.MinChecks(o, s.scaled(realisticBoot)),
+	}
+}
+
+// metric is one measured figure against its floor. Ratio is null where the
+// floor is zero.
+type metric struct {
+	Measured float64  `json:"measured"`
+	Floor    float64  `json:"floor"`
+	Ratio    *float64 `json:"ratio"`
+}
+
+func newMetric(measured, floor float64) metric {
+	m := metric{Measured: round(measured, 2), Floor: floor}
+	if floor > 0 {
+		r := round(measured/floor, 2)
+		m.Ratio = &r
+	}
+	return m
+}
+
+type latency struct {
+	P50 float64 `json:"p50"`
+	P99 float64 `json:"p99"`
+	Max float64 `json:"max"`
+	N   int     `json:"n"`
+}
+
+type bulkResult struct {
+	Proxies     int `json:"proxies"`
+	Concurrency int `json:"concurrency"`
+	// RequestSeconds is how long the creates took to be answered, Seconds
+	// until the last proxy was Ready, both from the first create.
+	RequestSeconds float64 `json:"requestSeconds"`
+	Seconds        float64 `json:"seconds"`
+	// PeakRSSBytes is the functions process's peak resident memory during
+	// the creates and until all were Ready.
+	PeakRSSBytes  int64   `json:"peakRSSBytes"`
+	DeleteSeconds float64 `json:"deleteSeconds"`
+	// ReadyLatencyMs is from the first create to each proxy Ready.
+	ReadyLatencyMs latency `json:"readyAfterStartMs"`
+	// PerProxy is the mean usage of one proxy's lifecycle under this load.
+	PerProxy         map[string]float64 `json:"perProxy"`
+	InvocationsTotal int                `json:"invocations"`
+}
+
+type apiResult struct {
+	Concurrency int     `json:"concurrency"`
+	Requests    int     `json:"requests"`
+	CreateP50Ms float64 `json:"createP50Ms"`
+	CreateP99Ms float64 `json:"createP99Ms"`
+	GetP50Ms    float64 `json:"getP50Ms"`
+	GetP99Ms    float64 `json:"getP99Ms"`
+}
+
+type gcResult struct {
+	Instances int     `json:"instances"`
+	Documents int     `json:"documents"`
+	Seconds   float64 `json:"seconds"`
+	// PeakRSSBytes is the worker's peak resident memory during the run;
+	// BaselineRSSBytes its memory before it, which holds the mock
+	// provider's instances.
+	PeakRSSBytes     int64 `json:"peakRSSBytes"`
+	BaselineRSSBytes int64 `json:"baselineRSSBytes"`
+	Claimed          int   `json:"claimed"`
+	Deleted          int   `json:"deleted"`
+	FirestoreReads   int64 `json:"firestoreReads"`
+}
+
+// Floors of one lifecycle, the least the design (DESIGN §4) allows.
+const (
+	// floorInvocations: ProxyAPI's POST and DELETE, and one Reconcile per
+	// document write.
+	floorInvocations = 2 + floorStatusWrites
+	// floorStatusWrites: the document's writes: created Pending, Creating,
+	// Provisioning, Ready, Deleting, and deleted.
+	floorStatusWrites = 6
+	// floorFirestoreWrites: those, and the quota counter's increment and
+	// decrement.
+	floorFirestoreWrites = floorStatusWrites + 2
+	// floorFirestoreReads: the create's counter and name, the deletion
+	// request's document, a fresh read for each Reconcile invocation, and
+	// the read under the document's deletion.
+	floorFirestoreReads = 2 + 1 + floorStatusWrites + 1
+)
+
+// lifecycle fills in the lifecycle metrics from the usage of n lifecycles.
+func (r *results) lifecycle(s settings, t tally, n int) {
+	per := perProxy(t, n)
+	r.Lifecycle = map[string]metric{
+		"invocations":     newMetric(per["invocations"], floorInvocations),
+		"statusWrites":    newMetric(per["statusWrites"], floorStatusWrites),
+		"firestoreReads":  newMetric(per["firestoreReads"], floorFirestoreReads),
+		"firestoreWrites": newMetric(per["firestoreWrites"], floorFirestoreWrites),
+		"providerCreate":  newMetric(per["providerCreate"], 1),
+		// The looks at the booting VM its backoff needs, and the one that
+		// finds it gone.
+		"providerGet":    newMetric(per["providerGet"], float64(s.report().ProvisioningChecks+1)),
+		"providerDelete": newMetric(per["providerDelete"], 1),
+		// A boot within the wait budget needs no hand-off.
+		"pubsubPublished": newMetric(per["pubsubPublished"], 0),
+	}
+	r.LifecycleInvocations = map[string]float64{}
+	for _, f := range []string{"ProxyAPI", "Reconcile", "CollectGarbage"} {
+		r.LifecycleInvocations[f] = round(float64(t.ByFunction[f])/float64(n), 2)
+	}
+}
+
+// perProxy is the usage t of n proxies, per proxy.
+func perProxy(t tally, n int) map[string]float64 {
+	f := func(v int64) float64 { return round(float64(v)/float64(n), 2) }
+	u := t.Usage
+	return map[string]float64{
+		"invocations":     f(int64(t.total())),
+		"statusWrites":    f(int64(t.Written)),
+		"firestoreReads":  f(u.FirestoreReads),
+		"firestoreWrites": f(u.FirestoreWrites),
+		"providerCreate":  f(u.ProviderCreate),
+		"providerGet":     f(u.ProviderGet),
+		"providerDelete":  f(u.ProviderDelete),
+		"providerErrors":  f(u.ProviderErrors),
+		"pubsubPublished": f(u.PubSubPublished),
+	}
+}
+
+// lifecycleOrder is the order of the lifecycle table.
+var lifecycleOrder = []string{"invocations", "statusWrites", "firestoreWrites", "firestoreReads", "providerCreate", "providerGet", "providerDelete", "pubsubPublished"}
+
+// table prints the results for people.
+func (r *results) table(w io.Writer) {
+	s := r.Settings
+	fmt.Fprintf(w, "\negress benchmark, %s, %d CPUs, %s: local stack on the emulators, mock provider;\n", r.Machine.Date, r.Machine.CPUs, r.Machine.Go)
+	fmt.Fprintf(w, "time scaled down %g×: boot %s → %s, backoff %s–%s, wait budget %s\n\n",
+		s.TimeScale, dur(s.RealisticBootMs), dur(s.BootMs), dur(s.InitialBackoffMs), dur(s.MaxBackoffMs), dur(s.WaitBudgetMs))
+
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintf(tw, "per proxy lifecycle, mean of %d\tmeasured\tfloor\tratio\t\n", s.Lifecycles)
+	for _, k := range lifecycleOrder {
+		m := r.Lifecycle[k]
+		ratio := "–"
+		if m.Ratio != nil {
+			ratio = fmt.Sprintf("%.2f", *m.Ratio)
+		}
+		fmt.Fprintf(tw, "%s\t%.2f\t%g\t%s\t\n", k, m.Measured, m.Floor, ratio)
+	}
+	tw.Flush()
+	var by []string
+	for _, f := range []string{"ProxyAPI", "Reconcile", "CollectGarbage"} {
+		by = append(by, fmt.Sprintf("%s %.2f", f, r.LifecycleInvocations[f]))
+	}
+	fmt.Fprintf(w, "invocations by function: %s\n\n", strings.Join(by, ", "))
+
+	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintf(tw, "latency (ms)\tp50\tp99\tmax\tn\t\n")
+	fmt.Fprintf(tw, "VM running → API shows Ready\t%.0f\t%.0f\t%.0f\t%d\t\n", r.ReadyLatencyMs.P50, r.ReadyLatencyMs.P99, r.ReadyLatencyMs.Max, r.ReadyLatencyMs.N)
+	fmt.Fprintf(tw, "DELETE → proxy and VM gone\t%.0f\t%.0f\t%.0f\t%d\t\n", r.DeleteLatencyMs.P50, r.DeleteLatencyMs.P99, r.DeleteLatencyMs.Max, r.DeleteLatencyMs.N)
+	fmt.Fprintf(tw, "API create, %d clients\t%.1f\t%.1f\t\t%d\t\n", r.API.Concurrency, r.API.CreateP50Ms, r.API.CreateP99Ms, r.API.Requests)
+	fmt.Fprintf(tw, "API get, %d clients\t%.1f\t%.1f\t\t%d\t\n", r.API.Concurrency, r.API.GetP50Ms, r.API.GetP99Ms, r.API.Requests)
+	tw.Flush()
+
+	b := r.Bulk
+	fmt.Fprintf(w, "\n%d proxies requested by %d clients: answered in %.1f s, all Ready %.1f s after the first request (median %.1f s);\n",
+		b.Proxies, b.Concurrency, b.RequestSeconds, b.Seconds, b.ReadyLatencyMs.P50/1000)
+	fmt.Fprintf(w, "  functions process peak RSS %s; all deleted and gone in %.1f s; per proxy %.2f invocations, %.2f status writes, %.2f Gets\n",
+		mib(b.PeakRSSBytes), b.DeleteSeconds, b.PerProxy["invocations"], b.PerProxy["statusWrites"], b.PerProxy["providerGet"])
+	g := r.GC
+	fmt.Fprintf(w, "garbage collection over %d instances and %d documents: one run %.2f s, peak RSS %s (%s before the run); %d claimed, %d deleted, %d document reads\n",
+		g.Instances, g.Documents, g.Seconds, mib(g.PeakRSSBytes), mib(g.BaselineRSSBytes), g.Claimed, g.Deleted, g.FirestoreReads)
+}
+
+// write writes the results as JSON to path.
+func (r *results) write(path string) error {
+	raw, err := json.MarshalIndent(r, "", "  ")
+	if err != nil {
+		return err
+	}
+	return os.WriteFile(path, append(raw, '\n'), 0o644)
+}
+
+// summarize gives the percentiles of a sample.
+func summarize(ds []time.Duration) latency {
+	return latency{P50: ms(percentile(ds, 50)), P99: ms(percentile(ds, 99)), Max: ms(slices.Max(ds)), N: len(ds)}
+}
+
+// percentile is the nearest-rank percentile p of ds.
+func percentile(ds []time.Duration, p float64) time.Duration {
+	if len(ds) == 0 {
+		return 0
+	}
+	s := slices.Clone(ds)
+	slices.Sort(s)
+	rank := int(math.Ceil(p / 100 * float64(len(s))))
+	return s[max(rank, 1)-1]
+}
+
+func ms(d time.Duration) float64 { return round(float64(d)/float64(time.Millisecond), 1) }
+
+func round(v float64, places int) float64 {
+	f := math.Pow(10, float64(places))
+	return math.Round(v*f) / f
+}
+
+func dur(msec float64) string {
+	return time.Duration(msec * float64(time.Millisecond)).String()
+}
+
+func mib(b int64) string { return fmt.Sprintf("%.0f MiB", float64(b)/(1<<20)) }

@@ -1,0 +1,395 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"os"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"sync"
+	"time"
+
+	"github.com/egress-proxies/egress/emulators/stack"
+	"github.com/egress-proxies/egress/internal/proxy"
+)
+
+// Projects of the benchmark on the stack's emulators: one for the stack,
+// one for the garbage-collection run, so neither sees the other's documents.
+const (
+	stackProject = "demo-bench"
+	gcProject    = "demo-bench-gc"
+)
+
+// bench is a running benchmark: the stack, and what watches it.
+type bench struct {
+	s     settings
+	log   *slog.Logger
+	stack *stack.Stack
+	api   *api
+	out   *stackLog
+	dir   string
+}
+
+// run starts the stack, runs the phases and returns the results. The
+// stack's own log is kept in a temporary folder, named on failure.
+func run(ctx context.Context, s settings, log *slog.Logger) (*results, error) {
+	dir, err := os.MkdirTemp("", "egress-bench-")
+	if err != nil {
+		return nil, err
+	}
+	stackLog, err := os.Create(filepath.Join(dir, "stack.log"))
+	if err != nil {
+		return nil, err
+	}
+	defer stackLog.Close()
+	failed := true
+	defer func() {
+		if failed {
+			log.Error("the stack's log is kept", "path", stackLog.Name())
+			return
+		}
+		os.RemoveAll(dir)
+	}()
+
+	log.Info("building the local stack")
+	bin, err := stack.Build(ctx, dir)
+	if err != nil {
+		return nil, err
+	}
+	logw := &syncWriter{w: stackLog}
+	b := &bench{s: s, log: log, dir: dir, out: newStackLog(logw)}
+	begun := time.Now()
+	b.stack, err = stack.Start(ctx, bin, stack.Options{Project: stackProject, Env: s.stackEnv(), Stdout: b.out, Stderr: logw})
+	if err != nil {
+		return nil, err
+	}
+	defer b.stack.Stop(30 * time.Second)
+	log.Info("local stack ready", "after", time.Since(begun).Round(time.Millisecond), "url", b.stack.URL)
+	b.api = newAPI(b.stack.URL, s.concurrency)
+
+	r := &results{Machine: machine{CPUs: runtime.NumCPU(), Go: runtime.Version(), Date: time.Now().UTC().Format(time.DateOnly)}, Settings: s.report()}
+	if err := b.quiet(ctx); err != nil {
+		return nil, err
+	}
+	log.Info("lifecycle phase", "proxies", s.lifecycles)
+	if err := b.lifecycle(ctx, r); err != nil {
+		return nil, fmt.Errorf("lifecycle phase: %w", err)
+	}
+	log.Info("bulk phase", "proxies", s.bulk, "concurrency", s.concurrency)
+	if err := b.bulk(ctx, r); err != nil {
+		return nil, fmt.Errorf("bulk phase: %w", err)
+	}
+	log.Info("garbage-collection phase", "instances", s.gc, "documents", s.gc)
+	if err := b.collect(ctx, r); err != nil {
+		return nil, fmt.Errorf("garbage-collection phase: %w", err)
+	}
+	if err := b.stack.Stop(30 * time.Second); err != nil {
+		return nil, fmt.Errorf("stopping the stack: %w", err)
+	}
+	failed = false
+	return r, nil
+}
+
+// quiet waits until no invocation line has come for a while: every event
+// the phase caused has been delivered and run.
+func (b *bench) quiet(ctx context.Context) error {
+	const still, limit = 1500 * time.Millisecond, time.Minute
+	deadline := time.Now().Add(limit)
+	for b.out.quietFor() < still {
+		if time.Now().After(deadline) {
+			return fmt.Errorf("the functions were still being invoked %s later", limit)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
+	return nil
+}
+
+// lifecycle runs the lifecycle phase: s.lifecycles proxies, each in a
+// namespace of its own so that no two share a quota counter, from create
+// to gone.
+func (b *bench) lifecycle(ctx context.Context, r *results) error {
+	n := b.s.lifecycles
+	keys := make([]proxy.Key, n)
+	for i := range keys {
+		keys[i] = proxy.Key{Namespace: fmt.Sprintf("life-%03d", i), Name: "proxy"}
+	}
+	before := b.out.snapshot()
+	uids := make([]string, n)
+	if _, err := parallel(ctx, n, n, func(i int) error {
+		var err error
+		uids[i], err = b.api.create(ctx, keys[i])
+		return err
+	}); err != nil {
+		return err
+	}
+	readyAt, err := b.out.await(ctx, ready, paths(keys), 2*time.Minute+5*b.s.scaled(realisticBoot))
+	if err != nil {
+		return err
+	}
+	created, err := b.api.instances(ctx)
+	if err != nil {
+		return err
+	}
+	boot := b.s.scaled(realisticBoot)
+	readyLag := make([]time.Duration, n)
+	for i, uid := range uids {
+		c, ok := created[uid]
+		if !ok {
+			return fmt.Errorf("%s is Ready but the mock provider has no instance of uid %s", keys[i].Path(), uid)
+		}
+		// The mock's VM runs from CreatedAt plus the boot: any Get from
+		// then on says Running. The stack's log and the mock share a clock.
+		readyLag[i] = readyAt[i].Sub(c.Add(boot))
+	}
+
+	sent := make([]time.Time, n)
+	if _, err := parallel(ctx, n, n, func(i int) error {
+		sent[i] = time.Now()
+		return b.api.delete(ctx, keys[i])
+	}); err != nil {
+		return err
+	}
+	goneAt, err := b.out.await(ctx, gone, paths(keys), time.Minute)
+	if err != nil {
+		return err
+	}
+	deleteLag := make([]time.Duration, n)
+	for i := range goneAt {
+		deleteLag[i] = goneAt[i].Sub(sent[i])
+	}
+	if err := b.quiet(ctx); err != nil {
+		return err
+	}
+	r.lifecycle(b.s, b.out.snapshot().minus(before), n)
+	r.ReadyLatencyMs = summarize(readyLag)
+	r.DeleteLatencyMs = summarize(deleteLag)
+	return nil
+}
+
+// bulk runs the bulk phase: s.bulk proxies requested at once.
+func (b *bench) bulk(ctx context.Context, r *results) error {
+	n := b.s.bulk
+	keys := make([]proxy.Key, n)
+	namespaces := (n + 19) / 20
+	for i := range keys {
+		// Twenty a namespace, the default quota, and one request after
+		// another to a different namespace, as many teams asking at once
+		// would.
+		keys[i] = proxy.Key{Namespace: fmt.Sprintf("bulk-%03d", i%namespaces), Name: fmt.Sprintf("proxy-%02d", i/namespaces)}
+	}
+	if err := resetPeakRSS(b.stack.Pid()); err != nil {
+		return err
+	}
+	before := b.out.snapshot()
+	start := time.Now()
+	creates, err := parallel(ctx, n, b.s.concurrency, func(i int) error {
+		_, err := b.api.create(ctx, keys[i])
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	requested := time.Since(start)
+	readyAt, err := b.out.await(ctx, ready, paths(keys), 5*time.Minute)
+	if err != nil {
+		return err
+	}
+	allReady := slices.MaxFunc(readyAt, time.Time.Compare).Sub(start)
+	peak, err := procBytes(b.stack.Pid(), "VmHWM")
+	if err != nil {
+		return err
+	}
+	if err := b.quiet(ctx); err != nil {
+		return err
+	}
+	converged := b.out.snapshot()
+
+	gets, err := parallel(ctx, n, b.s.concurrency, func(i int) error { return b.api.get(ctx, keys[i]) })
+	if err != nil {
+		return err
+	}
+	if err := b.quiet(ctx); err != nil {
+		return err
+	}
+	afterGets := b.out.snapshot()
+
+	deleteStart := time.Now()
+	if _, err := parallel(ctx, n, b.s.concurrency, func(i int) error { return b.api.delete(ctx, keys[i]) }); err != nil {
+		return err
+	}
+	goneAt, err := b.out.await(ctx, gone, paths(keys), 5*time.Minute)
+	if err != nil {
+		return err
+	}
+	allGone := slices.MaxFunc(goneAt, time.Time.Compare).Sub(deleteStart)
+	if err := b.quiet(ctx); err != nil {
+		return err
+	}
+	// What the proxies cost, without the gets the benchmark made.
+	cost := converged.minus(before).plus(b.out.snapshot().minus(afterGets))
+
+	r.Bulk = bulkResult{
+		Proxies:          n,
+		Concurrency:      b.s.concurrency,
+		RequestSeconds:   round(requested.Seconds(), 3),
+		Seconds:          round(allReady.Seconds(), 3),
+		PeakRSSBytes:     peak,
+		DeleteSeconds:    round(allGone.Seconds(), 3),
+		PerProxy:         perProxy(cost, n),
+		ReadyLatencyMs:   summarize(readyAfter(readyAt, start)),
+		InvocationsTotal: cost.total(),
+	}
+	r.API = apiResult{
+		Concurrency: b.s.concurrency,
+		CreateP50Ms: ms(percentile(creates, 50)), CreateP99Ms: ms(percentile(creates, 99)),
+		GetP50Ms: ms(percentile(gets, 50)), GetP99Ms: ms(percentile(gets, 99)),
+		Requests: n,
+	}
+	return nil
+}
+
+// readyAfter is how long after start each proxy was Ready.
+func readyAfter(readyAt []time.Time, start time.Time) []time.Duration {
+	out := make([]time.Duration, len(readyAt))
+	for i, t := range readyAt {
+		out[i] = t.Sub(start)
+	}
+	return out
+}
+
+func paths(keys []proxy.Key) []string {
+	out := make([]string, len(keys))
+	for i, k := range keys {
+		out[i] = k.Path()
+	}
+	return out
+}
+
+// parallel calls fn(0)…fn(n-1), at most c at once, and returns how long
+// each took, or the first error.
+func parallel(ctx context.Context, n, c int, fn func(i int) error) ([]time.Duration, error) {
+	took := make([]time.Duration, n)
+	errs := make([]error, n)
+	sem := make(chan struct{}, c)
+	var wg sync.WaitGroup
+	for i := range n {
+		select {
+		case sem <- struct{}{}:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			t := time.Now()
+			errs[i] = fn(i)
+			took[i] = time.Since(t)
+		})
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return nil, err
+		}
+	}
+	return took, nil
+}
+
+// api is a client of the proxy API.
+type api struct {
+	base   string
+	client *http.Client
+}
+
+func newAPI(base string, concurrency int) *api {
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.MaxIdleConnsPerHost = concurrency
+	return &api{base: base, client: &http.Client{Transport: tr, Timeout: time.Minute}}
+}
+
+// create asks for a proxy and returns its uid.
+func (a *api) create(ctx context.Context, k proxy.Key) (string, error) {
+	body := fmt.Sprintf(`{"name":%q,"spec":{"placement":{"region":"us-central1","zone":"us-central1-a"},"allowedSourceRanges":["203.0.113.0/24"]}}`, k.Name)
+	var res struct{ UID string }
+	err := a.do(ctx, http.MethodPost, "/v1/namespaces/"+k.Namespace+"/proxies", body, http.StatusCreated, &res)
+	return res.UID, err
+}
+
+func (a *api) get(ctx context.Context, k proxy.Key) error {
+	return a.do(ctx, http.MethodGet, "/v1/"+k.Path(), "", http.StatusOK, nil)
+}
+
+func (a *api) delete(ctx context.Context, k proxy.Key) error {
+	return a.do(ctx, http.MethodDelete, "/v1/"+k.Path(), "", http.StatusAccepted, nil)
+}
+
+// instances returns the creation time of each of the mock provider's
+// instances, by uid.
+func (a *api) instances(ctx context.Context) (map[string]time.Time, error) {
+	var res struct {
+		Instances []struct {
+			UID       string
+			CreatedAt time.Time
+		}
+	}
+	if err := a.do(ctx, http.MethodGet, "/debug/instances", "", http.StatusOK, &res); err != nil {
+		return nil, err
+	}
+	out := make(map[string]time.Time, len(res.Instances))
+	for _, in := range res.Instances {
+		out[in.UID] = in.CreatedAt
+	}
+	return out, nil
+}
+
+func (a *api) do(ctx context.Context, method, path, body string, want int, into any) error {
+	var rd io.Reader
+	if body != "" {
+		rd = bytes.NewBufferString(body)
+	}
+	req, err := http.NewRequestWithContext(ctx, method, a.base+path, rd)
+	if err != nil {
+		return err
+	}
+	if body != "" {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := a.client.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return err
+	}
+	if resp.StatusCode != want {
+		return fmt.Errorf("%s %s: %d, want %d: %s", method, path, resp.StatusCode, want, bytes.TrimSpace(b))
+	}
+	if into != nil {
+		return json.Unmarshal(b, into)
+	}
+	return nil
+}
+
+// syncWriter serialises the writes of the stack's two output streams into
+// one file.
+type syncWriter struct {
+	mu sync.Mutex
+	w  io.Writer
+}
+
+func (s *syncWriter) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.w.Write(p)
+}
