@@ -13,6 +13,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"reflect"
 	"regexp"
 	"slices"
 	"sort"
@@ -28,6 +29,7 @@ import (
 
 	"github.com/egress-proxies/egress/emulators/eventarc"
 	"github.com/egress-proxies/egress/internal/events"
+	"github.com/egress-proxies/egress/internal/metering"
 	"github.com/egress-proxies/egress/internal/proxy"
 	"github.com/egress-proxies/egress/internal/queue"
 )
@@ -125,6 +127,9 @@ func TestModuleHasWhatProductionNeeds(t *testing.T) {
 		{"google_service_account", "proxy_vm"},
 		{"google_compute_firewall", "proxy"},
 		{"google_cloud_run_service_iam_member", "api_invokers"},
+		{"google_logging_metric", "invocations"},
+		{"google_logging_metric", "usage"},
+		{"google_logging_metric", "latency"},
 	} {
 		if m.resource(r[0], r[1]) == nil {
 			t.Errorf("resource %s.%s is missing", r[0], r[1])
@@ -249,6 +254,55 @@ func TestTerraformMatchesTheCode(t *testing.T) {
 	if env := terraformEnv(t, m); !slices.Contains(env, "GOOGLE_CLOUD_PROJECT") {
 		t.Errorf("Terraform does not set GOOGLE_CLOUD_PROJECT, which every function requires: %v", env)
 	}
+}
+
+// TestMetricsMatchTheInvocationLine checks that the log-based metrics read
+// the line internal/metering writes: its message, and one metric for each
+// usage field, named as the line names it.
+func TestMetricsMatchTheInvocationLine(t *testing.T) {
+	m := parseModule(t)
+	var fields []string
+	for _, b := range m.blocks {
+		if b.Type != "locals" {
+			continue
+		}
+		a, ok := b.Body.Attributes["usage_metrics"]
+		if !ok {
+			continue
+		}
+		v, diags := a.Expr.Value(nil)
+		if diags.HasErrors() {
+			t.Fatalf("usage_metrics is not a literal map at %s", a.SrcRange)
+		}
+		for _, f := range v.AsValueMap() {
+			fields = append(fields, f.AsString())
+		}
+	}
+	sort.Strings(fields)
+	var want []string
+	usage := reflect.TypeFor[metering.Usage]()
+	for i := range usage.NumField() {
+		name, _, _ := strings.Cut(usage.Field(i).Tag.Get("json"), ",")
+		want = append(want, name)
+	}
+	sort.Strings(want)
+	if diff := cmp.Diff(want, fields); diff != "" {
+		t.Errorf("usage fields (-metering.Usage +usage_metrics in Terraform):\n%s", diff)
+	}
+
+	filter := `jsonPayload.message=\"` + metering.Message + `\"`
+	for _, b := range m.blocks {
+		if b.Type != "locals" {
+			continue
+		}
+		if a, ok := b.Body.Attributes["invocation_filter"]; ok {
+			if src := string(a.SrcRange.SliceBytes(m.src(t, a.SrcRange.Filename))); !strings.Contains(src, filter) {
+				t.Errorf("invocation_filter does not select %s: %s", filter, src)
+			}
+			return
+		}
+	}
+	t.Error("no invocation_filter in the module's locals")
 }
 
 // registeredFunctions reads the names functions/ registers with the

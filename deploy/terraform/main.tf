@@ -10,6 +10,7 @@ locals {
     "eventarc.googleapis.com",
     "firestore.googleapis.com",
     "iam.googleapis.com",
+    "logging.googleapis.com",
     "pubsub.googleapis.com",
     "run.googleapis.com",
     "secretmanager.googleapis.com",

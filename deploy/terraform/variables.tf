@@ -99,7 +99,11 @@ variable "gc_dry_run" {
 }
 
 variable "log_level" {
-  description = "Functions' log level (LOG_LEVEL): debug, info, warn or error."
+  description = "Functions' log level (LOG_LEVEL): debug, info, warn or error. Above info the invocation lines, which the log-based metrics read, are not logged."
   type        = string
   default     = "info"
+  validation {
+    condition     = contains(["debug", "info", "warn", "error"], var.log_level)
+    error_message = "log_level must be debug, info, warn or error."
+  }
 }
