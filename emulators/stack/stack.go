@@ -62,9 +62,11 @@ type Stack struct {
 	FirestoreHost, PubSubHost string
 	Project                   string
 
-	cmd    *exec.Cmd
-	exited chan error
-	// pipes is done when both output pipes are read to the end.
+	cmd *exec.Cmd
+	// exited is closed once the process has ended, with exitErr set.
+	exited  chan struct{}
+	exitErr error
+	// pipes is closed when both output pipes are read to the end.
 	pipes chan struct{}
 }
 
@@ -94,7 +96,7 @@ func Start(ctx context.Context, bin string, opts Options) (*Stack, error) {
 		FirestoreHost: hosts[1],
 		PubSubHost:    hosts[2],
 		Project:       opts.Project,
-		exited:        make(chan error, 1),
+		exited:        make(chan struct{}),
 		pipes:         make(chan struct{}),
 	}
 	s.cmd = exec.Command(bin)
@@ -138,15 +140,15 @@ func Start(ctx context.Context, bin string, opts Options) (*Stack, error) {
 	go func() {
 		// Wait closes the pipes, so the readers must be done first.
 		<-s.pipes
-		s.exited <- s.cmd.Wait()
+		s.exitErr = s.cmd.Wait()
+		close(s.exited)
 	}()
 
 	select {
 	case <-ready:
 		return s, nil
-	case err := <-s.exited:
-		s.exited <- err
-		return nil, fmt.Errorf("the local stack exited before it was ready: %v", err)
+	case <-s.exited:
+		return nil, fmt.Errorf("the local stack exited before it was ready: %v", s.exitErr)
 	case <-ctx.Done():
 		s.Stop(stopTimeout)
 		return nil, ctx.Err()
@@ -166,8 +168,7 @@ func (s *Stack) Pid() int { return s.cmd.Process.Pid }
 // Exited reports whether the stack's process has ended.
 func (s *Stack) Exited() bool {
 	select {
-	case err := <-s.exited:
-		s.exited <- err
+	case <-s.exited:
 		return true
 	default:
 		return false
@@ -178,17 +179,14 @@ func (s *Stack) Exited() bool {
 // stop its emulators and exit. It returns the exit error, if any.
 func (s *Stack) Stop(timeout time.Duration) error {
 	if s.Exited() {
-		err := <-s.exited
-		s.exited <- err
-		return err
+		return s.exitErr
 	}
 	if err := s.cmd.Process.Signal(syscall.SIGINT); err != nil {
 		return err
 	}
 	select {
-	case err := <-s.exited:
-		s.exited <- err
-		return err
+	case <-s.exited:
+		return s.exitErr
 	case <-time.After(timeout):
 		// Its emulators, in process groups of their own, may outlive it.
 		s.cmd.Process.Kill()

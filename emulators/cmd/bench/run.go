@@ -32,7 +32,7 @@ type bench struct {
 	log   *slog.Logger
 	stack *stack.Stack
 	api   *api
-	out   *stackLog
+	lines *stackLog
 	dir   string
 }
 
@@ -63,9 +63,9 @@ func run(ctx context.Context, s settings, log *slog.Logger) (*results, error) {
 		return nil, err
 	}
 	logw := &syncWriter{w: stackLog}
-	b := &bench{s: s, log: log, dir: dir, out: newStackLog(logw)}
+	b := &bench{s: s, log: log, dir: dir, lines: newStackLog(logw)}
 	begun := time.Now()
-	b.stack, err = stack.Start(ctx, bin, stack.Options{Project: stackProject, Env: s.stackEnv(), Stdout: b.out, Stderr: logw})
+	b.stack, err = stack.Start(ctx, bin, stack.Options{Project: stackProject, Env: s.stackEnv(), Stdout: b.lines, Stderr: logw})
 	if err != nil {
 		return nil, err
 	}
@@ -101,7 +101,7 @@ func run(ctx context.Context, s settings, log *slog.Logger) (*results, error) {
 func (b *bench) quiet(ctx context.Context) error {
 	const still, limit = 1500 * time.Millisecond, time.Minute
 	deadline := time.Now().Add(limit)
-	for b.out.quietFor() < still {
+	for b.lines.quietFor() < still {
 		if time.Now().After(deadline) {
 			return fmt.Errorf("the functions were still being invoked %s later", limit)
 		}
@@ -123,7 +123,7 @@ func (b *bench) lifecycle(ctx context.Context, r *results) error {
 	for i := range keys {
 		keys[i] = proxy.Key{Namespace: fmt.Sprintf("life-%03d", i), Name: "proxy"}
 	}
-	before := b.out.snapshot()
+	before := b.lines.snapshot()
 	uids := make([]string, n)
 	if _, err := parallel(ctx, n, n, func(i int) error {
 		var err error
@@ -132,7 +132,7 @@ func (b *bench) lifecycle(ctx context.Context, r *results) error {
 	}); err != nil {
 		return err
 	}
-	readyAt, err := b.out.await(ctx, ready, paths(keys), 2*time.Minute+5*b.s.scaled(realisticBoot))
+	readyAt, err := b.lines.await(ctx, ready, paths(keys), 2*time.Minute+5*b.s.scaled(realisticBoot))
 	if err != nil {
 		return err
 	}
@@ -159,7 +159,7 @@ func (b *bench) lifecycle(ctx context.Context, r *results) error {
 	}); err != nil {
 		return err
 	}
-	goneAt, err := b.out.await(ctx, gone, paths(keys), time.Minute)
+	goneAt, err := b.lines.await(ctx, gone, paths(keys), time.Minute)
 	if err != nil {
 		return err
 	}
@@ -170,7 +170,7 @@ func (b *bench) lifecycle(ctx context.Context, r *results) error {
 	if err := b.quiet(ctx); err != nil {
 		return err
 	}
-	r.lifecycle(b.s, b.out.snapshot().minus(before), n)
+	r.lifecycle(b.s, b.lines.snapshot().minus(before), n)
 	r.ReadyLatencyMs = summarize(readyLag)
 	r.DeleteLatencyMs = summarize(deleteLag)
 	return nil
@@ -190,7 +190,7 @@ func (b *bench) bulk(ctx context.Context, r *results) error {
 	if err := resetPeakRSS(b.stack.Pid()); err != nil {
 		return err
 	}
-	before := b.out.snapshot()
+	before := b.lines.snapshot()
 	start := time.Now()
 	creates, err := parallel(ctx, n, b.s.concurrency, func(i int) error {
 		_, err := b.api.create(ctx, keys[i])
@@ -200,7 +200,7 @@ func (b *bench) bulk(ctx context.Context, r *results) error {
 		return err
 	}
 	requested := time.Since(start)
-	readyAt, err := b.out.await(ctx, ready, paths(keys), 5*time.Minute)
+	readyAt, err := b.lines.await(ctx, ready, paths(keys), 5*time.Minute)
 	if err != nil {
 		return err
 	}
@@ -212,7 +212,7 @@ func (b *bench) bulk(ctx context.Context, r *results) error {
 	if err := b.quiet(ctx); err != nil {
 		return err
 	}
-	converged := b.out.snapshot()
+	converged := b.lines.snapshot()
 
 	gets, err := parallel(ctx, n, b.s.concurrency, func(i int) error { return b.api.get(ctx, keys[i]) })
 	if err != nil {
@@ -221,13 +221,13 @@ func (b *bench) bulk(ctx context.Context, r *results) error {
 	if err := b.quiet(ctx); err != nil {
 		return err
 	}
-	afterGets := b.out.snapshot()
+	afterGets := b.lines.snapshot()
 
 	deleteStart := time.Now()
 	if _, err := parallel(ctx, n, b.s.concurrency, func(i int) error { return b.api.delete(ctx, keys[i]) }); err != nil {
 		return err
 	}
-	goneAt, err := b.out.await(ctx, gone, paths(keys), 5*time.Minute)
+	goneAt, err := b.lines.await(ctx, gone, paths(keys), 5*time.Minute)
 	if err != nil {
 		return err
 	}
@@ -236,7 +236,7 @@ func (b *bench) bulk(ctx context.Context, r *results) error {
 		return err
 	}
 	// What the proxies cost, without the gets the benchmark made.
-	cost := converged.minus(before).plus(b.out.snapshot().minus(afterGets))
+	cost := converged.minus(before).plus(b.lines.snapshot().minus(afterGets))
 
 	r.Bulk = bulkResult{
 		Proxies:          n,
