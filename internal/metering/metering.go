@@ -95,17 +95,14 @@ func (u Usage) Minus(v Usage) Usage {
 	})
 }
 
-// Tally counts one invocation's usage. It is safe for concurrent use: a
+// tally counts one invocation's usage. It is safe for concurrent use: a
 // garbage-collection run deletes in parallel.
-type Tally struct {
+type tally struct {
 	counts [numCounters]atomic.Int64
 }
 
-// Add counts n of c.
-func (t *Tally) Add(c Counter, n int64) { t.counts[c].Add(n) }
-
-// Usage returns what has been counted so far.
-func (t *Tally) Usage() Usage {
+// usage returns what has been counted so far.
+func (t *tally) usage() Usage {
 	get := func(c Counter) int64 { return t.counts[c].Load() }
 	return Usage{
 		FirestoreReads:    get(FirestoreRead),
@@ -121,15 +118,10 @@ func (t *Tally) Usage() Usage {
 
 type tallyKey struct{}
 
-// WithTally returns a context whose calls count into t.
-func WithTally(ctx context.Context, t *Tally) context.Context {
-	return context.WithValue(ctx, tallyKey{}, t)
-}
-
 // Add counts n of c in the tally ctx carries, if it carries one.
 func Add(ctx context.Context, c Counter, n int64) {
-	if t, ok := ctx.Value(tallyKey{}).(*Tally); ok {
-		t.Add(c, n)
+	if t, ok := ctx.Value(tallyKey{}).(*tally); ok {
+		t.counts[c].Add(n)
 	}
 }
 
@@ -137,14 +129,14 @@ func Add(ctx context.Context, c Counter, n int64) {
 type Invocation struct {
 	function string
 	start    time.Time
-	tally    Tally
+	tally    tally
 }
 
 // Start begins metering an invocation of function and returns the context
 // to run it with.
 func Start(ctx context.Context, function string) (context.Context, *Invocation) {
 	inv := &Invocation{function: function, start: time.Now()}
-	return WithTally(ctx, &inv.tally), inv
+	return context.WithValue(ctx, tallyKey{}, &inv.tally), inv
 }
 
 // Outcomes of an invocation.
@@ -169,10 +161,10 @@ func (inv *Invocation) End(ctx context.Context, log *slog.Logger, outcome string
 		slog.String("function", inv.function),
 		slog.String("outcome", outcome),
 		slog.Float64("latencyMs", float64(time.Since(inv.start).Microseconds())/1000),
-		slog.Any("usage", inv.tally.Usage()),
+		slog.Any("usage", inv.tally.usage()),
 	}, attrs...)
 	log.LogAttrs(ctx, slog.LevelInfo, Message, all...)
 }
 
 // Usage returns what the invocation has cost so far.
-func (inv *Invocation) Usage() Usage { return inv.tally.Usage() }
+func (inv *Invocation) Usage() Usage { return inv.tally.usage() }
