@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -246,7 +247,7 @@ func readWorkerLog(path string) (gcSummary, metering.Usage, error) {
 		summary gcSummary
 		found   bool
 	)
-	inv := newStackLog(discard{})
+	inv := newStackLog(io.Discard)
 	sc := bufio.NewScanner(f)
 	sc.Buffer(make([]byte, 1<<20), 1<<20)
 	for sc.Scan() {
@@ -264,10 +265,6 @@ func readWorkerLog(path string) (gcSummary, metering.Usage, error) {
 	}
 	return summary, inv.snapshot().Usage, nil
 }
-
-type discard struct{}
-
-func (discard) Write(p []byte) (int, error) { return len(p), nil }
 
 // procBytes reads a size field (VmRSS, VmHWM) of /proc/PID/status.
 func procBytes(pid int, field string) (int64, error) {
