@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Installs what `make test` needs beyond Go: Google's Firestore and Pub/Sub
-# emulators (with Java 17), and tinyproxy, which the test of the default
-# cloud-init runs with the rendered configuration. It installs only what is missing, so it is cheap
-# to run every time.
+# emulators (with Java 17); tinyproxy, which the bootstrap's test runs with
+# the rendered configuration; and shellcheck, which checks the rendered
+# startup script. It installs only what is missing, so it is cheap to run
+# every time.
 set -euo pipefail
 
 missing=()
@@ -16,6 +17,7 @@ root=$(sdk_root || true)
 [ -n "$root" ] && [ -x "$root/platform/pubsub-emulator/bin/cloud-pubsub-emulator" ] || missing+=(google-cloud-cli-pubsub-emulator)
 command -v java >/dev/null || missing+=(openjdk-17-jre-headless)
 command -v tinyproxy >/dev/null || [ -x /usr/bin/tinyproxy ] || missing+=(tinyproxy)
+command -v shellcheck >/dev/null || missing+=(shellcheck)
 
 if [ ${#missing[@]} -eq 0 ]; then
   exit 0
@@ -29,7 +31,7 @@ fi
 apt-get update -qq
 if ! DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}"; then
   echo "install-deps: apt-get could not install ${missing[*]}." >&2
-  echo "  tinyproxy comes from Debian's own repository." >&2
+  echo "  tinyproxy and shellcheck come from Debian's own repository." >&2
   echo "  The emulators come from Google's Cloud CLI apt repository," >&2
   echo "  or: gcloud components install cloud-firestore-emulator pubsub-emulator" >&2
   exit 1

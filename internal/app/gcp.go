@@ -9,13 +9,19 @@ import (
 	compute "cloud.google.com/go/compute/apiv1"
 	"google.golang.org/api/option"
 
+	"github.com/egress-proxies/egress/internal/bootstrap"
 	"github.com/egress-proxies/egress/internal/provider"
 	"github.com/egress-proxies/egress/internal/provider/gcp"
+	"github.com/egress-proxies/egress/internal/queue"
 )
 
 var (
 	gcpNameRE  = regexp.MustCompile(`^[a-z]([-a-z0-9]{0,61}[a-z0-9])?$`)
 	gcpEmailRE = regexp.MustCompile(`^[^@\s]+@[^@\s]+\.[a-z]+$`)
+	// probeTargetRE is the form the startup script accepts for its probe
+	// target, checked here so a bad one stops the function at start-up
+	// rather than every VM at boot.
+	probeTargetRE = regexp.MustCompile(`^[A-Za-z0-9.-]+:[0-9]{1,5}$`)
 )
 
 // LoadGCPConfig reads the gcp provider's configuration:
@@ -27,8 +33,12 @@ var (
 //	GCP_SERVICE_ACCOUNT   the VMs' own service account email (default none)
 //	GCP_SCOPES            comma-separated OAuth scopes of that account
 //	                      (default logging.write and monitoring.write)
+//	GCP_PROBE_TARGET      the host:port a VM's self-test CONNECTs to through
+//	                      its proxy (default www.google.com:443)
 //	GCP_COMPUTE_ENDPOINT  a Compute API endpoint to use instead of Google's,
 //	                      without credentials: for tests against a fake only
+//
+// The VMs call home on the reconcile topic of the functions' project.
 func LoadGCPConfig(getenv Getenv, project string) (gcp.Config, string, error) {
 	c := gcp.Config{
 		Project:        envOr(getenv, "GCP_PROJECT", project),
@@ -37,6 +47,11 @@ func LoadGCPConfig(getenv Getenv, project string) (gcp.Config, string, error) {
 		NetworkTag:     envOr(getenv, "GCP_NETWORK_TAG", gcp.DefaultNetworkTag),
 		ServiceAccount: getenv("GCP_SERVICE_ACCOUNT"),
 		Scopes:         splitList(getenv("GCP_SCOPES")),
+		ProbeTarget:    envOr(getenv, "GCP_PROBE_TARGET", bootstrap.DefaultProbeTarget),
+		CallHomeTopic:  "projects/" + project + "/topics/" + queue.ReconcileTopic,
+	}
+	if !probeTargetRE.MatchString(c.ProbeTarget) {
+		return c, "", fmt.Errorf("config: GCP_PROBE_TARGET=%q is not host:port, such as www.google.com:443", c.ProbeTarget)
 	}
 	if len(c.Scopes) == 0 {
 		c.Scopes = gcp.DefaultScopes

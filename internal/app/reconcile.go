@@ -10,8 +10,8 @@ import (
 
 	"github.com/cloudevents/sdk-go/v2/event"
 
+	"github.com/egress-proxies/egress/internal/bootstrap"
 	"github.com/egress-proxies/egress/internal/clock"
-	"github.com/egress-proxies/egress/internal/cloudinit"
 	"github.com/egress-proxies/egress/internal/events"
 	"github.com/egress-proxies/egress/internal/metering"
 	"github.com/egress-proxies/egress/internal/proxy"
@@ -51,7 +51,9 @@ func LoadReconcileOptions(getenv Getenv) (reconcile.Options, error) {
 	// calls around it.
 	o.LeaseDuration = max(reconcile.DefaultLeaseDuration, o.WaitBudget+2*time.Minute)
 	// A spec without user-data gets the default proxy.
-	o.CloudInit = cloudinit.Render
+	o.Bootstrap = func(s proxy.Spec, c proxy.Credentials) (string, error) {
+		return bootstrap.Render(bootstrap.ForProxy(s, c))
+	}
 	return o, nil
 }
 

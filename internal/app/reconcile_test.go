@@ -51,7 +51,7 @@ func TestLoadReconcileOptions(t *testing.T) {
 			if err != nil {
 				t.Fatalf("%s\nunexpected error: %v", tc.reason, err)
 			}
-			if diff := cmp.Diff(tc.want, got, cmpopts.IgnoreFields(reconcile.Options{}, "CloudInit", "Rand")); diff != "" {
+			if diff := cmp.Diff(tc.want, got, cmpopts.IgnoreFields(reconcile.Options{}, "Bootstrap", "Rand")); diff != "" {
 				t.Errorf("%s\noptions (-want +got):\n%s", tc.reason, diff)
 			}
 		})

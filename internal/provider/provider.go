@@ -53,6 +53,13 @@ type Instance struct {
 	// this to skip young instances that may still be mid-create, avoiding a
 	// race with an in-flight Create whose status write hasn't landed yet.
 	CreatedAt time.Time
+
+	// BootError, added to the original contract, is the reason the VM's
+	// bootstrap reported that it cannot serve (the gcp provider reads it
+	// from the guest attribute egress/error). A VM with a BootError stays in
+	// StateProvisioning and will not become Running by itself. Empty when
+	// nothing went wrong or the provider cannot tell.
+	BootError string
 }
 
 // Placement is the provider-opaque placement/size configuration a Create
@@ -86,6 +93,15 @@ type CreateRequest struct {
 	// used, has already been read by the caller).
 	CloudInit string
 	Port      int32
+
+	// StartupScript, added to the original contract, is the default
+	// bootstrap (package bootstrap): a shell script the VM runs as root at
+	// every boot, which sets up the proxy and reports when it serves. It is
+	// empty when the spec brings its own CloudInit. A provider sends it the
+	// way its images run one (gcp: the startup-script metadata) and, when
+	// it is set, reports StateRunning only once the script said the proxy
+	// serves.
+	StartupScript string
 }
 
 // Provider is the contract every cloud backend implements. Kept

@@ -65,6 +65,9 @@ type Spec struct {
 	CloudInitSecret string `json:"cloudInitSecret,omitempty" firestore:"cloudInitSecret,omitempty"`
 	// AllowedSourceRanges are the CIDRs that may reach the proxy port.
 	AllowedSourceRanges []string `json:"allowedSourceRanges,omitempty" firestore:"allowedSourceRanges,omitempty"`
+	// ConnectPorts are the ports a CONNECT through the proxy may reach (and
+	// the only ports it opens connections to); empty means 443 and 80.
+	ConnectPorts []int32 `json:"connectPorts,omitempty" firestore:"connectPorts,omitempty"`
 }
 
 // Condition is one aspect of the status, Kubernetes style. Messages carry no
@@ -85,6 +88,10 @@ type Status struct {
 	IP         string `json:"ip,omitempty" firestore:"ip,omitempty"`
 	// Endpoint is "ip:port", set once the proxy is Ready.
 	Endpoint string `json:"endpoint,omitempty" firestore:"endpoint,omitempty"`
+	// ProxyURL is http://USER:PASSWORD@ip:port, what a client configures.
+	// It is never stored: the API fills it in from the credentials in the
+	// document's private part, for those allowed to see them.
+	ProxyURL string `json:"proxyURL,omitempty" firestore:"-"`
 	// State is the provider's InstanceState as last observed.
 	State              string      `json:"state,omitempty" firestore:"state,omitempty"`
 	Conditions         []Condition `json:"conditions,omitempty" firestore:"conditions,omitempty"`
@@ -109,6 +116,9 @@ type Bookkeeping struct {
 	// NotFoundSince is when Get first said ErrNotFound for the current
 	// providerID, for the eventual-consistency grace before a replace.
 	NotFoundSince time.Time `firestore:"notFoundSince,omitempty"`
+	// Credentials are the proxy's username and password, made with its
+	// first VM and kept for every VM after it.
+	Credentials Credentials `firestore:"credentials,omitempty"`
 	// ProgressTime is when the status last changed, kept only while the
 	// phase is not settled (zero, and so absent from the document, once it
 	// is). The GC sweep queries for an old ProgressTime to re-drive stuck

@@ -15,6 +15,9 @@ const (
 	// MaxSourceRanges bounds allowedSourceRanges: a firewall rule takes at
 	// most 5000, and a proxy list longer than this is a mistake.
 	MaxSourceRanges = 256
+	// MaxConnectPorts bounds connectPorts: a proxy for a few services, not
+	// a way to open every port.
+	MaxConnectPorts = 16
 )
 
 // FieldError is one broken rule: the field, as a JSON path
@@ -102,9 +105,26 @@ func (s Spec) Validate(knownProvider func(string) bool) FieldErrors {
 		add("spec.allowedSourceRanges", "has %d ranges, over the limit of %d", len(s.AllowedSourceRanges), MaxSourceRanges)
 	}
 	for i, r := range s.AllowedSourceRanges {
-		if _, err := netip.ParsePrefix(r); err != nil {
+		p, err := netip.ParsePrefix(r)
+		switch {
+		case err != nil:
 			add(fmt.Sprintf("spec.allowedSourceRanges[%d]", i), "%q is not a CIDR such as 203.0.113.0/24", r)
+		case p.Addr().Is4In6():
+			add(fmt.Sprintf("spec.allowedSourceRanges[%d]", i), "%q is an IPv4-mapped IPv6 prefix: give its IPv4 form", r)
 		}
+	}
+	if len(s.ConnectPorts) > MaxConnectPorts {
+		add("spec.connectPorts", "has %d ports, over the limit of %d", len(s.ConnectPorts), MaxConnectPorts)
+	}
+	seen := map[int32]bool{}
+	for i, p := range s.ConnectPorts {
+		switch {
+		case p < 1 || p > 65535:
+			add(fmt.Sprintf("spec.connectPorts[%d]", i), "%d is outside 1-65535", p)
+		case seen[p]:
+			add(fmt.Sprintf("spec.connectPorts[%d]", i), "%d is given twice", p)
+		}
+		seen[p] = true
 	}
 	return errs
 }

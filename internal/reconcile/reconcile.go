@@ -78,8 +78,9 @@ type Secrets interface {
 	Access(ctx context.Context, version string) (string, error)
 }
 
-// CloudInitFunc renders the default user-data for a spec that gives none.
-type CloudInitFunc func(port int32, allowedSourceRanges []string) (string, error)
+// BootstrapFunc renders the default bootstrap of a proxy, the startup
+// script its VM runs (package bootstrap), from its spec and credentials.
+type BootstrapFunc func(spec proxy.Spec, creds proxy.Credentials) (string, error)
 
 // Defaults of Options.
 const (
@@ -104,9 +105,9 @@ type Options struct {
 	// NotFoundGrace is how long a VM may be missing from Get before it is
 	// taken as lost: a VM just created may not be visible yet.
 	NotFoundGrace time.Duration
-	// CloudInit renders the user-data of specs that give none. Nil leaves
-	// it empty.
-	CloudInit CloudInitFunc
+	// Bootstrap renders the startup script of specs that bring no
+	// cloud-init of their own. Nil sends none.
+	Bootstrap BootstrapFunc
 	// Rand draws the jitter; nil uses a random source.
 	Rand *rand.Rand
 }
@@ -302,23 +303,33 @@ func (run *run) create(ctx context.Context) (outcome, error) {
 		next.Reconciler.CreatePending = name
 		setReady(next, "False", string(phase), "Creating instance "+name+".", run.r.clock.Now())
 	}
+	if next.Reconciler.Credentials.IsZero() {
+		// Made with the first VM, in the write that records its create, and
+		// kept for every VM after it: a client's configuration outlives a
+		// replaced VM.
+		creds, err := proxy.NewCredentials()
+		if err != nil {
+			return done, err
+		}
+		next.Reconciler.Credentials = creds
+	}
 	if err := run.write(ctx, next, true); err != nil {
 		return done, err
 	}
 
-	userData, err := run.userData(ctx)
-	if err != nil {
-		return run.providerError(ctx, "resolving the cloud-init", err)
-	}
-	id, err := run.prov.Create(ctx, provider.CreateRequest{
+	req := provider.CreateRequest{
 		Name:      name,
 		UID:       p.UID,
 		Namespace: p.Namespace,
 		ProxyName: p.Name,
 		Placement: provider.Placement(p.Spec.Placement),
-		CloudInit: userData,
 		Port:      port(p.Spec),
-	})
+	}
+	var err error
+	if req.CloudInit, req.StartupScript, err = run.bootstrap(ctx); err != nil {
+		return run.providerError(ctx, "resolving the bootstrap", err)
+	}
+	id, err := run.prov.Create(ctx, req)
 	if err != nil {
 		return run.providerError(ctx, "creating instance "+name, err)
 	}
@@ -526,26 +537,29 @@ func (run *run) fail(ctx context.Context, reason, msg string) (outcome, error) {
 	return done, nil
 }
 
-// userData resolves the cloud-init: the secret it names, the inline one,
-// or the default.
-func (run *run) userData(ctx context.Context) (string, error) {
+// bootstrap resolves what the VM boots with: the spec's own cloud-init
+// (the secret it names, or the inline one) as user-data, or else the
+// default startup script. A spec that brings its own cloud-init takes over
+// the whole VM, so it gets no startup script beside it.
+func (run *run) bootstrap(ctx context.Context) (cloudInit, startupScript string, err error) {
 	s := run.doc.Spec
 	switch {
 	case s.CloudInitSecret != "":
 		if run.r.secrets == nil {
-			return "", provider.NewError(provider.KindPermanent, "access secret version", s.CloudInitSecret, errors.New("no Secret Manager client is configured"))
+			return "", "", provider.NewError(provider.KindPermanent, "access secret version", s.CloudInitSecret, errors.New("no Secret Manager client is configured"))
 		}
-		return run.r.secrets.Access(ctx, s.CloudInitSecret)
+		ud, err := run.r.secrets.Access(ctx, s.CloudInitSecret)
+		return ud, "", err
 	case s.CloudInit != "":
-		return s.CloudInit, nil
-	case run.r.opts.CloudInit != nil:
-		ud, err := run.r.opts.CloudInit(port(s), s.AllowedSourceRanges)
+		return s.CloudInit, "", nil
+	case run.r.opts.Bootstrap != nil:
+		script, err := run.r.opts.Bootstrap(s, run.doc.Reconciler.Credentials)
 		if err != nil {
-			return "", provider.NewError(provider.KindPermanent, "render default cloud-init", "", err)
+			return "", "", provider.NewError(provider.KindPermanent, "render the startup script", "", err)
 		}
-		return ud, nil
+		return "", script, nil
 	}
-	return "", nil
+	return "", "", nil
 }
 
 // next returns a copy of the document to change.

@@ -345,7 +345,7 @@ func TestReconcile(t *testing.T) {
 				w.reconcile(reconcile.Trigger{})
 			},
 			want: outcome{Phase: proxy.PhaseFailed, Writes: 2,
-				Message: "resolving the cloud-init: access secret version projects/p/secrets/absent/versions/1: Permanent: NotFound"},
+				Message: "resolving the bootstrap: access secret version projects/p/secrets/absent/versions/1: Permanent: NotFound"},
 		},
 		"StaleEventDoesNothing": {
 			reason: "A late or duplicate event for a Ready document costs one read: no provider call, no write.",
@@ -555,5 +555,38 @@ func TestProviderCallsOfALifecycle(t *testing.T) {
 	}
 	if got := reconcile.MinChecks(reconcile.Options{}, boot); got != 5 {
 		t.Errorf("MinChecks(defaults, 25s) = %d, want 5 (waits of 2, 4, 8, 10 and 10 s)", got)
+	}
+}
+
+// TestCredentialsOutliveTheVM: the proxy's credentials are made with its
+// first VM, reach the VM in its startup script, and stay the same for the
+// VM that replaces a lost one.
+func TestCredentialsOutliveTheVM(t *testing.T) {
+	var rendered []proxy.Credentials
+	w := newWorld(t, reconcile.Options{Bootstrap: func(s proxy.Spec, c proxy.Credentials) (string, error) {
+		rendered = append(rendered, c)
+		return "#!/bin/bash\n# for " + c.Username + "\n", nil
+	}})
+	first := w.ready()
+	creds := first.Reconciler.Credentials
+	if err := creds.Validate(); err != nil {
+		t.Fatalf("the first VM's credentials: %v", err)
+	}
+	req, ok := w.mock.CreateRequest(first.Status.ProviderID)
+	if !ok || req.StartupScript != "#!/bin/bash\n# for "+creds.Username+"\n" || req.CloudInit != "" {
+		t.Errorf("the VM was created with startup script %q and user-data %q, want the rendered script and no user-data", req.StartupScript, req.CloudInit)
+	}
+
+	w.mock.Lose(first.Status.ProviderID)
+	w.reconcile(reconcile.Trigger{Reason: "drift", Requested: true})
+	second := w.doc()
+	if second.Status.Phase != proxy.PhaseReady || second.Reconciler.Replacements != 1 {
+		t.Fatalf("after the VM was lost: phase %s, %d replacements; want Ready after 1", second.Status.Phase, second.Reconciler.Replacements)
+	}
+	if diff := cmp.Diff(creds, second.Reconciler.Credentials); diff != "" {
+		t.Errorf("credentials changed with the VM (-first +second):\n%s", diff)
+	}
+	if diff := cmp.Diff([]proxy.Credentials{creds, creds}, rendered); diff != "" {
+		t.Errorf("credentials the two VMs' scripts were rendered with (-want +got):\n%s", diff)
 	}
 }

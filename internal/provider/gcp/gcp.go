@@ -25,6 +25,7 @@ import (
 	"google.golang.org/api/iterator"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/egress-proxies/egress/internal/bootstrap"
 	"github.com/egress-proxies/egress/internal/provider"
 )
 
@@ -61,6 +62,16 @@ type Config struct {
 	ServiceAccount string
 	// Scopes are the OAuth scopes of that service account.
 	Scopes []string
+	// ProbeTarget is the host:port a VM's self-test CONNECTs to through its
+	// proxy before it says it serves; empty leaves the script's default,
+	// bootstrap.DefaultProbeTarget.
+	ProbeTarget string
+	// CallHomeTopic is the topic a VM publishes to once it serves,
+	// projects/P/topics/T; empty, VMs do not call home.
+	CallHomeTopic string
+	// PubSubEndpoint is the Pub/Sub REST API the VMs publish to; empty is
+	// Google's. Tests point it at a stand-in.
+	PubSubEndpoint string
 }
 
 // Provider is the Compute Engine provider.
@@ -173,9 +184,7 @@ func (p *Provider) instance(req provider.CreateRequest) *computepb.Instance {
 		MachineType: proto.String("zones/" + pl.Zone + "/machineTypes/" + machineType),
 		Labels:      map[string]string{provider.LabelManaged: provider.LabelManagedYes, provider.LabelUID: req.UID},
 		Tags:        &computepb.Tags{Items: []string{p.cfg.NetworkTag}},
-		Metadata: &computepb.Metadata{Items: []*computepb.Items{
-			{Key: proto.String("user-data"), Value: proto.String(req.CloudInit)},
-		}},
+		Metadata:    p.metadata(req),
 		Disks: []*computepb.AttachedDisk{{
 			Boot: proto.Bool(true), AutoDelete: proto.Bool(true), Type: proto.String("PERSISTENT"),
 			InitializeParams: &computepb.AttachedDiskInitializeParams{
@@ -188,6 +197,34 @@ func (p *Provider) instance(req provider.CreateRequest) *computepb.Instance {
 		inst.ServiceAccounts = []*computepb.ServiceAccount{{Email: proto.String(p.cfg.ServiceAccount), Scopes: p.cfg.Scopes}}
 	}
 	return inst
+}
+
+// metadata is what the VM boots with. The default bootstrap goes as
+// startup-script, which the guest agent of every Google public Linux image
+// runs at every boot (those images have no cloud-init), with the attributes
+// it reads: its probe target and what it says when it calls home. A spec's
+// own cloud-init goes as user-data, for images that run cloud-init.
+func (p *Provider) metadata(req provider.CreateRequest) *computepb.Metadata {
+	md := &computepb.Metadata{}
+	add := func(key, value string) {
+		if value != "" {
+			md.Items = append(md.Items, &computepb.Items{Key: proto.String(key), Value: proto.String(value)})
+		}
+	}
+	if req.StartupScript != "" {
+		add(bootstrap.KeyStartupScript, req.StartupScript)
+		add(bootstrap.KeyGuestAttributes, "TRUE")
+		add(bootstrap.KeyProbeTarget, p.cfg.ProbeTarget)
+		if p.cfg.CallHomeTopic != "" {
+			add(bootstrap.KeyCallHomeTopic, p.cfg.CallHomeTopic)
+			add(bootstrap.KeyPubSubEndpoint, p.cfg.PubSubEndpoint)
+			add(bootstrap.KeyNamespace, req.Namespace)
+			add(bootstrap.KeyName, req.ProxyName)
+			add(bootstrap.KeyUID, req.UID)
+		}
+	}
+	add("user-data", req.CloudInit)
+	return md
 }
 
 // Get reads the VM.

@@ -62,8 +62,8 @@ func request() provider.CreateRequest {
 		Name: provider.NameFromUID(uid), UID: uid, Namespace: "team-a", ProxyName: "egress-1",
 		Placement: provider.Placement{Region: "us-central1", Zone: "us-central1-b", MachineType: "e2-small",
 			Image: "projects/debian-cloud/global/images/family/debian-12"},
-		CloudInit: "#cloud-config\npackages: [tinyproxy]\n",
-		Port:      3128,
+		StartupScript: "#!/bin/bash\necho the proxy's bootstrap\n",
+		Port:          3128,
 	}
 }
 
@@ -98,7 +98,10 @@ func TestInsertBody(t *testing.T) {
 		MachineType: proto.String("zones/us-central1-b/machineTypes/e2-small"),
 		Labels:      map[string]string{"proxy-operator-managed": "true", "proxy-operator-uid": req.UID},
 		Tags:        &computepb.Tags{Items: []string{"egress-proxy"}},
-		Metadata:    &computepb.Metadata{Items: []*computepb.Items{{Key: proto.String("user-data"), Value: proto.String(req.CloudInit)}}},
+		Metadata: &computepb.Metadata{Items: []*computepb.Items{
+			{Key: proto.String("startup-script"), Value: proto.String(req.StartupScript)},
+			{Key: proto.String("enable-guest-attributes"), Value: proto.String("TRUE")},
+		}},
 		Disks: []*computepb.AttachedDisk{{
 			Boot: proto.Bool(true), AutoDelete: proto.Bool(true), Type: proto.String("PERSISTENT"),
 			InitializeParams: &computepb.AttachedDiskInitializeParams{
@@ -119,6 +122,75 @@ func TestInsertBody(t *testing.T) {
 	}
 	if ins[1].Zone != "us-central1-b" || ins[1].Project != project {
 		t.Errorf("inserted into %s/%s, want %s/us-central1-b", ins[1].Project, ins[1].Zone, project)
+	}
+}
+
+// TestMetadata checks what a VM boots with: the default bootstrap as
+// startup-script with the attributes it reads, or a spec's own cloud-init
+// as user-data and nothing else.
+func TestMetadata(t *testing.T) {
+	item := func(k, v string) *computepb.Items {
+		return &computepb.Items{Key: proto.String(k), Value: proto.String(v)}
+	}
+	script := "#!/bin/bash\necho bootstrap\n"
+	cases := map[string]struct {
+		reason string
+		cfg    Config
+		change func(*provider.CreateRequest)
+		want   []*computepb.Items
+	}{
+		"StartupScriptAndCallHome": {
+			reason: "the script reads its probe target and what it publishes when it calls home",
+			cfg: Config{Project: project, ProbeTarget: "www.google.com:443",
+				CallHomeTopic: "projects/demo-proxies/topics/proxy-reconcile", PubSubEndpoint: "http://192.0.2.9:8085"},
+			change: func(r *provider.CreateRequest) { r.StartupScript = script },
+			want: []*computepb.Items{
+				item("startup-script", script),
+				item("enable-guest-attributes", "TRUE"),
+				item("egress-probe-target", "www.google.com:443"),
+				item("egress-call-home-topic", "projects/demo-proxies/topics/proxy-reconcile"),
+				item("egress-pubsub-endpoint", "http://192.0.2.9:8085"),
+				item("egress-namespace", "team-a"),
+				item("egress-name", "egress-1"),
+				item("egress-uid", "3f2c1b0a-9e8d-4c7b-a6f5-e4d3c2b1a098"),
+			},
+		},
+		"StartupScriptWithDefaults": {
+			reason: "without a topic there is no call-home; without a probe target the script's default applies",
+			cfg:    Config{Project: project},
+			change: func(r *provider.CreateRequest) { r.StartupScript = script },
+			want:   []*computepb.Items{item("startup-script", script), item("enable-guest-attributes", "TRUE")},
+		},
+		"OwnCloudInit": {
+			reason: "a spec's own cloud-init is user-data, with no startup script or guest attributes",
+			cfg:    Config{Project: project, ProbeTarget: "www.google.com:443", CallHomeTopic: "projects/demo-proxies/topics/proxy-reconcile"},
+			change: func(r *provider.CreateRequest) { r.StartupScript, r.CloudInit = "", "#cloud-config\n" },
+			want:   []*computepb.Items{item("user-data", "#cloud-config\n")},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			fake := computefake.New()
+			defer fake.Close()
+			client, err := compute.NewInstancesRESTClient(context.Background(), option.WithEndpoint(fake.URL), option.WithoutAuthentication())
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer client.Close()
+			p, err := New(client, tc.cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			req := request()
+			tc.change(&req)
+			if _, err := p.Create(context.Background(), req); err != nil {
+				t.Fatal(err)
+			}
+			got := fake.Inserts()[0].Instance.GetMetadata().GetItems()
+			if diff := cmp.Diff(tc.want, got, protocmp.Transform()); diff != "" {
+				t.Errorf("%s: metadata items (-want +got):\n%s", tc.reason, diff)
+			}
+		})
 	}
 }
 

@@ -64,6 +64,8 @@ type instance struct {
 	name   string
 	labels map[string]string
 	seq    int
+	// req is the request that created it: what a real VM would boot with.
+	req provider.CreateRequest
 }
 
 // fault is an injected failure of the next calls to one method.
@@ -127,6 +129,7 @@ func (p *Provider) Create(ctx context.Context, req provider.CreateRequest) (stri
 		p.instances[req.Name] = &instance{
 			name: req.Name,
 			seq:  p.nextSeq,
+			req:  req,
 			labels: map[string]string{
 				provider.LabelManaged: provider.LabelManagedYes,
 				provider.LabelUID:     req.UID,
@@ -364,6 +367,22 @@ func (p *Provider) AddForeign(name string, labels map[string]string) string {
 		},
 	}
 	return id
+}
+
+// CreateRequest returns the request that created the instance, for tests
+// that check what a VM would boot with. It makes no call count.
+func (p *Provider) CreateRequest(providerID string) (provider.CreateRequest, bool) {
+	name, err := parseID(providerID)
+	if err != nil {
+		return provider.CreateRequest{}, false
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	in, ok := p.instances[name]
+	if !ok {
+		return provider.CreateRequest{}, false
+	}
+	return in.req, true
 }
 
 // Calls returns how many times m was called, failed calls included.
