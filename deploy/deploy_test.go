@@ -28,6 +28,7 @@ import (
 	"github.com/hashicorp/hcl/v2/hclsyntax"
 
 	"github.com/egress-proxies/egress/emulators/eventarc"
+	"github.com/egress-proxies/egress/internal/app"
 	"github.com/egress-proxies/egress/internal/events"
 	"github.com/egress-proxies/egress/internal/metering"
 	"github.com/egress-proxies/egress/internal/proxy"
@@ -245,14 +246,27 @@ func TestTerraformMatchesTheCode(t *testing.T) {
 		t.Errorf("Firestore trigger document patterns (-code +Terraform):\n%s", diff)
 	}
 
-	read := variablesRead(t)
-	for _, v := range terraformEnv(t, m) {
-		if !read[v] {
-			t.Errorf("Terraform sets %s, which no code reads", v)
-		}
+}
+
+// TestTerraformSetsEveryVariable: each function's environment in Terraform
+// is exactly the production variables of app.Vars that function reads. A
+// variable added to the code's table and not to Terraform, or set in
+// Terraform and read by no code, fails here.
+func TestTerraformSetsEveryVariable(t *testing.T) {
+	m := parseModule(t)
+	fns := m.resources("google_cloudfunctions2_function")
+	if len(fns) != len(app.Functions) {
+		t.Fatalf("%d functions in Terraform, want %d", len(fns), len(app.Functions))
 	}
-	if env := terraformEnv(t, m); !slices.Contains(env, "GOOGLE_CLOUD_PROJECT") {
-		t.Errorf("Terraform does not set GOOGLE_CLOUD_PROJECT, which every function requires: %v", env)
+	for _, fn := range fns {
+		var entry string
+		for _, bc := range nested(fn.Body, "build_config") {
+			entry = literal(t, bc.Body, "entry_point")
+		}
+		got := functionEnv(t, m, fn)
+		if diff := cmp.Diff(app.Names(app.Function(entry), true), got); diff != "" {
+			t.Errorf("environment of %s (-what app.Vars says it reads +what Terraform sets):\n%s", entry, diff)
+		}
 	}
 }
 
@@ -328,38 +342,6 @@ func registeredFunctions(t *testing.T) []string {
 
 var envName = regexp.MustCompile(`^[A-Z][A-Z0-9_]+$`)
 
-// variablesRead collects the variable names the composition root reads:
-// string literals passed to getenv, or to a helper along with getenv.
-func variablesRead(t *testing.T) map[string]bool {
-	t.Helper()
-	read := map[string]bool{}
-	for _, call := range calls(t, "../internal/app") {
-		withGetenv := false
-		if id, ok := call.Fun.(*ast.Ident); ok && id.Name == "getenv" {
-			withGetenv = true
-		}
-		for _, a := range call.Args {
-			if id, ok := a.(*ast.Ident); ok && id.Name == "getenv" {
-				withGetenv = true
-			}
-		}
-		if !withGetenv {
-			continue
-		}
-		for _, a := range call.Args {
-			if lit, ok := a.(*ast.BasicLit); ok && lit.Kind == token.STRING {
-				if v, _ := strconv.Unquote(lit.Value); envName.MatchString(v) {
-					read[v] = true
-				}
-			}
-		}
-	}
-	if len(read) < 5 {
-		t.Fatalf("found only %v read in internal/app: the scan is broken", read)
-	}
-	return read
-}
-
 // calls returns every call expression in a folder's non-test Go files.
 func calls(t *testing.T, dir string) []*ast.CallExpr {
 	t.Helper()
@@ -384,11 +366,18 @@ func calls(t *testing.T, dir string) []*ast.CallExpr {
 	return out
 }
 
-// terraformEnv collects the keys of every object that becomes a function's
-// environment: environment_variables attributes and the locals merged into
-// them.
-func terraformEnv(t *testing.T, m *module) []string {
+// functionEnv collects the keys of a function's environment_variables:
+// object literals, merge() calls and the locals they name.
+func functionEnv(t *testing.T, m *module, fn *hclsyntax.Block) []string {
 	t.Helper()
+	locals := map[string]hclsyntax.Expression{}
+	for _, b := range m.blocks {
+		if b.Type == "locals" {
+			for name, a := range b.Body.Attributes {
+				locals[name] = a.Expr
+			}
+		}
+	}
 	seen := map[string]bool{}
 	var visit func(e hclsyntax.Expression)
 	visit = func(e hclsyntax.Expression) {
@@ -396,30 +385,32 @@ func terraformEnv(t *testing.T, m *module) []string {
 		case *hclsyntax.ObjectConsExpr:
 			for _, item := range x.Items {
 				k, diags := item.KeyExpr.Value(nil)
-				if !diags.HasErrors() && envName.MatchString(k.AsString()) {
-					seen[k.AsString()] = true
+				if diags.HasErrors() || !envName.MatchString(k.AsString()) {
+					t.Fatalf("environment key at %s is not a variable name", item.KeyExpr.Range())
 				}
+				seen[k.AsString()] = true
 			}
 		case *hclsyntax.FunctionCallExpr:
 			for _, a := range x.Args {
 				visit(a)
 			}
+		case *hclsyntax.ScopeTraversalExpr:
+			if x.Traversal.RootName() != "local" || len(x.Traversal) != 2 {
+				t.Fatalf("environment at %s is neither an object, a merge nor a local", x.Range())
+			}
+			name := x.Traversal[1].(hcl.TraverseAttr).Name
+			l, ok := locals[name]
+			if !ok {
+				t.Fatalf("local.%s is not defined", name)
+			}
+			visit(l)
+		default:
+			t.Fatalf("environment at %s is neither an object, a merge nor a local", e.Range())
 		}
 	}
-	for _, b := range m.blocks {
-		if b.Type == "locals" {
-			for name, a := range b.Body.Attributes {
-				if strings.HasSuffix(name, "_env") {
-					visit(a.Expr)
-				}
-			}
-		}
-		if b.Type == "resource" && b.Labels[0] == "google_cloudfunctions2_function" {
-			for _, sc := range nested(b.Body, "service_config") {
-				if a, ok := sc.Body.Attributes["environment_variables"]; ok {
-					visit(a.Expr)
-				}
-			}
+	for _, sc := range nested(fn.Body, "service_config") {
+		if a, ok := sc.Body.Attributes["environment_variables"]; ok {
+			visit(a.Expr)
 		}
 	}
 	var out []string
@@ -427,9 +418,6 @@ func terraformEnv(t *testing.T, m *module) []string {
 		out = append(out, k)
 	}
 	sort.Strings(out)
-	if len(out) == 0 {
-		t.Fatal("no environment variables found in Terraform: the scan is broken")
-	}
 	return out
 }
 

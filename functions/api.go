@@ -4,22 +4,19 @@ import (
 	"net/http"
 
 	"github.com/GoogleCloudPlatform/functions-framework-go/functions"
-
-	"github.com/egress-proxies/egress/internal/app"
 )
 
 func init() {
 	functions.HTTP("ProxyAPI", proxyAPI)
 }
 
-var proxyAPIHandler = lazily(app.NewProxyAPI)
-
-// proxyAPI is the ProxyAPI entry point: the HTTP API of DESIGN §3.
+// proxyAPI is the ProxyAPI entry point: the HTTP API of the README's
+// quick start.
 func proxyAPI(w http.ResponseWriter, r *http.Request) {
-	h, err := proxyAPIHandler()
+	a, err := process.get(r.Context())
 	if err != nil {
 		http.Error(w, "ProxyAPI cannot start: "+err.Error(), http.StatusInternalServerError)
 		return
 	}
-	h.ServeHTTP(w, r)
+	a.ProxyAPI().ServeHTTP(w, r)
 }

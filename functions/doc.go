@@ -6,22 +6,40 @@
 package functions
 
 import (
+	"context"
+	"os"
 	"sync"
 
 	"github.com/egress-proxies/egress/internal/app"
 )
 
-// lazily builds a function's handler from the process runtime on its first
-// call rather than in init, so a process serving only the other functions
-// never reads its settings, and a configuration error reaches the log of
-// the call it fails instead of crashing the instance at start.
-func lazily[T any](build func(*app.Runtime) (T, error)) func() (T, error) {
-	return sync.OnceValues(func() (T, error) {
-		rt, err := app.Process()
-		if err != nil {
-			var zero T
-			return zero, err
-		}
-		return build(rt)
-	})
+// process is the one App of this process, built on the first request
+// rather than in init: a configuration error then reaches the log of the
+// call it fails instead of crashing the instance at start, and a build that
+// failed (a client that could not be made) is tried again by the next
+// request instead of breaking the instance until it is recycled.
+var process = &appHolder{build: func(ctx context.Context) (*app.App, error) {
+	return app.New(ctx, os.Getenv, app.Options{Serve: app.ServedBy(os.Getenv("FUNCTION_TARGET"))})
+}}
+
+// appHolder keeps the App once it is built, and only then.
+type appHolder struct {
+	build func(context.Context) (*app.App, error)
+
+	mu  sync.Mutex
+	app *app.App
+}
+
+func (h *appHolder) get(ctx context.Context) (*app.App, error) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.app != nil {
+		return h.app, nil
+	}
+	a, err := h.build(ctx)
+	if err != nil {
+		return nil, err
+	}
+	h.app = a
+	return a, nil
 }

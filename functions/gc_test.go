@@ -16,7 +16,6 @@ import (
 	"cloud.google.com/go/pubsub/v2/apiv1/pubsubpb"
 	"github.com/GoogleCloudPlatform/functions-framework-go/funcframework"
 
-	"github.com/egress-proxies/egress/internal/app"
 	"github.com/egress-proxies/egress/internal/emulatortest"
 	"github.com/egress-proxies/egress/internal/provider"
 	"github.com/egress-proxies/egress/internal/provider/mock"
@@ -32,22 +31,13 @@ import (
 func TestCollectGarbageThroughTheFramework(t *testing.T) {
 	emulatortest.Firestore(t)
 	emulatortest.PubSub(t)
-	// Every unclaimed VM is past so short a grace; the mock provider of the
-	// process runtime stamps CreatedAt with the wall clock.
-	t.Setenv("GC_GRACE_PERIOD", "1ns")
-	t.Setenv("GC_SWEEP_THRESHOLD", "1ns")
-	// The process runtime is built once per binary: if another test built
-	// it first, its project is the one used below.
-	t.Setenv("GOOGLE_CLOUD_PROJECT", emulatortest.ProjectID(t))
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-
-	rt, err := app.Process()
-	if err != nil {
-		t.Fatal(err)
-	}
-	project := rt.Config.Project
-	p, err := rt.Providers.Get(ctx, mock.Type)
+	// Every unclaimed VM is past so short a grace; the mock provider of the
+	// App stamps CreatedAt with the wall clock.
+	a := useApp(t, map[string]string{"GC_GRACE_PERIOD": "1ns", "GC_SWEEP_THRESHOLD": "1ns"})
+	project := a.Config.Project
+	p, err := a.Providers.Get(ctx, mock.Type)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -5,24 +5,19 @@ import (
 
 	"github.com/GoogleCloudPlatform/functions-framework-go/functions"
 	"github.com/cloudevents/sdk-go/v2/event"
-
-	"github.com/egress-proxies/egress/internal/app"
 )
 
 func init() {
-	functions.CloudEvent("Reconcile", reconcileProxy)
+	functions.CloudEvent("Reconcile", reconcile)
 }
 
-var reconcileFunc = lazily(app.NewReconcile)
-
-// reconcileProxy is the Reconcile entry point: Firestore
-// google.cloud.firestore.document.v1.written events on
-// namespaces/{namespace}/proxies/{proxy}, and
-// google.cloud.pubsub.topic.v1.messagePublished events on proxy-reconcile.
-func reconcileProxy(ctx context.Context, e event.Event) error {
-	f, err := reconcileFunc()
+// reconcile is the Reconcile entry point: Firestore document events
+// (google.cloud.firestore.document.v1.written) and messagePublished events
+// on proxy-reconcile.
+func reconcile(ctx context.Context, e event.Event) error {
+	a, err := process.get(ctx)
 	if err != nil {
 		return err
 	}
-	return f.Handle(ctx, e)
+	return a.Reconcile(ctx, e)
 }

@@ -14,7 +14,6 @@ import (
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
 
-	"github.com/egress-proxies/egress/internal/app"
 	"github.com/egress-proxies/egress/internal/emulatortest"
 	"github.com/egress-proxies/egress/internal/provider/mock"
 	"github.com/egress-proxies/egress/internal/proxy"
@@ -30,14 +29,9 @@ import (
 func TestReconcileThroughTheFramework(t *testing.T) {
 	emulatortest.Firestore(t)
 	emulatortest.PubSub(t)
-	t.Setenv("GOOGLE_CLOUD_PROJECT", emulatortest.ProjectID(t))
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	rt, err := app.Process()
-	if err != nil {
-		t.Fatal(err)
-	}
-	project := rt.Config.Project
+	project := useApp(t, nil).Config.Project
 	fs, err := firestore.NewClient(ctx, project)
 	if err != nil {
 		t.Fatal(err)

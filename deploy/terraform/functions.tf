@@ -66,7 +66,9 @@ resource "google_cloudfunctions2_function" "reconcile" {
     max_instance_request_concurrency = 1
     ingress_settings                 = "ALLOW_INTERNAL_ONLY"
     environment_variables = merge(local.common_env, local.gcp_env, {
-      RECONCILE_WAIT_BUDGET = "60s"
+      RECONCILE_WAIT_BUDGET     = "60s"
+      RECONCILE_INITIAL_BACKOFF = "2s"
+      RECONCILE_MAX_BACKOFF     = "10s"
     })
   }
   event_trigger {
@@ -109,8 +111,10 @@ resource "google_cloudfunctions2_function" "gc" {
     max_instance_count    = 1
     ingress_settings      = "ALLOW_INTERNAL_ONLY"
     environment_variables = merge(local.common_env, local.gcp_env, {
-      GC_GRACE_PERIOD = var.gc_grace_period
-      GC_DRY_RUN      = tostring(var.gc_dry_run)
+      GC_GRACE_PERIOD    = var.gc_grace_period
+      GC_DRY_RUN         = tostring(var.gc_dry_run)
+      GC_PARALLELISM     = "16"
+      GC_SWEEP_THRESHOLD = "2m"
     })
   }
   event_trigger {

@@ -16,19 +16,24 @@ locals {
     "secretmanager.googleapis.com",
   ]
 
-  # What every function reads (internal/app).
+  # What every function reads (internal/app's table of variables; the
+  # deploy tests hold each function's environment to it).
   common_env = {
     GOOGLE_CLOUD_PROJECT = var.project_id
     PROVIDERS            = join(",", var.providers_enabled)
     DEFAULT_PROVIDER     = var.providers_enabled[0]
     LOG_LEVEL            = var.log_level
+    LOG_FORMAT           = "json"
   }
   # What the gcp provider reads, in the functions that call it.
   gcp_env = {
     GCP_PROJECT         = var.project_id
     GCP_NETWORK         = var.network
+    GCP_SUBNETWORK      = var.subnetwork
     GCP_NETWORK_TAG     = var.proxy_network_tag
     GCP_SERVICE_ACCOUNT = google_service_account.proxy_vm.email
+    GCP_SCOPES          = join(",", var.proxy_vm_scopes)
+    GCP_PROBE_TARGET    = var.probe_target
   }
 }
 

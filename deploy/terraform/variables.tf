@@ -16,12 +16,12 @@ variable "firestore_location" {
 }
 
 variable "providers_enabled" {
-  description = "Provider types the functions may use (PROVIDERS); the first is the default for specs that name none."
+  description = "Provider types the functions may use (PROVIDERS); the first is the default for specs that name none. The mock provider is not deployable: its VMs live in the memory of one function instance, which the others never see."
   type        = list(string)
   default     = ["gcp"]
   validation {
-    condition     = length(var.providers_enabled) > 0 && alltrue([for p in var.providers_enabled : contains(["gcp", "mock"], p)])
-    error_message = "providers_enabled must list one or more of: gcp, mock."
+    condition     = length(var.providers_enabled) > 0 && alltrue([for p in var.providers_enabled : contains(["gcp"], p)])
+    error_message = "providers_enabled must list one or more of: gcp."
   }
 }
 
@@ -44,6 +44,27 @@ variable "network" {
   description = "VPC network the proxy VMs join (GCP_NETWORK)."
   type        = string
   default     = "default"
+}
+
+variable "subnetwork" {
+  description = "Subnetwork, in each region, the proxy VMs join, for custom-mode networks (GCP_SUBNETWORK); empty for an auto-mode network."
+  type        = string
+  default     = ""
+}
+
+variable "proxy_vm_scopes" {
+  description = "OAuth scopes of the proxy VMs' service account (GCP_SCOPES): what its token may be used for at all, on top of its roles."
+  type        = list(string)
+  default = [
+    "https://www.googleapis.com/auth/logging.write",
+    "https://www.googleapis.com/auth/monitoring.write",
+  ]
+}
+
+variable "probe_target" {
+  description = "host:port a proxy VM's self-test reaches through its proxy before it says it serves (GCP_PROBE_TARGET)."
+  type        = string
+  default     = "www.google.com:443"
 }
 
 variable "proxy_network_tag" {

@@ -1,46 +1,31 @@
 package app
 
 import (
-	"context"
-	"fmt"
 	"net/http"
-	"slices"
-	"strconv"
 
 	"github.com/egress-proxies/egress/internal/clock"
 	"github.com/egress-proxies/egress/internal/httpapi"
 	"github.com/egress-proxies/egress/internal/metering"
 )
 
-// LoadQuota reads NAMESPACE_QUOTA, the number of proxies one namespace may
-// hold (default 20).
-func LoadQuota(getenv Getenv) (int, error) {
-	v := getenv("NAMESPACE_QUOTA")
-	if v == "" {
-		return httpapi.DefaultQuota, nil
-	}
-	n, err := strconv.Atoi(v)
-	if err != nil || n < 1 {
-		return 0, fmt.Errorf("config: NAMESPACE_QUOTA=%q is not a whole number of at least 1", v)
-	}
-	return n, nil
+// proxyAPI is the ProxyAPI handler, metered as one invocation per request.
+type proxyAPI struct{ http.Handler }
+
+func newProxyAPI(a *App) *proxyAPI {
+	api := httpapi.New(a.store, clock.Real{}, a.Log, httpapi.Options{
+		Quota:           a.Config.API.Quota,
+		DefaultProvider: a.Config.DefaultProvider,
+		KnownProvider:   a.Providers.Has,
+		Project:         a.Config.Project,
+	})
+	return &proxyAPI{metering.HTTP(string(ProxyAPI), a.Log, api)}
 }
 
-// NewProxyAPI assembles the ProxyAPI handler over the Firestore store.
-func NewProxyAPI(rt *Runtime) (http.Handler, error) {
-	quota, err := LoadQuota(rt.Getenv)
-	if err != nil {
-		return nil, err
+// ProxyAPI is the HTTP handler of the ProxyAPI function. It is nil when the
+// App does not serve it.
+func (a *App) ProxyAPI() http.Handler {
+	if a.api == nil {
+		return nil
 	}
-	st, err := rt.store(context.Background())
-	if err != nil {
-		return nil, err
-	}
-	api := httpapi.New(st, clock.Real{}, rt.Log, httpapi.Options{
-		Quota:           quota,
-		DefaultProvider: rt.Config.DefaultProvider,
-		KnownProvider:   func(typ string) bool { return slices.Contains(rt.Providers.Types(), typ) },
-		Project:         rt.Config.Project,
-	})
-	return metering.HTTP("ProxyAPI", rt.Log, api), nil
+	return a.api
 }

@@ -1,149 +1,192 @@
-// Package app is the composition root: it reads the configuration from the
-// environment, validates it, and assembles the provider registry, the clients
-// and the domain services that the function entry points in functions/ serve.
-// It is the only package that knows every concrete implementation.
+// Package app is the composition root: it reads the configuration (one
+// table of variables, Vars), validates it, and assembles the clients, the
+// provider registry and the domain services that the function entry points
+// in functions/ and the local stack serve. It is the only package that
+// knows every concrete implementation.
 //
-// Configuration errors name the variable to set, so that a function that
-// cannot start says why in its first log line.
+// One App is built per process, from the environment, for the functions
+// the process serves: in production one (FUNCTION_TARGET), locally all
+// three. Its parts are made once, when it is built, and shared by every
+// request; nothing below it caches a result of its own, so a build that
+// failed is simply tried again by the next request.
 package app
 
 import (
 	"context"
+	"errors"
 	"fmt"
-	"maps"
+	"io"
+	"log/slog"
 	"os"
 	"slices"
-	"strings"
 	"time"
 
+	"cloud.google.com/go/firestore"
+	"cloud.google.com/go/pubsub/v2"
+
+	"github.com/egress-proxies/egress/internal/bootstrap"
 	"github.com/egress-proxies/egress/internal/clock"
-	"github.com/egress-proxies/egress/internal/metering"
+	"github.com/egress-proxies/egress/internal/gc"
+	"github.com/egress-proxies/egress/internal/logging"
 	"github.com/egress-proxies/egress/internal/provider"
-	"github.com/egress-proxies/egress/internal/provider/gcp"
-	"github.com/egress-proxies/egress/internal/provider/mock"
+	"github.com/egress-proxies/egress/internal/proxy"
+	"github.com/egress-proxies/egress/internal/queue"
+	"github.com/egress-proxies/egress/internal/reconcile"
+	"github.com/egress-proxies/egress/internal/store"
 )
 
-// Getenv reads one environment variable; os.Getenv in production, a map in
-// tests.
-type Getenv func(string) string
-
-// Config is what every function shares.
-type Config struct {
-	// Project is the Google Cloud project (GOOGLE_CLOUD_PROJECT).
-	Project string
-	// Providers are the enabled provider types (PROVIDERS, comma-separated;
-	// default "mock").
-	Providers []string
-	// DefaultProvider is used for a spec that names none (DEFAULT_PROVIDER;
-	// default the first of Providers).
-	DefaultProvider string
-	// MockProvisioningDelay is how long mock instances stay Provisioning
-	// (MOCK_PROVISIONING_DELAY; default 5s).
-	MockProvisioningDelay time.Duration
+// Options change what New builds, for the local stack, tests and the
+// benchmark.
+type Options struct {
+	// Serve are the functions the process serves; empty means every entry
+	// point.
+	Serve []Function
+	// Registry, if set, replaces the providers the configuration names:
+	// the benchmark's garbage-collection worker brings a mock of its own.
+	Registry *provider.Registry
+	// LogOutput receives the logs; nil is standard output for JSON (where
+	// Cloud Run reads them) and standard error for text.
+	LogOutput io.Writer
 }
 
-// LoadConfig reads and validates the shared configuration.
-func LoadConfig(getenv Getenv) (Config, error) {
-	c := Config{
-		Project:               getenv("GOOGLE_CLOUD_PROJECT"),
-		Providers:             splitList(getenv("PROVIDERS")),
-		DefaultProvider:       getenv("DEFAULT_PROVIDER"),
-		MockProvisioningDelay: 5 * time.Second,
+// App is one process's composition: the configuration and the services of
+// the functions it serves. It is safe for concurrent use.
+type App struct {
+	Config    Config
+	Log       *slog.Logger
+	Providers *provider.Set
+
+	firestore *firestore.Client
+	pubsub    *pubsub.Client
+	publisher *queue.Publisher
+	secrets   *secretManager
+	store     *store.Store
+
+	api        *proxyAPI
+	reconciler *reconcile.Reconciler
+	collector  *gc.Collector
+}
+
+// ServedBy is what a process serves given its FUNCTION_TARGET: that entry
+// point, or every one when it names none of them (the local stack, a
+// framework serving each function at /NAME).
+func ServedBy(target string) []Function {
+	if slices.Contains(Functions, Function(target)) {
+		return []Function{Function(target)}
 	}
-	if c.Project == "" {
-		return c, fmt.Errorf("config: GOOGLE_CLOUD_PROJECT is not set: set it to the project id (a demo-… id for the emulators)")
+	return slices.Clone(Functions)
+}
+
+// New reads the configuration and builds the App. The clients it makes do
+// not dial until a request uses them.
+func New(ctx context.Context, getenv Getenv, opts Options) (*App, error) {
+	serve := opts.Serve
+	if len(serve) == 0 {
+		serve = slices.Clone(Functions)
 	}
-	if len(c.Providers) == 0 {
-		c.Providers = []string{mock.Type}
+	cfg, err := Load(getenv, serve...)
+	if err != nil {
+		return nil, err
 	}
-	if c.DefaultProvider == "" {
-		c.DefaultProvider = c.Providers[0]
+	a := &App{Config: cfg}
+	a.Log = newLogger(cfg, opts.LogOutput)
+	reg := opts.Registry
+	if reg == nil {
+		if reg, err = cfg.registry(); err != nil {
+			return nil, err
+		}
 	}
+	a.Providers = provider.NewSet(reg)
+	if err := a.dial(ctx); err != nil {
+		a.Close()
+		return nil, err
+	}
+	now := clock.Real{}
+	if cfg.serves(ProxyAPI) {
+		a.api = newProxyAPI(a)
+	}
+	if cfg.serves(Reconcile) {
+		a.reconciler = reconcile.New(a.store, a.Providers, a.publisher, a.secrets, now, a.Log, a.reconcileOptions())
+	}
+	if cfg.serves(CollectGarbage) {
+		a.collector = gc.New(a.Providers, a.store, a.publisher, now, a.Log, a.gcOptions())
+	}
+	return a, nil
+}
+
+// dial makes the clients the served functions need: Firestore for all of
+// them, Pub/Sub for the two that publish reconcile requests. The clients
+// honour FIRESTORE_EMULATOR_HOST and PUBSUB_EMULATOR_HOST by themselves,
+// and outlive the request that built the App.
+func (a *App) dial(ctx context.Context) error {
+	ctx = context.WithoutCancel(ctx)
 	var err error
-	if c.MockProvisioningDelay, err = Duration(getenv, "MOCK_PROVISIONING_DELAY", c.MockProvisioningDelay); err != nil {
-		return c, err
+	if a.firestore, err = firestore.NewClient(ctx, a.Config.Project); err != nil {
+		return fmt.Errorf("firestore client for project %s: %w", a.Config.Project, err)
 	}
-	return c, nil
-}
-
-// Registry builds the registry of every enabled provider type. A type named
-// in PROVIDERS that this binary does not know is an error naming the known
-// ones, and DEFAULT_PROVIDER must be one of PROVIDERS.
-func (c Config) Registry(getenv Getenv) (*provider.Registry, error) {
-	// Each provider's configuration is read and checked only when the
-	// provider is enabled, so a missing GCP_* setting never stops a mock
-	// run, and always stops a gcp one at start-up.
-	known := map[string]func() (provider.Constructor, error){
-		mock.Type: func() (provider.Constructor, error) { return c.mockConstructor(), nil },
-		gcp.Type:  func() (provider.Constructor, error) { return c.gcpConstructor(getenv) },
-	}
-	reg := provider.NewRegistry()
-	for _, typ := range c.Providers {
-		build, ok := known[typ]
-		if !ok {
-			return nil, fmt.Errorf("config: PROVIDERS names %q, which this build does not have (known: %s)", typ, strings.Join(sortedKeys(known), ", "))
+	// One store per process, so that the transactions it queues per
+	// namespace are queued across all the functions of the process.
+	a.store = store.New(a.firestore)
+	if a.Config.serves(Reconcile) || a.Config.serves(CollectGarbage) {
+		if a.pubsub, err = pubsub.NewClient(ctx, a.Config.Project); err != nil {
+			return fmt.Errorf("pubsub client for project %s: %w", a.Config.Project, err)
 		}
-		ctor, err := build()
-		if err != nil {
-			return nil, err
+		a.publisher = queue.NewPublisher(a.pubsub)
+	}
+	if a.Config.serves(Reconcile) {
+		a.secrets = &secretManager{}
+	}
+	return nil
+}
+
+// reconcileOptions are the reconciler's settings from the configuration,
+// and the default bootstrap for specs that bring no cloud-init.
+func (a *App) reconcileOptions() reconcile.Options {
+	o := a.Config.Reconcile
+	// The lease must outlast a whole run: the budget plus the provider
+	// calls around it.
+	o.LeaseDuration = max(reconcile.DefaultLeaseDuration, o.WaitBudget+2*time.Minute)
+	o.Bootstrap = func(s proxy.Spec, c proxy.Credentials) (string, error) {
+		return bootstrap.Render(bootstrap.ForProxy(s, c))
+	}
+	return o
+}
+
+func (a *App) gcOptions() gc.Options {
+	o := a.Config.GC
+	o.SweepLimit = gc.DefaultSweepLimit
+	return o
+}
+
+// Close releases the clients.
+func (a *App) Close() error {
+	var errs []error
+	if a.publisher != nil {
+		a.publisher.Stop()
+	}
+	if a.pubsub != nil {
+		errs = append(errs, a.pubsub.Close())
+	}
+	if a.firestore != nil {
+		errs = append(errs, a.firestore.Close())
+	}
+	if a.secrets != nil {
+		errs = append(errs, a.secrets.Close())
+	}
+	return errors.Join(errs...)
+}
+
+// newLogger is JSON in the shape Cloud Logging reads, or text for people
+// at a terminal.
+func newLogger(c Config, w io.Writer) *slog.Logger {
+	if c.LogFormat == "text" {
+		if w == nil {
+			w = os.Stderr
 		}
-		if err := reg.Register(typ, metered(ctor)); err != nil {
-			return nil, fmt.Errorf("config: PROVIDERS: %w", err)
-		}
+		return slog.New(slog.NewTextHandler(w, &slog.HandlerOptions{Level: c.LogLevel}))
 	}
-	if !reg.Has(c.DefaultProvider) {
-		return nil, fmt.Errorf("config: DEFAULT_PROVIDER %q is not among PROVIDERS (%s)", c.DefaultProvider, strings.Join(c.Providers, ", "))
+	if w == nil {
+		w = os.Stdout
 	}
-	return reg, nil
-}
-
-// metered makes every provider the constructor builds count its calls in
-// the invocation's usage.
-func metered(ctor provider.Constructor) provider.Constructor {
-	return func(ctx context.Context) (provider.Provider, error) {
-		p, err := ctor(ctx)
-		if err != nil {
-			return nil, err
-		}
-		return metering.Provider(p), nil
-	}
-}
-
-func (c Config) mockConstructor() provider.Constructor {
-	delay := c.MockProvisioningDelay
-	return func(context.Context) (provider.Provider, error) {
-		return mock.New(mock.Options{Clock: clock.Real{}, ProvisioningDelay: delay}), nil
-	}
-}
-
-// Duration reads a Go duration ("2s", "10m") from the variable name, or def
-// if it is unset. A value that does not parse, or is negative, is an error
-// naming the variable.
-func Duration(getenv Getenv, name string, def time.Duration) (time.Duration, error) {
-	v := getenv(name)
-	if v == "" {
-		return def, nil
-	}
-	d, err := time.ParseDuration(v)
-	if err != nil || d < 0 {
-		return 0, fmt.Errorf("config: %s=%q is not a duration: want Go's syntax, such as 2s or 10m", name, v)
-	}
-	return d, nil
-}
-
-// OSGetenv is os.Getenv as a Getenv.
-var OSGetenv Getenv = os.Getenv
-
-func splitList(s string) []string {
-	var out []string
-	for _, f := range strings.Split(s, ",") {
-		if f = strings.TrimSpace(f); f != "" {
-			out = append(out, f)
-		}
-	}
-	return out
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	return slices.Sorted(maps.Keys(m))
+	return logging.New(w, c.LogLevel)
 }

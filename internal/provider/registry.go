@@ -122,3 +122,6 @@ func (s *Set) Get(ctx context.Context, typ string) (Provider, error) {
 
 // Types returns the types the set can hand out, sorted.
 func (s *Set) Types() []string { return s.reg.Types() }
+
+// Has reports whether the set can hand out a provider of type typ.
+func (s *Set) Has(typ string) bool { return s.reg.Has(typ) }

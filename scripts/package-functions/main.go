@@ -6,7 +6,7 @@
 // files of functions/ moved there (the root package is the functions
 // package, which imports the framework's functions package), and the
 // non-test files of exactly the internal packages it depends on (go list
-// -deps). Nothing of emulators/, deploy/ or any test goes in.
+// -deps), with the files they embed. Nothing of emulators/, deploy/ or any test goes in.
 //
 // The archive is reproducible: entries sorted, a fixed time, fixed modes,
 // so the same tree always gives the same bytes (and Terraform redeploys
@@ -45,6 +45,9 @@ type pkg struct {
 	ImportPath string
 	Dir        string
 	GoFiles    []string
+	// EmbedFiles are the files a //go:embed of the package names (the
+	// bootstrap's script template): without them it does not build.
+	EmbedFiles []string
 	Module     *struct{ Path, Dir string }
 	Standard   bool
 }
@@ -119,7 +122,7 @@ func sources() (map[string]string, error) {
 			} else if !strings.HasPrefix(dest, "internal/") {
 				return nil, fmt.Errorf("functions depends on %s, outside internal/: it would not be packaged", p.ImportPath)
 			}
-			for _, f := range p.GoFiles {
+			for _, f := range append(p.GoFiles, p.EmbedFiles...) {
 				files[strings.TrimPrefix(dest+"/"+f, "/")] = filepath.Join(p.Dir, f)
 			}
 		}

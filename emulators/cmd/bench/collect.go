@@ -168,10 +168,6 @@ func gcWorker(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	rt, err := app.NewRuntime(app.OSGetenv)
-	if err != nil {
-		return err
-	}
 	// An hour old, well past the grace period; booted at once.
 	m := mock.New(mock.Options{Clock: fixedClock(time.Now().Add(-time.Hour))})
 	for i := range n {
@@ -184,11 +180,11 @@ func gcWorker(ctx context.Context) error {
 	if err := reg.Register(mock.Type, func(context.Context) (provider.Provider, error) { return metering.Provider(m), nil }); err != nil {
 		return err
 	}
-	rt.Providers = provider.NewSet(reg)
-	f, err := app.NewCollectGarbage(rt)
+	a, err := app.New(ctx, os.Getenv, app.Options{Serve: []app.Function{app.CollectGarbage}, Registry: reg})
 	if err != nil {
 		return err
 	}
+	defer a.Close()
 
 	runtime.GC()
 	debug.FreeOSMemory()
@@ -200,7 +196,7 @@ func gcWorker(ctx context.Context) error {
 		return err
 	}
 	start := time.Now()
-	if err := f.Handle(ctx, tick(rt.Config.Project)); err != nil {
+	if err := a.CollectGarbage(ctx, tick(a.Config.Project)); err != nil {
 		return err
 	}
 	took := time.Since(start)

@@ -10,22 +10,15 @@
 // registered function when no target is set, and the mock provider's VMs at
 // GET /debug/instances, which exists only here.
 //
-// Configuration, all optional (durations in Go's syntax, 2s or 10m):
-//
-//	PORT                     the functions' port (8080)
-//	GOOGLE_CLOUD_PROJECT     the project (demo-egress; demo- ids never reach Google)
-//	FIRESTORE_EMULATOR_HOST  where to start the Firestore emulator (127.0.0.1:8081)
-//	PUBSUB_EMULATOR_HOST     where to start the Pub/Sub emulator (127.0.0.1:8085)
-//	GC_INTERVAL              how often the Scheduler stand-in fires (1m)
-//	GC_GRACE_PERIOD, GC_*    CollectGarbage's settings (internal/app)
-//	MOCK_PROVISIONING_DELAY  how long mock VMs take to boot (5s)
-//	LOG_LEVEL, LOG_FORMAT    the functions' logs (info, text)
+// Its configuration is the functions' own (internal/app's table of
+// variables, documented in the README), with the local stack's defaults
+// underneath: the demo-egress project, text logs, the emulators on their
+// usual ports.
 package main
 
 import (
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"log/slog"
 	"net"
@@ -37,9 +30,9 @@ import (
 
 	"cloud.google.com/go/pubsub/v2"
 	"github.com/GoogleCloudPlatform/functions-framework-go/funcframework"
+	cloudevents "github.com/cloudevents/sdk-go/v2/event"
 
 	"github.com/egress-proxies/egress/emulators/eventarc"
-	_ "github.com/egress-proxies/egress/functions"
 	"github.com/egress-proxies/egress/internal/app"
 	"github.com/egress-proxies/egress/internal/emulator"
 	"github.com/egress-proxies/egress/internal/provider"
@@ -61,44 +54,16 @@ func main() {
 	}
 }
 
-// settings are the stack's own variables, with their defaults filled in.
-type settings struct {
-	port, project, firestoreHost, pubsubHost string
-	gcInterval                               time.Duration
-}
-
-func load() (settings, error) {
-	s := settings{
-		port:          envOr("PORT", "8080"),
-		project:       envOr("GOOGLE_CLOUD_PROJECT", "demo-egress"),
-		firestoreHost: envOr(emulator.Firestore.EnvVar(), "127.0.0.1:8081"),
-		pubsubHost:    envOr(emulator.PubSub.EnvVar(), "127.0.0.1:8085"),
-	}
-	var err error
-	if s.gcInterval, err = app.Duration(os.Getenv, "GC_INTERVAL", time.Minute); err != nil {
-		return s, err
-	}
-	if s.gcInterval <= 0 {
-		return s, errors.New("config: GC_INTERVAL must be longer than zero")
-	}
-	return s, nil
-}
-
 func run(ctx context.Context, log *slog.Logger) error {
-	s, err := load()
+	getenv := app.LocalGetenv(os.Getenv)
+	cfg, err := app.Load(getenv, app.LocalStack)
 	if err != nil {
 		return err
 	}
-	// The functions read their configuration from the environment, as in
-	// production; these are the local stack's answers.
-	for k, v := range map[string]string{
-		"GOOGLE_CLOUD_PROJECT":      s.project,
-		emulator.Firestore.EnvVar(): s.firestoreHost,
-		emulator.PubSub.EnvVar():    s.pubsubHost,
-		"LOG_FORMAT":                envOr("LOG_FORMAT", "text"),
-	} {
-		os.Setenv(k, v)
-	}
+	s := cfg.Local
+	// The Google clients find the emulators through these.
+	os.Setenv(emulator.Firestore.EnvVar(), s.FirestoreHost)
+	os.Setenv(emulator.PubSub.EnvVar(), s.PubSubHost)
 
 	// The relay listens first: the Firestore emulator must be told at start
 	// where to push.
@@ -120,8 +85,8 @@ func run(ctx context.Context, log *slog.Logger) error {
 		host string
 		args []string
 	}{
-		{emulator.Firestore, s.firestoreHost, []string{"--functions_emulator=" + relayHost}},
-		{emulator.PubSub, s.pubsubHost, nil},
+		{emulator.Firestore, s.FirestoreHost, []string{"--functions_emulator=" + relayHost}},
+		{emulator.PubSub, s.PubSubHost, nil},
 	} {
 		p, err := emulator.Start(ctx, e.kind, emulator.Options{Host: e.host, Args: e.args})
 		if err != nil {
@@ -131,7 +96,7 @@ func run(ctx context.Context, log *slog.Logger) error {
 		log.Info("emulator ready", "emulator", e.kind, e.kind.EnvVar(), p.Host)
 	}
 
-	functionsURL := "http://127.0.0.1:" + s.port
+	functionsURL := "http://127.0.0.1:" + s.Port
 	sender, err := eventarc.NewSender()
 	if err != nil {
 		return err
@@ -139,47 +104,48 @@ func run(ctx context.Context, log *slog.Logger) error {
 	fsRelay := eventarc.NewFirestoreRelay(ctx, functionsURL+"/Reconcile", sender, log)
 	mux := http.NewServeMux()
 	mux.Handle("/functions/", fsRelay)
-	mux.Handle("/push/", &eventarc.PushRelay{Project: s.project, Functions: functionsURL, Sender: sender, Log: log})
+	mux.Handle("/push/", &eventarc.PushRelay{Project: cfg.Project, Functions: functionsURL, Sender: sender, Log: log})
 	relay := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
 	go relay.Serve(relayLis)
 	defer relay.Close()
 
-	if err := eventarc.RegisterFirestoreTrigger(ctx, s.firestoreHost, s.project, firestoreTrigger); err != nil {
+	if err := eventarc.RegisterFirestoreTrigger(ctx, s.FirestoreHost, cfg.Project, firestoreTrigger); err != nil {
 		return err
 	}
-	ps, err := pubsub.NewClient(ctx, s.project)
+	ps, err := pubsub.NewClient(ctx, cfg.Project)
 	if err != nil {
 		return fmt.Errorf("pubsub client: %w", err)
 	}
 	defer ps.Close()
-	if err := eventarc.SetupPubSub(ctx, ps, s.project, "http://"+relayHost, []eventarc.PushTrigger{
+	if err := eventarc.SetupPubSub(ctx, ps, cfg.Project, "http://"+relayHost, []eventarc.PushTrigger{
 		{Topic: queue.ReconcileTopic, Function: "Reconcile"},
 		{Topic: queue.GCTopic, Function: "CollectGarbage"},
 	}); err != nil {
 		return err
 	}
 
-	rt, err := app.Process()
+	a, err := app.New(ctx, getenv, app.Options{})
 	if err != nil {
 		return err
 	}
-	if err := registerLocalRoutes(ctx, rt); err != nil {
+	defer a.Close()
+	if err := register(ctx, a); err != nil {
 		return err
 	}
 	serveErr := make(chan error, 1)
-	go func() { serveErr <- funcframework.StartHostPort("127.0.0.1", s.port) }()
+	go func() { serveErr <- funcframework.StartHostPort("127.0.0.1", s.Port) }()
 	if err := waitHealthy(ctx, functionsURL+"/healthz", serveErr); err != nil {
 		return err
 	}
 
 	gcPub := ps.Publisher(queue.GCTopic)
 	defer gcPub.Stop()
-	go (&eventarc.Scheduler{Publisher: gcPub, Interval: s.gcInterval, Log: log}).Run(ctx)
+	go (&eventarc.Scheduler{Publisher: gcPub, Interval: s.GCInterval, Log: log}).Run(ctx)
 
 	fmt.Fprintf(os.Stderr, "\negress local stack ready: API at http://localhost:%s (Ctrl-C stops it and the emulators)\n"+
 		"  curl -sS -X POST localhost:%s/v1/namespaces/demo/proxies -H 'Content-Type: application/json' "+
 		"-d '{\"name\":\"my-proxy\",\"spec\":{\"placement\":{\"region\":\"us-central1\",\"zone\":\"us-central1-a\"},\"allowedSourceRanges\":[\"203.0.113.0/24\"]}}'\n\n",
-		s.port, s.port)
+		s.Port, s.Port)
 
 	select {
 	case <-ctx.Done():
@@ -190,24 +156,33 @@ func run(ctx context.Context, log *slog.Logger) error {
 	}
 }
 
-// registerLocalRoutes adds what production serves differently or not at
-// all: the API at the root path (a deployed ProxyAPI answers every path of
-// its own URL) and the read-only view of the mock provider's VMs.
-func registerLocalRoutes(ctx context.Context, rt *app.Runtime) error {
-	api, err := app.NewProxyAPI(rt)
-	if err != nil {
-		return err
+// register serves the App's three functions at /NAME, as the functions
+// framework serves each registered function when no target is set; the API
+// at the root path too, as a deployed ProxyAPI answers every path of its
+// own URL; and the read-only view of the mock provider's VMs, which exists
+// only here.
+func register(ctx context.Context, a *app.App) error {
+	for path, h := range map[string]http.Handler{"/": a.ProxyAPI(), "/ProxyAPI": a.ProxyAPI(), "/debug/instances": debugInstances(a)} {
+		if err := funcframework.RegisterHTTPFunctionContext(ctx, path, h.ServeHTTP); err != nil {
+			return err
+		}
 	}
-	if err := funcframework.RegisterHTTPFunctionContext(ctx, "/", api.ServeHTTP); err != nil {
-		return err
+	for path, fn := range map[string]func(context.Context, cloudevents.Event) error{"/Reconcile": a.Reconcile, "/CollectGarbage": a.CollectGarbage} {
+		if err := funcframework.RegisterCloudEventFunctionContext(ctx, path, fn); err != nil {
+			return err
+		}
 	}
-	return funcframework.RegisterHTTPFunctionContext(ctx, "/debug/instances", func(w http.ResponseWriter, r *http.Request) {
+	return nil
+}
+
+func debugInstances(a *app.App) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method != http.MethodGet {
 			w.Header().Set("Allow", http.MethodGet)
 			http.Error(w, "only GET", http.StatusMethodNotAllowed)
 			return
 		}
-		p, err := rt.Providers.Get(r.Context(), mock.Type)
+		p, err := a.Providers.Get(r.Context(), mock.Type)
 		if err != nil {
 			http.Error(w, err.Error(), http.StatusServiceUnavailable)
 			return
@@ -263,11 +238,4 @@ func waitHealthy(ctx context.Context, url string, serveErr <-chan error) error {
 		}
 	}
 	return fmt.Errorf("the functions did not answer %s within 30s", url)
-}
-
-func envOr(name, def string) string {
-	if v := os.Getenv(name); v != "" {
-		return v
-	}
-	return def
 }

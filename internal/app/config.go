@@ -1,0 +1,166 @@
+package app
+
+import (
+	"fmt"
+	"log/slog"
+	"maps"
+	"regexp"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/egress-proxies/egress/internal/gc"
+	"github.com/egress-proxies/egress/internal/provider/gcp"
+	"github.com/egress-proxies/egress/internal/provider/mock"
+	"github.com/egress-proxies/egress/internal/reconcile"
+)
+
+// Getenv reads one environment variable: os.Getenv in production, a map in
+// tests.
+type Getenv func(string) string
+
+// Config is the configuration of a process, read from the variables of
+// Vars that the functions it serves read.
+type Config struct {
+	// Serves are the functions the configuration was read for.
+	Serves []Function
+
+	Project         string
+	Providers       []string
+	DefaultProvider string
+	LogLevel        slog.Level
+	LogFormat       string
+
+	API       APIConfig
+	Reconcile reconcile.Options
+	GC        gc.Options
+	Mock      mock.Options
+	GCP       gcp.Config
+	// ComputeEndpoint replaces Google's Compute API, without credentials:
+	// tests against a fake only.
+	ComputeEndpoint string
+	Local           LocalConfig
+}
+
+// APIConfig is the ProxyAPI's part.
+type APIConfig struct {
+	// Quota is how many proxies one namespace may hold.
+	Quota int
+}
+
+// LocalConfig is the local stack's own part.
+type LocalConfig struct {
+	Port                      string
+	FirestoreHost, PubSubHost string
+	GCInterval                time.Duration
+}
+
+var (
+	gcpNameRE     = regexp.MustCompile(`^[a-z]([-a-z0-9]{0,61}[a-z0-9])?$`)
+	gcpEmailRE    = regexp.MustCompile(`^[^@\s]+@[^@\s]+\.[a-z]+$`)
+	probeTargetRE = regexp.MustCompile(`^[A-Za-z0-9.-]+:[0-9]{1,5}$`)
+)
+
+// knownProviders are the provider types this build has.
+var knownProviders = []string{gcp.Type, mock.Type}
+
+// Load reads the variables of Vars that the functions fns read, in the
+// table's order, and validates them. An error names the variable, the
+// value and the rule, so a function that cannot start says why in its
+// first log line.
+func Load(getenv Getenv, fns ...Function) (Config, error) {
+	c := Config{Serves: fns}
+	for _, v := range Vars {
+		if !readByAny(v, fns) || (v.when != nil && !v.when(&c)) {
+			continue
+		}
+		raw := getenv(v.Name)
+		if raw == "" {
+			if v.Required {
+				return c, fmt.Errorf("config: %s is not set: %s", v.Name, requiredHint[v.Name])
+			}
+			raw = v.Default
+		}
+		if err := v.set(&c, raw); err != nil {
+			return c, fmt.Errorf("config: %s=%q %w", v.Name, raw, err)
+		}
+	}
+	return c, c.check()
+}
+
+// requiredHint says how to set a required variable.
+var requiredHint = map[string]string{
+	"GOOGLE_CLOUD_PROJECT": "set it to the project id (a demo-… id for the emulators)",
+}
+
+func readByAny(v Var, fns []Function) bool {
+	for _, f := range fns {
+		if v.ReadBy(f) {
+			return true
+		}
+	}
+	return false
+}
+
+// check holds the rules between variables.
+func (c Config) check() error {
+	for _, p := range c.Providers {
+		if !slices.Contains(knownProviders, p) {
+			return fmt.Errorf("config: PROVIDERS names %q, which this build does not have (known: %s)", p, strings.Join(knownProviders, ", "))
+		}
+	}
+	if c.DefaultProvider != "" && !slices.Contains(c.Providers, c.DefaultProvider) {
+		return fmt.Errorf("config: DEFAULT_PROVIDER %q is not among PROVIDERS (%s)", c.DefaultProvider, strings.Join(c.Providers, ", "))
+	}
+	if r := c.Reconcile; r.MaxBackoff < r.InitialBackoff {
+		return fmt.Errorf("config: RECONCILE_MAX_BACKOFF=%s is shorter than RECONCILE_INITIAL_BACKOFF=%s", r.MaxBackoff, r.InitialBackoff)
+	}
+	return nil
+}
+
+// serves reports whether the configuration was read for f.
+func (c Config) serves(f Function) bool { return slices.Contains(c.Serves, f) }
+
+// ByName returns the table's variables by name.
+func ByName() map[string]Var {
+	m := make(map[string]Var, len(Vars))
+	for _, v := range Vars {
+		m[v.Name] = v
+	}
+	return m
+}
+
+// Names returns the names of the variables f reads, sorted.
+func Names(f Function, production bool) []string {
+	var out []string
+	for _, v := range Vars {
+		if v.ReadBy(f) && !(production && v.Local) {
+			out = append(out, v.Name)
+		}
+	}
+	slices.Sort(out)
+	return out
+}
+
+// overlay is getenv with local defaults underneath: what `make run` uses
+// for a variable the shell does not set.
+func overlay(getenv Getenv, defaults map[string]string) Getenv {
+	return func(name string) string {
+		if v := getenv(name); v != "" {
+			return v
+		}
+		return defaults[name]
+	}
+}
+
+// LocalGetenv is getenv with the local stack's defaults (LocalDefault)
+// underneath.
+func LocalGetenv(getenv Getenv) Getenv {
+	defaults := map[string]string{}
+	for _, v := range Vars {
+		if v.LocalDefault != "" {
+			defaults[v.Name] = v.LocalDefault
+		}
+	}
+	return overlay(getenv, maps.Clone(defaults))
+}

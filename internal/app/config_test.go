@@ -1,0 +1,288 @@
+package app_test
+
+import (
+	"go/ast"
+	"go/parser"
+	"go/token"
+	"io/fs"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+
+	"github.com/egress-proxies/egress/internal/app"
+	"github.com/egress-proxies/egress/internal/gc"
+	"github.com/egress-proxies/egress/internal/provider/gcp"
+	"github.com/egress-proxies/egress/internal/provider/mock"
+	"github.com/egress-proxies/egress/internal/reconcile"
+)
+
+func env(m map[string]string) app.Getenv { return func(k string) string { return m[k] } }
+
+// defaults is what every entry point reads with only the project set.
+func defaults() app.Config {
+	return app.Config{
+		Serves:    app.Functions,
+		Project:   "demo-x",
+		Providers: []string{"mock"}, DefaultProvider: "mock",
+		LogLevel: slog.LevelInfo, LogFormat: "json",
+		API:       app.APIConfig{Quota: 20},
+		Reconcile: reconcile.Options{WaitBudget: time.Minute, InitialBackoff: 2 * time.Second, MaxBackoff: 10 * time.Second},
+		GC:        gc.Options{GracePeriod: 10 * time.Minute, Parallelism: 16, SweepThreshold: 2 * time.Minute},
+		Mock:      mock.Options{ProvisioningDelay: 5 * time.Second},
+	}
+}
+
+func TestLoad(t *testing.T) {
+	with := func(change func(*app.Config)) app.Config {
+		c := defaults()
+		change(&c)
+		return c
+	}
+	cases := map[string]struct {
+		reason  string
+		env     map[string]string
+		want    app.Config
+		wantErr string
+	}{
+		"Defaults": {
+			reason: "only the project is required; the mock is the default provider",
+			env:    map[string]string{"GOOGLE_CLOUD_PROJECT": "demo-x"},
+			want:   defaults(),
+		},
+		"AllSet": {
+			reason: "every variable of the three functions is read",
+			env: map[string]string{"GOOGLE_CLOUD_PROJECT": "demo-x", "LOG_LEVEL": "debug", "LOG_FORMAT": "text", "NAMESPACE_QUOTA": "5",
+				"RECONCILE_WAIT_BUDGET": "2m", "RECONCILE_INITIAL_BACKOFF": "400ms", "RECONCILE_MAX_BACKOFF": "2s",
+				"GC_GRACE_PERIOD": "30m", "GC_PARALLELISM": "4", "GC_DRY_RUN": "true", "GC_SWEEP_THRESHOLD": "90s", "MOCK_PROVISIONING_DELAY": "1s"},
+			want: with(func(c *app.Config) {
+				c.LogLevel, c.LogFormat, c.API.Quota = slog.LevelDebug, "text", 5
+				c.Reconcile = reconcile.Options{WaitBudget: 2 * time.Minute, InitialBackoff: 400 * time.Millisecond, MaxBackoff: 2 * time.Second}
+				c.GC = gc.Options{GracePeriod: 30 * time.Minute, Parallelism: 4, DryRun: true, SweepThreshold: 90 * time.Second}
+				c.Mock.ProvisioningDelay = time.Second
+			}),
+		},
+		"NoProject": {
+			reason:  "the project is named in the error",
+			env:     map[string]string{},
+			wantErr: "config: GOOGLE_CLOUD_PROJECT is not set: set it to the project id (a demo-… id for the emulators)",
+		},
+		"BadDuration": {
+			reason:  "a duration that does not parse names the variable and the syntax",
+			env:     map[string]string{"GOOGLE_CLOUD_PROJECT": "demo-x", "MOCK_PROVISIONING_DELAY": "5 seconds"},
+			wantErr: `config: MOCK_PROVISIONING_DELAY="5 seconds" is not a duration: want Go's syntax, such as 2s or 10m`,
+		},
+		"ZeroGrace": {
+			reason:  "a zero grace period would let a run delete a VM mid-create",
+			env:     map[string]string{"GOOGLE_CLOUD_PROJECT": "demo-x", "GC_GRACE_PERIOD": "0s"},
+			wantErr: `config: GC_GRACE_PERIOD="0s" must be longer than zero`,
+		},
+		"WordParallelism": {
+			reason:  "parallelism that is not a number is refused",
+			env:     map[string]string{"GOOGLE_CLOUD_PROJECT": "demo-x", "GC_PARALLELISM": "many"},
+			wantErr: `config: GC_PARALLELISM="many" is not a whole number of at least 1`,
+		},
+		"BadDryRun": {
+			reason:  "a dry run flag that is not a boolean is refused",
+			env:     map[string]string{"GOOGLE_CLOUD_PROJECT": "demo-x", "GC_DRY_RUN": "yes please"},
+			wantErr: `config: GC_DRY_RUN="yes please" is not a boolean: want true or false`,
+		},
+		"MaxBelowInitial": {
+			reason:  "a longest wait shorter than the first is refused, naming both",
+			env:     map[string]string{"GOOGLE_CLOUD_PROJECT": "demo-x", "RECONCILE_INITIAL_BACKOFF": "5s", "RECONCILE_MAX_BACKOFF": "1s"},
+			wantErr: "config: RECONCILE_MAX_BACKOFF=1s is shorter than RECONCILE_INITIAL_BACKOFF=5s",
+		},
+		"BadLevel": {
+			reason:  "a log level names the levels there are",
+			env:     map[string]string{"GOOGLE_CLOUD_PROJECT": "demo-x", "LOG_LEVEL": "loud"},
+			wantErr: `config: LOG_LEVEL="loud" is not a level: want debug, info, warn or error`,
+		},
+		"UnknownProvider": {
+			reason:  "a provider this build lacks is refused at start-up",
+			env:     map[string]string{"GOOGLE_CLOUD_PROJECT": "demo-x", "PROVIDERS": "mock,aws"},
+			wantErr: `config: PROVIDERS names "aws", which this build does not have (known: gcp, mock)`,
+		},
+		"GCPEnabled": {
+			reason: "gcp with its defaults: the project falls back to GOOGLE_CLOUD_PROJECT",
+			env:    map[string]string{"GOOGLE_CLOUD_PROJECT": "demo-x", "PROVIDERS": "gcp,mock"},
+			want: with(func(c *app.Config) {
+				c.Providers, c.DefaultProvider = []string{"gcp", "mock"}, "gcp"
+				c.GCP = gcp.Config{Project: "demo-x", Network: "default", NetworkTag: "egress-proxy", Scopes: gcp.DefaultScopes, ProbeTarget: "www.google.com:443"}
+			}),
+		},
+		"GCPBadTag": {
+			reason:  "a gcp setting that cannot work stops the start, naming the variable",
+			env:     map[string]string{"GOOGLE_CLOUD_PROJECT": "demo-x", "PROVIDERS": "gcp", "GCP_NETWORK_TAG": "Egress Proxy"},
+			wantErr: `config: GCP_NETWORK_TAG="Egress Proxy" is not a GCE name: lowercase letters, digits and '-', at most 63`,
+		},
+		"GCPBadServiceAccount": {
+			reason:  "the VMs' service account must be an email",
+			env:     map[string]string{"GOOGLE_CLOUD_PROJECT": "demo-x", "PROVIDERS": "gcp", "GCP_SERVICE_ACCOUNT": "proxy-vm"},
+			wantErr: `config: GCP_SERVICE_ACCOUNT="proxy-vm" is not a service account email such as proxy-vm@PROJECT.iam.gserviceaccount.com`,
+		},
+		"GCPBadProbeTarget": {
+			reason:  "a probe target the startup script would refuse stops the start, not every VM's boot",
+			env:     map[string]string{"GOOGLE_CLOUD_PROJECT": "demo-x", "PROVIDERS": "gcp", "GCP_PROBE_TARGET": "https://www.google.com/"},
+			wantErr: `config: GCP_PROBE_TARGET="https://www.google.com/" is not host:port, such as www.google.com:443`,
+		},
+		"GCPSettingsIgnoredWhenDisabled": {
+			reason: "GCP_* settings are not read when gcp is not enabled",
+			env:    map[string]string{"GOOGLE_CLOUD_PROJECT": "demo-x", "GCP_NETWORK_TAG": "Egress Proxy"},
+			want:   defaults(),
+		},
+		"DefaultNotEnabled": {
+			reason:  "the default provider must be enabled",
+			env:     map[string]string{"GOOGLE_CLOUD_PROJECT": "demo-x", "DEFAULT_PROVIDER": "gcp"},
+			wantErr: `config: DEFAULT_PROVIDER "gcp" is not among PROVIDERS (mock)`,
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			got, err := app.Load(env(tc.env), app.Functions...)
+			gotErr := ""
+			if err != nil {
+				gotErr = err.Error()
+			}
+			if diff := cmp.Diff(tc.wantErr, gotErr); diff != "" {
+				t.Fatalf("%s\nerror (-want +got):\n%s", tc.reason, diff)
+			}
+			if err == nil {
+				if diff := cmp.Diff(tc.want, got, cmpopts.IgnoreFields(mock.Options{}, "Clock"), cmpopts.EquateEmpty()); diff != "" {
+					t.Errorf("%s\nconfig (-want +got):\n%s", tc.reason, diff)
+				}
+			}
+		})
+	}
+}
+
+// TestEachFunctionReadsItsVariables loads the configuration of each reader
+// with a getenv that records what is asked of it: a function reads exactly
+// the variables the table gives it, and nothing outside the table. A
+// variable read in code but missing from the table fails here.
+func TestEachFunctionReadsItsVariables(t *testing.T) {
+	for _, f := range []app.Function{app.ProxyAPI, app.Reconcile, app.CollectGarbage, app.LocalStack} {
+		t.Run(string(f), func(t *testing.T) {
+			asked := map[string]bool{}
+			getenv := func(k string) string {
+				asked[k] = true
+				// Enough to switch every conditional variable on.
+				return map[string]string{"GOOGLE_CLOUD_PROJECT": "demo-x", "PROVIDERS": "gcp,mock"}[k]
+			}
+			if _, err := app.Load(getenv, f); err != nil {
+				t.Fatal(err)
+			}
+			var got []string
+			for k := range asked {
+				got = append(got, k)
+			}
+			slices.Sort(got)
+			if diff := cmp.Diff(app.Names(f, false), got); diff != "" {
+				t.Errorf("variables %s reads (-the table +what Load asked for):\n%s", f, diff)
+			}
+		})
+	}
+}
+
+// TestTheREADMEDocumentsEveryVariable: every variable of the table is a row
+// of a variable table in the README, with its default (the production one,
+// or the local stack's for the local stack's own table), and every such row
+// names a variable of the table.
+func TestTheREADMEDocumentsEveryVariable(t *testing.T) {
+	raw, err := os.ReadFile("../../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	row := regexp.MustCompile("^\\| `([A-Z][A-Z0-9_]+)` \\| ([^|]*) \\|")
+	documented := map[string][]string{}
+	for _, l := range strings.Split(string(raw), "\n") {
+		if m := row.FindStringSubmatch(l); m != nil {
+			documented[m[1]] = append(documented[m[1]], strings.TrimSpace(m[2]))
+		}
+	}
+	vars := app.ByName()
+	for name, v := range vars {
+		defaults, ok := documented[name]
+		if !ok {
+			t.Errorf("%s is not in a variable table of the README; add:\n| `%s` | %s | %s |", name, name, quoteDefault(v.DocDefault()), v.Meaning)
+			continue
+		}
+		for _, d := range defaults {
+			if d != quoteDefault(v.DocDefault()) && (v.LocalDefault == "" || d != quoteDefault(v.LocalDefault)) {
+				t.Errorf("the README gives %s the default %s; the table's is %s", name, d, quoteDefault(v.DocDefault()))
+			}
+		}
+	}
+	for name := range documented {
+		if _, ok := vars[name]; !ok {
+			t.Errorf("the README documents %s, which no function reads (it is not in app.Vars)", name)
+		}
+	}
+}
+
+// quoteDefault is a default as a README cell shows it: code, unless it is
+// prose or none.
+func quoteDefault(d string) string {
+	if d == "—" || strings.Contains(d, " ") || strings.Contains(d, "`") {
+		return d
+	}
+	return "`" + d + "`"
+}
+
+// TestNoVariableIsReadAroundTheTable scans the production code the
+// functions run (functions/ and internal/) for environment reads that
+// bypass Load: each must be a variable of the table or one of the few read
+// by tools around the product, which are named here with why.
+func TestNoVariableIsReadAroundTheTable(t *testing.T) {
+	outside := map[string]string{
+		"FUNCTION_TARGET": "set by Cloud Run functions; the functions framework and functions/ read it to know what to serve",
+		"CLOUDSDK_ROOT":   "where the Cloud CLI lives, for starting the emulators (internal/emulator, never in production)",
+		"CI":              "makes a missing emulator a failure instead of a skip (internal/emulatortest)",
+	}
+	vars := app.ByName()
+	fset := token.NewFileSet()
+	for _, dir := range []string{"../../functions", "../../internal"} {
+		err := filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
+			if err != nil || d.IsDir() || !strings.HasSuffix(path, ".go") || strings.HasSuffix(path, "_test.go") {
+				return err
+			}
+			f, err := parser.ParseFile(fset, path, nil, 0)
+			if err != nil {
+				return err
+			}
+			ast.Inspect(f, func(n ast.Node) bool {
+				call, ok := n.(*ast.CallExpr)
+				if !ok {
+					return true
+				}
+				sel, ok := call.Fun.(*ast.SelectorExpr)
+				if !ok || (sel.Sel.Name != "Getenv" && sel.Sel.Name != "LookupEnv") {
+					return true
+				}
+				if x, ok := sel.X.(*ast.Ident); !ok || x.Name != "os" {
+					return true
+				}
+				lit, ok := call.Args[0].(*ast.BasicLit)
+				if !ok {
+					// os.Getenv(kind.EnvVar()): the emulators' own variables.
+					return true
+				}
+				name := strings.Trim(lit.Value, `"`)
+				if _, ok := vars[name]; !ok && outside[name] == "" {
+					t.Errorf("%s reads %s around app.Vars: add it to the table (and the README and Terraform) or say here why not", fset.Position(call.Pos()), name)
+				}
+				return true
+			})
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+}

@@ -1,0 +1,70 @@
+package app
+
+import (
+	"context"
+	"fmt"
+
+	compute "cloud.google.com/go/compute/apiv1"
+	"google.golang.org/api/option"
+
+	"github.com/egress-proxies/egress/internal/clock"
+	"github.com/egress-proxies/egress/internal/metering"
+	"github.com/egress-proxies/egress/internal/provider"
+	"github.com/egress-proxies/egress/internal/provider/gcp"
+	"github.com/egress-proxies/egress/internal/provider/mock"
+	"github.com/egress-proxies/egress/internal/queue"
+)
+
+// registry builds the registry of every enabled provider type, each behind
+// the metering decorator, so every backend's calls count in the
+// invocation's usage without its knowing. Each provider's settings were
+// read and checked by Load only when it is enabled, so a missing GCP_*
+// setting never stops a mock run and always stops a gcp one at start-up.
+func (c Config) registry() (*provider.Registry, error) {
+	ctors := map[string]provider.Constructor{
+		mock.Type: c.mockConstructor(),
+		gcp.Type:  c.gcpConstructor(),
+	}
+	reg := provider.NewRegistry()
+	for _, typ := range c.Providers {
+		if err := reg.Register(typ, metered(ctors[typ])); err != nil {
+			return nil, fmt.Errorf("config: PROVIDERS: %w", err)
+		}
+	}
+	return reg, nil
+}
+
+func metered(ctor provider.Constructor) provider.Constructor {
+	return func(ctx context.Context) (provider.Provider, error) {
+		p, err := ctor(ctx)
+		if err != nil {
+			return nil, err
+		}
+		return metering.Provider(p), nil
+	}
+}
+
+func (c Config) mockConstructor() provider.Constructor {
+	opts := c.Mock
+	opts.Clock = clock.Real{}
+	return func(context.Context) (provider.Provider, error) { return mock.New(opts), nil }
+}
+
+// gcpConstructor dials Compute when the provider is first used. The VMs
+// call home on the reconcile topic of the functions' project.
+func (c Config) gcpConstructor() provider.Constructor {
+	cfg := c.GCP
+	cfg.CallHomeTopic = "projects/" + c.Project + "/topics/" + queue.ReconcileTopic
+	endpoint := c.ComputeEndpoint
+	return func(ctx context.Context) (provider.Provider, error) {
+		var opts []option.ClientOption
+		if endpoint != "" {
+			opts = append(opts, option.WithEndpoint(endpoint), option.WithoutAuthentication())
+		}
+		client, err := compute.NewInstancesRESTClient(context.WithoutCancel(ctx), opts...)
+		if err != nil {
+			return nil, fmt.Errorf("compute client: %w", err)
+		}
+		return gcp.New(client, cfg)
+	}
+}

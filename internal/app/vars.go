@@ -1,0 +1,320 @@
+package app
+
+import (
+	"fmt"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/egress-proxies/egress/internal/bootstrap"
+	"github.com/egress-proxies/egress/internal/gc"
+	"github.com/egress-proxies/egress/internal/httpapi"
+	"github.com/egress-proxies/egress/internal/provider/gcp"
+	"github.com/egress-proxies/egress/internal/provider/mock"
+	"github.com/egress-proxies/egress/internal/reconcile"
+)
+
+// Function is a reader of configuration: one of the three entry points, or
+// the local stack's own process.
+type Function string
+
+// The readers. The first three are the entry points functions/ registers
+// and Terraform deploys; LocalStack is `make run`.
+const (
+	ProxyAPI       Function = "ProxyAPI"
+	Reconcile      Function = "Reconcile"
+	CollectGarbage Function = "CollectGarbage"
+	LocalStack     Function = "localstack"
+)
+
+// Functions are the entry points, in the order they are documented.
+var Functions = []Function{ProxyAPI, Reconcile, CollectGarbage}
+
+// Var is one configuration variable: the one place its name, default,
+// meaning and readers are written down. The README's tables and
+// deploy/terraform are checked against this table (internal/app and
+// deploy tests), so a variable cannot be read without being documented and
+// deployed.
+type Var struct {
+	Name string
+	// Default is the value used when the variable is unset or empty, in the
+	// variable's own syntax; "" means there is none (or it is derived, as
+	// DefaultDoc says).
+	Default string
+	// DefaultDoc is the default as the README gives it, when Default alone
+	// does not say it ("the first of PROVIDERS").
+	DefaultDoc string
+	// LocalDefault is the default `make run` gives the variable, when it is
+	// not Default.
+	LocalDefault string
+	Meaning      string
+	Readers      []Function
+	// Local marks a variable only the local stack and tests set: production
+	// (Terraform) never sets it.
+	Local bool
+	// Required variables have no default; unset, they stop the start-up.
+	Required bool
+	// when, if set, reads the variable only when the configuration read so
+	// far calls for it (a provider's settings only when it is enabled).
+	when func(*Config) bool
+	set  func(*Config, string) error
+}
+
+// DocDefault is the default as documented.
+func (v Var) DocDefault() string {
+	switch {
+	case v.DefaultDoc != "":
+		return v.DefaultDoc
+	case v.Default != "":
+		return v.Default
+	}
+	return "—"
+}
+
+// ReadBy reports whether f reads v.
+func (v Var) ReadBy(f Function) bool { return slices.Contains(v.Readers, f) }
+
+var (
+	allFunctions = []Function{ProxyAPI, Reconcile, CollectGarbage}
+	// providerUsers make providers: they call Create, Get, Delete, ListByTag.
+	providerUsers = []Function{Reconcile, CollectGarbage}
+	gcpEnabled    = func(c *Config) bool { return slices.Contains(c.Providers, gcp.Type) }
+)
+
+// Vars is every variable the product reads, in the order they are loaded:
+// a variable whose default derives from another comes after it.
+var Vars = []Var{
+	{Name: "GOOGLE_CLOUD_PROJECT", Required: true, LocalDefault: "demo-egress", Readers: append(allFunctions, LocalStack),
+		Meaning: "the project of the functions, Firestore and Pub/Sub; `demo-` ids are the emulators' convention and never reach Google",
+		set:     func(c *Config, v string) error { c.Project = v; return nil }},
+	{Name: "PROVIDERS", Default: mock.Type, Readers: allFunctions,
+		Meaning: "the enabled provider types, comma-separated",
+		set: func(c *Config, v string) error {
+			c.Providers = splitList(v)
+			if len(c.Providers) == 0 {
+				return fmt.Errorf("names no provider")
+			}
+			return nil
+		}},
+	{Name: "DEFAULT_PROVIDER", DefaultDoc: "the first of `PROVIDERS`", Readers: allFunctions,
+		Meaning: "the provider of a spec that names none",
+		set: func(c *Config, v string) error {
+			c.DefaultProvider = v
+			if v == "" {
+				c.DefaultProvider = c.Providers[0]
+			}
+			return nil
+		}},
+	{Name: "LOG_LEVEL", Default: "info", Readers: allFunctions,
+		Meaning: "the functions' log level: debug, info, warn or error (above info, the invocation lines the metrics read are not logged)",
+		set: func(c *Config, v string) error {
+			if err := c.LogLevel.UnmarshalText([]byte(v)); err != nil {
+				return fmt.Errorf("is not a level: want debug, info, warn or error")
+			}
+			return nil
+		}},
+	{Name: "LOG_FORMAT", Default: "json", LocalDefault: "text", Readers: allFunctions,
+		Meaning: "`json`, the Cloud Logging shape, or `text` for a terminal",
+		set: func(c *Config, v string) error {
+			if v != "json" && v != "text" {
+				return fmt.Errorf("is neither json nor text")
+			}
+			c.LogFormat = v
+			return nil
+		}},
+
+	// ProxyAPI.
+	{Name: "NAMESPACE_QUOTA", Default: strconv.Itoa(httpapi.DefaultQuota), Readers: []Function{ProxyAPI},
+		Meaning: "proxies one namespace may hold",
+		set:     atLeast(1, func(c *Config) *int { return &c.API.Quota })},
+
+	// Reconcile.
+	{Name: "RECONCILE_WAIT_BUDGET", Default: durationText(reconcile.DefaultWaitBudget), Readers: []Function{Reconcile},
+		Meaning: "how long one invocation waits for a VM before it hands on through `proxy-reconcile`",
+		set:     positive(func(c *Config) *time.Duration { return &c.Reconcile.WaitBudget })},
+	{Name: "RECONCILE_INITIAL_BACKOFF", Default: durationText(reconcile.DefaultInitialBackoff), Readers: []Function{Reconcile},
+		Meaning: "the first wait between two looks (provider Gets) at a booting VM",
+		set:     positive(func(c *Config) *time.Duration { return &c.Reconcile.InitialBackoff })},
+	{Name: "RECONCILE_MAX_BACKOFF", Default: durationText(reconcile.DefaultMaxBackoff), Readers: []Function{Reconcile},
+		Meaning: "the longest such wait; it bounds the time from the VM running to the proxy Ready",
+		set:     positive(func(c *Config) *time.Duration { return &c.Reconcile.MaxBackoff })},
+
+	// CollectGarbage.
+	{Name: "GC_GRACE_PERIOD", Default: durationText(gc.DefaultGracePeriod), Readers: []Function{CollectGarbage},
+		Meaning: "an unclaimed VM younger than this is kept (must be > 0)",
+		set:     positive(func(c *Config) *time.Duration { return &c.GC.GracePeriod })},
+	{Name: "GC_PARALLELISM", Default: strconv.Itoa(gc.DefaultParallelism), Readers: []Function{CollectGarbage},
+		Meaning: "deletes and requeues in flight at once (≥ 1)",
+		set:     atLeast(1, func(c *Config) *int { return &c.GC.Parallelism })},
+	{Name: "GC_DRY_RUN", Default: "false", Readers: []Function{CollectGarbage},
+		Meaning: "log what would be deleted, delete nothing (the sweep still runs)",
+		set: func(c *Config, v string) error {
+			b, err := strconv.ParseBool(v)
+			if err != nil {
+				return fmt.Errorf("is not a boolean: want true or false")
+			}
+			c.GC.DryRun = b
+			return nil
+		}},
+	{Name: "GC_SWEEP_THRESHOLD", Default: durationText(gc.DefaultSweepThreshold), Readers: []Function{CollectGarbage},
+		Meaning: "time without progress before a document is re-driven (must be > 0)",
+		set:     positive(func(c *Config) *time.Duration { return &c.GC.SweepThreshold })},
+
+	// The mock provider: the local stack's and the tests'.
+	{Name: "MOCK_PROVISIONING_DELAY", Default: "5s", Readers: providerUsers, Local: true,
+		Meaning: "how long a mock VM takes to boot",
+		when:    func(c *Config) bool { return slices.Contains(c.Providers, mock.Type) },
+		set:     duration(func(c *Config) *time.Duration { return &c.Mock.ProvisioningDelay })},
+
+	// The gcp provider, read only when it is enabled.
+	{Name: "GCP_PROJECT", DefaultDoc: "`GOOGLE_CLOUD_PROJECT`", Readers: providerUsers, when: gcpEnabled,
+		Meaning: "where VMs are made",
+		set: func(c *Config, v string) error {
+			c.GCP.Project = v
+			if v == "" {
+				c.GCP.Project = c.Project
+			}
+			return nil
+		}},
+	{Name: "GCP_NETWORK", Default: gcp.DefaultNetwork, Readers: providerUsers, when: gcpEnabled,
+		Meaning: "the VPC network", set: gceName(func(c *Config) *string { return &c.GCP.Network })},
+	{Name: "GCP_SUBNETWORK", Readers: providerUsers, when: gcpEnabled,
+		Meaning: "the subnetwork of each region, for custom-mode networks",
+		set: func(c *Config, v string) error {
+			if v == "" {
+				return nil
+			}
+			return gceName(func(c *Config) *string { return &c.GCP.Subnetwork })(c, v)
+		}},
+	{Name: "GCP_NETWORK_TAG", Default: gcp.DefaultNetworkTag, Readers: providerUsers, when: gcpEnabled,
+		Meaning: "the tag the firewall rule targets", set: gceName(func(c *Config) *string { return &c.GCP.NetworkTag })},
+	{Name: "GCP_SERVICE_ACCOUNT", Readers: providerUsers, when: gcpEnabled,
+		Meaning: "the VMs' own service account",
+		set: func(c *Config, v string) error {
+			if v != "" && !gcpEmailRE.MatchString(v) {
+				return fmt.Errorf("is not a service account email such as proxy-vm@PROJECT.iam.gserviceaccount.com")
+			}
+			c.GCP.ServiceAccount = v
+			return nil
+		}},
+	{Name: "GCP_SCOPES", Default: strings.Join(gcp.DefaultScopes, ","), DefaultDoc: "logging.write, monitoring.write", Readers: providerUsers, when: gcpEnabled,
+		Meaning: "that account's OAuth scopes, comma-separated",
+		set: func(c *Config, v string) error {
+			c.GCP.Scopes = splitList(v)
+			for _, s := range c.GCP.Scopes {
+				if !strings.HasPrefix(s, "https://www.googleapis.com/auth/") {
+					return fmt.Errorf("holds %q, which is not an OAuth scope URL (https://www.googleapis.com/auth/…)", s)
+				}
+			}
+			return nil
+		}},
+	{Name: "GCP_PROBE_TARGET", Default: bootstrap.DefaultProbeTarget, Readers: providerUsers, when: gcpEnabled,
+		Meaning: "the host:port a VM's self-test reaches through its proxy before it says it serves",
+		set: func(c *Config, v string) error {
+			// The form the startup script accepts: a bad one stops the
+			// function at start-up rather than every VM at boot.
+			if !probeTargetRE.MatchString(v) {
+				return fmt.Errorf("is not host:port, such as www.google.com:443")
+			}
+			c.GCP.ProbeTarget = v
+			return nil
+		}},
+	{Name: "GCP_COMPUTE_ENDPOINT", Readers: providerUsers, Local: true, when: gcpEnabled,
+		Meaning: "a Compute API to use instead of Google's, without credentials: tests against a fake only",
+		set:     func(c *Config, v string) error { c.ComputeEndpoint = v; return nil }},
+
+	// The local stack's own settings.
+	{Name: "PORT", Default: "8080", Readers: []Function{LocalStack}, Local: true,
+		Meaning: "where the API (`/v1/…`, `/healthz`), `/Reconcile`, `/CollectGarbage` and `/debug/instances` are served",
+		set: func(c *Config, v string) error {
+			if n, err := strconv.Atoi(v); err != nil || n < 1 || n > 65535 {
+				return fmt.Errorf("is not a port: want 1-65535")
+			}
+			c.Local.Port = v
+			return nil
+		}},
+	{Name: "FIRESTORE_EMULATOR_HOST", Default: "127.0.0.1:8081", Readers: []Function{LocalStack}, Local: true,
+		Meaning: "where the Firestore emulator is started",
+		set:     func(c *Config, v string) error { c.Local.FirestoreHost = v; return nil }},
+	{Name: "PUBSUB_EMULATOR_HOST", Default: "127.0.0.1:8085", Readers: []Function{LocalStack}, Local: true,
+		Meaning: "where the Pub/Sub emulator is started",
+		set:     func(c *Config, v string) error { c.Local.PubSubHost = v; return nil }},
+	{Name: "GC_INTERVAL", Default: "1m", Readers: []Function{LocalStack}, Local: true,
+		Meaning: "how often the Scheduler stand-in publishes to `proxy-gc`",
+		set:     positive(func(c *Config) *time.Duration { return &c.Local.GCInterval })},
+}
+
+// Helpers of the table's setters. Each returns the problem with the value;
+// the loader adds the variable's name and the value.
+
+func duration(field func(*Config) *time.Duration) func(*Config, string) error {
+	return func(c *Config, v string) error {
+		d, err := time.ParseDuration(v)
+		if err != nil || d < 0 {
+			return fmt.Errorf("is not a duration: want Go's syntax, such as 2s or 10m")
+		}
+		*field(c) = d
+		return nil
+	}
+}
+
+// positive is duration refusing zero, which is far likelier a slip than a
+// wish: a zero grace period would let a run delete a VM mid-create, a zero
+// threshold re-drive every unsettled document on every run, a zero backoff
+// poll a provider in a busy loop.
+func positive(field func(*Config) *time.Duration) func(*Config, string) error {
+	parse := duration(field)
+	return func(c *Config, v string) error {
+		if err := parse(c, v); err != nil {
+			return err
+		}
+		if *field(c) == 0 {
+			return fmt.Errorf("must be longer than zero")
+		}
+		return nil
+	}
+}
+
+func atLeast(min int, field func(*Config) *int) func(*Config, string) error {
+	return func(c *Config, v string) error {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < min {
+			return fmt.Errorf("is not a whole number of at least %d", min)
+		}
+		*field(c) = n
+		return nil
+	}
+}
+
+func gceName(field func(*Config) *string) func(*Config, string) error {
+	return func(c *Config, v string) error {
+		if !gcpNameRE.MatchString(v) {
+			return fmt.Errorf("is not a GCE name: lowercase letters, digits and '-', at most 63")
+		}
+		*field(c) = v
+		return nil
+	}
+}
+
+// durationText is a default duration as people write it: 10m, not 10m0s.
+func durationText(d time.Duration) string {
+	s := d.String()
+	if strings.HasSuffix(s, "m0s") {
+		s = strings.TrimSuffix(s, "0s")
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
+	}
+	return s
+}
+
+func splitList(s string) []string {
+	var out []string
+	for _, f := range strings.Split(s, ",") {
+		if f = strings.TrimSpace(f); f != "" {
+			out = append(out, f)
+		}
+	}
+	return out
+}
