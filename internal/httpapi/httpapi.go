@@ -173,7 +173,7 @@ func (a *API) create(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	w.Header().Set("Location", "/v1/"+created.Key().Path())
-	writeJSON(w, http.StatusCreated, created)
+	writeJSON(w, http.StatusCreated, shown(created))
 }
 
 // repeatedCreate answers a create of a name that exists: the same request
@@ -185,7 +185,7 @@ func (a *API) repeatedCreate(w http.ResponseWriter, want, existing *proxy.Proxy)
 			details: proxy.FieldErrors{{Field: "name", Description: "names a proxy being deleted"}}})
 	case reflect.DeepEqual(normalize(existing.Spec), normalize(want.Spec)):
 		w.Header().Set("Location", "/v1/"+existing.Key().Path())
-		writeJSON(w, http.StatusOK, existing)
+		writeJSON(w, http.StatusOK, shown(existing))
 	default:
 		writeError(w, apiError{code: http.StatusConflict, message: fmt.Sprintf("proxy %s exists with another spec", existing.Key()),
 			details: proxy.FieldErrors{{Field: "spec", Description: "differs from the spec of the existing proxy of this name"}}})
@@ -215,7 +215,7 @@ func (a *API) get(w http.ResponseWriter, r *http.Request) {
 		a.internal(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, p)
+	writeJSON(w, http.StatusOK, shown(p))
 }
 
 // listResponse is the body of a list.
@@ -254,6 +254,9 @@ func (a *API) list(w http.ResponseWriter, r *http.Request) {
 	if page == nil {
 		page = []*proxy.Proxy{}
 	}
+	for _, p := range page {
+		shown(p)
+	}
 	writeJSON(w, http.StatusOK, listResponse{Proxies: page, NextPageToken: next})
 }
 
@@ -271,7 +274,14 @@ func (a *API) delete(w http.ResponseWriter, r *http.Request) {
 		a.internal(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusAccepted, p)
+	writeJSON(w, http.StatusAccepted, shown(p))
+}
+
+// shown fills in what the resource shows of the document's private part:
+// the proxy URL with its credentials, once the proxy has an endpoint.
+func shown(p *proxy.Proxy) *proxy.Proxy {
+	p.Status.ProxyURL = p.Reconciler.Credentials.URL(p.Status.Endpoint)
+	return p
 }
 
 // now is the time of a write, to the microsecond: Firestore keeps no more,

@@ -133,6 +133,9 @@ func TestBadInput(t *testing.T) {
 		"CIDRMalformed":        {body: body("a", `{"placement":{"region":"us-central1","zone":"us-central1-a"},"allowedSourceRanges":["10.0.0.0/8","10.0.0.300/32"]}`), code: 400, status: "INVALID_ARGUMENT", field: "spec.allowedSourceRanges[1]"},
 		"CIDRMissing":          {body: body("a", `{"placement":{"region":"us-central1","zone":"us-central1-a"}}`), code: 400, status: "INVALID_ARGUMENT", field: "spec.allowedSourceRanges"},
 		"UnknownProvider":      {body: body("a", spec(`"provider":"azure"`)), code: 400, status: "INVALID_ARGUMENT", field: "spec.provider"},
+		"ConnectPortZero":      {body: body("a", spec(`"connectPorts":[443,0]`)), code: 400, status: "INVALID_ARGUMENT", field: "spec.connectPorts[1]"},
+		"ConnectPortTwice":     {body: body("a", spec(`"connectPorts":[443,443]`)), code: 400, status: "INVALID_ARGUMENT", field: "spec.connectPorts[1]"},
+		"CIDRMappedIPv6":       {body: body("a", `{"placement":{"region":"us-central1","zone":"us-central1-a"},"allowedSourceRanges":["::ffff:10.0.0.0/104"]}`), code: 400, status: "INVALID_ARGUMENT", field: "spec.allowedSourceRanges[0]"},
 		"GetNameNotLabel":      {method: "GET", path: coll + "/Not_A_Label", code: 400, status: "INVALID_ARGUMENT", field: "name"},
 		"GetAbsent":            {method: "GET", path: coll + "/absent", code: 404, status: "NOT_FOUND"},
 		"DeleteAbsent":         {method: "DELETE", path: coll + "/absent", code: 404, status: "NOT_FOUND"},
@@ -374,4 +377,49 @@ func TestConcurrentCreates(t *testing.T) {
 func mustJSON(v any) string {
 	b, _ := json.Marshal(v)
 	return string(b)
+}
+
+// TestProxyURL: once the reconciler has stored the proxy's credentials and
+// its endpoint, the resource shows the URL a client configures, in a get
+// and in a list; the request log never holds it.
+func TestProxyURL(t *testing.T) {
+	srv, st, logs := server(t, 20)
+	base := srv.URL + "/v1/namespaces/team-u/proxies"
+	if resp, b := do(t, "POST", base, "application/json", strings.NewReader(body("p", goodSpec))); resp.StatusCode != 201 || strings.Contains(string(b), "proxyURL") {
+		t.Fatalf("create: %d %s, want 201 without a proxyURL (no endpoint yet)", resp.StatusCode, b)
+	}
+	p, err := st.Get(context.Background(), proxy.Key{Namespace: "team-u", Name: "p"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Reconciler.Credentials = proxy.Credentials{Username: "u7Qk2pLm9xZa", Password: "Zq8Rk3Vw1Ls5Nt7Bx2Cy4Dm6"}
+	p.Status.Phase, p.Status.IP, p.Status.Endpoint = proxy.PhaseReady, "192.0.2.7", "192.0.2.7:3128"
+	if _, err := st.UpdateStatus(context.Background(), p); err != nil {
+		t.Fatal(err)
+	}
+	const want = "http://u7Qk2pLm9xZa:Zq8Rk3Vw1Ls5Nt7Bx2Cy4Dm6@192.0.2.7:3128"
+	var got struct {
+		Status struct {
+			ProxyURL string `json:"proxyURL"`
+		} `json:"status"`
+	}
+	_, b := do(t, "GET", base+"/p", "", nil)
+	json.Unmarshal(b, &got)
+	if got.Status.ProxyURL != want {
+		t.Errorf("get: proxyURL %q, want %q", got.Status.ProxyURL, want)
+	}
+	var page struct {
+		Proxies []struct{ Status struct{ ProxyURL string } }
+	}
+	_, b = do(t, "GET", base, "", nil)
+	json.Unmarshal(b, &page)
+	if len(page.Proxies) != 1 || page.Proxies[0].Status.ProxyURL != want {
+		t.Errorf("list: %s, want the one proxy with proxyURL %q", b, want)
+	}
+	if strings.Contains(logs.String(), p.Reconciler.Credentials.Password) {
+		t.Error("the request log holds the proxy's password")
+	}
+	if strings.Contains(string(b), "reconciler") || strings.Contains(string(b), `"password"`) {
+		t.Errorf("the list shows the document's private part: %s", b)
+	}
 }

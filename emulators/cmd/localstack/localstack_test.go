@@ -8,6 +8,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/url"
 	"os"
 	"strings"
 	"sync"
@@ -34,6 +35,13 @@ func TestEndToEnd(t *testing.T) {
 	ready := s.waitPhase(t, "demo", "first", "Ready")
 	if ready.Status.Endpoint == "" {
 		t.Fatalf("Ready without an endpoint: %+v", ready.Status)
+	}
+	// What a client configures: the proxy's own credentials at its endpoint.
+	u, err := url.Parse(ready.Status.ProxyURL)
+	if err != nil || u.Scheme != "http" || u.Host != ready.Status.Endpoint || u.User.Username() == "" {
+		t.Errorf("proxyURL %q: want http://USER:PASSWORD@%s", ready.Status.ProxyURL, ready.Status.Endpoint)
+	} else if pass, _ := u.User.Password(); len(pass) < 22 {
+		t.Errorf("proxyURL %q: a password of %d characters, want at least 22 (128 bits)", ready.Status.ProxyURL, len(pass))
 	}
 	// The same POST again: 200 and the same uid.
 	code, again := s.post(t, "demo", "first")
@@ -89,7 +97,7 @@ func TestEndToEnd(t *testing.T) {
 
 type resource struct {
 	Name, Namespace, UID string
-	Status               struct{ Phase, Endpoint string }
+	Status               struct{ Phase, Endpoint, ProxyURL string }
 }
 
 type liveStack struct {
