@@ -4,17 +4,28 @@ import (
 	"fmt"
 	"io"
 	"net/http"
-	"regexp"
 	"sort"
 	"strings"
-	"time"
 
 	"cloud.google.com/go/compute/apiv1/computepb"
 	"google.golang.org/protobuf/encoding/protojson"
 	"google.golang.org/protobuf/proto"
 )
 
-var labelFilter = regexp.MustCompile(`^labels\.([a-z0-9_-]+)\s*=\s*"?([a-z0-9_-]*)"?$`)
+var instanceRoutes = []route{
+	{http.MethodPost, projectPath(`zones/([^/]+)/instances`), func(s *Server, w http.ResponseWriter, r *http.Request, m []string) {
+		s.insert(w, r, m[0], m[1])
+	}},
+	{http.MethodGet, projectPath(`zones/([^/]+)/instances/([^/]+)`), func(s *Server, w http.ResponseWriter, r *http.Request, m []string) {
+		s.get(w, m[0], m[1], m[2])
+	}},
+	{http.MethodDelete, projectPath(`zones/([^/]+)/instances/([^/]+)`), func(s *Server, w http.ResponseWriter, r *http.Request, m []string) {
+		s.delete(w, r, m[0], m[1], m[2])
+	}},
+	{http.MethodGet, projectPath(`aggregated/instances`), func(s *Server, w http.ResponseWriter, r *http.Request, m []string) {
+		s.list(w, r, m[0])
+	}},
+}
 
 // Insert is one Insert call the fake received.
 type Insert struct {
@@ -40,7 +51,7 @@ func (s *Server) insert(w http.ResponseWriter, r *http.Request, project, zone st
 	key := zone + "/" + inst.GetName()
 	if reqID != "" && s.requestIDs[reqID] == key {
 		// A retried request: the same operation, not a conflict.
-		writeMessage(w, s.operation(project, zone, inst.GetName(), "insert"))
+		writeMessage(w, s.startOperation(project, "zones/"+zone, "insert", link(project, "zones", zone, "instances", inst.GetName()), reqID).op)
 		return
 	}
 	if _, ok := s.instances[key]; ok {
@@ -51,14 +62,16 @@ func (s *Server) insert(w http.ResponseWriter, r *http.Request, project, zone st
 	s.nextID++
 	inst.Id = proto.Uint64(s.nextID)
 	inst.Status = proto.String("PROVISIONING")
-	inst.Zone = proto.String(fmt.Sprintf("https://www.googleapis.com/compute/v1/projects/%s/zones/%s", project, zone))
-	inst.CreationTimestamp = proto.String(time.Now().Format("2006-01-02T15:04:05.000-07:00"))
-	inst.SelfLink = proto.String(fmt.Sprintf("https://www.googleapis.com/compute/v1/projects/%s/zones/%s/instances/%s", project, zone, inst.GetName()))
+	inst.Zone = proto.String(link(project, "zones", zone))
+	inst.CreationTimestamp = proto.String(s.now().Format(stamp))
+	inst.SelfLink = proto.String(link(project, "zones", zone, "instances", inst.GetName()))
 	s.instances[key] = inst
 	if reqID != "" {
 		s.requestIDs[reqID] = key
 	}
-	writeMessage(w, s.operation(project, zone, inst.GetName(), "insert"))
+	o := s.startOperation(project, "zones/"+zone, "insert", inst.GetSelfLink(), reqID)
+	o.op.TargetId = inst.Id
+	writeMessage(w, o.op)
 }
 
 func (s *Server) get(w http.ResponseWriter, project, zone, name string) {
@@ -76,7 +89,7 @@ func (s *Server) get(w http.ResponseWriter, project, zone, name string) {
 	writeMessage(w, inst)
 }
 
-func (s *Server) delete(w http.ResponseWriter, project, zone, name string) {
+func (s *Server) delete(w http.ResponseWriter, r *http.Request, project, zone, name string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if f := s.takeFault("delete"); f != nil {
@@ -92,7 +105,9 @@ func (s *Server) delete(w http.ResponseWriter, project, zone, name string) {
 	// A deleted VM stops first and is gone once it has (Settle).
 	inst.Status = proto.String("STOPPING")
 	s.deleting[key] = true
-	writeMessage(w, s.operation(project, zone, name, "delete"))
+	o := s.startOperation(project, "zones/"+zone, "delete", link(project, "zones", zone, "instances", name), r.URL.Query().Get("requestId"))
+	o.op.TargetId = inst.Id
+	writeMessage(w, o.op)
 }
 
 func (s *Server) list(w http.ResponseWriter, r *http.Request, project string) {
@@ -102,14 +117,10 @@ func (s *Server) list(w http.ResponseWriter, r *http.Request, project string) {
 		writeError(w, *f)
 		return
 	}
-	var key, value string
-	if f := r.URL.Query().Get("filter"); f != "" {
-		m := labelFilter.FindStringSubmatch(strings.TrimSpace(f))
-		if m == nil {
-			writeError(w, Fault{Code: 400, Reason: "invalid", Message: "the fake understands only labels.KEY=VALUE filters, not " + f})
-			return
-		}
-		key, value = m[1], m[2]
+	key, value, err := parseLabelFilter(r.URL.Query().Get("filter"))
+	if err != nil {
+		writeError(w, invalid("%v", err))
+		return
 	}
 	out := &computepb.InstanceAggregatedList{Items: map[string]*computepb.InstancesScopedList{}}
 	for k, inst := range s.instances {
@@ -134,28 +145,17 @@ func (s *Server) list(w http.ResponseWriter, r *http.Request, project string) {
 	writeMessage(w, out)
 }
 
-func (s *Server) operation(project, zone, name, kind string) *computepb.Operation {
-	s.nextID++
-	return &computepb.Operation{
-		Id:            proto.Uint64(s.nextID),
-		Name:          proto.String(fmt.Sprintf("operation-%d", s.nextID)),
-		Zone:          proto.String(fmt.Sprintf("https://www.googleapis.com/compute/v1/projects/%s/zones/%s", project, zone)),
-		OperationType: proto.String(kind),
-		Status:        computepb.Operation_RUNNING.Enum(),
-		TargetLink:    proto.String(fmt.Sprintf("https://www.googleapis.com/compute/v1/projects/%s/zones/%s/instances/%s", project, zone, name)),
-	}
-}
-
 func notFound(project, zone, name string) Fault {
 	return Fault{Code: http.StatusNotFound, Reason: "notFound",
 		Message: fmt.Sprintf("The resource 'projects/%s/zones/%s/instances/%s' was not found", project, zone, name)}
 }
 
 // Settle finishes what is in progress: provisioning instances run, with an
-// external IP, and deleted ones are gone.
+// external IP, deleted ones are gone, and every running operation is DONE.
 func (s *Server) Settle() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	s.finishOperations()
 	for key, inst := range s.instances {
 		if s.deleting[key] {
 			delete(s.instances, key)

@@ -5,7 +5,10 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"regexp"
+	"slices"
+	"strings"
 	"sync"
+	"time"
 
 	"cloud.google.com/go/compute/apiv1/computepb"
 	"google.golang.org/protobuf/encoding/protojson"
@@ -24,9 +27,12 @@ type Server struct {
 	*httptest.Server
 
 	mu          sync.Mutex
+	clock       func() time.Time
+	skew        time.Duration                  // what Advance added to clock
 	instances   map[string]*computepb.Instance // by zone/name
 	deleting    map[string]bool
-	requestIDs  map[string]string // request id → zone/name
+	requestIDs  map[string]string     // request id → zone/name
+	operations  map[string]*operation // by name
 	inserts     []Insert
 	faults      map[string][]Fault // by method: insert, get, delete, list
 	unreachable []string
@@ -38,9 +44,11 @@ type Server struct {
 // New starts a fake on a loopback port. Close it when done.
 func New() *Server {
 	s := &Server{
+		clock:      time.Now,
 		instances:  map[string]*computepb.Instance{},
 		deleting:   map[string]bool{},
 		requestIDs: map[string]string{},
+		operations: map[string]*operation{},
 		faults:     map[string][]Fault{},
 		calls:      map[string]int{},
 		nextID:     1000,
@@ -49,34 +57,30 @@ func New() *Server {
 	return s
 }
 
-var (
-	instancesPath  = regexp.MustCompile(`^/compute/v1/projects/([^/]+)/zones/([^/]+)/instances$`)
-	instancePath   = regexp.MustCompile(`^/compute/v1/projects/([^/]+)/zones/([^/]+)/instances/([^/]+)$`)
-	aggregatedPath = regexp.MustCompile(`^/compute/v1/projects/([^/]+)/aggregated/instances$`)
-)
+// route is one method and path of the API the fake serves; m holds the
+// path's submatches, the project first.
+type route struct {
+	method string
+	path   *regexp.Regexp
+	serve  func(s *Server, w http.ResponseWriter, r *http.Request, m []string)
+}
+
+// projectPath matches a path under /compute/v1/projects/PROJECT/.
+func projectPath(rest string) *regexp.Regexp {
+	return regexp.MustCompile(`^/compute/v1/projects/([^/]+)/` + rest + `$`)
+}
+
+// routes are every resource's routes; each resource's file holds its own.
+var routes = slices.Concat(instanceRoutes, operationRoutes)
 
 func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
-	p := r.URL.Path
-	switch m := instancesPath.FindStringSubmatch(p); {
-	case m != nil && r.Method == http.MethodPost:
-		s.insert(w, r, m[1], m[2])
-		return
-	}
-	if m := instancePath.FindStringSubmatch(p); m != nil {
-		switch r.Method {
-		case http.MethodGet:
-			s.get(w, m[1], m[2], m[3])
-			return
-		case http.MethodDelete:
-			s.delete(w, m[1], m[2], m[3])
+	for _, rt := range routes {
+		if m := rt.path.FindStringSubmatch(r.URL.Path); m != nil && rt.method == r.Method {
+			rt.serve(s, w, r, m[1:])
 			return
 		}
 	}
-	if m := aggregatedPath.FindStringSubmatch(p); m != nil && r.Method == http.MethodGet {
-		s.list(w, r, m[1])
-		return
-	}
-	writeError(w, Fault{Code: http.StatusNotFound, Reason: "notFound", Message: "the fake does not serve " + r.Method + " " + p})
+	writeError(w, Fault{Code: http.StatusNotFound, Reason: "notFound", Message: "the fake does not serve " + r.Method + " " + r.URL.Path})
 }
 
 // takeFault returns the next injected fault of a method, if any. Called
@@ -88,6 +92,19 @@ func (s *Server) takeFault(method string) *Fault {
 		return &fs[0]
 	}
 	return nil
+}
+
+// stamp is the layout of every time Compute writes (RFC 3339 with
+// milliseconds and the zone offset).
+const stamp = "2006-01-02T15:04:05.000-07:00"
+
+// now is the fake's time. Called with s.mu held.
+func (s *Server) now() time.Time { return s.clock().Add(s.skew) }
+
+// link is the URL Compute names a resource by, as in selfLink and
+// targetLink.
+func link(project string, parts ...string) string {
+	return "https://www.googleapis.com/compute/v1/projects/" + project + "/" + strings.Join(parts, "/")
 }
 
 func writeMessage(w http.ResponseWriter, m proto.Message) {
@@ -106,8 +123,14 @@ func writeError(w http.ResponseWriter, f Fault) {
 	fmt.Fprintf(w, `{"error":{"code":%d,"message":%q,"errors":[{"message":%q,"domain":"global","reason":%q}]}}`, f.Code, f.Message, f.Message, f.Reason)
 }
 
-// Fail makes the next n calls of method ("insert", "get", "delete",
-// "list") answer the fault.
+// invalid is Compute's 400 for a request it will not take.
+func invalid(format string, args ...any) Fault {
+	return Fault{Code: http.StatusBadRequest, Reason: "invalid", Message: fmt.Sprintf(format, args...)}
+}
+
+// Fail makes the next n calls of method answer the fault. The methods are
+// the instances' "insert", "get", "delete" and "list", and
+// "operations.get" and "operations.list".
 func (s *Server) Fail(method string, n int, f Fault) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -128,4 +151,21 @@ func (s *Server) Calls(method string) int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.calls[method]
+}
+
+// SetClock makes the fake read the time from now instead of time.Now. The
+// times it writes (creation, operation insert, start and end times) follow
+// it.
+func (s *Server) SetClock(now func() time.Time) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.clock = now
+}
+
+// Advance moves the fake's clock forward by d, on top of the clock it
+// reads, so a test can let time pass without sleeping.
+func (s *Server) Advance(d time.Duration) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.skew += d
 }

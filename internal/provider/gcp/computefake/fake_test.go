@@ -1,0 +1,114 @@
+package computefake_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	compute "cloud.google.com/go/compute/apiv1"
+	"cloud.google.com/go/compute/apiv1/computepb"
+	"google.golang.org/api/googleapi"
+	"google.golang.org/api/option"
+	"google.golang.org/protobuf/proto"
+
+	"github.com/egress-proxies/egress/internal/provider/gcp/computefake"
+)
+
+const project = "demo-proxies"
+
+// t0 is when every test's fake clock starts.
+var t0 = time.Date(2026, 12, 1, 10, 0, 0, 0, time.UTC)
+
+// stamp is how Compute writes a time, as the fake must.
+func stamp(t time.Time) string { return t.Format("2006-01-02T15:04:05.000-07:00") }
+
+// env is a fake on a fixed clock and the real Compute clients pointed at
+// it.
+type env struct {
+	fake      *computefake.Server
+	instances *compute.InstancesClient
+	zoneOps   *compute.ZoneOperationsClient
+}
+
+func newEnv(t *testing.T) *env {
+	t.Helper()
+	fake := computefake.New()
+	t.Cleanup(fake.Close)
+	fake.SetClock(func() time.Time { return t0 })
+	ctx := context.Background()
+	opts := []option.ClientOption{option.WithEndpoint(fake.URL), option.WithoutAuthentication()}
+	e := &env{fake: fake}
+	var err error
+	if e.instances, err = compute.NewInstancesRESTClient(ctx, opts...); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { e.instances.Close() })
+	if e.zoneOps, err = compute.NewZoneOperationsRESTClient(ctx, opts...); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { e.zoneOps.Close() })
+	return e
+}
+
+// insert inserts an instance named name and returns the operation the
+// insert answered.
+func (e *env) insert(t *testing.T, zone, name, requestID string) *computepb.Operation {
+	t.Helper()
+	req := &computepb.InsertInstanceRequest{Project: project, Zone: zone, InstanceResource: &computepb.Instance{Name: proto.String(name)}}
+	if requestID != "" {
+		req.RequestId = proto.String(requestID)
+	}
+	op, err := e.instances.Insert(context.Background(), req)
+	if err != nil {
+		t.Fatalf("insert %s/%s: %v", zone, name, err)
+	}
+	return op.Proto()
+}
+
+// delete deletes an instance and returns the operation the delete answered.
+func (e *env) delete(t *testing.T, zone, name, requestID string) *computepb.Operation {
+	t.Helper()
+	req := &computepb.DeleteInstanceRequest{Project: project, Zone: zone, Instance: name}
+	if requestID != "" {
+		req.RequestId = proto.String(requestID)
+	}
+	op, err := e.instances.Delete(context.Background(), req)
+	if err != nil {
+		t.Fatalf("delete %s/%s: %v", zone, name, err)
+	}
+	return op.Proto()
+}
+
+// zoneOp reads an operation back through zoneOperations.get.
+func (e *env) zoneOp(t *testing.T, zone, name string) *computepb.Operation {
+	t.Helper()
+	op, err := e.zoneOps.Get(context.Background(), &computepb.GetZoneOperationRequest{Project: project, Zone: zone, Operation: name})
+	if err != nil {
+		t.Fatalf("zoneOperations.get %s/%s: %v", zone, name, err)
+	}
+	return op
+}
+
+// code is the HTTP status of a Compute error, or 0 for another error or
+// none.
+func code(err error) int {
+	var gerr *googleapi.Error
+	if errors.As(err, &gerr) {
+		return gerr.Code
+	}
+	return 0
+}
+
+// reason is the first errors[].reason of a Compute error.
+func reason(err error) string {
+	var gerr *googleapi.Error
+	if errors.As(err, &gerr) && len(gerr.Errors) > 0 {
+		return gerr.Errors[0].Reason
+	}
+	return ""
+}
+
+func link(parts string) string {
+	return "https://www.googleapis.com/compute/v1/projects/" + project + "/" + parts
+}
