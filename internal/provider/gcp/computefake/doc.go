@@ -6,14 +6,16 @@
 // option.WithoutAuthentication. Google ships no Compute emulator.
 //
 // It keeps instances per zone, moves them from PROVISIONING to RUNNING and
-// removes deleted ones when told to (Settle), honours insert request ids, and
-// can inject errors and unreachable zones. Every insert and delete answers
+// removes deleted ones when told to (Settle), and can inject errors and
+// unreachable zones. A request that repeats a request id the project used
+// within RequestIDWindow is ignored as Compute ignores it: it answers the
+// first request's operation and does nothing else (requestid.go). Every insert and delete answers
 // a RUNNING operation that zoneOperations.get and zoneOperations.list serve
 // and that Settle makes DONE. Times come from the fake's own clock
 // (SetClock, Advance), so a test can let time pass without sleeping.
 //
 // The files follow the API's resources: server.go routes requests and holds
 // what every resource shares (faults, errors, encoding, the clock);
-// instances.go is the instances resource, operations.go the operations, and
-// filter.go the part of the list filter language the fake understands.
+// instances.go is the instances resource, operations.go the operations,
+// requestid.go the de-duplication of requests, and filter.go the part of the list filter language the fake understands.
 package computefake

@@ -3,12 +3,15 @@ package computefake_test
 import (
 	"context"
 	"errors"
+	"sort"
+	"strings"
 	"testing"
 	"time"
 
 	compute "cloud.google.com/go/compute/apiv1"
 	"cloud.google.com/go/compute/apiv1/computepb"
 	"google.golang.org/api/googleapi"
+	"google.golang.org/api/iterator"
 	"google.golang.org/api/option"
 	"google.golang.org/protobuf/proto"
 
@@ -111,4 +114,26 @@ func reason(err error) string {
 
 func link(parts string) string {
 	return "https://www.googleapis.com/compute/v1/projects/" + project + "/" + parts
+}
+
+// instanceNames lists every instance through the aggregated list, as
+// zone/name, sorted.
+func (e *env) instanceNames(t *testing.T) []string {
+	t.Helper()
+	it := e.instances.AggregatedList(context.Background(), &computepb.AggregatedListInstancesRequest{Project: project})
+	var out []string
+	for {
+		pair, err := it.Next()
+		if errors.Is(err, iterator.Done) {
+			break
+		}
+		if err != nil {
+			t.Fatalf("aggregated list: %v", err)
+		}
+		for _, inst := range pair.Value.GetInstances() {
+			out = append(out, strings.TrimPrefix(pair.Key, "zones/")+"/"+inst.GetName())
+		}
+	}
+	sort.Strings(out)
+	return out
 }

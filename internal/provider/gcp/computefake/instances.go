@@ -48,12 +48,11 @@ func (s *Server) insert(w http.ResponseWriter, r *http.Request, project, zone st
 		writeError(w, *f)
 		return
 	}
-	key := zone + "/" + inst.GetName()
-	if reqID != "" && s.requestIDs[reqID] == key {
-		// A retried request: the same operation, not a conflict.
-		writeMessage(w, s.startOperation(project, "zones/"+zone, "insert", link(project, "zones", zone, "instances", inst.GetName()), reqID).op)
+	if o := s.repeated(project, reqID); o != nil {
+		writeMessage(w, o.op)
 		return
 	}
+	key := zone + "/" + inst.GetName()
 	if _, ok := s.instances[key]; ok {
 		writeError(w, Fault{Code: http.StatusConflict, Reason: "alreadyExists",
 			Message: fmt.Sprintf("The resource 'projects/%s/zones/%s/instances/%s' already exists", project, zone, inst.GetName())})
@@ -66,11 +65,9 @@ func (s *Server) insert(w http.ResponseWriter, r *http.Request, project, zone st
 	inst.CreationTimestamp = proto.String(s.now().Format(stamp))
 	inst.SelfLink = proto.String(link(project, "zones", zone, "instances", inst.GetName()))
 	s.instances[key] = inst
-	if reqID != "" {
-		s.requestIDs[reqID] = key
-	}
 	o := s.startOperation(project, "zones/"+zone, "insert", inst.GetSelfLink(), reqID)
 	o.op.TargetId = inst.Id
+	s.remember(project, reqID, o)
 	writeMessage(w, o.op)
 }
 
@@ -96,6 +93,11 @@ func (s *Server) delete(w http.ResponseWriter, r *http.Request, project, zone, n
 		writeError(w, *f)
 		return
 	}
+	reqID := r.URL.Query().Get("requestId")
+	if o := s.repeated(project, reqID); o != nil {
+		writeMessage(w, o.op)
+		return
+	}
 	key := zone + "/" + name
 	inst, ok := s.instances[key]
 	if !ok {
@@ -105,8 +107,9 @@ func (s *Server) delete(w http.ResponseWriter, r *http.Request, project, zone, n
 	// A deleted VM stops first and is gone once it has (Settle).
 	inst.Status = proto.String("STOPPING")
 	s.deleting[key] = true
-	o := s.startOperation(project, "zones/"+zone, "delete", link(project, "zones", zone, "instances", name), r.URL.Query().Get("requestId"))
+	o := s.startOperation(project, "zones/"+zone, "delete", link(project, "zones", zone, "instances", name), reqID)
 	o.op.TargetId = inst.Id
+	s.remember(project, reqID, o)
 	writeMessage(w, o.op)
 }
 

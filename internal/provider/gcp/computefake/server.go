@@ -31,8 +31,8 @@ type Server struct {
 	skew        time.Duration                  // what Advance added to clock
 	instances   map[string]*computepb.Instance // by zone/name
 	deleting    map[string]bool
-	requestIDs  map[string]string     // request id → zone/name
-	operations  map[string]*operation // by name
+	requestIDs  map[string]seenRequest // by project/request id
+	operations  map[string]*operation  // by name
 	inserts     []Insert
 	faults      map[string][]Fault // by method: insert, get, delete, list
 	unreachable []string
@@ -47,7 +47,7 @@ func New() *Server {
 		clock:      time.Now,
 		instances:  map[string]*computepb.Instance{},
 		deleting:   map[string]bool{},
-		requestIDs: map[string]string{},
+		requestIDs: map[string]seenRequest{},
 		operations: map[string]*operation{},
 		faults:     map[string][]Fault{},
 		calls:      map[string]int{},
