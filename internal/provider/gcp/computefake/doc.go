@@ -9,7 +9,9 @@
 // removes deleted ones when told to (Settle), and can inject errors and
 // unreachable zones. A request that repeats a request id the project used
 // within RequestIDWindow is ignored as Compute ignores it: it answers the
-// first request's operation and does nothing else (requestid.go). Every insert and delete answers
+// first request's operation and does nothing else (requestid.go). An insert
+// can be made to fail as quota and stockouts fail, in its operation and not
+// in its HTTP answer (FailInserts, FailEveryInsert; failures.go). Every insert and delete answers
 // a RUNNING operation that zoneOperations.get and zoneOperations.list serve
 // and that Settle makes DONE. Times come from the fake's own clock
 // (SetClock, Advance), so a test can let time pass without sleeping.

@@ -58,6 +58,14 @@ func (s *Server) insert(w http.ResponseWriter, r *http.Request, project, zone st
 			Message: fmt.Sprintf("The resource 'projects/%s/zones/%s/instances/%s' already exists", project, zone, inst.GetName())})
 		return
 	}
+	if f := s.takeInsertFailure(zone); f != nil {
+		// Accepted, to fail later: no instance, ever.
+		o := s.startOperation(project, "zones/"+zone, "insert", link(project, "zones", zone, "instances", inst.GetName()), reqID)
+		o.fail = f
+		s.remember(project, reqID, o)
+		writeMessage(w, o.op)
+		return
+	}
 	s.nextID++
 	inst.Id = proto.Uint64(s.nextID)
 	inst.Status = proto.String("PROVISIONING")

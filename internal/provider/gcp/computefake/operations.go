@@ -25,6 +25,7 @@ type operation struct {
 	project string
 	scope   string // zones/ZONE or regions/REGION
 	op      *computepb.Operation
+	fail    *OperationError // how it ends, if it fails
 }
 
 var operationRoutes = []route{
@@ -83,6 +84,9 @@ func (s *Server) finishOperations() {
 		o.op.Status = computepb.Operation_DONE.Enum()
 		o.op.Progress = proto.Int32(100)
 		o.op.EndTime = proto.String(now)
+		if o.fail != nil {
+			fail(o.op, *o.fail)
+		}
 	}
 }
 

@@ -80,6 +80,16 @@ func TestRequestIDs(t *testing.T) {
 			},
 			wantInstances: []string{zone + "/vm-a"},
 		},
+		"InsertAgainAfterFailedInsert": {
+			reason: "A retry of an insert that failed in its operation is ignored too: it answers the failed operation and creates nothing.",
+			first: func(t *testing.T, e *env) *computepb.Operation {
+				e.fake.FailInserts(zone, 1, computefake.Stockout(project, zone))
+				return e.insert(t, zone, "vm-a", id1)
+			},
+			between:   func(t *testing.T, e *env) { e.fake.Settle() },
+			second:    func(t *testing.T, e *env) *computepb.Operation { return e.insert(t, zone, "vm-a", id1) },
+			wantFirst: true,
+		},
 		"DeleteAgainAfterGone": {
 			reason: "A repeated delete answers its first operation, not a 404 for the instance now gone.",
 			first: func(t *testing.T, e *env) *computepb.Operation {

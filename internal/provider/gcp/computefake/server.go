@@ -26,19 +26,20 @@ type Fault struct {
 type Server struct {
 	*httptest.Server
 
-	mu          sync.Mutex
-	clock       func() time.Time
-	skew        time.Duration                  // what Advance added to clock
-	instances   map[string]*computepb.Instance // by zone/name
-	deleting    map[string]bool
-	requestIDs  map[string]seenRequest // by project/request id
-	operations  map[string]*operation  // by name
-	inserts     []Insert
-	faults      map[string][]Fault // by method: insert, get, delete, list
-	unreachable []string
-	nextID      uint64
-	nextIP      int
-	calls       map[string]int
+	mu             sync.Mutex
+	clock          func() time.Time
+	skew           time.Duration                  // what Advance added to clock
+	instances      map[string]*computepb.Instance // by zone/name
+	deleting       map[string]bool
+	requestIDs     map[string]seenRequest // by project/request id
+	operations     map[string]*operation  // by name
+	inserts        []Insert
+	insertFailures []*insertFailure
+	faults         map[string][]Fault // by method: insert, get, delete, list
+	unreachable    []string
+	nextID         uint64
+	nextIP         int
+	calls          map[string]int
 }
 
 // New starts a fake on a loopback port. Close it when done.
