@@ -11,7 +11,11 @@
 // within RequestIDWindow is ignored as Compute ignores it: it answers the
 // first request's operation and does nothing else (requestid.go). An insert
 // can be made to fail as quota and stockouts fail, in its operation and not
-// in its HTTP answer (FailInserts, FailEveryInsert; failures.go). Every insert and delete answers
+// in its HTTP answer (FailInserts, FailEveryInsert; failures.go). Regional
+// static external addresses can be reserved, read, listed and deleted; an
+// instance whose access config names one as natIP gets it, and the address
+// is IN_USE until the instance is gone (addresses.go); their operations
+// are regionOperations'. Every insert and delete answers
 // a RUNNING operation that zoneOperations.get and zoneOperations.list serve
 // and that Settle makes DONE. Times come from the fake's own clock
 // (SetClock, Advance), so a test can let time pass without sleeping.

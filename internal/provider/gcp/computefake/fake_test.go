@@ -32,6 +32,8 @@ type env struct {
 	fake      *computefake.Server
 	instances *compute.InstancesClient
 	zoneOps   *compute.ZoneOperationsClient
+	addresses *compute.AddressesClient
+	regionOps *compute.RegionOperationsClient
 }
 
 func newEnv(t *testing.T) *env {
@@ -51,6 +53,14 @@ func newEnv(t *testing.T) *env {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { e.zoneOps.Close() })
+	if e.addresses, err = compute.NewAddressesRESTClient(ctx, opts...); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { e.addresses.Close() })
+	if e.regionOps, err = compute.NewRegionOperationsRESTClient(ctx, opts...); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { e.regionOps.Close() })
 	return e
 }
 

@@ -58,6 +58,11 @@ func (s *Server) insert(w http.ResponseWriter, r *http.Request, project, zone st
 			Message: fmt.Sprintf("The resource 'projects/%s/zones/%s/instances/%s' already exists", project, zone, inst.GetName())})
 		return
 	}
+	nats, fault := s.natAddresses(inst, zone)
+	if fault != nil {
+		writeError(w, *fault)
+		return
+	}
 	if f := s.takeInsertFailure(zone); f != nil {
 		// Accepted, to fail later: no instance, ever.
 		o := s.startOperation(project, "zones/"+zone, "insert", link(project, "zones", zone, "instances", inst.GetName()), reqID)
@@ -73,6 +78,7 @@ func (s *Server) insert(w http.ResponseWriter, r *http.Request, project, zone st
 	inst.CreationTimestamp = proto.String(s.now().Format(stamp))
 	inst.SelfLink = proto.String(link(project, "zones", zone, "instances", inst.GetName()))
 	s.instances[key] = inst
+	claim(nats, inst.GetSelfLink())
 	o := s.startOperation(project, "zones/"+zone, "insert", inst.GetSelfLink(), reqID)
 	o.op.TargetId = inst.Id
 	s.remember(project, reqID, o)
@@ -162,7 +168,9 @@ func notFound(project, zone, name string) Fault {
 }
 
 // Settle finishes what is in progress: provisioning instances run, with an
-// external IP, deleted ones are gone, and every running operation is DONE.
+// ephemeral external IP where they asked for no static one, deleted
+// instances and addresses are gone (the addresses a gone instance used
+// are RESERVED again), and every running operation is DONE.
 func (s *Server) Settle() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -171,6 +179,7 @@ func (s *Server) Settle() {
 		if s.deleting[key] {
 			delete(s.instances, key)
 			delete(s.deleting, key)
+			s.releaseNATs(inst.GetSelfLink())
 			continue
 		}
 		if inst.GetStatus() == "PROVISIONING" || inst.GetStatus() == "STAGING" {
@@ -178,11 +187,14 @@ func (s *Server) Settle() {
 			s.nextIP++
 			for _, ni := range inst.GetNetworkInterfaces() {
 				for _, ac := range ni.GetAccessConfigs() {
-					ac.NatIP = proto.String(fmt.Sprintf("198.51.100.%d", s.nextIP))
+					if ac.GetNatIP() == "" {
+						ac.NatIP = proto.String(fmt.Sprintf("198.51.100.%d", s.nextIP))
+					}
 				}
 			}
 		}
 	}
+	s.settleAddresses()
 }
 
 // Put stores an instance as is, for states and foreign instances a test

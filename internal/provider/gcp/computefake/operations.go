@@ -35,6 +35,13 @@ var operationRoutes = []route{
 	{http.MethodGet, projectPath(`(zones/[^/]+)/operations`), func(s *Server, w http.ResponseWriter, r *http.Request, m []string) {
 		s.listOperations(w, r, m[0], m[1])
 	}},
+	// Regional resources' operations (addresses') are regionOperations'.
+	{http.MethodGet, projectPath(`(regions/[^/]+)/operations/([^/]+)`), func(s *Server, w http.ResponseWriter, r *http.Request, m []string) {
+		s.getOperation(w, m[0], m[1], m[2])
+	}},
+	{http.MethodGet, projectPath(`(regions/[^/]+)/operations`), func(s *Server, w http.ResponseWriter, r *http.Request, m []string) {
+		s.listOperations(w, r, m[0], m[1])
+	}},
 }
 
 // startOperation records a new RUNNING operation of kind ("insert",

@@ -26,33 +26,38 @@ type Fault struct {
 type Server struct {
 	*httptest.Server
 
-	mu             sync.Mutex
-	clock          func() time.Time
-	skew           time.Duration                  // what Advance added to clock
-	instances      map[string]*computepb.Instance // by zone/name
-	deleting       map[string]bool
-	requestIDs     map[string]seenRequest // by project/request id
-	operations     map[string]*operation  // by name
-	inserts        []Insert
-	insertFailures []*insertFailure
-	faults         map[string][]Fault // by method: insert, get, delete, list
-	unreachable    []string
-	nextID         uint64
-	nextIP         int
-	calls          map[string]int
+	mu                sync.Mutex
+	clock             func() time.Time
+	skew              time.Duration                  // what Advance added to clock
+	instances         map[string]*computepb.Instance // by zone/name
+	deleting          map[string]bool
+	requestIDs        map[string]seenRequest        // by project/request id
+	operations        map[string]*operation         // by name
+	addresses         map[string]*computepb.Address // by region/name
+	deletingAddresses map[string]bool
+	nextAddress       int
+	inserts           []Insert
+	insertFailures    []*insertFailure
+	faults            map[string][]Fault // by method: insert, get, delete, list
+	unreachable       []string
+	nextID            uint64
+	nextIP            int
+	calls             map[string]int
 }
 
 // New starts a fake on a loopback port. Close it when done.
 func New() *Server {
 	s := &Server{
-		clock:      time.Now,
-		instances:  map[string]*computepb.Instance{},
-		deleting:   map[string]bool{},
-		requestIDs: map[string]seenRequest{},
-		operations: map[string]*operation{},
-		faults:     map[string][]Fault{},
-		calls:      map[string]int{},
-		nextID:     1000,
+		clock:             time.Now,
+		instances:         map[string]*computepb.Instance{},
+		deleting:          map[string]bool{},
+		requestIDs:        map[string]seenRequest{},
+		operations:        map[string]*operation{},
+		addresses:         map[string]*computepb.Address{},
+		deletingAddresses: map[string]bool{},
+		faults:            map[string][]Fault{},
+		calls:             map[string]int{},
+		nextID:            1000,
 	}
 	s.Server = httptest.NewServer(http.HandlerFunc(s.serve))
 	return s
@@ -72,7 +77,7 @@ func projectPath(rest string) *regexp.Regexp {
 }
 
 // routes are every resource's routes; each resource's file holds its own.
-var routes = slices.Concat(instanceRoutes, operationRoutes)
+var routes = slices.Concat(instanceRoutes, addressRoutes, operationRoutes)
 
 func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	for _, rt := range routes {
@@ -130,8 +135,10 @@ func invalid(format string, args ...any) Fault {
 }
 
 // Fail makes the next n calls of method answer the fault. The methods are
-// the instances' "insert", "get", "delete" and "list", and
-// "operations.get" and "operations.list".
+// the instances' "insert", "get", "delete" and "list", the addresses'
+// "addresses.insert", "addresses.get", "addresses.delete" and
+// "addresses.list", and "operations.get" and "operations.list" (zonal and
+// regional alike).
 func (s *Server) Fail(method string, n int, f Fault) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
