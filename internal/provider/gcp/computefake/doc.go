@@ -15,7 +15,8 @@
 // static external addresses can be reserved, read, listed and deleted; an
 // instance whose access config names one as natIP gets it, and the address
 // is IN_USE until the instance is gone (addresses.go); their operations
-// are regionOperations'. Every insert and delete answers
+// are regionOperations'. Tests play the VM with SetGuestAttribute, read back
+// through instances.getGuestAttributes (guest.go). Every insert and delete answers
 // a RUNNING operation that zoneOperations.get and zoneOperations.list serve
 // and that Settle makes DONE. Times come from the fake's own clock
 // (SetClock, Advance), so a test can let time pass without sleeping.

@@ -180,6 +180,7 @@ func (s *Server) Settle() {
 			delete(s.instances, key)
 			delete(s.deleting, key)
 			s.releaseNATs(inst.GetSelfLink())
+			delete(s.guest, key)
 			continue
 		}
 		if inst.GetStatus() == "PROVISIONING" || inst.GetStatus() == "STAGING" {

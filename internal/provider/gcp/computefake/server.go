@@ -36,6 +36,7 @@ type Server struct {
 	addresses         map[string]*computepb.Address // by region/name
 	deletingAddresses map[string]bool
 	nextAddress       int
+	guest             map[string]map[string]string // by zone/name, then NAMESPACE/KEY
 	inserts           []Insert
 	insertFailures    []*insertFailure
 	faults            map[string][]Fault // by method: insert, get, delete, list
@@ -53,6 +54,7 @@ func New() *Server {
 		deleting:          map[string]bool{},
 		requestIDs:        map[string]seenRequest{},
 		operations:        map[string]*operation{},
+		guest:             map[string]map[string]string{},
 		addresses:         map[string]*computepb.Address{},
 		deletingAddresses: map[string]bool{},
 		faults:            map[string][]Fault{},
@@ -77,7 +79,7 @@ func projectPath(rest string) *regexp.Regexp {
 }
 
 // routes are every resource's routes; each resource's file holds its own.
-var routes = slices.Concat(instanceRoutes, addressRoutes, operationRoutes)
+var routes = slices.Concat(instanceRoutes, guestRoutes, addressRoutes, operationRoutes)
 
 func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	for _, rt := range routes {
@@ -137,8 +139,8 @@ func invalid(format string, args ...any) Fault {
 // Fail makes the next n calls of method answer the fault. The methods are
 // the instances' "insert", "get", "delete" and "list", the addresses'
 // "addresses.insert", "addresses.get", "addresses.delete" and
-// "addresses.list", and "operations.get" and "operations.list" (zonal and
-// regional alike).
+// "addresses.list", "operations.get" and "operations.list" (zonal and
+// regional alike), and "guestAttributes".
 func (s *Server) Fail(method string, n int, f Fault) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
