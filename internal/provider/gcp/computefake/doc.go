@@ -16,7 +16,8 @@
 // instance whose access config names one as natIP gets it, and the address
 // is IN_USE until the instance is gone (addresses.go); their operations
 // are regionOperations'. Tests play the VM with SetGuestAttribute, read back
-// through instances.getGuestAttributes (guest.go). Every insert and delete answers
+// through instances.getGuestAttributes (guest.go), and AppendSerial, read
+// back through instances.getSerialPortOutput (serial.go). Every insert and delete answers
 // a RUNNING operation that zoneOperations.get and zoneOperations.list serve
 // and that Settle makes DONE. Times come from the fake's own clock
 // (SetClock, Advance), so a test can let time pass without sleeping.

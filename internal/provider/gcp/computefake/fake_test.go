@@ -103,14 +103,19 @@ func (e *env) zoneOp(t *testing.T, zone, name string) *computepb.Operation {
 	return op
 }
 
-// code is the HTTP status of a Compute error, or 0 for another error or
-// none.
+// code is the HTTP status of a Compute error, 0 for no error, and -1 for
+// an error that is no answer of Compute's (a dropped connection), so that
+// a test wanting success fails on it.
 func code(err error) int {
 	var gerr *googleapi.Error
-	if errors.As(err, &gerr) {
+	switch {
+	case err == nil:
+		return 0
+	case errors.As(err, &gerr):
 		return gerr.Code
+	default:
+		return -1
 	}
-	return 0
 }
 
 // reason is the first errors[].reason of a Compute error.

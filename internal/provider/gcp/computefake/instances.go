@@ -181,6 +181,7 @@ func (s *Server) Settle() {
 			delete(s.deleting, key)
 			s.releaseNATs(inst.GetSelfLink())
 			delete(s.guest, key)
+			delete(s.serial, key)
 			continue
 		}
 		if inst.GetStatus() == "PROVISIONING" || inst.GetStatus() == "STAGING" {

@@ -37,6 +37,7 @@ type Server struct {
 	deletingAddresses map[string]bool
 	nextAddress       int
 	guest             map[string]map[string]string // by zone/name, then NAMESPACE/KEY
+	serial            map[string]*serialBuffer     // port 1, by zone/name
 	inserts           []Insert
 	insertFailures    []*insertFailure
 	faults            map[string][]Fault // by method: insert, get, delete, list
@@ -54,6 +55,7 @@ func New() *Server {
 		deleting:          map[string]bool{},
 		requestIDs:        map[string]seenRequest{},
 		operations:        map[string]*operation{},
+		serial:            map[string]*serialBuffer{},
 		guest:             map[string]map[string]string{},
 		addresses:         map[string]*computepb.Address{},
 		deletingAddresses: map[string]bool{},
@@ -79,7 +81,7 @@ func projectPath(rest string) *regexp.Regexp {
 }
 
 // routes are every resource's routes; each resource's file holds its own.
-var routes = slices.Concat(instanceRoutes, guestRoutes, addressRoutes, operationRoutes)
+var routes = slices.Concat(instanceRoutes, guestRoutes, serialRoutes, addressRoutes, operationRoutes)
 
 func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	for _, rt := range routes {
@@ -140,7 +142,7 @@ func invalid(format string, args ...any) Fault {
 // the instances' "insert", "get", "delete" and "list", the addresses'
 // "addresses.insert", "addresses.get", "addresses.delete" and
 // "addresses.list", "operations.get" and "operations.list" (zonal and
-// regional alike), and "guestAttributes".
+// regional alike), "guestAttributes" and "serialPort".
 func (s *Server) Fail(method string, n int, f Fault) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
