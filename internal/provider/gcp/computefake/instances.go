@@ -33,11 +33,16 @@ type Insert struct {
 	Instance                 *computepb.Instance
 }
 
+// insert takes an instance insert in the order its answers can be told
+// apart: an injected fault (the request never got through), a repeated
+// request id (which must do nothing else, not even conflict), the refusals
+// of the HTTP answer (a name taken, a natIP not reserved), and only then
+// the failures that arrive in the operation.
 func (s *Server) insert(w http.ResponseWriter, r *http.Request, project, zone string) {
 	body, _ := io.ReadAll(r.Body)
 	inst := &computepb.Instance{}
 	if err := protojson.Unmarshal(body, inst); err != nil {
-		writeError(w, Fault{Code: 400, Reason: "invalid", Message: "bad instance body: " + err.Error()})
+		writeError(w, invalid("bad instance body: %v", err))
 		return
 	}
 	reqID := r.URL.Query().Get("requestId")

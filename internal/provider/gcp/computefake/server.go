@@ -26,25 +26,29 @@ type Fault struct {
 type Server struct {
 	*httptest.Server
 
-	mu                sync.Mutex
-	clock             func() time.Time
-	skew              time.Duration                  // what Advance added to clock
+	mu    sync.Mutex
+	clock func() time.Time
+	skew  time.Duration // what Advance added to clock
+
+	// What Compute keeps.
 	instances         map[string]*computepb.Instance // by zone/name
-	deleting          map[string]bool
-	requestIDs        map[string]seenRequest        // by project/request id
-	operations        map[string]*operation         // by name
-	addresses         map[string]*computepb.Address // by region/name
+	deleting          map[string]bool                // instances gone on Settle
+	addresses         map[string]*computepb.Address  // by region/name
 	deletingAddresses map[string]bool
-	nextAddress       int
+	operations        map[string]*operation        // by name
+	requestIDs        map[string]seenRequest       // by project/request id
 	guest             map[string]map[string]string // by zone/name, then NAMESPACE/KEY
 	serial            map[string]*serialBuffer     // port 1, by zone/name
-	inserts           []Insert
-	insertFailures    []*insertFailure
-	faults            map[string][]Fault // by method: insert, get, delete, list
-	unreachable       []string
 	nextID            uint64
-	nextIP            int
-	calls             map[string]int
+	nextIP            int // of ephemeral NATs, 198.51.100.x
+	nextAddress       int // of reserved addresses, 203.0.113.x
+
+	// What tests set up and read.
+	faults         map[string][]Fault // by method (see Fail)
+	insertFailures []*insertFailure
+	unreachable    []string
+	inserts        []Insert
+	calls          map[string]int
 }
 
 // New starts a fake on a loopback port. Close it when done.
