@@ -133,9 +133,15 @@ func (s *Server) deleteAddress(w http.ResponseWriter, r *http.Request, project, 
 		return
 	}
 	if a.GetStatus() == "IN_USE" {
-		// No Compute page found says what deleting an address in use does;
-		// the fake refuses it with the 400 Compute answers for deleting
-		// other resources in use, and its message form.
+		// No Compute page found says what deleting an address in use does.
+		// The fake refuses it with the 400 resourceInUseByAnotherResource
+		// that callers report for deleting other resources still in use
+		// (disks, certificates, NEGs) and for addresses a Cloud NAT uses
+		// (https://github.com/hashicorp/terraform-provider-google/issues/6812).
+		// Beware: the author of another fake states that Compute lets an
+		// address in use be released, citing Google's release docs
+		// (https://github.com/floci-io/floci-gcp/pull/191); check this
+		// against the real API before relying on the refusal.
 		writeError(w, Fault{Code: http.StatusBadRequest, Reason: "resourceInUseByAnotherResource",
 			Message: fmt.Sprintf("The address resource 'projects/%s/regions/%s/addresses/%s' is already being used by '%s'",
 				project, region, name, relative(a.GetUsers()[0]))})
