@@ -1,0 +1,47 @@
+// Package computefake is a fake of the part of the Compute Engine REST API
+// the gcp provider uses, for tests that drive the real Go client
+// (cloud.google.com/go/compute/apiv1) against it with option.WithEndpoint
+// and option.WithoutAuthentication; Google ships no Compute emulator. It
+// answers protojson-encoded computepb messages as the real API does (64-bit
+// numbers as strings, errors in the googleapi shape).
+//
+// What it serves, a file per resource:
+//
+//	instances.go   instances insert, get, delete and aggregatedList
+//	guest.go       instances.getGuestAttributes
+//	serial.go      instances.getSerialPortOutput
+//	addresses.go   regional external addresses insert, get, delete and aggregatedList
+//	operations.go  zoneOperations and regionOperations get and list
+//	filter.go      the part of the list filter language the fake understands
+//	requestid.go   requestId de-duplication, for every insert and delete
+//	failures.go    inserts that are accepted and fail in their operation
+//	server.go      routing, faults, encoding, the clock
+//
+// Nothing finishes by itself. Every insert and delete answers a RUNNING
+// operation, and Settle finishes all that is in progress at once:
+// operations become DONE (with their error, if they fail), provisioning
+// instances RUNNING with an external IP, deleted instances and addresses
+// gone. So a test sees each state: right after a call, and after Settle.
+// The fake's clock (SetClock, Advance) stamps creation and operation times
+// and measures RequestIDWindow, so tests never sleep.
+//
+// A test plays what Compute and the VM do on their own:
+//
+//	Settle                        finish what is in progress
+//	Put, SetStatus                plant instances and states
+//	Fail                          refuse the next calls of a method in their HTTP answer
+//	FailInserts, FailEveryInsert  accept inserts that fail in their operation (quota, stockout)
+//	SetUnreachable                zones an aggregated list cannot read
+//	SetGuestAttribute             a guest attribute the VM wrote
+//	AppendSerial                  the VM's console output
+//	SetClock, Advance             the fake's time
+//	Inserts, Calls                what the fake was asked
+//
+// Instances and addresses are kept by zone and region whatever project a
+// request names, as a test uses one project; request ids, which Compute
+// scopes by project, are remembered per project.
+//
+// The comment beside each behaviour cites the Compute documentation it
+// follows, and says what the fake assumes where the documentation is
+// silent.
+package computefake

@@ -1,0 +1,229 @@
+package computefake
+
+import (
+	"fmt"
+	"io"
+	"net/http"
+	"sort"
+	"strings"
+
+	"cloud.google.com/go/compute/apiv1/computepb"
+	"google.golang.org/protobuf/encoding/protojson"
+	"google.golang.org/protobuf/proto"
+)
+
+var instanceRoutes = []route{
+	{http.MethodPost, projectPath(`zones/([^/]+)/instances`), func(s *Server, w http.ResponseWriter, r *http.Request, m []string) {
+		s.insert(w, r, m[0], m[1])
+	}},
+	{http.MethodGet, projectPath(`zones/([^/]+)/instances/([^/]+)`), func(s *Server, w http.ResponseWriter, r *http.Request, m []string) {
+		s.get(w, m[0], m[1], m[2])
+	}},
+	{http.MethodDelete, projectPath(`zones/([^/]+)/instances/([^/]+)`), func(s *Server, w http.ResponseWriter, r *http.Request, m []string) {
+		s.delete(w, r, m[0], m[1], m[2])
+	}},
+	{http.MethodGet, projectPath(`aggregated/instances`), func(s *Server, w http.ResponseWriter, r *http.Request, m []string) {
+		s.list(w, r, m[0])
+	}},
+}
+
+// Insert is one Insert call the fake received.
+type Insert struct {
+	Project, Zone, RequestID string
+	Instance                 *computepb.Instance
+}
+
+// insert takes an instance insert in the order its answers can be told
+// apart: an injected fault (the request never got through), a repeated
+// request id (which must do nothing else, not even conflict), the refusals
+// of the HTTP answer (a name taken, a natIP not reserved), and only then
+// the failures that arrive in the operation.
+func (s *Server) insert(w http.ResponseWriter, r *http.Request, project, zone string) {
+	body, _ := io.ReadAll(r.Body)
+	inst := &computepb.Instance{}
+	if err := protojson.Unmarshal(body, inst); err != nil {
+		writeError(w, invalid("bad instance body: %v", err))
+		return
+	}
+	reqID := r.URL.Query().Get("requestId")
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.inserts = append(s.inserts, Insert{Project: project, Zone: zone, RequestID: reqID, Instance: proto.Clone(inst).(*computepb.Instance)})
+	if f := s.takeFault("insert"); f != nil {
+		writeError(w, *f)
+		return
+	}
+	if o := s.repeated(project, reqID); o != nil {
+		writeMessage(w, o.op)
+		return
+	}
+	key := zone + "/" + inst.GetName()
+	if _, ok := s.instances[key]; ok {
+		writeError(w, Fault{Code: http.StatusConflict, Reason: "alreadyExists",
+			Message: fmt.Sprintf("The resource 'projects/%s/zones/%s/instances/%s' already exists", project, zone, inst.GetName())})
+		return
+	}
+	nats, fault := s.natAddresses(inst, zone)
+	if fault != nil {
+		writeError(w, *fault)
+		return
+	}
+	if f := s.takeInsertFailure(zone); f != nil {
+		// Accepted, to fail later: no instance, ever.
+		o := s.startOperation(project, "zones/"+zone, "insert", link(project, "zones", zone, "instances", inst.GetName()), reqID)
+		o.fail = f
+		s.remember(project, reqID, o)
+		writeMessage(w, o.op)
+		return
+	}
+	s.nextID++
+	inst.Id = proto.Uint64(s.nextID)
+	inst.Status = proto.String("PROVISIONING")
+	inst.Zone = proto.String(link(project, "zones", zone))
+	inst.CreationTimestamp = proto.String(s.now().Format(stamp))
+	inst.SelfLink = proto.String(link(project, "zones", zone, "instances", inst.GetName()))
+	s.instances[key] = inst
+	claim(nats, inst.GetSelfLink())
+	o := s.startOperation(project, "zones/"+zone, "insert", inst.GetSelfLink(), reqID)
+	o.op.TargetId = inst.Id
+	s.remember(project, reqID, o)
+	writeMessage(w, o.op)
+}
+
+func (s *Server) get(w http.ResponseWriter, project, zone, name string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if f := s.takeFault("get"); f != nil {
+		writeError(w, *f)
+		return
+	}
+	inst, ok := s.instances[zone+"/"+name]
+	if !ok {
+		writeError(w, notFound(project, zone, name))
+		return
+	}
+	writeMessage(w, inst)
+}
+
+func (s *Server) delete(w http.ResponseWriter, r *http.Request, project, zone, name string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if f := s.takeFault("delete"); f != nil {
+		writeError(w, *f)
+		return
+	}
+	reqID := r.URL.Query().Get("requestId")
+	if o := s.repeated(project, reqID); o != nil {
+		writeMessage(w, o.op)
+		return
+	}
+	key := zone + "/" + name
+	inst, ok := s.instances[key]
+	if !ok {
+		writeError(w, notFound(project, zone, name))
+		return
+	}
+	// A deleted VM stops first and is gone once it has (Settle).
+	inst.Status = proto.String("STOPPING")
+	s.deleting[key] = true
+	o := s.startOperation(project, "zones/"+zone, "delete", link(project, "zones", zone, "instances", name), reqID)
+	o.op.TargetId = inst.Id
+	s.remember(project, reqID, o)
+	writeMessage(w, o.op)
+}
+
+func (s *Server) list(w http.ResponseWriter, r *http.Request, project string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if f := s.takeFault("list"); f != nil {
+		writeError(w, *f)
+		return
+	}
+	key, value, err := parseLabelFilter(r.URL.Query().Get("filter"))
+	if err != nil {
+		writeError(w, invalid("%v", err))
+		return
+	}
+	out := &computepb.InstanceAggregatedList{Items: map[string]*computepb.InstancesScopedList{}}
+	for k, inst := range s.instances {
+		if key != "" && inst.GetLabels()[key] != value {
+			continue
+		}
+		scope := "zones/" + strings.SplitN(k, "/", 2)[0]
+		if out.Items[scope] == nil {
+			out.Items[scope] = &computepb.InstancesScopedList{}
+		}
+		out.Items[scope].Instances = append(out.Items[scope].Instances, inst)
+	}
+	for _, sl := range out.Items {
+		sort.Slice(sl.Instances, func(i, j int) bool { return sl.Instances[i].GetName() < sl.Instances[j].GetName() })
+	}
+	for _, z := range s.unreachable {
+		out.Items["zones/"+z] = &computepb.InstancesScopedList{Warning: &computepb.Warning{
+			Code: proto.String("UNREACHABLE"), Message: proto.String("zone " + z + " is unreachable"),
+		}}
+		out.Unreachables = append(out.Unreachables, "zones/"+z)
+	}
+	writeMessage(w, out)
+}
+
+func notFound(project, zone, name string) Fault {
+	return Fault{Code: http.StatusNotFound, Reason: "notFound",
+		Message: fmt.Sprintf("The resource 'projects/%s/zones/%s/instances/%s' was not found", project, zone, name)}
+}
+
+// Settle finishes what is in progress: provisioning instances run, with an
+// ephemeral external IP where they asked for no static one, deleted
+// instances and addresses are gone (the addresses a gone instance used
+// are RESERVED again), and every running operation is DONE.
+func (s *Server) Settle() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.finishOperations()
+	for key, inst := range s.instances {
+		if s.deleting[key] {
+			delete(s.instances, key)
+			delete(s.deleting, key)
+			s.releaseNATs(inst.GetSelfLink())
+			delete(s.guest, key)
+			delete(s.serial, key)
+			continue
+		}
+		if inst.GetStatus() == "PROVISIONING" || inst.GetStatus() == "STAGING" {
+			inst.Status = proto.String("RUNNING")
+			s.nextIP++
+			for _, ni := range inst.GetNetworkInterfaces() {
+				for _, ac := range ni.GetAccessConfigs() {
+					if ac.GetNatIP() == "" {
+						ac.NatIP = proto.String(fmt.Sprintf("198.51.100.%d", s.nextIP))
+					}
+				}
+			}
+		}
+	}
+	s.settleAddresses()
+}
+
+// Put stores an instance as is, for states and foreign instances a test
+// needs.
+func (s *Server) Put(zone string, inst *computepb.Instance) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.instances[zone+"/"+inst.GetName()] = proto.Clone(inst).(*computepb.Instance)
+}
+
+// SetStatus sets an instance's status string.
+func (s *Server) SetStatus(zone, name, status string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if inst, ok := s.instances[zone+"/"+name]; ok {
+		inst.Status = proto.String(status)
+	}
+}
+
+// Inserts returns the Insert calls received so far.
+func (s *Server) Inserts() []Insert {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]Insert(nil), s.inserts...)
+}
