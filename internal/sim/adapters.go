@@ -154,6 +154,8 @@ type simClock struct{ w *World }
 
 func (c *simClock) Now() time.Time { return c.w.clock.Now() }
 
+func (c *simClock) AfterFunc(d time.Duration, f func()) func() bool { return c.w.clock.AfterFunc(d, f) }
+
 func (c *simClock) Sleep(ctx context.Context, d time.Duration) error {
 	if err := c.w.yield(ctx); err != nil {
 		return err

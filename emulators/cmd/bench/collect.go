@@ -19,6 +19,7 @@ import (
 	"github.com/cloudevents/sdk-go/v2/event"
 
 	"github.com/egress-proxies/egress/internal/app"
+	"github.com/egress-proxies/egress/internal/clock"
 	"github.com/egress-proxies/egress/internal/emulator"
 	"github.com/egress-proxies/egress/internal/metering"
 	"github.com/egress-proxies/egress/internal/provider"
@@ -169,7 +170,7 @@ func gcWorker(ctx context.Context) error {
 		return err
 	}
 	// An hour old, well past the grace period; booted at once.
-	m := mock.New(mock.Options{Clock: fixedClock(time.Now().Add(-time.Hour))})
+	m := mock.New(mock.Options{Clock: clock.NewFake(time.Now().Add(-time.Hour))})
 	for i := range n {
 		uid := gcUID(i)
 		if _, err := m.Create(ctx, provider.CreateRequest{Name: provider.NameFromUID(uid), UID: uid}); err != nil {
@@ -217,10 +218,6 @@ func tick(project string) event.Event {
 	e.SetData("application/json", map[string]any{"message": map[string]any{"data": "e30=", "messageId": "bench-tick"}})
 	return e
 }
-
-type fixedClock time.Time
-
-func (c fixedClock) Now() time.Time { return time.Time(c) }
 
 // gcSummary is the worker's gc summary line.
 type gcSummary struct {

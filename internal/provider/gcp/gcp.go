@@ -97,7 +97,10 @@ func New(client *compute.InstancesClient, cfg Config) (*Provider, error) {
 	return &Provider{client: client, cfg: cfg}, nil
 }
 
-var _ provider.Provider = (*Provider)(nil)
+var (
+	_ provider.Provider      = (*Provider)(nil)
+	_ provider.ConsoleReader = (*Provider)(nil)
+)
 
 // ID is the providerID of an instance.
 func ID(project, zone, name string) string { return "gce://" + project + "/" + zone + "/" + name }
@@ -238,7 +241,76 @@ func (p *Provider) Get(ctx context.Context, providerID string) (*provider.Instan
 		return nil, wrap("get", providerID, err)
 	}
 	out := convert(providerID, inst)
+	if out.State == provider.StateRunning && bootstrapped(inst) {
+		// A VM that boots the default bootstrap runs before it serves: it
+		// is Running only once its self-test has said so.
+		if err := p.readiness(ctx, project, zone, name, &out); err != nil {
+			return nil, wrap("get", providerID, err)
+		}
+	}
 	return &out, nil
+}
+
+// bootstrapped reports whether the VM was given the default bootstrap, and
+// so reports its readiness in guest attributes.
+func bootstrapped(inst *computepb.Instance) bool {
+	for _, it := range inst.GetMetadata().GetItems() {
+		if it.GetKey() == bootstrap.KeyGuestAttributes && strings.EqualFold(it.GetValue(), "TRUE") {
+			return true
+		}
+	}
+	return false
+}
+
+// readiness reads the guest attributes the startup script writes: with
+// egress/ready the VM stays Running; otherwise it is Provisioning, with the
+// reason of egress/error if the script gave one. The script clears both at
+// the start of every boot, so a ready beside a stale error means the clear
+// failed, not that the proxy does.
+func (p *Provider) readiness(ctx context.Context, project, zone, name string, out *provider.Instance) error {
+	attrs, err := p.client.GetGuestAttributes(ctx, &computepb.GetGuestAttributesInstanceRequest{
+		Project: project, Zone: zone, Instance: name, QueryPath: proto.String(bootstrap.GuestNamespace + "/"),
+	})
+	values := map[string]string{}
+	switch {
+	case classify(err) == provider.KindNotFound:
+		// Compute answers 404 while nothing is written under the path;
+		// the instance itself was just read, so this is no lost VM.
+	case err != nil:
+		return err
+	default:
+		for _, it := range attrs.GetQueryValue().GetItems() {
+			if it.GetNamespace() == bootstrap.GuestNamespace {
+				values[it.GetKey()] = it.GetValue()
+			}
+		}
+	}
+	if _, ok := values[bootstrap.GuestReady]; ok {
+		return nil
+	}
+	out.State = provider.StateProvisioning
+	out.BootError = values[bootstrap.GuestError]
+	return nil
+}
+
+// consoleBytes is how much of the end of a VM's serial console Console
+// reads: enough for the last lines of a failed boot.
+const consoleBytes = 8 << 10
+
+// Console returns the end of the VM's serial console (port 1), where the
+// guest agent copies the startup script's output.
+func (p *Provider) Console(ctx context.Context, providerID string) (string, error) {
+	project, zone, name, err := ParseID(providerID)
+	if err != nil {
+		return "", err
+	}
+	out, err := p.client.GetSerialPortOutput(ctx, &computepb.GetSerialPortOutputInstanceRequest{
+		Project: project, Zone: zone, Instance: name, Port: proto.Int32(1), Start: proto.Int64(-consoleBytes),
+	})
+	if err != nil {
+		return "", wrap("console", providerID, err)
+	}
+	return out.GetContents(), nil
 }
 
 // Delete deletes the VM. A VM already gone is success; one already on its

@@ -4,12 +4,14 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
 	compute "cloud.google.com/go/compute/apiv1"
 	"cloud.google.com/go/compute/apiv1/computepb"
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 	"google.golang.org/api/option"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/testing/protocmp"
@@ -52,6 +54,14 @@ func TestConformance(t *testing.T) {
 				})
 			},
 			UnknownID: ID(project, "us-central1-a", "absent"),
+			ReportReady: func(id string) {
+				_, zone, name, _ := ParseID(id)
+				fake.SetGuestAttribute(zone, name, "egress/ready", "serving on port 3128")
+			},
+			ReportBootError: func(id, reason string) {
+				_, zone, name, _ := ParseID(id)
+				fake.SetGuestAttribute(zone, name, "egress/error", reason)
+			},
 		}
 	})
 }
@@ -362,5 +372,115 @@ func TestListByTag(t *testing.T) {
 	fake.Fail("list", 1, computefake.Fault{Code: http.StatusForbidden, Reason: "forbidden", Message: "no permission"})
 	if _, err := p.ListByTag(ctx); provider.KindOf(err) != provider.KindPermanent {
 		t.Errorf("ListByTag refused: %v, want permanent", err)
+	}
+}
+
+// TestReadiness: a VM that boots the default bootstrap is Running only once
+// its startup script wrote egress/ready; until then it is Provisioning, with
+// the script's reason if it wrote egress/error. A VM with a spec's own
+// cloud-init has no such script and is Running when Compute says so.
+func TestReadiness(t *testing.T) {
+	cases := map[string]struct {
+		reason    string
+		cloudInit bool
+		settle    bool
+		attrs     map[string]string
+		fault     *computefake.Fault
+		want      provider.Instance
+		wantKind  provider.Kind
+	}{
+		"Booting": {
+			reason: "PROVISIONING in Compute is Provisioning",
+			want:   provider.Instance{State: provider.StateProvisioning},
+		},
+		"RunningNotYetServing": {
+			reason: "RUNNING without egress/ready: booted, not yet proven",
+			settle: true,
+			want:   provider.Instance{State: provider.StateProvisioning, IP: "198.51.100.1"},
+		},
+		"Serving": {
+			reason: "RUNNING with egress/ready",
+			settle: true, attrs: map[string]string{"egress/ready": "serving on port 3128"},
+			want: provider.Instance{State: provider.StateRunning, IP: "198.51.100.1"},
+		},
+		"SelfTestFailed": {
+			reason: "egress/error is the reason, and the VM stays Provisioning",
+			settle: true, attrs: map[string]string{"egress/error": "a request without credentials got 200, want 407"},
+			want: provider.Instance{State: provider.StateProvisioning, IP: "198.51.100.1", BootError: "a request without credentials got 200, want 407"},
+		},
+		"ReadyBesideAStaleError": {
+			reason: "the script clears both at every boot; a ready beside an error means a clear failed",
+			settle: true, attrs: map[string]string{"egress/ready": "serving", "egress/error": "from the boot before"},
+			want: provider.Instance{State: provider.StateRunning, IP: "198.51.100.1"},
+		},
+		"OwnCloudInit": {
+			reason:    "no startup script, no guest attributes: RUNNING is Running",
+			cloudInit: true, settle: true,
+			want: provider.Instance{State: provider.StateRunning, IP: "198.51.100.1"},
+		},
+		"GuestAttributesUnavailable": {
+			reason: "a failure to read the attributes is an error to retry, not a verdict on the VM",
+			settle: true, fault: &computefake.Fault{Code: 500, Reason: "backendError", Message: "internal error"},
+			wantKind: provider.KindTransient,
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			p, fake := newProvider(t)
+			req := request()
+			if tc.cloudInit {
+				req.StartupScript, req.CloudInit = "", "#cloud-config\n"
+			}
+			id, err := p.Create(context.Background(), req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if tc.settle {
+				fake.Settle()
+			}
+			for k, v := range tc.attrs {
+				fake.SetGuestAttribute("us-central1-b", req.Name, k, v)
+			}
+			if tc.fault != nil {
+				fake.Fail("guestAttributes", 1, *tc.fault)
+			}
+			got, err := p.Get(context.Background(), id)
+			if tc.wantKind != "" {
+				if provider.KindOf(err) != tc.wantKind {
+					t.Fatalf("%s: Get error %v, want kind %s", tc.reason, err, tc.wantKind)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			tc.want.ID, tc.want.UID = id, req.UID
+			if diff := cmp.Diff(tc.want, *got, cmpopts.IgnoreFields(provider.Instance{}, "CreatedAt")); diff != "" {
+				t.Errorf("%s\ninstance (-want +got):\n%s", tc.reason, diff)
+			}
+		})
+	}
+}
+
+// TestConsole reads the end of a VM's serial console, where the guest
+// agent copies the startup script's output.
+func TestConsole(t *testing.T) {
+	p, fake := newProvider(t)
+	req := request()
+	id, err := p.Create(context.Background(), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fake.AppendSerial("us-central1-b", req.Name, strings.Repeat("boot noise\n", 2000))
+	fake.AppendSerial("us-central1-b", req.Name, "egress-bootstrap: FAILED: tinyproxy does not answer on port 3128\n")
+	out, err := p.Console(context.Background(), id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(out) > 8<<10 || !strings.HasSuffix(out, "egress-bootstrap: FAILED: tinyproxy does not answer on port 3128\n") {
+		t.Errorf("console: %d bytes ending %q; want at most 8 KiB ending with the script's last line", len(out), out[max(0, len(out)-80):])
+	}
+	if _, err := p.Console(context.Background(), ID(project, "us-central1-b", "absent")); !errors.Is(err, provider.ErrNotFound) {
+		t.Errorf("console of an absent VM: %v, want ErrNotFound", err)
 	}
 }

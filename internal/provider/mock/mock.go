@@ -3,11 +3,12 @@
 // idempotent Delete, labels and CreatedAt — and is deterministic: time comes
 // from an injected clock, IPs from a fixed sequence in the documentation
 // ranges, and nothing is random. Instances go Provisioning → Running once
-// the configured provisioning delay has passed on that clock.
+// the configured provisioning delay has passed on that clock, and then, as
+// a real VM's startup script does, call home (Options.CallHome) once.
 //
-// Faults are injected on purpose (FailNext, SetLatency, Lose, Stop) so that
-// reconcile, GC and the simulation can exercise every error path without a
-// cloud.
+// Faults are injected on purpose (FailNext, SetLatency, Lose, Stop,
+// FailBoot, NeverReady, SkipCallHome) so that reconcile, GC and the
+// simulation can exercise every error path without a cloud.
 package mock
 
 import (
@@ -20,6 +21,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/egress-proxies/egress/internal/clock"
 	"github.com/egress-proxies/egress/internal/provider"
 )
 
@@ -39,23 +41,26 @@ const (
 	MethodListByTag Method = "ListByTag"
 )
 
-// Clock is the time source. Tests pass a fake; the local stack passes the
-// wall clock.
-type Clock interface {
-	Now() time.Time
-}
-
-type wallClock struct{}
-
-func (wallClock) Now() time.Time { return time.Now() }
-
 // Options configure a Provider. The zero value is valid: wall clock, no
-// provisioning delay (instances are Running on the first Get after Create).
+// provisioning delay (instances are Running on the first Get after Create),
+// no call-home.
 type Options struct {
-	Clock Clock
+	// Clock is the time source; nil is the wall clock. Tests pass a fake.
+	Clock clock.Clock
 	// ProvisioningDelay is how long an instance stays Provisioning after
 	// Create, measured on Clock.
 	ProvisioningDelay time.Duration
+	// CallHome, if set, is called once for each new instance when its
+	// provisioning delay ends, as a real VM's startup script publishes
+	// {namespace, name, uid} when its self-test passes. The composition
+	// root wires it to the reconcile topic, so the local stack takes the
+	// production path.
+	CallHome func(CallHome)
+}
+
+// CallHome is what a VM says when it is ready: which proxy it serves.
+type CallHome struct {
+	Namespace, Name, UID string
 }
 
 // instance is the stored state of one VM.
@@ -66,6 +71,12 @@ type instance struct {
 	seq    int
 	// req is the request that created it: what a real VM would boot with.
 	req provider.CreateRequest
+	// bootError is what its bootstrap reported (FailBoot); neverReady
+	// keeps it Provisioning with nothing reported (NeverReady).
+	bootError  string
+	neverReady bool
+	// console is what its serial console would show.
+	console []string
 }
 
 // fault is an injected failure of the next calls to one method.
@@ -79,8 +90,9 @@ type fault struct {
 
 // Provider is the mock provider. It is safe for concurrent use.
 type Provider struct {
-	clock Clock
-	delay time.Duration
+	clock    clock.Clock
+	delay    time.Duration
+	callHome func(CallHome)
 
 	mu        sync.Mutex
 	instances map[string]*instance // by name
@@ -88,17 +100,21 @@ type Provider struct {
 	faults    map[Method][]*fault
 	latency   map[Method]time.Duration
 	calls     map[Method]int
+	// neverReady and skipCallHome count the next new instances that will
+	// never be ready, or that will be ready without calling home.
+	neverReady, skipCallHome int
 }
 
 // New returns an empty mock provider.
 func New(opts Options) *Provider {
-	clock := opts.Clock
-	if clock == nil {
-		clock = wallClock{}
+	clk := opts.Clock
+	if clk == nil {
+		clk = clock.Real{}
 	}
 	return &Provider{
-		clock:     clock,
+		clock:     clk,
 		delay:     opts.ProvisioningDelay,
+		callHome:  opts.CallHome,
 		instances: map[string]*instance{},
 		faults:    map[Method][]*fault{},
 		latency:   map[Method]time.Duration{},
@@ -106,7 +122,10 @@ func New(opts Options) *Provider {
 	}
 }
 
-var _ provider.Provider = (*Provider)(nil)
+var (
+	_ provider.Provider      = (*Provider)(nil)
+	_ provider.ConsoleReader = (*Provider)(nil)
+)
 
 // Create makes an instance named req.Name, or returns the existing one's ID
 // if an instance of that name exists (the contract's idempotency by name).
@@ -118,15 +137,17 @@ func (p *Provider) Create(ctx context.Context, req provider.CreateRequest) (stri
 		return "", provider.NewError(provider.KindPermanent, "create", "", fmt.Errorf("request has no name"))
 	}
 	p.mu.Lock()
-	defer p.mu.Unlock()
 	f := p.takeFault(MethodCreate)
 	if f != nil && !f.takeEffect {
+		p.mu.Unlock()
 		return "", f.err
 	}
 	id := idPrefix + req.Name
-	if _, ok := p.instances[req.Name]; !ok {
+	in, existed := p.instances[req.Name]
+	callHome := false
+	if !existed {
 		p.nextSeq++
-		p.instances[req.Name] = &instance{
+		in = &instance{
 			name: req.Name,
 			seq:  p.nextSeq,
 			req:  req,
@@ -140,12 +161,43 @@ func (p *Provider) Create(ctx context.Context, req provider.CreateRequest) (stri
 				UID:       req.UID,
 				CreatedAt: p.clock.Now(),
 			},
+			console: []string{"mock: instance " + req.Name + " created; booting"},
 		}
+		if p.neverReady > 0 {
+			p.neverReady--
+			in.neverReady = true
+		}
+		callHome = p.callHome != nil && !in.neverReady
+		if callHome && p.skipCallHome > 0 {
+			p.skipCallHome--
+			callHome = false
+		}
+		p.instances[req.Name] = in
+	}
+	p.mu.Unlock()
+	if callHome {
+		// Outside the lock: a fake clock calls back at once for no delay.
+		p.clock.AfterFunc(p.delay, func() { p.ready(in) })
 	}
 	if f != nil {
 		return "", f.err
 	}
 	return id, nil
+}
+
+// ready calls home for an instance whose boot has ended, unless it is gone
+// or failed meanwhile: a VM calls home only from a self-test that passed.
+func (p *Provider) ready(in *instance) {
+	p.mu.Lock()
+	cur, ok := p.instances[in.name]
+	live := ok && cur == in && in.bootError == "" && in.inst.State != provider.StateStopped && in.inst.State != provider.StateTerminated
+	if live {
+		in.console = append(in.console, "egress-bootstrap: proxy ready on port "+fmt.Sprint(in.req.Port))
+	}
+	p.mu.Unlock()
+	if live {
+		p.callHome(CallHome{Namespace: in.req.Namespace, Name: in.req.ProxyName, UID: in.req.UID})
+	}
 }
 
 // Get returns the instance's current state, advancing it to Running once the
@@ -170,6 +222,22 @@ func (p *Provider) Get(ctx context.Context, providerID string) (*provider.Instan
 	p.advance(in)
 	out := in.inst
 	return &out, nil
+}
+
+// Console returns what the instance's serial console would show: its
+// creation and what its bootstrap reported.
+func (p *Provider) Console(ctx context.Context, providerID string) (string, error) {
+	name, err := parseID(providerID)
+	if err != nil {
+		return "", err
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	in, ok := p.instances[name]
+	if !ok {
+		return "", provider.NewError(provider.KindNotFound, "console", providerID, provider.ErrNotFound)
+	}
+	return strings.Join(in.console, "\n") + "\n", nil
 }
 
 // Delete removes the instance. Deleting one that does not exist succeeds.
@@ -236,9 +304,10 @@ func (p *Provider) snapshot(managedOnly bool) []provider.Instance {
 
 // advance moves a Provisioning instance to Running once its delay is over,
 // and gives it its address then, as a cloud assigns the external IP when the
-// VM starts.
+// VM starts; an instance whose bootstrap failed or hangs stays
+// Provisioning.
 func (p *Provider) advance(in *instance) {
-	if in.inst.State != provider.StateProvisioning {
+	if in.inst.State != provider.StateProvisioning || in.bootError != "" || in.neverReady {
 		return
 	}
 	if p.clock.Now().Sub(in.inst.CreatedAt) < p.delay {
@@ -260,14 +329,10 @@ func (p *Provider) enter(ctx context.Context, m Method) error {
 	if lat <= 0 {
 		return nil
 	}
-	t := time.NewTimer(lat)
-	defer t.Stop()
-	select {
-	case <-ctx.Done():
-		return fmt.Errorf("mock %s: %w", strings.ToLower(string(m)), ctx.Err())
-	case <-t.C:
-		return nil
+	if err := p.clock.Sleep(ctx, lat); err != nil {
+		return fmt.Errorf("mock %s: %w", strings.ToLower(string(m)), err)
 	}
+	return nil
 }
 
 // takeFault pops one use of the first fault queued for m. p.mu must be held.
@@ -344,6 +409,43 @@ func (p *Provider) Stop(providerID string, state provider.InstanceState) bool {
 		in.inst.IP = ""
 	}
 	return ok
+}
+
+// FailBoot makes an instance's bootstrap report that the proxy cannot
+// serve, with reason: it stays Provisioning with that BootError and never
+// calls home. It reports whether the instance exists.
+func (p *Provider) FailBoot(providerID, reason string) bool {
+	name, err := parseID(providerID)
+	if err != nil {
+		return false
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	in, ok := p.instances[name]
+	if ok {
+		in.bootError = reason
+		in.inst.State, in.inst.IP, in.inst.BootError = provider.StateProvisioning, "", reason
+		in.console = append(in.console, "egress-bootstrap: FAILED: "+reason)
+	}
+	return ok
+}
+
+// NeverReady makes the next n new instances hang in their boot: they stay
+// Provisioning, report nothing and never call home, as a VM whose startup
+// script never ran would.
+func (p *Provider) NeverReady(n int) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.neverReady += n
+}
+
+// SkipCallHome makes the next n new instances become ready without calling
+// home, as a VM whose message was lost: only the reconciler's sweep finds
+// them.
+func (p *Provider) SkipCallHome(n int) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.skipCallHome += n
 }
 
 // AddForeign plants an instance that this system did not create, with the

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+	"strings"
 	"testing"
 	"time"
 
@@ -30,7 +31,8 @@ func TestConformance(t *testing.T) {
 			AddUnmanaged: func(name, uid string) {
 				p.AddForeign(name, map[string]string{provider.LabelManaged: "false", provider.LabelUID: uid})
 			},
-			UnknownID: "mock://proxy-unknown",
+			UnknownID:       "mock://proxy-unknown",
+			ReportBootError: func(id, reason string) { p.FailBoot(id, reason) },
 		}
 	})
 }
@@ -171,5 +173,95 @@ func TestConcurrentCreatesMakeOneInstance(t *testing.T) {
 	}
 	if n := len(p.Instances()); n != 1 {
 		t.Errorf("50 concurrent Creates with one name made %d instances, want 1", n)
+	}
+}
+
+// TestCallHome: each new instance calls home once, when its boot ends, with
+// the proxy it serves; one that hangs, fails its bootstrap, was skipped or
+// is gone by then does not.
+func TestCallHome(t *testing.T) {
+	cases := map[string]struct {
+		reason string
+		before func(p *mock.Provider)
+		after  func(p *mock.Provider, id string)
+		want   []mock.CallHome
+	}{
+		"Ready": {
+			reason: "a booted instance calls home once, even if it is created twice (adopted)",
+			want:   []mock.CallHome{{Namespace: "team-a", Name: "egress-1", UID: "6c1f0a5e-8d1b-4c59-9a53-1b7a2f3d4e5f"}},
+		},
+		"NeverReady": {
+			reason: "a hanging boot says nothing",
+			before: func(p *mock.Provider) { p.NeverReady(1) },
+		},
+		"SkipCallHome": {
+			reason: "a lost call-home message",
+			before: func(p *mock.Provider) { p.SkipCallHome(1) },
+		},
+		"BootFailed": {
+			reason: "a failed self-test does not call home",
+			after:  func(p *mock.Provider, id string) { p.FailBoot(id, "tinyproxy does not answer") },
+		},
+		"LostBeforeReady": {
+			reason: "a VM gone before its boot ended calls nobody",
+			after:  func(p *mock.Provider, id string) { p.Lose(id) },
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			clk := clock.NewFake(epoch)
+			var got []mock.CallHome
+			p := mock.New(mock.Options{Clock: clk, ProvisioningDelay: 10 * time.Second, CallHome: func(c mock.CallHome) { got = append(got, c) }})
+			if tc.before != nil {
+				tc.before(p)
+			}
+			req := request("6c1f0a5e-8d1b-4c59-9a53-1b7a2f3d4e5f")
+			req.Namespace, req.ProxyName = "team-a", "egress-1"
+			id, err := p.Create(context.Background(), req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			p.Create(context.Background(), req)
+			if tc.after != nil {
+				tc.after(p, id)
+			}
+			clk.Advance(9 * time.Second)
+			if len(got) != 0 {
+				t.Fatalf("called home %v before the boot ended", got)
+			}
+			clk.Advance(time.Hour)
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("%s\ncalls home (-want +got):\n%s", tc.reason, diff)
+			}
+		})
+	}
+}
+
+// TestBootFaults: an instance that hangs or fails its bootstrap stays
+// Provisioning, the failure's reason in BootError and on its console.
+func TestBootFaults(t *testing.T) {
+	ctx := context.Background()
+	clk := clock.NewFake(epoch)
+	p := mock.New(mock.Options{Clock: clk, ProvisioningDelay: time.Second})
+	p.NeverReady(1)
+	hung, _ := p.Create(ctx, request("11111111-1111-4111-8111-111111111111"))
+	failed, _ := p.Create(ctx, request("22222222-2222-4222-8222-222222222222"))
+	p.FailBoot(failed, "a CONNECT with credentials to www.google.com:443 got 000, want 200")
+	clk.Advance(time.Hour)
+	for id, want := range map[string]provider.Instance{
+		hung:   {ID: hung, State: provider.StateProvisioning, UID: "11111111-1111-4111-8111-111111111111", CreatedAt: epoch},
+		failed: {ID: failed, State: provider.StateProvisioning, UID: "22222222-2222-4222-8222-222222222222", CreatedAt: epoch, BootError: "a CONNECT with credentials to www.google.com:443 got 000, want 200"},
+	} {
+		got, err := p.Get(ctx, id)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(want, *got); diff != "" {
+			t.Errorf("%s (-want +got):\n%s", id, diff)
+		}
+	}
+	out, err := p.Console(ctx, failed)
+	if err != nil || !strings.Contains(out, "FAILED: a CONNECT with credentials") {
+		t.Errorf("console of the failed VM: %q, %v; want the bootstrap's failure", out, err)
 	}
 }

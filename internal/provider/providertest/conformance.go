@@ -1,7 +1,6 @@
-// Package providertest holds what every provider's tests share: Run, the
-// conformance suite that any provider.Provider must pass, and Recorder, a
-// recording decorator with one-shot injected errors for the tests of the
-// packages that call a provider.
+// Package providertest holds Run, the conformance suite that every
+// provider.Provider must pass: each provider's own tests run it against the
+// provider with the levers of a Target.
 package providertest
 
 import (
@@ -30,6 +29,13 @@ type Target struct {
 	AddUnmanaged func(name, uid string)
 	// UnknownID is a well-formed providerID that names no instance.
 	UnknownID string
+	// ReportReady plays a settled VM's startup script saying the proxy
+	// serves, for a provider that waits for it (gcp: the guest attribute
+	// egress/ready). Nil for a provider whose VMs are ready once settled.
+	ReportReady func(providerID string)
+	// ReportBootError plays a VM's startup script saying the proxy cannot
+	// serve, and why.
+	ReportBootError func(providerID, reason string)
 }
 
 // Run runs the conformance suite. newTarget is called once per subtest and
@@ -154,12 +160,32 @@ func Run(t *testing.T, newTarget func(t *testing.T) Target) {
 			t.Fatalf("state after Create = %q, want %q", s, provider.StateProvisioning)
 		}
 		tg.Settle()
+		if tg.ReportReady != nil {
+			// Booted is not serving: Running means the proxy said so.
+			if s := mustGet(t, tg.Provider, id).State; s != provider.StateProvisioning {
+				t.Fatalf("state after the VM booted, before its startup script said it serves = %q, want %q", s, provider.StateProvisioning)
+			}
+			tg.ReportReady(id)
+		}
 		got := mustGet(t, tg.Provider, id)
 		if got.State != provider.StateRunning {
 			t.Errorf("state after Settle = %q, want %q", got.State, provider.StateRunning)
 		}
 		if got.IP == "" {
 			t.Errorf("a Running instance has no IP")
+		}
+	})
+
+	t.Run("BootErrorIsReported", func(t *testing.T) {
+		tg := newTarget(t)
+		id := mustCreate(t, tg.Provider, request("a"))
+		tg.Settle()
+		const reason = "tinyproxy does not answer on port 3128"
+		tg.ReportBootError(id, reason)
+		got := mustGet(t, tg.Provider, id)
+		if got.State != provider.StateProvisioning || got.BootError != reason {
+			t.Errorf("after the startup script reported an error: state %q, BootError %q; want %q and %q",
+				got.State, got.BootError, provider.StateProvisioning, reason)
 		}
 	})
 
@@ -199,8 +225,8 @@ func request(suffix string) provider.CreateRequest {
 			MachineType: "e2-micro",
 			Image:       "projects/debian-cloud/global/images/family/debian-12",
 		},
-		CloudInit: "#cloud-config\n",
-		Port:      3128,
+		StartupScript: "#!/bin/bash\necho the default bootstrap\n",
+		Port:          3128,
 	}
 }
 
