@@ -1,0 +1,258 @@
+package imagetest
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"net/http"
+	"net/netip"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// tlsServerName is the name in httptest's certificate.
+const tlsServerName = "example.com"
+
+func checkTimeout(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(ctx, 15*time.Second)
+}
+
+// checkReady: the boot's ready came after the script cleared both
+// attributes, and no error was ever written.
+func checkReady(t *testing.T, r *run, since time.Time, ready GuestWrite) {
+	var deleted []string
+	for _, w := range r.metadata.GuestLog() {
+		if w.Method == http.MethodPut && w.Key == "egress/error" {
+			t.Errorf("egress/error was written at %s: %q", w.Time.Format(time.TimeOnly), w.Value)
+		}
+		if w.Method == http.MethodDelete && !w.Time.Before(since) && w.Time.Before(ready.Time) {
+			deleted = append(deleted, w.Key)
+		}
+	}
+	if ready.Key != "egress/ready" {
+		t.Errorf("waited for egress/ready, got %s", ready.Key)
+	}
+	for _, k := range []string{"egress/ready", "egress/error"} {
+		if !contains(deleted, k) {
+			t.Errorf("the script did not DELETE %s before writing egress/ready (deleted: %v)", k, deleted)
+		}
+	}
+}
+
+// checkCallHome: one publish to the proxy-reconcile topic, with the token
+// the metadata server handed out and the proxy's namespace, name and uid.
+func checkCallHome(t *testing.T, ctx context.Context, r *run) {
+	// The script calls home right after it writes ready.
+	deadline := time.Now().Add(20 * time.Second)
+	var ok []Publish
+	for {
+		ok = ok[:0]
+		for _, p := range r.pubsub.Publishes() {
+			if p.Status == http.StatusOK {
+				ok = append(ok, p)
+			}
+		}
+		if len(ok) > 0 || time.Now().After(deadline) || ctx.Err() != nil {
+			break
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	if len(ok) == 0 {
+		t.Fatalf("no accepted publish; all calls: %+v", r.pubsub.Publishes())
+	}
+	p := ok[0]
+	if p.Topic != topic {
+		t.Errorf("published to %q, want %q", p.Topic, topic)
+	}
+	if p.Authorization != "Bearer "+r.token {
+		t.Errorf("Authorization %q, want the metadata server's token", p.Authorization)
+	}
+	if len(p.Data) != 1 {
+		t.Fatalf("%d messages in the publish, want 1", len(p.Data))
+	}
+	got, err := decodeJSON(p.Data[0])
+	if err != nil {
+		t.Fatalf("message data %q is not JSON: %v", p.Data[0], err)
+	}
+	want := map[string]any{"namespace": namespace, "name": proxyName, "uid": uid, "reason": "ready"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("call-home message (-want +got):\n%s", diff)
+	}
+}
+
+// checkConnectTLS: a tunnel to the TLS host, a verified handshake through
+// it, the host's own answer, and the host saw the VM as the client.
+func checkConnectTLS(t *testing.T, ctx context.Context, r *run) {
+	ctx, cancel := checkTimeout(ctx)
+	defer cancel()
+	before := len(r.tlsHost.Hits())
+	body, err := r.client("client", proxyUser, r.password).GetTLS(ctx, HostPort(TLSHostAddr, TLSPort), tlsServerName, r.roots, "/via-connect")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if body != r.tlsHost.Body {
+		t.Errorf("body %q, want the TLS host's %q", body, r.tlsHost.Body)
+	}
+	hits := r.tlsHost.Hits()[before:]
+	if len(hits) != 1 || !fromVM(hits[0].RemoteAddr) {
+		t.Errorf("the TLS host saw %+v, want one request from the VM (%s)", hits, VMPrefix.Addr())
+	}
+}
+
+// checkGet: a plain proxied GET reaches the HTTP host from the VM.
+func checkGet(t *testing.T, ctx context.Context, r *run) {
+	ctx, cancel := checkTimeout(ctx)
+	defer cancel()
+	before := len(r.httpHost.Hits())
+	status, body, err := r.client("client", proxyUser, r.password).Get(ctx, "http://"+HostPort(HTTPHostAddr, HTTPPort)+"/via-get", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if status != http.StatusOK || body != r.httpHost.Body {
+		t.Errorf("GET through the proxy: %d %q, want 200 %q", status, body, r.httpHost.Body)
+	}
+	hits := r.httpHost.Hits()[before:]
+	if len(hits) != 1 || !fromVM(hits[0].RemoteAddr) || hits[0].URI != "/via-get" {
+		t.Errorf("the HTTP host saw %+v, want one GET /via-get from the VM", hits)
+	}
+}
+
+// checkAuth: without the right credentials both a CONNECT and a GET are
+// refused as unauthenticated, and neither reaches its host. With no
+// credentials that is 407. With wrong ones tinyproxy 1.11 answers 401, not
+// 407 (its reqs.c sends 401 "Unauthorized" whenever a Proxy-Authorization
+// header fails the check), so either is a refusal; a 200 or an open
+// tunnel is the failure.
+func checkAuth(t *testing.T, ctx context.Context, r *run, user, password string, want ...int) {
+	ctx, cancel := checkTimeout(ctx)
+	defer cancel()
+	c := r.client("client", user, password)
+	tlsBefore, httpBefore := len(r.tlsHost.Hits()), len(r.httpHost.Hits())
+	status, tunnel, err := c.Connect(ctx, HostPort(TLSHostAddr, TLSPort))
+	if tunnel != nil {
+		tunnel.Close()
+	}
+	if err != nil || !slices.Contains(want, status) {
+		t.Errorf("CONNECT: status %d (%v), want one of %v", status, err, want)
+	}
+	status, _, err = c.Get(ctx, "http://"+HostPort(HTTPHostAddr, HTTPPort)+"/unauthorised", nil)
+	if err != nil || !slices.Contains(want, status) {
+		t.Errorf("GET: status %d (%v), want one of %v", status, err, want)
+	}
+	if n := len(r.httpHost.Hits()) - httpBefore; n != 0 {
+		t.Errorf("the HTTP host was reached %d times", n)
+	}
+	if n := len(r.tlsHost.Hits()) - tlsBefore; n != 0 {
+		t.Errorf("the TLS host was reached %d times", n)
+	}
+}
+
+// checkIngress: a client in the allowed range can open a connection to
+// the proxy port, one outside cannot: the host's filter drops it before
+// tinyproxy sees it.
+func checkIngress(t *testing.T, ctx context.Context, r *run) {
+	dial := func(from netip.Addr) error {
+		ctx, cancel := context.WithTimeout(ctx, 3*time.Second)
+		defer cancel()
+		conn, err := r.topo.Internet.Dialer(from)(ctx, "tcp", ProxyAddr())
+		if err == nil {
+			conn.Close()
+		}
+		return err
+	}
+	if err := dial(ClientAddr); err != nil {
+		t.Fatalf("control: a client inside the allowed range cannot connect either: %v", err)
+	}
+	if err := dial(OutsiderAddr); err == nil {
+		ctx, cancel := checkTimeout(ctx)
+		defer cancel()
+		status, tunnel, err := r.client("outsider", proxyUser, r.password).Connect(ctx, HostPort(TLSHostAddr, TLSPort))
+		if tunnel != nil {
+			tunnel.Close()
+		}
+		t.Errorf("%s, outside %s, opened a connection to the proxy port (a CONNECT with credentials then got %d, %v)",
+			OutsiderAddr, AllowedRange, status, err)
+	}
+}
+
+// checkRefused: the proxy answers a CONNECT to target, with credentials,
+// with an error, and nothing reached the target.
+func checkRefused(t *testing.T, ctx context.Context, r *run, target string, s *Sink) {
+	ctx, cancel := checkTimeout(ctx)
+	defer cancel()
+	status, tunnel, err := r.client("client", proxyUser, r.password).Connect(ctx, target)
+	if err != nil {
+		t.Fatalf("CONNECT %s: no answer from the proxy: %v", target, err)
+	}
+	if tunnel != nil {
+		// Say what got through, for the record the metadata check reads.
+		fmt.Fprintf(tunnel, "GET /computeMetadata/v1/instance/attributes/%s HTTP/1.1\r\nHost: %s\r\nMetadata-Flavor: Google\r\n\r\n", probeMarker, target)
+		line, _ := bufio.NewReader(tunnel).ReadString('\n')
+		tunnel.Close()
+		t.Fatalf("CONNECT %s: 200, the tunnel is open (the far end answered %q)", target, strings.TrimSpace(line))
+	}
+	if status == http.StatusOK || status == 0 {
+		t.Errorf("CONNECT %s: status %d, want a refusal", target, status)
+	}
+	if s != nil {
+		if from := s.Accepted(); len(from) > 0 {
+			t.Errorf("%s accepted connections from %v", target, from)
+		}
+	}
+}
+
+// checkMetadataGet: a plain GET for the metadata server, with the header
+// it wants, is not answered by it.
+func checkMetadataGet(t *testing.T, ctx context.Context, r *run) {
+	ctx, cancel := checkTimeout(ctx)
+	defer cancel()
+	url := "http://" + HostPort(MetadataAddr, MetadataPort) + "/computeMetadata/v1/instance/attributes/" + probeMarker
+	status, body, err := r.client("client", proxyUser, r.password).Get(ctx, url, http.Header{"Metadata-Flavor": {"Google"}})
+	if err != nil {
+		t.Fatalf("GET %s: no answer from the proxy: %v", url, err)
+	}
+	if status == http.StatusOK {
+		t.Errorf("GET %s through the proxy: 200 %q", url, body)
+	}
+	if got := markedRequests(r); len(got) > 0 {
+		t.Errorf("the metadata server answered the proxied GET: %+v", got)
+	}
+}
+
+// checkMetadataUntouched: of all the requests the metadata server got,
+// none came through the proxy.
+func checkMetadataUntouched(t *testing.T, r *run) {
+	if got := markedRequests(r); len(got) > 0 {
+		t.Errorf("the metadata server received requests sent through the proxy: %+v", got)
+	}
+	for _, q := range r.metadata.Requests() {
+		if q.Forwarded != "" {
+			t.Errorf("the metadata server received a forwarded request: %+v", q)
+		}
+	}
+}
+
+// checkReboot: the second boot cleared both attributes before it wrote
+// ready again, and wrote no error.
+func checkReboot(t *testing.T, r *run, since time.Time, ready GuestWrite) {
+	checkReady(t, r, since, ready)
+}
+
+func markedRequests(r *run) []Request {
+	var out []Request
+	for _, q := range r.metadata.Requests() {
+		if strings.Contains(q.URI, probeMarker) {
+			out = append(out, q)
+		}
+	}
+	return out
+}
+
+func fromVM(remote string) bool {
+	ap, err := netip.ParseAddrPort(remote)
+	return err == nil && ap.Addr() == VMPrefix.Addr()
+}

@@ -1,0 +1,118 @@
+package imagetest
+
+import (
+	"errors"
+	"fmt"
+	"net/netip"
+)
+
+// The test's network, all in ranges no real host uses (documentation
+// ranges), except the metadata server's own address and one private
+// address, which stand for the two things the proxy must never reach.
+//
+//	VM namespace            "internet" namespace
+//	eth0 192.0.2.2/24 ──── vm0 192.0.2.1/24 (the VM's gateway)
+//	                        lo: 169.254.169.254  metadata server stand-in
+//	                            203.0.113.10     TLS host (:443, and :8443 to refuse)
+//	                            203.0.113.11     plain HTTP host (:80)
+//	                            203.0.113.12     Pub/Sub stand-in (:80)
+//	                            10.99.0.1        a "private network" host (:443)
+//	                            198.51.100.10    a client inside allowedSourceRanges
+//	                            203.0.113.200    a client outside them
+//
+// Everything but the VM lives in one namespace: it is the VM's whole
+// outside world, and the VM reaches all of it through its default route,
+// as a Compute Engine VM reaches the metadata server and the internet
+// through its subnet's gateway.
+var (
+	VMPrefix      = netip.MustParsePrefix("192.0.2.2/24")
+	GatewayPrefix = netip.MustParsePrefix("192.0.2.1/24")
+
+	MetadataAddr = netip.MustParseAddr("169.254.169.254")
+	TLSHostAddr  = netip.MustParseAddr("203.0.113.10")
+	HTTPHostAddr = netip.MustParseAddr("203.0.113.11")
+	PubSubAddr   = netip.MustParseAddr("203.0.113.12")
+	PrivateAddr  = netip.MustParseAddr("10.99.0.1")
+
+	AllowedRange = netip.MustParsePrefix("198.51.100.0/24")
+	ClientAddr   = netip.MustParseAddr("198.51.100.10")
+	OutsiderAddr = netip.MustParseAddr("203.0.113.200")
+)
+
+// Ports of the stand-ins.
+const (
+	TLSPort        = 443
+	RefusedPort    = 8443 // open on the TLS host, but not a port the proxy may CONNECT to
+	HTTPPort       = 80
+	PubSubPort     = 80
+	PrivatePort    = 443
+	MetadataPort   = 80
+	ProxyPort      = 3128
+	vmDev, gateDev = "eth0", "vm0"
+)
+
+// Topology is the two namespaces of a run.
+type Topology struct {
+	// VM is the namespace the container boots in.
+	VM *Netns
+	// Internet is everything outside the VM: stand-ins and clients.
+	Internet *Netns
+}
+
+// NewTopology makes the namespaces, named prefix+"vm" and prefix+"net",
+// and wires them as the diagram above shows. On error it deletes what it
+// made.
+func NewTopology(prefix string) (_ *Topology, err error) {
+	t := &Topology{}
+	defer func() {
+		if err != nil {
+			err = errors.Join(err, t.Close())
+		}
+	}()
+	if t.VM, err = NewNetns(prefix + "vm"); err != nil {
+		return t, err
+	}
+	if t.Internet, err = NewNetns(prefix + "net"); err != nil {
+		return t, err
+	}
+	if err := Link(t.VM, vmDev, t.Internet, gateDev); err != nil {
+		return t, err
+	}
+	if err := t.VM.AddAddr(vmDev, VMPrefix); err != nil {
+		return t, err
+	}
+	if err := t.Internet.AddAddr(gateDev, GatewayPrefix); err != nil {
+		return t, err
+	}
+	for _, a := range []netip.Addr{MetadataAddr, TLSHostAddr, HTTPHostAddr, PubSubAddr, PrivateAddr, ClientAddr, OutsiderAddr} {
+		if err := t.Internet.AddAddr("lo", netip.PrefixFrom(a, a.BitLen())); err != nil {
+			return t, err
+		}
+	}
+	if err := t.VM.IP("route", "add", "default", "via", GatewayPrefix.Addr().String()); err != nil {
+		return t, err
+	}
+	return t, nil
+}
+
+// ProxyAddr is where the VM's proxy listens, as clients dial it.
+func ProxyAddr() string { return netip.AddrPortFrom(VMPrefix.Addr(), ProxyPort).String() }
+
+// HostPort joins an address and a port.
+func HostPort(a netip.Addr, port int) string { return netip.AddrPortFrom(a, uint16(port)).String() }
+
+// Close deletes both namespaces.
+func (t *Topology) Close() error {
+	var errs []error
+	for _, n := range []*Netns{t.VM, t.Internet} {
+		if n != nil {
+			if err := n.Delete(); err != nil {
+				errs = append(errs, err)
+			}
+		}
+	}
+	if len(errs) > 0 {
+		return fmt.Errorf("deleting the test's namespaces: %w", errors.Join(errs...))
+	}
+	return nil
+}
