@@ -26,17 +26,17 @@ func checkTimeout(ctx context.Context) (context.Context, context.CancelFunc) {
 func checkReady(t *testing.T, r *run, since time.Time, ready GuestWrite) {
 	var deleted []string
 	for _, w := range r.metadata.GuestLog() {
-		if w.Method == http.MethodPut && w.Key == "egress/error" {
+		if w.Method == http.MethodPut && w.Key == guestError {
 			t.Errorf("egress/error was written at %s: %q", w.Time.Format(time.TimeOnly), w.Value)
 		}
 		if w.Method == http.MethodDelete && !w.Time.Before(since) && w.Time.Before(ready.Time) {
 			deleted = append(deleted, w.Key)
 		}
 	}
-	if ready.Key != "egress/ready" {
-		t.Errorf("waited for egress/ready, got %s", ready.Key)
+	if ready.Key != guestReady {
+		t.Errorf("waited for %s, got %s", guestReady, ready.Key)
 	}
-	for _, k := range []string{"egress/ready", "egress/error"} {
+	for _, k := range []string{guestReady, guestError} {
 		if !contains(deleted, k) {
 			t.Errorf("the script did not DELETE %s before writing egress/ready (deleted: %v)", k, deleted)
 		}
@@ -90,7 +90,7 @@ func checkConnectTLS(t *testing.T, ctx context.Context, r *run) {
 	ctx, cancel := checkTimeout(ctx)
 	defer cancel()
 	before := len(r.tlsHost.Hits())
-	body, err := r.client("client", proxyUser, r.password).GetTLS(ctx, HostPort(TLSHostAddr, TLSPort), tlsServerName, r.roots, "/via-connect")
+	body, err := r.client("client", r.creds.Username, r.creds.Password).GetTLS(ctx, HostPort(TLSHostAddr, TLSPort), tlsServerName, r.roots, "/via-connect")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -108,7 +108,7 @@ func checkGet(t *testing.T, ctx context.Context, r *run) {
 	ctx, cancel := checkTimeout(ctx)
 	defer cancel()
 	before := len(r.httpHost.Hits())
-	status, body, err := r.client("client", proxyUser, r.password).Get(ctx, "http://"+HostPort(HTTPHostAddr, HTTPPort)+"/via-get", nil)
+	status, body, err := r.client("client", r.creds.Username, r.creds.Password).Get(ctx, "http://"+HostPort(HTTPHostAddr, HTTPPort)+"/via-get", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -170,7 +170,7 @@ func checkIngress(t *testing.T, ctx context.Context, r *run) {
 	if err := dial(OutsiderAddr); err == nil {
 		ctx, cancel := checkTimeout(ctx)
 		defer cancel()
-		status, tunnel, err := r.client("outsider", proxyUser, r.password).Connect(ctx, HostPort(TLSHostAddr, TLSPort))
+		status, tunnel, err := r.client("outsider", r.creds.Username, r.creds.Password).Connect(ctx, HostPort(TLSHostAddr, TLSPort))
 		if tunnel != nil {
 			tunnel.Close()
 		}
@@ -184,7 +184,7 @@ func checkIngress(t *testing.T, ctx context.Context, r *run) {
 func checkRefused(t *testing.T, ctx context.Context, r *run, target string, s *Sink) {
 	ctx, cancel := checkTimeout(ctx)
 	defer cancel()
-	status, tunnel, err := r.client("client", proxyUser, r.password).Connect(ctx, target)
+	status, tunnel, err := r.client("client", r.creds.Username, r.creds.Password).Connect(ctx, target)
 	if err != nil {
 		t.Fatalf("CONNECT %s: no answer from the proxy: %v", target, err)
 	}
@@ -211,7 +211,7 @@ func checkMetadataGet(t *testing.T, ctx context.Context, r *run) {
 	ctx, cancel := checkTimeout(ctx)
 	defer cancel()
 	url := "http://" + HostPort(MetadataAddr, MetadataPort) + "/computeMetadata/v1/instance/attributes/" + probeMarker
-	status, body, err := r.client("client", proxyUser, r.password).Get(ctx, url, http.Header{"Metadata-Flavor": {"Google"}})
+	status, body, err := r.client("client", r.creds.Username, r.creds.Password).Get(ctx, url, http.Header{"Metadata-Flavor": {"Google"}})
 	if err != nil {
 		t.Fatalf("GET %s: no answer from the proxy: %v", url, err)
 	}

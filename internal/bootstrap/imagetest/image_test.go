@@ -20,9 +20,11 @@ import (
 	"golang.org/x/sys/unix"
 	"google.golang.org/api/option"
 
+	"github.com/egress-proxies/egress/internal/bootstrap"
 	"github.com/egress-proxies/egress/internal/provider"
 	"github.com/egress-proxies/egress/internal/provider/gcp"
 	"github.com/egress-proxies/egress/internal/provider/gcp/computefake"
+	"github.com/egress-proxies/egress/internal/proxy"
 )
 
 const (
@@ -36,7 +38,6 @@ const (
 	namespace = "team-a"
 	proxyName = "egress-1"
 	uid       = "3f2c1b0a-9e8d-4c7b-a6f5-e4d3c2b1a098"
-	proxyUser = "egress"
 
 	// probeMarker is in every request the checks send towards the
 	// metadata server through the proxy: should one arrive, the stand-in's
@@ -44,6 +45,12 @@ const (
 	probeMarker = "egress-image-test-probe"
 
 	bootTimeout = 3 * time.Minute
+)
+
+// The guest attributes the script writes, as the metadata stand-in keys them.
+var (
+	guestReady = bootstrap.GuestNamespace + "/" + bootstrap.GuestReady
+	guestError = bootstrap.GuestNamespace + "/" + bootstrap.GuestError
 )
 
 // run is what one test run set up.
@@ -56,7 +63,7 @@ type run struct {
 	roots    *x509.CertPool
 	private  *Sink // 10.99.0.1:443, a host of the private network
 	refused  *Sink // the TLS host's port 8443, not one the proxy may CONNECT to
-	password string
+	creds    proxy.Credentials
 	token    string
 }
 
@@ -102,7 +109,7 @@ func TestImage(t *testing.T) {
 		checkAuth(t, ctx, r, "", "", http.StatusProxyAuthRequired)
 	})
 	checks.run("wrong password: refused (407, or tinyproxy's 401)", func(t *testing.T) {
-		checkAuth(t, ctx, r, proxyUser, r.password+"x", http.StatusProxyAuthRequired, http.StatusUnauthorized)
+		checkAuth(t, ctx, r, r.creds.Username, r.creds.Password+"x", http.StatusProxyAuthRequired, http.StatusUnauthorized)
 	})
 	checks.run("a source outside allowedSourceRanges cannot connect", func(t *testing.T) { checkIngress(t, ctx, r) })
 	checks.run("CONNECT to the metadata server is refused", func(t *testing.T) {
@@ -212,12 +219,16 @@ func setUp(t *testing.T, ctx context.Context) *run {
 			t.Error(err)
 		}
 	})
-	r := &run{topo: topo, password: randomHex(12), token: "ya29.image-test-" + randomHex(16)}
+	creds, err := proxy.NewCredentials()
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &run{topo: topo, creds: creds, token: "ya29.image-test-" + randomHex(16)}
 	r.pubsub = &PubSub{Token: r.token}
 	r.tlsHost = &Host{Body: "hello from the TLS host " + randomHex(4)}
 	r.httpHost = &Host{Body: "hello from the HTTP host " + randomHex(4)}
 
-	attrs := insertMetadata(t, ctx, r.password)
+	attrs := insertMetadata(t, ctx, creds)
 	r.metadata = NewMetadata(Instance{Project: project, Zone: zone, Name: provider.NameFromUID(uid), ID: "4711",
 		ServiceAccount: "proxy-vm@" + project + ".iam.gserviceaccount.com", Attributes: attrs}, r.token)
 
@@ -245,8 +256,14 @@ func setUp(t *testing.T, ctx context.Context) *run {
 // insertMetadata is the metadata the gcp provider sends in its insert
 // request for the test's proxy, read back from the Compute fake: the
 // stand-in serves exactly what Compute Engine would have been told.
-func insertMetadata(t *testing.T, ctx context.Context, password string) map[string]string {
+func insertMetadata(t *testing.T, ctx context.Context, creds proxy.Credentials) map[string]string {
 	t.Helper()
+	script, err := bootstrap.Render(bootstrap.Config{
+		Port: ProxyPort, AllowedSourceRanges: []string{AllowedRange.String()}, Credentials: creds,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
 	fake := computefake.New()
 	t.Cleanup(fake.Close)
 	client, err := compute.NewInstancesRESTClient(ctx, option.WithEndpoint(fake.URL), option.WithoutAuthentication())
@@ -254,14 +271,20 @@ func insertMetadata(t *testing.T, ctx context.Context, password string) map[stri
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { client.Close() })
-	p, err := gcp.New(client, gcp.Config{Project: project, ServiceAccount: "proxy-vm@" + project + ".iam.gserviceaccount.com"})
+	p, err := gcp.New(client, gcp.Config{
+		Project: project, ServiceAccount: "proxy-vm@" + project + ".iam.gserviceaccount.com",
+		ProbeTarget:    HostPort(TLSHostAddr, TLSPort),
+		CallHomeTopic:  topic,
+		PubSubEndpoint: "http://" + HostPort(PubSubAddr, PubSubPort),
+	})
 	if err != nil {
 		t.Fatal(err)
 	}
 	req := provider.CreateRequest{
 		Name: provider.NameFromUID(uid), UID: uid, Namespace: namespace, ProxyName: proxyName,
-		Placement: provider.Placement{Region: "us-central1", Zone: zone},
-		Port:      ProxyPort,
+		Placement:     provider.Placement{Region: "us-central1", Zone: zone},
+		Port:          ProxyPort,
+		StartupScript: script,
 	}
 	if _, err := p.Create(ctx, req); err != nil {
 		t.Fatalf("gcp provider Create: %v", err)
@@ -274,7 +297,7 @@ func insertMetadata(t *testing.T, ctx context.Context, password string) map[stri
 	for _, it := range inserts[0].Instance.GetMetadata().GetItems() {
 		attrs[it.GetKey()] = it.GetValue()
 	}
-	return withPlaceholder(attrs, password)
+	return attrs
 }
 
 // boot boots root and waits for egress/ready, failing at once on
@@ -307,13 +330,13 @@ func boot(t *testing.T, ctx context.Context, r *run, root, consolePath string) (
 		c.Wait(wctx)
 		cancel()
 	}()
-	w, err := r.metadata.WaitGuest(wctx, c.Started, "egress/ready", "egress/error")
+	w, err := r.metadata.WaitGuest(wctx, c.Started, guestReady, guestError)
 	if err != nil {
 		done, code := c.Exited()
 		t.Fatalf("no egress/ready within %s of boot (container stopped: %t, status %d): %v\nconsole tail:\n%s",
 			bootTimeout, done, code, err, tailOf(consolePath))
 	}
-	if w.Key == "egress/error" {
+	if w.Key == guestError {
 		t.Fatalf("the startup script wrote egress/error: %q", w.Value)
 	}
 	return c, w

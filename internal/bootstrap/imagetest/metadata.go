@@ -13,6 +13,8 @@ import (
 	"sync"
 	"time"
 	"unicode"
+
+	"github.com/egress-proxies/egress/internal/bootstrap"
 )
 
 // Metadata is a stand-in for the Compute Engine metadata server, enough of
@@ -193,6 +195,13 @@ func (m *Metadata) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 func (m *Metadata) serveGuest(w http.ResponseWriter, r *http.Request, key string) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	attrs := m.instance["attributes"].(attributes)
+	if !strings.EqualFold(attrs[bootstrap.KeyGuestAttributes], "true") {
+		// The real server serves guest attributes only to an instance
+		// whose metadata enables them.
+		http.Error(w, "Guest attributes endpoint access is disabled.", http.StatusForbidden)
+		return
+	}
 	switch r.Method {
 	case http.MethodPut:
 		body, _ := io.ReadAll(io.LimitReader(r.Body, 64<<10))
