@@ -1,9 +1,11 @@
 #!/usr/bin/env bash
 # Installs what `make test` needs beyond Go: Google's Firestore and Pub/Sub
 # emulators (with Java 17); tinyproxy, which the bootstrap's test runs with
-# the rendered configuration; and shellcheck, which checks the rendered
-# startup script. It installs only what is missing, so it is cheap to run
-# every time.
+# the rendered configuration; shellcheck, which checks the rendered
+# startup script; and, for `make image-test`, which boots that script on a
+# Debian 12 in a container, debootstrap, systemd-container (systemd-nspawn)
+# and iproute2 (network namespaces). It installs only what is missing, so it
+# is cheap to run every time.
 set -euo pipefail
 
 missing=()
@@ -18,6 +20,9 @@ root=$(sdk_root || true)
 command -v java >/dev/null || missing+=(openjdk-17-jre-headless)
 command -v tinyproxy >/dev/null || [ -x /usr/bin/tinyproxy ] || missing+=(tinyproxy)
 command -v shellcheck >/dev/null || missing+=(shellcheck)
+command -v debootstrap >/dev/null || [ -x /usr/sbin/debootstrap ] || missing+=(debootstrap)
+command -v systemd-nspawn >/dev/null || missing+=(systemd-container)
+command -v ip >/dev/null || [ -x /usr/sbin/ip ] || [ -x /sbin/ip ] || missing+=(iproute2)
 
 if [ ${#missing[@]} -eq 0 ]; then
   exit 0
@@ -31,7 +36,7 @@ fi
 apt-get update -qq
 if ! DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}"; then
   echo "install-deps: apt-get could not install ${missing[*]}." >&2
-  echo "  tinyproxy and shellcheck come from Debian's own repository." >&2
+  echo "  tinyproxy, shellcheck, debootstrap, systemd-container and iproute2 come from Debian's own repository." >&2
   echo "  The emulators come from Google's Cloud CLI apt repository," >&2
   echo "  or: gcloud components install cloud-firestore-emulator pubsub-emulator" >&2
   exit 1
