@@ -9,9 +9,11 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -61,6 +63,7 @@ type run struct {
 	tlsHost  *Host
 	httpHost *Host
 	roots    *x509.CertPool
+	dns      *DNS
 	private  *Sink // 10.99.0.1:443, a host of the private network
 	refused  *Sink // the TLS host's port 8443, not one the proxy may CONNECT to
 	creds    proxy.Credentials
@@ -104,6 +107,7 @@ func TestImage(t *testing.T) {
 	checks.run("ready is written and no error", func(t *testing.T) { checkReady(t, r, c.Started, ready) })
 	checks.run("call-home reaches Pub/Sub with the token and the proxy's names", func(t *testing.T) { checkCallHome(t, ctx, r) })
 	checks.run("CONNECT with credentials reaches a TLS host", func(t *testing.T) { checkConnectTLS(t, ctx, r) })
+	checks.run("CONNECT by host name resolves through the VM's resolver", func(t *testing.T) { checkConnectByName(t, ctx, r) })
 	checks.run("plain GET with credentials is proxied", func(t *testing.T) { checkGet(t, ctx, r) })
 	checks.run("no credentials: 407", func(t *testing.T) {
 		checkAuth(t, ctx, r, "", "", http.StatusProxyAuthRequired)
@@ -248,6 +252,13 @@ func setUp(t *testing.T, ctx context.Context) *run {
 	r.roots = x509.NewCertPool()
 	r.roots.AddCert(tlsSrv.Certificate())
 
+	pc, err := topo.Internet.ListenPacket(HostPort(MetadataAddr, DNSPort))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.dns = NewDNS(pc, map[string]netip.Addr{TLSHostName: TLSHostAddr})
+	t.Cleanup(func() { r.dns.Close() })
+
 	r.private = sink(t, topo.Internet, HostPort(PrivateAddr, PrivatePort))
 	r.refused = sink(t, topo.Internet, HostPort(TLSHostAddr, RefusedPort))
 	return r
@@ -273,7 +284,9 @@ func insertMetadata(t *testing.T, ctx context.Context, creds proxy.Credentials) 
 	t.Cleanup(func() { client.Close() })
 	p, err := gcp.New(client, gcp.Config{
 		Project: project, ServiceAccount: "proxy-vm@" + project + ".iam.gserviceaccount.com",
-		ProbeTarget:    HostPort(TLSHostAddr, TLSPort),
+		// A name, as the production default is: the self-test then
+		// resolves it through the VM's resolver, as a client's CONNECT does.
+		ProbeTarget:    TLSHostName + ":" + strconv.Itoa(TLSPort),
 		CallHomeTopic:  topic,
 		PubSubEndpoint: "http://" + HostPort(PubSubAddr, PubSubPort),
 	})

@@ -120,6 +120,20 @@ func (n *Netns) Listen(addr string) (net.Listener, error) {
 	return l, nil
 }
 
+// ListenPacket opens a UDP socket inside the namespace.
+func (n *Netns) ListenPacket(addr string) (net.PacketConn, error) {
+	var c net.PacketConn
+	err := n.Do(func() error {
+		var err error
+		c, err = net.ListenPacket("udp", addr)
+		return err
+	})
+	if err != nil {
+		return nil, fmt.Errorf("listening on udp %s in network namespace %s: %w", addr, n.Name, err)
+	}
+	return c, nil
+}
+
 // Dialer returns a dial function whose connections start in the namespace
 // from the local address from. The socket is made and its connect begun on
 // the namespace's thread; Go's poller finishes the connect on any thread,

@@ -12,7 +12,8 @@ import (
 //
 //	VM namespace            "internet" namespace
 //	eth0 192.0.2.2/24 ──── vm0 192.0.2.1/24 (the VM's gateway)
-//	                        lo: 169.254.169.254  metadata server stand-in
+//	                        lo: 169.254.169.254  metadata server stand-in (:80),
+//	                                             and the VM's resolver (:53)
 //	                            203.0.113.10     TLS host (:443, and :8443 to refuse)
 //	                            203.0.113.11     plain HTTP host (:80)
 //	                            203.0.113.12     Pub/Sub stand-in (:80)
@@ -30,6 +31,9 @@ var (
 
 	MetadataAddr = netip.MustParseAddr("169.254.169.254")
 	TLSHostAddr  = netip.MustParseAddr("203.0.113.10")
+	// TLSHostName is the TLS host's name: the one in httptest's
+	// certificate, which the resolver stand-in resolves to TLSHostAddr.
+	TLSHostName  = "example.com"
 	HTTPHostAddr = netip.MustParseAddr("203.0.113.11")
 	PubSubAddr   = netip.MustParseAddr("203.0.113.12")
 	PrivateAddr  = netip.MustParseAddr("10.99.0.1")
@@ -47,6 +51,7 @@ const (
 	PubSubPort     = 80
 	PrivatePort    = 443
 	MetadataPort   = 80
+	DNSPort        = 53
 	ProxyPort      = 3128
 	vmDev, gateDev = "eth0", "vm0"
 )
