@@ -82,6 +82,29 @@ func checkCallHome(t *testing.T, ctx context.Context, r *run) {
 	}
 }
 
+// checkRunner: Debian's guest agent ran the script, as on Compute Engine,
+// and the script ran to its end: google_metadata_script_runner logs each
+// script's exit status (and itself exits 0 whatever the script did, so the
+// unit's own result says nothing). The script calls home just before it
+// ends, so this waits a little for the line.
+func checkRunner(t *testing.T, ctx context.Context, c *Container) {
+	const want = "startup-script exit status 0"
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		out, err := c.Exec(ctx, "journalctl", "-b", "--no-pager", "-o", "cat", "-u", "google-startup-scripts.service")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(string(out), want) {
+			return
+		}
+		if time.Now().After(deadline) || ctx.Err() != nil {
+			t.Fatalf("no %q from google-startup-scripts.service within 30 s; its journal:\n%s", want, out)
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
+}
+
 // checkConnectTLS: a tunnel to the TLS host, a verified handshake through
 // it, the host's own answer, and the host saw the VM as the client.
 func checkConnectTLS(t *testing.T, ctx context.Context, r *run) {

@@ -1,0 +1,231 @@
+package imagetest
+
+import (
+	"context"
+	"crypto/x509"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"strconv"
+	"testing"
+	"time"
+
+	compute "cloud.google.com/go/compute/apiv1"
+	"golang.org/x/sys/unix"
+	"google.golang.org/api/option"
+
+	"github.com/egress-proxies/egress/internal/bootstrap"
+	"github.com/egress-proxies/egress/internal/provider"
+	"github.com/egress-proxies/egress/internal/provider/gcp"
+	"github.com/egress-proxies/egress/internal/provider/gcp/computefake"
+	"github.com/egress-proxies/egress/internal/proxy"
+)
+
+// claimWorkDir takes the lock that keeps runs of this test one at a time
+// (they share namespace names), ends what a dead run left behind, and
+// returns a fresh folder for this run's throwaway copies, removed at the
+// end.
+func claimWorkDir(t *testing.T, cache string) string {
+	t.Helper()
+	work := filepath.Join(cache, "runs")
+	if err := os.MkdirAll(work, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	lock, err := os.OpenFile(filepath.Join(cache, "runs.lock"), os.O_CREATE|os.O_RDWR, 0o644)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { lock.Close() })
+	if err := unix.Flock(int(lock.Fd()), unix.LOCK_EX); err != nil {
+		t.Fatalf("locking %s: %v", lock.Name(), err)
+	}
+	if err := KillLeftovers(prefix, work); err != nil {
+		t.Fatal(err)
+	}
+	if err := DeleteNetnsWithPrefix(prefix); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.RemoveAll(work); err != nil {
+		t.Fatalf("removing a dead run's copies: %v", err)
+	}
+	dir := filepath.Join(work, fmt.Sprintf("run-%d", os.Getpid()))
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := os.RemoveAll(dir); err != nil {
+			t.Errorf("removing %s: %v", dir, err)
+		}
+	})
+	return dir
+}
+
+// setUp makes the network and starts every stand-in in it.
+func setUp(t *testing.T, ctx context.Context) *run {
+	t.Helper()
+	topo, err := NewTopology(prefix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := topo.Close(); err != nil {
+			t.Error(err)
+		}
+	})
+	creds, err := proxy.NewCredentials()
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &run{topo: topo, creds: creds, token: "ya29.image-test-" + randomHex(16)}
+	r.pubsub = &PubSub{Token: r.token}
+	r.tlsHost = &Host{Body: "hello from the TLS host " + randomHex(4)}
+	r.httpHost = &Host{Body: "hello from the HTTP host " + randomHex(4)}
+
+	attrs := insertMetadata(t, ctx, creds)
+	r.metadata = NewMetadata(Instance{Project: project, Zone: zone, Name: provider.NameFromUID(uid), ID: "4711",
+		ServiceAccount: "proxy-vm@" + project + ".iam.gserviceaccount.com", Attributes: attrs}, r.token)
+
+	serve(t, topo.Internet, HostPort(MetadataAddr, MetadataPort), r.metadata)
+	serve(t, topo.Internet, HostPort(HTTPHostAddr, HTTPPort), r.httpHost)
+	serve(t, topo.Internet, HostPort(PubSubAddr, PubSubPort), r.pubsub)
+
+	l, err := topo.Internet.Listen(HostPort(TLSHostAddr, TLSPort))
+	if err != nil {
+		t.Fatal(err)
+	}
+	tlsSrv := httptest.NewUnstartedServer(r.tlsHost)
+	tlsSrv.Listener.Close()
+	tlsSrv.Listener = l
+	tlsSrv.StartTLS()
+	t.Cleanup(tlsSrv.Close)
+	r.roots = x509.NewCertPool()
+	r.roots.AddCert(tlsSrv.Certificate())
+
+	pc, err := topo.Internet.ListenPacket(HostPort(MetadataAddr, DNSPort))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.dns = NewDNS(pc, map[string]netip.Addr{TLSHostName: TLSHostAddr})
+	t.Cleanup(func() { r.dns.Close() })
+
+	r.private = sink(t, topo.Internet, HostPort(PrivateAddr, PrivatePort))
+	r.refused = sink(t, topo.Internet, HostPort(TLSHostAddr, RefusedPort))
+	return r
+}
+
+// insertMetadata is the metadata the gcp provider sends in its insert
+// request for the test's proxy, read back from the Compute fake: the
+// stand-in serves exactly what Compute Engine would have been told.
+func insertMetadata(t *testing.T, ctx context.Context, creds proxy.Credentials) map[string]string {
+	t.Helper()
+	script, err := bootstrap.Render(bootstrap.Config{
+		Port: ProxyPort, AllowedSourceRanges: []string{AllowedRange.String()}, Credentials: creds,
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	fake := computefake.New()
+	t.Cleanup(fake.Close)
+	client, err := compute.NewInstancesRESTClient(ctx, option.WithEndpoint(fake.URL), option.WithoutAuthentication())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { client.Close() })
+	p, err := gcp.New(client, gcp.Config{
+		Project: project, ServiceAccount: "proxy-vm@" + project + ".iam.gserviceaccount.com",
+		// A name, as the production default is: the self-test then
+		// resolves it through the VM's resolver, as a client's CONNECT does.
+		ProbeTarget:    TLSHostName + ":" + strconv.Itoa(TLSPort),
+		CallHomeTopic:  topic,
+		PubSubEndpoint: "http://" + HostPort(PubSubAddr, PubSubPort),
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	req := provider.CreateRequest{
+		Name: provider.NameFromUID(uid), UID: uid, Namespace: namespace, ProxyName: proxyName,
+		Placement:     provider.Placement{Region: "us-central1", Zone: zone},
+		Port:          ProxyPort,
+		StartupScript: script,
+	}
+	if _, err := p.Create(ctx, req); err != nil {
+		t.Fatalf("gcp provider Create: %v", err)
+	}
+	inserts := fake.Inserts()
+	if len(inserts) != 1 {
+		t.Fatalf("the Compute fake got %d inserts, want 1", len(inserts))
+	}
+	attrs := map[string]string{}
+	for _, it := range inserts[0].Instance.GetMetadata().GetItems() {
+		attrs[it.GetKey()] = it.GetValue()
+	}
+	return attrs
+}
+
+// boot boots root and waits for egress/ready, failing at once on
+// egress/error or on a container that stops.
+func boot(t *testing.T, ctx context.Context, r *run, root, consolePath string) (*Container, GuestWrite) {
+	t.Helper()
+	console, err := os.Create(consolePath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { console.Close() })
+	c, err := Boot(prefix+"vm", root, r.topo.VM, console)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := c.Stop(30 * time.Second); err != nil {
+			t.Error(err)
+		}
+	})
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("journal of %s:\n%s", c.Name, c.Journal(context.Background(), 150))
+		}
+	})
+	wctx, cancel := context.WithTimeout(ctx, bootTimeout)
+	defer cancel()
+	go func() {
+		// A container that stops ends the wait at once.
+		c.Wait(wctx)
+		cancel()
+	}()
+	w, err := r.metadata.WaitGuest(wctx, c.Started, guestReady, guestError)
+	if err != nil {
+		done, code := c.Exited()
+		t.Fatalf("no egress/ready within %s of boot (container stopped: %t, status %d): %v\nconsole tail:\n%s",
+			bootTimeout, done, code, err, tailOf(consolePath))
+	}
+	if w.Key == guestError {
+		t.Fatalf("the startup script wrote egress/error: %q", w.Value)
+	}
+	return c, w
+}
+
+// serve runs an HTTP handler on addr inside ns until the test ends.
+func serve(t *testing.T, ns *Netns, addr string, h http.Handler) {
+	t.Helper()
+	l, err := ns.Listen(addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
+	go srv.Serve(l)
+	t.Cleanup(func() { srv.Close() })
+}
+
+func sink(t *testing.T, ns *Netns, addr string) *Sink {
+	t.Helper()
+	l, err := ns.Listen(addr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := NewSink(l)
+	t.Cleanup(func() { s.Close() })
+	return s
+}
