@@ -13,6 +13,9 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/egress-proxies/egress/internal/provider"
+	"github.com/egress-proxies/egress/internal/provider/gcp"
 )
 
 func checkTimeout(ctx context.Context) (context.Context, context.CancelFunc) {
@@ -79,6 +82,42 @@ func checkCallHome(t *testing.T, ctx context.Context, r *run) {
 	want := map[string]any{"namespace": namespace, "name": proxyName, "uid": uid, "reason": "ready"}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("call-home message (-want +got):\n%s", diff)
+	}
+}
+
+// checkProviderRunning: the guest attributes the booted VM wrote, handed
+// to the Compute fake as Compute Engine would keep them, make the gcp
+// provider's Get say Running, where before them it said Provisioning. The
+// two stand-ins are separate servers, so the test carries the values
+// across; what it proves is that the provider reads the keys and values
+// the real script writes.
+func checkProviderRunning(t *testing.T, ctx context.Context, r *run) {
+	r.compute.Settle()
+	before, err := r.provider.Get(ctx, r.providerID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if before.State != provider.StateProvisioning {
+		t.Errorf("before any guest attribute: %s, want %s", before.State, provider.StateProvisioning)
+	}
+	_, zone, name, err := gcp.ParseID(r.providerID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	written := r.metadata.GuestAttributes()
+	if len(written) == 0 {
+		t.Fatal("the VM wrote no guest attribute")
+	}
+	for k, v := range written {
+		r.compute.SetGuestAttribute(zone, name, k, v)
+	}
+	after, err := r.provider.Get(ctx, r.providerID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if after.State != provider.StateRunning || after.BootError != "" {
+		t.Errorf("with the VM's guest attributes %v: state %s, boot error %q; want %s and none",
+			written, after.State, after.BootError, provider.StateRunning)
 	}
 }
 

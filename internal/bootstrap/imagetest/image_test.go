@@ -16,6 +16,8 @@ import (
 	"time"
 
 	"github.com/egress-proxies/egress/internal/bootstrap"
+	"github.com/egress-proxies/egress/internal/provider/gcp"
+	"github.com/egress-proxies/egress/internal/provider/gcp/computefake"
 	"github.com/egress-proxies/egress/internal/proxy"
 )
 
@@ -58,6 +60,10 @@ type run struct {
 	refused  *Sink // the TLS host's port 8443, not one the proxy may CONNECT to
 	creds    proxy.Credentials
 	token    string
+
+	provider   *gcp.Provider
+	compute    *computefake.Server
+	providerID string
 }
 
 // TestImage boots the proxy VM's startup script on a real Debian 12 under
@@ -75,7 +81,9 @@ type run struct {
 // neither touches the proxy.)
 //
 // Each check is a subtest of its own, so a broken rule fails the check
-// that names it: the runner (the script ran to exit status 0), credentials (a CONNECT to a TLS host, one by name through
+// that names it: the provider (Get reports Running from the guest
+// attributes the VM wrote), the runner (the script ran to exit status 0),
+// credentials (a CONNECT to a TLS host, one by name through
 // the VM's resolver, a plain GET; 407 without credentials, a refusal with
 // wrong ones), ingress (a source outside allowedSourceRanges cannot open a
 // connection), egress (CONNECT to the metadata server, to a private address
@@ -120,6 +128,7 @@ func TestImage(t *testing.T) {
 
 	checks.run("ready is written and no error", func(t *testing.T) { checkReady(t, r, c.Started, ready) })
 	checks.run("call-home reaches Pub/Sub with the token and the proxy's names", func(t *testing.T) { checkCallHome(t, ctx, r) })
+	checks.run("the gcp provider reads the VM's guest attributes as Running", func(t *testing.T) { checkProviderRunning(t, ctx, r) })
 	checks.run("the guest agent's runner ran the script to exit status 0", func(t *testing.T) { checkRunner(t, ctx, c) })
 	checks.run("CONNECT with credentials reaches a TLS host", func(t *testing.T) { checkConnectTLS(t, ctx, r) })
 	checks.run("CONNECT by host name resolves through the VM's resolver", func(t *testing.T) { checkConnectByName(t, ctx, r) })

@@ -112,6 +112,18 @@ func (m *Metadata) Requests() []Request {
 	return append([]Request(nil), m.requests...)
 }
 
+// GuestAttributes returns the guest attributes as they stand, by
+// "namespace/key".
+func (m *Metadata) GuestAttributes() map[string]string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	out := make(map[string]string, len(m.guest))
+	for k, v := range m.guest {
+		out[k] = v
+	}
+	return out
+}
+
 // GuestLog returns every guest attribute write so far.
 func (m *Metadata) GuestLog() []GuestWrite {
 	m.mu.Lock()

@@ -84,7 +84,7 @@ func setUp(t *testing.T, ctx context.Context) *run {
 	r.tlsHost = &Host{Body: "hello from the TLS host " + randomHex(4)}
 	r.httpHost = &Host{Body: "hello from the HTTP host " + randomHex(4)}
 
-	attrs := insertMetadata(t, ctx, creds)
+	attrs := insertMetadata(t, ctx, r, creds)
 	r.metadata = NewMetadata(Instance{Project: project, Zone: zone, Name: provider.NameFromUID(uid), ID: "4711",
 		ServiceAccount: "proxy-vm@" + project + ".iam.gserviceaccount.com", Attributes: attrs}, r.token)
 
@@ -118,8 +118,10 @@ func setUp(t *testing.T, ctx context.Context) *run {
 
 // insertMetadata is the metadata the gcp provider sends in its insert
 // request for the test's proxy, read back from the Compute fake: the
-// stand-in serves exactly what Compute Engine would have been told.
-func insertMetadata(t *testing.T, ctx context.Context, creds proxy.Credentials) map[string]string {
+// stand-in serves exactly what Compute Engine would have been told. The
+// provider, the fake and the providerID stay in r, for the check that the
+// provider reads what the VM wrote.
+func insertMetadata(t *testing.T, ctx context.Context, r *run, creds proxy.Credentials) map[string]string {
 	t.Helper()
 	script, err := bootstrap.Render(bootstrap.Config{
 		Port: ProxyPort, AllowedSourceRanges: []string{AllowedRange.String()}, Credentials: creds,
@@ -151,9 +153,11 @@ func insertMetadata(t *testing.T, ctx context.Context, creds proxy.Credentials) 
 		Port:          ProxyPort,
 		StartupScript: script,
 	}
-	if _, err := p.Create(ctx, req); err != nil {
+	id, err := p.Create(ctx, req)
+	if err != nil {
 		t.Fatalf("gcp provider Create: %v", err)
 	}
+	r.provider, r.compute, r.providerID = p, fake, id
 	inserts := fake.Inserts()
 	if len(inserts) != 1 {
 		t.Fatalf("the Compute fake got %d inserts, want 1", len(inserts))
