@@ -39,6 +39,12 @@ const (
 	probeMarker = "egress-image-test-probe"
 
 	bootTimeout = 3 * time.Minute
+
+	// metadataAlias and privateAlias are public-looking names the
+	// resolver stand-in resolves to the metadata server and to the private
+	// host: a filter on names, not addresses, would let them through.
+	metadataAlias = "metadata.example.net"
+	privateAlias  = "intranet.example.net"
 )
 
 // The guest attributes the script writes, as the metadata stand-in keys them.
@@ -141,14 +147,17 @@ func TestImage(t *testing.T) {
 	})
 	checks.run("a source outside allowedSourceRanges cannot connect", func(t *testing.T) { checkIngress(t, ctx, r) })
 	checks.run("CONNECT to the metadata server is refused", func(t *testing.T) {
-		checkRefused(t, ctx, r, HostPort(MetadataAddr, MetadataPort), nil)
+		// By address, by the name the VM's /etc/hosts gives it, as an
+		// IPv4-mapped IPv6 address, and by a public name that resolves to it.
+		checkRefused(t, ctx, r, nil, HostPort(MetadataAddr, MetadataPort), "metadata.google.internal:80",
+			"[::ffff:"+MetadataAddr.String()+"]:80", metadataAlias+":80")
 	})
 	checks.run("GET of the metadata server is refused", func(t *testing.T) { checkMetadataGet(t, ctx, r) })
 	checks.run("CONNECT to a private address is refused", func(t *testing.T) {
-		checkRefused(t, ctx, r, r.private.Addr(), r.private)
+		checkRefused(t, ctx, r, r.private, r.private.Addr(), privateAlias+":443")
 	})
 	checks.run("CONNECT to a port not allowed is refused", func(t *testing.T) {
-		checkRefused(t, ctx, r, r.refused.Addr(), r.refused)
+		checkRefused(t, ctx, r, r.refused, r.refused.Addr())
 	})
 	checks.run("the metadata server saw no request through the proxy", func(t *testing.T) { checkMetadataUntouched(t, r) })
 

@@ -108,7 +108,7 @@ func setUp(t *testing.T, ctx context.Context) *run {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r.dns = NewDNS(pc, map[string]netip.Addr{TLSHostName: TLSHostAddr})
+	r.dns = NewDNS(pc, map[string]netip.Addr{TLSHostName: TLSHostAddr, metadataAlias: MetadataAddr, privateAlias: PrivateAddr})
 	t.Cleanup(func() { r.dns.Close() })
 
 	r.private = sink(t, topo.Internet, HostPort(PrivateAddr, PrivatePort))
