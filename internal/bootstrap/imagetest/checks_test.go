@@ -121,6 +121,44 @@ func checkProviderRunning(t *testing.T, ctx context.Context, r *run) {
 	}
 }
 
+// checkListeners: nothing but the proxy listens on an address reachable
+// from outside the VM (§10 of the design: "nothing else listens
+// publicly"). The image has tinyproxy's own package service enabled, which
+// would listen on 8888 with the package's configuration; the script must
+// have stopped it.
+func checkListeners(t *testing.T, ctx context.Context, c *Container) {
+	out, err := c.Exec(ctx, "ss", "-H", "-l", "-n", "-t", "-u")
+	if err != nil {
+		t.Fatal(err)
+	}
+	sawProxy := false
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		f := strings.Fields(line)
+		if len(f) < 5 {
+			continue
+		}
+		// Netid State Recv-Q Send-Q Local Peer; Local is ADDR:PORT, with
+		// ADDR "*", "0.0.0.0", "[::]", or one address, maybe "%IFACE".
+		local := f[4]
+		i := strings.LastIndex(local, ":")
+		if i < 0 {
+			continue
+		}
+		addr, port := strings.Trim(local[:i], "[]"), local[i+1:]
+		addr, _, _ = strings.Cut(addr, "%")
+		if a, err := netip.ParseAddr(addr); err == nil && a.IsLoopback() {
+			continue
+		}
+		if port != strconv.Itoa(ProxyPort) {
+			t.Errorf("something besides the proxy listens on %s: %s", local, line)
+		}
+		sawProxy = sawProxy || port == strconv.Itoa(ProxyPort)
+	}
+	if !sawProxy {
+		t.Errorf("ss shows no listener on the proxy port %d:\n%s", ProxyPort, out)
+	}
+}
+
 // checkRunner: Debian's guest agent ran the script, as on Compute Engine,
 // and the script ran to its end: google_metadata_script_runner logs each
 // script's exit status (and itself exits 0 whatever the script did, so the

@@ -136,6 +136,7 @@ func TestImage(t *testing.T) {
 	checks.run("call-home reaches Pub/Sub with the token and the proxy's names", func(t *testing.T) { checkCallHome(t, ctx, r) })
 	checks.run("the gcp provider reads the VM's guest attributes as Running", func(t *testing.T) { checkProviderRunning(t, ctx, r) })
 	checks.run("the guest agent's runner ran the script to exit status 0", func(t *testing.T) { checkRunner(t, ctx, c) })
+	checks.run("nothing but the proxy listens beyond loopback", func(t *testing.T) { checkListeners(t, ctx, c) })
 	checks.run("CONNECT with credentials reaches a TLS host", func(t *testing.T) { checkConnectTLS(t, ctx, r) })
 	checks.run("CONNECT by host name resolves through the VM's resolver", func(t *testing.T) { checkConnectByName(t, ctx, r) })
 	checks.run("plain GET with credentials is proxied", func(t *testing.T) { checkGet(t, ctx, r) })
