@@ -191,15 +191,15 @@ func requireHost(t *testing.T) {
 	if os.Geteuid() != 0 {
 		missing = append(missing, "root (it makes network namespaces and boots a container)")
 	}
-	for tool, pkg := range map[string]string{"debootstrap": "debootstrap", "systemd-nspawn": "systemd-container", "ip": "iproute2", "nsenter": "util-linux"} {
-		if _, err := exec.LookPath(tool); err != nil {
-			missing = append(missing, tool+" (apt-get install "+pkg+", or scripts/install-deps.sh)")
+	for _, tool := range [][2]string{{"debootstrap", "debootstrap"}, {"systemd-nspawn", "systemd-container"}, {"ip", "iproute2"}, {"nsenter", "util-linux"}} {
+		if _, err := exec.LookPath(tool[0]); err != nil {
+			missing = append(missing, tool[0]+" (package "+tool[1]+")")
 		}
 	}
 	if len(missing) == 0 {
 		return
 	}
-	msg := "the image test needs " + strings.Join(missing, ", ")
+	msg := "the image test needs " + strings.Join(missing, ", ") + "; scripts/install-deps.sh installs the packages"
 	if os.Getenv("CI") == "true" {
 		t.Fatal(msg)
 	}
