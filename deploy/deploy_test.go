@@ -270,6 +270,44 @@ func TestTerraformSetsEveryVariable(t *testing.T) {
 	}
 }
 
+// TestTerraformScalesAsTheCodeSays: each function's instance count and
+// request concurrency in Terraform are app.Deployed's, which the local
+// stack applies and the benchmark measures.
+func TestTerraformScalesAsTheCodeSays(t *testing.T) {
+	m := parseModule(t)
+	got := map[app.Function]app.Scale{}
+	for _, fn := range m.resources("google_cloudfunctions2_function") {
+		var entry string
+		for _, bc := range nested(fn.Body, "build_config") {
+			entry = literal(t, bc.Body, "entry_point")
+		}
+		for _, sc := range nested(fn.Body, "service_config") {
+			got[app.Function(entry)] = app.Scale{
+				MaxInstances: number(t, sc.Body, "max_instance_count"),
+				Concurrency:  number(t, sc.Body, "max_instance_request_concurrency"),
+			}
+		}
+	}
+	if diff := cmp.Diff(app.Deployed, got); diff != "" {
+		t.Errorf("scale of the functions (-app.Deployed +Terraform):\n%s", diff)
+	}
+}
+
+// number is the value of an attribute that is a plain number.
+func number(t *testing.T, body *hclsyntax.Body, name string) int {
+	t.Helper()
+	a, ok := body.Attributes[name]
+	if !ok {
+		t.Fatalf("%s is not set at %s", name, body.SrcRange)
+	}
+	v, diags := a.Expr.Value(nil)
+	if diags.HasErrors() {
+		t.Fatalf("%s is not a literal at %s", name, a.SrcRange)
+	}
+	n, _ := v.AsBigFloat().Int64()
+	return int(n)
+}
+
 // TestMetricsMatchTheInvocationLine checks that the log-based metrics read
 // the line internal/metering writes: its message, and one metric for each
 // usage field, named as the line names it.

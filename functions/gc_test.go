@@ -225,7 +225,7 @@ func subscribe(ctx context.Context, t *testing.T, project, topic string) <-chan 
 				out <- "undecodable: " + err.Error()
 				return
 			}
-			out <- k.Path() + " " + rm.Reason
+			out <- k.Path() + " " + string(rm.Reason)
 		})
 	}()
 	return out

@@ -24,8 +24,9 @@ import (
 // TestReconcileThroughTheFramework serves Reconcile with
 // functions-framework-go and posts it what Eventarc sends for a Firestore
 // write: a binary-mode CloudEvent (ce-* headers) whose body is the protobuf
-// DocumentEventData. The document reaches Ready within that one delivery:
-// no other event is needed while the VM provisions.
+// DocumentEventData. That one delivery creates the VM and returns with the
+// proxy Provisioning; the VM's call-home, a Pub/Sub push as the VM's
+// publish arrives, brings it Ready.
 func TestReconcileThroughTheFramework(t *testing.T) {
 	emulatortest.Firestore(t)
 	emulatortest.PubSub(t)
@@ -81,15 +82,35 @@ func TestReconcileThroughTheFramework(t *testing.T) {
 			t.Fatalf("status %d, want 200", resp.StatusCode)
 		}
 	}
-	wantReady := func(t *testing.T, p *proxy.Proxy) {
+	pubsubEvent := func(id string, data string) *http.Request {
+		body := fmt.Sprintf(`{"message":{"data":%q,"messageId":%q},"subscription":"projects/%s/subscriptions/eventarc-reconcile"}`,
+			b64(data), id, project)
+		r, _ := http.NewRequest(http.MethodPost, url+"/", bytes.NewBufferString(body))
+		r.Header.Set("Content-Type", "application/json")
+		r.Header.Set("ce-id", id)
+		r.Header.Set("ce-specversion", "1.0")
+		r.Header.Set("ce-type", queue.MessagePublishedType)
+		r.Header.Set("ce-source", "//pubsub.googleapis.com/projects/"+project+"/topics/"+queue.ReconcileTopic)
+		return r
+	}
+	wantPhase := func(t *testing.T, p *proxy.Proxy, phase proxy.Phase) {
 		t.Helper()
 		got, err := st.Get(ctx, p.Key())
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got.Status.Phase != proxy.PhaseReady || got.Status.Endpoint == "" {
-			t.Fatalf("after one event: status %+v, want Ready with an endpoint", got.Status)
+		if got.Status.Phase != phase || (phase == proxy.PhaseReady) != (got.Status.Endpoint != "") {
+			t.Fatalf("status %+v, want %s (with an endpoint once Ready)", got.Status, phase)
 		}
+	}
+	// wantReady delivers what the VM publishes once its boot (1 s, the
+	// mock's here) has ended.
+	wantReady := func(t *testing.T, p *proxy.Proxy) {
+		t.Helper()
+		wantPhase(t, p, proxy.PhaseProvisioning)
+		time.Sleep(time.Second)
+		post(t, pubsubEvent("home-"+p.Name, fmt.Sprintf(`{"namespace":%q,"name":%q,"uid":%q,"reason":"ready"}`, p.Namespace, p.Name, p.UID)))
+		wantPhase(t, p, proxy.PhaseReady)
 	}
 
 	t.Run("ProtobufEvent", func(t *testing.T) {
@@ -112,17 +133,15 @@ func TestReconcileThroughTheFramework(t *testing.T) {
 	})
 	t.Run("PubSubRequest", func(t *testing.T) {
 		p := newDoc("requeued")
-		msg := fmt.Sprintf(`{"document":%q,"reason":"sweep"}`, p.Key().Path())
-		body := fmt.Sprintf(`{"message":{"data":%q,"messageId":"7"},"subscription":"projects/%s/subscriptions/eventarc-reconcile"}`,
-			b64(msg), project)
-		r, _ := http.NewRequest(http.MethodPost, url+"/", bytes.NewBufferString(body))
-		r.Header.Set("Content-Type", "application/json")
-		r.Header.Set("ce-id", "7")
-		r.Header.Set("ce-specversion", "1.0")
-		r.Header.Set("ce-type", queue.MessagePublishedType)
-		r.Header.Set("ce-source", "//pubsub.googleapis.com/projects/"+project+"/topics/"+queue.ReconcileTopic)
-		post(t, r)
+		post(t, pubsubEvent("7", fmt.Sprintf(`{"document":%q,"reason":"sweep"}`, p.Key().Path())))
 		wantReady(t, p)
+	})
+	t.Run("CallHomeOfAnotherUID", func(t *testing.T) {
+		// A VM of the name's predecessor: acknowledged, and nothing done.
+		p := newDoc("stale-vm")
+		post(t, firestoreEvent(p, "application/protobuf", nil))
+		post(t, pubsubEvent("stale", fmt.Sprintf(`{"namespace":%q,"name":%q,"uid":%q,"reason":"ready"}`, p.Namespace, p.Name, uuid.NewString())))
+		wantPhase(t, p, proxy.PhaseProvisioning)
 	})
 	t.Run("MalformedEventsAcknowledged", func(t *testing.T) {
 		// Acknowledged (2xx) so they are not retried forever, and harmless.

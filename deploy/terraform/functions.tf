@@ -28,12 +28,16 @@ resource "google_cloudfunctions2_function" "api" {
       }
     }
   }
+  # Scale: internal/app.Deployed (a deploy test holds the two equal). A
+  # request waits on Firestore, not on the CPU, so one vCPU serves many.
   service_config {
-    service_account_email = google_service_account.api.email
-    available_memory      = "256M"
-    timeout_seconds       = 60
-    max_instance_count    = 20
-    ingress_settings      = "ALLOW_ALL"
+    service_account_email            = google_service_account.api.email
+    available_memory                 = "512M"
+    available_cpu                    = "1"
+    timeout_seconds                  = 60
+    max_instance_count               = 10
+    max_instance_request_concurrency = 40
+    ingress_settings                 = "ALLOW_ALL"
     environment_variables = merge(local.common_env, {
       NAMESPACE_QUOTA = tostring(var.namespace_quota)
     })
@@ -42,9 +46,10 @@ resource "google_cloudfunctions2_function" "api" {
 }
 
 # Reconcile: every write of a proxy document (Eventarc's Firestore trigger),
-# and every request on proxy-reconcile (pubsub.tf). Its runs wait inside
-# the invocation for a VM to boot (RECONCILE_WAIT_BUDGET), so the timeout
-# leaves room for a whole run and its lease.
+# and every request on proxy-reconcile (pubsub.tf), the VMs' call-homes
+# among them. No run waits for a boot; a run may wait for a VM on its way
+# out (RECONCILE_WAIT_BUDGET), so the timeout leaves room for that and its
+# lease. Scale: internal/app.Deployed.
 resource "google_cloudfunctions2_function" "reconcile" {
   name     = "proxy-reconcile"
   location = var.region
@@ -60,15 +65,18 @@ resource "google_cloudfunctions2_function" "reconcile" {
   }
   service_config {
     service_account_email            = google_service_account.reconcile.email
-    available_memory                 = "256M"
+    available_memory                 = "512M"
+    available_cpu                    = "1"
     timeout_seconds                  = 300
-    max_instance_count               = 50
-    max_instance_request_concurrency = 1
+    max_instance_count               = 20
+    max_instance_request_concurrency = 20
     ingress_settings                 = "ALLOW_INTERNAL_ONLY"
     environment_variables = merge(local.common_env, local.gcp_env, {
       RECONCILE_WAIT_BUDGET     = "60s"
       RECONCILE_INITIAL_BACKOFF = "2s"
       RECONCILE_MAX_BACKOFF     = "10s"
+      BOOT_TIMEOUT              = var.boot_timeout
+      MAX_BOOT_FAILURES         = tostring(var.max_boot_failures)
     })
   }
   event_trigger {
@@ -105,11 +113,12 @@ resource "google_cloudfunctions2_function" "gc" {
     }
   }
   service_config {
-    service_account_email = google_service_account.gc.email
-    available_memory      = "512M"
-    timeout_seconds       = 540
-    max_instance_count    = 1
-    ingress_settings      = "ALLOW_INTERNAL_ONLY"
+    service_account_email            = google_service_account.gc.email
+    available_memory                 = "512M"
+    timeout_seconds                  = 540
+    max_instance_count               = 1
+    max_instance_request_concurrency = 1
+    ingress_settings                 = "ALLOW_INTERNAL_ONLY"
     environment_variables = merge(local.common_env, local.gcp_env, {
       GC_GRACE_PERIOD    = var.gc_grace_period
       GC_DRY_RUN         = tostring(var.gc_dry_run)

@@ -101,6 +101,18 @@ variable "namespace_quota" {
   default     = 20
 }
 
+variable "boot_timeout" {
+  description = "How long a proxy VM may take from its creation to serving before it is replaced (BOOT_TIMEOUT), in Go's duration syntax."
+  type        = string
+  default     = "10m"
+}
+
+variable "max_boot_failures" {
+  description = "VMs in a row that may fail to become ready before a proxy is Failed (MAX_BOOT_FAILURES)."
+  type        = number
+  default     = 3
+}
+
 variable "gc_schedule" {
   description = "Cloud Scheduler cron of the garbage-collection tick on proxy-gc."
   type        = string

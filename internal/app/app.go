@@ -90,17 +90,18 @@ func New(ctx context.Context, getenv Getenv, opts Options) (*App, error) {
 	}
 	a := &App{Config: cfg}
 	a.Log = newLogger(cfg, opts.LogOutput)
-	reg := opts.Registry
-	if reg == nil {
-		if reg, err = cfg.registry(); err != nil {
-			return nil, err
-		}
-	}
-	a.Providers = provider.NewSet(reg)
 	if err := a.dial(ctx); err != nil {
 		a.Close()
 		return nil, err
 	}
+	reg := opts.Registry
+	if reg == nil {
+		if reg, err = a.registry(); err != nil {
+			a.Close()
+			return nil, err
+		}
+	}
+	a.Providers = provider.NewSet(reg)
 	now := clock.Real{}
 	if cfg.serves(ProxyAPI) {
 		a.api = newProxyAPI(a)

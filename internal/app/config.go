@@ -35,7 +35,9 @@ type Config struct {
 	Reconcile reconcile.Options
 	GC        gc.Options
 	Mock      mock.Options
-	GCP       gcp.Config
+	// MockCallHome says whether mock VMs call home, as real ones do.
+	MockCallHome bool
+	GCP          gcp.Config
 	// ComputeEndpoint replaces Google's Compute API, without credentials:
 	// tests against a fake only.
 	ComputeEndpoint string

@@ -33,10 +33,12 @@ func defaults() app.Config {
 		Project:   "demo-x",
 		Providers: []string{"mock"}, DefaultProvider: "mock",
 		LogLevel: slog.LevelInfo, LogFormat: "json",
-		API:       app.APIConfig{Quota: 20},
-		Reconcile: reconcile.Options{WaitBudget: time.Minute, InitialBackoff: 2 * time.Second, MaxBackoff: 10 * time.Second},
-		GC:        gc.Options{GracePeriod: 10 * time.Minute, Parallelism: 16, SweepThreshold: 2 * time.Minute},
-		Mock:      mock.Options{ProvisioningDelay: 5 * time.Second},
+		API: app.APIConfig{Quota: 20},
+		Reconcile: reconcile.Options{WaitBudget: time.Minute, InitialBackoff: 2 * time.Second, MaxBackoff: 10 * time.Second,
+			BootTimeout: 10 * time.Minute, MaxBootFailures: 3},
+		GC:           gc.Options{GracePeriod: 10 * time.Minute, Parallelism: 16, SweepThreshold: 2 * time.Minute},
+		Mock:         mock.Options{ProvisioningDelay: 5 * time.Second},
+		MockCallHome: true,
 	}
 }
 
@@ -61,10 +63,13 @@ func TestLoad(t *testing.T) {
 			reason: "every variable of the three functions is read",
 			env: map[string]string{"GOOGLE_CLOUD_PROJECT": "demo-x", "LOG_LEVEL": "debug", "LOG_FORMAT": "text", "NAMESPACE_QUOTA": "5",
 				"RECONCILE_WAIT_BUDGET": "2m", "RECONCILE_INITIAL_BACKOFF": "400ms", "RECONCILE_MAX_BACKOFF": "2s",
-				"GC_GRACE_PERIOD": "30m", "GC_PARALLELISM": "4", "GC_DRY_RUN": "true", "GC_SWEEP_THRESHOLD": "90s", "MOCK_PROVISIONING_DELAY": "1s"},
+				"GC_GRACE_PERIOD": "30m", "GC_PARALLELISM": "4", "GC_DRY_RUN": "true", "GC_SWEEP_THRESHOLD": "90s", "MOCK_PROVISIONING_DELAY": "1s",
+				"BOOT_TIMEOUT": "5m", "MAX_BOOT_FAILURES": "2", "MOCK_CALL_HOME": "false"},
 			want: with(func(c *app.Config) {
 				c.LogLevel, c.LogFormat, c.API.Quota = slog.LevelDebug, "text", 5
-				c.Reconcile = reconcile.Options{WaitBudget: 2 * time.Minute, InitialBackoff: 400 * time.Millisecond, MaxBackoff: 2 * time.Second}
+				c.Reconcile = reconcile.Options{WaitBudget: 2 * time.Minute, InitialBackoff: 400 * time.Millisecond, MaxBackoff: 2 * time.Second,
+					BootTimeout: 5 * time.Minute, MaxBootFailures: 2}
+				c.MockCallHome = false
 				c.GC = gc.Options{GracePeriod: 30 * time.Minute, Parallelism: 4, DryRun: true, SweepThreshold: 90 * time.Second}
 				c.Mock.ProvisioningDelay = time.Second
 			}),
@@ -244,6 +249,7 @@ func TestNoVariableIsReadAroundTheTable(t *testing.T) {
 		"FUNCTION_TARGET": "set by Cloud Run functions; the functions framework and functions/ read it to know what to serve",
 		"CLOUDSDK_ROOT":   "where the Cloud CLI lives, for starting the emulators (internal/emulator, never in production)",
 		"CI":              "makes a missing emulator a failure instead of a skip (internal/emulatortest)",
+		"XDG_CACHE_HOME":  "where the image test caches its Debian root file system (internal/bootstrap/imagetest, never in production)",
 	}
 	vars := app.ByName()
 	fset := token.NewFileSet()

@@ -3,6 +3,7 @@ package app
 import (
 	"context"
 	"fmt"
+	"log/slog"
 
 	compute "cloud.google.com/go/compute/apiv1"
 	"google.golang.org/api/option"
@@ -12,6 +13,7 @@ import (
 	"github.com/egress-proxies/egress/internal/provider"
 	"github.com/egress-proxies/egress/internal/provider/gcp"
 	"github.com/egress-proxies/egress/internal/provider/mock"
+	"github.com/egress-proxies/egress/internal/proxy"
 	"github.com/egress-proxies/egress/internal/queue"
 )
 
@@ -20,9 +22,10 @@ import (
 // invocation's usage without its knowing. Each provider's settings were
 // read and checked by Load only when it is enabled, so a missing GCP_*
 // setting never stops a mock run and always stops a gcp one at start-up.
-func (c Config) registry() (*provider.Registry, error) {
+func (a *App) registry() (*provider.Registry, error) {
+	c := a.Config
 	ctors := map[string]provider.Constructor{
-		mock.Type: c.mockConstructor(),
+		mock.Type: a.mockConstructor(),
 		gcp.Type:  c.gcpConstructor(),
 	}
 	reg := provider.NewRegistry()
@@ -44,9 +47,24 @@ func metered(ctor provider.Constructor) provider.Constructor {
 	}
 }
 
-func (c Config) mockConstructor() provider.Constructor {
-	opts := c.Mock
+// mockConstructor makes the mock provider, whose VMs call home on the
+// reconcile topic as real ones do, so the local stack takes the
+// production path: the message's run, not a poll, sees the VM ready.
+func (a *App) mockConstructor() provider.Constructor {
+	opts := a.Config.Mock
 	opts.Clock = clock.Real{}
+	if a.publisher != nil && a.Config.MockCallHome {
+		log, pub := a.Log, a.publisher
+		opts.CallHome = func(c mock.CallHome) {
+			msg := proxy.ReconcileMessage{Namespace: c.Namespace, Name: c.Name, UID: c.UID, Reason: proxy.ReasonReady}
+			if c.BootError != "" {
+				msg.Reason = proxy.ReasonBootFailed
+			}
+			if err := pub.Publish(context.Background(), msg); err != nil {
+				log.Warn("mock VM could not call home; the sweep will find it", slog.String("uid", c.UID), slog.Any("error", err))
+			}
+		}
+	}
 	return func(context.Context) (provider.Provider, error) { return mock.New(opts), nil }
 }
 

@@ -28,7 +28,7 @@ func (a *App) Reconcile(ctx context.Context, e event.Event) error {
 		outcome = metering.OK
 	)
 	defer func() {
-		attrs := []slog.Attr{slog.String("trigger", t.Reason)}
+		attrs := []slog.Attr{slog.String("trigger", string(t.Reason))}
 		if key != (proxy.Key{}) {
 			attrs = append(attrs, slog.String("document", key.Path()))
 		}
@@ -44,14 +44,14 @@ func (a *App) Reconcile(ctx context.Context, e event.Event) error {
 	var err error
 	switch {
 	case events.IsDocumentEvent(e):
-		t.Reason = "written"
+		t.Reason = proxy.ReasonWritten
 		key, err = events.DocumentKey(e)
 	case e.Type() == queue.MessagePublishedType:
 		var msg queue.MessagePublishedData
 		if msg, err = queue.DecodeMessagePublished(e); err == nil {
 			var rm proxy.ReconcileMessage
 			key, rm, err = queue.DecodeReconcileMessage(msg.Message)
-			t = reconcile.Trigger{Reason: rm.Reason, Requested: true, Handoff: rm.Lease}
+			t = reconcile.TriggerOf(rm)
 		}
 	default:
 		err = errors.New("Reconcile takes Firestore document events and messagePublished events on " + queue.ReconcileTopic)

@@ -80,6 +80,7 @@ var (
 	// providerUsers make providers: they call Create, Get, Delete, ListByTag.
 	providerUsers = []Function{Reconcile, CollectGarbage}
 	gcpEnabled    = func(c *Config) bool { return slices.Contains(c.Providers, gcp.Type) }
+	mockEnabled   = func(c *Config) bool { return slices.Contains(c.Providers, mock.Type) }
 )
 
 // Vars is every variable the product reads, in the order they are loaded:
@@ -131,14 +132,20 @@ var Vars = []Var{
 
 	// Reconcile.
 	{Name: "RECONCILE_WAIT_BUDGET", Default: durationText(reconcile.DefaultWaitBudget), Readers: []Function{Reconcile},
-		Meaning: "how long one invocation waits for a VM before it hands on through `proxy-reconcile`",
+		Meaning: "how long one invocation waits — for a VM on its way out, or to retry a provider call, never for a boot — before it hands on through `proxy-reconcile`",
 		set:     positive(func(c *Config) *time.Duration { return &c.Reconcile.WaitBudget })},
 	{Name: "RECONCILE_INITIAL_BACKOFF", Default: durationText(reconcile.DefaultInitialBackoff), Readers: []Function{Reconcile},
-		Meaning: "the first wait between two looks (provider Gets) at a booting VM",
+		Meaning: "the first wait between two tries",
 		set:     positive(func(c *Config) *time.Duration { return &c.Reconcile.InitialBackoff })},
 	{Name: "RECONCILE_MAX_BACKOFF", Default: durationText(reconcile.DefaultMaxBackoff), Readers: []Function{Reconcile},
-		Meaning: "the longest such wait; it bounds the time from the VM running to the proxy Ready",
+		Meaning: "the longest such wait",
 		set:     positive(func(c *Config) *time.Duration { return &c.Reconcile.MaxBackoff })},
+	{Name: "BOOT_TIMEOUT", Default: durationText(reconcile.DefaultBootTimeout), Readers: []Function{Reconcile},
+		Meaning: "how long a VM may take from its creation to serving before it is replaced",
+		set:     positive(func(c *Config) *time.Duration { return &c.Reconcile.BootTimeout })},
+	{Name: "MAX_BOOT_FAILURES", Default: strconv.Itoa(reconcile.DefaultMaxBootFailures), Readers: []Function{Reconcile},
+		Meaning: "VMs in a row that may fail to become ready before the proxy is `Failed`, with the last lines of the VM's console in its message",
+		set:     atLeast(1, func(c *Config) *int { return &c.Reconcile.MaxBootFailures })},
 
 	// CollectGarbage.
 	{Name: "GC_GRACE_PERIOD", Default: durationText(gc.DefaultGracePeriod), Readers: []Function{CollectGarbage},
@@ -164,8 +171,19 @@ var Vars = []Var{
 	// The mock provider: the local stack's and the tests'.
 	{Name: "MOCK_PROVISIONING_DELAY", Default: "5s", Readers: providerUsers, Local: true,
 		Meaning: "how long a mock VM takes to boot",
-		when:    func(c *Config) bool { return slices.Contains(c.Providers, mock.Type) },
+		when:    mockEnabled,
 		set:     duration(func(c *Config) *time.Duration { return &c.Mock.ProvisioningDelay })},
+	{Name: "MOCK_CALL_HOME", Default: "true", Readers: providerUsers, Local: true,
+		Meaning: "whether mock VMs call home when they are ready, as real ones do; `false` leaves them to the sweep",
+		when:    mockEnabled,
+		set: func(c *Config, v string) error {
+			b, err := strconv.ParseBool(v)
+			if err != nil {
+				return fmt.Errorf("is not a boolean: want true or false")
+			}
+			c.MockCallHome = b
+			return nil
+		}},
 
 	// The gcp provider, read only when it is enabled.
 	{Name: "GCP_PROJECT", DefaultDoc: "`GOOGLE_CLOUD_PROJECT`", Readers: providerUsers, when: gcpEnabled,

@@ -89,7 +89,7 @@ func TestCollectAgainstFirestore(t *testing.T) {
 	}
 	var wantReqs []string
 	for _, k := range stuck {
-		wantReqs = append(wantReqs, k.Path()+" "+gc.SweepReason)
+		wantReqs = append(wantReqs, k.Path()+" "+string(proxy.ReasonSweep))
 	}
 	if diff := cmp.Diff(wantReqs, req.requests()); diff != "" {
 		t.Errorf("sweep requests (-want +got):\n%s", diff)

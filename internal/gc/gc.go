@@ -42,9 +42,6 @@ const (
 	DefaultSweepLimit = 1000
 )
 
-// SweepReason is the reason of the reconcile requests the sweep publishes.
-const SweepReason = "sweep"
-
 // ErrIncomplete marks an error after which the run could not look at
 // everything it should have: a provider could not be listed, or the live
 // uids or the stalled documents could not be read. A failed delete or
@@ -71,11 +68,11 @@ type Store interface {
 	Stalled(ctx context.Context, before time.Time, limit int) ([]proxy.Key, error)
 }
 
-// Requeuer asks for a document to be reconciled. *queue.Publisher satisfies
-// it. A repeated request is harmless: the reconciler reads the document
-// fresh and does what it says.
+// Requeuer asks for a document to be reconciled, as the reconciler's own
+// Requeuer does. *queue.Publisher satisfies it. A repeated request is
+// harmless: the reconciler reads the document fresh and does what it says.
 type Requeuer interface {
-	Requeue(ctx context.Context, key proxy.Key, reason string) error
+	Publish(ctx context.Context, msg proxy.ReconcileMessage) error
 }
 
 // Options tune a Collector. A zero field takes its default.
@@ -176,9 +173,6 @@ func New(providers Providers, store Store, requeuer Requeuer, clk clock.Clock, l
 		opts:      opts.withDefaults(),
 	}
 }
-
-// Options returns the options in effect, defaults filled in.
-func (c *Collector) Options() Options { return c.opts }
 
 // listing is one provider's instances as ListByTag returned them.
 type listing struct {
@@ -408,7 +402,7 @@ func (c *Collector) sweep(ctx context.Context, now time.Time) (SweepSummary, err
 		errs []error
 	)
 	c.forEach(len(keys), func(i int) {
-		err := c.requeuer.Requeue(ctx, keys[i], SweepReason)
+		err := c.requeuer.Publish(ctx, proxy.ReconcileMessage{Document: keys[i].Path(), Reason: proxy.ReasonSweep})
 		mu.Lock()
 		defer mu.Unlock()
 		if err != nil {
@@ -423,12 +417,9 @@ func (c *Collector) sweep(ctx context.Context, now time.Time) (SweepSummary, err
 	return s, errors.Join(errs...)
 }
 
-// DriftReason is the reason of the reconcile requests for drifted
-// documents.
-const DriftReason = "drift"
-
-// drift re-drives the Ready documents whose VM the listings show stopped or
-// do not show at all. Nothing else would: a settled document has no events
+// drift re-drives the Ready documents whose VM the listings show stopped,
+// not running (a VM whose self-test failed after a reboot), or do not show
+// at all. Nothing else would: a settled document has no events
 // and no progress time for the sweep, so a VM lost or stopped after its
 // proxy was Ready would stay lost. It runs only when every provider was
 // listed, since a missing listing would make every VM look lost.
@@ -449,8 +440,7 @@ func (c *Collector) drift(ctx context.Context, listings []listing, uids map[stri
 		if claim.Phase != proxy.PhaseReady {
 			continue
 		}
-		state, ok := states[uid]
-		if !ok || state == provider.StateStopped || state == provider.StateTerminated {
+		if state, ok := states[uid]; !ok || state != provider.StateRunning {
 			keys = append(keys, claim.Key)
 		}
 	}
@@ -460,7 +450,7 @@ func (c *Collector) drift(ctx context.Context, listings []listing, uids map[stri
 		failed int
 	)
 	c.forEach(len(keys), func(i int) {
-		err := c.requeuer.Requeue(ctx, keys[i], DriftReason)
+		err := c.requeuer.Publish(ctx, proxy.ReconcileMessage{Document: keys[i].Path(), Reason: proxy.ReasonDrift})
 		mu.Lock()
 		defer mu.Unlock()
 		if err != nil {

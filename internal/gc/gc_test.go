@@ -77,13 +77,13 @@ type fakeRequeuer struct {
 	failFor string
 }
 
-func (r *fakeRequeuer) Requeue(_ context.Context, key proxy.Key, reason string) error {
+func (r *fakeRequeuer) Publish(_ context.Context, m proxy.ReconcileMessage) error {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if key.Path() == r.failFor {
+	if m.Document == r.failFor {
 		return errors.New("publish failed")
 	}
-	r.got = append(r.got, key.Path()+" "+reason)
+	r.got = append(r.got, m.Document+" "+string(m.Reason))
 	return nil
 }
 

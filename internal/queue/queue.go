@@ -67,7 +67,7 @@ func DecodeReconcileMessage(m Message) (proxy.Key, proxy.ReconcileMessage, error
 	if err := json.Unmarshal(m.Data, &rm); err != nil {
 		return proxy.Key{}, rm, fmt.Errorf("message %s on %s: body is not a ReconcileMessage: %w", m.MessageID, ReconcileTopic, err)
 	}
-	k, err := proxy.ParseKey(rm.Document)
+	k, err := rm.Key()
 	if err != nil {
 		return proxy.Key{}, rm, fmt.Errorf("message %s on %s: %w", m.MessageID, ReconcileTopic, err)
 	}
@@ -85,21 +85,16 @@ func NewPublisher(client *pubsub.Client) *Publisher {
 	return &Publisher{pub: client.Publisher(ReconcileTopic)}
 }
 
-// Requeue asks for the document to be reconciled, and waits until Pub/Sub
-// has the message: a requeue that was not stored is a stranded proxy until
-// the next sweep.
-func (p *Publisher) Requeue(ctx context.Context, key proxy.Key, reason string) error {
-	return p.Publish(ctx, proxy.ReconcileMessage{Document: key.Path(), Reason: reason})
-}
-
-// Publish publishes a reconcile request, and waits until Pub/Sub has it.
+// Publish publishes a reconcile request, and waits until Pub/Sub has it: a
+// request that was not stored is a stranded proxy until the next sweep.
 func (p *Publisher) Publish(ctx context.Context, msg proxy.ReconcileMessage) error {
 	body, err := json.Marshal(msg)
 	if err != nil {
 		return err
 	}
 	if _, err := p.pub.Publish(ctx, &pubsub.Message{Data: body}).Get(ctx); err != nil {
-		return fmt.Errorf("publishing a %s request for %s on %s: %w", msg.Reason, msg.Document, ReconcileTopic, err)
+		k, _ := msg.Key()
+		return fmt.Errorf("publishing a %s request for %s on %s: %w", msg.Reason, k, ReconcileTopic, err)
 	}
 	metering.Add(ctx, metering.PubSubPublished, 1)
 	return nil

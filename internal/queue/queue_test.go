@@ -44,6 +44,18 @@ func TestDecode(t *testing.T) {
 			data: `{"subscription":"projects/demo/subscriptions/s","message":{"data":"eyJkb2N1bWVudCI6Im5hbWVzcGFjZXMvYS9wcm94aWVzL2IiLCJyZWFzb24iOiJyZXF1ZXVlIn0=","messageId":"7","publishTime":"2026-01-02T03:04:05Z"}}`,
 			want: proxy.Key{Namespace: "a", Name: "b"},
 		},
+		"CallHome": {
+			reason: "a VM's call-home names its proxy by namespace, name and uid, as its startup script sends it",
+			typ:    queue.MessagePublishedType,
+			data:   `{"message":{"data":"eyJuYW1lc3BhY2UiOiJ0ZWFtLWEiLCJuYW1lIjoiZWdyZXNzLTEiLCJ1aWQiOiI2YzFmMGE1ZS04ZDFiLTRjNTktOWE1My0xYjdhMmYzZDRlNWYiLCJyZWFzb24iOiJyZWFkeSJ9"}}`,
+			want:   proxy.Key{Namespace: "team-a", Name: "egress-1"},
+		},
+		"CallHomeBadName": {
+			reason:  "a call-home whose name is no label is refused (base64 of {\"namespace\":\"a\",\"name\":\"B/c\"})",
+			typ:     queue.MessagePublishedType,
+			data:    `{"message":{"data":"eyJuYW1lc3BhY2UiOiJhIiwibmFtZSI6IkIvYyJ9"}}`,
+			wantErr: true,
+		},
 		"WrongType":  {reason: "another event type is refused", typ: "google.cloud.storage.object.v1.finalized", data: `{}`, wantErr: true},
 		"NotJSON":    {reason: "data that is not MessagePublishedData", typ: queue.MessagePublishedType, data: `[1,2]`, wantErr: true},
 		"BadBody":    {reason: "a body that is not a ReconcileMessage (base64 of 'hello')", typ: queue.MessagePublishedType, data: `{"message":{"data":"aGVsbG8="}}`, wantErr: true},
@@ -66,7 +78,7 @@ func TestDecode(t *testing.T) {
 	}
 }
 
-func TestRequeueReachesTheTopic(t *testing.T) {
+func TestPublishReachesTheTopic(t *testing.T) {
 	emulatortest.PubSub(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
@@ -88,7 +100,7 @@ func TestRequeueReachesTheTopic(t *testing.T) {
 	pub := queue.NewPublisher(client)
 	defer pub.Stop()
 	key := proxy.Key{Namespace: "team-a", Name: "p1"}
-	if err := pub.Requeue(ctx, key, "requeue"); err != nil {
+	if err := pub.Publish(ctx, proxy.ReconcileMessage{Document: key.Path(), Reason: proxy.ReasonRequeue}); err != nil {
 		t.Fatal(err)
 	}
 

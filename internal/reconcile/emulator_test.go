@@ -2,7 +2,6 @@ package reconcile_test
 
 import (
 	"context"
-	"io"
 	"log/slog"
 	"math/rand/v2"
 	"slices"
@@ -53,8 +52,9 @@ func (c *countingStore) Delete(ctx context.Context, key proxy.Key, ut time.Time)
 }
 
 // firestoreWorld is a reconciler over the Firestore emulator and a mock
-// provider, on a fake clock so waits take no time.
-func firestoreWorld(t *testing.T) (*reconcile.Reconciler, *countingStore, *mock.Provider, *queue) {
+// provider whose VMs call home on the queue, on a fake clock so waits take
+// no time.
+func firestoreWorld(t *testing.T) (*reconcile.Reconciler, *countingStore, *mock.Provider, *queue, *clock.Fake) {
 	t.Helper()
 	emulatortest.Firestore(t)
 	client, err := firestore.NewClient(context.Background(), emulatortest.ProjectID(t))
@@ -64,17 +64,39 @@ func firestoreWorld(t *testing.T) (*reconcile.Reconciler, *countingStore, *mock.
 	t.Cleanup(func() { client.Close() })
 	st := &countingStore{Store: store.New(client)}
 	clk := clock.NewFake(time.Now())
-	m := mock.New(mock.Options{Clock: clk, ProvisioningDelay: 10 * time.Second})
 	q := &queue{}
-	r := reconcile.New(st, providers{m}, q, nil, clk, slog.New(slog.NewTextHandler(io.Discard, nil)),
+	m := mock.New(mock.Options{Clock: clk, ProvisioningDelay: boot, CallHome: func(c mock.CallHome) {
+		q.Publish(context.Background(), callHomeMessage(c))
+	}})
+	r := reconcile.New(st, providers{m}, q, nil, clk, slog.New(slog.DiscardHandler),
 		reconcile.Options{Rand: rand.New(rand.NewPCG(5, 6))})
-	return r, st, m, q
+	return r, st, m, q, clk
+}
+
+// callHome lets the VM boot and delivers its call-home twice, as Pub/Sub
+// may.
+func callHome(t *testing.T, r *reconcile.Reconciler, q *queue, clk *clock.Fake) {
+	t.Helper()
+	clk.Advance(boot)
+	msgs := q.take()
+	if len(msgs) != 1 || msgs[0].Reason != proxy.ReasonReady {
+		t.Fatalf("after the boot the queue holds %+v, want the VM's one call-home", msgs)
+	}
+	key, err := msgs[0].Key()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for range 2 {
+		if err := r.Reconcile(context.Background(), key, reconcile.TriggerOf(msgs[0])); err != nil {
+			t.Fatal(err)
+		}
+	}
 }
 
 func createDoc(t *testing.T, st *countingStore, key proxy.Key) {
 	t.Helper()
 	_, err := st.Create(context.Background(), &proxy.Proxy{
-		Namespace: key.Namespace, Name: key.Name, UID: "0b7e1d3c-4f6a-4e2b-9c8d-7a6b5c4d3e2f", Generation: 1,
+		Namespace: key.Namespace, Name: key.Name, UID: uid, Generation: 1,
 		Spec: proxy.Spec{Provider: mock.Type, Port: proxy.DefaultPort}, Status: proxy.Status{Phase: proxy.PhasePending},
 		CreateTime: time.Now(),
 	}, 20)
@@ -84,16 +106,17 @@ func createDoc(t *testing.T, st *countingStore, key proxy.Key) {
 }
 
 // TestDuplicateAndReorderedEvents delivers one document's event five
-// times, then the echoes of every write in reverse order: one VM, one
-// consistent status, and only the floor of writes.
+// times, then the echoes of every write in reverse order, then the VM's
+// call-home twice: one VM, one consistent status, and only the floor of
+// writes.
 func TestDuplicateAndReorderedEvents(t *testing.T) {
-	r, st, m, q := firestoreWorld(t)
+	r, st, m, q, clk := firestoreWorld(t)
 	ctx := context.Background()
 	key := proxy.Key{Namespace: "team-a", Name: "dup"}
 	createDoc(t, st, key)
 
 	for range 5 {
-		if err := r.Reconcile(ctx, key, reconcile.Trigger{Reason: "written"}); err != nil {
+		if err := r.Reconcile(ctx, key, reconcile.Trigger{Reason: proxy.ReasonWritten}); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -101,17 +124,18 @@ func TestDuplicateAndReorderedEvents(t *testing.T) {
 	// reverse order, as Eventarc may deliver them.
 	echoes := int(st.writes.Load())
 	for range echoes {
-		if err := r.Reconcile(ctx, key, reconcile.Trigger{Reason: "written"}); err != nil {
+		if err := r.Reconcile(ctx, key, reconcile.Trigger{Reason: proxy.ReasonWritten}); err != nil {
 			t.Fatal(err)
 		}
 	}
+	callHome(t, r, q, clk)
 	checkSettled(t, st, m, q, key)
 }
 
 // TestConcurrentInvocations runs 20 reconciles of one new document at
-// once.
+// once, then the VM's call-home.
 func TestConcurrentInvocations(t *testing.T) {
-	r, st, m, q := firestoreWorld(t)
+	r, st, m, q, clk := firestoreWorld(t)
 	ctx := context.Background()
 	key := proxy.Key{Namespace: "team-a", Name: "concurrent"}
 	createDoc(t, st, key)
@@ -122,7 +146,7 @@ func TestConcurrentInvocations(t *testing.T) {
 	for i := range errs {
 		wg.Go(func() {
 			<-start
-			errs[i] = r.Reconcile(ctx, key, reconcile.Trigger{Reason: "written"})
+			errs[i] = r.Reconcile(ctx, key, reconcile.Trigger{Reason: proxy.ReasonWritten})
 		})
 	}
 	close(start)
@@ -132,6 +156,7 @@ func TestConcurrentInvocations(t *testing.T) {
 			t.Errorf("invocation %d: %v", i, err)
 		}
 	}
+	callHome(t, r, q, clk)
 	checkSettled(t, st, m, q, key)
 }
 
@@ -163,6 +188,6 @@ func checkSettled(t *testing.T, st *countingStore, m *mock.Provider, q *queue, k
 		t.Errorf("status writes (-want +got):\n%s", diff)
 	}
 	if msgs := q.take(); len(msgs) != 0 {
-		t.Errorf("runs requeued %v, want none: the VM booted within one run's budget", msgs)
+		t.Errorf("runs requeued %v, want none: nothing waits for a boot", msgs)
 	}
 }

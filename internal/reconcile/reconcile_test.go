@@ -3,9 +3,9 @@ package reconcile_test
 import (
 	"context"
 	"errors"
-	"io"
 	"log/slog"
 	"math/rand/v2"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -22,16 +22,47 @@ import (
 
 var start = time.Date(2026, 12, 2, 10, 0, 0, 0, time.UTC)
 
-// world is one document, its store, a mock provider and a fake clock.
+const (
+	uid  = "6c1f0a5e-8d1b-4c59-9a53-1b7a2f3d4e5f"
+	boot = 10 * time.Second
+)
+
+// world is one document, its store, a mock provider whose VMs call home,
+// and a fake clock.
 type world struct {
 	t      *testing.T
-	clock  *clock.Fake
+	clock  *sleepCountingClock
 	store  *memstore.Store
 	mock   *mock.Provider
 	queue  *queue
 	r      *reconcile.Reconciler
 	key    proxy.Key
 	writes int // status writes and deletes after the document was set up
+	// reads0 and calls0 are the counts at the last forget.
+	reads0 int
+	calls0 map[mock.Method]int
+}
+
+// sleepCountingClock is the fake clock, counting the waits of the runs.
+type sleepCountingClock struct {
+	*clock.Fake
+	mu     sync.Mutex
+	sleeps int
+}
+
+func (c *sleepCountingClock) Sleep(ctx context.Context, d time.Duration) error {
+	c.mu.Lock()
+	c.sleeps++
+	c.mu.Unlock()
+	return c.Fake.Sleep(ctx, d)
+}
+
+func (c *sleepCountingClock) takeSleeps() int {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	n := c.sleeps
+	c.sleeps = 0
+	return n
 }
 
 // providers hands out the one mock provider.
@@ -44,7 +75,8 @@ func (s providers) Get(_ context.Context, typ string) (provider.Provider, error)
 	return s.p, nil
 }
 
-// queue records the reconcile requests a run publishes.
+// queue is proxy-reconcile: what runs publish (hand-offs) and what VMs
+// publish (call-homes).
 type queue struct {
 	mu   sync.Mutex
 	msgs []proxy.ReconcileMessage
@@ -81,19 +113,34 @@ func (s secrets) Access(_ context.Context, version string) (string, error) {
 
 func newWorld(t *testing.T, opts reconcile.Options) *world {
 	t.Helper()
-	clk := clock.NewFake(start)
+	clk := &sleepCountingClock{Fake: clock.NewFake(start)}
 	w := &world{
-		t:     t,
-		clock: clk,
-		store: memstore.New(clk),
-		mock:  mock.New(mock.Options{Clock: clk, ProvisioningDelay: 10 * time.Second}),
-		queue: &queue{},
-		key:   proxy.Key{Namespace: "team-a", Name: "egress-1"},
+		t:      t,
+		clock:  clk,
+		store:  memstore.New(clk),
+		queue:  &queue{},
+		key:    proxy.Key{Namespace: "team-a", Name: "egress-1"},
+		calls0: map[mock.Method]int{},
 	}
-	opts.Rand = rand.New(rand.NewPCG(1, 2))
+	w.mock = mock.New(mock.Options{Clock: clk, ProvisioningDelay: boot, CallHome: func(c mock.CallHome) {
+		w.queue.Publish(context.Background(), callHomeMessage(c))
+	}})
+	if opts.Rand == nil {
+		opts.Rand = rand.New(rand.NewPCG(1, 2))
+	}
 	w.r = reconcile.New(w.store, providers{w.mock}, w.queue, secrets{"projects/p/secrets/ci/versions/1": "#cloud-config\n"},
-		clk, slog.New(slog.NewTextHandler(io.Discard, nil)), opts)
+		clk, slog.New(slog.DiscardHandler), opts)
 	return w
+}
+
+// callHomeMessage is what a VM publishes, as the composition root sends it
+// for the mock's VMs.
+func callHomeMessage(c mock.CallHome) proxy.ReconcileMessage {
+	m := proxy.ReconcileMessage{Namespace: c.Namespace, Name: c.Name, UID: c.UID, Reason: proxy.ReasonReady}
+	if c.BootError != "" {
+		m.Reason = proxy.ReasonBootFailed
+	}
+	return m
 }
 
 // create writes a new document as the API does.
@@ -103,50 +150,57 @@ func (w *world) create(spec proxy.Spec) {
 		spec.Provider = mock.Type
 	}
 	_, err := w.store.Create(context.Background(), &proxy.Proxy{
-		Namespace: w.key.Namespace, Name: w.key.Name, UID: "6c1f0a5e-8d1b-4c59-9a53-1b7a2f3d4e5f",
+		Namespace: w.key.Namespace, Name: w.key.Name, UID: uid,
 		Generation: 1, Spec: spec, Status: proxy.Status{Phase: proxy.PhasePending}, CreateTime: w.clock.Now(),
 	}, 20)
 	if err != nil {
 		w.t.Fatal(err)
 	}
-	w.watchWrites()
+	w.store.Watch(func(c memstore.Change) { w.writes++ })
 }
 
-func (w *world) watchWrites() {
-	w.store.Watch(func(c memstore.Change) {
-		w.writes++
-		if c.New != nil {
-			w.t.Logf("write %d: phase %s lease %q conditions %+v", w.writes, c.New.Status.Phase, c.New.Reconciler.LeaseHolder, c.New.Status.Conditions)
-		} else {
-			w.t.Logf("write %d: delete", w.writes)
-		}
-	})
-}
-
+// reconcile runs one reconcile, then every run the queue asks for (the
+// runs' own hand-offs, VMs calling home), as Pub/Sub would deliver them.
 func (w *world) reconcile(t reconcile.Trigger) {
 	w.t.Helper()
-	if t.Reason == "" {
-		t.Reason = "written"
-	}
 	if err := w.r.Reconcile(context.Background(), w.key, t); err != nil {
 		w.t.Fatalf("Reconcile: %v", err)
 	}
-	// Follow the runs' own hand-offs, as Pub/Sub would deliver them.
+	w.deliver()
+}
+
+func (w *world) deliver() {
+	w.t.Helper()
 	for i := 0; ; i++ {
 		msgs := w.queue.take()
 		if len(msgs) == 0 {
 			return
 		}
 		if i > 20 {
-			w.t.Fatalf("still handing on after 20 runs: %+v", msgs)
+			w.t.Fatalf("still requeueing after 20 rounds: %+v", msgs)
 		}
 		for _, m := range msgs {
-			if err := w.r.Reconcile(context.Background(), w.key, reconcile.Trigger{Reason: m.Reason, Requested: true, Handoff: m.Lease}); err != nil {
-				w.t.Fatalf("Reconcile after hand-off: %v", err)
+			key, err := m.Key()
+			if err != nil {
+				w.t.Fatal(err)
+			}
+			if err := w.r.Reconcile(context.Background(), key, reconcile.TriggerOf(m)); err != nil {
+				w.t.Fatalf("Reconcile of %+v: %v", m, err)
 			}
 		}
 	}
 }
+
+// boot lets time pass until the VMs have booted (and called home), and
+// delivers what they published.
+func (w *world) boot() {
+	w.t.Helper()
+	w.clock.Advance(boot)
+	w.deliver()
+}
+
+// sweep is the garbage collector re-driving the document.
+func (w *world) sweep() { w.reconcile(reconcile.Trigger{Reason: proxy.ReasonSweep}) }
 
 func (w *world) doc() *proxy.Proxy {
 	w.t.Helper()
@@ -160,17 +214,56 @@ func (w *world) doc() *proxy.Proxy {
 	return p
 }
 
-// ready drives a new document to Ready and forgets the writes it took.
+func (w *world) update(change func(p *proxy.Proxy)) {
+	w.t.Helper()
+	p := w.doc()
+	change(p)
+	if _, err := w.store.UpdateStatus(context.Background(), p); err != nil {
+		w.t.Fatal(err)
+	}
+}
+
+// ready drives a new document to Ready and forgets the calls and writes it
+// took.
 func (w *world) ready() *proxy.Proxy {
 	w.t.Helper()
 	w.create(proxy.Spec{})
 	w.reconcile(reconcile.Trigger{})
+	w.boot()
 	p := w.doc()
 	if p.Status.Phase != proxy.PhaseReady {
 		w.t.Fatalf("setting up: phase %s, want Ready", p.Status.Phase)
 	}
-	w.writes = 0
+	w.forget()
 	return p
+}
+
+// forget starts counting writes, reads, provider calls and waits afresh.
+func (w *world) forget() {
+	w.writes = 0
+	w.reads()
+	w.calls()
+	w.clock.takeSleeps()
+}
+
+// reads returns the document reads since the last call.
+func (w *world) reads() int {
+	r, _ := w.store.Counts()
+	n := r - w.reads0
+	w.reads0 = r
+	return n
+}
+
+// calls returns the provider calls since the last call, by method.
+func (w *world) calls() map[mock.Method]int {
+	out := map[mock.Method]int{}
+	for _, m := range []mock.Method{mock.MethodCreate, mock.MethodGet, mock.MethodDelete} {
+		if d := w.mock.Calls(m) - w.calls0[m]; d > 0 {
+			out[m] = d
+		}
+		w.calls0[m] = w.mock.Calls(m)
+	}
+	return out
 }
 
 func (w *world) requestDeletion() {
@@ -189,6 +282,7 @@ type outcome struct {
 	Instances    int
 	Creates      int
 	Replacements int64
+	BootFailures int64
 	Writes       int
 	Gone         bool
 	Leased       bool
@@ -202,7 +296,7 @@ func (w *world) outcome() outcome {
 		return o
 	}
 	o.Phase, o.Endpoint, o.Message = p.Status.Phase, p.Status.Endpoint, p.Status.Message
-	o.Replacements = p.Reconciler.Replacements
+	o.Replacements, o.BootFailures = p.Reconciler.Replacements, p.Reconciler.BootFailures
 	o.Leased = p.Reconciler.LeaseHolder != ""
 	return o
 }
@@ -215,10 +309,11 @@ func TestReconcile(t *testing.T) {
 		want   outcome
 	}{
 		"NewProxyCreatedOnce": {
-			reason: "A new document gets one Create and reaches Ready in one run, with the floor of writes: Creating, Provisioning, Ready.",
+			reason: "A new document gets one Create; its VM's call-home brings it Ready, with the floor of writes: Creating, Provisioning, Ready.",
 			run: func(w *world) {
 				w.create(proxy.Spec{})
 				w.reconcile(reconcile.Trigger{})
+				w.boot()
 			},
 			want: outcome{Phase: proxy.PhaseReady, Endpoint: "192.0.2.1:3128", Instances: 1, Creates: 1, Writes: 3},
 		},
@@ -228,6 +323,7 @@ func TestReconcile(t *testing.T) {
 				w.create(proxy.Spec{Port: 8888})
 				w.mock.FailNext(mock.MethodCreate, 2, transient)
 				w.reconcile(reconcile.Trigger{})
+				w.boot()
 			},
 			// Creating, the error message (once: the second identical
 			// failure costs no write), Provisioning, Ready.
@@ -239,39 +335,41 @@ func TestReconcile(t *testing.T) {
 				w.create(proxy.Spec{})
 				w.mock.FailNextAfterEffect(mock.MethodCreate, 1, transient)
 				w.reconcile(reconcile.Trigger{})
+				w.boot()
 			},
 			want: outcome{Phase: proxy.PhaseReady, Endpoint: "192.0.2.1:3128", Instances: 1, Creates: 2, Writes: 4},
 		},
 		"CrashAfterCreateAdopts": {
-			reason: "A run that crashed after Create and before storing the providerID left createPending; the next run adopts the same VM.",
+			reason: "A run that crashed after Create and before storing the providerID left createPending; the sweep's run adopts the same VM.",
 			run: func(w *world) {
 				w.create(proxy.Spec{})
-				p := w.doc()
-				p.Status.Phase = proxy.PhaseCreating
-				p.Reconciler.CreatePending = provider.NameFromUID(p.UID)
-				p.Reconciler.LeaseHolder = "crashed-run"
-				p.Reconciler.LeaseExpireTime = start.Add(time.Minute)
-				if _, err := w.store.UpdateStatus(context.Background(), p); err != nil {
-					w.t.Fatal(err)
-				}
-				if _, err := w.mock.Create(context.Background(), provider.CreateRequest{Name: p.Reconciler.CreatePending, UID: p.UID}); err != nil {
+				w.update(func(p *proxy.Proxy) {
+					p.Status.Phase = proxy.PhaseCreating
+					p.Reconciler.CreatePending = provider.NameFromUID(p.UID)
+					p.Reconciler.LeaseHolder = "crashed-run"
+					p.Reconciler.LeaseExpireTime = start.Add(time.Minute)
+				})
+				if _, err := w.mock.Create(context.Background(), provider.CreateRequest{Name: provider.NameFromUID(uid), UID: uid, Namespace: w.key.Namespace, ProxyName: w.key.Name}); err != nil {
 					w.t.Fatal(err)
 				}
 				// The crashed run's lease keeps others off until it expires;
-				// the sweep's request then finds the document.
+				// the sweep comes after that.
 				w.reconcile(reconcile.Trigger{})
 				w.clock.Advance(2 * time.Minute)
 				w.writes = 0
-				w.reconcile(reconcile.Trigger{Reason: "sweep", Requested: true})
+				w.sweep()
 			},
+			// The takeover's create intent, Provisioning, and Ready on the
+			// call-home the VM had sent meanwhile.
 			want: outcome{Phase: proxy.PhaseReady, Endpoint: "192.0.2.1:3128", Instances: 1, Creates: 2, Writes: 3},
 		},
 		"LostVMReplaced": {
-			reason: "A VM that is gone is replaced after the not-found grace, and the replacement is counted.",
+			reason: "A Ready proxy's VM that is gone is replaced at once, and the replacement is counted.",
 			run: func(w *world) {
 				p := w.ready()
 				w.mock.Lose(p.Status.ProviderID)
-				w.reconcile(reconcile.Trigger{Reason: "sweep", Requested: true})
+				w.reconcile(reconcile.Trigger{Reason: proxy.ReasonDrift})
+				w.boot()
 			},
 			// Replacing, the create intent, Provisioning, Ready.
 			want: outcome{Phase: proxy.PhaseReady, Endpoint: "192.0.2.2:3128", Instances: 1, Creates: 2, Replacements: 1, Writes: 4},
@@ -281,7 +379,8 @@ func TestReconcile(t *testing.T) {
 			run: func(w *world) {
 				p := w.ready()
 				w.mock.Stop(p.Status.ProviderID, provider.StateStopped)
-				w.reconcile(reconcile.Trigger{Reason: "sweep", Requested: true})
+				w.reconcile(reconcile.Trigger{Reason: proxy.ReasonDrift})
+				w.boot()
 			},
 			want: outcome{Phase: proxy.PhaseReady, Endpoint: "192.0.2.2:3128", Instances: 1, Creates: 2, Replacements: 1, Writes: 4},
 		},
@@ -290,7 +389,8 @@ func TestReconcile(t *testing.T) {
 			run: func(w *world) {
 				p := w.ready()
 				w.mock.Stop(p.Status.ProviderID, provider.StateTerminated)
-				w.reconcile(reconcile.Trigger{Reason: "sweep", Requested: true})
+				w.reconcile(reconcile.Trigger{Reason: proxy.ReasonDrift})
+				w.boot()
 			},
 			want: outcome{Phase: proxy.PhaseReady, Endpoint: "192.0.2.2:3128", Instances: 1, Creates: 2, Replacements: 1, Writes: 4},
 		},
@@ -316,13 +416,22 @@ func TestReconcile(t *testing.T) {
 			reason: "Deletion does not wait for another run's lease.",
 			run: func(w *world) {
 				w.ready()
-				p := w.doc()
-				p.Reconciler.LeaseHolder, p.Reconciler.LeaseExpireTime = "other", start.Add(time.Hour)
-				if _, err := w.store.UpdateStatus(context.Background(), p); err != nil {
-					w.t.Fatal(err)
-				}
+				w.update(func(p *proxy.Proxy) {
+					p.Reconciler.LeaseHolder, p.Reconciler.LeaseExpireTime = "other", start.Add(time.Hour)
+				})
 				w.requestDeletion()
 				w.reconcile(reconcile.Trigger{})
+			},
+			want: outcome{Gone: true, Creates: 1, Writes: 1},
+		},
+		"DeletionWhileProvisioning": {
+			reason: "A proxy deleted before its VM is ready loses the VM, and its late call-home finds nothing.",
+			run: func(w *world) {
+				w.create(proxy.Spec{})
+				w.reconcile(reconcile.Trigger{})
+				w.requestDeletion()
+				w.reconcile(reconcile.Trigger{})
+				w.boot()
 			},
 			want: outcome{Gone: true, Creates: 1, Writes: 1},
 		},
@@ -333,7 +442,7 @@ func TestReconcile(t *testing.T) {
 				w.mock.FailNext(mock.MethodCreate, 1, provider.NewError(provider.KindPermanent, "create", "", errors.New("machine type n9-huge does not exist")))
 				w.reconcile(reconcile.Trigger{})
 				w.reconcile(reconcile.Trigger{})
-				w.reconcile(reconcile.Trigger{Reason: "sweep", Requested: true})
+				w.sweep()
 			},
 			want: outcome{Phase: proxy.PhaseFailed, Creates: 1, Writes: 2,
 				Message: "creating instance proxy-6c1f0a5e-8d1b-4c59-9a53-1b7a2f3d4e5f: create: Permanent: machine type n9-huge does not exist"},
@@ -347,33 +456,64 @@ func TestReconcile(t *testing.T) {
 			want: outcome{Phase: proxy.PhaseFailed, Writes: 2,
 				Message: "resolving the bootstrap: access secret version projects/p/secrets/absent/versions/1: Permanent: NotFound"},
 		},
-		"StaleEventDoesNothing": {
-			reason: "A late or duplicate event for a Ready document costs one read: no provider call, no write.",
+		"SilentVMFoundBySweep": {
+			reason: "A VM whose call-home is lost is found ready by the sweep.",
 			run: func(w *world) {
-				w.ready()
-				for range 5 {
-					w.reconcile(reconcile.Trigger{})
-				}
+				w.create(proxy.Spec{})
+				w.mock.SkipCallHome(1)
+				w.reconcile(reconcile.Trigger{})
+				w.boot()
+				w.sweep()
 			},
-			want: outcome{Phase: proxy.PhaseReady, Endpoint: "192.0.2.1:3128", Instances: 1, Creates: 1},
+			want: outcome{Phase: proxy.PhaseReady, Endpoint: "192.0.2.1:3128", Instances: 1, Creates: 1, Writes: 3},
 		},
-		"VerifiedReadyWritesNothing": {
-			reason: "A request to look at a Ready document whose VM is fine reads the VM and writes nothing.",
+		"SlowBootWithinTimeout": {
+			reason: "A sweep of a VM still booting within the boot timeout changes nothing.",
 			run: func(w *world) {
-				w.ready()
-				w.reconcile(reconcile.Trigger{Reason: "sweep", Requested: true})
+				w.create(proxy.Spec{})
+				w.mock.NeverReady(1)
+				w.reconcile(reconcile.Trigger{})
+				w.clock.Advance(5 * time.Minute)
+				w.sweep()
 			},
-			want: outcome{Phase: proxy.PhaseReady, Endpoint: "192.0.2.1:3128", Instances: 1, Creates: 1},
+			want: outcome{Phase: proxy.PhaseProvisioning, Instances: 1, Creates: 1, Writes: 2},
+		},
+		"BootTimeoutReplaces": {
+			reason: "A VM not ready within the boot timeout is replaced, the failure counted; a ready replacement clears the count.",
+			run: func(w *world) {
+				w.create(proxy.Spec{})
+				w.mock.NeverReady(1)
+				w.reconcile(reconcile.Trigger{})
+				w.clock.Advance(reconcile.DefaultBootTimeout + time.Second)
+				w.sweep()
+				if p := w.doc(); p.Status.Phase != proxy.PhaseProvisioning || p.Reconciler.BootFailures != 1 {
+					w.t.Fatalf("after the timeout: phase %s, %d boot failures; want Provisioning (the replacement) after 1", p.Status.Phase, p.Reconciler.BootFailures)
+				}
+				w.boot()
+			},
+			// Creating, Provisioning; Replacing, the create intent,
+			// Provisioning; Ready.
+			want: outcome{Phase: proxy.PhaseReady, Endpoint: "192.0.2.2:3128", Instances: 1, Creates: 2, Replacements: 1, Writes: 6},
+		},
+		"BootErrorReplaces": {
+			reason: "A VM whose bootstrap reports an error is replaced at the next look, without waiting for the timeout.",
+			run: func(w *world) {
+				w.create(proxy.Spec{})
+				w.reconcile(reconcile.Trigger{})
+				w.mock.FailBoot(w.doc().Status.ProviderID, "tinyproxy does not answer on port 3128")
+				w.clock.Advance(time.Minute)
+				w.sweep()
+				w.boot()
+			},
+			want: outcome{Phase: proxy.PhaseReady, Endpoint: "192.0.2.2:3128", Instances: 1, Creates: 2, Replacements: 1, Writes: 6},
 		},
 		"LeaseHeldByAnotherRun": {
 			reason: "A run that finds another's lease does nothing.",
 			run: func(w *world) {
 				w.create(proxy.Spec{})
-				p := w.doc()
-				p.Reconciler.LeaseHolder, p.Reconciler.LeaseExpireTime = "other", start.Add(time.Minute)
-				if _, err := w.store.UpdateStatus(context.Background(), p); err != nil {
-					w.t.Fatal(err)
-				}
+				w.update(func(p *proxy.Proxy) {
+					p.Reconciler.LeaseHolder, p.Reconciler.LeaseExpireTime = "other", start.Add(time.Minute)
+				})
 				w.writes = 0
 				w.reconcile(reconcile.Trigger{})
 			},
@@ -383,13 +523,12 @@ func TestReconcile(t *testing.T) {
 			reason: "A lease past its expiry (its run crashed) does not stop the next run.",
 			run: func(w *world) {
 				w.create(proxy.Spec{})
-				p := w.doc()
-				p.Reconciler.LeaseHolder, p.Reconciler.LeaseExpireTime = "crashed", start.Add(-time.Second)
-				if _, err := w.store.UpdateStatus(context.Background(), p); err != nil {
-					w.t.Fatal(err)
-				}
+				w.update(func(p *proxy.Proxy) {
+					p.Reconciler.LeaseHolder, p.Reconciler.LeaseExpireTime = "crashed", start.Add(-time.Second)
+				})
 				w.writes = 0
 				w.reconcile(reconcile.Trigger{})
+				w.boot()
 			},
 			want: outcome{Phase: proxy.PhaseReady, Endpoint: "192.0.2.1:3128", Instances: 1, Creates: 1, Writes: 3},
 		},
@@ -405,67 +544,194 @@ func TestReconcile(t *testing.T) {
 	}
 }
 
-// TestSlowProvisioningHandsOn checks that a VM slower than one run's wait
-// budget reaches Ready through the runs' own hand-offs, with no event from
-// outside, and that the hand-off passes the lease without a write.
-func TestSlowProvisioningHandsOn(t *testing.T) {
-	w := newWorld(t, reconcile.Options{WaitBudget: 20 * time.Second})
-	w.mock = mock.New(mock.Options{Clock: w.clock, ProvisioningDelay: 70 * time.Second})
-	w.r = reconcile.New(w.store, providers{w.mock}, w.queue, nil, w.clock, slog.New(slog.NewTextHandler(io.Discard, nil)),
-		reconcile.Options{WaitBudget: 20 * time.Second, Rand: rand.New(rand.NewPCG(3, 4))})
-	w.create(proxy.Spec{})
-	if err := w.r.Reconcile(context.Background(), w.key, reconcile.Trigger{Reason: "written"}); err != nil {
-		t.Fatal(err)
+// TestWhatALookCosts counts what each kind of run costs on a settled or
+// booting proxy: a stale or foreign message must cost one read and nothing
+// else, and a look at a booting VM one Get and no write.
+func TestWhatALookCosts(t *testing.T) {
+	type cost struct {
+		Reads, Writes int
+		Calls         map[mock.Method]int
+		Phase         proxy.Phase
 	}
-
-	runs := 1
-	for msgs := w.queue.take(); len(msgs) > 0; msgs = w.queue.take() {
-		if len(msgs) != 1 {
-			t.Fatalf("a run published %d requests, want 1: %+v", len(msgs), msgs)
-		}
-		m := msgs[0]
-		if m.Lease == "" || m.Document != w.key.Path() {
-			t.Fatalf("hand-off message %+v: want the document and the lease", m)
-		}
-		if runs++; runs > 20 {
-			t.Fatal("the proxy did not get Ready within 20 runs")
-		}
-		if err := w.r.Reconcile(context.Background(), w.key, reconcile.Trigger{Reason: m.Reason, Requested: true, Handoff: m.Lease}); err != nil {
-			t.Fatal(err)
-		}
+	cases := map[string]struct {
+		reason string
+		setup  func(w *world) // leaves the world to look at
+		look   func(w *world)
+		want   cost
+	}{
+		"ReadyMessageForAStaleUID": {
+			reason: "a VM of the name's predecessor calls home: one read",
+			setup:  func(w *world) { w.ready() },
+			look: func(w *world) {
+				w.reconcile(reconcile.Trigger{Reason: proxy.ReasonReady, UID: "0f0f0f0f-0000-4000-8000-000000000000"})
+			},
+			want: cost{Reads: 1, Calls: map[mock.Method]int{}, Phase: proxy.PhaseReady},
+		},
+		"ReadyMessageForADeletedDocument": {
+			reason: "a call-home for a proxy deleted since: one read",
+			setup: func(w *world) {
+				w.ready()
+				w.requestDeletion()
+				w.reconcile(reconcile.Trigger{})
+			},
+			look: func(w *world) { w.reconcile(reconcile.Trigger{Reason: proxy.ReasonReady, UID: uid}) },
+			want: cost{Reads: 1, Calls: map[mock.Method]int{}},
+		},
+		"ForgedReadyMessage": {
+			reason: "a call-home for a VM that is not ready (forged, or early): one read and one Get, no write",
+			setup: func(w *world) {
+				w.create(proxy.Spec{})
+				w.reconcile(reconcile.Trigger{})
+			},
+			look: func(w *world) { w.reconcile(reconcile.Trigger{Reason: proxy.ReasonReady, UID: uid}) },
+			want: cost{Reads: 1, Calls: map[mock.Method]int{mock.MethodGet: 1}, Phase: proxy.PhaseProvisioning},
+		},
+		"DuplicateReadyMessage": {
+			reason: "the call-home again, once Ready: one read, one Get, no write",
+			setup:  func(w *world) { w.ready() },
+			look:   func(w *world) { w.reconcile(reconcile.Trigger{Reason: proxy.ReasonReady, UID: uid}) },
+			want:   cost{Reads: 1, Calls: map[mock.Method]int{mock.MethodGet: 1}, Phase: proxy.PhaseReady},
+		},
+		"EventOfAProvisioningWrite": {
+			reason: "the event of the run's own Provisioning write: one read, no Get",
+			setup: func(w *world) {
+				w.create(proxy.Spec{})
+				w.reconcile(reconcile.Trigger{})
+			},
+			look: func(w *world) { w.reconcile(reconcile.Trigger{}) },
+			want: cost{Reads: 1, Calls: map[mock.Method]int{}, Phase: proxy.PhaseProvisioning},
+		},
+		"StaleEventsOfAReadyProxy": {
+			reason: "late or duplicate events of a Ready document: a read each, no provider call",
+			setup:  func(w *world) { w.ready() },
+			look: func(w *world) {
+				for range 5 {
+					w.reconcile(reconcile.Trigger{})
+				}
+			},
+			want: cost{Reads: 5, Calls: map[mock.Method]int{}, Phase: proxy.PhaseReady},
+		},
 	}
-	got := w.outcome()
-	if got.Phase != proxy.PhaseReady || got.Instances != 1 || got.Creates != 1 {
-		t.Fatalf("after %d runs: %+v, want Ready with one instance from one Create", runs, got)
-	}
-	if runs < 3 {
-		t.Errorf("took %d runs; with a 70s boot and a 20s budget it needs at least 3, so the budget was not kept", runs)
-	}
-	// The first run writes Creating and Provisioning, each taking-over run
-	// its lease once, and one of them Ready.
-	if want := runs + 2; got.Writes > want {
-		t.Errorf("%d writes over %d runs, want at most %d", got.Writes, runs, want)
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			w := newWorld(t, reconcile.Options{})
+			tc.setup(w)
+			w.forget()
+			tc.look(w)
+			got := cost{Reads: w.reads(), Writes: w.writes, Calls: w.calls()}
+			if p := w.doc(); p != nil {
+				got.Phase = p.Status.Phase
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("%s\ncost (-want +got):\n%s", tc.reason, diff)
+			}
+		})
 	}
 }
 
-// TestDuplicateHandOffRunsOnlyOnce checks that two deliveries of the same
-// hand-off message do not both take the lease.
-func TestDuplicateHandOffRunsOnlyOnce(t *testing.T) {
-	w := newWorld(t, reconcile.Options{WaitBudget: 10 * time.Second})
+// TestNoRunWaitsForABoot: the run that creates a VM returns once it has
+// recorded Provisioning, and a look at a booting VM returns at once; no run
+// sleeps on the clock while a VM boots.
+func TestNoRunWaitsForABoot(t *testing.T) {
+	w := newWorld(t, reconcile.Options{})
+	w.mock.NeverReady(1)
 	w.create(proxy.Spec{})
+	w.reconcile(reconcile.Trigger{})
+	for range 3 {
+		w.clock.Advance(time.Minute)
+		w.sweep()
+	}
+	if n := w.clock.takeSleeps(); n != 0 {
+		t.Errorf("runs slept %d times while the VM booted, want 0", n)
+	}
+	if p := w.doc(); p.Status.Phase != proxy.PhaseProvisioning {
+		t.Errorf("phase %s, want Provisioning", p.Status.Phase)
+	}
+}
+
+// TestThirdBootFailureFails: at the MaxBootFailures-th VM that does not
+// become ready, the proxy is Failed with the last lines of that VM's
+// console, and the VM is deleted: a failed proxy costs nothing.
+func TestThirdBootFailureFails(t *testing.T) {
+	w := newWorld(t, reconcile.Options{})
+	w.mock.NeverReady(2)
+	w.create(proxy.Spec{})
+	w.reconcile(reconcile.Trigger{})
+	for range 2 {
+		w.clock.Advance(reconcile.DefaultBootTimeout + time.Second)
+		w.sweep()
+	}
+	// The third boots, and its bootstrap fails.
 	p := w.doc()
-	p.Status.Phase = proxy.PhaseProvisioning
-	p.Reconciler.LeaseHolder, p.Reconciler.LeaseExpireTime = "previous", start.Add(time.Minute)
-	if _, err := w.store.UpdateStatus(context.Background(), p); err != nil {
+	w.mock.FailBoot(p.Status.ProviderID, "a CONNECT with credentials to www.google.com:443 got 000, want 200")
+	w.sweep()
+	p = w.doc()
+	if p.Status.Phase != proxy.PhaseFailed || p.Reconciler.BootFailures != 3 || p.Status.ProviderID != "" {
+		t.Fatalf("after three failed boots: phase %s, %d boot failures, providerID %q; want Failed after 3, no VM",
+			p.Status.Phase, p.Reconciler.BootFailures, p.Status.ProviderID)
+	}
+	for _, want := range []string{
+		"reported that it cannot serve: a CONNECT with credentials to www.google.com:443 got 000, want 200",
+		"3 boots in a row failed",
+		"The last lines of its serial console:\nmock: instance proxy-" + uid + " created; booting\negress-bootstrap: FAILED: a CONNECT",
+	} {
+		if !strings.Contains(p.Status.Message, want) {
+			t.Errorf("message %q lacks %q", p.Status.Message, want)
+		}
+	}
+	if n := len(w.mock.Instances()); n != 0 {
+		t.Errorf("%d instances remain for the Failed proxy, want 0", n)
+	}
+	if got := w.mock.Calls(mock.MethodCreate); got != 3 {
+		t.Errorf("%d Creates, want 3", got)
+	}
+}
+
+// TestSlowDeparturesHandOn: a replaced VM slower to go than one run's wait
+// budget is waited for through the runs' own hand-offs, which pass the
+// lease without a write; a duplicate hand-off does nothing.
+func TestSlowDeparturesHandOn(t *testing.T) {
+	w := newWorld(t, reconcile.Options{WaitBudget: 20 * time.Second})
+	w.mock = mock.New(mock.Options{Clock: w.clock, ProvisioningDelay: boot, DeletionDelay: 70 * time.Second})
+	w.r = reconcile.New(w.store, providers{w.mock}, w.queue, nil, w.clock, slog.New(slog.DiscardHandler),
+		reconcile.Options{WaitBudget: 20 * time.Second, Rand: rand.New(rand.NewPCG(3, 4))})
+	w.create(proxy.Spec{})
+	w.reconcile(reconcile.Trigger{})
+	w.clock.Advance(boot)
+	w.sweep()
+	p := w.doc()
+	w.mock.Stop(p.Status.ProviderID, provider.StateStopped)
+	w.writes = 0
+
+	if err := w.r.Reconcile(context.Background(), w.key, reconcile.Trigger{Reason: proxy.ReasonDrift}); err != nil {
 		t.Fatal(err)
 	}
-	// The first delivery takes the lease over (and, with no providerID,
-	// creates); the second finds the new holder and stops.
-	w.reconcile(reconcile.Trigger{Reason: "requeue", Requested: true, Handoff: "previous"})
-	before := w.outcome()
-	w.reconcile(reconcile.Trigger{Reason: "requeue", Requested: true, Handoff: "previous"})
-	if diff := cmp.Diff(before, w.outcome()); diff != "" {
-		t.Errorf("the duplicate hand-off changed something (-first +after duplicate):\n%s", diff)
+	runs := 1
+	for msgs := w.queue.take(); len(msgs) > 0; msgs = w.queue.take() {
+		if len(msgs) != 1 || msgs[0].Lease == "" || msgs[0].Document != w.key.Path() {
+			t.Fatalf("hand-off %+v: want one message with the document and the lease", msgs)
+		}
+		if runs++; runs > 20 {
+			t.Fatal("the replacement did not get made within 20 runs")
+		}
+		trigger := reconcile.TriggerOf(msgs[0])
+		for range 2 { // the second delivery is a duplicate, and finds the new holder
+			if err := w.r.Reconcile(context.Background(), w.key, trigger); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	p = w.doc()
+	if p.Status.Phase != proxy.PhaseProvisioning || len(w.mock.Instances()) != 1 || w.mock.Calls(mock.MethodCreate) != 2 {
+		t.Fatalf("after %d runs: phase %s, %d instances, %d Creates; want the replacement provisioning", runs, p.Status.Phase, len(w.mock.Instances()), w.mock.Calls(mock.MethodCreate))
+	}
+	if runs < 3 {
+		t.Errorf("took %d runs; a 70 s departure with a 20 s budget needs at least 3, so the budget was not kept", runs)
+	}
+	// Replacing, each taking-over run its lease once, then the create
+	// intent and Provisioning; the duplicates wrote nothing.
+	if want := 3 + runs - 1; w.writes != want {
+		t.Errorf("%d writes over %d runs, want %d", w.writes, runs, want)
 	}
 }
 
@@ -482,6 +748,7 @@ func TestConditionsDoNotFlap(t *testing.T) {
 	})
 	w.mock.FailNext(mock.MethodCreate, 3, provider.NewError(provider.KindRateLimited, "create", "", errors.New("429 too many requests")))
 	w.reconcile(reconcile.Trigger{})
+	w.boot()
 
 	var statuses []string
 	for i, c := range seen {
@@ -500,61 +767,28 @@ func TestConditionsDoNotFlap(t *testing.T) {
 	}
 }
 
-// constant is a random source that always draws the same value, to pin the
-// jitter at one end of its range.
-type constant uint64
-
-func (c constant) Uint64() uint64 { return uint64(c) }
-
 // TestProviderCallsOfALifecycle counts the provider calls of one proxy from
-// its creation to its deletion, with a VM that boots in 25 s, at the two
-// ends of the backoff's jitter. With the longest waits the Gets are the
-// floor MinChecks states, plus the one Get that finds the deleted VM gone.
+// its creation to its deletion: one Create, one Get on the VM's call-home,
+// one Delete, and one Get that finds the deleted VM gone — the floor the
+// benchmark holds the local stack to.
 func TestProviderCallsOfALifecycle(t *testing.T) {
-	const boot = 25 * time.Second
-	cases := map[string]struct {
-		reason string
-		jitter constant
-		want   map[mock.Method]int
-	}{
-		"LongestWaits": {
-			reason: "Waits of 2, 4, 8, 10 and 10 s see the VM running at the fifth Get (34 s).",
-			jitter: constant(^uint64(0)),
-			want:   map[mock.Method]int{mock.MethodCreate: 1, mock.MethodGet: reconcile.MinChecks(reconcile.Options{}, boot) + 1, mock.MethodDelete: 1},
-		},
-		"ShortestWaits": {
-			reason: "Waits of 1, 2, 4, 5, 5, 5 and 5 s see it at the seventh Get (27 s).",
-			jitter: constant(0),
-			want:   map[mock.Method]int{mock.MethodCreate: 1, mock.MethodGet: 7 + 1, mock.MethodDelete: 1},
-		},
+	w := newWorld(t, reconcile.Options{})
+	w.create(proxy.Spec{})
+	w.reconcile(reconcile.Trigger{})
+	// The events of the run's own writes.
+	w.reconcile(reconcile.Trigger{})
+	w.reconcile(reconcile.Trigger{})
+	w.boot()
+	w.reconcile(reconcile.Trigger{})
+	w.requestDeletion()
+	w.reconcile(reconcile.Trigger{})
+	w.reconcile(reconcile.Trigger{})
+	want := map[mock.Method]int{mock.MethodCreate: 1, mock.MethodGet: reconcile.GetsPerLifecycle, mock.MethodDelete: 1}
+	if diff := cmp.Diff(want, w.calls()); diff != "" {
+		t.Errorf("provider calls (-want +got):\n%s", diff)
 	}
-	for name, tc := range cases {
-		t.Run(name, func(t *testing.T) {
-			w := newWorld(t, reconcile.Options{})
-			w.mock = mock.New(mock.Options{Clock: w.clock, ProvisioningDelay: boot})
-			w.r = reconcile.New(w.store, providers{w.mock}, w.queue, nil, w.clock, slog.New(slog.DiscardHandler),
-				reconcile.Options{Rand: rand.New(tc.jitter)})
-			w.create(proxy.Spec{})
-			w.reconcile(reconcile.Trigger{})
-			if p := w.doc(); p.Status.Phase != proxy.PhaseReady {
-				t.Fatalf("phase %s after the first run, want Ready", p.Status.Phase)
-			}
-			w.requestDeletion()
-			w.reconcile(reconcile.Trigger{})
-			if w.doc() != nil {
-				t.Fatal("document still there after the deletion run")
-			}
-			got := map[mock.Method]int{}
-			for _, m := range []mock.Method{mock.MethodCreate, mock.MethodGet, mock.MethodDelete} {
-				got[m] = w.mock.Calls(m)
-			}
-			if diff := cmp.Diff(tc.want, got); diff != "" {
-				t.Errorf("%s\nprovider calls (-want +got):\n%s", tc.reason, diff)
-			}
-		})
-	}
-	if got := reconcile.MinChecks(reconcile.Options{}, boot); got != 5 {
-		t.Errorf("MinChecks(defaults, 25s) = %d, want 5 (waits of 2, 4, 8, 10 and 10 s)", got)
+	if n := w.clock.takeSleeps(); n != 0 {
+		t.Errorf("%d waits in a lifecycle with nothing to wait for, want 0", n)
 	}
 }
 
@@ -578,7 +812,8 @@ func TestCredentialsOutliveTheVM(t *testing.T) {
 	}
 
 	w.mock.Lose(first.Status.ProviderID)
-	w.reconcile(reconcile.Trigger{Reason: "drift", Requested: true})
+	w.reconcile(reconcile.Trigger{Reason: proxy.ReasonDrift})
+	w.boot()
 	second := w.doc()
 	if second.Status.Phase != proxy.PhaseReady || second.Reconciler.Replacements != 1 {
 		t.Fatalf("after the VM was lost: phase %s, %d replacements; want Ready after 1", second.Status.Phase, second.Reconciler.Replacements)

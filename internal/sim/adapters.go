@@ -7,6 +7,7 @@ import (
 
 	"github.com/egress-proxies/egress/internal/provider"
 	"github.com/egress-proxies/egress/internal/proxy"
+	"github.com/egress-proxies/egress/internal/reconcile"
 )
 
 // The adapters make every call an invocation makes a step of the
@@ -92,6 +93,10 @@ func (p *simProvider) Create(ctx context.Context, req provider.CreateRequest) (s
 		req.Name = fmt.Sprintf("%s-%d", req.Name[:min(len(req.Name), 50)], p.w.seq)
 	}
 	id, err := p.w.mock.Create(ctx, req)
+	if in, _ := ctx.Value(invKey{}).(*inv); in != nil {
+		delete(in.deleted, id) // a new VM under that name boots
+	}
+	p.w.observed(ctx, id, err == nil)
 	if aerr := p.w.after(ctx, nil); aerr != nil {
 		return "", aerr
 	}
@@ -102,12 +107,21 @@ func (p *simProvider) Get(ctx context.Context, id string) (*provider.Instance, e
 	if err := p.w.yield(ctx); err != nil {
 		return nil, err
 	}
-	return p.w.mock.Get(ctx, id)
+	in, err := p.w.mock.Get(ctx, id)
+	p.w.observed(ctx, id, err == nil && in.State == provider.StateProvisioning)
+	return in, err
 }
 
 func (p *simProvider) Delete(ctx context.Context, id string) error {
 	if err := p.w.yield(ctx); err != nil {
 		return err
+	}
+	p.w.observed(ctx, "", false)
+	if in, _ := ctx.Value(invKey{}).(*inv); in != nil {
+		if in.deleted == nil {
+			in.deleted = map[string]bool{}
+		}
+		in.deleted[id] = true
 	}
 	for _, in := range p.w.mock.Instances() {
 		if in.ID == id {
@@ -137,16 +151,12 @@ func (q *simQueue) Publish(ctx context.Context, m proxy.ReconcileMessage) error 
 	if err := q.w.yield(ctx); err != nil {
 		return err
 	}
-	key, err := proxy.ParseKey(m.Document)
+	key, err := m.Key()
 	if err != nil {
 		return err
 	}
-	q.w.enqueue(delivery{key: key, trigger: reconcileTrigger(m)}, q.w.delay())
+	q.w.enqueue(delivery{key: key, trigger: reconcile.TriggerOf(m)}, q.w.delay())
 	return q.w.after(ctx, nil)
-}
-
-func (q *simQueue) Requeue(ctx context.Context, key proxy.Key, reason string) error {
-	return q.Publish(ctx, proxy.ReconcileMessage{Document: key.Path(), Reason: reason})
 }
 
 // simClock is the fake clock; a wait is a step, and moves time on.
@@ -157,11 +167,22 @@ func (c *simClock) Now() time.Time { return c.w.clock.Now() }
 func (c *simClock) AfterFunc(d time.Duration, f func()) func() bool { return c.w.clock.AfterFunc(d, f) }
 
 func (c *simClock) Sleep(ctx context.Context, d time.Duration) error {
+	if in, _ := ctx.Value(invKey{}).(*inv); in != nil && in.booting {
+		c.w.violation("invocation %d waits on the clock right after it saw a VM booting: runs never wait for a boot", in.id)
+	}
 	if err := c.w.yield(ctx); err != nil {
 		return err
 	}
 	c.w.clock.Advance(d)
 	return nil
+}
+
+// observed records whether an invocation's last provider call saw a VM
+// booting, for the rule that no run waits for a boot.
+func (w *World) observed(ctx context.Context, id string, booting bool) {
+	if in, _ := ctx.Value(invKey{}).(*inv); in != nil {
+		in.booting = booting && !in.deleted[id]
+	}
 }
 
 // acting records that a reconcile invocation changes the VM of a uid, and

@@ -59,9 +59,21 @@ func (b Bug) String() string {
 // Stats counts what a schedule did.
 type Stats struct {
 	Steps, Invocations, Crashes, Dropped, Duplicated, ProviderFaults, Lost, Stopped, UserActions, GCRuns int
-	// ReadyAtEnd and InstancesAtEnd are what the invariants were checked
-	// over.
-	ReadyAtEnd, InstancesAtEnd int
+	// The VMs' call-homes: lost, duplicated, delayed by more than a few
+	// seconds, and forged (a message no VM sent, for a real or a stale uid).
+	CallHomesLost, CallHomesDuplicated, CallHomesDelayed, CallHomesForged int
+	// NeverReady VMs hung in their boot; BootErrors reported that they
+	// cannot serve.
+	NeverReady, BootErrors int
+	// ReadyAtEnd, FailedAtEnd and InstancesAtEnd are what the invariants
+	// were checked over.
+	ReadyAtEnd, FailedAtEnd, InstancesAtEnd int
+}
+
+// Faults is the number of faults the schedule injected.
+func (s Stats) Faults() int {
+	return s.Crashes + s.Dropped + s.Duplicated + s.ProviderFaults + s.Lost + s.Stopped +
+		s.CallHomesLost + s.CallHomesDuplicated + s.CallHomesDelayed + s.CallHomesForged + s.NeverReady + s.BootErrors
 }
 
 // Add sums schedules' stats.
@@ -76,7 +88,14 @@ func (s *Stats) Add(o Stats) {
 	s.Stopped += o.Stopped
 	s.UserActions += o.UserActions
 	s.GCRuns += o.GCRuns
+	s.CallHomesLost += o.CallHomesLost
+	s.CallHomesDuplicated += o.CallHomesDuplicated
+	s.CallHomesDelayed += o.CallHomesDelayed
+	s.CallHomesForged += o.CallHomesForged
+	s.NeverReady += o.NeverReady
+	s.BootErrors += o.BootErrors
 	s.ReadyAtEnd += o.ReadyAtEnd
+	s.FailedAtEnd += o.FailedAtEnd
 	s.InstancesAtEnd += o.InstancesAtEnd
 }
 
@@ -85,7 +104,11 @@ const (
 	gracePeriod = 5 * time.Minute
 	gcInterval  = time.Minute
 	faultSteps  = 400
-	quiesceFor  = 25 * time.Minute
+	// bootTimeout is short, so that boots that never end are replaced, and
+	// fail a proxy, within the schedule.
+	bootTimeout     = 3 * time.Minute
+	maxBootFailures = 3
+	quiesceFor      = 25 * time.Minute
 )
 
 var names = []string{"a", "b", "c"}
@@ -111,6 +134,13 @@ type inv struct {
 	gc      bool
 	// uids is a GC run's uid set, read when the run starts.
 	uids map[string]proxy.Claim
+	// booting is set while the last provider call of the run saw a VM
+	// booting that it has not deleted (a Create, or a Get that said
+	// Provisioning): a wait then is a wait for a boot, which no run may do.
+	booting bool
+	// deleted are the VMs the run deleted: waiting for one to go is no
+	// wait for a boot.
+	deleted map[string]bool
 }
 
 type invKey struct{}
@@ -152,13 +182,13 @@ func New(seed uint64, bug Bug) *World {
 		actor:  map[string]*inv{},
 	}
 	w.store = memstore.New(w.clock)
-	w.mock = mock.New(mock.Options{Clock: w.clock, ProvisioningDelay: time.Duration(5+w.rng.IntN(60)) * time.Second})
+	w.mock = mock.New(mock.Options{Clock: w.clock, ProvisioningDelay: time.Duration(5+w.rng.IntN(60)) * time.Second, CallHome: w.callHome})
 	log := slog.New(slog.NewTextHandler(io.Discard, nil))
 	st := &simStore{w: w}
 	prov := &simProvider{w: w}
 	q := &simQueue{w: w}
 	w.rec = reconcile.New(st, simProviders{prov}, q, nil, &simClock{w: w}, log,
-		reconcile.Options{Rand: rand.New(rand.NewPCG(seed, 7))})
+		reconcile.Options{Rand: rand.New(rand.NewPCG(seed, 7)), BootTimeout: bootTimeout, MaxBootFailures: maxBootFailures})
 	grace := gracePeriod
 	if bug == NoGracePeriod {
 		grace = time.Nanosecond
@@ -192,7 +222,34 @@ func (w *World) changed(c memstore.Change) {
 		}
 	}
 	for range copies {
-		w.enqueue(delivery{key: c.Key, trigger: reconcile.Trigger{Reason: "written"}}, w.delay())
+		w.enqueue(delivery{key: c.Key, trigger: reconcile.Trigger{Reason: proxy.ReasonWritten}}, w.delay())
+	}
+}
+
+// callHome is a VM's call-home on proxy-reconcile: lost, duplicated or
+// late while faults are on, as a Pub/Sub message may be.
+func (w *World) callHome(c mock.CallHome) {
+	msg := proxy.ReconcileMessage{Namespace: c.Namespace, Name: c.Name, UID: c.UID, Reason: proxy.ReasonReady}
+	if c.BootError != "" {
+		msg.Reason = proxy.ReasonBootFailed
+	}
+	copies := 1
+	if w.faults {
+		switch r := w.rng.Float64(); {
+		case r < 0.1:
+			w.stats.CallHomesLost++
+			return
+		case r < 0.2:
+			w.stats.CallHomesDuplicated++
+			copies = 2
+		}
+	}
+	for range copies {
+		d := w.delay()
+		if d > 5*time.Second {
+			w.stats.CallHomesDelayed++
+		}
+		w.enqueue(delivery{key: proxy.Key{Namespace: c.Namespace, Name: c.Name}, trigger: reconcile.TriggerOf(msg)}, d)
 	}
 }
 
@@ -374,6 +431,23 @@ func (w *World) maybeFault() {
 			w.stats.Stopped++
 			w.mock.Stop(ins[w.rng.IntN(len(ins))].ID, provider.StateStopped)
 		}
+	case r < 0.07:
+		w.stats.NeverReady++
+		w.mock.NeverReady(1)
+	case r < 0.075:
+		if ins := w.mock.Instances(); len(ins) > 0 {
+			w.stats.BootErrors++
+			w.mock.FailBoot(ins[w.rng.IntN(len(ins))].ID, "tinyproxy does not answer")
+		}
+	case r < 0.085:
+		// A message no VM sent: for the name's uid, or for one it never had.
+		w.stats.CallHomesForged++
+		name := names[w.rng.IntN(len(names))]
+		t := reconcile.Trigger{Reason: proxy.ReasonReady, UID: fmt.Sprintf("%08x-0000-4000-8000-000000000000", w.rng.Uint32())}
+		if uids := w.uids[name]; len(uids) > 0 && w.rng.IntN(2) == 0 {
+			t.UID = uids[len(uids)-1]
+		}
+		w.enqueue(delivery{key: proxy.Key{Namespace: namespace, Name: name}, trigger: t}, w.delay())
 	}
 }
 
@@ -420,12 +494,21 @@ func (w *World) check() {
 			continue
 		}
 		mine := byUID[p.UID]
-		if p.Status.Phase == proxy.PhaseReady {
+		switch p.Status.Phase {
+		case proxy.PhaseReady:
 			w.stats.ReadyAtEnd++
+		case proxy.PhaseFailed:
+			w.stats.FailedAtEnd++
 		}
 		switch {
+		case p.Status.Phase == proxy.PhaseFailed && p.Reconciler.BootFailures >= maxBootFailures:
+			// A proxy whose VMs never became ready ends Failed — never
+			// stranded — and keeps no VM.
+			if len(mine) != 0 {
+				w.violation("%s: Failed after %d boot failures but %d instances carry its uid, want none", key, p.Reconciler.BootFailures, len(mine))
+			}
 		case p.Status.Phase != proxy.PhaseReady:
-			w.violation("%s: phase %s after faults stopped, want Ready (%s)", key, p.Status.Phase, p.Status.Message)
+			w.violation("%s: phase %s after faults stopped, want Ready, or Failed after %d boot failures (%s)", key, p.Status.Phase, maxBootFailures, p.Status.Message)
 		case len(mine) != 1:
 			w.violation("%s: %d instances carry its uid, want exactly 1", key, len(mine))
 		case mine[0].ID != p.Status.ProviderID || mine[0].State != provider.StateRunning:
@@ -449,10 +532,6 @@ func (w *World) check() {
 	for _, id := range leaked {
 		w.violation("instance %s is older than the grace period and claimed by no document (leaked)", id)
 	}
-}
-
-func reconcileTrigger(m proxy.ReconcileMessage) reconcile.Trigger {
-	return reconcile.Trigger{Reason: m.Reason, Requested: true, Handoff: m.Lease}
 }
 
 func (w *World) isActive(in *inv) bool { return slices.Contains(w.active, in) }

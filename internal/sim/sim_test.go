@@ -31,10 +31,12 @@ func TestSimulation(t *testing.T) {
 			}
 		}
 	}
-	t.Logf("%d seeds in %s, %d failed; faults: %d crashes, %d events dropped, %d duplicated, %d provider errors, %d VMs lost, %d stopped; %d user actions, %d invocations (%d GC runs), %d steps; checked at the end: %d Ready proxies, %d VMs",
+	t.Logf("%d seeds in %s, %d failed; faults: %d crashes, %d events dropped, %d duplicated, %d provider errors, %d VMs lost, %d stopped, %d never ready, %d boot errors; call-homes %d lost, %d duplicated, %d delayed, %d forged; %d user actions, %d invocations (%d GC runs), %d steps; checked at the end: %d Ready and %d Failed proxies, %d VMs",
 		to-from+1, time.Since(start).Round(time.Millisecond), failed, total.Crashes, total.Dropped, total.Duplicated,
-		total.ProviderFaults, total.Lost, total.Stopped, total.UserActions, total.Invocations, total.GCRuns, total.Steps,
-		total.ReadyAtEnd, total.InstancesAtEnd)
+		total.ProviderFaults, total.Lost, total.Stopped, total.NeverReady, total.BootErrors,
+		total.CallHomesLost, total.CallHomesDuplicated, total.CallHomesDelayed, total.CallHomesForged,
+		total.UserActions, total.Invocations, total.GCRuns, total.Steps,
+		total.ReadyAtEnd, total.FailedAtEnd, total.InstancesAtEnd)
 }
 
 // TestPlantedBugsAreFound switches off one safety rule at a time: the

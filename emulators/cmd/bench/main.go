@@ -1,26 +1,26 @@
 // Command bench measures what a proxy costs and how fast the system
-// converges, on the local stack (DESIGN §9). `make bench` runs it.
+// converges, on the local stack. `make bench` runs it.
 //
-// It starts the local stack as `make run` does, with the mock provider
-// booting VMs in a realistic 25 s divided by -scale, and every reconcile
-// timing (the waits between looks at a booting VM, the wait budget) divided
-// alike, so a run makes the provider calls of an unscaled boot in a fifth of
-// the time. It drives the stack from outside only: over the HTTP API, with a
-// Firestore listener that says when documents change, and by summing the
-// functions' own invocation lines (package metering) — the lines that
-// production's log-based metrics read, so the figures here are the ones an
-// operator sees.
+// It starts the local stack as `make run` does: the mock provider boots VMs
+// in a realistic 25 s (divided by -scale, which only `make test`'s small run
+// sets) and calls home when a VM is ready, as a real VM's startup script
+// does; each function is capped at the requests its deployment serves at
+// once (app.Deployed). It drives the stack from outside only: over the HTTP
+// API, and by summing the functions' own invocation lines (package
+// metering) — the lines that production's log-based metrics read, so the
+// figures here are the ones an operator sees.
 //
 // Phases:
 //
 //	lifecycle  -lifecycles proxies at once, each in its own namespace:
 //	           create → Ready → delete → gone. Usage per lifecycle against
-//	           its floor; latency from the VM running to the API showing
-//	           Ready, and from DELETE to the proxy gone.
+//	           its floor, billed function-seconds; latency from the VM ready
+//	           to the API showing Ready, and from DELETE to the proxy gone.
 //	bulk       -bulk proxies requested by -concurrency clients at once, over
-//	           namespaces of 20 (the default quota): time until all are
-//	           Ready, the functions' peak memory, API latency of the creates
-//	           and of as many gets; then all deleted.
+//	           namespaces of 20 (the default quota), at the deployed
+//	           concurrency: time until all are Ready, after the first request
+//	           and after the last VM's boot; the functions' peak memory; API
+//	           latency of the creates and of as many gets; then all deleted.
 //	gc         -gc documents and as many instances, one CollectGarbage run
 //	           in a process of its own on the same Firestore emulator: its
 //	           time and peak memory.
@@ -39,7 +39,6 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/egress-proxies/egress/internal/reconcile"
 )
 
 func main() {
@@ -52,7 +51,7 @@ func main() {
 	}
 	var s settings
 	flag.StringVar(&s.out, "out", envOr("BENCH_OUT", "bench-results.json"), "where to write the JSON ($BENCH_OUT)")
-	flag.Float64Var(&s.scale, "scale", 5, "divide the 25 s boot and every reconcile timing by this")
+	flag.Float64Var(&s.scale, "scale", 1, "divide the 25 s boot by this (1 runs in real time)")
 	flag.IntVar(&s.lifecycles, "lifecycles", 20, "proxies in the lifecycle phase")
 	flag.IntVar(&s.bulk, "bulk", 1000, "proxies requested at once in the bulk phase")
 	flag.IntVar(&s.concurrency, "concurrency", 64, "HTTP clients at once in the bulk phase")
@@ -108,27 +107,18 @@ func (s settings) scaled(d time.Duration) time.Duration {
 }
 
 // stackEnv is the local stack's configuration for the benchmark: JSON logs
-// at info, which carry the invocation lines; the scaled boot and reconcile
-// timings; and no scheduled collection, which is no part of a proxy's
-// lifecycle and is measured on its own.
+// at info, which carry the invocation lines; the boot; and no scheduled
+// collection, which is no part of a proxy's lifecycle and is measured on its
+// own (no lifecycle here needs the sweep: every VM calls home).
 func (s settings) stackEnv() []string {
 	return []string{
 		"LOG_FORMAT=json", "LOG_LEVEL=info", "GC_INTERVAL=1h",
-		"MOCK_PROVISIONING_DELAY=" + s.scaled(realisticBoot).String(),
-		"RECONCILE_INITIAL_BACKOFF=" + s.reconcileOptions().InitialBackoff.String(),
-		"RECONCILE_MAX_BACKOFF=" + s.reconcileOptions().MaxBackoff.String(),
-		"RECONCILE_WAIT_BUDGET=" + s.reconcileOptions().WaitBudget.String(),
+		"MOCK_PROVISIONING_DELAY=" + s.boot().String(),
 	}
 }
 
-// reconcileOptions are the reconciler's default timings, scaled.
-func (s settings) reconcileOptions() reconcile.Options {
-	return reconcile.Options{
-		InitialBackoff: s.scaled(reconcile.DefaultInitialBackoff),
-		MaxBackoff:     s.scaled(reconcile.DefaultMaxBackoff),
-		WaitBudget:     s.scaled(reconcile.DefaultWaitBudget),
-	}
-}
+// boot is how long the mock's VMs take to boot.
+func (s settings) boot() time.Duration { return s.scaled(realisticBoot) }
 
 func envOr(name, def string) string {
 	if v := os.Getenv(name); v != "" {

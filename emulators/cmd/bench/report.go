@@ -11,6 +11,7 @@ import (
 	"text/tabwriter"
 	"time"
 
+	"github.com/egress-proxies/egress/internal/app"
 	"github.com/egress-proxies/egress/internal/reconcile"
 )
 
@@ -29,8 +30,35 @@ type results struct {
 	ReadyLatencyMs  latency    `json:"readyLatencyMs"`
 	DeleteLatencyMs latency    `json:"deleteLatencyMs"`
 	Bulk            bulkResult `json:"bulk1000"`
-	API             apiResult  `json:"api"`
-	GC              gcResult   `json:"gc100k"`
+	// BulkProduction is the bulk phase read as production would run it:
+	// the local stack serves each function at its deployed concurrency.
+	BulkProduction bulkProduction `json:"bulk1000Production"`
+	API            apiResult      `json:"api"`
+	GC             gcResult       `json:"gc100k"`
+}
+
+// bulkProduction is how fast the bulk phase converged, at the concurrency
+// Terraform deploys.
+type bulkProduction struct {
+	// SecondsAfterLastBoot is from the last VM's boot ending to the last
+	// proxy Ready.
+	SecondsAfterLastBoot float64 `json:"secondsAfterLastBoot"`
+	// Concurrency is each function's deployed scale.
+	Concurrency map[string]scaleReport `json:"concurrency"`
+}
+
+type scaleReport struct {
+	MaxInstances int `json:"maxInstances"`
+	Concurrency  int `json:"concurrency"`
+	InFlight     int `json:"inFlight"`
+}
+
+func deployedScale() map[string]scaleReport {
+	out := map[string]scaleReport{}
+	for f, s := range app.Deployed {
+		out[string(f)] = scaleReport{MaxInstances: s.MaxInstances, Concurrency: s.Concurrency, InFlight: s.InFlight()}
+	}
+	return out
 }
 
 type machine struct {
@@ -40,29 +68,20 @@ type machine struct {
 }
 
 type settingsReport struct {
-	TimeScale          float64 `json:"timeScale"`
-	RealisticBootMs    float64 `json:"realisticBootMs"`
-	BootMs             float64 `json:"bootMs"`
-	InitialBackoffMs   float64 `json:"initialBackoffMs"`
-	MaxBackoffMs       float64 `json:"maxBackoffMs"`
-	WaitBudgetMs       float64 `json:"waitBudgetMs"`
-	Lifecycles         int     `json:"lifecycles"`
-	BulkConcurrency    int     `json:"bulkConcurrency"`
-	ProvisioningChecks int     `json:"provisioningChecksFloor"`
+	TimeScale       float64 `json:"timeScale"`
+	RealisticBootMs float64 `json:"realisticBootMs"`
+	BootMs          float64 `json:"bootMs"`
+	Lifecycles      int     `json:"lifecycles"`
+	BulkConcurrency int     `json:"bulkConcurrency"`
 }
 
 func (s settings) report() settingsReport {
-	o := s.reconcileOptions()
 	return settingsReport{
-		TimeScale:          s.scale,
-		RealisticBootMs:    ms(realisticBoot),
-		BootMs:             ms(s.scaled(realisticBoot)),
-		InitialBackoffMs:   ms(o.InitialBackoff),
-		MaxBackoffMs:       ms(o.MaxBackoff),
-		WaitBudgetMs:       ms(o.WaitBudget),
-		Lifecycles:         s.lifecycles,
-		BulkConcurrency:    s.concurrency,
-		ProvisioningChecks: reconcile.MinChecks(o, s.scaled(realisticBoot)),
+		TimeScale:       s.scale,
+		RealisticBootMs: ms(realisticBoot),
+		BootMs:          ms(s.boot()),
+		Lifecycles:      s.lifecycles,
+		BulkConcurrency: s.concurrency,
 	}
 }
 
@@ -72,6 +91,11 @@ type metric struct {
 	Measured float64  `json:"measured"`
 	Floor    float64  `json:"floor"`
 	Ratio    *float64 `json:"ratio"`
+	// ByFunction splits the measured figure, where it is split.
+	ByFunction map[string]float64 `json:"byFunction,omitempty"`
+	// Unrounded, for function-seconds, is the plain sum of the latencies,
+	// before Cloud Run's rounding of each request.
+	Unrounded *float64 `json:"unrounded,omitempty"`
 }
 
 func newMetric(measured, floor float64) metric {
@@ -131,11 +155,12 @@ type gcResult struct {
 	FirestoreReads   int64 `json:"firestoreReads"`
 }
 
-// Floors of one lifecycle, the least the design (DESIGN §4) allows.
+// Floors of one lifecycle, the least the design allows (the reconciler's
+// package doc, the README's Metrics section).
 const (
-	// floorInvocations: ProxyAPI's POST and DELETE, and one Reconcile per
-	// document write.
-	floorInvocations = 2 + floorStatusWrites
+	// floorInvocations: ProxyAPI's POST and DELETE, one Reconcile per
+	// document write, and the one the VM's call-home brings.
+	floorInvocations = 2 + floorStatusWrites + 1
 	// floorStatusWrites: the document's writes: created Pending, Creating,
 	// Provisioning, Ready, Deleting, and deleted.
 	floorStatusWrites = 6
@@ -145,7 +170,13 @@ const (
 	// floorFirestoreReads: the create's counter and name, the deletion
 	// request's document, a fresh read for each Reconcile invocation, and
 	// the read under the document's deletion.
-	floorFirestoreReads = 2 + 1 + floorStatusWrites + 1
+	floorFirestoreReads = 2 + 1 + floorStatusWrites + 1 + 1
+	// billingUnit is what Cloud Run bills a request that runs alone at the
+	// least: its time rounded up to 100 ms.
+	billingUnit = 100 * time.Millisecond
+	// floorFunctionSeconds: the floor's invocations, each billed its unit
+	// and no more — no run waits for anything.
+	floorFunctionSeconds = floorInvocations * 0.1
 )
 
 // lifecycle fills in the lifecycle metrics from the usage of n lifecycles.
@@ -157,13 +188,23 @@ func (r *results) lifecycle(s settings, t tally, n int) {
 		"firestoreReads":  newMetric(per["firestoreReads"], floorFirestoreReads),
 		"firestoreWrites": newMetric(per["firestoreWrites"], floorFirestoreWrites),
 		"providerCreate":  newMetric(per["providerCreate"], 1),
-		// The looks at the booting VM its backoff needs, and the one that
-		// finds it gone.
-		"providerGet":    newMetric(per["providerGet"], float64(s.report().ProvisioningChecks+1)),
+		// One Get on the VM's call-home, and one that finds it gone: no
+		// Get looks at a booting VM.
+		"providerGet":    newMetric(per["providerGet"], reconcile.GetsPerLifecycle),
 		"providerDelete": newMetric(per["providerDelete"], 1),
-		// A boot within the wait budget needs no hand-off.
+		// Nothing waits, so nothing hands on; the VM's call-home is the
+		// VM's publish, not a function's.
 		"pubsubPublished": newMetric(per["pubsubPublished"], 0),
 	}
+	billed := newMetric(t.Billed.Seconds()/float64(n), floorFunctionSeconds)
+	billed.ByFunction = map[string]float64{}
+	for f, d := range t.BilledByFunction {
+		billed.ByFunction[f] = round(d.Seconds()/float64(n), 3)
+	}
+	raw := round(t.Latency.Seconds()/float64(n), 3)
+	billed.Unrounded = &raw
+	billed.Measured = round(t.Billed.Seconds()/float64(n), 3)
+	r.Lifecycle["functionSeconds"] = billed
 	r.LifecycleInvocations = map[string]float64{}
 	for _, f := range []string{"ProxyAPI", "Reconcile", "CollectGarbage"} {
 		r.LifecycleInvocations[f] = round(float64(t.ByFunction[f])/float64(n), 2)
@@ -188,14 +229,19 @@ func perProxy(t tally, n int) map[string]float64 {
 }
 
 // lifecycleOrder is the order of the lifecycle table.
-var lifecycleOrder = []string{"invocations", "statusWrites", "firestoreWrites", "firestoreReads", "providerCreate", "providerGet", "providerDelete", "pubsubPublished"}
+var lifecycleOrder = []string{"invocations", "statusWrites", "firestoreWrites", "firestoreReads", "providerCreate", "providerGet", "providerDelete", "pubsubPublished", "functionSeconds"}
 
 // table prints the results for people.
 func (r *results) table(w io.Writer) {
 	s := r.Settings
 	fmt.Fprintf(w, "\negress benchmark, %s, %d CPUs, %s: local stack on the emulators, mock provider;\n", r.Machine.Date, r.Machine.CPUs, r.Machine.Go)
-	fmt.Fprintf(w, "time scaled down %g×: boot %s → %s, backoff %s–%s, wait budget %s\n\n",
-		s.TimeScale, dur(s.RealisticBootMs), dur(s.BootMs), dur(s.InitialBackoffMs), dur(s.MaxBackoffMs), dur(s.WaitBudgetMs))
+	if s.TimeScale != 1 {
+		fmt.Fprintf(w, "time scaled down %g×: boot %s → %s\n", s.TimeScale, dur(s.RealisticBootMs), dur(s.BootMs))
+	} else {
+		fmt.Fprintf(w, "in real time: boot %s\n", dur(s.BootMs))
+	}
+	fmt.Fprintf(w, "deployed concurrency: ProxyAPI %d, Reconcile %d, CollectGarbage %d requests at once\n\n",
+		app.Deployed[app.ProxyAPI].InFlight(), app.Deployed[app.Reconcile].InFlight(), app.Deployed[app.CollectGarbage].InFlight())
 
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintf(tw, "per proxy lifecycle, mean of %d\tmeasured\tfloor\tratio\t\n", s.Lifecycles)
@@ -212,11 +258,17 @@ func (r *results) table(w io.Writer) {
 	for _, f := range []string{"ProxyAPI", "Reconcile", "CollectGarbage"} {
 		by = append(by, fmt.Sprintf("%s %.2f", f, r.LifecycleInvocations[f]))
 	}
-	fmt.Fprintf(w, "invocations by function: %s\n\n", strings.Join(by, ", "))
+	fmt.Fprintf(w, "invocations by function: %s\n", strings.Join(by, ", "))
+	fs := r.Lifecycle["functionSeconds"]
+	var bySeconds []string
+	for _, f := range []string{"ProxyAPI", "Reconcile", "CollectGarbage"} {
+		bySeconds = append(bySeconds, fmt.Sprintf("%s %.3f", f, fs.ByFunction[f]))
+	}
+	fmt.Fprintf(w, "billed function-seconds (each request rounded up to 100 ms; %.3f s unrounded): %s\n\n", *fs.Unrounded, strings.Join(bySeconds, ", "))
 
 	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintf(tw, "latency (ms)\tp50\tp99\tmax\tn\t\n")
-	fmt.Fprintf(tw, "VM running → API shows Ready\t%.0f\t%.0f\t%.0f\t%d\t\n", r.ReadyLatencyMs.P50, r.ReadyLatencyMs.P99, r.ReadyLatencyMs.Max, r.ReadyLatencyMs.N)
+	fmt.Fprintf(tw, "VM ready → API shows Ready\t%.0f\t%.0f\t%.0f\t%d\t\n", r.ReadyLatencyMs.P50, r.ReadyLatencyMs.P99, r.ReadyLatencyMs.Max, r.ReadyLatencyMs.N)
 	fmt.Fprintf(tw, "DELETE → proxy and VM gone\t%.0f\t%.0f\t%.0f\t%d\t\n", r.DeleteLatencyMs.P50, r.DeleteLatencyMs.P99, r.DeleteLatencyMs.Max, r.DeleteLatencyMs.N)
 	fmt.Fprintf(tw, "API create, %d clients\t%.1f\t%.1f\t\t%d\t\n", r.API.Concurrency, r.API.CreateP50Ms, r.API.CreateP99Ms, r.API.Requests)
 	fmt.Fprintf(tw, "API get, %d clients\t%.1f\t%.1f\t\t%d\t\n", r.API.Concurrency, r.API.GetP50Ms, r.API.GetP99Ms, r.API.Requests)
@@ -225,6 +277,7 @@ func (r *results) table(w io.Writer) {
 	b := r.Bulk
 	fmt.Fprintf(w, "\n%d proxies requested by %d clients: answered in %.1f s, all Ready %.1f s after the first request (median %.1f s);\n",
 		b.Proxies, b.Concurrency, b.RequestSeconds, b.Seconds, b.ReadyLatencyMs.P50/1000)
+	fmt.Fprintf(w, "  all Ready %.1f s after the last VM's boot, at the deployed concurrency;\n", r.BulkProduction.SecondsAfterLastBoot)
 	fmt.Fprintf(w, "  functions process peak RSS %s; all deleted and gone in %.1f s; per proxy %.2f invocations, %.2f status writes, %.2f Gets\n",
 		mib(b.PeakRSSBytes), b.DeleteSeconds, b.PerProxy["invocations"], b.PerProxy["statusWrites"], b.PerProxy["providerGet"])
 	g := r.GC

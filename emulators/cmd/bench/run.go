@@ -132,24 +132,17 @@ func (b *bench) lifecycle(ctx context.Context, r *results) error {
 	}); err != nil {
 		return err
 	}
-	readyAt, err := b.lines.await(ctx, ready, paths(keys), 2*time.Minute+5*b.s.scaled(realisticBoot))
+	readyAt, err := b.lines.await(ctx, ready, paths(keys), 2*time.Minute+2*b.s.boot())
 	if err != nil {
 		return err
 	}
-	created, err := b.api.instances(ctx)
+	booted, err := b.bootedAt(ctx, uids, keys)
 	if err != nil {
 		return err
 	}
-	boot := b.s.scaled(realisticBoot)
 	readyLag := make([]time.Duration, n)
-	for i, uid := range uids {
-		c, ok := created[uid]
-		if !ok {
-			return fmt.Errorf("%s is Ready but the mock provider has no instance of uid %s", keys[i].Path(), uid)
-		}
-		// The mock's VM runs from CreatedAt plus the boot: any Get from
-		// then on says Running. The stack's log and the mock share a clock.
-		readyLag[i] = readyAt[i].Sub(c.Add(boot))
+	for i := range uids {
+		readyLag[i] = readyAt[i].Sub(booted[i])
 	}
 
 	sent := make([]time.Time, n)
@@ -192,8 +185,10 @@ func (b *bench) bulk(ctx context.Context, r *results) error {
 	}
 	before := b.lines.snapshot()
 	start := time.Now()
+	uids := make([]string, n)
 	creates, err := parallel(ctx, n, b.s.concurrency, func(i int) error {
-		_, err := b.api.create(ctx, keys[i])
+		var err error
+		uids[i], err = b.api.create(ctx, keys[i])
 		return err
 	})
 	if err != nil {
@@ -204,7 +199,13 @@ func (b *bench) bulk(ctx context.Context, r *results) error {
 	if err != nil {
 		return err
 	}
-	allReady := slices.MaxFunc(readyAt, time.Time.Compare).Sub(start)
+	lastReady := slices.MaxFunc(readyAt, time.Time.Compare)
+	allReady := lastReady.Sub(start)
+	booted, err := b.bootedAt(ctx, uids, keys)
+	if err != nil {
+		return err
+	}
+	lastBoot := slices.MaxFunc(booted, time.Time.Compare)
 	peak, err := procBytes(b.stack.Pid(), "VmHWM")
 	if err != nil {
 		return err
@@ -249,6 +250,10 @@ func (b *bench) bulk(ctx context.Context, r *results) error {
 		ReadyLatencyMs:   summarize(readyAfter(readyAt, start)),
 		InvocationsTotal: cost.total(),
 	}
+	r.BulkProduction = bulkProduction{
+		SecondsAfterLastBoot: round(lastReady.Sub(lastBoot).Seconds(), 3),
+		Concurrency:          deployedScale(),
+	}
 	r.API = apiResult{
 		Concurrency: b.s.concurrency,
 		CreateP50Ms: ms(percentile(creates, 50)), CreateP99Ms: ms(percentile(creates, 99)),
@@ -256,6 +261,25 @@ func (b *bench) bulk(ctx context.Context, r *results) error {
 		Requests: n,
 	}
 	return nil
+}
+
+// bootedAt is when each proxy's VM ended its boot: the mock's CreatedAt
+// plus the boot, when it calls home and any Get says Running. The stack's
+// log and the mock share a clock.
+func (b *bench) bootedAt(ctx context.Context, uids []string, keys []proxy.Key) ([]time.Time, error) {
+	created, err := b.api.instances(ctx)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]time.Time, len(uids))
+	for i, uid := range uids {
+		c, ok := created[uid]
+		if !ok {
+			return nil, fmt.Errorf("%s is Ready but the mock provider has no instance of uid %s", keys[i].Path(), uid)
+		}
+		out[i] = c.Add(b.s.boot())
+	}
+	return out, nil
 }
 
 // readyAfter is how long after start each proxy was Ready.

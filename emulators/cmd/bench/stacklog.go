@@ -22,6 +22,11 @@ type tally struct {
 	// document, so they count the document writes.
 	Written int
 	Usage   metering.Usage
+	// Latency sums the invocations' latencies; Billed rounds each up to
+	// Cloud Run's billing unit first, by function too.
+	Latency          time.Duration
+	Billed           time.Duration
+	BilledByFunction map[string]time.Duration
 }
 
 // stackLog reads the functions' JSON log lines as the stack writes them,
@@ -51,7 +56,7 @@ type stackLog struct {
 func newStackLog(rest io.Writer) *stackLog {
 	return &stackLog{
 		rest:    rest,
-		sum:     tally{ByFunction: map[string]int{}},
+		sum:     tally{ByFunction: map[string]int{}, BilledByFunction: map[string]time.Duration{}},
 		last:    time.Now(),
 		readyAt: map[string]time.Time{},
 		goneAt:  map[string]time.Time{},
@@ -67,6 +72,8 @@ type line struct {
 	Function string         `json:"function"`
 	Trigger  string         `json:"trigger"`
 	Usage    metering.Usage `json:"usage"`
+	// LatencyMs is an invocation's latency.
+	LatencyMs float64 `json:"latencyMs"`
 }
 
 // Write takes output in chunks of any size and reads it line by line.
@@ -98,6 +105,11 @@ func (l *stackLog) take(b []byte) {
 			l.sum.Written++
 		}
 		l.sum.Usage = l.sum.Usage.Plus(ln.Usage)
+		took := time.Duration(ln.LatencyMs * float64(time.Millisecond))
+		billed := (took + billingUnit - 1) / billingUnit * billingUnit
+		l.sum.Latency += took
+		l.sum.Billed += billed
+		l.sum.BilledByFunction[ln.Function] += billed
 		l.last = time.Now()
 	case "proxy ready":
 		if _, seen := l.readyAt[ln.Document]; !seen {
@@ -122,6 +134,7 @@ func (l *stackLog) snapshot() tally {
 	defer l.mu.Unlock()
 	t := l.sum
 	t.ByFunction = maps.Clone(l.sum.ByFunction)
+	t.BilledByFunction = maps.Clone(l.sum.BilledByFunction)
 	return t
 }
 
@@ -172,10 +185,16 @@ func (l *stackLog) await(ctx context.Context, what string, paths []string, timeo
 
 // minus returns what t counts beyond u.
 func (t tally) minus(u tally) tally {
-	d := tally{ByFunction: map[string]int{}, Written: t.Written - u.Written, Usage: t.Usage.Minus(u.Usage)}
+	d := tally{ByFunction: map[string]int{}, BilledByFunction: map[string]time.Duration{}, Written: t.Written - u.Written,
+		Usage: t.Usage.Minus(u.Usage), Latency: t.Latency - u.Latency, Billed: t.Billed - u.Billed}
 	for k, v := range t.ByFunction {
 		if v != u.ByFunction[k] {
 			d.ByFunction[k] = v - u.ByFunction[k]
+		}
+	}
+	for k, v := range t.BilledByFunction {
+		if v != u.BilledByFunction[k] {
+			d.BilledByFunction[k] = v - u.BilledByFunction[k]
 		}
 	}
 	return d
@@ -183,12 +202,15 @@ func (t tally) minus(u tally) tally {
 
 // plus returns the sum of t and u.
 func (t tally) plus(u tally) tally {
-	s := tally{ByFunction: map[string]int{}, Written: t.Written + u.Written, Usage: t.Usage.Plus(u.Usage)}
-	for k, v := range t.ByFunction {
-		s.ByFunction[k] += v
-	}
-	for k, v := range u.ByFunction {
-		s.ByFunction[k] += v
+	s := tally{ByFunction: map[string]int{}, BilledByFunction: map[string]time.Duration{}, Written: t.Written + u.Written,
+		Usage: t.Usage.Plus(u.Usage), Latency: t.Latency + u.Latency, Billed: t.Billed + u.Billed}
+	for _, x := range []tally{t, u} {
+		for k, v := range x.ByFunction {
+			s.ByFunction[k] += v
+		}
+		for k, v := range x.BilledByFunction {
+			s.BilledByFunction[k] += v
+		}
 	}
 	return s
 }

@@ -160,19 +160,58 @@ func run(ctx context.Context, log *slog.Logger) error {
 // framework serves each registered function when no target is set; the API
 // at the root path too, as a deployed ProxyAPI answers every path of its
 // own URL; and the read-only view of the mock provider's VMs, which exists
-// only here.
+// only here. Each function serves at most as many requests at once as its
+// deployment does (app.Deployed); the others wait their turn, as they
+// queue for a deployed function's instances.
 func register(ctx context.Context, a *app.App) error {
-	for path, h := range map[string]http.Handler{"/": a.ProxyAPI(), "/ProxyAPI": a.ProxyAPI(), "/debug/instances": debugInstances(a)} {
-		if err := funcframework.RegisterHTTPFunctionContext(ctx, path, h.ServeHTTP); err != nil {
+	api := capped(app.Deployed[app.ProxyAPI].InFlight())
+	for path, h := range map[string]http.HandlerFunc{
+		"/":                api.http(a.ProxyAPI().ServeHTTP),
+		"/ProxyAPI":        api.http(a.ProxyAPI().ServeHTTP),
+		"/debug/instances": debugInstances(a).ServeHTTP,
+	} {
+		if err := funcframework.RegisterHTTPFunctionContext(ctx, path, h); err != nil {
 			return err
 		}
 	}
-	for path, fn := range map[string]func(context.Context, cloudevents.Event) error{"/Reconcile": a.Reconcile, "/CollectGarbage": a.CollectGarbage} {
+	for path, fn := range map[string]func(context.Context, cloudevents.Event) error{
+		"/Reconcile":      capped(app.Deployed[app.Reconcile].InFlight()).event(a.Reconcile),
+		"/CollectGarbage": capped(app.Deployed[app.CollectGarbage].InFlight()).event(a.CollectGarbage),
+	} {
 		if err := funcframework.RegisterCloudEventFunctionContext(ctx, path, fn); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// slots are a function's places for requests served at once.
+type slots chan struct{}
+
+func capped(n int) slots { return make(slots, n) }
+
+func (s slots) http(h http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case s <- struct{}{}:
+		case <-r.Context().Done():
+			return
+		}
+		defer func() { <-s }()
+		h(w, r)
+	}
+}
+
+func (s slots) event(fn func(context.Context, cloudevents.Event) error) func(context.Context, cloudevents.Event) error {
+	return func(ctx context.Context, e cloudevents.Event) error {
+		select {
+		case s <- struct{}{}:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+		defer func() { <-s }()
+		return fn(ctx, e)
+	}
 }
 
 func debugInstances(a *app.App) http.Handler {

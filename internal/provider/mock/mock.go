@@ -50,6 +50,9 @@ type Options struct {
 	// ProvisioningDelay is how long an instance stays Provisioning after
 	// Create, measured on Clock.
 	ProvisioningDelay time.Duration
+	// DeletionDelay is how long a deleted instance is still there, Stopped,
+	// before it is gone, as a cloud VM takes a while to go.
+	DeletionDelay time.Duration
 	// CallHome, if set, is called once for each new instance when its
 	// provisioning delay ends, as a real VM's startup script publishes
 	// {namespace, name, uid} when its self-test passes. The composition
@@ -58,9 +61,12 @@ type Options struct {
 	CallHome func(CallHome)
 }
 
-// CallHome is what a VM says when it is ready: which proxy it serves.
+// CallHome is what a VM says when its startup script's self-test ends:
+// which proxy it serves, and, when the test failed, why.
 type CallHome struct {
 	Namespace, Name, UID string
+	// BootError is empty when the VM is ready.
+	BootError string
 }
 
 // instance is the stored state of one VM.
@@ -77,6 +83,8 @@ type instance struct {
 	neverReady bool
 	// console is what its serial console would show.
 	console []string
+	// goneAt, once it is deleted, is when it is gone.
+	goneAt time.Time
 }
 
 // fault is an injected failure of the next calls to one method.
@@ -90,9 +98,10 @@ type fault struct {
 
 // Provider is the mock provider. It is safe for concurrent use.
 type Provider struct {
-	clock    clock.Clock
-	delay    time.Duration
-	callHome func(CallHome)
+	clock         clock.Clock
+	delay         time.Duration
+	deletionDelay time.Duration
+	callHome      func(CallHome)
 
 	mu        sync.Mutex
 	instances map[string]*instance // by name
@@ -112,13 +121,14 @@ func New(opts Options) *Provider {
 		clk = clock.Real{}
 	}
 	return &Provider{
-		clock:     clk,
-		delay:     opts.ProvisioningDelay,
-		callHome:  opts.CallHome,
-		instances: map[string]*instance{},
-		faults:    map[Method][]*fault{},
-		latency:   map[Method]time.Duration{},
-		calls:     map[Method]int{},
+		clock:         clk,
+		delay:         opts.ProvisioningDelay,
+		deletionDelay: opts.DeletionDelay,
+		callHome:      opts.CallHome,
+		instances:     map[string]*instance{},
+		faults:        map[Method][]*fault{},
+		latency:       map[Method]time.Duration{},
+		calls:         map[Method]int{},
 	}
 }
 
@@ -137,6 +147,7 @@ func (p *Provider) Create(ctx context.Context, req provider.CreateRequest) (stri
 		return "", provider.NewError(provider.KindPermanent, "create", "", fmt.Errorf("request has no name"))
 	}
 	p.mu.Lock()
+	p.purge()
 	f := p.takeFault(MethodCreate)
 	if f != nil && !f.takeEffect {
 		p.mu.Unlock()
@@ -212,6 +223,7 @@ func (p *Provider) Get(ctx context.Context, providerID string) (*provider.Instan
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	p.purge()
 	if f := p.takeFault(MethodGet); f != nil {
 		return nil, f.err
 	}
@@ -233,6 +245,7 @@ func (p *Provider) Console(ctx context.Context, providerID string) (string, erro
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	p.purge()
 	in, ok := p.instances[name]
 	if !ok {
 		return "", provider.NewError(provider.KindNotFound, "console", providerID, provider.ErrNotFound)
@@ -255,11 +268,27 @@ func (p *Provider) Delete(ctx context.Context, providerID string) error {
 	if f != nil && !f.takeEffect {
 		return f.err
 	}
-	delete(p.instances, name)
+	if in, ok := p.instances[name]; ok && in.goneAt.IsZero() {
+		// It stops, and is gone once the deletion delay has passed.
+		in.goneAt = p.clock.Now().Add(p.deletionDelay)
+		in.inst.State, in.inst.IP = provider.StateStopped, ""
+	}
+	p.purge()
 	if f != nil {
 		return f.err
 	}
 	return nil
+}
+
+// purge removes the deleted instances whose deletion delay has passed.
+// p.mu must be held.
+func (p *Provider) purge() {
+	now := p.clock.Now()
+	for name, in := range p.instances {
+		if !in.goneAt.IsZero() && !now.Before(in.goneAt) {
+			delete(p.instances, name)
+		}
+	}
 }
 
 // ListByTag returns every instance labelled LabelManaged=LabelManagedYes,
@@ -286,6 +315,7 @@ func (p *Provider) Instances() []provider.Instance {
 }
 
 func (p *Provider) snapshot(managedOnly bool) []provider.Instance {
+	p.purge()
 	list := make([]*instance, 0, len(p.instances))
 	for _, in := range p.instances {
 		if managedOnly && in.labels[provider.LabelManaged] != provider.LabelManagedYes {
@@ -412,20 +442,25 @@ func (p *Provider) Stop(providerID string, state provider.InstanceState) bool {
 }
 
 // FailBoot makes an instance's bootstrap report that the proxy cannot
-// serve, with reason: it stays Provisioning with that BootError and never
-// calls home. It reports whether the instance exists.
+// serve, with reason, as a failed self-test (at the first boot, or after a
+// reboot of a VM that served) does: it is Provisioning with that BootError
+// from now on, and calls home to say so. It reports whether the instance
+// exists.
 func (p *Provider) FailBoot(providerID, reason string) bool {
 	name, err := parseID(providerID)
 	if err != nil {
 		return false
 	}
 	p.mu.Lock()
-	defer p.mu.Unlock()
 	in, ok := p.instances[name]
 	if ok {
 		in.bootError = reason
 		in.inst.State, in.inst.IP, in.inst.BootError = provider.StateProvisioning, "", reason
 		in.console = append(in.console, "egress-bootstrap: FAILED: "+reason)
+	}
+	p.mu.Unlock()
+	if ok && p.callHome != nil {
+		p.callHome(CallHome{Namespace: in.req.Namespace, Name: in.req.ProxyName, UID: in.req.UID, BootError: reason})
 	}
 	return ok
 }

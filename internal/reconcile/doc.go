@@ -1,0 +1,62 @@
+// Package reconcile drives one proxy document towards its VM: it is the
+// logic the Reconcile function runs for every event, and the simulation runs
+// under faults.
+//
+// It is level-triggered. An event only says which document to look at; a
+// run reads the document fresh, looks at the VM through the provider where
+// it must, and does the one next thing that closes the gap. No run waits
+// for a VM to boot: after Create it records Provisioning and returns, and
+// the VM's call-home (its startup script's self-test passed) or the garbage
+// collector's sweep brings the run that sees it ready.
+//
+// The state machine, as step dispatches it (phase × what the run sees →
+// what it does → the next phase):
+//
+//	phase          sees                                does                                   next
+//	(any)          deletion requested                  Delete the VM; once Get says gone,     (gone)
+//	                                                   delete the document
+//	(any)          a call-home of another uid          nothing (one read)                     same
+//	(any)          another run's lease                 nothing                                same
+//	Pending        —                                   record Creating and the create-pending Creating
+//	Creating       (no providerID)                     name (and the credentials), Create     → Provisioning
+//	Provisioning   a write's event                     nothing: the VM calls home, or the     Provisioning
+//	                                                   sweep looks
+//	Provisioning   a request; Running with an IP       record the endpoint                    Ready
+//	Provisioning   a request; still booting            nothing                                Provisioning
+//	Provisioning   booting past BootTimeout, or a      count a boot failure; replace, or at   Replacing
+//	               BootError                           MaxBootFailures delete it and fail     or Failed
+//	                                                   with its console's last lines
+//	Provisioning   not found, within NotFoundGrace     record when it went missing            Provisioning
+//	Ready          a write's event                     nothing                                Ready
+//	Ready          a request; Running                  nothing                                Ready
+//	Provisioning,  stopped or terminated; not found    count a replacement, record Replacing, Replacing
+//	Ready          (past the grace, or once Ready)     Delete it
+//	Replacing      the old VM still there              Delete it again, wait for it to go     Replacing
+//	Replacing      the old VM gone                     Create again                           Provisioning
+//	(any)          a retryable provider error          record it, retry after a backoff       same
+//	(any)          a permanent provider error          record the provider's message          Failed
+//	Failed         —                                   nothing, until the proxy is deleted    Failed
+//
+// A run waits inside itself only for what takes seconds: a VM on its way
+// out (deletion, replacement) and a provider call to retry. Those waits use
+// capped exponential backoff with jitter within a budget; when the budget
+// runs out the run hands its lease on through a message on proxy-reconcile.
+//
+// What makes it safe under Eventarc's at-least-once, unordered delivery:
+//
+//   - Every write carries the update time the run read (an update-time
+//     precondition). A run whose document changed under it reads again and
+//     decides again; no write is lost or applied over a newer document.
+//   - Status is written only when it changed (the whole status and
+//     bookkeeping compared, not a list of fields), so the event of a run's
+//     own write finds nothing to do and the chain ends.
+//   - A run that is about to act (create, replace) takes a lease in the
+//     document, in the same write that records its intent. A concurrent or
+//     duplicate run sees the lease and stops after one read.
+//   - A call-home is only a hint: the run checks the uid it names and asks
+//     the provider, so a forged or repeated one costs a read and a Get.
+//
+// The package imports neither Firestore nor Compute: it sees the document
+// through Store, the VM through provider.Provider, and time through an
+// injected clock.
+package reconcile

@@ -1,0 +1,134 @@
+package reconcile
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/egress-proxies/egress/internal/provider"
+	"github.com/egress-proxies/egress/internal/proxy"
+)
+
+// observe reads the VM and moves the document to what it sees. Nothing
+// here waits: a VM still booting is left to its call-home or the sweep.
+func (run *run) observe(ctx context.Context) (outcome, error) {
+	p := run.doc
+	inst, err := run.prov.Get(ctx, p.Status.ProviderID)
+	switch {
+	case errors.Is(err, provider.ErrNotFound):
+		return run.missing(ctx)
+	case err != nil:
+		return run.providerError(ctx, "reading instance "+p.Status.ProviderID, err)
+	}
+	now := run.r.clock.Now()
+	next := run.next()
+	next.Reconciler.NotFoundSince = time.Time{}
+	next.Status.State = string(inst.State)
+	switch {
+	case inst.State == provider.StateStopped || inst.State == provider.StateTerminated:
+		return run.replace(ctx, "Instance"+string(inst.State), fmt.Sprintf("Instance %s is %s; replacing it.", p.Status.ProviderID, inst.State))
+	case inst.State == provider.StateRunning && inst.IP != "":
+		return run.ready(ctx, next, inst)
+	case inst.BootError != "":
+		return run.bootFailed(ctx, "BootFailed", fmt.Sprintf("Instance %s reported that it cannot serve: %s.", p.Status.ProviderID, inst.BootError))
+	case now.Sub(run.bootStart(inst)) > run.r.opts.BootTimeout:
+		return run.bootFailed(ctx, "BootTimeout", fmt.Sprintf("Instance %s was not ready within %s.", p.Status.ProviderID, run.r.opts.BootTimeout))
+	default:
+		next.Status.Phase = proxy.PhaseProvisioning
+		setReady(next, "False", "Provisioning", "Instance "+p.Status.ProviderID+" is provisioning.", now)
+		return done, run.write(ctx, next, false)
+	}
+}
+
+// ready records a VM that serves.
+func (run *run) ready(ctx context.Context, next *proxy.Proxy, inst *provider.Instance) (outcome, error) {
+	p := run.doc
+	now := run.r.clock.Now()
+	next.Status.Phase = proxy.PhaseReady
+	next.Status.IP = inst.IP
+	next.Status.Endpoint = net.JoinHostPort(inst.IP, strconv.Itoa(int(port(p.Spec))))
+	next.Status.Message = ""
+	next.Reconciler.Attempts = 0
+	next.Reconciler.BootFailures = 0
+	setReady(next, "True", "Ready", "Proxy is serving at "+next.Status.Endpoint+".", now)
+	if err := run.write(ctx, next, false); err != nil {
+		return done, err
+	}
+	if p.Status.Phase != proxy.PhaseReady {
+		run.log.InfoContext(ctx, "proxy ready", slog.String("endpoint", next.Status.Endpoint), slog.String("providerID", p.Status.ProviderID),
+			slog.Float64("secondsSinceCreate", now.Sub(p.CreateTime).Seconds()))
+	}
+	return done, nil
+}
+
+// bootStart is when the current VM's boot began: as recorded when it was
+// created, or, for a document from before the record, as the provider says.
+func (run *run) bootStart(inst *provider.Instance) time.Time {
+	if t := run.doc.Reconciler.BootStart; !t.IsZero() {
+		return t
+	}
+	return inst.CreatedAt
+}
+
+// consoleLines is how much of a failed VM's console a Failed proxy's
+// message quotes.
+const consoleLines = 20
+
+// bootFailed counts a VM that did not become ready and replaces it; the
+// MaxBootFailures-th fails the proxy, with the last lines of that VM's
+// console in its message, and deletes the VM so a failed proxy costs
+// nothing.
+func (run *run) bootFailed(ctx context.Context, reason, message string) (outcome, error) {
+	p := run.doc
+	failures := p.Reconciler.BootFailures + 1
+	run.log.WarnContext(ctx, "instance did not become ready", slog.String("providerID", p.Status.ProviderID),
+		slog.String("why", reason), slog.Int64("bootFailures", failures))
+	if failures < int64(run.r.opts.MaxBootFailures) {
+		next := run.next()
+		next.Reconciler.BootFailures = failures
+		run.doc = next
+		return run.replace(ctx, reason, fmt.Sprintf("%s Replacing it (%d of %d boots failed).", message, failures, run.r.opts.MaxBootFailures))
+	}
+	msg := fmt.Sprintf("%s %d boots in a row failed; the proxy is not retried.", message, failures)
+	if console, err := provider.ReadConsole(ctx, run.prov, p.Status.ProviderID); err == nil {
+		if lines := provider.LastLines(console, consoleLines); len(lines) > 0 {
+			msg += " The last lines of its serial console:\n" + strings.Join(lines, "\n")
+		}
+	} else if !errors.Is(err, provider.ErrNoConsole) {
+		run.log.WarnContext(ctx, "cannot read the console of the instance", slog.String("providerID", p.Status.ProviderID), slog.Any("error", err))
+	}
+	if err := run.prov.Delete(ctx, p.Status.ProviderID); err != nil && !errors.Is(err, provider.ErrNotFound) {
+		return run.providerError(ctx, "deleting instance "+p.Status.ProviderID+", which did not become ready", err)
+	}
+	next := run.next()
+	next.Reconciler.BootFailures = failures
+	next.Status.ProviderID, next.Status.IP, next.Status.Endpoint, next.Status.State = "", "", "", ""
+	run.doc = next
+	return run.fail(ctx, reason, msg)
+}
+
+// missing handles a Get that found no VM.
+func (run *run) missing(ctx context.Context) (outcome, error) {
+	p := run.doc
+	now := run.r.clock.Now()
+	if p.Status.Phase == proxy.PhaseReady {
+		// It was seen running: its absence is no lag of a new VM.
+		return run.replace(ctx, "InstanceLost", fmt.Sprintf("Instance %s no longer exists; replacing it.", p.Status.ProviderID))
+	}
+	since := p.Reconciler.NotFoundSince
+	if since.IsZero() || now.Sub(since) < run.r.opts.NotFoundGrace {
+		// A VM just created may not be visible yet: note when it went
+		// missing, and let the next look (its call-home, the sweep) decide.
+		next := run.next()
+		if since.IsZero() {
+			next.Reconciler.NotFoundSince = now
+		}
+		return done, run.write(ctx, next, false)
+	}
+	return run.replace(ctx, "InstanceLost", fmt.Sprintf("Instance %s no longer exists; replacing it.", p.Status.ProviderID))
+}

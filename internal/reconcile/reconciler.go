@@ -1,0 +1,300 @@
+package reconcile
+
+import (
+	"context"
+	cryptorand "crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"time"
+
+	"github.com/egress-proxies/egress/internal/clock"
+	"github.com/egress-proxies/egress/internal/provider"
+	"github.com/egress-proxies/egress/internal/proxy"
+)
+
+// Store is the part of the document store a run uses. *store.Store and
+// *memstore.Store satisfy it.
+type Store interface {
+	Get(ctx context.Context, key proxy.Key) (*proxy.Proxy, error)
+	// UpdateStatus writes p.Status and p.Reconciler if the document's
+	// update time is still p.UpdateTime (else proxy.ErrConflict), and
+	// returns the new update time.
+	UpdateStatus(ctx context.Context, p *proxy.Proxy) (time.Time, error)
+	// Delete removes the document if its update time is still updateTime.
+	Delete(ctx context.Context, key proxy.Key, updateTime time.Time) error
+}
+
+// Providers hands out the provider of a spec's type. *provider.Set
+// satisfies it.
+type Providers interface {
+	Get(ctx context.Context, typ string) (provider.Provider, error)
+}
+
+// Requeuer asks for another run of a document. *queue.Publisher satisfies
+// it.
+type Requeuer interface {
+	Publish(ctx context.Context, msg proxy.ReconcileMessage) error
+}
+
+// Secrets reads a Secret Manager version. Errors should be classified with
+// provider.NewError (KindPermanent for a version that does not exist or may
+// not be read), so a bad reference fails the proxy instead of retrying
+// forever.
+type Secrets interface {
+	Access(ctx context.Context, version string) (string, error)
+}
+
+// BootstrapFunc renders the default bootstrap of a proxy, the startup
+// script its VM runs (package bootstrap), from its spec and credentials.
+type BootstrapFunc func(spec proxy.Spec, creds proxy.Credentials) (string, error)
+
+// Defaults of Options.
+const (
+	DefaultWaitBudget      = time.Minute
+	DefaultLeaseDuration   = 3 * time.Minute
+	DefaultInitialBackoff  = 2 * time.Second
+	DefaultMaxBackoff      = 10 * time.Second
+	DefaultNotFoundGrace   = 30 * time.Second
+	DefaultBootTimeout     = 10 * time.Minute
+	DefaultMaxBootFailures = 3
+)
+
+// GetsPerLifecycle is the fewest provider Gets a proxy's life takes: one
+// when its VM calls home, one that finds the deleted VM gone. No Get looks
+// at a booting VM on the way. The benchmark holds the local stack to it.
+const GetsPerLifecycle = 2
+
+// Options tune a Reconciler. A zero field takes its default.
+type Options struct {
+	// WaitBudget is how long one run may wait — for a VM on its way out,
+	// or to retry a provider call — before it hands on to the next run.
+	WaitBudget time.Duration
+	// LeaseDuration is how long a lease keeps other runs off a document. It
+	// must outlast a whole run (WaitBudget plus a few provider calls); a
+	// lease whose run crashed expires and the sweep re-drives the document.
+	LeaseDuration time.Duration
+	// InitialBackoff and MaxBackoff bound the waits between tries.
+	InitialBackoff, MaxBackoff time.Duration
+	// NotFoundGrace is how long a VM may be missing from Get before it is
+	// taken as lost: a VM just created may not be visible yet.
+	NotFoundGrace time.Duration
+	// BootTimeout is how long a VM may take from its creation to ready
+	// before it is replaced.
+	BootTimeout time.Duration
+	// MaxBootFailures is how many VMs in a row may fail to become ready
+	// before the proxy is Failed.
+	MaxBootFailures int
+	// Bootstrap renders the startup script of specs that bring no
+	// cloud-init of their own. Nil sends none.
+	Bootstrap BootstrapFunc
+	// Rand draws the jitter; nil uses a random source.
+	Rand *rand.Rand
+}
+
+func (o Options) withDefaults() Options {
+	def := func(d *time.Duration, v time.Duration) {
+		if *d <= 0 {
+			*d = v
+		}
+	}
+	def(&o.WaitBudget, DefaultWaitBudget)
+	def(&o.LeaseDuration, DefaultLeaseDuration)
+	def(&o.InitialBackoff, DefaultInitialBackoff)
+	def(&o.MaxBackoff, DefaultMaxBackoff)
+	def(&o.NotFoundGrace, DefaultNotFoundGrace)
+	def(&o.BootTimeout, DefaultBootTimeout)
+	if o.MaxBootFailures <= 0 {
+		o.MaxBootFailures = DefaultMaxBootFailures
+	}
+	if o.Rand == nil {
+		o.Rand = rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64()))
+	}
+	return o
+}
+
+// Reconciler runs reconciles. It is safe for concurrent use.
+type Reconciler struct {
+	store     Store
+	providers Providers
+	requeuer  Requeuer
+	secrets   Secrets
+	clock     clock.Clock
+	log       *slog.Logger
+	opts      Options
+	jitter    *lockedRand
+}
+
+// New returns a Reconciler. secrets may be nil when no spec names a
+// cloudInitSecret.
+func New(store Store, providers Providers, requeuer Requeuer, secrets Secrets, clk clock.Clock, log *slog.Logger, opts Options) *Reconciler {
+	opts = opts.withDefaults()
+	return &Reconciler{
+		store: store, providers: providers, requeuer: requeuer, secrets: secrets,
+		clock: clk, log: log, opts: opts, jitter: &lockedRand{r: opts.Rand},
+	}
+}
+
+// Trigger says why a run happens.
+type Trigger struct {
+	Reason proxy.Reason
+	// UID, from a VM's call-home, is the uid of the proxy it serves; a
+	// document of another uid gets nothing but the read.
+	UID string
+	// Handoff is the lease holder that asked for this run to take its lease
+	// over.
+	Handoff string
+}
+
+// TriggerOf is the trigger of a reconcile message.
+func TriggerOf(m proxy.ReconcileMessage) Trigger {
+	return Trigger{Reason: m.Reason, UID: m.UID, Handoff: m.Lease}
+}
+
+// Reconcile runs one reconcile of the document. It returns an error only
+// when the run should be retried by redelivering its event: the store could
+// not be read or written. Everything the provider says is handled here, with
+// a retry, a hand-off, or a phase.
+func (r *Reconciler) Reconcile(ctx context.Context, key proxy.Key, t Trigger) error {
+	if t.Reason == "" {
+		t.Reason = proxy.ReasonWritten
+	}
+	ctx, cancel := context.WithTimeout(ctx, r.opts.LeaseDuration-r.opts.LeaseDuration/4)
+	defer cancel()
+	run := &run{
+		r:        r,
+		key:      key,
+		trigger:  t,
+		holder:   newHolder(),
+		deadline: r.clock.Now().Add(r.opts.WaitBudget),
+		log:      r.log.With(slog.String("document", key.Path()), slog.String("reason", string(t.Reason))),
+	}
+	return run.do(ctx)
+}
+
+// run is the state of one reconcile.
+type run struct {
+	r        *Reconciler
+	key      proxy.Key
+	trigger  Trigger
+	holder   string
+	deadline time.Time
+	log      *slog.Logger
+
+	doc    *proxy.Proxy // the document as last read or written
+	waits  int          // waits so far, for the backoff
+	writes int
+	prov   provider.Provider
+	// created is the providerID this run's Create returned, kept in case
+	// the write that stores it loses to a deletion request.
+	created string
+	// deleteSent is set once this run's Delete of the VM succeeded.
+	deleteSent bool
+}
+
+// maxRereads bounds how often one run reads a document that keeps changing
+// under it; past that, the run stops and the writer's own event carries on.
+const maxRereads = 8
+
+// outcome is what a step leaves the run to do.
+type outcome int
+
+const (
+	done outcome = iota // nothing more this run
+	wait                // try again after a backoff: a VM on its way out, a provider call to retry
+)
+
+func (run *run) do(ctx context.Context) error {
+	for rereads := 0; ; {
+		if run.doc == nil {
+			doc, err := run.r.store.Get(ctx, run.key)
+			if errors.Is(err, proxy.ErrNotFound) {
+				run.log.DebugContext(ctx, "document gone; nothing to do")
+				return nil
+			}
+			if err != nil {
+				return fmt.Errorf("reading %s: %w", run.key, err)
+			}
+			run.doc = doc
+		}
+		out, err := run.step(ctx)
+		switch {
+		case errors.Is(err, proxy.ErrConflict):
+			// Someone wrote the document since we read it: decide again on
+			// what it says now.
+			if rereads++; rereads > maxRereads {
+				run.log.InfoContext(ctx, "document keeps changing; leaving it to the events of its writers")
+				return nil
+			}
+			run.doc = nil
+			continue
+		case errors.Is(err, proxy.ErrNotFound):
+			run.log.InfoContext(ctx, "document deleted during the run; stopping")
+			return nil
+		case err != nil:
+			return err
+		}
+		if out == done {
+			return nil
+		}
+		if !run.sleep(ctx) {
+			return run.handOff(ctx)
+		}
+	}
+}
+
+// step looks at the document (and, where it must, the VM) once and does
+// the next thing: the table of the package doc.
+func (run *run) step(ctx context.Context) (outcome, error) {
+	p := run.doc
+	if run.trigger.UID != "" && run.trigger.UID != p.UID {
+		// A VM of a predecessor (the name deleted and made again), or a
+		// forgery: the message meant a proxy that is not this one.
+		run.log.InfoContext(ctx, "call-home for another uid; nothing to do", slog.String("uid", run.trigger.UID))
+		return done, nil
+	}
+	if p.DeleteRequestTime != nil {
+		// Deletion goes first and ignores the lease: the user wants the VM
+		// gone, and deleting is idempotent however many runs do it.
+		return run.deleting(ctx)
+	}
+	if h := p.Reconciler.LeaseHolder; h != "" && h != run.holder && h != run.trigger.Handoff && run.r.clock.Now().Before(p.Reconciler.LeaseExpireTime) {
+		run.log.DebugContext(ctx, "another run holds the lease; nothing to do", slog.String("holder", h))
+		return done, nil
+	}
+	requested := run.trigger.Reason.Requested()
+	switch p.Status.Phase {
+	case proxy.PhaseFailed:
+		// A permanent failure stays until the proxy is deleted.
+		return done, nil
+	case proxy.PhaseReady, proxy.PhaseProvisioning:
+		if !requested {
+			// The event of a write: nothing here changes by itself soon. A
+			// booting VM calls home when it is ready, and the sweep looks at
+			// one that does not.
+			return done, nil
+		}
+	}
+	prov, err := run.r.providers.Get(ctx, p.Spec.Provider)
+	if err != nil {
+		return run.fail(ctx, "ProviderUnavailable", fmt.Sprintf("provider %q is not available: %v", p.Spec.Provider, err))
+	}
+	run.prov = prov
+	switch {
+	case p.Status.Phase == proxy.PhaseReplacing:
+		return run.replacing(ctx)
+	case p.Status.ProviderID == "":
+		return run.create(ctx)
+	default:
+		return run.observe(ctx)
+	}
+}
+
+// newHolder names a run in the lease.
+func newHolder() string {
+	var b [8]byte
+	_, _ = cryptorand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}

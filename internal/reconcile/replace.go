@@ -1,0 +1,67 @@
+package reconcile
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"time"
+
+	"github.com/egress-proxies/egress/internal/provider"
+	"github.com/egress-proxies/egress/internal/proxy"
+)
+
+// replace starts the replacement of a VM that is gone, stopped or never
+// became ready: it counts the replacement once, records Replacing with the
+// lease (the run is about to act), and goes on to delete what is left.
+func (run *run) replace(ctx context.Context, reason, message string) (outcome, error) {
+	p := run.doc
+	now := run.r.clock.Now()
+	next := run.next()
+	next.Reconciler.NotFoundSince = time.Time{}
+	if p.Status.Phase != proxy.PhaseReplacing {
+		next.Reconciler.Replacements++
+		run.log.WarnContext(ctx, "replacing instance", slog.String("providerID", p.Status.ProviderID), slog.String("why", reason),
+			slog.Int64("replacements", next.Reconciler.Replacements))
+	}
+	next.Status.Phase = proxy.PhaseReplacing
+	next.Status.IP, next.Status.Endpoint = "", ""
+	setReady(next, "False", reason, message, now)
+	if err := run.write(ctx, next, true); err != nil {
+		return done, err
+	}
+	return run.replacing(ctx)
+}
+
+// replacing deletes the old VM and, once Get says it is gone (its name is
+// wanted again), creates the new one. A VM still on its way out is waited
+// for, within the run's budget: it takes seconds, not a boot.
+func (run *run) replacing(ctx context.Context) (outcome, error) {
+	p := run.doc
+	id := p.Status.ProviderID
+	if id == "" {
+		return run.create(ctx)
+	}
+	// Delete again on every look: it is idempotent, and the provider skips
+	// a VM already going.
+	if err := run.prov.Delete(ctx, id); err != nil && !errors.Is(err, provider.ErrNotFound) {
+		return run.providerError(ctx, "deleting instance "+id, err)
+	}
+	_, err := run.prov.Get(ctx, id)
+	switch {
+	case errors.Is(err, provider.ErrNotFound):
+		// Gone: make the new one.
+		next := run.next()
+		next.Status.ProviderID, next.Status.IP, next.Status.Endpoint, next.Status.State = "", "", "", ""
+		run.doc = next
+		return run.create(ctx)
+	case err != nil:
+		return run.providerError(ctx, "reading instance "+id, err)
+	}
+	// Still going: hold the lease while waiting. For a run that took it
+	// over from a hand-off this write moves it to its own name, with a
+	// fresh expiry; for the run that has it, it writes nothing.
+	if err := run.write(ctx, run.next(), true); err != nil {
+		return done, err
+	}
+	return wait, nil
+}

@@ -1,0 +1,80 @@
+package reconcile
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"sync"
+	"time"
+
+	"github.com/egress-proxies/egress/internal/proxy"
+)
+
+// sleep waits the next backoff and reports whether the budget allowed it.
+// A run waits only for what takes seconds — a VM on its way out, a provider
+// call to retry — never for a boot.
+func (run *run) sleep(ctx context.Context) bool {
+	d := backoff(run.r.opts.InitialBackoff, run.r.opts.MaxBackoff, run.waits+int(run.doc.Reconciler.Attempts), run.r.jitter.float())
+	if run.r.clock.Now().Add(d).After(run.deadline) {
+		return false
+	}
+	run.waits++
+	if err := run.r.clock.Sleep(ctx, d); err != nil {
+		return false
+	}
+	// Look at the document again only through the provider: the next
+	// write's precondition tells if it changed meanwhile.
+	return true
+}
+
+// handOff asks for the next run to take over when the wait budget is spent.
+func (run *run) handOff(ctx context.Context) error {
+	msg := proxy.ReconcileMessage{Document: run.key.Path(), Reason: proxy.ReasonRequeue}
+	if run.doc != nil && run.doc.Reconciler.LeaseHolder == run.holder {
+		msg.Lease = run.holder
+	}
+	if err := run.r.requeuer.Publish(context.WithoutCancel(ctx), msg); err != nil {
+		// Without the message nothing would wake the document before the
+		// sweep; releasing the lease lets the event of that write do it.
+		run.log.WarnContext(ctx, "cannot requeue; releasing the lease instead", slog.Any("error", err))
+		if run.doc != nil && run.doc.Reconciler.LeaseHolder == run.holder {
+			next := run.next()
+			if werr := run.write(context.WithoutCancel(ctx), next, false); werr != nil && !errors.Is(werr, proxy.ErrConflict) {
+				return fmt.Errorf("requeueing %s: %w; releasing its lease: %w", run.key, err, werr)
+			}
+		}
+		return nil
+	}
+	run.log.InfoContext(ctx, "wait budget spent; handed on to the next run", slog.Int("waits", run.waits))
+	return nil
+}
+
+// backoff is the capped exponential backoff with "equal jitter": half the
+// step fixed, half random, so waits never collapse to zero and concurrent
+// documents spread out.
+func backoff(initial, max time.Duration, attempt int, jitter float64) time.Duration {
+	d := initial
+	for range attempt {
+		if d >= max/2 {
+			d = max
+			break
+		}
+		d *= 2
+	}
+	d = min(d, max)
+	return d/2 + time.Duration(jitter*float64(d/2))
+}
+
+// lockedRand shares one seeded source between concurrent runs.
+type lockedRand struct {
+	mu sync.Mutex
+	r  *rand.Rand
+}
+
+func (l *lockedRand) float() float64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.r.Float64()
+}

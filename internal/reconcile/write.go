@@ -1,0 +1,143 @@
+package reconcile
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"reflect"
+	"time"
+
+	"github.com/egress-proxies/egress/internal/provider"
+	"github.com/egress-proxies/egress/internal/proxy"
+)
+
+// next returns a copy of the document to change.
+func (run *run) next() *proxy.Proxy {
+	c := *run.doc
+	c.Status.Conditions = append([]proxy.Condition(nil), run.doc.Status.Conditions...)
+	return &c
+}
+
+// write stores next's status and bookkeeping if they differ from the
+// document's in anything but what rides along (see changed). hold says
+// whether the run goes on acting afterwards, and so holds the lease;
+// otherwise the write releases it.
+func (run *run) write(ctx context.Context, next *proxy.Proxy, hold bool) error {
+	now := run.r.clock.Now()
+	next.Status.ObservedGeneration = next.Generation
+	if hold {
+		next.Reconciler.LeaseHolder = run.holder
+	} else {
+		next.Reconciler.LeaseHolder, next.Reconciler.LeaseExpireTime = "", time.Time{}
+	}
+	if !changed(run.doc, next) {
+		run.doc = next
+		return nil
+	}
+	if hold {
+		next.Reconciler.LeaseExpireTime = now.Add(run.r.opts.LeaseDuration)
+	}
+	if next.Status.Phase.Settled() {
+		next.Reconciler.ProgressTime = time.Time{}
+	} else {
+		next.Reconciler.ProgressTime = now
+	}
+	ut, err := run.r.store.UpdateStatus(ctx, next)
+	if err != nil {
+		return err
+	}
+	run.writes++
+	next.UpdateTime = ut
+	run.doc = next
+	return nil
+}
+
+// changed reports whether a write would change what the document says: the
+// whole status and bookkeeping are compared, so a field added to either
+// counts without anyone listing it here. What rides along with other
+// changes but makes none of its own: the retry count, the progress time and
+// the lease's expiry — a retry that ends as the last one did costs no
+// write.
+func changed(old, next *proxy.Proxy) bool {
+	a, b := old.Reconciler, next.Reconciler
+	for _, r := range []*proxy.Bookkeeping{&a, &b} {
+		r.Attempts, r.ProgressTime, r.LeaseExpireTime = 0, time.Time{}, time.Time{}
+	}
+	return !reflect.DeepEqual(canonical(a), canonical(b)) || !reflect.DeepEqual(canonical(old.Status), canonical(next.Status))
+}
+
+// canonical is v with every time.Time in it as UTC to the microsecond,
+// the precision Firestore keeps: two times that name the same instant
+// compare equal whatever their location or monotonic reading. v is a
+// struct of the document's plain data.
+func canonical[T any](v T) T {
+	normalize(reflect.ValueOf(&v).Elem())
+	return v
+}
+
+var timeType = reflect.TypeFor[time.Time]()
+
+func normalize(v reflect.Value) {
+	switch {
+	case v.Type() == timeType:
+		t := v.Interface().(time.Time)
+		if !t.IsZero() {
+			v.Set(reflect.ValueOf(t.UTC().Truncate(time.Microsecond)))
+		} else {
+			v.Set(reflect.ValueOf(time.Time{}))
+		}
+	case v.Kind() == reflect.Struct:
+		for i := range v.NumField() {
+			if v.Type().Field(i).IsExported() {
+				normalize(v.Field(i))
+			}
+		}
+	case v.Kind() == reflect.Slice:
+		if v.IsNil() {
+			return
+		}
+		c := reflect.MakeSlice(v.Type(), v.Len(), v.Len())
+		reflect.Copy(c, v)
+		for i := range c.Len() {
+			normalize(c.Index(i))
+		}
+		v.Set(c)
+	case v.Kind() == reflect.Pointer && !v.IsNil():
+		c := reflect.New(v.Type().Elem())
+		c.Elem().Set(v.Elem())
+		normalize(c.Elem())
+		v.Set(c)
+	}
+}
+
+// providerError classifies a provider error: a permanent one fails the
+// proxy with the provider's message; any other is retried after a backoff.
+func (run *run) providerError(ctx context.Context, what string, err error) (outcome, error) {
+	kind := provider.KindOf(err)
+	msg := fmt.Sprintf("%s: %v", what, err)
+	if !provider.Retryable(err) {
+		return run.fail(ctx, "Provider"+string(kind), msg)
+	}
+	next := run.next()
+	next.Reconciler.Attempts++
+	next.Status.Message = msg
+	setReady(next, "False", "Provider"+string(kind), msg, run.r.clock.Now())
+	run.log.WarnContext(ctx, "provider call failed; retrying after a backoff", slog.String("kind", string(kind)), slog.Any("error", err))
+	if err := run.write(ctx, next, true); err != nil {
+		return done, err
+	}
+	return wait, nil
+}
+
+// fail settles the proxy in phase Failed.
+func (run *run) fail(ctx context.Context, reason, msg string) (outcome, error) {
+	next := run.next()
+	next.Status.Phase = proxy.PhaseFailed
+	next.Status.Message = msg
+	setReady(next, "False", reason, msg, run.r.clock.Now())
+	run.log.ErrorContext(ctx, "proxy failed", slog.String("reason", reason), slog.String("message", msg))
+	if err := run.write(ctx, next, false); err != nil {
+		return done, err
+	}
+	return done, nil
+}
