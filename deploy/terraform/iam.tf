@@ -23,7 +23,7 @@ resource "google_service_account" "trigger" {
 
 resource "google_service_account" "proxy_vm" {
   account_id   = "proxy-vm"
-  display_name = "The proxy VMs themselves: logs and metrics only"
+  display_name = "The proxy VMs themselves: logs, metrics, and their call-home on proxy-reconcile"
 }
 
 locals {
@@ -53,12 +53,15 @@ resource "google_project_iam_member" "trigger_receiver" {
   member  = google_service_account.trigger.member
 }
 
-# Reconcile and CollectGarbage publish reconcile requests; nothing else
-# may.
+# Reconcile and CollectGarbage publish reconcile requests, and the proxy
+# VMs call home on the same topic when their self-test ends; nothing else
+# may. The VMs' account may publish there and nowhere else: no role on the
+# project, only this topic's publisher.
 resource "google_pubsub_topic_iam_member" "reconcile_publishers" {
   for_each = {
     reconcile = google_service_account.reconcile.member
     gc        = google_service_account.gc.member
+    proxy_vm  = google_service_account.proxy_vm.member
   }
   topic  = google_pubsub_topic.reconcile.id
   role   = "roles/pubsub.publisher"

@@ -41,10 +41,13 @@ const (
 	DefaultDiskSizeGB  = 10
 )
 
-// DefaultScopes lets a proxy VM write its logs and metrics and nothing else.
+// DefaultScopes lets a proxy VM write its logs and metrics and call home
+// on Pub/Sub, where its account's only role is publisher on the reconcile
+// topic (deploy/terraform).
 var DefaultScopes = []string{
 	"https://www.googleapis.com/auth/logging.write",
 	"https://www.googleapis.com/auth/monitoring.write",
+	"https://www.googleapis.com/auth/pubsub",
 }
 
 // Config is the provider's configuration (internal/app reads it from GCP_*

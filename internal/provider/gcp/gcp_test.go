@@ -124,7 +124,7 @@ func TestInsertBody(t *testing.T) {
 		}},
 		ServiceAccounts: []*computepb.ServiceAccount{{
 			Email:  proto.String("proxy-vm@demo-proxies.iam.gserviceaccount.com"),
-			Scopes: []string{"https://www.googleapis.com/auth/logging.write", "https://www.googleapis.com/auth/monitoring.write"},
+			Scopes: []string{"https://www.googleapis.com/auth/logging.write", "https://www.googleapis.com/auth/monitoring.write", "https://www.googleapis.com/auth/pubsub"},
 		}},
 	}
 	if diff := cmp.Diff(want, ins[1].Instance, protocmp.Transform()); diff != "" {
