@@ -41,6 +41,23 @@ func (p Phase) Settled() bool { return p == PhaseReady || p == PhaseFailed }
 // DefaultPort is the proxy port when a spec gives none.
 const DefaultPort = 3128
 
+// IPPolicy says what external address a proxy's VMs have.
+type IPPolicy string
+
+const (
+	// IPEphemeral: each VM gets the address its provider gives it; a
+	// replaced VM comes back with another.
+	IPEphemeral IPPolicy = "Ephemeral"
+	// IPStatic: a reserved regional address, made before the first VM and
+	// kept across replacements and rotations, so an allowlist that names
+	// it survives a lost VM; released after the last VM on deletion.
+	IPStatic IPPolicy = "Static"
+)
+
+// MinMaxAge is the shortest maxAge a spec may ask for: a VM rotated more
+// often would spend more of its life booting than serving.
+const MinMaxAge = 10 * time.Minute
+
 // Placement says where the VM runs and what it is made of.
 type Placement struct {
 	Region      string `json:"region,omitempty" firestore:"region,omitempty"`
@@ -68,6 +85,11 @@ type Spec struct {
 	// ConnectPorts are the ports a CONNECT through the proxy may reach (and
 	// the only ports it opens connections to); empty means 443 and 80.
 	ConnectPorts []int32 `json:"connectPorts,omitempty" firestore:"connectPorts,omitempty"`
+	// IPPolicy is Ephemeral (the default) or Static.
+	IPPolicy IPPolicy `json:"ipPolicy,omitempty" firestore:"ipPolicy,omitempty"`
+	// MaxAge, a Go duration of at least MinMaxAge ("24h"), rotates the
+	// proxy's VM once it is that old; empty never rotates by age.
+	MaxAge string `json:"maxAge,omitempty" firestore:"maxAge,omitempty"`
 }
 
 // Condition is one aspect of the status, Kubernetes style. Messages carry no
@@ -97,6 +119,12 @@ type Status struct {
 	Conditions         []Condition `json:"conditions,omitempty" firestore:"conditions,omitempty"`
 	ObservedGeneration int64       `json:"observedGeneration,omitempty" firestore:"observedGeneration,omitempty"`
 	Message            string      `json:"message,omitempty" firestore:"message,omitempty"`
+	// Zone is where the current VM runs, the provider's choice when the
+	// placement names only a region.
+	Zone string `json:"zone,omitempty" firestore:"zone,omitempty"`
+	// Rotations counts the VMs replaced on purpose: by a rotate request or
+	// by maxAge.
+	Rotations int64 `json:"rotations,omitempty" firestore:"rotations,omitempty"`
 }
 
 // Bookkeeping is the reconciler's private state in the document. It is never
@@ -150,6 +178,9 @@ type Proxy struct {
 	// is not a stored field: writes use it as their precondition.
 	UpdateTime        time.Time  `json:"updateTime" firestore:"-"`
 	DeleteRequestTime *time.Time `json:"deleteRequestTime,omitempty" firestore:"deleteRequestTime,omitempty"`
+	// RotateRequestTime is when a rotation was last asked for (POST
+	// …:rotate); the reconciler rotates a VM created before it.
+	RotateRequestTime *time.Time `json:"rotateRequestTime,omitempty" firestore:"rotateRequestTime,omitempty"`
 
 	Reconciler Bookkeeping `json:"-" firestore:"reconciler"`
 }

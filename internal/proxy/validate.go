@@ -5,6 +5,7 @@ import (
 	"net/netip"
 	"regexp"
 	"strings"
+	"time"
 )
 
 // Limits of a spec.
@@ -74,10 +75,9 @@ func (s Spec) Validate(knownProvider func(string) bool) FieldErrors {
 	case !regionRE.MatchString(pl.Region):
 		add("spec.placement.region", "%q is not a region name such as us-central1", pl.Region)
 	}
-	switch {
-	case pl.Zone == "":
-		add("spec.placement.zone", "is required, e.g. %s-a", orDefault(pl.Region, "us-central1"))
-	case pl.Region != "" && !(strings.HasPrefix(pl.Zone, pl.Region) && zoneSuffixRE.MatchString(strings.TrimPrefix(pl.Zone, pl.Region))):
+	// A zone is optional: without one the provider picks one of the
+	// region's, and moves to another when one is out of capacity.
+	if pl.Zone != "" && pl.Region != "" && !(strings.HasPrefix(pl.Zone, pl.Region) && zoneSuffixRE.MatchString(strings.TrimPrefix(pl.Zone, pl.Region))) {
 		add("spec.placement.zone", "zone %q is not in region %q: want %s-a, %s-b, …", pl.Zone, pl.Region, pl.Region, pl.Region)
 	}
 	if pl.MachineType != "" && !machineTypeRE.MatchString(pl.MachineType) {
@@ -113,6 +113,18 @@ func (s Spec) Validate(knownProvider func(string) bool) FieldErrors {
 			add(fmt.Sprintf("spec.allowedSourceRanges[%d]", i), "%q is an IPv4-mapped IPv6 prefix: give its IPv4 form", r)
 		}
 	}
+	switch s.IPPolicy {
+	case IPEphemeral, IPStatic:
+	default:
+		add("spec.ipPolicy", "%q is neither %s nor %s", s.IPPolicy, IPEphemeral, IPStatic)
+	}
+	if s.MaxAge != "" {
+		if d, err := time.ParseDuration(s.MaxAge); err != nil {
+			add("spec.maxAge", "%q is not a duration such as 24h", s.MaxAge)
+		} else if d < MinMaxAge {
+			add("spec.maxAge", "%s is shorter than the %s a VM must serve at the least", d, MinMaxAge)
+		}
+	}
 	if len(s.ConnectPorts) > MaxConnectPorts {
 		add("spec.connectPorts", "has %d ports, over the limit of %d", len(s.ConnectPorts), MaxConnectPorts)
 	}
@@ -129,8 +141,8 @@ func (s Spec) Validate(knownProvider func(string) bool) FieldErrors {
 	return errs
 }
 
-// WithDefaults fills in what a request may leave out: the provider and the
-// port.
+// WithDefaults fills in what a request may leave out: the provider, the
+// port and the IP policy.
 func (s Spec) WithDefaults(defaultProvider string) Spec {
 	if s.Provider == "" {
 		s.Provider = defaultProvider
@@ -138,12 +150,8 @@ func (s Spec) WithDefaults(defaultProvider string) Spec {
 	if s.Port == 0 {
 		s.Port = DefaultPort
 	}
-	return s
-}
-
-func orDefault(v, def string) string {
-	if v == "" {
-		return def
+	if s.IPPolicy == "" {
+		s.IPPolicy = IPEphemeral
 	}
-	return v
+	return s
 }
