@@ -1,0 +1,180 @@
+// Package tenancy says who may do what. Namespaces are the tenants: each
+// is a document namespaces/{ns} holding its members (email → role), its
+// quota of proxies, and the counter of the proxies it holds, side by side,
+// so that a proxy's create reads one document for the namespace's
+// existence, its quota and its count. Platform admins (API_ADMINS: emails
+// and domain:example.com) act in every namespace and alone create and
+// delete namespaces and change quotas.
+//
+// The roles are ordered: a viewer reads (the namespace, its proxies); an
+// editor also creates, deletes and rotates proxies; an owner also changes
+// the members. Permissions is the table the API checks on every request.
+//
+// The package knows no HTTP and no database: the API decides with it, and
+// both document stores keep Namespace as it is written here.
+package tenancy
+
+import (
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strings"
+	"time"
+)
+
+// Role is a member's role in a namespace.
+type Role string
+
+// The roles, from the least to the most.
+const (
+	Viewer Role = "viewer"
+	Editor Role = "editor"
+	Owner  Role = "owner"
+)
+
+// Roles are the roles, from the least to the most.
+var Roles = []Role{Viewer, Editor, Owner}
+
+// Valid reports whether r is one of Roles.
+func (r Role) Valid() bool { return slices.Contains(Roles, r) }
+
+// AtLeast reports whether r grants everything min grants. The empty role
+// (no member) grants nothing.
+func (r Role) AtLeast(min Role) bool {
+	return r.Valid() && slices.Index(Roles, r) >= slices.Index(Roles, min)
+}
+
+// Namespace is one namespace document.
+type Namespace struct {
+	// Name is the document's id, the namespace's label.
+	Name string `firestore:"-"`
+	// Members are the callers who have a role in the namespace, by email
+	// (lowercase).
+	Members map[string]Role `firestore:"members,omitempty"`
+	// MemberEmails are the keys of Members, sorted: what a store's query
+	// for "the namespaces of this caller" matches on. Index keeps it so.
+	MemberEmails []string `firestore:"memberEmails,omitempty"`
+	// Quota is how many proxies the namespace may hold; zero (a namespace
+	// from before tenancy, whose document was only the counter) is the
+	// platform's default.
+	Quota int `firestore:"quota,omitempty"`
+	// ProxyCount is how many proxy documents the namespace holds, changed
+	// in the transaction of each create and delete.
+	ProxyCount int64 `firestore:"proxyCount"`
+	// CreateTime is when an admin created the namespace.
+	CreateTime time.Time `firestore:"createTime,omitempty"`
+	// UpdateTime is the document's update time as the store reports it.
+	UpdateTime time.Time `firestore:"-"`
+}
+
+// RoleOf returns the role of email in the namespace, or "" when it is no
+// member (or there is no namespace).
+func (ns *Namespace) RoleOf(email string) Role {
+	if ns == nil || email == "" {
+		return ""
+	}
+	return ns.Members[strings.ToLower(email)]
+}
+
+// QuotaOr is the namespace's quota, or def when it has none of its own.
+func (ns *Namespace) QuotaOr(def int) int {
+	if ns == nil || ns.Quota <= 0 {
+		return def
+	}
+	return ns.Quota
+}
+
+// Index sets MemberEmails from Members. Every store calls it before it
+// writes a namespace.
+func (ns *Namespace) Index() {
+	ns.MemberEmails = slices.Sorted(maps.Keys(ns.Members))
+	if len(ns.MemberEmails) == 0 {
+		ns.MemberEmails = nil
+	}
+}
+
+// Clone is a deep copy.
+func (ns *Namespace) Clone() *Namespace {
+	c := *ns
+	c.Members = maps.Clone(ns.Members)
+	c.MemberEmails = slices.Clone(ns.MemberEmails)
+	return &c
+}
+
+// Admission decides, inside the transaction of a proxy's create, whether
+// the proxy may be created in ns as the transaction read it (nil when the
+// namespace does not exist), and under which quota. Its error aborts the
+// create and is returned as it is.
+type Admission func(ns *Namespace) (quota int, err error)
+
+// Errors about namespaces, shared by the stores and the API.
+var (
+	// ErrNamespaceNotFound: there is no such namespace.
+	ErrNamespaceNotFound = errors.New("namespace not found")
+	// ErrNamespaceExists: a namespace of that name exists.
+	ErrNamespaceExists = errors.New("namespace already exists")
+	// ErrNamespaceNotEmpty: the namespace holds proxies, so it cannot go.
+	ErrNamespaceNotEmpty = errors.New("namespace holds proxies")
+)
+
+// NormalizeEmail returns the email in lowercase if it is one: a local part
+// and a domain around one '@', neither empty, with no spaces.
+func NormalizeEmail(s string) (string, bool) {
+	local, domain, ok := strings.Cut(strings.ToLower(strings.TrimSpace(s)), "@")
+	if !ok || local == "" || domain == "" || strings.ContainsAny(local+domain, "@ \t\r\n,") {
+		return "", false
+	}
+	return local + "@" + domain, true
+}
+
+// Admins are the platform admins: emails, and whole domains.
+type Admins struct {
+	emails, domains []string
+}
+
+// ParseAdmins reads API_ADMINS: comma-separated emails and
+// domain:example.com entries. An empty list has no admins.
+func ParseAdmins(s string) (Admins, error) {
+	var a Admins
+	for _, f := range strings.Split(s, ",") {
+		f = strings.TrimSpace(f)
+		switch d, isDomain := strings.CutPrefix(f, "domain:"); {
+		case f == "":
+		case isDomain:
+			if _, ok := NormalizeEmail("x@" + d); !ok || strings.Contains(d, "@") {
+				return Admins{}, fmt.Errorf("holds %q, which is not domain:DOMAIN", f)
+			}
+			a.domains = append(a.domains, strings.ToLower(d))
+		default:
+			e, ok := NormalizeEmail(f)
+			if !ok {
+				return Admins{}, fmt.Errorf("holds %q, which is neither an email nor domain:DOMAIN", f)
+			}
+			a.emails = append(a.emails, e)
+		}
+	}
+	return a, nil
+}
+
+// Contains reports whether email is an admin's.
+func (a Admins) Contains(email string) bool {
+	e, ok := NormalizeEmail(email)
+	if !ok {
+		return false
+	}
+	_, domain, _ := strings.Cut(e, "@")
+	return slices.Contains(a.emails, e) || slices.Contains(a.domains, domain)
+}
+
+// String is the list as API_ADMINS gives it.
+func (a Admins) String() string {
+	out := slices.Clone(a.emails)
+	for _, d := range a.domains {
+		out = append(out, "domain:"+d)
+	}
+	return strings.Join(out, ",")
+}
+
+// Equal reports whether a and b name the same admins, in the same order.
+func (a Admins) Equal(b Admins) bool { return a.String() == b.String() }

@@ -1,0 +1,67 @@
+package tenancy_test
+
+import (
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/egress-proxies/egress/internal/tenancy"
+)
+
+// TestAllowed is the whole permission table: for each permission, who of
+// admin, owner, editor, viewer and no member has it.
+func TestAllowed(t *testing.T) {
+	type row [5]bool // admin (no member), owner, editor, viewer, none
+	cases := map[tenancy.Permission]row{
+		tenancy.GetNamespace:    {true, true, true, true, false},
+		tenancy.UpdateMembers:   {true, true, false, false, false},
+		tenancy.UpdateQuota:     {true, false, false, false, false},
+		tenancy.CreateNamespace: {true, false, false, false, false},
+		tenancy.DeleteNamespace: {true, false, false, false, false},
+		tenancy.ListProxies:     {true, true, true, true, false},
+		tenancy.GetProxy:        {true, true, true, true, false},
+		tenancy.CreateProxy:     {true, true, true, false, false},
+		tenancy.DeleteProxy:     {true, true, true, false, false},
+		tenancy.RotateProxy:     {true, true, true, false, false},
+		// Credentials are the members': an admin outside sees none.
+		tenancy.ReadProxyURL: {false, true, true, true, false},
+	}
+	for p, want := range cases {
+		got := row{
+			tenancy.Allowed(p, true, ""),
+			tenancy.Allowed(p, false, tenancy.Owner),
+			tenancy.Allowed(p, false, tenancy.Editor),
+			tenancy.Allowed(p, false, tenancy.Viewer),
+			tenancy.Allowed(p, false, ""),
+		}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("%s: (-want +got) over admin, owner, editor, viewer, none:\n%s", p, diff)
+		}
+	}
+	for p := range tenancy.Permissions {
+		if _, ok := cases[p]; !ok && p != tenancy.ListNamespaces {
+			t.Errorf("permission %s has no row here", p)
+		}
+	}
+}
+
+func TestAdmins(t *testing.T) {
+	a, err := tenancy.ParseAdmins(" Ops@Example.com , domain:Platform.Example ,")
+	if err != nil {
+		t.Fatal(err)
+	}
+	cases := map[string]bool{
+		"ops@example.com": true, "OPS@example.com": true, "anyone@platform.example": true,
+		"ops@example.org": false, "ops@sub.platform.example": false, "": false, "platform.example": false,
+	}
+	for email, want := range cases {
+		if got := a.Contains(email); got != want {
+			t.Errorf("Contains(%q) = %v, want %v", email, got, want)
+		}
+	}
+	for _, bad := range []string{"ops", "domain:", "domain:a@b", "a@b@c"} {
+		if _, err := tenancy.ParseAdmins(bad); err == nil {
+			t.Errorf("ParseAdmins(%q) took it", bad)
+		}
+	}
+}
