@@ -330,4 +330,7 @@ var (
 	ErrQuotaExceeded = errors.New("namespace quota exceeded")
 	// ErrInvalidPageToken: a list's page token was not made by a list.
 	ErrInvalidPageToken = errors.New("invalid page token")
+	// ErrBeingDeleted: the proxy's deletion was requested, so it takes no
+	// other change (a rotation) on its way out.
+	ErrBeingDeleted = errors.New("proxy is being deleted")
 )

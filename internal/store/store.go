@@ -7,12 +7,18 @@
 // ErrAlreadyExists, ErrConflict, ErrQuotaExceeded), wrapped with the
 // document's path.
 //
-// The per-namespace quota is a counter, field proxyCount of the document
-// namespaces/{namespace}, changed in the same transaction as the create or
-// delete it counts. Two concurrent creates both read the counter, so
-// Firestore serialises them and the second sees the first; counting the
-// collection in the transaction instead would read every document of the
-// namespace on every create.
+// The namespace document namespaces/{namespace} holds the tenant
+// (package tenancy: its members and quota) and the per-namespace counter,
+// field proxyCount, changed in the same transaction as the create or
+// delete it counts. A create's transaction reads that one document for the
+// namespace's existence, the caller's admission, the quota and the count.
+// Two concurrent creates both read the counter, so Firestore serialises
+// them and the second sees the first; counting the collection in the
+// transaction instead would read every document of the namespace on every
+// create.
+//
+// What both stores decide alike (the fields of a deletion request, page
+// tokens, the quota, a namespace's updates) is package rules'.
 //
 // Every method counts the documents it reads and writes, as Firestore bills
 // them, in the invocation's usage (package metering).
@@ -20,18 +26,18 @@ package store
 
 import (
 	"context"
-	"encoding/base64"
 	"errors"
 	"fmt"
 	"time"
 
 	"cloud.google.com/go/firestore"
-	"google.golang.org/api/iterator"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
 	"github.com/egress-proxies/egress/internal/metering"
 	"github.com/egress-proxies/egress/internal/proxy"
+	"github.com/egress-proxies/egress/internal/store/rules"
+	"github.com/egress-proxies/egress/internal/tenancy"
 )
 
 // Collection and field names, shared with deploy/terraform's indexes.
@@ -41,7 +47,7 @@ const (
 	countField           = "proxyCount"
 	// ProgressTimeField is what Stalled filters and orders on; production
 	// needs a collection-group index on it.
-	ProgressTimeField = "reconciler.progressTime"
+	ProgressTimeField = rules.ProgressTimeField
 )
 
 // Store is the Firestore store of proxy documents. It is safe for
@@ -59,8 +65,9 @@ func (s *Store) ref(key proxy.Key) *firestore.DocumentRef {
 	return s.client.Collection(NamespacesCollection).Doc(key.Namespace).Collection(ProxiesCollection).Doc(key.Name)
 }
 
-func (s *Store) counter(namespace string) *firestore.DocumentRef {
-	return s.client.Collection(NamespacesCollection).Doc(namespace)
+// namespace is the namespace's document, which holds its counter.
+func (s *Store) namespace(name string) *firestore.DocumentRef {
+	return s.client.Collection(NamespacesCollection).Doc(name)
 }
 
 // transactionAttempts is how often a contended transaction is tried: the
@@ -71,15 +78,30 @@ const transactionAttempts = 30
 // quota, in one transaction, and returns it as written, with the commit's
 // time as its update time. When the name is taken it returns the existing
 // document with ErrAlreadyExists, so the API can tell a repeated request
-// from a conflicting one.
+// from a conflicting one. It needs no namespace document (the counter is
+// made when missing): it is how tests and the simulation seed documents;
+// the API creates with CreateInNamespace.
 //
 // Neither Create nor RequestDeletion reads the document back: the
 // reconciler acts on the write's event at once, and a read-back could find
 // the document already changed, or, with a provider that deletes at once,
 // already gone.
 func (s *Store) Create(ctx context.Context, p *proxy.Proxy, quota int) (*proxy.Proxy, error) {
+	return s.create(ctx, p, false, func(*tenancy.Namespace) (int, error) { return quota, nil })
+}
+
+// CreateInNamespace is Create in a namespace that must exist: admit is
+// called inside the transaction with the namespace document as it read it
+// (nil when there is none), decides whether the caller may create there,
+// and gives the quota; its error aborts the create, and a namespace that
+// does not exist and that admit let through is tenancy.ErrNamespaceNotFound.
+func (s *Store) CreateInNamespace(ctx context.Context, p *proxy.Proxy, admit tenancy.Admission) (*proxy.Proxy, error) {
+	return s.create(ctx, p, true, admit)
+}
+
+func (s *Store) create(ctx context.Context, p *proxy.Proxy, needNamespace bool, admit tenancy.Admission) (*proxy.Proxy, error) {
 	key := p.Key()
-	ref, counter := s.ref(key), s.counter(key.Namespace)
+	ref, counter := s.ref(key), s.namespace(key.Namespace)
 	release, err := s.counters.acquire(ctx, key.Namespace)
 	if err != nil {
 		return nil, wrap(key, "creating", err)
@@ -91,19 +113,30 @@ func (s *Store) Create(ctx context.Context, p *proxy.Proxy, quota int) (*proxy.P
 	)
 	err = s.client.RunTransaction(ctx, func(ctx context.Context, tx *firestore.Transaction) error {
 		existing = nil
-		// The counter first: every create of the namespace contends on it,
-		// and taking it before anything else keeps the lock order the same
-		// in every transaction.
-		count := int64(0)
+		// The namespace first: every create of the namespace contends on
+		// its counter, and taking it before anything else keeps the lock
+		// order the same in every transaction.
 		metering.Add(ctx, metering.FirestoreRead, 2)
+		var ns *tenancy.Namespace
 		csnap, err := tx.Get(counter)
 		switch {
 		case err == nil:
-			if v, err := csnap.DataAt(countField); err == nil {
-				count, _ = v.(int64)
+			if ns, err = decodeNamespace(csnap); err != nil {
+				return err
 			}
 		case status.Code(err) != codes.NotFound:
 			return err
+		}
+		quota, err := admit(ns)
+		if err != nil {
+			return err
+		}
+		if ns == nil && needNamespace {
+			return fmt.Errorf("namespace %q: %w", key.Namespace, tenancy.ErrNamespaceNotFound)
+		}
+		count := int64(0)
+		if ns != nil {
+			count = ns.ProxyCount
 		}
 		snap, err := tx.Get(ref)
 		switch {
@@ -116,8 +149,8 @@ func (s *Store) Create(ctx context.Context, p *proxy.Proxy, quota int) (*proxy.P
 		case status.Code(err) != codes.NotFound:
 			return err
 		}
-		if count >= int64(quota) {
-			return fmt.Errorf("namespace %q holds %d proxies, its quota is %d: %w", key.Namespace, count, quota, proxy.ErrQuotaExceeded)
+		if err := rules.Admit(key.Namespace, count, quota); err != nil {
+			return err
 		}
 		if err := tx.Create(ref, p); err != nil {
 			return err
@@ -150,12 +183,12 @@ func (s *Store) Get(ctx context.Context, key proxy.Key) (*proxy.Proxy, error) {
 func (s *Store) List(ctx context.Context, namespace string, pageSize int, pageToken string) ([]*proxy.Proxy, string, error) {
 	q := s.client.Collection(NamespacesCollection).Doc(namespace).Collection(ProxiesCollection).
 		OrderBy("name", firestore.Asc).Limit(pageSize + 1)
-	if pageToken != "" {
-		after, err := base64.RawURLEncoding.DecodeString(pageToken)
-		if err != nil || !proxy.IsLabel(string(after)) {
-			return nil, "", fmt.Errorf("page token %q was not returned by a list: %w", pageToken, proxy.ErrInvalidPageToken)
-		}
-		q = q.StartAfter(string(after))
+	after, err := rules.ParsePageToken(pageToken)
+	if err != nil {
+		return nil, "", err
+	}
+	if after != "" {
+		q = q.StartAfter(after)
 	}
 	snaps, err := q.Documents(ctx).GetAll()
 	if err != nil {
@@ -172,15 +205,32 @@ func (s *Store) List(ctx context.Context, namespace string, pageSize int, pageTo
 	}
 	next := ""
 	if len(snaps) > pageSize {
-		next = base64.RawURLEncoding.EncodeToString([]byte(out[len(out)-1].Name))
+		next = rules.PageToken(out[len(out)-1].Name)
 	}
 	return out, next, nil
 }
 
-// RequestDeletion marks the document for deletion: deleteRequestTime (kept
-// from the first request), phase Deleting, and a progress time for the
-// sweep. It is idempotent and returns the document as it now is.
+// RequestDeletion marks the document for deletion (rules.RequestDeletion:
+// deleteRequestTime, kept from the first request, phase Deleting, and a
+// progress time for the sweep). It is idempotent and returns the document
+// as it now is.
 func (s *Store) RequestDeletion(ctx context.Context, key proxy.Key, now time.Time) (*proxy.Proxy, error) {
+	p, err := s.change(ctx, key, func(p *proxy.Proxy) ([]rules.Field, error) { return rules.RequestDeletion(p, now), nil })
+	return p, wrap(key, "requesting the deletion of", err)
+}
+
+// RequestRotation asks for the proxy's VM to be rotated
+// (rules.RequestRotation: rotateRequestTime is now) and returns the
+// document as it now is. A proxy being deleted is proxy.ErrBeingDeleted,
+// and nothing is written.
+func (s *Store) RequestRotation(ctx context.Context, key proxy.Key, now time.Time) (*proxy.Proxy, error) {
+	p, err := s.change(ctx, key, func(p *proxy.Proxy) ([]rules.Field, error) { return rules.RequestRotation(p, now) })
+	return p, wrap(key, "requesting the rotation of", err)
+}
+
+// change reads the document and writes what rule changes of it, in one
+// transaction; a rule that changes nothing writes nothing.
+func (s *Store) change(ctx context.Context, key proxy.Key, rule func(*proxy.Proxy) ([]rules.Field, error)) (*proxy.Proxy, error) {
 	ref := s.ref(key)
 	var (
 		out    *proxy.Proxy
@@ -196,13 +246,14 @@ func (s *Store) RequestDeletion(ctx context.Context, key proxy.Key, now time.Tim
 		if out, err = decode(snap); err != nil {
 			return err
 		}
-		if wrote = out.DeleteRequestTime == nil; !wrote {
-			return nil
+		fields, err := rule(out)
+		if wrote = len(fields) > 0; err != nil || !wrote {
+			return err
 		}
-		return tx.Update(ref, requestDeletion(out, now))
+		return tx.Update(ref, updates(fields))
 	}, firestore.MaxAttempts(transactionAttempts), firestore.WithCommitResponseTo(&commit))
 	if err != nil {
-		return nil, wrap(key, "requesting the deletion of", err)
+		return nil, err
 	}
 	if wrote {
 		metering.Add(ctx, metering.FirestoreWrite, 1)
@@ -211,17 +262,13 @@ func (s *Store) RequestDeletion(ctx context.Context, key proxy.Key, now time.Tim
 	return out, nil
 }
 
-// requestDeletion marks p for deletion at now and returns the updates that
-// make the stored document say the same, so the two cannot drift apart.
-func requestDeletion(p *proxy.Proxy, now time.Time) []firestore.Update {
-	p.DeleteRequestTime = &now
-	p.Status.Phase = proxy.PhaseDeleting
-	p.Reconciler.ProgressTime = now
-	return []firestore.Update{
-		{Path: "deleteRequestTime", Value: now},
-		{Path: "status.phase", Value: string(proxy.PhaseDeleting)},
-		{Path: ProgressTimeField, Value: now},
+// updates are a rule's fields as Firestore updates.
+func updates(fields []rules.Field) []firestore.Update {
+	out := make([]firestore.Update, len(fields))
+	for i, f := range fields {
+		out[i] = firestore.Update{Path: f.Path, Value: f.Value}
 	}
+	return out
 }
 
 // UpdateStatus replaces the status and the reconciler's bookkeeping if the
@@ -260,77 +307,12 @@ func (s *Store) Delete(ctx context.Context, key proxy.Key, updateTime time.Time)
 		if err := tx.Delete(ref, firestore.LastUpdateTime(updateTime)); err != nil {
 			return err
 		}
-		return tx.Update(s.counter(key.Namespace), []firestore.Update{{Path: countField, Value: firestore.Increment(-1)}})
+		return tx.Update(s.namespace(key.Namespace), []firestore.Update{{Path: countField, Value: firestore.Increment(-1)}})
 	}, firestore.MaxAttempts(transactionAttempts))
 	if err == nil {
 		metering.Add(ctx, metering.FirestoreWrite, 2)
 	}
 	return wrap(key, "deleting", err)
-}
-
-// LiveUIDs reads, by uid, the key and phase of every proxy document of
-// every namespace, with a collection-group query that selects only the uid
-// and the phase: memory grows with the number of documents, never with
-// their size.
-func (s *Store) LiveUIDs(ctx context.Context) (map[string]proxy.Claim, error) {
-	it := s.client.CollectionGroup(ProxiesCollection).Select("uid", "status.phase").Documents(ctx)
-	defer it.Stop()
-	uids := map[string]proxy.Claim{}
-	for n := 0; ; n++ {
-		snap, err := it.Next()
-		if errors.Is(err, iterator.Done) {
-			queried(ctx, n)
-			return uids, nil
-		}
-		if err != nil {
-			return nil, fmt.Errorf("reading the uids of every proxy: %w", err)
-		}
-		v, err := snap.DataAt("uid")
-		if err != nil {
-			return nil, fmt.Errorf("%s has no uid: %w", snap.Ref.Path, err)
-		}
-		uid, _ := v.(string)
-		claim := proxy.Claim{Key: keyOf(snap.Ref)}
-		if ph, err := snap.DataAt("status.phase"); err == nil {
-			p, _ := ph.(string)
-			claim.Phase = proxy.Phase(p)
-		}
-		uids[uid] = claim
-	}
-}
-
-// keyOf is the key of a proxy document reference.
-func keyOf(ref *firestore.DocumentRef) proxy.Key {
-	k := proxy.Key{Name: ref.ID}
-	if ns := ref.Parent.Parent; ns != nil {
-		k.Namespace = ns.ID
-	}
-	return k
-}
-
-// Stalled returns up to limit documents whose progress time is before
-// `before`, oldest first. Settled documents carry no progress time, so only
-// documents on their way somewhere are read, and only their names.
-func (s *Store) Stalled(ctx context.Context, before time.Time, limit int) ([]proxy.Key, error) {
-	snaps, err := s.client.CollectionGroup(ProxiesCollection).
-		Where(ProgressTimeField, "<", before).
-		OrderBy(ProgressTimeField, firestore.Asc).
-		Limit(limit).Select().Documents(ctx).GetAll()
-	if err != nil {
-		return nil, fmt.Errorf("reading the stalled proxies: %w", err)
-	}
-	queried(ctx, len(snaps))
-	keys := make([]proxy.Key, 0, len(snaps))
-	for _, snap := range snaps {
-		keys = append(keys, keyOf(snap.Ref))
-	}
-	return keys, nil
-}
-
-// queried counts the reads of a query that returned n documents: one each,
-// and one for a query that returned none.
-func queried(ctx context.Context, n int) {
-	metering.Add(ctx, metering.FirestoreRead, int64(max(n, 1)))
 }
 
 func decode(snap *firestore.DocumentSnapshot) (*proxy.Proxy, error) {
@@ -350,7 +332,8 @@ func wrap(key proxy.Key, doing string, err error) error {
 	var domain error
 	switch {
 	case errors.Is(err, proxy.ErrAlreadyExists), errors.Is(err, proxy.ErrConflict),
-		errors.Is(err, proxy.ErrQuotaExceeded), errors.Is(err, proxy.ErrNotFound):
+		errors.Is(err, proxy.ErrQuotaExceeded), errors.Is(err, proxy.ErrNotFound),
+		errors.Is(err, proxy.ErrBeingDeleted), errors.Is(err, tenancy.ErrNamespaceNotFound):
 		return fmt.Errorf("%s %s: %w", doing, key, err)
 	}
 	switch status.Code(err) {

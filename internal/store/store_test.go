@@ -14,7 +14,9 @@ import (
 	"github.com/egress-proxies/egress/internal/metering"
 	"github.com/egress-proxies/egress/internal/proxy"
 	"github.com/egress-proxies/egress/internal/store"
+	"github.com/egress-proxies/egress/internal/store/rules"
 	"github.com/egress-proxies/egress/internal/store/storetest"
+	"github.com/egress-proxies/egress/internal/tenancy"
 )
 
 func TestMain(m *testing.M) { emulatortest.Main(m) }
@@ -60,6 +62,42 @@ func TestUsageCounted(t *testing.T) {
 				return ignore(err, proxy.ErrAlreadyExists)
 			},
 			want: metering.Usage{FirestoreReads: 2},
+		},
+		"CreateInNamespace": {
+			reason: "The namespace's one document gives admission, quota and count: the same two reads and two writes as a Create.",
+			setup:  namespace("a"),
+			op: func(ctx context.Context, s *store.Store, _ *proxy.Proxy) error {
+				_, err := s.CreateInNamespace(ctx, storetest.New("a", "p1"), func(ns *tenancy.Namespace) (int, error) { return ns.QuotaOr(20), nil })
+				return err
+			},
+			want: metering.Usage{FirestoreReads: 2, FirestoreWrites: 2},
+		},
+		"RequestRotation": {
+			reason: "The transaction reads the document and writes its rotation time.",
+			setup:  create("a", "p1"),
+			op: func(ctx context.Context, s *store.Store, p *proxy.Proxy) error {
+				_, err := s.RequestRotation(ctx, p.Key(), time.Now())
+				return err
+			},
+			want: metering.Usage{FirestoreReads: 1, FirestoreWrites: 1},
+		},
+		"GetNamespace": {
+			reason: "The API's access check is one read.",
+			setup:  namespace("a"),
+			op: func(ctx context.Context, s *store.Store, _ *proxy.Proxy) error {
+				_, err := s.GetNamespace(ctx, "a")
+				return err
+			},
+			want: metering.Usage{FirestoreReads: 1},
+		},
+		"UpdateNamespace": {
+			reason: "The transaction reads the namespace and writes it.",
+			setup:  namespace("a"),
+			op: func(ctx context.Context, s *store.Store, _ *proxy.Proxy) error {
+				_, err := s.UpdateNamespace(ctx, "a", func(ns *tenancy.Namespace) error { ns.Quota = 3; return nil })
+				return err
+			},
+			want: metering.Usage{FirestoreReads: 1, FirestoreWrites: 1},
 		},
 		"GetMissing": {
 			reason: "A get of a missing document is billed as a read.",
@@ -153,6 +191,17 @@ func TestUsageCounted(t *testing.T) {
 				t.Errorf("%s\nusage (-want +got):\n%s", tc.reason, diff)
 			}
 		})
+	}
+}
+
+// namespace is a setup that creates one namespace.
+func namespace(name string) func(t *testing.T, s *store.Store) *proxy.Proxy {
+	return func(t *testing.T, s *store.Store) *proxy.Proxy {
+		t.Helper()
+		if _, err := s.CreateNamespace(context.Background(), rules.NewNamespace(name, nil, 0, 20, time.Now())); err != nil {
+			t.Fatal(err)
+		}
+		return nil
 	}
 }
 

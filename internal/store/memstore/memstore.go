@@ -2,7 +2,12 @@
 // semantics the reconciler and the garbage collector rely on: create fails
 // when the document exists, every write gets a new, strictly later update
 // time, writes carrying a stale update time are refused, and each change is
-// reported to a watcher as Firestore reports it to Eventarc.
+// reported to a watcher as Firestore reports it to Eventarc. Namespace
+// documents are kept too, with the per-namespace counter a create and a
+// delete change, as internal/store keeps them; their changes are no proxy
+// events and reach no watcher.
+//
+// What the two stores decide alike is package rules', which both call.
 //
 // It exists for the pure logic's tests and for the fault simulation, which
 // need thousands of schedules per second; the emulator tests of
@@ -20,6 +25,8 @@ import (
 
 	"github.com/egress-proxies/egress/internal/clock"
 	"github.com/egress-proxies/egress/internal/proxy"
+	"github.com/egress-proxies/egress/internal/store/rules"
+	"github.com/egress-proxies/egress/internal/tenancy"
 )
 
 // Change is one write to a document: Old is nil for a create, New is nil for
@@ -33,17 +40,18 @@ type Change struct {
 type Store struct {
 	clock clock.Clock
 
-	mu     sync.Mutex
-	docs   map[proxy.Key]*proxy.Proxy
-	last   time.Time
-	watch  func(Change)
-	writes int
-	reads  int
+	mu         sync.Mutex
+	docs       map[proxy.Key]*proxy.Proxy
+	namespaces map[string]*tenancy.Namespace
+	last       time.Time
+	watch      func(Change)
+	writes     int
+	reads      int
 }
 
 // New returns an empty store whose update times come from clk.
 func New(clk clock.Clock) *Store {
-	return &Store{clock: clk, docs: map[proxy.Key]*proxy.Proxy{}}
+	return &Store{clock: clk, docs: map[proxy.Key]*proxy.Proxy{}, namespaces: map[string]*tenancy.Namespace{}}
 }
 
 // Watch sets the function told of every change, after it is applied and
@@ -64,28 +72,56 @@ func (s *Store) Counts() (reads, writes int) {
 // Create writes a new document, failing with proxy.ErrAlreadyExists (and
 // the existing document) when the name is taken and with
 // proxy.ErrQuotaExceeded when the namespace already holds quota documents.
-func (s *Store) Create(_ context.Context, p *proxy.Proxy, quota int) (*proxy.Proxy, error) {
+// Like the Firestore store's, it makes the namespace's counter when there
+// is none.
+func (s *Store) Create(ctx context.Context, p *proxy.Proxy, quota int) (*proxy.Proxy, error) {
+	return s.create(ctx, p, false, func(*tenancy.Namespace) (int, error) { return quota, nil })
+}
+
+// CreateInNamespace is Create in a namespace that must exist, admitted by
+// admit, as the Firestore store's.
+func (s *Store) CreateInNamespace(ctx context.Context, p *proxy.Proxy, admit tenancy.Admission) (*proxy.Proxy, error) {
+	return s.create(ctx, p, true, admit)
+}
+
+func (s *Store) create(_ context.Context, p *proxy.Proxy, needNamespace bool, admit tenancy.Admission) (*proxy.Proxy, error) {
 	s.mu.Lock()
 	key := p.Key()
+	ns := s.namespaces[key.Namespace]
+	var view *tenancy.Namespace
+	if ns != nil {
+		view = ns.Clone()
+	}
+	quota, err := admit(view)
+	if err == nil && ns == nil && needNamespace {
+		err = fmt.Errorf("namespace %q: %w", key.Namespace, tenancy.ErrNamespaceNotFound)
+	}
+	if err != nil {
+		s.mu.Unlock()
+		return nil, err
+	}
 	if old, ok := s.docs[key]; ok {
 		defer s.mu.Unlock()
 		return clone(old), fmt.Errorf("%s: %w", key, proxy.ErrAlreadyExists)
 	}
-	n := 0
-	for k := range s.docs {
-		if k.Namespace == key.Namespace {
-			n++
-		}
+	count := int64(0)
+	if ns != nil {
+		count = ns.ProxyCount
 	}
-	if n >= quota {
+	if err := rules.Admit(key.Namespace, count, quota); err != nil {
 		s.mu.Unlock()
-		return nil, fmt.Errorf("namespace %q holds %d proxies, its quota: %w", key.Namespace, n, proxy.ErrQuotaExceeded)
+		return nil, err
 	}
+	if ns == nil {
+		ns = &tenancy.Namespace{Name: key.Namespace}
+		s.namespaces[key.Namespace] = ns
+	}
+	ns.ProxyCount++
 	doc := clone(p)
+	// The create time is the caller's, as the Firestore store stores it:
+	// neither store makes one up.
 	doc.UpdateTime = s.tick()
-	if doc.CreateTime.IsZero() {
-		doc.CreateTime = doc.UpdateTime
-	}
+	ns.UpdateTime = doc.UpdateTime
 	s.docs[key] = doc
 	return clone(doc), s.changed(Change{Key: key, New: clone(doc)})
 }
@@ -103,13 +139,17 @@ func (s *Store) Get(_ context.Context, key proxy.Key) (*proxy.Proxy, error) {
 }
 
 // List returns up to pageSize documents of a namespace ordered by name, and
-// the next page's token: the last name returned.
+// the next page's token (rules.PageToken).
 func (s *Store) List(_ context.Context, namespace string, pageSize int, pageToken string) ([]*proxy.Proxy, string, error) {
+	after, err := rules.ParsePageToken(pageToken)
+	if err != nil {
+		return nil, "", err
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var names []string
 	for k := range s.docs {
-		if k.Namespace == namespace && k.Name > pageToken {
+		if k.Namespace == namespace && k.Name > after {
 			names = append(names, k.Name)
 		}
 	}
@@ -121,30 +161,44 @@ func (s *Store) List(_ context.Context, namespace string, pageSize int, pageToke
 	}
 	next := ""
 	if len(names) > pageSize {
-		next = out[len(out)-1].Name
+		next = rules.PageToken(out[len(out)-1].Name)
 	}
 	return out, next, nil
 }
 
-// RequestDeletion marks the document for deletion as the API does.
+// RequestDeletion marks the document for deletion (rules.RequestDeletion).
 func (s *Store) RequestDeletion(_ context.Context, key proxy.Key, now time.Time) (*proxy.Proxy, error) {
+	return s.change(key, func(p *proxy.Proxy) ([]rules.Field, error) { return rules.RequestDeletion(p, now), nil })
+}
+
+// RequestRotation asks for the proxy's VM to be rotated
+// (rules.RequestRotation).
+func (s *Store) RequestRotation(_ context.Context, key proxy.Key, now time.Time) (*proxy.Proxy, error) {
+	return s.change(key, func(p *proxy.Proxy) ([]rules.Field, error) { return rules.RequestRotation(p, now) })
+}
+
+// change applies what rule changes of the document; a rule that changes
+// nothing writes nothing.
+func (s *Store) change(key proxy.Key, rule func(*proxy.Proxy) ([]rules.Field, error)) (*proxy.Proxy, error) {
 	s.mu.Lock()
 	doc, ok := s.docs[key]
 	if !ok {
 		s.mu.Unlock()
 		return nil, fmt.Errorf("%s: %w", key, proxy.ErrNotFound)
 	}
-	if doc.DeleteRequestTime != nil {
+	next := clone(doc)
+	fields, err := rule(next)
+	if err != nil || len(fields) == 0 {
 		defer s.mu.Unlock()
+		if err != nil {
+			return nil, err
+		}
 		return clone(doc), nil
 	}
 	old := clone(doc)
-	t := now
-	doc.DeleteRequestTime = &t
-	doc.Status.Phase = proxy.PhaseDeleting
-	doc.Reconciler.ProgressTime = now
-	doc.UpdateTime = s.tick()
-	return clone(doc), s.changed(Change{Key: key, Old: old, New: clone(doc)})
+	next.UpdateTime = s.tick()
+	s.docs[key] = next
+	return clone(next), s.changed(Change{Key: key, Old: old, New: clone(next)})
 }
 
 // UpdateStatus replaces status and bookkeeping when p.UpdateTime is still
@@ -182,6 +236,9 @@ func (s *Store) Delete(_ context.Context, key proxy.Key, updateTime time.Time) e
 		return fmt.Errorf("%s changed since %s: %w", key, updateTime.Format(time.RFC3339Nano), proxy.ErrConflict)
 	}
 	delete(s.docs, key)
+	if ns := s.namespaces[key.Namespace]; ns != nil {
+		ns.ProxyCount--
+	}
 	s.writes++
 	s.tick()
 	return s.changed(Change{Key: key, Old: doc})
@@ -284,5 +341,10 @@ func clone(p *proxy.Proxy) *proxy.Proxy {
 		t := *p.DeleteRequestTime
 		c.DeleteRequestTime = &t
 	}
+	if p.RotateRequestTime != nil {
+		t := *p.RotateRequestTime
+		c.RotateRequestTime = &t
+	}
+	c.Spec.ConnectPorts = slices.Clone(p.Spec.ConnectPorts)
 	return &c
 }

@@ -1,7 +1,8 @@
-// Package storetest is the behaviour every proxy document store must have:
-// the Firestore store against the emulator and the in-memory store of the
-// simulation run the same operations through Run and must agree, so the
-// simulation's proofs hold for the real database.
+// Package storetest is the behaviour every document store must have, for
+// proxies and for namespaces: the Firestore store against the emulator and
+// the in-memory store of the simulation and the API's tests run the same
+// operations through Run and must agree, so the simulation's proofs and
+// the API's tests hold for the real database.
 package storetest
 
 import (
@@ -16,18 +17,27 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/egress-proxies/egress/internal/proxy"
+	"github.com/egress-proxies/egress/internal/tenancy"
 )
 
 // Store is the contract of internal/store.
 type Store interface {
 	Create(ctx context.Context, p *proxy.Proxy, quota int) (*proxy.Proxy, error)
+	CreateInNamespace(ctx context.Context, p *proxy.Proxy, admit tenancy.Admission) (*proxy.Proxy, error)
 	Get(ctx context.Context, key proxy.Key) (*proxy.Proxy, error)
 	List(ctx context.Context, namespace string, pageSize int, pageToken string) ([]*proxy.Proxy, string, error)
 	RequestDeletion(ctx context.Context, key proxy.Key, now time.Time) (*proxy.Proxy, error)
+	RequestRotation(ctx context.Context, key proxy.Key, now time.Time) (*proxy.Proxy, error)
 	UpdateStatus(ctx context.Context, p *proxy.Proxy) (time.Time, error)
 	Delete(ctx context.Context, key proxy.Key, updateTime time.Time) error
 	LiveUIDs(ctx context.Context) (map[string]proxy.Claim, error)
 	Stalled(ctx context.Context, before time.Time, limit int) ([]proxy.Key, error)
+
+	GetNamespace(ctx context.Context, name string) (*tenancy.Namespace, error)
+	ListNamespaces(ctx context.Context, member string, pageSize int, pageToken string) ([]*tenancy.Namespace, string, error)
+	CreateNamespace(ctx context.Context, ns *tenancy.Namespace) (*tenancy.Namespace, error)
+	UpdateNamespace(ctx context.Context, name string, update func(*tenancy.Namespace) error) (*tenancy.Namespace, error)
+	DeleteNamespace(ctx context.Context, name string, check func(*tenancy.Namespace) error) error
 }
 
 // Run runs the contract against stores made by newStore, one empty store
@@ -39,6 +49,12 @@ func Run(t *testing.T, newStore func(t *testing.T) Store) {
 	t.Run("DeletionAndPrecondition", func(t *testing.T) { testDelete(t, newStore(t)) })
 	t.Run("ConcurrentCreates", func(t *testing.T) { testConcurrent(t, newStore(t)) })
 	t.Run("LiveUIDsAndStalled", func(t *testing.T) { testScans(t, newStore(t)) })
+	t.Run("InvalidPageTokens", func(t *testing.T) { testPageTokens(t, newStore(t)) })
+	t.Run("Rotation", func(t *testing.T) { testRotation(t, newStore(t)) })
+	t.Run("Namespaces", func(t *testing.T) { testNamespaces(t, newStore(t)) })
+	t.Run("NamespaceListPages", func(t *testing.T) { testNamespaceList(t, newStore(t)) })
+	t.Run("CreateInNamespace", func(t *testing.T) { testCreateInNamespace(t, newStore(t)) })
+	t.Run("NamespaceDeletion", func(t *testing.T) { testNamespaceDeletion(t, newStore(t)) })
 }
 
 var base = time.Date(2026, 12, 2, 9, 0, 0, 0, time.UTC)
@@ -87,6 +103,15 @@ func testCreate(t *testing.T, s Store) {
 	}
 	if _, err := s.Get(ctx, proxy.Key{Namespace: "team-a", Name: "absent"}); !errors.Is(err, proxy.ErrNotFound) {
 		t.Errorf("Get of an absent document: %v, want ErrNotFound", err)
+	}
+	// A store keeps the fields it is given and makes none up.
+	bare := New("team-a", "bare")
+	bare.CreateTime = time.Time{}
+	if _, err := s.Create(ctx, bare, 20); err != nil {
+		t.Fatal(err)
+	}
+	if got, err := s.Get(ctx, bare.Key()); err != nil || !got.CreateTime.IsZero() {
+		t.Errorf("a document created without a create time reads back %v (%v), want none", got.CreateTime, err)
 	}
 }
 

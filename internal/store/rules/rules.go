@@ -1,0 +1,127 @@
+// Package rules holds what the document stores decide alike, whatever the
+// database: which fields a deletion or rotation request changes, what a
+// page token is, when a create fits its namespace's quota, what a
+// namespace's update writes and when a namespace may go. The Firestore
+// store (internal/store) and the in-memory one (internal/store/memstore)
+// both call these functions, and internal/store/storetest holds both to
+// the same results, so the rules cannot drift apart between the two.
+package rules
+
+import (
+	"encoding/base64"
+	"fmt"
+	"time"
+
+	"github.com/egress-proxies/egress/internal/proxy"
+	"github.com/egress-proxies/egress/internal/tenancy"
+)
+
+// Field is one field a rule changes: its path in the document (as
+// Firestore names it) and its new value. The in-memory store applies the
+// change to its copy instead; the Firestore store writes these.
+type Field struct {
+	Path  string
+	Value any
+}
+
+// Field paths of a proxy document.
+const (
+	DeleteRequestTimeField = "deleteRequestTime"
+	RotateRequestTimeField = "rotateRequestTime"
+	PhaseField             = "status.phase"
+	ProgressTimeField      = "reconciler.progressTime"
+)
+
+// RequestDeletion marks p for deletion at now and returns the fields that
+// changed: deleteRequestTime, phase Deleting, and a progress time for the
+// sweep. A proxy whose deletion was requested already keeps its first
+// request: nothing changes and the result is nil.
+func RequestDeletion(p *proxy.Proxy, now time.Time) []Field {
+	if p.DeleteRequestTime != nil {
+		return nil
+	}
+	p.DeleteRequestTime = &now
+	p.Status.Phase = proxy.PhaseDeleting
+	p.Reconciler.ProgressTime = now
+	return []Field{
+		{Path: DeleteRequestTimeField, Value: now},
+		{Path: PhaseField, Value: string(proxy.PhaseDeleting)},
+		{Path: ProgressTimeField, Value: now},
+	}
+}
+
+// RequestRotation asks for p's VM to be rotated: rotateRequestTime is now,
+// and the reconciler rotates a VM created before it. Each request is a new
+// one. A proxy being deleted takes none: proxy.ErrBeingDeleted.
+func RequestRotation(p *proxy.Proxy, now time.Time) ([]Field, error) {
+	if p.DeleteRequestTime != nil {
+		return nil, fmt.Errorf("%s was asked to be deleted at %s: %w", p.Key(), p.DeleteRequestTime.Format(time.RFC3339), proxy.ErrBeingDeleted)
+	}
+	p.RotateRequestTime = &now
+	return []Field{{Path: RotateRequestTimeField, Value: now}}, nil
+}
+
+// PageToken is the token of the page after one that ended at name (a
+// proxy or a namespace, both labels).
+func PageToken(name string) string { return base64.RawURLEncoding.EncodeToString([]byte(name)) }
+
+// ParsePageToken returns the name a page token says to start after, or
+// proxy.ErrInvalidPageToken for a token no list made. The empty token is
+// the first page: "".
+func ParsePageToken(token string) (string, error) {
+	if token == "" {
+		return "", nil
+	}
+	after, err := base64.RawURLEncoding.DecodeString(token)
+	if err != nil || !proxy.IsLabel(string(after)) {
+		return "", fmt.Errorf("page token %q was not returned by a list: %w", token, proxy.ErrInvalidPageToken)
+	}
+	return string(after), nil
+}
+
+// Admit refuses a create in a namespace that holds count proxies under
+// quota, with proxy.ErrQuotaExceeded.
+func Admit(namespace string, count int64, quota int) error {
+	if count >= int64(quota) {
+		return fmt.Errorf("namespace %q holds %d proxies, its quota is %d: %w", namespace, count, quota, proxy.ErrQuotaExceeded)
+	}
+	return nil
+}
+
+// NewNamespace is the document of a namespace an admin creates at now:
+// its members, and its quota, or def when the request gave none. It holds
+// no proxies yet.
+func NewNamespace(name string, members map[string]tenancy.Role, quota, def int, now time.Time) *tenancy.Namespace {
+	if quota <= 0 {
+		quota = def
+	}
+	ns := &tenancy.Namespace{Name: name, Members: members, Quota: quota, CreateTime: now}
+	ns.Index()
+	return ns
+}
+
+// NamespaceUpdate is what an update of ns writes: its members, their
+// index, and its quota. The proxy counter is never among them: only
+// creates and deletes change it, in their own transactions.
+func NamespaceUpdate(ns *tenancy.Namespace) []Field {
+	ns.Index()
+	members := map[string]string{}
+	for e, r := range ns.Members {
+		members[e] = string(r)
+	}
+	return []Field{
+		{Path: "members", Value: members},
+		{Path: "memberEmails", Value: ns.MemberEmails},
+		{Path: "quota", Value: ns.Quota},
+	}
+}
+
+// Deletable refuses to delete a namespace that holds proxies (those being
+// deleted included: their documents are still there), with
+// tenancy.ErrNamespaceNotEmpty and how many.
+func Deletable(ns *tenancy.Namespace) error {
+	if ns.ProxyCount > 0 {
+		return fmt.Errorf("namespace %q holds %d proxies: %w", ns.Name, ns.ProxyCount, tenancy.ErrNamespaceNotEmpty)
+	}
+	return nil
+}
