@@ -223,6 +223,45 @@ func TestRegistry(t *testing.T) {
 	}
 }
 
+// TestRegistryValidators: each type's rules are the ones registered
+// beside its constructor; a type registered without any has none, and an
+// unknown type is an error, not "no rules".
+func TestRegistryValidators(t *testing.T) {
+	r := provider.NewRegistry()
+	ctor := func(context.Context) (provider.Provider, error) { return nopProvider{}, nil }
+	strict := func(req provider.ValidateRequest) []provider.Violation {
+		if req.Placement.Region == "mars" {
+			return []provider.Violation{{Field: "placement.region", Reason: "REGION_NOT_ALLOWED", Description: "no"}}
+		}
+		return nil
+	}
+	_ = r.Register("strict", ctor, provider.WithValidator(strict))
+	_ = r.Register("lax", ctor)
+	set := provider.NewSet(r)
+	mars := provider.ValidateRequest{Placement: provider.Placement{Region: "mars"}}
+	cases := map[string]struct {
+		reason  string
+		typ     string
+		want    []provider.Violation
+		wantErr bool
+	}{
+		"Registered": {reason: "the rules registered beside the constructor", typ: "strict", want: []provider.Violation{{Field: "placement.region", Reason: "REGION_NOT_ALLOWED", Description: "no"}}},
+		"None":       {reason: "a type registered without rules has none", typ: "lax"},
+		"Unknown":    {reason: "an unknown type is an error", typ: "aws", wantErr: true},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			got, err := set.Validate(tc.typ, mars)
+			if (err != nil) != tc.wantErr {
+				t.Fatalf("%s\nValidate(%s): %v, wantErr %v", tc.reason, tc.typ, err, tc.wantErr)
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("%s\nviolations (-want +got):\n%s", tc.reason, diff)
+			}
+		})
+	}
+}
+
 func TestSetConstructsOnce(t *testing.T) {
 	ctx := context.Background()
 	r := provider.NewRegistry()

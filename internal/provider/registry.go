@@ -18,26 +18,29 @@ type Constructor func(ctx context.Context) (Provider, error)
 // it appears in a proxy's spec.provider.
 var typePattern = regexp.MustCompile(`^[a-z][a-z0-9-]{0,31}$`)
 
-// Registry maps a provider type ("mock", "gcp", …) to its constructor. It is a
+// Registry maps a provider type ("mock", "gcp", …) to its constructor and
+// its validator (the rules of a spec it can serve). It is a
 // value built at the composition root, never a package-level global filled by
 // init functions: which providers exist is a decision of the binary that wires
 // them, and tests build registries of their own.
 //
 // A Registry is safe for concurrent use.
 type Registry struct {
-	mu    sync.RWMutex
-	ctors map[string]Constructor
+	mu   sync.RWMutex
+	regs map[string]registration
 }
 
 // NewRegistry returns an empty registry.
 func NewRegistry() *Registry {
-	return &Registry{ctors: map[string]Constructor{}}
+	return &Registry{regs: map[string]registration{}}
 }
 
-// Register adds a provider type. It fails for an invalid type name, a nil
-// constructor, and a type that is already registered, since two
-// constructors for one type would make the choice depend on wiring order.
-func (r *Registry) Register(typ string, c Constructor) error {
+// Register adds a provider type, with its validator when given
+// (WithValidator); a type registered without one has no rules of its own.
+// It fails for an invalid type name, a nil constructor, and a type that
+// is already registered, since two constructors for one type would make
+// the choice depend on wiring order.
+func (r *Registry) Register(typ string, c Constructor, opts ...Option) error {
 	if !typePattern.MatchString(typ) {
 		return fmt.Errorf("provider registry: type %q is not valid: want a lowercase word matching %s", typ, typePattern)
 	}
@@ -46,23 +49,42 @@ func (r *Registry) Register(typ string, c Constructor) error {
 	}
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	if _, ok := r.ctors[typ]; ok {
+	if _, ok := r.regs[typ]; ok {
 		return fmt.Errorf("provider registry: type %q is already registered", typ)
 	}
-	r.ctors[typ] = c
+	reg := registration{ctor: c}
+	for _, o := range opts {
+		o(&reg)
+	}
+	r.regs[typ] = reg
 	return nil
+}
+
+// Validate checks a request against the rules of provider type typ. An
+// unknown type is an error that lists the known ones.
+func (r *Registry) Validate(typ string, req ValidateRequest) ([]Violation, error) {
+	r.mu.RLock()
+	reg, ok := r.regs[typ]
+	r.mu.RUnlock()
+	if !ok {
+		return nil, fmt.Errorf("provider registry: unknown provider type %q (known: %s)", typ, strings.Join(r.Types(), ", "))
+	}
+	if reg.validate == nil {
+		return nil, nil
+	}
+	return reg.validate(req), nil
 }
 
 // New constructs a provider of the given type. An unknown type is an error
 // that lists the known ones.
 func (r *Registry) New(ctx context.Context, typ string) (Provider, error) {
 	r.mu.RLock()
-	c, ok := r.ctors[typ]
+	reg, ok := r.regs[typ]
 	r.mu.RUnlock()
 	if !ok {
 		return nil, fmt.Errorf("provider registry: unknown provider type %q (known: %s)", typ, strings.Join(r.Types(), ", "))
 	}
-	p, err := c(ctx)
+	p, err := reg.ctor(ctx)
 	if err != nil {
 		return nil, fmt.Errorf("provider registry: constructing %q: %w", typ, err)
 	}
@@ -73,7 +95,7 @@ func (r *Registry) New(ctx context.Context, typ string) (Provider, error) {
 func (r *Registry) Has(typ string) bool {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
-	_, ok := r.ctors[typ]
+	_, ok := r.regs[typ]
 	return ok
 }
 
@@ -81,8 +103,8 @@ func (r *Registry) Has(typ string) bool {
 func (r *Registry) Types() []string {
 	r.mu.RLock()
 	defer r.mu.RUnlock()
-	types := make([]string, 0, len(r.ctors))
-	for t := range r.ctors {
+	types := make([]string, 0, len(r.regs))
+	for t := range r.regs {
 		types = append(types, t)
 	}
 	slices.Sort(types)
@@ -125,3 +147,9 @@ func (s *Set) Types() []string { return s.reg.Types() }
 
 // Has reports whether the set can hand out a provider of type typ.
 func (s *Set) Has(typ string) bool { return s.reg.Has(typ) }
+
+// Validate checks a request against the rules of provider type typ, as
+// its registration gave them.
+func (s *Set) Validate(typ string, req ValidateRequest) ([]Violation, error) {
+	return s.reg.Validate(typ, req)
+}

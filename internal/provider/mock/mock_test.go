@@ -268,3 +268,30 @@ func TestBootFaults(t *testing.T) {
 		t.Errorf("console of the failed VM: %q, %v; want the bootstrap's failure", out, err)
 	}
 }
+
+// TestValidate: the mock's own small rules.
+func TestValidate(t *testing.T) {
+	cases := map[string]struct {
+		reason string
+		pl     provider.Placement
+		want   []string
+	}{
+		"RegionAndZone":   {reason: "a zone of the region", pl: provider.Placement{Region: "us-central1", Zone: "us-central1-a"}},
+		"RegionOnly":      {reason: "a region alone", pl: provider.Placement{Region: "local"}},
+		"AnyMachineType":  {reason: "the mock ignores machine types and images", pl: provider.Placement{Region: "local", MachineType: "n2-highmem-128", Image: "whatever"}},
+		"RegionNotLabel":  {reason: "a region is a label", pl: provider.Placement{Region: "Local One"}, want: []string{"placement.region:REGION_INVALID"}},
+		"ZoneOfAnother":   {reason: "a zone of another region", pl: provider.Placement{Region: "us-central1", Zone: "europe-west4-a"}, want: []string{"placement.zone:ZONE_NOT_IN_REGION"}},
+		"ZoneIsTheRegion": {reason: "a zone is more than its region", pl: provider.Placement{Region: "us-central1", Zone: "us-central1-"}, want: []string{"placement.zone:ZONE_NOT_IN_REGION"}},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			var got []string
+			for _, v := range mock.Validate(provider.ValidateRequest{Placement: tc.pl}) {
+				got = append(got, v.Field+":"+v.Reason)
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("%s\nviolations (-want +got):\n%s", tc.reason, diff)
+			}
+		})
+	}
+}

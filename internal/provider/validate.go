@@ -1,0 +1,43 @@
+package provider
+
+// ValidateRequest is what a spec asks of a provider, as the API checks it
+// before anything is stored: the provider-neutral rules (a region is
+// given, the port is a port) are the API's, and a provider's validator
+// holds its own.
+type ValidateRequest struct {
+	Placement Placement
+	// CloudInit is the spec's inline user-data, which the provider sends
+	// the way its VMs read it (gcp: a metadata value, of bounded size).
+	CloudInit string
+}
+
+// Violation is one rule of a provider that a request breaks.
+type Violation struct {
+	// Field is the JSON path of the field below the spec:
+	// "placement.zone", "cloudInit".
+	Field string
+	// Reason names the rule in UPPER_SNAKE ("ZONE_NOT_IN_REGION"), one
+	// reason per rule.
+	Reason string
+	// Description says what is wrong and what would be right.
+	Description string
+}
+
+// Validator checks a request against a provider's rules: the forms its
+// regions, zones, machine types and images take, its limits, and what the
+// operator allows of it. It returns every broken rule, or none. It is
+// pure: it calls no cloud, so the API can run it on every request.
+type Validator func(ValidateRequest) []Violation
+
+// Option changes a registration.
+type Option func(*registration)
+
+// WithValidator registers the provider type's rules beside its
+// constructor.
+func WithValidator(v Validator) Option { return func(r *registration) { r.validate = v } }
+
+// registration is what the registry holds of a provider type.
+type registration struct {
+	ctor     Constructor
+	validate Validator
+}
