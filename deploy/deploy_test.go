@@ -613,3 +613,121 @@ func waitListening(t *testing.T, addr string) {
 		time.Sleep(50 * time.Millisecond)
 	}
 }
+
+// TestSecretAccessIsConditionedOnThePrefix: the reconciler may read only
+// the secrets under the operator's prefix. Every grant of the secret
+// accessor role carries an IAM condition on resource.name's start, built
+// from the same variable that gives the functions CLOUD_INIT_SECRET_PREFIX,
+// so the code's check and IAM's cannot name different secrets.
+func TestSecretAccessIsConditionedOnThePrefix(t *testing.T) {
+	m := parseModule(t)
+	const role, variable = "roles/secretmanager.secretAccessor", "var.cloud_init_secret_prefix"
+	grants := 0
+	for _, b := range m.blocks {
+		var visit func(b *hclsyntax.Block)
+		visit = func(blk *hclsyntax.Block) {
+			for _, a := range blk.Body.Attributes {
+				if !strings.Contains(m.source(t, a.Expr.Range()), role) {
+					continue
+				}
+				grants++
+				if blk.Type != "resource" || blk.Labels[0] != "google_project_iam_member" {
+					t.Errorf("%s grants %s outside a conditioned google_project_iam_member (at %s)", blk.Type, role, a.SrcRange)
+					continue
+				}
+				conds := nested(blk.Body, "condition")
+				if len(conds) != 1 {
+					t.Errorf("%s.%s grants %s with no condition: project-wide secret access", blk.Labels[0], blk.Labels[1], role)
+					continue
+				}
+				expr, ok := conds[0].Body.Attributes["expression"]
+				if !ok {
+					t.Errorf("the condition on %s has no expression", role)
+					continue
+				}
+				if src := m.source(t, expr.Expr.Range()); !strings.Contains(src, "resource.name.startsWith(") || !strings.Contains(src, variable) || !strings.Contains(src, "/secrets/") {
+					t.Errorf("the condition on %s is %s: want resource.name.startsWith(\"projects/…/secrets/${%s}\")", role, src, variable)
+				}
+			}
+			for _, n := range blk.Body.Blocks {
+				visit(n)
+			}
+		}
+		visit(b)
+	}
+	if grants != 1 {
+		t.Errorf("%d grants of %s, want the reconciler's one", grants, role)
+	}
+	// The functions that check the prefix get it from the same variable.
+	for _, fn := range m.resources("google_cloudfunctions2_function") {
+		var entry string
+		for _, bc := range nested(fn.Body, "build_config") {
+			entry = literal(t, bc.Body, "entry_point")
+		}
+		if !app.ByName()["CLOUD_INIT_SECRET_PREFIX"].ReadBy(app.Function(entry)) {
+			continue
+		}
+		src := envSource(t, m, fn, "CLOUD_INIT_SECRET_PREFIX")
+		if !strings.Contains(src, variable) || !strings.Contains(src, "projects/${var.project_id}/secrets/") {
+			t.Errorf("%s's CLOUD_INIT_SECRET_PREFIX is %s: want projects/PROJECT/secrets/ and %s", entry, src, variable)
+		}
+	}
+}
+
+// source is the text of a range of the module.
+func (m *module) source(t *testing.T, r hcl.Range) string {
+	t.Helper()
+	return string(r.SliceBytes(m.src(t, r.Filename)))
+}
+
+// envSource is the source of the value a function's environment gives
+// key, through the locals it names.
+func envSource(t *testing.T, m *module, fn *hclsyntax.Block, key string) string {
+	t.Helper()
+	locals := map[string]hclsyntax.Expression{}
+	for _, b := range m.blocks {
+		if b.Type == "locals" {
+			for name, a := range b.Body.Attributes {
+				locals[name] = a.Expr
+			}
+		}
+	}
+	var resolve func(e hclsyntax.Expression) string
+	resolve = func(e hclsyntax.Expression) string {
+		if x, ok := e.(*hclsyntax.ScopeTraversalExpr); ok && x.Traversal.RootName() == "local" && len(x.Traversal) == 2 {
+			if l, ok := locals[x.Traversal[1].(hcl.TraverseAttr).Name]; ok {
+				return resolve(l)
+			}
+		}
+		return m.source(t, e.Range())
+	}
+	found := ""
+	var visit func(e hclsyntax.Expression)
+	visit = func(e hclsyntax.Expression) {
+		switch x := e.(type) {
+		case *hclsyntax.ObjectConsExpr:
+			for _, item := range x.Items {
+				if k, diags := item.KeyExpr.Value(nil); !diags.HasErrors() && k.AsString() == key {
+					found = resolve(item.ValueExpr)
+				}
+			}
+		case *hclsyntax.FunctionCallExpr:
+			for _, a := range x.Args {
+				visit(a)
+			}
+		case *hclsyntax.ScopeTraversalExpr:
+			if l, ok := locals[x.Traversal[1].(hcl.TraverseAttr).Name]; ok {
+				visit(l)
+			}
+		}
+	}
+	for _, sc := range nested(fn.Body, "service_config") {
+		if a, ok := sc.Body.Attributes["environment_variables"]; ok {
+			visit(a.Expr)
+		}
+	}
+	if found == "" {
+		t.Fatalf("%s is not in the environment of %s", key, fn.Labels[1])
+	}
+	return found
+}

@@ -31,7 +31,6 @@ locals {
     api_datastore       = { member = google_service_account.api.member, role = "roles/datastore.user" }
     reconcile_datastore = { member = google_service_account.reconcile.member, role = "roles/datastore.user" }
     reconcile_compute   = { member = google_service_account.reconcile.member, role = "roles/compute.instanceAdmin.v1" }
-    reconcile_secrets   = { member = google_service_account.reconcile.member, role = "roles/secretmanager.secretAccessor" }
     gc_datastore        = { member = google_service_account.gc.member, role = "roles/datastore.viewer" }
     gc_compute          = { member = google_service_account.gc.member, role = "roles/compute.instanceAdmin.v1" }
     vm_logs             = { member = google_service_account.proxy_vm.member, role = "roles/logging.logWriter" }
@@ -44,6 +43,23 @@ resource "google_project_iam_member" "roles" {
   project  = var.project_id
   role     = each.value.role
   member   = each.value.member
+}
+
+# The reconciler reads a spec's cloudInitSecret, and only the secrets under
+# the operator's prefix: no project-wide secret access, so no document can
+# have another secret of the project written into a VM's metadata. IAM
+# names secrets by project number in resource.name; the prefix covers the
+# secret and its versions. With no prefix there is no binding at all.
+resource "google_project_iam_member" "reconcile_secrets" {
+  count   = var.cloud_init_secret_prefix == "" ? 0 : 1
+  project = var.project_id
+  role    = "roles/secretmanager.secretAccessor"
+  member  = google_service_account.reconcile.member
+  condition {
+    title       = "egress-cloud-init-secrets"
+    description = "Only the secrets a proxy's cloudInitSecret may name (CLOUD_INIT_SECRET_PREFIX)."
+    expression  = "resource.name.startsWith(\"projects/${data.google_project.this.number}/secrets/${var.cloud_init_secret_prefix}\")"
+  }
 }
 
 # Eventarc delivers through the trigger account.

@@ -141,3 +141,13 @@ variable "log_level" {
     error_message = "log_level must be debug, info, warn or error."
   }
 }
+
+variable "cloud_init_secret_prefix" {
+  description = "Start of the names of the secrets a spec's cloudInitSecret may name, within the project, such as egress- (each namespace then names only egress-NAMESPACE-…). It is the functions' CLOUD_INIT_SECRET_PREFIX (projects/PROJECT/secrets/ before it) and the IAM condition on the reconciler's secret access; empty refuses cloudInitSecret and grants no secret access at all."
+  type        = string
+  default     = ""
+  validation {
+    condition     = can(regex("^[A-Za-z0-9_-]*$", var.cloud_init_secret_prefix))
+    error_message = "cloud_init_secret_prefix must be the start of a secret id: letters, digits, '-' and '_'."
+  }
+}
