@@ -38,9 +38,7 @@ resource "google_cloudfunctions2_function" "api" {
     max_instance_count               = 10
     max_instance_request_concurrency = 40
     ingress_settings                 = "ALLOW_ALL"
-    environment_variables = merge(local.common_env, {
-      NAMESPACE_QUOTA = tostring(var.namespace_quota)
-    })
+    environment_variables            = merge(local.common_env, local.api_env)
   }
   depends_on = [google_project_service.apis]
 }
@@ -77,6 +75,7 @@ resource "google_cloudfunctions2_function" "reconcile" {
       RECONCILE_MAX_BACKOFF     = "10s"
       BOOT_TIMEOUT              = var.boot_timeout
       MAX_BOOT_FAILURES         = tostring(var.max_boot_failures)
+      CLOUD_INIT_SECRET_PREFIX  = local.cloud_init_secret_prefix
     })
   }
   event_trigger {

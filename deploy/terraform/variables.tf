@@ -142,6 +142,18 @@ variable "log_level" {
   }
 }
 
+variable "api_admins" {
+  description = "Platform admins of the ProxyAPI (API_ADMINS): emails and domain:example.com entries. They act in every namespace and alone create and delete namespaces and change quotas; with none, no namespace can be made."
+  type        = list(string)
+  default     = []
+}
+
+variable "allow_custom_cloud_init" {
+  description = "Whether a proxy's spec may bring its own cloudInit, user-data its VM runs as root (ALLOW_CUSTOM_CLOUD_INIT)."
+  type        = bool
+  default     = false
+}
+
 variable "cloud_init_secret_prefix" {
   description = "Start of the names of the secrets a spec's cloudInitSecret may name, within the project, such as egress- (each namespace then names only egress-NAMESPACE-…). It is the functions' CLOUD_INIT_SECRET_PREFIX (projects/PROJECT/secrets/ before it) and the IAM condition on the reconciler's secret access; empty refuses cloudInitSecret and grants no secret access at all."
   type        = string
@@ -150,4 +162,40 @@ variable "cloud_init_secret_prefix" {
     condition     = can(regex("^[A-Za-z0-9_-]*$", var.cloud_init_secret_prefix))
     error_message = "cloud_init_secret_prefix must be the start of a secret id: letters, digits, '-' and '_'."
   }
+}
+
+variable "min_source_prefix_ipv4" {
+  description = "The widest IPv4 range a proxy's allowedSourceRanges may hold, as a prefix length (MIN_SOURCE_PREFIX_IPV4)."
+  type        = number
+  default     = 8
+}
+
+variable "min_source_prefix_ipv6" {
+  description = "The widest IPv6 range a proxy's allowedSourceRanges may hold, as a prefix length (MIN_SOURCE_PREFIX_IPV6)."
+  type        = number
+  default     = 32
+}
+
+variable "allow_any_source" {
+  description = "Whether a proxy may be open to the whole internet, 0.0.0.0/0 or ::/0 (ALLOW_ANY_SOURCE)."
+  type        = bool
+  default     = false
+}
+
+variable "gcp_allowed_regions" {
+  description = "Regions a proxy's placement may name (GCP_ALLOWED_REGIONS); empty allows every region."
+  type        = list(string)
+  default     = []
+}
+
+variable "gcp_allowed_machine_types" {
+  description = "Machine types a proxy's placement may name (GCP_ALLOWED_MACHINE_TYPES); must hold e2-micro, the type of a placement that names none."
+  type        = list(string)
+  default     = ["e2-micro", "e2-small", "e2-medium"]
+}
+
+variable "gcp_allowed_images" {
+  description = "Images a proxy's placement may name (GCP_ALLOWED_IMAGES): projects/P/global/images/NAME, .../images/family/F or .../images/*; must allow the Debian 12 family, the image of a placement that names none."
+  type        = list(string)
+  default     = ["projects/debian-cloud/global/images/family/debian-12"]
 }

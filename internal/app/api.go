@@ -5,20 +5,24 @@ import (
 
 	"github.com/egress-proxies/egress/internal/clock"
 	"github.com/egress-proxies/egress/internal/httpapi"
-	"github.com/egress-proxies/egress/internal/metering"
 )
 
-// proxyAPI is the ProxyAPI handler, metered as one invocation per request.
-type proxyAPI struct{ http.Handler }
-
-func newProxyAPI(a *App) *proxyAPI {
-	api := httpapi.New(a.store, clock.Real{}, a.Log, httpapi.Options{
-		Quota:           a.Config.API.Quota,
-		DefaultProvider: a.Config.DefaultProvider,
-		KnownProvider:   a.Providers.Has,
-		Project:         a.Config.Project,
+// newProxyAPI is the ProxyAPI handler. It meters each request as one
+// invocation itself, on the request's own line.
+func newProxyAPI(a *App) http.Handler {
+	c := a.Config
+	policy := c.API.Policy
+	policy.CloudInitSecretPrefix = c.CloudInitSecretPrefix
+	return httpapi.New(a.store, clock.Real{}, a.Log, httpapi.Options{
+		Function:        string(ProxyAPI),
+		Quota:           c.API.Quota,
+		DefaultProvider: c.DefaultProvider,
+		Providers:       a.Providers,
+		Policy:          policy,
+		Admins:          c.API.Admins,
+		LocalIdentity:   c.API.LocalIdentity,
+		Project:         c.Project,
 	})
-	return &proxyAPI{metering.HTTP(string(ProxyAPI), a.Log, api)}
 }
 
 // ProxyAPI is the HTTP handler of the ProxyAPI function. It is nil when the

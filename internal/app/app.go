@@ -17,6 +17,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/http"
 	"os"
 	"slices"
 	"time"
@@ -62,7 +63,7 @@ type App struct {
 	secrets   *secretManager
 	store     *store.Store
 
-	api        *proxyAPI
+	api        http.Handler
 	reconciler *reconcile.Reconciler
 	collector  *gc.Collector
 }
@@ -135,7 +136,7 @@ func (a *App) dial(ctx context.Context) error {
 		a.publisher = queue.NewPublisher(a.pubsub)
 	}
 	if a.Config.serves(Reconcile) {
-		a.secrets = &secretManager{}
+		a.secrets = &secretManager{prefix: a.Config.CloudInitSecretPrefix}
 	}
 	return nil
 }

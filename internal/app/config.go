@@ -12,7 +12,9 @@ import (
 	"github.com/egress-proxies/egress/internal/gc"
 	"github.com/egress-proxies/egress/internal/provider/gcp"
 	"github.com/egress-proxies/egress/internal/provider/mock"
+	"github.com/egress-proxies/egress/internal/proxy"
 	"github.com/egress-proxies/egress/internal/reconcile"
+	"github.com/egress-proxies/egress/internal/tenancy"
 )
 
 // Getenv reads one environment variable: os.Getenv in production, a map in
@@ -38,6 +40,11 @@ type Config struct {
 	// MockCallHome says whether mock VMs call home, as real ones do.
 	MockCallHome bool
 	GCP          gcp.Config
+	// GCPPolicy is what the operator allows of the gcp provider.
+	GCPPolicy gcp.Policy
+	// CloudInitSecretPrefix is what a cloudInitSecret must start with:
+	// the API refuses others, the reconciler reads no other.
+	CloudInitSecretPrefix string
 	// ComputeEndpoint replaces Google's Compute API, without credentials:
 	// tests against a fake only.
 	ComputeEndpoint string
@@ -46,8 +53,17 @@ type Config struct {
 
 // APIConfig is the ProxyAPI's part.
 type APIConfig struct {
-	// Quota is how many proxies one namespace may hold.
+	// Quota is how many proxies a namespace created without a quota of
+	// its own may hold.
 	Quota int
+	// Admins are the platform admins.
+	Admins tenancy.Admins
+	// LocalIdentity is the caller of a request without an identity: the
+	// local stack's only.
+	LocalIdentity string
+	// Policy is what the operator allows of every spec; its secret prefix
+	// is CloudInitSecretPrefix.
+	Policy proxy.Policy
 }
 
 // LocalConfig is the local stack's own part.
@@ -58,7 +74,6 @@ type LocalConfig struct {
 }
 
 var (
-	gcpNameRE     = regexp.MustCompile(`^[a-z]([-a-z0-9]{0,61}[a-z0-9])?$`)
 	gcpEmailRE    = regexp.MustCompile(`^[^@\s]+@[^@\s]+\.[a-z]+$`)
 	probeTargetRE = regexp.MustCompile(`^[A-Za-z0-9.-]+:[0-9]{1,5}$`)
 )
@@ -113,6 +128,11 @@ func (c Config) check() error {
 	}
 	if c.DefaultProvider != "" && !slices.Contains(c.Providers, c.DefaultProvider) {
 		return fmt.Errorf("config: DEFAULT_PROVIDER %q is not among PROVIDERS (%s)", c.DefaultProvider, strings.Join(c.Providers, ", "))
+	}
+	if c.serves(ProxyAPI) && gcpEnabled(&c) {
+		if err := c.GCPPolicy.Check(); err != nil {
+			return fmt.Errorf("config: GCP_ALLOWED_REGIONS, GCP_ALLOWED_MACHINE_TYPES and GCP_ALLOWED_IMAGES: the policy %w", err)
+		}
 	}
 	if r := c.Reconcile; r.MaxBackoff < r.InitialBackoff {
 		return fmt.Errorf("config: RECONCILE_MAX_BACKOFF=%s is shorter than RECONCILE_INITIAL_BACKOFF=%s", r.MaxBackoff, r.InitialBackoff)

@@ -21,7 +21,9 @@ import (
 	"github.com/egress-proxies/egress/internal/gc"
 	"github.com/egress-proxies/egress/internal/provider/gcp"
 	"github.com/egress-proxies/egress/internal/provider/mock"
+	"github.com/egress-proxies/egress/internal/proxy"
 	"github.com/egress-proxies/egress/internal/reconcile"
+	"github.com/egress-proxies/egress/internal/tenancy"
 )
 
 func env(m map[string]string) app.Getenv { return func(k string) string { return m[k] } }
@@ -33,7 +35,7 @@ func defaults() app.Config {
 		Project:   "demo-x",
 		Providers: []string{"mock"}, DefaultProvider: "mock",
 		LogLevel: slog.LevelInfo, LogFormat: "json",
-		API: app.APIConfig{Quota: 20},
+		API: app.APIConfig{Quota: 20, Policy: proxy.Policy{MinPrefixIPv4: 8, MinPrefixIPv6: 32}},
 		Reconcile: reconcile.Options{WaitBudget: time.Minute, InitialBackoff: 2 * time.Second, MaxBackoff: 10 * time.Second,
 			BootTimeout: 10 * time.Minute, MaxBootFailures: 3},
 		GC:           gc.Options{GracePeriod: 10 * time.Minute, Parallelism: 16, SweepThreshold: 2 * time.Minute},
@@ -64,9 +66,15 @@ func TestLoad(t *testing.T) {
 			env: map[string]string{"GOOGLE_CLOUD_PROJECT": "demo-x", "LOG_LEVEL": "debug", "LOG_FORMAT": "text", "NAMESPACE_QUOTA": "5",
 				"RECONCILE_WAIT_BUDGET": "2m", "RECONCILE_INITIAL_BACKOFF": "400ms", "RECONCILE_MAX_BACKOFF": "2s",
 				"GC_GRACE_PERIOD": "30m", "GC_PARALLELISM": "4", "GC_DRY_RUN": "true", "GC_SWEEP_THRESHOLD": "90s", "MOCK_PROVISIONING_DELAY": "1s",
-				"BOOT_TIMEOUT": "5m", "MAX_BOOT_FAILURES": "2", "MOCK_CALL_HOME": "false"},
+				"BOOT_TIMEOUT": "5m", "MAX_BOOT_FAILURES": "2", "MOCK_CALL_HOME": "false",
+				"API_ADMINS": "Ops@Example.com, domain:platform.example", "LOCAL_IDENTITY": "Dev@Localhost", "ALLOW_CUSTOM_CLOUD_INIT": "true",
+				"CLOUD_INIT_SECRET_PREFIX": "projects/demo-x/secrets/egress-", "MIN_SOURCE_PREFIX_IPV4": "16", "MIN_SOURCE_PREFIX_IPV6": "48", "ALLOW_ANY_SOURCE": "true"},
 			want: with(func(c *app.Config) {
 				c.LogLevel, c.LogFormat, c.API.Quota = slog.LevelDebug, "text", 5
+				c.API.Admins, _ = tenancy.ParseAdmins("ops@example.com,domain:platform.example")
+				c.API.LocalIdentity = "dev@localhost"
+				c.API.Policy = proxy.Policy{MinPrefixIPv4: 16, MinPrefixIPv6: 48, AllowAnySource: true, AllowCloudInit: true}
+				c.CloudInitSecretPrefix = "projects/demo-x/secrets/egress-"
 				c.Reconcile = reconcile.Options{WaitBudget: 2 * time.Minute, InitialBackoff: 400 * time.Millisecond, MaxBackoff: 2 * time.Second,
 					BootTimeout: 5 * time.Minute, MaxBootFailures: 2}
 				c.MockCallHome = false
@@ -120,7 +128,50 @@ func TestLoad(t *testing.T) {
 			want: with(func(c *app.Config) {
 				c.Providers, c.DefaultProvider = []string{"gcp", "mock"}, "gcp"
 				c.GCP = gcp.Config{Project: "demo-x", Network: "default", NetworkTag: "egress-proxy", Scopes: gcp.DefaultScopes, ProbeTarget: "www.google.com:443"}
+				c.GCPPolicy = gcp.Policy{MachineTypes: gcp.DefaultAllowedMachineTypes, Images: gcp.DefaultAllowedImages}
 			}),
+		},
+		"GCPPolicy": {
+			reason: "the gcp policy's lists are read, comma-separated",
+			env: map[string]string{"GOOGLE_CLOUD_PROJECT": "demo-x", "PROVIDERS": "gcp", "GCP_ALLOWED_REGIONS": "europe-west4, europe-west1",
+				"GCP_ALLOWED_MACHINE_TYPES": "e2-micro,e2-standard-2", "GCP_ALLOWED_IMAGES": gcp.DefaultImage + ",projects/acme-images/global/images/*"},
+			want: with(func(c *app.Config) {
+				c.Providers, c.DefaultProvider = []string{"gcp"}, "gcp"
+				c.GCP = gcp.Config{Project: "demo-x", Network: "default", NetworkTag: "egress-proxy", Scopes: gcp.DefaultScopes, ProbeTarget: "www.google.com:443"}
+				c.GCPPolicy = gcp.Policy{Regions: []string{"europe-west4", "europe-west1"}, MachineTypes: []string{"e2-micro", "e2-standard-2"},
+					Images: []string{gcp.DefaultImage, "projects/acme-images/global/images/*"}}
+				c.Mock, c.MockCallHome = mock.Options{}, false // not enabled, not read
+			}),
+		},
+		"GCPPolicyWithoutDefault": {
+			reason:  "a machine-type list without the type Create uses would refuse every placement that names none",
+			env:     map[string]string{"GOOGLE_CLOUD_PROJECT": "demo-x", "PROVIDERS": "gcp", "GCP_ALLOWED_MACHINE_TYPES": "e2-small"},
+			wantErr: "config: GCP_ALLOWED_REGIONS, GCP_ALLOWED_MACHINE_TYPES and GCP_ALLOWED_IMAGES: the policy does not allow e2-micro, the machine type of a placement that names none",
+		},
+		"BadAdmins": {
+			reason:  "an admin entry that is neither an email nor a domain stops the start",
+			env:     map[string]string{"GOOGLE_CLOUD_PROJECT": "demo-x", "API_ADMINS": "ops@example.com,platform-team"},
+			wantErr: `config: API_ADMINS="ops@example.com,platform-team" holds "platform-team", which is neither an email nor domain:DOMAIN`,
+		},
+		"BadLocalIdentity": {
+			reason:  "the local identity is an email",
+			env:     map[string]string{"GOOGLE_CLOUD_PROJECT": "demo-x", "LOCAL_IDENTITY": "me"},
+			wantErr: `config: LOCAL_IDENTITY="me" is not an email`,
+		},
+		"SecretPrefixOfEverySecret": {
+			reason:  "a prefix that is no start of a secret's name would be every secret of the project",
+			env:     map[string]string{"GOOGLE_CLOUD_PROJECT": "demo-x", "CLOUD_INIT_SECRET_PREFIX": "projects/demo-x/secrets/"},
+			wantErr: `config: CLOUD_INIT_SECRET_PREFIX="projects/demo-x/secrets/" is not the start of a secret's name: want projects/PROJECT/secrets/PREFIX, such as projects/P/secrets/egress-`,
+		},
+		"SecretPrefixNotAName": {
+			reason:  "a prefix that is no secret name's start",
+			env:     map[string]string{"GOOGLE_CLOUD_PROJECT": "demo-x", "CLOUD_INIT_SECRET_PREFIX": "egress-"},
+			wantErr: `config: CLOUD_INIT_SECRET_PREFIX="egress-" is not the start of a secret's name: want projects/PROJECT/secrets/PREFIX, such as projects/P/secrets/egress-`,
+		},
+		"SourcePrefixOutOfRange": {
+			reason:  "an IPv4 prefix is 1-32",
+			env:     map[string]string{"GOOGLE_CLOUD_PROJECT": "demo-x", "MIN_SOURCE_PREFIX_IPV4": "33"},
+			wantErr: `config: MIN_SOURCE_PREFIX_IPV4="33" is not a whole number in 1-32`,
 		},
 		"GCPBadTag": {
 			reason:  "a gcp setting that cannot work stops the start, naming the variable",

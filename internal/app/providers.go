@@ -19,7 +19,9 @@ import (
 
 // registry builds the registry of every enabled provider type, each behind
 // the metering decorator, so every backend's calls count in the
-// invocation's usage without its knowing. Each provider's settings were
+// invocation's usage without its knowing, and each with its rules (the
+// forms and the operator's policy of what a spec may ask of it) beside its
+// constructor. Each provider's settings were
 // read and checked by Load only when it is enabled, so a missing GCP_*
 // setting never stops a mock run and always stops a gcp one at start-up.
 func (a *App) registry() (*provider.Registry, error) {
@@ -28,9 +30,13 @@ func (a *App) registry() (*provider.Registry, error) {
 		mock.Type: a.mockConstructor(),
 		gcp.Type:  c.gcpConstructor(),
 	}
+	rules := map[string]provider.Validator{
+		mock.Type: mock.Validate,
+		gcp.Type:  gcp.Validator(c.GCPPolicy),
+	}
 	reg := provider.NewRegistry()
 	for _, typ := range c.Providers {
-		if err := reg.Register(typ, metered(ctors[typ])); err != nil {
+		if err := reg.Register(typ, metered(ctors[typ]), provider.WithValidator(rules[typ])); err != nil {
 			return nil, fmt.Errorf("config: PROVIDERS: %w", err)
 		}
 	}

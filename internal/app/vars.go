@@ -12,7 +12,9 @@ import (
 	"github.com/egress-proxies/egress/internal/httpapi"
 	"github.com/egress-proxies/egress/internal/provider/gcp"
 	"github.com/egress-proxies/egress/internal/provider/mock"
+	"github.com/egress-proxies/egress/internal/proxy"
 	"github.com/egress-proxies/egress/internal/reconcile"
+	"github.com/egress-proxies/egress/internal/tenancy"
 )
 
 // Function is a reader of configuration: one of the three entry points, or
@@ -75,6 +77,9 @@ func (v Var) DocDefault() string {
 // ReadBy reports whether f reads v.
 func (v Var) ReadBy(f Function) bool { return slices.Contains(v.Readers, f) }
 
+// localIdentity is the local stack's default caller, an admin there.
+const localIdentity = "local-admin@localhost"
+
 var (
 	allFunctions = []Function{ProxyAPI, Reconcile, CollectGarbage}
 	// providerUsers make providers: they call Create, Get, Delete, ListByTag.
@@ -125,10 +130,67 @@ var Vars = []Var{
 			return nil
 		}},
 
-	// ProxyAPI.
+	// ProxyAPI: tenancy.
 	{Name: "NAMESPACE_QUOTA", Default: strconv.Itoa(httpapi.DefaultQuota), Readers: []Function{ProxyAPI},
-		Meaning: "proxies one namespace may hold",
+		Meaning: "proxies a namespace may hold when an admin creates it without a quota of its own",
 		set:     atLeast(1, func(c *Config) *int { return &c.API.Quota })},
+	{Name: "API_ADMINS", DefaultDoc: "no one", LocalDefault: localIdentity, Readers: []Function{ProxyAPI},
+		Meaning: "the platform admins, comma-separated emails and `domain:example.com`: they act in every namespace and alone create and delete namespaces and change quotas",
+		set: func(c *Config, v string) error {
+			a, err := tenancy.ParseAdmins(v)
+			c.API.Admins = a
+			return err
+		}},
+	{Name: "LOCAL_IDENTITY", LocalDefault: localIdentity, Readers: []Function{ProxyAPI, LocalStack}, Local: true,
+		Meaning: "the email of a request that carries no identity; never set in production, where such a request is refused (401)",
+		set: func(c *Config, v string) error {
+			if v == "" {
+				return nil
+			}
+			e, ok := tenancy.NormalizeEmail(v)
+			if !ok {
+				return fmt.Errorf("is not an email")
+			}
+			c.API.LocalIdentity = e
+			return nil
+		}},
+
+	// ProxyAPI: what the operator allows of every spec.
+	{Name: "ALLOW_CUSTOM_CLOUD_INIT", Default: "false", Readers: []Function{ProxyAPI},
+		Meaning: "whether a spec may bring its own `cloudInit`, user-data its VM runs as root",
+		set:     boolean(func(c *Config) *bool { return &c.API.Policy.AllowCloudInit })},
+	{Name: "CLOUD_INIT_SECRET_PREFIX", DefaultDoc: "none: `cloudInitSecret` is refused", Readers: []Function{ProxyAPI, Reconcile},
+		Meaning: "what a spec's `cloudInitSecret` must start with, `projects/P/secrets/egress-`, followed by the proxy's namespace and `-`; the reconciler reads no secret outside it, and Terraform's IAM condition grants no other",
+		set: func(c *Config, v string) error {
+			// A prefix of no secret name at all would be every secret of
+			// the project: the hole this closes.
+			if _, name, _ := strings.Cut(v, "/secrets/"); v != "" && (name == "" || !proxy.IsSecretVersion(v+"x/versions/1")) {
+				return fmt.Errorf("is not the start of a secret's name: want projects/PROJECT/secrets/PREFIX, such as projects/P/secrets/egress-")
+			}
+			c.CloudInitSecretPrefix = v
+			return nil
+		}},
+	{Name: "MIN_SOURCE_PREFIX_IPV4", Default: strconv.Itoa(proxy.DefaultMinPrefixIPv4), Readers: []Function{ProxyAPI},
+		Meaning: "the widest IPv4 range `allowedSourceRanges` may hold, as a prefix length (8: nothing wider than a /8)",
+		set:     between(1, 32, func(c *Config) *int { return &c.API.Policy.MinPrefixIPv4 })},
+	{Name: "MIN_SOURCE_PREFIX_IPV6", Default: strconv.Itoa(proxy.DefaultMinPrefixIPv6), Readers: []Function{ProxyAPI},
+		Meaning: "the widest IPv6 range, likewise (32: nothing wider than a /32)",
+		set:     between(1, 128, func(c *Config) *int { return &c.API.Policy.MinPrefixIPv6 })},
+	{Name: "ALLOW_ANY_SOURCE", Default: "false", Readers: []Function{ProxyAPI},
+		Meaning: "whether a range may be the whole internet, `0.0.0.0/0` or `::/0`",
+		set:     boolean(func(c *Config) *bool { return &c.API.Policy.AllowAnySource })},
+
+	// ProxyAPI: what the operator allows of the gcp provider, read only
+	// when it is enabled. The gcp package checks these (gcp.Policy.Check).
+	{Name: "GCP_ALLOWED_REGIONS", DefaultDoc: "any region", Readers: []Function{ProxyAPI}, when: gcpEnabled,
+		Meaning: "the regions a placement may name, comma-separated",
+		set:     func(c *Config, v string) error { c.GCPPolicy.Regions = splitList(v); return nil }},
+	{Name: "GCP_ALLOWED_MACHINE_TYPES", Default: strings.Join(gcp.DefaultAllowedMachineTypes, ","), Readers: []Function{ProxyAPI}, when: gcpEnabled,
+		Meaning: "the machine types a placement may name, comma-separated; it must hold e2-micro, the type of a placement that names none",
+		set:     func(c *Config, v string) error { c.GCPPolicy.MachineTypes = splitList(v); return nil }},
+	{Name: "GCP_ALLOWED_IMAGES", Default: strings.Join(gcp.DefaultAllowedImages, ","), Readers: []Function{ProxyAPI}, when: gcpEnabled,
+		Meaning: "the images a placement may name, comma-separated: `projects/P/global/images/NAME`, `…/images/family/F` or `…/images/*`; it must allow the Debian 12 family, the image of a placement that names none",
+		set:     func(c *Config, v string) error { c.GCPPolicy.Images = splitList(v); return nil }},
 
 	// Reconcile.
 	{Name: "RECONCILE_WAIT_BUDGET", Default: durationText(reconcile.DefaultWaitBudget), Readers: []Function{Reconcile},
@@ -156,14 +218,7 @@ var Vars = []Var{
 		set:     atLeast(1, func(c *Config) *int { return &c.GC.Parallelism })},
 	{Name: "GC_DRY_RUN", Default: "false", Readers: []Function{CollectGarbage},
 		Meaning: "log what would be deleted, delete nothing (the sweep still runs)",
-		set: func(c *Config, v string) error {
-			b, err := strconv.ParseBool(v)
-			if err != nil {
-				return fmt.Errorf("is not a boolean: want true or false")
-			}
-			c.GC.DryRun = b
-			return nil
-		}},
+		set:     boolean(func(c *Config) *bool { return &c.GC.DryRun })},
 	{Name: "GC_SWEEP_THRESHOLD", Default: durationText(gc.DefaultSweepThreshold), Readers: []Function{CollectGarbage},
 		Meaning: "time without progress before a document is re-driven (must be > 0)",
 		set:     positive(func(c *Config) *time.Duration { return &c.GC.SweepThreshold })},
@@ -176,14 +231,7 @@ var Vars = []Var{
 	{Name: "MOCK_CALL_HOME", Default: "true", Readers: providerUsers, Local: true,
 		Meaning: "whether mock VMs call home when they are ready, as real ones do; `false` leaves them to the sweep",
 		when:    mockEnabled,
-		set: func(c *Config, v string) error {
-			b, err := strconv.ParseBool(v)
-			if err != nil {
-				return fmt.Errorf("is not a boolean: want true or false")
-			}
-			c.MockCallHome = b
-			return nil
-		}},
+		set:     boolean(func(c *Config) *bool { return &c.MockCallHome })},
 
 	// The gcp provider, read only when it is enabled.
 	{Name: "GCP_PROJECT", DefaultDoc: "`GOOGLE_CLOUD_PROJECT`", Readers: providerUsers, when: gcpEnabled,
@@ -261,78 +309,4 @@ var Vars = []Var{
 	{Name: "GC_INTERVAL", Default: "1m", Readers: []Function{LocalStack}, Local: true,
 		Meaning: "how often the Scheduler stand-in publishes to `proxy-gc`",
 		set:     positive(func(c *Config) *time.Duration { return &c.Local.GCInterval })},
-}
-
-// Helpers of the table's setters. Each returns the problem with the value;
-// the loader adds the variable's name and the value.
-
-func duration(field func(*Config) *time.Duration) func(*Config, string) error {
-	return func(c *Config, v string) error {
-		d, err := time.ParseDuration(v)
-		if err != nil || d < 0 {
-			return fmt.Errorf("is not a duration: want Go's syntax, such as 2s or 10m")
-		}
-		*field(c) = d
-		return nil
-	}
-}
-
-// positive is duration refusing zero, which is far likelier a slip than a
-// wish: a zero grace period would let a run delete a VM mid-create, a zero
-// threshold re-drive every unsettled document on every run, a zero backoff
-// poll a provider in a busy loop.
-func positive(field func(*Config) *time.Duration) func(*Config, string) error {
-	parse := duration(field)
-	return func(c *Config, v string) error {
-		if err := parse(c, v); err != nil {
-			return err
-		}
-		if *field(c) == 0 {
-			return fmt.Errorf("must be longer than zero")
-		}
-		return nil
-	}
-}
-
-func atLeast(min int, field func(*Config) *int) func(*Config, string) error {
-	return func(c *Config, v string) error {
-		n, err := strconv.Atoi(v)
-		if err != nil || n < min {
-			return fmt.Errorf("is not a whole number of at least %d", min)
-		}
-		*field(c) = n
-		return nil
-	}
-}
-
-func gceName(field func(*Config) *string) func(*Config, string) error {
-	return func(c *Config, v string) error {
-		if !gcpNameRE.MatchString(v) {
-			return fmt.Errorf("is not a GCE name: lowercase letters, digits and '-', at most 63")
-		}
-		*field(c) = v
-		return nil
-	}
-}
-
-// durationText is a default duration as people write it: 10m, not 10m0s.
-func durationText(d time.Duration) string {
-	s := d.String()
-	if strings.HasSuffix(s, "m0s") {
-		s = strings.TrimSuffix(s, "0s")
-	}
-	if strings.HasSuffix(s, "h0m") {
-		s = strings.TrimSuffix(s, "0m")
-	}
-	return s
-}
-
-func splitList(s string) []string {
-	var out []string
-	for _, f := range strings.Split(s, ",") {
-		if f = strings.TrimSpace(f); f != "" {
-			out = append(out, f)
-		}
-	}
-	return out
 }

@@ -5,8 +5,6 @@ import (
 	"context"
 	"encoding/json"
 	"log/slog"
-	"net/http"
-	"net/http/httptest"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -111,41 +109,6 @@ func TestInvocationLine(t *testing.T) {
 		Usage: metering.Usage{FirestoreReads: 2, FirestoreWrites: 3, PubSubPublished: 1}}
 	if diff := cmp.Diff(want, decodeLine(t, buf.Bytes())); diff != "" {
 		t.Errorf("invocation line (-want +got):\n%s", diff)
-	}
-}
-
-// TestHTTP meters each request as an invocation with its status.
-func TestHTTP(t *testing.T) {
-	cases := map[string]struct {
-		handler http.HandlerFunc
-		want    line
-	}{
-		"Served": {
-			handler: func(w http.ResponseWriter, r *http.Request) {
-				metering.Add(r.Context(), metering.FirestoreRead, 1)
-				w.WriteHeader(http.StatusCreated)
-			},
-			want: line{Severity: "INFO", Message: metering.Message, Function: "ProxyAPI", Outcome: "ok", Method: "POST", Status: 201,
-				Usage: metering.Usage{FirestoreReads: 1}},
-		},
-		"ServerError": {
-			handler: func(w http.ResponseWriter, r *http.Request) { http.Error(w, "down", http.StatusServiceUnavailable) },
-			want:    line{Severity: "INFO", Message: metering.Message, Function: "ProxyAPI", Outcome: "error", Method: "POST", Status: 503},
-		},
-		"ImplicitOK": {
-			handler: func(w http.ResponseWriter, r *http.Request) { w.Write([]byte("ok")) },
-			want:    line{Severity: "INFO", Message: metering.Message, Function: "ProxyAPI", Outcome: "ok", Method: "POST", Status: 200},
-		},
-	}
-	for name, tc := range cases {
-		t.Run(name, func(t *testing.T) {
-			var buf bytes.Buffer
-			h := metering.HTTP("ProxyAPI", logging.New(&buf, nil), tc.handler)
-			h.ServeHTTP(httptest.NewRecorder(), httptest.NewRequest(http.MethodPost, "/v1/namespaces/a/proxies", nil))
-			if diff := cmp.Diff(tc.want, decodeLine(t, buf.Bytes())); diff != "" {
-				t.Errorf("invocation line (-want +got):\n%s", diff)
-			}
-		})
 	}
 }
 

@@ -8,11 +8,8 @@ import (
 	"time"
 )
 
-// Limits of a spec.
+// Limits of a spec that hold whatever the provider.
 const (
-	// MaxCloudInitBytes is the GCE limit on one metadata value, where the
-	// user-data goes.
-	MaxCloudInitBytes = 256 << 10
 	// MaxSourceRanges bounds allowedSourceRanges: a firewall rule takes at
 	// most 5000, and a proxy list longer than this is a mistake.
 	MaxSourceRanges = 256
@@ -22,10 +19,18 @@ const (
 )
 
 // FieldError is one broken rule: the field, as a JSON path
-// ("spec.placement.zone"), and what is wrong with it.
+// ("spec.placement.zone"), what is wrong with it, and the rule's name.
 type FieldError struct {
 	Field       string `json:"field"`
 	Description string `json:"description"`
+	// Reason names the rule, in UPPER_SNAKE ("ZONE_NOT_IN_REGION"): one
+	// reason per rule, the same wherever the rule is checked, so a client
+	// can act on it without reading the description.
+	Reason string `json:"reason,omitempty"`
+	// Forbidden marks a feature the operator has not enabled (custom
+	// cloud-init): the request is refused whatever its other fields say,
+	// and the API answers 403 rather than 400.
+	Forbidden bool `json:"-"`
 }
 
 // FieldErrors is every rule a request broke. It is an error.
@@ -39,104 +44,200 @@ func (fe FieldErrors) Error() string {
 	return strings.Join(parts, "; ")
 }
 
-var (
-	regionRE      = regexp.MustCompile(`^[a-z]+(-[a-z]+)+[0-9]+$`)
-	zoneSuffixRE  = regexp.MustCompile(`^-[a-z]$`)
-	machineTypeRE = regexp.MustCompile(`^[a-z]([-a-z0-9]{0,61}[a-z0-9])?$`)
-	// An image by project path (projects/P/global/images/NAME or
-	// .../images/family/FAMILY), optionally as a full Compute API URL.
-	imageRE         = regexp.MustCompile(`^(https://www\.googleapis\.com/compute/v1/)?projects/[a-z][-a-z0-9.:]{0,62}/global/images/(family/)?[a-z]([-a-z0-9]{0,61}[a-z0-9])?$`)
-	secretVersionRE = regexp.MustCompile(`^projects/[^/]+/secrets/[A-Za-z0-9_-]{1,255}/versions/([0-9]+|latest)$`)
+// Forbidden returns the errors that refuse a feature, or nil.
+func (fe FieldErrors) Forbidden() FieldErrors {
+	var out FieldErrors
+	for _, e := range fe {
+		if e.Forbidden {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// The reasons of the provider-neutral rules.
+const (
+	ReasonNameInvalid             = "NAME_INVALID"
+	ReasonProviderNotEnabled      = "PROVIDER_NOT_ENABLED"
+	ReasonRegionRequired          = "REGION_REQUIRED"
+	ReasonPortOutOfRange          = "PORT_OUT_OF_RANGE"
+	ReasonCloudInitAndSecret      = "CLOUD_INIT_AND_SECRET"
+	ReasonCloudInitDisabled       = "CLOUD_INIT_DISABLED"
+	ReasonCloudInitSecretDisabled = "CLOUD_INIT_SECRET_DISABLED"
+	ReasonSecretVersionInvalid    = "SECRET_VERSION_INVALID"
+	ReasonSecretOutsidePrefix     = "SECRET_OUTSIDE_PREFIX"
+	ReasonSourceRangesRequired    = "SOURCE_RANGES_REQUIRED"
+	ReasonSourceRangesTooMany     = "SOURCE_RANGES_TOO_MANY"
+	ReasonSourceRangeInvalid      = "SOURCE_RANGE_INVALID"
+	ReasonSourceRangeMapped       = "SOURCE_RANGE_IPV4_MAPPED"
+	ReasonSourceRangeTooWide      = "SOURCE_RANGE_TOO_WIDE"
+	ReasonIPPolicyInvalid         = "IP_POLICY_INVALID"
+	ReasonMaxAgeInvalid           = "MAX_AGE_INVALID"
+	ReasonMaxAgeTooShort          = "MAX_AGE_TOO_SHORT"
+	ReasonConnectPortsTooMany     = "CONNECT_PORTS_TOO_MANY"
+	ReasonConnectPortOutOfRange   = "CONNECT_PORT_OUT_OF_RANGE"
+	ReasonConnectPortRepeated     = "CONNECT_PORT_REPEATED"
 )
+
+// Policy is what the operator lets every tenant ask for, whatever the
+// provider (internal/app reads it from the environment). What a provider
+// alone knows — its regions, machine types and images — is that
+// provider's own policy, checked by the validator registered beside it.
+type Policy struct {
+	// MinPrefixIPv4 and MinPrefixIPv6 are the shortest prefix lengths, so
+	// the widest ranges, allowedSourceRanges may hold: a /8 and a /32.
+	MinPrefixIPv4, MinPrefixIPv6 int
+	// AllowAnySource lets a range be the whole internet (0.0.0.0/0, ::/0).
+	// Ranges wider than the minimum prefix and narrower than that stay
+	// refused: /0 is a choice, a /3 is a typo.
+	AllowAnySource bool
+	// AllowCloudInit lets a spec bring its own cloudInit, user-data its VM
+	// runs as root.
+	AllowCloudInit bool
+	// CloudInitSecretPrefix is what a spec's cloudInitSecret must start
+	// with, projects/P/secrets/egress- (followed by the namespace and '-':
+	// a team names only its own secrets); empty refuses cloudInitSecret.
+	CloudInitSecretPrefix string
+}
+
+// Defaults of Policy.
+const (
+	DefaultMinPrefixIPv4 = 8
+	DefaultMinPrefixIPv6 = 32
+)
+
+var secretVersionRE = regexp.MustCompile(`^projects/[^/]+/secrets/[A-Za-z0-9_-]{1,255}/versions/([0-9]+|latest)$`)
+
+// IsSecretVersion reports whether s names a Secret Manager secret version,
+// projects/PROJECT/secrets/SECRET/versions/VERSION.
+func IsSecretVersion(s string) bool { return secretVersionRE.MatchString(s) }
+
+// SecretPrefix is the prefix a namespace's cloudInitSecret must have under
+// the operator's prefix.
+func (pol Policy) SecretPrefix(namespace string) string {
+	return pol.CloudInitSecretPrefix + namespace + "-"
+}
 
 // ValidateName checks a resource name or namespace: an RFC 1123 label.
 func ValidateName(field, v string) *FieldError {
 	if !IsLabel(v) {
-		return &FieldError{field, fmt.Sprintf("%q is not an RFC 1123 label: 1-63 lowercase letters, digits or '-', starting and ending with a letter or digit", v)}
+		return &FieldError{Field: field, Reason: ReasonNameInvalid,
+			Description: fmt.Sprintf("%q is not an RFC 1123 label: 1-63 lowercase letters, digits or '-', starting and ending with a letter or digit", v)}
 	}
 	return nil
 }
 
-// Validate checks a spec whose defaults are filled in and returns every
-// broken rule, or nil. knownProvider says whether a provider type is
-// configured.
-func (s Spec) Validate(knownProvider func(string) bool) FieldErrors {
+// Validate checks the provider-neutral rules of a spec whose defaults are
+// filled in, for a proxy of namespace under the operator's policy, and
+// returns every broken rule, or nil. enabled says whether a provider type
+// is enabled. The placement's forms and the provider's own limits are the
+// provider's validator's to check.
+func (s Spec) Validate(namespace string, pol Policy, enabled func(string) bool) FieldErrors {
 	var errs FieldErrors
-	add := func(field, format string, args ...any) {
-		errs = append(errs, FieldError{Field: field, Description: fmt.Sprintf(format, args...)})
+	add := func(field, reason, format string, args ...any) {
+		errs = append(errs, FieldError{Field: field, Reason: reason, Description: fmt.Sprintf(format, args...)})
 	}
-	if !knownProvider(s.Provider) {
-		add("spec.provider", "provider type %q is not configured", s.Provider)
-	}
-	pl := s.Placement
-	switch {
-	case pl.Region == "":
-		add("spec.placement.region", "is required, e.g. us-central1")
-	case !regionRE.MatchString(pl.Region):
-		add("spec.placement.region", "%q is not a region name such as us-central1", pl.Region)
+	if !enabled(s.Provider) {
+		add("spec.provider", ReasonProviderNotEnabled, "provider type %q is not enabled here", s.Provider)
 	}
 	// A zone is optional: without one the provider picks one of the
-	// region's, and moves to another when one is out of capacity.
-	if pl.Zone != "" && pl.Region != "" && !(strings.HasPrefix(pl.Zone, pl.Region) && zoneSuffixRE.MatchString(strings.TrimPrefix(pl.Zone, pl.Region))) {
-		add("spec.placement.zone", "zone %q is not in region %q: want %s-a, %s-b, …", pl.Zone, pl.Region, pl.Region, pl.Region)
-	}
-	if pl.MachineType != "" && !machineTypeRE.MatchString(pl.MachineType) {
-		add("spec.placement.machineType", "%q is not a machine type name such as e2-micro", pl.MachineType)
-	}
-	if pl.Image != "" && !imageRE.MatchString(pl.Image) {
-		add("spec.placement.image", "%q is not an image: want projects/PROJECT/global/images/NAME or projects/PROJECT/global/images/family/FAMILY", pl.Image)
+	// region's. A region is what a user chooses a proxy for.
+	if s.Placement.Region == "" {
+		add("spec.placement.region", ReasonRegionRequired, "is required, e.g. us-central1")
 	}
 	if s.Port < 1 || s.Port > 65535 {
-		add("spec.port", "%d is outside 1-65535", s.Port)
+		add("spec.port", ReasonPortOutOfRange, "%d is outside 1-65535", s.Port)
 	}
-	if n := len(s.CloudInit); n > MaxCloudInitBytes {
-		add("spec.cloudInit", "is %d bytes, over the %d-byte limit of a GCE metadata value", n, MaxCloudInitBytes)
-	}
-	if s.CloudInit != "" && s.CloudInitSecret != "" {
-		add("spec.cloudInitSecret", "cloudInit and cloudInitSecret are mutually exclusive: give one")
-	}
-	if s.CloudInitSecret != "" && !secretVersionRE.MatchString(s.CloudInitSecret) {
-		add("spec.cloudInitSecret", "%q is not a secret version: want projects/PROJECT/secrets/SECRET/versions/VERSION", s.CloudInitSecret)
-	}
-	switch {
-	case len(s.AllowedSourceRanges) == 0:
-		add("spec.allowedSourceRanges", "is required: at least one CIDR that may use the proxy (an open proxy is abused within hours)")
-	case len(s.AllowedSourceRanges) > MaxSourceRanges:
-		add("spec.allowedSourceRanges", "has %d ranges, over the limit of %d", len(s.AllowedSourceRanges), MaxSourceRanges)
-	}
-	for i, r := range s.AllowedSourceRanges {
-		p, err := netip.ParsePrefix(r)
-		switch {
-		case err != nil:
-			add(fmt.Sprintf("spec.allowedSourceRanges[%d]", i), "%q is not a CIDR such as 203.0.113.0/24", r)
-		case p.Addr().Is4In6():
-			add(fmt.Sprintf("spec.allowedSourceRanges[%d]", i), "%q is an IPv4-mapped IPv6 prefix: give its IPv4 form", r)
-		}
-	}
+	errs = append(errs, s.validateCloudInit(namespace, pol)...)
+	errs = append(errs, s.validateSourceRanges(pol)...)
 	switch s.IPPolicy {
 	case IPEphemeral, IPStatic:
 	default:
-		add("spec.ipPolicy", "%q is neither %s nor %s", s.IPPolicy, IPEphemeral, IPStatic)
+		add("spec.ipPolicy", ReasonIPPolicyInvalid, "%q is neither %s nor %s", s.IPPolicy, IPEphemeral, IPStatic)
 	}
 	if s.MaxAge != "" {
 		if d, err := time.ParseDuration(s.MaxAge); err != nil {
-			add("spec.maxAge", "%q is not a duration such as 24h", s.MaxAge)
+			add("spec.maxAge", ReasonMaxAgeInvalid, "%q is not a duration such as 24h", s.MaxAge)
 		} else if d < MinMaxAge {
-			add("spec.maxAge", "%s is shorter than the %s a VM must serve at the least", d, MinMaxAge)
+			add("spec.maxAge", ReasonMaxAgeTooShort, "%s is shorter than the %s a VM must serve at the least", d, MinMaxAge)
 		}
 	}
 	if len(s.ConnectPorts) > MaxConnectPorts {
-		add("spec.connectPorts", "has %d ports, over the limit of %d", len(s.ConnectPorts), MaxConnectPorts)
+		add("spec.connectPorts", ReasonConnectPortsTooMany, "has %d ports, over the limit of %d", len(s.ConnectPorts), MaxConnectPorts)
 	}
 	seen := map[int32]bool{}
 	for i, p := range s.ConnectPorts {
 		switch {
 		case p < 1 || p > 65535:
-			add(fmt.Sprintf("spec.connectPorts[%d]", i), "%d is outside 1-65535", p)
+			add(fmt.Sprintf("spec.connectPorts[%d]", i), ReasonConnectPortOutOfRange, "%d is outside 1-65535", p)
 		case seen[p]:
-			add(fmt.Sprintf("spec.connectPorts[%d]", i), "%d is given twice", p)
+			add(fmt.Sprintf("spec.connectPorts[%d]", i), ReasonConnectPortRepeated, "%d is given twice", p)
 		}
 		seen[p] = true
+	}
+	return errs
+}
+
+// validateCloudInit holds the operator's say over what a VM runs as root:
+// inline cloud-init only when enabled, a secret only under the prefix and
+// the namespace's own part of it.
+func (s Spec) validateCloudInit(namespace string, pol Policy) FieldErrors {
+	var errs FieldErrors
+	if s.CloudInit != "" && !pol.AllowCloudInit {
+		errs = append(errs, FieldError{Field: "spec.cloudInit", Reason: ReasonCloudInitDisabled, Forbidden: true,
+			Description: "custom cloud-init is not enabled on this platform (ALLOW_CUSTOM_CLOUD_INIT): leave it out and the proxy gets the default bootstrap"})
+	}
+	if s.CloudInit != "" && s.CloudInitSecret != "" {
+		errs = append(errs, FieldError{Field: "spec.cloudInitSecret", Reason: ReasonCloudInitAndSecret,
+			Description: "cloudInit and cloudInitSecret are mutually exclusive: give one"})
+	}
+	switch v := s.CloudInitSecret; {
+	case v == "":
+	case pol.CloudInitSecretPrefix == "":
+		errs = append(errs, FieldError{Field: "spec.cloudInitSecret", Reason: ReasonCloudInitSecretDisabled, Forbidden: true,
+			Description: "cloud-init from Secret Manager is not enabled on this platform (CLOUD_INIT_SECRET_PREFIX is not set)"})
+	case !IsSecretVersion(v):
+		errs = append(errs, FieldError{Field: "spec.cloudInitSecret", Reason: ReasonSecretVersionInvalid,
+			Description: fmt.Sprintf("%q is not a secret version: want projects/PROJECT/secrets/SECRET/versions/VERSION", v)})
+	case !strings.HasPrefix(v, pol.SecretPrefix(namespace)):
+		errs = append(errs, FieldError{Field: "spec.cloudInitSecret", Reason: ReasonSecretOutsidePrefix,
+			Description: fmt.Sprintf("%q is outside this namespace's secrets: want %sNAME/versions/VERSION", v, pol.SecretPrefix(namespace))})
+	}
+	return errs
+}
+
+// validateSourceRanges: at least one range, each a CIDR no wider than the
+// operator allows.
+func (s Spec) validateSourceRanges(pol Policy) FieldErrors {
+	var errs FieldErrors
+	switch {
+	case len(s.AllowedSourceRanges) == 0:
+		errs = append(errs, FieldError{Field: "spec.allowedSourceRanges", Reason: ReasonSourceRangesRequired,
+			Description: "is required: at least one CIDR that may use the proxy (an open proxy is abused within hours)"})
+	case len(s.AllowedSourceRanges) > MaxSourceRanges:
+		errs = append(errs, FieldError{Field: "spec.allowedSourceRanges", Reason: ReasonSourceRangesTooMany,
+			Description: fmt.Sprintf("has %d ranges, over the limit of %d", len(s.AllowedSourceRanges), MaxSourceRanges)})
+	}
+	for i, r := range s.AllowedSourceRanges {
+		field := fmt.Sprintf("spec.allowedSourceRanges[%d]", i)
+		p, err := netip.ParsePrefix(r)
+		min := pol.MinPrefixIPv4
+		if err == nil && p.Addr().Is6() {
+			min = pol.MinPrefixIPv6
+		}
+		switch {
+		case err != nil:
+			errs = append(errs, FieldError{Field: field, Reason: ReasonSourceRangeInvalid, Description: fmt.Sprintf("%q is not a CIDR such as 203.0.113.0/24", r)})
+		case p.Addr().Is4In6():
+			errs = append(errs, FieldError{Field: field, Reason: ReasonSourceRangeMapped, Description: fmt.Sprintf("%q is an IPv4-mapped IPv6 prefix: give its IPv4 form", r)})
+		case p.Bits() == 0 && pol.AllowAnySource:
+		case p.Bits() == 0:
+			errs = append(errs, FieldError{Field: field, Reason: ReasonSourceRangeTooWide,
+				Description: fmt.Sprintf("%q opens the proxy to the whole internet, which this platform does not allow (ALLOW_ANY_SOURCE): name the networks that use it", r)})
+		case p.Bits() < min:
+			errs = append(errs, FieldError{Field: field, Reason: ReasonSourceRangeTooWide,
+				Description: fmt.Sprintf("%q is wider than the /%d this platform allows", r, min)})
+		}
 	}
 	return errs
 }

@@ -6,7 +6,6 @@ package secrets
 import (
 	"context"
 	"fmt"
-	"regexp"
 
 	secretmanager "cloud.google.com/go/secretmanager/apiv1"
 	"cloud.google.com/go/secretmanager/apiv1/secretmanagerpb"
@@ -14,10 +13,8 @@ import (
 	"google.golang.org/grpc/status"
 
 	"github.com/egress-proxies/egress/internal/provider"
+	"github.com/egress-proxies/egress/internal/proxy"
 )
-
-// versionName is the form of a secret version's resource name.
-var versionName = regexp.MustCompile(`^projects/[^/]+/secrets/[^/]+/versions/[^/]+$`)
 
 // Manager reads secret versions. It satisfies reconcile.Secrets.
 type Manager struct {
@@ -34,7 +31,7 @@ func New(client *secretmanager.Client) *Manager { return &Manager{client: client
 // other is transient and retried.
 func (m *Manager) Access(ctx context.Context, version string) (string, error) {
 	const op = "access secret version"
-	if !versionName.MatchString(version) {
+	if !proxy.IsSecretVersion(version) {
 		return "", provider.NewError(provider.KindPermanent, op, version,
 			fmt.Errorf("not a secret version name: want projects/PROJECT/secrets/SECRET/versions/VERSION"))
 	}

@@ -167,10 +167,11 @@ const (
 	// floorFirestoreWrites: those, and the quota counter's increment and
 	// decrement.
 	floorFirestoreWrites = floorStatusWrites + 2
-	// floorFirestoreReads: the create's counter and name, the deletion
-	// request's document, a fresh read for each Reconcile invocation, and
-	// the read under the document's deletion.
-	floorFirestoreReads = 2 + 1 + floorStatusWrites + 1 + 1
+	// floorFirestoreReads: the create's namespace (its members, quota and
+	// counter, in one document) and name, the deletion request's namespace
+	// (who may delete) and document, a fresh read for each Reconcile
+	// invocation, and the read under the document's deletion.
+	floorFirestoreReads = 2 + 2 + floorStatusWrites + 1 + 1
 	// billingUnit is what Cloud Run bills a request that runs alone at the
 	// least: its time rounded up to 100 ms.
 	billingUnit = 100 * time.Millisecond

@@ -3,6 +3,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -29,6 +30,21 @@ func TestEndToEnd(t *testing.T) {
 		t.Skipf("%v\n%s", err, emulator.InstallHint)
 	}
 	s := startStack(t)
+	if !strings.Contains(s.out.String(), "a request without an identity acts as local-admin@localhost") {
+		t.Errorf("the ready line does not name the local identity:\n%s", s.out.String())
+	}
+
+	// The local admin (no identity sent) makes the namespaces; in demo,
+	// alice is an editor and acts with a token of her own, as a team
+	// member would; bulk's are the admin's.
+	s.as = map[string]string{"demo": "alice@example.com"}
+	s.createNamespace(t, "demo", `{"members":{"alice@example.com":"editor"}}`)
+	for ns := range 5 {
+		s.createNamespace(t, fmt.Sprintf("bulk-%d", ns), `{}`)
+	}
+	if resp := s.doAs(t, "mallory@example.com", http.MethodGet, "/v1/namespaces/demo/proxies", nil); resp.StatusCode != http.StatusForbidden {
+		t.Errorf("an outsider's list of demo: %d, want 403", resp.StatusCode)
+	}
 
 	// Create and wait for Ready with an endpoint.
 	first := s.create(t, "demo", "first")
@@ -50,6 +66,11 @@ func TestEndToEnd(t *testing.T) {
 	}
 	if !s.hasInstance(t, first.UID) {
 		t.Fatalf("no instance of uid %s in /debug/instances", first.UID)
+	}
+	// A rotation is asked for; what the reconciler makes of it is its own
+	// test's.
+	if resp := s.do(t, http.MethodPost, "/v1/namespaces/demo/proxies/first:rotate", nil); resp.StatusCode != http.StatusAccepted {
+		t.Errorf("rotate: %d, want 202", resp.StatusCode)
 	}
 
 	// Delete: 404 once the VM is gone, and the VM is gone.
@@ -104,6 +125,10 @@ type liveStack struct {
 	*stack.Stack
 	url, firestore, project string
 	out                     *syncBuffer
+	// as is who acts in a namespace: an email, sent as an unsigned ID
+	// token (the local stack, as Cloud Run's function, only decodes it),
+	// or none, the local admin.
+	as map[string]string
 }
 
 func startStack(t *testing.T) *liveStack {
@@ -152,7 +177,19 @@ func (s *liveStack) stop(t *testing.T) {
 	}
 }
 
+// do sends a request as the caller of the namespace the path names.
 func (s *liveStack) do(t *testing.T, method, path string, body []byte) *http.Response {
+	t.Helper()
+	who := ""
+	if rest, ok := strings.CutPrefix(path, "/v1/namespaces/"); ok {
+		ns, _, _ := strings.Cut(rest, "/")
+		who = s.as[ns]
+	}
+	return s.doAs(t, who, method, path, body)
+}
+
+// doAs sends a request as who ("" for the local identity).
+func (s *liveStack) doAs(t *testing.T, who, method, path string, body []byte) *http.Response {
 	t.Helper()
 	req, err := http.NewRequest(method, s.url+path, bytes.NewReader(body))
 	if err != nil {
@@ -161,11 +198,25 @@ func (s *liveStack) do(t *testing.T, method, path string, body []byte) *http.Res
 	if body != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}
+	if who != "" {
+		claims := base64.RawURLEncoding.EncodeToString([]byte(fmt.Sprintf(`{"email":%q}`, who)))
+		req.Header.Set("Authorization", "Bearer e30."+claims+".")
+	}
 	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return resp
+}
+
+// createNamespace makes a namespace as the local admin.
+func (s *liveStack) createNamespace(t *testing.T, ns, body string) {
+	t.Helper()
+	resp := s.doAs(t, "", http.MethodPut, "/v1/namespaces/"+ns, []byte(body))
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusCreated {
+		t.Fatalf("create namespace %s: %d", ns, resp.StatusCode)
+	}
 }
 
 func (s *liveStack) post(t *testing.T, ns, name string) (int, resource) {

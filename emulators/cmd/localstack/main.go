@@ -13,7 +13,9 @@
 // Its configuration is the functions' own (internal/app's table of
 // variables, documented in the README), with the local stack's defaults
 // underneath: the demo-egress project, text logs, the emulators on their
-// usual ports.
+// usual ports, and a caller for requests that bring no identity
+// (LOCAL_IDENTITY, local-admin@localhost, an admin by API_ADMINS' local
+// default), which the ready line names.
 package main
 
 import (
@@ -142,10 +144,15 @@ func run(ctx context.Context, log *slog.Logger) error {
 	defer gcPub.Stop()
 	go (&eventarc.Scheduler{Publisher: gcPub, Interval: s.GCInterval, Log: log}).Run(ctx)
 
-	fmt.Fprintf(os.Stderr, "\negress local stack ready: API at http://localhost:%s (Ctrl-C stops it and the emulators)\n"+
+	who := "no one: requests without an identity are refused"
+	if id := cfg.API.LocalIdentity; id != "" {
+		who = id
+	}
+	fmt.Fprintf(os.Stderr, "\negress local stack ready: API at http://localhost:%s, a request without an identity acts as %s (Ctrl-C stops it and the emulators)\n"+
+		"  curl -sS -X PUT localhost:%s/v1/namespaces/demo -H 'Content-Type: application/json' -d '{\"members\":{\"%s\":\"owner\"}}'\n"+
 		"  curl -sS -X POST localhost:%s/v1/namespaces/demo/proxies -H 'Content-Type: application/json' "+
 		"-d '{\"name\":\"my-proxy\",\"spec\":{\"placement\":{\"region\":\"us-central1\",\"zone\":\"us-central1-a\"},\"allowedSourceRanges\":[\"203.0.113.0/24\"]}}'\n\n",
-		s.Port, s.Port)
+		s.Port, who, s.Port, cfg.API.LocalIdentity, s.Port)
 
 	select {
 	case <-ctx.Done():

@@ -1,0 +1,204 @@
+package httpapi
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"time"
+
+	"github.com/egress-proxies/egress/internal/clock"
+	"github.com/egress-proxies/egress/internal/logging"
+	"github.com/egress-proxies/egress/internal/metering"
+	"github.com/egress-proxies/egress/internal/provider"
+	"github.com/egress-proxies/egress/internal/proxy"
+	"github.com/egress-proxies/egress/internal/tenancy"
+)
+
+// Store is the part of the document store the API uses. *store.Store and
+// *memstore.Store satisfy it.
+type Store interface {
+	CreateInNamespace(ctx context.Context, p *proxy.Proxy, admit tenancy.Admission) (*proxy.Proxy, error)
+	Get(ctx context.Context, key proxy.Key) (*proxy.Proxy, error)
+	List(ctx context.Context, namespace string, pageSize int, pageToken string) ([]*proxy.Proxy, string, error)
+	RequestDeletion(ctx context.Context, key proxy.Key, now time.Time) (*proxy.Proxy, error)
+	RequestRotation(ctx context.Context, key proxy.Key, now time.Time) (*proxy.Proxy, error)
+
+	GetNamespace(ctx context.Context, name string) (*tenancy.Namespace, error)
+	ListNamespaces(ctx context.Context, member string, pageSize int, pageToken string) ([]*tenancy.Namespace, string, error)
+	CreateNamespace(ctx context.Context, ns *tenancy.Namespace) (*tenancy.Namespace, error)
+	UpdateNamespace(ctx context.Context, name string, update func(*tenancy.Namespace) error) (*tenancy.Namespace, error)
+	DeleteNamespace(ctx context.Context, name string, check func(*tenancy.Namespace) error) error
+}
+
+// Providers are the enabled provider types and their rules. *provider.Set
+// satisfies it.
+type Providers interface {
+	Has(typ string) bool
+	Validate(typ string, req provider.ValidateRequest) ([]provider.Violation, error)
+}
+
+// Limits of requests.
+const (
+	DefaultPageSize = 50
+	MaxPageSize     = 500
+	// DefaultQuota is the default number of proxies a namespace may hold.
+	DefaultQuota = 20
+)
+
+// Options configure the API.
+type Options struct {
+	// Function names the API in its invocation lines; default ProxyAPI.
+	Function string
+	// Quota is how many proxies a namespace created without a quota of its
+	// own may hold.
+	Quota int
+	// DefaultProvider is the provider of a spec that names none.
+	DefaultProvider string
+	// Providers are the enabled provider types, with their rules.
+	Providers Providers
+	// Policy is what the operator allows of every spec.
+	Policy proxy.Policy
+	// Admins are the platform admins.
+	Admins tenancy.Admins
+	// LocalIdentity, set only by the local stack, is the email of a request
+	// that carries no identity; empty, such a request is refused (401).
+	LocalIdentity string
+	// Project is used to link log lines to the request's trace.
+	Project string
+}
+
+// API serves the namespaces and their proxies.
+type API struct {
+	store Store
+	clock clock.Clock
+	log   *slog.Logger
+	opts  Options
+	mux   *http.ServeMux
+}
+
+// New returns the API handler.
+func New(store Store, clk clock.Clock, log *slog.Logger, opts Options) *API {
+	if opts.Function == "" {
+		opts.Function = "ProxyAPI"
+	}
+	if opts.Quota <= 0 {
+		opts.Quota = DefaultQuota
+	}
+	if opts.Policy.MinPrefixIPv4 <= 0 {
+		opts.Policy.MinPrefixIPv4 = proxy.DefaultMinPrefixIPv4
+	}
+	if opts.Policy.MinPrefixIPv6 <= 0 {
+		opts.Policy.MinPrefixIPv6 = proxy.DefaultMinPrefixIPv6
+	}
+	a := &API{store: store, clock: clk, log: log, opts: opts, mux: http.NewServeMux()}
+	a.route()
+	return a
+}
+
+// note is what a request's handlers tell ServeHTTP for the audit line.
+type note struct {
+	action, resource, who string
+}
+
+type noteKey struct{}
+
+// ServeHTTP serves a request and logs it as one line: the invocation line
+// of package metering (message "invocation", function, outcome,
+// latencyMs, usage — what deploy/terraform/metrics.tf reads) carrying the
+// request in Cloud Logging's httpRequest shape. A request that changes
+// something (or tried to) logs one more, the audit line.
+func (a *API) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	start := a.clock.Now()
+	ctx, inv := metering.Start(r.Context(), a.opts.Function)
+	ctx = logging.WithTrace(ctx, logging.TraceFromHeader(a.opts.Project, r.Header.Get("X-Cloud-Trace-Context")))
+	n := &note{}
+	rec := &recorder{ResponseWriter: w, status: http.StatusOK}
+	a.mux.ServeHTTP(rec, r.WithContext(context.WithValue(ctx, noteKey{}, n)))
+	if n.action != "" {
+		a.audit(ctx, n, rec.status)
+	}
+	outcome := metering.OK
+	if rec.status >= 500 {
+		outcome = metering.Failed
+	}
+	// Only the method, the path and the outcome: never a body (it may hold
+	// a cloud-init) nor a header (it holds the identity token).
+	inv.End(ctx, a.log, outcome, slog.Group("httpRequest",
+		slog.String("requestMethod", r.Method),
+		slog.String("requestUrl", r.URL.Path),
+		slog.Int("status", rec.status),
+		slog.Int64("responseSize", rec.size),
+		slog.String("latency", fmt.Sprintf("%.6fs", a.clock.Now().Sub(start).Seconds())),
+		slog.String("remoteIp", r.RemoteAddr),
+		slog.String("userAgent", r.UserAgent()),
+	))
+}
+
+// AuditMessage is the message of the audit lines.
+const AuditMessage = "audit"
+
+// audit logs one change asked for, allowed or refused: who (the verified
+// email, "" for no identity), the action (the permission it needs), the
+// resource's name and the outcome (the HTTP status). Never a body.
+func (a *API) audit(ctx context.Context, n *note, status int) {
+	a.log.LogAttrs(ctx, slog.LevelInfo, AuditMessage,
+		slog.String("who", n.who),
+		slog.String("action", n.action),
+		slog.String("resource", n.resource),
+		slog.Int("outcome", status),
+	)
+}
+
+// exchange is one request as a handler serves it.
+type exchange struct {
+	w      http.ResponseWriter
+	r      *http.Request
+	ctx    context.Context
+	caller caller
+	note   *note
+}
+
+func (x *exchange) fail(e *apiError)       { writeError(x.w, e) }
+func (x *exchange) reply(code int, v any)  { writeJSON(x.w, code, v) }
+func (x *exchange) setResource(res string) { x.note.resource = res }
+
+// now is the time of a write, to the microsecond: Firestore keeps no more,
+// and the answer to a write must say what a later read will.
+func (a *API) now() time.Time { return a.clock.Now().UTC().Truncate(time.Microsecond) }
+
+func writeJSON(w http.ResponseWriter, code int, v any) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(code)
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	_ = enc.Encode(v)
+}
+
+func healthz(w http.ResponseWriter, _ *http.Request) {
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	io.WriteString(w, "ok\n")
+}
+
+// recorder keeps the status and size of a response for the request line.
+type recorder struct {
+	http.ResponseWriter
+	status int
+	size   int64
+}
+
+func (r *recorder) WriteHeader(code int) {
+	r.status = code
+	r.ResponseWriter.WriteHeader(code)
+}
+
+func (r *recorder) Write(b []byte) (int, error) {
+	n, err := r.ResponseWriter.Write(b)
+	r.size += int64(n)
+	return n, err
+}
+
+// Unwrap lets http.ResponseController reach the writer beneath.
+func (r *recorder) Unwrap() http.ResponseWriter { return r.ResponseWriter }

@@ -1,0 +1,174 @@
+package httpapi
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"reflect"
+	"strconv"
+	"strings"
+
+	"github.com/egress-proxies/egress/internal/proxy"
+)
+
+// MaxBodyBytes bounds a request body.
+const MaxBodyBytes = 1 << 20
+
+// decodeBody reads a JSON body of at most MaxBodyBytes into v: one object,
+// nothing after it, and no member that names no field of v. Each failure
+// is told by its type, never by the text of an error: the body's size by
+// http.MaxBytesError, its syntax by json.SyntaxError, a value of the wrong
+// type by json.UnmarshalTypeError, and an unknown member by walking the
+// body against v's type (unknownField), which also gives its full path.
+func decodeBody(w http.ResponseWriter, r *http.Request, v any) *apiError {
+	if ct := r.Header.Get("Content-Type"); ct != "" && !strings.HasPrefix(ct, "application/json") {
+		return newError(http.StatusUnsupportedMediaType, ReasonContentType, "Content-Type %q: the body must be application/json", ct)
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxBodyBytes))
+	var tooBig *http.MaxBytesError
+	switch {
+	case errors.As(err, &tooBig):
+		e := newError(http.StatusRequestEntityTooLarge, ReasonBodyTooLarge, "the body is over %d bytes", MaxBodyBytes)
+		e.violations = proxy.FieldErrors{{Field: "body", Reason: ReasonBodyTooLarge, Description: fmt.Sprintf("larger than %d bytes", MaxBodyBytes)}}
+		return e
+	case err != nil:
+		return notJSON("could not be read: " + err.Error())
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
+	var raw json.RawMessage
+	var syntax *json.SyntaxError
+	switch err := dec.Decode(&raw); {
+	case errors.Is(err, io.EOF):
+		return notJSON("is empty: want a JSON object")
+	case errors.As(err, &syntax):
+		return notJSON(fmt.Sprintf("is not valid JSON at byte %d", syntax.Offset))
+	case err != nil:
+		// A value cut short: io.ErrUnexpectedEOF.
+		return notJSON("is not valid JSON: it ends before its value does")
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return notJSON("holds something after its JSON value: want one object")
+	}
+	if path := unknownField(raw, reflect.TypeOf(v), ""); path != "" {
+		return invalid(proxy.FieldError{Field: path, Reason: ReasonFieldUnknown, Description: "is not a field of this resource"})
+	}
+	var typeErr *json.UnmarshalTypeError
+	switch err := json.Unmarshal(raw, v); {
+	case errors.As(err, &typeErr):
+		field := typeErr.Field
+		if field == "" {
+			field = "body"
+		}
+		return invalid(proxy.FieldError{Field: field, Reason: ReasonFieldWrongType, Description: fmt.Sprintf("must be a JSON %s, not %s", jsonType(typeErr.Type), typeErr.Value)})
+	case err != nil:
+		return notJSON("does not decode: " + err.Error())
+	}
+	return nil
+}
+
+func notJSON(description string) *apiError {
+	return invalid(proxy.FieldError{Field: "body", Reason: ReasonBodyNotJSON, Description: description})
+}
+
+// unknownField returns the path of the first member of raw, in the body's
+// order, that names no field of t (by its exact JSON name), or "". Values
+// that are not what t expects are left to the typed decode to report.
+func unknownField(raw json.RawMessage, t reflect.Type, path string) string {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	switch t.Kind() {
+	case reflect.Struct:
+		fields := jsonFields(t)
+		var found string
+		eachMember(raw, func(key string, value json.RawMessage) bool {
+			ft, ok := fields[key]
+			if !ok {
+				found = join(path, key)
+			} else {
+				found = unknownField(value, ft, join(path, key))
+			}
+			return found == ""
+		})
+		return found
+	case reflect.Slice, reflect.Array:
+		var items []json.RawMessage
+		if json.Unmarshal(raw, &items) != nil {
+			return ""
+		}
+		for i, item := range items {
+			if p := unknownField(item, t.Elem(), path+"["+strconv.Itoa(i)+"]"); p != "" {
+				return p
+			}
+		}
+	case reflect.Map:
+		var found string
+		eachMember(raw, func(key string, value json.RawMessage) bool {
+			found = unknownField(value, t.Elem(), join(path, key))
+			return found == ""
+		})
+		return found
+	}
+	return ""
+}
+
+// eachMember calls fn with each member of the JSON object raw, in order,
+// while fn returns true. raw that is no object calls it never.
+func eachMember(raw json.RawMessage, fn func(key string, value json.RawMessage) bool) {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	if tok, err := dec.Token(); err != nil || tok != json.Delim('{') {
+		return
+	}
+	for dec.More() {
+		tok, err := dec.Token()
+		key, ok := tok.(string)
+		if err != nil || !ok {
+			return
+		}
+		var value json.RawMessage
+		if dec.Decode(&value) != nil || !fn(key, value) {
+			return
+		}
+	}
+}
+
+// jsonFields are a struct's fields by their JSON names.
+func jsonFields(t reflect.Type) map[string]reflect.Type {
+	out := map[string]reflect.Type{}
+	for i := range t.NumField() {
+		f := t.Field(i)
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		switch {
+		case !f.IsExported() || name == "-":
+		case name == "":
+			out[f.Name] = f.Type
+		default:
+			out[name] = f.Type
+		}
+	}
+	return out
+}
+
+func join(path, key string) string {
+	if path == "" {
+		return key
+	}
+	return path + "." + key
+}
+
+func jsonType(t reflect.Type) string {
+	switch t.Kind() {
+	case reflect.String:
+		return "string"
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64, reflect.Uint, reflect.Uint32, reflect.Uint64:
+		return "integer in range"
+	case reflect.Slice:
+		return "array"
+	case reflect.Struct, reflect.Map:
+		return "object"
+	}
+	return t.String()
+}

@@ -1,0 +1,140 @@
+package httpapi
+
+import (
+	"fmt"
+	"net/http"
+
+	"github.com/egress-proxies/egress/internal/proxy"
+)
+
+// ErrorDomain is the domain of every ErrorInfo the API returns.
+const ErrorDomain = "egress-proxies"
+
+// Reasons of the errors that are not a field's rule (those carry the
+// rule's own reason, proxy.Reason…, gcp.Reason…).
+const (
+	ReasonUnauthenticated   = "IDENTITY_MISSING"
+	ReasonNamespaceDenied   = "NAMESPACE_ACCESS_DENIED"
+	ReasonRoleInsufficient  = "ROLE_INSUFFICIENT"
+	ReasonAdminRequired     = "ADMIN_REQUIRED"
+	ReasonNamespaceNotFound = "NAMESPACE_NOT_FOUND"
+	ReasonProxyNotFound     = "PROXY_NOT_FOUND"
+	ReasonRouteNotFound     = "ROUTE_NOT_FOUND"
+	ReasonMethodNotAllowed  = "METHOD_NOT_ALLOWED"
+	ReasonProxyExists       = "PROXY_EXISTS_WITH_ANOTHER_SPEC"
+	ReasonProxyBeingDeleted = "PROXY_BEING_DELETED"
+	ReasonNamespaceExists   = "NAMESPACE_EXISTS_WITH_OTHER_SETTINGS"
+	ReasonNamespaceNotEmpty = "NAMESPACE_NOT_EMPTY"
+	ReasonQuotaExceeded     = "NAMESPACE_QUOTA_EXCEEDED"
+	ReasonBodyTooLarge      = "BODY_TOO_LARGE"
+	ReasonContentType       = "CONTENT_TYPE_UNSUPPORTED"
+	ReasonBodyNotJSON       = "BODY_NOT_JSON"
+	ReasonFieldUnknown      = "FIELD_UNKNOWN"
+	ReasonFieldWrongType    = "FIELD_WRONG_TYPE"
+	ReasonPageSizeInvalid   = "PAGE_SIZE_INVALID"
+	ReasonPageTokenInvalid  = "PAGE_TOKEN_INVALID"
+	ReasonMemberInvalid     = "MEMBER_INVALID"
+	ReasonRoleInvalid       = "ROLE_INVALID"
+	ReasonQuotaInvalid      = "QUOTA_INVALID"
+	ReasonStoreUnavailable  = "STORE_UNAVAILABLE"
+	ReasonInternal          = "INTERNAL"
+)
+
+// apiError is an error in the Google API shape (AIP-193): an HTTP code,
+// its canonical status, a message for people, and details for programs —
+// always an ErrorInfo with the reason, and a BadRequest with the fields
+// when fields broke rules.
+type apiError struct {
+	code       int
+	status     string
+	reason     string
+	message    string
+	violations proxy.FieldErrors
+	metadata   map[string]string
+}
+
+func (e *apiError) Error() string { return e.message }
+
+// statusNames are the canonical statuses of the codes, where the code
+// alone says which.
+var statusNames = map[int]string{
+	http.StatusBadRequest:            "INVALID_ARGUMENT",
+	http.StatusUnauthorized:          "UNAUTHENTICATED",
+	http.StatusForbidden:             "PERMISSION_DENIED",
+	http.StatusNotFound:              "NOT_FOUND",
+	http.StatusConflict:              "ALREADY_EXISTS",
+	http.StatusMethodNotAllowed:      "METHOD_NOT_ALLOWED",
+	http.StatusRequestEntityTooLarge: "INVALID_ARGUMENT",
+	http.StatusUnsupportedMediaType:  "INVALID_ARGUMENT",
+	http.StatusTooManyRequests:       "RESOURCE_EXHAUSTED",
+	http.StatusInternalServerError:   "INTERNAL",
+	http.StatusServiceUnavailable:    "UNAVAILABLE",
+}
+
+func newError(code int, reason, format string, args ...any) *apiError {
+	return &apiError{code: code, reason: reason, message: fmt.Sprintf(format, args...)}
+}
+
+// invalid is a 400 naming every broken rule; the reason is the first's.
+// A rule that refuses a feature the operator has not enabled makes it a
+// 403, with those rules alone: nothing else about the request matters.
+func invalid(errs ...proxy.FieldError) *apiError {
+	fe := proxy.FieldErrors(errs)
+	code := http.StatusBadRequest
+	if forbidden := fe.Forbidden(); len(forbidden) > 0 {
+		fe, code = forbidden, http.StatusForbidden
+	}
+	return &apiError{code: code, reason: fe[0].Reason, message: fe.Error(), violations: fe}
+}
+
+// failedPrecondition is a 409 whose status says the resource is in a state
+// that refuses the request (AIP-193 lets 409 carry it; a retry of the same
+// request fails the same way until the state changes).
+func failedPrecondition(reason, format string, args ...any) *apiError {
+	e := newError(http.StatusConflict, reason, format, args...)
+	e.status = "FAILED_PRECONDITION"
+	return e
+}
+
+// errorBody is the JSON of an error.
+type errorBody struct {
+	Error struct {
+		Code    int    `json:"code"`
+		Status  string `json:"status"`
+		Message string `json:"message"`
+		Details []any  `json:"details"`
+	} `json:"error"`
+}
+
+type badRequest struct {
+	Type            string            `json:"@type"`
+	FieldViolations proxy.FieldErrors `json:"fieldViolations"`
+}
+
+type errorInfo struct {
+	Type     string            `json:"@type"`
+	Reason   string            `json:"reason"`
+	Domain   string            `json:"domain"`
+	Metadata map[string]string `json:"metadata,omitempty"`
+}
+
+func (e *apiError) body() errorBody {
+	var b errorBody
+	b.Error.Code, b.Error.Message = e.code, e.message
+	b.Error.Status = e.status
+	if b.Error.Status == "" {
+		b.Error.Status = statusNames[e.code]
+	}
+	if len(e.violations) > 0 {
+		b.Error.Details = append(b.Error.Details, badRequest{Type: "type.googleapis.com/google.rpc.BadRequest", FieldViolations: e.violations})
+	}
+	b.Error.Details = append(b.Error.Details, errorInfo{Type: "type.googleapis.com/google.rpc.ErrorInfo", Reason: e.reason, Domain: ErrorDomain, Metadata: e.metadata})
+	return b
+}
+
+func writeError(w http.ResponseWriter, e *apiError) {
+	if e.code == http.StatusMethodNotAllowed {
+		w.Header().Set("Allow", e.metadata["allow"])
+	}
+	writeJSON(w, e.code, e.body())
+}

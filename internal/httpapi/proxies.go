@@ -1,0 +1,298 @@
+package httpapi
+
+import (
+	"errors"
+	"fmt"
+	"net/http"
+	"reflect"
+	"strconv"
+
+	"github.com/google/uuid"
+
+	"github.com/egress-proxies/egress/internal/provider"
+	"github.com/egress-proxies/egress/internal/proxy"
+	"github.com/egress-proxies/egress/internal/tenancy"
+)
+
+// createRequest is the body of a proxy's create.
+type createRequest struct {
+	Name string     `json:"name"`
+	Spec proxy.Spec `json:"spec"`
+}
+
+func (a *API) createProxy(x *exchange) {
+	ns := x.r.PathValue("namespace")
+	if fe := proxy.ValidateName("namespace", ns); fe != nil {
+		x.fail(invalid(*fe))
+		return
+	}
+	var req createRequest
+	if e := decodeBody(x.w, x.r, &req); e != nil {
+		a.refuse(x, ns, tenancy.CreateProxy, e)
+		return
+	}
+	key := proxy.Key{Namespace: ns, Name: req.Name}
+	if proxy.IsLabel(req.Name) {
+		x.setResource(key.Path())
+	}
+	spec := req.Spec.WithDefaults(a.opts.DefaultProvider)
+	var errs proxy.FieldErrors
+	if fe := proxy.ValidateName("name", req.Name); fe != nil {
+		errs = append(errs, *fe)
+	}
+	errs = append(errs, a.validateSpec(ns, spec)...)
+	if len(errs) > 0 {
+		a.refuse(x, ns, tenancy.CreateProxy, invalid(errs...))
+		return
+	}
+	now := a.now()
+	p := &proxy.Proxy{
+		Name: req.Name, Namespace: ns, UID: uuid.NewString(), Generation: 1,
+		Spec:        spec,
+		Status:      proxy.Status{Phase: proxy.PhasePending},
+		RequestedBy: x.caller.email,
+		CreateTime:  now,
+		// A progress time from the start: if the create's own event is
+		// lost, the sweep re-drives the document.
+		Reconciler: proxy.Bookkeeping{ProgressTime: now},
+	}
+	var (
+		quota  int
+		member bool
+	)
+	created, err := a.store.CreateInNamespace(x.ctx, p, func(n *tenancy.Namespace) (int, error) {
+		if e := decide(x.caller, ns, n, tenancy.CreateProxy); e != nil {
+			return 0, e
+		}
+		quota, member = n.QuotaOr(a.opts.Quota), seesCredentials(x.caller, n)
+		return quota, nil
+	})
+	switch {
+	case errors.Is(err, proxy.ErrAlreadyExists) && created != nil:
+		a.repeatedCreate(x, p, created, member)
+	case errors.Is(err, proxy.ErrQuotaExceeded):
+		e := newError(http.StatusTooManyRequests, ReasonQuotaExceeded, "namespace %q holds its quota of %d proxies; delete one first, or ask a platform admin for a larger quota", ns, quota)
+		e.metadata = map[string]string{"namespace": ns, "quota": strconv.Itoa(quota)}
+		x.fail(e)
+	case errors.Is(err, tenancy.ErrNamespaceNotFound):
+		x.fail(namespaceNotFound(ns))
+	case err != nil:
+		x.fail(a.storeError(x.ctx, err))
+	default:
+		x.w.Header().Set("Location", "/v1/"+created.Key().Path())
+		x.reply(http.StatusCreated, shown(created, member))
+	}
+}
+
+// validateSpec holds a spec to the neutral rules and the operator's policy
+// (proxy.Spec.Validate), then to its provider's own rules, named as
+// fields of the spec.
+func (a *API) validateSpec(namespace string, spec proxy.Spec) proxy.FieldErrors {
+	errs := spec.Validate(namespace, a.opts.Policy, a.opts.Providers.Has)
+	if !a.opts.Providers.Has(spec.Provider) {
+		return errs
+	}
+	pl := spec.Placement
+	violations, err := a.opts.Providers.Validate(spec.Provider, provider.ValidateRequest{
+		Placement: provider.Placement{Region: pl.Region, Zone: pl.Zone, MachineType: pl.MachineType, Image: pl.Image},
+		CloudInit: spec.CloudInit,
+	})
+	if err != nil {
+		return append(errs, proxy.FieldError{Field: "spec.provider", Reason: proxy.ReasonProviderNotEnabled, Description: err.Error()})
+	}
+	for _, v := range violations {
+		errs = append(errs, proxy.FieldError{Field: "spec." + v.Field, Reason: v.Reason, Description: v.Description})
+	}
+	return errs
+}
+
+// refuse answers a request in a namespace that is invalid with e — unless
+// the caller may not act there at all, which comes first: a caller
+// outside a namespace gets the same answer to everything in it.
+func (a *API) refuse(x *exchange, namespace string, perm tenancy.Permission, e *apiError) {
+	if _, denied := a.authorize(x.ctx, x.caller, namespace, perm); denied != nil {
+		x.fail(denied)
+		return
+	}
+	x.fail(e)
+}
+
+// repeatedCreate answers a create of a name that exists: the same request
+// again gets the existing resource, another one a conflict.
+func (a *API) repeatedCreate(x *exchange, want, existing *proxy.Proxy, member bool) {
+	switch {
+	case existing.DeleteRequestTime != nil:
+		e := newError(http.StatusConflict, ReasonProxyBeingDeleted, "proxy %s is being deleted; create it again once it is gone", existing.Key())
+		e.violations = proxy.FieldErrors{{Field: "name", Reason: ReasonProxyBeingDeleted, Description: "names a proxy being deleted"}}
+		x.fail(e)
+	case reflect.DeepEqual(normalize(existing.Spec), normalize(want.Spec)):
+		x.w.Header().Set("Location", "/v1/"+existing.Key().Path())
+		x.reply(http.StatusOK, shown(existing, member))
+	default:
+		e := newError(http.StatusConflict, ReasonProxyExists, "proxy %s exists with another spec", existing.Key())
+		e.violations = proxy.FieldErrors{{Field: "spec", Reason: ReasonProxyExists, Description: "differs from the spec of the existing proxy of this name"}}
+		x.fail(e)
+	}
+}
+
+// normalize makes specs comparable: an empty list and a missing one are the
+// same request.
+func normalize(s proxy.Spec) proxy.Spec {
+	if len(s.AllowedSourceRanges) == 0 {
+		s.AllowedSourceRanges = nil
+	}
+	if len(s.ConnectPorts) == 0 {
+		s.ConnectPorts = nil
+	}
+	return s
+}
+
+// proxyKey is the proxy a request's path names, or the answer to a path
+// that names none.
+func proxyKey(x *exchange) (proxy.Key, *apiError) {
+	key := proxy.Key{Namespace: x.r.PathValue("namespace"), Name: x.r.PathValue("name")}
+	var errs proxy.FieldErrors
+	if fe := proxy.ValidateName("namespace", key.Namespace); fe != nil {
+		errs = append(errs, *fe)
+	}
+	if fe := proxy.ValidateName("name", key.Name); fe != nil {
+		errs = append(errs, *fe)
+	}
+	if len(errs) > 0 {
+		return key, invalid(errs...)
+	}
+	return key, nil
+}
+
+// inNamespace serves a request on one proxy: its key, the caller's access
+// to its namespace for perm, and whether the caller is a member (who sees
+// the proxy's credentials).
+func (a *API) inNamespace(x *exchange, perm tenancy.Permission) (proxy.Key, bool, bool) {
+	key, e := proxyKey(x)
+	if e == nil {
+		var ns *tenancy.Namespace
+		if ns, e = a.authorize(x.ctx, x.caller, key.Namespace, perm); e == nil {
+			return key, seesCredentials(x.caller, ns), true
+		}
+	}
+	x.fail(e)
+	return key, false, false
+}
+
+func (a *API) getProxy(x *exchange) {
+	key, member, ok := a.inNamespace(x, tenancy.GetProxy)
+	if !ok {
+		return
+	}
+	p, err := a.store.Get(x.ctx, key)
+	a.answer(x, key, p, err, http.StatusOK, member)
+}
+
+func (a *API) deleteProxy(x *exchange) {
+	key, member, ok := a.inNamespace(x, tenancy.DeleteProxy)
+	if !ok {
+		return
+	}
+	p, err := a.store.RequestDeletion(x.ctx, key, a.now())
+	a.answer(x, key, p, err, http.StatusAccepted, member)
+}
+
+// rotateProxy asks for a new VM (and a new address unless Static): the
+// reconciler replaces a VM created before the request's time.
+func (a *API) rotateProxy(x *exchange) {
+	key, member, ok := a.inNamespace(x, tenancy.RotateProxy)
+	if !ok {
+		return
+	}
+	p, err := a.store.RequestRotation(x.ctx, key, a.now())
+	if errors.Is(err, proxy.ErrBeingDeleted) {
+		x.fail(failedPrecondition(ReasonProxyBeingDeleted, "proxy %s is being deleted; a proxy on its way out is not rotated", key))
+		return
+	}
+	a.answer(x, key, p, err, http.StatusAccepted, member)
+}
+
+// answer is a proxy as a read or write left it, or its error.
+func (a *API) answer(x *exchange, key proxy.Key, p *proxy.Proxy, err error, code int, member bool) {
+	switch {
+	case errors.Is(err, proxy.ErrNotFound):
+		x.fail(proxyNotFound(key))
+	case err != nil:
+		x.fail(a.storeError(x.ctx, err))
+	default:
+		x.reply(code, shown(p, member))
+	}
+}
+
+// listResponse is the body of a list of proxies.
+type listResponse struct {
+	Proxies       []*proxy.Proxy `json:"proxies"`
+	NextPageToken string         `json:"nextPageToken,omitempty"`
+}
+
+func (a *API) listProxies(x *exchange) {
+	ns := x.r.PathValue("namespace")
+	if fe := proxy.ValidateName("namespace", ns); fe != nil {
+		x.fail(invalid(*fe))
+		return
+	}
+	n, e := a.authorize(x.ctx, x.caller, ns, tenancy.ListProxies)
+	if e != nil {
+		x.fail(e)
+		return
+	}
+	size, e := pageSize(x.r)
+	if e != nil {
+		x.fail(e)
+		return
+	}
+	page, next, err := a.store.List(x.ctx, ns, size, x.r.URL.Query().Get("pageToken"))
+	if errors.Is(err, proxy.ErrInvalidPageToken) {
+		x.fail(badPageToken("a list of this namespace"))
+		return
+	}
+	if err != nil {
+		x.fail(a.storeError(x.ctx, err))
+		return
+	}
+	member := seesCredentials(x.caller, n)
+	out := listResponse{Proxies: []*proxy.Proxy{}, NextPageToken: next}
+	for _, p := range page {
+		out.Proxies = append(out.Proxies, shown(p, member))
+	}
+	x.reply(http.StatusOK, out)
+}
+
+// pageSize is a list's pageSize parameter, DefaultPageSize when absent.
+func pageSize(r *http.Request) (int, *apiError) {
+	v := r.URL.Query().Get("pageSize")
+	if v == "" {
+		return DefaultPageSize, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil || n < 1 || n > MaxPageSize {
+		return 0, invalid(proxy.FieldError{Field: "pageSize", Reason: ReasonPageSizeInvalid, Description: fmt.Sprintf("%q is not a whole number in 1-%d", v, MaxPageSize)})
+	}
+	return n, nil
+}
+
+func badPageToken(of string) *apiError {
+	return invalid(proxy.FieldError{Field: "pageToken", Reason: ReasonPageTokenInvalid, Description: "was not returned by " + of})
+}
+
+// seesCredentials reports whether c may read the proxies' credentials in
+// ns (tenancy.ReadProxyURL: its members, admins or not).
+func seesCredentials(c caller, ns *tenancy.Namespace) bool {
+	return tenancy.Allowed(tenancy.ReadProxyURL, c.admin, ns.RoleOf(c.email))
+}
+
+// shown is the resource as the caller may see it. The proxy URL, with its
+// credentials, is filled in from the document's private part for members
+// of the namespace only (tenancy.ReadProxyURL), once there is an endpoint.
+func shown(p *proxy.Proxy, member bool) *proxy.Proxy {
+	p.Status.ProxyURL = ""
+	if member {
+		p.Status.ProxyURL = p.Reconciler.Credentials.URL(p.Status.Endpoint)
+	}
+	return p
+}
