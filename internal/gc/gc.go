@@ -228,7 +228,7 @@ func (c *Collector) Run(ctx context.Context) (Report, error) {
 	errs = append(errs, sweepErr)
 	if err == nil {
 		var driftErr error
-		report.Sweep.Drifted, report.Sweep.DriftFailed, driftErr = c.drift(ctx, listings, uids)
+		report.Sweep.Drifted, report.Sweep.DriftFailed, driftErr = c.drift(ctx, now, listings, uids)
 		errs = append(errs, driftErr)
 	}
 
@@ -419,11 +419,11 @@ func (c *Collector) sweep(ctx context.Context, now time.Time) (SweepSummary, err
 
 // drift re-drives the Ready documents whose VM the listings show stopped,
 // not running (a VM whose self-test failed after a reboot), or do not show
-// at all. Nothing else would: a settled document has no events
+// at all, and those whose VM is past the spec's maxAge. Nothing else would: a settled document has no events
 // and no progress time for the sweep, so a VM lost or stopped after its
 // proxy was Ready would stay lost. It runs only when every provider was
 // listed, since a missing listing would make every VM look lost.
-func (c *Collector) drift(ctx context.Context, listings []listing, uids map[string]proxy.Claim) (int, int, error) {
+func (c *Collector) drift(ctx context.Context, now time.Time, listings []listing, uids map[string]proxy.Claim) (int, int, error) {
 	states := make(map[string]provider.InstanceState)
 	for _, l := range listings {
 		if l.err != nil {
@@ -436,12 +436,17 @@ func (c *Collector) drift(ctx context.Context, listings []listing, uids map[stri
 		}
 	}
 	var keys []proxy.Key
+	var reasons []proxy.Reason
 	for uid, claim := range uids {
 		if claim.Phase != proxy.PhaseReady {
 			continue
 		}
 		if state, ok := states[uid]; !ok || state != provider.StateRunning {
-			keys = append(keys, claim.Key)
+			keys, reasons = append(keys, claim.Key), append(reasons, proxy.ReasonDrift)
+		} else if proxy.RotationDue(claim.MaxAge, claim.BootStart, now) {
+			// Nothing else would look at a settled proxy whose VM reached
+			// its maxAge.
+			keys, reasons = append(keys, claim.Key), append(reasons, proxy.ReasonAge)
 		}
 	}
 	var (
@@ -450,7 +455,7 @@ func (c *Collector) drift(ctx context.Context, listings []listing, uids map[stri
 		failed int
 	)
 	c.forEach(len(keys), func(i int) {
-		err := c.requeuer.Publish(ctx, proxy.ReconcileMessage{Document: keys[i].Path(), Reason: proxy.ReasonDrift})
+		err := c.requeuer.Publish(ctx, proxy.ReconcileMessage{Document: keys[i].Path(), Reason: reasons[i]})
 		mu.Lock()
 		defer mu.Unlock()
 		if err != nil {
@@ -458,7 +463,7 @@ func (c *Collector) drift(ctx context.Context, listings []listing, uids map[stri
 			errs = append(errs, fmt.Errorf("re-driving %s, whose VM is gone or stopped: %w", keys[i], err))
 			return
 		}
-		c.log.WarnContext(ctx, "ready proxy's VM is gone or stopped; re-driven", slog.String("document", keys[i].Path()))
+		c.log.WarnContext(ctx, "ready proxy's VM is gone, stopped or due for rotation; re-driven", slog.String("document", keys[i].Path()), slog.String("reason", string(reasons[i])))
 	})
 	return len(keys) - failed, failed, errors.Join(errs...)
 }

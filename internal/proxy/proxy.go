@@ -137,6 +137,17 @@ type Bookkeeping struct {
 	// CreatePending is the instance name of a Create that was decided but
 	// whose providerID is not yet stored.
 	CreatePending string `firestore:"createPending,omitempty"`
+	// CreateRequestID names the create attempt CreatePending is: a new one
+	// for each new attempt (the first create, a replacement, a rotation,
+	// another zone), the same for a retry of it, so the provider's request
+	// de-duplication stops a duplicate and never swallows a new attempt.
+	CreateRequestID string `firestore:"createRequestID,omitempty"`
+	// FullZones are the zones of the region found out of capacity since
+	// the proxy was last Ready, for the provider to avoid.
+	FullZones []string `firestore:"fullZones,omitempty"`
+	// AddressID is the providerID of the proxy's static address, once a VM
+	// was seen using it: released after the last VM on deletion.
+	AddressID string `firestore:"addressID,omitempty"`
 	// Replacements counts VMs replaced because they were lost or stopped.
 	Replacements int64 `firestore:"replacements,omitempty"`
 	// Attempts counts consecutive failed attempts, for backoff.
@@ -189,10 +200,21 @@ type Proxy struct {
 func (p *Proxy) Key() Key { return Key{Namespace: p.Namespace, Name: p.Name} }
 
 // Claim is what the garbage collector reads of each live document: whose
-// uid it is and how far it got. It reads nothing else, so memory stays small.
+// uid it is, how far it got, and what it needs to tell a VM due for
+// rotation. It reads nothing else, so memory stays small.
 type Claim struct {
 	Key   Key
 	Phase Phase
+	// MaxAge is the spec's, and BootStart when the current VM was created.
+	MaxAge    string
+	BootStart time.Time
+}
+
+// RotationDue reports whether the VM of a document with this maxAge,
+// created at bootStart, is due for rotation at now.
+func RotationDue(maxAge string, bootStart, now time.Time) bool {
+	d, err := time.ParseDuration(maxAge)
+	return maxAge != "" && err == nil && !bootStart.IsZero() && now.Sub(bootStart) >= d
 }
 
 // DocumentPattern is the path pattern of proxy documents, as Eventarc's
@@ -272,6 +294,9 @@ const (
 	// ReasonRequeue is a run handing its document on to the next, when it
 	// waited as long as one run may.
 	ReasonRequeue Reason = "requeue"
+	// ReasonAge is the garbage collector re-driving a Ready document whose
+	// VM is older than the spec's maxAge.
+	ReasonAge Reason = "age"
 )
 
 // Requested reports whether the reason is a request to look at the

@@ -3,8 +3,12 @@ package reconcile
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
+	"slices"
 	"time"
+
+	"github.com/google/uuid"
 
 	"github.com/egress-proxies/egress/internal/provider"
 	"github.com/egress-proxies/egress/internal/proxy"
@@ -26,8 +30,13 @@ func (run *run) create(ctx context.Context) (outcome, error) {
 	next := run.next()
 	next.Status.Phase = phase
 	if next.Reconciler.CreatePending != name {
-		// On a retry the condition keeps saying why the last try failed.
+		// A new attempt, with a request id of its own: the provider's
+		// de-duplication (Compute ignores an id it has seen within the
+		// hour) must never swallow it, while a retry of this attempt (a
+		// crash, a 503) keeps the id and so can never make a second VM.
 		next.Reconciler.CreatePending = name
+		next.Reconciler.CreateRequestID = uuid.NewString()
+		// On a retry the condition keeps saying why the last try failed.
 		setReady(next, "False", string(phase), "Creating instance "+name+".", run.r.clock.Now())
 	}
 	if next.Reconciler.Credentials.IsZero() {
@@ -45,12 +54,15 @@ func (run *run) create(ctx context.Context) (outcome, error) {
 	}
 
 	req := provider.CreateRequest{
-		Name:      name,
-		UID:       p.UID,
-		Namespace: p.Namespace,
-		ProxyName: p.Name,
-		Placement: provider.Placement(p.Spec.Placement),
-		Port:      port(p.Spec),
+		Name:       name,
+		UID:        p.UID,
+		Namespace:  p.Namespace,
+		ProxyName:  p.Name,
+		Placement:  provider.Placement(p.Spec.Placement),
+		Port:       port(p.Spec),
+		RequestID:  next.Reconciler.CreateRequestID,
+		StaticIP:   p.Spec.IPPolicy == proxy.IPStatic,
+		AvoidZones: next.Reconciler.FullZones,
 	}
 	var err error
 	if req.CloudInit, req.StartupScript, err = run.bootstrap(ctx); err != nil {
@@ -58,7 +70,7 @@ func (run *run) create(ctx context.Context) (outcome, error) {
 	}
 	id, err := run.prov.Create(ctx, req)
 	if err != nil {
-		return run.providerError(ctx, "creating instance "+name, err)
+		return run.createFailed(ctx, "creating instance "+name, err)
 	}
 	run.created = id
 	run.log.InfoContext(ctx, "instance created", slog.String("providerID", id), slog.String("instance", name))
@@ -68,7 +80,7 @@ func (run *run) create(ctx context.Context) (outcome, error) {
 	next.Status.ProviderID = id
 	next.Status.State = string(provider.StateProvisioning)
 	next.Status.Message = ""
-	next.Reconciler.CreatePending = ""
+	next.Reconciler.CreatePending, next.Reconciler.CreateRequestID = "", ""
 	next.Reconciler.Attempts = 0
 	next.Reconciler.NotFoundSince = time.Time{}
 	next.Reconciler.BootStart = now
@@ -99,4 +111,69 @@ func (run *run) bootstrap(ctx context.Context) (cloudInit, startupScript string,
 		return "", script, nil
 	}
 	return "", "", nil
+}
+
+// createFailed handles a create that failed, whether Create said so or the
+// provider found it later in the create's operation (a Get of the missing
+// VM). Where Compute answered for good, the attempt is over and the next
+// one gets a request id of its own; a VM with no answer (a 503, a lost
+// response) is retried as the same attempt.
+//
+//   - Capacity: the zone is full. When the provider chooses the zone, the
+//     next attempt goes at once to another zone of the region; when every
+//     zone was full, or the spec names the zone, it is retried after a
+//     backoff.
+//   - Quota: retried when the sweep next looks, minutes later, with the
+//     quota's message in the status.
+//   - Permanent (an image, a zone, a network that does not exist): Failed,
+//     with the provider's message.
+func (run *run) createFailed(ctx context.Context, what string, err error) (outcome, error) {
+	p := run.doc
+	msg := fmt.Sprintf("%s: %v", what, err)
+	now := run.r.clock.Now()
+	next := run.next()
+	endAttempt := func() {
+		next.Status.ProviderID, next.Status.IP, next.Status.Endpoint, next.Status.State = "", "", "", ""
+		next.Reconciler.CreatePending, next.Reconciler.CreateRequestID = "", ""
+		if next.Status.Phase != proxy.PhaseReplacing {
+			next.Status.Phase = proxy.PhaseCreating
+		}
+	}
+	switch provider.KindOf(err) {
+	case provider.KindCapacity:
+		endAttempt()
+		zone := provider.FullZone(err)
+		if zone != "" && p.Spec.Placement.Zone == "" {
+			next.Reconciler.FullZones = append(slices.Clone(next.Reconciler.FullZones), zone)
+			msg = fmt.Sprintf("Zone %s is out of capacity; trying another zone of %s.", zone, p.Spec.Placement.Region)
+			next.Status.Message = msg
+			setReady(next, "False", "ZoneOutOfCapacity", msg, now)
+			run.log.WarnContext(ctx, "zone out of capacity; trying another", slog.String("zone", zone), slog.Any("error", err))
+			if err := run.write(ctx, next, true); err != nil {
+				return done, err
+			}
+			return run.create(ctx)
+		}
+		// Every zone of the region, or the one the spec names: wait, and
+		// start over from the first choice.
+		next.Reconciler.FullZones = nil
+		next.Reconciler.Attempts++
+		next.Status.Message = msg
+		setReady(next, "False", "OutOfCapacity", msg, now)
+		run.log.WarnContext(ctx, "no capacity; retrying after a backoff", slog.Any("error", err))
+		if err := run.write(ctx, next, true); err != nil {
+			return done, err
+		}
+		return wait, nil
+	case provider.KindQuota:
+		endAttempt()
+		msg = "Quota exceeded; retrying in a few minutes: " + msg
+		next.Status.Message = msg
+		setReady(next, "False", "QuotaExceeded", msg, now)
+		run.log.WarnContext(ctx, "quota exceeded; the sweep retries", slog.Any("error", err))
+		return done, run.write(ctx, next, false)
+	case provider.KindPermanent:
+		return run.fail(ctx, "CreateFailed", msg)
+	}
+	return run.providerError(ctx, what, err)
 }

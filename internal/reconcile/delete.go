@@ -9,12 +9,17 @@ import (
 	"github.com/egress-proxies/egress/internal/provider"
 )
 
-// deleting deletes the VM, then, once it is gone, the document.
+// deleting deletes the VM, then, once it is gone, its static address if
+// it has one, then the document.
 func (run *run) deleting(ctx context.Context) (outcome, error) {
 	p := run.doc
 	id := p.Status.ProviderID
 	if id == "" {
 		id = run.created
+	}
+	if id == "" && p.Reconciler.AddressID != "" {
+		// The VM is gone; the address goes after it.
+		id = p.Reconciler.AddressID
 	}
 	if id != "" {
 		prov, err := run.r.providers.Get(ctx, p.Spec.Provider)
@@ -34,6 +39,15 @@ func (run *run) deleting(ctx context.Context) (outcome, error) {
 		}
 		inst, err := prov.Get(ctx, id)
 		switch {
+		case errors.Is(err, provider.ErrNotFound) && id != p.Reconciler.AddressID && p.Reconciler.AddressID != "":
+			// The VM is gone: release its address next.
+			next := run.next()
+			next.Status.ProviderID = ""
+			run.created, run.deleteSent = "", false
+			if err := run.write(ctx, next, false); err != nil {
+				return done, err
+			}
+			return run.deleting(ctx)
 		case errors.Is(err, provider.ErrNotFound):
 			// Gone: the document may go.
 		case err != nil:

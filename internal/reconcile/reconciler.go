@@ -265,12 +265,13 @@ func (run *run) step(ctx context.Context) (outcome, error) {
 		return done, nil
 	}
 	requested := run.trigger.Reason.Requested()
+	rotate := run.rotationDue()
 	switch p.Status.Phase {
 	case proxy.PhaseFailed:
 		// A permanent failure stays until the proxy is deleted.
 		return done, nil
 	case proxy.PhaseReady, proxy.PhaseProvisioning:
-		if !requested {
+		if !requested && !rotate {
 			// The event of a write: nothing here changes by itself soon. A
 			// booting VM calls home when it is ready, and the sweep looks at
 			// one that does not.
@@ -283,6 +284,8 @@ func (run *run) step(ctx context.Context) (outcome, error) {
 	}
 	run.prov = prov
 	switch {
+	case rotate && (p.Status.Phase == proxy.PhaseReady || p.Status.Phase == proxy.PhaseProvisioning):
+		return run.rotate(ctx)
 	case p.Status.Phase == proxy.PhaseReplacing:
 		return run.replacing(ctx)
 	case p.Status.ProviderID == "":

@@ -38,7 +38,6 @@ import (
 	"strconv"
 	"syscall"
 	"time"
-
 )
 
 func main() {
