@@ -167,6 +167,7 @@ func (run *run) createFailed(ctx context.Context, what string, err error) (outco
 		return wait, nil
 	case provider.KindQuota:
 		endAttempt()
+		next.Reconciler.NotBefore = now.Add(run.r.opts.QuotaBackoff)
 		msg = "Quota exceeded; retrying in a few minutes: " + msg
 		next.Status.Message = msg
 		setReady(next, "False", "QuotaExceeded", msg, now)

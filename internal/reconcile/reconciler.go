@@ -60,6 +60,7 @@ const (
 	DefaultNotFoundGrace   = 30 * time.Second
 	DefaultBootTimeout     = 10 * time.Minute
 	DefaultMaxBootFailures = 3
+	DefaultQuotaBackoff    = 2 * time.Minute
 )
 
 // GetsPerLifecycle is the fewest provider Gets a proxy's life takes: one
@@ -87,6 +88,9 @@ type Options struct {
 	// MaxBootFailures is how many VMs in a row may fail to become ready
 	// before the proxy is Failed.
 	MaxBootFailures int
+	// QuotaBackoff is how long a create refused by a quota waits before it
+	// is tried again.
+	QuotaBackoff time.Duration
 	// Bootstrap renders the startup script of specs that bring no
 	// cloud-init of their own. Nil sends none.
 	Bootstrap BootstrapFunc
@@ -106,6 +110,7 @@ func (o Options) withDefaults() Options {
 	def(&o.MaxBackoff, DefaultMaxBackoff)
 	def(&o.NotFoundGrace, DefaultNotFoundGrace)
 	def(&o.BootTimeout, DefaultBootTimeout)
+	def(&o.QuotaBackoff, DefaultQuotaBackoff)
 	if o.MaxBootFailures <= 0 {
 		o.MaxBootFailures = DefaultMaxBootFailures
 	}
@@ -262,6 +267,10 @@ func (run *run) step(ctx context.Context) (outcome, error) {
 	}
 	if h := p.Reconciler.LeaseHolder; h != "" && h != run.holder && h != run.trigger.Handoff && run.r.clock.Now().Before(p.Reconciler.LeaseExpireTime) {
 		run.log.DebugContext(ctx, "another run holds the lease; nothing to do", slog.String("holder", h))
+		return done, nil
+	}
+	if now := run.r.clock.Now(); p.Status.ProviderID == "" && now.Before(p.Reconciler.NotBefore) {
+		run.log.DebugContext(ctx, "a quota refused the last create; waiting before the next", slog.Time("notBefore", p.Reconciler.NotBefore))
 		return done, nil
 	}
 	requested := run.trigger.Reason.Requested()

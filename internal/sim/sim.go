@@ -18,7 +18,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"math/rand/v2"
 	"slices"
@@ -47,13 +46,17 @@ const (
 	// NoGracePeriod makes GC delete unclaimed VMs of any age.
 	NoGracePeriod
 	// NoCreatePending makes Create keyed on nothing recorded before it:
-	// each try names its VM afresh, so a retry after a lost response or a
-	// crash cannot find the VM the first try made.
+	// each try names its VM afresh, with no request id, so a retry after a
+	// lost response or a crash cannot find the VM the first try made.
 	NoCreatePending
+	// OneRequestID gives every create attempt of a proxy the same request
+	// id, derived from its uid (the gcp provider's old way): the provider
+	// ignores the attempts after the first, so a replacement never comes.
+	OneRequestID
 )
 
 func (b Bug) String() string {
-	return [...]string{"none", "no update-time precondition", "no lease", "no GC grace period", "no create-pending record"}[b]
+	return [...]string{"none", "no update-time precondition", "no lease", "no GC grace period", "no create-pending record", "one request id per proxy"}[b]
 }
 
 // Stats counts what a schedule did.
@@ -65,6 +68,11 @@ type Stats struct {
 	// NeverReady VMs hung in their boot; BootErrors reported that they
 	// cannot serve.
 	NeverReady, BootErrors int
+	// AsyncCreateFailures were creates accepted and failed later (quota,
+	// a bad image); Stockouts, zones out of capacity for a while.
+	AsyncCreateFailures, Stockouts int
+	// StaticProxies asked for a static address.
+	StaticProxies int
 	// ReadyAtEnd, FailedAtEnd and InstancesAtEnd are what the invariants
 	// were checked over.
 	ReadyAtEnd, FailedAtEnd, InstancesAtEnd int
@@ -73,7 +81,8 @@ type Stats struct {
 // Faults is the number of faults the schedule injected.
 func (s Stats) Faults() int {
 	return s.Crashes + s.Dropped + s.Duplicated + s.ProviderFaults + s.Lost + s.Stopped +
-		s.CallHomesLost + s.CallHomesDuplicated + s.CallHomesDelayed + s.CallHomesForged + s.NeverReady + s.BootErrors
+		s.CallHomesLost + s.CallHomesDuplicated + s.CallHomesDelayed + s.CallHomesForged + s.NeverReady + s.BootErrors +
+		s.AsyncCreateFailures + s.Stockouts
 }
 
 // Add sums schedules' stats.
@@ -94,6 +103,9 @@ func (s *Stats) Add(o Stats) {
 	s.CallHomesForged += o.CallHomesForged
 	s.NeverReady += o.NeverReady
 	s.BootErrors += o.BootErrors
+	s.AsyncCreateFailures += o.AsyncCreateFailures
+	s.Stockouts += o.Stockouts
+	s.StaticProxies += o.StaticProxies
 	s.ReadyAtEnd += o.ReadyAtEnd
 	s.FailedAtEnd += o.FailedAtEnd
 	s.InstancesAtEnd += o.InstancesAtEnd
@@ -112,6 +124,9 @@ const (
 )
 
 var names = []string{"a", "b", "c"}
+
+// zones are the zones of the one region the simulated proxies use.
+var zones = []string{"us-central1-a", "us-central1-b", "us-central1-c"}
 
 var errCrash = errors.New("sim: invocation crashed")
 
@@ -166,24 +181,29 @@ type World struct {
 	actor   map[string]*inv
 	// lastUIDs is the uid set read at the last GC tick.
 	lastUIDs map[string]proxy.Claim
-	errs     []string
+	// staticEndpoint is the first endpoint each Static proxy was Ready at.
+	staticEndpoint map[string]string
+	// stockedOut are the zones out of capacity while faults are on.
+	stockedOut []string
+	errs       []string
 }
 
 // New builds the world of a seed.
 func New(seed uint64, bug Bug) *World {
 	start := time.Date(2026, 12, 2, 0, 0, 0, 0, time.UTC)
 	w := &World{
-		rng:    rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)),
-		bug:    bug,
-		clock:  clock.NewFake(start),
-		faults: true,
-		uids:   map[string][]string{},
-		obsGen: map[string]int64{},
-		actor:  map[string]*inv{},
+		rng:            rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)),
+		bug:            bug,
+		clock:          clock.NewFake(start),
+		faults:         true,
+		uids:           map[string][]string{},
+		obsGen:         map[string]int64{},
+		actor:          map[string]*inv{},
+		staticEndpoint: map[string]string{},
 	}
 	w.store = memstore.New(w.clock)
 	w.mock = mock.New(mock.Options{Clock: w.clock, ProvisioningDelay: time.Duration(5+w.rng.IntN(60)) * time.Second, CallHome: w.callHome})
-	log := slog.New(slog.NewTextHandler(io.Discard, nil))
+	log := slog.New(slog.DiscardHandler)
 	st := &simStore{w: w}
 	prov := &simProvider{w: w}
 	q := &simQueue{w: w}
@@ -203,11 +223,19 @@ func New(seed uint64, bug Bug) *World {
 // duplicated or late while faults are on. It also records what the API
 // shows, for the generation invariant.
 func (w *World) changed(c memstore.Change) {
-	if c.New != nil {
-		if g := c.New.Status.ObservedGeneration; g < w.obsGen[c.New.UID] {
-			w.violation("document %s (uid %s) went back from generation %d to %d", c.Key, c.New.UID, w.obsGen[c.New.UID], g)
+	if n := c.New; n != nil {
+		if g := n.Status.ObservedGeneration; g < w.obsGen[n.UID] {
+			w.violation("document %s (uid %s) went back from generation %d to %d", c.Key, n.UID, w.obsGen[n.UID], g)
 		} else {
-			w.obsGen[c.New.UID] = g
+			w.obsGen[n.UID] = g
+		}
+		if n.Spec.IPPolicy == proxy.IPStatic && n.Status.Phase == proxy.PhaseReady {
+			// A Static proxy's address survives every replacement.
+			if first, ok := w.staticEndpoint[n.UID]; !ok {
+				w.staticEndpoint[n.UID] = n.Status.Endpoint
+			} else if first != n.Status.Endpoint {
+				w.violation("Static proxy %s (uid %s) moved from %s to %s", c.Key, n.UID, first, n.Status.Endpoint)
+			}
 		}
 	}
 	copies := 1
@@ -279,6 +307,7 @@ func (w *World) Run() ([]string, Stats) {
 		w.tick()
 	}
 	w.faults = false
+	w.mock.ClearCreateFailures()
 	end := w.clock.Now().Add(quiesceFor)
 	for guard := 0; guard < 200_000; guard++ {
 		if !w.clock.Now().Before(end) && len(w.active) == 0 && len(w.duePending(true)) == 0 {
@@ -439,7 +468,21 @@ func (w *World) maybeFault() {
 			w.stats.BootErrors++
 			w.mock.FailBoot(ins[w.rng.IntN(len(ins))].ID, "tinyproxy does not answer")
 		}
-	case r < 0.085:
+	case r < 0.0875:
+		w.stats.AsyncCreateFailures++
+		kind, msg := provider.KindQuota, "QUOTA_EXCEEDED: Quota 'CPUS' exceeded. Limit: 8.0 in region us-central1."
+		if w.rng.IntN(4) == 0 {
+			kind, msg = provider.KindPermanent, "RESOURCE_NOT_FOUND: The resource 'projects/debian-cloud/global/images/family/debian-99' was not found"
+		}
+		w.mock.FailCreatesAsync("", 1, kind, msg)
+	case r < 0.09:
+		z := zones[w.rng.IntN(len(zones))]
+		if !slices.Contains(w.stockedOut, z) {
+			w.stats.Stockouts++
+			w.stockedOut = append(w.stockedOut, z)
+			w.mock.Stockout(z)
+		}
+	case r < 0.095:
 		// A message no VM sent: for the name's uid, or for one it never had.
 		w.stats.CallHomesForged++
 		name := names[w.rng.IntN(len(names))]
@@ -462,15 +505,34 @@ func (w *World) userAction() {
 		uid := fmt.Sprintf("%08x-0000-4000-8000-%012x", w.rng.Uint32(), w.rng.Uint64()&0xffffffffffff)
 		w.uids[name] = append(w.uids[name], uid)
 		now := w.clock.Now()
+		spec := proxy.Spec{Provider: mock.Type, Port: proxy.DefaultPort, AllowedSourceRanges: []string{"203.0.113.0/24"},
+			IPPolicy: proxy.IPEphemeral, Placement: proxy.Placement{Region: "us-central1"}}
+		if w.rng.IntN(3) == 0 {
+			w.stats.StaticProxies++
+			spec.IPPolicy = proxy.IPStatic
+		}
+		if w.rng.IntN(3) == 0 {
+			// Pinned: no other zone is tried.
+			spec.Placement.Zone = zones[w.rng.IntN(len(zones))]
+		}
 		w.store.Create(ctx, &proxy.Proxy{
 			Namespace: namespace, Name: name, UID: uid, Generation: 1,
-			Spec:       proxy.Spec{Provider: mock.Type, Port: proxy.DefaultPort, AllowedSourceRanges: []string{"203.0.113.0/24"}},
+			Spec:       spec,
 			Status:     proxy.Status{Phase: proxy.PhasePending},
 			CreateTime: now, Reconciler: proxy.Bookkeeping{ProgressTime: now},
 		}, 100)
 		return
 	}
 	w.store.RequestDeletion(ctx, key, w.clock.Now())
+}
+
+func readyReason(p *proxy.Proxy) string {
+	for _, c := range p.Status.Conditions {
+		if c.Type == "Ready" {
+			return c.Reason
+		}
+	}
+	return ""
 }
 
 // check states the invariants once faults have stopped and time has run on.
@@ -501,11 +563,12 @@ func (w *World) check() {
 			w.stats.FailedAtEnd++
 		}
 		switch {
-		case p.Status.Phase == proxy.PhaseFailed && p.Reconciler.BootFailures >= maxBootFailures:
-			// A proxy whose VMs never became ready ends Failed — never
+		case p.Status.Phase == proxy.PhaseFailed && (p.Reconciler.BootFailures >= maxBootFailures || readyReason(p) == "CreateFailed"):
+			// A proxy whose VMs never became ready, or whose create can
+			// never succeed (a missing image), ends Failed — never
 			// stranded — and keeps no VM.
 			if len(mine) != 0 {
-				w.violation("%s: Failed after %d boot failures but %d instances carry its uid, want none", key, p.Reconciler.BootFailures, len(mine))
+				w.violation("%s: Failed (%s) but %d instances carry its uid, want none", key, p.Status.Message, len(mine))
 			}
 		case p.Status.Phase != proxy.PhaseReady:
 			w.violation("%s: phase %s after faults stopped, want Ready, or Failed after %d boot failures (%s)", key, p.Status.Phase, maxBootFailures, p.Status.Message)
@@ -523,7 +586,7 @@ func (w *World) check() {
 		}
 	}
 	var leaked []string
-	for _, in := range instances {
+	for _, in := range slices.Concat(instances, w.mock.Addresses()) {
 		if !live[in.UID] && w.clock.Now().Sub(in.CreatedAt) > gracePeriod {
 			leaked = append(leaked, in.ID)
 		}

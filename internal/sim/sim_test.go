@@ -31,11 +31,11 @@ func TestSimulation(t *testing.T) {
 			}
 		}
 	}
-	t.Logf("%d seeds in %s, %d failed; faults: %d crashes, %d events dropped, %d duplicated, %d provider errors, %d VMs lost, %d stopped, %d never ready, %d boot errors; call-homes %d lost, %d duplicated, %d delayed, %d forged; %d user actions, %d invocations (%d GC runs), %d steps; checked at the end: %d Ready and %d Failed proxies, %d VMs",
+	t.Logf("%d seeds in %s, %d failed; faults: %d crashes, %d events dropped, %d duplicated, %d provider errors, %d VMs lost, %d stopped, %d never ready, %d boot errors, %d creates failed later, %d stockouts; call-homes %d lost, %d duplicated, %d delayed, %d forged; %d user actions (%d Static proxies), %d invocations (%d GC runs), %d steps; checked at the end: %d Ready and %d Failed proxies, %d VMs",
 		to-from+1, time.Since(start).Round(time.Millisecond), failed, total.Crashes, total.Dropped, total.Duplicated,
-		total.ProviderFaults, total.Lost, total.Stopped, total.NeverReady, total.BootErrors,
+		total.ProviderFaults, total.Lost, total.Stopped, total.NeverReady, total.BootErrors, total.AsyncCreateFailures, total.Stockouts,
 		total.CallHomesLost, total.CallHomesDuplicated, total.CallHomesDelayed, total.CallHomesForged,
-		total.UserActions, total.Invocations, total.GCRuns, total.Steps,
+		total.UserActions, total.StaticProxies, total.Invocations, total.GCRuns, total.Steps,
 		total.ReadyAtEnd, total.FailedAtEnd, total.InstancesAtEnd)
 }
 
@@ -43,7 +43,7 @@ func TestSimulation(t *testing.T) {
 // simulation must find a violation within the default seeds, or it proves
 // nothing.
 func TestPlantedBugsAreFound(t *testing.T) {
-	for _, bug := range []Bug{NoPrecondition, NoLease, NoGracePeriod, NoCreatePending} {
+	for _, bug := range []Bug{NoPrecondition, NoLease, NoGracePeriod, NoCreatePending, OneRequestID} {
 		t.Run(strings.ReplaceAll(bug.String(), " ", "_"), func(t *testing.T) {
 			for s := uint64(1); s <= uint64(*seeds); s++ {
 				if errs, _ := New(s, bug).Run(); len(errs) > 0 {
