@@ -142,9 +142,9 @@ type Bookkeeping struct {
 	// another zone), the same for a retry of it, so the provider's request
 	// de-duplication stops a duplicate and never swallows a new attempt.
 	CreateRequestID string `firestore:"createRequestID,omitempty"`
-	// NotBefore, after a quota refused a create, is when the next create
-	// may be tried: until then the document's events do nothing, and the
-	// sweep brings the retry.
+	// NotBefore, after a quota or a stockout refused a create, is when the
+	// next create may be tried: until then the document's events do
+	// nothing, and the sweep brings the retry.
 	NotBefore time.Time `firestore:"notBefore,omitempty"`
 	// FullZones are the zones of the region found out of capacity since
 	// the proxy was last Ready, for the provider to avoid.

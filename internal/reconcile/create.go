@@ -121,10 +121,10 @@ func (run *run) bootstrap(ctx context.Context) (cloudInit, startupScript string,
 //
 //   - Capacity: the zone is full. When the provider chooses the zone, the
 //     next attempt goes at once to another zone of the region; when every
-//     zone was full, or the spec names the zone, it is retried after a
-//     backoff.
-//   - Quota: retried when the sweep next looks, minutes later, with the
-//     quota's message in the status.
+//     zone was full, or the spec names the zone, it is retried when the
+//     sweep next looks, minutes later (QuotaBackoff), with the reason in
+//     the status.
+//   - Quota: retried the same way.
 //   - Permanent (an image, a zone, a network that does not exist): Failed,
 //     with the provider's message.
 func (run *run) createFailed(ctx context.Context, what string, err error) (outcome, error) {
@@ -154,17 +154,16 @@ func (run *run) createFailed(ctx context.Context, what string, err error) (outco
 			}
 			return run.create(ctx)
 		}
-		// Every zone of the region, or the one the spec names: wait, and
-		// start over from the first choice.
+		// Every zone of the region, or the one the spec names: a stockout
+		// lasts minutes or hours, so wait for the sweep, and start over
+		// from the first choice then.
 		next.Reconciler.FullZones = nil
-		next.Reconciler.Attempts++
+		next.Reconciler.NotBefore = now.Add(run.r.opts.QuotaBackoff)
+		msg = "Out of capacity; retrying in a few minutes: " + msg
 		next.Status.Message = msg
 		setReady(next, "False", "OutOfCapacity", msg, now)
-		run.log.WarnContext(ctx, "no capacity; retrying after a backoff", slog.Any("error", err))
-		if err := run.write(ctx, next, true); err != nil {
-			return done, err
-		}
-		return wait, nil
+		run.log.WarnContext(ctx, "no capacity; the sweep retries", slog.Any("error", err))
+		return done, run.write(ctx, next, false)
 	case provider.KindQuota:
 		endAttempt()
 		next.Reconciler.NotBefore = now.Add(run.r.opts.QuotaBackoff)

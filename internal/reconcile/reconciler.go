@@ -88,8 +88,9 @@ type Options struct {
 	// MaxBootFailures is how many VMs in a row may fail to become ready
 	// before the proxy is Failed.
 	MaxBootFailures int
-	// QuotaBackoff is how long a create refused by a quota waits before it
-	// is tried again.
+	// QuotaBackoff is how long a create refused by a quota, or by a lack of
+	// capacity that another zone cannot help, waits before it is tried
+	// again.
 	QuotaBackoff time.Duration
 	// Bootstrap renders the startup script of specs that bring no
 	// cloud-init of their own. Nil sends none.
@@ -270,7 +271,7 @@ func (run *run) step(ctx context.Context) (outcome, error) {
 		return done, nil
 	}
 	if now := run.r.clock.Now(); p.Status.ProviderID == "" && now.Before(p.Reconciler.NotBefore) {
-		run.log.DebugContext(ctx, "a quota refused the last create; waiting before the next", slog.Time("notBefore", p.Reconciler.NotBefore))
+		run.log.DebugContext(ctx, "a quota or a stockout refused the last create; waiting before the next", slog.Time("notBefore", p.Reconciler.NotBefore))
 		return done, nil
 	}
 	requested := run.trigger.Reason.Requested()
