@@ -2,7 +2,6 @@ package reconcile
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"slices"
@@ -66,7 +65,7 @@ func (run *run) create(ctx context.Context) (outcome, error) {
 	}
 	var err error
 	if req.CloudInit, req.StartupScript, err = run.bootstrap(ctx); err != nil {
-		return run.providerError(ctx, "resolving the bootstrap", err)
+		return run.bootstrapFailed(ctx, err)
 	}
 	id, err := run.prov.Create(ctx, req)
 	if err != nil {
@@ -97,7 +96,7 @@ func (run *run) bootstrap(ctx context.Context) (cloudInit, startupScript string,
 	switch {
 	case s.CloudInitSecret != "":
 		if run.r.secrets == nil {
-			return "", "", provider.NewError(provider.KindPermanent, "access secret version", s.CloudInitSecret, errors.New("no Secret Manager client is configured"))
+			return "", "", bootstrapError{fmt.Errorf("reading secret version %s: no Secret Manager client is configured", s.CloudInitSecret)}
 		}
 		ud, err := run.r.secrets.Access(ctx, s.CloudInitSecret)
 		return ud, "", err
@@ -106,11 +105,37 @@ func (run *run) bootstrap(ctx context.Context) (cloudInit, startupScript string,
 	case run.r.opts.Bootstrap != nil:
 		script, err := run.r.opts.Bootstrap(s, run.doc.Reconciler.Credentials)
 		if err != nil {
-			return "", "", provider.NewError(provider.KindPermanent, "render the startup script", "", err)
+			return "", "", bootstrapError{fmt.Errorf("rendering the startup script: %w", err)}
 		}
 		return "", script, nil
 	}
 	return "", "", nil
+}
+
+// bootstrapError is a bootstrap that can never be had as the spec asks.
+type bootstrapError struct{ err error }
+
+func (e bootstrapError) Error() string     { return e.err.Error() }
+func (e bootstrapError) Unwrap() error     { return e.err }
+func (e bootstrapError) IsPermanent() bool { return true }
+
+// bootstrapFailed fails the proxy on a bootstrap that can never be had (a
+// secret that does not exist or may not be read, a spec the script refuses)
+// and retries one that may come (Secret Manager unavailable).
+func (run *run) bootstrapFailed(ctx context.Context, err error) (outcome, error) {
+	msg := "resolving the bootstrap: " + err.Error()
+	if permanent(err) {
+		return run.fail(ctx, "BootstrapUnavailable", msg)
+	}
+	next := run.next()
+	next.Reconciler.Attempts++
+	next.Status.Message = msg
+	setReady(next, "False", "BootstrapUnavailable", msg, run.r.clock.Now())
+	run.log.WarnContext(ctx, "bootstrap not available; retrying after a backoff", slog.Any("error", err))
+	if err := run.write(ctx, next, true); err != nil {
+		return done, err
+	}
+	return wait, nil
 }
 
 // createFailed handles a create that failed, whether Create said so or the

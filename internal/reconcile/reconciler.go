@@ -39,12 +39,19 @@ type Requeuer interface {
 	Publish(ctx context.Context, msg proxy.ReconcileMessage) error
 }
 
-// Secrets reads a Secret Manager version. Errors should be classified with
-// provider.NewError (KindPermanent for a version that does not exist or may
-// not be read), so a bad reference fails the proxy instead of retrying
-// forever.
+// Secrets reads a Secret Manager version. An error with an IsPermanent
+// method that reports true (a version that does not exist or may not be
+// read; *secrets.Error has it) fails the proxy instead of being retried
+// forever; any other is retried.
 type Secrets interface {
 	Access(ctx context.Context, version string) (string, error)
+}
+
+// permanent reports whether an error of Secrets or of the bootstrap says no
+// retry can help.
+func permanent(err error) bool {
+	var p interface{ IsPermanent() bool }
+	return errors.As(err, &p) && p.IsPermanent()
 }
 
 // BootstrapFunc renders the default bootstrap of a proxy, the startup
