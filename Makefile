@@ -9,7 +9,7 @@ GOTEST   ?= $(GO) test -race -count=1 -timeout 30m
 WITH_EMULATORS = env -u FIRESTORE_EMULATOR_HOST -u PUBSUB_EMULATOR_HOST \
 	$(GO) run ./emulators/cmd/with-emulators --
 
-.PHONY: test image-test run bench lint package tf-check sim
+.PHONY: test image-test run bench lint package tf-check sim cli
 
 ## test: every test, with -race, against the real emulators
 test:
@@ -44,6 +44,10 @@ bench:
 SEEDS ?= 10000
 sim:
 	@$(GO) run ./internal/cmd/sim -seeds $(SEEDS)
+
+## cli: the egress CLI, as bin/egress (or: go install ./internal/cmd/egress)
+cli:
+	$(GO) build -o bin/egress ./internal/cmd/egress
 
 ## package: the functions' source archive that deploy/terraform uploads
 package:

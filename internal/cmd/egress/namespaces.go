@@ -1,10 +1,12 @@
 package main
 
 import (
+	"context"
 	"fmt"
 	"strconv"
 	"strings"
 
+	"github.com/egress-proxies/egress/internal/client"
 	"github.com/spf13/cobra"
 )
 
@@ -34,19 +36,28 @@ func (c *cli) nsListCommand() *cobra.Command {
 	}
 }
 
-func (c *cli) nsGetCommand() *cobra.Command {
+// onNamespace is a command that changes or reads one namespace and shows
+// it as the API answered.
+func (c *cli) onNamespace(use, short string, args int, call func(ctx context.Context, args []string) (*client.Namespace, error)) *cobra.Command {
 	return &cobra.Command{
-		Use:   "get NAMESPACE",
-		Short: "Show a namespace: its members, quota and proxy count",
-		Args:  names(1),
+		Use:   use,
+		Short: short,
+		Args:  names(args),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			n, err := c.client.GetNamespace(cmd.Context(), args[0])
+			n, err := call(cmd.Context(), args)
 			if err != nil {
 				return err
 			}
 			return c.printNamespace(n)
 		},
 	}
+}
+
+func (c *cli) nsGetCommand() *cobra.Command {
+	return c.onNamespace("get NAMESPACE", "Show a namespace: its members, quota and proxy count", 1,
+		func(ctx context.Context, args []string) (*client.Namespace, error) {
+			return c.client.GetNamespace(ctx, args[0])
+		})
 }
 
 func (c *cli) nsCreateCommand() *cobra.Command {
@@ -89,18 +100,10 @@ func (c *cli) nsCreateCommand() *cobra.Command {
 
 func (c *cli) nsAddMemberCommand() *cobra.Command {
 	var role string
-	cmd := &cobra.Command{
-		Use:   "add-member NAMESPACE EMAIL --role viewer|editor|owner",
-		Short: "Give someone a role in a namespace, or change theirs (owners)",
-		Args:  names(2),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			n, err := c.client.UpdateNamespace(cmd.Context(), args[0], map[string]*string{args[1]: &role}, nil)
-			if err != nil {
-				return err
-			}
-			return c.printNamespace(n)
-		},
-	}
+	cmd := c.onNamespace("add-member NAMESPACE EMAIL --role viewer|editor|owner", "Give someone a role in a namespace, or change theirs (owners)", 2,
+		func(ctx context.Context, args []string) (*client.Namespace, error) {
+			return c.client.UpdateNamespace(ctx, args[0], map[string]*string{args[1]: &role}, nil)
+		})
 	cmd.Flags().StringVar(&role, "role", "", "viewer, editor or owner (required)")
 	_ = cmd.MarkFlagRequired("role")
 	_ = cmd.RegisterFlagCompletionFunc("role", cobra.FixedCompletions([]string{"viewer", "editor", "owner"}, cobra.ShellCompDirectiveNoFileComp))
@@ -108,37 +111,21 @@ func (c *cli) nsAddMemberCommand() *cobra.Command {
 }
 
 func (c *cli) nsRemoveMemberCommand() *cobra.Command {
-	return &cobra.Command{
-		Use:   "remove-member NAMESPACE EMAIL",
-		Short: "Take someone's role in a namespace away (owners)",
-		Args:  names(2),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			n, err := c.client.UpdateNamespace(cmd.Context(), args[0], map[string]*string{args[1]: nil}, nil)
-			if err != nil {
-				return err
-			}
-			return c.printNamespace(n)
-		},
-	}
+	return c.onNamespace("remove-member NAMESPACE EMAIL", "Take someone's role in a namespace away (owners)", 2,
+		func(ctx context.Context, args []string) (*client.Namespace, error) {
+			return c.client.UpdateNamespace(ctx, args[0], map[string]*string{args[1]: nil}, nil)
+		})
 }
 
 func (c *cli) nsSetQuotaCommand() *cobra.Command {
-	return &cobra.Command{
-		Use:   "set-quota NAMESPACE N",
-		Short: "Change how many proxies a namespace may hold (platform admins)",
-		Args:  names(2),
-		RunE: func(cmd *cobra.Command, args []string) error {
+	return c.onNamespace("set-quota NAMESPACE N", "Change how many proxies a namespace may hold (platform admins)", 2,
+		func(ctx context.Context, args []string) (*client.Namespace, error) {
 			q, err := strconv.Atoi(args[1])
 			if err != nil {
-				return usageError{fmt.Errorf("quota %q: want a whole number", args[1])}
+				return nil, usageError{fmt.Errorf("quota %q: want a whole number", args[1])}
 			}
-			n, err := c.client.UpdateNamespace(cmd.Context(), args[0], nil, &q)
-			if err != nil {
-				return err
-			}
-			return c.printNamespace(n)
-		},
-	}
+			return c.client.UpdateNamespace(ctx, args[0], nil, &q)
+		})
 }
 
 func (c *cli) nsDeleteCommand() *cobra.Command {

@@ -52,28 +52,15 @@ func (c *cli) printProxy(p *proxy.Proxy) error {
 // printProxies shows a list: {"proxies": […]} with -o json, as the API's
 // page without its token, else a table.
 func (c *cli) printProxies(list []proxy.Proxy) error {
-	if c.output == "json" {
-		if list == nil {
-			list = []proxy.Proxy{}
-		}
-		return writeJSON(c.stdout, struct {
-			Proxies []proxy.Proxy `json:"proxies"`
-		}{list})
-	}
-	if len(list) == 0 {
-		_, err := fmt.Fprintln(c.stdout, "No proxies.")
-		return err
-	}
-	tw := tabwriter.NewWriter(c.stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "NAME\tPHASE\tENDPOINT\tZONE\tIP\tAGE")
-	for _, p := range list {
+	rows := make([][]string, len(list))
+	for i, p := range list {
 		ipPolicy := p.Spec.IPPolicy
 		if ipPolicy == "" {
 			ipPolicy = proxy.IPEphemeral
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", p.Name, p.Status.Phase, dash(p.Status.Endpoint), dash(p.Status.Zone), ipPolicy, age(p.CreateTime))
+		rows[i] = []string{p.Name, string(p.Status.Phase), dash(p.Status.Endpoint), dash(p.Status.Zone), string(ipPolicy), age(p.CreateTime)}
 	}
-	return tw.Flush()
+	return printList(c, "proxies", list, []string{"NAME", "PHASE", "ENDPOINT", "ZONE", "IP", "AGE"}, rows)
 }
 
 func (c *cli) printNamespace(n *client.Namespace) error {
@@ -91,22 +78,30 @@ func (c *cli) printNamespace(n *client.Namespace) error {
 }
 
 func (c *cli) printNamespaces(list []client.Namespace) error {
+	rows := make([][]string, len(list))
+	for i, n := range list {
+		rows[i] = []string{n.Name, fmt.Sprint(n.ProxyCount), fmt.Sprint(n.Quota), fmt.Sprint(len(n.Members))}
+	}
+	return printList(c, "namespaces", list, []string{"NAME", "PROXIES", "QUOTA", "MEMBERS"}, rows)
+}
+
+// printList shows a list: {"KIND": […]} with -o json, as the API's page
+// without its token, else a table of the rows under the header.
+func printList[T any](c *cli, kind string, list []T, header []string, rows [][]string) error {
 	if c.output == "json" {
 		if list == nil {
-			list = []client.Namespace{}
+			list = []T{}
 		}
-		return writeJSON(c.stdout, struct {
-			Namespaces []client.Namespace `json:"namespaces"`
-		}{list})
+		return writeJSON(c.stdout, map[string][]T{kind: list})
 	}
 	if len(list) == 0 {
-		_, err := fmt.Fprintln(c.stdout, "No namespaces.")
+		_, err := fmt.Fprintf(c.stdout, "No %s.\n", kind)
 		return err
 	}
 	tw := tabwriter.NewWriter(c.stdout, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "NAME\tPROXIES\tQUOTA\tMEMBERS")
-	for _, n := range list {
-		fmt.Fprintf(tw, "%s\t%d\t%d\t%d\n", n.Name, n.ProxyCount, n.Quota, len(n.Members))
+	fmt.Fprintln(tw, strings.Join(header, "\t"))
+	for _, r := range rows {
+		fmt.Fprintln(tw, strings.Join(r, "\t"))
 	}
 	return tw.Flush()
 }

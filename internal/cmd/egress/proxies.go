@@ -107,23 +107,36 @@ func (c *cli) createCommand(pf *proxyFlags) *cobra.Command {
 	return cmd
 }
 
-func (c *cli) getCommand(pf *proxyFlags) *cobra.Command {
+// onProxy is a command on one proxy: call does it and says, for --wait,
+// what to wait for (nil: the command has no --wait).
+func (c *cli) onProxy(pf *proxyFlags, use, short string, call func(ctx context.Context, ns, name string) (*proxy.Proxy, client.Condition, error)) *cobra.Command {
 	return &cobra.Command{
-		Use:   "get NAME",
-		Short: "Show a proxy, with its proxyURL if you are a member of its namespace",
+		Use:   use,
+		Short: short,
 		Args:  names(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ns, err := pf.ns()
 			if err != nil {
 				return err
 			}
-			p, err := c.client.GetProxy(cmd.Context(), ns, args[0])
+			p, until, err := call(cmd.Context(), ns, args[0])
 			if err != nil {
 				return err
+			}
+			if pf.wait && until != nil {
+				return c.wait(cmd.Context(), ns, args[0], pf.timeout, until)
 			}
 			return c.printProxy(p)
 		},
 	}
+}
+
+func (c *cli) getCommand(pf *proxyFlags) *cobra.Command {
+	return c.onProxy(pf, "get NAME", "Show a proxy, with its proxyURL if you are a member of its namespace",
+		func(ctx context.Context, ns, name string) (*proxy.Proxy, client.Condition, error) {
+			p, err := c.client.GetProxy(ctx, ns, name)
+			return p, nil, err
+		})
 }
 
 func (c *cli) listCommand(pf *proxyFlags) *cobra.Command {
@@ -147,53 +160,25 @@ func (c *cli) listCommand(pf *proxyFlags) *cobra.Command {
 }
 
 func (c *cli) deleteCommand(pf *proxyFlags) *cobra.Command {
-	cmd := &cobra.Command{
-		Use:   "delete NAME",
-		Short: "Delete a proxy and its VM; with --wait, until both are gone",
-		Args:  names(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			ns, err := pf.ns()
-			if err != nil {
-				return err
-			}
-			p, err := c.client.DeleteProxy(cmd.Context(), ns, args[0])
-			if err != nil {
-				return err
-			}
-			if pf.wait {
-				return c.wait(cmd.Context(), ns, args[0], pf.timeout, client.Gone)
-			}
-			return c.printProxy(p)
-		},
-	}
+	cmd := c.onProxy(pf, "delete NAME", "Delete a proxy and its VM; with --wait, until both are gone",
+		func(ctx context.Context, ns, name string) (*proxy.Proxy, client.Condition, error) {
+			p, err := c.client.DeleteProxy(ctx, ns, name)
+			return p, client.Gone, err
+		})
 	waitFlags(cmd, pf, "and its VM are gone", 5*time.Minute)
 	return cmd
 }
 
 func (c *cli) rotateCommand(pf *proxyFlags) *cobra.Command {
-	cmd := &cobra.Command{
-		Use:   "rotate NAME",
-		Short: "Give a proxy a new VM, and a new IP unless it is static; the credentials stay",
-		Args:  names(1),
-		RunE: func(cmd *cobra.Command, args []string) error {
-			ns, err := pf.ns()
+	cmd := c.onProxy(pf, "rotate NAME", "Give a proxy a new VM, and a new IP unless it is static; the credentials stay",
+		func(ctx context.Context, ns, name string) (*proxy.Proxy, client.Condition, error) {
+			before, err := c.client.GetProxy(ctx, ns, name)
 			if err != nil {
-				return err
+				return nil, nil, err
 			}
-			before, err := c.client.GetProxy(cmd.Context(), ns, args[0])
-			if err != nil {
-				return err
-			}
-			p, err := c.client.RotateProxy(cmd.Context(), ns, args[0])
-			if err != nil {
-				return err
-			}
-			if pf.wait {
-				return c.wait(cmd.Context(), ns, args[0], pf.timeout, client.Rotated(before.Status.Rotations))
-			}
-			return c.printProxy(p)
-		},
-	}
+			p, err := c.client.RotateProxy(ctx, ns, name)
+			return p, client.Rotated(before.Status.Rotations), err
+		})
 	waitFlags(cmd, pf, "is Ready on its new VM", 10*time.Minute)
 	return cmd
 }
