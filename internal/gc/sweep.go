@@ -48,9 +48,9 @@ func (c *Collector) sweep(ctx context.Context, now time.Time) (SweepSummary, err
 
 // drift re-drives the Ready documents whose VM the listings show stopped,
 // not running (a VM whose self-test failed after a reboot), or do not show
-// at all, and those whose VM is past the spec's maxAge. Nothing else would: a settled document has no events
-// and no progress time for the sweep, so a VM lost or stopped after its
-// proxy was Ready would stay lost. It runs only when every provider was
+// at all, and those whose VM is past the spec's maxAge. Nothing else would:
+// a settled document has no events and no progress time for the sweep, so
+// a VM lost or stopped after its proxy was Ready would stay lost. It runs only when every provider was
 // listed, since a missing listing would make every VM look lost.
 func (c *Collector) drift(ctx context.Context, now time.Time, listings []listing, uids map[string]proxy.Claim) (int, int, error) {
 	states := make(map[string]provider.InstanceState)

@@ -97,6 +97,10 @@ type Spec struct {
 	MaxAge string `json:"maxAge,omitempty" firestore:"maxAge,omitempty"`
 }
 
+// ConditionReady is the type of the condition that says whether the proxy
+// serves, and why not.
+const ConditionReady = "Ready"
+
 // Condition is one aspect of the status, Kubernetes style. Messages carry no
 // timestamps so that an unchanged condition compares equal and is not
 // rewritten.

@@ -1,0 +1,157 @@
+package main
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/spf13/cobra"
+)
+
+func (c *cli) namespacesCommand() *cobra.Command {
+	cmd := &cobra.Command{
+		Use:     "namespaces",
+		Aliases: []string{"namespace", "ns"},
+		Short:   "Namespaces and their members: viewer, editor or owner",
+	}
+	cmd.AddCommand(c.nsListCommand(), c.nsGetCommand(), c.nsCreateCommand(), c.nsAddMemberCommand(), c.nsRemoveMemberCommand(), c.nsSetQuotaCommand(), c.nsDeleteCommand())
+	return cmd
+}
+
+func (c *cli) nsListCommand() *cobra.Command {
+	return &cobra.Command{
+		Use:     "list",
+		Aliases: []string{"ls"},
+		Short:   "List the namespaces you are a member of (every one, for a platform admin)",
+		Args:    names(0),
+		RunE: func(cmd *cobra.Command, _ []string) error {
+			list, err := c.client.AllNamespaces(cmd.Context())
+			if err != nil {
+				return err
+			}
+			return c.printNamespaces(list)
+		},
+	}
+}
+
+func (c *cli) nsGetCommand() *cobra.Command {
+	return &cobra.Command{
+		Use:   "get NAMESPACE",
+		Short: "Show a namespace: its members, quota and proxy count",
+		Args:  names(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			n, err := c.client.GetNamespace(cmd.Context(), args[0])
+			if err != nil {
+				return err
+			}
+			return c.printNamespace(n)
+		},
+	}
+}
+
+func (c *cli) nsCreateCommand() *cobra.Command {
+	var (
+		members []string
+		quota   int
+	)
+	cmd := &cobra.Command{
+		Use:     "create NAMESPACE [--member EMAIL=ROLE…] [--quota N]",
+		Short:   "Make a namespace (platform admins)",
+		Example: `  egress namespaces create payments --member alice@example.com=owner --member ci@proj.iam.gserviceaccount.com=editor`,
+		Args:    names(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			m := map[string]string{}
+			for _, kv := range members {
+				email, role, ok := strings.Cut(kv, "=")
+				if !ok || email == "" || role == "" {
+					return usageError{fmt.Errorf("--member %q: want EMAIL=ROLE, ROLE one of viewer, editor, owner", kv)}
+				}
+				m[email] = role
+			}
+			var q *int
+			if cmd.Flags().Changed("quota") {
+				q = &quota
+			}
+			n, created, err := c.client.CreateNamespace(cmd.Context(), args[0], m, q)
+			if err != nil {
+				return err
+			}
+			if !created {
+				fmt.Fprintf(c.stderr, "namespace %s exists already with these settings\n", args[0])
+			}
+			return c.printNamespace(n)
+		},
+	}
+	cmd.Flags().StringArrayVar(&members, "member", nil, "EMAIL=ROLE, ROLE one of viewer, editor, owner; repeat")
+	cmd.Flags().IntVar(&quota, "quota", 0, "how many proxies it may hold (default: the deployment's)")
+	return cmd
+}
+
+func (c *cli) nsAddMemberCommand() *cobra.Command {
+	var role string
+	cmd := &cobra.Command{
+		Use:   "add-member NAMESPACE EMAIL --role viewer|editor|owner",
+		Short: "Give someone a role in a namespace, or change theirs (owners)",
+		Args:  names(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			n, err := c.client.UpdateNamespace(cmd.Context(), args[0], map[string]*string{args[1]: &role}, nil)
+			if err != nil {
+				return err
+			}
+			return c.printNamespace(n)
+		},
+	}
+	cmd.Flags().StringVar(&role, "role", "", "viewer, editor or owner (required)")
+	_ = cmd.MarkFlagRequired("role")
+	_ = cmd.RegisterFlagCompletionFunc("role", cobra.FixedCompletions([]string{"viewer", "editor", "owner"}, cobra.ShellCompDirectiveNoFileComp))
+	return cmd
+}
+
+func (c *cli) nsRemoveMemberCommand() *cobra.Command {
+	return &cobra.Command{
+		Use:   "remove-member NAMESPACE EMAIL",
+		Short: "Take someone's role in a namespace away (owners)",
+		Args:  names(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			n, err := c.client.UpdateNamespace(cmd.Context(), args[0], map[string]*string{args[1]: nil}, nil)
+			if err != nil {
+				return err
+			}
+			return c.printNamespace(n)
+		},
+	}
+}
+
+func (c *cli) nsSetQuotaCommand() *cobra.Command {
+	return &cobra.Command{
+		Use:   "set-quota NAMESPACE N",
+		Short: "Change how many proxies a namespace may hold (platform admins)",
+		Args:  names(2),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			q, err := strconv.Atoi(args[1])
+			if err != nil {
+				return usageError{fmt.Errorf("quota %q: want a whole number", args[1])}
+			}
+			n, err := c.client.UpdateNamespace(cmd.Context(), args[0], nil, &q)
+			if err != nil {
+				return err
+			}
+			return c.printNamespace(n)
+		},
+	}
+}
+
+func (c *cli) nsDeleteCommand() *cobra.Command {
+	return &cobra.Command{
+		Use:   "delete NAMESPACE",
+		Short: "Delete an empty namespace (platform admins)",
+		Args:  names(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := c.client.DeleteNamespace(cmd.Context(), args[0]); err != nil {
+				return err
+			}
+			fmt.Fprintf(c.stderr, "namespace %s deleted\n", args[0])
+			return nil
+		},
+	}
+}
