@@ -263,7 +263,7 @@ resource "google_monitoring_alert_policy" "dead_letter" {
 
       1. Read Reconcile's errors in the [Logs Explorer](${local.logs_explorer}): `resource.labels.service_name="${google_cloudfunctions2_function.reconcile.name}" severity>=ERROR`.
       2. Read the requests without consuming them: `gcloud pubsub subscriptions pull ${google_pubsub_subscription.dead_letter.name} --project=${var.project_id} --limit=10` (no `--auto-ack`). Each names its document, `namespaces/NS/proxies/NAME`.
-      3. Nothing is lost meanwhile: every garbage-collection tick re-drives the documents that stopped progressing. Once the cause is fixed and those proxies have moved on (`GET /v1/namespaces/NS/proxies/NAME`), drop the dead letters: `gcloud pubsub subscriptions seek ${google_pubsub_subscription.dead_letter.name} --project=${var.project_id} --time=$(date -u +%Y-%m-%dT%H:%M:%SZ)`.
+      3. Nothing is lost meanwhile: every garbage-collection tick re-drives the documents that stopped progressing. Once the cause is fixed and those proxies have moved on (`egress proxies get NAME --namespace NS`), drop the dead letters: `gcloud pubsub subscriptions seek ${google_pubsub_subscription.dead_letter.name} --project=${var.project_id} --time=$(date -u +%Y-%m-%dT%H:%M:%SZ)`.
 
       The incident closes when the subscription is empty.
     EOT
