@@ -5,6 +5,7 @@ go 1.26.8
 require (
 	cloud.google.com/go/compute v1.75.0
 	cloud.google.com/go/firestore v1.29.2
+	cloud.google.com/go/monitoring v1.32.1
 	cloud.google.com/go/pubsub/v2 v2.9.0
 	cloud.google.com/go/secretmanager v1.24.0
 	github.com/GoogleCloudPlatform/functions-framework-go v1.9.2
@@ -15,6 +16,7 @@ require (
 	github.com/googleapis/google-cloudevents-go v0.10.0
 	github.com/hashicorp/hcl/v2 v2.25.0
 	github.com/spf13/cobra v1.10.2
+	github.com/zclconf/go-cty v1.19.0
 	golang.org/x/net v0.61.0
 	golang.org/x/sys v0.49.0
 	google.golang.org/api v0.304.0
@@ -48,7 +50,6 @@ require (
 	github.com/mitchellh/go-wordwrap v1.0.1 // indirect
 	github.com/modern-go/concurrent v0.0.0-20180306012644-bacd9c7ef1dd // indirect
 	github.com/modern-go/reflect2 v1.0.2 // indirect
-	github.com/zclconf/go-cty v1.19.0 // indirect
 	go.opencensus.io v0.24.0 // indirect
 	go.opentelemetry.io/auto/sdk v1.2.1 // indirect
 	go.opentelemetry.io/contrib/instrumentation/google.golang.org/grpc/otelgrpc v0.67.0 // indirect

@@ -20,6 +20,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"time"
 
 	"github.com/egress-proxies/egress/internal/clock"
@@ -244,6 +245,9 @@ func (c *Collector) Run(ctx context.Context) (Report, error) {
 			slog.Bool("dryRun", s.DryRun),
 			slog.String("gracePeriod", c.opts.GracePeriod.String()))
 	}
+	if err == nil { // the live uids, and so the phases, were read
+		c.logFleet(ctx, uids)
+	}
 	c.log.InfoContext(ctx, "sweep summary",
 		slog.Int("stalled", report.Sweep.Stalled),
 		slog.Int("drifted", report.Sweep.Drifted),
@@ -251,4 +255,28 @@ func (c *Collector) Run(ctx context.Context) (Report, error) {
 		slog.Int("failed", report.Sweep.Failed),
 		slog.String("threshold", c.opts.SweepThreshold.String()))
 	return report, errors.Join(errs...)
+}
+
+// logFleet logs how many proxy documents are in each phase, one "fleet"
+// line per phase, which a log-based metric charts every tick
+// (deploy/terraform/metrics.tf). The run has read every document's phase
+// already, so the count costs no read. Every phase gets a line, the empty
+// ones with 0, so that a chart shows a phase emptying as a 0 rather than a
+// gap; a phase proxy.Phases does not know still gets its line, after them.
+func (c *Collector) logFleet(ctx context.Context, uids map[string]proxy.Claim) {
+	counts := map[proxy.Phase]int{}
+	for _, claim := range uids {
+		counts[claim.Phase]++
+	}
+	phases := slices.Clone(proxy.Phases)
+	var unknown []proxy.Phase
+	for ph := range counts {
+		if !slices.Contains(phases, ph) {
+			unknown = append(unknown, ph)
+		}
+	}
+	slices.Sort(unknown)
+	for _, ph := range append(phases, unknown...) {
+		c.log.InfoContext(ctx, "fleet", slog.String("phase", string(ph)), slog.Int("proxies", counts[ph]))
+	}
 }

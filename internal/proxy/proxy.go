@@ -33,6 +33,11 @@ const (
 	PhaseFailed Phase = "Failed"
 )
 
+// Phases lists every phase in the order of a proxy's life, for a reader
+// that must name the phases with no proxy in them too (the GC's fleet
+// line).
+var Phases = []Phase{PhasePending, PhaseCreating, PhaseProvisioning, PhaseReady, PhaseReplacing, PhaseDeleting, PhaseFailed}
+
 // Settled reports whether a proxy in this phase needs no further work until
 // something changes: Ready and Failed are settled, every other phase is on
 // its way somewhere.
