@@ -77,8 +77,11 @@ func (run *run) ready(ctx context.Context, next *proxy.Proxy, inst *provider.Ins
 		return done, err
 	}
 	if p.Status.Phase != proxy.PhaseReady {
+		// Since the proxy's creation is what its user waited; since the
+		// VM's creation is what this boot took, replacements apart.
 		run.log.InfoContext(ctx, "proxy ready", slog.String("endpoint", next.Status.Endpoint), slog.String("providerID", p.Status.ProviderID),
-			slog.Float64("secondsSinceCreate", now.Sub(p.CreateTime).Seconds()))
+			slog.Float64("secondsSinceCreate", now.Sub(p.CreateTime).Seconds()),
+			slog.Float64("secondsSinceBoot", now.Sub(run.bootStart(inst)).Seconds()))
 	}
 	return done, nil
 }
