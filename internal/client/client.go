@@ -27,14 +27,24 @@ type Client struct {
 // URL, or the local stack's), calling it through hc; nil means
 // http.DefaultClient.
 func New(baseURL string, hc *http.Client) (*Client, error) {
-	u, err := url.Parse(baseURL)
-	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-		return nil, fmt.Errorf("API URL %q: want http(s)://HOST[:PORT], the ProxyAPI function's URL", baseURL)
+	u, err := ParseURL(baseURL)
+	if err != nil {
+		return nil, err
 	}
 	if hc == nil {
 		hc = http.DefaultClient
 	}
 	return &Client{base: strings.TrimSuffix(u.String(), "/"), http: hc}, nil
+}
+
+// ParseURL checks that baseURL can be the API's: http or https, with a
+// host.
+func ParseURL(baseURL string) (*url.URL, error) {
+	u, err := url.Parse(baseURL)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+		return nil, fmt.Errorf("API URL %q: want http(s)://HOST[:PORT], the ProxyAPI function's URL", baseURL)
+	}
+	return u, nil
 }
 
 // Error is an error the API answered, in Google's shape (AIP-193).

@@ -5,10 +5,11 @@ import (
 	"fmt"
 	"net"
 	"net/http"
-	"net/url"
 
 	"golang.org/x/oauth2"
 	"google.golang.org/api/idtoken"
+
+	"github.com/egress-proxies/egress/internal/client"
 )
 
 // httpClient is how the CLI proves who it is to the API at api: the
@@ -16,12 +17,12 @@ import (
 // ID token for the API's URL from Application Default Credentials, as
 // Cloud Run's invoker check wants it.
 func httpClient(ctx context.Context, api, token string) (*http.Client, error) {
+	u, err := client.ParseURL(api)
+	if err != nil {
+		return nil, usageError{err}
+	}
 	if token != "" {
 		return oauth2.NewClient(ctx, oauth2.StaticTokenSource(&oauth2.Token{AccessToken: token, TokenType: "Bearer"})), nil
-	}
-	u, err := url.Parse(api)
-	if err != nil {
-		return nil, usageError{fmt.Errorf("--api %q: %w", api, err)}
 	}
 	if loopback(u.Hostname()) {
 		return http.DefaultClient, nil

@@ -107,10 +107,7 @@ Failed proxy or its timeout; 2 the request was invalid (a flag, or the API's
 				return err
 			}
 			c.client, err = client.New(c.api, hc)
-			if err != nil {
-				return usageError{err}
-			}
-			return nil
+			return err
 		},
 	}
 	root.SetFlagErrorFunc(func(_ *cobra.Command, err error) error { return usageError{err} })
@@ -128,6 +125,21 @@ Failed proxy or its timeout; 2 the request was invalid (a flag, or the API's
 		}
 	}
 	return root
+}
+
+// group is a command that only holds others: with an argument it is a
+// command that does not exist, which cobra would answer with the help and
+// exit status 0.
+func group(cmd *cobra.Command) *cobra.Command {
+	cmd.Args = cobra.ArbitraryArgs
+	cmd.Annotations = map[string]string{offline: "true"}
+	cmd.RunE = func(cmd *cobra.Command, args []string) error {
+		if len(args) > 0 {
+			return usageError{fmt.Errorf("unknown command %q for %q", args[0], cmd.CommandPath())}
+		}
+		return cmd.Help()
+	}
+	return cmd
 }
 
 // offline marks the commands that need no API client.

@@ -11,11 +11,11 @@ import (
 )
 
 func (c *cli) namespacesCommand() *cobra.Command {
-	cmd := &cobra.Command{
+	cmd := group(&cobra.Command{
 		Use:     "namespaces",
 		Aliases: []string{"namespace", "ns"},
 		Short:   "Namespaces and their members: viewer, editor or owner",
-	}
+	})
 	cmd.AddCommand(c.nsListCommand(), c.nsGetCommand(), c.nsCreateCommand(), c.nsAddMemberCommand(), c.nsRemoveMemberCommand(), c.nsSetQuotaCommand(), c.nsDeleteCommand())
 	return cmd
 }
