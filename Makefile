@@ -9,7 +9,7 @@ GOTEST   ?= $(GO) test -race -count=1 -timeout 30m
 WITH_EMULATORS = env -u FIRESTORE_EMULATOR_HOST -u PUBSUB_EMULATOR_HOST \
 	$(GO) run ./emulators/cmd/with-emulators --
 
-.PHONY: test image-test run bench lint package tf-check sim
+.PHONY: test image-test run bench lint package tf-check sim cli
 
 ## test: every test, with -race, against the real emulators
 test:
@@ -38,9 +38,16 @@ run:
 bench:
 	$(GO) run ./emulators/cmd/bench
 
-## sim: the fault simulation over 10,000 seeds (make test runs 300)
+## sim: the fault simulation over $(SEEDS) seeds, and the planted bugs it
+## must catch; it ends with "sim: N seeds, M faults, V violations" (make test
+## runs 300 seeds)
+SEEDS ?= 10000
 sim:
-	$(GO) test -count=1 -run 'TestSimulation|TestPlantedBugsAreFound' -v ./internal/sim -args -seeds 10000
+	@$(GO) run ./internal/cmd/sim -seeds $(SEEDS)
+
+## cli: the egress CLI, as bin/egress (or: go install ./internal/cmd/egress)
+cli:
+	$(GO) build -o bin/egress ./internal/cmd/egress
 
 ## package: the functions' source archive that deploy/terraform uploads
 package:

@@ -131,6 +131,17 @@ func TestModuleHasWhatProductionNeeds(t *testing.T) {
 		{"google_logging_metric", "invocations"},
 		{"google_logging_metric", "usage"},
 		{"google_logging_metric", "latency"},
+		{"google_logging_metric", "ready_latency"},
+		{"google_logging_metric", "fleet"},
+		{"google_logging_metric", "gc_summary"},
+		{"google_logging_metric", "boot_failures"},
+		{"google_logging_metric", "quota_errors"},
+		{"google_monitoring_dashboard", "egress"},
+		{"google_monitoring_alert_policy", "dead_letter"},
+		{"google_monitoring_alert_policy", "gc_failing"},
+		{"google_monitoring_alert_policy", "gc_not_running"},
+		{"google_monitoring_alert_policy", "boot_failures"},
+		{"google_monitoring_alert_policy", "quota"},
 	} {
 		if m.resource(r[0], r[1]) == nil {
 			t.Errorf("resource %s.%s is missing", r[0], r[1])

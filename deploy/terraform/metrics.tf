@@ -10,11 +10,13 @@
 # CPU to push from between requests. The lines are logged at INFO, so
 # log_level must stay info or debug for the metrics to count.
 locals {
-  invocation_filter = join(" AND ", [
+  # The lines of the three functions, as Cloud Run hands them to Cloud
+  # Logging; each metric below narrows it to one message.
+  function_logs = join(" AND ", [
     "resource.type=\"cloud_run_revision\"",
     "resource.labels.service_name=(\"${google_cloudfunctions2_function.api.name}\" OR \"${google_cloudfunctions2_function.reconcile.name}\" OR \"${google_cloudfunctions2_function.gc.name}\")",
-    "jsonPayload.message=\"invocation\"",
   ])
+  invocation_filter = "${local.function_logs} AND jsonPayload.message=\"invocation\""
 
   # Metric name => the usage field it sums (metering.Usage's JSON names).
   usage_metrics = {
@@ -104,6 +106,138 @@ resource "google_logging_metric" "latency" {
       growth_factor      = 2
       scale              = 1
     }
+  }
+  depends_on = [google_project_service.apis]
+}
+
+# The metrics below are read off the lines the reconciler and the garbage
+# collector log at their decisions (internal/reconcile, internal/gc), one
+# metric per message, for the dashboard and the alert policies in
+# monitoring.tf. The deploy tests hold each filter's message, and each field
+# extracted, to a line the code logs.
+
+# How long a proxy took from its document's creation to Ready: the
+# reconciler's `proxy ready` line, once per proxy that turns Ready (after a
+# replacement too, whose time still counts from the document's creation).
+# Buckets 25% apart from 1 s to about 2 hours, so p50 and p99 are read to
+# within a bucket's width of a quarter.
+resource "google_logging_metric" "ready_latency" {
+  name        = "egress/ready_latency"
+  description = "Seconds from a proxy document's creation to Ready (the reconciler's proxy ready line)."
+  filter      = "${local.function_logs} AND jsonPayload.message=\"proxy ready\""
+  metric_descriptor {
+    metric_kind = "DELTA"
+    value_type  = "DISTRIBUTION"
+    unit        = "s"
+  }
+  value_extractor = "EXTRACT(jsonPayload.secondsSinceCreate)"
+  bucket_options {
+    exponential_buckets {
+      num_finite_buckets = 40
+      growth_factor      = 1.25
+      scale              = 1
+    }
+  }
+  depends_on = [google_project_service.apis]
+}
+
+# Proxies by phase: the collector's `fleet` lines, one per phase every tick.
+# A distribution rather than a counter, because a counter counts lines, not
+# the number on them; its mean per tick is the fleet, exact (a distribution
+# keeps its mean, the buckets only serve percentiles), and a tick delivered
+# twice gives the same mean, where a sum would double.
+resource "google_logging_metric" "fleet" {
+  name        = "egress/fleet"
+  description = "Proxy documents in each phase, as every garbage-collection run counts them (the fleet lines)."
+  filter      = "${local.function_logs} AND jsonPayload.message=\"fleet\""
+  metric_descriptor {
+    metric_kind = "DELTA"
+    value_type  = "DISTRIBUTION"
+    unit        = "1"
+    labels {
+      key        = "phase"
+      value_type = "STRING"
+    }
+  }
+  value_extractor  = "EXTRACT(jsonPayload.proxies)"
+  label_extractors = { phase = "EXTRACT(jsonPayload.phase)" }
+  bucket_options {
+    exponential_buckets {
+      num_finite_buckets = 20
+      growth_factor      = 2
+      scale              = 1
+    }
+  }
+  depends_on = [google_project_service.apis]
+}
+
+# What each garbage-collection run did with the orphans, by provider: the
+# `gc summary` line's deleted and failed counts. Distributions for the same
+# reason as the fleet: the number is on the line.
+locals {
+  # Metric name => the gc summary field it reads.
+  gc_summary_metrics = {
+    gc_deleted = "deleted"
+    gc_failed  = "failed"
+  }
+}
+
+resource "google_logging_metric" "gc_summary" {
+  for_each    = local.gc_summary_metrics
+  name        = "egress/${each.key}"
+  description = "Orphaned VMs per garbage-collection run, by provider: the gc summary line's ${each.value}."
+  filter      = "${local.function_logs} AND jsonPayload.message=\"gc summary\""
+  metric_descriptor {
+    metric_kind = "DELTA"
+    value_type  = "DISTRIBUTION"
+    unit        = "1"
+    labels {
+      key        = "provider"
+      value_type = "STRING"
+    }
+  }
+  value_extractor  = "EXTRACT(jsonPayload.${each.value})"
+  label_extractors = { provider = "EXTRACT(jsonPayload.provider)" }
+  bucket_options {
+    exponential_buckets {
+      num_finite_buckets = 16
+      growth_factor      = 2
+      scale              = 1
+    }
+  }
+  depends_on = [google_project_service.apis]
+}
+
+# VMs that did not become ready, by why: BootTimeout (not serving within
+# boot_timeout of its creation) or BootFailed (the VM said its bootstrap
+# failed). Each is replaced, up to max_boot_failures in a row.
+resource "google_logging_metric" "boot_failures" {
+  name        = "egress/boot_failures"
+  description = "Proxy VMs that did not become ready, by why (BootTimeout, BootFailed)."
+  filter      = "${local.function_logs} AND jsonPayload.message=\"instance did not become ready\""
+  metric_descriptor {
+    metric_kind = "DELTA"
+    value_type  = "INT64"
+    unit        = "1"
+    labels {
+      key        = "why"
+      value_type = "STRING"
+    }
+  }
+  label_extractors = { why = "EXTRACT(jsonPayload.why)" }
+  depends_on       = [google_project_service.apis]
+}
+
+# Creates the provider refused for want of Compute quota; the proxy waits
+# for the sweep to try again, and stays waiting until the quota is there.
+resource "google_logging_metric" "quota_errors" {
+  name        = "egress/quota_errors"
+  description = "VM creates refused for Compute quota (the reconciler's quota exceeded line)."
+  filter      = "${local.function_logs} AND jsonPayload.message=\"quota exceeded; the sweep retries\""
+  metric_descriptor {
+    metric_kind = "DELTA"
+    value_type  = "INT64"
+    unit        = "1"
   }
   depends_on = [google_project_service.apis]
 }

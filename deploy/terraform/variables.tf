@@ -115,9 +115,13 @@ variable "max_boot_failures" {
 }
 
 variable "gc_schedule" {
-  description = "Cloud Scheduler cron of the garbage-collection tick on proxy-gc."
+  description = "Cloud Scheduler cron of the garbage-collection tick on proxy-gc: every N minutes, \"*/N * * * *\" with N from 1 to 59. The alert policies derive their windows from N (monitoring.tf), which is why no other form is taken."
   type        = string
   default     = "*/5 * * * *"
+  validation {
+    condition     = can(regex("^\\*/([1-9]|[1-5][0-9]) \\* \\* \\* \\*$", var.gc_schedule))
+    error_message = "gc_schedule must be \"*/N * * * *\" with N from 1 to 59: the GC alerts wait a number of ticks, so they need the interval."
+  }
 }
 
 variable "gc_grace_period" {
@@ -140,6 +144,12 @@ variable "log_level" {
     condition     = contains(["debug", "info", "warn", "error"], var.log_level)
     error_message = "log_level must be debug, info, warn or error."
   }
+}
+
+variable "notification_channels" {
+  description = "Notification channels (projects/P/notificationChannels/ID) every alert policy notifies. Empty, the incidents open in the Console and notify nobody."
+  type        = list(string)
+  default     = []
 }
 
 variable "api_admins" {

@@ -5,7 +5,6 @@ import (
 	"fmt"
 	"log/slog"
 
-	compute "cloud.google.com/go/compute/apiv1"
 	"google.golang.org/api/option"
 
 	"github.com/egress-proxies/egress/internal/clock"
@@ -85,10 +84,10 @@ func (c Config) gcpConstructor() provider.Constructor {
 		if endpoint != "" {
 			opts = append(opts, option.WithEndpoint(endpoint), option.WithoutAuthentication())
 		}
-		client, err := compute.NewInstancesRESTClient(context.WithoutCancel(ctx), opts...)
+		clients, err := gcp.NewClients(context.WithoutCancel(ctx), opts...)
 		if err != nil {
-			return nil, fmt.Errorf("compute client: %w", err)
+			return nil, err
 		}
-		return gcp.New(client, cfg)
+		return gcp.New(clients, cfg)
 	}
 }

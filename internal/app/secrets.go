@@ -8,7 +8,6 @@ import (
 
 	secretmanager "cloud.google.com/go/secretmanager/apiv1"
 
-	"github.com/egress-proxies/egress/internal/provider"
 	"github.com/egress-proxies/egress/internal/secrets"
 )
 
@@ -31,8 +30,9 @@ type secretManager struct {
 
 func (s *secretManager) Access(ctx context.Context, version string) (string, error) {
 	if s.prefix == "" || !strings.HasPrefix(version, s.prefix) {
-		return "", provider.NewError(provider.KindPermanent, "access secret version", version,
-			fmt.Errorf("outside CLOUD_INIT_SECRET_PREFIX %q: this platform reads no such secret", s.prefix))
+		// Permanent: no retry reads it; the proxy fails, naming it.
+		return "", &secrets.Error{Version: version, Permanent: true,
+			Err: fmt.Errorf("outside CLOUD_INIT_SECRET_PREFIX %q: this platform reads no such secret", s.prefix)}
 	}
 	s.mu.Lock()
 	if s.client == nil {

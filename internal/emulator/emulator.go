@@ -2,10 +2,14 @@
 // the ones the Google Cloud CLI ships, on loopback. The local stack and the
 // test harness both use it, so there is one way the project runs them.
 //
-// It runs the emulators' own launchers from the Cloud CLI's platform folder
-// rather than "gcloud emulators … start": they start faster and need no
-// gcloud configuration. Each emulator runs in a process group of its own so
-// that Stop ends the JVM the launcher script forks, not only the script.
+// It runs the emulators from the Cloud CLI's platform folder rather than
+// "gcloud emulators … start": they start faster and need no gcloud
+// configuration. The JVM is the process it starts — the Pub/Sub launcher
+// execs java, and the Firestore emulator's jar is run the way its launcher
+// runs it, without the shell in between — so that it dies with its parent
+// (Pdeathsig): a test binary that panics, or is killed, leaves no emulator
+// behind. Each emulator also runs in a process group of its own, which
+// Stop ends whole.
 package emulator
 
 import (
@@ -18,6 +22,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -103,19 +108,25 @@ func launcher(kind Kind, host string) (string, []string, error) {
 	if err != nil {
 		return "", nil, fmt.Errorf("emulator host %q: %w", host, err)
 	}
-	var path string
+	var path, installed string
 	var args []string
 	switch kind {
 	case Firestore:
-		path = filepath.Join(root, "platform", "cloud-firestore-emulator", "cloud_firestore_emulator")
-		args = []string{"start", "--host=" + h, "--port=" + port}
+		// What platform/cloud-firestore-emulator/cloud_firestore_emulator
+		// runs, as a child of the shell rather than in its place.
+		installed = filepath.Join(root, "platform", "cloud-firestore-emulator", "cloud-firestore-emulator.jar")
+		path = "java"
+		args = []string{"-Duser.language=en", "-cp", installed, "com.google.cloud.datastore.emulator.firestore.CloudFirestore",
+			"start", "--host=" + h, "--port=" + port}
 	case PubSub:
+		// Its launcher execs java: the JVM takes the launcher's place.
 		path = filepath.Join(root, "platform", "pubsub-emulator", "bin", "cloud-pubsub-emulator")
+		installed = path
 		args = []string{"--host=" + h, "--port=" + port}
 	default:
 		return "", nil, fmt.Errorf("unknown emulator kind %q", kind)
 	}
-	if _, err := os.Stat(path); err != nil {
+	if _, err := os.Stat(installed); err != nil {
 		return "", nil, fmt.Errorf("%w: the %s emulator is not in the Cloud CLI at %s (%v); %s", ErrNotInstalled, kind, root, err, InstallHint)
 	}
 	if _, err := exec.LookPath("java"); err != nil {
@@ -150,10 +161,10 @@ func Start(ctx context.Context, kind Kind, opts Options) (*Process, error) {
 	}
 	p.cmd = exec.Command(path, append(args, opts.Args...)...)
 	p.cmd.Stdout, p.cmd.Stderr = out, out
-	// A process group of its own: the launcher forks java, and a signal to
-	// the group reaches both.
+	// Killed when the thread that started it goes, which, locked, is when
+	// this process goes; in a process group of its own, which Stop ends.
 	p.cmd.SysProcAttr = &syscall.SysProcAttr{Setpgid: true, Pdeathsig: syscall.SIGKILL}
-	if err := p.cmd.Start(); err != nil {
+	if err := startLocked(p.cmd); err != nil {
 		return nil, fmt.Errorf("starting the %s emulator (%s): %w", kind, path, err)
 	}
 	go func() { _ = p.cmd.Wait(); close(p.done) }()
@@ -163,6 +174,30 @@ func Start(ctx context.Context, kind Kind, opts Options) (*Process, error) {
 		return nil, fmt.Errorf("the %s emulator on %s did not become ready: %w\nits last output:\n%s", kind, host, err, p.tail.String())
 	}
 	return p, nil
+}
+
+// startLocked starts cmd from a thread that lives as long as the process.
+// Pdeathsig fires when the thread that forked the child exits, and the Go
+// runtime may end a thread whose goroutine locked it and returned; a
+// goroutine that locks its thread and never returns keeps that thread for
+// good.
+func startLocked(cmd *exec.Cmd) error {
+	starts <- cmd
+	return <-started
+}
+
+var (
+	starts  = make(chan *exec.Cmd)
+	started = make(chan error)
+)
+
+func init() {
+	go func() {
+		runtime.LockOSThread()
+		for cmd := range starts {
+			started <- cmd.Start()
+		}
+	}()
 }
 
 // waitReady polls GET / until the emulator answers "Ok".
@@ -208,6 +243,9 @@ func (p *Process) Stop() {
 	// The JVM may outlive the launcher script by a moment.
 	_ = syscall.Kill(pgid, syscall.SIGKILL)
 }
+
+// Pid is the emulator's process id: the JVM's.
+func (p *Process) Pid() int { return p.cmd.Process.Pid }
 
 // FreeHost returns 127.0.0.1:PORT for a port that was free a moment ago.
 func FreeHost() (string, error) {

@@ -20,7 +20,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"sync"
+	"slices"
 	"time"
 
 	"github.com/egress-proxies/egress/internal/clock"
@@ -228,7 +228,7 @@ func (c *Collector) Run(ctx context.Context) (Report, error) {
 	errs = append(errs, sweepErr)
 	if err == nil {
 		var driftErr error
-		report.Sweep.Drifted, report.Sweep.DriftFailed, driftErr = c.drift(ctx, listings, uids)
+		report.Sweep.Drifted, report.Sweep.DriftFailed, driftErr = c.drift(ctx, now, listings, uids)
 		errs = append(errs, driftErr)
 	}
 
@@ -245,6 +245,9 @@ func (c *Collector) Run(ctx context.Context) (Report, error) {
 			slog.Bool("dryRun", s.DryRun),
 			slog.String("gracePeriod", c.opts.GracePeriod.String()))
 	}
+	if err == nil { // the live uids, and so the phases, were read
+		c.logFleet(ctx, uids)
+	}
 	c.log.InfoContext(ctx, "sweep summary",
 		slog.Int("stalled", report.Sweep.Stalled),
 		slog.Int("drifted", report.Sweep.Drifted),
@@ -254,226 +257,26 @@ func (c *Collector) Run(ctx context.Context) (Report, error) {
 	return report, errors.Join(errs...)
 }
 
-// list calls ListByTag on every configured provider. A provider that cannot
-// be made or listed is logged and its error kept; the others go on.
-func (c *Collector) list(ctx context.Context) []listing {
-	types := c.providers.Types()
-	out := make([]listing, len(types))
-	for i, typ := range types {
-		out[i].typ = typ
-		p, err := c.providers.Get(ctx, typ)
-		if err == nil {
-			out[i].provider = p
-			out[i].instances, err = p.ListByTag(ctx)
-		}
-		if err != nil {
-			out[i].instances = nil
-			out[i].err = fmt.Errorf("%w: listing the instances of provider %q: %w", ErrIncomplete, typ, err)
-			c.log.ErrorContext(ctx, "cannot list instances; none of this provider's is collected this run",
-				slog.String("provider", typ), slog.Any("error", err))
+// logFleet logs how many proxy documents are in each phase, one "fleet"
+// line per phase, which a log-based metric charts every tick
+// (deploy/terraform/metrics.tf). The run has read every document's phase
+// already, so the count costs no read. Every phase gets a line, the empty
+// ones with 0, so that a chart shows a phase emptying as a 0 rather than a
+// gap; a phase proxy.Phases does not know still gets its line, after them.
+func (c *Collector) logFleet(ctx context.Context, uids map[string]proxy.Claim) {
+	counts := map[proxy.Phase]int{}
+	for _, claim := range uids {
+		counts[claim.Phase]++
+	}
+	phases := slices.Clone(proxy.Phases)
+	var unknown []proxy.Phase
+	for ph := range counts {
+		if !slices.Contains(phases, ph) {
+			unknown = append(unknown, ph)
 		}
 	}
-	return out
-}
-
-// orphan is an instance to delete.
-type orphan struct {
-	summary *Summary
-	p       provider.Provider
-	inst    provider.Instance
-}
-
-// collect decides on every listed instance and deletes the orphans, with at
-// most Parallelism deletes in flight across all providers. It fills in the
-// summaries and returns the delete failures joined.
-func (c *Collector) collect(ctx context.Context, now time.Time, listings []listing, uids map[string]proxy.Claim, summaries []Summary) error {
-	var orphans []orphan
-	for i, l := range listings {
-		s := &summaries[i]
-		for _, inst := range l.instances {
-			if c.decide(ctx, now, s, inst, uids) {
-				orphans = append(orphans, orphan{summary: s, p: l.provider, inst: inst})
-			}
-		}
+	slices.Sort(unknown)
+	for _, ph := range append(phases, unknown...) {
+		c.log.InfoContext(ctx, "fleet", slog.String("phase", string(ph)), slog.Int("proxies", counts[ph]))
 	}
-	if c.opts.DryRun {
-		for _, o := range orphans {
-			c.log.InfoContext(ctx, "would delete orphaned instance (dry run)", orphanAttrs(now, o)...)
-		}
-		return nil
-	}
-
-	var (
-		mu   sync.Mutex
-		errs []error
-	)
-	c.forEach(len(orphans), func(i int) {
-		o := orphans[i]
-		err := o.p.Delete(ctx, o.inst.ID)
-		if errors.Is(err, provider.ErrNotFound) {
-			// Delete is idempotent by contract; a provider that says
-			// NotFound anyway means the VM is gone, which is the goal.
-			err = nil
-		}
-		mu.Lock()
-		defer mu.Unlock()
-		if err != nil {
-			o.summary.Failed++
-			errs = append(errs, fmt.Errorf("deleting orphaned instance %s (uid %s) of provider %q: %w", o.inst.ID, o.inst.UID, o.summary.Provider, err))
-			c.log.ErrorContext(ctx, "cannot delete orphaned instance", append(orphanAttrs(now, o), slog.Any("error", err))...)
-			return
-		}
-		o.summary.Deleted++
-		c.log.InfoContext(ctx, "deleted orphaned instance", orphanAttrs(now, o)...)
-	})
-	return errors.Join(errs...)
-}
-
-// decide counts one instance in the summary and reports whether it is an
-// orphan to delete.
-//
-// Only instances ListByTag returned are seen at all, and the provider
-// contract is that it returns only those labelled
-// LabelManaged=LabelManagedYes: that is the managed check, and an instance
-// of another tool sharing the project is never even considered.
-func (c *Collector) decide(ctx context.Context, now time.Time, s *Summary, inst provider.Instance, uids map[string]proxy.Claim) bool {
-	switch {
-	case inst.UID == "":
-		// Without a uid nothing says whose it is; a person must look.
-		s.NoUID++
-		c.log.WarnContext(ctx, "managed instance has no uid label; kept, never collected",
-			slog.String("provider", s.Provider), slog.String("providerID", inst.ID))
-		return false
-	case claimed(uids, inst.UID):
-		s.Claimed++
-		return false
-	case inst.CreatedAt.IsZero():
-		// An age we do not know is not an age past the grace period.
-		s.TooYoung++
-		c.log.WarnContext(ctx, "unclaimed instance has no creation time; kept",
-			slog.String("provider", s.Provider), slog.String("providerID", inst.ID), slog.String("uid", inst.UID))
-		return false
-	case now.Sub(inst.CreatedAt) < c.opts.GracePeriod:
-		// It may be the VM of a Create still in flight whose document was
-		// deleted meanwhile, and a VM mid-create is not reliably deletable.
-		// It is garbage all the same, and a run after the grace period
-		// deletes it.
-		s.TooYoung++
-		c.log.InfoContext(ctx, "unclaimed instance is younger than the grace period; kept for now",
-			slog.String("provider", s.Provider), slog.String("providerID", inst.ID), slog.String("uid", inst.UID),
-			slog.String("age", now.Sub(inst.CreatedAt).String()))
-		return false
-	default:
-		s.Orphaned++
-		return true
-	}
-}
-
-func claimed(uids map[string]proxy.Claim, uid string) bool {
-	_, ok := uids[uid]
-	return ok
-}
-
-func orphanAttrs(now time.Time, o orphan) []any {
-	return []any{
-		slog.String("provider", o.summary.Provider),
-		slog.String("providerID", o.inst.ID),
-		slog.String("uid", o.inst.UID),
-		slog.String("age", now.Sub(o.inst.CreatedAt).String()),
-	}
-}
-
-// sweep re-drives the documents that have not progressed for longer than
-// the threshold, one reconcile request each.
-func (c *Collector) sweep(ctx context.Context, now time.Time) (SweepSummary, error) {
-	var s SweepSummary
-	keys, err := c.store.Stalled(ctx, now.Add(-c.opts.SweepThreshold), c.opts.SweepLimit)
-	if err != nil {
-		c.log.ErrorContext(ctx, "cannot read the stalled documents; none is re-driven this run", slog.Any("error", err))
-		return s, fmt.Errorf("%w: reading the stalled documents: %w", ErrIncomplete, err)
-	}
-	s.Stalled = len(keys)
-	if len(keys) == c.opts.SweepLimit {
-		c.log.WarnContext(ctx, "more stalled documents than the sweep limit; the rest wait for the next runs",
-			slog.Int("limit", c.opts.SweepLimit))
-	}
-	var (
-		mu   sync.Mutex
-		errs []error
-	)
-	c.forEach(len(keys), func(i int) {
-		err := c.requeuer.Publish(ctx, proxy.ReconcileMessage{Document: keys[i].Path(), Reason: proxy.ReasonSweep})
-		mu.Lock()
-		defer mu.Unlock()
-		if err != nil {
-			s.Failed++
-			errs = append(errs, fmt.Errorf("re-driving %s: %w", keys[i], err))
-			c.log.ErrorContext(ctx, "cannot re-drive stalled document", slog.String("document", keys[i].Path()), slog.Any("error", err))
-			return
-		}
-		s.Requeued++
-		c.log.InfoContext(ctx, "re-driven stalled document", slog.String("document", keys[i].Path()))
-	})
-	return s, errors.Join(errs...)
-}
-
-// drift re-drives the Ready documents whose VM the listings show stopped,
-// not running (a VM whose self-test failed after a reboot), or do not show
-// at all. Nothing else would: a settled document has no events
-// and no progress time for the sweep, so a VM lost or stopped after its
-// proxy was Ready would stay lost. It runs only when every provider was
-// listed, since a missing listing would make every VM look lost.
-func (c *Collector) drift(ctx context.Context, listings []listing, uids map[string]proxy.Claim) (int, int, error) {
-	states := make(map[string]provider.InstanceState)
-	for _, l := range listings {
-		if l.err != nil {
-			return 0, 0, nil
-		}
-		for _, inst := range l.instances {
-			if inst.UID != "" {
-				states[inst.UID] = inst.State
-			}
-		}
-	}
-	var keys []proxy.Key
-	for uid, claim := range uids {
-		if claim.Phase != proxy.PhaseReady {
-			continue
-		}
-		if state, ok := states[uid]; !ok || state != provider.StateRunning {
-			keys = append(keys, claim.Key)
-		}
-	}
-	var (
-		mu     sync.Mutex
-		errs   []error
-		failed int
-	)
-	c.forEach(len(keys), func(i int) {
-		err := c.requeuer.Publish(ctx, proxy.ReconcileMessage{Document: keys[i].Path(), Reason: proxy.ReasonDrift})
-		mu.Lock()
-		defer mu.Unlock()
-		if err != nil {
-			failed++
-			errs = append(errs, fmt.Errorf("re-driving %s, whose VM is gone or stopped: %w", keys[i], err))
-			return
-		}
-		c.log.WarnContext(ctx, "ready proxy's VM is gone or stopped; re-driven", slog.String("document", keys[i].Path()))
-	})
-	return len(keys) - failed, failed, errors.Join(errs...)
-}
-
-// forEach calls fn(0)…fn(n-1) with at most Parallelism calls running at
-// once, and returns when all have.
-func (c *Collector) forEach(n int, fn func(i int)) {
-	sem := make(chan struct{}, c.opts.Parallelism)
-	var wg sync.WaitGroup
-	for i := range n {
-		sem <- struct{}{}
-		wg.Go(func() {
-			defer func() { <-sem }()
-			fn(i)
-		})
-	}
-	wg.Wait()
 }

@@ -644,3 +644,66 @@ func TestDrift(t *testing.T) {
 		})
 	}
 }
+
+// TestFleetLines checks the "fleet" lines a run logs, which the
+// proxies-by-phase chart reads: one per phase, in the order of a proxy's
+// life, with the number of documents in it.
+func TestFleetLines(t *testing.T) {
+	fleet := func(phase string, n float64) logLine {
+		return logLine{"severity": "INFO", "message": "fleet", "phase": phase, "proxies": n}
+	}
+	claims := func(phases ...proxy.Phase) map[string]proxy.Claim {
+		m := map[string]proxy.Claim{}
+		for i, ph := range phases {
+			m[fmt.Sprintf("uid-%d", i)] = proxy.Claim{Key: proxy.Key{Namespace: "ns", Name: fmt.Sprintf("p-%d", i)}, Phase: ph}
+		}
+		return m
+	}
+	cases := map[string]struct {
+		reason string
+		store  *fakeStore
+		want   []logLine
+	}{
+		"CountsByPhase": {
+			reason: "Each phase's line counts the documents in it.",
+			store:  &fakeStore{uids: claims(proxy.PhaseReady, proxy.PhaseReady, proxy.PhaseCreating, proxy.PhaseFailed)},
+			want: []logLine{fleet("Pending", 0), fleet("Creating", 1), fleet("Provisioning", 0), fleet("Ready", 2),
+				fleet("Replacing", 0), fleet("Deleting", 0), fleet("Failed", 1)},
+		},
+		"NoProxies": {
+			reason: "With no documents every phase still has its line, with 0, so the chart drops to 0 instead of stopping.",
+			store:  &fakeStore{},
+			want: []logLine{fleet("Pending", 0), fleet("Creating", 0), fleet("Provisioning", 0), fleet("Ready", 0),
+				fleet("Replacing", 0), fleet("Deleting", 0), fleet("Failed", 0)},
+		},
+		"PhaseUnknownToTheCode": {
+			reason: "A document in a phase proxy.Phases does not list (no phase yet, or a newer code's) is counted, after the known phases.",
+			store:  &fakeStore{uids: claims("Hibernating", "", proxy.PhaseReady)},
+			want: []logLine{fleet("Pending", 0), fleet("Creating", 0), fleet("Provisioning", 0), fleet("Ready", 1),
+				fleet("Replacing", 0), fleet("Deleting", 0), fleet("Failed", 0), fleet("", 1), fleet("Hibernating", 1)},
+		},
+		"UIDsUnreadable": {
+			reason: "When the documents could not be read the run does not know the fleet: no line, rather than a fleet of zeros.",
+			store:  &fakeStore{uidsErr: errors.New("firestore unavailable")},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			clk := clock.NewFake(epoch)
+			var logs bytes.Buffer
+			c := gc.New(providersOf(t, map[string]provider.Provider{"mock": mock.New(mock.Options{Clock: clk})}), tc.store, &fakeRequeuer{}, clk,
+				logging.New(&logs, slog.LevelInfo), gc.Options{})
+			c.Run(context.Background())
+			var got []logLine
+			for _, l := range logLines(t, &logs) {
+				if l["message"] == "fleet" {
+					delete(l, "time")
+					got = append(got, l)
+				}
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("%s\nfleet lines (-want +got):\n%s", tc.reason, diff)
+			}
+		})
+	}
+}

@@ -25,6 +25,8 @@ package metering
 import (
 	"context"
 	"log/slog"
+	"reflect"
+	"strings"
 	"sync/atomic"
 	"time"
 )
@@ -65,6 +67,21 @@ type Usage struct {
 	ProviderListByTag int64 `json:"providerListByTag"`
 	ProviderErrors    int64 `json:"providerErrors"`
 	PubSubPublished   int64 `json:"pubsubPublished"`
+}
+
+// LogValue makes the usage a group of its fields on a log line, so the text
+// handler prints it as usage.firestoreReads=1 … as the JSON handler prints
+// an object, rather than a Go struct.
+// The fields are read off the struct, under their JSON names, so a field
+// added to Usage is on the line without anyone listing it here.
+func (u Usage) LogValue() slog.Value {
+	v := reflect.ValueOf(u)
+	attrs := make([]slog.Attr, v.NumField())
+	for i := range attrs {
+		name, _, _ := strings.Cut(v.Type().Field(i).Tag.Get("json"), ",")
+		attrs[i] = slog.Int64(name, v.Field(i).Int())
+	}
+	return slog.GroupValue(attrs...)
 }
 
 // Plus returns the sum of u and v.

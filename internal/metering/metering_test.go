@@ -122,3 +122,31 @@ func TestUsageArithmetic(t *testing.T) {
 		t.Errorf("a+b (-want +got):\n%s", diff)
 	}
 }
+
+// TestUsageOnATextLine: with LOG_FORMAT=text the invocation line shows the
+// usage as fields, as the JSON line does, not as a Go struct.
+func TestUsageOnATextLine(t *testing.T) {
+	var b bytes.Buffer
+	log := slog.New(slog.NewTextHandler(&b, nil))
+	log.Info("invocation", slog.Any("usage", metering.Usage{FirestoreReads: 2, ProviderGet: 1}))
+	for _, want := range []string{"usage.firestoreReads=2", "usage.providerGet=1", "usage.pubsubPublished=0"} {
+		if !bytes.Contains(b.Bytes(), []byte(want)) {
+			t.Errorf("text line %q lacks %s", b.String(), want)
+		}
+	}
+	if bytes.Contains(b.Bytes(), []byte("{")) {
+		t.Errorf("text line %q prints the usage as a struct", b.String())
+	}
+	var j bytes.Buffer
+	slog.New(slog.NewJSONHandler(&j, nil)).Info("invocation", slog.Any("usage", metering.Usage{FirestoreReads: 2}))
+	var line struct{ Usage map[string]int64 }
+	if err := json.Unmarshal(j.Bytes(), &line); err != nil {
+		t.Fatal(err)
+	}
+	raw, _ := json.Marshal(metering.Usage{FirestoreReads: 2})
+	var want map[string]int64
+	json.Unmarshal(raw, &want)
+	if diff := cmp.Diff(want, line.Usage); diff != "" {
+		t.Errorf("JSON line's usage (-the struct's JSON +the line's):\n%s", diff)
+	}
+}

@@ -1,7 +1,6 @@
 package provider
 
 import (
-	"context"
 	"errors"
 	"fmt"
 )
@@ -43,10 +42,17 @@ const (
 // instance it concerns so that a log line or a status message is actionable.
 type Error struct {
 	Kind Kind
-	// Op is the provider method that failed: "create", "get", "delete", "list".
+	// Op is the provider method that failed: "create", "get", "delete",
+	// "list". From Get, Op "create" says the create of the VM, which the
+	// provider had accepted, failed since (a stockout, a quota, an image
+	// that does not exist): the VM will never exist, and a new create is
+	// the way on.
 	Op string
 	// Target is the providerID or instance name concerned, if any.
 	Target string
+	// Zone, for a KindCapacity error, is the zone that had no room, so the
+	// caller can ask for another (CreateRequest.AvoidZones).
+	Zone string
 	// Err is the underlying error, as the provider's client returned it.
 	Err error
 }
@@ -88,12 +94,27 @@ func KindOf(err error) Kind {
 		return pe.Kind
 	case errors.Is(err, ErrNotFound):
 		return KindNotFound
-	case errors.Is(err, context.Canceled):
-		// The caller gave up; it was not the provider's fault.
-		return KindTransient
 	default:
+		// Unclassified, a context deadline or cancellation included: the
+		// caller gave up or nobody explained, and a retry is the safe guess.
 		return KindTransient
 	}
+}
+
+// CreateFailed reports whether err says an accepted create failed since
+// (Op "create" from Get).
+func CreateFailed(err error) bool {
+	var pe *Error
+	return errors.As(err, &pe) && pe.Op == "create"
+}
+
+// FullZone is the zone a capacity error says had no room, or "".
+func FullZone(err error) string {
+	var pe *Error
+	if errors.As(err, &pe) && pe.Kind == KindCapacity {
+		return pe.Zone
+	}
+	return ""
 }
 
 // Retryable reports whether an operation that failed with err may succeed if

@@ -60,6 +60,14 @@ type Instance struct {
 	// StateProvisioning and will not become Running by itself. Empty when
 	// nothing went wrong or the provider cannot tell.
 	BootError string
+	// Zone, added to the original contract, is where the VM runs, when the
+	// provider has zones: the one it chose for a placement that names only
+	// a region.
+	Zone string
+	// AddressID, added to the original contract, is the providerID of the
+	// static address the VM uses (CreateRequest.StaticIP); Delete of it
+	// releases the address. Empty for an ephemeral address.
+	AddressID string
 }
 
 // Placement is the provider-opaque placement/size configuration a Create
@@ -102,6 +110,26 @@ type CreateRequest struct {
 	// it is set, reports StateRunning only once the script said the proxy
 	// serves.
 	StartupScript string
+
+	// The fields below are added to the original contract too.
+
+	// RequestID names this create attempt: a new one for each new attempt
+	// (the first create, each replacement, each rotation), the same for a
+	// retry of one attempt (after a crash or a 503). A provider whose API
+	// de-duplicates requests (gcp: the insert's requestId) passes it on, so
+	// a retry never makes a second VM and a new attempt is never ignored.
+	// Empty: the provider derives one from UID and Name.
+	RequestID string
+	// StaticIP asks for an address that outlives the VM: reserved (named
+	// and labelled from the uid) before the VM if it does not exist yet,
+	// and attached to it, so every VM of the proxy has the same one. It is
+	// released by Delete of the Instance's AddressID, and an unused one is
+	// listed by ListByTag for the garbage collector.
+	StaticIP bool
+	// AvoidZones are zones of the placement's region found out of capacity
+	// for this proxy: a provider that chooses the zone (the placement names
+	// none) chooses another.
+	AvoidZones []string
 }
 
 // Provider is the contract every cloud backend implements. Kept

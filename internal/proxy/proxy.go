@@ -33,6 +33,11 @@ const (
 	PhaseFailed Phase = "Failed"
 )
 
+// Phases lists every phase in the order of a proxy's life, for a reader
+// that must name the phases with no proxy in them too (the GC's fleet
+// line).
+var Phases = []Phase{PhasePending, PhaseCreating, PhaseProvisioning, PhaseReady, PhaseReplacing, PhaseDeleting, PhaseFailed}
+
 // Settled reports whether a proxy in this phase needs no further work until
 // something changes: Ready and Failed are settled, every other phase is on
 // its way somewhere.
@@ -92,6 +97,10 @@ type Spec struct {
 	MaxAge string `json:"maxAge,omitempty" firestore:"maxAge,omitempty"`
 }
 
+// ConditionReady is the type of the condition that says whether the proxy
+// serves, and why not.
+const ConditionReady = "Ready"
+
 // Condition is one aspect of the status, Kubernetes style. Messages carry no
 // timestamps so that an unchanged condition compares equal and is not
 // rewritten.
@@ -137,6 +146,21 @@ type Bookkeeping struct {
 	// CreatePending is the instance name of a Create that was decided but
 	// whose providerID is not yet stored.
 	CreatePending string `firestore:"createPending,omitempty"`
+	// CreateRequestID names the create attempt CreatePending is: a new one
+	// for each new attempt (the first create, a replacement, a rotation,
+	// another zone), the same for a retry of it, so the provider's request
+	// de-duplication stops a duplicate and never swallows a new attempt.
+	CreateRequestID string `firestore:"createRequestID,omitempty"`
+	// NotBefore, after a quota or a stockout refused a create, is when the
+	// next create may be tried: until then the document's events do
+	// nothing, and the sweep brings the retry.
+	NotBefore time.Time `firestore:"notBefore,omitempty"`
+	// FullZones are the zones of the region found out of capacity since
+	// the proxy was last Ready, for the provider to avoid.
+	FullZones []string `firestore:"fullZones,omitempty"`
+	// AddressID is the providerID of the proxy's static address, once a VM
+	// was seen using it: released after the last VM on deletion.
+	AddressID string `firestore:"addressID,omitempty"`
 	// Replacements counts VMs replaced because they were lost or stopped.
 	Replacements int64 `firestore:"replacements,omitempty"`
 	// Attempts counts consecutive failed attempts, for backoff.
@@ -189,10 +213,21 @@ type Proxy struct {
 func (p *Proxy) Key() Key { return Key{Namespace: p.Namespace, Name: p.Name} }
 
 // Claim is what the garbage collector reads of each live document: whose
-// uid it is and how far it got. It reads nothing else, so memory stays small.
+// uid it is, how far it got, and what it needs to tell a VM due for
+// rotation. It reads nothing else, so memory stays small.
 type Claim struct {
 	Key   Key
 	Phase Phase
+	// MaxAge is the spec's, and BootStart when the current VM was created.
+	MaxAge    string
+	BootStart time.Time
+}
+
+// RotationDue reports whether the VM of a document with this maxAge,
+// created at bootStart, is due for rotation at now.
+func RotationDue(maxAge string, bootStart, now time.Time) bool {
+	d, err := time.ParseDuration(maxAge)
+	return maxAge != "" && err == nil && !bootStart.IsZero() && now.Sub(bootStart) >= d
 }
 
 // DocumentPattern is the path pattern of proxy documents, as Eventarc's
@@ -272,6 +307,9 @@ const (
 	// ReasonRequeue is a run handing its document on to the next, when it
 	// waited as long as one run may.
 	ReasonRequeue Reason = "requeue"
+	// ReasonAge is the garbage collector re-driving a Ready document whose
+	// VM is older than the spec's maxAge.
+	ReasonAge Reason = "age"
 )
 
 // Requested reports whether the reason is a request to look at the

@@ -9,7 +9,7 @@ import (
 // setReady sets the Ready condition; its transition time moves only when its
 // status does, so a condition rewritten with the same status does not flap.
 func setReady(p *proxy.Proxy, status, reason, message string, now time.Time) {
-	c := proxy.Condition{Type: "Ready", Status: status, Reason: reason, Message: message, LastTransitionTime: now}
+	c := proxy.Condition{Type: proxy.ConditionReady, Status: status, Reason: reason, Message: message, LastTransitionTime: now}
 	for i, old := range p.Status.Conditions {
 		if old.Type == c.Type {
 			if old.Status == c.Status {

@@ -2,9 +2,12 @@ package reconcile
 
 import (
 	"context"
-	"errors"
+	"fmt"
 	"log/slog"
+	"slices"
 	"time"
+
+	"github.com/google/uuid"
 
 	"github.com/egress-proxies/egress/internal/provider"
 	"github.com/egress-proxies/egress/internal/proxy"
@@ -26,8 +29,13 @@ func (run *run) create(ctx context.Context) (outcome, error) {
 	next := run.next()
 	next.Status.Phase = phase
 	if next.Reconciler.CreatePending != name {
-		// On a retry the condition keeps saying why the last try failed.
+		// A new attempt, with a request id of its own: the provider's
+		// de-duplication (Compute ignores an id it has seen within the
+		// hour) must never swallow it, while a retry of this attempt (a
+		// crash, a 503) keeps the id and so can never make a second VM.
 		next.Reconciler.CreatePending = name
+		next.Reconciler.CreateRequestID = uuid.NewString()
+		// On a retry the condition keeps saying why the last try failed.
 		setReady(next, "False", string(phase), "Creating instance "+name+".", run.r.clock.Now())
 	}
 	if next.Reconciler.Credentials.IsZero() {
@@ -45,20 +53,23 @@ func (run *run) create(ctx context.Context) (outcome, error) {
 	}
 
 	req := provider.CreateRequest{
-		Name:      name,
-		UID:       p.UID,
-		Namespace: p.Namespace,
-		ProxyName: p.Name,
-		Placement: provider.Placement(p.Spec.Placement),
-		Port:      port(p.Spec),
+		Name:       name,
+		UID:        p.UID,
+		Namespace:  p.Namespace,
+		ProxyName:  p.Name,
+		Placement:  provider.Placement(p.Spec.Placement),
+		Port:       port(p.Spec),
+		RequestID:  next.Reconciler.CreateRequestID,
+		StaticIP:   p.Spec.IPPolicy == proxy.IPStatic,
+		AvoidZones: next.Reconciler.FullZones,
 	}
 	var err error
 	if req.CloudInit, req.StartupScript, err = run.bootstrap(ctx); err != nil {
-		return run.providerError(ctx, "resolving the bootstrap", err)
+		return run.bootstrapFailed(ctx, err)
 	}
 	id, err := run.prov.Create(ctx, req)
 	if err != nil {
-		return run.providerError(ctx, "creating instance "+name, err)
+		return run.createFailed(ctx, "creating instance "+name, err)
 	}
 	run.created = id
 	run.log.InfoContext(ctx, "instance created", slog.String("providerID", id), slog.String("instance", name))
@@ -68,7 +79,7 @@ func (run *run) create(ctx context.Context) (outcome, error) {
 	next.Status.ProviderID = id
 	next.Status.State = string(provider.StateProvisioning)
 	next.Status.Message = ""
-	next.Reconciler.CreatePending = ""
+	next.Reconciler.CreatePending, next.Reconciler.CreateRequestID = "", ""
 	next.Reconciler.Attempts = 0
 	next.Reconciler.NotFoundSince = time.Time{}
 	next.Reconciler.BootStart = now
@@ -85,7 +96,7 @@ func (run *run) bootstrap(ctx context.Context) (cloudInit, startupScript string,
 	switch {
 	case s.CloudInitSecret != "":
 		if run.r.secrets == nil {
-			return "", "", provider.NewError(provider.KindPermanent, "access secret version", s.CloudInitSecret, errors.New("no Secret Manager client is configured"))
+			return "", "", bootstrapError{fmt.Errorf("reading secret version %s: no Secret Manager client is configured", s.CloudInitSecret)}
 		}
 		ud, err := run.r.secrets.Access(ctx, s.CloudInitSecret)
 		return ud, "", err
@@ -94,9 +105,100 @@ func (run *run) bootstrap(ctx context.Context) (cloudInit, startupScript string,
 	case run.r.opts.Bootstrap != nil:
 		script, err := run.r.opts.Bootstrap(s, run.doc.Reconciler.Credentials)
 		if err != nil {
-			return "", "", provider.NewError(provider.KindPermanent, "render the startup script", "", err)
+			return "", "", bootstrapError{fmt.Errorf("rendering the startup script: %w", err)}
 		}
 		return "", script, nil
 	}
 	return "", "", nil
+}
+
+// bootstrapError is a bootstrap that can never be had as the spec asks.
+type bootstrapError struct{ err error }
+
+func (e bootstrapError) Error() string     { return e.err.Error() }
+func (e bootstrapError) Unwrap() error     { return e.err }
+func (e bootstrapError) IsPermanent() bool { return true }
+
+// bootstrapFailed fails the proxy on a bootstrap that can never be had (a
+// secret that does not exist or may not be read, a spec the script refuses)
+// and retries one that may come (Secret Manager unavailable).
+func (run *run) bootstrapFailed(ctx context.Context, err error) (outcome, error) {
+	msg := "resolving the bootstrap: " + err.Error()
+	if permanent(err) {
+		return run.fail(ctx, "BootstrapUnavailable", msg)
+	}
+	next := run.next()
+	next.Reconciler.Attempts++
+	next.Status.Message = msg
+	setReady(next, "False", "BootstrapUnavailable", msg, run.r.clock.Now())
+	run.log.WarnContext(ctx, "bootstrap not available; retrying after a backoff", slog.Any("error", err))
+	if err := run.write(ctx, next, true); err != nil {
+		return done, err
+	}
+	return wait, nil
+}
+
+// createFailed handles a create that failed, whether Create said so or the
+// provider found it later in the create's operation (a Get of the missing
+// VM). Where Compute answered for good, the attempt is over and the next
+// one gets a request id of its own; a VM with no answer (a 503, a lost
+// response) is retried as the same attempt.
+//
+//   - Capacity: the zone is full. When the provider chooses the zone, the
+//     next attempt goes at once to another zone of the region; when every
+//     zone was full, or the spec names the zone, it is retried when the
+//     sweep next looks, minutes later (QuotaBackoff), with the reason in
+//     the status.
+//   - Quota: retried the same way.
+//   - Permanent (an image, a zone, a network that does not exist): Failed,
+//     with the provider's message.
+func (run *run) createFailed(ctx context.Context, what string, err error) (outcome, error) {
+	p := run.doc
+	msg := fmt.Sprintf("%s: %v", what, err)
+	now := run.r.clock.Now()
+	next := run.next()
+	endAttempt := func() {
+		next.Status.ProviderID, next.Status.IP, next.Status.Endpoint, next.Status.State = "", "", "", ""
+		next.Reconciler.CreatePending, next.Reconciler.CreateRequestID = "", ""
+		if next.Status.Phase != proxy.PhaseReplacing {
+			next.Status.Phase = proxy.PhaseCreating
+		}
+	}
+	switch provider.KindOf(err) {
+	case provider.KindCapacity:
+		endAttempt()
+		zone := provider.FullZone(err)
+		if zone != "" && p.Spec.Placement.Zone == "" {
+			next.Reconciler.FullZones = append(slices.Clone(next.Reconciler.FullZones), zone)
+			msg = fmt.Sprintf("Zone %s is out of capacity; trying another zone of %s.", zone, p.Spec.Placement.Region)
+			next.Status.Message = msg
+			setReady(next, "False", "ZoneOutOfCapacity", msg, now)
+			run.log.WarnContext(ctx, "zone out of capacity; trying another", slog.String("zone", zone), slog.Any("error", err))
+			if err := run.write(ctx, next, true); err != nil {
+				return done, err
+			}
+			return run.create(ctx)
+		}
+		// Every zone of the region, or the one the spec names: a stockout
+		// lasts minutes or hours, so wait for the sweep, and start over
+		// from the first choice then.
+		next.Reconciler.FullZones = nil
+		next.Reconciler.NotBefore = now.Add(run.r.opts.QuotaBackoff)
+		msg = "Out of capacity; retrying in a few minutes: " + msg
+		next.Status.Message = msg
+		setReady(next, "False", "OutOfCapacity", msg, now)
+		run.log.WarnContext(ctx, "no capacity; the sweep retries", slog.Any("error", err))
+		return done, run.write(ctx, next, false)
+	case provider.KindQuota:
+		endAttempt()
+		next.Reconciler.NotBefore = now.Add(run.r.opts.QuotaBackoff)
+		msg = "Quota exceeded; retrying in a few minutes: " + msg
+		next.Status.Message = msg
+		setReady(next, "False", "QuotaExceeded", msg, now)
+		run.log.WarnContext(ctx, "quota exceeded; the sweep retries", slog.Any("error", err))
+		return done, run.write(ctx, next, false)
+	case provider.KindPermanent:
+		return run.fail(ctx, "CreateFailed", msg)
+	}
+	return run.providerError(ctx, what, err)
 }

@@ -9,18 +9,22 @@ import (
 	"github.com/egress-proxies/egress/internal/provider"
 )
 
-// deleting deletes the VM, then, once it is gone, the document.
+// deleting deletes the VM, then, once it is gone, its static address if
+// it has one, then the document.
 func (run *run) deleting(ctx context.Context) (outcome, error) {
 	p := run.doc
 	id := p.Status.ProviderID
 	if id == "" {
 		id = run.created
 	}
-	if id != "" {
-		prov, err := run.r.providers.Get(ctx, p.Spec.Provider)
-		if err != nil {
+	var prov provider.Provider
+	if id != "" || p.Reconciler.AddressID != "" {
+		var err error
+		if prov, err = run.r.providers.Get(ctx, p.Spec.Provider); err != nil {
 			return run.deletionError(ctx, fmt.Errorf("provider %q is not available: %w", p.Spec.Provider, err))
 		}
+	}
+	if id != "" {
 		// Delete first, since it is idempotent, then ask whether the VM is
 		// gone: a VM that goes at once costs one Delete and one Get, and a
 		// slow one one Delete per run and a Get per wait.
@@ -34,8 +38,8 @@ func (run *run) deleting(ctx context.Context) (outcome, error) {
 		}
 		inst, err := prov.Get(ctx, id)
 		switch {
-		case errors.Is(err, provider.ErrNotFound):
-			// Gone: the document may go.
+		case errors.Is(err, provider.ErrNotFound), provider.CreateFailed(err):
+			// Gone, or never made: the address, then the document, may go.
 		case err != nil:
 			return run.deletionError(ctx, fmt.Errorf("reading instance %s: %w", id, err))
 		case inst.State == provider.StateProvisioning || inst.State == provider.StateRunning:
@@ -49,6 +53,18 @@ func (run *run) deleting(ctx context.Context) (outcome, error) {
 			return run.deleting(ctx)
 		default:
 			return wait, nil
+		}
+	}
+	if a := p.Reconciler.AddressID; a != "" {
+		// Released once, without waiting: an address goes at once, and one
+		// that could not be released (a VM made under the proxy's name by
+		// a run that crashed still holds it) is an unused address of an
+		// unclaimed uid as soon as the document is gone, which the garbage
+		// collector releases.
+		if err := prov.Delete(ctx, a); err != nil && !errors.Is(err, provider.ErrNotFound) {
+			run.log.WarnContext(ctx, "cannot release the static address now; the garbage collector will", slog.String("addressID", a), slog.Any("error", err))
+		} else {
+			run.log.InfoContext(ctx, "static address released", slog.String("addressID", a))
 		}
 	}
 	// With no providerID a VM may still be on its way from a Create in

@@ -14,11 +14,16 @@
 //
 //	phase          sees                                does                                   next
 //	(any)          deletion requested                  Delete the VM; once Get says gone,     (gone)
-//	                                                   delete the document
+//	                                                   release a Static address, delete the
+//	                                                   document
 //	(any)          a call-home of another uid          nothing (one read)                     same
 //	(any)          another run's lease                 nothing                                same
 //	Pending        —                                   record Creating and the create-pending Creating
 //	Creating       (no providerID)                     name (and the credentials), Create     → Provisioning
+//	Creating       the zone is full, the provider      note the zone; Create in another one   → Provisioning
+//	               chooses zones and one is left
+//	Creating       quota, or no capacity anywhere      record why, and NotBefore: events do   Creating
+//	                                                   nothing until the sweep's retry
 //	Provisioning   a write's event                     nothing: the VM calls home, or the     Provisioning
 //	                                                   sweep looks
 //	Provisioning   a request; Running with an IP       record the endpoint                    Ready
@@ -29,12 +34,16 @@
 //	Provisioning   not found, within NotFoundGrace     record when it went missing            Provisioning
 //	Ready          a write's event                     nothing                                Ready
 //	Ready          a request; Running                  nothing                                Ready
+//	Provisioning,  a rotate request after the VM was   count a rotation, record Replacing,    Replacing
+//	Ready          made, or the VM older than maxAge   Delete it (break before make)
 //	Provisioning,  stopped or terminated; not found    count a replacement, record Replacing, Replacing
 //	Ready          (past the grace, or once Ready)     Delete it
 //	Replacing      the old VM still there              Delete it again, wait for it to go     Replacing
-//	Replacing      the old VM gone                     Create again                           Provisioning
+//	Replacing      the old VM gone                     Create again, a new attempt (request   Provisioning
+//	                                                   id); a Static proxy's address reused
 //	(any)          a retryable provider error          record it, retry after a backoff       same
-//	(any)          a permanent provider error          record the provider's message          Failed
+//	(any)          a permanent provider error (or a    record the provider's message          Failed
+//	               create's operation that says so)
 //	Failed         —                                   nothing, until the proxy is deleted    Failed
 //
 // A run waits inside itself only for what takes seconds: a VM on its way

@@ -22,6 +22,8 @@ func (run *run) observe(ctx context.Context) (outcome, error) {
 	switch {
 	case errors.Is(err, provider.ErrNotFound):
 		return run.missing(ctx)
+	case provider.CreateFailed(err):
+		return run.createFailed(ctx, "creating instance "+p.Status.ProviderID, err)
 	case err != nil:
 		return run.providerError(ctx, "reading instance "+p.Status.ProviderID, err)
 	}
@@ -29,6 +31,12 @@ func (run *run) observe(ctx context.Context) (outcome, error) {
 	next := run.next()
 	next.Reconciler.NotFoundSince = time.Time{}
 	next.Status.State = string(inst.State)
+	if inst.Zone != "" {
+		next.Status.Zone = inst.Zone
+	}
+	if inst.AddressID != "" {
+		next.Reconciler.AddressID = inst.AddressID
+	}
 	switch {
 	case inst.State == provider.StateStopped || inst.State == provider.StateTerminated:
 		return run.replace(ctx, "Instance"+string(inst.State), fmt.Sprintf("Instance %s is %s; replacing it.", p.Status.ProviderID, inst.State))
@@ -55,13 +63,25 @@ func (run *run) ready(ctx context.Context, next *proxy.Proxy, inst *provider.Ins
 	next.Status.Message = ""
 	next.Reconciler.Attempts = 0
 	next.Reconciler.BootFailures = 0
-	setReady(next, "True", "Ready", "Proxy is serving at "+next.Status.Endpoint+".", now)
+	msg := "Proxy is serving at " + next.Status.Endpoint
+	if next.Status.Zone != "" {
+		msg += " in zone " + next.Status.Zone
+	}
+	msg += "."
+	if full := next.Reconciler.FullZones; len(full) > 0 {
+		msg += " Out of capacity: " + strings.Join(full, ", ") + "."
+		next.Reconciler.FullZones = nil
+	}
+	setReady(next, "True", "Ready", msg, now)
 	if err := run.write(ctx, next, false); err != nil {
 		return done, err
 	}
 	if p.Status.Phase != proxy.PhaseReady {
+		// Since the proxy's creation is what its user waited; since the
+		// VM's creation is what this boot took, replacements apart.
 		run.log.InfoContext(ctx, "proxy ready", slog.String("endpoint", next.Status.Endpoint), slog.String("providerID", p.Status.ProviderID),
-			slog.Float64("secondsSinceCreate", now.Sub(p.CreateTime).Seconds()))
+			slog.Float64("secondsSinceCreate", now.Sub(p.CreateTime).Seconds()),
+			slog.Float64("secondsSinceBoot", now.Sub(run.bootStart(inst)).Seconds()))
 	}
 	return done, nil
 }

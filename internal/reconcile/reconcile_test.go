@@ -106,10 +106,16 @@ type secrets map[string]string
 func (s secrets) Access(_ context.Context, version string) (string, error) {
 	v, ok := s[version]
 	if !ok {
-		return "", provider.NewError(provider.KindPermanent, "access secret version", version, errors.New("NotFound"))
+		return "", &secretsErr{version}
 	}
 	return v, nil
 }
+
+// secretsErr is a version that does not exist, as Secret Manager says it.
+type secretsErr struct{ version string }
+
+func (e *secretsErr) Error() string     { return "reading secret version " + e.version + ": NotFound" }
+func (e *secretsErr) IsPermanent() bool { return true }
 
 func newWorld(t *testing.T, opts reconcile.Options) *world {
 	t.Helper()
@@ -454,7 +460,7 @@ func TestReconcile(t *testing.T) {
 				w.reconcile(reconcile.Trigger{})
 			},
 			want: outcome{Phase: proxy.PhaseFailed, Writes: 2,
-				Message: "resolving the bootstrap: access secret version projects/p/secrets/absent/versions/1: Permanent: NotFound"},
+				Message: "resolving the bootstrap: reading secret version projects/p/secrets/absent/versions/1: NotFound"},
 		},
 		"SilentVMFoundBySweep": {
 			reason: "A VM whose call-home is lost is found ready by the sweep.",

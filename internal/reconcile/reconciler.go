@@ -39,12 +39,19 @@ type Requeuer interface {
 	Publish(ctx context.Context, msg proxy.ReconcileMessage) error
 }
 
-// Secrets reads a Secret Manager version. Errors should be classified with
-// provider.NewError (KindPermanent for a version that does not exist or may
-// not be read), so a bad reference fails the proxy instead of retrying
-// forever.
+// Secrets reads a Secret Manager version. An error with an IsPermanent
+// method that reports true (a version that does not exist or may not be
+// read; *secrets.Error has it) fails the proxy instead of being retried
+// forever; any other is retried.
 type Secrets interface {
 	Access(ctx context.Context, version string) (string, error)
+}
+
+// permanent reports whether an error of Secrets or of the bootstrap says no
+// retry can help.
+func permanent(err error) bool {
+	var p interface{ IsPermanent() bool }
+	return errors.As(err, &p) && p.IsPermanent()
 }
 
 // BootstrapFunc renders the default bootstrap of a proxy, the startup
@@ -60,6 +67,7 @@ const (
 	DefaultNotFoundGrace   = 30 * time.Second
 	DefaultBootTimeout     = 10 * time.Minute
 	DefaultMaxBootFailures = 3
+	DefaultQuotaBackoff    = 2 * time.Minute
 )
 
 // GetsPerLifecycle is the fewest provider Gets a proxy's life takes: one
@@ -87,6 +95,10 @@ type Options struct {
 	// MaxBootFailures is how many VMs in a row may fail to become ready
 	// before the proxy is Failed.
 	MaxBootFailures int
+	// QuotaBackoff is how long a create refused by a quota, or by a lack of
+	// capacity that another zone cannot help, waits before it is tried
+	// again.
+	QuotaBackoff time.Duration
 	// Bootstrap renders the startup script of specs that bring no
 	// cloud-init of their own. Nil sends none.
 	Bootstrap BootstrapFunc
@@ -106,6 +118,7 @@ func (o Options) withDefaults() Options {
 	def(&o.MaxBackoff, DefaultMaxBackoff)
 	def(&o.NotFoundGrace, DefaultNotFoundGrace)
 	def(&o.BootTimeout, DefaultBootTimeout)
+	def(&o.QuotaBackoff, DefaultQuotaBackoff)
 	if o.MaxBootFailures <= 0 {
 		o.MaxBootFailures = DefaultMaxBootFailures
 	}
@@ -264,13 +277,18 @@ func (run *run) step(ctx context.Context) (outcome, error) {
 		run.log.DebugContext(ctx, "another run holds the lease; nothing to do", slog.String("holder", h))
 		return done, nil
 	}
+	if now := run.r.clock.Now(); p.Status.ProviderID == "" && now.Before(p.Reconciler.NotBefore) {
+		run.log.DebugContext(ctx, "a quota or a stockout refused the last create; waiting before the next", slog.Time("notBefore", p.Reconciler.NotBefore))
+		return done, nil
+	}
 	requested := run.trigger.Reason.Requested()
+	rotate := run.rotationDue()
 	switch p.Status.Phase {
 	case proxy.PhaseFailed:
 		// A permanent failure stays until the proxy is deleted.
 		return done, nil
 	case proxy.PhaseReady, proxy.PhaseProvisioning:
-		if !requested {
+		if !requested && !rotate {
 			// The event of a write: nothing here changes by itself soon. A
 			// booting VM calls home when it is ready, and the sweep looks at
 			// one that does not.
@@ -283,6 +301,8 @@ func (run *run) step(ctx context.Context) (outcome, error) {
 	}
 	run.prov = prov
 	switch {
+	case rotate && (p.Status.Phase == proxy.PhaseReady || p.Status.Phase == proxy.PhaseProvisioning):
+		return run.rotate(ctx)
 	case p.Status.Phase == proxy.PhaseReplacing:
 		return run.replacing(ctx)
 	case p.Status.ProviderID == "":

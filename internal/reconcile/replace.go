@@ -3,6 +3,7 @@ package reconcile
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"time"
 
@@ -14,11 +15,48 @@ import (
 // became ready: it counts the replacement once, records Replacing with the
 // lease (the run is about to act), and goes on to delete what is left.
 func (run *run) replace(ctx context.Context, reason, message string) (outcome, error) {
+	return run.startReplacing(ctx, reason, message, false)
+}
+
+// rotationDue reports whether the proxy's VM is to be replaced on purpose:
+// a rotate request came after it was created, or it is older than the
+// spec's maxAge.
+func (run *run) rotationDue() bool {
+	p := run.doc
+	start := p.Reconciler.BootStart
+	if start.IsZero() || p.Status.ProviderID == "" {
+		return false
+	}
+	if t := p.RotateRequestTime; t != nil && start.Before(*t) {
+		return true
+	}
+	return proxy.RotationDue(p.Spec.MaxAge, start, run.r.clock.Now())
+}
+
+// rotate replaces a VM that is fine, on purpose: break before make, with
+// the same credentials and, for a Static proxy, the same address. It counts
+// a rotation, not a replacement.
+func (run *run) rotate(ctx context.Context) (outcome, error) {
+	p := run.doc
+	why := "a rotate request"
+	if t := p.RotateRequestTime; t == nil || !p.Reconciler.BootStart.Before(*t) {
+		why = "its maxAge of " + p.Spec.MaxAge
+	}
+	return run.startReplacing(ctx, "Rotation", fmt.Sprintf("Rotating instance %s (%s); replacing it.", p.Status.ProviderID, why), true)
+}
+
+func (run *run) startReplacing(ctx context.Context, reason, message string, rotation bool) (outcome, error) {
 	p := run.doc
 	now := run.r.clock.Now()
 	next := run.next()
 	next.Reconciler.NotFoundSince = time.Time{}
-	if p.Status.Phase != proxy.PhaseReplacing {
+	switch {
+	case p.Status.Phase == proxy.PhaseReplacing:
+	case rotation:
+		next.Status.Rotations++
+		run.log.InfoContext(ctx, "rotating instance", slog.String("providerID", p.Status.ProviderID), slog.String("why", message),
+			slog.Int64("rotations", next.Status.Rotations))
+	default:
 		next.Reconciler.Replacements++
 		run.log.WarnContext(ctx, "replacing instance", slog.String("providerID", p.Status.ProviderID), slog.String("why", reason),
 			slog.Int64("replacements", next.Reconciler.Replacements))

@@ -135,7 +135,8 @@ func (run *run) fail(ctx context.Context, reason, msg string) (outcome, error) {
 	next.Status.Phase = proxy.PhaseFailed
 	next.Status.Message = msg
 	setReady(next, "False", reason, msg, run.r.clock.Now())
-	run.log.ErrorContext(ctx, "proxy failed", slog.String("reason", reason), slog.String("message", msg))
+	// Not "message": that is the line's own key in Cloud Logging's shape.
+	run.log.ErrorContext(ctx, "proxy failed", slog.String("reason", reason), slog.String("statusMessage", msg))
 	if err := run.write(ctx, next, false); err != nil {
 		return done, err
 	}

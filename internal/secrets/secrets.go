@@ -12,9 +12,27 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
-	"github.com/egress-proxies/egress/internal/provider"
 	"github.com/egress-proxies/egress/internal/proxy"
 )
+
+// Error is a secret version that could not be read. Permanent ones (a
+// version that does not exist, may not be read, or is disabled) fail the
+// proxy that names it; any other is retried.
+type Error struct {
+	Version   string
+	Permanent bool
+	Err       error
+}
+
+func (e *Error) Error() string {
+	return fmt.Sprintf("reading secret version %s: %v", e.Version, e.Err)
+}
+
+func (e *Error) Unwrap() error { return e.Err }
+
+// IsPermanent reports whether no retry can read the version: what the
+// reconciler asks of the errors of its Secrets.
+func (e *Error) IsPermanent() bool { return e.Permanent }
 
 // Manager reads secret versions. It satisfies reconcile.Secrets.
 type Manager struct {
@@ -25,26 +43,21 @@ type Manager struct {
 func New(client *secretmanager.Client) *Manager { return &Manager{client: client} }
 
 // Access returns the payload of a secret version
-// ("projects/P/secrets/S/versions/V"). Its errors are classified as the
-// reconciler classifies a provider's: a version that does not exist, may not
-// be read or is disabled is permanent (the proxy fails, naming it); any
-// other is transient and retried.
+// ("projects/P/secrets/S/versions/V"). A version that does not exist, may
+// not be read or is disabled is a permanent *Error (the proxy fails, naming
+// it); any other failure is one to retry.
 func (m *Manager) Access(ctx context.Context, version string) (string, error) {
-	const op = "access secret version"
 	if !proxy.IsSecretVersion(version) {
-		return "", provider.NewError(provider.KindPermanent, op, version,
-			fmt.Errorf("not a secret version name: want projects/PROJECT/secrets/SECRET/versions/VERSION"))
+		return "", &Error{Version: version, Permanent: true,
+			Err: fmt.Errorf("not a secret version name: want projects/PROJECT/secrets/SECRET/versions/VERSION")}
 	}
 	resp, err := m.client.AccessSecretVersion(ctx, &secretmanagerpb.AccessSecretVersionRequest{Name: version})
 	if err != nil {
-		kind := provider.KindTransient
 		switch status.Code(err) {
 		case codes.NotFound, codes.PermissionDenied, codes.InvalidArgument, codes.FailedPrecondition, codes.Unauthenticated:
-			kind = provider.KindPermanent
-		case codes.ResourceExhausted:
-			kind = provider.KindRateLimited
+			return "", &Error{Version: version, Permanent: true, Err: err}
 		}
-		return "", provider.NewError(kind, op, version, err)
+		return "", &Error{Version: version, Err: err}
 	}
 	return string(resp.GetPayload().GetData()), nil
 }

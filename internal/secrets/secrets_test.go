@@ -2,6 +2,7 @@ package secrets_test
 
 import (
 	"context"
+	"errors"
 	"net"
 	"testing"
 	"time"
@@ -15,7 +16,6 @@ import (
 	"google.golang.org/grpc/credentials/insecure"
 	"google.golang.org/grpc/status"
 
-	"github.com/egress-proxies/egress/internal/provider"
 	"github.com/egress-proxies/egress/internal/secrets"
 )
 
@@ -77,17 +77,18 @@ func TestAccess(t *testing.T) {
 	m := secrets.New(client)
 
 	cases := map[string]struct {
-		reason  string
-		version string
-		want    string
-		kind    provider.Kind
+		reason    string
+		version   string
+		want      string
+		wantErr   bool
+		permanent bool
 	}{
 		"Found":       {reason: "A readable version returns its payload.", version: good, want: "#cloud-config\npackages: [tinyproxy]\n"},
-		"NotFound":    {reason: "A missing version fails the proxy.", version: missing, kind: provider.KindPermanent},
-		"Denied":      {reason: "A version the reconciler may not read fails the proxy.", version: denied, kind: provider.KindPermanent},
-		"Disabled":    {reason: "A disabled version fails the proxy.", version: disabled, kind: provider.KindPermanent},
-		"Unavailable": {reason: "An unavailable service is retried.", version: flaky, kind: provider.KindTransient},
-		"NotAVersion": {reason: "A name that is not a version is refused before any call.", version: "projects/demo-p/secrets/x", kind: provider.KindPermanent},
+		"NotFound":    {wantErr: true, reason: "A missing version fails the proxy.", version: missing, permanent: true},
+		"Denied":      {wantErr: true, reason: "A version the reconciler may not read fails the proxy.", version: denied, permanent: true},
+		"Disabled":    {wantErr: true, reason: "A disabled version fails the proxy.", version: disabled, permanent: true},
+		"Unavailable": {wantErr: true, reason: "An unavailable service is retried.", version: flaky, permanent: false},
+		"NotAVersion": {wantErr: true, reason: "A name that is not a version is refused before any call.", version: "projects/demo-p/secrets/x", permanent: true},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -96,8 +97,14 @@ func TestAccess(t *testing.T) {
 			ctx, cancel := context.WithTimeout(ctx, time.Second)
 			defer cancel()
 			got, err := m.Access(ctx, tc.version)
-			if diff := cmp.Diff(tc.kind, provider.KindOf(err)); diff != "" {
-				t.Errorf("%s\nerror kind (-want +got):\n%s\nerror: %v", tc.reason, diff, err)
+			var serr *secrets.Error
+			switch {
+			case !tc.wantErr && err != nil:
+				t.Fatalf("%s: %v", tc.reason, err)
+			case tc.wantErr && !errors.As(err, &serr):
+				t.Fatalf("%s: error %v is no *secrets.Error", tc.reason, err)
+			case tc.wantErr && serr.IsPermanent() != tc.permanent:
+				t.Errorf("%s\npermanent = %v, want %v; error: %v", tc.reason, serr.IsPermanent(), tc.permanent, err)
 			}
 			if diff := cmp.Diff(tc.want, got); diff != "" {
 				t.Errorf("%s\npayload (-want +got):\n%s", tc.reason, diff)

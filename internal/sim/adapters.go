@@ -88,9 +88,13 @@ func (p *simProvider) Create(ctx context.Context, req provider.CreateRequest) (s
 		return "", err
 	}
 	p.w.acting(ctx, req.UID)
-	if p.w.bug == NoCreatePending {
+	switch p.w.bug {
+	case NoCreatePending:
 		p.w.seq++
 		req.Name = fmt.Sprintf("%s-%d", req.Name[:min(len(req.Name), 50)], p.w.seq)
+		req.RequestID = ""
+	case OneRequestID:
+		req.RequestID = "request-of-" + req.UID
 	}
 	id, err := p.w.mock.Create(ctx, req)
 	if in, _ := ctx.Value(invKey{}).(*inv); in != nil {

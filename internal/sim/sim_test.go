@@ -7,51 +7,40 @@ import (
 	"time"
 )
 
-var seeds = flag.Int("seeds", 300, "schedules to explore (make sim runs 10000)")
+var seeds = flag.Int("seeds", 300, "schedules to explore (make sim runs 10000 through internal/cmd/sim)")
 var seed = flag.Uint64("seed", 0, "replay only this seed")
 
 // TestSimulation explores the schedules of -seeds seeds and fails with the
 // seed of any schedule that breaks an invariant: go test ./internal/sim
-// -run TestSimulation -seed N replays it.
+// -run TestSimulation -args -seed N replays it.
 func TestSimulation(t *testing.T) {
 	from, to := uint64(1), uint64(*seeds)
 	if *seed != 0 {
 		from, to = *seed, *seed
 	}
 	start := time.Now()
-	var total Stats
-	failed := 0
-	for s := from; s <= to; s++ {
-		errs, st := New(s, NoBug).Run()
-		total.Add(st)
-		if len(errs) > 0 {
-			failed++
-			if failed <= 5 {
-				t.Errorf("seed %d breaks the invariants:\n  %s", s, strings.Join(errs, "\n  "))
-			}
+	r := Explore(from, to, NoBug)
+	for i, f := range r.Failures {
+		if i == 5 {
+			break
 		}
+		t.Error(f)
 	}
-	t.Logf("%d seeds in %s, %d failed; faults: %d crashes, %d events dropped, %d duplicated, %d provider errors, %d VMs lost, %d stopped, %d never ready, %d boot errors; call-homes %d lost, %d duplicated, %d delayed, %d forged; %d user actions, %d invocations (%d GC runs), %d steps; checked at the end: %d Ready and %d Failed proxies, %d VMs",
-		to-from+1, time.Since(start).Round(time.Millisecond), failed, total.Crashes, total.Dropped, total.Duplicated,
-		total.ProviderFaults, total.Lost, total.Stopped, total.NeverReady, total.BootErrors,
-		total.CallHomesLost, total.CallHomesDuplicated, total.CallHomesDelayed, total.CallHomesForged,
-		total.UserActions, total.Invocations, total.GCRuns, total.Steps,
-		total.ReadyAtEnd, total.FailedAtEnd, total.InstancesAtEnd)
+	t.Logf("%s in %s; %s", r.Summary(), time.Since(start).Round(time.Millisecond), r.Counts())
 }
 
 // TestPlantedBugsAreFound switches off one safety rule at a time: the
 // simulation must find a violation within the default seeds, or it proves
 // nothing.
 func TestPlantedBugsAreFound(t *testing.T) {
-	for _, bug := range []Bug{NoPrecondition, NoLease, NoGracePeriod, NoCreatePending} {
+	for _, bug := range PlantedBugs {
 		t.Run(strings.ReplaceAll(bug.String(), " ", "_"), func(t *testing.T) {
-			for s := uint64(1); s <= uint64(*seeds); s++ {
-				if errs, _ := New(s, bug).Run(); len(errs) > 0 {
-					t.Logf("found at seed %d: %s", s, errs[0])
-					return
-				}
+			f, ok := Find(*seeds, bug)
+			if !ok {
+				t.Errorf("with %s, %d seeds found no violation", bug, *seeds)
+				return
 			}
-			t.Errorf("with %s, %d seeds found no violation", bug, *seeds)
+			t.Logf("found at seed %d: %s", f.Seed, f.Violations[0])
 		})
 	}
 }

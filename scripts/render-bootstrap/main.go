@@ -23,7 +23,6 @@ import (
 	"strconv"
 	"strings"
 
-	compute "cloud.google.com/go/compute/apiv1"
 	"google.golang.org/api/option"
 
 	"github.com/egress-proxies/egress/internal/bootstrap"
@@ -97,12 +96,12 @@ func providerMetadata(cfg gcp.Config, req provider.CreateRequest) ([][2]string, 
 	ctx := context.Background()
 	fake := computefake.New()
 	defer fake.Close()
-	client, err := compute.NewInstancesRESTClient(ctx, option.WithEndpoint(fake.URL), option.WithoutAuthentication())
+	clients, err := gcp.NewClients(ctx, option.WithEndpoint(fake.URL), option.WithoutAuthentication())
 	if err != nil {
 		return nil, err
 	}
-	defer client.Close()
-	p, err := gcp.New(client, cfg)
+	defer clients.Close()
+	p, err := gcp.New(clients, cfg)
 	if err != nil {
 		return nil, err
 	}

@@ -1,13 +1,10 @@
 package main
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"log/slog"
-	"net/http"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -71,7 +68,9 @@ func run(ctx context.Context, s settings, log *slog.Logger) (*results, error) {
 	}
 	defer b.stack.Stop(30 * time.Second)
 	log.Info("local stack ready", "after", time.Since(begun).Round(time.Millisecond), "url", b.stack.URL)
-	b.api = newAPI(b.stack.URL, s.concurrency)
+	if b.api, err = newAPI(b.stack.URL, s.concurrency); err != nil {
+		return nil, err
+	}
 
 	r := &results{Machine: machine{CPUs: runtime.NumCPU(), Go: runtime.Version(), Date: time.Now().UTC().Format(time.DateOnly)}, Settings: s.report()}
 	// The namespaces first, as the local admin, before any phase counts.
@@ -129,7 +128,11 @@ func (b *bench) namespaces(ctx context.Context) error {
 		names = append(names, bulkNamespace(i))
 	}
 	_, err := parallel(ctx, len(names), b.s.concurrency, func(i int) error {
-		return b.api.do(ctx, http.MethodPut, "/v1/namespaces/"+names[i], `{}`, http.StatusCreated, nil)
+		_, created, err := b.api.CreateNamespace(ctx, names[i], nil, nil)
+		if err == nil && !created {
+			err = fmt.Errorf("namespace %s existed already", names[i])
+		}
+		return err
 	})
 	return err
 }
@@ -353,83 +356,6 @@ func parallel(ctx context.Context, n, c int, fn func(i int) error) ([]time.Durat
 		}
 	}
 	return took, nil
-}
-
-// api is a client of the proxy API.
-type api struct {
-	base   string
-	client *http.Client
-}
-
-func newAPI(base string, concurrency int) *api {
-	tr := http.DefaultTransport.(*http.Transport).Clone()
-	tr.MaxIdleConnsPerHost = concurrency
-	return &api{base: base, client: &http.Client{Transport: tr, Timeout: time.Minute}}
-}
-
-// create asks for a proxy and returns its uid.
-func (a *api) create(ctx context.Context, k proxy.Key) (string, error) {
-	body := fmt.Sprintf(`{"name":%q,"spec":{"placement":{"region":"us-central1","zone":"us-central1-a"},"allowedSourceRanges":["203.0.113.0/24"]}}`, k.Name)
-	var res struct{ UID string }
-	err := a.do(ctx, http.MethodPost, "/v1/namespaces/"+k.Namespace+"/proxies", body, http.StatusCreated, &res)
-	return res.UID, err
-}
-
-func (a *api) get(ctx context.Context, k proxy.Key) error {
-	return a.do(ctx, http.MethodGet, "/v1/"+k.Path(), "", http.StatusOK, nil)
-}
-
-func (a *api) delete(ctx context.Context, k proxy.Key) error {
-	return a.do(ctx, http.MethodDelete, "/v1/"+k.Path(), "", http.StatusAccepted, nil)
-}
-
-// instances returns the creation time of each of the mock provider's
-// instances, by uid.
-func (a *api) instances(ctx context.Context) (map[string]time.Time, error) {
-	var res struct {
-		Instances []struct {
-			UID       string
-			CreatedAt time.Time
-		}
-	}
-	if err := a.do(ctx, http.MethodGet, "/debug/instances", "", http.StatusOK, &res); err != nil {
-		return nil, err
-	}
-	out := make(map[string]time.Time, len(res.Instances))
-	for _, in := range res.Instances {
-		out[in.UID] = in.CreatedAt
-	}
-	return out, nil
-}
-
-func (a *api) do(ctx context.Context, method, path, body string, want int, into any) error {
-	var rd io.Reader
-	if body != "" {
-		rd = bytes.NewBufferString(body)
-	}
-	req, err := http.NewRequestWithContext(ctx, method, a.base+path, rd)
-	if err != nil {
-		return err
-	}
-	if body != "" {
-		req.Header.Set("Content-Type", "application/json")
-	}
-	resp, err := a.client.Do(req)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	b, err := io.ReadAll(resp.Body)
-	if err != nil {
-		return err
-	}
-	if resp.StatusCode != want {
-		return fmt.Errorf("%s %s: %d, want %d: %s", method, path, resp.StatusCode, want, bytes.TrimSpace(b))
-	}
-	if into != nil {
-		return json.Unmarshal(b, into)
-	}
-	return nil
 }
 
 // syncWriter serialises the writes of the stack's two output streams into

@@ -82,6 +82,31 @@ func TestEndToEnd(t *testing.T) {
 		t.Errorf("instance of deleted proxy %s still listed", first.UID)
 	}
 
+	// A Static proxy whose VM is lost comes back with the same endpoint,
+	// and deleting it releases its address.
+	static := s.createWith(t, "demo", "static", `"ipPolicy":"Static"`)
+	before := s.waitPhase(t, "demo", "static", "Ready")
+	lost := s.instanceOf(t, static.UID)
+	s.lose(t, lost.ID)
+	var after resource
+	waitFor(t, 60*time.Second, "the lost VM to be replaced and Ready", func() bool {
+		in, ok := s.findInstance(t, static.UID)
+		_, after = s.get(t, "demo", "static")
+		// The replacement may have the lost VM's name: it is a new VM.
+		return ok && in.CreatedAt.After(lost.CreatedAt) && after.Status.Phase == "Ready"
+	})
+	if after.Status.Endpoint != before.Status.Endpoint {
+		t.Errorf("Static proxy's endpoint after its VM was lost: %s, want %s as before", after.Status.Endpoint, before.Status.Endpoint)
+	}
+	if !s.hasAddress(t, static.UID) {
+		t.Errorf("no static address of uid %s in /debug/instances", static.UID)
+	}
+	if resp := s.do(t, http.MethodDelete, "/v1/namespaces/demo/proxies/static", nil); resp.StatusCode != http.StatusAccepted {
+		t.Fatalf("delete static: %d", resp.StatusCode)
+	}
+	s.waitGone(t, "demo", "static")
+	waitFor(t, 30*time.Second, "the static address to be released", func() bool { return !s.hasAddress(t, static.UID) })
+
 	// A Ready proxy's document deleted behind the API's back: its VM is
 	// collected once the grace period has passed.
 	orphan := s.create(t, "demo", "orphan")
@@ -221,7 +246,17 @@ func (s *liveStack) createNamespace(t *testing.T, ns, body string) {
 
 func (s *liveStack) post(t *testing.T, ns, name string) (int, resource) {
 	t.Helper()
-	body := fmt.Sprintf(`{"name":%q,"spec":{"placement":{"region":"us-central1","zone":"us-central1-a"},"allowedSourceRanges":["203.0.113.0/24"]}}`, name)
+	return s.postWith(t, ns, name, "")
+}
+
+// postWith creates a proxy whose spec has the given further fields, a
+// fragment of JSON such as `"ipPolicy":"Static"`.
+func (s *liveStack) postWith(t *testing.T, ns, name, fields string) (int, resource) {
+	t.Helper()
+	if fields != "" {
+		fields = "," + fields
+	}
+	body := fmt.Sprintf(`{"name":%q,"spec":{"placement":{"region":"us-central1","zone":"us-central1-a"},"allowedSourceRanges":["203.0.113.0/24"]%s}}`, name, fields)
 	resp := s.do(t, http.MethodPost, "/v1/namespaces/"+ns+"/proxies", []byte(body))
 	defer resp.Body.Close()
 	var r resource
@@ -231,7 +266,12 @@ func (s *liveStack) post(t *testing.T, ns, name string) (int, resource) {
 
 func (s *liveStack) create(t *testing.T, ns, name string) resource {
 	t.Helper()
-	code, r := s.post(t, ns, name)
+	return s.createWith(t, ns, name, "")
+}
+
+func (s *liveStack) createWith(t *testing.T, ns, name, fields string) resource {
+	t.Helper()
+	code, r := s.postWith(t, ns, name, fields)
 	if code != http.StatusCreated {
 		t.Fatalf("create %s/%s: status %d", ns, name, code)
 	}
@@ -274,20 +314,69 @@ func (s *liveStack) waitGone(t *testing.T, ns, name string) {
 	})
 }
 
-func (s *liveStack) hasInstance(t *testing.T, uid string) bool {
+// instance is an entry of /debug/instances.
+type instance struct {
+	ID, IP, State, UID string
+	CreatedAt          time.Time
+}
+
+func (s *liveStack) debugView(t *testing.T) (instances, addresses []instance) {
 	t.Helper()
 	resp := s.do(t, http.MethodGet, "/debug/instances", nil)
 	defer resp.Body.Close()
-	var v struct{ Instances []struct{ UID string } }
+	var v struct{ Instances, Addresses []instance }
 	if err := json.NewDecoder(resp.Body).Decode(&v); err != nil {
 		t.Fatalf("/debug/instances: %v", err)
 	}
-	for _, in := range v.Instances {
+	return v.Instances, v.Addresses
+}
+
+func (s *liveStack) findInstance(t *testing.T, uid string) (instance, bool) {
+	t.Helper()
+	instances, _ := s.debugView(t)
+	for _, in := range instances {
 		if in.UID == uid {
+			return in, true
+		}
+	}
+	return instance{}, false
+}
+
+func (s *liveStack) hasInstance(t *testing.T, uid string) bool {
+	t.Helper()
+	_, ok := s.findInstance(t, uid)
+	return ok
+}
+
+func (s *liveStack) instanceOf(t *testing.T, uid string) instance {
+	t.Helper()
+	in, ok := s.findInstance(t, uid)
+	if !ok {
+		t.Fatalf("no instance of uid %s in /debug/instances", uid)
+	}
+	return in
+}
+
+func (s *liveStack) hasAddress(t *testing.T, uid string) bool {
+	t.Helper()
+	_, addresses := s.debugView(t)
+	for _, a := range addresses {
+		if a.UID == uid {
 			return true
 		}
 	}
 	return false
+}
+
+// lose makes a VM vanish behind the product's back, as a hand in the
+// console would.
+func (s *liveStack) lose(t *testing.T, id string) {
+	t.Helper()
+	resp := s.do(t, http.MethodDelete, "/debug/instances?id="+url.QueryEscape(id), nil)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusNoContent {
+		t.Fatalf("losing %s: %d", id, resp.StatusCode)
+	}
 }
 
 // deleteDocumentDirectly deletes a document through the Firestore

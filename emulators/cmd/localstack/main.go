@@ -8,7 +8,9 @@
 // (FUNCTION_TARGET=ProxyAPI answers every path there), the event functions
 // at /Reconcile and /CollectGarbage as the functions framework serves each
 // registered function when no target is set, and the mock provider's VMs at
-// GET /debug/instances, which exists only here.
+// /debug/instances, which exists only here: GET lists the VMs and static
+// addresses, DELETE /debug/instances?id=ID loses a VM as a hand in the console
+// would.
 //
 // Its configuration is the functions' own (internal/app's table of
 // variables, documented in the README), with the local stack's defaults
@@ -221,13 +223,12 @@ func (s slots) event(fn func(context.Context, cloudevents.Event) error) func(con
 	}
 }
 
+// debugInstances serves the mock provider's VMs and static addresses at
+// GET /debug/instances, and DELETE /debug/instances?id=ID makes a VM vanish
+// without the product's knowledge, as a VM deleted by hand in the console
+// does: what the end-to-end test needs to watch a replacement from outside.
 func debugInstances(a *app.App) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Method != http.MethodGet {
-			w.Header().Set("Allow", http.MethodGet)
-			http.Error(w, "only GET", http.StatusMethodNotAllowed)
-			return
-		}
 		p, err := a.Providers.Get(r.Context(), mock.Type)
 		if err != nil {
 			http.Error(w, err.Error(), http.StatusServiceUnavailable)
@@ -239,7 +240,22 @@ func debugInstances(a *app.App) http.Handler {
 			http.Error(w, "the mock provider is not in use", http.StatusNotFound)
 			return
 		}
-		writeInstances(w, m.Instances())
+		switch r.Method {
+		case http.MethodGet:
+			writeInstances(w, m.Instances(), m.Addresses())
+		case http.MethodDelete:
+			// A query parameter, not a path: an ID is a URL of its own
+			// (mock://NAME), which a path would not carry intact.
+			id := r.URL.Query().Get("id")
+			if !m.Lose(id) {
+				http.Error(w, fmt.Sprintf("no instance %q", id), http.StatusNotFound)
+				return
+			}
+			w.WriteHeader(http.StatusNoContent)
+		default:
+			w.Header().Set("Allow", "GET, DELETE")
+			http.Error(w, "GET /debug/instances or DELETE /debug/instances?id=ID", http.StatusMethodNotAllowed)
+		}
 	})
 }
 
@@ -252,13 +268,21 @@ type instanceView struct {
 	CreatedAt time.Time `json:"createdAt"`
 }
 
-func writeInstances(w http.ResponseWriter, list []provider.Instance) {
+func views(list []provider.Instance) []instanceView {
+	out := []instanceView{}
+	for _, in := range list {
+		out = append(out, instanceView{ID: in.ID, IP: in.IP, State: string(in.State), UID: in.UID, CreatedAt: in.CreatedAt})
+	}
+	return out
+}
+
+func writeInstances(w http.ResponseWriter, instances, addresses []provider.Instance) {
 	out := struct {
 		Instances []instanceView `json:"instances"`
-	}{Instances: []instanceView{}}
-	for _, in := range list {
-		out.Instances = append(out.Instances, instanceView{ID: in.ID, IP: in.IP, State: string(in.State), UID: in.UID, CreatedAt: in.CreatedAt})
-	}
+		// Addresses are the static addresses, used (Running) or not
+		// (Terminated).
+		Addresses []instanceView `json:"addresses"`
+	}{Instances: views(instances), Addresses: views(addresses)}
 	w.Header().Set("Content-Type", "application/json")
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")

@@ -15,7 +15,6 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/egress-proxies/egress/internal/provider"
-	"github.com/egress-proxies/egress/internal/provider/gcp"
 )
 
 func checkTimeout(ctx context.Context) (context.Context, context.CancelFunc) {
@@ -100,10 +99,7 @@ func checkProviderRunning(t *testing.T, ctx context.Context, r *run) {
 	if before.State != provider.StateProvisioning {
 		t.Errorf("before any guest attribute: %s, want %s", before.State, provider.StateProvisioning)
 	}
-	_, zone, name, err := gcp.ParseID(r.providerID)
-	if err != nil {
-		t.Fatal(err)
-	}
+	zone, name := before.Zone, provider.NameFromUID(uid)
 	written := r.metadata.GuestAttributes()
 	if len(written) == 0 {
 		t.Fatal("the VM wrote no guest attribute")

@@ -13,7 +13,6 @@ import (
 	"testing"
 	"time"
 
-	compute "cloud.google.com/go/compute/apiv1"
 	"golang.org/x/sys/unix"
 	"google.golang.org/api/option"
 
@@ -131,12 +130,12 @@ func insertMetadata(t *testing.T, ctx context.Context, r *run, creds proxy.Crede
 	}
 	fake := computefake.New()
 	t.Cleanup(fake.Close)
-	client, err := compute.NewInstancesRESTClient(ctx, option.WithEndpoint(fake.URL), option.WithoutAuthentication())
+	clients, err := gcp.NewClients(ctx, option.WithEndpoint(fake.URL), option.WithoutAuthentication())
 	if err != nil {
 		t.Fatal(err)
 	}
-	t.Cleanup(func() { client.Close() })
-	p, err := gcp.New(client, gcp.Config{
+	t.Cleanup(func() { clients.Close() })
+	p, err := gcp.New(clients, gcp.Config{
 		Project: project, ServiceAccount: "proxy-vm@" + project + ".iam.gserviceaccount.com",
 		// A name, as the production default is: the self-test then
 		// resolves it through the VM's resolver, as a client's CONNECT does.

@@ -8,7 +8,6 @@ import (
 	"testing"
 	"time"
 
-	compute "cloud.google.com/go/compute/apiv1"
 	"cloud.google.com/go/compute/apiv1/computepb"
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
@@ -23,18 +22,23 @@ import (
 
 const project = "demo-proxies"
 
+// fakeClients points the real Compute REST clients at the fake.
+func fakeClients(t *testing.T, fake *computefake.Server) Clients {
+	t.Helper()
+	c, err := NewClients(context.Background(), option.WithEndpoint(fake.URL), option.WithoutAuthentication())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
 // newProvider points the real Compute REST client at a fresh fake.
 func newProvider(t *testing.T) (*Provider, *computefake.Server) {
 	t.Helper()
 	fake := computefake.New()
 	t.Cleanup(fake.Close)
-	client, err := compute.NewInstancesRESTClient(context.Background(),
-		option.WithEndpoint(fake.URL), option.WithoutAuthentication())
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { client.Close() })
-	p, err := New(client, Config{Project: project, ServiceAccount: "proxy-vm@demo-proxies.iam.gserviceaccount.com"})
+	p, err := New(fakeClients(t, fake), Config{Project: project, ServiceAccount: "proxy-vm@demo-proxies.iam.gserviceaccount.com"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -53,14 +57,14 @@ func TestConformance(t *testing.T) {
 					Labels: map[string]string{provider.LabelManaged: "false", provider.LabelUID: uid},
 				})
 			},
-			UnknownID: ID(project, "us-central1-a", "absent"),
+			UnknownID: instanceID(project, "us-central1-a", "absent"),
 			ReportReady: func(id string) {
-				_, zone, name, _ := ParseID(id)
-				fake.SetGuestAttribute(zone, name, "egress/ready", "serving on port 3128")
+				id2, _ := parseID(id)
+				fake.SetGuestAttribute(id2.scope, id2.name, "egress/ready", "serving on port 3128")
 			},
 			ReportBootError: func(id, reason string) {
-				_, zone, name, _ := ParseID(id)
-				fake.SetGuestAttribute(zone, name, "egress/error", reason)
+				id2, _ := parseID(id)
+				fake.SetGuestAttribute(id2.scope, id2.name, "egress/error", reason)
 			},
 		}
 	})
@@ -99,8 +103,8 @@ func TestInsertBody(t *testing.T) {
 	if len(ins) != 2 {
 		t.Fatalf("%d inserts, want 2", len(ins))
 	}
-	if ins[0].RequestID != ins[1].RequestID || ins[0].RequestID != RequestID(req.UID, req.Name) {
-		t.Errorf("request ids %q and %q: want both %q", ins[0].RequestID, ins[1].RequestID, RequestID(req.UID, req.Name))
+	if ins[0].RequestID != ins[1].RequestID || ins[0].RequestID != requestID(req.UID, req.Name) {
+		t.Errorf("request ids %q and %q: want both %q", ins[0].RequestID, ins[1].RequestID, requestID(req.UID, req.Name))
 	}
 	want := &computepb.Instance{
 		Name:        proto.String(req.Name),
@@ -182,12 +186,7 @@ func TestMetadata(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			fake := computefake.New()
 			defer fake.Close()
-			client, err := compute.NewInstancesRESTClient(context.Background(), option.WithEndpoint(fake.URL), option.WithoutAuthentication())
-			if err != nil {
-				t.Fatal(err)
-			}
-			defer client.Close()
-			p, err := New(client, tc.cfg)
+			p, err := New(fakeClients(t, fake), tc.cfg)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -225,7 +224,7 @@ func TestAdoptOrConflict(t *testing.T) {
 			if diff := cmp.Diff(tc.wantKind, provider.KindOf(err)); diff != "" {
 				t.Errorf("%s\nerror kind (-want +got):\n%s\n%v", tc.reason, diff, err)
 			}
-			if err == nil && id != ID(project, "us-central1-b", req.Name) {
+			if err == nil && id != instanceID(project, "us-central1-b", req.Name) {
 				t.Errorf("adopted id %q", id)
 			}
 		})
@@ -249,12 +248,12 @@ func TestState(t *testing.T) {
 				Labels:            map[string]string{provider.LabelManaged: "true", provider.LabelUID: "u"},
 				NetworkInterfaces: []*computepb.NetworkInterface{{AccessConfigs: []*computepb.AccessConfig{{NatIP: proto.String("198.51.100.7")}}}},
 			})
-			got, err := p.Get(context.Background(), ID(project, "us-central1-a", "vm"))
+			got, err := p.Get(context.Background(), instanceID(project, "us-central1-a", "vm"))
 			if err != nil {
 				t.Fatal(err)
 			}
-			wantInst := provider.Instance{ID: ID(project, "us-central1-a", "vm"), IP: "198.51.100.7", State: want, UID: "u",
-				CreatedAt: time.Date(2026, 12, 1, 18, 0, 0, 0, time.UTC)}
+			wantInst := provider.Instance{ID: instanceID(project, "us-central1-a", "vm"), IP: "198.51.100.7", State: want, UID: "u",
+				CreatedAt: time.Date(2026, 12, 1, 18, 0, 0, 0, time.UTC), Zone: "us-central1-a"}
 			if diff := cmp.Diff(wantInst, *got, cmp.Comparer(func(a, b time.Time) bool { return a.Equal(b) })); diff != "" {
 				t.Errorf("Get of a %s instance (-want +got):\n%s", status, diff)
 			}
@@ -264,17 +263,17 @@ func TestState(t *testing.T) {
 
 func TestParseID(t *testing.T) {
 	good := "gce://demo-proxies/us-central1-a/proxy-3f2c"
-	if _, _, _, err := ParseID(good); err != nil {
-		t.Errorf("ParseID(%q): %v", good, err)
+	if _, err := parseID(good); err != nil {
+		t.Errorf("parseID(%q): %v", good, err)
 	}
 	for _, id := range []string{
 		"", "gce://", "mock://proxy-1", "gce://demo-proxies/us-central1-a", "gce://demo-proxies/us-central1-a/proxy/extra",
 		"gce:///us-central1-a/proxy-1", "gce://demo-proxies//proxy-1", "gce://demo-proxies/us-central1/proxy-1",
 		"gce://demo-proxies/us-central1-a/Proxy_1", "gce://Demo/us-central1-a/proxy-1", "https://demo-proxies/us-central1-a/proxy-1",
 	} {
-		_, _, _, err := ParseID(id)
+		_, err := parseID(id)
 		if provider.KindOf(err) != provider.KindPermanent {
-			t.Errorf("ParseID(%q): %v, want a permanent error", id, err)
+			t.Errorf("parseID(%q): %v, want a permanent error", id, err)
 		}
 	}
 	p, _ := newProvider(t)
@@ -288,16 +287,18 @@ func TestErrorClassification(t *testing.T) {
 		fault computefake.Fault
 		want  provider.Kind
 	}{
-		"RateLimited403":   {computefake.Fault{Code: 403, Reason: "rateLimitExceeded", Message: "Rate Limit Exceeded"}, provider.KindRateLimited},
-		"TooManyRequests":  {computefake.Fault{Code: 429, Reason: "rateLimitExceeded", Message: "Too many requests"}, provider.KindRateLimited},
-		"Quota":            {computefake.Fault{Code: 403, Reason: "quotaExceeded", Message: "Quota 'CPUS' exceeded. Limit: 24.0 in region us-central1."}, provider.KindQuota},
-		"Capacity":         {computefake.Fault{Code: 503, Reason: "ZONE_RESOURCE_POOL_EXHAUSTED", Message: "The zone does not have enough resources"}, provider.KindCapacity},
-		"CapacityInText":   {computefake.Fault{Code: 400, Reason: "resourceNotReady", Message: "ZONE_RESOURCE_POOL_EXHAUSTED_WITH_DETAILS: e2-micro"}, provider.KindCapacity},
-		"ServerError500":   {computefake.Fault{Code: 500, Reason: "backendError", Message: "Internal error"}, provider.KindTransient},
-		"ServerError503":   {computefake.Fault{Code: 503, Reason: "backendError", Message: "Service unavailable"}, provider.KindTransient},
-		"BadRequest":       {computefake.Fault{Code: 400, Reason: "invalid", Message: "Invalid value for field 'resource.machineType'"}, provider.KindPermanent},
-		"Forbidden":        {computefake.Fault{Code: 403, Reason: "forbidden", Message: "Required 'compute.instances.create' permission"}, provider.KindPermanent},
-		"NotFoundImage":    {computefake.Fault{Code: 404, Reason: "notFound", Message: "The resource 'projects/x/global/images/y' was not found"}, provider.KindNotFound},
+		"RateLimited403":  {computefake.Fault{Code: 403, Reason: "rateLimitExceeded", Message: "Rate Limit Exceeded"}, provider.KindRateLimited},
+		"TooManyRequests": {computefake.Fault{Code: 429, Reason: "rateLimitExceeded", Message: "Too many requests"}, provider.KindRateLimited},
+		"Quota":           {computefake.Fault{Code: 403, Reason: "quotaExceeded", Message: "Quota 'CPUS' exceeded. Limit: 24.0 in region us-central1."}, provider.KindQuota},
+		"Capacity":        {computefake.Fault{Code: 503, Reason: "ZONE_RESOURCE_POOL_EXHAUSTED", Message: "The zone does not have enough resources"}, provider.KindCapacity},
+		"CapacityInText":  {computefake.Fault{Code: 400, Reason: "resourceNotReady", Message: "ZONE_RESOURCE_POOL_EXHAUSTED_WITH_DETAILS: e2-micro"}, provider.KindCapacity},
+		"ServerError500":  {computefake.Fault{Code: 500, Reason: "backendError", Message: "Internal error"}, provider.KindTransient},
+		"ServerError503":  {computefake.Fault{Code: 503, Reason: "backendError", Message: "Service unavailable"}, provider.KindTransient},
+		"BadRequest":      {computefake.Fault{Code: 400, Reason: "invalid", Message: "Invalid value for field 'resource.machineType'"}, provider.KindPermanent},
+		"Forbidden":       {computefake.Fault{Code: 403, Reason: "forbidden", Message: "Required 'compute.instances.create' permission"}, provider.KindPermanent},
+		// An insert answered 404 names an image, zone or network that does
+		// not exist: no retry makes it, so it is permanent, not "not found".
+		"NotFoundImage":    {computefake.Fault{Code: 404, Reason: "notFound", Message: "The resource 'projects/x/global/images/y' was not found"}, provider.KindPermanent},
 		"ResourceInUse409": {computefake.Fault{Code: 409, Reason: "resourceInUseByAnotherResource", Message: "in use"}, provider.KindTransient},
 	}
 	for name, tc := range cases {
@@ -314,7 +315,7 @@ func TestErrorClassification(t *testing.T) {
 
 func TestGetNotFound(t *testing.T) {
 	p, _ := newProvider(t)
-	_, err := p.Get(context.Background(), ID(project, "us-central1-a", "gone"))
+	_, err := p.Get(context.Background(), instanceID(project, "us-central1-a", "gone"))
 	if !errors.Is(err, provider.ErrNotFound) {
 		t.Errorf("Get of a missing VM: %v, want ErrNotFound", err)
 	}
@@ -359,7 +360,7 @@ func TestListByTag(t *testing.T) {
 	for _, in := range got {
 		ids = append(ids, in.ID)
 	}
-	want := map[string]bool{ID(project, "us-central1-a", "proxy-a"): true, ID(project, "europe-west4-b", "proxy-b"): true}
+	want := map[string]bool{instanceID(project, "us-central1-a", "proxy-a"): true, instanceID(project, "europe-west4-b", "proxy-b"): true}
 	if len(ids) != 2 || !want[ids[0]] || !want[ids[1]] {
 		t.Errorf("ListByTag = %v, want the two managed instances", ids)
 	}
@@ -454,7 +455,7 @@ func TestReadiness(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			tc.want.ID, tc.want.UID = id, req.UID
+			tc.want.ID, tc.want.UID, tc.want.Zone = id, req.UID, "us-central1-b"
 			if diff := cmp.Diff(tc.want, *got, cmpopts.IgnoreFields(provider.Instance{}, "CreatedAt")); diff != "" {
 				t.Errorf("%s\ninstance (-want +got):\n%s", tc.reason, diff)
 			}
@@ -480,7 +481,7 @@ func TestConsole(t *testing.T) {
 	if len(out) > 8<<10 || !strings.HasSuffix(out, "egress-bootstrap: FAILED: tinyproxy does not answer on port 3128\n") {
 		t.Errorf("console: %d bytes ending %q; want at most 8 KiB ending with the script's last line", len(out), out[max(0, len(out)-80):])
 	}
-	if _, err := p.Console(context.Background(), ID(project, "us-central1-b", "absent")); !errors.Is(err, provider.ErrNotFound) {
+	if _, err := p.Console(context.Background(), instanceID(project, "us-central1-b", "absent")); !errors.Is(err, provider.ErrNotFound) {
 		t.Errorf("console of an absent VM: %v, want ErrNotFound", err)
 	}
 }

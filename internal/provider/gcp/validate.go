@@ -3,7 +3,6 @@ package gcp
 import (
 	"cmp"
 	"fmt"
-	"regexp"
 	"slices"
 	"strings"
 
@@ -48,11 +47,6 @@ const (
 	ReasonImageNotAllowed       = "IMAGE_NOT_ALLOWED"
 	ReasonCloudInitTooLarge     = "CLOUD_INIT_TOO_LARGE"
 )
-
-// regionRE is a Compute Engine region: us-central1, europe-west4. Zones
-// are a region and "-" and a letter (zoneRE), and machine types, images
-// and families are GCE names (nameRE).
-var regionRE = regexp.MustCompile(`^[a-z]+(-[a-z]+)+[0-9]+$`)
 
 // IsName reports whether s is a GCE resource name: a lowercase letter,
 // then up to 62 lowercase letters, digits or '-', not ending in '-'.
@@ -167,7 +161,9 @@ func Validator(pol Policy) provider.Validator {
 		case len(pol.Regions) > 0 && !slices.Contains(pol.Regions, pl.Region):
 			add("placement.region", ReasonRegionNotAllowed, "%q is not a region this platform allows: %s", pl.Region, strings.Join(pol.Regions, ", "))
 		}
-		if pl.Zone != "" && !(regionOK && zoneRE.MatchString(pl.Zone) && strings.HasPrefix(pl.Zone, pl.Region+"-") && len(pl.Zone) == len(pl.Region)+2) {
+		// The forms are ids.go's: a region (regionRE), a zone of it
+		// (zoneRE, and regionOf), machine types and images as GCE names.
+		if pl.Zone != "" && !(regionOK && zoneRE.MatchString(pl.Zone) && regionOf(pl.Zone) == pl.Region) {
 			add("placement.zone", ReasonZoneNotInRegion, "zone %q is not in region %q: want %s-a, %s-b, …", pl.Zone, pl.Region, pl.Region, pl.Region)
 		}
 		switch machineType := cmp.Or(pl.MachineType, DefaultMachineType); {

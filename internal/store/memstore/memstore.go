@@ -244,14 +244,15 @@ func (s *Store) Delete(_ context.Context, key proxy.Key, updateTime time.Time) e
 	return s.changed(Change{Key: key, Old: doc})
 }
 
-// LiveUIDs returns, by uid, the key and phase of every document.
+// LiveUIDs returns, by uid, the key, phase, maxAge and boot start of every
+// document.
 func (s *Store) LiveUIDs(context.Context) (map[string]proxy.Claim, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	uids := make(map[string]proxy.Claim, len(s.docs))
 	for k, d := range s.docs {
 		s.reads++
-		uids[d.UID] = proxy.Claim{Key: k, Phase: d.Status.Phase}
+		uids[d.UID] = proxy.Claim{Key: k, Phase: d.Status.Phase, MaxAge: d.Spec.MaxAge, BootStart: d.Reconciler.BootStart}
 	}
 	return uids, nil
 }

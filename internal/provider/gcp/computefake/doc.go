@@ -12,6 +12,7 @@
 //	serial.go      instances.getSerialPortOutput
 //	addresses.go   regional external addresses insert, get, delete and aggregatedList
 //	operations.go  zoneOperations and regionOperations get and list
+//	regions.go     regions.get, for the zones of a region
 //	filter.go      the part of the list filter language the fake understands
 //	requestid.go   requestId de-duplication, for every insert and delete
 //	failures.go    inserts that are accepted and fail in their operation

@@ -42,6 +42,7 @@ type Server struct {
 	nextID            uint64
 	nextIP            int // of ephemeral NATs, 198.51.100.x
 	nextAddress       int // of reserved addresses, 203.0.113.x
+	regionZones       map[string][]string
 
 	// What tests set up and read.
 	faults         map[string][]Fault // by method (see Fail)
@@ -63,6 +64,7 @@ func New() *Server {
 		guest:             map[string]map[string]string{},
 		addresses:         map[string]*computepb.Address{},
 		deletingAddresses: map[string]bool{},
+		regionZones:       map[string][]string{},
 		faults:            map[string][]Fault{},
 		calls:             map[string]int{},
 		nextID:            1000,
@@ -85,7 +87,7 @@ func projectPath(rest string) *regexp.Regexp {
 }
 
 // routes are every resource's routes; each resource's file holds its own.
-var routes = slices.Concat(instanceRoutes, guestRoutes, serialRoutes, addressRoutes, operationRoutes)
+var routes = slices.Concat(instanceRoutes, guestRoutes, serialRoutes, addressRoutes, operationRoutes, regionRoutes)
 
 func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	for _, rt := range routes {

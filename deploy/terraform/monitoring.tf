@@ -1,0 +1,433 @@
+# The operator's view: one Cloud Monitoring dashboard over the log-based
+# metrics of metrics.tf and the dead-letter subscription, and the alert
+# policies that page when something needs a person. The README's Deploy
+# section says what each chart and alert shows.
+locals {
+  # The garbage collector's tick, in seconds, read off gc_schedule
+  # ("*/N * * * *"; its validation takes no other form). The GC alerts wait
+  # three ticks before they call a collector failing or gone, and the charts
+  # of the per-tick lines align on one tick, so each point is one run.
+  gc_interval_seconds = 60 * tonumber(regex("^\\*/([0-9]+) ", var.gc_schedule)[0])
+
+  # The metric types, for the filters below: the log-based metrics by
+  # reference, so that a policy is created after its metric exists (the
+  # API refuses a condition on a metric it does not know).
+  user_metric  = "logging.googleapis.com/user"
+  on_cloud_run = "resource.type=\"cloud_run_revision\""
+
+  # The dashboard, as the Monitoring API's Dashboard in JSON's field names.
+  # A local encoded with jsonencode rather than a dashboard.json file: the
+  # charts name the metrics by reference and align on the GC's interval,
+  # which a file could do only as a template with placeholders of its own,
+  # and each chart carries a comment on why it aggregates as it does, which
+  # JSON cannot. The deploy tests evaluate this local and parse the result
+  # as the API's Dashboard, so a misspelt field fails there rather than at
+  # apply time.
+  dashboard = {
+    displayName = "Egress proxies"
+    mosaicLayout = {
+      columns = 12
+      tiles = [
+        {
+          # The fleet lines (one per phase per run): the mean of a run's
+          # counts is the count. Reduced by mean, not sum, so that a window
+          # holding two runs (or the lines of two revisions, during a
+          # deploy) still shows one fleet.
+          xPos = 0, yPos = 0, width = 6, height = 4
+          widget = {
+            title = "Proxies by phase"
+            xyChart = {
+              dataSets = [{
+                plotType           = "STACKED_AREA"
+                legendTemplate     = "$${metric.labels.phase}"
+                minAlignmentPeriod = "${local.gc_interval_seconds}s"
+                timeSeriesQuery = {
+                  timeSeriesFilter = {
+                    filter = "metric.type=\"${local.user_metric}/${google_logging_metric.fleet.name}\" AND ${local.on_cloud_run}"
+                    aggregation = {
+                      alignmentPeriod    = "${local.gc_interval_seconds}s"
+                      perSeriesAligner   = "ALIGN_DELTA"
+                      crossSeriesReducer = "REDUCE_MEAN"
+                      groupByFields      = ["metric.label.phase"]
+                    }
+                  }
+                }
+              }]
+              yAxis = { label = "proxies", scale = "LINEAR" }
+            }
+          }
+        },
+        {
+          # Percentiles of the ready latency distribution over an hour:
+          # proxies are created a few at a time, and an hour holds enough
+          # of them for a p99 to mean something.
+          xPos = 6, yPos = 0, width = 6, height = 4
+          widget = {
+            title = "Time to Ready (p50, p99 per hour)"
+            xyChart = {
+              dataSets = [for p in ["50", "99"] : {
+                plotType           = "LINE"
+                legendTemplate     = "p${p}"
+                minAlignmentPeriod = "3600s"
+                timeSeriesQuery = {
+                  timeSeriesFilter = {
+                    filter = "metric.type=\"${local.user_metric}/${google_logging_metric.ready_latency.name}\" AND ${local.on_cloud_run}"
+                    aggregation = {
+                      alignmentPeriod    = "3600s"
+                      perSeriesAligner   = "ALIGN_DELTA"
+                      crossSeriesReducer = "REDUCE_PERCENTILE_${p}"
+                    }
+                  }
+                }
+              }]
+              yAxis = { label = "seconds", scale = "LINEAR" }
+            }
+          }
+        },
+        {
+          # Rates rather than counts, so the numbers mean the same at
+          # whatever alignment the Console picks for a long time range.
+          xPos = 0, yPos = 4, width = 6, height = 4
+          widget = {
+            title = "Invocations and errors by function"
+            xyChart = {
+              dataSets = [for s in [
+                { legend = "$${metric.labels.function}", outcome = "" },
+                { legend = "$${metric.labels.function} errors", outcome = " AND metric.label.outcome=\"error\"" },
+                ] : {
+                plotType           = "LINE"
+                legendTemplate     = s.legend
+                minAlignmentPeriod = "60s"
+                timeSeriesQuery = {
+                  timeSeriesFilter = {
+                    filter = "metric.type=\"${local.user_metric}/${google_logging_metric.invocations.name}\" AND ${local.on_cloud_run}${s.outcome}"
+                    aggregation = {
+                      alignmentPeriod    = "60s"
+                      perSeriesAligner   = "ALIGN_RATE"
+                      crossSeriesReducer = "REDUCE_SUM"
+                      groupByFields      = ["metric.label.function"]
+                    }
+                  }
+                }
+              }]
+              yAxis = { label = "per second", scale = "LINEAR" }
+            }
+          }
+        },
+        {
+          # The gc summary line's deleted and failed, per run: aligned on
+          # one tick, the mean of a window is what its run did.
+          xPos = 6, yPos = 4, width = 6, height = 4
+          widget = {
+            title = "GC: orphaned VMs deleted and failed deletes (per run)"
+            xyChart = {
+              dataSets = [for m, field in local.gc_summary_metrics : {
+                plotType           = "LINE"
+                legendTemplate     = "$${metric.labels.provider} ${field}"
+                minAlignmentPeriod = "${local.gc_interval_seconds}s"
+                timeSeriesQuery = {
+                  timeSeriesFilter = {
+                    filter = "metric.type=\"${local.user_metric}/${google_logging_metric.gc_summary[m].name}\" AND ${local.on_cloud_run}"
+                    aggregation = {
+                      alignmentPeriod    = "${local.gc_interval_seconds}s"
+                      perSeriesAligner   = "ALIGN_DELTA"
+                      crossSeriesReducer = "REDUCE_MEAN"
+                      groupByFields      = ["metric.label.provider"]
+                    }
+                  }
+                }
+              }]
+              yAxis = { label = "VMs", scale = "LINEAR" }
+            }
+          }
+        },
+        {
+          # Pub/Sub samples the backlog every minute; the maximum of a
+          # minute is the backlog.
+          xPos = 0, yPos = 8, width = 6, height = 4
+          widget = {
+            title = "Dead-lettered reconcile requests"
+            xyChart = {
+              dataSets = [{
+                plotType           = "LINE"
+                legendTemplate     = google_pubsub_subscription.dead_letter.name
+                minAlignmentPeriod = "60s"
+                timeSeriesQuery = {
+                  timeSeriesFilter = {
+                    filter = local.dead_letter_filter
+                    aggregation = {
+                      alignmentPeriod  = "60s"
+                      perSeriesAligner = "ALIGN_MAX"
+                    }
+                  }
+                }
+              }]
+              yAxis = { label = "messages", scale = "LINEAR" }
+            }
+          }
+        },
+        {
+          # What two alerts count, for the operator they page: both are
+          # rare, so counts per 5 minutes read better than rates.
+          xPos = 6, yPos = 8, width = 6, height = 4
+          widget = {
+            title = "Boot failures and Compute quota errors (per 5 minutes)"
+            xyChart = {
+              dataSets = [
+                {
+                  plotType           = "STACKED_BAR"
+                  legendTemplate     = "boot failed: $${metric.labels.why}"
+                  minAlignmentPeriod = "300s"
+                  timeSeriesQuery = {
+                    timeSeriesFilter = {
+                      filter = "metric.type=\"${local.user_metric}/${google_logging_metric.boot_failures.name}\" AND ${local.on_cloud_run}"
+                      aggregation = {
+                        alignmentPeriod    = "300s"
+                        perSeriesAligner   = "ALIGN_SUM"
+                        crossSeriesReducer = "REDUCE_SUM"
+                        groupByFields      = ["metric.label.why"]
+                      }
+                    }
+                  }
+                },
+                {
+                  plotType           = "STACKED_BAR"
+                  legendTemplate     = "quota exceeded"
+                  minAlignmentPeriod = "300s"
+                  timeSeriesQuery = {
+                    timeSeriesFilter = {
+                      filter = "metric.type=\"${local.user_metric}/${google_logging_metric.quota_errors.name}\" AND ${local.on_cloud_run}"
+                      aggregation = {
+                        alignmentPeriod    = "300s"
+                        perSeriesAligner   = "ALIGN_SUM"
+                        crossSeriesReducer = "REDUCE_SUM"
+                      }
+                    }
+                  }
+                },
+              ]
+              yAxis = { label = "lines", scale = "LINEAR" }
+            }
+          }
+        },
+      ]
+    }
+  }
+
+  dead_letter_filter = join(" AND ", [
+    "metric.type=\"pubsub.googleapis.com/subscription/num_undelivered_messages\"",
+    "resource.type=\"pubsub_subscription\"",
+    "resource.label.subscription_id=\"${google_pubsub_subscription.dead_letter.name}\"",
+  ])
+  collect_garbage_invocations = join(" AND ", [
+    "metric.type=\"${local.user_metric}/${google_logging_metric.invocations.name}\"",
+    local.on_cloud_run,
+    "metric.label.function=\"CollectGarbage\"",
+  ])
+
+  # Where an operator reads the functions' lines.
+  logs_explorer = "https://console.cloud.google.com/logs/query?project=${var.project_id}"
+}
+
+resource "google_monitoring_dashboard" "egress" {
+  dashboard_json = jsonencode(local.dashboard)
+  depends_on     = [google_project_service.apis]
+}
+
+# A reconcile request Reconcile refused ten times. Any one is worth a look,
+# and the messages stay a week, so the incident stays open until someone
+# has read and dropped them.
+resource "google_monitoring_alert_policy" "dead_letter" {
+  display_name          = "Egress proxies: reconcile requests dead-lettered"
+  combiner              = "OR"
+  severity              = "WARNING"
+  notification_channels = var.notification_channels
+  conditions {
+    display_name = "Messages in ${google_pubsub_subscription.dead_letter.name}"
+    condition_threshold {
+      filter          = local.dead_letter_filter
+      comparison      = "COMPARISON_GT"
+      threshold_value = 0
+      duration        = "0s"
+      aggregations {
+        alignment_period   = "300s"
+        per_series_aligner = "ALIGN_MAX"
+      }
+    }
+  }
+  documentation {
+    mime_type = "text/markdown"
+    subject   = "Egress proxies: reconcile requests in the dead-letter subscription"
+    content   = <<-EOT
+      A reconcile request on proxy-reconcile failed 10 deliveries to Reconcile and now waits in the subscription **${google_pubsub_subscription.dead_letter.name}**. Reconcile refuses a request only when it could not read or write the proxy's document in Firestore, so start there.
+
+      1. Read Reconcile's errors in the [Logs Explorer](${local.logs_explorer}): `resource.labels.service_name="${google_cloudfunctions2_function.reconcile.name}" severity>=ERROR`.
+      2. Read the requests without consuming them: `gcloud pubsub subscriptions pull ${google_pubsub_subscription.dead_letter.name} --project=${var.project_id} --limit=10` (no `--auto-ack`). Each names its document, `namespaces/NS/proxies/NAME`.
+      3. Nothing is lost meanwhile: every garbage-collection tick re-drives the documents that stopped progressing. Once the cause is fixed and those proxies have moved on (`egress proxies get NAME --namespace NS`), drop the dead letters: `gcloud pubsub subscriptions seek ${google_pubsub_subscription.dead_letter.name} --project=${var.project_id} --time=$(date -u +%Y-%m-%dT%H:%M:%SZ)`.
+
+      The incident closes when the subscription is empty.
+    EOT
+  }
+}
+
+# A run fails (outcome error) only when it could not look at everything: a
+# provider could not be listed, or the documents could not be read. Then it
+# deletes nothing and re-drives nothing. A failed tick is retried, so a
+# failing collector logs an error in every interval; the condition asks for
+# errors in every one-interval window for two intervals, which is three
+# ticks in a row, and lets a single failure that the retry or the next tick
+# mends pass.
+resource "google_monitoring_alert_policy" "gc_failing" {
+  display_name          = "Egress proxies: garbage collection failing"
+  combiner              = "OR"
+  severity              = "ERROR"
+  notification_channels = var.notification_channels
+  conditions {
+    display_name = "CollectGarbage errors for 3 intervals"
+    condition_threshold {
+      filter          = "${local.collect_garbage_invocations} AND metric.label.outcome=\"error\""
+      comparison      = "COMPARISON_GT"
+      threshold_value = 0
+      duration        = "${2 * local.gc_interval_seconds}s"
+      aggregations {
+        alignment_period     = "${local.gc_interval_seconds}s"
+        per_series_aligner   = "ALIGN_SUM"
+        cross_series_reducer = "REDUCE_SUM"
+      }
+      # No error line is no error: the incident closes with the first
+      # interval that has none.
+      evaluation_missing_data = "EVALUATION_MISSING_DATA_INACTIVE"
+    }
+  }
+  documentation {
+    mime_type = "text/markdown"
+    subject   = "Egress proxies: garbage collection has failed for 3 intervals"
+    content   = <<-EOT
+      CollectGarbage has failed every run for three scheduler intervals. A run fails only when it could not see everything, and then it deletes no orphaned VM and re-drives no stalled proxy: orphans keep costing, and a proxy whose event was lost waits.
+
+      1. Read the runs' errors in the [Logs Explorer](${local.logs_explorer}): `resource.labels.service_name="${google_cloudfunctions2_function.gc.name}" severity>=ERROR`. `cannot list instances` names the provider whose listing failed; `cannot read the live uids` is Firestore.
+      2. Usual causes: the collector's service account (${google_service_account.gc.email}) lost roles/compute.instanceAdmin.v1 or roles/datastore.viewer; the Compute or Firestore API is down or out of quota in the project.
+      3. Once fixed, run a tick by hand and watch it succeed: `gcloud scheduler jobs run ${google_cloud_scheduler_job.gc.name} --location=${var.region} --project=${var.project_id}`.
+
+      Deletes that fail one by one do not fail a run: the next run retries them, and the dashboard's chart of GC deletions shows them.
+    EOT
+  }
+}
+
+# No invocation at all, of any outcome: the scheduler job, the trigger or
+# the function is gone or broken. Summed across series, so that a deploy,
+# which ends the old revision's series, is not an absence.
+resource "google_monitoring_alert_policy" "gc_not_running" {
+  display_name          = "Egress proxies: garbage collection not running"
+  combiner              = "OR"
+  severity              = "ERROR"
+  notification_channels = var.notification_channels
+  conditions {
+    display_name = "No CollectGarbage invocation for 3 intervals"
+    condition_absent {
+      filter   = local.collect_garbage_invocations
+      duration = "${3 * local.gc_interval_seconds}s"
+      aggregations {
+        alignment_period     = "${local.gc_interval_seconds}s"
+        per_series_aligner   = "ALIGN_SUM"
+        cross_series_reducer = "REDUCE_SUM"
+      }
+    }
+  }
+  documentation {
+    mime_type = "text/markdown"
+    subject   = "Egress proxies: garbage collection has not run for 3 intervals"
+    content   = <<-EOT
+      CollectGarbage has not been invoked for three intervals of its schedule (`${var.gc_schedule}`). Until it runs, orphaned VMs are not deleted and stalled proxies are not re-driven.
+
+      1. The scheduler job: `gcloud scheduler jobs describe ${google_cloud_scheduler_job.gc.name} --location=${var.region} --project=${var.project_id}` must say `state: ENABLED`, and its last attempt must have succeeded.
+      2. The function and its trigger on the topic ${google_pubsub_topic.gc.name}: `gcloud functions describe ${google_cloudfunctions2_function.gc.name} --region=${var.region} --project=${var.project_id}` must say `state: ACTIVE`.
+      3. Run a tick by hand: `gcloud scheduler jobs run ${google_cloud_scheduler_job.gc.name} --location=${var.region} --project=${var.project_id}`; an `invocation` line from ${google_cloudfunctions2_function.gc.name} in the [Logs Explorer](${local.logs_explorer}) says it ran.
+
+      The incident closes with the first invocation.
+    EOT
+  }
+}
+
+# Every boot failure is a proxy that was not Ready after the boot timeout
+# (or whose VM said its bootstrap failed): a user waited boot_timeout for
+# nothing. The reconciler replaces the VM by itself, but what failed one VM
+# (the image, the network, the probe target) usually fails the next, so the
+# first is worth a look. The window is half an hour, longer than the
+# default boot timeout: a cause that fails every VM fails one per proxy
+# every boot timeout, which keeps one incident open rather than opening one
+# per VM; half an hour without a failure closes it.
+resource "google_monitoring_alert_policy" "boot_failures" {
+  display_name          = "Egress proxies: VMs not ready after the boot timeout"
+  combiner              = "OR"
+  severity              = "WARNING"
+  notification_channels = var.notification_channels
+  conditions {
+    display_name = "Boot failures"
+    condition_threshold {
+      filter          = "metric.type=\"${local.user_metric}/${google_logging_metric.boot_failures.name}\" AND ${local.on_cloud_run}"
+      comparison      = "COMPARISON_GT"
+      threshold_value = 0
+      duration        = "0s"
+      aggregations {
+        alignment_period     = "1800s"
+        per_series_aligner   = "ALIGN_SUM"
+        cross_series_reducer = "REDUCE_SUM"
+      }
+      evaluation_missing_data = "EVALUATION_MISSING_DATA_INACTIVE"
+    }
+  }
+  documentation {
+    mime_type = "text/markdown"
+    subject   = "Egress proxies: a proxy VM did not become ready"
+    content   = <<-EOT
+      A proxy VM was not serving ${var.boot_timeout} after its creation (why=BootTimeout), or said its bootstrap failed (why=BootFailed). The reconciler replaces it; after ${var.max_boot_failures} in a row the proxy is Failed, with the last lines of the VM's serial console in its status message.
+
+      1. Find the VMs in the [Logs Explorer](${local.logs_explorer}): `jsonPayload.message="instance did not become ready"`; providerID names the VM, why the failure.
+      2. While the VM exists, read its console: `gcloud compute instances get-serial-port-output VM --zone=ZONE --project=${var.project_id}`, and look for the `egress-bootstrap` lines.
+      3. Usual causes: the probe target (${var.probe_target}) unreachable through the proxy; no route to the internet from the network ${var.network}; the VMs' service account (${google_service_account.proxy_vm.email}) without the pubsub scope it calls home with.
+
+      The incident closes after half an hour without a boot failure.
+    EOT
+  }
+}
+
+# A create Compute refused for quota: the proxy waits, and the sweep retries
+# it about every tick, logging the refusal again, until the quota is there.
+# Nothing in the system can raise a quota, so the first refusal pages. The
+# window is two ticks, so that while any proxy waits every window holds a
+# refusal and the incident stays open; two ticks without one close it.
+resource "google_monitoring_alert_policy" "quota" {
+  display_name          = "Egress proxies: Compute quota exceeded"
+  combiner              = "OR"
+  severity              = "ERROR"
+  notification_channels = var.notification_channels
+  conditions {
+    display_name = "VM creates refused for quota"
+    condition_threshold {
+      filter          = "metric.type=\"${local.user_metric}/${google_logging_metric.quota_errors.name}\" AND ${local.on_cloud_run}"
+      comparison      = "COMPARISON_GT"
+      threshold_value = 0
+      duration        = "0s"
+      aggregations {
+        alignment_period     = "${2 * local.gc_interval_seconds}s"
+        per_series_aligner   = "ALIGN_SUM"
+        cross_series_reducer = "REDUCE_SUM"
+      }
+      evaluation_missing_data = "EVALUATION_MISSING_DATA_INACTIVE"
+    }
+  }
+  documentation {
+    mime_type = "text/markdown"
+    subject   = "Egress proxies: Compute quota exceeded; proxies are waiting"
+    content   = <<-EOT
+      Compute refused to create a proxy VM for want of quota. The proxy waits with reason QuotaExceeded, and the sweep retries it every few minutes until the quota is there; no proxy waiting on it becomes Ready meanwhile.
+
+      1. See which quota in the [Logs Explorer](${local.logs_explorer}): the `error` of the lines `jsonPayload.message="quota exceeded; the sweep retries"` names it (CPUs, in-use or static external addresses).
+      2. Compare usage and limit: `gcloud compute regions describe REGION --project=${var.project_id}`.
+      3. Raise the quota (IAM & Admin, Quotas), or delete proxies nobody needs. The waiting proxies are created at the next retry.
+
+      The incident closes when two garbage-collection intervals pass without a refusal.
+    EOT
+  }
+}

@@ -1,0 +1,136 @@
+package main
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"maps"
+	"slices"
+	"strings"
+	"text/tabwriter"
+	"time"
+
+	"github.com/egress-proxies/egress/internal/client"
+	"github.com/egress-proxies/egress/internal/proxy"
+)
+
+// printProxy shows one proxy: the API's JSON with -o json, else its
+// fields a person looks for, one per line.
+func (c *cli) printProxy(p *proxy.Proxy) error {
+	if c.output == "json" {
+		return writeJSON(c.stdout, p)
+	}
+	ipPolicy := p.Spec.IPPolicy
+	if ipPolicy == "" {
+		ipPolicy = proxy.IPEphemeral
+	}
+	rows := [][2]string{
+		{"name", p.Namespace + "/" + p.Name},
+		{"uid", p.UID},
+		{"phase", string(p.Status.Phase)},
+		{"message", client.Message(p)},
+		{"endpoint", p.Status.Endpoint},
+		{"proxyURL", p.Status.ProxyURL},
+		{"region", p.Spec.Placement.Region},
+		{"zone", p.Status.Zone},
+		{"ipPolicy", string(ipPolicy)},
+		{"allowedSourceRanges", strings.Join(p.Spec.AllowedSourceRanges, ", ")},
+		{"maxAge", p.Spec.MaxAge},
+		{"rotations", fmt.Sprint(p.Status.Rotations)},
+		{"requestedBy", p.RequestedBy},
+		{"created", p.CreateTime.Format(time.RFC3339)},
+	}
+	tw := tabwriter.NewWriter(c.stdout, 0, 4, 2, ' ', 0)
+	for _, r := range rows {
+		if r[1] != "" {
+			fmt.Fprintf(tw, "%s:\t%s\n", r[0], r[1])
+		}
+	}
+	return tw.Flush()
+}
+
+// printProxies shows a list: {"proxies": […]} with -o json, as the API's
+// page without its token, else a table.
+func (c *cli) printProxies(list []proxy.Proxy) error {
+	rows := make([][]string, len(list))
+	for i, p := range list {
+		ipPolicy := p.Spec.IPPolicy
+		if ipPolicy == "" {
+			ipPolicy = proxy.IPEphemeral
+		}
+		rows[i] = []string{p.Name, string(p.Status.Phase), dash(p.Status.Endpoint), dash(p.Status.Zone), string(ipPolicy), age(p.CreateTime)}
+	}
+	return printList(c, "proxies", list, []string{"NAME", "PHASE", "ENDPOINT", "ZONE", "IP", "AGE"}, rows)
+}
+
+func (c *cli) printNamespace(n *client.Namespace) error {
+	if c.output == "json" {
+		return writeJSON(c.stdout, n)
+	}
+	tw := tabwriter.NewWriter(c.stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintf(tw, "name:\t%s\n", n.Name)
+	fmt.Fprintf(tw, "proxies:\t%d of %d\n", n.ProxyCount, n.Quota)
+	fmt.Fprintln(tw, "members:")
+	for _, email := range slices.Sorted(maps.Keys(n.Members)) {
+		fmt.Fprintf(tw, "  %s\t%s\n", email, n.Members[email])
+	}
+	return tw.Flush()
+}
+
+func (c *cli) printNamespaces(list []client.Namespace) error {
+	rows := make([][]string, len(list))
+	for i, n := range list {
+		rows[i] = []string{n.Name, fmt.Sprint(n.ProxyCount), fmt.Sprint(n.Quota), fmt.Sprint(len(n.Members))}
+	}
+	return printList(c, "namespaces", list, []string{"NAME", "PROXIES", "QUOTA", "MEMBERS"}, rows)
+}
+
+// printList shows a list: {"KIND": […]} with -o json, as the API's page
+// without its token, else a table of the rows under the header.
+func printList[T any](c *cli, kind string, list []T, header []string, rows [][]string) error {
+	if c.output == "json" {
+		if list == nil {
+			list = []T{}
+		}
+		return writeJSON(c.stdout, map[string][]T{kind: list})
+	}
+	if len(list) == 0 {
+		_, err := fmt.Fprintf(c.stdout, "No %s.\n", kind)
+		return err
+	}
+	tw := tabwriter.NewWriter(c.stdout, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, strings.Join(header, "\t"))
+	for _, r := range rows {
+		fmt.Fprintln(tw, strings.Join(r, "\t"))
+	}
+	return tw.Flush()
+}
+
+func writeJSON(w io.Writer, v any) error {
+	enc := json.NewEncoder(w)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+func dash(s string) string {
+	if s == "" {
+		return "-"
+	}
+	return s
+}
+
+// age is kubectl's short age: 45s, 12m, 5h, 3d.
+func age(t time.Time) string {
+	d := time.Since(t)
+	switch {
+	case t.IsZero():
+		return "-"
+	case d < time.Minute:
+		return fmt.Sprintf("%ds", int(d.Seconds()))
+	case d < time.Hour:
+		return fmt.Sprintf("%dm", int(d.Minutes()))
+	case d < 48*time.Hour:
+		return fmt.Sprintf("%dh", int(d.Hours()))
+	}
+	return fmt.Sprintf("%dd", int(d.Hours()/24))
+}

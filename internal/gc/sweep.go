@@ -1,0 +1,113 @@
+package gc
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/egress-proxies/egress/internal/provider"
+	"github.com/egress-proxies/egress/internal/proxy"
+)
+
+// sweep re-drives the documents that have not progressed for longer than
+// the threshold, one reconcile request each.
+func (c *Collector) sweep(ctx context.Context, now time.Time) (SweepSummary, error) {
+	var s SweepSummary
+	keys, err := c.store.Stalled(ctx, now.Add(-c.opts.SweepThreshold), c.opts.SweepLimit)
+	if err != nil {
+		c.log.ErrorContext(ctx, "cannot read the stalled documents; none is re-driven this run", slog.Any("error", err))
+		return s, fmt.Errorf("%w: reading the stalled documents: %w", ErrIncomplete, err)
+	}
+	s.Stalled = len(keys)
+	if len(keys) == c.opts.SweepLimit {
+		c.log.WarnContext(ctx, "more stalled documents than the sweep limit; the rest wait for the next runs",
+			slog.Int("limit", c.opts.SweepLimit))
+	}
+	var (
+		mu   sync.Mutex
+		errs []error
+	)
+	c.forEach(len(keys), func(i int) {
+		err := c.requeuer.Publish(ctx, proxy.ReconcileMessage{Document: keys[i].Path(), Reason: proxy.ReasonSweep})
+		mu.Lock()
+		defer mu.Unlock()
+		if err != nil {
+			s.Failed++
+			errs = append(errs, fmt.Errorf("re-driving %s: %w", keys[i], err))
+			c.log.ErrorContext(ctx, "cannot re-drive stalled document", slog.String("document", keys[i].Path()), slog.Any("error", err))
+			return
+		}
+		s.Requeued++
+		c.log.InfoContext(ctx, "re-driven stalled document", slog.String("document", keys[i].Path()))
+	})
+	return s, errors.Join(errs...)
+}
+
+// drift re-drives the Ready documents whose VM the listings show stopped,
+// not running (a VM whose self-test failed after a reboot), or do not show
+// at all, and those whose VM is past the spec's maxAge. Nothing else would:
+// a settled document has no events and no progress time for the sweep, so
+// a VM lost or stopped after its proxy was Ready would stay lost. It runs only when every provider was
+// listed, since a missing listing would make every VM look lost.
+func (c *Collector) drift(ctx context.Context, now time.Time, listings []listing, uids map[string]proxy.Claim) (int, int, error) {
+	states := make(map[string]provider.InstanceState)
+	for _, l := range listings {
+		if l.err != nil {
+			return 0, 0, nil
+		}
+		for _, inst := range l.instances {
+			if inst.UID != "" {
+				states[inst.UID] = inst.State
+			}
+		}
+	}
+	var keys []proxy.Key
+	var reasons []proxy.Reason
+	for uid, claim := range uids {
+		if claim.Phase != proxy.PhaseReady {
+			continue
+		}
+		if state, ok := states[uid]; !ok || state != provider.StateRunning {
+			keys, reasons = append(keys, claim.Key), append(reasons, proxy.ReasonDrift)
+		} else if proxy.RotationDue(claim.MaxAge, claim.BootStart, now) {
+			// Nothing else would look at a settled proxy whose VM reached
+			// its maxAge.
+			keys, reasons = append(keys, claim.Key), append(reasons, proxy.ReasonAge)
+		}
+	}
+	var (
+		mu     sync.Mutex
+		errs   []error
+		failed int
+	)
+	c.forEach(len(keys), func(i int) {
+		err := c.requeuer.Publish(ctx, proxy.ReconcileMessage{Document: keys[i].Path(), Reason: reasons[i]})
+		mu.Lock()
+		defer mu.Unlock()
+		if err != nil {
+			failed++
+			errs = append(errs, fmt.Errorf("re-driving %s, whose VM is gone or stopped: %w", keys[i], err))
+			return
+		}
+		c.log.WarnContext(ctx, "ready proxy's VM is gone, stopped or due for rotation; re-driven", slog.String("document", keys[i].Path()), slog.String("reason", string(reasons[i])))
+	})
+	return len(keys) - failed, failed, errors.Join(errs...)
+}
+
+// forEach calls fn(0)…fn(n-1) with at most Parallelism calls running at
+// once, and returns when all have.
+func (c *Collector) forEach(n int, fn func(i int)) {
+	sem := make(chan struct{}, c.opts.Parallelism)
+	var wg sync.WaitGroup
+	for i := range n {
+		sem <- struct{}{}
+		wg.Go(func() {
+			defer func() { <-sem }()
+			fn(i)
+		})
+	}
+	wg.Wait()
+}

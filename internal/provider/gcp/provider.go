@@ -1,0 +1,152 @@
+// Package gcp is the Compute Engine provider (type "gcp"): each proxy is one
+// VM, created through the Compute REST API with Google's Go client, and,
+// for a Static IP policy, one regional external address kept across its
+// VMs.
+//
+// providerIDs are gce://PROJECT/ZONE/NAME for a VM and
+// gce-address://PROJECT/REGION/NAME for an address. Create does not wait
+// for the insert operation: the reconciler looks again when the VM calls
+// home, which is the contract. What Compute says goes into the provider's
+// kinds (not found, already exists, quota, rate limited, capacity,
+// transient, permanent), read from the *googleapi.Error the client returns
+// (errors[].reason) or, for a create that Compute accepted and that failed
+// later (a stockout, a quota, a bad image), from the insert's operation,
+// which Get finds when the VM is missing.
+//
+// The files: provider.go (configuration, clients), create.go (the insert,
+// the zone, the address), get.go (Get, readiness, the insert's operation),
+// delete.go, list.go (ListByTag), ids.go (providerIDs), errors.go
+// (classification), console.go.
+package gcp
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"sync"
+
+	compute "cloud.google.com/go/compute/apiv1"
+	"google.golang.org/api/option"
+
+	"github.com/egress-proxies/egress/internal/provider"
+)
+
+// Type is the registry type of this provider.
+const Type = "gcp"
+
+// Defaults of Config.
+const (
+	DefaultNetwork     = "default"
+	DefaultNetworkTag  = "egress-proxy"
+	DefaultMachineType = "e2-micro"
+	DefaultImage       = "projects/debian-cloud/global/images/family/debian-12"
+	DefaultDiskSizeGB  = 10
+)
+
+// DefaultScopes lets a proxy VM write its logs and metrics and call home
+// on Pub/Sub, where its account's only role is publisher on the reconcile
+// topic (deploy/terraform).
+var DefaultScopes = []string{
+	"https://www.googleapis.com/auth/logging.write",
+	"https://www.googleapis.com/auth/monitoring.write",
+	"https://www.googleapis.com/auth/pubsub",
+}
+
+// Config is the provider's configuration (internal/app reads it from GCP_*
+// variables).
+type Config struct {
+	// Project is where the VMs are made.
+	Project string
+	// Network and Subnetwork place the VM's interface; Subnetwork may be
+	// empty for an auto-mode network.
+	Network, Subnetwork string
+	// NetworkTag is the tag the firewall rule opens the proxy port for.
+	NetworkTag string
+	// ServiceAccount is the VMs' own service account email; empty gives
+	// them none.
+	ServiceAccount string
+	// Scopes are the OAuth scopes of that service account.
+	Scopes []string
+	// ProbeTarget is the host:port a VM's self-test CONNECTs to through its
+	// proxy before it says it serves; empty leaves the script's default,
+	// bootstrap.DefaultProbeTarget.
+	ProbeTarget string
+	// CallHomeTopic is the topic a VM publishes to once it serves,
+	// projects/P/topics/T; empty, VMs do not call home.
+	CallHomeTopic string
+	// PubSubEndpoint is the Pub/Sub REST API the VMs publish to; empty is
+	// Google's. Tests point it at a stand-in.
+	PubSubEndpoint string
+}
+
+// Clients are the Compute REST clients the provider calls.
+type Clients struct {
+	Instances      *compute.InstancesClient
+	Addresses      *compute.AddressesClient
+	ZoneOperations *compute.ZoneOperationsClient
+	Regions        *compute.RegionsClient
+}
+
+// NewClients dials the Compute REST clients with opts.
+func NewClients(ctx context.Context, opts ...option.ClientOption) (Clients, error) {
+	var c Clients
+	var err error
+	if c.Instances, err = compute.NewInstancesRESTClient(ctx, opts...); err != nil {
+		return c, fmt.Errorf("compute instances client: %w", err)
+	}
+	if c.Addresses, err = compute.NewAddressesRESTClient(ctx, opts...); err != nil {
+		return c, fmt.Errorf("compute addresses client: %w", err)
+	}
+	if c.ZoneOperations, err = compute.NewZoneOperationsRESTClient(ctx, opts...); err != nil {
+		return c, fmt.Errorf("compute zone operations client: %w", err)
+	}
+	if c.Regions, err = compute.NewRegionsRESTClient(ctx, opts...); err != nil {
+		return c, fmt.Errorf("compute regions client: %w", err)
+	}
+	return c, nil
+}
+
+// Close closes the clients.
+func (c Clients) Close() error {
+	var errs []error
+	for _, cl := range []interface{ Close() error }{c.Instances, c.Addresses, c.ZoneOperations, c.Regions} {
+		errs = append(errs, cl.Close())
+	}
+	return errors.Join(errs...)
+}
+
+// Provider is the Compute Engine provider.
+type Provider struct {
+	c   Clients
+	cfg Config
+
+	// zones caches each region's zones: they do not change while a
+	// process lives.
+	mu    sync.Mutex
+	zones map[string][]string
+}
+
+// New returns a provider over the Compute clients (NewClients).
+func New(c Clients, cfg Config) (*Provider, error) {
+	if cfg.Project == "" {
+		return nil, errors.New("gcp provider: no project")
+	}
+	if c.Instances == nil || c.Addresses == nil || c.ZoneOperations == nil || c.Regions == nil {
+		return nil, errors.New("gcp provider: a Compute client is missing")
+	}
+	if cfg.Network == "" {
+		cfg.Network = DefaultNetwork
+	}
+	if cfg.NetworkTag == "" {
+		cfg.NetworkTag = DefaultNetworkTag
+	}
+	if cfg.Scopes == nil {
+		cfg.Scopes = DefaultScopes
+	}
+	return &Provider{c: c, cfg: cfg, zones: map[string][]string{}}, nil
+}
+
+var (
+	_ provider.Provider      = (*Provider)(nil)
+	_ provider.ConsoleReader = (*Provider)(nil)
+)

@@ -1,0 +1,83 @@
+package sim
+
+import (
+	"context"
+	"slices"
+	"sort"
+
+	"github.com/egress-proxies/egress/internal/provider"
+	"github.com/egress-proxies/egress/internal/proxy"
+)
+
+func readyReason(p *proxy.Proxy) string {
+	for _, c := range p.Status.Conditions {
+		if c.Type == "Ready" {
+			return c.Reason
+		}
+	}
+	return ""
+}
+
+// check states the invariants once faults have stopped and time has run on.
+func (w *World) check() {
+	ctx := context.Background()
+	instances := w.mock.Instances()
+	w.stats.InstancesAtEnd = len(instances)
+	byUID := map[string][]provider.Instance{}
+	for _, in := range instances {
+		byUID[in.UID] = append(byUID[in.UID], in)
+	}
+	live := map[string]bool{}
+	for _, key := range w.store.Keys() {
+		p, err := w.store.Get(ctx, key)
+		if err != nil {
+			continue
+		}
+		live[p.UID] = true
+		if p.DeleteRequestTime != nil {
+			w.violation("%s: deletion requested but the document remains (phase %s)", key, p.Status.Phase)
+			continue
+		}
+		mine := byUID[p.UID]
+		switch p.Status.Phase {
+		case proxy.PhaseReady:
+			w.stats.ReadyAtEnd++
+		case proxy.PhaseFailed:
+			w.stats.FailedAtEnd++
+		}
+		switch {
+		case p.Status.Phase == proxy.PhaseFailed && (p.Reconciler.BootFailures >= maxBootFailures || readyReason(p) == "CreateFailed"):
+			// A proxy whose VMs never became ready, or whose create can
+			// never succeed (a missing image), ends Failed — never
+			// stranded — and keeps no VM.
+			if len(mine) != 0 {
+				w.violation("%s: Failed (%s) but %d instances carry its uid, want none", key, p.Status.Message, len(mine))
+			}
+		case p.Status.Phase != proxy.PhaseReady:
+			w.violation("%s: phase %s after faults stopped, want Ready, or Failed after %d boot failures (%s)", key, p.Status.Phase, maxBootFailures, p.Status.Message)
+		case len(mine) != 1:
+			w.violation("%s: %d instances carry its uid, want exactly 1", key, len(mine))
+		case mine[0].ID != p.Status.ProviderID || mine[0].State != provider.StateRunning:
+			w.violation("%s: status names %s, but its instance is %s (%s)", key, p.Status.ProviderID, mine[0].ID, mine[0].State)
+		}
+		if old := w.uids[key.Name]; len(old) > 1 {
+			for _, u := range old[:len(old)-1] {
+				if p.Status.ProviderID != "" && len(byUID[u]) > 0 && byUID[u][0].ID == p.Status.ProviderID {
+					w.violation("%s: the re-created document adopted the VM of its predecessor uid %s", key, u)
+				}
+			}
+		}
+	}
+	var leaked []string
+	for _, in := range slices.Concat(instances, w.mock.Addresses()) {
+		if !live[in.UID] && w.clock.Now().Sub(in.CreatedAt) > gracePeriod {
+			leaked = append(leaked, in.ID)
+		}
+	}
+	sort.Strings(leaked)
+	for _, id := range leaked {
+		w.violation("instance %s is older than the grace period and claimed by no document (leaked)", id)
+	}
+}
+
+func (w *World) isActive(in *inv) bool { return slices.Contains(w.active, in) }

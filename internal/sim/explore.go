@@ -1,0 +1,75 @@
+package sim
+
+import (
+	"fmt"
+	"strings"
+)
+
+// Failure is a schedule that broke the invariants.
+type Failure struct {
+	Seed       uint64
+	Violations []string
+}
+
+// Result is what exploring a range of seeds found.
+type Result struct {
+	Seeds    int
+	Stats    Stats
+	Failures []Failure
+}
+
+// Violations is the number of invariant violations across the schedules.
+func (r Result) Violations() int {
+	n := 0
+	for _, f := range r.Failures {
+		n += len(f.Violations)
+	}
+	return n
+}
+
+// Summary is the line `make sim` ends with.
+func (r Result) Summary() string {
+	return fmt.Sprintf("sim: %d seeds, %d faults, %d violations", r.Seeds, r.Stats.Faults(), r.Violations())
+}
+
+// Counts says, in a line, what the schedules did.
+func (r Result) Counts() string {
+	s := r.Stats
+	return fmt.Sprintf("faults: %d crashes, %d events dropped, %d duplicated, %d provider errors, %d VMs lost, %d stopped, %d never ready, %d boot errors, %d creates failed later, %d stockouts; call-homes %d lost, %d duplicated, %d delayed, %d forged; %d user actions (%d Static proxies), %d invocations (%d GC runs), %d steps; checked at the end: %d Ready and %d Failed proxies, %d VMs",
+		s.Crashes, s.Dropped, s.Duplicated, s.ProviderFaults, s.Lost, s.Stopped, s.NeverReady, s.BootErrors, s.AsyncCreateFailures, s.Stockouts,
+		s.CallHomesLost, s.CallHomesDuplicated, s.CallHomesDelayed, s.CallHomesForged,
+		s.UserActions, s.StaticProxies, s.Invocations, s.GCRuns, s.Steps, s.ReadyAtEnd, s.FailedAtEnd, s.InstancesAtEnd)
+}
+
+// Explore plays the schedules of seeds from to to, inclusive, with bug
+// planted, and returns what they found.
+func Explore(from, to uint64, bug Bug) Result {
+	var r Result
+	for s := from; s <= to; s++ {
+		errs, st := New(s, bug).Run()
+		r.Seeds++
+		r.Stats.Add(st)
+		if len(errs) > 0 {
+			r.Failures = append(r.Failures, Failure{Seed: s, Violations: errs})
+		}
+	}
+	return r
+}
+
+// Find plays seeds 1 to seeds with bug planted until one breaks an
+// invariant, and returns it.
+func Find(seeds int, bug Bug) (Failure, bool) {
+	for s := uint64(1); s <= uint64(seeds); s++ {
+		if errs, _ := New(s, bug).Run(); len(errs) > 0 {
+			return Failure{Seed: s, Violations: errs}, true
+		}
+	}
+	return Failure{}, false
+}
+
+// PlantedBugs are the safety rules the simulation must catch switched off.
+var PlantedBugs = []Bug{NoPrecondition, NoLease, NoGracePeriod, NoCreatePending, OneRequestID}
+
+func (f Failure) String() string {
+	return fmt.Sprintf("seed %d breaks the invariants:\n  %s", f.Seed, strings.Join(f.Violations, "\n  "))
+}

@@ -1,0 +1,168 @@
+package sim
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/egress-proxies/egress/internal/provider"
+	"github.com/egress-proxies/egress/internal/provider/mock"
+	"github.com/egress-proxies/egress/internal/proxy"
+	"github.com/egress-proxies/egress/internal/reconcile"
+	"github.com/egress-proxies/egress/internal/store/memstore"
+)
+
+// changed turns each write into a Firestore event, as Eventarc would: lost,
+// duplicated or late while faults are on. It also records what the API
+// shows, for the generation invariant.
+func (w *World) changed(c memstore.Change) {
+	if n := c.New; n != nil {
+		if g := n.Status.ObservedGeneration; g < w.obsGen[n.UID] {
+			w.violation("document %s (uid %s) went back from generation %d to %d", c.Key, n.UID, w.obsGen[n.UID], g)
+		} else {
+			w.obsGen[n.UID] = g
+		}
+		if n.Spec.IPPolicy == proxy.IPStatic && n.Status.Phase == proxy.PhaseReady {
+			// A Static proxy's address survives every replacement.
+			if first, ok := w.staticEndpoint[n.UID]; !ok {
+				w.staticEndpoint[n.UID] = n.Status.Endpoint
+			} else if first != n.Status.Endpoint {
+				w.violation("Static proxy %s (uid %s) moved from %s to %s", c.Key, n.UID, first, n.Status.Endpoint)
+			}
+		}
+	}
+	copies := 1
+	if w.faults {
+		switch r := w.rng.Float64(); {
+		case r < 0.08:
+			w.stats.Dropped++
+			return
+		case r < 0.18:
+			w.stats.Duplicated++
+			copies = 2 + w.rng.IntN(2)
+		}
+	}
+	for range copies {
+		w.enqueue(delivery{key: c.Key, trigger: reconcile.Trigger{Reason: proxy.ReasonWritten}}, w.delay())
+	}
+}
+
+// callHome is a VM's call-home on proxy-reconcile: lost, duplicated or
+// late while faults are on, as a Pub/Sub message may be.
+func (w *World) callHome(c mock.CallHome) {
+	msg := proxy.ReconcileMessage{Namespace: c.Namespace, Name: c.Name, UID: c.UID, Reason: proxy.ReasonReady}
+	if c.BootError != "" {
+		msg.Reason = proxy.ReasonBootFailed
+	}
+	copies := 1
+	if w.faults {
+		switch r := w.rng.Float64(); {
+		case r < 0.1:
+			w.stats.CallHomesLost++
+			return
+		case r < 0.2:
+			w.stats.CallHomesDuplicated++
+			copies = 2
+		}
+	}
+	for range copies {
+		d := w.delay()
+		if d > 5*time.Second {
+			w.stats.CallHomesDelayed++
+		}
+		w.enqueue(delivery{key: proxy.Key{Namespace: c.Namespace, Name: c.Name}, trigger: reconcile.TriggerOf(msg)}, d)
+	}
+}
+
+// maybeFault injects at most one fault or user action.
+func (w *World) maybeFault() {
+	switch r := w.rng.Float64(); {
+	case r < 0.04:
+		w.userAction()
+	case r < 0.05:
+		w.stats.ProviderFaults++
+		err := provider.NewError(provider.KindTransient, "sim", "", errors.New("503"))
+		if w.rng.IntN(2) == 0 {
+			err = provider.NewError(provider.KindRateLimited, "sim", "", errors.New("429"))
+		}
+		w.mock.FailNext([]mock.Method{mock.MethodCreate, mock.MethodGet, mock.MethodDelete}[w.rng.IntN(3)], 1, err)
+	case r < 0.055:
+		w.stats.ProviderFaults++
+		w.mock.FailNextAfterEffect(mock.MethodCreate, 1, provider.NewError(provider.KindTransient, "sim", "", errors.New("response lost")))
+	case r < 0.06:
+		if ins := w.mock.Instances(); len(ins) > 0 {
+			w.stats.Lost++
+			w.mock.Lose(ins[w.rng.IntN(len(ins))].ID)
+		}
+	case r < 0.065:
+		if ins := w.mock.Instances(); len(ins) > 0 {
+			w.stats.Stopped++
+			w.mock.Stop(ins[w.rng.IntN(len(ins))].ID, provider.StateStopped)
+		}
+	case r < 0.07:
+		w.stats.NeverReady++
+		w.mock.NeverReady(1)
+	case r < 0.075:
+		if ins := w.mock.Instances(); len(ins) > 0 {
+			w.stats.BootErrors++
+			w.mock.FailBoot(ins[w.rng.IntN(len(ins))].ID, "tinyproxy does not answer")
+		}
+	case r < 0.0875:
+		w.stats.AsyncCreateFailures++
+		kind, msg := provider.KindQuota, "QUOTA_EXCEEDED: Quota 'CPUS' exceeded. Limit: 8.0 in region us-central1."
+		if w.rng.IntN(4) == 0 {
+			kind, msg = provider.KindPermanent, "RESOURCE_NOT_FOUND: The resource 'projects/debian-cloud/global/images/family/debian-99' was not found"
+		}
+		w.mock.FailCreatesAsync("", 1, kind, msg)
+	case r < 0.09:
+		z := zones[w.rng.IntN(len(zones))]
+		if !slices.Contains(w.stockedOut, z) {
+			w.stats.Stockouts++
+			w.stockedOut = append(w.stockedOut, z)
+			w.mock.Stockout(z)
+		}
+	case r < 0.095:
+		// A message no VM sent: for the name's uid, or for one it never had.
+		w.stats.CallHomesForged++
+		name := names[w.rng.IntN(len(names))]
+		t := reconcile.Trigger{Reason: proxy.ReasonReady, UID: fmt.Sprintf("%08x-0000-4000-8000-000000000000", w.rng.Uint32())}
+		if uids := w.uids[name]; len(uids) > 0 && w.rng.IntN(2) == 0 {
+			t.UID = uids[len(uids)-1]
+		}
+		w.enqueue(delivery{key: proxy.Key{Namespace: namespace, Name: name}, trigger: t}, w.delay())
+	}
+}
+
+// userAction creates an absent name (with a new uid, as the API does) or
+// asks for a present one's deletion.
+func (w *World) userAction() {
+	w.stats.UserActions++
+	name := names[w.rng.IntN(len(names))]
+	key := proxy.Key{Namespace: namespace, Name: name}
+	ctx := context.Background()
+	if _, err := w.store.Get(ctx, key); errors.Is(err, proxy.ErrNotFound) {
+		uid := fmt.Sprintf("%08x-0000-4000-8000-%012x", w.rng.Uint32(), w.rng.Uint64()&0xffffffffffff)
+		w.uids[name] = append(w.uids[name], uid)
+		now := w.clock.Now()
+		spec := proxy.Spec{Provider: mock.Type, Port: proxy.DefaultPort, AllowedSourceRanges: []string{"203.0.113.0/24"},
+			IPPolicy: proxy.IPEphemeral, Placement: proxy.Placement{Region: "us-central1"}}
+		if w.rng.IntN(3) == 0 {
+			w.stats.StaticProxies++
+			spec.IPPolicy = proxy.IPStatic
+		}
+		if w.rng.IntN(3) == 0 {
+			// Pinned: no other zone is tried.
+			spec.Placement.Zone = zones[w.rng.IntN(len(zones))]
+		}
+		w.store.Create(ctx, &proxy.Proxy{
+			Namespace: namespace, Name: name, UID: uid, Generation: 1,
+			Spec:       spec,
+			Status:     proxy.Status{Phase: proxy.PhasePending},
+			CreateTime: now, Reconciler: proxy.Bookkeeping{ProgressTime: now},
+		}, 100)
+		return
+	}
+	w.store.RequestDeletion(ctx, key, w.clock.Now())
+}

@@ -1,0 +1,162 @@
+package sim
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"time"
+)
+
+func (w *World) delay() time.Duration {
+	if !w.faults {
+		return time.Duration(w.rng.IntN(500)) * time.Millisecond
+	}
+	return time.Duration(w.rng.IntN(30_000)) * time.Millisecond
+}
+
+func (w *World) enqueue(d delivery, after time.Duration) {
+	w.seq++
+	d.seq = w.seq
+	d.at = w.clock.Now().Add(after)
+	w.pending = append(w.pending, d)
+}
+
+func (w *World) violation(format string, args ...any) {
+	w.errs = append(w.errs, fmt.Sprintf(format, args...))
+}
+
+// Run plays the schedule: faults for a while, then none while time runs
+// on, and returns the invariants' violations.
+func (w *World) Run() ([]string, Stats) {
+	for step := 0; step < faultSteps; step++ {
+		w.maybeFault()
+		w.tick()
+	}
+	w.faults = false
+	w.mock.ClearCreateFailures()
+	end := w.clock.Now().Add(quiesceFor)
+	for guard := 0; guard < 200_000; guard++ {
+		if !w.clock.Now().Before(end) && len(w.active) == 0 && len(w.duePending(true)) == 0 {
+			break
+		}
+		w.tick()
+	}
+	w.check()
+	return w.errs, w.stats
+}
+
+// duePending returns the indexes of deliveries due now (or all, if any).
+func (w *World) duePending(any bool) []int {
+	var out []int
+	now := w.clock.Now()
+	for i, d := range w.pending {
+		if d.gc {
+			continue
+		}
+		if any || !d.at.After(now) {
+			out = append(out, i)
+		}
+	}
+	return out
+}
+
+// tick does one thing: step a parked invocation, start a due delivery, or
+// move time on to the next thing due.
+func (w *World) tick() {
+	w.stats.Steps++
+	due := w.duePending(false)
+	if !w.clock.Now().Before(w.nextGC) {
+		w.nextGC = w.clock.Now().Add(gcInterval)
+		w.start(delivery{gc: true})
+		return
+	}
+	switch {
+	case len(w.active) > 0 && (len(due) == 0 || w.rng.IntN(3) > 0):
+		w.step(w.active[w.rng.IntN(len(w.active))])
+	case len(due) > 0:
+		i := due[w.rng.IntN(len(due))]
+		d := w.pending[i]
+		w.pending = slices.Delete(w.pending, i, i+1)
+		w.start(d)
+	default:
+		// Nothing runs and nothing is due: time moves to the next
+		// delivery or GC tick.
+		next := w.nextGC
+		for _, d := range w.pending {
+			if d.at.Before(next) {
+				next = d.at
+			}
+		}
+		if next.After(w.clock.Now()) {
+			w.clock.Set(next)
+		}
+	}
+}
+
+// start runs a delivery as a new invocation, parked at its first step.
+func (w *World) start(d delivery) {
+	w.nextID++
+	in := &inv{id: w.nextID, grant: make(chan bool), parked: make(chan struct{}), done: make(chan struct{}), gc: d.gc}
+	w.stats.Invocations++
+	if d.gc {
+		// The run sees the uid set of the previous tick: stale by up to a
+		// GC interval, far less than the grace period.
+		fresh, _ := w.store.LiveUIDs(context.Background())
+		in.uids, w.lastUIDs = w.lastUIDs, fresh
+		if in.uids == nil {
+			in.uids = fresh
+		}
+	}
+	ctx := context.WithValue(context.Background(), invKey{}, in)
+	go func() {
+		defer close(in.done)
+		if d.gc {
+			w.stats.GCRuns++
+			w.col.Run(ctx)
+			return
+		}
+		w.rec.Reconcile(ctx, d.key, d.trigger)
+	}()
+	w.wait(in)
+}
+
+// step lets an invocation take one step, or crashes it there.
+func (w *World) step(in *inv) {
+	proceed := true
+	if w.faults && w.rng.Float64() < 0.03 {
+		proceed = false
+		w.stats.Crashes++
+	}
+	in.grant <- proceed
+	w.wait(in)
+}
+
+// wait runs the invocation until it parks at its next step or finishes.
+func (w *World) wait(in *inv) {
+	select {
+	case <-in.parked:
+		if !slices.Contains(w.active, in) {
+			w.active = append(w.active, in)
+		}
+	case <-in.done:
+		w.active = slices.DeleteFunc(w.active, func(x *inv) bool { return x == in })
+	}
+}
+
+// yield is every call's step point: the invocation parks until the
+// scheduler lets it on; a crashed invocation does nothing more.
+func (w *World) yield(ctx context.Context) error {
+	in, _ := ctx.Value(invKey{}).(*inv)
+	if in == nil {
+		return nil
+	}
+	if in.crashed {
+		return errCrash
+	}
+	in.parked <- struct{}{}
+	if !<-in.grant {
+		in.crashed = true
+		return errCrash
+	}
+	return nil
+}
