@@ -158,3 +158,48 @@ func TestTheREADMEDocumentsEveryRoute(t *testing.T) {
 		t.Errorf("routes (-httpapi.Routes() +the README's API table):\n%s", diff)
 	}
 }
+
+// TestOpenAPIDocumentsEveryRoute: the OpenAPI document the API serves
+// names exactly its routes (and /healthz and itself), each with its 400
+// and 401 answers.
+func TestOpenAPIDocumentsEveryRoute(t *testing.T) {
+	e := memEnv(t)
+	resp, b := e.do("", "GET", httpapi.OpenAPIPath, "")
+	if resp.StatusCode != 200 {
+		t.Fatalf("GET %s without identity: %d", httpapi.OpenAPIPath, resp.StatusCode)
+	}
+	var doc struct {
+		Paths map[string]map[string]json.RawMessage `json:"paths"`
+	}
+	if err := json.Unmarshal(b, &doc); err != nil {
+		t.Fatalf("the OpenAPI document is not JSON: %v", err)
+	}
+	var documented []string
+	answers := map[string]map[string]any{} // "METHOD path" → responses
+	for path, ops := range doc.Paths {
+		for method, raw := range ops {
+			if method == "parameters" {
+				continue
+			}
+			key := strings.ToUpper(method) + " " + path
+			documented = append(documented, key)
+			var op struct {
+				Responses map[string]any `json:"responses"`
+			}
+			json.Unmarshal(raw, &op)
+			answers[key] = op.Responses
+		}
+	}
+	want := []string{"GET /healthz", "GET " + httpapi.OpenAPIPath}
+	for _, r := range httpapi.Routes() {
+		want = append(want, r.Method+" "+r.Path)
+		for _, code := range []string{"401", "400"} {
+			if _, ok := answers[r.Method+" "+r.Path][code]; !ok {
+				t.Errorf("the OpenAPI document gives %s %s no %s answer", r.Method, r.Path, code)
+			}
+		}
+	}
+	if diff := cmp.Diff(want, documented, cmpopts.SortSlices(func(a, b string) bool { return a < b })); diff != "" {
+		t.Errorf("routes (-the API's +the OpenAPI document's):\n%s", diff)
+	}
+}

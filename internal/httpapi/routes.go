@@ -1,6 +1,7 @@
 package httpapi
 
 import (
+	_ "embed"
 	"net/http"
 	"slices"
 	"strings"
@@ -40,6 +41,14 @@ var routes = []Route{
 	{Method: "POST", Path: "/v1/namespaces/{namespace}/proxies/{name}:rotate", Permission: tenancy.RotateProxy, Audited: true, handle: (*API).rotateProxy},
 }
 
+// OpenAPIPath is where the API serves its OpenAPI document, openapi.json,
+// to anyone, as /healthz: it says what the calls are, not what exists. A
+// test holds the document's paths and methods to routes.
+const OpenAPIPath = "/v1/openapi.json"
+
+//go:embed openapi.json
+var openAPI []byte
+
 // Routes returns the API's calls, for documentation and tests.
 func Routes() []Route {
 	out := slices.Clone(routes)
@@ -78,6 +87,10 @@ func (a *API) route() {
 		a.mux.HandleFunc(base, a.dispatch(base, byBase[base]))
 	}
 	a.mux.HandleFunc("GET /healthz", healthz)
+	a.mux.HandleFunc("GET "+OpenAPIPath, func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.Write(openAPI)
+	})
 	a.mux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) {
 		writeError(w, methodNotAllowed(r, []string{"GET"}))
 	})
