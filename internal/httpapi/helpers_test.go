@@ -20,6 +20,7 @@ import (
 	"github.com/egress-proxies/egress/internal/clock"
 	"github.com/egress-proxies/egress/internal/emulatortest"
 	"github.com/egress-proxies/egress/internal/httpapi"
+	"github.com/egress-proxies/egress/internal/httpapi/openapitest"
 	"github.com/egress-proxies/egress/internal/logging"
 	"github.com/egress-proxies/egress/internal/provider"
 	"github.com/egress-proxies/egress/internal/provider/gcp"
@@ -50,13 +51,19 @@ type testStore interface {
 	UpdateStatus(ctx context.Context, p *proxy.Proxy) (time.Time, error)
 }
 
-// env is an API under test, over a store of its own.
+// env is an API under test, over a store of its own. Its client holds
+// every answer to the OpenAPI document the API serves; the requests are
+// not, as many tests send bad ones on purpose.
 type env struct {
-	t     *testing.T
-	url   string
-	store testStore
-	logs  *syncBuffer
+	t      *testing.T
+	url    string
+	store  testStore
+	logs   *syncBuffer
+	client *http.Client
 }
+
+// validator is the OpenAPI document's, shared by the tests.
+var validator = sync.OnceValues(func() (*openapitest.Validator, error) { return openapitest.New(httpapi.OpenAPI()) })
 
 // options are the API's options of the tests: admins, both providers
 // with their rules (the gcp provider under the default policy), a secret
@@ -106,7 +113,12 @@ func newEnv(t *testing.T, st testStore, change ...func(*httpapi.Options)) *env {
 	api := httpapi.New(st, clock.Real{}, logging.New(logs, slog.LevelInfo), opts)
 	srv := httptest.NewServer(api)
 	t.Cleanup(srv.Close)
-	return &env{t: t, url: srv.URL, store: st, logs: logs}
+	v, err := validator()
+	if err != nil {
+		t.Fatal(err)
+	}
+	client := &http.Client{Transport: &openapitest.Transport{Validator: v, Report: func(err error) { t.Error(err) }}}
+	return &env{t: t, url: srv.URL, store: st, logs: logs, client: client}
 }
 
 // seed makes namespace team-a (owner, editor, viewer) holding proxy p,
@@ -164,7 +176,7 @@ func (e *env) doContent(who, method, path, contentType, body string) (*http.Resp
 	if who != "" {
 		req.Header.Set("Authorization", "Bearer "+token(who))
 	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := e.client.Do(req)
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -183,7 +195,7 @@ func (e *env) doHeaders(method, path string, headers map[string]string) (*http.R
 	for k, v := range headers {
 		req.Header.Set(k, v)
 	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := e.client.Do(req)
 	if err != nil {
 		e.t.Fatal(err)
 	}

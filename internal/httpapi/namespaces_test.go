@@ -113,7 +113,7 @@ func TestErrorsParseAsGoogleErrors(t *testing.T) {
 		`{"provider":"gcp","placement":{"region":"us-central1","zone":"europe-west4-a"},"allowedSourceRanges":["203.0.113.0/24"]}`)))
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Authorization", "Bearer "+token(editor))
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := e.client.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -49,6 +49,9 @@ const OpenAPIPath = "/v1/openapi.json"
 //go:embed openapi.json
 var openAPI []byte
 
+// OpenAPI returns the OpenAPI document the API serves.
+func OpenAPI() []byte { return slices.Clone(openAPI) }
+
 // Routes returns the API's calls, for documentation and tests.
 func Routes() []Route {
 	out := slices.Clone(routes)
