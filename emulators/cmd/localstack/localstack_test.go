@@ -9,6 +9,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"os"
 	"strings"
@@ -18,6 +19,7 @@ import (
 
 	"github.com/egress-proxies/egress/emulators/stack"
 	"github.com/egress-proxies/egress/internal/emulator"
+	"github.com/egress-proxies/egress/internal/httpapi/openapitest"
 )
 
 // TestEndToEnd starts the stack as `make run` does, as its own process with
@@ -45,6 +47,9 @@ func TestEndToEnd(t *testing.T) {
 	if resp := s.doAs(t, "mallory@example.com", http.MethodGet, "/v1/namespaces/demo/proxies", nil); resp.StatusCode != http.StatusForbidden {
 		t.Errorf("an outsider's list of demo: %d, want 403", resp.StatusCode)
 	}
+
+	// The built CLI, from creation to deletion.
+	t.Run("CLI", s.driveCLI)
 
 	// Create and wait for Ready with an endpoint.
 	first := s.create(t, "demo", "first")
@@ -138,6 +143,9 @@ func TestEndToEnd(t *testing.T) {
 	})
 	t.Logf("100 proxies Ready %s after they were requested", time.Since(start).Round(time.Millisecond))
 
+	s.coverage(t, "listNamespaces", "createNamespace", "getNamespace", "updateNamespace", "deleteNamespace",
+		"createProxy", "listProxies", "getProxy", "deleteProxy", "rotateProxy")
+
 	s.stop(t)
 }
 
@@ -154,6 +162,11 @@ type liveStack struct {
 	// token (the local stack, as Cloud Run's function, only decodes it),
 	// or none, the local admin.
 	as map[string]string
+	// client carries the test's calls, and front the CLI's, through the
+	// OpenAPI document's checks.
+	client *http.Client
+	front  *httptest.Server
+	spec   *openapitest.Validator
 }
 
 func startStack(t *testing.T) *liveStack {
@@ -176,6 +189,7 @@ func startStack(t *testing.T) *liveStack {
 	}
 	t.Logf("stack ready in %s", time.Since(begun).Round(time.Millisecond))
 	s := &liveStack{Stack: st, url: st.URL, firestore: st.FirestoreHost, project: st.Project, out: out}
+	s.checkTraffic(t)
 	t.Cleanup(func() {
 		if !st.Exited() {
 			st.Stop(20 * time.Second)
@@ -224,14 +238,19 @@ func (s *liveStack) doAs(t *testing.T, who, method, path string, body []byte) *h
 		req.Header.Set("Content-Type", "application/json")
 	}
 	if who != "" {
-		claims := base64.RawURLEncoding.EncodeToString([]byte(fmt.Sprintf(`{"email":%q}`, who)))
-		req.Header.Set("Authorization", "Bearer e30."+claims+".")
+		req.Header.Set("Authorization", "Bearer "+unsignedToken(who))
 	}
-	resp, err := http.DefaultClient.Do(req)
+	resp, err := s.client.Do(req)
 	if err != nil {
 		t.Fatal(err)
 	}
 	return resp
+}
+
+// unsignedToken is an ID token for email without a signature: the local
+// stack, as the deployed function behind Cloud Run, only decodes it.
+func unsignedToken(email string) string {
+	return "e30." + base64.RawURLEncoding.EncodeToString([]byte(fmt.Sprintf(`{"email":%q}`, email))) + "."
 }
 
 // createNamespace makes a namespace as the local admin.
