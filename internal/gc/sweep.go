@@ -48,7 +48,7 @@ func (c *Collector) sweep(ctx context.Context, now time.Time) (SweepSummary, err
 
 // drift re-drives the Ready documents whose VM the listings show stopped,
 // not running (a VM whose self-test failed after a reboot), or do not show
-// at all, and those whose VM is past the spec's maxAge. Nothing else would:
+// at all, and those whose VM is due for rotation. Nothing else would:
 // a settled document has no events and no progress time for the sweep, so
 // a VM lost or stopped after its proxy was Ready would stay lost. It runs only when every provider was
 // listed, since a missing listing would make every VM look lost.
@@ -72,9 +72,9 @@ func (c *Collector) drift(ctx context.Context, now time.Time, listings []listing
 		}
 		if state, ok := states[uid]; !ok || state != provider.StateRunning {
 			keys, reasons = append(keys, claim.Key), append(reasons, proxy.ReasonDrift)
-		} else if proxy.RotationDue(claim.MaxAge, claim.BootStart, now) {
+		} else if proxy.RotationDue(claim.MaxAge, claim.RotateRequestTime, claim.BootStart, now) {
 			// Nothing else would look at a settled proxy whose VM reached
-			// its maxAge.
+			// its maxAge, or whose rotate request's event was lost.
 			keys, reasons = append(keys, claim.Key), append(reasons, proxy.ReasonAge)
 		}
 	}

@@ -218,16 +218,28 @@ func (p *Proxy) Key() Key { return Key{Namespace: p.Namespace, Name: p.Name} }
 type Claim struct {
 	Key   Key
 	Phase Phase
-	// MaxAge is the spec's, and BootStart when the current VM was created.
-	MaxAge    string
-	BootStart time.Time
+	// MaxAge is the spec's, RotateRequestTime the last rotate request's,
+	// and BootStart when the current VM was created: what RotationDue
+	// needs.
+	MaxAge            string
+	RotateRequestTime *time.Time
+	BootStart         time.Time
 }
 
-// RotationDue reports whether the VM of a document with this maxAge,
-// created at bootStart, is due for rotation at now.
-func RotationDue(maxAge string, bootStart, now time.Time) bool {
+// RotationDue reports whether a VM created at bootStart is due for
+// rotation at now: a rotation was asked for (at rotateRequested) after it
+// was created, or it is older than maxAge. The reconciler rotates by this
+// rule, and the garbage collector re-drives a settled proxy by it, so a
+// rotate request whose event was lost is not lost with it.
+func RotationDue(maxAge string, rotateRequested *time.Time, bootStart, now time.Time) bool {
+	if bootStart.IsZero() {
+		return false
+	}
+	if rotateRequested != nil && bootStart.Before(*rotateRequested) {
+		return true
+	}
 	d, err := time.ParseDuration(maxAge)
-	return maxAge != "" && err == nil && !bootStart.IsZero() && now.Sub(bootStart) >= d
+	return maxAge != "" && err == nil && now.Sub(bootStart) >= d
 }
 
 // DocumentPattern is the path pattern of proxy documents, as Eventarc's
@@ -308,7 +320,8 @@ const (
 	// waited as long as one run may.
 	ReasonRequeue Reason = "requeue"
 	// ReasonAge is the garbage collector re-driving a Ready document whose
-	// VM is older than the spec's maxAge.
+	// VM is due for rotation: older than the spec's maxAge, or older than
+	// a rotate request.
 	ReasonAge Reason = "age"
 )
 

@@ -23,14 +23,7 @@ func (run *run) replace(ctx context.Context, reason, message string) (outcome, e
 // spec's maxAge.
 func (run *run) rotationDue() bool {
 	p := run.doc
-	start := p.Reconciler.BootStart
-	if start.IsZero() || p.Status.ProviderID == "" {
-		return false
-	}
-	if t := p.RotateRequestTime; t != nil && start.Before(*t) {
-		return true
-	}
-	return proxy.RotationDue(p.Spec.MaxAge, start, run.r.clock.Now())
+	return p.Status.ProviderID != "" && proxy.RotationDue(p.Spec.MaxAge, p.RotateRequestTime, p.Reconciler.BootStart, run.r.clock.Now())
 }
 
 // rotate replaces a VM that is fine, on purpose: break before make, with

@@ -4,6 +4,7 @@ import (
 	"context"
 	"slices"
 	"sort"
+	"time"
 
 	"github.com/egress-proxies/egress/internal/provider"
 	"github.com/egress-proxies/egress/internal/proxy"
@@ -11,7 +12,7 @@ import (
 
 func readyReason(p *proxy.Proxy) string {
 	for _, c := range p.Status.Conditions {
-		if c.Type == "Ready" {
+		if c.Type == proxy.ConditionReady {
 			return c.Reason
 		}
 	}
@@ -59,6 +60,10 @@ func (w *World) check() {
 			w.violation("%s: %d instances carry its uid, want exactly 1", key, len(mine))
 		case mine[0].ID != p.Status.ProviderID || mine[0].State != provider.StateRunning:
 			w.violation("%s: status names %s, but its instance is %s (%s)", key, p.Status.ProviderID, mine[0].ID, mine[0].State)
+		case p.RotateRequestTime != nil && p.Reconciler.BootStart.Before(*p.RotateRequestTime):
+			// A rotation asked for is never lost: the VM is newer than the
+			// last request.
+			w.violation("%s: rotation asked for at %s, but its VM dates from %s", key, p.RotateRequestTime.Format(time.TimeOnly), p.Reconciler.BootStart.Format(time.TimeOnly))
 		}
 		if old := w.uids[key.Name]; len(old) > 1 {
 			for _, u := range old[:len(old)-1] {

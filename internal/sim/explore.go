@@ -35,10 +35,10 @@ func (r Result) Summary() string {
 // Counts says, in a line, what the schedules did.
 func (r Result) Counts() string {
 	s := r.Stats
-	return fmt.Sprintf("faults: %d crashes, %d events dropped, %d duplicated, %d provider errors, %d VMs lost, %d stopped, %d never ready, %d boot errors, %d creates failed later, %d stockouts; call-homes %d lost, %d duplicated, %d delayed, %d forged; %d user actions (%d Static proxies), %d invocations (%d GC runs), %d steps; checked at the end: %d Ready and %d Failed proxies, %d VMs",
+	return fmt.Sprintf("faults: %d crashes, %d events dropped, %d duplicated, %d provider errors, %d VMs lost, %d stopped, %d never ready, %d boot errors, %d creates failed later, %d stockouts; call-homes %d lost, %d duplicated, %d delayed, %d forged; %d user actions (%d Static proxies, %d rotations), %d invocations (%d GC runs), %d steps; checked at the end: %d Ready and %d Failed proxies, %d VMs",
 		s.Crashes, s.Dropped, s.Duplicated, s.ProviderFaults, s.Lost, s.Stopped, s.NeverReady, s.BootErrors, s.AsyncCreateFailures, s.Stockouts,
 		s.CallHomesLost, s.CallHomesDuplicated, s.CallHomesDelayed, s.CallHomesForged,
-		s.UserActions, s.StaticProxies, s.Invocations, s.GCRuns, s.Steps, s.ReadyAtEnd, s.FailedAtEnd, s.InstancesAtEnd)
+		s.UserActions, s.StaticProxies, s.Rotations, s.Invocations, s.GCRuns, s.Steps, s.ReadyAtEnd, s.FailedAtEnd, s.InstancesAtEnd)
 }
 
 // Explore plays the schedules of seeds from to to, inclusive, with bug
@@ -68,7 +68,7 @@ func Find(seeds int, bug Bug) (Failure, bool) {
 }
 
 // PlantedBugs are the safety rules the simulation must catch switched off.
-var PlantedBugs = []Bug{NoPrecondition, NoLease, NoGracePeriod, NoCreatePending, OneRequestID}
+var PlantedBugs = []Bug{NoPrecondition, NoLease, NoGracePeriod, NoCreatePending, OneRequestID, RotationByEventOnly}
 
 func (f Failure) String() string {
 	return fmt.Sprintf("seed %d breaks the invariants:\n  %s", f.Seed, strings.Join(f.Violations, "\n  "))

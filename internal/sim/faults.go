@@ -32,6 +32,15 @@ func (w *World) changed(c memstore.Change) {
 				w.violation("Static proxy %s (uid %s) moved from %s to %s", c.Key, n.UID, first, n.Status.Endpoint)
 			}
 		}
+		// A proxy's credentials are made once and kept across every VM:
+		// replacements and rotations alike.
+		if cr := n.Reconciler.Credentials; cr.Username != "" {
+			if first, ok := w.credentials[n.UID]; !ok {
+				w.credentials[n.UID] = cr
+			} else if first != cr {
+				w.violation("proxy %s (uid %s) changed its credentials from user %s to %s", c.Key, n.UID, first.Username, cr.Username)
+			}
+		}
 	}
 	copies := 1
 	if w.faults {
@@ -135,8 +144,8 @@ func (w *World) maybeFault() {
 	}
 }
 
-// userAction creates an absent name (with a new uid, as the API does) or
-// asks for a present one's deletion.
+// userAction creates an absent name (with a new uid, as the API does), or
+// asks for a present one's rotation or deletion.
 func (w *World) userAction() {
 	w.stats.UserActions++
 	name := names[w.rng.IntN(len(names))]
@@ -162,6 +171,12 @@ func (w *World) userAction() {
 			Status:     proxy.Status{Phase: proxy.PhasePending},
 			CreateTime: now, Reconciler: proxy.Bookkeeping{ProgressTime: now},
 		}, 100)
+		return
+	}
+	if w.rng.IntN(3) == 0 {
+		if _, err := w.store.RequestRotation(ctx, key, w.clock.Now()); err == nil {
+			w.stats.Rotations++
+		}
 		return
 	}
 	w.store.RequestDeletion(ctx, key, w.clock.Now())

@@ -102,6 +102,12 @@ func (w *World) start(d delivery) {
 		// The run sees the uid set of the previous tick: stale by up to a
 		// GC interval, far less than the grace period.
 		fresh, _ := w.store.LiveUIDs(context.Background())
+		if w.bug == RotationByEventOnly {
+			for uid, c := range fresh {
+				c.RotateRequestTime = nil
+				fresh[uid] = c
+			}
+		}
 		in.uids, w.lastUIDs = w.lastUIDs, fresh
 		if in.uids == nil {
 			in.uids = fresh

@@ -48,10 +48,14 @@ const (
 	// id, derived from its uid (the gcp provider's old way): the provider
 	// ignores the attempts after the first, so a replacement never comes.
 	OneRequestID
+	// RotationByEventOnly hides rotate requests from the garbage
+	// collector's claims, so only the request's own event brings the
+	// rotation: a lost event loses the rotation.
+	RotationByEventOnly
 )
 
 func (b Bug) String() string {
-	return [...]string{"none", "no update-time precondition", "no lease", "no GC grace period", "no create-pending record", "one request id per proxy"}[b]
+	return [...]string{"none", "no update-time precondition", "no lease", "no GC grace period", "no create-pending record", "one request id per proxy", "rotations by their event only"}[b]
 }
 
 // Stats counts what a schedule did.
@@ -66,8 +70,9 @@ type Stats struct {
 	// AsyncCreateFailures were creates accepted and failed later (quota,
 	// a bad image); Stockouts, zones out of capacity for a while.
 	AsyncCreateFailures, Stockouts int
-	// StaticProxies asked for a static address.
-	StaticProxies int
+	// StaticProxies asked for a static address; Rotations are the rotate
+	// requests users made.
+	StaticProxies, Rotations int
 	// ReadyAtEnd, FailedAtEnd and InstancesAtEnd are what the invariants
 	// were checked over.
 	ReadyAtEnd, FailedAtEnd, InstancesAtEnd int
@@ -101,6 +106,7 @@ func (s *Stats) Add(o Stats) {
 	s.AsyncCreateFailures += o.AsyncCreateFailures
 	s.Stockouts += o.Stockouts
 	s.StaticProxies += o.StaticProxies
+	s.Rotations += o.Rotations
 	s.ReadyAtEnd += o.ReadyAtEnd
 	s.FailedAtEnd += o.FailedAtEnd
 	s.InstancesAtEnd += o.InstancesAtEnd
@@ -176,8 +182,10 @@ type World struct {
 	actor   map[string]*inv
 	// lastUIDs is the uid set read at the last GC tick.
 	lastUIDs map[string]proxy.Claim
-	// staticEndpoint is the first endpoint each Static proxy was Ready at.
+	// staticEndpoint is the first endpoint each Static proxy was Ready at;
+	// credentials, the first credentials each proxy was given.
 	staticEndpoint map[string]string
+	credentials    map[string]proxy.Credentials
 	// stockedOut are the zones out of capacity while faults are on.
 	stockedOut []string
 	errs       []string
@@ -195,6 +203,7 @@ func New(seed uint64, bug Bug) *World {
 		obsGen:         map[string]int64{},
 		actor:          map[string]*inv{},
 		staticEndpoint: map[string]string{},
+		credentials:    map[string]proxy.Credentials{},
 	}
 	w.store = memstore.New(w.clock)
 	w.mock = mock.New(mock.Options{Clock: w.clock, ProvisioningDelay: time.Duration(5+w.rng.IntN(60)) * time.Second, CallHome: w.callHome})

@@ -13,12 +13,12 @@ import (
 	"github.com/egress-proxies/egress/internal/proxy"
 )
 
-// LiveUIDs reads, by uid, the key, phase, maxAge and boot start of every
+// LiveUIDs reads, by uid, the key, phase and rotation fields of every
 // proxy document of every namespace, with a collection-group query that
 // selects only those fields: memory grows with the number of documents,
 // never with their size.
 func (s *Store) LiveUIDs(ctx context.Context) (map[string]proxy.Claim, error) {
-	it := s.client.CollectionGroup(ProxiesCollection).Select("uid", "status.phase", "spec.maxAge", "reconciler.bootStart").Documents(ctx)
+	it := s.client.CollectionGroup(ProxiesCollection).Select("uid", "status.phase", "spec.maxAge", "rotateRequestTime", "reconciler.bootStart").Documents(ctx)
 	defer it.Stop()
 	uids := map[string]proxy.Claim{}
 	for n := 0; ; n++ {
@@ -42,6 +42,11 @@ func (s *Store) LiveUIDs(ctx context.Context) (map[string]proxy.Claim, error) {
 		}
 		if v, err := snap.DataAt("spec.maxAge"); err == nil {
 			claim.MaxAge, _ = v.(string)
+		}
+		if v, err := snap.DataAt("rotateRequestTime"); err == nil {
+			if t, ok := v.(time.Time); ok {
+				claim.RotateRequestTime = &t
+			}
 		}
 		if v, err := snap.DataAt("reconciler.bootStart"); err == nil {
 			claim.BootStart, _ = v.(time.Time)

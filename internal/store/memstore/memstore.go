@@ -244,7 +244,7 @@ func (s *Store) Delete(_ context.Context, key proxy.Key, updateTime time.Time) e
 	return s.changed(Change{Key: key, Old: doc})
 }
 
-// LiveUIDs returns, by uid, the key, phase, maxAge and boot start of every
+// LiveUIDs returns, by uid, the key, phase and rotation fields of every
 // document.
 func (s *Store) LiveUIDs(context.Context) (map[string]proxy.Claim, error) {
 	s.mu.Lock()
@@ -252,7 +252,12 @@ func (s *Store) LiveUIDs(context.Context) (map[string]proxy.Claim, error) {
 	uids := make(map[string]proxy.Claim, len(s.docs))
 	for k, d := range s.docs {
 		s.reads++
-		uids[d.UID] = proxy.Claim{Key: k, Phase: d.Status.Phase, MaxAge: d.Spec.MaxAge, BootStart: d.Reconciler.BootStart}
+		c := proxy.Claim{Key: k, Phase: d.Status.Phase, MaxAge: d.Spec.MaxAge, BootStart: d.Reconciler.BootStart}
+		if t := d.RotateRequestTime; t != nil {
+			rotate := *t
+			c.RotateRequestTime = &rotate
+		}
+		uids[d.UID] = c
 	}
 	return uids, nil
 }

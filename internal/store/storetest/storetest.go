@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"github.com/egress-proxies/egress/internal/proxy"
 	"github.com/egress-proxies/egress/internal/tenancy"
@@ -304,17 +305,25 @@ func testScans(t *testing.T, s Store) {
 		for j := range 3 {
 			p := New(ns, fmt.Sprintf("p-%d", j))
 			p.Reconciler.ProgressTime = base.Add(time.Duration(i*3+j) * time.Minute)
+			if j == 2 {
+				p.Spec.MaxAge = "24h"
+			}
 			created, err := s.Create(ctx, p, 20)
 			if err != nil {
 				t.Fatal(err)
 			}
 			wantUIDs = append(wantUIDs, p.UID)
 			if j == 2 {
-				// Settled: no progress time, never stalled.
+				// Settled: no progress time, never stalled; on a VM, with
+				// a rotation asked for since, what the claim carries.
 				ready := *created
 				ready.Status.Phase = proxy.PhaseReady
 				ready.Reconciler.ProgressTime = time.Time{}
+				ready.Reconciler.BootStart = base
 				if _, err := s.UpdateStatus(ctx, &ready); err != nil {
+					t.Fatal(err)
+				}
+				if _, err := s.RequestRotation(ctx, ready.Key(), base.Add(time.Hour)); err != nil {
 					t.Fatal(err)
 				}
 			}
@@ -329,10 +338,14 @@ func testScans(t *testing.T, s Store) {
 		got = append(got, u)
 		want := proxy.Claim{Key: proxy.Key{Namespace: c.Key.Namespace, Name: c.Key.Name}, Phase: proxy.PhasePending}
 		if c.Key.Name == "p-2" {
-			want.Phase = proxy.PhaseReady
+			rotate := base.Add(time.Hour)
+			want.Phase, want.MaxAge, want.BootStart, want.RotateRequestTime = proxy.PhaseReady, "24h", base, &rotate
 		}
-		if u != fmt.Sprintf("uid-%s-%s", c.Key.Namespace, c.Key.Name) || c != want {
-			t.Errorf("LiveUIDs[%s] = %+v, want the key of that uid's document and phase %s", u, c, want.Phase)
+		if u != fmt.Sprintf("uid-%s-%s", c.Key.Namespace, c.Key.Name) {
+			t.Errorf("LiveUIDs[%s] is the claim of %s", u, c.Key)
+		}
+		if diff := cmp.Diff(want, c, cmpopts.EquateApproxTime(time.Microsecond)); diff != "" {
+			t.Errorf("LiveUIDs[%s] (-want +got):\n%s", u, diff)
 		}
 	}
 	sort.Strings(got)
