@@ -53,12 +53,10 @@ func (s *Server) insertAddress(w http.ResponseWriter, r *http.Request, project, 
 	reqID := r.URL.Query().Get("requestId")
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if f := s.takeFault("addresses.insert"); f != nil {
-		writeError(w, *f)
+	if s.refused(w, "addresses.insert") {
 		return
 	}
-	if o := s.repeated(project, reqID); o != nil {
-		writeMessage(w, o.op)
+	if s.replayed(w, project, reqID) {
 		return
 	}
 	if a.GetName() == "" {
@@ -93,17 +91,13 @@ func (s *Server) insertAddress(w http.ResponseWriter, r *http.Request, project, 
 	a.SelfLink = proto.String(link(project, "regions", region, "addresses", a.GetName()))
 	a.Status = proto.String("RESERVED")
 	s.addresses[key] = a
-	o := s.startOperation(project, "regions/"+region, "insert", a.GetSelfLink(), reqID)
-	o.op.TargetId = a.Id
-	s.remember(project, reqID, o)
-	writeMessage(w, o.op)
+	s.accept(w, project, "regions/"+region, "insert", a.GetSelfLink(), reqID, a.Id)
 }
 
 func (s *Server) getAddress(w http.ResponseWriter, project, region, name string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if f := s.takeFault("addresses.get"); f != nil {
-		writeError(w, *f)
+	if s.refused(w, "addresses.get") {
 		return
 	}
 	a, ok := s.addresses[region+"/"+name]
@@ -117,13 +111,11 @@ func (s *Server) getAddress(w http.ResponseWriter, project, region, name string)
 func (s *Server) deleteAddress(w http.ResponseWriter, r *http.Request, project, region, name string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if f := s.takeFault("addresses.delete"); f != nil {
-		writeError(w, *f)
+	if s.refused(w, "addresses.delete") {
 		return
 	}
 	reqID := r.URL.Query().Get("requestId")
-	if o := s.repeated(project, reqID); o != nil {
-		writeMessage(w, o.op)
+	if s.replayed(w, project, reqID) {
 		return
 	}
 	key := region + "/" + name
@@ -148,17 +140,13 @@ func (s *Server) deleteAddress(w http.ResponseWriter, r *http.Request, project, 
 		return
 	}
 	s.deletingAddresses[key] = true
-	o := s.startOperation(project, "regions/"+region, "delete", a.GetSelfLink(), reqID)
-	o.op.TargetId = a.Id
-	s.remember(project, reqID, o)
-	writeMessage(w, o.op)
+	s.accept(w, project, "regions/"+region, "delete", a.GetSelfLink(), reqID, a.Id)
 }
 
 func (s *Server) listAddresses(w http.ResponseWriter, r *http.Request, project string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if f := s.takeFault("addresses.list"); f != nil {
-		writeError(w, *f)
+	if s.refused(w, "addresses.list") {
 		return
 	}
 	key, value, err := parseLabelFilter(r.URL.Query().Get("filter"))

@@ -73,8 +73,7 @@ func (s *Server) SetGuestAttribute(zone, name, key, value string) {
 func (s *Server) getGuestAttributes(w http.ResponseWriter, r *http.Request, project, zone, name string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if f := s.takeFault("guestAttributes"); f != nil {
-		writeError(w, *f)
+	if s.refused(w, "guestAttributes") {
 		return
 	}
 	id := zone + "/" + name

@@ -49,12 +49,10 @@ func (s *Server) insert(w http.ResponseWriter, r *http.Request, project, zone st
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.inserts = append(s.inserts, Insert{Project: project, Zone: zone, RequestID: reqID, Instance: proto.Clone(inst).(*computepb.Instance)})
-	if f := s.takeFault("insert"); f != nil {
-		writeError(w, *f)
+	if s.refused(w, "insert") {
 		return
 	}
-	if o := s.repeated(project, reqID); o != nil {
-		writeMessage(w, o.op)
+	if s.replayed(w, project, reqID) {
 		return
 	}
 	key := zone + "/" + inst.GetName()
@@ -70,10 +68,7 @@ func (s *Server) insert(w http.ResponseWriter, r *http.Request, project, zone st
 	}
 	if f := s.takeInsertFailure(zone); f != nil {
 		// Accepted, to fail later: no instance, ever.
-		o := s.startOperation(project, "zones/"+zone, "insert", link(project, "zones", zone, "instances", inst.GetName()), reqID)
-		o.fail = f
-		s.remember(project, reqID, o)
-		writeMessage(w, o.op)
+		s.accept(w, project, "zones/"+zone, "insert", link(project, "zones", zone, "instances", inst.GetName()), reqID, nil).fail = f
 		return
 	}
 	s.nextID++
@@ -84,17 +79,13 @@ func (s *Server) insert(w http.ResponseWriter, r *http.Request, project, zone st
 	inst.SelfLink = proto.String(link(project, "zones", zone, "instances", inst.GetName()))
 	s.instances[key] = inst
 	claim(nats, inst.GetSelfLink())
-	o := s.startOperation(project, "zones/"+zone, "insert", inst.GetSelfLink(), reqID)
-	o.op.TargetId = inst.Id
-	s.remember(project, reqID, o)
-	writeMessage(w, o.op)
+	s.accept(w, project, "zones/"+zone, "insert", inst.GetSelfLink(), reqID, inst.Id)
 }
 
 func (s *Server) get(w http.ResponseWriter, project, zone, name string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if f := s.takeFault("get"); f != nil {
-		writeError(w, *f)
+	if s.refused(w, "get") {
 		return
 	}
 	inst, ok := s.instances[zone+"/"+name]
@@ -108,13 +99,11 @@ func (s *Server) get(w http.ResponseWriter, project, zone, name string) {
 func (s *Server) delete(w http.ResponseWriter, r *http.Request, project, zone, name string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if f := s.takeFault("delete"); f != nil {
-		writeError(w, *f)
+	if s.refused(w, "delete") {
 		return
 	}
 	reqID := r.URL.Query().Get("requestId")
-	if o := s.repeated(project, reqID); o != nil {
-		writeMessage(w, o.op)
+	if s.replayed(w, project, reqID) {
 		return
 	}
 	key := zone + "/" + name
@@ -126,17 +115,13 @@ func (s *Server) delete(w http.ResponseWriter, r *http.Request, project, zone, n
 	// A deleted VM stops first and is gone once it has (Settle).
 	inst.Status = proto.String("STOPPING")
 	s.deleting[key] = true
-	o := s.startOperation(project, "zones/"+zone, "delete", link(project, "zones", zone, "instances", name), reqID)
-	o.op.TargetId = inst.Id
-	s.remember(project, reqID, o)
-	writeMessage(w, o.op)
+	s.accept(w, project, "zones/"+zone, "delete", link(project, "zones", zone, "instances", name), reqID, inst.Id)
 }
 
 func (s *Server) list(w http.ResponseWriter, r *http.Request, project string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if f := s.takeFault("list"); f != nil {
-		writeError(w, *f)
+	if s.refused(w, "list") {
 		return
 	}
 	key, value, err := parseLabelFilter(r.URL.Query().Get("filter"))

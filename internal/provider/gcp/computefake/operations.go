@@ -100,8 +100,7 @@ func (s *Server) finishOperations() {
 func (s *Server) getOperation(w http.ResponseWriter, project, scope, name string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if f := s.takeFault("operations.get"); f != nil {
-		writeError(w, *f)
+	if s.refused(w, "operations.get") {
 		return
 	}
 	o, ok := s.operations[name]
@@ -146,8 +145,7 @@ func operationField(op *computepb.Operation) func(string) string {
 func (s *Server) listOperations(w http.ResponseWriter, r *http.Request, project, scope string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if f := s.takeFault("operations.list"); f != nil {
-		writeError(w, *f)
+	if s.refused(w, "operations.list") {
 		return
 	}
 	filter := r.URL.Query().Get("filter")

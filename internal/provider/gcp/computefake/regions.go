@@ -31,8 +31,7 @@ func (s *Server) SetZones(region string, zones ...string) {
 func (s *Server) getRegion(w http.ResponseWriter, project, region string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if f := s.takeFault("regions.get"); f != nil {
-		writeError(w, *f)
+	if s.refused(w, "regions.get") {
 		return
 	}
 	zones, ok := s.regionZones[region]

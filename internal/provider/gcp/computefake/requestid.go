@@ -1,6 +1,9 @@
 package computefake
 
-import "time"
+import (
+	"net/http"
+	"time"
+)
 
 // RequestIDWindow is how long the fake remembers a request id, on its own
 // clock (Advance moves it).
@@ -52,4 +55,25 @@ func (s *Server) remember(project, requestID string, o *operation) {
 	if requestID != "" {
 		s.requestIDs[project+"/"+requestID] = seenRequest{operation: o.op.GetName(), at: s.now()}
 	}
+}
+
+// replayed answers a request whose request id Compute saw within its
+// window with the first request's operation. Called with s.mu held.
+func (s *Server) replayed(w http.ResponseWriter, project, requestID string) bool {
+	if o := s.repeated(project, requestID); o != nil {
+		writeMessage(w, o.op)
+		return true
+	}
+	return false
+}
+
+// accept starts the operation of a request Compute accepted on the
+// resource at target (targetID, once it has one), remembers its request id
+// and answers with the operation. Called with s.mu held.
+func (s *Server) accept(w http.ResponseWriter, project, scope, kind, target, requestID string, targetID *uint64) *operation {
+	o := s.startOperation(project, scope, kind, target, requestID)
+	o.op.TargetId = targetID
+	s.remember(project, requestID, o)
+	writeMessage(w, o.op)
+	return o
 }

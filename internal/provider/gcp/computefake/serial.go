@@ -67,8 +67,7 @@ func (s *Server) AppendSerial(zone, name, text string) {
 func (s *Server) getSerialPortOutput(w http.ResponseWriter, r *http.Request, project, zone, name string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if f := s.takeFault("serialPort"); f != nil {
-		writeError(w, *f)
+	if s.refused(w, "serialPort") {
 		return
 	}
 	id := zone + "/" + name

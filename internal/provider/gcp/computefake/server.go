@@ -110,6 +110,16 @@ func (s *Server) takeFault(method string) *Fault {
 	return nil
 }
 
+// refused answers with the next injected fault of method, if there is
+// one. Called with s.mu held.
+func (s *Server) refused(w http.ResponseWriter, method string) bool {
+	if f := s.takeFault(method); f != nil {
+		writeError(w, *f)
+		return true
+	}
+	return false
+}
+
 // stamp is the layout of every time Compute writes (RFC 3339 with
 // milliseconds and the zone offset).
 const stamp = "2006-01-02T15:04:05.000-07:00"
