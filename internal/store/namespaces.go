@@ -23,10 +23,7 @@ const memberEmailsField = "memberEmails"
 // GetNamespace reads a namespace document: tenancy.ErrNamespaceNotFound
 // when there is none.
 func (s *Store) GetNamespace(ctx context.Context, name string) (*tenancy.Namespace, error) {
-	snap, err := s.namespace(name).Get(ctx)
-	if err == nil || status.Code(err) == codes.NotFound {
-		metering.Add(ctx, metering.FirestoreRead, 1)
-	}
+	snap, err := s.get(ctx, s.namespace(name))
 	if err != nil {
 		return nil, wrapNamespace(name, "reading", err)
 	}
@@ -115,11 +112,8 @@ func (s *Store) UpdateNamespace(ctx context.Context, name string, update func(*t
 		if err != nil {
 			return err
 		}
-		if err := update(ns); err != nil {
+		if err := rules.Decide(name, ns, update); err != nil {
 			return err
-		}
-		if ns == nil {
-			return fmt.Errorf("namespace %q: %w", name, tenancy.ErrNamespaceNotFound)
 		}
 		out = ns
 		return tx.Update(ref, updates(rules.NamespaceUpdate(ns)))
@@ -148,11 +142,8 @@ func (s *Store) DeleteNamespace(ctx context.Context, name string, check func(*te
 		if err != nil {
 			return err
 		}
-		if err := check(ns); err != nil {
+		if err := rules.Decide(name, ns, check); err != nil {
 			return err
-		}
-		if ns == nil {
-			return fmt.Errorf("namespace %q: %w", name, tenancy.ErrNamespaceNotFound)
 		}
 		if err := rules.Deletable(ns); err != nil {
 			return err

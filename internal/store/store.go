@@ -168,14 +168,21 @@ func (s *Store) create(ctx context.Context, p *proxy.Proxy, needNamespace bool, 
 
 // Get reads one document.
 func (s *Store) Get(ctx context.Context, key proxy.Key) (*proxy.Proxy, error) {
-	snap, err := s.ref(key).Get(ctx)
-	if err == nil || status.Code(err) == codes.NotFound {
-		metering.Add(ctx, metering.FirestoreRead, 1)
-	}
+	snap, err := s.get(ctx, s.ref(key))
 	if err != nil {
 		return nil, wrap(key, "reading", err)
 	}
 	return decode(snap)
+}
+
+// get reads a document, counted as Firestore bills it: one read whether
+// or not the document exists.
+func (s *Store) get(ctx context.Context, ref *firestore.DocumentRef) (*firestore.DocumentSnapshot, error) {
+	snap, err := ref.Get(ctx)
+	if err == nil || status.Code(err) == codes.NotFound {
+		metering.Add(ctx, metering.FirestoreRead, 1)
+	}
+	return snap, err
 }
 
 // List returns up to pageSize documents of a namespace, ordered by name,

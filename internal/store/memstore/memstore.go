@@ -153,17 +153,24 @@ func (s *Store) List(_ context.Context, namespace string, pageSize int, pageToke
 			names = append(names, k.Name)
 		}
 	}
-	slices.Sort(names)
+	names, next := page(names, pageSize)
 	var out []*proxy.Proxy
-	for _, n := range names[:min(pageSize, len(names))] {
+	for _, n := range names {
 		s.reads++
 		out = append(out, clone(s.docs[proxy.Key{Namespace: namespace, Name: n}]))
 	}
-	next := ""
-	if len(names) > pageSize {
-		next = rules.PageToken(out[len(out)-1].Name)
-	}
 	return out, next, nil
+}
+
+// page sorts the names past a page token and keeps a page of them, with
+// the next page's token ("" after the last), as the Firestore store pages
+// by name.
+func page(names []string, pageSize int) ([]string, string) {
+	slices.Sort(names)
+	if len(names) > pageSize {
+		return names[:pageSize], rules.PageToken(names[pageSize-1])
+	}
+	return names, ""
 }
 
 // RequestDeletion marks the document for deletion (rules.RequestDeletion).

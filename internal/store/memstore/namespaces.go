@@ -36,15 +36,11 @@ func (s *Store) ListNamespaces(_ context.Context, member string, pageSize int, p
 			names = append(names, name)
 		}
 	}
-	slices.Sort(names)
+	names, next := page(names, pageSize)
 	var out []*tenancy.Namespace
-	for _, n := range names[:min(pageSize, len(names))] {
+	for _, n := range names {
 		s.reads++
 		out = append(out, s.namespaces[n].Clone())
-	}
-	next := ""
-	if len(names) > pageSize {
-		next = rules.PageToken(out[len(out)-1].Name)
 	}
 	return out, next, nil
 }
@@ -76,11 +72,8 @@ func (s *Store) UpdateNamespace(_ context.Context, name string, update func(*ten
 	if ok {
 		next = ns.Clone()
 	}
-	if err := update(next); err != nil {
+	if err := rules.Decide(name, next, update); err != nil {
 		return nil, err
-	}
-	if !ok {
-		return nil, fmt.Errorf("namespace %q: %w", name, tenancy.ErrNamespaceNotFound)
 	}
 	rules.NamespaceUpdate(next)
 	ns.Members, ns.MemberEmails, ns.Quota = next.Members, next.MemberEmails, next.Quota
@@ -99,11 +92,8 @@ func (s *Store) DeleteNamespace(_ context.Context, name string, check func(*tena
 	if ok {
 		view = ns.Clone()
 	}
-	if err := check(view); err != nil {
+	if err := rules.Decide(name, view, check); err != nil {
 		return err
-	}
-	if !ok {
-		return fmt.Errorf("namespace %q: %w", name, tenancy.ErrNamespaceNotFound)
 	}
 	if err := rules.Deletable(ns); err != nil {
 		return err

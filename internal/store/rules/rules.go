@@ -125,3 +125,17 @@ func Deletable(ns *tenancy.Namespace) error {
 	}
 	return nil
 }
+
+// Decide calls decide with the namespace as the store read it (nil when
+// there is none: decide says what its caller may learn of that, such as
+// an outsider's 403 before a 404), then refuses a namespace that does not
+// exist with tenancy.ErrNamespaceNotFound.
+func Decide(name string, ns *tenancy.Namespace, decide func(*tenancy.Namespace) error) error {
+	if err := decide(ns); err != nil {
+		return err
+	}
+	if ns == nil {
+		return fmt.Errorf("namespace %q: %w", name, tenancy.ErrNamespaceNotFound)
+	}
+	return nil
+}
