@@ -183,22 +183,25 @@ func (run *run) createFailed(ctx context.Context, what string, err error) (outco
 		// lasts minutes or hours, so wait for the sweep, and start over
 		// from the first choice then.
 		next.Reconciler.FullZones = nil
-		next.Reconciler.NotBefore = now.Add(run.r.opts.QuotaBackoff)
-		msg = "Out of capacity; retrying in a few minutes: " + msg
-		next.Status.Message = msg
-		setReady(next, "False", "OutOfCapacity", msg, now)
 		run.log.WarnContext(ctx, "no capacity; the sweep retries", slog.Any("error", err))
-		return done, run.write(ctx, next, false)
+		return run.retryLater(ctx, next, "OutOfCapacity", "Out of capacity; retrying in a few minutes: "+msg)
 	case provider.KindQuota:
 		endAttempt()
-		next.Reconciler.NotBefore = now.Add(run.r.opts.QuotaBackoff)
-		msg = "Quota exceeded; retrying in a few minutes: " + msg
-		next.Status.Message = msg
-		setReady(next, "False", "QuotaExceeded", msg, now)
 		run.log.WarnContext(ctx, "quota exceeded; the sweep retries", slog.Any("error", err))
-		return done, run.write(ctx, next, false)
+		return run.retryLater(ctx, next, "QuotaExceeded", "Quota exceeded; retrying in a few minutes: "+msg)
 	case provider.KindPermanent:
 		return run.fail(ctx, "CreateFailed", msg)
 	}
 	return run.providerError(ctx, what, err)
+}
+
+// retryLater records why a create was refused and when the next may be
+// tried (QuotaBackoff from now): until then the document's events do
+// nothing, and the sweep brings the retry.
+func (run *run) retryLater(ctx context.Context, next *proxy.Proxy, reason, msg string) (outcome, error) {
+	now := run.r.clock.Now()
+	next.Reconciler.NotBefore = now.Add(run.r.opts.QuotaBackoff)
+	next.Status.Message = msg
+	setReady(next, "False", reason, msg, now)
+	return done, run.write(ctx, next, false)
 }
