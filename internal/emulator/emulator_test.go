@@ -38,7 +38,7 @@ func TestStartFailsLoudly(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer l.Close()
-	_, err = emulator.Start(context.Background(), emulator.PubSub, emulator.Options{Host: l.Addr().String(), Timeout: 8 * time.Second})
+	_, err = emulator.Start(context.Background(), emulator.PubSub, emulator.Options{Host: l.Addr().String(), Timeout: 3 * time.Second})
 	if err == nil {
 		t.Fatalf("Start on a port that is taken succeeded")
 	}
