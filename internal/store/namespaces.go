@@ -51,19 +51,7 @@ func (s *Store) ListNamespaces(ctx context.Context, member string, pageSize int,
 		return nil, "", fmt.Errorf("listing namespaces: %w", err)
 	}
 	queried(ctx, len(snaps))
-	out := make([]*tenancy.Namespace, 0, min(len(snaps), pageSize))
-	for _, snap := range snaps[:min(len(snaps), pageSize)] {
-		ns, err := decodeNamespace(snap)
-		if err != nil {
-			return nil, "", err
-		}
-		out = append(out, ns)
-	}
-	next := ""
-	if len(snaps) > pageSize {
-		next = rules.PageToken(out[len(out)-1].Name)
-	}
-	return out, next, nil
+	return page(snaps, pageSize, decodeNamespace, func(ns *tenancy.Namespace) string { return ns.Name })
 }
 
 // CreateNamespace writes a new namespace document (rules.NewNamespace

@@ -202,17 +202,24 @@ func (s *Store) List(ctx context.Context, namespace string, pageSize int, pageTo
 		return nil, "", fmt.Errorf("listing the proxies of namespace %q: %w", namespace, err)
 	}
 	queried(ctx, len(snaps))
-	out := make([]*proxy.Proxy, 0, min(len(snaps), pageSize))
+	return page(snaps, pageSize, decode, func(p *proxy.Proxy) string { return p.Name })
+}
+
+// page decodes a page of a query's documents, asked for with one more than
+// pageSize so as to know whether another page follows, and makes the next
+// page's token from the last one's name ("" after the last page).
+func page[T any](snaps []*firestore.DocumentSnapshot, pageSize int, decode func(*firestore.DocumentSnapshot) (*T, error), name func(*T) string) ([]*T, string, error) {
+	out := make([]*T, 0, min(len(snaps), pageSize))
 	for _, snap := range snaps[:min(len(snaps), pageSize)] {
-		p, err := decode(snap)
+		v, err := decode(snap)
 		if err != nil {
 			return nil, "", err
 		}
-		out = append(out, p)
+		out = append(out, v)
 	}
 	next := ""
 	if len(snaps) > pageSize {
-		next = rules.PageToken(out[len(out)-1].Name)
+		next = rules.PageToken(name(out[len(out)-1]))
 	}
 	return out, next, nil
 }

@@ -67,11 +67,7 @@ func (s *Store) CreateNamespace(_ context.Context, ns *tenancy.Namespace) (*tena
 func (s *Store) UpdateNamespace(_ context.Context, name string, update func(*tenancy.Namespace) error) (*tenancy.Namespace, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	var next *tenancy.Namespace
-	ns, ok := s.namespaces[name]
-	if ok {
-		next = ns.Clone()
-	}
+	ns, next := s.copyOf(name)
 	if err := rules.Decide(name, next, update); err != nil {
 		return nil, err
 	}
@@ -87,11 +83,7 @@ func (s *Store) UpdateNamespace(_ context.Context, name string, update func(*ten
 func (s *Store) DeleteNamespace(_ context.Context, name string, check func(*tenancy.Namespace) error) error {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	var view *tenancy.Namespace
-	ns, ok := s.namespaces[name]
-	if ok {
-		view = ns.Clone()
-	}
+	ns, view := s.copyOf(name)
 	if err := rules.Decide(name, view, check); err != nil {
 		return err
 	}
@@ -102,4 +94,14 @@ func (s *Store) DeleteNamespace(_ context.Context, name string, check func(*tena
 	s.writes++
 	s.tick()
 	return nil
+}
+
+// copyOf returns the stored namespace and a copy of it for a caller to
+// decide on, both nil when there is none. s.mu must be held.
+func (s *Store) copyOf(name string) (stored, copied *tenancy.Namespace) {
+	ns, ok := s.namespaces[name]
+	if !ok {
+		return nil, nil
+	}
+	return ns, ns.Clone()
 }
