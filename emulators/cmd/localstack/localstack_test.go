@@ -144,8 +144,9 @@ func TestEndToEnd(t *testing.T) {
 	})
 	t.Logf("100 proxies Ready %s after they were requested", time.Since(start).Round(time.Millisecond))
 
-	s.coverage(t, "listNamespaces", "createNamespace", "getNamespace", "updateNamespace", "deleteNamespace",
-		"createProxy", "listProxies", "getProxy", "deleteProxy", "rotateProxy")
+	// The health check and the document itself are read around the
+	// checks: the document is what they check with.
+	s.coverage(t, "healthz", "getOpenAPI")
 
 	s.stop(t)
 }
