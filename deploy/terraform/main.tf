@@ -31,7 +31,9 @@ locals {
   # conditioned on the same variable. Empty: none.
   cloud_init_secret_prefix = var.cloud_init_secret_prefix == "" ? "" : "projects/${var.project_id}/secrets/${var.cloud_init_secret_prefix}"
   # What the ProxyAPI reads: who the admins are, and what the operator
-  # allows of every spec and of the gcp provider's placements.
+  # allows of every spec and of the gcp provider's placements. The ports
+  # and sources are what the firewall rule below opens, from the same
+  # variables: the API refuses a spec no client could reach.
   api_env = {
     NAMESPACE_QUOTA           = tostring(var.namespace_quota)
     API_ADMINS                = join(",", var.api_admins)
@@ -40,6 +42,8 @@ locals {
     MIN_SOURCE_PREFIX_IPV4    = tostring(var.min_source_prefix_ipv4)
     MIN_SOURCE_PREFIX_IPV6    = tostring(var.min_source_prefix_ipv6)
     ALLOW_ANY_SOURCE          = tostring(var.allow_any_source)
+    PROXY_PORTS               = join(",", var.proxy_ports)
+    FIREWALL_SOURCE_RANGES    = join(",", var.allowed_source_ranges)
     GCP_ALLOWED_REGIONS       = join(",", var.gcp_allowed_regions)
     GCP_ALLOWED_MACHINE_TYPES = join(",", var.gcp_allowed_machine_types)
     GCP_ALLOWED_IMAGES        = join(",", var.gcp_allowed_images)
@@ -86,7 +90,9 @@ resource "google_firestore_field" "progress_time" {
   }
 }
 
-# The firewall rule that opens the proxy ports of proxy VMs, by tag.
+# The firewall rule that opens the proxy ports of proxy VMs, by tag: one
+# rule per deployment, to which the API holds every spec, so the functions
+# need no right over firewalls.
 resource "google_compute_firewall" "proxy" {
   name          = "egress-proxy-allow"
   network       = var.network

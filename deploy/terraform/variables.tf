@@ -26,7 +26,7 @@ variable "providers_enabled" {
 }
 
 variable "allowed_source_ranges" {
-  description = "CIDRs the firewall lets reach proxy ports. Each proxy narrows this further with its own allowedSourceRanges."
+  description = "CIDRs the firewall lets reach proxy ports (FIREWALL_SOURCE_RANGES). Each proxy narrows this further with its own allowedSourceRanges, which the API holds within these."
   type        = list(string)
   validation {
     condition     = length(var.allowed_source_ranges) > 0 && alltrue([for r in var.allowed_source_ranges : can(cidrhost(r, 0))])
@@ -35,9 +35,13 @@ variable "allowed_source_ranges" {
 }
 
 variable "proxy_ports" {
-  description = "TCP ports (or ranges such as \"3128-3130\") the firewall opens on proxy VMs."
+  description = "TCP ports (or ranges such as \"3128-3130\") the firewall opens on proxy VMs (PROXY_PORTS): a proxy's spec.port must be one of them."
   type        = list(string)
   default     = ["3128"]
+  validation {
+    condition     = length(var.proxy_ports) > 0 && alltrue([for p in var.proxy_ports : can(regex("^[0-9]+(-[0-9]+)?$", p))])
+    error_message = "proxy_ports must hold at least one port or range such as 3128-3130."
+  }
 }
 
 variable "network" {

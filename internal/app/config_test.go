@@ -6,6 +6,7 @@ import (
 	"go/token"
 	"io/fs"
 	"log/slog"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -35,7 +36,8 @@ func defaults() app.Config {
 		Project:   "demo-x",
 		Providers: []string{"mock"}, DefaultProvider: "mock",
 		LogLevel: slog.LevelInfo, LogFormat: "json",
-		API: app.APIConfig{Quota: 20, Policy: proxy.Policy{MinPrefixIPv4: 8, MinPrefixIPv6: 32}},
+		API: app.APIConfig{Quota: 20, Policy: proxy.Policy{MinPrefixIPv4: 8, MinPrefixIPv6: 32,
+			ProxyPorts: []proxy.PortRange{{First: 3128, Last: 3128}}, FirewallSourceRanges: []netip.Prefix{netip.MustParsePrefix("0.0.0.0/0"), netip.MustParsePrefix("::/0")}}},
 		Reconcile: reconcile.Options{WaitBudget: time.Minute, InitialBackoff: 2 * time.Second, MaxBackoff: 10 * time.Second,
 			BootTimeout: 10 * time.Minute, MaxBootFailures: 3},
 		GC:           gc.Options{GracePeriod: 10 * time.Minute, Parallelism: 16, SweepThreshold: 2 * time.Minute},
@@ -68,12 +70,15 @@ func TestLoad(t *testing.T) {
 				"GC_GRACE_PERIOD": "30m", "GC_PARALLELISM": "4", "GC_DRY_RUN": "true", "GC_SWEEP_THRESHOLD": "90s", "MOCK_PROVISIONING_DELAY": "1s",
 				"BOOT_TIMEOUT": "5m", "MAX_BOOT_FAILURES": "2", "MOCK_CALL_HOME": "false",
 				"API_ADMINS": "Ops@Example.com, domain:platform.example", "LOCAL_IDENTITY": "Dev@Localhost", "ALLOW_CUSTOM_CLOUD_INIT": "true",
-				"CLOUD_INIT_SECRET_PREFIX": "projects/demo-x/secrets/egress-", "MIN_SOURCE_PREFIX_IPV4": "16", "MIN_SOURCE_PREFIX_IPV6": "48", "ALLOW_ANY_SOURCE": "true"},
+				"CLOUD_INIT_SECRET_PREFIX": "projects/demo-x/secrets/egress-", "MIN_SOURCE_PREFIX_IPV4": "16", "MIN_SOURCE_PREFIX_IPV6": "48", "ALLOW_ANY_SOURCE": "true",
+				"PROXY_PORTS": "3128, 8080-8090", "FIREWALL_SOURCE_RANGES": "203.0.113.0/24,2001:db8::/32"},
 			want: with(func(c *app.Config) {
 				c.LogLevel, c.LogFormat, c.API.Quota = slog.LevelDebug, "text", 5
 				c.API.Admins, _ = tenancy.ParseAdmins("ops@example.com,domain:platform.example")
 				c.API.LocalIdentity = "dev@localhost"
-				c.API.Policy = proxy.Policy{MinPrefixIPv4: 16, MinPrefixIPv6: 48, AllowAnySource: true, AllowCloudInit: true}
+				c.API.Policy = proxy.Policy{MinPrefixIPv4: 16, MinPrefixIPv6: 48, AllowAnySource: true, AllowCloudInit: true,
+					ProxyPorts:           []proxy.PortRange{{First: 3128, Last: 3128}, {First: 8080, Last: 8090}},
+					FirewallSourceRanges: []netip.Prefix{netip.MustParsePrefix("203.0.113.0/24"), netip.MustParsePrefix("2001:db8::/32")}}
 				c.CloudInitSecretPrefix = "projects/demo-x/secrets/egress-"
 				c.Reconcile = reconcile.Options{WaitBudget: 2 * time.Minute, InitialBackoff: 400 * time.Millisecond, MaxBackoff: 2 * time.Second,
 					BootTimeout: 5 * time.Minute, MaxBootFailures: 2}
@@ -111,6 +116,21 @@ func TestLoad(t *testing.T) {
 			reason:  "a longest wait shorter than the first is refused, naming both",
 			env:     map[string]string{"GOOGLE_CLOUD_PROJECT": "demo-x", "RECONCILE_INITIAL_BACKOFF": "5s", "RECONCILE_MAX_BACKOFF": "1s"},
 			wantErr: "config: RECONCILE_MAX_BACKOFF=1s is shorter than RECONCILE_INITIAL_BACKOFF=5s",
+		},
+		"PortRangeBackwards": {
+			reason:  "a range of ports must go up, as a firewall rule's",
+			env:     map[string]string{"GOOGLE_CLOUD_PROJECT": "demo-x", "PROXY_PORTS": "3128,8090-8080"},
+			wantErr: `config: PROXY_PORTS="3128,8090-8080" "8090-8080" is neither a port (1-65535) nor a range of them such as 3128-3130`,
+		},
+		"NoPorts": {
+			reason:  "a firewall that opens no port serves no proxy",
+			env:     map[string]string{"GOOGLE_CLOUD_PROJECT": "demo-x", "PROXY_PORTS": " , "},
+			wantErr: `config: PROXY_PORTS=" , " names no port`,
+		},
+		"FirewallRangeNotACIDR": {
+			reason:  "the firewall's ranges are CIDRs",
+			env:     map[string]string{"GOOGLE_CLOUD_PROJECT": "demo-x", "FIREWALL_SOURCE_RANGES": "203.0.113.0/24,office"},
+			wantErr: `config: FIREWALL_SOURCE_RANGES="203.0.113.0/24,office" "office" is not a CIDR such as 203.0.113.0/24`,
 		},
 		"BadLevel": {
 			reason:  "a log level names the levels there are",
@@ -210,7 +230,7 @@ func TestLoad(t *testing.T) {
 				t.Fatalf("%s\nerror (-want +got):\n%s", tc.reason, diff)
 			}
 			if err == nil {
-				if diff := cmp.Diff(tc.want, got, cmpopts.IgnoreFields(mock.Options{}, "Clock"), cmpopts.EquateEmpty()); diff != "" {
+				if diff := cmp.Diff(tc.want, got, cmpopts.IgnoreFields(mock.Options{}, "Clock"), cmpopts.EquateEmpty(), cmpopts.EquateComparable(netip.Prefix{})); diff != "" {
 					t.Errorf("%s\nconfig (-want +got):\n%s", tc.reason, diff)
 				}
 			}

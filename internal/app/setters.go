@@ -104,3 +104,20 @@ func splitList(s string) []string {
 	}
 	return out
 }
+
+// nonEmptyList reads a comma-separated list of at least one item, each
+// read by parse; what the items are is said by what, for the error of an
+// empty one.
+func nonEmptyList[T any](what string, parse func([]string) ([]T, error), field func(*Config) *[]T) func(*Config, string) error {
+	return func(c *Config, v string) error {
+		items, err := parse(splitList(v))
+		if err != nil {
+			return err
+		}
+		if len(items) == 0 {
+			return fmt.Errorf("names no %s", what)
+		}
+		*field(c) = items
+		return nil
+	}
+}

@@ -2,6 +2,7 @@ package httpapi_test
 
 import (
 	"context"
+	"net/netip"
 	"strings"
 	"testing"
 
@@ -37,6 +38,16 @@ func TestPolicy(t *testing.T) {
 		}
 	}
 	europeOnly := gcpPolicy(gcp.Policy{Regions: []string{"europe-west4"}, MachineTypes: gcp.DefaultAllowedMachineTypes, Images: gcp.DefaultAllowedImages})
+	firewall := func(ranges ...string) func(*httpapi.Options) {
+		return func(o *httpapi.Options) {
+			for _, r := range ranges {
+				o.Policy.FirewallSourceRanges = append(o.Policy.FirewallSourceRanges, netip.MustParsePrefix(r))
+			}
+		}
+	}
+	ports := func(r ...proxy.PortRange) func(*httpapi.Options) {
+		return func(o *httpapi.Options) { o.Policy.ProxyPorts = r }
+	}
 	cases := map[string]struct {
 		reason   string
 		change   func(*httpapi.Options)
@@ -44,6 +55,8 @@ func TestPolicy(t *testing.T) {
 		code     int
 		field    string
 		ruleName string
+		// port, if set, is the port the stored spec must have.
+		port int32
 	}{
 		"AnySourceRefused":      {reason: "0.0.0.0/0 needs the operator's leave", spec: ranges("0.0.0.0/0"), code: 400, field: "spec.allowedSourceRanges[0]", ruleName: proxy.ReasonSourceRangeTooWide},
 		"AnySourceIPv6Refused":  {reason: "::/0 too", spec: ranges("203.0.113.0/24", "::/0"), code: 400, field: "spec.allowedSourceRanges[1]", ruleName: proxy.ReasonSourceRangeTooWide},
@@ -53,6 +66,17 @@ func TestPolicy(t *testing.T) {
 		"IPv4Slash8":            {reason: "a /8 is the widest", spec: ranges("10.0.0.0/8"), code: 201},
 		"IPv6WiderThan32":       {reason: "a /31 is wider than a /32", spec: ranges("2001:db8::/31"), code: 400, field: "spec.allowedSourceRanges[0]", ruleName: proxy.ReasonSourceRangeTooWide},
 		"IPv6Slash32":           {reason: "a /32 is the widest", spec: ranges("2001:db8::/32"), code: 201},
+		"PortNotOpen":           {reason: "a port the firewall does not open: the proxy would serve no one", spec: gcpSpec(region, `"port":8080`), code: 400, field: "spec.port", ruleName: proxy.ReasonPortNotOpen},
+		"PortOpen":              {reason: "3128, which the firewall opens by default", spec: gcpSpec(region, `"port":3128`), code: 201},
+		"PortInAnOpenRange":     {reason: "a port of a range PROXY_PORTS opens", change: ports(proxy.PortRange{First: 3128, Last: 3128}, proxy.PortRange{First: 8080, Last: 8090}), spec: gcpSpec(region, `"port":8085`), code: 201, port: 8085},
+		"PortPastAnOpenRange":   {reason: "one past the range", change: ports(proxy.PortRange{First: 3128, Last: 3128}, proxy.PortRange{First: 8080, Last: 8090}), spec: gcpSpec(region, `"port":8091`), code: 400, field: "spec.port", ruleName: proxy.ReasonPortNotOpen},
+		"DefaultPortNotOpen":    {reason: "a spec without a port gets one the firewall opens", change: ports(proxy.PortRange{First: 8080, Last: 8080}), spec: gcpSpec(region, ""), code: 201, port: 8080},
+		"SourceInFirewall":      {reason: "a range inside the firewall's", change: firewall("203.0.0.0/16"), spec: ranges("203.0.113.0/24"), code: 201},
+		"SourceOutsideFirewall": {reason: "a range the firewall keeps out: its clients could never reach the proxy", change: firewall("203.0.113.0/24"), spec: ranges("203.0.113.0/24", "198.51.100.0/24"), code: 400, field: "spec.allowedSourceRanges[1]", ruleName: proxy.ReasonSourceRangeNotOpen},
+		"SourceWiderThanFW":     {reason: "a range only half inside the firewall's", change: firewall("203.0.113.0/25"), spec: ranges("203.0.113.0/24"), code: 400, field: "spec.allowedSourceRanges[0]", ruleName: proxy.ReasonSourceRangeNotOpen},
+		"SourceAcrossTwoRanges": {reason: "a range the firewall's two halves cover together", change: firewall("203.0.113.0/25", "203.0.113.128/25"), spec: ranges("203.0.113.0/24"), code: 201},
+		"AnySourceBeyondFW":     {reason: "ALLOW_ANY_SOURCE does not open the firewall", change: func(o *httpapi.Options) { o.Policy.AllowAnySource = true; firewall("203.0.113.0/24")(o) }, spec: ranges("0.0.0.0/0"), code: 400, field: "spec.allowedSourceRanges[0]", ruleName: proxy.ReasonSourceRangeNotOpen},
+		"IPv6OutsideIPv4FW":     {reason: "an IPv6 range through a firewall that lets in IPv4 only", change: firewall("0.0.0.0/0"), spec: ranges("2001:db8::/48"), code: 400, field: "spec.allowedSourceRanges[0]", ruleName: proxy.ReasonSourceRangeNotOpen},
 		"CloudInitDisabled":     {reason: "custom cloud-init is a feature the operator enables: 403 naming it", spec: gcpSpec(region, `"cloudInit":"#cloud-config\n"`), code: 403, field: "spec.cloudInit", ruleName: proxy.ReasonCloudInitDisabled},
 		"CloudInitEnabled":      {reason: "enabled, it is taken", change: allowCloudInit, spec: gcpSpec(region, `"cloudInit":"#cloud-config\n"`), code: 201},
 		"CloudInitTooLarge":     {reason: "over Compute's metadata value limit", change: allowCloudInit, spec: gcpSpec(region, `"cloudInit":"`+strings.Repeat("x", gcp.MaxMetadataValueBytes+1)+`"`), code: 400, field: "spec.cloudInit", ruleName: gcp.ReasonCloudInitTooLarge},
@@ -94,8 +118,11 @@ func TestPolicy(t *testing.T) {
 				t.Fatalf("%s\nstatus %d, want %d\n%.2000s", tc.reason, resp.StatusCode, tc.code, b)
 			}
 			if tc.code == 201 {
-				if _, err := e.store.Get(context.Background(), proxy.Key{Namespace: "team-a", Name: "new"}); err != nil {
+				p, err := e.store.Get(context.Background(), proxy.Key{Namespace: "team-a", Name: "new"})
+				if err != nil {
 					t.Errorf("%s\naccepted, but not written: %v", tc.reason, err)
+				} else if tc.port != 0 && p.Spec.Port != tc.port {
+					t.Errorf("%s\nstored with port %d, want %d", tc.reason, p.Spec.Port, tc.port)
 				}
 				return
 			}

@@ -35,7 +35,7 @@ func (a *API) createProxy(x *exchange) {
 	if proxy.IsLabel(req.Name) {
 		x.setResource(key.Path())
 	}
-	spec := req.Spec.WithDefaults(a.opts.DefaultProvider)
+	spec := req.Spec.WithDefaults(a.opts.DefaultProvider, a.opts.Policy.DefaultPort())
 	var errs proxy.FieldErrors
 	if fe := proxy.ValidateName("name", req.Name); fe != nil {
 		errs = append(errs, *fe)

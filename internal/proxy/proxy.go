@@ -136,6 +136,14 @@ type Status struct {
 	Rotations int64 `json:"rotations,omitempty" firestore:"rotations,omitempty"`
 }
 
+// Settled reports whether a proxy with this status needs no further work
+// until something changes. Its phase must be settled, and a Failed proxy
+// must have no VM left: the VM it still names is deleted first, and the
+// sweep comes back to one whose deletion was cut short.
+func (s Status) Settled() bool {
+	return s.Phase.Settled() && (s.Phase != PhaseFailed || s.ProviderID == "")
+}
+
 // Bookkeeping is the reconciler's private state in the document. It is never
 // shown by the API.
 type Bookkeeping struct {

@@ -61,6 +61,7 @@ const (
 	ReasonProviderNotEnabled      = "PROVIDER_NOT_ENABLED"
 	ReasonRegionRequired          = "REGION_REQUIRED"
 	ReasonPortOutOfRange          = "PORT_OUT_OF_RANGE"
+	ReasonPortNotOpen             = "PORT_NOT_OPEN"
 	ReasonCloudInitAndSecret      = "CLOUD_INIT_AND_SECRET"
 	ReasonCloudInitDisabled       = "CLOUD_INIT_DISABLED"
 	ReasonCloudInitSecretDisabled = "CLOUD_INIT_SECRET_DISABLED"
@@ -71,6 +72,7 @@ const (
 	ReasonSourceRangeInvalid      = "SOURCE_RANGE_INVALID"
 	ReasonSourceRangeMapped       = "SOURCE_RANGE_IPV4_MAPPED"
 	ReasonSourceRangeTooWide      = "SOURCE_RANGE_TOO_WIDE"
+	ReasonSourceRangeNotOpen      = "SOURCE_RANGE_OUTSIDE_FIREWALL"
 	ReasonIPPolicyInvalid         = "IP_POLICY_INVALID"
 	ReasonMaxAgeInvalid           = "MAX_AGE_INVALID"
 	ReasonMaxAgeTooShort          = "MAX_AGE_TOO_SHORT"
@@ -98,6 +100,16 @@ type Policy struct {
 	// with, projects/P/secrets/egress- (followed by the namespace and '-':
 	// a team names only its own secrets); empty refuses cloudInitSecret.
 	CloudInitSecretPrefix string
+	// ProxyPorts are the ports the firewall opens on proxy VMs
+	// (PROXY_PORTS, Terraform's proxy_ports): a proxy on any other port
+	// would turn Ready, its self-test running over loopback, and no client
+	// could reach it. None: DefaultPort alone.
+	ProxyPorts []PortRange
+	// FirewallSourceRanges are the sources the firewall lets reach those
+	// ports (FIREWALL_SOURCE_RANGES, Terraform's allowed_source_ranges):
+	// each of a spec's allowedSourceRanges must lie within them, for the
+	// same reason. None: any source.
+	FirewallSourceRanges []netip.Prefix
 }
 
 // Defaults of Policy.
@@ -147,6 +159,8 @@ func (s Spec) Validate(namespace string, pol Policy, enabled func(string) bool) 
 	}
 	if s.Port < 1 || s.Port > 65535 {
 		add("spec.port", ReasonPortOutOfRange, "%d is outside 1-65535", s.Port)
+	} else if !pol.PortOpen(s.Port) {
+		add("spec.port", ReasonPortNotOpen, "%d is not a port the firewall opens to proxies (PROXY_PORTS: %s): no client could reach the proxy", s.Port, pol.portsText())
 	}
 	errs = append(errs, s.validateCloudInit(namespace, pol)...)
 	errs = append(errs, s.validateSourceRanges(pol)...)
@@ -225,6 +239,7 @@ func (s Spec) validateSourceRanges(pol Policy) FieldErrors {
 		if err == nil && p.Addr().Is6() {
 			min = pol.MinPrefixIPv6
 		}
+		before := len(errs)
 		switch {
 		case err != nil:
 			errs = append(errs, FieldError{Field: field, Reason: ReasonSourceRangeInvalid, Description: fmt.Sprintf("%q is not a CIDR such as 203.0.113.0/24", r)})
@@ -238,18 +253,22 @@ func (s Spec) validateSourceRanges(pol Policy) FieldErrors {
 			errs = append(errs, FieldError{Field: field, Reason: ReasonSourceRangeTooWide,
 				Description: fmt.Sprintf("%q is wider than the /%d this platform allows", r, min)})
 		}
+		if len(errs) == before && !pol.withinFirewall(p) {
+			errs = append(errs, FieldError{Field: field, Reason: ReasonSourceRangeNotOpen,
+				Description: fmt.Sprintf("%q reaches beyond the sources the firewall lets in (FIREWALL_SOURCE_RANGES: %s): clients there could never reach the proxy", r, pol.firewallText())})
+		}
 	}
 	return errs
 }
 
 // WithDefaults fills in what a request may leave out: the provider, the
-// port and the IP policy.
-func (s Spec) WithDefaults(defaultProvider string) Spec {
+// port (Policy.DefaultPort) and the IP policy.
+func (s Spec) WithDefaults(defaultProvider string, defaultPort int32) Spec {
 	if s.Provider == "" {
 		s.Provider = defaultProvider
 	}
 	if s.Port == 0 {
-		s.Port = DefaultPort
+		s.Port = defaultPort
 	}
 	if s.IPPolicy == "" {
 		s.IPPolicy = IPEphemeral

@@ -29,8 +29,8 @@
 //	Provisioning   a request; Running with an IP       record the endpoint                    Ready
 //	Provisioning   a request; still booting            nothing                                Provisioning
 //	Provisioning   booting past BootTimeout, or a      count a boot failure; replace, or at   Replacing
-//	               BootError                           MaxBootFailures delete it and fail     or Failed
-//	                                                   with its console's last lines
+//	               BootError                           MaxBootFailures fail (below) with its  or Failed
+//	                                                   console's last lines
 //	Provisioning   not found, within NotFoundGrace     record when it went missing            Provisioning
 //	Ready          a write's event                     nothing                                Ready
 //	Ready          a request; Running                  nothing                                Ready
@@ -42,12 +42,22 @@
 //	Replacing      the old VM gone                     Create again, a new attempt (request   Provisioning
 //	                                                   id); a Static proxy's address reused
 //	(any)          a retryable provider error          record it, retry after a backoff       same
-//	(any)          a permanent provider error (or a    record the provider's message          Failed
-//	               create's operation that says so)
-//	Failed         —                                   nothing, until the proxy is deleted    Failed
+//	(any)          a permanent provider error (or a    record Failed with the provider's      Failed
+//	               create's operation that says so)    message, still naming the VM; then
+//	                                                   as Failed with a VM
+//	Failed         a VM still named (the run that      Delete it; once Get says gone, forget  Failed
+//	               failed it, or one cut short)        it (a Static proxy's address stays);
+//	                                                   a refused Delete waits for the sweep
+//	Failed         no VM                               nothing, until the proxy is deleted    Failed
+//
+// A Failed proxy costs nothing: Failed is written while the document still
+// names the VM, and the VM is deleted after, so a run cut short between
+// the two leaves a Failed document that names a VM, which the write's event
+// or the sweep finishes (a Failed proxy with a VM is not settled). The
+// garbage collector would not: the Failed document claims its uid.
 //
 // A run waits inside itself only for what takes seconds: a VM on its way
-// out (deletion, replacement) and a provider call to retry. Those waits use
+// out (deletion, replacement, failure) and a provider call to retry. Those waits use
 // capped exponential backoff with jitter within a budget; when the budget
 // runs out the run hands its lease on through a message on proxy-reconcile.
 //

@@ -2,9 +2,11 @@ package reconcile_test
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -15,6 +17,7 @@ import (
 
 	"github.com/egress-proxies/egress/internal/clock"
 	"github.com/egress-proxies/egress/internal/emulatortest"
+	"github.com/egress-proxies/egress/internal/provider"
 	"github.com/egress-proxies/egress/internal/provider/mock"
 	"github.com/egress-proxies/egress/internal/proxy"
 	"github.com/egress-proxies/egress/internal/reconcile"
@@ -189,5 +192,58 @@ func checkSettled(t *testing.T, st *countingStore, m *mock.Provider, q *queue, k
 	}
 	if msgs := q.take(); len(msgs) != 0 {
 		t.Errorf("runs requeued %v, want none: nothing waits for a boot", msgs)
+	}
+}
+
+// TestFailedVMLeftToTheSweep: over Firestore, a proxy that fails while its
+// VM cannot be deleted stays Failed naming the VM, and the sweep's query
+// (the collection-group query on the progress time) finds it until a run
+// has deleted the VM; then it is settled, with the reason it failed for.
+func TestFailedVMLeftToTheSweep(t *testing.T) {
+	r, st, m, q, clk := firestoreWorld(t)
+	ctx := context.Background()
+	key := proxy.Key{Namespace: "team-a", Name: "failing"}
+	createDoc(t, st, key)
+	if err := r.Reconcile(ctx, key, reconcile.Trigger{Reason: proxy.ReasonWritten}); err != nil {
+		t.Fatal(err)
+	}
+	callHome(t, r, q, clk)
+
+	forbidden := func(op string) error {
+		return provider.NewError(provider.KindPermanent, op, "", errors.New("403 the caller lacks compute.instances."+op))
+	}
+	m.FailNext(mock.MethodGet, 1, forbidden("get"))
+	m.FailNext(mock.MethodDelete, 1, forbidden("delete"))
+	if err := r.Reconcile(ctx, key, reconcile.Trigger{Reason: proxy.ReasonDrift}); err != nil {
+		t.Fatal(err)
+	}
+	stalled := func() bool {
+		t.Helper()
+		keys, err := st.Stalled(ctx, clk.Now().Add(time.Hour), 10)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return slices.Contains(keys, key)
+	}
+	p, err := st.Get(ctx, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Status.Phase != proxy.PhaseFailed || p.Status.ProviderID == "" || len(m.Instances()) != 1 || !stalled() {
+		t.Fatalf("after the refused delete: phase %s, providerID %q, %d instances, stalled %v; want Failed naming its one VM, for the sweep",
+			p.Status.Phase, p.Status.ProviderID, len(m.Instances()), stalled())
+	}
+
+	clk.Advance(time.Hour)
+	if err := r.Reconcile(ctx, key, reconcile.Trigger{Reason: proxy.ReasonSweep}); err != nil {
+		t.Fatal(err)
+	}
+	if p, err = st.Get(ctx, key); err != nil {
+		t.Fatal(err)
+	}
+	if p.Status.Phase != proxy.PhaseFailed || p.Status.ProviderID != "" || len(m.Instances()) != 0 || stalled() ||
+		!strings.Contains(p.Status.Message, "403 the caller lacks compute.instances.get") {
+		t.Errorf("after the sweep's run: phase %s, providerID %q, %d instances, stalled %v, message %q; want Failed, no VM, settled, saying why",
+			p.Status.Phase, p.Status.ProviderID, len(m.Instances()), stalled(), p.Status.Message)
 	}
 }

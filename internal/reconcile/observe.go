@@ -101,8 +101,8 @@ const consoleLines = 20
 
 // bootFailed counts a VM that did not become ready and replaces it; the
 // MaxBootFailures-th fails the proxy, with the last lines of that VM's
-// console in its message, and deletes the VM so a failed proxy costs
-// nothing.
+// console in its message (read before the VM goes), and fail deletes the
+// VM.
 func (run *run) bootFailed(ctx context.Context, reason, message string) (outcome, error) {
 	p := run.doc
 	failures := p.Reconciler.BootFailures + 1
@@ -122,12 +122,8 @@ func (run *run) bootFailed(ctx context.Context, reason, message string) (outcome
 	} else if !errors.Is(err, provider.ErrNoConsole) {
 		run.log.WarnContext(ctx, "cannot read the console of the instance", slog.String("providerID", p.Status.ProviderID), slog.Any("error", err))
 	}
-	if err := run.prov.Delete(ctx, p.Status.ProviderID); err != nil && !errors.Is(err, provider.ErrNotFound) {
-		return run.providerError(ctx, "deleting instance "+p.Status.ProviderID+", which did not become ready", err)
-	}
 	next := run.next()
 	next.Reconciler.BootFailures = failures
-	next.Status.ProviderID, next.Status.IP, next.Status.Endpoint, next.Status.State = "", "", "", ""
 	run.doc = next
 	return run.fail(ctx, reason, msg)
 }

@@ -285,8 +285,11 @@ func (run *run) step(ctx context.Context) (outcome, error) {
 	rotate := run.rotationDue()
 	switch p.Status.Phase {
 	case proxy.PhaseFailed:
-		// A permanent failure stays until the proxy is deleted.
-		return done, nil
+		// A permanent failure stays until the proxy is deleted; what may
+		// be left to do is delete the VM it still names.
+		if p.Status.ProviderID == "" {
+			return done, nil
+		}
 	case proxy.PhaseReady, proxy.PhaseProvisioning:
 		if !requested && !rotate {
 			// The event of a write: nothing here changes by itself soon. A
@@ -297,10 +300,17 @@ func (run *run) step(ctx context.Context) (outcome, error) {
 	}
 	prov, err := run.r.providers.Get(ctx, p.Spec.Provider)
 	if err != nil {
+		if p.Status.Phase == proxy.PhaseFailed {
+			// Keep the reason it failed for; the sweep comes back for the VM.
+			run.log.WarnContext(ctx, "provider not available; the failed proxy's instance waits", slog.String("providerID", p.Status.ProviderID), slog.Any("error", err))
+			return done, nil
+		}
 		return run.fail(ctx, "ProviderUnavailable", fmt.Sprintf("provider %q is not available: %v", p.Spec.Provider, err))
 	}
 	run.prov = prov
 	switch {
+	case p.Status.Phase == proxy.PhaseFailed:
+		return run.failedVM(ctx)
 	case rotate && (p.Status.Phase == proxy.PhaseReady || p.Status.Phase == proxy.PhaseProvisioning):
 		return run.rotate(ctx)
 	case p.Status.Phase == proxy.PhaseReplacing:

@@ -84,13 +84,13 @@ func TestRotation(t *testing.T) {
 			want: rotated{Phase: proxy.PhaseReady, SameEndpoint: true, Creates: 1, Instances: 1, SameCredentials: true},
 		},
 		"FailedIsNotRotated": {
-			reason: "A Failed proxy stays Failed until it is deleted, rotation or not.",
+			reason: "A Failed proxy stays Failed until it is deleted, rotation or not: no new VM is made, and the one it still names is deleted.",
 			run: func(w *world, _ *proxy.Proxy) {
 				w.update(func(p *proxy.Proxy) { p.Status.Phase = proxy.PhaseFailed })
 				w.requestRotation(w.clock.Now())
 				w.sweep()
 			},
-			want: rotated{Phase: proxy.PhaseFailed, SameEndpoint: true, Creates: 1, Instances: 1, SameCredentials: true},
+			want: rotated{Phase: proxy.PhaseFailed, Creates: 1, Instances: 0, SameCredentials: true},
 		},
 		"LostDuringRotation": {
 			reason: "A VM lost as it is rotated is one replacement of the proxy's, counted once, as a rotation.",

@@ -37,7 +37,7 @@ func (run *run) write(ctx context.Context, next *proxy.Proxy, hold bool) error {
 	if hold {
 		next.Reconciler.LeaseExpireTime = now.Add(run.r.opts.LeaseDuration)
 	}
-	if next.Status.Phase.Settled() {
+	if next.Status.Settled() {
 		next.Reconciler.ProgressTime = time.Time{}
 	} else {
 		next.Reconciler.ProgressTime = now
@@ -127,18 +127,4 @@ func (run *run) providerError(ctx context.Context, what string, err error) (outc
 		return done, err
 	}
 	return wait, nil
-}
-
-// fail settles the proxy in phase Failed.
-func (run *run) fail(ctx context.Context, reason, msg string) (outcome, error) {
-	next := run.next()
-	next.Status.Phase = proxy.PhaseFailed
-	next.Status.Message = msg
-	setReady(next, "False", reason, msg, run.r.clock.Now())
-	// Not "message": that is the line's own key in Cloud Logging's shape.
-	run.log.ErrorContext(ctx, "proxy failed", slog.String("reason", reason), slog.String("statusMessage", msg))
-	if err := run.write(ctx, next, false); err != nil {
-		return done, err
-	}
-	return done, nil
 }

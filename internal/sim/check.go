@@ -46,14 +46,22 @@ func (w *World) check() {
 		case proxy.PhaseFailed:
 			w.stats.FailedAtEnd++
 		}
+		if p.Status.Phase == proxy.PhaseFailed {
+			// Whatever it failed of, a Failed proxy costs nothing: once
+			// things settle no VM carries its uid and it names none, and
+			// its status still says why.
+			if len(mine) != 0 || p.Status.ProviderID != "" {
+				w.violation("%s: Failed (%s) but %d instances carry its uid and it names %q, want none", key, p.Status.Message, len(mine), p.Status.ProviderID)
+			}
+			if p.Status.Message == "" {
+				w.violation("%s: Failed with no message saying why", key)
+			}
+		}
 		switch {
 		case p.Status.Phase == proxy.PhaseFailed && (p.Reconciler.BootFailures >= maxBootFailures || readyReason(p) == "CreateFailed"):
 			// A proxy whose VMs never became ready, or whose create can
 			// never succeed (a missing image), ends Failed — never
-			// stranded — and keeps no VM.
-			if len(mine) != 0 {
-				w.violation("%s: Failed (%s) but %d instances carry its uid, want none", key, p.Status.Message, len(mine))
-			}
+			// stranded.
 		case p.Status.Phase != proxy.PhaseReady:
 			w.violation("%s: phase %s after faults stopped, want Ready, or Failed after %d boot failures (%s)", key, p.Status.Phase, maxBootFailures, p.Status.Message)
 		case len(mine) != 1:

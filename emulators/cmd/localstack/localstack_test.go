@@ -48,6 +48,10 @@ func TestEndToEnd(t *testing.T) {
 		t.Errorf("an outsider's list of demo: %d, want 403", resp.StatusCode)
 	}
 
+	// A port the firewall does not open (the stack's PROXY_PORTS is the
+	// default, 3128): 400 naming spec.port and the rule, nothing made.
+	s.refused(t, "demo", "closed-port", `"port":8080`, "spec.port", "PORT_NOT_OPEN")
+
 	// The built CLI, from creation to deletion.
 	t.Run("CLI", s.driveCLI)
 
@@ -283,6 +287,46 @@ func (s *liveStack) postWith(t *testing.T, ns, name, fields string) (int, resour
 	var r resource
 	json.NewDecoder(resp.Body).Decode(&r)
 	return resp.StatusCode, r
+}
+
+// refused posts a proxy whose spec has the further fields and checks the
+// answer is 400 with one field violation, field, and the ErrorInfo reason
+// of the rule, and that the proxy does not exist.
+func (s *liveStack) refused(t *testing.T, ns, name, fields, field, reason string) {
+	t.Helper()
+	body := fmt.Sprintf(`{"name":%q,"spec":{"placement":{"region":"us-central1","zone":"us-central1-a"},"allowedSourceRanges":["203.0.113.0/24"],%s}}`, name, fields)
+	resp := s.do(t, http.MethodPost, "/v1/namespaces/"+ns+"/proxies", []byte(body))
+	defer resp.Body.Close()
+	var e struct {
+		Error struct {
+			Details []struct {
+				Type            string `json:"@type"`
+				Reason          string `json:"reason"`
+				FieldViolations []struct {
+					Field, Reason string
+				} `json:"fieldViolations"`
+			} `json:"details"`
+		} `json:"error"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&e); err != nil {
+		t.Fatalf("create %s/%s with %s: %d, body not JSON: %v", ns, name, fields, resp.StatusCode, err)
+	}
+	var fieldsGot []string
+	reasonGot := ""
+	for _, d := range e.Error.Details {
+		for _, v := range d.FieldViolations {
+			fieldsGot = append(fieldsGot, v.Field+" "+v.Reason)
+		}
+		if strings.HasSuffix(d.Type, "google.rpc.ErrorInfo") {
+			reasonGot = d.Reason
+		}
+	}
+	if want := []string{field + " " + reason}; resp.StatusCode != http.StatusBadRequest || reasonGot != reason || fmt.Sprint(fieldsGot) != fmt.Sprint(want) {
+		t.Errorf("create %s/%s with %s: %d, reason %q, violations %q; want 400, %s, %q", ns, name, fields, resp.StatusCode, reasonGot, fieldsGot, reason, want)
+	}
+	if code, _ := s.get(t, ns, name); code != http.StatusNotFound {
+		t.Errorf("the refused proxy %s/%s: GET %d, want 404", ns, name, code)
+	}
 }
 
 func (s *liveStack) create(t *testing.T, ns, name string) resource {
