@@ -155,7 +155,9 @@ type wideList struct {
 	m *mock.Provider
 }
 
-func (w wideList) ListByTag(context.Context) ([]provider.Instance, error) { return w.m.Instances(), nil }
+func (w wideList) ListByTag(context.Context) ([]provider.Instance, error) {
+	return w.m.Instances(), nil
+}
 
 type logLine map[string]any
 

@@ -39,7 +39,7 @@ func linesOf(t *testing.T, logs *bytes.Buffer, message string) []logLine {
 // empty database, lets the same run through.
 func TestGuard(t *testing.T) {
 	type refusal struct {
-		Why                                 string
+		Why                                string
 		WouldDelete, MaxDeletes, Documents float64
 	}
 	cases := map[string]struct {
