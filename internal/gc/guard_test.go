@@ -15,6 +15,7 @@ import (
 	"github.com/egress-proxies/egress/internal/clock"
 	"github.com/egress-proxies/egress/internal/gc"
 	"github.com/egress-proxies/egress/internal/logging"
+	"github.com/egress-proxies/egress/internal/metering"
 	"github.com/egress-proxies/egress/internal/provider"
 	"github.com/egress-proxies/egress/internal/provider/mock"
 	"github.com/egress-proxies/egress/internal/proxy"
@@ -290,7 +291,8 @@ func TestProvidersThatLeave(t *testing.T) {
 	}}
 	var logs bytes.Buffer
 	req := &fakeRequeuer{}
-	c := gc.New(providersOf(t, map[string]provider.Provider{mock.Type: scopedMock{p, "mock://"}}), store, req, clk,
+	// Behind the metering decorator, as the composition root hands it out.
+	c := gc.New(providersOf(t, map[string]provider.Provider{mock.Type: metering.Provider(scopedMock{p, "mock://"})}), store, req, clk,
 		logging.New(&logs, slog.LevelInfo), gc.Options{})
 
 	report, err := c.Run(context.Background())

@@ -94,7 +94,7 @@ func (c *Collector) drift(ctx context.Context, now time.Time, listings []listing
 			if !ok {
 				continue
 			}
-			if sp, ok := p.(provider.Scoped); ok && claim.ProviderID != "" && !sp.Lists(claim.ProviderID) {
+			if claim.ProviderID != "" && !provider.Lists(p, claim.ProviderID) {
 				unlisted[claim.Provider] = append(unlisted[claim.Provider], claim.ProviderID)
 				continue
 			}

@@ -192,3 +192,19 @@ type Scoped interface {
 	// names, were it there.
 	Lists(providerID string) bool
 }
+
+// Lists reports whether p's ListByTag would list what providerID names,
+// looking beneath p's decorators (Unwrap) for a Scoped provider; a
+// provider that is not Scoped lists everything it made.
+func Lists(p Provider, providerID string) bool {
+	for {
+		if s, ok := p.(Scoped); ok {
+			return s.Lists(providerID)
+		}
+		d, ok := p.(interface{ Unwrap() Provider })
+		if !ok {
+			return true
+		}
+		p = d.Unwrap()
+	}
+}
