@@ -235,7 +235,11 @@ var Vars = []Var{
 	{Name: "GC_MAX_DELETES", Default: strconv.Itoa(gc.DefaultMaxDeletes), Readers: []Function{CollectGarbage},
 		Meaning: "the most VMs and addresses one run may delete; a run that would delete more deletes none and logs `gc refused` (≥ 1)",
 		set:     atLeast(1, func(c *Config) *int { return &c.GC.MaxDeletes })},
-	{Name: "GC_ALLOW_EMPTY_DATABASE", Default: "false", Readers: []Function{CollectGarbage},
+	// The local stack allows it: its mock's VMs live and die with the
+	// process, beside an emulator's database that starts empty, so an
+	// empty database there is never a wrong one, and its end-to-end test
+	// deletes every proxy and expects what is left collected.
+	{Name: "GC_ALLOW_EMPTY_DATABASE", Default: "false", LocalDefault: "true", Readers: []Function{CollectGarbage},
 		Meaning: "let a run delete while no proxy document exists at all; off, such a run deletes nothing and logs `gc refused`",
 		set:     boolean(func(c *Config) *bool { return &c.GC.AllowEmptyDatabase })},
 	{Name: "GC_SWEEP_THRESHOLD", Default: durationText(gc.DefaultSweepThreshold), Readers: []Function{CollectGarbage},
