@@ -48,6 +48,11 @@ locals {
     GCP_ALLOWED_MACHINE_TYPES = join(",", var.gcp_allowed_machine_types)
     GCP_ALLOWED_IMAGES        = join(",", var.gcp_allowed_images)
   }
+  # What the functions that call providers read, whichever provider: the
+  # deployment whose resources are theirs.
+  provider_env = {
+    DEPLOYMENT = var.deployment
+  }
   # What the gcp provider reads, in the functions that call it.
   gcp_env = {
     GCP_PROJECT         = var.project_id

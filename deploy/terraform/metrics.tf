@@ -241,3 +241,18 @@ resource "google_logging_metric" "quota_errors" {
   }
   depends_on = [google_project_service.apis]
 }
+
+# Runs the collector refused: it would have deleted more than gc_max_deletes
+# resources, or any while no proxy document exists at all, and deleted
+# nothing (the collector's gc refused line, one per refused run).
+resource "google_logging_metric" "gc_refused" {
+  name        = "egress/gc_refused"
+  description = "Garbage-collection runs that refused to delete (the collector's gc refused line): too many deletions, or no proxy document at all."
+  filter      = "${local.function_logs} AND jsonPayload.message=\"gc refused\""
+  metric_descriptor {
+    metric_kind = "DELTA"
+    value_type  = "INT64"
+    unit        = "1"
+  }
+  depends_on = [google_project_service.apis]
+}

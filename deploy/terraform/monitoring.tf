@@ -431,3 +431,43 @@ resource "google_monitoring_alert_policy" "quota" {
     EOT
   }
 }
+
+# A refused run deleted nothing because it would have deleted a fleet: more
+# than gc_max_deletes resources, or any while no proxy document exists. It
+# is a mistake (a wrong or empty database, a wrong deployment name) far more
+# often than garbage, and nothing mends it by itself: every tick refuses
+# again, so the first one pages. Two ticks without a refusal close it.
+resource "google_monitoring_alert_policy" "gc_refused" {
+  display_name          = "Egress proxies: garbage collection refused"
+  combiner              = "OR"
+  severity              = "ERROR"
+  notification_channels = var.notification_channels
+  conditions {
+    display_name = "Garbage-collection runs refused"
+    condition_threshold {
+      filter          = "metric.type=\"${local.user_metric}/${google_logging_metric.gc_refused.name}\" AND ${local.on_cloud_run}"
+      comparison      = "COMPARISON_GT"
+      threshold_value = 0
+      duration        = "0s"
+      aggregations {
+        alignment_period     = "${2 * local.gc_interval_seconds}s"
+        per_series_aligner   = "ALIGN_SUM"
+        cross_series_reducer = "REDUCE_SUM"
+      }
+      evaluation_missing_data = "EVALUATION_MISSING_DATA_INACTIVE"
+    }
+  }
+  documentation {
+    mime_type = "text/markdown"
+    subject   = "Egress proxies: garbage collection refused to delete"
+    content   = <<-EOT
+      A CollectGarbage run would have deleted more than ${var.gc_max_deletes} VMs and addresses, or some while no proxy document exists at all, and deleted nothing. Until this is resolved no orphaned VM of deployment ${var.deployment} is deleted.
+
+      1. Read the line in the [Logs Explorer](${local.logs_explorer}): `jsonPayload.message="gc refused"`; `why` says which rule, `wouldDelete` how many, `documents` how many proxy documents the run read, `byProvider` whose.
+      2. Check that the functions read the right database (project ${var.project_id}, Firestore `(default)`) and that no other deployment in the project uses the name `${var.deployment}` (variable `deployment`). An empty or wrong database makes every VM look orphaned: fix that, and the next run deletes nothing it should not.
+      3. If the resources really are garbage, let one run through and set the limit back: `terraform apply -var gc_max_deletes=N` with N above wouldDelete, or `-var gc_allow_empty_database=true` when no document exists on purpose; then `gcloud scheduler jobs run ${google_cloud_scheduler_job.gc.name} --location=${var.region} --project=${var.project_id}`, and apply again without the variable.
+
+      The incident closes when two garbage-collection intervals pass without a refusal.
+    EOT
+  }
+}

@@ -140,6 +140,32 @@ variable "gc_dry_run" {
   default     = false
 }
 
+variable "deployment" {
+  description = "This deployment's name (DEPLOYMENT): every VM and address carries it as the label egress-deployment, and the collector deletes only its own deployment's. Give each deployment sharing a project its own."
+  type        = string
+  default     = "egress"
+  validation {
+    condition     = can(regex("^[a-z]([-a-z0-9]{0,61}[a-z0-9])?$", var.deployment))
+    error_message = "deployment must be an RFC 1035 label: 1 to 63 lowercase letters, digits and '-', starting with a letter and ending with a letter or digit."
+  }
+}
+
+variable "gc_max_deletes" {
+  description = "The most VMs and addresses one garbage-collection run may delete (GC_MAX_DELETES); a run that would delete more deletes none and logs gc refused. Raise it for one run to let a refused run through."
+  type        = number
+  default     = 50
+  validation {
+    condition     = var.gc_max_deletes >= 1 && floor(var.gc_max_deletes) == var.gc_max_deletes
+    error_message = "gc_max_deletes must be a whole number of at least 1."
+  }
+}
+
+variable "gc_allow_empty_database" {
+  description = "Let a garbage-collection run delete while no proxy document exists at all (GC_ALLOW_EMPTY_DATABASE). Set it for one run, when the last proxies were deleted on purpose and their VMs were left; then set it back."
+  type        = bool
+  default     = false
+}
+
 variable "log_level" {
   description = "Functions' log level (LOG_LEVEL): debug, info, warn or error. Above info the invocation lines, which the log-based metrics read, are not logged."
   type        = string

@@ -32,6 +32,9 @@ type Config struct {
 	DefaultProvider string
 	LogLevel        slog.Level
 	LogFormat       string
+	// Deployment is this deployment's name, the value of every resource's
+	// provider.LabelDeployment.
+	Deployment string
 
 	API       APIConfig
 	Reconcile reconcile.Options

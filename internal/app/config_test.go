@@ -36,13 +36,16 @@ func defaults() app.Config {
 		Project:   "demo-x",
 		Providers: []string{"mock"}, DefaultProvider: "mock",
 		LogLevel: slog.LevelInfo, LogFormat: "json",
+		Deployment: "egress",
 		API: app.APIConfig{Quota: 20, Policy: proxy.Policy{MinPrefixIPv4: 8, MinPrefixIPv6: 32,
 			ProxyPorts: []proxy.PortRange{{First: 3128, Last: 3128}}, FirewallSourceRanges: []netip.Prefix{netip.MustParsePrefix("0.0.0.0/0"), netip.MustParsePrefix("::/0")}}},
 		Reconcile: reconcile.Options{WaitBudget: time.Minute, InitialBackoff: 2 * time.Second, MaxBackoff: 10 * time.Second,
 			BootTimeout: 10 * time.Minute, MaxBootFailures: 3},
-		GC:           gc.Options{GracePeriod: 10 * time.Minute, Parallelism: 16, SweepThreshold: 2 * time.Minute},
-		Mock:         mock.Options{ProvisioningDelay: 5 * time.Second},
+		GC: gc.Options{GracePeriod: 10 * time.Minute, Parallelism: 16, SweepThreshold: 2 * time.Minute,
+			Deployment: "egress", MaxDeletes: 50},
+		Mock:         mock.Options{ProvisioningDelay: 5 * time.Second, Deployment: "egress"},
 		MockCallHome: true,
+		GCP:          gcp.Config{Deployment: "egress"},
 	}
 }
 
@@ -68,6 +71,7 @@ func TestLoad(t *testing.T) {
 			env: map[string]string{"GOOGLE_CLOUD_PROJECT": "demo-x", "LOG_LEVEL": "debug", "LOG_FORMAT": "text", "NAMESPACE_QUOTA": "5",
 				"RECONCILE_WAIT_BUDGET": "2m", "RECONCILE_INITIAL_BACKOFF": "400ms", "RECONCILE_MAX_BACKOFF": "2s",
 				"GC_GRACE_PERIOD": "30m", "GC_PARALLELISM": "4", "GC_DRY_RUN": "true", "GC_SWEEP_THRESHOLD": "90s", "MOCK_PROVISIONING_DELAY": "1s",
+				"DEPLOYMENT": "staging-eu", "GC_MAX_DELETES": "200", "GC_ALLOW_EMPTY_DATABASE": "true",
 				"BOOT_TIMEOUT": "5m", "MAX_BOOT_FAILURES": "2", "MOCK_CALL_HOME": "false",
 				"API_ADMINS": "Ops@Example.com, domain:platform.example", "LOCAL_IDENTITY": "Dev@Localhost", "ALLOW_CUSTOM_CLOUD_INIT": "true",
 				"CLOUD_INIT_SECRET_PREFIX": "projects/demo-x/secrets/egress-", "MIN_SOURCE_PREFIX_IPV4": "16", "MIN_SOURCE_PREFIX_IPV6": "48", "ALLOW_ANY_SOURCE": "true",
@@ -83,7 +87,9 @@ func TestLoad(t *testing.T) {
 				c.Reconcile = reconcile.Options{WaitBudget: 2 * time.Minute, InitialBackoff: 400 * time.Millisecond, MaxBackoff: 2 * time.Second,
 					BootTimeout: 5 * time.Minute, MaxBootFailures: 2}
 				c.MockCallHome = false
-				c.GC = gc.Options{GracePeriod: 30 * time.Minute, Parallelism: 4, DryRun: true, SweepThreshold: 90 * time.Second}
+				c.GC = gc.Options{GracePeriod: 30 * time.Minute, Parallelism: 4, DryRun: true, SweepThreshold: 90 * time.Second,
+					Deployment: "staging-eu", MaxDeletes: 200, AllowEmptyDatabase: true}
+				c.Deployment, c.Mock.Deployment, c.GCP.Deployment = "staging-eu", "staging-eu", "staging-eu"
 				c.Mock.ProvisioningDelay = time.Second
 			}),
 		},
@@ -111,6 +117,16 @@ func TestLoad(t *testing.T) {
 			reason:  "a dry run flag that is not a boolean is refused",
 			env:     map[string]string{"GOOGLE_CLOUD_PROJECT": "demo-x", "GC_DRY_RUN": "yes please"},
 			wantErr: `config: GC_DRY_RUN="yes please" is not a boolean: want true or false`,
+		},
+		"BadDeployment": {
+			reason:  "a deployment name that is no RFC 1035 label stops the start-up, saying what a label is",
+			env:     map[string]string{"GOOGLE_CLOUD_PROJECT": "demo-x", "DEPLOYMENT": "Prod_EU"},
+			wantErr: `config: DEPLOYMENT="Prod_EU" is not an RFC 1035 label: want 1 to 63 lowercase letters, digits and '-', starting with a letter and ending with a letter or digit, such as egress`,
+		},
+		"ZeroMaxDeletes": {
+			reason:  "a run that may delete nothing at all would never collect: at least 1",
+			env:     map[string]string{"GOOGLE_CLOUD_PROJECT": "demo-x", "GC_MAX_DELETES": "0"},
+			wantErr: `config: GC_MAX_DELETES="0" is not a whole number of at least 1`,
 		},
 		"MaxBelowInitial": {
 			reason:  "a longest wait shorter than the first is refused, naming both",
@@ -147,7 +163,7 @@ func TestLoad(t *testing.T) {
 			env:    map[string]string{"GOOGLE_CLOUD_PROJECT": "demo-x", "PROVIDERS": "gcp,mock"},
 			want: with(func(c *app.Config) {
 				c.Providers, c.DefaultProvider = []string{"gcp", "mock"}, "gcp"
-				c.GCP = gcp.Config{Project: "demo-x", Network: "default", NetworkTag: "egress-proxy", Scopes: gcp.DefaultScopes, ProbeTarget: "www.google.com:443"}
+				c.GCP = gcp.Config{Project: "demo-x", Deployment: "egress", Network: "default", NetworkTag: "egress-proxy", Scopes: gcp.DefaultScopes, ProbeTarget: "www.google.com:443"}
 				c.GCPPolicy = gcp.Policy{MachineTypes: gcp.DefaultAllowedMachineTypes, Images: gcp.DefaultAllowedImages}
 			}),
 		},
@@ -157,10 +173,10 @@ func TestLoad(t *testing.T) {
 				"GCP_ALLOWED_MACHINE_TYPES": "e2-micro,e2-standard-2", "GCP_ALLOWED_IMAGES": gcp.DefaultImage + ",projects/acme-images/global/images/*"},
 			want: with(func(c *app.Config) {
 				c.Providers, c.DefaultProvider = []string{"gcp"}, "gcp"
-				c.GCP = gcp.Config{Project: "demo-x", Network: "default", NetworkTag: "egress-proxy", Scopes: gcp.DefaultScopes, ProbeTarget: "www.google.com:443"}
+				c.GCP = gcp.Config{Project: "demo-x", Deployment: "egress", Network: "default", NetworkTag: "egress-proxy", Scopes: gcp.DefaultScopes, ProbeTarget: "www.google.com:443"}
 				c.GCPPolicy = gcp.Policy{Regions: []string{"europe-west4", "europe-west1"}, MachineTypes: []string{"e2-micro", "e2-standard-2"},
 					Images: []string{gcp.DefaultImage, "projects/acme-images/global/images/*"}}
-				c.Mock, c.MockCallHome = mock.Options{}, false // not enabled, not read
+				c.Mock, c.MockCallHome = mock.Options{Deployment: "egress"}, false // not enabled, not read but the deployment
 			}),
 		},
 		"GCPPolicyWithoutDefault": {

@@ -11,6 +11,7 @@ import (
 	"github.com/egress-proxies/egress/internal/bootstrap"
 	"github.com/egress-proxies/egress/internal/gc"
 	"github.com/egress-proxies/egress/internal/httpapi"
+	"github.com/egress-proxies/egress/internal/provider"
 	"github.com/egress-proxies/egress/internal/provider/gcp"
 	"github.com/egress-proxies/egress/internal/provider/mock"
 	"github.com/egress-proxies/egress/internal/proxy"
@@ -131,6 +132,18 @@ var Vars = []Var{
 			return nil
 		}},
 
+	// The functions that call providers: which deployment's resources are
+	// theirs.
+	{Name: "DEPLOYMENT", Default: provider.DefaultDeployment, Readers: providerUsers,
+		Meaning: "this deployment's name, an RFC 1035 label: every VM and address carries it as the label `egress-deployment`, and the collector deletes only its own deployment's",
+		set: func(c *Config, v string) error {
+			if provider.ValidateDeployment(v) != nil {
+				return fmt.Errorf("is not an RFC 1035 label: want 1 to 63 lowercase letters, digits and '-', starting with a letter and ending with a letter or digit, such as %s", provider.DefaultDeployment)
+			}
+			c.Deployment, c.GC.Deployment, c.Mock.Deployment, c.GCP.Deployment = v, v, v, v
+			return nil
+		}},
+
 	// ProxyAPI: tenancy.
 	{Name: "NAMESPACE_QUOTA", Default: strconv.Itoa(httpapi.DefaultQuota), Readers: []Function{ProxyAPI},
 		Meaning: "proxies a namespace may hold when an admin creates it without a quota of its own",
@@ -226,6 +239,16 @@ var Vars = []Var{
 	{Name: "GC_DRY_RUN", Default: "false", Readers: []Function{CollectGarbage},
 		Meaning: "log what would be deleted, delete nothing (the sweep still runs)",
 		set:     boolean(func(c *Config) *bool { return &c.GC.DryRun })},
+	{Name: "GC_MAX_DELETES", Default: strconv.Itoa(gc.DefaultMaxDeletes), Readers: []Function{CollectGarbage},
+		Meaning: "the most VMs and addresses one run may delete; a run that would delete more deletes none and logs `gc refused` (≥ 1)",
+		set:     atLeast(1, func(c *Config) *int { return &c.GC.MaxDeletes })},
+	// The local stack allows it: its mock's VMs live and die with the
+	// process, beside an emulator's database that starts empty, so an
+	// empty database there is never a wrong one, and its end-to-end test
+	// deletes every proxy and expects what is left collected.
+	{Name: "GC_ALLOW_EMPTY_DATABASE", Default: "false", LocalDefault: "true", Readers: []Function{CollectGarbage},
+		Meaning: "let a run delete while no proxy document exists at all; off, such a run deletes nothing and logs `gc refused`",
+		set:     boolean(func(c *Config) *bool { return &c.GC.AllowEmptyDatabase })},
 	{Name: "GC_SWEEP_THRESHOLD", Default: durationText(gc.DefaultSweepThreshold), Readers: []Function{CollectGarbage},
 		Meaning: "time without progress before a document is re-driven (must be > 0)",
 		set:     positive(func(c *Config) *time.Duration { return &c.GC.SweepThreshold })},

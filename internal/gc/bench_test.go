@@ -42,7 +42,7 @@ func BenchmarkCollect100k(b *testing.B) {
 	uids := make(map[string]proxy.Claim, n)
 	for i := range n {
 		uid := fmt.Sprintf("00000000-0000-4000-8000-%012d", i)
-		inst := provider.Instance{ID: "mock://" + provider.NameFromUID(uid), UID: uid, State: provider.StateRunning, CreatedAt: now.Add(-time.Hour)}
+		inst := provider.Instance{ID: "mock://" + provider.NameFromUID(uid), UID: uid, State: provider.StateRunning, CreatedAt: now.Add(-time.Hour), Deployment: provider.DefaultDeployment}
 		switch {
 		case i%100 == 0: // old orphan
 		case i%100 == 1: // young orphan
@@ -57,7 +57,7 @@ func BenchmarkCollect100k(b *testing.B) {
 		uids[fmt.Sprintf("00000000-0000-4000-8000-%012d", i)] = proxy.Claim{Key: proxy.Key{Namespace: "ns", Name: fmt.Sprint("p", i)}, Phase: proxy.PhaseCreating}
 	}
 	c := gc.New(providersOf(b, map[string]provider.Provider{"mock": staticProvider{instances: instances}}),
-		staticStore{uids: uids}, &fakeRequeuer{}, clock.NewFake(now), slog.New(slog.DiscardHandler), gc.Options{})
+		staticStore{uids: uids}, &fakeRequeuer{}, clock.NewFake(now), slog.New(slog.DiscardHandler), gc.Options{MaxDeletes: n / 100})
 
 	b.ReportAllocs()
 	b.ResetTimer()

@@ -5,6 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
+	"slices"
+	"strings"
 	"sync"
 	"time"
 
@@ -42,9 +45,10 @@ type orphan struct {
 }
 
 // collect decides on every listed instance and deletes the orphans, with at
-// most Parallelism deletes in flight across all providers. It fills in the
-// summaries and returns the delete failures joined.
-func (c *Collector) collect(ctx context.Context, now time.Time, listings []listing, uids map[string]proxy.Claim, summaries []Summary) error {
+// most Parallelism deletes in flight across all providers, unless the
+// guard refuses the run. It fills in the summaries and returns why the run
+// was refused, if it was, and the delete failures joined.
+func (c *Collector) collect(ctx context.Context, now time.Time, listings []listing, uids map[string]proxy.Claim, summaries []Summary) (string, error) {
 	var orphans []orphan
 	for i, l := range listings {
 		s := &summaries[i]
@@ -54,11 +58,17 @@ func (c *Collector) collect(ctx context.Context, now time.Time, listings []listi
 			}
 		}
 	}
+	if why := c.guard(ctx, orphans, uids); why != "" {
+		for i := range summaries {
+			summaries[i].Refused = true
+		}
+		return why, nil
+	}
 	if c.opts.DryRun {
 		for _, o := range orphans {
 			c.log.InfoContext(ctx, "would delete orphaned instance (dry run)", orphanAttrs(now, o)...)
 		}
-		return nil
+		return "", nil
 	}
 
 	var (
@@ -84,7 +94,74 @@ func (c *Collector) collect(ctx context.Context, now time.Time, listings []listi
 		o.summary.Deleted++
 		c.log.InfoContext(ctx, "deleted orphaned instance", orphanAttrs(now, o)...)
 	})
-	return errors.Join(errs...)
+	return "", errors.Join(errs...)
+}
+
+// The reasons of a refused run, the "gc refused" line's why.
+const (
+	refusedTooMany     = "more than the most one run may delete (GC_MAX_DELETES)"
+	refusedNoDocuments = "no proxy document exists at all (GC_ALLOW_EMPTY_DATABASE is off)"
+)
+
+// guard decides whether the run may delete its orphans, and if not, logs
+// one "gc refused" line saying why and how many, and returns why. A run
+// that would delete more than MaxDeletes resources, or any while no proxy
+// document exists, looks far more like a mistake (a deployment pointed at
+// the wrong or an empty database, a listing wider than it should be) than
+// like that much garbage: deleting nothing costs a few minutes of VMs, a
+// wrong delete costs a fleet. The operator who finds the garbage real
+// raises the limit (or allows the empty database) for one run. A dry run
+// is judged too, so that it says what a real run would do.
+func (c *Collector) guard(ctx context.Context, orphans []orphan, uids map[string]proxy.Claim) string {
+	n := len(orphans)
+	var whys []string
+	if n > 0 && len(uids) == 0 && !c.opts.AllowEmptyDatabase {
+		whys = append(whys, refusedNoDocuments)
+	}
+	if n > c.opts.MaxDeletes {
+		whys = append(whys, refusedTooMany)
+	}
+	if len(whys) == 0 {
+		return ""
+	}
+	why := strings.Join(whys, "; and ")
+	byProvider := map[string]int{}
+	for _, o := range orphans {
+		byProvider[o.summary.Provider]++
+	}
+	c.log.ErrorContext(ctx, "gc refused",
+		slog.String("why", why),
+		slog.Int("wouldDelete", n),
+		slog.Int("maxDeletes", c.opts.MaxDeletes),
+		slog.Int("documents", len(uids)),
+		slog.Any("byProvider", byProvider),
+		slog.String("deployment", c.opts.Deployment),
+		slog.Bool("dryRun", c.opts.DryRun),
+		slog.String("todo", "nothing was deleted; if these resources are garbage, run once with GC_MAX_DELETES above wouldDelete (or GC_ALLOW_EMPTY_DATABASE=true when no document exists), then set it back (README, Garbage collection)"))
+	return why
+}
+
+// unconfigured logs, once per run, each provider type that documents
+// name but that is not configured (removed from PROVIDERS while proxies
+// still use it): its resources can be neither listed nor collected, and
+// the reconciler fails those proxies, or deletes their documents leaving
+// their VMs, as they ask. It returns those types.
+func (c *Collector) unconfigured(ctx context.Context, uids map[string]proxy.Claim) []string {
+	configured := c.providers.Types()
+	named := map[string]int{}
+	for _, claim := range uids {
+		if claim.Provider != "" && !slices.Contains(configured, claim.Provider) {
+			named[claim.Provider]++
+		}
+	}
+	types := slices.Sorted(maps.Keys(named))
+	for _, typ := range types {
+		c.log.ErrorContext(ctx, "provider named by documents is not configured; its resources are neither listed nor collected",
+			slog.String("provider", typ),
+			slog.Int("documents", named[typ]),
+			slog.String("configured", strings.Join(configured, ",")))
+	}
+	return types
 }
 
 // decide counts one instance in the summary and reports whether it is an
@@ -93,9 +170,26 @@ func (c *Collector) collect(ctx context.Context, now time.Time, listings []listi
 // Only instances ListByTag returned are seen at all, and the provider
 // contract is that it returns only those labelled
 // LabelManaged=LabelManagedYes: that is the managed check, and an instance
-// of another tool sharing the project is never even considered.
+// of another tool sharing the project is never even considered. The
+// contract also keeps another deployment's out of the listing; the
+// deployment is checked here again all the same, since a provider that
+// listed wider would otherwise hand this collector a fleet it does not own.
 func (c *Collector) decide(ctx context.Context, now time.Time, s *Summary, inst provider.Instance, uids map[string]proxy.Claim) bool {
 	switch {
+	case inst.Deployment == "":
+		// Made before the label, by this deployment or by anything else
+		// that used the two older labels: a person must say whose.
+		s.Unowned++
+		c.log.WarnContext(ctx, "managed resource has no deployment label; kept, never collected (README: Garbage collection, adopting)",
+			slog.String("provider", s.Provider), slog.String("providerID", inst.ID), slog.String("uid", inst.UID),
+			slog.String("deployment", c.opts.Deployment))
+		return false
+	case inst.Deployment != c.opts.Deployment:
+		s.Unowned++
+		c.log.WarnContext(ctx, "managed resource of another deployment; kept, never collected",
+			slog.String("provider", s.Provider), slog.String("providerID", inst.ID), slog.String("uid", inst.UID),
+			slog.String("deployment", c.opts.Deployment), slog.String("itsDeployment", inst.Deployment))
+		return false
 	case inst.UID == "":
 		// Without a uid nothing says whose it is; a person must look.
 		s.NoUID++

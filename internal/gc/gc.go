@@ -9,6 +9,14 @@
 //     event, a reconcile that crashed), so a proxy is delayed but never
 //     stranded.
 //
+// It deletes only what its own deployment made (provider.LabelDeployment):
+// a resource of another deployment sharing the project, or one without
+// the label, is reported and kept. And it refuses to wipe a fleet: a run
+// that would delete more than Options.MaxDeletes resources, or any
+// resource while no proxy document exists at all (a deployment pointed at
+// an empty or wrong database), deletes nothing and logs one "gc refused"
+// line saying why and how many, which an alert reads.
+//
 // The package is pure logic. It sees the providers, the document store and
 // the reconcile queue through the narrow interfaces below, imports neither
 // Firestore nor Compute, and takes its time from an injected clock, so every
@@ -40,6 +48,9 @@ const (
 	DefaultSweepThreshold = 2 * time.Minute
 	// DefaultSweepLimit bounds the documents one run re-drives.
 	DefaultSweepLimit = 1000
+	// DefaultMaxDeletes is the most resources one run deletes; a run that
+	// would delete more deletes none.
+	DefaultMaxDeletes = 50
 )
 
 // ErrIncomplete marks an error after which the run could not look at
@@ -51,7 +62,8 @@ var ErrIncomplete = errors.New("gc run incomplete")
 
 // Providers hands out the configured providers. *provider.Set satisfies it.
 type Providers interface {
-	// Types returns the configured provider types.
+	// Types returns the configured provider types: every type Get can
+	// make. A type a document names beyond them cannot be listed.
 	Types() []string
 	// Get returns the provider of a type.
 	Get(ctx context.Context, typ string) (provider.Provider, error)
@@ -60,8 +72,9 @@ type Providers interface {
 // Store is the part of the document store the collector reads.
 // *store.Store satisfies it.
 type Store interface {
-	// LiveUIDs returns, by uid, every proxy document's key and phase, read
-	// with a projection query (never whole documents).
+	// LiveUIDs returns, by uid, every proxy document's key, phase,
+	// provider type and providerID, read with a projection query (never
+	// whole documents).
 	LiveUIDs(ctx context.Context) (map[string]proxy.Claim, error)
 	// Stalled returns up to limit documents that are not settled and whose
 	// progress time is before `before`, oldest first.
@@ -92,6 +105,17 @@ type Options struct {
 	// SweepLimit bounds the documents re-driven in one run; the rest, being
 	// younger in their stall, are taken by the next runs.
 	SweepLimit int
+	// Deployment is this deployment's name (provider.LabelDeployment):
+	// only resources labelled with it are ever deleted. Empty is
+	// provider.DefaultDeployment.
+	Deployment string
+	// MaxDeletes is the most resources one run may delete; a run that
+	// would delete more deletes none and says so ("gc refused").
+	MaxDeletes int
+	// AllowEmptyDatabase lets a run delete while no proxy document exists
+	// at all. Off, such a run deletes nothing: an empty document set is
+	// far likelier a wrong or empty database than a fleet of garbage.
+	AllowEmptyDatabase bool
 }
 
 func (o Options) withDefaults() Options {
@@ -107,17 +131,26 @@ func (o Options) withDefaults() Options {
 	if o.SweepLimit <= 0 {
 		o.SweepLimit = DefaultSweepLimit
 	}
+	if o.Deployment == "" {
+		o.Deployment = provider.DefaultDeployment
+	}
+	if o.MaxDeletes <= 0 {
+		o.MaxDeletes = DefaultMaxDeletes
+	}
 	return o
 }
 
 // Summary is what one run did with one provider's instances. Every listed
-// instance is counted in exactly one of Claimed, TooYoung, NoUID and
-// Orphaned; each orphan is then either Deleted, Failed or, in a dry run,
-// neither.
+// instance is counted in exactly one of Unowned, NoUID, Claimed, TooYoung
+// and Orphaned; each orphan is then either Deleted, Failed or, in a dry
+// run or a refused one, neither.
 type Summary struct {
 	Provider string
 	// Scanned is the number of instances ListByTag returned.
 	Scanned int
+	// Unowned instances are another deployment's, or carry no deployment
+	// label: reported, never deleted.
+	Unowned int
 	// Claimed instances carry the uid of a live document.
 	Claimed int
 	// TooYoung instances are unclaimed but younger than the grace period
@@ -130,6 +163,9 @@ type Summary struct {
 	Deleted  int
 	Failed   int
 	DryRun   bool
+	// Refused is set when the run deleted nothing because it would have
+	// deleted too much (Report.Refused says why).
+	Refused bool
 }
 
 // SweepSummary is what one run's sweep did.
@@ -149,6 +185,11 @@ type Report struct {
 	// Providers has one summary per configured provider, in Types order.
 	Providers []Summary
 	Sweep     SweepSummary
+	// Refused says why the run deleted nothing, when it refused to.
+	Refused string
+	// Unconfigured are the provider types documents name that are not
+	// configured: their resources were neither listed nor collected.
+	Unconfigured []string
 }
 
 // Collector runs garbage collection. It is safe for concurrent use, though
@@ -220,7 +261,10 @@ func (c *Collector) Run(ctx context.Context) (Report, error) {
 		errs = append(errs, fmt.Errorf("%w: reading the live uids: %w", ErrIncomplete, err))
 		c.log.ErrorContext(ctx, "cannot read the live uids; no instance is collected this run", slog.Any("error", err))
 	} else {
-		errs = append(errs, c.collect(ctx, now, listings, uids, report.Providers))
+		report.Unconfigured = c.unconfigured(ctx, uids)
+		var collectErr error
+		report.Refused, collectErr = c.collect(ctx, now, listings, uids, report.Providers)
+		errs = append(errs, collectErr)
 	}
 
 	var sweepErr error
@@ -236,6 +280,7 @@ func (c *Collector) Run(ctx context.Context) (Report, error) {
 		c.log.InfoContext(ctx, "gc summary",
 			slog.String("provider", s.Provider),
 			slog.Int("scanned", s.Scanned),
+			slog.Int("unowned", s.Unowned),
 			slog.Int("claimed", s.Claimed),
 			slog.Int("tooYoung", s.TooYoung),
 			slog.Int("noUID", s.NoUID),
@@ -243,6 +288,8 @@ func (c *Collector) Run(ctx context.Context) (Report, error) {
 			slog.Int("deleted", s.Deleted),
 			slog.Int("failed", s.Failed),
 			slog.Bool("dryRun", s.DryRun),
+			slog.Bool("refused", s.Refused),
+			slog.String("deployment", c.opts.Deployment),
 			slog.String("gracePeriod", c.opts.GracePeriod.String()))
 	}
 	if err == nil { // the live uids, and so the phases, were read

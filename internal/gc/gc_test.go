@@ -62,6 +62,12 @@ func (s *fakeStore) Stalled(_ context.Context, before time.Time, limit int) ([]p
 
 // uidSet claims the uids for documents still on their way (Creating), so
 // the drift check leaves them alone.
+//
+// A test that expects deletions needs at least one document: with none at
+// all the guard refuses every deletion (TestGuard). elsewhere is the uid
+// of a proxy whose VM is not in the test's provider.
+const elsewhere = "uid-of-a-proxy-elsewhere"
+
 func uidSet(uids ...string) map[string]proxy.Claim {
 	m := map[string]proxy.Claim{}
 	for i, u := range uids {
@@ -142,6 +148,17 @@ func (f failingDelete) Delete(ctx context.Context, id string) error {
 	return f.Provider.Delete(ctx, id)
 }
 
+// wideList lists every instance of the mock's project, whatever its
+// deployment: a provider that lists wider than the contract allows.
+type wideList struct {
+	provider.Provider
+	m *mock.Provider
+}
+
+func (w wideList) ListByTag(context.Context) ([]provider.Instance, error) {
+	return w.m.Instances(), nil
+}
+
 type logLine map[string]any
 
 func logLines(t *testing.T, buf *bytes.Buffer) []logLine {
@@ -170,6 +187,10 @@ func TestCollectOrphans(t *testing.T) {
 		// (errBoom if unset).
 		failDelete string
 		failErr    error
+		// wide makes ListByTag list every managed instance of the
+		// project, of every deployment: a provider that breaks the
+		// contract, which the collector must survive.
+		wide bool
 	}
 	cases := map[string]struct {
 		reason string
@@ -213,7 +234,7 @@ func TestCollectOrphans(t *testing.T) {
 		"NoUIDKeptAndReported": {
 			reason: "a managed instance without a uid is never deleted, and a warning names it",
 			setup: func(t *testing.T, w *world) []string {
-				id := w.p.AddForeign("no-uid", map[string]string{provider.LabelManaged: provider.LabelManagedYes})
+				id := w.p.AddForeign("no-uid", map[string]string{provider.LabelManaged: provider.LabelManagedYes, provider.LabelDeployment: provider.DefaultDeployment})
 				w.clock.Advance(time.Hour)
 				return []string{id}
 			},
@@ -262,6 +283,49 @@ func TestCollectOrphans(t *testing.T) {
 			},
 			want: gc.Summary{Provider: "mock", Scanned: 2, Orphaned: 2, DryRun: true},
 		},
+		"UnlabelledKeptAndReported": {
+			reason: "a managed instance without a deployment label (made before it) is listed, never deleted, and a warning names it",
+			setup: func(t *testing.T, w *world) []string {
+				id := w.p.AddForeign("before-the-label", map[string]string{provider.LabelManaged: provider.LabelManagedYes, provider.LabelUID: "uid-gone"})
+				w.clock.Advance(time.Hour)
+				return []string{id}
+			},
+			want:        gc.Summary{Provider: "mock", Scanned: 1, Unowned: 1},
+			wantWarning: "mock://before-the-label",
+		},
+		"OtherDeploymentNotListed": {
+			reason: "another deployment's orphan in the same project is not even listed",
+			setup: func(t *testing.T, w *world) []string {
+				id := create(t, w.p.InDeployment("staging"), "uid-gone")
+				w.clock.Advance(time.Hour)
+				return []string{id}
+			},
+			want: gc.Summary{Provider: "mock"},
+		},
+		"OtherDeploymentListedByAWiderProviderKept": {
+			reason: "a provider that lists another deployment's resources anyway gets none of them deleted, and each is warned of",
+			setup: func(t *testing.T, w *world) []string {
+				w.wide = true
+				id := create(t, w.p.InDeployment("staging"), "uid-gone")
+				w.clock.Advance(time.Hour)
+				return []string{id}
+			},
+			want:        gc.Summary{Provider: "mock", Scanned: 1, Unowned: 1},
+			wantWarning: "mock://" + provider.NameFromUID("uid-gone"),
+		},
+		"OwnDeploymentOnly": {
+			reason: "only the collector's own deployment's orphans go; a wider listing's others stay",
+			opts:   gc.Options{Deployment: "staging"},
+			setup: func(t *testing.T, w *world) []string {
+				w.wide = true
+				create(t, w.p.InDeployment("staging"), "uid-staging-gone")
+				theirs := create(t, w.p, "uid-production-gone")
+				w.clock.Advance(time.Hour)
+				return []string{theirs}
+			},
+			want:        gc.Summary{Provider: "mock", Scanned: 2, Unowned: 1, Orphaned: 1, Deleted: 1},
+			wantWarning: "mock://" + provider.NameFromUID("uid-production-gone"),
+		},
 		"Mixed": {
 			reason: "each instance is judged on its own",
 			setup: func(t *testing.T, w *world) []string {
@@ -278,13 +342,17 @@ func TestCollectOrphans(t *testing.T) {
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			clk := clock.NewFake(epoch)
-			w := &world{p: mock.New(mock.Options{Clock: clk}), clock: clk, store: &fakeStore{}}
+			w := &world{p: mock.New(mock.Options{Clock: clk}), clock: clk, store: &fakeStore{uids: uidSet(elsewhere)}}
 			keep := tc.setup(t, w)
 			if w.failErr == nil {
 				w.failErr = errBoom
 			}
 			var logs bytes.Buffer
-			c := gc.New(providersOf(t, map[string]provider.Provider{"mock": failingDelete{w.p, w.failDelete, w.failErr}}), w.store, &fakeRequeuer{}, clk,
+			var p provider.Provider = failingDelete{w.p, w.failDelete, w.failErr}
+			if w.wide {
+				p = wideList{p, w.p}
+			}
+			c := gc.New(providersOf(t, map[string]provider.Provider{"mock": p}), w.store, &fakeRequeuer{}, clk,
 				logging.New(&logs, slog.LevelDebug), tc.opts)
 
 			report, err := c.Run(context.Background())
@@ -332,7 +400,7 @@ func TestDocumentDeletedDuringCreate(t *testing.T) {
 
 	// The reconciler decided on a Create for uid-x; the user deleted the
 	// document; then the Create landed.
-	store.uids = uidSet()
+	store.uids = uidSet(elsewhere)
 	id := create(t, p, "uid-x")
 	clk.Advance(time.Minute)
 
@@ -424,7 +492,7 @@ func TestIncompleteRuns(t *testing.T) {
 			create(t, a, "uid-a")
 			create(t, b, "uid-b")
 			clk.Advance(time.Hour)
-			store := &fakeStore{}
+			store := &fakeStore{uids: uidSet(elsewhere)}
 			tc.setup(a, b, store)
 			c := gc.New(providersOf(t, map[string]provider.Provider{"a": a, "b": b}), store, &fakeRequeuer{}, clk,
 				slog.New(slog.DiscardHandler), gc.Options{})
@@ -475,7 +543,7 @@ func TestDeletesAreBounded(t *testing.T) {
 	}
 	clk.Advance(time.Hour)
 	const limit = 3
-	c := gc.New(providersOf(t, map[string]provider.Provider{"mock": g}), &fakeStore{}, &fakeRequeuer{}, clk,
+	c := gc.New(providersOf(t, map[string]provider.Provider{"mock": g}), &fakeStore{uids: uidSet(elsewhere)}, &fakeRequeuer{}, clk,
 		slog.New(slog.DiscardHandler), gc.Options{Parallelism: limit})
 	report, err := c.Run(context.Background())
 	if err != nil {
@@ -562,7 +630,7 @@ func TestSummaryLogLines(t *testing.T) {
 	create(t, p, "uid-gone")
 	clk.Advance(time.Hour)
 	var logs bytes.Buffer
-	c := gc.New(providersOf(t, map[string]provider.Provider{"mock": p}), &fakeStore{}, &fakeRequeuer{}, clk,
+	c := gc.New(providersOf(t, map[string]provider.Provider{"mock": p}), &fakeStore{uids: uidSet(elsewhere)}, &fakeRequeuer{}, clk,
 		logging.New(&logs, slog.LevelInfo), gc.Options{})
 	if _, err := c.Run(context.Background()); err != nil {
 		t.Fatal(err)
@@ -575,8 +643,9 @@ func TestSummaryLogLines(t *testing.T) {
 		}
 	}
 	want := []logLine{
-		{"severity": "INFO", "message": "gc summary", "provider": "mock", "scanned": 1.0, "claimed": 0.0, "tooYoung": 0.0,
-			"noUID": 0.0, "orphaned": 1.0, "deleted": 1.0, "failed": 0.0, "dryRun": false, "gracePeriod": "10m0s"},
+		{"severity": "INFO", "message": "gc summary", "provider": "mock", "scanned": 1.0, "unowned": 0.0, "claimed": 0.0, "tooYoung": 0.0,
+			"noUID": 0.0, "orphaned": 1.0, "deleted": 1.0, "failed": 0.0, "dryRun": false, "refused": false,
+			"deployment": "egress", "gracePeriod": "10m0s"},
 		{"severity": "INFO", "message": "sweep summary", "stalled": 0.0, "drifted": 0.0, "requeued": 0.0, "failed": 0.0, "threshold": "2m0s"},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {

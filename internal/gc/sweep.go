@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"maps"
+	"slices"
 	"sync"
 	"time"
 
@@ -50,25 +52,52 @@ func (c *Collector) sweep(ctx context.Context, now time.Time) (SweepSummary, err
 // not running (a VM whose self-test failed after a reboot), or do not show
 // at all, and those whose VM is due for rotation. Nothing else would:
 // a settled document has no events and no progress time for the sweep, so
-// a VM lost or stopped after its proxy was Ready would stay lost. It runs only when every provider was
-// listed, since a missing listing would make every VM look lost.
+// a VM lost or stopped after its proxy was Ready would stay lost.
+//
+// A document is judged only against a complete listing of its own
+// provider, since a missing listing would make every VM look lost: not
+// when that provider could not be listed or is not configured, nor when
+// its VM is one the provider does not list (provider.Scoped: a gcp VM of
+// the project GCP_PROJECT named before), which is logged once per run
+// per provider instead. A document that names no provider is judged only
+// when every provider was listed.
 func (c *Collector) drift(ctx context.Context, now time.Time, listings []listing, uids map[string]proxy.Claim) (int, int, error) {
 	states := make(map[string]provider.InstanceState)
+	listed := map[string]provider.Provider{}
+	complete := true
 	for _, l := range listings {
 		if l.err != nil {
-			return 0, 0, nil
+			complete = false
+			continue
 		}
+		listed[l.typ] = l.provider
 		for _, inst := range l.instances {
-			if inst.UID != "" {
+			// Another deployment's VM is never this document's, even with
+			// its uid; an unlabelled one may be (made before the label).
+			if inst.UID != "" && (inst.Deployment == "" || inst.Deployment == c.opts.Deployment) {
 				states[inst.UID] = inst.State
 			}
 		}
 	}
 	var keys []proxy.Key
 	var reasons []proxy.Reason
+	unlisted := map[string][]string{} // provider → providerIDs it does not list
 	for uid, claim := range uids {
 		if claim.Phase != proxy.PhaseReady {
 			continue
+		}
+		if claim.Provider == "" && !complete {
+			continue
+		}
+		if claim.Provider != "" {
+			p, ok := listed[claim.Provider]
+			if !ok {
+				continue
+			}
+			if claim.ProviderID != "" && !provider.Lists(p, claim.ProviderID) {
+				unlisted[claim.Provider] = append(unlisted[claim.Provider], claim.ProviderID)
+				continue
+			}
 		}
 		if state, ok := states[uid]; !ok || state != provider.StateRunning {
 			keys, reasons = append(keys, claim.Key), append(reasons, proxy.ReasonDrift)
@@ -77,6 +106,13 @@ func (c *Collector) drift(ctx context.Context, now time.Time, listings []listing
 			// its maxAge, or whose rotate request's event was lost.
 			keys, reasons = append(keys, claim.Key), append(reasons, proxy.ReasonAge)
 		}
+	}
+	for _, typ := range slices.Sorted(maps.Keys(unlisted)) {
+		ids := unlisted[typ]
+		slices.Sort(ids)
+		c.log.ErrorContext(ctx, "proxies' VMs are outside what their provider lists; neither checked nor collected",
+			slog.String("provider", typ), slog.Int("proxies", len(ids)), slog.String("example", ids[0]),
+			slog.String("todo", "their VMs are served and deleted through their providerIDs; rotate each proxy to move it into what the provider lists (for gcp: GCP_PROJECT), or set the provider's setting back"))
 	}
 	var (
 		mu     sync.Mutex

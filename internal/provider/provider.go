@@ -36,6 +36,21 @@ const (
 	LabelUID        = "proxy-operator-uid"
 )
 
+// LabelDeployment, added to the original contract, says which deployment
+// of this product made a resource, since several share one project
+// (staging and production, a team's own) and the original Kubernetes
+// operator used the two labels above too. Every resource a provider
+// creates carries it beside them, valued with the provider's deployment
+// name (DEPLOYMENT, an RFC 1035 label; DefaultDeployment when unset).
+// ListByTag returns this deployment's resources, and the managed ones
+// that carry no deployment label at all (made before the label, by this
+// deployment or by anything else using the two labels): never another
+// deployment's. The garbage collector deletes only its own deployment's.
+const (
+	LabelDeployment   = "egress-deployment"
+	DefaultDeployment = "egress"
+)
+
 // Instance is a provider's view of a single VM.
 type Instance struct {
 	// ID is the opaque providerID, stable for the life of the VM.
@@ -68,6 +83,11 @@ type Instance struct {
 	// static address the VM uses (CreateRequest.StaticIP); Delete of it
 	// releases the address. Empty for an ephemeral address.
 	AddressID string
+	// Deployment, added to the original contract, is the LabelDeployment
+	// value read back off the resource: the provider's own deployment, or
+	// "" for a managed resource without the label, which the garbage
+	// collector reports and never deletes.
+	Deployment string
 }
 
 // Placement is the provider-opaque placement/size configuration a Create
@@ -154,5 +174,37 @@ type Provider interface {
 
 	// ListByTag returns every instance this operator has ever tagged with
 	// LabelManaged=LabelManagedYes, for orphan GC.
+	//
+	// Of those, only the provider's own deployment's and the ones without
+	// a LabelDeployment (see there): never another deployment's.
 	ListByTag(ctx context.Context) ([]Instance, error)
+}
+
+// Scoped, an optional interface beside Provider, is a provider whose
+// ListByTag covers only some of the providerIDs its Get and Delete act on.
+// The gcp provider lists one project (GCP_PROJECT), while each providerID
+// names its own: the VMs of proxies made before the project changed are
+// served, replaced and deleted through their providerIDs, but never
+// listed. The garbage collector asks, so that it does not take such a VM
+// for lost, and says how many there are.
+type Scoped interface {
+	// Lists reports whether ListByTag would list the resource providerID
+	// names, were it there.
+	Lists(providerID string) bool
+}
+
+// Lists reports whether p's ListByTag would list what providerID names,
+// looking beneath p's decorators (Unwrap) for a Scoped provider; a
+// provider that is not Scoped lists everything it made.
+func Lists(p Provider, providerID string) bool {
+	for {
+		if s, ok := p.(Scoped); ok {
+			return s.Lists(providerID)
+		}
+		d, ok := p.(interface{ Unwrap() Provider })
+		if !ok {
+			return true
+		}
+		p = d.Unwrap()
+	}
 }

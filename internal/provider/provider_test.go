@@ -174,9 +174,9 @@ func TestRegistry(t *testing.T) {
 			wantErr: `provider registry: type "mock" is already registered`,
 		},
 		"Unknown": {
-			reason:  "an unknown type names the known ones",
+			reason:  "an unknown type names the configured ones and PROVIDERS, where they come from",
 			do:      func() error { _, err := r.New(ctx, "aws"); return err },
-			wantErr: `provider registry: unknown provider type "aws" (known: gcp, mock)`,
+			wantErr: `provider type not configured: "aws" is not among the configured types (PROVIDERS: gcp, mock)`,
 		},
 		"BadName": {
 			reason:  "a type must be a lowercase word",
@@ -220,6 +220,35 @@ func TestRegistry(t *testing.T) {
 	}
 	if p, err := r.New(ctx, "mock"); err != nil || p == nil {
 		t.Errorf("New(mock) = %v, %v; want a provider", p, err)
+	}
+	if _, err := provider.NewSet(r).Get(ctx, "aws"); !errors.Is(err, provider.ErrNotConfigured) {
+		t.Errorf("Set.Get(aws) = %v, want an error that errors.Is ErrNotConfigured, which a deletion acts on", err)
+	}
+}
+
+func TestValidateDeployment(t *testing.T) {
+	cases := map[string]struct {
+		reason string
+		name   string
+		ok     bool
+	}{
+		"Default":      {reason: "the default is a label", name: provider.DefaultDeployment, ok: true},
+		"WithDigits":   {reason: "letters, digits and hyphens", name: "staging-2", ok: true},
+		"Longest":      {reason: "63 characters is the limit", name: "a" + strings.Repeat("b", 62), ok: true},
+		"TooLong":      {reason: "64 characters is one too many", name: "a" + strings.Repeat("b", 63)},
+		"Empty":        {reason: "a label has at least one character", name: ""},
+		"LeadingDigit": {reason: "RFC 1035 starts with a letter", name: "2prod"},
+		"TrailingDash": {reason: "and ends with a letter or digit", name: "prod-"},
+		"Upper":        {reason: "GCE label values are lowercase", name: "Prod"},
+		"Underscore":   {reason: "an underscore is no label character here", name: "prod_eu"},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			err := provider.ValidateDeployment(tc.name)
+			if (err == nil) != tc.ok {
+				t.Errorf("%s\nValidateDeployment(%q) = %v, want ok %v", tc.reason, tc.name, err, tc.ok)
+			}
+		})
 	}
 }
 

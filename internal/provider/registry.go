@@ -2,6 +2,7 @@ package provider
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"regexp"
 	"slices"
@@ -13,6 +14,16 @@ import (
 // fake's clock) is captured by the closure at the composition root, so the
 // registry knows nothing of any provider's settings.
 type Constructor func(ctx context.Context) (Provider, error)
+
+// ErrNotConfigured is what the registry and a Set answer for a provider
+// type they do not hold: one that is not in PROVIDERS, such as a provider
+// removed while documents still name it. Test for it with errors.Is.
+var ErrNotConfigured = errors.New("provider type not configured")
+
+// notConfigured says which type is missing and which are there.
+func notConfigured(typ string, known []string) error {
+	return fmt.Errorf("%w: %q is not among the configured types (PROVIDERS: %s)", ErrNotConfigured, typ, strings.Join(known, ", "))
+}
 
 // typePattern is what a provider type looks like: a short lowercase word, as
 // it appears in a proxy's spec.provider.
@@ -67,7 +78,7 @@ func (r *Registry) Validate(typ string, req ValidateRequest) ([]Violation, error
 	reg, ok := r.regs[typ]
 	r.mu.RUnlock()
 	if !ok {
-		return nil, fmt.Errorf("provider registry: unknown provider type %q (known: %s)", typ, strings.Join(r.Types(), ", "))
+		return nil, notConfigured(typ, r.Types())
 	}
 	if reg.validate == nil {
 		return nil, nil
@@ -82,7 +93,7 @@ func (r *Registry) New(ctx context.Context, typ string) (Provider, error) {
 	reg, ok := r.regs[typ]
 	r.mu.RUnlock()
 	if !ok {
-		return nil, fmt.Errorf("provider registry: unknown provider type %q (known: %s)", typ, strings.Join(r.Types(), ", "))
+		return nil, notConfigured(typ, r.Types())
 	}
 	p, err := reg.ctor(ctx)
 	if err != nil {

@@ -221,11 +221,16 @@ type Proxy struct {
 func (p *Proxy) Key() Key { return Key{Namespace: p.Namespace, Name: p.Name} }
 
 // Claim is what the garbage collector reads of each live document: whose
-// uid it is, how far it got, and what it needs to tell a VM due for
-// rotation. It reads nothing else, so memory stays small.
+// uid it is, how far it got, where its VM is, and what it needs to tell a
+// VM due for rotation. It reads nothing else, so memory stays small.
 type Claim struct {
 	Key   Key
 	Phase Phase
+	// Provider is the spec's provider type: the collector lists every
+	// type a document names, and says which it cannot (one no longer in
+	// PROVIDERS). ProviderID is the status's, for a provider whose listing
+	// covers only some of its providerIDs (provider.Scoped).
+	Provider, ProviderID string
 	// MaxAge is the spec's, RotateRequestTime the last rotate request's,
 	// and BootStart when the current VM was created: what RotationDue
 	// needs.

@@ -20,7 +20,11 @@ func (run *run) deleting(ctx context.Context) (outcome, error) {
 	var prov provider.Provider
 	if id != "" || p.Reconciler.AddressID != "" {
 		var err error
-		if prov, err = run.r.providers.Get(ctx, p.Spec.Provider); err != nil {
+		prov, err = run.r.providers.Get(ctx, p.Spec.Provider)
+		if errors.Is(err, provider.ErrNotConfigured) {
+			return run.deleteLeavingVM(ctx, id, err)
+		}
+		if err != nil {
 			return run.deletionError(ctx, fmt.Errorf("provider %q is not available: %w", p.Spec.Provider, err))
 		}
 	}
@@ -75,6 +79,24 @@ func (run *run) deleting(ctx context.Context) (outcome, error) {
 	}
 	run.writes++
 	run.log.InfoContext(ctx, "proxy deleted", slog.String("uid", p.UID))
+	return done, nil
+}
+
+// deleteLeavingVM deletes the document of a proxy whose provider is not
+// configured (removed from PROVIDERS while the proxy lived): nothing here
+// can delete its VM, and retrying until someone configures the provider
+// again would leave the user's deletion hanging for good. The VM and
+// address, if any, are left to the operator, whom an error line tells
+// which.
+func (run *run) deleteLeavingVM(ctx context.Context, id string, cause error) (outcome, error) {
+	p := run.doc
+	if err := run.r.store.Delete(ctx, run.key, p.UpdateTime); err != nil {
+		return done, err
+	}
+	run.writes++
+	run.log.ErrorContext(ctx, "proxy deleted; its VM was left to the operator, since its provider is not configured",
+		slog.String("uid", p.UID), slog.String("provider", p.Spec.Provider),
+		slog.String("providerID", id), slog.String("addressID", p.Reconciler.AddressID), slog.Any("error", cause))
 	return done, nil
 }
 

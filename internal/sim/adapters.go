@@ -3,6 +3,7 @@ package sim
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/egress-proxies/egress/internal/provider"
@@ -133,6 +134,9 @@ func (p *simProvider) Delete(ctx context.Context, id string) error {
 			p.w.collecting(ctx, in.UID)
 		}
 	}
+	if slices.Contains(p.w.foreign, id) {
+		p.w.violation("%s deleted %s, which another deployment made or which has no deployment label", p.w.who(ctx), id)
+	}
 	return p.w.after(ctx, p.w.mock.Delete(ctx, id))
 }
 
@@ -208,6 +212,17 @@ func (w *World) acting(ctx context.Context, uid string) {
 		w.violation("uid %s: invocations %d and %d act on its VM at once", uid, owner.id, in.id)
 	}
 	w.actor[uid] = in
+}
+
+// who names the invocation of ctx, for a violation.
+func (w *World) who(ctx context.Context) string {
+	if in, _ := ctx.Value(invKey{}).(*inv); in != nil {
+		if in.gc {
+			return fmt.Sprintf("GC run %d", in.id)
+		}
+		return fmt.Sprintf("invocation %d", in.id)
+	}
+	return "the operator's run"
 }
 
 // collecting flags a GC delete of a VM whose document is live: GC may only

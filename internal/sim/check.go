@@ -22,7 +22,7 @@ func readyReason(p *proxy.Proxy) string {
 // check states the invariants once faults have stopped and time has run on.
 func (w *World) check() {
 	ctx := context.Background()
-	instances := w.mock.Instances()
+	instances := w.own()
 	w.stats.InstancesAtEnd = len(instances)
 	byUID := map[string][]provider.Instance{}
 	for _, in := range instances {
@@ -82,9 +82,19 @@ func (w *World) check() {
 		}
 	}
 	var leaked []string
-	for _, in := range slices.Concat(instances, w.mock.Addresses()) {
+	present := map[string]bool{}
+	for _, in := range slices.Concat(w.mock.Instances(), w.mock.Addresses()) {
+		present[in.ID] = true
+		if in.Deployment != provider.DefaultDeployment {
+			continue // another deployment's, or unlabelled: never ours to collect
+		}
 		if !live[in.UID] && w.clock.Now().Sub(in.CreatedAt) > gracePeriod {
 			leaked = append(leaked, in.ID)
+		}
+	}
+	for _, id := range w.foreign {
+		if !present[id] {
+			w.violation("%s, which another deployment made or which has no deployment label, is gone", id)
 		}
 	}
 	sort.Strings(leaked)

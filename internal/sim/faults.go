@@ -85,8 +85,12 @@ func (w *World) callHome(c mock.CallHome) {
 	}
 }
 
-// maybeFault injects at most one fault or user action.
+// maybeFault injects at most one fault or user action, and, from a
+// stream of its own, now and then a resource of another deployment.
 func (w *World) maybeFault() {
+	if w.shared.Float64() < 0.006 {
+		w.foreignResource()
+	}
 	switch r := w.rng.Float64(); {
 	case r < 0.04:
 		w.userAction()
@@ -101,12 +105,12 @@ func (w *World) maybeFault() {
 		w.stats.ProviderFaults++
 		w.mock.FailNextAfterEffect(mock.MethodCreate, 1, provider.NewError(provider.KindTransient, "sim", "", errors.New("response lost")))
 	case r < 0.06:
-		if ins := w.mock.Instances(); len(ins) > 0 {
+		if ins := w.own(); len(ins) > 0 {
 			w.stats.Lost++
 			w.mock.Lose(ins[w.rng.IntN(len(ins))].ID)
 		}
 	case r < 0.065:
-		if ins := w.mock.Instances(); len(ins) > 0 {
+		if ins := w.own(); len(ins) > 0 {
 			w.stats.Stopped++
 			w.mock.Stop(ins[w.rng.IntN(len(ins))].ID, provider.StateStopped)
 		}
@@ -114,7 +118,7 @@ func (w *World) maybeFault() {
 		w.stats.NeverReady++
 		w.mock.NeverReady(1)
 	case r < 0.075:
-		if ins := w.mock.Instances(); len(ins) > 0 {
+		if ins := w.own(); len(ins) > 0 {
 			w.stats.BootErrors++
 			w.mock.FailBoot(ins[w.rng.IntN(len(ins))].ID, "tinyproxy does not answer")
 		}
@@ -141,6 +145,49 @@ func (w *World) maybeFault() {
 			t.UID = uids[len(uids)-1]
 		}
 		w.enqueue(delivery{key: proxy.Key{Namespace: namespace, Name: name}, trigger: t}, w.delay())
+	}
+}
+
+// own are this deployment's VMs: the ones the faults above lose, stop and
+// fail. Another deployment's live their own life.
+func (w *World) own() []provider.Instance {
+	var out []provider.Instance
+	for _, in := range w.mock.Instances() {
+		if in.Deployment == provider.DefaultDeployment {
+			out = append(out, in)
+		}
+	}
+	return out
+}
+
+// foreignResource plants, in the same project, a VM (and, a third of the
+// time, its static address) of a second deployment, whose documents this
+// one never sees, or a managed VM without the deployment label, as a
+// release before the label made it. The collector must never delete one:
+// each would be an orphan of old age here.
+func (w *World) foreignResource() {
+	uid := fmt.Sprintf("%08x-0000-4000-9000-%012x", w.shared.Uint32(), w.shared.Uint64()&0xffffffffffff)
+	if w.shared.IntN(4) == 0 {
+		w.stats.Unlabelled++
+		w.foreign = append(w.foreign, w.mock.AddForeign(provider.NameFromUID(uid), map[string]string{
+			provider.LabelManaged: provider.LabelManagedYes, provider.LabelUID: uid}))
+		return
+	}
+	id, err := w.other.Create(context.Background(), provider.CreateRequest{
+		Name: provider.NameFromUID(uid), UID: uid, Namespace: "other-deployment", ProxyName: "p",
+		Placement: provider.Placement{Region: "us-central1"}, StaticIP: w.shared.IntN(3) == 0,
+	})
+	if err != nil {
+		return // a provider fault met it: nothing was made
+	}
+	in, err := w.other.Get(context.Background(), id)
+	if err != nil {
+		return // accepted and failed since: nothing runs
+	}
+	w.stats.OtherDeployment++
+	w.foreign = append(w.foreign, id)
+	if in.AddressID != "" {
+		w.foreign = append(w.foreign, in.AddressID)
 	}
 }
 

@@ -10,8 +10,9 @@
 // While faults are on, the scheduler drops, duplicates and delays events,
 // crashes invocations before or after any step, injects provider errors
 // (transient, rate limited, a Create that succeeds but reports failure),
-// loses and stops VMs, and users create, delete and re-create the same
-// names. Then faults stop, time runs on, and Check states the invariants.
+// loses and stops VMs, plants a second deployment's resources in the same
+// project, serves the collector no document at all now and then, and
+// users create, delete and re-create the same names. Then faults stop, time runs on, and Check states the invariants.
 package sim
 
 import (
@@ -52,10 +53,14 @@ const (
 	// collector's claims, so only the request's own event brings the
 	// rotation: a lost event loses the rotation.
 	RotationByEventOnly
+	// NoDeleteGuard lets the collector delete however much, with no
+	// document at all: a run served an empty document set by mistake
+	// deletes the fleet.
+	NoDeleteGuard
 )
 
 func (b Bug) String() string {
-	return [...]string{"none", "no update-time precondition", "no lease", "no GC grace period", "no create-pending record", "one request id per proxy", "rotations by their event only"}[b]
+	return [...]string{"none", "no update-time precondition", "no lease", "no GC grace period", "no create-pending record", "one request id per proxy", "rotations by their event only", "no guard on mass deletion"}[b]
 }
 
 // Stats counts what a schedule did.
@@ -73,6 +78,13 @@ type Stats struct {
 	// StaticProxies asked for a static address; Rotations are the rotate
 	// requests users made.
 	StaticProxies, Rotations int
+	// OtherDeployment are the VMs a second deployment made in the same
+	// project, and Unlabelled the managed VMs without a deployment label:
+	// none may ever be deleted. EmptyDocumentSets are GC runs served no
+	// document at all by mistake; Refused, the runs the collector's guard
+	// refused; OperatorRuns, the runs an operator allows an empty
+	// database for, when every proxy was deleted on purpose.
+	OtherDeployment, Unlabelled, EmptyDocumentSets, Refused, OperatorRuns int
 	// ReadyAtEnd, FailedAtEnd and InstancesAtEnd are what the invariants
 	// were checked over.
 	ReadyAtEnd, FailedAtEnd, InstancesAtEnd int
@@ -82,7 +94,7 @@ type Stats struct {
 func (s Stats) Faults() int {
 	return s.Crashes + s.Dropped + s.Duplicated + s.ProviderFaults + s.Lost + s.Stopped +
 		s.CallHomesLost + s.CallHomesDuplicated + s.CallHomesDelayed + s.CallHomesForged + s.NeverReady + s.BootErrors +
-		s.AsyncCreateFailures + s.Stockouts
+		s.AsyncCreateFailures + s.Stockouts + s.OtherDeployment + s.Unlabelled + s.EmptyDocumentSets
 }
 
 // Add sums schedules' stats.
@@ -105,6 +117,11 @@ func (s *Stats) Add(o Stats) {
 	s.BootErrors += o.BootErrors
 	s.AsyncCreateFailures += o.AsyncCreateFailures
 	s.Stockouts += o.Stockouts
+	s.OtherDeployment += o.OtherDeployment
+	s.Unlabelled += o.Unlabelled
+	s.EmptyDocumentSets += o.EmptyDocumentSets
+	s.Refused += o.Refused
+	s.OperatorRuns += o.OperatorRuns
 	s.StaticProxies += o.StaticProxies
 	s.Rotations += o.Rotations
 	s.ReadyAtEnd += o.ReadyAtEnd
@@ -163,23 +180,36 @@ type invKey struct{}
 
 // World is one schedule.
 type World struct {
-	rng     *rand.Rand
-	bug     Bug
-	clock   *clock.Fake
-	store   *memstore.Store
-	mock    *mock.Provider
+	rng *rand.Rand
+	// shared draws the faults of resources this deployment does not own
+	// (another deployment's, an empty document set): a stream of its
+	// own, so that adding them left the other faults' schedules as they
+	// were until one of them happens.
+	shared *rand.Rand
+	bug    Bug
+	clock  *clock.Fake
+	store  *memstore.Store
+	mock   *mock.Provider
+	// other is a second deployment's view of the same project; foreign
+	// are the resources it (or a release before the deployment label)
+	// made, which this deployment's collector must never delete.
+	other   *mock.Provider
+	foreign []string
 	rec     *reconcile.Reconciler
 	col     *gc.Collector
-	pending []delivery
-	seq     int
-	active  []*inv
-	nextID  int
-	faults  bool
-	stats   Stats
-	nextGC  time.Time
-	uids    map[string][]string // name → every uid it had
-	obsGen  map[string]int64
-	actor   map[string]*inv
+	// operator is the collector as an operator runs it, allowing an
+	// empty database, when every proxy was deleted on purpose.
+	operator *gc.Collector
+	pending  []delivery
+	seq      int
+	active   []*inv
+	nextID   int
+	faults   bool
+	stats    Stats
+	nextGC   time.Time
+	uids     map[string][]string // name → every uid it had
+	obsGen   map[string]int64
+	actor    map[string]*inv
 	// lastUIDs is the uid set read at the last GC tick.
 	lastUIDs map[string]proxy.Claim
 	// staticEndpoint is the first endpoint each Static proxy was Ready at;
@@ -196,6 +226,7 @@ func New(seed uint64, bug Bug) *World {
 	start := time.Date(2026, 12, 2, 0, 0, 0, 0, time.UTC)
 	w := &World{
 		rng:            rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)),
+		shared:         rand.New(rand.NewPCG(seed, 23)),
 		bug:            bug,
 		clock:          clock.NewFake(start),
 		faults:         true,
@@ -207,6 +238,7 @@ func New(seed uint64, bug Bug) *World {
 	}
 	w.store = memstore.New(w.clock)
 	w.mock = mock.New(mock.Options{Clock: w.clock, ProvisioningDelay: time.Duration(5+w.rng.IntN(60)) * time.Second, CallHome: w.callHome})
+	w.other = w.mock.InDeployment("other")
 	log := slog.New(slog.DiscardHandler)
 	st := &simStore{w: w}
 	prov := &simProvider{w: w}
@@ -217,7 +249,13 @@ func New(seed uint64, bug Bug) *World {
 	if bug == NoGracePeriod {
 		grace = time.Nanosecond
 	}
-	w.col = gc.New(simProviders{prov}, st, q, &simClock{w: w}, log, gc.Options{GracePeriod: grace, Parallelism: 1})
+	opts := gc.Options{GracePeriod: grace, Parallelism: 1}
+	if bug == NoDeleteGuard {
+		opts.MaxDeletes, opts.AllowEmptyDatabase = 1<<30, true
+	}
+	w.col = gc.New(simProviders{prov}, st, q, &simClock{w: w}, log, opts)
+	opts.AllowEmptyDatabase = true
+	w.operator = gc.New(simProviders{prov}, st, q, &simClock{w: w}, log, opts)
 	w.nextGC = start.Add(gcInterval)
 	w.store.Watch(w.changed)
 	return w

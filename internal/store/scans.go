@@ -13,12 +13,12 @@ import (
 	"github.com/egress-proxies/egress/internal/proxy"
 )
 
-// LiveUIDs reads, by uid, the key, phase and rotation fields of every
+// LiveUIDs reads, by uid, the key, phase, provider and rotation fields of every
 // proxy document of every namespace, with a collection-group query that
 // selects only those fields: memory grows with the number of documents,
 // never with their size.
 func (s *Store) LiveUIDs(ctx context.Context) (map[string]proxy.Claim, error) {
-	it := s.client.CollectionGroup(ProxiesCollection).Select("uid", "status.phase", "spec.maxAge", "rotateRequestTime", "reconciler.bootStart").Documents(ctx)
+	it := s.client.CollectionGroup(ProxiesCollection).Select("uid", "status.phase", "spec.provider", "status.providerID", "spec.maxAge", "rotateRequestTime", "reconciler.bootStart").Documents(ctx)
 	defer it.Stop()
 	uids := map[string]proxy.Claim{}
 	for n := 0; ; n++ {
@@ -39,6 +39,12 @@ func (s *Store) LiveUIDs(ctx context.Context) (map[string]proxy.Claim, error) {
 		if ph, err := snap.DataAt("status.phase"); err == nil {
 			p, _ := ph.(string)
 			claim.Phase = proxy.Phase(p)
+		}
+		if v, err := snap.DataAt("spec.provider"); err == nil {
+			claim.Provider, _ = v.(string)
+		}
+		if v, err := snap.DataAt("status.providerID"); err == nil {
+			claim.ProviderID, _ = v.(string)
 		}
 		if v, err := snap.DataAt("spec.maxAge"); err == nil {
 			claim.MaxAge, _ = v.(string)

@@ -144,7 +144,7 @@ func (p *Provider) ensureAddress(ctx context.Context, region string, req provide
 				Description: proto.String(fmt.Sprintf("Static address of egress proxy namespaces/%s/proxies/%s", req.Namespace, req.ProxyName)),
 				AddressType: proto.String("EXTERNAL"),
 				NetworkTier: proto.String("PREMIUM"),
-				Labels:      map[string]string{provider.LabelManaged: provider.LabelManagedYes, provider.LabelUID: req.UID},
+				Labels:      p.labels(req),
 			},
 		})
 		if err != nil && classify(err) != provider.KindAlreadyExists {
@@ -179,7 +179,7 @@ func (p *Provider) instance(req provider.CreateRequest, zone, natIP string) *com
 		image = DefaultImage
 	}
 	access := &computepb.AccessConfig{Name: proto.String("External NAT"), Type: proto.String("ONE_TO_ONE_NAT")}
-	labels := map[string]string{provider.LabelManaged: provider.LabelManagedYes, provider.LabelUID: req.UID}
+	labels := p.labels(req)
 	if natIP != "" {
 		access.NatIP = proto.String(natIP)
 		labels[labelStaticIP] = "true"

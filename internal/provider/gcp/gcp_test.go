@@ -57,6 +57,14 @@ func TestConformance(t *testing.T) {
 					Labels: map[string]string{provider.LabelManaged: "false", provider.LabelUID: uid},
 				})
 			},
+			Deployment: provider.DefaultDeployment,
+			AddManaged: func(name, uid, deployment string) {
+				labels := map[string]string{provider.LabelManaged: provider.LabelManagedYes, provider.LabelUID: uid}
+				if deployment != "" {
+					labels[provider.LabelDeployment] = deployment
+				}
+				fake.Put("europe-west4-b", &computepb.Instance{Name: proto.String(name), Status: proto.String("RUNNING"), Labels: labels})
+			},
 			UnknownID: instanceID(project, "us-central1-a", "absent"),
 			ReportReady: func(id string) {
 				id2, _ := parseID(id)
@@ -110,7 +118,7 @@ func TestInsertBody(t *testing.T) {
 		Name:        proto.String(req.Name),
 		Description: proto.String("Egress proxy namespaces/team-a/proxies/egress-1"),
 		MachineType: proto.String("zones/us-central1-b/machineTypes/e2-small"),
-		Labels:      map[string]string{"proxy-operator-managed": "true", "proxy-operator-uid": req.UID},
+		Labels:      map[string]string{"proxy-operator-managed": "true", "proxy-operator-uid": req.UID, "egress-deployment": "egress"},
 		Tags:        &computepb.Tags{Items: []string{"egress-proxy"}},
 		Metadata: &computepb.Metadata{Items: []*computepb.Items{
 			{Key: proto.String("startup-script"), Value: proto.String(req.StartupScript)},
@@ -455,7 +463,7 @@ func TestReadiness(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			tc.want.ID, tc.want.UID, tc.want.Zone = id, req.UID, "us-central1-b"
+			tc.want.ID, tc.want.UID, tc.want.Zone, tc.want.Deployment = id, req.UID, "us-central1-b", provider.DefaultDeployment
 			if diff := cmp.Diff(tc.want, *got, cmpopts.IgnoreFields(provider.Instance{}, "CreatedAt")); diff != "" {
 				t.Errorf("%s\ninstance (-want +got):\n%s", tc.reason, diff)
 			}

@@ -177,7 +177,8 @@ func (p *Provider) readiness(ctx context.Context, id parsed, out *provider.Insta
 
 // convert maps a Compute instance onto the provider's view.
 func convert(id, zone string, inst *computepb.Instance) provider.Instance {
-	out := provider.Instance{ID: id, State: state(inst.GetStatus()), UID: inst.GetLabels()[provider.LabelUID], Zone: zone}
+	out := provider.Instance{ID: id, State: state(inst.GetStatus()), UID: inst.GetLabels()[provider.LabelUID], Zone: zone,
+		Deployment: inst.GetLabels()[provider.LabelDeployment]}
 	if nics := inst.GetNetworkInterfaces(); len(nics) > 0 {
 		if acs := nics[0].GetAccessConfigs(); len(acs) > 0 {
 			out.IP = acs[0].GetNatIP()
@@ -191,7 +192,8 @@ func convert(id, zone string, inst *computepb.Instance) provider.Instance {
 
 // convertAddress maps a static address onto the provider's view.
 func convertAddress(id string, a *computepb.Address) provider.Instance {
-	out := provider.Instance{ID: id, State: provider.StateTerminated, UID: a.GetLabels()[provider.LabelUID], IP: a.GetAddress()}
+	out := provider.Instance{ID: id, State: provider.StateTerminated, UID: a.GetLabels()[provider.LabelUID], IP: a.GetAddress(),
+		Deployment: a.GetLabels()[provider.LabelDeployment]}
 	if a.GetStatus() == "IN_USE" {
 		out.State = provider.StateRunning
 	}

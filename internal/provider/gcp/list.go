@@ -21,6 +21,13 @@ import (
 // Both lists are filtered on the managed label and checked again here. A
 // zone or region that could not be read fails the list: a resource missing
 // from it must not look deleted.
+//
+// Of the managed ones it keeps this deployment's and those without a
+// deployment label (made before the label, by this deployment or by the
+// original operator), never another deployment's. That choice is made
+// here rather than in Compute's filter, which can say "this value" but not
+// "this value or no label at all" (a filter on labels.KEY=VALUE leaves out
+// the resources without the key).
 func (p *Provider) ListByTag(ctx context.Context) ([]provider.Instance, error) {
 	filter := proto.String("labels." + provider.LabelManaged + "=" + provider.LabelManagedYes)
 	var out []provider.Instance
@@ -40,7 +47,7 @@ func (p *Provider) ListByTag(ctx context.Context) ([]provider.Instance, error) {
 		}
 		zone := strings.TrimPrefix(pair.Key, "zones/")
 		for _, inst := range pair.Value.GetInstances() {
-			if inst.GetLabels()[provider.LabelManaged] == provider.LabelManagedYes {
+			if p.listed(inst.GetLabels()) {
 				out = append(out, convert(instanceID(p.cfg.Project, zone, inst.GetName()), zone, inst))
 			}
 		}
@@ -63,7 +70,7 @@ func (p *Provider) ListByTag(ctx context.Context) ([]provider.Instance, error) {
 		}
 		region := strings.TrimPrefix(pair.Key, "regions/")
 		for _, a := range pair.Value.GetAddresses() {
-			if a.GetLabels()[provider.LabelManaged] == provider.LabelManagedYes && len(a.GetUsers()) == 0 {
+			if p.listed(a.GetLabels()) && len(a.GetUsers()) == 0 {
 				out = append(out, convertAddress(addressID(p.cfg.Project, region, a.GetName()), a))
 			}
 		}
@@ -83,4 +90,11 @@ func (p *Provider) ListByTag(ctx context.Context) ([]provider.Instance, error) {
 			fmt.Errorf("unreachable: %s; the listing would be incomplete", strings.Join(slices.Compact(unreachable), ", ")))
 	}
 	return out, nil
+}
+
+// listed reports whether a resource with these labels is ListByTag's:
+// managed, and of this deployment or of none.
+func (p *Provider) listed(labels map[string]string) bool {
+	d, labelled := labels[provider.LabelDeployment]
+	return labels[provider.LabelManaged] == provider.LabelManagedYes && (!labelled || d == p.cfg.Deployment)
 }

@@ -55,8 +55,15 @@ var DefaultScopes = []string{
 // Config is the provider's configuration (internal/app reads it from GCP_*
 // variables).
 type Config struct {
-	// Project is where the VMs are made.
+	// Project is where the VMs are made, and the one project ListByTag
+	// lists. A providerID names its own project, so the VMs of another
+	// (GCP_PROJECT changed under a live fleet) are still read and deleted
+	// through it; Lists says which are not listed.
 	Project string
+	// Deployment is the value of every resource's provider.LabelDeployment
+	// label, and the one ListByTag lists; empty is
+	// provider.DefaultDeployment.
+	Deployment string
 	// Network and Subnetwork place the VM's interface; Subnetwork may be
 	// empty for an auto-mode network.
 	Network, Subnetwork string
@@ -134,6 +141,12 @@ func New(c Clients, cfg Config) (*Provider, error) {
 	if c.Instances == nil || c.Addresses == nil || c.ZoneOperations == nil || c.Regions == nil {
 		return nil, errors.New("gcp provider: a Compute client is missing")
 	}
+	if cfg.Deployment == "" {
+		cfg.Deployment = provider.DefaultDeployment
+	}
+	if err := provider.ValidateDeployment(cfg.Deployment); err != nil {
+		return nil, fmt.Errorf("gcp provider: %w", err)
+	}
 	if cfg.Network == "" {
 		cfg.Network = DefaultNetwork
 	}
@@ -149,4 +162,25 @@ func New(c Clients, cfg Config) (*Provider, error) {
 var (
 	_ provider.Provider      = (*Provider)(nil)
 	_ provider.ConsoleReader = (*Provider)(nil)
+	_ provider.Scoped        = (*Provider)(nil)
 )
+
+// Lists reports whether ListByTag lists what providerID names: a VM or
+// address of the configured project. One of another project, made before
+// GCP_PROJECT changed, is served, replaced and deleted through its
+// providerID, but never listed.
+func (p *Provider) Lists(providerID string) bool {
+	id, err := parseID(providerID)
+	return err == nil && id.project == p.cfg.Project
+}
+
+// labels are the labels of every resource made for req: the garbage
+// collection contract's (provider.LabelManaged, LabelUID,
+// LabelDeployment).
+func (p *Provider) labels(req provider.CreateRequest) map[string]string {
+	return map[string]string{
+		provider.LabelManaged:    provider.LabelManagedYes,
+		provider.LabelUID:        req.UID,
+		provider.LabelDeployment: p.cfg.Deployment,
+	}
+}

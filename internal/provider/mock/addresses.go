@@ -12,9 +12,11 @@ import (
 // Delete of its own ID once no VM uses it.
 type address struct {
 	name, uid string
-	ip        netip.Addr
-	createdAt time.Time
-	seq       int
+	// deployment is the deployment that reserved it.
+	deployment string
+	ip         netip.Addr
+	createdAt  time.Time
+	seq        int
 }
 
 // staticRange is where static addresses come from: the benchmarking range
@@ -36,7 +38,7 @@ func (p *Provider) ensureAddress(req provider.CreateRequest) (*address, error) {
 	p.nextSeq++
 	ip := staticRange.Addr().As4()
 	ip[2], ip[3] = byte(p.nextSeq>>8), byte(p.nextSeq)
-	a := &address{name: req.Name, uid: req.UID, ip: netip.AddrFrom4(ip), createdAt: p.clock.Now(), seq: p.nextSeq}
+	a := &address{name: req.Name, uid: req.UID, deployment: p.deployment, ip: netip.AddrFrom4(ip), createdAt: p.clock.Now(), seq: p.nextSeq}
 	p.addresses[req.Name] = a
 	return a, nil
 }
@@ -59,7 +61,7 @@ func (p *Provider) addressInstance(a *address) provider.Instance {
 	if p.inUse(a) {
 		state = provider.StateRunning
 	}
-	return provider.Instance{ID: a.id(), IP: a.ip.String(), State: state, UID: a.uid, CreatedAt: a.createdAt}
+	return provider.Instance{ID: a.id(), IP: a.ip.String(), State: state, UID: a.uid, CreatedAt: a.createdAt, Deployment: a.deployment}
 }
 
 // deleteAddress releases an address no VM uses. p.mu must be held.

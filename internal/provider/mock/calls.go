@@ -78,15 +78,17 @@ func (p *Provider) create(req provider.CreateRequest) (*instance, bool, error) {
 		seq:  p.nextSeq,
 		req:  req,
 		labels: map[string]string{
-			provider.LabelManaged: provider.LabelManagedYes,
-			provider.LabelUID:     req.UID,
+			provider.LabelManaged:    provider.LabelManagedYes,
+			provider.LabelUID:        req.UID,
+			provider.LabelDeployment: p.deployment,
 		},
 		inst: provider.Instance{
-			ID:        idPrefix + req.Name,
-			State:     provider.StateProvisioning,
-			UID:       req.UID,
-			CreatedAt: p.clock.Now(),
-			Zone:      zone,
+			ID:         idPrefix + req.Name,
+			State:      provider.StateProvisioning,
+			UID:        req.UID,
+			CreatedAt:  p.clock.Now(),
+			Zone:       zone,
+			Deployment: p.deployment,
 		},
 		console: []string{"mock: instance " + req.Name + " created; booting"},
 	}
@@ -227,9 +229,10 @@ func (p *Provider) purge() {
 	}
 }
 
-// ListByTag returns every instance labelled LabelManaged=LabelManagedYes,
-// ordered by creation, then every static address no VM uses, as a
-// Terminated instance of its own kind.
+// ListByTag returns every instance labelled LabelManaged=LabelManagedYes
+// of this deployment or of none, ordered by creation, then every static
+// address of this deployment that no VM uses, as a Terminated instance of
+// its own kind. Another deployment's are never listed.
 func (p *Provider) ListByTag(ctx context.Context) ([]provider.Instance, error) {
 	if err := p.enter(ctx, MethodListByTag); err != nil {
 		return nil, err
@@ -242,7 +245,7 @@ func (p *Provider) ListByTag(ctx context.Context) ([]provider.Instance, error) {
 	out := p.snapshot(true)
 	addrs := make([]*address, 0, len(p.addresses))
 	for _, a := range p.addresses {
-		if !p.inUse(a) {
+		if a.deployment == p.deployment && !p.inUse(a) {
 			addrs = append(addrs, a)
 		}
 	}
@@ -276,11 +279,16 @@ func (p *Provider) Addresses() []provider.Instance {
 	return out
 }
 
-func (p *Provider) snapshot(managedOnly bool) []provider.Instance {
+// snapshot is every instance, or, listed, the managed ones of this
+// deployment or of none. p.mu must be held.
+func (p *Provider) snapshot(listed bool) []provider.Instance {
 	p.purge()
 	list := make([]*instance, 0, len(p.instances))
 	for _, in := range p.instances {
-		if in.createErr != nil || (managedOnly && in.labels[provider.LabelManaged] != provider.LabelManagedYes) {
+		if in.createErr != nil {
+			continue
+		}
+		if d := in.labels[provider.LabelDeployment]; listed && (in.labels[provider.LabelManaged] != provider.LabelManagedYes || (d != "" && d != p.deployment)) {
 			continue
 		}
 		list = append(list, in)

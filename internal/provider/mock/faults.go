@@ -197,11 +197,12 @@ func (p *Provider) AddForeign(name string, labels map[string]string) string {
 		seq:    p.nextSeq,
 		labels: maps.Clone(labels),
 		inst: provider.Instance{
-			ID:        id,
-			State:     provider.StateRunning,
-			IP:        addressFor(p.nextSeq).String(),
-			UID:       labels[provider.LabelUID],
-			CreatedAt: p.clock.Now(),
+			ID:         id,
+			State:      provider.StateRunning,
+			IP:         addressFor(p.nextSeq).String(),
+			UID:        labels[provider.LabelUID],
+			CreatedAt:  p.clock.Now(),
+			Deployment: labels[provider.LabelDeployment],
 		},
 	}
 	return id

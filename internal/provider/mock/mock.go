@@ -67,6 +67,10 @@ type Options struct {
 	// DeletionDelay is how long a deleted instance is still there, Stopped,
 	// before it is gone, as a cloud VM takes a while to go.
 	DeletionDelay time.Duration
+	// Deployment is the deployment this provider acts for
+	// (provider.LabelDeployment); empty is provider.DefaultDeployment.
+	// InDeployment gives another deployment's view of the same project.
+	Deployment string
 	// CallHome, if set, is called once for each new instance when its
 	// provisioning delay ends, as a real VM's startup script publishes
 	// {namespace, name, uid} when its self-test passes. The composition
@@ -128,8 +132,16 @@ type seenRequest struct {
 	at time.Time
 }
 
-// Provider is the mock provider. It is safe for concurrent use.
+// Provider is the mock provider: one deployment's view of a project. It is
+// safe for concurrent use.
 type Provider struct {
+	*project
+	deployment string
+}
+
+// project is what a cloud project holds: the VMs and addresses of every
+// deployment that shares it, and the faults planted in it.
+type project struct {
 	clock         clock.Clock
 	delay         time.Duration
 	deletionDelay time.Duration
@@ -155,7 +167,11 @@ func New(opts Options) *Provider {
 	if clk == nil {
 		clk = clock.Real{}
 	}
-	return &Provider{
+	deployment := opts.Deployment
+	if deployment == "" {
+		deployment = provider.DefaultDeployment
+	}
+	return &Provider{deployment: deployment, project: &project{
 		clock:         clk,
 		delay:         opts.ProvisioningDelay,
 		deletionDelay: opts.DeletionDelay,
@@ -166,7 +182,16 @@ func New(opts Options) *Provider {
 		faults:        map[Method][]*fault{},
 		latency:       map[Method]time.Duration{},
 		calls:         map[Method]int{},
-	}
+	}}
+}
+
+// InDeployment returns a provider of the same project acting for another
+// deployment: it sees the same VMs and addresses, creates its own with its
+// name, and lists only its own and the unlabelled ones, as a second
+// deployment sharing a cloud project would. Faults and call counts are the
+// project's, shared by every view.
+func (p *Provider) InDeployment(name string) *Provider {
+	return &Provider{project: p.project, deployment: name}
 }
 
 var (

@@ -31,6 +31,14 @@ func TestConformance(t *testing.T) {
 			AddUnmanaged: func(name, uid string) {
 				p.AddForeign(name, map[string]string{provider.LabelManaged: "false", provider.LabelUID: uid})
 			},
+			Deployment: provider.DefaultDeployment,
+			AddManaged: func(name, uid, deployment string) {
+				labels := map[string]string{provider.LabelManaged: provider.LabelManagedYes, provider.LabelUID: uid}
+				if deployment != "" {
+					labels[provider.LabelDeployment] = deployment
+				}
+				p.AddForeign(name, labels)
+			},
 			UnknownID:       "mock://proxy-unknown",
 			ReportBootError: func(id, reason string) { p.FailBoot(id, reason) },
 		}
@@ -56,7 +64,7 @@ func TestProvisioningDelayAndAddress(t *testing.T) {
 	}
 	clk.Advance(time.Second)
 	in, _ = p.Get(ctx, id)
-	want := provider.Instance{ID: id, IP: "192.0.2.1", State: provider.StateRunning, UID: "u1", CreatedAt: epoch}
+	want := provider.Instance{ID: id, IP: "192.0.2.1", State: provider.StateRunning, UID: "u1", CreatedAt: epoch, Deployment: provider.DefaultDeployment}
 	if diff := cmp.Diff(want, *in); diff != "" {
 		t.Errorf("at the delay (-want +got):\n%s", diff)
 	}
@@ -252,8 +260,8 @@ func TestBootFaults(t *testing.T) {
 	p.FailBoot(failed, "a CONNECT with credentials to www.google.com:443 got 000, want 200")
 	clk.Advance(time.Hour)
 	for id, want := range map[string]provider.Instance{
-		hung:   {ID: hung, State: provider.StateProvisioning, UID: "11111111-1111-4111-8111-111111111111", CreatedAt: epoch},
-		failed: {ID: failed, State: provider.StateProvisioning, UID: "22222222-2222-4222-8222-222222222222", CreatedAt: epoch, BootError: "a CONNECT with credentials to www.google.com:443 got 000, want 200"},
+		hung:   {ID: hung, State: provider.StateProvisioning, UID: "11111111-1111-4111-8111-111111111111", CreatedAt: epoch, Deployment: provider.DefaultDeployment},
+		failed: {ID: failed, State: provider.StateProvisioning, UID: "22222222-2222-4222-8222-222222222222", CreatedAt: epoch, Deployment: provider.DefaultDeployment, BootError: "a CONNECT with credentials to www.google.com:443 got 000, want 200"},
 	} {
 		got, err := p.Get(ctx, id)
 		if err != nil {

@@ -27,6 +27,14 @@ type Target struct {
 	// label is not LabelManagedYes, as a foreign tool sharing the project
 	// would leave one. ListByTag must not return it.
 	AddUnmanaged func(name, uid string)
+	// Deployment is the deployment the provider was made for
+	// (provider.LabelDeployment).
+	Deployment string
+	// AddManaged plants a managed instance with this name and uid,
+	// labelled with deployment, or with no deployment label for "", as
+	// another deployment sharing the project, or a release before the
+	// label, would leave one.
+	AddManaged func(name, uid, deployment string)
 	// UnknownID is a well-formed providerID that names no instance.
 	UnknownID string
 	// ReportReady plays a settled VM's startup script saying the proxy
@@ -71,12 +79,12 @@ func Run(t *testing.T, newTarget func(t *testing.T) Target) {
 		req := request("a")
 		id := mustCreate(t, tg.Provider, req)
 		got := mustGet(t, tg.Provider, id)
-		if got.ID != id || got.UID != req.UID {
-			t.Errorf("Get(%q) = {ID:%q UID:%q}, want {ID:%q UID:%q}", id, got.ID, got.UID, id, req.UID)
+		if got.ID != id || got.UID != req.UID || got.Deployment != tg.Deployment {
+			t.Errorf("Get(%q) = {ID:%q UID:%q Deployment:%q}, want {ID:%q UID:%q Deployment:%q}", id, got.ID, got.UID, got.Deployment, id, req.UID, tg.Deployment)
 		}
 		list := mustList(t, tg.Provider)
-		if len(list) != 1 || list[0].ID != id || list[0].UID != req.UID {
-			t.Errorf("ListByTag = %+v, want one instance {ID:%q UID:%q}", list, id, req.UID)
+		if len(list) != 1 || list[0].ID != id || list[0].UID != req.UID || list[0].Deployment != tg.Deployment {
+			t.Errorf("ListByTag = %+v, want one instance {ID:%q UID:%q Deployment:%q}", list, id, req.UID, tg.Deployment)
 		}
 	})
 
@@ -132,6 +140,24 @@ func Run(t *testing.T, newTarget func(t *testing.T) Target) {
 		}
 		if diff := cmp.Diff(want, got); diff != "" {
 			t.Errorf("ListByTag (id → uid) mismatch (-want +got):\n%s", diff)
+		}
+	})
+
+	t.Run("ListByTagReturnsThisDeploymentAndUnlabelledOnly", func(t *testing.T) {
+		tg := newTarget(t)
+		req := request("a")
+		own := mustCreate(t, tg.Provider, req)
+		tg.AddManaged("other-deployment-vm", "22222222-3333-4444-8555-666666666666", "other-"+tg.Deployment)
+		tg.AddManaged("unlabelled-vm", "33333333-4444-4555-8666-777777777777", "")
+		got := map[string]string{}
+		for _, in := range mustList(t, tg.Provider) {
+			got[in.UID] = in.Deployment
+		}
+		// Another deployment's is never listed; one without the label is,
+		// with no deployment, for the collector to report and keep.
+		want := map[string]string{req.UID: tg.Deployment, "33333333-4444-4555-8666-777777777777": ""}
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("ListByTag (uid → deployment) after creating %s (-want +got):\n%s", own, diff)
 		}
 	})
 

@@ -251,15 +251,16 @@ func (s *Store) Delete(_ context.Context, key proxy.Key, updateTime time.Time) e
 	return s.changed(Change{Key: key, Old: doc})
 }
 
-// LiveUIDs returns, by uid, the key, phase and rotation fields of every
-// document.
+// LiveUIDs returns, by uid, the key, phase, provider and rotation fields
+// of every document.
 func (s *Store) LiveUIDs(context.Context) (map[string]proxy.Claim, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	uids := make(map[string]proxy.Claim, len(s.docs))
 	for k, d := range s.docs {
 		s.reads++
-		c := proxy.Claim{Key: k, Phase: d.Status.Phase, MaxAge: d.Spec.MaxAge, BootStart: d.Reconciler.BootStart}
+		c := proxy.Claim{Key: k, Phase: d.Status.Phase, Provider: d.Spec.Provider, ProviderID: d.Status.ProviderID,
+			MaxAge: d.Spec.MaxAge, BootStart: d.Reconciler.BootStart}
 		if t := d.RotateRequestTime; t != nil {
 			rotate := *t
 			c.RotateRequestTime = &rotate

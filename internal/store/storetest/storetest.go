@@ -318,6 +318,7 @@ func testScans(t *testing.T, s Store) {
 				// a rotation asked for since, what the claim carries.
 				ready := *created
 				ready.Status.Phase = proxy.PhaseReady
+				ready.Status.ProviderID = "mock://proxy-" + ready.UID
 				ready.Reconciler.ProgressTime = time.Time{}
 				ready.Reconciler.BootStart = base
 				if _, err := s.UpdateStatus(ctx, &ready); err != nil {
@@ -336,10 +337,13 @@ func testScans(t *testing.T, s Store) {
 	var got []string
 	for u, c := range uids {
 		got = append(got, u)
-		want := proxy.Claim{Key: proxy.Key{Namespace: c.Key.Namespace, Name: c.Key.Name}, Phase: proxy.PhasePending}
+		// The provider type, so the collector lists every type a document
+		// names, and the providerID once there is one.
+		want := proxy.Claim{Key: proxy.Key{Namespace: c.Key.Namespace, Name: c.Key.Name}, Phase: proxy.PhasePending, Provider: "mock"}
 		if c.Key.Name == "p-2" {
 			rotate := base.Add(time.Hour)
 			want.Phase, want.MaxAge, want.BootStart, want.RotateRequestTime = proxy.PhaseReady, "24h", base, &rotate
+			want.ProviderID = "mock://proxy-" + u
 		}
 		if u != fmt.Sprintf("uid-%s-%s", c.Key.Namespace, c.Key.Name) {
 			t.Errorf("LiveUIDs[%s] is the claim of %s", u, c.Key)
