@@ -9,6 +9,7 @@ import (
 	"testing"
 	"unicode"
 
+	"github.com/google/go-cmp/cmp"
 	"golang.org/x/tools/go/packages"
 	"golang.org/x/tools/go/ssa"
 
@@ -31,11 +32,11 @@ type call struct {
 	where  string
 }
 
-// reachedCalls returns, for each entry point that functions/ registers, the
-// Google client calls its code can reach, found in the code itself: the
-// packages of this module that functions/ imports are type-checked from
-// source and turned into SSA, and each entry point's reachable functions
-// are walked from the function it registers.
+// reachedCalls returns, for each entry point that entryPkg (functions/)
+// registers, the Google client calls its code can reach, found in the code
+// itself: the packages of this module that entryPkg imports are
+// type-checked from source and turned into SSA, and each entry point's
+// reachable functions are walked from the function it registers.
 //
 // The walk errs on the side of more calls, never fewer:
 //   - a static call reaches its callee;
@@ -53,10 +54,10 @@ type call struct {
 // serves(target) allows, so in internal/app a branch on serves(F) is taken
 // for F the entry point only. Without that every function would be
 // credited with the others' calls, since one App builds them all locally.
-func reachedCalls(t *testing.T) map[string][]call {
+func reachedCalls(t *testing.T, entryPkg string) map[string][]call {
 	t.Helper()
-	prog, modPkgs := loadProgram(t)
-	roots := registered(t, modPkgs)
+	prog, modPkgs := loadProgram(t, entryPkg)
+	roots := registered(t, modPkgs, entryPkg)
 	isRoot := map[*ssa.Function]bool{}
 	for _, fn := range roots {
 		isRoot[fn] = true
@@ -253,14 +254,15 @@ func servesOther(cond ssa.Value, target string) (served, ok bool) {
 	return constant.StringVal(k.Value) == target, true
 }
 
-// loadProgram type-checks, from source, the packages of this module that
-// functions/ imports (its dependencies come from export data, without
-// bodies: the walk stops at a client's method) and builds their SSA.
-func loadProgram(t *testing.T) (*ssa.Program, []*ssa.Package) {
+// loadProgram type-checks, from source, entryPkg and the packages of this
+// module it imports (their other dependencies come from export data,
+// without bodies: the walk stops at a client's method) and builds their
+// SSA.
+func loadProgram(t *testing.T, entryPkg string) (*ssa.Program, []*ssa.Package) {
 	t.Helper()
-	graph, err := packages.Load(&packages.Config{Mode: packages.NeedName | packages.NeedImports | packages.NeedDeps, Dir: ".."}, functionsPkg)
+	graph, err := packages.Load(&packages.Config{Mode: packages.NeedName | packages.NeedImports | packages.NeedDeps, Dir: ".."}, entryPkg)
 	if err != nil {
-		t.Fatalf("listing the packages of %s: %v", functionsPkg, err)
+		t.Fatalf("listing the packages of %s: %v", entryPkg, err)
 	}
 	var ours []string
 	packages.Visit(graph, nil, func(p *packages.Package) {
@@ -307,14 +309,14 @@ func loadProgram(t *testing.T) (*ssa.Program, []*ssa.Package) {
 	return prog, mod
 }
 
-// registered finds the entry points functions/ registers with the
-// functions framework, by name: the function value each functions.HTTP or
+// registered finds the entry points entryPkg registers with the functions
+// framework, by name: the function value each functions.HTTP or
 // functions.CloudEvent call in its init is given.
-func registered(t *testing.T, pkgs []*ssa.Package) map[string]*ssa.Function {
+func registered(t *testing.T, pkgs []*ssa.Package, entryPkg string) map[string]*ssa.Function {
 	t.Helper()
 	out := map[string]*ssa.Function{}
 	for _, p := range pkgs {
-		if p.Pkg.Path() != functionsPkg {
+		if p.Pkg.Path() != entryPkg {
 			continue
 		}
 		for _, m := range p.Members {
@@ -350,7 +352,7 @@ func registered(t *testing.T, pkgs []*ssa.Package) map[string]*ssa.Function {
 		}
 	}
 	if len(out) == 0 {
-		t.Fatal("functions/ registers no entry point the analysis can see")
+		t.Fatalf("%s registers no entry point the analysis can see", entryPkg)
 	}
 	return out
 }
@@ -499,4 +501,21 @@ func lowerFirst(s string) string {
 	r := []rune(s)
 	r[0] = unicode.ToLower(r[0])
 	return string(r)
+}
+
+// TestCallsAreFoundThroughInterfacesAndLibraries: the analysis finds a
+// Compute call that an entry point makes only through an interface and a
+// closure errgroup runs, names it as deploy.APIs would, and credits no
+// other entry point with it.
+func TestCallsAreFoundThroughInterfacesAndLibraries(t *testing.T) {
+	got := map[string][]string{}
+	for name, calls := range reachedCalls(t, modulePath+"/deploy/testdata/iamfixture") {
+		for _, c := range calls {
+			got[name] = append(got[name], c.api...)
+		}
+	}
+	want := map[string][]string{"Labels": {"compute.instances.setLabels"}}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("API methods by entry point (-want +found):\n%s", diff)
+	}
 }

@@ -26,7 +26,7 @@ import (
 // needs and a broad predefined role each fail here.
 func TestEachAccountHoldsWhatItsCallsNeed(t *testing.T) {
 	apis := apiTable(t)
-	calls := reachedCalls(t)
+	calls := reachedCalls(t, functionsPkg)
 	ev := evaluate(t, parseModule(t), nil)
 	accounts := functionAccounts(t, ev)
 	grants := bindings(t, ev)
