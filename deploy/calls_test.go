@@ -19,9 +19,8 @@ import (
 const (
 	modulePath = "github.com/egress-proxies/egress"
 	// functionsPkg registers the entry points Cloud Run functions serves.
-	functionsPkg  = modulePath + "/functions"
-	frameworkPkg  = "github.com/GoogleCloudPlatform/functions-framework-go/functions"
-	computeClient = "cloud.google.com/go/compute/apiv1"
+	functionsPkg = modulePath + "/functions"
+	frameworkPkg = "github.com/GoogleCloudPlatform/functions-framework-go/functions"
 )
 
 // call is one Google client call the analysis found: the client's Go
@@ -38,7 +37,7 @@ type call struct {
 // type-checked from source and turned into SSA, and each entry point's
 // reachable functions are walked from the function it registers.
 //
-// The walk errs on the side of more calls, never fewer:
+// The walk errs on the side of more calls:
 //   - a static call reaches its callee;
 //   - an interface call reaches the method of every type of this module
 //     and of the client packages that implements the interface;
@@ -48,6 +47,11 @@ type call struct {
 //     handed to a library (a transaction's body, an HTTP route, a
 //     goroutine of errgroup) is reached, since the library, whose body is
 //     not loaded, calls it.
+//
+// What it does not follow is a function a library is given inside a struct,
+// or one called through reflection: a Google call reached only that way
+// would be missed. TestCallsAreFoundThroughInterfacesAndLibraries holds the
+// rules above.
 //
 // The one fact of configuration it knows is FUNCTION_TARGET: Cloud Run
 // functions sets it to the entry point, and internal/app builds only what

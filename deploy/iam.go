@@ -31,11 +31,11 @@ const (
 	// The permissions of instances.insert beyond compute.instances.create
 	// depend on the instance's fields: the "Required permissions" of
 	// creating a VM that runs as a user-managed service account.
-	computeCreateVM = "https://cloud.google.com/compute/docs/access/create-enable-service-accounts-for-instances#required-permissions"
+	computeCreateVM = "https://cloud.google.com/compute/docs/access/create-enable-service-accounts-for-instances"
 	// Firestore's "Required permissions for API methods".
-	firestoreIAM = "https://cloud.google.com/firestore/native/docs/security/iam#required_permissions_for_api_methods"
-	pubsubIAM    = "https://cloud.google.com/pubsub/docs/access-control#required_permissions"
-	secretsIAM   = "https://cloud.google.com/secret-manager/docs/access-control#secretmanager.secretAccessor"
+	firestoreIAM = "https://cloud.google.com/firestore/native/docs/security/iam"
+	pubsubIAM    = "https://cloud.google.com/pubsub/docs/access-control"
+	secretsIAM   = "https://cloud.google.com/secret-manager/docs/access-control"
 )
 
 // APIs are the Google API methods the functions' code may call. Compute's
@@ -76,16 +76,18 @@ var APIs = []API{
 
 	// Firestore. Beginning and rolling back a transaction is
 	// datastore.databases.get in Firestore (the page's note); a commit
-	// needs what each of its writes needs.
+	// needs what each of its writes needs, which the page gives by the
+	// write's precondition: create is an update with exists=false, set one
+	// with none, update one with exists=true.
 	{"firestore.documents.batchGet", []string{"datastore.entities.get"}, firestoreIAM},
 	{"firestore.documents.runQuery", []string{"datastore.entities.get", "datastore.entities.list"}, firestoreIAM},
 	{"firestore.documents.beginTransaction", []string{"datastore.databases.get"}, firestoreIAM},
 	{"firestore.documents.rollback", []string{"datastore.databases.get"}, firestoreIAM},
-	{"firestore.documents.commit: update, exists=false", []string{"datastore.entities.create"}, firestoreIAM},
-	// The page names exists=true; the code's other precondition, an
-	// update time, cannot create a document either.
-	{"firestore.documents.commit: update, exists=true or an update time", []string{"datastore.entities.update"}, firestoreIAM},
-	{"firestore.documents.commit: update, no precondition", []string{"datastore.entities.create", "datastore.entities.update"}, firestoreIAM},
+	{"firestore.documents.commit: create", []string{"datastore.entities.create"}, firestoreIAM},
+	// Also with the code's other precondition, an update time, which
+	// cannot create a document either.
+	{"firestore.documents.commit: update", []string{"datastore.entities.update"}, firestoreIAM},
+	{"firestore.documents.commit: set", []string{"datastore.entities.create", "datastore.entities.update"}, firestoreIAM},
 	{"firestore.documents.commit: delete", []string{"datastore.entities.delete"}, firestoreIAM},
 
 	// Pub/Sub: reconcile requests on proxy-reconcile, granted on that
@@ -122,12 +124,12 @@ var ClientMethods = map[string][]string{
 	"firestore.(*Transaction).Get":       {"firestore.documents.batchGet"},
 	"firestore.(Query).Documents":        {"firestore.documents.runQuery"},
 	"firestore.(*Transaction).Documents": {"firestore.documents.runQuery"},
-	"firestore.(*DocumentRef).Create":    {"firestore.documents.commit: update, exists=false"},
-	"firestore.(*Transaction).Create":    {"firestore.documents.commit: update, exists=false"},
-	"firestore.(*DocumentRef).Update":    {"firestore.documents.commit: update, exists=true or an update time"},
-	"firestore.(*Transaction).Update":    {"firestore.documents.commit: update, exists=true or an update time"},
-	"firestore.(*DocumentRef).Set":       {"firestore.documents.commit: update, no precondition"},
-	"firestore.(*Transaction).Set":       {"firestore.documents.commit: update, no precondition"},
+	"firestore.(*DocumentRef).Create":    {"firestore.documents.commit: create"},
+	"firestore.(*Transaction).Create":    {"firestore.documents.commit: create"},
+	"firestore.(*DocumentRef).Update":    {"firestore.documents.commit: update"},
+	"firestore.(*Transaction).Update":    {"firestore.documents.commit: update"},
+	"firestore.(*DocumentRef).Set":       {"firestore.documents.commit: set"},
+	"firestore.(*Transaction).Set":       {"firestore.documents.commit: set"},
 	"firestore.(*DocumentRef).Delete":    {"firestore.documents.commit: delete"},
 	"firestore.(*Transaction).Delete":    {"firestore.documents.commit: delete"},
 

@@ -32,6 +32,7 @@ func TestEachAccountHoldsWhatItsCallsNeed(t *testing.T) {
 	grants := bindings(t, ev)
 	roles := customRoles(t, ev)
 
+	readmeCalls(t, calls)
 	if len(calls) != len(accounts) {
 		t.Errorf("the code registers %d functions and Terraform deploys %d", len(calls), len(accounts))
 	}
@@ -335,4 +336,32 @@ func uniq(s []string) []string {
 	s = slices.Clone(s)
 	slices.Sort(s)
 	return slices.Compact(s)
+}
+
+// readmeCalls: the README's table of the API methods each function calls
+// is what the code calls, so an operator reading it reads the code.
+func readmeCalls(t *testing.T, calls map[string][]call) {
+	t.Helper()
+	readme, err := os.ReadFile("../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]string{}
+	row := regexp.MustCompile("^\\| (ProxyAPI|Reconcile|CollectGarbage) \\| (`.*`) \\|$")
+	for _, l := range strings.Split(string(readme), "\n") {
+		if m := row.FindStringSubmatch(l); m != nil {
+			got[m[1]] = m[2]
+		}
+	}
+	want := map[string]string{}
+	for name, cs := range calls {
+		var methods []string
+		for _, c := range cs {
+			methods = append(methods, c.api...)
+		}
+		want[name] = "`" + strings.Join(uniq(methods), "`, `") + "`"
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("the README's rows of the API methods each function calls (-what the code calls +the README):\n%s", diff)
+	}
 }
