@@ -235,10 +235,20 @@ func evaluate(t *testing.T, m *module, vars map[string]cty.Value) *evaluation {
 	// computeds adds the attributes the provider computes from others, as
 	// it computes them, where the module's text reads them.
 	computeds := func(typ string, a map[string]cty.Value) bool {
-		if typ == "google_service_account" && a["email"] == cty.NilVal {
-			id, project := a["account_id"], varVals["project_id"]
+		project := varVals["project_id"]
+		switch {
+		case typ == "google_service_account" && a["email"] == cty.NilVal:
+			id := a["account_id"]
 			if id != cty.NilVal && project != cty.NilVal {
-				a["email"] = cty.StringVal(id.AsString() + "@" + project.AsString() + ".iam.gserviceaccount.com")
+				email := id.AsString() + "@" + project.AsString() + ".iam.gserviceaccount.com"
+				a["email"] = cty.StringVal(email)
+				a["member"] = cty.StringVal("serviceAccount:" + email)
+				return true
+			}
+		case typ == "google_project_iam_custom_role" && a["id"] == cty.NilVal:
+			id := a["role_id"]
+			if id != cty.NilVal && project != cty.NilVal {
+				a["id"] = cty.StringVal("projects/" + project.AsString() + "/roles/" + id.AsString())
 				return true
 			}
 		}

@@ -26,15 +26,83 @@ resource "google_service_account" "proxy_vm" {
   display_name = "The proxy VMs themselves: logs, metrics, and their call-home on proxy-reconcile"
 }
 
+# Each function's account holds one custom role with exactly the
+# permissions its calls need, and nothing else on the project. The calls
+# and what each needs are deploy/iam.go's table, from Google's
+# documentation of each method; a deploy test finds every call in the
+# code, by function, and holds these lists equal to what they need. So a
+# new call without its permission fails that test, and so does a
+# permission no call needs. What a call needs on one resource only
+# (publishing on proxy-reconcile, acting as proxy-vm, reading the
+# operator's secrets) is granted there, below, not here.
+resource "google_project_iam_custom_role" "api" {
+  role_id     = "egress_proxy_api"
+  title       = "egress ProxyAPI"
+  description = "What ProxyAPI calls: Firestore's proxy and namespace documents (deploy/iam.go)."
+  permissions = [
+    "datastore.databases.get",
+    "datastore.entities.create",
+    "datastore.entities.delete",
+    "datastore.entities.get",
+    "datastore.entities.list",
+    "datastore.entities.update",
+  ]
+}
+
+resource "google_project_iam_custom_role" "reconcile" {
+  role_id     = "egress_proxy_reconcile"
+  title       = "egress Reconcile"
+  description = "What Reconcile calls: proxy documents, and the VMs and static addresses of proxies (deploy/iam.go)."
+  permissions = [
+    "compute.addresses.create",
+    "compute.addresses.delete",
+    "compute.addresses.get",
+    "compute.addresses.use",
+    "compute.disks.create",
+    "compute.images.useReadOnly",
+    "compute.instances.create",
+    "compute.instances.delete",
+    "compute.instances.get",
+    "compute.instances.getGuestAttributes",
+    "compute.instances.getSerialPortOutput",
+    "compute.instances.setLabels",
+    "compute.instances.setMetadata",
+    "compute.instances.setServiceAccount",
+    "compute.instances.setTags",
+    "compute.regions.get",
+    "compute.subnetworks.use",
+    "compute.subnetworks.useExternalIp",
+    "compute.zoneOperations.list",
+    "datastore.databases.get",
+    "datastore.entities.delete",
+    "datastore.entities.get",
+    "datastore.entities.update",
+  ]
+}
+
+resource "google_project_iam_custom_role" "gc" {
+  role_id     = "egress_proxy_gc"
+  title       = "egress CollectGarbage"
+  description = "What CollectGarbage calls: lists of proxy documents, VMs and addresses, and the deletion of unclaimed ones (deploy/iam.go)."
+  permissions = [
+    "compute.addresses.delete",
+    "compute.addresses.get",
+    "compute.addresses.list",
+    "compute.instances.delete",
+    "compute.instances.get",
+    "compute.instances.list",
+    "datastore.entities.get",
+    "datastore.entities.list",
+  ]
+}
+
 locals {
   project_roles = {
-    api_datastore       = { member = google_service_account.api.member, role = "roles/datastore.user" }
-    reconcile_datastore = { member = google_service_account.reconcile.member, role = "roles/datastore.user" }
-    reconcile_compute   = { member = google_service_account.reconcile.member, role = "roles/compute.instanceAdmin.v1" }
-    gc_datastore        = { member = google_service_account.gc.member, role = "roles/datastore.viewer" }
-    gc_compute          = { member = google_service_account.gc.member, role = "roles/compute.instanceAdmin.v1" }
-    vm_logs             = { member = google_service_account.proxy_vm.member, role = "roles/logging.logWriter" }
-    vm_metrics          = { member = google_service_account.proxy_vm.member, role = "roles/monitoring.metricWriter" }
+    api        = { member = google_service_account.api.member, role = google_project_iam_custom_role.api.id }
+    reconcile  = { member = google_service_account.reconcile.member, role = google_project_iam_custom_role.reconcile.id }
+    gc         = { member = google_service_account.gc.member, role = google_project_iam_custom_role.gc.id }
+    vm_logs    = { member = google_service_account.proxy_vm.member, role = "roles/logging.logWriter" }
+    vm_metrics = { member = google_service_account.proxy_vm.member, role = "roles/monitoring.metricWriter" }
   }
 }
 
@@ -85,16 +153,12 @@ resource "google_pubsub_topic_iam_member" "reconcile_publishers" {
 }
 
 # Creating a VM that runs as proxy-vm needs actAs on that account only.
+# Deleting one needs no actAs (instances.delete needs
+# compute.instances.delete alone), so the collector has none.
 resource "google_service_account_iam_member" "reconcile_acts_as_vm" {
   service_account_id = google_service_account.proxy_vm.name
   role               = "roles/iam.serviceAccountUser"
   member             = google_service_account.reconcile.member
-}
-
-resource "google_service_account_iam_member" "gc_acts_as_vm" {
-  service_account_id = google_service_account.proxy_vm.name
-  role               = "roles/iam.serviceAccountUser"
-  member             = google_service_account.gc.member
 }
 
 # The triggers may invoke the event functions; nobody else may.

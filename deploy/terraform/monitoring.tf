@@ -306,7 +306,7 @@ resource "google_monitoring_alert_policy" "gc_failing" {
       CollectGarbage has failed every run for three scheduler intervals. A run fails only when it could not see everything, and then it deletes no orphaned VM and re-drives no stalled proxy: orphans keep costing, and a proxy whose event was lost waits.
 
       1. Read the runs' errors in the [Logs Explorer](${local.logs_explorer}): `resource.labels.service_name="${google_cloudfunctions2_function.gc.name}" severity>=ERROR`. `cannot list instances` names the provider whose listing failed; `cannot read the live uids` is Firestore.
-      2. Usual causes: the collector's service account (${google_service_account.gc.email}) lost roles/compute.instanceAdmin.v1 or roles/datastore.viewer; the Compute or Firestore API is down or out of quota in the project.
+      2. Usual causes: the collector's service account (${google_service_account.gc.email}) lost its custom role ${google_project_iam_custom_role.gc.role_id} or a permission of it (iam.tf; `gcloud projects get-iam-policy ${var.project_id}` shows the binding, `gcloud iam roles describe ${google_project_iam_custom_role.gc.role_id} --project=${var.project_id}` the permissions); the Compute or Firestore API is down or out of quota in the project.
       3. Once fixed, run a tick by hand and watch it succeed: `gcloud scheduler jobs run ${google_cloud_scheduler_job.gc.name} --location=${var.region} --project=${var.project_id}`.
 
       Deletes that fail one by one do not fail a run: the next run retries them, and the dashboard's chart of GC deletions shows them.

@@ -1,0 +1,57 @@
+package deploy_test
+
+import (
+	"os"
+	"regexp"
+	"sort"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// beforeTerraform are the APIs Terraform needs before it can enable the
+// others: Service Usage to enable them, Resource Manager for the project's
+// data source, Cloud Storage for the source bucket (on in a new project,
+// but not in every one).
+var beforeTerraform = []string{
+	"cloudresourcemanager.googleapis.com",
+	"serviceusage.googleapis.com",
+	"storage.googleapis.com",
+}
+
+// TestRunbookEnablesTheAPIs: the README's runbook enables, before the first
+// apply, exactly the APIs main.tf enables and the ones Terraform needs to
+// begin with, so an API added to the module is added to the runbook too.
+func TestRunbookEnablesTheAPIs(t *testing.T) {
+	ev := evaluate(t, parseModule(t), nil)
+	want := append(stringList(t, "local.services", ev.local(t, "services")), beforeTerraform...)
+	sort.Strings(want)
+
+	readme, err := os.ReadFile("../README.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	lines := strings.Split(string(readme), "\n")
+	api := regexp.MustCompile(`[a-z0-9]+\.googleapis\.com`)
+	var got []string
+	for i, l := range lines {
+		if !strings.HasPrefix(l, "gcloud services enable") {
+			continue
+		}
+		for ; i < len(lines); i++ {
+			got = append(got, api.FindAllString(lines[i], -1)...)
+			if !strings.HasSuffix(lines[i], `\`) {
+				break
+			}
+		}
+		break
+	}
+	if got == nil {
+		t.Fatal("the README's runbook has no `gcloud services enable` line")
+	}
+	sort.Strings(got)
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("APIs the runbook enables (-main.tf's and the ones Terraform needs first +the README's):\n%s", diff)
+	}
+}
