@@ -181,7 +181,7 @@ func serveTarget(t *testing.T, target string) string {
 		// It serves until the test binary exits.
 		_ = funcframework.StartHostPort(host, port)
 	}()
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(time.Minute) // generous: a busy machine starts it late
 	for {
 		c, err := net.Dial("tcp", addr)
 		if err == nil {
