@@ -9,10 +9,15 @@ GOTEST   ?= $(GO) test -race -count=1 -timeout 30m
 WITH_EMULATORS = env -u FIRESTORE_EMULATOR_HOST -u PUBSUB_EMULATOR_HOST \
 	$(GO) run ./emulators/cmd/with-emulators --
 
-.PHONY: test image-test run bench lint package tf-check sim cli
+.PHONY: deps test image-test run bench lint package tf-check sim cli
+
+## deps: install what the other targets need and is missing (scripts/install-deps.sh;
+## test, run, image-test and bench run it first: a no-op, a fraction of a second, when all is there)
+deps:
+	@scripts/install-deps.sh
 
 ## test: every test, with -race, against the real emulators
-test:
+test: deps
 	$(WITH_EMULATORS) $(GOTEST) ./...
 
 ## image-test: the startup script on a really booted Debian 12 (systemd-nspawn,
@@ -22,20 +27,20 @@ test:
 # whole system twice, so under `make test` the test skips itself (it runs
 # only with EGRESS_IMAGE_TEST=1, which this target sets) and one CI run boots
 # it once. -v shows each check as it passes, and the summary line.
-image-test:
+image-test: deps
 	EGRESS_IMAGE_TEST=1 $(GO) test -race -count=1 -v -timeout 20m -run '^TestImage$$' ./internal/bootstrap/imagetest
 
 ## run: the local stack (emulators, event stand-ins, all three functions, mock provider)
 # Built, then exec'd, so that Ctrl-C reaches the stack itself, which stops
 # the emulators before it exits.
-run:
+run: deps
 	@$(GO) build -o "$${TMPDIR:-/tmp}/egress-localstack" ./emulators/cmd/localstack
 	@exec "$${TMPDIR:-/tmp}/egress-localstack"
 
 ## bench: what a proxy costs and how fast the system converges, on the local
 ## stack (a table, and JSON to $$BENCH_OUT, default bench-results.json; about
 ## two minutes). It starts its own emulators, like make test.
-bench:
+bench: deps
 	$(GO) run ./emulators/cmd/bench
 
 ## sim: the fault simulation over $(SEEDS) seeds, and the planted bugs it

@@ -30,7 +30,7 @@ import (
 func TestReconcileThroughTheFramework(t *testing.T) {
 	emulatortest.Firestore(t)
 	emulatortest.PubSub(t)
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute) // a bound against a hang, generous for a busy machine
 	defer cancel()
 	project := useApp(t, nil).Config.Project
 	fs, err := firestore.NewClient(ctx, project)

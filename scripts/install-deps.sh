@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
 # Installs what `make test` needs beyond Go: Google's Firestore and Pub/Sub
-# emulators (with Java 17); tinyproxy, which the bootstrap's test runs with
+# emulators (with Java 17) and so the Cloud CLI, gcloud, which a test also
+# drives against the Compute fake; tinyproxy, which the bootstrap's test runs with
 # the rendered configuration; shellcheck, which checks the rendered
 # startup script; and, for `make image-test`, which boots that script on a
 # Debian 12 in a container, debootstrap, systemd-container (systemd-nspawn)
 # and iproute2 (network namespaces). It installs only what is missing, so it
-# is cheap to run every time.
+# is cheap to run every time: make test, run, image-test and bench run it
+# first. Without root it stops with the one command that installs the rest.
 set -euo pipefail
 
 missing=()
@@ -27,12 +29,13 @@ command -v ip >/dev/null || [ -x /usr/sbin/ip ] || [ -x /sbin/ip ] || missing+=(
 if [ ${#missing[@]} -eq 0 ]; then
   exit 0
 fi
-echo "install-deps: installing ${missing[*]}" >&2
 if [ "$(id -u)" -ne 0 ]; then
-  echo "install-deps: not root; run: sudo apt-get install ${missing[*]}" >&2
-  echo "  (or, for a Cloud CLI from its archive: gcloud components install cloud-firestore-emulator pubsub-emulator)" >&2
+  # One command to run, which installs all of it (apt-get update first).
+  echo "install-deps: ${missing[*]} missing, and installing needs root. Run:" >&2
+  echo "  sudo $0" >&2
   exit 1
 fi
+echo "install-deps: installing ${missing[*]}" >&2
 apt-get update -qq
 if ! DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}"; then
   echo "install-deps: apt-get could not install ${missing[*]}." >&2

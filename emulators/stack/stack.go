@@ -50,7 +50,7 @@ type Options struct {
 	// Stderr receives the stack's standard error: its own log and, with
 	// the default LOG_FORMAT, the functions'. Nil discards it.
 	Stderr io.Writer
-	// Timeout bounds the wait until the stack is ready; default 90 s.
+	// Timeout bounds the wait until the stack is ready; default 12 minutes.
 	Timeout time.Duration
 }
 
@@ -74,7 +74,10 @@ type Stack struct {
 // says it is ready.
 func Start(ctx context.Context, bin string, opts Options) (*Stack, error) {
 	if opts.Timeout == 0 {
-		opts.Timeout = 90 * time.Second
+		// A bound for a stack that hangs, not a measure: it starts two
+		// emulators (each bounded by internal/emulator's own wait), and a
+		// stack that exits is reported at once.
+		opts.Timeout = 12 * time.Minute
 	}
 	if opts.Stdout == nil {
 		opts.Stdout = io.Discard

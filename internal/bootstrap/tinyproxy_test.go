@@ -198,7 +198,7 @@ func startTinyproxy(t *testing.T, bin string, c bootstrap.Config) string {
 	}()
 	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
 	addr := fmt.Sprintf("127.0.0.1:%d", c.Port)
-	deadline := time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(time.Minute) // generous: a busy machine starts it late
 	for {
 		if conn, err := net.Dial("tcp", addr); err == nil {
 			conn.Close()

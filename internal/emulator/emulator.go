@@ -66,7 +66,10 @@ type Options struct {
 	// Log receives the emulator's output; nil discards it. Start keeps the
 	// last lines regardless, to explain a failure to start.
 	Log io.Writer
-	// Timeout bounds the wait until the emulator answers; default 60s.
+	// Timeout bounds the wait until the emulator answers; default 5
+	// minutes. An emulator that exits is reported at once; the bound is for
+	// one that hangs, and a JVM starting on a busy machine (a CI runner, two
+	// cores shared by several builds) takes well over a minute.
 	Timeout time.Duration
 }
 
@@ -151,7 +154,7 @@ func Start(ctx context.Context, kind Kind, opts Options) (*Process, error) {
 	}
 	timeout := opts.Timeout
 	if timeout == 0 {
-		timeout = 60 * time.Second
+		timeout = 5 * time.Minute
 	}
 
 	p := &Process{Kind: kind, Host: host, done: make(chan struct{}), tail: &tailBuffer{max: 8 << 10}}

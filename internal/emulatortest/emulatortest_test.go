@@ -17,7 +17,7 @@ func TestMain(m *testing.M) { emulatortest.Main(m) }
 
 func TestFirestoreWriteRead(t *testing.T) {
 	emulatortest.Firestore(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	client, err := firestore.NewClient(ctx, emulatortest.ProjectID(t))
 	if err != nil {
@@ -62,7 +62,7 @@ func TestProjectsAreIsolated(t *testing.T) {
 
 func TestPubSubPublishReceive(t *testing.T) {
 	emulatortest.PubSub(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	project := emulatortest.ProjectID(t)
 	client, err := pubsub.NewClient(ctx, project)

@@ -27,7 +27,7 @@ func TestMain(m *testing.M) { emulatortest.Main(m) }
 // VMs of mixed ages: exactly the orphans past the grace period must go.
 func TestCollectAgainstFirestore(t *testing.T) {
 	emulatortest.Firestore(t)
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute) // a bound against a hang, generous for a busy machine
 	defer cancel()
 	fs, err := firestore.NewClient(ctx, emulatortest.ProjectID(t))
 	if err != nil {

@@ -80,7 +80,7 @@ func TestDecode(t *testing.T) {
 
 func TestPublishReachesTheTopic(t *testing.T) {
 	emulatortest.PubSub(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	project := emulatortest.ProjectID(t)
 	client, err := pubsub.NewClient(ctx, project)

@@ -75,6 +75,13 @@ func main() {
 		os.Exit(1)
 	}
 	fmt.Printf("\nwritten to %s\n", s.out)
+	missed := append(r.countsMissed(s), r.timesMissed()...)
+	for _, m := range missed {
+		fmt.Fprintln(os.Stderr, "bench: target missed:", m)
+	}
+	if len(missed) > 0 {
+		os.Exit(1)
+	}
 }
 
 // settings are the benchmark's knobs.

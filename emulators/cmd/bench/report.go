@@ -323,3 +323,65 @@ func dur(msec float64) string {
 }
 
 func mib(b int64) string { return fmt.Sprintf("%.0f MiB", float64(b)/(1<<20)) }
+
+// The benchmark's targets. Counts do not depend on how busy the machine
+// is, so `make test`, which runs the benchmark small, holds a run to them;
+// times do, so only `make bench` holds a run to those, and reports them
+// either way.
+const (
+	// maxCountRatio is how far above its floor a lifecycle's count may be.
+	maxCountRatio = 1.5
+	// maxFunctionSecondsRatio is how far above its floor the billed
+	// function-seconds of a lifecycle may be: each invocation's latency
+	// rounded up to 100 ms.
+	maxFunctionSecondsRatio = 1.5
+	// maxReadyLatencyMs is the p99 from a VM's call-home to the API showing
+	// Ready: one Pub/Sub message, one Reconcile, one Get, one write.
+	maxReadyLatencyMs = 2000
+	// maxSecondsAfterLastBoot is how long after the last VM's boot the bulk
+	// phase's proxies may all be Ready.
+	maxSecondsAfterLastBoot = 30
+)
+
+// countsMissed says which count targets a run missed: a lifecycle makes
+// exactly one Create and one Delete, and no more than maxCountRatio times
+// the floor of status writes, Gets, invocations, document reads and writes;
+// every phase measured what it should; the collection deleted exactly the
+// orphans.
+func (r *results) countsMissed(s settings) []string {
+	var out []string
+	for _, k := range []string{"providerCreate", "providerDelete"} {
+		if m := r.Lifecycle[k]; m.Measured != 1 {
+			out = append(out, fmt.Sprintf("lifecycle %s = %v, want exactly 1", k, m.Measured))
+		}
+	}
+	for _, k := range []string{"statusWrites", "providerGet", "invocations", "firestoreWrites", "firestoreReads"} {
+		if m := r.Lifecycle[k]; m.Ratio == nil || *m.Ratio < 1 || *m.Ratio > maxCountRatio {
+			out = append(out, fmt.Sprintf("lifecycle %s: measured %v against a floor of %v, want 1 to %g times it", k, m.Measured, m.Floor, maxCountRatio))
+		}
+	}
+	if r.ReadyLatencyMs.N != s.lifecycles || r.DeleteLatencyMs.N != s.lifecycles {
+		out = append(out, fmt.Sprintf("%d Ready and %d deleted lifecycles, want %d of each", r.ReadyLatencyMs.N, r.DeleteLatencyMs.N, s.lifecycles))
+	}
+	if r.GC.Deleted != gcOrphans(s.gc) || r.GC.FirestoreReads < int64(s.gc) {
+		out = append(out, fmt.Sprintf("garbage collection deleted %d and read %d documents, want %d deleted and every one of %d documents read",
+			r.GC.Deleted, r.GC.FirestoreReads, gcOrphans(s.gc), s.gc))
+	}
+	return out
+}
+
+// timesMissed says which time targets a run missed. Only `make bench`
+// holds a run to them: on a busy machine every one of them grows.
+func (r *results) timesMissed() []string {
+	var out []string
+	if m := r.Lifecycle["functionSeconds"]; m.Ratio == nil || *m.Ratio > maxFunctionSecondsRatio {
+		out = append(out, fmt.Sprintf("lifecycle functionSeconds: measured %v against a floor of %v, want at most %g times it", m.Measured, m.Floor, maxFunctionSecondsRatio))
+	}
+	if p := r.ReadyLatencyMs.P99; p > maxReadyLatencyMs {
+		out = append(out, fmt.Sprintf("VM ready → API shows Ready p99 %v ms, want at most %d", p, maxReadyLatencyMs))
+	}
+	if sec := r.BulkProduction.SecondsAfterLastBoot; sec > maxSecondsAfterLastBoot {
+		out = append(out, fmt.Sprintf("bulk phase all Ready %v s after the last boot, want at most %d", sec, maxSecondsAfterLastBoot))
+	}
+	return out
+}

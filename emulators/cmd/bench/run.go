@@ -101,12 +101,20 @@ func run(ctx context.Context, s settings, log *slog.Logger) (*results, error) {
 
 // quiet waits until no invocation line has come for a while: every event
 // the phase caused has been delivered and run.
-func (b *bench) quiet(ctx context.Context) error {
-	const still, limit = 1500 * time.Millisecond, time.Minute
+func (b *bench) quiet(ctx context.Context) error { return b.quietAfter(ctx, tally{}, 0) }
+
+// quietAfter waits until at least atLeast invocations have come since the
+// snapshot since, and then until none has come for a while. A phase whose
+// events must bring a known number of invocations waits for them first,
+// so that a busy machine delivering one late does not leave it out of the
+// phase's count.
+func (b *bench) quietAfter(ctx context.Context, since tally, atLeast int) error {
+	const still, limit = 1500 * time.Millisecond, 5 * time.Minute
 	deadline := time.Now().Add(limit)
-	for b.lines.quietFor() < still {
+	for b.lines.snapshot().minus(since).total() < atLeast || b.lines.quietFor() < still {
 		if time.Now().After(deadline) {
-			return fmt.Errorf("the functions were still being invoked %s later", limit)
+			return fmt.Errorf("after %s, %d invocations of at least %d, the last %s ago", limit,
+				b.lines.snapshot().minus(since).total(), atLeast, b.lines.quietFor().Round(time.Millisecond))
 		}
 		select {
 		case <-ctx.Done():
@@ -162,7 +170,7 @@ func (b *bench) lifecycle(ctx context.Context, r *results) error {
 	}); err != nil {
 		return err
 	}
-	readyAt, err := b.lines.await(ctx, ready, paths(keys), 2*time.Minute+2*b.s.boot())
+	readyAt, err := b.lines.await(ctx, ready, paths(keys), 5*time.Minute+2*b.s.boot())
 	if err != nil {
 		return err
 	}
@@ -182,7 +190,7 @@ func (b *bench) lifecycle(ctx context.Context, r *results) error {
 	}); err != nil {
 		return err
 	}
-	goneAt, err := b.lines.await(ctx, gone, paths(keys), time.Minute)
+	goneAt, err := b.lines.await(ctx, gone, paths(keys), 5*time.Minute)
 	if err != nil {
 		return err
 	}
@@ -190,7 +198,9 @@ func (b *bench) lifecycle(ctx context.Context, r *results) error {
 	for i := range goneAt {
 		deleteLag[i] = goneAt[i].Sub(sent[i])
 	}
-	if err := b.quiet(ctx); err != nil {
+	// The document's deletion still brings its Reconcile after the proxy is
+	// gone: wait for the floor's invocations, then for quiet.
+	if err := b.quietAfter(ctx, before, floorInvocations*n); err != nil {
 		return err
 	}
 	r.lifecycle(b.s, b.lines.snapshot().minus(before), n)

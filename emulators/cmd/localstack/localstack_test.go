@@ -90,7 +90,7 @@ func TestEndToEnd(t *testing.T) {
 		t.Fatalf("delete: %d", resp.StatusCode)
 	}
 	s.waitGone(t, "demo", "first")
-	waitFor(t, 30*time.Second, "the deleted proxy's VM to be gone", func() bool { return !s.hasInstance(t, first.UID) })
+	waitFor(t, 2*time.Minute, "the deleted proxy's VM to be gone", func() bool { return !s.hasInstance(t, first.UID) })
 
 	// A Static proxy whose VM is lost comes back with the same endpoint,
 	// and deleting it releases its address.
@@ -99,7 +99,7 @@ func TestEndToEnd(t *testing.T) {
 	lost := s.instanceOf(t, static.UID)
 	s.lose(t, lost.ID)
 	var after resource
-	waitFor(t, 60*time.Second, "the lost VM to be replaced and Ready", func() bool {
+	waitFor(t, 3*time.Minute, "the lost VM to be replaced and Ready", func() bool {
 		in, ok := s.findInstance(t, static.UID)
 		_, after = s.get(t, "demo", "static")
 		// The replacement may have the lost VM's name: it is a new VM.
@@ -115,14 +115,14 @@ func TestEndToEnd(t *testing.T) {
 		t.Fatalf("delete static: %d", resp.StatusCode)
 	}
 	s.waitGone(t, "demo", "static")
-	waitFor(t, 30*time.Second, "the static address to be released", func() bool { return !s.hasAddress(t, static.UID) })
+	waitFor(t, 2*time.Minute, "the static address to be released", func() bool { return !s.hasAddress(t, static.UID) })
 
 	// A Ready proxy's document deleted behind the API's back: its VM is
 	// collected once the grace period has passed.
 	orphan := s.create(t, "demo", "orphan")
 	s.waitPhase(t, "demo", "orphan", "Ready")
 	s.deleteDocumentDirectly(t, "demo", "orphan")
-	waitFor(t, 60*time.Second, "the orphaned VM to be collected", func() bool { return !s.hasInstance(t, orphan.UID) })
+	waitFor(t, 3*time.Minute, "the orphaned VM to be collected", func() bool { return !s.hasInstance(t, orphan.UID) })
 
 	// 100 proxies at once, over five namespaces (the quota is 20 each).
 	start := time.Now()
@@ -135,7 +135,7 @@ func TestEndToEnd(t *testing.T) {
 		})
 	}
 	wg.Wait()
-	waitFor(t, 3*time.Minute, "100 proxies to be Ready", func() bool {
+	waitFor(t, 5*time.Minute, "100 proxies to be Ready", func() bool {
 		n := 0
 		for ns := range 5 {
 			for _, p := range s.list(t, fmt.Sprintf("bulk-%d", ns)) {
@@ -364,7 +364,7 @@ func (s *liveStack) list(t *testing.T, ns string) []resource {
 func (s *liveStack) waitPhase(t *testing.T, ns, name, phase string) resource {
 	t.Helper()
 	var r resource
-	waitFor(t, 30*time.Second, ns+"/"+name+" to be "+phase, func() bool {
+	waitFor(t, 2*time.Minute, ns+"/"+name+" to be "+phase, func() bool {
 		_, r = s.get(t, ns, name)
 		return r.Status.Phase == phase
 	})
@@ -373,7 +373,7 @@ func (s *liveStack) waitPhase(t *testing.T, ns, name, phase string) resource {
 
 func (s *liveStack) waitGone(t *testing.T, ns, name string) {
 	t.Helper()
-	waitFor(t, 30*time.Second, ns+"/"+name+" to be gone", func() bool {
+	waitFor(t, 2*time.Minute, ns+"/"+name+" to be gone", func() bool {
 		code, _ := s.get(t, ns, name)
 		return code == http.StatusNotFound
 	})

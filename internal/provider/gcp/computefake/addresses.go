@@ -154,7 +154,12 @@ func (s *Server) listAddresses(w http.ResponseWriter, r *http.Request, project s
 		writeError(w, invalid("%v", err))
 		return
 	}
-	out := &computepb.AddressAggregatedList{Items: map[string]*computepb.AddressesScopedList{}}
+	// As instances' (https://cloud.google.com/compute/docs/reference/rest/v1/addresses/aggregatedList).
+	out := &computepb.AddressAggregatedList{
+		Kind:     proto.String("compute#addressAggregatedList"),
+		SelfLink: proto.String(link(project, "aggregated", "addresses")),
+		Items:    map[string]*computepb.AddressesScopedList{},
+	}
 	for k, a := range s.addresses {
 		if key != "" && a.GetLabels()[key] != value {
 			continue

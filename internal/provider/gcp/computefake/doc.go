@@ -11,7 +11,8 @@
 //	guest.go       instances.getGuestAttributes
 //	serial.go      instances.getSerialPortOutput
 //	addresses.go   regional external addresses insert, get, delete and aggregatedList
-//	operations.go  zoneOperations and regionOperations get and list
+//	operations.go  zoneOperations and regionOperations get, list and wait;
+//	               globalOperations.aggregatedList
 //	regions.go     regions.get, for the zones of a region
 //	filter.go      the part of the list filter language the fake understands
 //	requestid.go   requestId de-duplication, for every insert and delete
@@ -36,11 +37,15 @@
 //	SetGuestAttribute             a guest attribute the VM wrote
 //	AppendSerial                  the VM's console output
 //	SetClock, Advance             the fake's time
+//	OnWait                        what happens when a client waits on an operation (Settle, for gcloud)
 //	Inserts, Calls                what the fake was asked
 //
 // Instances and addresses are kept by zone and region whatever project a
 // request names, as a test uses one project; request ids, which Compute
 // scopes by project, are remembered per project.
+//
+// Besides the Go client, Google's Cloud CLI reads and deletes what the
+// provider made here (internal/provider/gcp's TestGcloudAgainstTheFake).
 //
 // The comment beside each behaviour cites the Compute documentation it
 // follows, and says what the fake assumes where the documentation is

@@ -138,6 +138,7 @@ func TestFailedOperation(t *testing.T) {
 		StartTime:         proto.String(stamp(t0)),
 		EndTime:           proto.String(stamp(t0)),
 		SelfLink:          proto.String(link("zones/" + zone + "/operations/" + ins.GetName())),
+		User:              proto.String(computefake.User),
 		ClientOperationId: proto.String("6f1e1c1a-5a47-4d43-8a55-1b1e0c3a2b10"),
 		Error: &computepb.Error{Errors: []*computepb.Errors{{
 			Code:    proto.String("QUOTA_EXCEEDED"),

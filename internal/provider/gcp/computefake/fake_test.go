@@ -34,6 +34,7 @@ type env struct {
 	zoneOps   *compute.ZoneOperationsClient
 	addresses *compute.AddressesClient
 	regionOps *compute.RegionOperationsClient
+	opts      []option.ClientOption
 }
 
 func newEnv(t *testing.T) *env {
@@ -43,7 +44,7 @@ func newEnv(t *testing.T) *env {
 	fake.SetClock(func() time.Time { return t0 })
 	ctx := context.Background()
 	opts := []option.ClientOption{option.WithEndpoint(fake.URL), option.WithoutAuthentication()}
-	e := &env{fake: fake}
+	e := &env{fake: fake, opts: opts}
 	var err error
 	if e.instances, err = compute.NewInstancesRESTClient(ctx, opts...); err != nil {
 		t.Fatal(err)

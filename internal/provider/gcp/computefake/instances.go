@@ -72,6 +72,7 @@ func (s *Server) insert(w http.ResponseWriter, r *http.Request, project, zone st
 		return
 	}
 	s.nextID++
+	inst.Kind = proto.String("compute#instance")
 	inst.Id = proto.Uint64(s.nextID)
 	inst.Status = proto.String("PROVISIONING")
 	inst.Zone = proto.String(link(project, "zones", zone))
@@ -129,7 +130,13 @@ func (s *Server) list(w http.ResponseWriter, r *http.Request, project string) {
 		writeError(w, invalid("%v", err))
 		return
 	}
-	out := &computepb.InstanceAggregatedList{Items: map[string]*computepb.InstancesScopedList{}}
+	// The kind and selfLink every aggregated list carries
+	// (https://cloud.google.com/compute/docs/reference/rest/v1/instances/aggregatedList).
+	out := &computepb.InstanceAggregatedList{
+		Kind:     proto.String("compute#instanceAggregatedList"),
+		SelfLink: proto.String(link(project, "aggregated", "instances")),
+		Items:    map[string]*computepb.InstancesScopedList{},
+	}
 	for k, inst := range s.instances {
 		if key != "" && inst.GetLabels()[key] != value {
 			continue

@@ -4,15 +4,19 @@ import (
 	"context"
 	"errors"
 	"sort"
+	"strconv"
 	"testing"
 	"time"
 
+	compute "cloud.google.com/go/compute/apiv1"
 	"cloud.google.com/go/compute/apiv1/computepb"
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 	"google.golang.org/api/iterator"
 	"google.golang.org/protobuf/proto"
 	"google.golang.org/protobuf/testing/protocmp"
+
+	"github.com/egress-proxies/egress/internal/provider/gcp/computefake"
 )
 
 // TestOperationLifecycle follows an insert's and a delete's operations
@@ -39,6 +43,7 @@ func TestOperationLifecycle(t *testing.T) {
 		InsertTime:    proto.String(stamp(t0)),
 		StartTime:     proto.String(stamp(t0)),
 		SelfLink:      proto.String(link("zones/" + zone + "/operations/" + ins.GetName())),
+		User:          proto.String(computefake.User),
 	}
 	if diff := cmp.Diff(want, ins, protocmp.Transform()); diff != "" {
 		t.Errorf("the insert's answer (-want +got):\n%s", diff)
@@ -144,5 +149,126 @@ func TestListOperationsFilter(t *testing.T) {
 	names := []string{ops["insert a"], ops["insert b"], ops["delete a"]}
 	if !sort.StringsAreSorted(names) {
 		t.Errorf("operation names %v do not sort in the order the operations began", names)
+	}
+}
+
+// TestWaitOperation follows zoneOperations.wait and regionOperations.wait:
+// a DONE operation is answered at once; a running one once Settle has run,
+// which the OnWait hook lets the test do when the request blocks; an
+// unknown one is a 404; a client that gives up leaves the operation as it
+// was.
+func TestWaitOperation(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	zone := "us-central1-a"
+
+	done := e.insert(t, zone, "vm-done", "")
+	e.fake.Settle()
+	got, err := e.zoneOps.Wait(ctx, &computepb.WaitZoneOperationRequest{Project: project, Zone: zone, Operation: done.GetName()})
+	if err != nil || got.GetStatus() != computepb.Operation_DONE {
+		t.Fatalf("wait on a DONE operation: %v, %v; want it DONE at once", got.GetStatus(), err)
+	}
+
+	var hooked []string
+	e.fake.OnWait(func(op string) {
+		hooked = append(hooked, op)
+		e.fake.Settle()
+	})
+	running := e.insert(t, zone, "vm-running", "")
+	got, err = e.zoneOps.Wait(ctx, &computepb.WaitZoneOperationRequest{Project: project, Zone: zone, Operation: running.GetName()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := e.zoneOp(t, zone, running.GetName())
+	if diff := cmp.Diff(want, got, protocmp.Transform()); diff != "" || got.GetStatus() != computepb.Operation_DONE {
+		t.Errorf("wait on a running operation answered %v, want it DONE as get then reads it (-get +wait):\n%s", got.GetStatus(), diff)
+	}
+
+	// A regional operation (an address's) waits the same way, by its id too.
+	addr, err := e.addresses.Insert(ctx, &computepb.InsertAddressRequest{Project: project, Region: "us-central1",
+		AddressResource: &computepb.Address{Name: proto.String("addr-a")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := strconv.FormatUint(addr.Proto().GetId(), 10)
+	rgot, err := e.regionOps.Wait(ctx, &computepb.WaitRegionOperationRequest{Project: project, Region: "us-central1", Operation: id})
+	if err != nil || rgot.GetStatus() != computepb.Operation_DONE || rgot.GetName() != addr.Proto().GetName() {
+		t.Errorf("regionOperations.wait by id: %v %v, %v; want %s DONE", rgot.GetName(), rgot.GetStatus(), err, addr.Proto().GetName())
+	}
+	if diff := cmp.Diff([]string{running.GetName(), addr.Proto().GetName()}, hooked); diff != "" {
+		t.Errorf("OnWait calls (-want +got):\n%s", diff)
+	}
+
+	// A client that gives up while the operation runs: nothing settles.
+	gaveUp, cancel := context.WithCancel(ctx)
+	e.fake.OnWait(func(string) { cancel() })
+	left := e.insert(t, zone, "vm-left", "")
+	if _, err := e.zoneOps.Wait(gaveUp, &computepb.WaitZoneOperationRequest{Project: project, Zone: zone, Operation: left.GetName()}); err == nil {
+		t.Error("a wait whose client gave up answered")
+	}
+	if got := e.zoneOp(t, zone, left.GetName()); got.GetStatus() != computepb.Operation_RUNNING {
+		t.Errorf("after an abandoned wait the operation is %v, want RUNNING", got.GetStatus())
+	}
+
+	_, err = e.zoneOps.Wait(ctx, &computepb.WaitZoneOperationRequest{Project: project, Zone: zone, Operation: "operation-absent"})
+	if code(err) != 404 || reason(err) != "notFound" {
+		t.Errorf("wait on an absent operation: %v, want 404 notFound", err)
+	}
+	if n := e.fake.Calls("operations.wait"); n != 5 {
+		t.Errorf("the fake counted %d waits, want 5", n)
+	}
+}
+
+// TestAggregatedOperations lists every operation of the project by scope,
+// zonal and regional, with a filter, as gcloud compute operations list
+// reads them.
+func TestAggregatedOperations(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	a := e.insert(t, "us-central1-a", "vm-a", "")
+	b := e.insert(t, "europe-west1-b", "vm-b", "")
+	addr, err := e.addresses.Insert(ctx, &computepb.InsertAddressRequest{Project: project, Region: "us-central1",
+		AddressResource: &computepb.Address{Name: proto.String("addr-a")}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.fake.Settle()
+	del := e.delete(t, "us-central1-a", "vm-a", "")
+
+	global, err := compute.NewGlobalOperationsRESTClient(ctx, e.opts...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer global.Close()
+	list := func(filter string) map[string][]string {
+		req := &computepb.AggregatedListGlobalOperationsRequest{Project: project}
+		if filter != "" {
+			req.Filter = proto.String(filter)
+		}
+		out := map[string][]string{}
+		it := global.AggregatedList(ctx, req)
+		for {
+			pair, err := it.Next()
+			if errors.Is(err, iterator.Done) {
+				return out
+			}
+			if err != nil {
+				t.Fatalf("aggregated operations, filter %q: %v", filter, err)
+			}
+			for _, op := range pair.Value.GetOperations() {
+				out[pair.Key] = append(out[pair.Key], op.GetName())
+			}
+		}
+	}
+	want := map[string][]string{
+		"zones/us-central1-a":  {a.GetName(), del.GetName()},
+		"zones/europe-west1-b": {b.GetName()},
+		"regions/us-central1":  {addr.Proto().GetName()},
+	}
+	if diff := cmp.Diff(want, list("")); diff != "" {
+		t.Errorf("every operation by scope (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(map[string][]string{"zones/us-central1-a": {del.GetName()}}, list(`status = "RUNNING"`)); diff != "" {
+		t.Errorf("the running ones (-want +got):\n%s", diff)
 	}
 }

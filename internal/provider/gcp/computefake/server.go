@@ -50,6 +50,10 @@ type Server struct {
 	unreachable    []string
 	inserts        []Insert
 	calls          map[string]int
+	// settled is closed, and replaced, by each Settle: what a wait request
+	// blocks on. onWait is the OnWait hook.
+	settled chan struct{}
+	onWait  func(operation string)
 }
 
 // New starts a fake on a loopback port. Close it when done.
@@ -67,6 +71,7 @@ func New() *Server {
 		regionZones:       map[string][]string{},
 		faults:            map[string][]Fault{},
 		calls:             map[string]int{},
+		settled:           make(chan struct{}),
 		nextID:            1000,
 	}
 	s.Server = httptest.NewServer(http.HandlerFunc(s.serve))
@@ -157,8 +162,9 @@ func invalid(format string, args ...any) Fault {
 // Fail makes the next n calls of method answer the fault. The methods are
 // the instances' "insert", "get", "delete" and "list", the addresses'
 // "addresses.insert", "addresses.get", "addresses.delete" and
-// "addresses.list", "operations.get" and "operations.list" (zonal and
-// regional alike), "guestAttributes" and "serialPort".
+// "addresses.list", "operations.get", "operations.list" and
+// "operations.wait" (zonal and regional alike),
+// "operations.aggregatedList", "guestAttributes" and "serialPort".
 func (s *Server) Fail(method string, n int, f Fault) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
