@@ -165,7 +165,7 @@ variable "allow_custom_cloud_init" {
 }
 
 variable "cloud_init_secret_prefix" {
-  description = "Start of the names of the secrets a spec's cloudInitSecret may name, within the project, such as egress- (each namespace then names only egress-NAMESPACE-…). It is the functions' CLOUD_INIT_SECRET_PREFIX (projects/PROJECT/secrets/ before it) and the IAM condition on the reconciler's secret access; empty refuses cloudInitSecret and grants no secret access at all."
+  description = "Start of the names of the secrets a spec's cloudInitSecret may name, within the project, such as egress- (each namespace then names only egress-NAMESPACE_…: '_' is in no namespace name, so no namespace names another's). It is the functions' CLOUD_INIT_SECRET_PREFIX (projects/PROJECT/secrets/ before it) and the IAM condition on the reconciler's secret access; empty refuses cloudInitSecret and grants no secret access at all."
   type        = string
   default     = ""
   validation {

@@ -142,7 +142,7 @@ var Vars = []Var{
 			return err
 		}},
 	{Name: "LOCAL_IDENTITY", LocalDefault: localIdentity, Readers: []Function{ProxyAPI, LocalStack}, Local: true,
-		Meaning: "the email of a request that carries no identity; never set in production, where such a request is refused (401)",
+		Meaning: "the email of a request that carries no identity; never set in production, where such a request is refused (401), and where it stops the function at start-up (Cloud Run sets `K_SERVICE`)",
 		set: func(c *Config, v string) error {
 			if v == "" {
 				return nil
@@ -160,7 +160,7 @@ var Vars = []Var{
 		Meaning: "whether a spec may bring its own `cloudInit`, user-data its VM runs as root",
 		set:     boolean(func(c *Config) *bool { return &c.API.Policy.AllowCloudInit })},
 	{Name: "CLOUD_INIT_SECRET_PREFIX", DefaultDoc: "none: `cloudInitSecret` is refused", Readers: []Function{ProxyAPI, Reconcile},
-		Meaning: "what a spec's `cloudInitSecret` must start with, `projects/P/secrets/egress-`, followed by the proxy's namespace and `-`; the reconciler reads no secret outside it, and Terraform's IAM condition grants no other",
+		Meaning: "what a spec's `cloudInitSecret` must start with, `projects/P/secrets/egress-`, followed by the proxy's namespace and `_`, which no namespace name holds (namespace `team` names `egress-team_db`, never `team-prod`'s `egress-team-prod_db`); the reconciler reads no other, and Terraform's IAM condition grants no secret outside that form",
 		set: func(c *Config, v string) error {
 			// A prefix of no secret name at all would be every secret of
 			// the project: the hole this closes.

@@ -63,6 +63,8 @@ type Options struct {
 	Policy proxy.Policy
 	// Admins are the platform admins.
 	Admins tenancy.Admins
+	// CreatesPerHour bounds the VMs a namespace's requests make in any hour.
+	CreatesPerHour int
 	// LocalIdentity, set only by the local stack, is the email of a request
 	// that carries no identity; empty, such a request is refused (401).
 	LocalIdentity string
