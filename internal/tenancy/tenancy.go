@@ -77,6 +77,25 @@ func (ns *Namespace) RoleOf(email string) Role {
 	return ns.Members[strings.ToLower(email)]
 }
 
+// HasOwner reports whether any member of members is an owner.
+func HasOwner(members map[string]Role) bool {
+	for _, r := range members {
+		if r == Owner {
+			return true
+		}
+	}
+	return false
+}
+
+// KeepsOwner is the rule that a namespace keeps an owner: a change of its
+// members from before to after may not leave it without one, or only an
+// admin could manage it again. A namespace with no owner before (one
+// created with no members, or from before tenancy) may stay so only while
+// it has no members at all: members are added with an owner among them.
+func KeepsOwner(before, after map[string]Role) bool {
+	return HasOwner(after) || (!HasOwner(before) && len(after) == 0)
+}
+
 // QuotaOr is the namespace's quota, or def when it has none of its own.
 func (ns *Namespace) QuotaOr(def int) int {
 	if ns == nil || ns.Quota <= 0 {

@@ -40,7 +40,7 @@ func TestEndToEnd(t *testing.T) {
 	// alice is an editor and acts with a token of her own, as a team
 	// member would; bulk's are the admin's.
 	s.as = map[string]string{"demo": "alice@example.com"}
-	s.createNamespace(t, "demo", `{"members":{"alice@example.com":"editor"}}`)
+	s.createNamespace(t, "demo", `{"members":{"alice@example.com":"editor","local-admin@localhost":"owner"}}`)
 	for ns := range 5 {
 		s.createNamespace(t, fmt.Sprintf("bulk-%d", ns), `{}`)
 	}
