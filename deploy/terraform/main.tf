@@ -33,16 +33,18 @@ locals {
   # What the ProxyAPI reads: who the admins are, and what the operator
   # allows of every spec and of the gcp provider's placements.
   api_env = {
-    NAMESPACE_QUOTA           = tostring(var.namespace_quota)
-    API_ADMINS                = join(",", var.api_admins)
-    ALLOW_CUSTOM_CLOUD_INIT   = tostring(var.allow_custom_cloud_init)
-    CLOUD_INIT_SECRET_PREFIX  = local.cloud_init_secret_prefix
-    MIN_SOURCE_PREFIX_IPV4    = tostring(var.min_source_prefix_ipv4)
-    MIN_SOURCE_PREFIX_IPV6    = tostring(var.min_source_prefix_ipv6)
-    ALLOW_ANY_SOURCE          = tostring(var.allow_any_source)
-    GCP_ALLOWED_REGIONS       = join(",", var.gcp_allowed_regions)
-    GCP_ALLOWED_MACHINE_TYPES = join(",", var.gcp_allowed_machine_types)
-    GCP_ALLOWED_IMAGES        = join(",", var.gcp_allowed_images)
+    NAMESPACE_QUOTA            = tostring(var.namespace_quota)
+    NAMESPACE_CREATES_PER_HOUR = tostring(var.namespace_creates_per_hour)
+    ROTATE_MIN_INTERVAL        = var.rotate_min_interval
+    API_ADMINS                 = join(",", var.api_admins)
+    ALLOW_CUSTOM_CLOUD_INIT    = tostring(var.allow_custom_cloud_init)
+    CLOUD_INIT_SECRET_PREFIX   = local.cloud_init_secret_prefix
+    MIN_SOURCE_PREFIX_IPV4     = tostring(var.min_source_prefix_ipv4)
+    MIN_SOURCE_PREFIX_IPV6     = tostring(var.min_source_prefix_ipv6)
+    ALLOW_ANY_SOURCE           = tostring(var.allow_any_source)
+    GCP_ALLOWED_REGIONS        = join(",", var.gcp_allowed_regions)
+    GCP_ALLOWED_MACHINE_TYPES  = join(",", var.gcp_allowed_machine_types)
+    GCP_ALLOWED_IMAGES         = join(",", var.gcp_allowed_images)
   }
   # What the gcp provider reads, in the functions that call it.
   gcp_env = {

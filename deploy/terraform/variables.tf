@@ -102,6 +102,18 @@ variable "namespace_quota" {
   default     = 20
 }
 
+variable "namespace_creates_per_hour" {
+  description = "VMs one namespace's requests may ask for in any hour, creates and rotations together (NAMESPACE_CREATES_PER_HOUR): they cost money and spend the Compute quotas every namespace shares."
+  type        = number
+  default     = 60
+}
+
+variable "rotate_min_interval" {
+  description = "The least time between two rotations of a proxy (ROTATE_MIN_INTERVAL), in Go's duration syntax."
+  type        = string
+  default     = "10m"
+}
+
 variable "boot_timeout" {
   description = "How long a proxy VM may take from its creation to serving before it is replaced (BOOT_TIMEOUT), in Go's duration syntax."
   type        = string

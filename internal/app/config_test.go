@@ -35,7 +35,7 @@ func defaults() app.Config {
 		Project:   "demo-x",
 		Providers: []string{"mock"}, DefaultProvider: "mock",
 		LogLevel: slog.LevelInfo, LogFormat: "json",
-		API: app.APIConfig{Quota: 20, Policy: proxy.Policy{MinPrefixIPv4: 8, MinPrefixIPv6: 32}},
+		API: app.APIConfig{Quota: 20, CreatesPerHour: 60, RotateMinInterval: 10 * time.Minute, Policy: proxy.Policy{MinPrefixIPv4: 8, MinPrefixIPv6: 32}},
 		Reconcile: reconcile.Options{WaitBudget: time.Minute, InitialBackoff: 2 * time.Second, MaxBackoff: 10 * time.Second,
 			BootTimeout: 10 * time.Minute, MaxBootFailures: 3},
 		GC:           gc.Options{GracePeriod: 10 * time.Minute, Parallelism: 16, SweepThreshold: 2 * time.Minute},

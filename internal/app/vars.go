@@ -134,6 +134,12 @@ var Vars = []Var{
 	{Name: "NAMESPACE_QUOTA", Default: strconv.Itoa(httpapi.DefaultQuota), Readers: []Function{ProxyAPI},
 		Meaning: "proxies a namespace may hold when an admin creates it without a quota of its own",
 		set:     atLeast(1, func(c *Config) *int { return &c.API.Quota })},
+	{Name: "NAMESPACE_CREATES_PER_HOUR", Default: strconv.Itoa(httpapi.DefaultCreatesPerHour), Readers: []Function{ProxyAPI},
+		Meaning: "VMs a namespace's requests may ask for in any hour, creates and rotations together (past it: 429 with when to retry); replacements of lost or failed VMs are never refused",
+		set:     atLeast(1, func(c *Config) *int { return &c.API.CreatesPerHour })},
+	{Name: "ROTATE_MIN_INTERVAL", Default: durationText(httpapi.DefaultRotateMinInterval), Readers: []Function{ProxyAPI},
+		Meaning: "the least time between two rotations of a proxy (sooner: 429 with when to retry), the least a VM serves under `maxAge` too",
+		set:     positive(func(c *Config) *time.Duration { return &c.API.RotateMinInterval })},
 	{Name: "API_ADMINS", DefaultDoc: "no one", LocalDefault: localIdentity, Readers: []Function{ProxyAPI},
 		Meaning: "the platform admins, comma-separated emails and `domain:example.com`: they act in every namespace and alone create and delete namespaces and change quotas",
 		set: func(c *Config, v string) error {

@@ -141,7 +141,7 @@ func (e *env) seed() *proxy.Proxy {
 	p := &proxy.Proxy{Namespace: "team-a", Name: "p", UID: "uid-p", Generation: 1,
 		Spec:   proxy.Spec{Provider: mock.Type, Port: 3128, IPPolicy: proxy.IPEphemeral, Placement: proxy.Placement{Region: "us-central1", Zone: "us-central1-a"}, AllowedSourceRanges: []string{"203.0.113.0/24"}},
 		Status: proxy.Status{Phase: proxy.PhasePending}, CreateTime: time.Now().UTC().Truncate(time.Microsecond)}
-	created, err := e.store.CreateInNamespace(ctx, p, func(ns *tenancy.Namespace) (int, error) { return ns.QuotaOr(20), nil })
+	created, err := e.store.CreateInNamespace(ctx, p, func(ns *tenancy.Namespace) (tenancy.Limits, error) { return tenancy.Limits{Quota: ns.QuotaOr(20)}, nil })
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -300,6 +300,13 @@ func (b *syncBuffer) Write(p []byte) (int, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.buf.Write(p)
+}
+
+// Reset forgets the lines so far: a test's setup's.
+func (b *syncBuffer) Reset() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.buf.Reset()
 }
 
 func (b *syncBuffer) String() string {

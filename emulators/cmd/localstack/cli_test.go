@@ -172,6 +172,10 @@ func (s *liveStack) driveCLI(t *testing.T) {
 	if userinfo(before.Status.ProxyURL) != userinfo(after.Status.ProxyURL) {
 		t.Errorf("rotation changed the credentials: %q, then %q", before.Status.ProxyURL, after.Status.ProxyURL)
 	}
+	// Again at once: within ROTATE_MIN_INTERVAL, refused, saying when.
+	if _, stderr, code := cli.run(t, append([]string{"proxies", "rotate", "cli"}, ns...)...); code != 1 || !strings.Contains(stderr, "429 RESOURCE_EXHAUSTED, ROTATED_RECENTLY") || !strings.Contains(stderr, "the same request is taken in ") {
+		t.Errorf("a second rotation at once: exit %d, stderr %q; want 1, 429 RESOURCE_EXHAUSTED, ROTATED_RECENTLY and when", code, stderr)
+	}
 
 	_, stderr = cli.must(t, append([]string{"proxies", "delete", "cli", "--wait", "--timeout", "90s"}, ns...)...)
 	if !strings.HasSuffix(strings.TrimSpace(stderr), "gone") {

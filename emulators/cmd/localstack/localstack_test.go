@@ -77,6 +77,8 @@ func TestEndToEnd(t *testing.T) {
 	if resp := s.do(t, http.MethodPost, "/v1/namespaces/demo/proxies/first:rotate", nil); resp.StatusCode != http.StatusAccepted {
 		t.Errorf("rotate: %d, want 202", resp.StatusCode)
 	}
+	// What one team may not do to the others or to the project.
+	t.Run("TenantSafety", s.tenantSafety)
 
 	// Delete, as the rotation runs: 404 once the VM is gone, and no VM
 	// left. A delete that lands while the rotation's create is in flight
@@ -182,7 +184,7 @@ func startStack(t *testing.T) *liveStack {
 	begun := time.Now()
 	st, err := stack.Start(ctx, bin, stack.Options{
 		Project: "demo-e2e",
-		Env:     []string{"GC_INTERVAL=1s", "GC_GRACE_PERIOD=3s", "GC_SWEEP_THRESHOLD=30s", "MOCK_PROVISIONING_DELAY=1s", "LOG_LEVEL=warn"},
+		Env:     []string{"CLOUD_INIT_SECRET_PREFIX=projects/demo-egress/secrets/egress-", "GC_INTERVAL=1s", "GC_GRACE_PERIOD=3s", "GC_SWEEP_THRESHOLD=30s", "MOCK_PROVISIONING_DELAY=1s", "LOG_LEVEL=warn"},
 		Stdout:  out,
 		Stderr:  out,
 	})
