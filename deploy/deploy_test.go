@@ -659,6 +659,13 @@ func TestSecretAccessIsConditionedOnThePrefix(t *testing.T) {
 				if src := m.source(t, expr.Expr.Range()); !strings.Contains(src, "resource.name.startsWith(") || !strings.Contains(src, variable) || !strings.Contains(src, "/secrets/") {
 					t.Errorf("the condition on %s is %s: want resource.name.startsWith(\"projects/…/secrets/${%s}\")", role, src, variable)
 				}
+				// The form the code holds a secret to: the namespace, then
+				// the separator no namespace name holds. IAM cannot know a
+				// proxy's namespace (one account reconciles them all); it
+				// grants no secret outside the form.
+				if src := m.source(t, expr.Expr.Range()); !strings.Contains(src, "{namespace}"+proxy.SecretSeparator+`\")`) {
+					t.Errorf("the condition on %s is %s: want resource.name.extract(\"projects/…/secrets/${%s}{namespace}%s\") != \"\"", role, src, variable, proxy.SecretSeparator)
+				}
 			}
 			for _, n := range blk.Body.Blocks {
 				visit(n)

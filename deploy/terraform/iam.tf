@@ -126,7 +126,7 @@ resource "google_project_iam_member" "reconcile_secrets" {
   condition {
     title       = "egress-cloud-init-secrets"
     description = "Only the secrets a proxy's cloudInitSecret may name (CLOUD_INIT_SECRET_PREFIX)."
-    expression  = "resource.name.startsWith(\"projects/${data.google_project.this.number}/secrets/${var.cloud_init_secret_prefix}\")"
+    expression  = "resource.name.startsWith(\"projects/${data.google_project.this.number}/secrets/${var.cloud_init_secret_prefix}\") && resource.name.extract(\"projects/${data.google_project.this.number}/secrets/${var.cloud_init_secret_prefix}{namespace}_\") != \"\""
   }
 }
 

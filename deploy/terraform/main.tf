@@ -35,18 +35,20 @@ locals {
   # and sources are what the firewall rule below opens, from the same
   # variables: the API refuses a spec no client could reach.
   api_env = {
-    NAMESPACE_QUOTA           = tostring(var.namespace_quota)
-    API_ADMINS                = join(",", var.api_admins)
-    ALLOW_CUSTOM_CLOUD_INIT   = tostring(var.allow_custom_cloud_init)
-    CLOUD_INIT_SECRET_PREFIX  = local.cloud_init_secret_prefix
-    MIN_SOURCE_PREFIX_IPV4    = tostring(var.min_source_prefix_ipv4)
-    MIN_SOURCE_PREFIX_IPV6    = tostring(var.min_source_prefix_ipv6)
-    ALLOW_ANY_SOURCE          = tostring(var.allow_any_source)
-    PROXY_PORTS               = join(",", var.proxy_ports)
-    FIREWALL_SOURCE_RANGES    = join(",", var.allowed_source_ranges)
-    GCP_ALLOWED_REGIONS       = join(",", var.gcp_allowed_regions)
-    GCP_ALLOWED_MACHINE_TYPES = join(",", var.gcp_allowed_machine_types)
-    GCP_ALLOWED_IMAGES        = join(",", var.gcp_allowed_images)
+    NAMESPACE_QUOTA            = tostring(var.namespace_quota)
+    NAMESPACE_CREATES_PER_HOUR = tostring(var.namespace_creates_per_hour)
+    ROTATE_MIN_INTERVAL        = var.rotate_min_interval
+    API_ADMINS                 = join(",", var.api_admins)
+    ALLOW_CUSTOM_CLOUD_INIT    = tostring(var.allow_custom_cloud_init)
+    CLOUD_INIT_SECRET_PREFIX   = local.cloud_init_secret_prefix
+    MIN_SOURCE_PREFIX_IPV4     = tostring(var.min_source_prefix_ipv4)
+    MIN_SOURCE_PREFIX_IPV6     = tostring(var.min_source_prefix_ipv6)
+    ALLOW_ANY_SOURCE           = tostring(var.allow_any_source)
+    PROXY_PORTS                = join(",", var.proxy_ports)
+    FIREWALL_SOURCE_RANGES     = join(",", var.allowed_source_ranges)
+    GCP_ALLOWED_REGIONS        = join(",", var.gcp_allowed_regions)
+    GCP_ALLOWED_MACHINE_TYPES  = join(",", var.gcp_allowed_machine_types)
+    GCP_ALLOWED_IMAGES         = join(",", var.gcp_allowed_images)
   }
   # What the functions that call providers read, whichever provider: the
   # deployment whose resources are theirs.

@@ -106,6 +106,18 @@ variable "namespace_quota" {
   default     = 20
 }
 
+variable "namespace_creates_per_hour" {
+  description = "VMs one namespace's requests may ask for in any hour, creates and rotations together (NAMESPACE_CREATES_PER_HOUR): they cost money and spend the Compute quotas every namespace shares."
+  type        = number
+  default     = 60
+}
+
+variable "rotate_min_interval" {
+  description = "The least time between two rotations of a proxy (ROTATE_MIN_INTERVAL), in Go's duration syntax."
+  type        = string
+  default     = "10m"
+}
+
 variable "boot_timeout" {
   description = "How long a proxy VM may take from its creation to serving before it is replaced (BOOT_TIMEOUT), in Go's duration syntax."
   type        = string
@@ -195,7 +207,7 @@ variable "allow_custom_cloud_init" {
 }
 
 variable "cloud_init_secret_prefix" {
-  description = "Start of the names of the secrets a spec's cloudInitSecret may name, within the project, such as egress- (each namespace then names only egress-NAMESPACE-…). It is the functions' CLOUD_INIT_SECRET_PREFIX (projects/PROJECT/secrets/ before it) and the IAM condition on the reconciler's secret access; empty refuses cloudInitSecret and grants no secret access at all."
+  description = "Start of the names of the secrets a spec's cloudInitSecret may name, within the project, such as egress- (each namespace then names only egress-NAMESPACE_…: '_' is in no namespace name, so no namespace names another's). It is the functions' CLOUD_INIT_SECRET_PREFIX (projects/PROJECT/secrets/ before it) and the IAM condition on the reconciler's secret access; empty refuses cloudInitSecret and grants no secret access at all."
   type        = string
   default     = ""
   validation {

@@ -14,14 +14,16 @@ func newProxyAPI(a *App) http.Handler {
 	policy := c.API.Policy
 	policy.CloudInitSecretPrefix = c.CloudInitSecretPrefix
 	return httpapi.New(a.store, clock.Real{}, a.Log, httpapi.Options{
-		Function:        string(ProxyAPI),
-		Quota:           c.API.Quota,
-		DefaultProvider: c.DefaultProvider,
-		Providers:       a.Providers,
-		Policy:          policy,
-		Admins:          c.API.Admins,
-		LocalIdentity:   c.API.LocalIdentity,
-		Project:         c.Project,
+		Function:          string(ProxyAPI),
+		Quota:             c.API.Quota,
+		DefaultProvider:   c.DefaultProvider,
+		Providers:         a.Providers,
+		Policy:            policy,
+		Admins:            c.API.Admins,
+		CreatesPerHour:    c.API.CreatesPerHour,
+		RotateMinInterval: c.API.RotateMinInterval,
+		LocalIdentity:     c.API.LocalIdentity,
+		Project:           c.Project,
 	})
 }
 

@@ -89,6 +89,9 @@ func New(ctx context.Context, getenv Getenv, opts Options) (*App, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := onCloudRun(getenv, cfg); err != nil {
+		return nil, err
+	}
 	a := &App{Config: cfg}
 	a.Log = newLogger(cfg, opts.LogOutput)
 	if err := a.dial(ctx); err != nil {
@@ -114,6 +117,21 @@ func New(ctx context.Context, getenv Getenv, opts Options) (*App, error) {
 		a.collector = gc.New(a.Providers, a.store, a.publisher, now, a.Log, a.gcOptions())
 	}
 	return a, nil
+}
+
+// onCloudRun refuses what must never run deployed. Cloud Run sets
+// K_SERVICE on every service it runs (Cloud Run functions included), and
+// no one sets it for the local stack. LOCAL_IDENTITY there would make
+// every request that carries no token — one that reached the function
+// some way other than through Cloud Run's check — the local identity's,
+// an admin's by default: only Terraform's not setting it kept it off.
+func onCloudRun(getenv Getenv, cfg Config) error {
+	service := getenv("K_SERVICE")
+	if service == "" || cfg.API.LocalIdentity == "" {
+		return nil
+	}
+	return fmt.Errorf("config: LOCAL_IDENTITY=%q is set on Cloud Run (K_SERVICE=%q): it would make every request without a token %s's; unset it (only the local stack sets it)",
+		cfg.API.LocalIdentity, service, cfg.API.LocalIdentity)
 }
 
 // dial makes the clients the served functions need: Firestore for all of
@@ -148,6 +166,7 @@ func (a *App) reconcileOptions() reconcile.Options {
 	// The lease must outlast a whole run: the budget plus the provider
 	// calls around it.
 	o.LeaseDuration = max(reconcile.DefaultLeaseDuration, o.WaitBudget+2*time.Minute)
+	o.CloudInitSecretPrefix = a.Config.CloudInitSecretPrefix
 	o.Bootstrap = func(s proxy.Spec, c proxy.Credentials) (string, error) {
 		return bootstrap.Render(bootstrap.ForProxy(s, c))
 	}

@@ -61,6 +61,10 @@ type APIConfig struct {
 	Quota int
 	// Admins are the platform admins.
 	Admins tenancy.Admins
+	// CreatesPerHour bounds the VMs a namespace's requests ask for in any
+	// hour; RotateMinInterval is the least time between two rotations.
+	CreatesPerHour    int
+	RotateMinInterval time.Duration
 	// LocalIdentity is the caller of a request without an identity: the
 	// local stack's only.
 	LocalIdentity string

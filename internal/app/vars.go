@@ -148,6 +148,12 @@ var Vars = []Var{
 	{Name: "NAMESPACE_QUOTA", Default: strconv.Itoa(httpapi.DefaultQuota), Readers: []Function{ProxyAPI},
 		Meaning: "proxies a namespace may hold when an admin creates it without a quota of its own",
 		set:     atLeast(1, func(c *Config) *int { return &c.API.Quota })},
+	{Name: "NAMESPACE_CREATES_PER_HOUR", Default: strconv.Itoa(httpapi.DefaultCreatesPerHour), Readers: []Function{ProxyAPI},
+		Meaning: "VMs a namespace's requests may ask for in any hour, creates and rotations together (past it: 429 with when to retry); replacements of lost or failed VMs are never refused",
+		set:     atLeast(1, func(c *Config) *int { return &c.API.CreatesPerHour })},
+	{Name: "ROTATE_MIN_INTERVAL", Default: durationText(httpapi.DefaultRotateMinInterval), Readers: []Function{ProxyAPI},
+		Meaning: "the least time between two rotations of a proxy (sooner: 429 with when to retry), the least a VM serves under `maxAge` too",
+		set:     positive(func(c *Config) *time.Duration { return &c.API.RotateMinInterval })},
 	{Name: "API_ADMINS", DefaultDoc: "no one", LocalDefault: localIdentity, Readers: []Function{ProxyAPI},
 		Meaning: "the platform admins, comma-separated emails and `domain:example.com`: they act in every namespace and alone create and delete namespaces and change quotas",
 		set: func(c *Config, v string) error {
@@ -156,7 +162,7 @@ var Vars = []Var{
 			return err
 		}},
 	{Name: "LOCAL_IDENTITY", LocalDefault: localIdentity, Readers: []Function{ProxyAPI, LocalStack}, Local: true,
-		Meaning: "the email of a request that carries no identity; never set in production, where such a request is refused (401)",
+		Meaning: "the email of a request that carries no identity; never set in production, where such a request is refused (401), and where it stops the function at start-up (Cloud Run sets `K_SERVICE`)",
 		set: func(c *Config, v string) error {
 			if v == "" {
 				return nil
@@ -174,7 +180,7 @@ var Vars = []Var{
 		Meaning: "whether a spec may bring its own `cloudInit`, user-data its VM runs as root",
 		set:     boolean(func(c *Config) *bool { return &c.API.Policy.AllowCloudInit })},
 	{Name: "CLOUD_INIT_SECRET_PREFIX", DefaultDoc: "none: `cloudInitSecret` is refused", Readers: []Function{ProxyAPI, Reconcile},
-		Meaning: "what a spec's `cloudInitSecret` must start with, `projects/P/secrets/egress-`, followed by the proxy's namespace and `-`; the reconciler reads no secret outside it, and Terraform's IAM condition grants no other",
+		Meaning: "what a spec's `cloudInitSecret` must start with, `projects/P/secrets/egress-`, followed by the proxy's namespace and `_`, which no namespace name holds (namespace `team` names `egress-team_db`, never `team-prod`'s `egress-team-prod_db`); the reconciler reads no other, and Terraform's IAM condition grants no secret outside that form",
 		set: func(c *Config, v string) error {
 			// A prefix of no secret name at all would be every secret of
 			// the project: the hole this closes.

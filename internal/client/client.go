@@ -15,6 +15,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"time"
 )
 
 // Client calls one deployment of the API.
@@ -62,6 +63,9 @@ type Error struct {
 	// FieldViolations are the BadRequest detail: every field that broke a
 	// rule.
 	FieldViolations []FieldViolation
+	// RetryDelay is the RetryInfo detail of a 429: how long until the
+	// same request is taken; zero without one.
+	RetryDelay time.Duration
 }
 
 // FieldViolation is one field that broke a rule.
@@ -98,6 +102,7 @@ type errorBody struct {
 const (
 	typeBadRequest = "type.googleapis.com/google.rpc.BadRequest"
 	typeErrorInfo  = "type.googleapis.com/google.rpc.ErrorInfo"
+	typeRetryInfo  = "type.googleapis.com/google.rpc.RetryInfo"
 )
 
 // decodeError makes an Error of a non-2xx answer. A body that is not the
@@ -118,6 +123,7 @@ func decodeError(resp *http.Response, body []byte) *Error {
 			Reason          string            `json:"reason"`
 			Metadata        map[string]string `json:"metadata"`
 			FieldViolations []FieldViolation  `json:"fieldViolations"`
+			RetryDelay      string            `json:"retryDelay"`
 		}
 		if json.Unmarshal(raw, &d) != nil {
 			continue
@@ -127,6 +133,11 @@ func decodeError(resp *http.Response, body []byte) *Error {
 			e.FieldViolations = append(e.FieldViolations, d.FieldViolations...)
 		case typeErrorInfo:
 			e.Reason, e.Metadata = d.Reason, d.Metadata
+		case typeRetryInfo:
+			// A google.protobuf.Duration in JSON: seconds, "540s".
+			if delay, err := time.ParseDuration(d.RetryDelay); err == nil && delay > 0 {
+				e.RetryDelay = delay
+			}
 		}
 	}
 	return e

@@ -24,7 +24,7 @@ type Store interface {
 	Get(ctx context.Context, key proxy.Key) (*proxy.Proxy, error)
 	List(ctx context.Context, namespace string, pageSize int, pageToken string) ([]*proxy.Proxy, string, error)
 	RequestDeletion(ctx context.Context, key proxy.Key, now time.Time) (*proxy.Proxy, error)
-	RequestRotation(ctx context.Context, key proxy.Key, now time.Time) (*proxy.Proxy, error)
+	RequestRotation(ctx context.Context, key proxy.Key, now time.Time, limits tenancy.Limits) (*proxy.Proxy, error)
 
 	GetNamespace(ctx context.Context, name string) (*tenancy.Namespace, error)
 	ListNamespaces(ctx context.Context, member string, pageSize int, pageToken string) ([]*tenancy.Namespace, string, error)
@@ -46,6 +46,12 @@ const (
 	MaxPageSize     = 500
 	// DefaultQuota is the default number of proxies a namespace may hold.
 	DefaultQuota = 20
+	// DefaultCreatesPerHour is the default bound of the VMs a namespace's
+	// requests ask for in any hour.
+	DefaultCreatesPerHour = 60
+	// DefaultRotateMinInterval is the default least time between two
+	// rotations of a proxy: the least a VM serves under maxAge too.
+	DefaultRotateMinInterval = proxy.MinMaxAge
 )
 
 // Options configure the API.
@@ -63,6 +69,12 @@ type Options struct {
 	Policy proxy.Policy
 	// Admins are the platform admins.
 	Admins tenancy.Admins
+	// CreatesPerHour bounds the VMs a namespace's requests — creates and
+	// rotations — ask for in any hour (tenancy.Limits).
+	CreatesPerHour int
+	// RotateMinInterval is the least time between two rotations of a
+	// proxy.
+	RotateMinInterval time.Duration
 	// LocalIdentity, set only by the local stack, is the email of a request
 	// that carries no identity; empty, such a request is refused (401).
 	LocalIdentity string
@@ -86,6 +98,12 @@ func New(store Store, clk clock.Clock, log *slog.Logger, opts Options) *API {
 	}
 	if opts.Quota <= 0 {
 		opts.Quota = DefaultQuota
+	}
+	if opts.CreatesPerHour <= 0 {
+		opts.CreatesPerHour = DefaultCreatesPerHour
+	}
+	if opts.RotateMinInterval <= 0 {
+		opts.RotateMinInterval = DefaultRotateMinInterval
 	}
 	if opts.Policy.MinPrefixIPv4 <= 0 {
 		opts.Policy.MinPrefixIPv4 = proxy.DefaultMinPrefixIPv4

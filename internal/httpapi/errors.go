@@ -3,6 +3,8 @@ package httpapi
 import (
 	"fmt"
 	"net/http"
+	"strconv"
+	"time"
 
 	"github.com/egress-proxies/egress/internal/proxy"
 )
@@ -13,31 +15,36 @@ const ErrorDomain = "egress-proxies"
 // Reasons of the errors that are not a field's rule (those carry the
 // rule's own reason, proxy.Reason…, gcp.Reason…).
 const (
-	ReasonUnauthenticated   = "IDENTITY_MISSING"
-	ReasonNamespaceDenied   = "NAMESPACE_ACCESS_DENIED"
-	ReasonRoleInsufficient  = "ROLE_INSUFFICIENT"
-	ReasonAdminRequired     = "ADMIN_REQUIRED"
-	ReasonNamespaceNotFound = "NAMESPACE_NOT_FOUND"
-	ReasonProxyNotFound     = "PROXY_NOT_FOUND"
-	ReasonRouteNotFound     = "ROUTE_NOT_FOUND"
-	ReasonMethodNotAllowed  = "METHOD_NOT_ALLOWED"
-	ReasonProxyExists       = "PROXY_EXISTS_WITH_ANOTHER_SPEC"
-	ReasonProxyBeingDeleted = "PROXY_BEING_DELETED"
-	ReasonNamespaceExists   = "NAMESPACE_EXISTS_WITH_OTHER_SETTINGS"
-	ReasonNamespaceNotEmpty = "NAMESPACE_NOT_EMPTY"
-	ReasonQuotaExceeded     = "NAMESPACE_QUOTA_EXCEEDED"
-	ReasonBodyTooLarge      = "BODY_TOO_LARGE"
-	ReasonContentType       = "CONTENT_TYPE_UNSUPPORTED"
-	ReasonBodyNotJSON       = "BODY_NOT_JSON"
-	ReasonFieldUnknown      = "FIELD_UNKNOWN"
-	ReasonFieldWrongType    = "FIELD_WRONG_TYPE"
-	ReasonPageSizeInvalid   = "PAGE_SIZE_INVALID"
-	ReasonPageTokenInvalid  = "PAGE_TOKEN_INVALID"
-	ReasonMemberInvalid     = "MEMBER_INVALID"
-	ReasonRoleInvalid       = "ROLE_INVALID"
-	ReasonQuotaInvalid      = "QUOTA_INVALID"
-	ReasonStoreUnavailable  = "STORE_UNAVAILABLE"
-	ReasonInternal          = "INTERNAL"
+	ReasonUnauthenticated        = "IDENTITY_MISSING"
+	ReasonNamespaceDenied        = "NAMESPACE_ACCESS_DENIED"
+	ReasonRoleInsufficient       = "ROLE_INSUFFICIENT"
+	ReasonAdminRequired          = "ADMIN_REQUIRED"
+	ReasonNamespaceNotFound      = "NAMESPACE_NOT_FOUND"
+	ReasonProxyNotFound          = "PROXY_NOT_FOUND"
+	ReasonRouteNotFound          = "ROUTE_NOT_FOUND"
+	ReasonMethodNotAllowed       = "METHOD_NOT_ALLOWED"
+	ReasonProxyExists            = "PROXY_EXISTS_WITH_ANOTHER_SPEC"
+	ReasonProxyBeingDeleted      = "PROXY_BEING_DELETED"
+	ReasonNamespaceExists        = "NAMESPACE_EXISTS_WITH_OTHER_SETTINGS"
+	ReasonNamespaceNotEmpty      = "NAMESPACE_NOT_EMPTY"
+	ReasonQuotaExceeded          = "NAMESPACE_QUOTA_EXCEEDED"
+	ReasonBodyTooLarge           = "BODY_TOO_LARGE"
+	ReasonContentType            = "CONTENT_TYPE_UNSUPPORTED"
+	ReasonBodyNotJSON            = "BODY_NOT_JSON"
+	ReasonFieldUnknown           = "FIELD_UNKNOWN"
+	ReasonFieldWrongType         = "FIELD_WRONG_TYPE"
+	ReasonPageSizeInvalid        = "PAGE_SIZE_INVALID"
+	ReasonPageTokenInvalid       = "PAGE_TOKEN_INVALID"
+	ReasonMemberInvalid          = "MEMBER_INVALID"
+	ReasonRoleInvalid            = "ROLE_INVALID"
+	ReasonQuotaInvalid           = "QUOTA_INVALID"
+	ReasonStoreUnavailable       = "STORE_UNAVAILABLE"
+	ReasonProxyNotReady          = "PROXY_NOT_READY"
+	ReasonRotatedRecently        = "ROTATED_RECENTLY"
+	ReasonCreatesPerHour         = "NAMESPACE_CREATES_PER_HOUR_EXCEEDED"
+	ReasonNamespaceNeedsOwner    = "NAMESPACE_NEEDS_OWNER"
+	ReasonIdentityHeaderRepeated = "IDENTITY_HEADER_REPEATED"
+	ReasonInternal               = "INTERNAL"
 )
 
 // apiError is an error in the Google API shape (AIP-193): an HTTP code,
@@ -51,6 +58,9 @@ type apiError struct {
 	message    string
 	violations proxy.FieldErrors
 	metadata   map[string]string
+	// retry, when positive, is how long until the same request may be
+	// taken: a RetryInfo detail and a Retry-After header say it.
+	retry time.Duration
 }
 
 func (e *apiError) Error() string { return e.message }
@@ -111,6 +121,24 @@ type badRequest struct {
 	FieldViolations proxy.FieldErrors `json:"fieldViolations"`
 }
 
+// retryInfo is google.rpc.RetryInfo: its delay is a google.protobuf.
+// Duration in JSON, whole seconds here ("540s").
+type retryInfo struct {
+	Type       string `json:"@type"`
+	RetryDelay string `json:"retryDelay"`
+}
+
+// retrySeconds is d in whole seconds, rounded up: a client that waits
+// that long is not refused again.
+func retrySeconds(d time.Duration) int64 {
+	return int64((d + time.Second - 1) / time.Second)
+}
+
+// retryDelay says when a request refused at now may be taken: at.
+func retryDelay(now, at time.Time) string {
+	return (time.Duration(retrySeconds(at.Sub(now))) * time.Second).String()
+}
+
 type errorInfo struct {
 	Type     string            `json:"@type"`
 	Reason   string            `json:"reason"`
@@ -129,12 +157,18 @@ func (e *apiError) body() errorBody {
 		b.Error.Details = append(b.Error.Details, badRequest{Type: "type.googleapis.com/google.rpc.BadRequest", FieldViolations: e.violations})
 	}
 	b.Error.Details = append(b.Error.Details, errorInfo{Type: "type.googleapis.com/google.rpc.ErrorInfo", Reason: e.reason, Domain: ErrorDomain, Metadata: e.metadata})
+	if e.retry > 0 {
+		b.Error.Details = append(b.Error.Details, retryInfo{Type: "type.googleapis.com/google.rpc.RetryInfo", RetryDelay: fmt.Sprintf("%ds", retrySeconds(e.retry))})
+	}
 	return b
 }
 
 func writeError(w http.ResponseWriter, e *apiError) {
 	if e.code == http.StatusMethodNotAllowed {
 		w.Header().Set("Allow", e.metadata["allow"])
+	}
+	if e.retry > 0 {
+		w.Header().Set("Retry-After", strconv.FormatInt(retrySeconds(e.retry), 10))
 	}
 	writeJSON(w, e.code, e.body())
 }

@@ -87,12 +87,18 @@ func options() httpapi.Options {
 // memEnv is the API over the in-memory store, which passes the same
 // contract as the Firestore store: for what needs no emulator.
 func memEnv(t *testing.T, change ...func(*httpapi.Options)) *env {
-	return newEnv(t, memstore.New(clock.Real{}), change...)
+	return newEnv(t, memstore.New(clock.Real{}), clock.Real{}, change...)
 }
 
 // firestoreEnv is the API over the Firestore emulator, a project of the
 // test's own.
 func firestoreEnv(t *testing.T, change ...func(*httpapi.Options)) *env {
+	t.Helper()
+	return firestoreEnvAt(t, clock.Real{}, change...)
+}
+
+// firestoreEnvAt is firestoreEnv whose API reads the time from clk.
+func firestoreEnvAt(t *testing.T, clk clock.Clock, change ...func(*httpapi.Options)) *env {
 	t.Helper()
 	emulatortest.Firestore(t)
 	client, err := firestore.NewClient(context.Background(), emulatortest.ProjectID(t))
@@ -100,17 +106,17 @@ func firestoreEnv(t *testing.T, change ...func(*httpapi.Options)) *env {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { client.Close() })
-	return newEnv(t, store.New(client), change...)
+	return newEnv(t, store.New(client), clk, change...)
 }
 
-func newEnv(t *testing.T, st testStore, change ...func(*httpapi.Options)) *env {
+func newEnv(t *testing.T, st testStore, clk clock.Clock, change ...func(*httpapi.Options)) *env {
 	t.Helper()
 	opts := options()
 	for _, c := range change {
 		c(&opts)
 	}
 	logs := &syncBuffer{}
-	api := httpapi.New(st, clock.Real{}, logging.New(logs, slog.LevelInfo), opts)
+	api := httpapi.New(st, clk, logging.New(logs, slog.LevelInfo), opts)
 	srv := httptest.NewServer(api)
 	t.Cleanup(srv.Close)
 	v, err := validator()
@@ -135,7 +141,7 @@ func (e *env) seed() *proxy.Proxy {
 	p := &proxy.Proxy{Namespace: "team-a", Name: "p", UID: "uid-p", Generation: 1,
 		Spec:   proxy.Spec{Provider: mock.Type, Port: 3128, IPPolicy: proxy.IPEphemeral, Placement: proxy.Placement{Region: "us-central1", Zone: "us-central1-a"}, AllowedSourceRanges: []string{"203.0.113.0/24"}},
 		Status: proxy.Status{Phase: proxy.PhasePending}, CreateTime: time.Now().UTC().Truncate(time.Microsecond)}
-	created, err := e.store.CreateInNamespace(ctx, p, func(ns *tenancy.Namespace) (int, error) { return ns.QuotaOr(20), nil })
+	created, err := e.store.CreateInNamespace(ctx, p, func(ns *tenancy.Namespace) (tenancy.Limits, error) { return tenancy.Limits{Quota: ns.QuotaOr(20)}, nil })
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -233,6 +239,7 @@ type apiErr struct {
 			Type            string `json:"@type"`
 			Reason          string `json:"reason"`
 			Domain          string `json:"domain"`
+			RetryDelay      string `json:"retryDelay"`
 			FieldViolations []struct {
 				Field, Description, Reason string
 			} `json:"fieldViolations"`
@@ -245,6 +252,16 @@ func (a apiErr) reason() string {
 	for _, d := range a.Error.Details {
 		if d.Type == "type.googleapis.com/google.rpc.ErrorInfo" {
 			return d.Reason
+		}
+	}
+	return ""
+}
+
+// retryDelay is the RetryInfo's delay, "" without one.
+func (a apiErr) retryDelay() string {
+	for _, d := range a.Error.Details {
+		if d.Type == "type.googleapis.com/google.rpc.RetryInfo" {
+			return d.RetryDelay
 		}
 	}
 	return ""
@@ -283,6 +300,13 @@ func (b *syncBuffer) Write(p []byte) (int, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.buf.Write(p)
+}
+
+// Reset forgets the lines so far: a test's setup's.
+func (b *syncBuffer) Reset() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.buf.Reset()
 }
 
 func (b *syncBuffer) String() string {

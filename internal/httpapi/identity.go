@@ -3,9 +3,11 @@ package httpapi
 import (
 	"encoding/base64"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"strings"
 
+	"github.com/egress-proxies/egress/internal/proxy"
 	"github.com/egress-proxies/egress/internal/tenancy"
 )
 
@@ -34,7 +36,19 @@ type caller struct {
 // a token that carries no email is no one's: a token without the email
 // claim (a service account's, asked for without format=full or
 // --include-email) says nothing this API can authorize.
+//
+// A request that repeats either header is refused (400) before either is
+// read: which of two tokens Cloud Run verified, and which one a reader of
+// the first value would take, need not be the same one.
 func (a *API) identify(r *http.Request) (caller, *apiError) {
+	for _, h := range identityHeaders {
+		if n := len(r.Header.Values(h)); n > 1 {
+			e := invalid(proxy.FieldError{Field: h, Reason: ReasonIdentityHeaderRepeated,
+				Description: fmt.Sprintf("comes %d times: send one identity, one %s header", n, h)})
+			e.metadata = map[string]string{"header": h}
+			return caller{}, e
+		}
+	}
 	header := r.Header.Get("X-Serverless-Authorization")
 	if header == "" {
 		header = r.Header.Get("Authorization")
@@ -54,6 +68,9 @@ func (a *API) identify(r *http.Request) (caller, *apiError) {
 	}
 	return caller{email: e, admin: a.opts.Admins.Contains(e)}, nil
 }
+
+// identityHeaders are the headers that carry the caller's identity.
+var identityHeaders = []string{"X-Serverless-Authorization", "Authorization"}
 
 // tokenEmail is the email claim of a Bearer ID token, decoded only, or ""
 // when there is none or the token says it is not verified.

@@ -104,7 +104,8 @@ func TestLifecycle(t *testing.T) {
 		t.Errorf("46 proxies in pages of 20: %d pages, want 3; names (-want +got):\n%s", pages, diff)
 	}
 
-	// Rotate: 202, rotateRequestTime set; again, later.
+	// Rotate, once Ready: 202, rotateRequestTime set.
+	e.makeReady(proxy.Key{Namespace: created.Namespace, Name: "first"})
 	resp, b = e.do(editor, "POST", base+"/first:rotate", "")
 	rotated := decodeResource(t, b)
 	if resp.StatusCode != 202 || rotated.RotateRequestTime == nil || rotated.UID != created.UID {

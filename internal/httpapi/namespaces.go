@@ -79,6 +79,9 @@ func validQuota(q *int) proxy.FieldErrors {
 	return nil
 }
 
+// needsOwner says the rule of tenancy.KeepsOwner.
+const needsOwner = "a namespace with members keeps an owner, who manages them; name the new owner in the same request (a hand-over: {\"members\":{\"new@example.com\":\"owner\",\"old@example.com\":null}})"
+
 // namespaceName is the namespace a request's path names, or the answer to
 // a path that names none.
 func namespaceName(x *exchange) (string, *apiError) {
@@ -116,6 +119,10 @@ func (a *API) createNamespace(x *exchange) {
 	members := map[string]tenancy.Role{}
 	for k, v := range valid {
 		members[k] = *v
+	}
+	if !tenancy.KeepsOwner(nil, members) {
+		x.fail(invalid(proxy.FieldError{Field: "members", Reason: ReasonNamespaceNeedsOwner, Description: needsOwner}))
+		return
 	}
 	quota := 0
 	if req.Quota != nil {
@@ -182,6 +189,7 @@ func (a *API) patchNamespace(x *exchange) {
 			}
 			ns.Quota = *req.Quota
 		}
+		before := maps.Clone(ns.Members)
 		if ns.Members == nil {
 			ns.Members = map[string]tenancy.Role{}
 		}
@@ -191,6 +199,11 @@ func (a *API) patchNamespace(x *exchange) {
 			} else {
 				ns.Members[email] = *role
 			}
+		}
+		if !tenancy.KeepsOwner(before, ns.Members) {
+			e := failedPrecondition(ReasonNamespaceNeedsOwner, "namespace %s would have no owner: %s", name, needsOwner)
+			e.metadata = map[string]string{"namespace": name}
+			return e
 		}
 		return nil
 	})

@@ -80,10 +80,10 @@ func TestNamespaces(t *testing.T) {
 	}
 
 	// Each lists what they may see.
-	if resp, b := e.do(admin, "PUT", "/v1/namespaces/team-c", `{"members":{"carol@example.com":"viewer"}}`); resp.StatusCode != 201 {
+	if resp, b := e.do(admin, "PUT", "/v1/namespaces/team-c", `{"members":{"carol@example.com":"viewer","dave@example.com":"owner"}}`); resp.StatusCode != 201 {
 		t.Fatalf("create team-c: %d %s", resp.StatusCode, b)
 	}
-	for who, want := range map[string][]string{admin: {"team-b", "team-c"}, "bob@example.com": {"team-b"}, "carol@example.com": {"team-c"}, stranger: nil} {
+	for who, want := range map[string][]string{admin: {"team-b", "team-c"}, "bob@example.com": {"team-b"}, "carol@example.com": {"team-c"}, "dave@example.com": {"team-c"}, stranger: nil} {
 		_, b := e.do(who, "GET", "/v1/namespaces", "")
 		var page struct{ Namespaces []nsResource }
 		json.Unmarshal(b, &page)

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"reflect"
 	"strconv"
+	"time"
 
 	"github.com/google/uuid"
 
@@ -60,16 +61,18 @@ func (a *API) createProxy(x *exchange) {
 		quota  int
 		member bool
 	)
-	created, err := a.store.CreateInNamespace(x.ctx, p, func(n *tenancy.Namespace) (int, error) {
+	created, err := a.store.CreateInNamespace(x.ctx, p, func(n *tenancy.Namespace) (tenancy.Limits, error) {
 		if e := decide(x.caller, ns, n, tenancy.CreateProxy); e != nil {
-			return 0, e
+			return tenancy.Limits{}, e
 		}
 		quota, member = n.QuotaOr(a.opts.Quota), seesCredentials(x.caller, n)
-		return quota, nil
+		return tenancy.Limits{Quota: quota, CreatesPerHour: a.opts.CreatesPerHour}, nil
 	})
 	switch {
 	case errors.Is(err, proxy.ErrAlreadyExists) && created != nil:
 		a.repeatedCreate(x, p, created, member)
+	case errors.Is(err, proxy.ErrCreatesPerHour):
+		x.fail(a.tooManyCreates(ns, now, err))
 	case errors.Is(err, proxy.ErrQuotaExceeded):
 		e := newError(http.StatusTooManyRequests, ReasonQuotaExceeded, "namespace %q holds its quota of %d proxies; delete one first, or ask a platform admin for a larger quota", ns, quota)
 		e.metadata = map[string]string{"namespace": ns, "quota": strconv.Itoa(quota)}
@@ -204,12 +207,41 @@ func (a *API) rotateProxy(x *exchange) {
 	if !ok {
 		return
 	}
-	p, err := a.store.RequestRotation(x.ctx, key, a.now())
-	if errors.Is(err, proxy.ErrBeingDeleted) {
+	now := a.now()
+	p, err := a.store.RequestRotation(x.ctx, key, now, tenancy.Limits{CreatesPerHour: a.opts.CreatesPerHour, RotateMinInterval: a.opts.RotateMinInterval})
+	var retry *proxy.RetryError
+	switch {
+	case errors.Is(err, proxy.ErrBeingDeleted):
 		x.fail(failedPrecondition(ReasonProxyBeingDeleted, "proxy %s is being deleted; a proxy on its way out is not rotated", key))
-		return
+	case errors.Is(err, proxy.ErrNotReady):
+		e := failedPrecondition(ReasonProxyNotReady, "proxy %s is not Ready; a proxy rotates once Ready: a VM still booting, or being replaced, is not replaced again", key)
+		e.metadata = map[string]string{"resource": key.Path()}
+		x.fail(e)
+	case errors.Is(err, proxy.ErrRotatedRecently) && errors.As(err, &retry):
+		e := newError(http.StatusTooManyRequests, ReasonRotatedRecently, "proxy %s was rotated less than %s ago (ROTATE_MIN_INTERVAL); retry in %s",
+			key, a.opts.RotateMinInterval, retryDelay(now, retry.At))
+		e.metadata = map[string]string{"resource": key.Path(), "rotateMinInterval": a.opts.RotateMinInterval.String()}
+		e.retry = retry.At.Sub(now)
+		x.fail(e)
+	case errors.Is(err, proxy.ErrCreatesPerHour):
+		x.fail(a.tooManyCreates(key.Namespace, now, err))
+	default:
+		a.answer(x, key, p, err, http.StatusAccepted, member)
 	}
-	a.answer(x, key, p, err, http.StatusAccepted, member)
+}
+
+// tooManyCreates is the answer to a create or rotation past the
+// namespace's NAMESPACE_CREATES_PER_HOUR, saying when one more fits.
+func (a *API) tooManyCreates(namespace string, now time.Time, err error) *apiError {
+	e := newError(http.StatusTooManyRequests, ReasonCreatesPerHour,
+		"namespace %s asked for %d VMs (creates and rotations) within the last hour, its bound (NAMESPACE_CREATES_PER_HOUR)", namespace, a.opts.CreatesPerHour)
+	e.metadata = map[string]string{"namespace": namespace, "createsPerHour": strconv.Itoa(a.opts.CreatesPerHour)}
+	var retry *proxy.RetryError
+	if errors.As(err, &retry) {
+		e.message += "; retry in " + retryDelay(now, retry.At)
+		e.retry = retry.At.Sub(now)
+	}
+	return e
 }
 
 // answer is a proxy as a read or write left it, or its error.

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -54,6 +55,11 @@ func TestRoles(t *testing.T) {
 		want         codes
 		// same groups the rows whose outsider's answer must be identical.
 		same string
+		// ready makes the seeded proxy p Ready; rotated rotates it at once
+		// too (its namespace's first VM of the hour); change changes the
+		// API's options.
+		ready, rotated bool
+		change         func(*httpapi.Options)
 	}{
 		{name: "ListNamespaces", reason: "everyone with an identity lists what they may see", route: "/v1/namespaces", method: "GET", path: "/v1/namespaces", want: codes{200, 200, 200, 200, 200, 401}},
 		{name: "CreateNamespace", reason: "namespaces are made by admins only", route: "/v1/namespaces/{namespace}", method: "PUT", path: "/v1/namespaces/new-ns", body: `{}`, want: adminsOnly(201)},
@@ -78,7 +84,15 @@ func TestRoles(t *testing.T) {
 		{name: "DeleteProxy", reason: "editors and above delete", route: "/v1/namespaces/{namespace}/proxies/{name}", method: "DELETE", path: teamA + "/proxies/p", want: editing(202), same: "delete"},
 		{name: "DeleteProxyAbsent", reason: "an absent proxy is 404 to those who may delete", route: "/v1/namespaces/{namespace}/proxies/{name}", method: "DELETE", path: teamA + "/proxies/absent", want: editing(404), same: "delete"},
 		{name: "DeleteProxyGhost", reason: "a namespace that does not exist", route: "/v1/namespaces/{namespace}/proxies/{name}", method: "DELETE", path: ghostNS + "/proxies/p", want: ghost, same: "delete"},
-		{name: "RotateProxy", reason: "editors and above rotate", route: "/v1/namespaces/{namespace}/proxies/{name}:rotate", method: "POST", path: teamA + "/proxies/p:rotate", want: editing(202), same: "rotate"},
+		{name: "RotateProxy", reason: "editors and above rotate a Ready proxy", route: "/v1/namespaces/{namespace}/proxies/{name}:rotate", method: "POST", path: teamA + "/proxies/p:rotate", ready: true, want: editing(202), same: "rotate"},
+		{name: "RotateProxyNotReady", reason: "a proxy still booting is not rotated", route: "/v1/namespaces/{namespace}/proxies/{name}:rotate", method: "POST", path: teamA + "/proxies/p:rotate", want: editing(409), same: "rotate"},
+		{name: "RotateProxyTooSoon", reason: "a proxy rotated within ROTATE_MIN_INTERVAL is not rotated again", route: "/v1/namespaces/{namespace}/proxies/{name}:rotate", method: "POST", path: teamA + "/proxies/p:rotate", rotated: true, want: editing(429), same: "rotate"},
+		{name: "RotateProxyPastCreatesPerHour", reason: "a namespace past NAMESPACE_CREATES_PER_HOUR rotates nothing", route: "/v1/namespaces/{namespace}/proxies/{name}:rotate", method: "POST", path: teamA + "/proxies/p:rotate", rotated: true,
+			change: func(o *httpapi.Options) { o.CreatesPerHour, o.RotateMinInterval = 1, time.Second }, want: editing(429), same: "rotate"},
+		{name: "CreateProxyPastCreatesPerHour", reason: "a namespace past NAMESPACE_CREATES_PER_HOUR creates nothing", route: "/v1/namespaces/{namespace}/proxies", method: "POST", path: teamA + "/proxies", body: newProxy, rotated: true,
+			change: func(o *httpapi.Options) { o.CreatesPerHour = 1 }, want: editing(429), same: "create"},
+		{name: "PatchLastOwner", reason: "no one removes the last owner, admins included", route: "/v1/namespaces/{namespace}", method: "PATCH", path: teamA, body: `{"members":{"owner@example.com":null}}`, want: codes{409, 409, 403, 403, 403, 401}, same: "patch"},
+		{name: "CreateNamespaceNoOwner", reason: "a namespace's members include an owner", route: "/v1/namespaces/{namespace}", method: "PUT", path: "/v1/namespaces/new-ns", body: `{"members":{"dev@example.com":"editor"}}`, want: adminsOnly(400)},
 		{name: "RotateProxyAbsent", reason: "an absent proxy is 404 to those who may rotate", route: "/v1/namespaces/{namespace}/proxies/{name}:rotate", method: "POST", path: teamA + "/proxies/absent:rotate", want: editing(404), same: "rotate"},
 		{name: "RotateProxyGhost", reason: "a namespace that does not exist", route: "/v1/namespaces/{namespace}/proxies/{name}:rotate", method: "POST", path: ghostNS + "/proxies/p:rotate", want: ghost, same: "rotate"},
 	}
@@ -100,8 +114,22 @@ func TestRoles(t *testing.T) {
 		covered[key] = true
 		for i, c := range callers {
 			t.Run(tc.name+"/"+c.name, func(t *testing.T) {
-				e := firestoreEnv(t)
-				e.seed()
+				var change []func(*httpapi.Options)
+				if tc.change != nil {
+					change = append(change, tc.change)
+				}
+				e := firestoreEnv(t, change...)
+				p := e.seed()
+				if tc.ready || tc.rotated {
+					e.makeReady(p.Key())
+				}
+				if tc.rotated {
+					if resp, b := e.do(admin, "POST", "/v1/"+p.Key().Path()+":rotate", ""); resp.StatusCode != 202 {
+						t.Fatalf("setting up: rotate: %d %s", resp.StatusCode, b)
+					}
+					e.logs.Reset()
+				}
+				before := snapshot(t, e)
 				resp, b := e.do(c.email, tc.method, tc.path, tc.body)
 				if resp.StatusCode != tc.want[i] {
 					t.Errorf("%s\n%s %s as %s: %d, want %d\n%s", tc.reason, tc.method, tc.path, c.name, resp.StatusCode, tc.want[i], b)
@@ -109,6 +137,9 @@ func TestRoles(t *testing.T) {
 				if resp.StatusCode >= 400 {
 					if got := decodeErr(t, b); got.Error.Code != resp.StatusCode || got.reason() == "" {
 						t.Errorf("error body %s: want the code %d and an ErrorInfo reason", b, resp.StatusCode)
+					}
+					if diff := cmp.Diff(before, snapshot(t, e)); diff != "" {
+						t.Errorf("%s\nthe refusal (%d) changed the store (-before +after):\n%s", tc.reason, resp.StatusCode, diff)
 					}
 				}
 				if c.email == stranger && tc.same != "" {

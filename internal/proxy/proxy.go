@@ -397,4 +397,26 @@ var (
 	// ErrBeingDeleted: the proxy's deletion was requested, so it takes no
 	// other change (a rotation) on its way out.
 	ErrBeingDeleted = errors.New("proxy is being deleted")
+	// ErrNotReady: the proxy is not Ready, so it is not rotated: a VM
+	// still booting (or being replaced) is not replaced again.
+	ErrNotReady = errors.New("proxy is not Ready")
+	// ErrRotatedRecently: the proxy was rotated within the least interval
+	// between two rotations.
+	ErrRotatedRecently = errors.New("proxy was rotated too recently")
+	// ErrCreatesPerHour: the namespace's requests asked for as many VMs
+	// within the last hour as it may.
+	ErrCreatesPerHour = errors.New("namespace asked for its VMs of the hour")
 )
+
+// RetryError is a request refused until At, when the same request may be
+// taken: it wraps the rule's error (ErrRotatedRecently, ErrCreatesPerHour).
+type RetryError struct {
+	At  time.Time
+	Err error
+}
+
+func (e *RetryError) Error() string {
+	return fmt.Sprintf("%v: retry at %s", e.Err, e.At.UTC().Format(time.RFC3339))
+}
+
+func (e *RetryError) Unwrap() error { return e.Err }

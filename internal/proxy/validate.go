@@ -97,8 +97,9 @@ type Policy struct {
 	// runs as root.
 	AllowCloudInit bool
 	// CloudInitSecretPrefix is what a spec's cloudInitSecret must start
-	// with, projects/P/secrets/egress- (followed by the namespace and '-':
-	// a team names only its own secrets); empty refuses cloudInitSecret.
+	// with, projects/P/secrets/egress- (followed by the namespace and
+	// SecretSeparator: a team names only its own secrets); empty refuses
+	// cloudInitSecret.
 	CloudInitSecretPrefix string
 	// ProxyPorts are the ports the firewall opens on proxy VMs
 	// (PROXY_PORTS, Terraform's proxy_ports): a proxy on any other port
@@ -124,10 +125,24 @@ var secretVersionRE = regexp.MustCompile(`^projects/[^/]+/secrets/[A-Za-z0-9_-]{
 // projects/PROJECT/secrets/SECRET/versions/VERSION.
 func IsSecretVersion(s string) bool { return secretVersionRE.MatchString(s) }
 
+// SecretSeparator ends the namespace in a secret's id. It is in every
+// secret id's alphabet ([A-Za-z0-9_-]) and in no namespace name (a label),
+// so the namespace a secret belongs to is exact: team's secrets are
+// egress-team_…, and egress-team-prod_… is team-prod's alone. With '-',
+// team could name team-prod's secrets, whose names start with egress-team-.
+const SecretSeparator = "_"
+
 // SecretPrefix is the prefix a namespace's cloudInitSecret must have under
 // the operator's prefix.
 func (pol Policy) SecretPrefix(namespace string) string {
-	return pol.CloudInitSecretPrefix + namespace + "-"
+	return pol.CloudInitSecretPrefix + namespace + SecretSeparator
+}
+
+// NamespaceSecret reports whether version is one of namespace's secrets
+// under the prefix: the API's rule, and the reconciler's again before it
+// reads one, whatever wrote the document. No prefix, no secret.
+func (pol Policy) NamespaceSecret(namespace, version string) bool {
+	return pol.CloudInitSecretPrefix != "" && IsLabel(namespace) && strings.HasPrefix(version, pol.SecretPrefix(namespace))
 }
 
 // ValidateName checks a resource name or namespace: an RFC 1123 label.
@@ -213,7 +228,7 @@ func (s Spec) validateCloudInit(namespace string, pol Policy) FieldErrors {
 	case !IsSecretVersion(v):
 		errs = append(errs, FieldError{Field: "spec.cloudInitSecret", Reason: ReasonSecretVersionInvalid,
 			Description: fmt.Sprintf("%q is not a secret version: want projects/PROJECT/secrets/SECRET/versions/VERSION", v)})
-	case !strings.HasPrefix(v, pol.SecretPrefix(namespace)):
+	case !pol.NamespaceSecret(namespace, v):
 		errs = append(errs, FieldError{Field: "spec.cloudInitSecret", Reason: ReasonSecretOutsidePrefix,
 			Description: fmt.Sprintf("%q is outside this namespace's secrets: want %sNAME/versions/VERSION", v, pol.SecretPrefix(namespace))})
 	}

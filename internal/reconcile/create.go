@@ -98,6 +98,12 @@ func (run *run) bootstrap(ctx context.Context) (cloudInit, startupScript string,
 		if run.r.secrets == nil {
 			return "", "", bootstrapError{fmt.Errorf("reading secret version %s: no Secret Manager client is configured", s.CloudInitSecret)}
 		}
+		// The API refuses another namespace's secret; a document that
+		// came around it (or before the rule) is refused here too, before
+		// the secret is read.
+		if pol := (proxy.Policy{CloudInitSecretPrefix: run.r.opts.CloudInitSecretPrefix}); pol.CloudInitSecretPrefix != "" && !pol.NamespaceSecret(run.doc.Namespace, s.CloudInitSecret) {
+			return "", "", bootstrapError{fmt.Errorf("secret version %s is not one of namespace %s's secrets (%sNAME): it is not read", s.CloudInitSecret, run.doc.Namespace, pol.SecretPrefix(run.doc.Namespace))}
+		}
 		ud, err := run.r.secrets.Access(ctx, s.CloudInitSecret)
 		return ud, "", err
 	case s.CloudInit != "":

@@ -99,6 +99,12 @@ type Options struct {
 	// capacity that another zone cannot help, waits before it is tried
 	// again.
 	QuotaBackoff time.Duration
+	// CloudInitSecretPrefix is CLOUD_INIT_SECRET_PREFIX: a document's
+	// cloudInitSecret is read only when it is one of its own namespace's
+	// secrets under it (proxy.Policy.NamespaceSecret), whatever wrote the
+	// document. Empty leaves the refusal to Secrets (the composition
+	// root's reads no secret without a prefix).
+	CloudInitSecretPrefix string
 	// Bootstrap renders the startup script of specs that bring no
 	// cloud-init of their own. Nil sends none.
 	Bootstrap BootstrapFunc

@@ -10,6 +10,7 @@ import (
 	"github.com/egress-proxies/egress/internal/provider/mock"
 	"github.com/egress-proxies/egress/internal/proxy"
 	"github.com/egress-proxies/egress/internal/reconcile"
+	"github.com/egress-proxies/egress/internal/tenancy"
 )
 
 // rotated is what a rotation case checks.
@@ -86,8 +87,9 @@ func TestRotation(t *testing.T) {
 		"FailedIsNotRotated": {
 			reason: "A Failed proxy stays Failed until it is deleted, rotation or not: no new VM is made, and the one it still names is deleted.",
 			run: func(w *world, _ *proxy.Proxy) {
-				w.update(func(p *proxy.Proxy) { p.Status.Phase = proxy.PhaseFailed })
+				// Asked for while Ready: the API refuses a Failed proxy's.
 				w.requestRotation(w.clock.Now())
+				w.update(func(p *proxy.Proxy) { p.Status.Phase = proxy.PhaseFailed })
 				w.sweep()
 			},
 			want: rotated{Phase: proxy.PhaseFailed, Creates: 1, Instances: 0, SameCredentials: true},
@@ -140,7 +142,7 @@ func (w *world) readyWith(spec proxy.Spec) *proxy.Proxy {
 
 func (w *world) requestRotation(at time.Time) {
 	w.t.Helper()
-	if _, err := w.store.RequestRotation(context.Background(), w.key, at); err != nil {
+	if _, err := w.store.RequestRotation(context.Background(), w.key, at, tenancy.Limits{}); err != nil {
 		w.t.Fatal(err)
 	}
 }

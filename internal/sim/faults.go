@@ -12,6 +12,7 @@ import (
 	"github.com/egress-proxies/egress/internal/proxy"
 	"github.com/egress-proxies/egress/internal/reconcile"
 	"github.com/egress-proxies/egress/internal/store/memstore"
+	"github.com/egress-proxies/egress/internal/tenancy"
 )
 
 // changed turns each write into a Firestore event, as Eventarc would: lost,
@@ -221,7 +222,7 @@ func (w *World) userAction() {
 		return
 	}
 	if w.rng.IntN(3) == 0 {
-		if _, err := w.store.RequestRotation(ctx, key, w.clock.Now()); err == nil {
+		if _, err := w.store.RequestRotation(ctx, key, w.clock.Now(), tenancy.Limits{}); err == nil {
 			w.stats.Rotations++
 		}
 		return

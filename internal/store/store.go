@@ -87,14 +87,16 @@ const transactionAttempts = 30
 // the document already changed, or, with a provider that deletes at once,
 // already gone.
 func (s *Store) Create(ctx context.Context, p *proxy.Proxy, quota int) (*proxy.Proxy, error) {
-	return s.create(ctx, p, false, func(*tenancy.Namespace) (int, error) { return quota, nil })
+	return s.create(ctx, p, false, func(*tenancy.Namespace) (tenancy.Limits, error) { return tenancy.Limits{Quota: quota}, nil })
 }
 
 // CreateInNamespace is Create in a namespace that must exist: admit is
 // called inside the transaction with the namespace document as it read it
 // (nil when there is none), decides whether the caller may create there,
-// and gives the quota; its error aborts the create, and a namespace that
+// and gives the limits; its error aborts the create, and a namespace that
 // does not exist and that admit let through is tenancy.ErrNamespaceNotFound.
+// The create counts as a VM asked for at p.CreateTime
+// (rules.CountCreation), in the namespace document it writes anyway.
 func (s *Store) CreateInNamespace(ctx context.Context, p *proxy.Proxy, admit tenancy.Admission) (*proxy.Proxy, error) {
 	return s.create(ctx, p, true, admit)
 }
@@ -127,7 +129,7 @@ func (s *Store) create(ctx context.Context, p *proxy.Proxy, needNamespace bool, 
 		case status.Code(err) != codes.NotFound:
 			return err
 		}
-		quota, err := admit(ns)
+		limits, err := admit(ns)
 		if err != nil {
 			return err
 		}
@@ -149,13 +151,21 @@ func (s *Store) create(ctx context.Context, p *proxy.Proxy, needNamespace bool, 
 		case status.Code(err) != codes.NotFound:
 			return err
 		}
-		if err := rules.Admit(key.Namespace, count, quota); err != nil {
+		if err := rules.Admit(key.Namespace, count, limits.Quota); err != nil {
+			return err
+		}
+		counted, err := rules.CountCreation(ns, p.CreateTime, limits.CreatesPerHour)
+		if err != nil {
 			return err
 		}
 		if err := tx.Create(ref, p); err != nil {
 			return err
 		}
-		return tx.Set(counter, map[string]any{countField: count + 1}, firestore.MergeAll)
+		fields := map[string]any{countField: count + 1}
+		for _, f := range counted {
+			fields[f.Path] = f.Value
+		}
+		return tx.Set(counter, fields, firestore.MergeAll)
 	}, firestore.MaxAttempts(transactionAttempts), firestore.WithCommitResponseTo(&commit))
 	if err != nil {
 		return existing, wrap(key, "creating", err)
@@ -234,12 +244,63 @@ func (s *Store) RequestDeletion(ctx context.Context, key proxy.Key, now time.Tim
 }
 
 // RequestRotation asks for the proxy's VM to be rotated
-// (rules.RequestRotation: rotateRequestTime is now) and returns the
-// document as it now is. A proxy being deleted is proxy.ErrBeingDeleted,
-// and nothing is written.
-func (s *Store) RequestRotation(ctx context.Context, key proxy.Key, now time.Time) (*proxy.Proxy, error) {
-	p, err := s.change(ctx, key, func(p *proxy.Proxy) ([]rules.Field, error) { return rules.RequestRotation(p, now) })
-	return p, wrap(key, "requesting the rotation of", err)
+// (rules.RequestRotation: rotateRequestTime is now, once Ready and not
+// within limits.RotateMinInterval of the last rotation) and counts the VM
+// against the namespace's limits.CreatesPerHour (rules.CountCreation),
+// in one transaction over both documents, and returns the proxy as it now
+// is. A refused rotation writes nothing: proxy.ErrBeingDeleted,
+// proxy.ErrNotReady, or a *proxy.RetryError saying when.
+func (s *Store) RequestRotation(ctx context.Context, key proxy.Key, now time.Time, limits tenancy.Limits) (*proxy.Proxy, error) {
+	ref, nsRef := s.ref(key), s.namespace(key.Namespace)
+	release, err := s.counters.acquire(ctx, key.Namespace)
+	if err != nil {
+		return nil, wrap(key, "requesting the rotation of", err)
+	}
+	defer release()
+	var (
+		out    *proxy.Proxy
+		writes int64
+		commit firestore.CommitResponse
+	)
+	err = s.client.RunTransaction(ctx, func(ctx context.Context, tx *firestore.Transaction) error {
+		out, writes = nil, 0
+		// The namespace first, in the order every create takes it.
+		ns, err := s.readNamespace(ctx, tx, nsRef)
+		if err != nil {
+			return err
+		}
+		metering.Add(ctx, metering.FirestoreRead, 1)
+		snap, err := tx.Get(ref)
+		if err != nil {
+			return err
+		}
+		if out, err = decode(snap); err != nil {
+			return err
+		}
+		fields, err := rules.RequestRotation(out, now, limits.RotateMinInterval)
+		if err != nil {
+			return err
+		}
+		counted, err := rules.CountCreation(ns, now, limits.CreatesPerHour)
+		if err != nil {
+			return err
+		}
+		writes = 1
+		if err := tx.Update(ref, updates(fields)); err != nil {
+			return err
+		}
+		if len(counted) > 0 {
+			writes++
+			return tx.Update(nsRef, updates(counted))
+		}
+		return nil
+	}, firestore.MaxAttempts(transactionAttempts), firestore.WithCommitResponseTo(&commit))
+	if err != nil {
+		return nil, wrap(key, "requesting the rotation of", err)
+	}
+	metering.Add(ctx, metering.FirestoreWrite, writes)
+	out.UpdateTime = commit.CommitTime()
+	return out, nil
 }
 
 // change reads the document and writes what rule changes of it, in one
@@ -347,7 +408,8 @@ func wrap(key proxy.Key, doing string, err error) error {
 	switch {
 	case errors.Is(err, proxy.ErrAlreadyExists), errors.Is(err, proxy.ErrConflict),
 		errors.Is(err, proxy.ErrQuotaExceeded), errors.Is(err, proxy.ErrNotFound),
-		errors.Is(err, proxy.ErrBeingDeleted), errors.Is(err, tenancy.ErrNamespaceNotFound):
+		errors.Is(err, proxy.ErrBeingDeleted), errors.Is(err, tenancy.ErrNamespaceNotFound),
+		errors.Is(err, proxy.ErrNotReady), errors.Is(err, proxy.ErrRotatedRecently), errors.Is(err, proxy.ErrCreatesPerHour):
 		return fmt.Errorf("%s %s: %w", doing, key, err)
 	}
 	switch status.Code(err) {

@@ -64,22 +64,24 @@ func TestUsageCounted(t *testing.T) {
 			want: metering.Usage{FirestoreReads: 2},
 		},
 		"CreateInNamespace": {
-			reason: "The namespace's one document gives admission, quota and count: the same two reads and two writes as a Create.",
+			reason: "The namespace's one document gives admission, quota, count and the hour's creations: the same two reads and two writes as a Create.",
 			setup:  namespace("a"),
 			op: func(ctx context.Context, s *store.Store, _ *proxy.Proxy) error {
-				_, err := s.CreateInNamespace(ctx, storetest.New("a", "p1"), func(ns *tenancy.Namespace) (int, error) { return ns.QuotaOr(20), nil })
+				_, err := s.CreateInNamespace(ctx, storetest.New("a", "p1"), func(ns *tenancy.Namespace) (tenancy.Limits, error) {
+					return tenancy.Limits{Quota: ns.QuotaOr(20), CreatesPerHour: 60}, nil
+				})
 				return err
 			},
 			want: metering.Usage{FirestoreReads: 2, FirestoreWrites: 2},
 		},
 		"RequestRotation": {
-			reason: "The transaction reads the document and writes its rotation time.",
-			setup:  create("a", "p1"),
+			reason: "The transaction reads the namespace and the document, and writes the rotation time and the namespace's creations.",
+			setup:  ready("a", "p1"),
 			op: func(ctx context.Context, s *store.Store, p *proxy.Proxy) error {
-				_, err := s.RequestRotation(ctx, p.Key(), time.Now())
+				_, err := s.RequestRotation(ctx, p.Key(), time.Now(), tenancy.Limits{CreatesPerHour: 60, RotateMinInterval: 10 * time.Minute})
 				return err
 			},
-			want: metering.Usage{FirestoreReads: 1, FirestoreWrites: 1},
+			want: metering.Usage{FirestoreReads: 2, FirestoreWrites: 2},
 		},
 		"GetNamespace": {
 			reason: "The API's access check is one read.",
@@ -202,6 +204,20 @@ func namespace(name string) func(t *testing.T, s *store.Store) *proxy.Proxy {
 			t.Fatal(err)
 		}
 		return nil
+	}
+}
+
+// ready is a setup that creates one document, Ready.
+func ready(ns, name string) func(t *testing.T, s *store.Store) *proxy.Proxy {
+	return func(t *testing.T, s *store.Store) *proxy.Proxy {
+		t.Helper()
+		p := create(ns, name)(t, s)
+		p.Status.Phase = proxy.PhaseReady
+		var err error
+		if p.UpdateTime, err = s.UpdateStatus(context.Background(), p); err != nil {
+			t.Fatal(err)
+		}
+		return p
 	}
 }
 

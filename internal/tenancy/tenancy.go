@@ -62,6 +62,10 @@ type Namespace struct {
 	// ProxyCount is how many proxy documents the namespace holds, changed
 	// in the transaction of each create and delete.
 	ProxyCount int64 `firestore:"proxyCount"`
+	// Creations are the times of the VMs its users' requests asked for
+	// (creates and rotations) within the last hour, oldest first, written
+	// in the transaction of each: what bounds Limits.CreatesPerHour.
+	Creations []time.Time `firestore:"creations,omitempty"`
 	// CreateTime is when an admin created the namespace.
 	CreateTime time.Time `firestore:"createTime,omitempty"`
 	// UpdateTime is the document's update time as the store reports it.
@@ -75,6 +79,25 @@ func (ns *Namespace) RoleOf(email string) Role {
 		return ""
 	}
 	return ns.Members[strings.ToLower(email)]
+}
+
+// HasOwner reports whether any member of members is an owner.
+func HasOwner(members map[string]Role) bool {
+	for _, r := range members {
+		if r == Owner {
+			return true
+		}
+	}
+	return false
+}
+
+// KeepsOwner is the rule that a namespace keeps an owner: a change of its
+// members from before to after may not leave it without one, or only an
+// admin could manage it again. A namespace with no owner before (one
+// created with no members, or from before tenancy) may stay so only while
+// it has no members at all: members are added with an owner among them.
+func KeepsOwner(before, after map[string]Role) bool {
+	return HasOwner(after) || (!HasOwner(before) && len(after) == 0)
 }
 
 // QuotaOr is the namespace's quota, or def when it has none of its own.
@@ -99,14 +122,32 @@ func (ns *Namespace) Clone() *Namespace {
 	c := *ns
 	c.Members = maps.Clone(ns.Members)
 	c.MemberEmails = slices.Clone(ns.MemberEmails)
+	c.Creations = slices.Clone(ns.Creations)
 	return &c
+}
+
+// Limits bound what a namespace's users make: the proxies it holds, and
+// how often their requests make VMs, which cost money and spend the
+// Compute quotas every namespace shares. The stores hold a create or a
+// rotation to them in its own transaction.
+type Limits struct {
+	// Quota is how many proxies the namespace may hold (creates only).
+	Quota int
+	// CreatesPerHour bounds the VMs its users' requests — creates,
+	// rotations — ask for in any hour; zero bounds none. VMs the
+	// reconciler replaces on its own (lost, failed to boot, past their
+	// maxAge) are never counted nor refused.
+	CreatesPerHour int
+	// RotateMinInterval is the least time between two rotations of a
+	// proxy (rotations only); zero, none.
+	RotateMinInterval time.Duration
 }
 
 // Admission decides, inside the transaction of a proxy's create, whether
 // the proxy may be created in ns as the transaction read it (nil when the
-// namespace does not exist), and under which quota. Its error aborts the
+// namespace does not exist), and under which limits. Its error aborts the
 // create and is returned as it is.
-type Admission func(ns *Namespace) (quota int, err error)
+type Admission func(ns *Namespace) (Limits, error)
 
 // Errors about namespaces, shared by the stores and the API.
 var (

@@ -65,3 +65,30 @@ func TestAdmins(t *testing.T) {
 		}
 	}
 }
+
+// TestKeepsOwner: no change of members leaves a namespace without an
+// owner, except one that had none and still has no members.
+func TestKeepsOwner(t *testing.T) {
+	type m = map[string]tenancy.Role
+	cases := map[string]struct {
+		reason        string
+		before, after m
+		want          bool
+	}{
+		"LastOwnerLeaves":  {reason: "the hole: no one manages it", before: m{"a": tenancy.Owner, "b": tenancy.Editor}, after: m{"b": tenancy.Editor}},
+		"LastOwnerDemoted": {reason: "a demotion is a removal of the owner", before: m{"a": tenancy.Owner}, after: m{"a": tenancy.Viewer}},
+		"EveryoneLeaves":   {reason: "an owner who empties the namespace leaves it to the admins", before: m{"a": tenancy.Owner}, after: m{}},
+		"HandOver":         {reason: "another owner in the same change", before: m{"a": tenancy.Owner}, after: m{"b": tenancy.Owner}, want: true},
+		"OneOfTwoOwners":   {reason: "an owner remains", before: m{"a": tenancy.Owner, "b": tenancy.Owner}, after: m{"b": tenancy.Owner}, want: true},
+		"EmptyStaysEmpty":  {reason: "a namespace with no members may change its quota", before: nil, after: m{}, want: true},
+		"MembersNoOwner":   {reason: "members are added with an owner among them", before: nil, after: m{"b": tenancy.Editor}},
+		"OwnerlessGetsOne": {reason: "a namespace from before tenancy gets its owner", before: nil, after: m{"b": tenancy.Owner}, want: true},
+		"OwnerlessMembers": {reason: "an ownerless namespace with members gets no more members without an owner", before: m{"b": tenancy.Editor}, after: m{"b": tenancy.Editor, "c": tenancy.Viewer}},
+		"OwnerlessEmptied": {reason: "an ownerless namespace may lose its members", before: m{"b": tenancy.Editor}, after: m{}, want: true},
+	}
+	for name, tc := range cases {
+		if got := tenancy.KeepsOwner(tc.before, tc.after); got != tc.want {
+			t.Errorf("%s: %s\nKeepsOwner(%v, %v) = %v, want %v", name, tc.reason, tc.before, tc.after, got, tc.want)
+		}
+	}
+}

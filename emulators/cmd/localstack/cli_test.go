@@ -172,6 +172,10 @@ func (s *liveStack) driveCLI(t *testing.T) {
 	if userinfo(before.Status.ProxyURL) != userinfo(after.Status.ProxyURL) {
 		t.Errorf("rotation changed the credentials: %q, then %q", before.Status.ProxyURL, after.Status.ProxyURL)
 	}
+	// Again at once: within ROTATE_MIN_INTERVAL, refused, saying when.
+	if _, stderr, code := cli.run(t, append([]string{"proxies", "rotate", "cli"}, ns...)...); code != 1 || !strings.Contains(stderr, "429 RESOURCE_EXHAUSTED, ROTATED_RECENTLY") || !strings.Contains(stderr, "the same request is taken in ") {
+		t.Errorf("a second rotation at once: exit %d, stderr %q; want 1, 429 RESOURCE_EXHAUSTED, ROTATED_RECENTLY and when", code, stderr)
+	}
 
 	_, stderr = cli.must(t, append([]string{"proxies", "delete", "cli", "--wait", "--timeout", "90s"}, ns...)...)
 	if !strings.HasSuffix(strings.TrimSpace(stderr), "gone") {
@@ -205,15 +209,19 @@ func (s *liveStack) driveCLI(t *testing.T) {
 	// A namespace's life, as the local admin (no token on loopback).
 	admin := &egressCLI{bin: cli.bin, api: cli.api}
 	admin.must(t, "namespaces", "create", "cli-team", "--member", "bob@example.com=owner", "--quota", "3")
-	admin.must(t, "namespaces", "add-member", "cli-team", "carol@example.com", "--role", "viewer")
+	admin.must(t, "namespaces", "add-member", "cli-team", "carol@example.com", "--role", "owner")
 	admin.must(t, "namespaces", "remove-member", "cli-team", "bob@example.com")
+	// The last owner stays.
+	if _, stderr, code := admin.run(t, "namespaces", "remove-member", "cli-team", "carol@example.com"); code != 1 || !strings.Contains(stderr, "409 FAILED_PRECONDITION") || !strings.Contains(stderr, "NAMESPACE_NEEDS_OWNER") {
+		t.Errorf("removing the last owner: exit %d, stderr %q; want 1, 409 FAILED_PRECONDITION and NAMESPACE_NEEDS_OWNER", code, stderr)
+	}
 	stdout, _ = admin.must(t, "namespaces", "set-quota", "cli-team", "5", "-o", "json")
 	var team struct {
 		Members map[string]string
 		Quota   int
 	}
-	if err := json.Unmarshal([]byte(stdout), &team); err != nil || team.Quota != 5 || len(team.Members) != 1 || team.Members["carol@example.com"] != "viewer" {
-		t.Errorf("cli-team after its changes: %s (%v), want quota 5 and carol alone, a viewer", stdout, err)
+	if err := json.Unmarshal([]byte(stdout), &team); err != nil || team.Quota != 5 || len(team.Members) != 1 || team.Members["carol@example.com"] != "owner" {
+		t.Errorf("cli-team after its changes: %s (%v), want quota 5 and carol alone, its owner", stdout, err)
 	}
 	admin.must(t, "namespaces", "delete", "cli-team")
 	if _, stderr, code := admin.run(t, "namespaces", "get", "cli-team"); code != 1 || !strings.Contains(stderr, "404 NOT_FOUND") {

@@ -40,7 +40,7 @@ func TestEndToEnd(t *testing.T) {
 	// alice is an editor and acts with a token of her own, as a team
 	// member would; bulk's are the admin's.
 	s.as = map[string]string{"demo": "alice@example.com"}
-	s.createNamespace(t, "demo", `{"members":{"alice@example.com":"editor"}}`)
+	s.createNamespace(t, "demo", `{"members":{"alice@example.com":"editor","local-admin@localhost":"owner"}}`)
 	for ns := range 5 {
 		s.createNamespace(t, fmt.Sprintf("bulk-%d", ns), `{}`)
 	}
@@ -81,6 +81,8 @@ func TestEndToEnd(t *testing.T) {
 	if resp := s.do(t, http.MethodPost, "/v1/namespaces/demo/proxies/first:rotate", nil); resp.StatusCode != http.StatusAccepted {
 		t.Errorf("rotate: %d, want 202", resp.StatusCode)
 	}
+	// What one team may not do to the others or to the project.
+	t.Run("TenantSafety", s.tenantSafety)
 
 	// Delete, as the rotation runs: 404 once the VM is gone, and no VM
 	// left. A delete that lands while the rotation's create is in flight
@@ -186,7 +188,7 @@ func startStack(t *testing.T) *liveStack {
 	begun := time.Now()
 	st, err := stack.Start(ctx, bin, stack.Options{
 		Project: "demo-e2e",
-		Env:     []string{"GC_INTERVAL=1s", "GC_GRACE_PERIOD=3s", "GC_SWEEP_THRESHOLD=30s", "MOCK_PROVISIONING_DELAY=1s", "LOG_LEVEL=warn"},
+		Env:     []string{"CLOUD_INIT_SECRET_PREFIX=projects/demo-egress/secrets/egress-", "GC_INTERVAL=1s", "GC_GRACE_PERIOD=3s", "GC_SWEEP_THRESHOLD=30s", "MOCK_PROVISIONING_DELAY=1s", "LOG_LEVEL=warn"},
 		Stdout:  out,
 		Stderr:  out,
 	})

@@ -185,6 +185,9 @@ func report(w io.Writer, err error) int {
 		} else {
 			fmt.Fprintf(w, "egress: %s (%d %s%s)\n", apiErr.Message, apiErr.Code, apiErr.Status, reasonSuffix(apiErr.Reason))
 		}
+		if apiErr.RetryDelay > 0 {
+			fmt.Fprintf(w, "egress: the same request is taken in %s\n", apiErr.RetryDelay)
+		}
 		if apiErr.Code == http.StatusBadRequest {
 			return exitInvalid
 		}

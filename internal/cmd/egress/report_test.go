@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -42,6 +43,13 @@ func TestReport(t *testing.T) {
 				FieldViolations: []client.FieldViolation{{Field: "spec", Description: "differs from the spec of the existing proxy of this name"}}},
 			wantCode: exitFailed,
 			wantText: "egress: the API refused the request (409 ALREADY_EXISTS):\n  spec: differs from the spec of the existing proxy of this name\n",
+		},
+		"TooSoon": {
+			err: &client.Error{Code: 429, Status: "RESOURCE_EXHAUSTED", Message: "proxy namespaces/d/proxies/p was rotated less than 10m0s ago (ROTATE_MIN_INTERVAL); retry in 9m0s",
+				Reason: "ROTATED_RECENTLY", RetryDelay: 540 * time.Second},
+			wantCode: exitFailed,
+			wantText: "egress: proxy namespaces/d/proxies/p was rotated less than 10m0s ago (ROTATE_MIN_INTERVAL); retry in 9m0s (429 RESOURCE_EXHAUSTED, ROTATED_RECENTLY)\n" +
+				"egress: the same request is taken in 9m0s\n",
 		},
 		"Usage": {
 			err:      usageError{errors.New(`unknown flag: --regoin`)},

@@ -75,7 +75,7 @@ func (s *Store) Counts() (reads, writes int) {
 // Like the Firestore store's, it makes the namespace's counter when there
 // is none.
 func (s *Store) Create(ctx context.Context, p *proxy.Proxy, quota int) (*proxy.Proxy, error) {
-	return s.create(ctx, p, false, func(*tenancy.Namespace) (int, error) { return quota, nil })
+	return s.create(ctx, p, false, func(*tenancy.Namespace) (tenancy.Limits, error) { return tenancy.Limits{Quota: quota}, nil })
 }
 
 // CreateInNamespace is Create in a namespace that must exist, admitted by
@@ -92,7 +92,7 @@ func (s *Store) create(_ context.Context, p *proxy.Proxy, needNamespace bool, ad
 	if ns != nil {
 		view = ns.Clone()
 	}
-	quota, err := admit(view)
+	limits, err := admit(view)
 	if err == nil && ns == nil && needNamespace {
 		err = fmt.Errorf("namespace %q: %w", key.Namespace, tenancy.ErrNamespaceNotFound)
 	}
@@ -108,9 +108,17 @@ func (s *Store) create(_ context.Context, p *proxy.Proxy, needNamespace bool, ad
 	if ns != nil {
 		count = ns.ProxyCount
 	}
-	if err := rules.Admit(key.Namespace, count, quota); err != nil {
+	if err := rules.Admit(key.Namespace, count, limits.Quota); err != nil {
 		s.mu.Unlock()
 		return nil, err
+	}
+	if ns != nil {
+		counted := ns.Clone()
+		if _, err := rules.CountCreation(counted, p.CreateTime, limits.CreatesPerHour); err != nil {
+			s.mu.Unlock()
+			return nil, err
+		}
+		ns.Creations = counted.Creations
 	}
 	if ns == nil {
 		ns = &tenancy.Namespace{Name: key.Namespace}
@@ -179,9 +187,33 @@ func (s *Store) RequestDeletion(_ context.Context, key proxy.Key, now time.Time)
 }
 
 // RequestRotation asks for the proxy's VM to be rotated
-// (rules.RequestRotation).
-func (s *Store) RequestRotation(_ context.Context, key proxy.Key, now time.Time) (*proxy.Proxy, error) {
-	return s.change(key, func(p *proxy.Proxy) ([]rules.Field, error) { return rules.RequestRotation(p, now) })
+// (rules.RequestRotation) and counts it against the namespace's bound
+// (rules.CountCreation), as the Firestore store's: both or nothing.
+func (s *Store) RequestRotation(_ context.Context, key proxy.Key, now time.Time, limits tenancy.Limits) (*proxy.Proxy, error) {
+	s.mu.Lock()
+	doc, ok := s.docs[key]
+	if !ok {
+		s.mu.Unlock()
+		return nil, fmt.Errorf("%s: %w", key, proxy.ErrNotFound)
+	}
+	ns, counted := s.copyOf(key.Namespace)
+	next := clone(doc)
+	_, err := rules.RequestRotation(next, now, limits.RotateMinInterval)
+	if err == nil {
+		_, err = rules.CountCreation(counted, now, limits.CreatesPerHour)
+	}
+	if err != nil {
+		s.mu.Unlock()
+		return nil, err
+	}
+	old := clone(doc)
+	next.UpdateTime = s.tick()
+	s.docs[key] = next
+	if ns != nil && !slices.Equal(ns.Creations, counted.Creations) {
+		ns.Creations, ns.UpdateTime = counted.Creations, next.UpdateTime
+		s.writes++
+	}
+	return clone(next), s.changed(Change{Key: key, Old: old, New: clone(next)})
 }
 
 // change applies what rule changes of the document; a rule that changes

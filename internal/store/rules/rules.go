@@ -51,14 +51,54 @@ func RequestDeletion(p *proxy.Proxy, now time.Time) []Field {
 }
 
 // RequestRotation asks for p's VM to be rotated: rotateRequestTime is now,
-// and the reconciler rotates a VM created before it. Each request is a new
-// one. A proxy being deleted takes none: proxy.ErrBeingDeleted.
-func RequestRotation(p *proxy.Proxy, now time.Time) ([]Field, error) {
+// and the reconciler rotates a VM created before it. A proxy being deleted
+// takes none (proxy.ErrBeingDeleted), nor one rotated less than
+// minInterval before now (*proxy.RetryError wrapping
+// proxy.ErrRotatedRecently, saying when), nor one that is not Ready
+// (proxy.ErrNotReady: its VM is still booting, or already being replaced).
+func RequestRotation(p *proxy.Proxy, now time.Time, minInterval time.Duration) ([]Field, error) {
 	if p.DeleteRequestTime != nil {
 		return nil, fmt.Errorf("%s was asked to be deleted at %s: %w", p.Key(), p.DeleteRequestTime.Format(time.RFC3339), proxy.ErrBeingDeleted)
 	}
+	// The interval first: a proxy being replaced after its last rotation
+	// is told when it may rotate again, not only that it is not Ready.
+	if last := p.RotateRequestTime; last != nil && now.Before(last.Add(minInterval)) {
+		return nil, &proxy.RetryError{At: last.Add(minInterval),
+			Err: fmt.Errorf("%s was rotated at %s, less than %s ago: %w", p.Key(), last.Format(time.RFC3339), minInterval, proxy.ErrRotatedRecently)}
+	}
+	if p.Status.Phase != proxy.PhaseReady {
+		return nil, fmt.Errorf("%s is %s: %w", p.Key(), p.Status.Phase, proxy.ErrNotReady)
+	}
 	p.RotateRequestTime = &now
 	return []Field{{Path: RotateRequestTimeField, Value: now}}, nil
+}
+
+// CreationsField is the namespace document's log of the VMs its users
+// asked for within the last hour (tenancy.Namespace.Creations).
+const CreationsField = "creations"
+
+// CountCreation counts a VM asked for at now against ns's bound of perHour
+// in any hour: the log keeps the creations of the last hour and this one,
+// or, when it holds perHour already, the request is refused with a
+// *proxy.RetryError wrapping proxy.ErrCreatesPerHour, saying when the
+// oldest leaves the hour. No bound (perHour 0) or no namespace document
+// counts nothing.
+func CountCreation(ns *tenancy.Namespace, now time.Time, perHour int) ([]Field, error) {
+	if ns == nil || perHour <= 0 {
+		return nil, nil
+	}
+	var kept []time.Time
+	for _, t := range ns.Creations {
+		if t.After(now.Add(-time.Hour)) {
+			kept = append(kept, t)
+		}
+	}
+	if len(kept) >= perHour {
+		return nil, &proxy.RetryError{At: kept[len(kept)-perHour].Add(time.Hour),
+			Err: fmt.Errorf("namespace %q asked for %d VMs within the hour, its bound: %w", ns.Name, len(kept), proxy.ErrCreatesPerHour)}
+	}
+	ns.Creations = append(kept, now)
+	return []Field{{Path: CreationsField, Value: ns.Creations}}, nil
 }
 
 // PageToken is the token of the page after one that ended at name (a

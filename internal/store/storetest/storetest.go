@@ -28,7 +28,7 @@ type Store interface {
 	Get(ctx context.Context, key proxy.Key) (*proxy.Proxy, error)
 	List(ctx context.Context, namespace string, pageSize int, pageToken string) ([]*proxy.Proxy, string, error)
 	RequestDeletion(ctx context.Context, key proxy.Key, now time.Time) (*proxy.Proxy, error)
-	RequestRotation(ctx context.Context, key proxy.Key, now time.Time) (*proxy.Proxy, error)
+	RequestRotation(ctx context.Context, key proxy.Key, now time.Time, limits tenancy.Limits) (*proxy.Proxy, error)
 	UpdateStatus(ctx context.Context, p *proxy.Proxy) (time.Time, error)
 	Delete(ctx context.Context, key proxy.Key, updateTime time.Time) error
 	LiveUIDs(ctx context.Context) (map[string]proxy.Claim, error)
@@ -52,6 +52,7 @@ func Run(t *testing.T, newStore func(t *testing.T) Store) {
 	t.Run("LiveUIDsAndStalled", func(t *testing.T) { testScans(t, newStore(t)) })
 	t.Run("InvalidPageTokens", func(t *testing.T) { testPageTokens(t, newStore(t)) })
 	t.Run("Rotation", func(t *testing.T) { testRotation(t, newStore(t)) })
+	t.Run("CreatesPerHour", func(t *testing.T) { testCreatesPerHour(t, newStore(t)) })
 	t.Run("Namespaces", func(t *testing.T) { testNamespaces(t, newStore(t)) })
 	t.Run("NamespaceListPages", func(t *testing.T) { testNamespaceList(t, newStore(t)) })
 	t.Run("CreateInNamespace", func(t *testing.T) { testCreateInNamespace(t, newStore(t)) })
@@ -324,7 +325,7 @@ func testScans(t *testing.T, s Store) {
 				if _, err := s.UpdateStatus(ctx, &ready); err != nil {
 					t.Fatal(err)
 				}
-				if _, err := s.RequestRotation(ctx, ready.Key(), base.Add(time.Hour)); err != nil {
+				if _, err := s.RequestRotation(ctx, ready.Key(), base.Add(time.Hour), tenancy.Limits{}); err != nil {
 					t.Fatal(err)
 				}
 			}
