@@ -329,13 +329,13 @@ const (
 // document now (a message), rather than the event of a write.
 func (r Reason) Requested() bool { return r != ReasonWritten }
 
-// ReconcileMessage is the JSON body of a message on topic proxy-reconcile:
-// it names a document to look at. Like every event, it only says where to
-// look; the reconciler reads the document fresh.
+// ReconcileMessage is the JSON body of a message on topic proxy-reconcile
+// or proxy-callhome: it names a document to look at. Like every event, it
+// only says where to look; the reconciler reads the document fresh.
 //
-// The functions name the document by its path; a VM calling home names it
-// by {namespace, name, uid}, what its metadata told it, with reason
-// "ready".
+// The functions name the document by its path, on proxy-reconcile; a VM
+// calling home, on proxy-callhome, names it by {namespace, name, uid},
+// what its metadata told it, with reason "ready" or "boot-failed".
 type ReconcileMessage struct {
 	// Document is the document path, namespaces/{ns}/proxies/{name}.
 	Document string `json:"document,omitempty"`

@@ -67,11 +67,11 @@ type Options struct {
 	// DeletionDelay is how long a deleted instance is still there, Stopped,
 	// before it is gone, as a cloud VM takes a while to go.
 	DeletionDelay time.Duration
-	// CallHome, if set, is called once for each new instance when its
-	// provisioning delay ends, as a real VM's startup script publishes
-	// {namespace, name, uid} when its self-test passes. The composition
-	// root wires it to the reconcile topic, so the local stack takes the
-	// production path.
+	// CallHome, if set, is called once for each new instance that boots
+	// the default bootstrap (no CloudInit) when its provisioning delay
+	// ends, as a real VM's startup script publishes {namespace, name, uid}
+	// when its self-test passes. The composition root wires it to the
+	// call-home topic, so the local stack takes the production path.
 	CallHome func(CallHome)
 }
 
