@@ -128,6 +128,13 @@ type Status struct {
 	Conditions         []Condition `json:"conditions,omitempty" firestore:"conditions,omitempty"`
 	ObservedGeneration int64       `json:"observedGeneration,omitempty" firestore:"observedGeneration,omitempty"`
 	Message            string      `json:"message,omitempty" firestore:"message,omitempty"`
+	// ConsoleTail, after the last boot failure of a Failed proxy, is the
+	// last lines of its VM's serial console, any line that carried the
+	// proxy's credentials or a value of its cloud-init removed before it
+	// was stored. The API shows it to the namespace's editors and owners
+	// only: it is the output of the VM's software, which a custom
+	// cloud-init controls.
+	ConsoleTail []string `json:"consoleTail,omitempty" firestore:"consoleTail,omitempty"`
 	// Zone is where the current VM runs, the provider's choice when the
 	// placement names only a region.
 	Zone string `json:"zone,omitempty" firestore:"zone,omitempty"`

@@ -95,13 +95,9 @@ func (run *run) bootStart(inst *provider.Instance) time.Time {
 	return inst.CreatedAt
 }
 
-// consoleLines is how much of a failed VM's console a Failed proxy's
-// message quotes.
-const consoleLines = 20
-
 // bootFailed counts a VM that did not become ready and replaces it; the
 // MaxBootFailures-th fails the proxy, with the last lines of that VM's
-// console in its message, and deletes the VM so a failed proxy costs
+// console in status.consoleTail, and deletes the VM so a failed proxy costs
 // nothing.
 func (run *run) bootFailed(ctx context.Context, reason, message string) (outcome, error) {
 	p := run.doc
@@ -115,12 +111,9 @@ func (run *run) bootFailed(ctx context.Context, reason, message string) (outcome
 		return run.replace(ctx, reason, fmt.Sprintf("%s Replacing it (%d of %d boots failed).", message, failures, run.r.opts.MaxBootFailures))
 	}
 	msg := fmt.Sprintf("%s %d boots in a row failed; the proxy is not retried.", message, failures)
-	if console, err := provider.ReadConsole(ctx, run.prov, p.Status.ProviderID); err == nil {
-		if lines := provider.LastLines(console, consoleLines); len(lines) > 0 {
-			msg += " The last lines of its serial console:\n" + strings.Join(lines, "\n")
-		}
-	} else if !errors.Is(err, provider.ErrNoConsole) {
-		run.log.WarnContext(ctx, "cannot read the console of the instance", slog.String("providerID", p.Status.ProviderID), slog.Any("error", err))
+	tail := run.consoleTail(ctx)
+	if len(tail) > 0 {
+		msg += " The last lines of its serial console are in status.consoleTail (shown to editors and owners)."
 	}
 	if err := run.prov.Delete(ctx, p.Status.ProviderID); err != nil && !errors.Is(err, provider.ErrNotFound) {
 		return run.providerError(ctx, "deleting instance "+p.Status.ProviderID+", which did not become ready", err)
@@ -128,6 +121,7 @@ func (run *run) bootFailed(ctx context.Context, reason, message string) (outcome
 	next := run.next()
 	next.Reconciler.BootFailures = failures
 	next.Status.ProviderID, next.Status.IP, next.Status.Endpoint, next.Status.State = "", "", "", ""
+	next.Status.ConsoleTail = tail
 	run.doc = next
 	return run.fail(ctx, reason, msg)
 }
