@@ -21,8 +21,8 @@ import (
 // under bash, in an empty directory with an empty environment, executes
 // nothing but assignments and the shell's own settings, and leaves each
 // value the request gave as one whole, unchanged word. Planted $(…),
-// backquotes, quotes and newlines are in the seeds; the fuzzer mutates
-// from there. The test reads the script through Render only, so a new
+// backquotes, quotes and newlines are in the seed corpus
+// (testdata/fuzz/FuzzRender); the fuzzer mutates from there. The test reads the script through Render only, so a new
 // script body (another proxy engine) keeps it meaningful.
 func FuzzRender(f *testing.F) {
 	if _, err := exec.LookPath("bash"); err != nil {
@@ -33,12 +33,6 @@ func FuzzRender(f *testing.F) {
 	}
 	add(3128, "203.0.113.0/24,2001:db8::/32", "", creds.Username, creds.Password)
 	add(8080, "10.0.0.0/8", "443,80,8443", "a", "Zq8Rk3Vw1Ls5Nt7B")
-	add(3128, "203.0.113.0/24$(touch pwned)", "", creds.Username, creds.Password)
-	add(3128, "203.0.113.0/24", "", "u`touch pwned`", creds.Password)
-	add(3128, "203.0.113.0/24", "", creds.Username, "Zq8Rk3Vw1Ls5Nt7Bx2Cy4Dm6'; touch pwned; '")
-	add(3128, "203.0.113.0/24\nAllow 0.0.0.0/0", "", creds.Username, creds.Password)
-	add(3128, "203.0.113.0/24", "443\n80", "u\"x", "Zq8Rk3Vw1Ls5Nt7Bx2Cy4Dm6\n$(id)")
-	add(65535, "::ffff:10.0.0.0/104,0.0.0.0/0", "1,65535", "Z", "0000000000000000")
 	f.Fuzz(func(t *testing.T, port int, ranges, ports, user, password string) {
 		c := bootstrap.Config{
 			Port:                int32(port),
