@@ -9,7 +9,7 @@ GOTEST   ?= $(GO) test -race -count=1 -timeout 30m
 WITH_EMULATORS = env -u FIRESTORE_EMULATOR_HOST -u PUBSUB_EMULATOR_HOST \
 	$(GO) run ./emulators/cmd/with-emulators --
 
-.PHONY: deps test image-test run bench lint package tf-check sim cli
+.PHONY: deps test image-test run bench lint package tf-check sim cli fuzz
 
 ## deps: install what the other targets need and is missing (scripts/install-deps.sh;
 ## test, run, image-test and bench run it first: a no-op, a fraction of a second, when all is there)
@@ -49,6 +49,17 @@ bench: deps
 SEEDS ?= 10000
 sim:
 	@$(GO) run ./internal/cmd/sim -seeds $(SEEDS)
+
+## fuzz: each fuzz test (every func FuzzXxx in a _test.go) for $(FUZZTIME)
+## each, one after another (go test fuzzes one target per run); what they
+## find lands in the package's testdata/fuzz/FuzzXxx, which make test runs
+FUZZTIME ?= 1m
+fuzz:
+	@set -e; git grep -o '^func Fuzz[A-Za-z0-9_]*' -- '*_test.go' | while IFS=: read -r file fn; do \
+		fn=$${fn#func }; pkg=./$$(dirname "$$file"); \
+		echo "fuzz: $$fn in $$pkg for $(FUZZTIME)"; \
+		$(GO) test -run '^$$' -fuzz "^$$fn$$" -fuzztime $(FUZZTIME) "$$pkg"; \
+	done
 
 ## cli: the egress CLI, as bin/egress (or: go install ./internal/cmd/egress)
 cli:

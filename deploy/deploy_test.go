@@ -227,7 +227,7 @@ func TestTerraformMatchesTheCode(t *testing.T) {
 		topics = append(topics, literal(t, tp.Body, "name"))
 	}
 	sort.Strings(topics)
-	wantTopics := []string{eventarc.DeadLetterTopic, queue.GCTopic, queue.ReconcileTopic}
+	wantTopics := []string{eventarc.DeadLetterTopic, queue.GCTopic, queue.ReconcileTopic, queue.CallHomeTopic}
 	sort.Strings(wantTopics)
 	if diff := cmp.Diff(wantTopics, topics); diff != "" {
 		t.Errorf("topics (-code +Terraform):\n%s", diff)

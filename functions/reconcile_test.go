@@ -82,7 +82,7 @@ func TestReconcileThroughTheFramework(t *testing.T) {
 			t.Fatalf("status %d, want 200", resp.StatusCode)
 		}
 	}
-	pubsubEvent := func(id string, data string) *http.Request {
+	pubsubEvent := func(topic, id, data string) *http.Request {
 		body := fmt.Sprintf(`{"message":{"data":%q,"messageId":%q},"subscription":"projects/%s/subscriptions/eventarc-reconcile"}`,
 			b64(data), id, project)
 		r, _ := http.NewRequest(http.MethodPost, url+"/", bytes.NewBufferString(body))
@@ -90,7 +90,7 @@ func TestReconcileThroughTheFramework(t *testing.T) {
 		r.Header.Set("ce-id", id)
 		r.Header.Set("ce-specversion", "1.0")
 		r.Header.Set("ce-type", queue.MessagePublishedType)
-		r.Header.Set("ce-source", "//pubsub.googleapis.com/projects/"+project+"/topics/"+queue.ReconcileTopic)
+		r.Header.Set("ce-source", "//pubsub.googleapis.com/projects/"+project+"/topics/"+topic)
 		return r
 	}
 	wantPhase := func(t *testing.T, p *proxy.Proxy, phase proxy.Phase) {
@@ -109,7 +109,7 @@ func TestReconcileThroughTheFramework(t *testing.T) {
 		t.Helper()
 		wantPhase(t, p, proxy.PhaseProvisioning)
 		time.Sleep(time.Second)
-		post(t, pubsubEvent("home-"+p.Name, fmt.Sprintf(`{"namespace":%q,"name":%q,"uid":%q,"reason":"ready"}`, p.Namespace, p.Name, p.UID)))
+		post(t, pubsubEvent(queue.CallHomeTopic, "home-"+p.Name, fmt.Sprintf(`{"namespace":%q,"name":%q,"uid":%q,"reason":"ready"}`, p.Namespace, p.Name, p.UID)))
 		wantPhase(t, p, proxy.PhaseReady)
 	}
 
@@ -133,14 +133,23 @@ func TestReconcileThroughTheFramework(t *testing.T) {
 	})
 	t.Run("PubSubRequest", func(t *testing.T) {
 		p := newDoc("requeued")
-		post(t, pubsubEvent("7", fmt.Sprintf(`{"document":%q,"reason":"sweep"}`, p.Key().Path())))
+		post(t, pubsubEvent(queue.ReconcileTopic, "7", fmt.Sprintf(`{"document":%q,"reason":"sweep"}`, p.Key().Path())))
 		wantReady(t, p)
 	})
 	t.Run("CallHomeOfAnotherUID", func(t *testing.T) {
 		// A VM of the name's predecessor: acknowledged, and nothing done.
 		p := newDoc("stale-vm")
 		post(t, firestoreEvent(p, "application/protobuf", nil))
-		post(t, pubsubEvent("stale", fmt.Sprintf(`{"namespace":%q,"name":%q,"uid":%q,"reason":"ready"}`, p.Namespace, p.Name, uuid.NewString())))
+		post(t, pubsubEvent(queue.CallHomeTopic, "stale", fmt.Sprintf(`{"namespace":%q,"name":%q,"uid":%q,"reason":"ready"}`, p.Namespace, p.Name, uuid.NewString())))
+		wantPhase(t, p, proxy.PhaseProvisioning)
+	})
+	t.Run("CallHomeWithoutUID", func(t *testing.T) {
+		// Where VMs publish, a message that names no uid would be checked
+		// against no VM: acknowledged, and nothing done.
+		p := newDoc("no-uid")
+		post(t, firestoreEvent(p, "application/protobuf", nil))
+		time.Sleep(time.Second)
+		post(t, pubsubEvent(queue.CallHomeTopic, "forged", fmt.Sprintf(`{"document":%q,"reason":"sweep"}`, p.Key().Path())))
 		wantPhase(t, p, proxy.PhaseProvisioning)
 	})
 	t.Run("MalformedEventsAcknowledged", func(t *testing.T) {

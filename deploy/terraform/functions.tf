@@ -44,8 +44,8 @@ resource "google_cloudfunctions2_function" "api" {
 }
 
 # Reconcile: every write of a proxy document (Eventarc's Firestore trigger),
-# and every request on proxy-reconcile (pubsub.tf), the VMs' call-homes
-# among them. No run waits for a boot; a run may wait for a VM on its way
+# every request on proxy-reconcile and every VM's call-home on
+# proxy-callhome (pubsub.tf). No run waits for a boot; a run may wait for a VM on its way
 # out (RECONCILE_WAIT_BUDGET), so the timeout leaves room for that and its
 # lease. Scale: internal/app.Deployed.
 resource "google_cloudfunctions2_function" "reconcile" {

@@ -23,7 +23,7 @@ resource "google_service_account" "trigger" {
 
 resource "google_service_account" "proxy_vm" {
   account_id   = "proxy-vm"
-  display_name = "The proxy VMs themselves: logs, metrics, and their call-home on proxy-reconcile"
+  display_name = "The proxy VMs themselves: logs, metrics, and their call-home on proxy-callhome"
 }
 
 # Each function's account holds one custom role with exactly the
@@ -137,19 +137,26 @@ resource "google_project_iam_member" "trigger_receiver" {
   member  = google_service_account.trigger.member
 }
 
-# Reconcile and CollectGarbage publish reconcile requests, and the proxy
-# VMs call home on the same topic when their self-test ends; nothing else
-# may. The VMs' account may publish there and nowhere else: no role on the
-# project, only this topic's publisher.
+# Reconcile and CollectGarbage publish reconcile requests; nothing else
+# may. The proxy VMs call home on a topic of their own when their
+# self-test ends, and may publish there and nowhere else; Reconcile takes
+# from it only what names a proxy's uid. Only VMs that run the default
+# bootstrap hold this account: one that runs a spec's own cloud-init has
+# none (README, "Custom cloud-init").
 resource "google_pubsub_topic_iam_member" "reconcile_publishers" {
   for_each = {
     reconcile = google_service_account.reconcile.member
     gc        = google_service_account.gc.member
-    proxy_vm  = google_service_account.proxy_vm.member
   }
   topic  = google_pubsub_topic.reconcile.id
   role   = "roles/pubsub.publisher"
   member = each.value
+}
+
+resource "google_pubsub_topic_iam_member" "callhome_publisher" {
+  topic  = google_pubsub_topic.callhome.id
+  role   = "roles/pubsub.publisher"
+  member = google_service_account.proxy_vm.member
 }
 
 # Creating a VM that runs as proxy-vm needs actAs on that account only.

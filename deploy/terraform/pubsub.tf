@@ -1,8 +1,16 @@
 # proxy-reconcile carries reconcile requests (requeues and the sweep's
-# fan-out) to Reconcile; proxy-gc carries Cloud Scheduler's ticks to
-# CollectGarbage; what neither could deliver goes to proxy-dead-letter.
+# fan-out) to Reconcile, and only the functions publish there;
+# proxy-callhome carries the proxy VMs' call-homes to Reconcile, which
+# takes there only a message that names a proxy's uid (checked against its
+# VM); proxy-gc carries Cloud Scheduler's ticks to CollectGarbage; what
+# none could deliver goes to proxy-dead-letter.
 resource "google_pubsub_topic" "reconcile" {
   name       = "proxy-reconcile"
+  depends_on = [google_project_service.apis]
+}
+
+resource "google_pubsub_topic" "callhome" {
+  name       = "proxy-callhome"
   depends_on = [google_project_service.apis]
 }
 
@@ -29,12 +37,17 @@ resource "google_pubsub_subscription" "dead_letter" {
 # Eventarc creates its subscription itself and gives it no dead-letter
 # policy. Reconcile answers 5xx only when the document store failed; the
 # backoff spaces the retries and the dead-letter topic ends them.
+# Each of Reconcile's two topics has one, the topic named in the endpoint:
+# the framework makes it the event's source, which is how Reconcile tells
+# the functions' requests from the VMs' call-homes (a publisher cannot set
+# it).
 resource "google_pubsub_subscription" "reconcile" {
-  name                 = "proxy-reconcile-to-reconcile"
-  topic                = google_pubsub_topic.reconcile.id
+  for_each             = { reconcile = google_pubsub_topic.reconcile, callhome = google_pubsub_topic.callhome }
+  name                 = "${each.value.name}-to-reconcile"
+  topic                = each.value.id
   ack_deadline_seconds = 600
   push_config {
-    push_endpoint = "${google_cloudfunctions2_function.reconcile.service_config[0].uri}/projects/${var.project_id}/topics/${google_pubsub_topic.reconcile.name}?__GCP_CloudEventsMode=CUSTOM_PUBSUB_projects%2F${var.project_id}%2Ftopics%2F${google_pubsub_topic.reconcile.name}"
+    push_endpoint = "${google_cloudfunctions2_function.reconcile.service_config[0].uri}/projects/${var.project_id}/topics/${each.value.name}?__GCP_CloudEventsMode=CUSTOM_PUBSUB_projects%2F${var.project_id}%2Ftopics%2F${each.value.name}"
     oidc_token {
       service_account_email = google_service_account.trigger.email
       audience              = google_cloudfunctions2_function.reconcile.service_config[0].uri
@@ -59,7 +72,8 @@ resource "google_pubsub_topic_iam_member" "dead_letter_publisher" {
 }
 
 resource "google_pubsub_subscription_iam_member" "dead_letter_subscriber" {
-  subscription = google_pubsub_subscription.reconcile.id
+  for_each     = google_pubsub_subscription.reconcile
+  subscription = each.value.id
   role         = "roles/pubsub.subscriber"
   member       = "serviceAccount:service-${data.google_project.this.number}@gcp-sa-pubsub.iam.gserviceaccount.com"
 }
@@ -80,4 +94,15 @@ resource "google_cloud_scheduler_job" "gc" {
     data       = base64encode("{\"from\":\"cloud-scheduler\"}")
   }
   depends_on = [google_project_service.apis]
+}
+
+# Where the reconcile subscription was before proxy-callhome had its own.
+moved {
+  from = google_pubsub_subscription.reconcile
+  to   = google_pubsub_subscription.reconcile["reconcile"]
+}
+
+moved {
+  from = google_pubsub_subscription_iam_member.dead_letter_subscriber
+  to   = google_pubsub_subscription_iam_member.dead_letter_subscriber["reconcile"]
 }

@@ -57,7 +57,7 @@ variable "subnetwork" {
 }
 
 variable "proxy_vm_scopes" {
-  description = "OAuth scopes of the proxy VMs' service account (GCP_SCOPES): what its token may be used for at all, on top of its roles. pubsub is for the call-home; the account's only Pub/Sub role is publisher on proxy-reconcile."
+  description = "OAuth scopes of the proxy VMs' service account (GCP_SCOPES): what its token may be used for at all, on top of its roles. pubsub is for the call-home; the account's only Pub/Sub role is publisher on proxy-callhome."
   type        = list(string)
   default = [
     "https://www.googleapis.com/auth/logging.write",

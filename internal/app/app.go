@@ -60,8 +60,11 @@ type App struct {
 	firestore *firestore.Client
 	pubsub    *pubsub.Client
 	publisher *queue.Publisher
-	secrets   *secretManager
-	store     *store.Store
+	// callHome publishes what the mock provider's VMs say when they call
+	// home (the local stack only; production's functions never do).
+	callHome *queue.Publisher
+	secrets  *secretManager
+	store    *store.Store
 
 	api        http.Handler
 	reconciler *reconcile.Reconciler
@@ -152,6 +155,7 @@ func (a *App) dial(ctx context.Context) error {
 			return fmt.Errorf("pubsub client for project %s: %w", a.Config.Project, err)
 		}
 		a.publisher = queue.NewPublisher(a.pubsub)
+		a.callHome = queue.NewCallHomePublisher(a.pubsub)
 	}
 	if a.Config.serves(Reconcile) {
 		a.secrets = &secretManager{prefix: a.Config.CloudInitSecretPrefix}
@@ -184,6 +188,7 @@ func (a *App) Close() error {
 	var errs []error
 	if a.publisher != nil {
 		a.publisher.Stop()
+		a.callHome.Stop()
 	}
 	if a.pubsub != nil {
 		errs = append(errs, a.pubsub.Close())

@@ -53,13 +53,13 @@ func metered(ctor provider.Constructor) provider.Constructor {
 }
 
 // mockConstructor makes the mock provider, whose VMs call home on the
-// reconcile topic as real ones do, so the local stack takes the
+// call-home topic as real ones do, so the local stack takes the
 // production path: the message's run, not a poll, sees the VM ready.
 func (a *App) mockConstructor() provider.Constructor {
 	opts := a.Config.Mock
 	opts.Clock = clock.Real{}
-	if a.publisher != nil && a.Config.MockCallHome {
-		log, pub := a.Log, a.publisher
+	if a.callHome != nil && a.Config.MockCallHome {
+		log, pub := a.Log, a.callHome
 		opts.CallHome = func(c mock.CallHome) {
 			msg := proxy.ReconcileMessage{Namespace: c.Namespace, Name: c.Name, UID: c.UID, Reason: proxy.ReasonReady}
 			if c.BootError != "" {
@@ -74,10 +74,10 @@ func (a *App) mockConstructor() provider.Constructor {
 }
 
 // gcpConstructor dials Compute when the provider is first used. The VMs
-// call home on the reconcile topic of the functions' project.
+// call home on the call-home topic of the functions' project.
 func (c Config) gcpConstructor() provider.Constructor {
 	cfg := c.GCP
-	cfg.CallHomeTopic = "projects/" + c.Project + "/topics/" + queue.ReconcileTopic
+	cfg.CallHomeTopic = "projects/" + c.Project + "/topics/" + queue.CallHomeTopic
 	endpoint := c.ComputeEndpoint
 	return func(ctx context.Context) (provider.Provider, error) {
 		var opts []option.ClientOption

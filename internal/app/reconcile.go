@@ -15,7 +15,8 @@ import (
 )
 
 // Reconcile runs one reconcile for an event of the Reconcile function:
-// Firestore document events and reconcile requests on proxy-reconcile. It
+// Firestore document events, reconcile requests on proxy-reconcile and the
+// VMs' call-homes on proxy-callhome (queue.DecodeReconcileEvent). It
 // returns an error, so that the event is delivered again, only when the
 // run could not read or write the document; an event that cannot be read
 // is logged and acknowledged, since a redelivery would be refused the same
@@ -47,14 +48,12 @@ func (a *App) Reconcile(ctx context.Context, e event.Event) error {
 		t.Reason = proxy.ReasonWritten
 		key, err = events.DocumentKey(e)
 	case e.Type() == queue.MessagePublishedType:
-		var msg queue.MessagePublishedData
-		if msg, err = queue.DecodeMessagePublished(e); err == nil {
-			var rm proxy.ReconcileMessage
-			key, rm, err = queue.DecodeReconcileMessage(msg.Message)
+		var rm proxy.ReconcileMessage
+		if key, rm, err = queue.DecodeReconcileEvent(e); err == nil {
 			t = reconcile.TriggerOf(rm)
 		}
 	default:
-		err = errors.New("Reconcile takes Firestore document events and messagePublished events on " + queue.ReconcileTopic)
+		err = errors.New("Reconcile takes Firestore document events and messagePublished events on " + queue.ReconcileTopic + " and " + queue.CallHomeTopic)
 	}
 	if err != nil {
 		outcome = metering.Ignored

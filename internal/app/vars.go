@@ -232,7 +232,7 @@ var Vars = []Var{
 		Meaning: "how long a VM may take from its creation to serving before it is replaced",
 		set:     positive(func(c *Config) *time.Duration { return &c.Reconcile.BootTimeout })},
 	{Name: "MAX_BOOT_FAILURES", Default: strconv.Itoa(reconcile.DefaultMaxBootFailures), Readers: []Function{Reconcile},
-		Meaning: "VMs in a row that may fail to become ready before the proxy is `Failed`, with the last lines of the VM's console in its message",
+		Meaning: "VMs in a row that may fail to become ready before the proxy is `Failed`, with the last lines of the VM's console in `status.consoleTail`",
 		set:     atLeast(1, func(c *Config) *int { return &c.Reconcile.MaxBootFailures })},
 
 	// CollectGarbage.

@@ -27,9 +27,11 @@
 //     refused, and a CONNECT with credentials to the probe target succeeds;
 //     then it writes the guest attribute egress/ready, or egress/error with
 //     a one-line reason;
-//   - calls home: one message {namespace, name, uid} on the reconcile topic,
-//     published with the VM's own service account, so the reconciler looks
-//     at the VM at once rather than at its next sweep.
+//   - calls home: one message {namespace, name, uid} on the call-home topic
+//     (queue.CallHomeTopic, which only VMs publish on and where Reconcile
+//     takes only a message naming a uid), published with the VM's own
+//     service account, so the reconciler looks at the VM at once rather
+//     than at its next sweep.
 //
 // Every value of the request that reaches the script is validated here and
 // single-quoted in it; every value the script reads from the metadata

@@ -131,19 +131,25 @@ func newEnv(t *testing.T, st testStore, clk clock.Clock, change ...func(*httpapi
 // and namespace empty, owned by owner and holding nothing.
 func (e *env) seed() *proxy.Proxy {
 	e.t.Helper()
+	return seedStore(e.t, e.store)
+}
+
+// seedStore is seed on any store.
+func seedStore(t testing.TB, st testStore) *proxy.Proxy {
+	t.Helper()
 	ctx := context.Background()
 	members := map[string]tenancy.Role{owner: tenancy.Owner, editor: tenancy.Editor, viewer: tenancy.Viewer}
 	for name, m := range map[string]map[string]tenancy.Role{"team-a": members, "empty": {owner: tenancy.Owner}} {
-		if _, err := e.store.CreateNamespace(ctx, rules.NewNamespace(name, m, 0, 20, time.Now().UTC().Truncate(time.Microsecond))); err != nil {
-			e.t.Fatal(err)
+		if _, err := st.CreateNamespace(ctx, rules.NewNamespace(name, m, 0, 20, time.Now().UTC().Truncate(time.Microsecond))); err != nil {
+			t.Fatal(err)
 		}
 	}
 	p := &proxy.Proxy{Namespace: "team-a", Name: "p", UID: "uid-p", Generation: 1,
 		Spec:   proxy.Spec{Provider: mock.Type, Port: 3128, IPPolicy: proxy.IPEphemeral, Placement: proxy.Placement{Region: "us-central1", Zone: "us-central1-a"}, AllowedSourceRanges: []string{"203.0.113.0/24"}},
 		Status: proxy.Status{Phase: proxy.PhasePending}, CreateTime: time.Now().UTC().Truncate(time.Microsecond)}
-	created, err := e.store.CreateInNamespace(ctx, p, func(ns *tenancy.Namespace) (tenancy.Limits, error) { return tenancy.Limits{Quota: ns.QuotaOr(20)}, nil })
+	created, err := st.CreateInNamespace(ctx, p, func(ns *tenancy.Namespace) (tenancy.Limits, error) { return tenancy.Limits{Quota: ns.QuotaOr(20)}, nil })
 	if err != nil {
-		e.t.Fatal(err)
+		t.Fatal(err)
 	}
 	return created
 }

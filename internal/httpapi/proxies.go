@@ -59,13 +59,13 @@ func (a *API) createProxy(x *exchange) {
 	}
 	var (
 		quota  int
-		member bool
+		member view
 	)
 	created, err := a.store.CreateInNamespace(x.ctx, p, func(n *tenancy.Namespace) (tenancy.Limits, error) {
 		if e := decide(x.caller, ns, n, tenancy.CreateProxy); e != nil {
 			return tenancy.Limits{}, e
 		}
-		quota, member = n.QuotaOr(a.opts.Quota), seesCredentials(x.caller, n)
+		quota, member = n.QuotaOr(a.opts.Quota), viewOf(x.caller, n)
 		return tenancy.Limits{Quota: quota, CreatesPerHour: a.opts.CreatesPerHour}, nil
 	})
 	switch {
@@ -122,7 +122,7 @@ func (a *API) refuse(x *exchange, namespace string, perm tenancy.Permission, e *
 
 // repeatedCreate answers a create of a name that exists: the same request
 // again gets the existing resource, another one a conflict.
-func (a *API) repeatedCreate(x *exchange, want, existing *proxy.Proxy, member bool) {
+func (a *API) repeatedCreate(x *exchange, want, existing *proxy.Proxy, member view) {
 	switch {
 	case existing.DeleteRequestTime != nil:
 		e := newError(http.StatusConflict, ReasonProxyBeingDeleted, "proxy %s is being deleted; create it again once it is gone", existing.Key())
@@ -168,18 +168,18 @@ func proxyKey(x *exchange) (proxy.Key, *apiError) {
 }
 
 // inNamespace serves a request on one proxy: its key, the caller's access
-// to its namespace for perm, and whether the caller is a member (who sees
-// the proxy's credentials).
-func (a *API) inNamespace(x *exchange, perm tenancy.Permission) (proxy.Key, bool, bool) {
+// to its namespace for perm, and what of the proxy's private part the
+// caller sees.
+func (a *API) inNamespace(x *exchange, perm tenancy.Permission) (proxy.Key, view, bool) {
 	key, e := proxyKey(x)
 	if e == nil {
 		var ns *tenancy.Namespace
 		if ns, e = a.authorize(x.ctx, x.caller, key.Namespace, perm); e == nil {
-			return key, seesCredentials(x.caller, ns), true
+			return key, viewOf(x.caller, ns), true
 		}
 	}
 	x.fail(e)
-	return key, false, false
+	return key, view{}, false
 }
 
 func (a *API) getProxy(x *exchange) {
@@ -245,7 +245,7 @@ func (a *API) tooManyCreates(namespace string, now time.Time, err error) *apiErr
 }
 
 // answer is a proxy as a read or write left it, or its error.
-func (a *API) answer(x *exchange, key proxy.Key, p *proxy.Proxy, err error, code int, member bool) {
+func (a *API) answer(x *exchange, key proxy.Key, p *proxy.Proxy, err error, code int, member view) {
 	switch {
 	case errors.Is(err, proxy.ErrNotFound):
 		x.fail(proxyNotFound(key))
@@ -287,7 +287,7 @@ func (a *API) listProxies(x *exchange) {
 		x.fail(a.storeError(x.ctx, err))
 		return
 	}
-	member := seesCredentials(x.caller, n)
+	member := viewOf(x.caller, n)
 	out := listResponse{Proxies: []*proxy.Proxy{}, NextPageToken: next}
 	for _, p := range page {
 		out.Proxies = append(out.Proxies, shown(p, member))
@@ -312,19 +312,35 @@ func badPageToken(of string) *apiError {
 	return invalid(proxy.FieldError{Field: "pageToken", Reason: ReasonPageTokenInvalid, Description: "was not returned by " + of})
 }
 
-// seesCredentials reports whether c may read the proxies' credentials in
-// ns (tenancy.ReadProxyURL: its members, admins or not).
-func seesCredentials(c caller, ns *tenancy.Namespace) bool {
-	return tenancy.Allowed(tenancy.ReadProxyURL, c.admin, ns.RoleOf(c.email))
+// view is what of a proxy's private part a caller may see.
+type view struct {
+	// credentials: status.proxyURL (tenancy.ReadProxyURL).
+	credentials bool
+	// console: status.consoleTail (tenancy.ReadConsoleTail).
+	console bool
+}
+
+// viewOf is what c may see of the proxies in ns.
+func viewOf(c caller, ns *tenancy.Namespace) view {
+	role := ns.RoleOf(c.email)
+	return view{
+		credentials: tenancy.Allowed(tenancy.ReadProxyURL, c.admin, role),
+		console:     tenancy.Allowed(tenancy.ReadConsoleTail, c.admin, role),
+	}
 }
 
 // shown is the resource as the caller may see it. The proxy URL, with its
 // credentials, is filled in from the document's private part for members
-// of the namespace only (tenancy.ReadProxyURL), once there is an endpoint.
-func shown(p *proxy.Proxy, member bool) *proxy.Proxy {
+// of the namespace only (tenancy.ReadProxyURL), once there is an endpoint;
+// the console's last lines, the output of the VM's software, are kept
+// for its editors and owners only (tenancy.ReadConsoleTail).
+func shown(p *proxy.Proxy, v view) *proxy.Proxy {
 	p.Status.ProxyURL = ""
-	if member {
+	if v.credentials {
 		p.Status.ProxyURL = p.Reconciler.Credentials.URL(p.Status.Endpoint)
+	}
+	if !v.console {
+		p.Status.ConsoleTail = nil
 	}
 	return p
 }

@@ -8,7 +8,7 @@ import (
 
 // ConsoleReader is an optional part of a Provider, added to the original
 // contract: a provider that can read a VM's console implements it, and the
-// reconciler puts the last lines into the message of a proxy whose VMs
+// reconciler puts the last lines into status.consoleTail of a proxy whose VMs
 // never became ready, where a person looks first. A provider without a
 // console simply does not implement it.
 type ConsoleReader interface {

@@ -128,6 +128,13 @@ type Status struct {
 	Conditions         []Condition `json:"conditions,omitempty" firestore:"conditions,omitempty"`
 	ObservedGeneration int64       `json:"observedGeneration,omitempty" firestore:"observedGeneration,omitempty"`
 	Message            string      `json:"message,omitempty" firestore:"message,omitempty"`
+	// ConsoleTail, after the last boot failure of a Failed proxy, is the
+	// last lines of its VM's serial console, any line that carried the
+	// proxy's credentials or a value of its cloud-init removed before it
+	// was stored. The API shows it to the namespace's editors and owners
+	// only: it is the output of the VM's software, which a custom
+	// cloud-init controls.
+	ConsoleTail []string `json:"consoleTail,omitempty" firestore:"consoleTail,omitempty"`
 	// Zone is where the current VM runs, the provider's choice when the
 	// placement names only a region.
 	Zone string `json:"zone,omitempty" firestore:"zone,omitempty"`
@@ -342,13 +349,13 @@ const (
 // document now (a message), rather than the event of a write.
 func (r Reason) Requested() bool { return r != ReasonWritten }
 
-// ReconcileMessage is the JSON body of a message on topic proxy-reconcile:
-// it names a document to look at. Like every event, it only says where to
-// look; the reconciler reads the document fresh.
+// ReconcileMessage is the JSON body of a message on topic proxy-reconcile
+// or proxy-callhome: it names a document to look at. Like every event, it
+// only says where to look; the reconciler reads the document fresh.
 //
-// The functions name the document by its path; a VM calling home names it
-// by {namespace, name, uid}, what its metadata told it, with reason
-// "ready".
+// The functions name the document by its path, on proxy-reconcile; a VM
+// calling home, on proxy-callhome, names it by {namespace, name, uid},
+// what its metadata told it, with reason "ready" or "boot-failed".
 type ReconcileMessage struct {
 	// Document is the document path, namespaces/{ns}/proxies/{name}.
 	Document string `json:"document,omitempty"`

@@ -11,10 +11,12 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strings"
 	"time"
 
 	"cloud.google.com/go/pubsub/v2"
 	cloudevents "github.com/cloudevents/sdk-go/v2/event"
+	"github.com/google/uuid"
 
 	"github.com/egress-proxies/egress/internal/metering"
 	"github.com/egress-proxies/egress/internal/proxy"
@@ -23,8 +25,15 @@ import (
 // Topic names. Terraform creates topics of these names; a test checks that
 // the two agree.
 const (
-	// ReconcileTopic carries proxy.ReconcileMessage bodies to Reconcile.
+	// ReconcileTopic carries proxy.ReconcileMessage bodies to Reconcile
+	// from the functions, the only publishers IAM lets on it: a message
+	// there may name a document and no uid.
 	ReconcileTopic = "proxy-reconcile"
+	// CallHomeTopic carries the proxy VMs' call-homes to Reconcile: the
+	// VMs' account may publish here and nowhere else. Anything on it could
+	// come from a VM, so a message must name its proxy and uid, which the
+	// run checks against the document (DecodeReconcileEvent).
+	CallHomeTopic = "proxy-callhome"
 	// GCTopic carries Cloud Scheduler's ticks to CollectGarbage.
 	GCTopic = "proxy-gc"
 )
@@ -74,15 +83,84 @@ func DecodeReconcileMessage(m Message) (proxy.Key, proxy.ReconcileMessage, error
 	return k, rm, nil
 }
 
-// Publisher publishes reconcile requests on ReconcileTopic. It is safe for
-// concurrent use; Stop flushes it.
+// DecodeReconcileEvent reads the document key and the message out of a
+// messagePublished CloudEvent for Reconcile, by the topic the event's
+// source names (//pubsub.googleapis.com/projects/P/topics/T, which the
+// push subscription sets, not the publisher). A message on ReconcileTopic
+// is the functions' own and taken as it is. A message on CallHomeTopic
+// may be a VM's, a tenant's code's even: it must name a namespace, a name
+// and a uid, say ready or boot-failed and hand no lease on. The topic is
+// the proof, not an attribute: a VM may set any attribute it likes, but
+// IAM keeps it off ReconcileTopic.
+func DecodeReconcileEvent(e cloudevents.Event) (proxy.Key, proxy.ReconcileMessage, error) {
+	d, err := DecodeMessagePublished(e)
+	if err != nil {
+		return proxy.Key{}, proxy.ReconcileMessage{}, err
+	}
+	switch topic := topicOf(e.Source()); topic {
+	case ReconcileTopic:
+		return DecodeReconcileMessage(d.Message)
+	case CallHomeTopic:
+		return decodeCallHome(d.Message)
+	default:
+		return proxy.Key{}, proxy.ReconcileMessage{}, fmt.Errorf("event %s comes from %q, neither %s nor %s", e.ID(), e.Source(), ReconcileTopic, CallHomeTopic)
+	}
+}
+
+// topicOf is the topic's short name in a Pub/Sub event source.
+func topicOf(source string) string {
+	_, topic, ok := strings.Cut(source, "/topics/")
+	if !ok || !strings.HasPrefix(source, "//pubsub.googleapis.com/projects/") {
+		return ""
+	}
+	return topic
+}
+
+// decodeCallHome reads a message on CallHomeTopic by the rules of
+// DecodeReconcileEvent.
+func decodeCallHome(m Message) (proxy.Key, proxy.ReconcileMessage, error) {
+	var rm proxy.ReconcileMessage
+	if err := json.Unmarshal(m.Data, &rm); err != nil {
+		return proxy.Key{}, rm, fmt.Errorf("message %s on %s: body is not a ReconcileMessage: %w", m.MessageID, CallHomeTopic, err)
+	}
+	refuse := func(rule string) (proxy.Key, proxy.ReconcileMessage, error) {
+		return proxy.Key{}, rm, fmt.Errorf("message %s on %s: %s", m.MessageID, CallHomeTopic, rule)
+	}
+	switch {
+	case rm.Document != "":
+		return refuse("a call-home names its proxy by namespace, name and uid, not by document path")
+	case rm.Lease != "":
+		return refuse("a call-home hands no lease on")
+	case rm.Reason != proxy.ReasonReady && rm.Reason != proxy.ReasonBootFailed:
+		return refuse(fmt.Sprintf("reason %q is neither %s nor %s", rm.Reason, proxy.ReasonReady, proxy.ReasonBootFailed))
+	}
+	if _, err := uuid.Parse(rm.UID); err != nil || len(rm.UID) != 36 {
+		return refuse(fmt.Sprintf("uid %q is not a proxy's uid: a call-home must name one", rm.UID))
+	}
+	k, err := rm.Key()
+	if err != nil {
+		return proxy.Key{}, rm, fmt.Errorf("message %s on %s: %w", m.MessageID, CallHomeTopic, err)
+	}
+	return k, rm, nil
+}
+
+// Publisher publishes reconcile requests on ReconcileTopic, or call-homes
+// on CallHomeTopic. It is safe for concurrent use; Stop flushes it.
 type Publisher struct {
-	pub *pubsub.Publisher
+	pub   *pubsub.Publisher
+	topic string
 }
 
 // NewPublisher returns a publisher on ReconcileTopic of the client's project.
 func NewPublisher(client *pubsub.Client) *Publisher {
-	return &Publisher{pub: client.Publisher(ReconcileTopic)}
+	return &Publisher{pub: client.Publisher(ReconcileTopic), topic: ReconcileTopic}
+}
+
+// NewCallHomePublisher returns a publisher on CallHomeTopic of the client's
+// project: what the mock provider's VMs call home with in the local stack,
+// as real ones do.
+func NewCallHomePublisher(client *pubsub.Client) *Publisher {
+	return &Publisher{pub: client.Publisher(CallHomeTopic), topic: CallHomeTopic}
 }
 
 // Publish publishes a reconcile request, and waits until Pub/Sub has it: a
@@ -94,7 +172,7 @@ func (p *Publisher) Publish(ctx context.Context, msg proxy.ReconcileMessage) err
 	}
 	if _, err := p.pub.Publish(ctx, &pubsub.Message{Data: body}).Get(ctx); err != nil {
 		k, _ := msg.Key()
-		return fmt.Errorf("publishing a %s request for %s on %s: %w", msg.Reason, k, ReconcileTopic, err)
+		return fmt.Errorf("publishing a %s request for %s on %s: %w", msg.Reason, k, p.topic, err)
 	}
 	metering.Add(ctx, metering.PubSubPublished, 1)
 	return nil

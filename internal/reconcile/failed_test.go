@@ -25,6 +25,9 @@ type failedEnd struct {
 	// message holds what the case expects it to say.
 	Reason        string
 	MessageHasWhy bool
+	// ConsoleTail is status.consoleTail, the console lines kept apart
+	// from the message.
+	ConsoleTail string
 	ProviderID    string
 	Endpoint      string
 	Instances     int
@@ -103,12 +106,12 @@ func TestFailedProxyHasNoVM(t *testing.T) {
 					w.sweep()
 				}
 			},
-			why: "3 boots in a row failed; the proxy is not retried. The last lines of its serial console:\nmock: instance proxy-" + uid + " created; booting",
+			why: "3 boots in a row failed; the proxy is not retried. The last lines of its serial console are in status.consoleTail",
 			// The lost VM's Get, and its replacement's Delete and Get; a
 			// Get of each of the three VMs at its boot timeout, the first
 			// two replaced (a Delete and a Get each), the last deleted and
 			// found gone.
-			want: failedEnd{Phase: proxy.PhaseFailed, Reason: "BootTimeout", Calls: map[mock.Method]int{mock.MethodCreate: 3, mock.MethodGet: 8, mock.MethodDelete: 4}},
+			want: failedEnd{Phase: proxy.PhaseFailed, Reason: "BootTimeout", ConsoleTail: "mock: instance proxy-" + uid + " created; booting", Calls: map[mock.Method]int{mock.MethodCreate: 3, mock.MethodGet: 8, mock.MethodDelete: 4}},
 		},
 		"StaticKeepsItsAddress": {
 			reason: "A Static proxy that fails loses its VM and keeps its reserved address until it is deleted.",
@@ -186,6 +189,7 @@ func TestFailedProxyHasNoVM(t *testing.T) {
 			p := w.doc()
 			got := failedEnd{
 				Phase: p.Status.Phase, MessageHasWhy: strings.Contains(p.Status.Message, tc.why),
+				ConsoleTail: strings.Join(p.Status.ConsoleTail, "\n"),
 				ProviderID: p.Status.ProviderID, Endpoint: p.Status.Endpoint,
 				Instances: len(w.mock.Instances()), Addresses: len(w.mock.Addresses()),
 				Calls: w.calls(), Stalled: w.stalled(time.Hour),

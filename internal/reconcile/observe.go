@@ -95,14 +95,10 @@ func (run *run) bootStart(inst *provider.Instance) time.Time {
 	return inst.CreatedAt
 }
 
-// consoleLines is how much of a failed VM's console a Failed proxy's
-// message quotes.
-const consoleLines = 20
-
 // bootFailed counts a VM that did not become ready and replaces it; the
 // MaxBootFailures-th fails the proxy, with the last lines of that VM's
-// console in its message (read before the VM goes), and fail deletes the
-// VM.
+// console in status.consoleTail (read before the VM goes), and fail
+// deletes the VM.
 func (run *run) bootFailed(ctx context.Context, reason, message string) (outcome, error) {
 	p := run.doc
 	failures := p.Reconciler.BootFailures + 1
@@ -115,15 +111,13 @@ func (run *run) bootFailed(ctx context.Context, reason, message string) (outcome
 		return run.replace(ctx, reason, fmt.Sprintf("%s Replacing it (%d of %d boots failed).", message, failures, run.r.opts.MaxBootFailures))
 	}
 	msg := fmt.Sprintf("%s %d boots in a row failed; the proxy is not retried.", message, failures)
-	if console, err := provider.ReadConsole(ctx, run.prov, p.Status.ProviderID); err == nil {
-		if lines := provider.LastLines(console, consoleLines); len(lines) > 0 {
-			msg += " The last lines of its serial console:\n" + strings.Join(lines, "\n")
-		}
-	} else if !errors.Is(err, provider.ErrNoConsole) {
-		run.log.WarnContext(ctx, "cannot read the console of the instance", slog.String("providerID", p.Status.ProviderID), slog.Any("error", err))
+	tail := run.consoleTail(ctx)
+	if len(tail) > 0 {
+		msg += " The last lines of its serial console are in status.consoleTail (shown to editors and owners)."
 	}
 	next := run.next()
 	next.Reconciler.BootFailures = failures
+	next.Status.ConsoleTail = tail
 	run.doc = next
 	return run.fail(ctx, reason, msg)
 }

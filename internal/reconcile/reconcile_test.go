@@ -657,7 +657,7 @@ func TestNoRunWaitsForABoot(t *testing.T) {
 
 // TestThirdBootFailureFails: at the MaxBootFailures-th VM that does not
 // become ready, the proxy is Failed with the last lines of that VM's
-// console, and the VM is deleted: a failed proxy costs nothing.
+// console in status.consoleTail, and the VM is deleted: a failed proxy costs nothing.
 func TestThirdBootFailureFails(t *testing.T) {
 	w := newWorld(t, reconcile.Options{})
 	w.mock.NeverReady(2)
@@ -679,11 +679,15 @@ func TestThirdBootFailureFails(t *testing.T) {
 	for _, want := range []string{
 		"reported that it cannot serve: a CONNECT with credentials to www.google.com:443 got 000, want 200",
 		"3 boots in a row failed",
-		"The last lines of its serial console:\nmock: instance proxy-" + uid + " created; booting\negress-bootstrap: FAILED: a CONNECT",
+		"The last lines of its serial console are in status.consoleTail",
 	} {
 		if !strings.Contains(p.Status.Message, want) {
 			t.Errorf("message %q lacks %q", p.Status.Message, want)
 		}
+	}
+	wantTail := []string{"mock: instance proxy-" + uid + " created; booting", "egress-bootstrap: FAILED: a CONNECT with credentials to www.google.com:443 got 000, want 200"}
+	if diff := cmp.Diff(wantTail, p.Status.ConsoleTail); diff != "" {
+		t.Errorf("status.consoleTail (-want +got):\n%s", diff)
 	}
 	if n := len(w.mock.Instances()); n != 0 {
 		t.Errorf("%d instances remain for the Failed proxy, want 0", n)

@@ -21,6 +21,9 @@ const (
 	DeleteProxy  Permission = "proxies.delete"
 	RotateProxy  Permission = "proxies.rotate"
 	ReadProxyURL Permission = "proxies.readProxyURL"
+	// ReadConsoleTail is status.consoleTail: what a Failed proxy's VM
+	// printed last.
+	ReadConsoleTail Permission = "proxies.readConsoleTail"
 )
 
 // Permissions is who may do what: the least role that grants each
@@ -30,6 +33,9 @@ const (
 //
 // ReadProxyURL (the credentials in status.proxyURL) is every member's and
 // no one else's: an admin who is not a member sees a proxy without them.
+// ReadConsoleTail (the output of the VM's software, which a custom
+// cloud-init controls) is an editor's and an owner's, and likewise no
+// one else's.
 var Permissions = map[Permission]Role{
 	ListNamespaces:  Viewer,
 	CreateNamespace: "",
@@ -43,13 +49,16 @@ var Permissions = map[Permission]Role{
 	DeleteProxy:     Editor,
 	RotateProxy:     Editor,
 	ReadProxyURL:    Viewer,
+	ReadConsoleTail: Editor,
 }
 
 // Allowed reports whether a caller with role in a namespace ("" for none),
 // admin or not, has permission p there.
 func Allowed(p Permission, admin bool, role Role) bool {
-	if p == ReadProxyURL {
-		return role.Valid()
+	switch p {
+	case ReadProxyURL, ReadConsoleTail:
+		// The namespace's own, admins or not.
+		return role.AtLeast(Permissions[p])
 	}
 	if admin {
 		return true

@@ -25,6 +25,8 @@ func TestAllowed(t *testing.T) {
 		tenancy.RotateProxy:     {true, true, true, false, false},
 		// Credentials are the members': an admin outside sees none.
 		tenancy.ReadProxyURL: {false, true, true, true, false},
+		// What a VM printed: its editors' and owners', no admin's outside.
+		tenancy.ReadConsoleTail: {false, true, true, false, false},
 	}
 	for p, want := range cases {
 		got := row{

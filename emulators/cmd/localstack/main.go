@@ -123,6 +123,7 @@ func run(ctx context.Context, log *slog.Logger) error {
 	defer ps.Close()
 	if err := eventarc.SetupPubSub(ctx, ps, cfg.Project, "http://"+relayHost, []eventarc.PushTrigger{
 		{Topic: queue.ReconcileTopic, Function: "Reconcile"},
+		{Topic: queue.CallHomeTopic, Function: "Reconcile"},
 		{Topic: queue.GCTopic, Function: "CollectGarbage"},
 	}); err != nil {
 		return err

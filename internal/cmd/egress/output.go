@@ -46,7 +46,18 @@ func (c *cli) printProxy(p *proxy.Proxy) error {
 			fmt.Fprintf(tw, "%s:\t%s\n", r[0], r[1])
 		}
 	}
-	return tw.Flush()
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	// What the failed VM printed last (editors and owners see it), as it
+	// came, one line each.
+	if len(p.Status.ConsoleTail) > 0 {
+		fmt.Fprintln(c.stdout, "consoleTail:")
+		for _, l := range p.Status.ConsoleTail {
+			fmt.Fprintln(c.stdout, "  "+l)
+		}
+	}
+	return nil
 }
 
 // printProxies shows a list: {"proxies": […]} with -o json, as the API's

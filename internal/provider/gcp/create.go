@@ -206,10 +206,20 @@ func (p *Provider) instance(req provider.CreateRequest, zone, natIP string) *com
 		}},
 		NetworkInterfaces: []*computepb.NetworkInterface{nic},
 	}
-	if p.cfg.ServiceAccount != "" {
+	if p.cfg.ServiceAccount != "" && runsOnlyTheBootstrap(req) {
 		inst.ServiceAccounts = []*computepb.ServiceAccount{{Email: proto.String(p.cfg.ServiceAccount), Scopes: p.cfg.Scopes}}
 	}
 	return inst
+}
+
+// runsOnlyTheBootstrap reports whether the VM runs the default bootstrap
+// and nothing else, and so may hold the proxy VMs' service account. A
+// spec's own cloud-init is a tenant's root code with no egress filter: its
+// VM gets no service account at all, so the metadata server has no token
+// to give it (no call-home, no log entry, no API of the project); it is
+// Ready once Compute says RUNNING, when the sweep next looks.
+func runsOnlyTheBootstrap(req provider.CreateRequest) bool {
+	return req.StartupScript != "" && req.CloudInit == ""
 }
 
 // metadata is what the VM boots with. The default bootstrap goes as

@@ -493,3 +493,52 @@ func TestConsole(t *testing.T) {
 		t.Errorf("console of an absent VM: %v, want ErrNotFound", err)
 	}
 }
+
+// TestServiceAccountOnlyForTheBootstrap: the proxy VMs' account (logs,
+// metrics, the call-home topic) goes only to VMs that run the default
+// bootstrap. A spec's own cloud-init is a tenant's root code with no egress
+// filter: its VM gets no service account at all, so it holds no token of
+// the project (the metadata server has none to give).
+func TestServiceAccountOnlyForTheBootstrap(t *testing.T) {
+	vmAccount := []*computepb.ServiceAccount{{
+		Email:  proto.String("proxy-vm@demo-proxies.iam.gserviceaccount.com"),
+		Scopes: DefaultScopes,
+	}}
+	cases := map[string]struct {
+		reason string
+		change func(*provider.CreateRequest)
+		want   []*computepb.ServiceAccount
+	}{
+		"DefaultBootstrap": {
+			reason: "the startup script writes logs and calls home with the VMs' account",
+			change: func(r *provider.CreateRequest) {},
+			want:   vmAccount,
+		},
+		"OwnCloudInit": {
+			reason: "a spec's cloud-init runs the tenant's code: no account",
+			change: func(r *provider.CreateRequest) { r.StartupScript, r.CloudInit = "", "#cloud-config\nruncmd: [id]\n" },
+		},
+		"CloudInitBesideAScript": {
+			reason: "user-data beside a script still runs the tenant's code: no account",
+			change: func(r *provider.CreateRequest) { r.CloudInit = "#cloud-config\n" },
+		},
+		"NoBootstrap": {
+			reason: "a VM that runs nothing of ours has no use for the account",
+			change: func(r *provider.CreateRequest) { r.StartupScript = "" },
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			p, fake := newProvider(t)
+			req := request()
+			tc.change(&req)
+			if _, err := p.Create(context.Background(), req); err != nil {
+				t.Fatal(err)
+			}
+			got := fake.Inserts()[0].Instance.GetServiceAccounts()
+			if diff := cmp.Diff(tc.want, got, protocmp.Transform(), cmpopts.EquateEmpty()); diff != "" {
+				t.Errorf("%s: Insert body's serviceAccounts (-want +got):\n%s", tc.reason, diff)
+			}
+		})
+	}
+}

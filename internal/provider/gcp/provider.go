@@ -69,8 +69,9 @@ type Config struct {
 	Network, Subnetwork string
 	// NetworkTag is the tag the firewall rule opens the proxy port for.
 	NetworkTag string
-	// ServiceAccount is the VMs' own service account email; empty gives
-	// them none.
+	// ServiceAccount is the proxy VMs' own service account email, given
+	// only to VMs that run the default bootstrap (a spec's own cloud-init
+	// runs with none); empty gives every VM none.
 	ServiceAccount string
 	// Scopes are the OAuth scopes of that service account.
 	Scopes []string

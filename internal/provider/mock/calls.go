@@ -43,7 +43,10 @@ func (p *Provider) Create(ctx context.Context, req provider.CreateRequest) (stri
 	if req.RequestID != "" {
 		p.requests[req.RequestID] = seenRequest{id: in.inst.ID, at: now}
 	}
-	callHome := made && in.createErr == nil && p.callHome != nil && !in.neverReady
+	// Only a VM that runs the default bootstrap calls home: one that runs a
+	// spec's own cloud-init has no account to publish with (the gcp
+	// provider gives it none), and is seen Running by the sweep.
+	callHome := made && in.createErr == nil && p.callHome != nil && !in.neverReady && req.CloudInit == ""
 	if callHome && p.skipCallHome > 0 {
 		p.skipCallHome--
 		callHome = false

@@ -166,6 +166,23 @@ func (p *Provider) FailBoot(providerID, reason string) bool {
 	return ok
 }
 
+// Print appends lines to an instance's console, as software on the VM
+// (a spec's own cloud-init, say) writes to its serial port. It reports
+// whether the instance exists.
+func (p *Provider) Print(providerID string, lines ...string) bool {
+	name, _, err := parseID(providerID)
+	if err != nil {
+		return false
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	in, ok := p.instances[name]
+	if ok {
+		in.console = append(in.console, lines...)
+	}
+	return ok
+}
+
 // NeverReady makes the next n new instances hang in their boot: they stay
 // Provisioning, report nothing and never call home, as a VM whose startup
 // script never ran would.

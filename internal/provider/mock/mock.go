@@ -71,11 +71,11 @@ type Options struct {
 	// (provider.LabelDeployment); empty is provider.DefaultDeployment.
 	// InDeployment gives another deployment's view of the same project.
 	Deployment string
-	// CallHome, if set, is called once for each new instance when its
-	// provisioning delay ends, as a real VM's startup script publishes
-	// {namespace, name, uid} when its self-test passes. The composition
-	// root wires it to the reconcile topic, so the local stack takes the
-	// production path.
+	// CallHome, if set, is called once for each new instance that boots
+	// the default bootstrap (no CloudInit) when its provisioning delay
+	// ends, as a real VM's startup script publishes {namespace, name, uid}
+	// when its self-test passes. The composition root wires it to the
+	// call-home topic, so the local stack takes the production path.
 	CallHome func(CallHome)
 }
 

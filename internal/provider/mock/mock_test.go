@@ -192,6 +192,7 @@ func TestCallHome(t *testing.T) {
 		reason string
 		before func(p *mock.Provider)
 		after  func(p *mock.Provider, id string)
+		change func(*provider.CreateRequest)
 		want   []mock.CallHome
 	}{
 		"Ready": {
@@ -215,6 +216,10 @@ func TestCallHome(t *testing.T) {
 			reason: "a VM gone before its boot ended calls nobody",
 			after:  func(p *mock.Provider, id string) { p.Lose(id) },
 		},
+		"OwnCloudInit": {
+			reason: "a VM that runs a spec's own cloud-init has no account to call home with (the gcp provider gives it none)",
+			change: func(r *provider.CreateRequest) { r.CloudInit = "#cloud-config\n" },
+		},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -226,6 +231,9 @@ func TestCallHome(t *testing.T) {
 			}
 			req := request("6c1f0a5e-8d1b-4c59-9a53-1b7a2f3d4e5f")
 			req.Namespace, req.ProxyName = "team-a", "egress-1"
+			if tc.change != nil {
+				tc.change(&req)
+			}
 			id, err := p.Create(context.Background(), req)
 			if err != nil {
 				t.Fatal(err)
