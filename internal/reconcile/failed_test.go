@@ -28,10 +28,10 @@ type failedEnd struct {
 	// ConsoleTail is status.consoleTail, the console lines kept apart
 	// from the message.
 	ConsoleTail string
-	ProviderID    string
-	Endpoint      string
-	Instances     int
-	Addresses     int
+	ProviderID  string
+	Endpoint    string
+	Instances   int
+	Addresses   int
 	// Calls are the provider calls after the proxy was set up.
 	Calls map[mock.Method]int
 	// Stalled: the sweep would re-drive the document.
@@ -190,7 +190,7 @@ func TestFailedProxyHasNoVM(t *testing.T) {
 			got := failedEnd{
 				Phase: p.Status.Phase, MessageHasWhy: strings.Contains(p.Status.Message, tc.why),
 				ConsoleTail: strings.Join(p.Status.ConsoleTail, "\n"),
-				ProviderID: p.Status.ProviderID, Endpoint: p.Status.Endpoint,
+				ProviderID:  p.Status.ProviderID, Endpoint: p.Status.Endpoint,
 				Instances: len(w.mock.Instances()), Addresses: len(w.mock.Addresses()),
 				Calls: w.calls(), Stalled: w.stalled(time.Hour),
 			}
