@@ -216,8 +216,10 @@ var ProxyVM = []struct {
 	Method, By string
 	Granted
 }{
-	{"pubsub.topics.publish", "the startup script's call-home (POST …/topics/proxy-reconcile:publish)",
-		ResourceGrants["pubsub.topics.publish"]},
+	// proxy-callhome, not proxy-reconcile: a VM's message must name a
+	// uid, which only that topic's subscription checks (internal/queue).
+	{"pubsub.topics.publish", "the startup script's call-home (POST …/topics/proxy-callhome:publish)",
+		Granted{"roles/pubsub.publisher", "google_pubsub_topic.callhome", []string{"pubsub.topics.publish"}}},
 	{"logging.entries.write", "Google's guest agent, which copies the startup script's output to Cloud Logging",
 		Granted{"roles/logging.logWriter", "project", []string{"logging.logEntries.create", "logging.logEntries.route"}}},
 	{"monitoring.timeSeries.create", "an Ops Agent, should the operator's image run one (the default bootstrap installs none)",
