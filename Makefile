@@ -49,9 +49,11 @@ sim:
 cli:
 	$(GO) build -o bin/egress ./internal/cmd/egress
 
-## package: the functions' source archive that deploy/terraform uploads
+## package: what deploy/terraform uploads: the functions' source archive and
+## the proxy engine binary the VMs install (static, linux/amd64)
 package:
 	$(GO) run ./scripts/package-functions -o dist/functions-source.zip
+	CGO_ENABLED=0 GOOS=linux GOARCH=amd64 $(GO) build -trimpath -o dist/egress-proxy ./internal/cmd/egress-proxy
 
 ## tf-check: `tofu fmt -check` on deploy/terraform (builds OpenTofu once; not part of make test: minutes)
 tf-check:

@@ -148,8 +148,9 @@ func (a *App) reconcileOptions() reconcile.Options {
 	// The lease must outlast a whole run: the budget plus the provider
 	// calls around it.
 	o.LeaseDuration = max(reconcile.DefaultLeaseDuration, o.WaitBudget+2*time.Minute)
-	o.Bootstrap = func(s proxy.Spec, c proxy.Credentials) (string, error) {
-		return bootstrap.Render(bootstrap.ForProxy(s, c))
+	o.Bootstrap = func(s proxy.Spec, c proxy.Credentials) (string, string, error) {
+		b, err := bootstrap.Render(bootstrap.ForProxy(s, c, a.Config.DenyRanges))
+		return b.Script, b.Config, err
 	}
 	return o
 }

@@ -110,6 +110,11 @@ type CreateRequest struct {
 	// it is set, reports StateRunning only once the script said the proxy
 	// serves.
 	StartupScript string
+	// BootstrapConfig, added with StartupScript, is the configuration the
+	// startup script reads (the proxy engine's JSON, package bootstrap),
+	// which holds no secret. A provider sends it beside the script (gcp:
+	// the egress-config metadata item).
+	BootstrapConfig string
 
 	// The fields below are added to the original contract too.
 

@@ -64,7 +64,7 @@ func (run *run) create(ctx context.Context) (outcome, error) {
 		AvoidZones: next.Reconciler.FullZones,
 	}
 	var err error
-	if req.CloudInit, req.StartupScript, err = run.bootstrap(ctx); err != nil {
+	if req.CloudInit, req.StartupScript, req.BootstrapConfig, err = run.bootstrap(ctx); err != nil {
 		return run.bootstrapFailed(ctx, err)
 	}
 	id, err := run.prov.Create(ctx, req)
@@ -91,25 +91,25 @@ func (run *run) create(ctx context.Context) (outcome, error) {
 // (the secret it names, or the inline one) as user-data, or else the
 // default startup script. A spec that brings its own cloud-init takes over
 // the whole VM, so it gets no startup script beside it.
-func (run *run) bootstrap(ctx context.Context) (cloudInit, startupScript string, err error) {
+func (run *run) bootstrap(ctx context.Context) (cloudInit, startupScript, config string, err error) {
 	s := run.doc.Spec
 	switch {
 	case s.CloudInitSecret != "":
 		if run.r.secrets == nil {
-			return "", "", bootstrapError{fmt.Errorf("reading secret version %s: no Secret Manager client is configured", s.CloudInitSecret)}
+			return "", "", "", bootstrapError{fmt.Errorf("reading secret version %s: no Secret Manager client is configured", s.CloudInitSecret)}
 		}
 		ud, err := run.r.secrets.Access(ctx, s.CloudInitSecret)
-		return ud, "", err
+		return ud, "", "", err
 	case s.CloudInit != "":
-		return s.CloudInit, "", nil
+		return s.CloudInit, "", "", nil
 	case run.r.opts.Bootstrap != nil:
-		script, err := run.r.opts.Bootstrap(s, run.doc.Reconciler.Credentials)
+		script, config, err := run.r.opts.Bootstrap(s, run.doc.Reconciler.Credentials)
 		if err != nil {
-			return "", "", bootstrapError{fmt.Errorf("rendering the startup script: %w", err)}
+			return "", "", "", bootstrapError{fmt.Errorf("rendering the startup script: %w", err)}
 		}
-		return "", script, nil
+		return "", script, config, nil
 	}
-	return "", "", nil
+	return "", "", "", nil
 }
 
 // bootstrapError is a bootstrap that can never be had as the spec asks.

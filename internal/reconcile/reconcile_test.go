@@ -803,9 +803,9 @@ func TestProviderCallsOfALifecycle(t *testing.T) {
 // VM that replaces a lost one.
 func TestCredentialsOutliveTheVM(t *testing.T) {
 	var rendered []proxy.Credentials
-	w := newWorld(t, reconcile.Options{Bootstrap: func(s proxy.Spec, c proxy.Credentials) (string, error) {
+	w := newWorld(t, reconcile.Options{Bootstrap: func(s proxy.Spec, c proxy.Credentials) (string, string, error) {
 		rendered = append(rendered, c)
-		return "#!/bin/bash\n# for " + c.Username + "\n", nil
+		return "#!/bin/bash\n# for " + c.Username + "\n", `{"users":[]}`, nil
 	}})
 	first := w.ready()
 	creds := first.Reconciler.Credentials

@@ -54,9 +54,10 @@ func permanent(err error) bool {
 	return errors.As(err, &p) && p.IsPermanent()
 }
 
-// BootstrapFunc renders the default bootstrap of a proxy, the startup
-// script its VM runs (package bootstrap), from its spec and credentials.
-type BootstrapFunc func(spec proxy.Spec, creds proxy.Credentials) (string, error)
+// BootstrapFunc renders the default bootstrap of a proxy (package
+// bootstrap) from its spec and credentials: the startup script its VM runs
+// and the configuration the script reads (CreateRequest.BootstrapConfig).
+type BootstrapFunc func(spec proxy.Spec, creds proxy.Credentials) (script, config string, err error)
 
 // Defaults of Options.
 const (

@@ -128,7 +128,8 @@ func TestInsertBody(t *testing.T) {
 		}},
 		ServiceAccounts: []*computepb.ServiceAccount{{
 			Email:  proto.String("proxy-vm@demo-proxies.iam.gserviceaccount.com"),
-			Scopes: []string{"https://www.googleapis.com/auth/logging.write", "https://www.googleapis.com/auth/monitoring.write", "https://www.googleapis.com/auth/pubsub"},
+			Scopes: []string{"https://www.googleapis.com/auth/logging.write", "https://www.googleapis.com/auth/monitoring.write", "https://www.googleapis.com/auth/pubsub",
+				"https://www.googleapis.com/auth/devstorage.read_only"},
 		}},
 	}
 	if diff := cmp.Diff(want, ins[1].Instance, protocmp.Transform()); diff != "" {
@@ -154,12 +155,16 @@ func TestMetadata(t *testing.T) {
 		want   []*computepb.Items
 	}{
 		"StartupScriptAndCallHome": {
-			reason: "the script reads its probe target and what it publishes when it calls home",
+			reason: "the script reads the engine's configuration, the engine to install, its probe target and what it publishes when it calls home",
 			cfg: Config{Project: project, ProbeTarget: "www.google.com:443",
-				CallHomeTopic: "projects/demo-proxies/topics/proxy-reconcile", PubSubEndpoint: "http://192.0.2.9:8085"},
-			change: func(r *provider.CreateRequest) { r.StartupScript = script },
+				CallHomeTopic: "projects/demo-proxies/topics/proxy-reconcile", PubSubEndpoint: "http://192.0.2.9:8085",
+				EngineURL: "https://storage.googleapis.com/b/egress-proxy", EngineSHA256: strings.Repeat("ab", 32)},
+			change: func(r *provider.CreateRequest) { r.StartupScript, r.BootstrapConfig = script, `{"users":[]}` },
 			want: []*computepb.Items{
 				item("startup-script", script),
+				item("egress-config", `{"users":[]}`),
+				item("egress-engine-url", "https://storage.googleapis.com/b/egress-proxy"),
+				item("egress-engine-sha256", strings.Repeat("ab", 32)),
 				item("enable-guest-attributes", "TRUE"),
 				item("egress-probe-target", "www.google.com:443"),
 				item("egress-call-home-topic", "projects/demo-proxies/topics/proxy-reconcile"),
