@@ -53,7 +53,6 @@ package bootstrap
 import (
 	"bytes"
 	_ "embed"
-	"encoding/json"
 	"fmt"
 	"net/netip"
 	"slices"
@@ -62,7 +61,6 @@ import (
 	"text/template"
 
 	"github.com/egress-proxies/egress/internal/proxy"
-	"github.com/egress-proxies/egress/internal/proxyengine"
 )
 
 // Instance metadata keys: the script, the engine's configuration and the
@@ -174,15 +172,6 @@ func ForProxy(spec proxy.Spec, creds proxy.Credentials, denyRanges []string) Con
 		Credentials: creds, DenyRanges: denyRanges}
 }
 
-// Bootstrap is what a VM boots with: the startup script and the engine's
-// configuration, which the gcp provider sends as KeyStartupScript and
-// KeyConfig.
-type Bootstrap struct {
-	Script string
-	// Config is proxyengine.Config as JSON; it holds no password.
-	Config string
-}
-
 // rendered is Config checked and in the form the template writes.
 type rendered struct {
 	Port               int32
@@ -286,41 +275,17 @@ func byFamily(ps []netip.Prefix) (v4, v6 []string) {
 	return v4, v6
 }
 
-// Render returns the startup script and the engine's configuration for c.
-// Each call salts the password's hash afresh.
-func Render(c Config) (Bootstrap, error) {
+// Render returns the startup script for c.
+func Render(c Config) (string, error) {
 	r, err := c.check()
 	if err != nil {
-		return Bootstrap{}, err
+		return "", err
 	}
 	var b bytes.Buffer
 	if err := script.Execute(&b, r); err != nil {
-		return Bootstrap{}, fmt.Errorf("bootstrap: rendering the startup script: %w", err)
+		return "", fmt.Errorf("bootstrap: rendering the startup script: %w", err)
 	}
-	hash, err := proxyengine.NewPasswordHash(c.Credentials.Password)
-	if err != nil {
-		return Bootstrap{}, fmt.Errorf("bootstrap: %w", err)
-	}
-	ports := make([]int, len(r.ConnectPorts))
-	for i, p := range r.ConnectPorts {
-		ports[i] = int(p)
-	}
-	engine := proxyengine.Config{
-		Generation: 1,
-		Listen:     ":" + strconv.Itoa(int(c.Port)),
-		Users:      []proxyengine.User{{Name: c.Credentials.Username, PasswordHash: hash}},
-		// The VM itself, for the script's self-test; the nftables input
-		// rule admits loopback for the same reason.
-		AllowedSourceRanges: slices.Concat([]string{"127.0.0.1/32", "::1/128"}, r.Allow4, r.Allow6),
-		ConnectPorts:        ports,
-		DenyDestinations:    slices.Concat(r.Deny4, r.Deny6),
-		StatsListen:         "127.0.0.1:" + strconv.Itoa(r.StatsPort),
-	}
-	js, err := json.Marshal(engine)
-	if err != nil {
-		return Bootstrap{}, fmt.Errorf("bootstrap: encoding the engine's configuration: %w", err)
-	}
-	return Bootstrap{Script: b.String(), Config: string(js)}, nil
+	return b.String(), nil
 }
 
 //go:embed startup-script.sh.tmpl

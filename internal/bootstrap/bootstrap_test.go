@@ -55,8 +55,11 @@ func TestRenderRefusesBadValues(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			c := config()
 			tc.change(&c)
-			if b, err := bootstrap.Render(c); err == nil {
-				t.Errorf("Render accepted it (%s):\n%s", tc.reason, b.Script)
+			if s, err := bootstrap.Render(c); err == nil {
+				t.Errorf("Render accepted it (%s):\n%s", tc.reason, s)
+			}
+			if e, err := bootstrap.EngineConfig(c); err == nil {
+				t.Errorf("EngineConfig accepted it (%s): %+v", tc.reason, e)
 			}
 		})
 	}
@@ -70,7 +73,7 @@ func TestRenderedValues(t *testing.T) {
 	c := config()
 	c.AllowedSourceRanges = []string{"203.0.113.7/24", "2001:db8::1/32"}
 	c.ConnectPorts = []int32{8443, 443, 8443}
-	b, err := bootstrap.Render(c)
+	script, err := bootstrap.Render(c)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -81,13 +84,13 @@ func TestRenderedValues(t *testing.T) {
 		"readonly CONNECT_PORTS=('443' '8443' )\n",
 		"readonly STATS_PORT='9901'\n",
 	} {
-		if !strings.Contains(b.Script, want) {
+		if !strings.Contains(script, want) {
 			t.Errorf("the script lacks %q", want)
 		}
 	}
-	var got proxyengine.Config
-	if err := json.Unmarshal([]byte(b.Config), &got); err != nil {
-		t.Fatalf("the engine's configuration is not its JSON: %v\n%s", err, b.Config)
+	got, err := bootstrap.EngineConfig(c)
+	if err != nil {
+		t.Fatal(err)
 	}
 	if len(got.Users) != 1 || !proxyengine.Matches(got.Users[0].PasswordHash, creds.Password) {
 		t.Errorf("users %+v: want the proxy's username with a hash of its password", got.Users)
@@ -108,23 +111,32 @@ func TestRenderedValues(t *testing.T) {
 
 // TestNoSecretInTheBootstrap: a reader of the instance's metadata learns
 // nothing that lets them use the proxy: the password is in neither the
-// script nor the configuration, and two renders salt the hash apart.
+// script nor the engine's configuration, and two renders salt the hash
+// apart.
 func TestNoSecretInTheBootstrap(t *testing.T) {
-	a, err := bootstrap.Render(config())
+	script, err := bootstrap.Render(config())
 	if err != nil {
 		t.Fatal(err)
 	}
-	b, err := bootstrap.Render(config())
+	a, err := bootstrap.EngineConfig(config())
 	if err != nil {
 		t.Fatal(err)
 	}
-	for name, v := range map[string]string{"script": a.Script, "configuration": a.Config} {
+	b, err := bootstrap.EngineConfig(config())
+	if err != nil {
+		t.Fatal(err)
+	}
+	js, err := json.Marshal(a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, v := range map[string]string{"script": script, "configuration": string(js)} {
 		if strings.Contains(v, creds.Password) {
 			t.Errorf("the %s holds the password", name)
 		}
 	}
-	if a.Config == b.Config {
-		t.Error("two renders gave the same configuration: the hash is not salted afresh")
+	if a.Users[0].PasswordHash == b.Users[0].PasswordHash {
+		t.Error("two renders gave the same hash: it is not salted afresh")
 	}
 }
 
@@ -141,19 +153,19 @@ func TestDenyRanges(t *testing.T) {
 	}
 	c := config()
 	c.DenyRanges = []string{"10.128.0.0/9", "34.64.0.0/10", "34.64.1.0/24", "34.64.0.0/10", "fd12::/16"}
-	b, err := bootstrap.Render(c)
+	script, err := bootstrap.Render(c)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var got proxyengine.Config
-	if err := json.Unmarshal([]byte(b.Config), &got); err != nil {
+	got, err := bootstrap.EngineConfig(c)
+	if err != nil {
 		t.Fatal(err)
 	}
 	want := append(canonical(bootstrap.DefaultDenyRanges), "34.64.0.0/10")
 	if diff := cmp.Diff(want, got.DenyDestinations, cmpopts.SortSlices(func(a, b string) bool { return a < b })); diff != "" {
 		t.Errorf("deny ranges (-want +got):\n%s", diff)
 	}
-	if !strings.Contains(b.Script, "'34.64.0.0/10'") || strings.Contains(b.Script, "'34.64.1.0/24'") {
+	if !strings.Contains(script, "'34.64.0.0/10'") || strings.Contains(script, "'34.64.1.0/24'") {
 		t.Error("the script's deny sets are not the outermost ranges")
 	}
 }
@@ -162,12 +174,12 @@ func TestDenyRanges(t *testing.T) {
 // is installed, checks it with shellcheck (scripts/install-deps.sh installs
 // it; under CI it must be there).
 func TestScriptIsValidShell(t *testing.T) {
-	b, err := bootstrap.Render(config())
+	s, err := bootstrap.Render(config())
 	if err != nil {
 		t.Fatal(err)
 	}
 	path := filepath.Join(t.TempDir(), "startup-script")
-	if err := os.WriteFile(path, []byte(b.Script), 0o755); err != nil {
+	if err := os.WriteFile(path, []byte(s), 0o755); err != nil {
 		t.Fatal(err)
 	}
 	if out, err := exec.Command("bash", "-n", path).CombinedOutput(); err != nil {
@@ -190,11 +202,11 @@ func TestScriptIsValidShell(t *testing.T) {
 // reads; no line of the script that prints may name the self-test's
 // password or a token.
 func TestScriptNeverPrintsASecret(t *testing.T) {
-	b, err := bootstrap.Render(config())
+	s, err := bootstrap.Render(config())
 	if err != nil {
 		t.Fatal(err)
 	}
-	for i, l := range strings.Split(b.Script, "\n") {
+	for i, l := range strings.Split(s, "\n") {
 		trimmed := strings.TrimSpace(l)
 		if strings.HasPrefix(trimmed, "log ") || strings.HasPrefix(trimmed, "echo ") || strings.HasPrefix(trimmed, "fail ") {
 			if strings.Contains(l, "password") || strings.Contains(l, "bearer") || strings.Contains(l, "token") {
@@ -207,18 +219,18 @@ func TestScriptNeverPrintsASecret(t *testing.T) {
 // TestDefaultConnectPorts: a spec that names no CONNECT ports gets 443 and
 // 80, and nothing else, in the engine and in the kernel's filter.
 func TestDefaultConnectPorts(t *testing.T) {
-	b, err := bootstrap.Render(config())
+	s, err := bootstrap.Render(config())
 	if err != nil {
 		t.Fatal(err)
 	}
-	var got proxyengine.Config
-	if err := json.Unmarshal([]byte(b.Config), &got); err != nil {
+	got, err := bootstrap.EngineConfig(config())
+	if err != nil {
 		t.Fatal(err)
 	}
 	if diff := cmp.Diff([]int{80, 443}, got.ConnectPorts); diff != "" {
 		t.Errorf("the engine's CONNECT ports (-want +got):\n%s", diff)
 	}
-	if !strings.Contains(b.Script, "readonly CONNECT_PORTS=('80' '443' )\n") {
+	if !strings.Contains(s, "readonly CONNECT_PORTS=('80' '443' )\n") {
 		t.Error("the script's CONNECT ports are not 80 and 443")
 	}
 }

@@ -14,6 +14,8 @@ package provider
 import (
 	"context"
 	"time"
+
+	"github.com/egress-proxies/egress/internal/proxyengine"
 )
 
 // InstanceState is a provider's lifecycle state for a single VM.
@@ -110,11 +112,11 @@ type CreateRequest struct {
 	// it is set, reports StateRunning only once the script said the proxy
 	// serves.
 	StartupScript string
-	// BootstrapConfig, added with StartupScript, is the configuration the
-	// startup script reads (the proxy engine's JSON, package bootstrap),
-	// which holds no secret. A provider sends it beside the script (gcp:
-	// the egress-config metadata item).
-	BootstrapConfig string
+	// Engine, added with StartupScript, is the proxy engine's
+	// configuration the startup script applies (package bootstrap), which
+	// holds password hashes, never a password. A provider sends it beside
+	// the script (gcp: the egress-config metadata item, as JSON).
+	Engine *proxyengine.Config
 
 	// The fields below are added to the original contract too.
 

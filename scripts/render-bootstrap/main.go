@@ -18,6 +18,8 @@
 package main
 
 import (
+	"encoding/json"
+
 	"context"
 	"flag"
 	"fmt"
@@ -72,23 +74,28 @@ func main() {
 		}
 		cfg.ConnectPorts = append(cfg.ConnectPorts, int32(n))
 	}
-	b, err := bootstrap.Render(cfg)
+	script, err := bootstrap.Render(cfg)
+	if err != nil {
+		fail(err)
+	}
+	engine, err := bootstrap.EngineConfig(cfg)
 	if err != nil {
 		fail(err)
 	}
 	switch {
 	case *printConfig:
-		fmt.Println(b.Config)
+		out, _ := json.MarshalIndent(engine, "", "  ")
+		fmt.Println(string(out))
 		return
 	case !*metadata:
-		fmt.Print(b.Script)
+		fmt.Print(script)
 		return
 	}
 	items, err := providerMetadata(gcp.Config{Project: "render-bootstrap", ProbeTarget: *probe,
 		CallHomeTopic: *topic, PubSubEndpoint: *endpoint, EngineURL: *engineURL, EngineSHA256: *engineSHA},
 		provider.CreateRequest{Name: provider.NameFromUID(*uid), UID: *uid, Namespace: *namespace, ProxyName: *name,
 			Placement: provider.Placement{Region: "us-central1", Zone: "us-central1-a"}, Port: int32(*port),
-			StartupScript: b.Script, BootstrapConfig: b.Config})
+			StartupScript: script, Engine: &engine})
 	if err != nil {
 		fail(err)
 	}

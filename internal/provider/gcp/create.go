@@ -1,6 +1,8 @@
 package gcp
 
 import (
+	"encoding/json"
+
 	"context"
 	"errors"
 	"fmt"
@@ -228,7 +230,11 @@ func (p *Provider) metadata(req provider.CreateRequest) *computepb.Metadata {
 	}
 	if req.StartupScript != "" {
 		add(bootstrap.KeyStartupScript, req.StartupScript)
-		add(bootstrap.KeyConfig, req.BootstrapConfig)
+		if req.Engine != nil {
+			// Marshalling a struct of strings, numbers and lists cannot fail.
+			engine, _ := json.Marshal(req.Engine)
+			add(bootstrap.KeyConfig, string(engine))
+		}
 		add(bootstrap.KeyEngineURL, p.cfg.EngineURL)
 		add(bootstrap.KeyEngineSHA256, p.cfg.EngineSHA256)
 		add(bootstrap.KeyGuestAttributes, "TRUE")

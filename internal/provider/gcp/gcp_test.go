@@ -18,6 +18,7 @@ import (
 	"github.com/egress-proxies/egress/internal/provider"
 	"github.com/egress-proxies/egress/internal/provider/gcp/computefake"
 	"github.com/egress-proxies/egress/internal/provider/providertest"
+	"github.com/egress-proxies/egress/internal/proxyengine"
 )
 
 const project = "demo-proxies"
@@ -127,7 +128,7 @@ func TestInsertBody(t *testing.T) {
 			AccessConfigs: []*computepb.AccessConfig{{Name: proto.String("External NAT"), Type: proto.String("ONE_TO_ONE_NAT")}},
 		}},
 		ServiceAccounts: []*computepb.ServiceAccount{{
-			Email:  proto.String("proxy-vm@demo-proxies.iam.gserviceaccount.com"),
+			Email: proto.String("proxy-vm@demo-proxies.iam.gserviceaccount.com"),
 			Scopes: []string{"https://www.googleapis.com/auth/logging.write", "https://www.googleapis.com/auth/monitoring.write", "https://www.googleapis.com/auth/pubsub",
 				"https://www.googleapis.com/auth/devstorage.read_only"},
 		}},
@@ -159,10 +160,12 @@ func TestMetadata(t *testing.T) {
 			cfg: Config{Project: project, ProbeTarget: "www.google.com:443",
 				CallHomeTopic: "projects/demo-proxies/topics/proxy-reconcile", PubSubEndpoint: "http://192.0.2.9:8085",
 				EngineURL: "https://storage.googleapis.com/b/egress-proxy", EngineSHA256: strings.Repeat("ab", 32)},
-			change: func(r *provider.CreateRequest) { r.StartupScript, r.BootstrapConfig = script, `{"users":[]}` },
+			change: func(r *provider.CreateRequest) {
+				r.StartupScript, r.Engine = script, &proxyengine.Config{Listen: ":3128", ConnectPorts: []int{443}}
+			},
 			want: []*computepb.Items{
 				item("startup-script", script),
-				item("egress-config", `{"users":[]}`),
+				item("egress-config", `{"generation":0,"listen":":3128","users":null,"allowedSourceRanges":null,"connectPorts":[443],"denyDestinations":null}`),
 				item("egress-engine-url", "https://storage.googleapis.com/b/egress-proxy"),
 				item("egress-engine-sha256", strings.Repeat("ab", 32)),
 				item("enable-guest-attributes", "TRUE"),
