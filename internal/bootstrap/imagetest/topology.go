@@ -6,17 +6,25 @@ import (
 	"net/netip"
 )
 
-// The test's network, all in ranges no real host uses (documentation
-// ranges), except the metadata server's own address and one private
-// address, which stand for the two things the proxy must never reach.
+// The test's network. The VM and the clients have documentation
+// addresses (the proxy never dials them: it answers them). The hosts the
+// proxy reaches have public addresses, which the egress filter allows, as
+// it must for any host on the internet: IANA's own 192.0.32.0/20 (where
+// example.com once lived), not a documentation range, since those are on
+// the deny list (bootstrap.DefaultDenyRanges). None of it is routed off
+// the machine: the namespaces have no link but their veth pair, so those
+// addresses reach only the test's stand-ins. The metadata server's own
+// address and one private address stand for the two things the proxy
+// must never reach.
 //
 //	VM namespace            "internet" namespace
 //	eth0 192.0.2.2/24 ──── vm0 192.0.2.1/24 (the VM's gateway)
 //	                        lo: 169.254.169.254  metadata server stand-in (:80),
 //	                                             and the VM's resolver (:53)
-//	                            203.0.113.10     TLS host (:443, and :8443 to refuse)
-//	                            203.0.113.11     plain HTTP host (:80)
-//	                            203.0.113.12     Pub/Sub stand-in (:80)
+//	                            192.0.43.10      TLS host (:443, and :8443 to refuse)
+//	                            192.0.43.11      plain HTTP host (:80)
+//	                            192.0.43.12      Pub/Sub stand-in (:80)
+//	                            192.0.43.13      storage stand-in (:80), the engine binary
 //	                            10.99.0.1        a "private network" host (:443)
 //	                            198.51.100.10    a client inside allowedSourceRanges
 //	                            203.0.113.200    a client outside them
@@ -30,12 +38,13 @@ var (
 	GatewayPrefix = netip.MustParsePrefix("192.0.2.1/24")
 
 	MetadataAddr = netip.MustParseAddr("169.254.169.254")
-	TLSHostAddr  = netip.MustParseAddr("203.0.113.10")
+	TLSHostAddr  = netip.MustParseAddr("192.0.43.10")
 	// TLSHostName is the TLS host's name: the one in httptest's
 	// certificate, which the resolver stand-in resolves to TLSHostAddr.
 	TLSHostName  = "example.com"
-	HTTPHostAddr = netip.MustParseAddr("203.0.113.11")
-	PubSubAddr   = netip.MustParseAddr("203.0.113.12")
+	HTTPHostAddr = netip.MustParseAddr("192.0.43.11")
+	PubSubAddr   = netip.MustParseAddr("192.0.43.12")
+	StorageAddr  = netip.MustParseAddr("192.0.43.13")
 	PrivateAddr  = netip.MustParseAddr("10.99.0.1")
 
 	AllowedRange = netip.MustParsePrefix("198.51.100.0/24")
@@ -49,6 +58,7 @@ const (
 	RefusedPort    = 8443 // open on the TLS host, but not a port the proxy may CONNECT to
 	HTTPPort       = 80
 	PubSubPort     = 80
+	StoragePort    = 80
 	PrivatePort    = 443
 	MetadataPort   = 80
 	DNSPort        = 53
@@ -89,7 +99,7 @@ func NewTopology(prefix string) (_ *Topology, err error) {
 	if err := t.Internet.AddAddr(gateDev, GatewayPrefix); err != nil {
 		return t, err
 	}
-	for _, a := range []netip.Addr{MetadataAddr, TLSHostAddr, HTTPHostAddr, PubSubAddr, PrivateAddr, ClientAddr, OutsiderAddr} {
+	for _, a := range []netip.Addr{MetadataAddr, TLSHostAddr, HTTPHostAddr, PubSubAddr, StorageAddr, PrivateAddr, ClientAddr, OutsiderAddr} {
 		if err := t.Internet.AddAddr("lo", netip.PrefixFrom(a, a.BitLen())); err != nil {
 			return t, err
 		}
