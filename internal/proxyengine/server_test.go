@@ -176,8 +176,8 @@ func TestSourceRanges(t *testing.T) {
 		sources []string
 		want    bool
 	}{
-		"loopback allowed": {"a client in a range is served", []string{"127.0.0.0/8"}, true},
-		"elsewhere only": {"a client outside every range is closed before a byte is read", []string{"10.0.0.0/8", "2001:db8::/32"}, false},
+		"loopback allowed":   {"a client in a range is served", []string{"127.0.0.0/8"}, true},
+		"elsewhere only":     {"a client outside every range is closed before a byte is read", []string{"10.0.0.0/8", "2001:db8::/32"}, false},
 		"exactly the client": {"a /32 is one address", []string{"127.0.0.1/32"}, true},
 	}
 	for name, tc := range cases {
@@ -412,7 +412,7 @@ func TestReadConfig(t *testing.T) {
 		json    string
 		wantErr string
 	}{
-		"complete": {json: `{"listen":":3128","users":[{"name":"a","passwordHash":"sha256:AA:BB"}],"allowedSourceRanges":["10.0.0.0/8"],"connectPorts":[443],"idleTimeout":"5m"}`},
+		"complete":      {json: `{"listen":":3128","users":[{"name":"a","passwordHash":"sha256:AA:BB"}],"allowedSourceRanges":["10.0.0.0/8"],"connectPorts":[443],"idleTimeout":"5m"}`},
 		"unknown field": {json: `{"listen":":3128","users":[],"extra":1}`, wantErr: `unknown field "extra"`},
 		"no users":      {json: `{"listen":":3128","allowedSourceRanges":["10.0.0.0/8"],"connectPorts":[443]}`, wantErr: "users: none"},
 		"bad range":     {json: `{"users":[{"name":"a","passwordHash":"sha256:AA:BB"}],"allowedSourceRanges":["10.0.0.0"],"connectPorts":[443]}`, wantErr: "is not a CIDR"},
