@@ -46,7 +46,7 @@ type Config struct {
 	// the API refuses others, the reconciler reads no other.
 	CloudInitSecretPrefix string
 	// DenyRanges are destinations no proxy may reach beyond
-	// bootstrap.DefaultDenyRanges (EGRESS_DENY_RANGES).
+	// proxyengine.DefaultDenyDestinations (EGRESS_DENY_RANGES).
 	DenyRanges []string
 	// ComputeEndpoint replaces Google's Compute API, without credentials:
 	// tests against a fake only.

@@ -25,7 +25,7 @@
 //     whenever it stops, and loads the nftables rules before every start:
 //     ingress to the proxy port only from allowedSourceRanges (and the VM
 //     itself), egress of the proxy's user refused to the deny ranges
-//     (DefaultDenyRanges and the operator's own: link-local with the
+//     (proxyengine.DefaultDenyDestinations and the operator's own: link-local with the
 //     metadata server, private, shared, documentation, benchmark,
 //     translation and multicast ranges) and to any port but the CONNECT
 //     ports (DNS to the configured resolvers excepted: on Compute Engine
@@ -61,6 +61,7 @@ import (
 	"text/template"
 
 	"github.com/egress-proxies/egress/internal/proxy"
+	"github.com/egress-proxies/egress/internal/proxyengine"
 )
 
 // Instance metadata keys: the script, the engine's configuration and the
@@ -129,23 +130,6 @@ const statsPort = 9901
 // none: HTTPS and HTTP.
 var DefaultConnectPorts = []int32{443, 80}
 
-// DefaultDenyRanges are the destinations no proxy may reach, in the engine
-// and in the kernel's filter: "this network", private (RFC 1918), shared
-// (CGNAT), loopback, link-local (the metadata server), IETF protocol
-// assignments, the documentation and benchmark ranges, 6to4 relays,
-// multicast and reserved; for IPv6 the unspecified address, loopback,
-// IPv4-mapped (a way round the IPv4 rules), NAT64, 6to4, documentation,
-// ULA (fd20:ce::254 is the metadata server), link-local and multicast.
-// The operator adds more (the VPC's own ranges, peered networks) with
-// Config.DenyRanges.
-var DefaultDenyRanges = []string{
-	"0.0.0.0/8", "10.0.0.0/8", "100.64.0.0/10", "127.0.0.0/8", "169.254.0.0/16", "172.16.0.0/12",
-	"192.0.0.0/24", "192.0.2.0/24", "192.88.99.0/24", "192.168.0.0/16", "198.18.0.0/15",
-	"198.51.100.0/24", "203.0.113.0/24", "224.0.0.0/4", "240.0.0.0/4",
-	"::/128", "::1/128", "::ffff:0:0/96", "64:ff9b::/96", "64:ff9b:1::/48", "2001:db8::/32",
-	"2002::/16", "fc00::/7", "fe80::/10", "ff00::/8",
-}
-
 // Config is what the script and the engine's configuration are rendered
 // from: one proxy's port, sources, CONNECT ports and credentials, and the
 // operator's deny ranges.
@@ -156,8 +140,9 @@ type Config struct {
 	// the proxy may open connections to; empty means DefaultConnectPorts.
 	ConnectPorts []int32
 	Credentials  proxy.Credentials
-	// DenyRanges are CIDRs no proxy may reach beyond DefaultDenyRanges
-	// (EGRESS_DENY_RANGES).
+	// DenyRanges are CIDRs no proxy may reach beyond
+	// proxyengine.DefaultDenyDestinations (EGRESS_DENY_RANGES): the VPC's
+	// own ranges, peered networks.
 	DenyRanges []string
 }
 
@@ -205,7 +190,7 @@ func (c Config) check() (rendered, error) {
 	if err != nil {
 		return r, err
 	}
-	for _, s := range DefaultDenyRanges {
+	for _, s := range proxyengine.DefaultDenyDestinations {
 		deny = append(deny, netip.MustParsePrefix(s))
 	}
 	r.Deny4, r.Deny6 = byFamily(outermost(deny))

@@ -101,7 +101,7 @@ func TestRenderedValues(t *testing.T) {
 		Users:               []proxyengine.User{{Name: creds.Username, PasswordHash: got.Users[0].PasswordHash}},
 		AllowedSourceRanges: []string{"127.0.0.1/32", "::1/128", "203.0.113.0/24", "2001:db8::/32"},
 		ConnectPorts:        []int{443, 8443},
-		DenyDestinations:    canonical(bootstrap.DefaultDenyRanges),
+		DenyDestinations:    canonical(proxyengine.DefaultDenyDestinations),
 		StatsListen:         "127.0.0.1:9901",
 	}
 	if diff := cmp.Diff(want, got, cmpopts.SortSlices(func(a, b string) bool { return a < b })); diff != "" {
@@ -147,8 +147,8 @@ func TestNoSecretInTheBootstrap(t *testing.T) {
 func TestDenyRanges(t *testing.T) {
 	for _, r := range []string{"192.0.0.0/24", "192.0.2.0/24", "192.88.99.0/24", "198.18.0.0/15", "198.51.100.0/24",
 		"203.0.113.0/24", "::/128", "::ffff:0:0/96", "64:ff9b::/96", "64:ff9b:1::/48", "2002::/16", "2001:db8::/32"} {
-		if !slices.Contains(bootstrap.DefaultDenyRanges, r) {
-			t.Errorf("DefaultDenyRanges lacks %s", r)
+		if !slices.Contains(proxyengine.DefaultDenyDestinations, r) {
+			t.Errorf("DefaultDenyDestinations lacks %s", r)
 		}
 	}
 	c := config()
@@ -161,7 +161,7 @@ func TestDenyRanges(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := append(canonical(bootstrap.DefaultDenyRanges), "34.64.0.0/10")
+	want := append(canonical(proxyengine.DefaultDenyDestinations), "34.64.0.0/10")
 	if diff := cmp.Diff(want, got.DenyDestinations, cmpopts.SortSlices(func(a, b string) bool { return a < b })); diff != "" {
 		t.Errorf("deny ranges (-want +got):\n%s", diff)
 	}

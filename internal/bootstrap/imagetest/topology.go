@@ -11,7 +11,7 @@ import (
 // proxy reaches have public addresses, which the egress filter allows, as
 // it must for any host on the internet: IANA's own 192.0.32.0/20 (where
 // example.com once lived), not a documentation range, since those are on
-// the deny list (bootstrap.DefaultDenyRanges). None of it is routed off
+// the deny list (proxyengine.DefaultDenyDestinations). None of it is routed off
 // the machine: the namespaces have no link but their veth pair, so those
 // addresses reach only the test's stand-ins. The metadata server's own
 // address and one private address stand for the two things the proxy
