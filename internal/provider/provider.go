@@ -70,6 +70,20 @@ type Instance struct {
 	// static address the VM uses (CreateRequest.StaticIP); Delete of it
 	// releases the address. Empty for an ephemeral address.
 	AddressID string
+	// Traffic, added to the original contract, is what the VM last
+	// reported of the traffic its proxy carried since it started (the gcp
+	// provider reads the guest attribute egress/traffic); nil when the VM
+	// reported nothing or the provider cannot tell.
+	Traffic *Traffic
+}
+
+// Traffic is a proxy VM's report of its traffic since its proxy started.
+type Traffic struct {
+	// BytesIn are the bytes received from clients, BytesOut those sent to
+	// them; Connections the client connections accepted.
+	BytesIn, BytesOut, Connections int64
+	// ReportTime is when the VM made the report.
+	ReportTime time.Time
 }
 
 // Placement is the provider-opaque placement/size configuration a Create

@@ -422,6 +422,18 @@ func TestReadiness(t *testing.T) {
 			settle: true, attrs: map[string]string{"egress/ready": "serving", "egress/error": "from the boot before"},
 			want: provider.Instance{State: provider.StateRunning, IP: "198.51.100.1"},
 		},
+		"ServingWithTraffic": {
+			reason: "egress/traffic, the engine's counters with the report's time, is the instance's Traffic",
+			settle: true, attrs: map[string]string{"egress/ready": "serving on port 3128",
+				"egress/traffic": `{"generation":1,"since":"2026-12-03T10:00:00Z","bytesIn":1200,"bytesOut":1048576,"connections":7,"activeTunnels":1,"reportTime":"2026-12-03T10:05:00Z"}`},
+			want: provider.Instance{State: provider.StateRunning, IP: "198.51.100.1", Traffic: &provider.Traffic{
+				BytesIn: 1200, BytesOut: 1048576, Connections: 7, ReportTime: time.Date(2026, 12, 3, 10, 5, 0, 0, time.UTC)}},
+		},
+		"UnreadableTraffic": {
+			reason: "a traffic report that is not the engine's counters is no report, and no verdict on the VM",
+			settle: true, attrs: map[string]string{"egress/ready": "serving", "egress/traffic": "garbage"},
+			want: provider.Instance{State: provider.StateRunning, IP: "198.51.100.1"},
+		},
 		"OwnCloudInit": {
 			reason:    "no startup script, no guest attributes: RUNNING is Running",
 			cloudInit: true, settle: true,
