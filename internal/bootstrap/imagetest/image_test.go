@@ -171,7 +171,7 @@ func testRelease(t *testing.T, ctx context.Context, rel Release, runDir string, 
 	} else {
 		t.Logf("root file system: cached (%s), %.1f s", rootfs, time.Since(start).Seconds())
 	}
-	r := setUp(t, ctx, rel, engine)
+	r := setUp(t, ctx, rel, engine, NewTopology)
 	root := filepath.Join(runDir, rel.Suite)
 	start = time.Now()
 	if err := Copy(ctx, rootfs, root); err != nil {

@@ -62,11 +62,12 @@ func claimWorkDir(t *testing.T, cache string) string {
 	return dir
 }
 
-// setUp makes the network and starts every stand-in in it, the storage
+// setUp makes the network (newTopology, which NewTopology is unless the
+// caller needs more) and starts every stand-in in it, the storage
 // stand-in serving engine.
-func setUp(t *testing.T, ctx context.Context, rel Release, engine []byte) *run {
+func setUp(t *testing.T, ctx context.Context, rel Release, engine []byte, newTopology func(string) (*Topology, error)) *run {
 	t.Helper()
-	topo, err := NewTopology(prefix)
+	topo, err := newTopology(prefix)
 	if err != nil {
 		t.Fatal(err)
 	}
