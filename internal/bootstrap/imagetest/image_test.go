@@ -159,8 +159,8 @@ func TestImage(t *testing.T) {
 }
 
 // testRelease boots one release twice and runs every check.
-func testRelease(t *testing.T, ctx context.Context, rel Release, runDir string, engine []byte) result {
-	res := result{family: rel.Family}
+func testRelease(t *testing.T, ctx context.Context, rel Release, runDir string, engine []byte) (res result) {
+	res.family = rel.Family
 	start := time.Now()
 	rootfs, built, err := Rootfs(ctx, rel, os.Stderr)
 	if err != nil {
@@ -221,7 +221,7 @@ func testRelease(t *testing.T, ctx context.Context, rel Release, runDir string, 
 		checkRefused(t, ctx, r, r.refused, r.refused.Addr())
 	})
 	checks.run("the metadata server saw no request through the proxy", func(t *testing.T) { checkMetadataUntouched(t, r) })
-	checks.run("egress/traffic grows with the bytes and connections sent", func(t *testing.T) { checkTraffic(t, ctx, r, c) })
+	checks.run("the traffic report grows with the bytes and connections sent", func(t *testing.T) { checkTraffic(t, ctx, r, c) })
 	checks.run("the password is in no metadata value and no log line", func(t *testing.T) { checkNoSecret(t, ctx, r, c, console1) })
 
 	// A reboot from inside: nspawn exits 133 and the same root boots
