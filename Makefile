@@ -9,7 +9,7 @@ GOTEST   ?= $(GO) test -race -count=1 -timeout 30m
 WITH_EMULATORS = env -u FIRESTORE_EMULATOR_HOST -u PUBSUB_EMULATOR_HOST \
 	$(GO) run ./emulators/cmd/with-emulators --
 
-.PHONY: deps test image-test run bench lint package tf-check sim cli fuzz
+.PHONY: deps test image-test image-bench run bench lint package tf-check sim cli fuzz
 
 ## deps: install what the other targets need and is missing (scripts/install-deps.sh;
 ## test, run, image-test and bench run it first: a no-op, a fraction of a second, when all is there)
@@ -20,15 +20,24 @@ deps:
 test: deps
 	$(WITH_EMULATORS) $(GOTEST) ./...
 
-## image-test: the startup script on a really booted Debian 12 (systemd-nspawn,
-## as root), checked from outside; builds the root file system once (about a
-## minute) and caches it in $${XDG_CACHE_HOME:-~/.cache}/egress
+## image-test: the startup script on a really booted Debian 13 and Debian 12
+## (systemd-nspawn, as root), each from an image shaped like Google's, checked
+## from outside; builds the root file systems once (minutes) and caches them
+## in $${XDG_CACHE_HOME:-~/.cache}/egress
 # A target of its own, and not part of `make test`: it needs root and boots a
 # whole system twice, so under `make test` the test skips itself (it runs
 # only with EGRESS_IMAGE_TEST=1, which this target sets) and one CI run boots
 # it once. -v shows each check as it passes, and the summary line.
 image-test: deps
-	EGRESS_IMAGE_TEST=1 $(GO) test -race -count=1 -v -timeout 20m -run '^TestImage$$' ./internal/bootstrap/imagetest
+	EGRESS_IMAGE_TEST=1 $(GO) test -race -count=1 -v -timeout 30m -run '^TestImage$$' ./internal/bootstrap/imagetest
+
+## image-bench: the proxy's data path on the image test's topology against the
+## direct path (one line, and JSON to $$IMAGE_BENCH_OUT); IMAGE_BENCH_ENGINE=tinyproxy
+## measures the host's tinyproxy on the same harness
+# Without -race: the clients and servers share the machine with the proxy,
+# and the race detector would slow the direct path more than the proxied one.
+image-bench: deps
+	EGRESS_IMAGE_TEST=1 EGRESS_IMAGE_BENCH=1 $(GO) test -count=1 -v -timeout 30m -run '^TestImageBench$$' ./internal/bootstrap/imagetest
 
 ## run: the local stack (emulators, event stand-ins, all three functions, mock provider)
 # Built, then exec'd, so that Ctrl-C reaches the stack itself, which stops
@@ -65,9 +74,11 @@ fuzz:
 cli:
 	$(GO) build -o bin/egress ./internal/cmd/egress
 
-## package: the functions' source archive that deploy/terraform uploads
+## package: what deploy/terraform uploads: the functions' source archive and
+## the proxy engine binary the VMs install (static, linux/amd64)
 package:
 	$(GO) run ./scripts/package-functions -o dist/functions-source.zip
+	CGO_ENABLED=0 GOOS=linux GOARCH=amd64 $(GO) build -trimpath -o dist/egress-proxy ./internal/cmd/egress-proxy
 
 ## tf-check: `tofu fmt -check` on deploy/terraform (builds OpenTofu once; not part of make test: minutes)
 tf-check:

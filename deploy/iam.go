@@ -220,6 +220,10 @@ var ProxyVM = []struct {
 	// uid, which only that topic's subscription checks (internal/queue).
 	{"pubsub.topics.publish", "the startup script's call-home (POST …/topics/proxy-callhome:publish)",
 		Granted{"roles/pubsub.publisher", "google_pubsub_topic.callhome", []string{"pubsub.topics.publish"}}},
+	// Conditioned on the objects named egress-proxy-*: the engine binary
+	// and nothing else of the functions' source bucket.
+	{"storage.objects.get", "the startup script's download of the proxy engine (GET …/b/BUCKET/o/egress-proxy-SHA256?alt=media)",
+		Granted{"roles/storage.objectViewer", "google_storage_bucket.source", []string{"storage.objects.get", "storage.objects.list"}}},
 	{"logging.entries.write", "Google's guest agent, which copies the startup script's output to Cloud Logging",
 		Granted{"roles/logging.logWriter", "project", []string{"logging.logEntries.create", "logging.logEntries.route"}}},
 	{"monitoring.timeSeries.create", "an Ops Agent, should the operator's image run one (the default bootstrap installs none)",

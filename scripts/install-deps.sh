@@ -1,13 +1,14 @@
 #!/usr/bin/env bash
 # Installs what `make test` needs beyond Go: Google's Firestore and Pub/Sub
 # emulators (with Java 17) and so the Cloud CLI, gcloud, which a test also
-# drives against the Compute fake; tinyproxy, which the bootstrap's test runs with
-# the rendered configuration; shellcheck, which checks the rendered
-# startup script; and, for `make image-test`, which boots that script on a
-# Debian 12 in a container, debootstrap, systemd-container (systemd-nspawn)
-# and iproute2 (network namespaces). It installs only what is missing, so it
-# is cheap to run every time: make test, run, image-test and bench run it
-# first. Without root it stops with the one command that installs the rest.
+# drives against the Compute fake; shellcheck, which checks the rendered
+# startup script; for `make image-test`, which boots that script on a
+# Debian 13 and a Debian 12 in a container, debootstrap, systemd-container
+# (systemd-nspawn) and iproute2 (network namespaces); and tinyproxy, which
+# `IMAGE_BENCH_ENGINE=tinyproxy make image-bench` measures beside the
+# project's engine. It installs only what is missing, so it is cheap to run
+# every time: make test, run, image-test and bench run it first. Without
+# root it stops with the one command that installs the rest.
 set -euo pipefail
 
 missing=()

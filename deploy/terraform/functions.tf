@@ -14,6 +14,15 @@ resource "google_storage_bucket_object" "source" {
   source = var.source_archive
 }
 
+# The proxy engine the VMs install at boot, named by its content so that a
+# new binary is a new object; the startup script checks it against
+# PROXY_ENGINE_SHA256 before it runs it.
+resource "google_storage_bucket_object" "proxy_engine" {
+  name   = "egress-proxy-${filesha256(var.proxy_engine_binary)}"
+  bucket = google_storage_bucket.source.name
+  source = var.proxy_engine_binary
+}
+
 # ProxyAPI: the HTTP API. Not public: only var.api_invokers may call it.
 resource "google_cloudfunctions2_function" "api" {
   name     = "proxy-api"
@@ -76,6 +85,7 @@ resource "google_cloudfunctions2_function" "reconcile" {
       BOOT_TIMEOUT              = var.boot_timeout
       MAX_BOOT_FAILURES         = tostring(var.max_boot_failures)
       CLOUD_INIT_SECRET_PREFIX  = local.cloud_init_secret_prefix
+      EGRESS_DENY_RANGES        = join(",", var.egress_deny_ranges)
     })
   }
   event_trigger {

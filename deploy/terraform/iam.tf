@@ -188,3 +188,15 @@ resource "google_cloud_run_service_iam_member" "api_invokers" {
   role     = "roles/run.invoker"
   member   = each.value
 }
+
+# The proxy VMs read the engine binary, and no other object of the source
+# bucket (the functions' archive stays theirs alone).
+resource "google_storage_bucket_iam_member" "proxy_vm_engine" {
+  bucket = google_storage_bucket.source.name
+  role   = "roles/storage.objectViewer"
+  member = google_service_account.proxy_vm.member
+  condition {
+    title      = "proxy-engine-only"
+    expression = "resource.name.startsWith(\"projects/_/buckets/${google_storage_bucket.source.name}/objects/egress-proxy-\")"
+  }
+}

@@ -64,6 +64,8 @@ locals {
     GCP_SERVICE_ACCOUNT = google_service_account.proxy_vm.email
     GCP_SCOPES          = join(",", var.proxy_vm_scopes)
     GCP_PROBE_TARGET    = var.probe_target
+    PROXY_ENGINE_URL    = "https://storage.googleapis.com/${google_storage_bucket.source.name}/${google_storage_bucket_object.proxy_engine.name}"
+    PROXY_ENGINE_SHA256 = filesha256(var.proxy_engine_binary)
   }
 }
 

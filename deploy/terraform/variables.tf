@@ -63,6 +63,7 @@ variable "proxy_vm_scopes" {
     "https://www.googleapis.com/auth/logging.write",
     "https://www.googleapis.com/auth/monitoring.write",
     "https://www.googleapis.com/auth/pubsub",
+    "https://www.googleapis.com/auth/devstorage.read_only",
   ]
 }
 
@@ -86,6 +87,18 @@ variable "api_invokers" {
     condition     = alltrue([for m in var.api_invokers : !contains(["allUsers", "allAuthenticatedUsers"], m)])
     error_message = "api_invokers must not make the ProxyAPI public."
   }
+}
+
+variable "proxy_engine_binary" {
+  description = "Path of the proxy engine binary (linux/amd64, static) that `make package` builds; uploaded to the source bucket, where the proxy VMs download it (PROXY_ENGINE_URL, PROXY_ENGINE_SHA256)."
+  type        = string
+  default     = "../../dist/egress-proxy"
+}
+
+variable "egress_deny_ranges" {
+  description = "CIDRs no proxy may reach beyond the built-in private, link-local, documentation and special ranges (EGRESS_DENY_RANGES): the VPC's own ranges, peered networks."
+  type        = list(string)
+  default     = []
 }
 
 variable "source_archive" {
@@ -247,7 +260,7 @@ variable "gcp_allowed_machine_types" {
 }
 
 variable "gcp_allowed_images" {
-  description = "Images a proxy's placement may name (GCP_ALLOWED_IMAGES): projects/P/global/images/NAME, .../images/family/F or .../images/*; must allow the Debian 12 family, the image of a placement that names none."
+  description = "Images a proxy's placement may name (GCP_ALLOWED_IMAGES): projects/P/global/images/NAME, .../images/family/F or .../images/*; must allow the Debian 13 family, the image of a placement that names none."
   type        = list(string)
-  default     = ["projects/debian-cloud/global/images/family/debian-12"]
+  default     = ["projects/debian-cloud/global/images/family/debian-13", "projects/debian-cloud/global/images/family/debian-12"]
 }

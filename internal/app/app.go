@@ -31,6 +31,7 @@ import (
 	"github.com/egress-proxies/egress/internal/logging"
 	"github.com/egress-proxies/egress/internal/provider"
 	"github.com/egress-proxies/egress/internal/proxy"
+	"github.com/egress-proxies/egress/internal/proxyengine"
 	"github.com/egress-proxies/egress/internal/queue"
 	"github.com/egress-proxies/egress/internal/reconcile"
 	"github.com/egress-proxies/egress/internal/store"
@@ -171,8 +172,14 @@ func (a *App) reconcileOptions() reconcile.Options {
 	// calls around it.
 	o.LeaseDuration = max(reconcile.DefaultLeaseDuration, o.WaitBudget+2*time.Minute)
 	o.CloudInitSecretPrefix = a.Config.CloudInitSecretPrefix
-	o.Bootstrap = func(s proxy.Spec, c proxy.Credentials) (string, error) {
-		return bootstrap.Render(bootstrap.ForProxy(s, c))
+	o.Bootstrap = func(s proxy.Spec, c proxy.Credentials) (string, *proxyengine.Config, error) {
+		cfg := bootstrap.ForProxy(s, c, a.Config.DenyRanges)
+		script, err := bootstrap.Render(cfg)
+		if err != nil {
+			return "", nil, err
+		}
+		engine, err := bootstrap.EngineConfig(cfg)
+		return script, &engine, err
 	}
 	return o
 }

@@ -48,6 +48,9 @@ type Config struct {
 	// CloudInitSecretPrefix is what a cloudInitSecret must start with:
 	// the API refuses others, the reconciler reads no other.
 	CloudInitSecretPrefix string
+	// DenyRanges are destinations no proxy may reach beyond
+	// proxyengine.DefaultDenyDestinations (EGRESS_DENY_RANGES).
+	DenyRanges []string
 	// ComputeEndpoint replaces Google's Compute API, without credentials:
 	// tests against a fake only.
 	ComputeEndpoint string
@@ -83,6 +86,9 @@ type LocalConfig struct {
 var (
 	gcpEmailRE    = regexp.MustCompile(`^[^@\s]+@[^@\s]+\.[a-z]+$`)
 	probeTargetRE = regexp.MustCompile(`^[A-Za-z0-9.-]+:[0-9]{1,5}$`)
+	// engineURLRE and engineSHARE are the forms the startup script accepts.
+	engineURLRE = regexp.MustCompile(`^https?://[A-Za-z0-9.-]+(:[0-9]{1,5})?/[A-Za-z0-9._~%+/-]+$`)
+	engineSHARE = regexp.MustCompile(`^[0-9a-f]{64}$`)
 )
 
 // knownProviders are the provider types this build has.

@@ -215,10 +215,21 @@ var Vars = []Var{
 		Meaning: "the machine types a placement may name, comma-separated; it must hold e2-micro, the type of a placement that names none",
 		set:     func(c *Config, v string) error { c.GCPPolicy.MachineTypes = splitList(v); return nil }},
 	{Name: "GCP_ALLOWED_IMAGES", Default: strings.Join(gcp.DefaultAllowedImages, ","), Readers: []Function{ProxyAPI}, when: gcpEnabled,
-		Meaning: "the images a placement may name, comma-separated: `projects/P/global/images/NAME`, `…/images/family/F` or `…/images/*`; it must allow the Debian 12 family, the image of a placement that names none",
+		Meaning: "the images a placement may name, comma-separated: `projects/P/global/images/NAME`, `…/images/family/F` or `…/images/*`; it must allow the Debian 13 family, the image of a placement that names none",
 		set:     func(c *Config, v string) error { c.GCPPolicy.Images = splitList(v); return nil }},
 
 	// Reconcile.
+	{Name: "EGRESS_DENY_RANGES", DefaultDoc: "none beyond the built-in list", Readers: []Function{Reconcile},
+		Meaning: "CIDRs, comma-separated, no proxy may reach besides the built-in private, link-local, documentation and special ranges: the VPC's own ranges, peered networks; the VM's kernel filter and the proxy engine both refuse them",
+		set: func(c *Config, v string) error {
+			c.DenyRanges = splitList(v)
+			for _, r := range c.DenyRanges {
+				if p, err := netip.ParsePrefix(r); err != nil || p.Addr().Is4In6() {
+					return fmt.Errorf("holds %q, which is not an IPv4 or IPv6 CIDR such as 10.128.0.0/9", r)
+				}
+			}
+			return nil
+		}},
 	{Name: "RECONCILE_WAIT_BUDGET", Default: durationText(reconcile.DefaultWaitBudget), Readers: []Function{Reconcile},
 		Meaning: "how long one invocation waits — for a VM on its way out, or to retry a provider call, never for a boot — before it hands on through `proxy-reconcile`",
 		set:     positive(func(c *Config) *time.Duration { return &c.Reconcile.WaitBudget })},
@@ -320,6 +331,27 @@ var Vars = []Var{
 				return fmt.Errorf("is not host:port, such as www.google.com:443")
 			}
 			c.GCP.ProbeTarget = v
+			return nil
+		}},
+	{Name: "PROXY_ENGINE_URL", Readers: providerUsers, when: gcpEnabled,
+		Meaning: "the URL of the proxy engine binary a VM installs, an object of the deployment's bucket (`https://storage.googleapis.com/BUCKET/OBJECT`), downloaded with the VM's token; without it a VM cannot serve and says so in `egress/error`",
+		set: func(c *Config, v string) error {
+			if v != "" && !engineURLRE.MatchString(v) {
+				return fmt.Errorf("is not an http(s) URL of an object, such as https://storage.googleapis.com/BUCKET/egress-proxy")
+			}
+			c.GCP.EngineURL = v
+			return nil
+		}},
+	{Name: "PROXY_ENGINE_SHA256", Readers: providerUsers, when: gcpEnabled,
+		Meaning: "that binary's SHA-256 in hex: a VM installs no other",
+		set: func(c *Config, v string) error {
+			if v != "" && !engineSHARE.MatchString(v) {
+				return fmt.Errorf("is not a SHA-256 in lower-case hex")
+			}
+			if (v == "") != (c.GCP.EngineURL == "") {
+				return fmt.Errorf("and PROXY_ENGINE_URL go together: set both or neither")
+			}
+			c.GCP.EngineSHA256 = v
 			return nil
 		}},
 	{Name: "GCP_COMPUTE_ENDPOINT", Readers: providerUsers, Local: true, when: gcpEnabled,

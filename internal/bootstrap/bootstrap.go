@@ -1,32 +1,45 @@
 // Package bootstrap renders what turns a fresh VM into an egress proxy: a
 // shell startup script, which Google's guest agent runs as root at every
 // boot of every Google public Linux image (the images ship no cloud-init,
-// so a #cloud-config would never run there). The reconciler renders it for
-// each proxy and the gcp provider sends it as the instance's
-// `startup-script` metadata, with the attributes the script reads at run
-// time (see the Key constants).
+// so a #cloud-config would never run there), and the proxy engine's
+// configuration (package proxyengine), which travels beside the script as
+// the instance's egress-config metadata item. The reconciler renders both
+// for each proxy and the gcp provider sends them, with the attributes the
+// script reads at run time (see the Key constants).
+//
+// Nothing either carries lets a reader of the instance's metadata use the
+// proxy: the configuration holds the proxy's username and a salted hash of
+// its password (proxyengine.HashPassword), never the password, which lives
+// only in the proxy's document and reaches members as status.proxyURL.
 //
 // What the script does, every boot, in this order:
-//   - installs tinyproxy and nftables, only if they are missing, with the
-//     package's own tinyproxy service masked so it never listens;
-//   - writes the proxy's configuration to /etc/egress-proxy, files no package
-//     owns: tinyproxy with the proxy's credentials required (BasicAuth), the
-//     CONNECT ports, the allowed sources, warnings only (no line per
-//     connection), and the journal kept in memory, so no traffic log lands
-//     on the disk;
-//   - runs tinyproxy as a system user of its own under systemd, restarted
+//   - installs the proxy engine (internal/cmd/egress-proxy) from the object
+//     URL the metadata names, downloaded with the VM's own token and
+//     checked against the SHA-256 the metadata carries, only when the
+//     installed binary is not that one, and nftables only if missing; so a
+//     second boot installs nothing;
+//   - writes the engine's configuration to /etc/egress-proxy, a file no
+//     package owns, and the journal kept in memory, so no line about the
+//     traffic lands on the disk;
+//   - runs the engine as a system user of its own under systemd, restarted
 //     whenever it stops, and loads the nftables rules before every start:
 //     ingress to the proxy port only from allowedSourceRanges (and the VM
-//     itself), egress of the proxy's user refused to link-local (the
-//     metadata server), RFC 1918, CGNAT, loopback, multicast and IPv6
-//     ULA/link-local, and to any port but the CONNECT ports (DNS to the
-//     configured resolvers excepted: on Compute Engine that is the metadata
-//     server, on port 53 only);
+//     itself), egress of the proxy's user refused to the deny ranges
+//     (proxyengine.DefaultDenyDestinations and the operator's own: link-local with the
+//     metadata server, private, shared, documentation, benchmark,
+//     translation and multicast ranges) and to any port but the CONNECT
+//     ports (DNS to the configured resolvers excepted: on Compute Engine
+//     that is the metadata server, on port 53 only). The engine checks the
+//     same ranges itself: the kernel's filter is the second wall;
 //   - proves the proxy before it says so: the port answers, a request
-//     without credentials gets 407, a CONNECT to the metadata server is
-//     refused, and a CONNECT with credentials to the probe target succeeds;
+//     without credentials gets 407, and with credentials of its own, made
+//     for this boot and dropped by a reload afterwards, a CONNECT to the
+//     metadata server is refused and one to the probe target succeeds;
 //     then it writes the guest attribute egress/ready, or egress/error with
 //     a one-line reason;
+//   - reports the engine's counters (proxyengine.Stats) every 30 s in the
+//     guest attribute egress/traffic, from a root timer: the proxy's own
+//     user cannot reach the metadata server;
 //   - calls home: one message {namespace, name, uid} on the call-home topic
 //     (queue.CallHomeTopic, which only VMs publish on and where Reconcile
 //     takes only a message naming a uid), published with the VM's own
@@ -36,7 +49,7 @@
 // Every value of the request that reaches the script is validated here and
 // single-quoted in it; every value the script reads from the metadata
 // server is checked against a pattern before it is used. So no request,
-// and no attribute, can inject shell or configuration.
+// and no attribute, can inject shell.
 package bootstrap
 
 import (
@@ -50,14 +63,25 @@ import (
 	"text/template"
 
 	"github.com/egress-proxies/egress/internal/proxy"
+	"github.com/egress-proxies/egress/internal/proxyengine"
 )
 
-// Instance metadata keys: the script and the attributes it reads at run
-// time. The gcp provider sets them; the image test serves them from its
-// stand-in metadata server.
+// Instance metadata keys: the script, the engine's configuration and the
+// attributes the script reads at run time. The gcp provider sets them; the
+// image test serves them from its stand-in metadata server.
 const (
 	// KeyStartupScript holds the script itself.
 	KeyStartupScript = "startup-script"
+	// KeyConfig holds the engine's configuration (proxyengine.Config as
+	// JSON): one item, so that a watcher of the metadata server follows one
+	// key.
+	KeyConfig = "egress-config"
+	// KeyEngineURL is the URL of the engine binary (an object of the
+	// deployment's bucket), downloaded with the VM's token.
+	KeyEngineURL = "egress-engine-url"
+	// KeyEngineSHA256 is the binary's SHA-256, in hex: the script installs
+	// nothing else.
+	KeyEngineSHA256 = "egress-engine-sha256"
 	// KeyGuestAttributes set to "TRUE" lets the VM write guest attributes.
 	KeyGuestAttributes = "enable-guest-attributes"
 	// KeyProbeTarget is the host:port the self-test CONNECTs to with the
@@ -83,6 +107,9 @@ const (
 	GuestReady = "ready"
 	// GuestError holds the one-line reason the proxy cannot serve.
 	GuestError = "error"
+	// GuestTraffic holds the engine's counters, proxyengine.Stats as JSON
+	// with a "reportTime" added, rewritten every TrafficInterval.
+	GuestTraffic = "traffic"
 )
 
 // Defaults the script falls back on.
@@ -91,14 +118,23 @@ const (
 	// VM with an external address.
 	DefaultProbeTarget    = "www.google.com:443"
 	DefaultPubSubEndpoint = "https://pubsub.googleapis.com"
+	// TrafficInterval is how often the VM reports its counters.
+	TrafficInterval = "30s"
+	// EnginePath is where the script installs the engine binary.
+	EnginePath = "/usr/local/bin/egress-proxy"
 )
+
+// statsPort is the loopback port of the engine's counters, unless the
+// proxy itself listens there.
+const statsPort = 9901
 
 // DefaultConnectPorts are the ports a CONNECT may reach when the spec names
 // none: HTTPS and HTTP.
 var DefaultConnectPorts = []int32{443, 80}
 
-// Config is what the script is rendered from: one proxy's port, sources,
-// CONNECT ports and credentials.
+// Config is what the script and the engine's configuration are rendered
+// from: one proxy's port, sources, CONNECT ports and credentials, and the
+// operator's deny ranges.
 type Config struct {
 	Port                int32
 	AllowedSourceRanges []string
@@ -106,52 +142,60 @@ type Config struct {
 	// the proxy may open connections to; empty means DefaultConnectPorts.
 	ConnectPorts []int32
 	Credentials  proxy.Credentials
+	// DenyRanges are CIDRs no proxy may reach beyond
+	// proxyengine.DefaultDenyDestinations (EGRESS_DENY_RANGES): the VPC's
+	// own ranges, peered networks.
+	DenyRanges []string
 }
 
-// ForProxy is the Config of a proxy's spec and credentials.
-func ForProxy(spec proxy.Spec, creds proxy.Credentials) Config {
+// ForProxy is the Config of a proxy's spec and credentials, with the
+// operator's deny ranges.
+func ForProxy(spec proxy.Spec, creds proxy.Credentials, denyRanges []string) Config {
 	port := spec.Port
 	if port == 0 {
 		port = proxy.DefaultPort
 	}
-	return Config{Port: port, AllowedSourceRanges: spec.AllowedSourceRanges, ConnectPorts: spec.ConnectPorts, Credentials: creds}
+	return Config{Port: port, AllowedSourceRanges: spec.AllowedSourceRanges, ConnectPorts: spec.ConnectPorts,
+		Credentials: creds, DenyRanges: denyRanges}
 }
 
-// rendered is Config checked and in the form the templates write.
+// rendered is Config checked and in the form the template writes.
 type rendered struct {
 	Port               int32
 	Allow4, Allow6     []string
+	Deny4, Deny6       []string
 	ConnectPorts       []int32
-	Username, Password string
+	StatsPort          int
 	DefaultProbeTarget string
-	TinyproxyConf      string
+	TrafficInterval    string
+	EnginePath         string
 }
 
 func (c Config) check() (rendered, error) {
-	r := rendered{Port: c.Port, DefaultProbeTarget: DefaultProbeTarget}
+	r := rendered{Port: c.Port, DefaultProbeTarget: DefaultProbeTarget, TrafficInterval: TrafficInterval,
+		EnginePath: EnginePath, StatsPort: statsPort}
 	if c.Port < 1 || c.Port > 65535 {
 		return r, fmt.Errorf("bootstrap: port %d is outside 1-65535", c.Port)
+	}
+	if c.Port == statsPort {
+		r.StatsPort = statsPort + 1
 	}
 	if len(c.AllowedSourceRanges) == 0 {
 		return r, fmt.Errorf("bootstrap: no allowed source ranges: the proxy would serve nobody")
 	}
-	for _, s := range c.AllowedSourceRanges {
-		p, err := netip.ParsePrefix(strings.TrimSpace(s))
-		if err != nil {
-			return r, fmt.Errorf("bootstrap: allowed source range %q is not a CIDR: %w", s, err)
-		}
-		if p.Addr().Is4In6() {
-			return r, fmt.Errorf("bootstrap: allowed source range %q is an IPv4-mapped IPv6 prefix: give its IPv4 form", s)
-		}
-		// Re-serialised from the parsed value, so only the canonical text
-		// of a prefix ever reaches the script.
-		p = p.Masked()
-		if p.Addr().Is4() {
-			r.Allow4 = append(r.Allow4, p.String())
-		} else {
-			r.Allow6 = append(r.Allow6, p.String())
-		}
+	allow, err := prefixes("allowed source range", c.AllowedSourceRanges)
+	if err != nil {
+		return r, err
 	}
+	r.Allow4, r.Allow6 = byFamily(allow)
+	deny, err := prefixes("deny range", c.DenyRanges)
+	if err != nil {
+		return r, err
+	}
+	for _, s := range proxyengine.DefaultDenyDestinations {
+		deny = append(deny, netip.MustParsePrefix(s))
+	}
+	r.Deny4, r.Deny6 = byFamily(outermost(deny))
 	r.ConnectPorts = slices.Clone(c.ConnectPorts)
 	if len(r.ConnectPorts) == 0 {
 		r.ConnectPorts = slices.Clone(DefaultConnectPorts)
@@ -166,20 +210,56 @@ func (c Config) check() (rendered, error) {
 	if err := c.Credentials.Validate(); err != nil {
 		return r, fmt.Errorf("bootstrap: %w", err)
 	}
-	r.Username, r.Password = c.Credentials.Username, c.Credentials.Password
-	var b bytes.Buffer
-	if err := tinyproxyConf.Execute(&b, r); err != nil {
-		return r, err
-	}
-	r.TinyproxyConf = b.String()
 	return r, nil
 }
 
-// Tinyproxy returns the tinyproxy configuration the script writes to
-// /etc/egress-proxy/tinyproxy.conf.
-func Tinyproxy(c Config) (string, error) {
-	r, err := c.check()
-	return r.TinyproxyConf, err
+// prefixes parses CIDRs, refusing IPv4-mapped IPv6 prefixes (they would
+// slip past the IPv4 rules), and returns them masked: only the canonical
+// text of a prefix ever reaches the script.
+func prefixes(what string, cidrs []string) ([]netip.Prefix, error) {
+	var out []netip.Prefix
+	for _, s := range cidrs {
+		p, err := netip.ParsePrefix(strings.TrimSpace(s))
+		if err != nil {
+			return nil, fmt.Errorf("bootstrap: %s %q is not a CIDR: %w", what, s, err)
+		}
+		if p.Addr().Is4In6() {
+			return nil, fmt.Errorf("bootstrap: %s %q is an IPv4-mapped IPv6 prefix: give its IPv4 form", what, s)
+		}
+		out = append(out, p.Masked())
+	}
+	return out, nil
+}
+
+// outermost drops every prefix another one holds, and duplicates: an
+// nftables interval set refuses overlapping elements, and an operator's
+// range may well lie inside a default one.
+func outermost(ps []netip.Prefix) []netip.Prefix {
+	var out []netip.Prefix
+	for i, p := range ps {
+		held := false
+		for j, q := range ps {
+			if i != j && q.Bits() <= p.Bits() && q.Contains(p.Addr()) && (q.Bits() < p.Bits() || j < i) {
+				held = true
+				break
+			}
+		}
+		if !held {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+func byFamily(ps []netip.Prefix) (v4, v6 []string) {
+	for _, p := range ps {
+		if p.Addr().Is4() {
+			v4 = append(v4, p.String())
+		} else {
+			v6 = append(v6, p.String())
+		}
+	}
+	return v4, v6
 }
 
 // Render returns the startup script for c.
@@ -201,30 +281,6 @@ var scriptTemplate string
 var funcs = template.FuncMap{"q": shellQuote}
 
 var script = template.Must(template.New("startup-script").Funcs(funcs).Parse(scriptTemplate))
-
-// tinyproxyConf allows the VM itself (the script's self-test) besides the
-// spec's ranges; the nftables input rule admits loopback for the same
-// reason.
-var tinyproxyConf = template.Must(template.New("tinyproxy.conf").Parse(`# Rendered by egress-proxies; rewritten at every boot.
-Port {{.Port}}
-Timeout 600
-MaxClients 200
-# Warnings only: no line per connection, and no log file.
-LogLevel Warning
-DisableViaHeader Yes
-BasicAuth {{.Username}} {{.Password}}
-Allow 127.0.0.1
-Allow ::1
-{{- range .Allow4}}
-Allow {{.}}
-{{- end}}
-{{- range .Allow6}}
-Allow {{.}}
-{{- end}}
-{{- range .ConnectPorts}}
-ConnectPort {{.}}
-{{- end}}
-`))
 
 // shellQuote single-quotes a value for the shell. Every value is validated
 // to a safe alphabet before it gets here; quoting is the second wall.

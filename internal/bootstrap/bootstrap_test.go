@@ -1,16 +1,21 @@
 package bootstrap_test
 
 import (
+	"encoding/json"
+	"net/netip"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"github.com/egress-proxies/egress/internal/bootstrap"
 	"github.com/egress-proxies/egress/internal/proxy"
+	"github.com/egress-proxies/egress/internal/proxyengine"
 )
 
 var creds = proxy.Credentials{Username: "u7Qk2pLm9xZa", Password: "Zq8Rk3Vw1Ls5Nt7Bx2Cy4Dm6"}
@@ -38,10 +43,12 @@ func TestRenderRefusesBadValues(t *testing.T) {
 		"RangeInjection":    {"a newline must not reach the configuration", func(c *bootstrap.Config) { c.AllowedSourceRanges = []string{"10.0.0.0/8\nAllow 0.0.0.0/0"} }},
 		"RangeShell":        {"a quote must not reach the script", func(c *bootstrap.Config) { c.AllowedSourceRanges = []string{"10.0.0.0/8'; reboot; '"} }},
 		"MappedPrefix":      {"an IPv4-mapped prefix would escape the IPv4 filter", func(c *bootstrap.Config) { c.AllowedSourceRanges = []string{"::ffff:10.0.0.0/104"} }},
+		"DenyNotACIDR":      {"a deny range must parse", func(c *bootstrap.Config) { c.DenyRanges = []string{"10.0.0.0/8'; reboot"} }},
+		"DenyMapped":        {"an IPv4-mapped deny range would never match", func(c *bootstrap.Config) { c.DenyRanges = []string{"::ffff:10.0.0.0/104"} }},
 		"ConnectPortZero":   {"a CONNECT port must be 1-65535", func(c *bootstrap.Config) { c.ConnectPorts = []int32{0} }},
 		"NoCredentials":     {"a proxy without credentials is open", func(c *bootstrap.Config) { c.Credentials = proxy.Credentials{} }},
 		"PasswordShort":     {"a password must carry 128 bits", func(c *bootstrap.Config) { c.Credentials.Password = "short" }},
-		"PasswordInjection": {"a space would add a tinyproxy argument", func(c *bootstrap.Config) { c.Credentials.Password = "Zq8Rk3Vw1Ls5Nt7B x2Cy4Dm6" }},
+		"PasswordInjection": {"a space is outside the alphabet", func(c *bootstrap.Config) { c.Credentials.Password = "Zq8Rk3Vw1Ls5Nt7B x2Cy4Dm6" }},
 		"UsernameShell":     {"a quote must not reach the script", func(c *bootstrap.Config) { c.Credentials.Username = "u'$(reboot)'" }},
 	}
 	for name, tc := range cases {
@@ -51,17 +58,22 @@ func TestRenderRefusesBadValues(t *testing.T) {
 			if s, err := bootstrap.Render(c); err == nil {
 				t.Errorf("Render accepted it (%s):\n%s", tc.reason, s)
 			}
+			if e, err := bootstrap.EngineConfig(c); err == nil {
+				t.Errorf("EngineConfig accepted it (%s): %+v", tc.reason, e)
+			}
 		})
 	}
 }
 
 // TestRenderedValues checks the values reach the script single-quoted and
-// canonical, and the tinyproxy configuration holds what a client relies on.
+// canonical, and the engine's configuration holds what a client relies on:
+// the username and a hash of the password, the sources (and the VM
+// itself), the CONNECT ports and the deny ranges.
 func TestRenderedValues(t *testing.T) {
 	c := config()
 	c.AllowedSourceRanges = []string{"203.0.113.7/24", "2001:db8::1/32"}
 	c.ConnectPorts = []int32{8443, 443, 8443}
-	s, err := bootstrap.Render(c)
+	script, err := bootstrap.Render(c)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -70,52 +82,91 @@ func TestRenderedValues(t *testing.T) {
 		"readonly ALLOW4=('203.0.113.0/24' )\n",
 		"readonly ALLOW6=('2001:db8::/32' )\n",
 		"readonly CONNECT_PORTS=('443' '8443' )\n",
-		"readonly PROXY_USERNAME='" + creds.Username + "'\n",
-		"readonly PROXY_PASSWORD='" + creds.Password + "'\n",
+		"readonly STATS_PORT='9901'\n",
 	} {
-		if !strings.Contains(s, want) {
+		if !strings.Contains(script, want) {
 			t.Errorf("the script lacks %q", want)
 		}
 	}
-	conf, err := bootstrap.Tinyproxy(c)
+	got, err := bootstrap.EngineConfig(c)
 	if err != nil {
 		t.Fatal(err)
 	}
-	var directives []string
-	for _, l := range strings.Split(conf, "\n") {
-		if l != "" && !strings.HasPrefix(l, "#") {
-			directives = append(directives, l)
-		}
+	if len(got.Users) != 1 || !proxyengine.Matches(got.Users[0].PasswordHash, creds.Password) {
+		t.Errorf("users %+v: want the proxy's username with a hash of its password", got.Users)
 	}
-	want := []string{
-		"Port 3128", "Timeout 600", "MaxClients 200", "LogLevel Warning", "DisableViaHeader Yes",
-		"BasicAuth " + creds.Username + " " + creds.Password,
-		"Allow 127.0.0.1", "Allow ::1", "Allow 203.0.113.0/24", "Allow 2001:db8::/32",
-		"ConnectPort 443", "ConnectPort 8443",
+	want := proxyengine.Config{
+		Generation:          1,
+		Listen:              ":3128",
+		Users:               []proxyengine.User{{Name: creds.Username, PasswordHash: got.Users[0].PasswordHash}},
+		AllowedSourceRanges: []string{"127.0.0.1/32", "::1/128", "203.0.113.0/24", "2001:db8::/32"},
+		ConnectPorts:        []int{443, 8443},
+		DenyDestinations:    canonical(proxyengine.DefaultDenyDestinations),
+		StatsListen:         "127.0.0.1:9901",
 	}
-	if diff := cmp.Diff(want, directives); diff != "" {
-		t.Errorf("tinyproxy configuration (-want +got):\n%s", diff)
-	}
-	if !strings.Contains(s, conf) {
-		t.Error("the script does not write the configuration Tinyproxy renders")
+	if diff := cmp.Diff(want, got, cmpopts.SortSlices(func(a, b string) bool { return a < b })); diff != "" {
+		t.Errorf("the engine's configuration (-want +got):\n%s", diff)
 	}
 }
 
-// TestDefaultConnectPorts: a spec that names no CONNECT ports gets 443 and
-// 80, and nothing else.
-func TestDefaultConnectPorts(t *testing.T) {
-	conf, err := bootstrap.Tinyproxy(config())
+// TestNoSecretInTheBootstrap: a reader of the instance's metadata learns
+// nothing that lets them use the proxy: the password is in neither the
+// script nor the engine's configuration, and two renders salt the hash
+// apart.
+func TestNoSecretInTheBootstrap(t *testing.T) {
+	script, err := bootstrap.Render(config())
 	if err != nil {
 		t.Fatal(err)
 	}
-	var ports []string
-	for _, l := range strings.Split(conf, "\n") {
-		if p, ok := strings.CutPrefix(l, "ConnectPort "); ok {
-			ports = append(ports, p)
+	a, err := bootstrap.EngineConfig(config())
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, err := bootstrap.EngineConfig(config())
+	if err != nil {
+		t.Fatal(err)
+	}
+	js, err := json.Marshal(a)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, v := range map[string]string{"script": script, "configuration": string(js)} {
+		if strings.Contains(v, creds.Password) {
+			t.Errorf("the %s holds the password", name)
 		}
 	}
-	if diff := cmp.Diff([]string{"80", "443"}, ports); diff != "" {
-		t.Errorf("ConnectPort lines (-want +got):\n%s", diff)
+	if a.Users[0].PasswordHash == b.Users[0].PasswordHash {
+		t.Error("two renders gave the same hash: it is not salted afresh")
+	}
+}
+
+// TestDenyRanges: the kernel's filter and the engine refuse every range of
+// issue 24's list besides the private ones, and the operator's own; a range
+// inside another is dropped, since an nftables interval set refuses
+// overlapping elements.
+func TestDenyRanges(t *testing.T) {
+	for _, r := range []string{"192.0.0.0/24", "192.0.2.0/24", "192.88.99.0/24", "198.18.0.0/15", "198.51.100.0/24",
+		"203.0.113.0/24", "::/128", "::ffff:0:0/96", "64:ff9b::/96", "64:ff9b:1::/48", "2002::/16", "2001:db8::/32"} {
+		if !slices.Contains(proxyengine.DefaultDenyDestinations, r) {
+			t.Errorf("DefaultDenyDestinations lacks %s", r)
+		}
+	}
+	c := config()
+	c.DenyRanges = []string{"10.128.0.0/9", "34.64.0.0/10", "34.64.1.0/24", "34.64.0.0/10", "fd12::/16"}
+	script, err := bootstrap.Render(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := bootstrap.EngineConfig(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := append(canonical(proxyengine.DefaultDenyDestinations), "34.64.0.0/10")
+	if diff := cmp.Diff(want, got.DenyDestinations, cmpopts.SortSlices(func(a, b string) bool { return a < b })); diff != "" {
+		t.Errorf("deny ranges (-want +got):\n%s", diff)
+	}
+	if !strings.Contains(script, "'34.64.0.0/10'") || strings.Contains(script, "'34.64.1.0/24'") {
+		t.Error("the script's deny sets are not the outermost ranges")
 	}
 }
 
@@ -148,7 +199,8 @@ func TestScriptIsValidShell(t *testing.T) {
 
 // TestScriptNeverPrintsASecret: the guest agent copies the script's output
 // to the serial console, which anyone with compute.instances.getSerialPortOutput
-// reads; no line of the script that prints may name the password.
+// reads; no line of the script that prints may name the self-test's
+// password or a token.
 func TestScriptNeverPrintsASecret(t *testing.T) {
 	s, err := bootstrap.Render(config())
 	if err != nil {
@@ -157,9 +209,38 @@ func TestScriptNeverPrintsASecret(t *testing.T) {
 	for i, l := range strings.Split(s, "\n") {
 		trimmed := strings.TrimSpace(l)
 		if strings.HasPrefix(trimmed, "log ") || strings.HasPrefix(trimmed, "echo ") || strings.HasPrefix(trimmed, "fail ") {
-			if strings.Contains(l, "PASSWORD") || strings.Contains(l, "token") || strings.Contains(l, creds.Password) {
+			if strings.Contains(l, "password") || strings.Contains(l, "bearer") || strings.Contains(l, "token") {
 				t.Errorf("line %d prints a secret: %s", i+1, l)
 			}
 		}
 	}
+}
+
+// TestDefaultConnectPorts: a spec that names no CONNECT ports gets 443 and
+// 80, and nothing else, in the engine and in the kernel's filter.
+func TestDefaultConnectPorts(t *testing.T) {
+	s, err := bootstrap.Render(config())
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := bootstrap.EngineConfig(config())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff([]int{80, 443}, got.ConnectPorts); diff != "" {
+		t.Errorf("the engine's CONNECT ports (-want +got):\n%s", diff)
+	}
+	if !strings.Contains(s, "readonly CONNECT_PORTS=('80' '443' )\n") {
+		t.Error("the script's CONNECT ports are not 80 and 443")
+	}
+}
+
+// canonical is each CIDR as netip prints it, the form the script and the
+// configuration carry.
+func canonical(cidrs []string) []string {
+	out := make([]string, len(cidrs))
+	for i, c := range cidrs {
+		out[i] = netip.MustParsePrefix(c).String()
+	}
+	return out
 }

@@ -72,6 +72,11 @@ func FuzzRender(f *testing.F) {
 		if _, err := os.Stat(filepath.Join(dir, "pwned")); err == nil {
 			t.Errorf("a planted command ran, from %+v", c)
 		}
+		// The credentials reach the VM as the engine's configuration, a
+		// salted hash in metadata (EngineConfig), never in the script.
+		if c.Credentials.Password != "" && words[c.Credentials.Password] {
+			t.Errorf("the script's variables hold the password, from %+v", c)
+		}
 		for _, v := range requestValues(c) {
 			if !words[v] {
 				t.Errorf("value %q from the request is not one whole word of the script's variables, from %+v", v, c)
@@ -142,9 +147,10 @@ var harmlessCommand = regexp.MustCompile(`^(readonly|declare|typeset|export|loca
 func harmless(cmd string) bool { return cmd == "trap - DEBUG" || harmlessCommand.MatchString(cmd) }
 
 // requestValues are the values of c as the script must hold them: each
-// range in its canonical form, each port, the credentials.
+// range in its canonical form, each port. The credentials are not among them: they reach the VM as a
+// salted hash in the engine's configuration.
 func requestValues(c bootstrap.Config) []string {
-	out := []string{strconv.Itoa(int(c.Port)), c.Credentials.Username, c.Credentials.Password}
+	out := []string{strconv.Itoa(int(c.Port))}
 	for _, r := range c.AllowedSourceRanges {
 		if p, err := netip.ParsePrefix(strings.TrimSpace(r)); err == nil {
 			out = append(out, p.Masked().String())

@@ -14,6 +14,8 @@ package provider
 import (
 	"context"
 	"time"
+
+	"github.com/egress-proxies/egress/internal/proxyengine"
 )
 
 // InstanceState is a provider's lifecycle state for a single VM.
@@ -88,6 +90,20 @@ type Instance struct {
 	// "" for a managed resource without the label, which the garbage
 	// collector reports and never deletes.
 	Deployment string
+	// Traffic, added to the original contract, is what the VM last
+	// reported of the traffic its proxy carried since it started (the gcp
+	// provider reads the guest attribute egress/traffic); nil when the VM
+	// reported nothing or the provider cannot tell.
+	Traffic *Traffic
+}
+
+// Traffic is a proxy VM's report of its traffic since its proxy started.
+type Traffic struct {
+	// BytesIn are the bytes received from clients, BytesOut those sent to
+	// them; Connections the client connections accepted.
+	BytesIn, BytesOut, Connections int64
+	// ReportTime is when the VM made the report.
+	ReportTime time.Time
 }
 
 // Placement is the provider-opaque placement/size configuration a Create
@@ -130,6 +146,11 @@ type CreateRequest struct {
 	// it is set, reports StateRunning only once the script said the proxy
 	// serves.
 	StartupScript string
+	// Engine, added with StartupScript, is the proxy engine's
+	// configuration the startup script applies (package bootstrap), which
+	// holds password hashes, never a password. A provider sends it beside
+	// the script (gcp: the egress-config metadata item, as JSON).
+	Engine *proxyengine.Config
 
 	// The fields below are added to the original contract too.
 

@@ -141,6 +141,18 @@ type Status struct {
 	// Rotations counts the VMs replaced on purpose: by a rotate request or
 	// by maxAge.
 	Rotations int64 `json:"rotations,omitempty" firestore:"rotations,omitempty"`
+	// Traffic is what the current VM last reported of the traffic it
+	// carried since its proxy started, as the reconciler last read it.
+	Traffic *Traffic `json:"traffic,omitempty" firestore:"traffic,omitempty"`
+}
+
+// Traffic is one VM's report of its proxy's traffic: bytes received from
+// and sent to clients, and client connections, since the proxy started.
+type Traffic struct {
+	BytesIn     int64     `json:"bytesIn" firestore:"bytesIn"`
+	BytesOut    int64     `json:"bytesOut" firestore:"bytesOut"`
+	Connections int64     `json:"connections" firestore:"connections"`
+	ReportTime  time.Time `json:"reportTime" firestore:"reportTime"`
 }
 
 // Settled reports whether a proxy with this status needs no further work

@@ -12,10 +12,12 @@
 package proxyengine
 
 import (
+	"bytes"
 	"crypto/rand"
 	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/base64"
+	"encoding/json"
 	"fmt"
 	"strings"
 	"time"
@@ -51,6 +53,73 @@ type Config struct {
 	// StatsListen, when set, is a loopback address serving GET /stats with
 	// the Stats as JSON.
 	StatsListen string `json:"statsListen,omitempty"`
+
+	// The timeouts of each phase; zero takes the Default… value. Listen,
+	// StatsListen, HeaderTimeout and ResponseHeaderTimeout wait for a
+	// restart: the rest of a new Config applies to the next request.
+
+	// HeaderTimeout bounds reading a request's head, its credentials
+	// included, from a new connection.
+	HeaderTimeout Duration `json:"headerTimeout,omitempty"`
+	// DialTimeout bounds resolving and connecting to the destination.
+	DialTimeout Duration `json:"dialTimeout,omitempty"`
+	// ResponseHeaderTimeout bounds waiting for the head of a plain HTTP
+	// request's response.
+	ResponseHeaderTimeout Duration `json:"responseHeaderTimeout,omitempty"`
+	// IdleTimeout closes a tunnel through which no byte moved either way
+	// for that long, and a kept-alive client connection that sends no
+	// request for that long.
+	IdleTimeout Duration `json:"idleTimeout,omitempty"`
+}
+
+// Defaults of the Config's timeouts.
+const (
+	DefaultHeaderTimeout         = 10 * time.Second
+	DefaultDialTimeout           = 10 * time.Second
+	DefaultResponseHeaderTimeout = 60 * time.Second
+	DefaultIdleTimeout           = 10 * time.Minute
+)
+
+// Duration is a time.Duration written in JSON as Go writes it, "10s".
+type Duration time.Duration
+
+// MarshalText writes d as "1m30s".
+func (d Duration) MarshalText() ([]byte, error) { return []byte(time.Duration(d).String()), nil }
+
+// UnmarshalText reads "1m30s".
+func (d *Duration) UnmarshalText(b []byte) error {
+	v, err := time.ParseDuration(string(b))
+	if err != nil {
+		return fmt.Errorf("proxyengine: %q is not a duration such as 10s: %w", b, err)
+	}
+	if v < 0 {
+		return fmt.Errorf("proxyengine: duration %q is negative", b)
+	}
+	*d = Duration(v)
+	return nil
+}
+
+// or returns d, or def when d is zero.
+func (d Duration) or(def time.Duration) time.Duration {
+	if d == 0 {
+		return def
+	}
+	return time.Duration(d)
+}
+
+// DefaultDenyDestinations are the ranges a proxy on a VM must never reach:
+// the metadata server and link-local, RFC 1918, CGNAT, loopback, "this
+// network", multicast and reserved space, the documentation and
+// benchmarking ranges, IPv6 ULA and link-local (fd20:ce::254 is the
+// metadata server's IPv6), IPv4-mapped, NAT64 and 6to4 space (each a way
+// back into IPv4 ranges denied above). The VM's nftables filter holds the
+// same list in the kernel.
+var DefaultDenyDestinations = []string{
+	"0.0.0.0/8", "10.0.0.0/8", "100.64.0.0/10", "127.0.0.0/8", "169.254.0.0/16",
+	"172.16.0.0/12", "192.0.0.0/24", "192.0.2.0/24", "192.88.99.0/24", "192.168.0.0/16",
+	"198.18.0.0/15", "198.51.100.0/24", "203.0.113.0/24", "224.0.0.0/4", "240.0.0.0/4",
+	"::/128", "::1/128", "::ffff:0:0/96", "64:ff9b::/96", "64:ff9b:1::/48", "2001:db8::/32",
+	"2002::/16", "fc00::/7", "fe80::/10", "ff00::/8",
 }
 
 // User is one accepted credential: a username and the salted hash of its
@@ -123,4 +192,20 @@ type Stats struct {
 	// CONNECT tunnels open now.
 	Connections   int64 `json:"connections"`
 	ActiveTunnels int64 `json:"activeTunnels"`
+}
+
+// ReadConfig reads a Config from JSON, refusing fields it does not know:
+// a configuration meant for a newer engine fails to load (and a reload
+// keeps the rules in force) rather than half-applies.
+func ReadConfig(data []byte) (Config, error) {
+	var c Config
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(&c); err != nil {
+		return Config{}, fmt.Errorf("proxyengine: reading the configuration: %w", err)
+	}
+	if _, err := compile(c); err != nil {
+		return Config{}, err
+	}
+	return c, nil
 }

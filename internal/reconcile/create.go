@@ -11,6 +11,7 @@ import (
 
 	"github.com/egress-proxies/egress/internal/provider"
 	"github.com/egress-proxies/egress/internal/proxy"
+	"github.com/egress-proxies/egress/internal/proxyengine"
 )
 
 // create records the intent, asks the provider for the VM and records that
@@ -64,7 +65,7 @@ func (run *run) create(ctx context.Context) (outcome, error) {
 		AvoidZones: next.Reconciler.FullZones,
 	}
 	var err error
-	if req.CloudInit, req.StartupScript, err = run.bootstrap(ctx); err != nil {
+	if req.CloudInit, req.StartupScript, req.Engine, err = run.bootstrap(ctx); err != nil {
 		return run.bootstrapFailed(ctx, err)
 	}
 	id, err := run.prov.Create(ctx, req)
@@ -91,31 +92,31 @@ func (run *run) create(ctx context.Context) (outcome, error) {
 // (the secret it names, or the inline one) as user-data, or else the
 // default startup script. A spec that brings its own cloud-init takes over
 // the whole VM, so it gets no startup script beside it.
-func (run *run) bootstrap(ctx context.Context) (cloudInit, startupScript string, err error) {
+func (run *run) bootstrap(ctx context.Context) (cloudInit, startupScript string, engine *proxyengine.Config, err error) {
 	s := run.doc.Spec
 	switch {
 	case s.CloudInitSecret != "":
 		if run.r.secrets == nil {
-			return "", "", bootstrapError{fmt.Errorf("reading secret version %s: no Secret Manager client is configured", s.CloudInitSecret)}
+			return "", "", nil, bootstrapError{fmt.Errorf("reading secret version %s: no Secret Manager client is configured", s.CloudInitSecret)}
 		}
 		// The API refuses another namespace's secret; a document that
 		// came around it (or before the rule) is refused here too, before
 		// the secret is read.
 		if pol := (proxy.Policy{CloudInitSecretPrefix: run.r.opts.CloudInitSecretPrefix}); pol.CloudInitSecretPrefix != "" && !pol.NamespaceSecret(run.doc.Namespace, s.CloudInitSecret) {
-			return "", "", bootstrapError{fmt.Errorf("secret version %s is not one of namespace %s's secrets (%sNAME): it is not read", s.CloudInitSecret, run.doc.Namespace, pol.SecretPrefix(run.doc.Namespace))}
+			return "", "", nil, bootstrapError{fmt.Errorf("secret version %s is not one of namespace %s's secrets (%sNAME): it is not read", s.CloudInitSecret, run.doc.Namespace, pol.SecretPrefix(run.doc.Namespace))}
 		}
 		ud, err := run.r.secrets.Access(ctx, s.CloudInitSecret)
-		return ud, "", err
+		return ud, "", nil, err
 	case s.CloudInit != "":
-		return s.CloudInit, "", nil
+		return s.CloudInit, "", nil, nil
 	case run.r.opts.Bootstrap != nil:
-		script, err := run.r.opts.Bootstrap(s, run.doc.Reconciler.Credentials)
+		script, engine, err := run.r.opts.Bootstrap(s, run.doc.Reconciler.Credentials)
 		if err != nil {
-			return "", "", bootstrapError{fmt.Errorf("rendering the startup script: %w", err)}
+			return "", "", nil, bootstrapError{fmt.Errorf("rendering the startup script: %w", err)}
 		}
-		return "", script, nil
+		return "", script, engine, nil
 	}
-	return "", "", nil
+	return "", "", nil, nil
 }
 
 // bootstrapError is a bootstrap that can never be had as the spec asks.

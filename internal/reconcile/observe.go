@@ -37,6 +37,9 @@ func (run *run) observe(ctx context.Context) (outcome, error) {
 	if inst.AddressID != "" {
 		next.Reconciler.AddressID = inst.AddressID
 	}
+	if t := inst.Traffic; t != nil {
+		next.Status.Traffic = &proxy.Traffic{BytesIn: t.BytesIn, BytesOut: t.BytesOut, Connections: t.Connections, ReportTime: t.ReportTime}
+	}
 	switch {
 	case inst.State == provider.StateStopped || inst.State == provider.StateTerminated:
 		return run.replace(ctx, "Instance"+string(inst.State), fmt.Sprintf("Instance %s is %s; replacing it.", p.Status.ProviderID, inst.State))

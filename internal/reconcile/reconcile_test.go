@@ -16,6 +16,7 @@ import (
 	"github.com/egress-proxies/egress/internal/provider"
 	"github.com/egress-proxies/egress/internal/provider/mock"
 	"github.com/egress-proxies/egress/internal/proxy"
+	"github.com/egress-proxies/egress/internal/proxyengine"
 	"github.com/egress-proxies/egress/internal/reconcile"
 	"github.com/egress-proxies/egress/internal/store/memstore"
 )
@@ -807,9 +808,9 @@ func TestProviderCallsOfALifecycle(t *testing.T) {
 // VM that replaces a lost one.
 func TestCredentialsOutliveTheVM(t *testing.T) {
 	var rendered []proxy.Credentials
-	w := newWorld(t, reconcile.Options{Bootstrap: func(s proxy.Spec, c proxy.Credentials) (string, error) {
+	w := newWorld(t, reconcile.Options{Bootstrap: func(s proxy.Spec, c proxy.Credentials) (string, *proxyengine.Config, error) {
 		rendered = append(rendered, c)
-		return "#!/bin/bash\n# for " + c.Username + "\n", nil
+		return "#!/bin/bash\n# for " + c.Username + "\n", &proxyengine.Config{}, nil
 	}})
 	first := w.ready()
 	creds := first.Reconciler.Credentials

@@ -13,6 +13,7 @@ import (
 	"github.com/egress-proxies/egress/internal/clock"
 	"github.com/egress-proxies/egress/internal/provider"
 	"github.com/egress-proxies/egress/internal/proxy"
+	"github.com/egress-proxies/egress/internal/proxyengine"
 )
 
 // Store is the part of the document store a run uses. *store.Store and
@@ -54,9 +55,10 @@ func permanent(err error) bool {
 	return errors.As(err, &p) && p.IsPermanent()
 }
 
-// BootstrapFunc renders the default bootstrap of a proxy, the startup
-// script its VM runs (package bootstrap), from its spec and credentials.
-type BootstrapFunc func(spec proxy.Spec, creds proxy.Credentials) (string, error)
+// BootstrapFunc renders the default bootstrap of a proxy (package
+// bootstrap) from its spec and credentials: the startup script its VM runs
+// and the proxy engine's configuration it applies (CreateRequest.Engine).
+type BootstrapFunc func(spec proxy.Spec, creds proxy.Credentials) (script string, engine *proxyengine.Config, err error)
 
 // Defaults of Options.
 const (

@@ -62,6 +62,9 @@ func nonZero(t *testing.T, typ reflect.Type) reflect.Value {
 		v.Index(0).Set(nonZero(t, typ.Elem()))
 	case typ.Kind() == reflect.Struct:
 		v.Field(0).Set(nonZero(t, typ.Field(0).Type))
+	case typ.Kind() == reflect.Pointer:
+		v.Set(reflect.New(typ.Elem()))
+		v.Elem().Set(nonZero(t, typ.Elem()))
 	default:
 		t.Fatalf("no non-zero value for %s: teach nonZero", typ)
 	}

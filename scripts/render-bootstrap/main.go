@@ -3,9 +3,11 @@
 // exactly what a VM runs at boot, or run it by hand on a Debian VM.
 //
 //	go run ./scripts/render-bootstrap --port 3128 --allow 203.0.113.0/24 [--allow …] \
-//	    [--connect-port 443 …] --user U --password P [--probe-target host:port]
+//	    [--connect-port 443 …] [--deny 10.128.0.0/9 …] --user U --password P \
+//	    [--probe-target host:port] [--engine-url URL --engine-sha256 HEX]
 //
-// With --metadata it prints instead every metadata item of the instance the
+// With --config it prints the proxy engine's configuration (egress-config)
+// instead. With --metadata it prints every metadata item of the instance the
 // gcp provider would insert, one KEY=VALUE a line, in the provider's order;
 // a value with a line break in it (the script) is printed Go-quoted, so
 // that each item stays one line. The items are read back from the insert
@@ -16,6 +18,8 @@
 package main
 
 import (
+	"encoding/json"
+
 	"context"
 	"flag"
 	"fmt"
@@ -39,13 +43,17 @@ func (l *list) String() string     { return strings.Join(*l, ",") }
 func (l *list) Set(v string) error { *l = append(*l, v); return nil }
 
 func main() {
-	var allow, connectPorts list
+	var allow, connectPorts, deny list
 	port := flag.Int("port", int(proxy.DefaultPort), "the proxy's port")
 	flag.Var(&allow, "allow", "an allowed source range (CIDR); repeat for more")
+	flag.Var(&deny, "deny", "a range no proxy may reach beyond the built-in ones (EGRESS_DENY_RANGES); repeat for more")
 	flag.Var(&connectPorts, "connect-port", "a port CONNECT may reach; repeat for more (default 443 and 80)")
 	user := flag.String("user", "", "the proxy's username (letters and digits)")
 	password := flag.String("password", "", "the proxy's password (16-128 letters and digits)")
 	probe := flag.String("probe-target", "", "host:port the self-test CONNECTs to (default "+bootstrap.DefaultProbeTarget+")")
+	engineURL := flag.String("engine-url", "", "with --metadata: the proxy engine's object URL (PROXY_ENGINE_URL)")
+	engineSHA := flag.String("engine-sha256", "", "with --metadata: its SHA-256 (PROXY_ENGINE_SHA256)")
+	printConfig := flag.Bool("config", false, "print the proxy engine's configuration, the egress-config metadata item")
 	metadata := flag.Bool("metadata", false, "print every metadata item the gcp provider would set, as KEY=VALUE lines")
 	topic := flag.String("call-home-topic", "", "with --metadata: the call-home topic, projects/P/topics/T")
 	endpoint := flag.String("pubsub-endpoint", "", "with --metadata: the Pub/Sub REST API the VM publishes to")
@@ -58,7 +66,7 @@ func main() {
 	}
 
 	cfg := bootstrap.Config{Port: int32(*port), AllowedSourceRanges: allow,
-		Credentials: proxy.Credentials{Username: *user, Password: *password}}
+		Credentials: proxy.Credentials{Username: *user, Password: *password}, DenyRanges: deny}
 	for _, p := range connectPorts {
 		n, err := strconv.ParseInt(p, 10, 32)
 		if err != nil {
@@ -70,14 +78,24 @@ func main() {
 	if err != nil {
 		fail(err)
 	}
-	if !*metadata {
+	engine, err := bootstrap.EngineConfig(cfg)
+	if err != nil {
+		fail(err)
+	}
+	switch {
+	case *printConfig:
+		out, _ := json.MarshalIndent(engine, "", "  ")
+		fmt.Println(string(out))
+		return
+	case !*metadata:
 		fmt.Print(script)
 		return
 	}
 	items, err := providerMetadata(gcp.Config{Project: "render-bootstrap", ProbeTarget: *probe,
-		CallHomeTopic: *topic, PubSubEndpoint: *endpoint},
+		CallHomeTopic: *topic, PubSubEndpoint: *endpoint, EngineURL: *engineURL, EngineSHA256: *engineSHA},
 		provider.CreateRequest{Name: provider.NameFromUID(*uid), UID: *uid, Namespace: *namespace, ProxyName: *name,
-			Placement: provider.Placement{Region: "us-central1", Zone: "us-central1-a"}, Port: int32(*port), StartupScript: script})
+			Placement: provider.Placement{Region: "us-central1", Zone: "us-central1-a"}, Port: int32(*port),
+			StartupScript: script, Engine: &engine})
 	if err != nil {
 		fail(err)
 	}

@@ -3,10 +3,12 @@ package imagetest
 import (
 	"bufio"
 	"context"
+	"encoding/base64"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/netip"
-	"slices"
+	"os"
 	"strconv"
 	"strings"
 	"testing"
@@ -14,7 +16,9 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/egress-proxies/egress/internal/bootstrap"
 	"github.com/egress-proxies/egress/internal/provider"
+	"github.com/egress-proxies/egress/internal/proxyengine"
 )
 
 func checkTimeout(ctx context.Context) (context.Context, context.CancelFunc) {
@@ -119,9 +123,7 @@ func checkProviderRunning(t *testing.T, ctx context.Context, r *run) {
 
 // checkListeners: nothing but the proxy listens on an address reachable
 // from outside the VM (§10 of the design: "nothing else listens
-// publicly"). The image has tinyproxy's own package service enabled, which
-// would listen on 8888 with the package's configuration; the script must
-// have stopped it.
+// publicly"); the engine's counters listen on loopback only.
 func checkListeners(t *testing.T, ctx context.Context, c *Container) {
 	out, err := c.Exec(ctx, "ss", "-H", "-l", "-n", "-t", "-u")
 	if err != nil {
@@ -218,8 +220,8 @@ func checkConnectByName(t *testing.T, ctx context.Context, r *run) {
 		asked = asked || (q.Name == TLSHostName+"." && q.Type == "TypeA" && strings.HasPrefix(q.From, VMPrefix.Addr().String()+":"))
 	}
 	if !asked {
-		// tinyproxy may have cached the name from the self-test's probe;
-		// then the self-test's query is the proof.
+		// A resolver may have cached the name from the self-test's
+		// probe; then the self-test's query is the proof.
 		for _, q := range r.dns.Queries() {
 			asked = asked || (q.Name == TLSHostName+"." && strings.HasPrefix(q.From, VMPrefix.Addr().String()+":"))
 		}
@@ -248,27 +250,20 @@ func checkGet(t *testing.T, ctx context.Context, r *run) {
 }
 
 // checkAuth: without the right credentials both a CONNECT and a GET are
-// refused as unauthenticated, and neither reaches its host. With no
-// credentials that is 407. With wrong ones tinyproxy 1.11 answers 401, not
-// 407 (its reqs.c sends 401 "Unauthorized" whenever a Proxy-Authorization
-// header fails the check), so either is a refusal; a 200 or an open
-// tunnel is the failure.
-func checkAuth(t *testing.T, ctx context.Context, r *run, user, password string, want ...int) {
+// answered 407 with a Proxy-Authenticate challenge (a 401 would make a
+// client blame the target site), and neither reaches its host.
+func checkAuth(t *testing.T, ctx context.Context, r *run, user, password string) {
 	ctx, cancel := checkTimeout(ctx)
 	defer cancel()
 	c := r.client("client", user, password)
 	tlsBefore, httpBefore := len(r.tlsHost.Hits()), len(r.httpHost.Hits())
-	status, tunnel, err := c.Connect(ctx, HostPort(TLSHostAddr, TLSPort))
+	resp, tunnel, err := c.ConnectAnswer(ctx, HostPort(TLSHostAddr, TLSPort))
 	if tunnel != nil {
 		tunnel.Close()
 	}
-	if err != nil || !slices.Contains(want, status) {
-		t.Errorf("CONNECT: status %d (%v), want one of %v", status, err, want)
-	}
-	status, _, err = c.Get(ctx, "http://"+HostPort(HTTPHostAddr, HTTPPort)+"/unauthorised", nil)
-	if err != nil || !slices.Contains(want, status) {
-		t.Errorf("GET: status %d (%v), want one of %v", status, err, want)
-	}
+	checkChallenge(t, "CONNECT", resp, err)
+	resp, _, err = c.GetAnswer(ctx, "http://"+HostPort(HTTPHostAddr, HTTPPort)+"/unauthorised", nil)
+	checkChallenge(t, "GET", resp, err)
 	if n := len(r.httpHost.Hits()) - httpBefore; n != 0 {
 		t.Errorf("the HTTP host was reached %d times", n)
 	}
@@ -277,9 +272,164 @@ func checkAuth(t *testing.T, ctx context.Context, r *run, user, password string,
 	}
 }
 
+func checkChallenge(t *testing.T, what string, resp *http.Response, err error) {
+	t.Helper()
+	switch {
+	case err != nil:
+		t.Errorf("%s: %v", what, err)
+	case resp.StatusCode != http.StatusProxyAuthRequired:
+		t.Errorf("%s: status %d, want 407", what, resp.StatusCode)
+	case !strings.HasPrefix(resp.Header.Get("Proxy-Authenticate"), "Basic"):
+		t.Errorf("%s: 407 with Proxy-Authenticate %q, want a Basic challenge", what, resp.Header.Get("Proxy-Authenticate"))
+	}
+}
+
+// checkEngineInstalled: the storage stand-in served the engine downloads
+// times in all (so a second boot, which finds the binary in place,
+// downloads nothing), each with the VM's token, and the binary the VM runs
+// is the object the metadata names.
+func checkEngineInstalled(t *testing.T, ctx context.Context, r *run, c *Container, downloads int) {
+	if got := r.storage.Downloads(); len(got) != downloads {
+		t.Errorf("the engine was downloaded %d times, want %d: %+v", len(got), downloads, got)
+	}
+	out, err := c.Exec(ctx, "sha256sum", bootstrap.EnginePath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got, _, _ := strings.Cut(string(out), " "); got != r.storage.SHA256() {
+		t.Errorf("the VM's %s has SHA-256 %s, want the object's %s", bootstrap.EnginePath, got, r.storage.SHA256())
+	}
+	out, err = c.Exec(ctx, "systemctl", "is-active", "egress-proxy.service")
+	if err != nil || strings.TrimSpace(string(out)) != "active" {
+		t.Errorf("egress-proxy.service is %q (%v), want active", strings.TrimSpace(string(out)), err)
+	}
+}
+
+// installTime is how long the script's install of the engine took, from
+// its two log lines; zero when it installed nothing.
+func installTime(ctx context.Context, c *Container) time.Duration {
+	out, err := c.Exec(ctx, "journalctl", "-b", "--no-pager", "-o", "short-unix", "-u", "google-startup-scripts.service")
+	if err != nil {
+		return 0
+	}
+	var from, to float64
+	for _, l := range strings.Split(string(out), "\n") {
+		ts, msg, ok := strings.Cut(l, " ")
+		if !ok {
+			continue
+		}
+		v, err := strconv.ParseFloat(ts, 64)
+		switch {
+		case err != nil:
+		case strings.Contains(msg, "egress-bootstrap: installing the proxy engine"):
+			from = v
+		case strings.Contains(msg, "egress-bootstrap: installed the proxy engine"):
+			to = v
+		}
+	}
+	if from == 0 || to < from {
+		return 0
+	}
+	return time.Duration((to - from) * float64(time.Second))
+}
+
+// trafficReport is the guest attribute egress/traffic: proxyengine.Stats
+// with the time of the report.
+type trafficReport struct {
+	proxyengine.Stats
+	ReportTime time.Time `json:"reportTime"`
+}
+
+// reportTraffic runs the VM's reporter now, as its timer does every 30 s,
+// and returns what it wrote.
+func reportTraffic(t *testing.T, ctx context.Context, r *run, c *Container) trafficReport {
+	t.Helper()
+	since := time.Now()
+	if _, err := c.Exec(ctx, "systemctl", "start", "egress-traffic.service"); err != nil {
+		t.Fatal(err)
+	}
+	wctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	w, err := r.metadata.WaitGuest(wctx, since, trafficKey)
+	if err != nil {
+		t.Fatalf("no egress/traffic written: %v", err)
+	}
+	var rep trafficReport
+	if err := json.Unmarshal([]byte(w.Value), &rep); err != nil {
+		t.Fatalf("egress/traffic %q is not the engine's counters: %v", w.Value, err)
+	}
+	return rep
+}
+
+// checkTraffic: the timer reports on its own, and a report after known
+// traffic (GETs of a known size over TLS, each through a tunnel of its
+// own) counts at least those bytes and connections more than the one
+// before.
+func checkTraffic(t *testing.T, ctx context.Context, r *run, c *Container) {
+	if out, err := c.Exec(ctx, "systemctl", "is-active", "egress-traffic.timer"); err != nil || strings.TrimSpace(string(out)) != "active" {
+		t.Errorf("egress-traffic.timer is %q (%v), want active", strings.TrimSpace(string(out)), err)
+	}
+	before := reportTraffic(t, ctx, r, c)
+	const gets, size = 4, 256 << 10
+	for i := range gets {
+		rctx, cancel := checkTimeout(ctx)
+		body, err := r.client("client", r.creds.Username, r.creds.Password).GetTLS(rctx, HostPort(TLSHostAddr, TLSPort), TLSHostName, r.roots, "/bytes/"+strconv.Itoa(size))
+		cancel()
+		if err != nil || len(body) != size {
+			t.Fatalf("GET %d: %d bytes through a tunnel, want %d: %v", i, len(body), size, err)
+		}
+	}
+	after := reportTraffic(t, ctx, r, c)
+	if d := after.BytesOut - before.BytesOut; d < gets*size {
+		t.Errorf("bytesOut grew by %d, want at least the %d bytes sent to the client (%+v, then %+v)", d, gets*size, before, after)
+	}
+	if d := after.BytesIn - before.BytesIn; d < gets*200 {
+		t.Errorf("bytesIn grew by %d, want at least the %d TLS handshakes and requests (%+v, then %+v)", d, gets, before, after)
+	}
+	if d := after.Connections - before.Connections; d < gets {
+		t.Errorf("connections grew by %d, want at least %d (%+v, then %+v)", d, gets, before, after)
+	}
+	if !after.ReportTime.After(before.ReportTime.Add(-time.Second)) || after.ReportTime.IsZero() {
+		t.Errorf("report times %s then %s", before.ReportTime, after.ReportTime)
+	}
+}
+
+// checkNoSecret: the proxy's password, in clear or as the Basic
+// credentials a client sends, is in no metadata value the gcp provider
+// sent, no line of the VM's journal (every unit: the script's, the
+// engine's, the guest agent's) and not on its console.
+func checkNoSecret(t *testing.T, ctx context.Context, r *run, c *Container, consolePath string) {
+	secrets := []string{r.creds.Password, base64.StdEncoding.EncodeToString([]byte(r.creds.Username + ":" + r.creds.Password))}
+	for k, v := range r.metadata.Attributes() {
+		for _, s := range secrets {
+			if strings.Contains(v, s) {
+				t.Errorf("metadata %s holds the password", k)
+			}
+		}
+	}
+	journal, err := c.Exec(ctx, "journalctl", "-b", "--no-pager", "-o", "cat")
+	if err != nil {
+		t.Fatal(err)
+	}
+	console, err := os.ReadFile(consolePath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for name, text := range map[string]string{"journal": string(journal), "console": string(console)} {
+		for _, s := range secrets {
+			if strings.Contains(text, s) {
+				t.Errorf("the VM's %s holds the password", name)
+			}
+		}
+	}
+	if len(journal) < 1000 {
+		t.Errorf("the journal has %d bytes: nothing to search", len(journal))
+	}
+}
+
 // checkIngress: a client in the allowed range can open a connection to
 // the proxy port, one outside cannot: the host's filter drops it before
-// tinyproxy sees it.
+// the engine sees it.
 func checkIngress(t *testing.T, ctx context.Context, r *run) {
 	dial := func(from netip.Addr) error {
 		ctx, cancel := context.WithTimeout(ctx, 3*time.Second)

@@ -30,9 +30,18 @@ type ProxyClient struct {
 // Connect sends CONNECT target and returns the proxy's status code. On 200
 // the tunnel is returned open; otherwise it is closed.
 func (c ProxyClient) Connect(ctx context.Context, target string) (int, net.Conn, error) {
-	conn, err := c.Dial(ctx, "tcp", c.Proxy)
+	resp, tunnel, err := c.ConnectAnswer(ctx, target)
 	if err != nil {
 		return 0, nil, err
+	}
+	return resp.StatusCode, tunnel, nil
+}
+
+// ConnectAnswer is Connect with the proxy's whole answer (its body closed).
+func (c ProxyClient) ConnectAnswer(ctx context.Context, target string) (*http.Response, net.Conn, error) {
+	conn, err := c.Dial(ctx, "tcp", c.Proxy)
+	if err != nil {
+		return nil, nil, err
 	}
 	if d, ok := ctx.Deadline(); ok {
 		conn.SetDeadline(d)
@@ -41,21 +50,21 @@ func (c ProxyClient) Connect(ctx context.Context, target string) (int, net.Conn,
 	c.authorize(req)
 	if err := req.Write(conn); err != nil {
 		conn.Close()
-		return 0, nil, fmt.Errorf("CONNECT %s via %s: %w", target, c.Proxy, err)
+		return nil, nil, fmt.Errorf("CONNECT %s via %s: %w", target, c.Proxy, err)
 	}
 	br := bufio.NewReader(conn)
 	resp, err := http.ReadResponse(br, req)
 	if err != nil {
 		conn.Close()
-		return 0, nil, fmt.Errorf("CONNECT %s via %s: reading the answer: %w", target, c.Proxy, err)
+		return nil, nil, fmt.Errorf("CONNECT %s via %s: reading the answer: %w", target, c.Proxy, err)
 	}
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusOK {
 		conn.Close()
-		return resp.StatusCode, nil, nil
+		return resp, nil, nil
 	}
 	conn.SetDeadline(time.Time{})
-	return resp.StatusCode, &bufferedConn{Conn: conn, r: br}, nil
+	return resp, &bufferedConn{Conn: conn, r: br}, nil
 }
 
 // GetTLS tunnels to target and GETs path over TLS, trusting only roots and
@@ -95,9 +104,19 @@ func (c ProxyClient) GetTLS(ctx context.Context, target, serverName string, root
 // Get sends a plain proxied GET for an absolute http:// URL and returns the
 // status and body.
 func (c ProxyClient) Get(ctx context.Context, rawURL string, header http.Header) (int, string, error) {
-	conn, err := c.Dial(ctx, "tcp", c.Proxy)
+	resp, body, err := c.GetAnswer(ctx, rawURL, header)
 	if err != nil {
 		return 0, "", err
+	}
+	return resp.StatusCode, body, nil
+}
+
+// GetAnswer is Get with the proxy's whole answer; the body (up to 1 MiB)
+// is returned read.
+func (c ProxyClient) GetAnswer(ctx context.Context, rawURL string, header http.Header) (*http.Response, string, error) {
+	conn, err := c.Dial(ctx, "tcp", c.Proxy)
+	if err != nil {
+		return nil, "", err
 	}
 	defer conn.Close()
 	if d, ok := ctx.Deadline(); ok {
@@ -105,7 +124,7 @@ func (c ProxyClient) Get(ctx context.Context, rawURL string, header http.Header)
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, rawURL, nil)
 	if err != nil {
-		return 0, "", err
+		return nil, "", err
 	}
 	for k, v := range header {
 		req.Header[k] = v
@@ -114,15 +133,15 @@ func (c ProxyClient) Get(ctx context.Context, rawURL string, header http.Header)
 	// WriteProxy sends the absolute URL in the request line, as a client
 	// configured with a proxy does.
 	if err := req.WriteProxy(conn); err != nil {
-		return 0, "", fmt.Errorf("GET %s via %s: %w", rawURL, c.Proxy, err)
+		return nil, "", fmt.Errorf("GET %s via %s: %w", rawURL, c.Proxy, err)
 	}
 	resp, err := http.ReadResponse(bufio.NewReader(conn), req)
 	if err != nil {
-		return 0, "", fmt.Errorf("GET %s via %s: reading the answer: %w", rawURL, c.Proxy, err)
+		return nil, "", fmt.Errorf("GET %s via %s: reading the answer: %w", rawURL, c.Proxy, err)
 	}
 	defer resp.Body.Close()
 	body, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
-	return resp.StatusCode, string(body), err
+	return resp, string(body), err
 }
 
 func (c ProxyClient) authorize(req *http.Request) {

@@ -1,14 +1,18 @@
 // Package imagetest proves the proxy VM's startup script on a really booted
-// Debian 12, the release of the gcp provider's default image, since no
-// Compute Engine is at hand where the tests run.
+// Debian 13 and Debian 12 (Releases), the releases of the gcp provider's
+// default image and the one before, since no Compute Engine is at hand
+// where the tests run; and measures the proxy's data path there
+// (TestImageBench, make image-bench).
 //
-// It builds a Debian root file system once with debootstrap (cached outside
-// the repository and keyed by the package list, see Rootfs), boots a
-// throwaway copy of it with systemd under systemd-nspawn inside a network
+// It builds each release's root file system once with debootstrap, shaped
+// like Google's image and without anything of the project (cached outside
+// the repository and keyed by release and package list, see Rootfs), boots
+// a throwaway copy of it with systemd under systemd-nspawn inside a network
 // namespace of its own, and surrounds it with stand-ins: a metadata server
 // on 169.254.169.254 that serves the metadata of the insert request the gcp
 // provider sent (Metadata), a Pub/Sub publish endpoint for the call-home
-// (PubSub), hosts on the internet (Host) and places the proxy must never
+// (PubSub), the deployment's bucket serving the engine built from the tree
+// (Storage), hosts on the internet (Host) and places the proxy must never
 // reach (Sink). Topology draws the network.
 //
 // The startup script runs as Compute Engine runs it: Debian's

@@ -7,7 +7,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"net/http"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -51,13 +50,16 @@ const (
 var (
 	guestReady = bootstrap.GuestNamespace + "/" + bootstrap.GuestReady
 	guestError = bootstrap.GuestNamespace + "/" + bootstrap.GuestError
+	trafficKey = bootstrap.GuestNamespace + "/" + bootstrap.GuestTraffic
 )
 
-// run is what one test run set up.
+// run is what one boot of one release set up.
 type run struct {
+	rel      Release
 	topo     *Topology
 	metadata *Metadata
 	pubsub   *PubSub
+	storage  *Storage
 	tlsHost  *Host
 	httpHost *Host
 	roots    *x509.CertPool
@@ -72,42 +74,95 @@ type run struct {
 	providerID string
 }
 
-// TestImage boots the proxy VM's startup script on a real Debian 12 under
-// systemd-nspawn and checks, from outside, what a user and an attacker
-// would see.
+// result is what the summary line says of one release.
+type result struct {
+	family               string
+	passed, failed       int
+	bootToReady, install time.Duration
+}
+
+// TestImage boots the proxy VM's startup script on a real Debian 13 and a
+// real Debian 12, each root file system shaped like Google's image of that
+// release (nothing of the project in it), under systemd-nspawn, and checks,
+// from outside, what a user and an attacker would see.
 //
 // The gcp provider's Create, against the Compute fake, gives the metadata;
 // the metadata stand-in serves it; the container boots; and Debian's
 // google-guest-agent runs the script as on Compute Engine:
 // google-startup-scripts.service starts google_metadata_script_runner,
-// which reads startup-script from the stand-in and runs it as root. Both
-// the runner and the full guest agent work in the container, so nothing is
-// masked and no unit of the test's own replaces them. (The agent logs that
-// it cannot set an IO scheduler or reconfigure an sshd the image lacks;
-// neither touches the proxy.)
+// which reads startup-script from the stand-in and runs it as root. The
+// script downloads the proxy engine (built from the tree) from the storage
+// stand-in with the VM's token and checks its SHA-256. Both the runner and
+// the full guest agent work in the container, so nothing is masked and no
+// unit of the test's own replaces them. (The agent logs that it cannot set
+// an IO scheduler or reconfigure an sshd the image lacks; neither touches
+// the proxy.)
 //
 // Each check is a subtest of its own, so a broken rule fails the check
 // that names it: the provider (Get reports Running from the guest
 // attributes the VM wrote), the runner (the script ran to exit status 0),
-// credentials (a CONNECT to a TLS host, one by name through
-// the VM's resolver, a plain GET; 407 without credentials, a refusal with
-// wrong ones), ingress (a source outside allowedSourceRanges cannot open a
-// connection), egress (CONNECT to the metadata server, to a private address
-// and to a port not allowed is refused, and the metadata server never sees
-// a request through the proxy), readiness (egress/ready after both guest
-// attributes were cleared, never egress/error), the call-home (the token
-// and the proxy's names reach Pub/Sub) and, after a reboot from inside of
-// the same root, readiness and service again with the same credentials.
-// The last line printed is the summary:
+// credentials (a CONNECT to a TLS host, one by name through the VM's
+// resolver, a plain GET; 407 with Proxy-Authenticate without credentials
+// and with a wrong password, WrongPassword407), ingress (a source outside
+// allowedSourceRanges cannot open a connection), egress (CONNECT to the
+// metadata server, to a private address and to a port not allowed is
+// refused, and the metadata server never sees a request through the
+// proxy), readiness (egress/ready after both guest attributes were
+// cleared, never egress/error), the call-home (the token and the proxy's
+// names reach Pub/Sub), traffic (egress/traffic grows with the bytes and
+// connections sent), secrets (the password in no metadata value and no
+// log line) and, after a reboot from inside of the same root, readiness
+// and service again with the same credentials and nothing installed. The
+// last line printed is the summary:
 //
-//	image-test: N checks passed, boot to ready S s
+//	image-test: debian-13 N checks passed, boot to ready S s (install I s); debian-12 …
 func TestImage(t *testing.T) {
 	requireHost(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
 	defer cancel()
 
+	cache, err := CacheDir()
+	if err != nil {
+		t.Fatal(err)
+	}
+	runDir := claimWorkDir(t, cache)
+	root, err := filepath.Abs("../../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	engine, err := BuildEngine(root, runDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	var results []result
+	for _, rel := range Releases {
+		res := result{family: rel.Family}
+		t.Run(rel.Family, func(t *testing.T) { res = testRelease(t, ctx, rel, runDir, engine) })
+		results = append(results, res)
+	}
+	var parts []string
+	failed := false
+	for _, r := range results {
+		if r.failed > 0 || r.passed == 0 {
+			failed = true
+			parts = append(parts, fmt.Sprintf("%s %d of %d checks failed", r.family, r.failed, r.passed+r.failed))
+			continue
+		}
+		parts = append(parts, fmt.Sprintf("%s %d checks passed, boot to ready %.1f s (install %.1f s)",
+			r.family, r.passed, r.bootToReady.Seconds(), r.install.Seconds()))
+	}
+	if failed {
+		t.Error("a release failed its checks")
+	}
+	fmt.Printf("image-test: %s\n", strings.Join(parts, "; "))
+}
+
+// testRelease boots one release twice and runs every check.
+func testRelease(t *testing.T, ctx context.Context, rel Release, runDir string, engine []byte) (res result) {
+	res.family = rel.Family
 	start := time.Now()
-	rootfs, built, err := Rootfs(ctx, os.Stderr)
+	rootfs, built, err := Rootfs(ctx, rel, os.Stderr)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -116,36 +171,41 @@ func TestImage(t *testing.T) {
 	} else {
 		t.Logf("root file system: cached (%s), %.1f s", rootfs, time.Since(start).Seconds())
 	}
-
-	runDir := claimWorkDir(t, filepath.Dir(rootfs))
-	r := setUp(t, ctx)
-	root := filepath.Join(runDir, "root")
+	r := setUp(t, ctx, rel, engine, NewTopology)
+	root := filepath.Join(runDir, rel.Suite)
 	start = time.Now()
 	if err := Copy(ctx, rootfs, root); err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() {
+		if err := os.RemoveAll(root); err != nil {
+			t.Errorf("removing %s: %v", root, err)
+		}
+	})
 	t.Logf("throwaway copy of the root file system: %.1f s", time.Since(start).Seconds())
 
 	checks := &checklist{t: t}
+	defer func() { res.passed, res.failed = checks.passed, checks.failed }()
 
-	c, ready := boot(t, ctx, r, root, filepath.Join(runDir, "console-1.log"))
-	bootToReady := ready.Time.Sub(c.Started)
-	t.Logf("boot 1: egress/ready %.1f s after nspawn started", bootToReady.Seconds())
+	console1 := filepath.Join(runDir, rel.Suite+"-console-1.log")
+	c, ready := boot(t, ctx, r, root, console1)
+	res.bootToReady = ready.Time.Sub(c.Started)
+	res.install = installTime(ctx, c)
+	t.Logf("boot 1: egress/ready %.1f s after nspawn started, the install %.1f s of it", res.bootToReady.Seconds(), res.install.Seconds())
 
 	checks.run("ready is written and no error", func(t *testing.T) { checkReady(t, r, c.Started, ready) })
 	checks.run("call-home reaches Pub/Sub with the token and the proxy's names", func(t *testing.T) { checkCallHome(t, ctx, r) })
 	checks.run("the gcp provider reads the VM's guest attributes as Running", func(t *testing.T) { checkProviderRunning(t, ctx, r) })
 	checks.run("the guest agent's runner ran the script to exit status 0", func(t *testing.T) { checkRunner(t, ctx, c) })
+	checks.run("the engine was downloaded once, with the VM's token, and is the one the metadata names", func(t *testing.T) {
+		checkEngineInstalled(t, ctx, r, c, 1)
+	})
 	checks.run("nothing but the proxy listens beyond loopback", func(t *testing.T) { checkListeners(t, ctx, c) })
 	checks.run("CONNECT with credentials reaches a TLS host", func(t *testing.T) { checkConnectTLS(t, ctx, r) })
 	checks.run("CONNECT by host name resolves through the VM's resolver", func(t *testing.T) { checkConnectByName(t, ctx, r) })
 	checks.run("plain GET with credentials is proxied", func(t *testing.T) { checkGet(t, ctx, r) })
-	checks.run("no credentials: 407", func(t *testing.T) {
-		checkAuth(t, ctx, r, "", "", http.StatusProxyAuthRequired)
-	})
-	checks.run("wrong password: refused (407, or tinyproxy's 401)", func(t *testing.T) {
-		checkAuth(t, ctx, r, r.creds.Username, r.creds.Password+"x", http.StatusProxyAuthRequired, http.StatusUnauthorized)
-	})
+	checks.run("no credentials: 407", func(t *testing.T) { checkAuth(t, ctx, r, "", "") })
+	checks.run("WrongPassword407", func(t *testing.T) { checkAuth(t, ctx, r, r.creds.Username, r.creds.Password+"x") })
 	checks.run("a source outside allowedSourceRanges cannot connect", func(t *testing.T) { checkIngress(t, ctx, r) })
 	checks.run("CONNECT to the metadata server is refused", func(t *testing.T) {
 		// By address, by the name the VM's /etc/hosts gives it, as an
@@ -161,22 +221,23 @@ func TestImage(t *testing.T) {
 		checkRefused(t, ctx, r, r.refused, r.refused.Addr())
 	})
 	checks.run("the metadata server saw no request through the proxy", func(t *testing.T) { checkMetadataUntouched(t, r) })
+	checks.run("the traffic report grows with the bytes and connections sent", func(t *testing.T) { checkTraffic(t, ctx, r, c) })
+	checks.run("the password is in no metadata value and no log line", func(t *testing.T) { checkNoSecret(t, ctx, r, c, console1) })
 
 	// A reboot from inside: nspawn exits 133 and the same root boots
 	// again, as a VM's disk survives its reboot.
 	if err := c.Reboot(ctx); err != nil {
 		t.Fatalf("reboot: %v\n%s", err, c.Journal(ctx, 100))
 	}
-	c2, ready2 := boot(t, ctx, r, root, filepath.Join(runDir, "console-2.log"))
+	console2 := filepath.Join(runDir, rel.Suite+"-console-2.log")
+	c2, ready2 := boot(t, ctx, r, root, console2)
 	t.Logf("boot 2: egress/ready %.1f s after nspawn started", ready2.Time.Sub(c2.Started).Seconds())
 	checks.run("after a reboot the script starts clean and is ready again", func(t *testing.T) { checkReboot(t, r, c2.Started, ready2) })
+	checks.run("after a reboot nothing is installed", func(t *testing.T) { checkEngineInstalled(t, ctx, r, c2, 1) })
 	checks.run("after a reboot the proxy serves with the same credentials", func(t *testing.T) { checkConnectTLS(t, ctx, r) })
-
-	if checks.failed > 0 {
-		fmt.Printf("image-test: %d of %d checks failed\n", checks.failed, checks.passed+checks.failed)
-		return
-	}
-	fmt.Printf("image-test: %d checks passed, boot to ready %.1f s\n", checks.passed, bootToReady.Seconds())
+	checks.run("after a reboot WrongPassword407", func(t *testing.T) { checkAuth(t, ctx, r, r.creds.Username, r.creds.Password+"x") })
+	checks.run("after a reboot the password is in no log line", func(t *testing.T) { checkNoSecret(t, ctx, r, c2, console2) })
+	return res
 }
 
 // requireHost skips, or under CI fails, when the test cannot run here.

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -23,6 +24,7 @@ type Hit struct {
 // Host answers every request with a fixed body and records it, which is
 // what a host on the internet needs to be for the proxy's tests: the body
 // proves the answer came from it, the record shows from where it was asked.
+// GET /bytes/N answers N bytes instead, traffic of a known size.
 type Host struct {
 	Body string
 
@@ -34,6 +36,18 @@ func (h *Host) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	h.mu.Lock()
 	h.hits = append(h.hits, Hit{Time: time.Now(), RemoteAddr: r.RemoteAddr, Method: r.Method, URI: r.RequestURI})
 	h.mu.Unlock()
+	if n, err := strconv.Atoi(strings.TrimPrefix(r.URL.Path, "/bytes/")); err == nil && n >= 0 && n <= 1<<30 {
+		w.Header().Set("Content-Length", strconv.Itoa(n))
+		chunk := make([]byte, 64<<10)
+		for n > 0 {
+			k, err := w.Write(chunk[:min(n, len(chunk))])
+			if err != nil {
+				return
+			}
+			n -= k
+		}
+		return
+	}
 	io.WriteString(w, h.Body)
 }
 

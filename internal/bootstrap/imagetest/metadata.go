@@ -112,6 +112,17 @@ func (m *Metadata) Requests() []Request {
 	return append([]Request(nil), m.requests...)
 }
 
+// Attributes returns the instance's metadata items.
+func (m *Metadata) Attributes() map[string]string {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	out := map[string]string{}
+	for k, v := range m.instance["attributes"].(attributes) {
+		out[k] = v
+	}
+	return out
+}
+
 // GuestAttributes returns the guest attributes as they stand, by
 // "namespace/key".
 func (m *Metadata) GuestAttributes() map[string]string {

@@ -15,20 +15,29 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// Suite is the Debian release of the gcp provider's default image
-// (debian-12).
-const Suite = "bookworm"
+// Release is a Debian release the test boots: the image family of the
+// gcp provider's default image (debian-13) and the one before it.
+type Release struct {
+	// Family is Google's image family, the name the summary line gives.
+	Family string
+	// Suite is Debian's code name, what debootstrap builds.
+	Suite string
+}
+
+// Releases are booted in this order.
+var Releases = []Release{{Family: "debian-13", Suite: "trixie"}, {Family: "debian-12", Suite: "bookworm"}}
 
 // Packages are what the root file system holds beyond Debian's minimal
-// base: an init that boots (systemd, dbus), what the startup script uses
-// (curl, ca-certificates, iproute2, nftables, tinyproxy) and Google's guest
-// environment as Debian packages it, which runs the startup script on
-// Compute Engine's own Debian images. tinyproxy is there already because the
-// container has no route to a Debian mirror; the script's install step
-// finds it and goes on, as it does on a VM's second boot.
+// base, which is what Google's Debian images hold where the startup script
+// depends on it: an init that boots (systemd, dbus), curl and
+// ca-certificates (both in Google's images), iproute2 and nftables (Debian
+// priority "important", so in every standard Debian image, Google's
+// included), and Google's guest environment as Debian packages it, which
+// runs the startup script on Compute Engine. Nothing of the project: the
+// script installs the proxy engine itself, as on a fresh VM.
 var Packages = []string{
 	"systemd", "systemd-sysv", "dbus",
-	"curl", "ca-certificates", "iproute2", "nftables", "tinyproxy",
+	"curl", "ca-certificates", "iproute2", "nftables",
 	"google-guest-agent",
 }
 
@@ -76,9 +85,10 @@ func Mirror() (string, error) {
 	return "", fmt.Errorf("no URIs: line in %s", sourcesFile)
 }
 
-// CacheKey is a short hash of everything the root file system is made of.
-func CacheKey() string {
-	sum := sha256.Sum256([]byte(Suite + "\n" + strings.Join(Packages, ",") + "\n" + setupVersion))
+// CacheKey is a short hash of everything a release's root file system is
+// made of.
+func CacheKey(rel Release) string {
+	sum := sha256.Sum256([]byte(rel.Suite + "\n" + strings.Join(Packages, ",") + "\n" + setupVersion))
 	return hex.EncodeToString(sum[:6])
 }
 
@@ -86,7 +96,7 @@ func CacheKey() string {
 // cache has none for the current CacheKey. built says whether it did. A
 // lock file keeps two runs from building the same tree at once; a build
 // that dies leaves only a temporary folder, which the next build removes.
-func Rootfs(ctx context.Context, log io.Writer) (dir string, built bool, err error) {
+func Rootfs(ctx context.Context, rel Release, log io.Writer) (dir string, built bool, err error) {
 	cache, err := CacheDir()
 	if err != nil {
 		return "", false, err
@@ -94,7 +104,7 @@ func Rootfs(ctx context.Context, log io.Writer) (dir string, built bool, err err
 	if err := os.MkdirAll(cache, 0o755); err != nil {
 		return "", false, fmt.Errorf("making the cache folder: %w", err)
 	}
-	dir = filepath.Join(cache, "rootfs-"+CacheKey())
+	dir = filepath.Join(cache, "rootfs-"+rel.Suite+"-"+CacheKey(rel))
 	lock, err := os.OpenFile(dir+".lock", os.O_CREATE|os.O_RDWR, 0o644)
 	if err != nil {
 		return "", false, fmt.Errorf("opening the cache lock: %w", err)
@@ -114,8 +124,8 @@ func Rootfs(ctx context.Context, log io.Writer) (dir string, built bool, err err
 	if err := os.RemoveAll(tmp); err != nil {
 		return "", false, fmt.Errorf("removing a half-built root file system: %w", err)
 	}
-	args := []string{"--variant=minbase", "--include=" + strings.Join(Packages, ","), Suite, tmp, mirror}
-	fmt.Fprintf(log, "imagetest: building a Debian %s root file system in %s (debootstrap, about a minute)\n", Suite, dir)
+	args := []string{"--variant=minbase", "--include=" + strings.Join(Packages, ","), rel.Suite, tmp, mirror}
+	fmt.Fprintf(log, "imagetest: building a Debian %s root file system in %s (debootstrap, one to two minutes)\n", rel.Suite, dir)
 	cmd := exec.CommandContext(ctx, "debootstrap", args...)
 	tail := &tailWriter{max: 4 << 10}
 	cmd.Stdout, cmd.Stderr = tail, tail

@@ -62,10 +62,12 @@ func claimWorkDir(t *testing.T, cache string) string {
 	return dir
 }
 
-// setUp makes the network and starts every stand-in in it.
-func setUp(t *testing.T, ctx context.Context) *run {
+// setUp makes the network (newTopology, which NewTopology is unless the
+// caller needs more) and starts every stand-in in it, the storage
+// stand-in serving engine.
+func setUp(t *testing.T, ctx context.Context, rel Release, engine []byte, newTopology func(string) (*Topology, error)) *run {
 	t.Helper()
-	topo, err := NewTopology(prefix)
+	topo, err := newTopology(prefix)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -78,8 +80,10 @@ func setUp(t *testing.T, ctx context.Context) *run {
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := &run{topo: topo, creds: creds, token: "ya29.image-test-" + randomHex(16)}
+	r := &run{rel: rel, topo: topo, creds: creds, token: "ya29.image-test-" + randomHex(16)}
 	r.pubsub = &PubSub{Token: r.token}
+	r.storage = &Storage{Token: r.token, Binary: engine}
+	r.storage.Path = "/" + project + "-egress-functions-source/egress-proxy-" + r.storage.SHA256()
 	r.tlsHost = &Host{Body: "hello from the TLS host " + randomHex(4)}
 	r.httpHost = &Host{Body: "hello from the HTTP host " + randomHex(4)}
 
@@ -90,6 +94,7 @@ func setUp(t *testing.T, ctx context.Context) *run {
 	serve(t, topo.Internet, HostPort(MetadataAddr, MetadataPort), r.metadata)
 	serve(t, topo.Internet, HostPort(HTTPHostAddr, HTTPPort), r.httpHost)
 	serve(t, topo.Internet, HostPort(PubSubAddr, PubSubPort), r.pubsub)
+	serve(t, topo.Internet, HostPort(StorageAddr, StoragePort), r.storage)
 
 	l, err := topo.Internet.Listen(HostPort(TLSHostAddr, TLSPort))
 	if err != nil {
@@ -122,9 +127,12 @@ func setUp(t *testing.T, ctx context.Context) *run {
 // provider reads what the VM wrote.
 func insertMetadata(t *testing.T, ctx context.Context, r *run, creds proxy.Credentials) map[string]string {
 	t.Helper()
-	script, err := bootstrap.Render(bootstrap.Config{
-		Port: ProxyPort, AllowedSourceRanges: []string{AllowedRange.String()}, Credentials: creds,
-	})
+	cfg := bootstrap.Config{Port: ProxyPort, AllowedSourceRanges: []string{AllowedRange.String()}, Credentials: creds}
+	script, err := bootstrap.Render(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	engine, err := bootstrap.EngineConfig(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -142,6 +150,8 @@ func insertMetadata(t *testing.T, ctx context.Context, r *run, creds proxy.Crede
 		ProbeTarget:    TLSHostName + ":" + strconv.Itoa(TLSPort),
 		CallHomeTopic:  topic,
 		PubSubEndpoint: "http://" + HostPort(PubSubAddr, PubSubPort),
+		EngineURL:      "http://" + HostPort(StorageAddr, StoragePort) + r.storage.Path,
+		EngineSHA256:   r.storage.SHA256(),
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -151,6 +161,7 @@ func insertMetadata(t *testing.T, ctx context.Context, r *run, creds proxy.Crede
 		Placement:     provider.Placement{Region: "us-central1", Zone: zone},
 		Port:          ProxyPort,
 		StartupScript: script,
+		Engine:        &engine,
 	}
 	id, err := p.Create(ctx, req)
 	if err != nil {
@@ -177,7 +188,7 @@ func boot(t *testing.T, ctx context.Context, r *run, root, consolePath string) (
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { console.Close() })
-	c, err := Boot(prefix+"vm", root, r.topo.VM, console)
+	c, err := Boot(prefix+r.rel.Suite, root, r.topo.VM, console)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,6 +1,8 @@
 package gcp
 
 import (
+	"encoding/json"
+
 	"context"
 	"errors"
 	"fmt"
@@ -225,8 +227,10 @@ func runsOnlyTheBootstrap(req provider.CreateRequest) bool {
 // metadata is what the VM boots with. The default bootstrap goes as
 // startup-script, which the guest agent of every Google public Linux image
 // runs at every boot (those images have no cloud-init), with the attributes
-// it reads: its probe target and what it says when it calls home. A spec's
-// own cloud-init goes as user-data, for images that run cloud-init.
+// it reads: the engine's configuration (one item, which holds no secret),
+// the engine binary to install, its probe target and what it says when it
+// calls home. A spec's own cloud-init goes as user-data, for images that
+// run cloud-init.
 func (p *Provider) metadata(req provider.CreateRequest) *computepb.Metadata {
 	md := &computepb.Metadata{}
 	add := func(key, value string) {
@@ -236,6 +240,13 @@ func (p *Provider) metadata(req provider.CreateRequest) *computepb.Metadata {
 	}
 	if req.StartupScript != "" {
 		add(bootstrap.KeyStartupScript, req.StartupScript)
+		if req.Engine != nil {
+			// Marshalling a struct of strings, numbers and lists cannot fail.
+			engine, _ := json.Marshal(req.Engine)
+			add(bootstrap.KeyConfig, string(engine))
+		}
+		add(bootstrap.KeyEngineURL, p.cfg.EngineURL)
+		add(bootstrap.KeyEngineSHA256, p.cfg.EngineSHA256)
 		add(bootstrap.KeyGuestAttributes, "TRUE")
 		add(bootstrap.KeyProbeTarget, p.cfg.ProbeTarget)
 		if p.cfg.CallHomeTopic != "" {

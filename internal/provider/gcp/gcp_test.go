@@ -18,6 +18,7 @@ import (
 	"github.com/egress-proxies/egress/internal/provider"
 	"github.com/egress-proxies/egress/internal/provider/gcp/computefake"
 	"github.com/egress-proxies/egress/internal/provider/providertest"
+	"github.com/egress-proxies/egress/internal/proxyengine"
 )
 
 const project = "demo-proxies"
@@ -135,8 +136,9 @@ func TestInsertBody(t *testing.T) {
 			AccessConfigs: []*computepb.AccessConfig{{Name: proto.String("External NAT"), Type: proto.String("ONE_TO_ONE_NAT")}},
 		}},
 		ServiceAccounts: []*computepb.ServiceAccount{{
-			Email:  proto.String("proxy-vm@demo-proxies.iam.gserviceaccount.com"),
-			Scopes: []string{"https://www.googleapis.com/auth/logging.write", "https://www.googleapis.com/auth/monitoring.write", "https://www.googleapis.com/auth/pubsub"},
+			Email: proto.String("proxy-vm@demo-proxies.iam.gserviceaccount.com"),
+			Scopes: []string{"https://www.googleapis.com/auth/logging.write", "https://www.googleapis.com/auth/monitoring.write", "https://www.googleapis.com/auth/pubsub",
+				"https://www.googleapis.com/auth/devstorage.read_only"},
 		}},
 	}
 	if diff := cmp.Diff(want, ins[1].Instance, protocmp.Transform()); diff != "" {
@@ -162,12 +164,18 @@ func TestMetadata(t *testing.T) {
 		want   []*computepb.Items
 	}{
 		"StartupScriptAndCallHome": {
-			reason: "the script reads its probe target and what it publishes when it calls home",
+			reason: "the script reads the engine's configuration, the engine to install, its probe target and what it publishes when it calls home",
 			cfg: Config{Project: project, ProbeTarget: "www.google.com:443",
-				CallHomeTopic: "projects/demo-proxies/topics/proxy-reconcile", PubSubEndpoint: "http://192.0.2.9:8085"},
-			change: func(r *provider.CreateRequest) { r.StartupScript = script },
+				CallHomeTopic: "projects/demo-proxies/topics/proxy-reconcile", PubSubEndpoint: "http://192.0.2.9:8085",
+				EngineURL: "https://storage.googleapis.com/b/egress-proxy", EngineSHA256: strings.Repeat("ab", 32)},
+			change: func(r *provider.CreateRequest) {
+				r.StartupScript, r.Engine = script, &proxyengine.Config{Listen: ":3128", ConnectPorts: []int{443}}
+			},
 			want: []*computepb.Items{
 				item("startup-script", script),
+				item("egress-config", `{"generation":0,"listen":":3128","users":null,"allowedSourceRanges":null,"connectPorts":[443],"denyDestinations":null}`),
+				item("egress-engine-url", "https://storage.googleapis.com/b/egress-proxy"),
+				item("egress-engine-sha256", strings.Repeat("ab", 32)),
 				item("enable-guest-attributes", "TRUE"),
 				item("egress-probe-target", "www.google.com:443"),
 				item("egress-call-home-topic", "projects/demo-proxies/topics/proxy-reconcile"),
@@ -420,6 +428,18 @@ func TestReadiness(t *testing.T) {
 		"ReadyBesideAStaleError": {
 			reason: "the script clears both at every boot; a ready beside an error means a clear failed",
 			settle: true, attrs: map[string]string{"egress/ready": "serving", "egress/error": "from the boot before"},
+			want: provider.Instance{State: provider.StateRunning, IP: "198.51.100.1"},
+		},
+		"ServingWithTraffic": {
+			reason: "egress/traffic, the engine's counters with the report's time, is the instance's Traffic",
+			settle: true, attrs: map[string]string{"egress/ready": "serving on port 3128",
+				"egress/traffic": `{"generation":1,"since":"2026-12-03T10:00:00Z","bytesIn":1200,"bytesOut":1048576,"connections":7,"activeTunnels":1,"reportTime":"2026-12-03T10:05:00Z"}`},
+			want: provider.Instance{State: provider.StateRunning, IP: "198.51.100.1", Traffic: &provider.Traffic{
+				BytesIn: 1200, BytesOut: 1048576, Connections: 7, ReportTime: time.Date(2026, 12, 3, 10, 5, 0, 0, time.UTC)}},
+		},
+		"UnreadableTraffic": {
+			reason: "a traffic report that is not the engine's counters is no report, and no verdict on the VM",
+			settle: true, attrs: map[string]string{"egress/ready": "serving", "egress/traffic": "garbage"},
 			want: provider.Instance{State: provider.StateRunning, IP: "198.51.100.1"},
 		},
 		"OwnCloudInit": {

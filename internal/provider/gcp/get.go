@@ -2,6 +2,7 @@ package gcp
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/egress-proxies/egress/internal/bootstrap"
 	"github.com/egress-proxies/egress/internal/provider"
+	"github.com/egress-proxies/egress/internal/proxyengine"
 )
 
 // Get reads the VM, or the static address an address ID names. A VM that
@@ -146,7 +148,8 @@ func bootstrapped(inst *computepb.Instance) bool {
 
 // readiness reads the guest attributes the startup script writes: with
 // egress/ready the VM stays Running; otherwise it is Provisioning, with the
-// reason of egress/error if the script gave one. The script clears both at
+// reason of egress/error if the script gave one. egress/traffic, when the
+// VM reported it, is the Instance's Traffic. The script clears both at
 // the start of every boot, so a ready beside a stale error means the clear
 // failed, not that the proxy does.
 func (p *Provider) readiness(ctx context.Context, id parsed, out *provider.Instance) error {
@@ -167,12 +170,27 @@ func (p *Provider) readiness(ctx context.Context, id parsed, out *provider.Insta
 			}
 		}
 	}
+	out.Traffic = traffic(values[bootstrap.GuestTraffic])
 	if _, ok := values[bootstrap.GuestReady]; ok {
 		return nil
 	}
 	out.State = provider.StateProvisioning
 	out.BootError = values[bootstrap.GuestError]
 	return nil
+}
+
+// traffic reads the guest attribute egress/traffic: the engine's counters
+// (proxyengine.Stats) with the time of the report. A value it cannot read
+// is no report.
+func traffic(value string) *provider.Traffic {
+	var r struct {
+		proxyengine.Stats
+		ReportTime time.Time `json:"reportTime"`
+	}
+	if value == "" || json.Unmarshal([]byte(value), &r) != nil {
+		return nil
+	}
+	return &provider.Traffic{BytesIn: r.BytesIn, BytesOut: r.BytesOut, Connections: r.Connections, ReportTime: r.ReportTime}
 }
 
 // convert maps a Compute instance onto the provider's view.

@@ -39,17 +39,19 @@ const (
 	DefaultNetwork     = "default"
 	DefaultNetworkTag  = "egress-proxy"
 	DefaultMachineType = "e2-micro"
-	DefaultImage       = "projects/debian-cloud/global/images/family/debian-12"
+	DefaultImage       = "projects/debian-cloud/global/images/family/debian-13"
 	DefaultDiskSizeGB  = 10
 )
 
-// DefaultScopes lets a proxy VM write its logs and metrics and call home
-// on Pub/Sub, where its account's only role is publisher on the reconcile
-// topic (deploy/terraform).
+// DefaultScopes lets a proxy VM write its logs and metrics, call home on
+// Pub/Sub, where its account's only role is publisher on the reconcile
+// topic, and download the proxy engine, the one object it may read
+// (deploy/terraform).
 var DefaultScopes = []string{
 	"https://www.googleapis.com/auth/logging.write",
 	"https://www.googleapis.com/auth/monitoring.write",
 	"https://www.googleapis.com/auth/pubsub",
+	"https://www.googleapis.com/auth/devstorage.read_only",
 }
 
 // Config is the provider's configuration (internal/app reads it from GCP_*
@@ -85,6 +87,9 @@ type Config struct {
 	// PubSubEndpoint is the Pub/Sub REST API the VMs publish to; empty is
 	// Google's. Tests point it at a stand-in.
 	PubSubEndpoint string
+	// EngineURL and EngineSHA256 name the proxy engine binary a VM
+	// installs (an object of the deployment's bucket) and its SHA-256.
+	EngineURL, EngineSHA256 string
 }
 
 // Clients are the Compute REST clients the provider calls.

@@ -14,10 +14,11 @@ import (
 const MaxMetadataValueBytes = 256 << 10
 
 // The operator's defaults of Policy: the small shared-core types, and the
-// image the default bootstrap is proven on (make image-test).
+// images the default bootstrap is proven on (make image-test boots both):
+// Debian 13, the default, and Debian 12.
 var (
 	DefaultAllowedMachineTypes = []string{"e2-micro", "e2-small", "e2-medium"}
-	DefaultAllowedImages       = []string{DefaultImage}
+	DefaultAllowedImages       = []string{DefaultImage, "projects/debian-cloud/global/images/family/debian-12"}
 )
 
 // Policy is what the operator lets tenants ask of Compute Engine

@@ -1,0 +1,39 @@
+package bootstrap
+
+import (
+	"fmt"
+	"slices"
+	"strconv"
+
+	"github.com/egress-proxies/egress/internal/proxyengine"
+)
+
+// EngineConfig is the proxy engine's configuration for c: what the gcp
+// provider sends as the egress-config metadata item and the mock provider
+// runs on loopback. It carries the proxy's username and a salted hash of
+// its password, never the password; each call salts afresh.
+func EngineConfig(c Config) (proxyengine.Config, error) {
+	r, err := c.check()
+	if err != nil {
+		return proxyengine.Config{}, err
+	}
+	hash, err := proxyengine.NewPasswordHash(c.Credentials.Password)
+	if err != nil {
+		return proxyengine.Config{}, fmt.Errorf("bootstrap: %w", err)
+	}
+	ports := make([]int, len(r.ConnectPorts))
+	for i, p := range r.ConnectPorts {
+		ports[i] = int(p)
+	}
+	return proxyengine.Config{
+		Generation: 1,
+		Listen:     ":" + strconv.Itoa(int(c.Port)),
+		Users:      []proxyengine.User{{Name: c.Credentials.Username, PasswordHash: hash}},
+		// The VM itself, for the script's self-test; the nftables input
+		// rule admits loopback for the same reason.
+		AllowedSourceRanges: slices.Concat([]string{"127.0.0.1/32", "::1/128"}, r.Allow4, r.Allow6),
+		ConnectPorts:        ports,
+		DenyDestinations:    slices.Concat(r.Deny4, r.Deny6),
+		StatsListen:         "127.0.0.1:" + strconv.Itoa(r.StatsPort),
+	}, nil
+}

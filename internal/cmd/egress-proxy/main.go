@@ -1,0 +1,111 @@
+// Command egress-proxy is the forward proxy each proxy VM runs (package
+// internal/proxyengine): HTTP CONNECT and plain HTTP with Basic
+// credentials, on the address and under the rules of one JSON
+// configuration file.
+//
+//	egress-proxy -config /etc/egress-proxy/engine.json
+//
+// SIGHUP reads the file again and applies it to new requests; the tunnels
+// already open keep going, and a file that does not load leaves the rules
+// in force. SIGTERM (or SIGINT) stops accepting and lets open tunnels
+// finish for -drain, then closes them. Logs are JSON lines on stderr in the
+// shape Cloud Logging reads, one per decision, never a password or a
+// Proxy-Authorization header. -check only loads the file and says whether
+// it would serve.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/egress-proxies/egress/internal/logging"
+	"github.com/egress-proxies/egress/internal/proxyengine"
+)
+
+func main() {
+	configPath := flag.String("config", "", "the engine's JSON configuration (proxyengine.Config)")
+	drain := flag.Duration("drain", 30*time.Second, "how long SIGTERM lets open tunnels finish before closing them")
+	level := flag.String("log-level", "info", "debug (a line per tunnel), info, warn or error")
+	check := flag.Bool("check", false, "load the configuration, say whether it would serve, and exit")
+	flag.Parse()
+	var lvl slog.Level
+	if err := lvl.UnmarshalText([]byte(*level)); err != nil {
+		fmt.Fprintf(os.Stderr, "egress-proxy: -log-level %q: want debug, info, warn or error\n", *level)
+		os.Exit(2)
+	}
+	log := logging.New(os.Stderr, lvl)
+	if *configPath == "" {
+		fmt.Fprintln(os.Stderr, "egress-proxy: -config FILE is required")
+		os.Exit(2)
+	}
+	if err := run(log, *configPath, *drain, *check); err != nil {
+		log.Error("egress-proxy stopped", slog.Any("error", err))
+		os.Exit(1)
+	}
+}
+
+func load(path string) (proxyengine.Config, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return proxyengine.Config{}, err
+	}
+	c, err := proxyengine.ReadConfig(data)
+	if err != nil {
+		return c, fmt.Errorf("%s: %w", path, err)
+	}
+	return c, nil
+}
+
+func run(log *slog.Logger, path string, drain time.Duration, check bool) error {
+	cfg, err := load(path)
+	if err != nil {
+		return err
+	}
+	s, err := proxyengine.New(cfg, proxyengine.Options{Log: log})
+	if err != nil || check {
+		return err
+	}
+	// Subscribed before serving, so a signal sent as soon as the port
+	// answers is not lost.
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	term := make(chan os.Signal, 1)
+	signal.Notify(term, syscall.SIGTERM, os.Interrupt)
+	served := make(chan error, 1)
+	go func() { served <- s.ListenAndServe() }()
+	for {
+		select {
+		case err := <-served:
+			return err
+		case <-hup:
+			next, err := load(path)
+			if err == nil {
+				err = s.Apply(next)
+			}
+			if err != nil {
+				log.Error("reload refused: the rules in force stay", slog.Any("error", err))
+			}
+		case sig := <-term:
+			log.Info("draining", slog.String("signal", sig.String()), slog.Duration("deadline", drain))
+			ctx, cancel := context.WithTimeout(context.Background(), drain)
+			err := s.Shutdown(ctx)
+			cancel()
+			if served := <-served; !errors.Is(served, http.ErrServerClosed) {
+				return served
+			}
+			if errors.Is(err, context.DeadlineExceeded) {
+				// Closing late tunnels is the deadline doing its job.
+				return nil
+			}
+			return err
+		}
+	}
+}
