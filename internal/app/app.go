@@ -31,6 +31,7 @@ import (
 	"github.com/egress-proxies/egress/internal/logging"
 	"github.com/egress-proxies/egress/internal/provider"
 	"github.com/egress-proxies/egress/internal/proxy"
+	"github.com/egress-proxies/egress/internal/proxyengine"
 	"github.com/egress-proxies/egress/internal/queue"
 	"github.com/egress-proxies/egress/internal/reconcile"
 	"github.com/egress-proxies/egress/internal/store"
@@ -150,6 +151,10 @@ func (a *App) reconcileOptions() reconcile.Options {
 	o.LeaseDuration = max(reconcile.DefaultLeaseDuration, o.WaitBudget+2*time.Minute)
 	o.Bootstrap = func(s proxy.Spec, c proxy.Credentials) (string, error) {
 		return bootstrap.Render(bootstrap.ForProxy(s, c))
+	}
+	o.Engine = func(s proxy.Spec, c proxy.Credentials) (*proxyengine.Config, error) {
+		cfg, err := bootstrap.EngineConfig(bootstrap.ForProxy(s, c))
+		return &cfg, err
 	}
 	return o
 }

@@ -14,6 +14,8 @@ package provider
 import (
 	"context"
 	"time"
+
+	"github.com/egress-proxies/egress/internal/proxyengine"
 )
 
 // InstanceState is a provider's lifecycle state for a single VM.
@@ -130,6 +132,13 @@ type CreateRequest struct {
 	// for this proxy: a provider that chooses the zone (the placement names
 	// none) chooses another.
 	AvoidZones []string
+	// Engine is the configuration of the proxy engine the VM serves with
+	// (package proxyengine): the port, the accepted users as salted hashes
+	// (never a password), the source ranges, the CONNECT ports and the
+	// destinations denied. Set with the default bootstrap, nil with a
+	// custom cloud-init. A provider that runs the engine itself (the mock,
+	// on loopback, for the local stack) serves it; the others may ignore it.
+	Engine *proxyengine.Config
 }
 
 // Provider is the contract every cloud backend implements. Kept

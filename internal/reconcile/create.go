@@ -67,6 +67,11 @@ func (run *run) create(ctx context.Context) (outcome, error) {
 	if req.CloudInit, req.StartupScript, err = run.bootstrap(ctx); err != nil {
 		return run.bootstrapFailed(ctx, err)
 	}
+	if req.StartupScript != "" && run.r.opts.Engine != nil {
+		if req.Engine, err = run.r.opts.Engine(p.Spec, next.Reconciler.Credentials); err != nil {
+			return run.bootstrapFailed(ctx, bootstrapError{fmt.Errorf("the engine's configuration: %w", err)})
+		}
+	}
 	id, err := run.prov.Create(ctx, req)
 	if err != nil {
 		return run.createFailed(ctx, "creating instance "+name, err)

@@ -16,6 +16,7 @@ import (
 	"github.com/egress-proxies/egress/internal/provider"
 	"github.com/egress-proxies/egress/internal/provider/mock"
 	"github.com/egress-proxies/egress/internal/proxy"
+	"github.com/egress-proxies/egress/internal/proxyengine"
 	"github.com/egress-proxies/egress/internal/reconcile"
 	"github.com/egress-proxies/egress/internal/store/memstore"
 )
@@ -802,11 +803,17 @@ func TestProviderCallsOfALifecycle(t *testing.T) {
 // first VM, reach the VM in its startup script, and stay the same for the
 // VM that replaces a lost one.
 func TestCredentialsOutliveTheVM(t *testing.T) {
-	var rendered []proxy.Credentials
-	w := newWorld(t, reconcile.Options{Bootstrap: func(s proxy.Spec, c proxy.Credentials) (string, error) {
-		rendered = append(rendered, c)
-		return "#!/bin/bash\n# for " + c.Username + "\n", nil
-	}})
+	var rendered, engines []proxy.Credentials
+	w := newWorld(t, reconcile.Options{
+		Bootstrap: func(s proxy.Spec, c proxy.Credentials) (string, error) {
+			rendered = append(rendered, c)
+			return "#!/bin/bash\n# for " + c.Username + "\n", nil
+		},
+		Engine: func(s proxy.Spec, c proxy.Credentials) (*proxyengine.Config, error) {
+			engines = append(engines, c)
+			return &proxyengine.Config{Users: []proxyengine.User{{Name: c.Username}}}, nil
+		},
+	})
 	first := w.ready()
 	creds := first.Reconciler.Credentials
 	if err := creds.Validate(); err != nil {
@@ -815,6 +822,9 @@ func TestCredentialsOutliveTheVM(t *testing.T) {
 	req, ok := w.mock.CreateRequest(first.Status.ProviderID)
 	if !ok || req.StartupScript != "#!/bin/bash\n# for "+creds.Username+"\n" || req.CloudInit != "" {
 		t.Errorf("the VM was created with startup script %q and user-data %q, want the rendered script and no user-data", req.StartupScript, req.CloudInit)
+	}
+	if req.Engine == nil || req.Engine.Users[0].Name != creds.Username {
+		t.Errorf("the VM was created with engine configuration %+v, want the one made for %s", req.Engine, creds.Username)
 	}
 
 	w.mock.Lose(first.Status.ProviderID)
@@ -829,5 +839,8 @@ func TestCredentialsOutliveTheVM(t *testing.T) {
 	}
 	if diff := cmp.Diff([]proxy.Credentials{creds, creds}, rendered); diff != "" {
 		t.Errorf("credentials the two VMs' scripts were rendered with (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff([]proxy.Credentials{creds, creds}, engines); diff != "" {
+		t.Errorf("credentials the two VMs' engine configurations were made with (-want +got):\n%s", diff)
 	}
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/egress-proxies/egress/internal/clock"
 	"github.com/egress-proxies/egress/internal/provider"
 	"github.com/egress-proxies/egress/internal/proxy"
+	"github.com/egress-proxies/egress/internal/proxyengine"
 )
 
 // Store is the part of the document store a run uses. *store.Store and
@@ -58,6 +59,10 @@ func permanent(err error) bool {
 // script its VM runs (package bootstrap), from its spec and credentials.
 type BootstrapFunc func(spec proxy.Spec, creds proxy.Credentials) (string, error)
 
+// EngineFunc makes the configuration of the proxy engine a proxy's VM
+// serves with (package proxyengine), from its spec and credentials.
+type EngineFunc func(spec proxy.Spec, creds proxy.Credentials) (*proxyengine.Config, error)
+
 // Defaults of Options.
 const (
 	DefaultWaitBudget      = time.Minute
@@ -102,6 +107,9 @@ type Options struct {
 	// Bootstrap renders the startup script of specs that bring no
 	// cloud-init of their own. Nil sends none.
 	Bootstrap BootstrapFunc
+	// Engine makes the engine's configuration sent beside the startup
+	// script (provider.CreateRequest.Engine). Nil sends none.
+	Engine EngineFunc
 	// Rand draws the jitter; nil uses a random source.
 	Rand *rand.Rand
 }

@@ -107,6 +107,14 @@ func (p *Provider) create(req provider.CreateRequest) (*instance, bool, error) {
 		p.neverReady--
 		in.neverReady = true
 	}
+	if in.createErr == nil && !in.neverReady {
+		// The VM boots and its engine starts, as the startup script starts
+		// it; one that cannot start is a failed boot.
+		if err := p.serve(in); err != nil {
+			in.bootError, in.inst.BootError = err.Error(), err.Error()
+			in.console = append(in.console, "egress-bootstrap: FAILED: "+err.Error())
+		}
+	}
 	p.instances[req.Name] = in
 	return in, true, nil
 }
@@ -208,6 +216,7 @@ func (p *Provider) Delete(ctx context.Context, providerID string) error {
 		// It stops, and is gone once the deletion delay has passed.
 		in.goneAt = p.clock.Now().Add(p.deletionDelay)
 		in.inst.State, in.inst.IP = provider.StateStopped, ""
+		p.unserve(in)
 		p.purge()
 	}
 	if f != nil {
@@ -222,6 +231,7 @@ func (p *Provider) purge() {
 	now := p.clock.Now()
 	for name, in := range p.instances {
 		if !in.goneAt.IsZero() && !now.Before(in.goneAt) {
+			p.unserve(in)
 			delete(p.instances, name)
 		}
 	}
@@ -306,9 +316,13 @@ func (p *Provider) advance(in *instance) {
 		return
 	}
 	in.inst.State = provider.StateRunning
-	in.inst.IP = addressFor(in.seq).String()
-	if in.address != nil {
+	switch {
+	case in.address != nil:
 		in.inst.IP = in.address.ip.String()
+	case in.served != nil:
+		in.inst.IP = in.served.ip.String()
+	default:
+		in.inst.IP = addressFor(in.seq).String()
 	}
 }
 
