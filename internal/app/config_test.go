@@ -38,9 +38,10 @@ func defaults() app.Config {
 		API: app.APIConfig{Quota: 20, Policy: proxy.Policy{MinPrefixIPv4: 8, MinPrefixIPv6: 32}},
 		Reconcile: reconcile.Options{WaitBudget: time.Minute, InitialBackoff: 2 * time.Second, MaxBackoff: 10 * time.Second,
 			BootTimeout: 10 * time.Minute, MaxBootFailures: 3},
-		GC:           gc.Options{GracePeriod: 10 * time.Minute, Parallelism: 16, SweepThreshold: 2 * time.Minute},
-		Mock:         mock.Options{ProvisioningDelay: 5 * time.Second},
-		MockCallHome: true,
+		GC:             gc.Options{GracePeriod: 10 * time.Minute, Parallelism: 16, SweepThreshold: 2 * time.Minute},
+		Mock:           mock.Options{ProvisioningDelay: 5 * time.Second},
+		MockCallHome:   true,
+		MockServeAllow: []string{"127.0.0.1/32"},
 	}
 }
 
@@ -67,6 +68,7 @@ func TestLoad(t *testing.T) {
 				"RECONCILE_WAIT_BUDGET": "2m", "RECONCILE_INITIAL_BACKOFF": "400ms", "RECONCILE_MAX_BACKOFF": "2s",
 				"GC_GRACE_PERIOD": "30m", "GC_PARALLELISM": "4", "GC_DRY_RUN": "true", "GC_SWEEP_THRESHOLD": "90s", "MOCK_PROVISIONING_DELAY": "1s",
 				"BOOT_TIMEOUT": "5m", "MAX_BOOT_FAILURES": "2", "MOCK_CALL_HOME": "false",
+				"MOCK_SERVE": "true", "MOCK_SERVE_ALLOW": "127.0.0.1/32, 127.0.0.2/32",
 				"API_ADMINS": "Ops@Example.com, domain:platform.example", "LOCAL_IDENTITY": "Dev@Localhost", "ALLOW_CUSTOM_CLOUD_INIT": "true",
 				"CLOUD_INIT_SECRET_PREFIX": "projects/demo-x/secrets/egress-", "MIN_SOURCE_PREFIX_IPV4": "16", "MIN_SOURCE_PREFIX_IPV6": "48", "ALLOW_ANY_SOURCE": "true"},
 			want: with(func(c *app.Config) {
@@ -78,6 +80,7 @@ func TestLoad(t *testing.T) {
 				c.Reconcile = reconcile.Options{WaitBudget: 2 * time.Minute, InitialBackoff: 400 * time.Millisecond, MaxBackoff: 2 * time.Second,
 					BootTimeout: 5 * time.Minute, MaxBootFailures: 2}
 				c.MockCallHome = false
+				c.MockServe, c.MockServeAllow = true, []string{"127.0.0.1/32", "127.0.0.2/32"}
 				c.GC = gc.Options{GracePeriod: 30 * time.Minute, Parallelism: 4, DryRun: true, SweepThreshold: 90 * time.Second}
 				c.Mock.ProvisioningDelay = time.Second
 			}),
@@ -140,7 +143,7 @@ func TestLoad(t *testing.T) {
 				c.GCP = gcp.Config{Project: "demo-x", Network: "default", NetworkTag: "egress-proxy", Scopes: gcp.DefaultScopes, ProbeTarget: "www.google.com:443"}
 				c.GCPPolicy = gcp.Policy{Regions: []string{"europe-west4", "europe-west1"}, MachineTypes: []string{"e2-micro", "e2-standard-2"},
 					Images: []string{gcp.DefaultImage, "projects/acme-images/global/images/*"}}
-				c.Mock, c.MockCallHome = mock.Options{}, false // not enabled, not read
+				c.Mock, c.MockCallHome, c.MockServeAllow = mock.Options{}, false, nil // not enabled, not read
 			}),
 		},
 		"GCPPolicyWithoutDefault": {
