@@ -3,6 +3,7 @@ package mock
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"slices"
 	"strings"
 
@@ -109,10 +110,12 @@ func (p *Provider) create(req provider.CreateRequest) (*instance, bool, error) {
 	}
 	if in.createErr == nil && !in.neverReady {
 		// The VM boots and its engine starts, as the startup script starts
-		// it; one that cannot start is a failed boot.
+		// it. Where it cannot (another program holds the port on every
+		// loopback address), the VM stays a record, as without Serve: the
+		// local stack keeps working, and the console says why.
 		if err := p.serve(in); err != nil {
-			in.bootError, in.inst.BootError = err.Error(), err.Error()
-			in.console = append(in.console, "egress-bootstrap: FAILED: "+err.Error())
+			in.console = append(in.console, "egress-proxy: not serving: "+err.Error())
+			p.serveLog().Warn("mock VM does not serve", slog.String("instance", in.name), slog.Any("error", err))
 		}
 	}
 	p.instances[req.Name] = in

@@ -74,8 +74,7 @@ func freeLoopback(r netip.Prefix, next *int, port int) (netip.Addr, net.Listener
 }
 
 // serve starts the engine for a new instance, on its static address if it
-// has one. p.mu must be held. It is a boot failure, as on a VM, when the
-// engine cannot start.
+// has one. p.mu must be held.
 func (p *Provider) serve(in *instance) error {
 	if p.serveOpts == nil || in.req.Engine == nil {
 		return nil
@@ -98,14 +97,11 @@ func (p *Provider) serve(in *instance) error {
 		ip, ln, err = freeLoopback(servedRange, &p.nextServed, port)
 	}
 	if err != nil {
-		return fmt.Errorf("the proxy engine cannot listen: %w", err)
+		return fmt.Errorf("the proxy engine cannot listen on loopback: %w", err)
 	}
 	cfg.Listen = ln.Addr().String()
 	cfg.AllowDestinations = slices.Concat(cfg.AllowDestinations, p.serveOpts.AllowDestinations)
-	log := p.serveOpts.Log
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
+	log := p.serveLog()
 	s, err := proxyengine.New(cfg, proxyengine.Options{Log: log.With(slog.String("instance", in.name))})
 	if err != nil {
 		ln.Close()
@@ -119,6 +115,13 @@ func (p *Provider) serve(in *instance) error {
 	}()
 	in.console = append(in.console, "egress-proxy: serving on "+cfg.Listen)
 	return nil
+}
+
+func (p *Provider) serveLog() *slog.Logger {
+	if p.serveOpts == nil || p.serveOpts.Log == nil {
+		return slog.New(slog.DiscardHandler)
+	}
+	return p.serveOpts.Log
 }
 
 // unserve stops an instance's engine, if it runs one. p.mu must be held.

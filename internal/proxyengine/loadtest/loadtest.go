@@ -133,18 +133,20 @@ func accept(ln net.Listener, serve func(net.Conn)) {
 	}
 }
 
+// reach connects to target through the proxy, or directly if p is nil.
+func reach(ctx context.Context, p *Proxy, target string) (net.Conn, error) {
+	if p != nil {
+		return p.connect(ctx, target)
+	}
+	var d net.Dialer
+	return d.DialContext(ctx, "tcp", target)
+}
+
 // Download reads n bytes from the source, through the proxy if p is not
 // nil, directly otherwise, and returns MB/s (10^6 bytes a second).
 func Download(ctx context.Context, p *Proxy, source string, n int64) (float64, error) {
 	start := time.Now()
-	var c net.Conn
-	var err error
-	if p != nil {
-		c, err = p.connect(ctx, source)
-	} else {
-		var d net.Dialer
-		c, err = d.DialContext(ctx, "tcp", source)
-	}
+	c, err := reach(ctx, p, source)
 	if err != nil {
 		return 0, err
 	}
@@ -168,14 +170,7 @@ func Download(ctx context.Context, p *Proxy, source string, n int64) (float64, e
 // CONNECT through the proxy), send a line to the echo and read it back.
 func Latency(ctx context.Context, p *Proxy, echo string) (time.Duration, error) {
 	start := time.Now()
-	var c net.Conn
-	var err error
-	if p != nil {
-		c, err = p.connect(ctx, echo)
-	} else {
-		var d net.Dialer
-		c, err = d.DialContext(ctx, "tcp", echo)
-	}
+	c, err := reach(ctx, p, echo)
 	if err != nil {
 		return 0, err
 	}
