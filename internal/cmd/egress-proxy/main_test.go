@@ -79,9 +79,9 @@ func TestSignals(t *testing.T) {
 		time.Sleep(10 * time.Millisecond)
 	}
 	hup := func() {
-		syscall.Kill(os.Getpid(), syscall.SIGHUP)
 		// The reload is logged once done, either way.
 		n := strings.Count(logs.String(), "configuration applied") + strings.Count(logs.String(), "reload refused")
+		syscall.Kill(os.Getpid(), syscall.SIGHUP)
 		for deadline := time.Now().Add(30 * time.Second); strings.Count(logs.String(), "configuration applied")+strings.Count(logs.String(), "reload refused") == n; {
 			if time.Now().After(deadline) {
 				t.Fatalf("SIGHUP was not handled:\n%s", logs.String())
