@@ -42,7 +42,12 @@ type Config struct {
 	Mock      mock.Options
 	// MockCallHome says whether mock VMs call home, as real ones do.
 	MockCallHome bool
-	GCP          gcp.Config
+	// MockServe says whether mock VMs run the proxy engine on loopback;
+	// MockServeAllow are the loopback destinations their proxies may
+	// reach.
+	MockServe      bool
+	MockServeAllow []string
+	GCP            gcp.Config
 	// GCPPolicy is what the operator allows of the gcp provider.
 	GCPPolicy gcp.Policy
 	// CloudInitSecretPrefix is what a cloudInitSecret must start with:

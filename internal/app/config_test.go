@@ -43,9 +43,10 @@ func defaults() app.Config {
 			BootTimeout: 10 * time.Minute, MaxBootFailures: 3},
 		GC: gc.Options{GracePeriod: 10 * time.Minute, Parallelism: 16, SweepThreshold: 2 * time.Minute,
 			Deployment: "egress", MaxDeletes: 50},
-		Mock:         mock.Options{ProvisioningDelay: 5 * time.Second, Deployment: "egress"},
-		MockCallHome: true,
-		GCP:          gcp.Config{Deployment: "egress"},
+		Mock:           mock.Options{ProvisioningDelay: 5 * time.Second, Deployment: "egress"},
+		MockCallHome:   true,
+		GCP:            gcp.Config{Deployment: "egress"},
+		MockServeAllow: []string{"127.0.0.1/32"},
 	}
 }
 
@@ -73,6 +74,7 @@ func TestLoad(t *testing.T) {
 				"GC_GRACE_PERIOD": "30m", "GC_PARALLELISM": "4", "GC_DRY_RUN": "true", "GC_SWEEP_THRESHOLD": "90s", "MOCK_PROVISIONING_DELAY": "1s",
 				"DEPLOYMENT": "staging-eu", "GC_MAX_DELETES": "200", "GC_ALLOW_EMPTY_DATABASE": "true",
 				"BOOT_TIMEOUT": "5m", "MAX_BOOT_FAILURES": "2", "MOCK_CALL_HOME": "false",
+				"MOCK_SERVE": "true", "MOCK_SERVE_ALLOW": "127.0.0.1/32, 127.0.0.2/32",
 				"API_ADMINS": "Ops@Example.com, domain:platform.example", "LOCAL_IDENTITY": "Dev@Localhost", "ALLOW_CUSTOM_CLOUD_INIT": "true",
 				"CLOUD_INIT_SECRET_PREFIX": "projects/demo-x/secrets/egress-", "MIN_SOURCE_PREFIX_IPV4": "16", "MIN_SOURCE_PREFIX_IPV6": "48", "ALLOW_ANY_SOURCE": "true",
 				"PROXY_PORTS": "3128, 8080-8090", "FIREWALL_SOURCE_RANGES": "203.0.113.0/24,2001:db8::/32"},
@@ -90,6 +92,7 @@ func TestLoad(t *testing.T) {
 				c.GC = gc.Options{GracePeriod: 30 * time.Minute, Parallelism: 4, DryRun: true, SweepThreshold: 90 * time.Second,
 					Deployment: "staging-eu", MaxDeletes: 200, AllowEmptyDatabase: true}
 				c.Deployment, c.Mock.Deployment, c.GCP.Deployment = "staging-eu", "staging-eu", "staging-eu"
+				c.MockServe, c.MockServeAllow = true, []string{"127.0.0.1/32", "127.0.0.2/32"}
 				c.Mock.ProvisioningDelay = time.Second
 			}),
 		},
@@ -176,7 +179,7 @@ func TestLoad(t *testing.T) {
 				c.GCP = gcp.Config{Project: "demo-x", Deployment: "egress", Network: "default", NetworkTag: "egress-proxy", Scopes: gcp.DefaultScopes, ProbeTarget: "www.google.com:443"}
 				c.GCPPolicy = gcp.Policy{Regions: []string{"europe-west4", "europe-west1"}, MachineTypes: []string{"e2-micro", "e2-standard-2"},
 					Images: []string{gcp.DefaultImage, "projects/acme-images/global/images/*"}}
-				c.Mock, c.MockCallHome = mock.Options{Deployment: "egress"}, false // not enabled, not read but the deployment
+				c.Mock, c.MockCallHome, c.MockServeAllow = mock.Options{Deployment: "egress"}, false, nil // not enabled, not read but the deployment
 			}),
 		},
 		"GCPPolicyWithoutDefault": {

@@ -70,6 +70,9 @@ func (a *App) mockConstructor() provider.Constructor {
 			}
 		}
 	}
+	if a.Config.MockServe {
+		opts.Serve = &mock.Serve{AllowDestinations: a.Config.MockServeAllow, Log: a.Log}
+	}
 	return func(context.Context) (provider.Provider, error) { return mock.New(opts), nil }
 }
 

@@ -279,6 +279,22 @@ var Vars = []Var{
 		Meaning: "whether mock VMs call home when they are ready, as real ones do; `false` leaves them to the sweep",
 		when:    mockEnabled,
 		set:     boolean(func(c *Config) *bool { return &c.MockCallHome })},
+	{Name: "MOCK_SERVE", Default: "false", LocalDefault: "true", Readers: providerUsers, Local: true,
+		Meaning: "whether each mock VM runs the proxy engine on a loopback address of its own, its IP, with its proxy's credentials, ranges and ports, so a Ready proxy's `proxyURL` takes requests",
+		when:    mockEnabled,
+		set:     boolean(func(c *Config) *bool { return &c.MockServe })},
+	{Name: "MOCK_SERVE_ALLOW", Default: "127.0.0.1/32", Readers: providerUsers, Local: true,
+		Meaning: "what a serving mock proxy may reach besides the internet, comma-separated CIDRs: the local test targets; its deny list, the VM's, refuses the rest of loopback and every private range",
+		when:    mockEnabled,
+		set: func(c *Config, v string) error {
+			for _, s := range splitList(v) {
+				if _, err := netip.ParsePrefix(s); err != nil {
+					return fmt.Errorf("holds %q, which is not a CIDR such as 127.0.0.1/32", s)
+				}
+			}
+			c.MockServeAllow = splitList(v)
+			return nil
+		}},
 
 	// The gcp provider, read only when it is enabled.
 	{Name: "GCP_PROJECT", DefaultDoc: "`GOOGLE_CLOUD_PROJECT`", Readers: providerUsers, when: gcpEnabled,

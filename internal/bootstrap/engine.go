@@ -8,6 +8,13 @@ import (
 	"github.com/egress-proxies/egress/internal/proxyengine"
 )
 
+// SelfTestSources lead every EngineConfig's AllowedSourceRanges: the VM
+// itself, whose startup script proves the proxy over loopback (the
+// nftables input rule admits loopback for the same reason). The mock
+// provider, which serves on the developer's own loopback, drops them so
+// the spec's ranges alone decide there.
+var SelfTestSources = []string{"127.0.0.1/32", "::1/128"}
+
 // EngineConfig is the proxy engine's configuration for c: what the gcp
 // provider sends as the egress-config metadata item and the mock provider
 // runs on loopback. It carries the proxy's username and a salted hash of
@@ -31,7 +38,7 @@ func EngineConfig(c Config) (proxyengine.Config, error) {
 		Users:      []proxyengine.User{{Name: c.Credentials.Username, PasswordHash: hash}},
 		// The VM itself, for the script's self-test; the nftables input
 		// rule admits loopback for the same reason.
-		AllowedSourceRanges: slices.Concat([]string{"127.0.0.1/32", "::1/128"}, r.Allow4, r.Allow6),
+		AllowedSourceRanges: slices.Concat(SelfTestSources, r.Allow4, r.Allow6),
 		ConnectPorts:        ports,
 		DenyDestinations:    slices.Concat(r.Deny4, r.Deny6),
 		StatsListen:         "127.0.0.1:" + strconv.Itoa(r.StatsPort),

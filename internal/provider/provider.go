@@ -149,7 +149,9 @@ type CreateRequest struct {
 	// Engine, added with StartupScript, is the proxy engine's
 	// configuration the startup script applies (package bootstrap), which
 	// holds password hashes, never a password. A provider sends it beside
-	// the script (gcp: the egress-config metadata item, as JSON).
+	// the script (gcp: the egress-config metadata item, as JSON); the mock,
+	// for the local stack, serves it on loopback. Nil with a custom
+	// cloud-init.
 	Engine *proxyengine.Config
 
 	// The fields below are added to the original contract too.

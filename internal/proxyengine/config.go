@@ -8,7 +8,11 @@
 //
 // This file is the contract between the engine, the startup script that
 // configures it and the control plane that reads its counters: the JSON
-// configuration, the password hash and the counters.
+// configuration, the password hash and the counters. The others: rules.go
+// (a Config checked, and the decisions on credentials, sources, ports and
+// destinations), dial.go (resolve once, check every address, dial a
+// checked one), server.go (the Server: serving, reload, drain, stats),
+// tunnel.go (CONNECT, spliced by the kernel) and forward.go (plain HTTP).
 package proxyengine
 
 import (

@@ -170,6 +170,10 @@ func (s *Server) Apply(cfg Config) error {
 // had to close any.
 func (s *Server) Shutdown(ctx context.Context) error {
 	err := s.http.Shutdown(ctx)
+	if err != nil {
+		// The deadline passed with plain requests in flight: cut them.
+		s.http.Close()
+	}
 	s.mu.Lock()
 	stats := s.stats
 	s.mu.Unlock()

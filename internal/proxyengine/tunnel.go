@@ -43,10 +43,15 @@ func (s *Server) connect(w http.ResponseWriter, req *http.Request, r *rules, use
 	// counts this connection, and a Shutdown must still wait for it.
 	t := &tunnel{up: up}
 	s.track(t, true)
-	defer s.track(t, false)
+	handedOff := false
+	defer func() {
+		if !handedOff {
+			t.close()
+			s.track(t, false)
+		}
+	}()
 	conn, brw, err := w.(http.Hijacker).Hijack()
 	if err != nil {
-		up.Close()
 		s.log.Warn("tunnel not opened: hijack failed", slog.Any("error", err))
 		return
 	}
@@ -55,7 +60,6 @@ func (s *Server) connect(w http.ResponseWriter, req *http.Request, r *rules, use
 		// Only a listener that is not TCP gets here (none this package
 		// makes): refuse rather than copy through user space unnoticed.
 		conn.Close()
-		up.Close()
 		s.log.Error("tunnel not opened: the client connection is not TCP", slog.String("type", fmt.Sprintf("%T", conn)))
 		return
 	}
@@ -64,7 +68,6 @@ func (s *Server) connect(w http.ResponseWriter, req *http.Request, r *rules, use
 	// the idle timeout instead.
 	client.SetDeadline(time.Time{})
 	if _, err := client.Write([]byte(established)); err != nil {
-		t.close()
 		return
 	}
 	// Bytes the client sent after its CONNECT head without waiting for the
@@ -74,19 +77,25 @@ func (s *Server) connect(w http.ResponseWriter, req *http.Request, r *rules, use
 	if n := brw.Reader.Buffered(); n > 0 {
 		b, _ := brw.Reader.Peek(n)
 		if _, err := up.Write(b); err != nil {
-			t.close()
 			return
 		}
 		pipelined = int64(n)
 		s.bytesIn.Add(pipelined)
 	}
-	brw = nil
+	// The tunnel goes on in goroutines of its own and this handler
+	// returns, so the HTTP server's state for the connection (its buffers,
+	// the handler's deep stack) is freed: an open tunnel holds two small
+	// goroutines, two sockets and, while bytes move, the kernel's pipes.
+	handedOff = true
 	s.activeTuns.Add(1)
-	defer s.activeTuns.Add(-1)
-	start := time.Now()
-	in, out, err := t.run(s, r.idleTimeout)
-	s.log.Debug("tunnel closed", slog.String("user", user), slog.String("destination", req.Host),
-		slog.Int64("bytesIn", in+pipelined), slog.Int64("bytesOut", out), slog.Duration("duration", time.Since(start)), slog.Any("error", err))
+	go func() {
+		defer s.track(t, false)
+		defer s.activeTuns.Add(-1)
+		start := time.Now()
+		in, out, err := t.run(s, r.idleTimeout)
+		s.log.Debug("tunnel closed", slog.String("user", user), slog.String("destination", host),
+			slog.Int64("bytesIn", in+pipelined), slog.Int64("bytesOut", out), slog.Duration("duration", time.Since(start)), slog.Any("error", err))
+	}()
 }
 
 // track adds or removes a tunnel from those Shutdown waits for.

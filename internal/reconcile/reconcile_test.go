@@ -810,7 +810,7 @@ func TestCredentialsOutliveTheVM(t *testing.T) {
 	var rendered []proxy.Credentials
 	w := newWorld(t, reconcile.Options{Bootstrap: func(s proxy.Spec, c proxy.Credentials) (string, *proxyengine.Config, error) {
 		rendered = append(rendered, c)
-		return "#!/bin/bash\n# for " + c.Username + "\n", &proxyengine.Config{}, nil
+		return "#!/bin/bash\n# for " + c.Username + "\n", &proxyengine.Config{Users: []proxyengine.User{{Name: c.Username}}}, nil
 	}})
 	first := w.ready()
 	creds := first.Reconciler.Credentials
@@ -820,6 +820,9 @@ func TestCredentialsOutliveTheVM(t *testing.T) {
 	req, ok := w.mock.CreateRequest(first.Status.ProviderID)
 	if !ok || req.StartupScript != "#!/bin/bash\n# for "+creds.Username+"\n" || req.CloudInit != "" {
 		t.Errorf("the VM was created with startup script %q and user-data %q, want the rendered script and no user-data", req.StartupScript, req.CloudInit)
+	}
+	if req.Engine == nil || req.Engine.Users[0].Name != creds.Username {
+		t.Errorf("the VM was created with engine configuration %+v, want the one made for %s", req.Engine, creds.Username)
 	}
 
 	w.mock.Lose(first.Status.ProviderID)

@@ -17,6 +17,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
+
 	"github.com/egress-proxies/egress/emulators/stack"
 	"github.com/egress-proxies/egress/internal/emulator"
 	"github.com/egress-proxies/egress/internal/httpapi/openapitest"
@@ -68,6 +70,7 @@ func TestEndToEnd(t *testing.T) {
 	} else if pass, _ := u.User.Password(); len(pass) < 22 {
 		t.Errorf("proxyURL %q: a password of %d characters, want at least 22 (128 bits)", ready.Status.ProxyURL, len(pass))
 	}
+	t.Run("ServesThroughTheProxy", func(t *testing.T) { s.serveThroughTheProxy(t, ready) })
 	// The same POST again: 200 and the same uid.
 	code, again := s.post(t, "demo", "first")
 	if code != http.StatusOK || again.UID != first.UID {
@@ -155,6 +158,57 @@ func TestEndToEnd(t *testing.T) {
 	s.coverage(t, "healthz", "getOpenAPI")
 
 	s.stop(t)
+}
+
+// serveThroughTheProxy: a Ready proxy of the local stack serves as a VM's
+// does (the mock runs the engine on loopback, MOCK_SERVE): through its
+// proxyURL a request reaches a local test server, allowed as a
+// destination by MOCK_SERVE_ALLOW; without credentials it gets 407; and a
+// proxy whose allowedSourceRanges leave out this machine does not serve
+// it.
+func (s *liveStack) serveThroughTheProxy(t *testing.T, elsewhere resource) {
+	target := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.WriteString(w, "answer of the local test server")
+	}))
+	defer target.Close()
+	port := target.Listener.Addr().(*net.TCPAddr).Port
+	body := fmt.Sprintf(`{"name":"served","spec":{"placement":{"region":"us-central1"},"allowedSourceRanges":["127.0.0.1/32"],"connectPorts":[%d]}}`, port)
+	if resp := s.do(t, http.MethodPost, "/v1/namespaces/demo/proxies", []byte(body)); resp.StatusCode != http.StatusCreated {
+		t.Fatalf("create demo/served: status %d", resp.StatusCode)
+	}
+	served := s.waitPhase(t, "demo", "served", "Ready")
+	through := func(proxyURL string) string {
+		u, err := url.Parse(proxyURL)
+		if err != nil {
+			t.Fatalf("proxyURL %q: %v", proxyURL, err)
+		}
+		c := &http.Client{Transport: &http.Transport{Proxy: http.ProxyURL(u)}, Timeout: 30 * time.Second}
+		resp, err := c.Get(target.URL + "/")
+		if err != nil {
+			return "refused"
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return fmt.Sprintf("%d %s", resp.StatusCode, b)
+	}
+	type answers struct{ WithCredentials, WithoutCredentials, FromOutsideTheRanges string }
+	got := answers{
+		WithCredentials:      through(served.Status.ProxyURL),
+		WithoutCredentials:   through("http://" + served.Status.Endpoint),
+		FromOutsideTheRanges: through(elsewhere.Status.ProxyURL),
+	}
+	got.WithoutCredentials, _, _ = strings.Cut(got.WithoutCredentials, " ")
+	want := answers{WithCredentials: "200 answer of the local test server", WithoutCredentials: "407", FromOutsideTheRanges: "refused"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("requests through demo/served (%s) and demo/first (allowing 203.0.113.0/24 only): -want +got:\n%s", served.Status.Endpoint, diff)
+	}
+	if resp := s.do(t, http.MethodDelete, "/v1/namespaces/demo/proxies/served", nil); resp.StatusCode != http.StatusAccepted {
+		t.Fatalf("delete demo/served: %d", resp.StatusCode)
+	}
+	s.waitGone(t, "demo", "served")
+	if got := through(served.Status.ProxyURL); got != "refused" {
+		t.Errorf("the deleted proxy still answers at %s: %s", served.Status.Endpoint, got)
+	}
 }
 
 type resource struct {

@@ -3,6 +3,7 @@ package mock
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"slices"
 	"strings"
 
@@ -112,6 +113,16 @@ func (p *Provider) create(req provider.CreateRequest) (*instance, bool, error) {
 		p.neverReady--
 		in.neverReady = true
 	}
+	if in.createErr == nil && !in.neverReady {
+		// The VM boots and its engine starts, as the startup script starts
+		// it. Where it cannot (another program holds the port on every
+		// loopback address), the VM stays a record, as without Serve: the
+		// local stack keeps working, and the console says why.
+		if err := p.serve(in); err != nil {
+			in.console = append(in.console, "egress-proxy: not serving: "+err.Error())
+			p.serveLog().Warn("mock VM does not serve", slog.String("instance", in.name), slog.Any("error", err))
+		}
+	}
 	p.instances[req.Name] = in
 	return in, true, nil
 }
@@ -213,6 +224,7 @@ func (p *Provider) Delete(ctx context.Context, providerID string) error {
 		// It stops, and is gone once the deletion delay has passed.
 		in.goneAt = p.clock.Now().Add(p.deletionDelay)
 		in.inst.State, in.inst.IP = provider.StateStopped, ""
+		p.unserve(in)
 		p.purge()
 	}
 	if f != nil {
@@ -227,6 +239,7 @@ func (p *Provider) purge() {
 	now := p.clock.Now()
 	for name, in := range p.instances {
 		if !in.goneAt.IsZero() && !now.Before(in.goneAt) {
+			p.unserve(in)
 			delete(p.instances, name)
 		}
 	}
@@ -317,9 +330,13 @@ func (p *Provider) advance(in *instance) {
 		return
 	}
 	in.inst.State = provider.StateRunning
-	in.inst.IP = addressFor(in.seq).String()
-	if in.address != nil {
+	switch {
+	case in.address != nil:
 		in.inst.IP = in.address.ip.String()
+	case in.served != nil:
+		in.inst.IP = in.served.ip.String()
+	default:
+		in.inst.IP = addressFor(in.seq).String()
 	}
 }
 

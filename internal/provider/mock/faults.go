@@ -119,7 +119,10 @@ func (p *Provider) Lose(providerID string) bool {
 	}
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	_, ok := p.instances[name]
+	in, ok := p.instances[name]
+	if ok {
+		p.unserve(in)
+	}
 	delete(p.instances, name)
 	return ok
 }
@@ -136,6 +139,7 @@ func (p *Provider) Stop(providerID string, state provider.InstanceState) bool {
 	defer p.mu.Unlock()
 	in, ok := p.instances[name]
 	if ok {
+		p.unserve(in)
 		in.inst.State = state
 		in.inst.IP = ""
 	}
@@ -156,6 +160,7 @@ func (p *Provider) FailBoot(providerID, reason string) bool {
 	in, ok := p.instances[name]
 	if ok = ok && in.createErr == nil; ok {
 		in.bootError = reason
+		p.unserve(in)
 		in.inst.State, in.inst.IP, in.inst.BootError = provider.StateProvisioning, "", reason
 		in.console = append(in.console, "egress-bootstrap: FAILED: "+reason)
 	}

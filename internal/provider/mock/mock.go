@@ -17,7 +17,8 @@
 // Faults are injected on purpose (faults.go) so that reconcile, GC and the
 // simulation can exercise every error path without a cloud. The files:
 // mock.go (types), calls.go (the contract's methods), addresses.go (static
-// addresses), faults.go (what tests make happen).
+// addresses), faults.go (what tests make happen), serve.go (the proxy
+// engine a VM of the local stack runs on loopback).
 package mock
 
 import (
@@ -77,6 +78,9 @@ type Options struct {
 	// when its self-test passes. The composition root wires it to the
 	// call-home topic, so the local stack takes the production path.
 	CallHome func(CallHome)
+	// Serve, if set, runs the proxy engine for each instance, on loopback
+	// (serve.go): the local stack's proxies then really serve.
+	Serve *Serve
 }
 
 // CallHome is what a VM says when its startup script's self-test ends:
@@ -108,6 +112,8 @@ type instance struct {
 	console []string
 	// goneAt, once it is deleted, is when it is gone.
 	goneAt time.Time
+	// served is its running engine, with Options.Serve.
+	served *served
 }
 
 // fault is an injected failure of the next calls to one method.
@@ -159,6 +165,10 @@ type project struct {
 	// neverReady and skipCallHome count the next new instances that will
 	// never be ready, or that will be ready without calling home.
 	neverReady, skipCallHome int
+	// serveOpts is Options.Serve; nextServed and nextStatic walk the
+	// loopback ranges the served instances' addresses come from.
+	serveOpts              *Serve
+	nextServed, nextStatic int
 }
 
 // New returns an empty mock provider.
@@ -176,6 +186,7 @@ func New(opts Options) *Provider {
 		delay:         opts.ProvisioningDelay,
 		deletionDelay: opts.DeletionDelay,
 		callHome:      opts.CallHome,
+		serveOpts:     opts.Serve,
 		instances:     map[string]*instance{},
 		addresses:     map[string]*address{},
 		requests:      map[string]seenRequest{},

@@ -1,0 +1,59 @@
+package bootstrap_test
+
+import (
+	"encoding/json"
+	"net/netip"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
+
+	"github.com/egress-proxies/egress/internal/bootstrap"
+	"github.com/egress-proxies/egress/internal/proxyengine"
+)
+
+func TestEngineConfig(t *testing.T) {
+	c := config()
+	c.ConnectPorts = []int32{8443, 443, 8443}
+	got, err := bootstrap.EngineConfig(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The deny list is the engine's own, each range as the script
+	// writes it (canonical: ::ffff:0.0.0.0/96).
+	var deny []string
+	for _, d := range proxyengine.DefaultDenyDestinations {
+		deny = append(deny, netip.MustParsePrefix(d).String())
+	}
+	want := proxyengine.Config{
+		Generation:          1,
+		Listen:              ":3128",
+		Users:               []proxyengine.User{{Name: creds.Username}},
+		AllowedSourceRanges: append(slices.Clone(bootstrap.SelfTestSources), "203.0.113.0/24", "2001:db8::/32"),
+		ConnectPorts:        []int{443, 8443},
+		DenyDestinations:    deny,
+		StatsListen:         "127.0.0.1:9901",
+	}
+	if diff := cmp.Diff(want, got, cmpopts.IgnoreFields(proxyengine.User{}, "PasswordHash")); diff != "" {
+		t.Errorf("the engine's configuration: -want +got:\n%s", diff)
+	}
+	if !proxyengine.Matches(got.Users[0].PasswordHash, creds.Password) {
+		t.Errorf("the user's hash %q does not match the proxy's password", got.Users[0].PasswordHash)
+	}
+	text, err := json.Marshal(got)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(string(text), creds.Password) {
+		t.Errorf("the engine's configuration carries the password: %s", text)
+	}
+	if _, err := proxyengine.ReadConfig(text); err != nil {
+		t.Errorf("the engine does not load its configuration: %v", err)
+	}
+	c.Credentials.Password = "short"
+	if _, err := bootstrap.EngineConfig(c); err == nil {
+		t.Errorf("a password the script refuses was given to the engine")
+	}
+}
