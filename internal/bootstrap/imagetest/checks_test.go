@@ -47,7 +47,7 @@ func checkReady(t *testing.T, r *run, since time.Time, ready GuestWrite) {
 	}
 }
 
-// checkCallHome: one publish to the proxy-reconcile topic, with the token
+// checkCallHome: one publish to the call-home topic, with the token
 // the metadata server handed out and the proxy's namespace, name and uid.
 func checkCallHome(t *testing.T, ctx context.Context, r *run) {
 	// The script calls home right after it writes ready.

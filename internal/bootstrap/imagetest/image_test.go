@@ -18,6 +18,7 @@ import (
 	"github.com/egress-proxies/egress/internal/provider/gcp"
 	"github.com/egress-proxies/egress/internal/provider/gcp/computefake"
 	"github.com/egress-proxies/egress/internal/proxy"
+	"github.com/egress-proxies/egress/internal/queue"
 )
 
 const (
@@ -27,7 +28,7 @@ const (
 
 	project   = "demo-proxies"
 	zone      = "us-central1-b"
-	topic     = "projects/" + project + "/topics/proxy-reconcile"
+	topic     = "projects/" + project + "/topics/" + queue.CallHomeTopic
 	namespace = "team-a"
 	proxyName = "egress-1"
 	uid       = "3f2c1b0a-9e8d-4c7b-a6f5-e4d3c2b1a098"
