@@ -175,7 +175,10 @@ func (c *simClock) Now() time.Time { return c.w.clock.Now() }
 func (c *simClock) AfterFunc(d time.Duration, f func()) func() bool { return c.w.clock.AfterFunc(d, f) }
 
 func (c *simClock) Sleep(ctx context.Context, d time.Duration) error {
-	if in, _ := ctx.Value(invKey{}).(*inv); in != nil && in.booting {
+	// A crashed invocation does nothing more (its every step fails), so
+	// its wait, say for a retry of the call the crash failed, acts on
+	// nothing.
+	if in, _ := ctx.Value(invKey{}).(*inv); in != nil && in.booting && !in.crashed {
 		c.w.violation("invocation %d waits on the clock right after it saw a VM booting: runs never wait for a boot", in.id)
 	}
 	if err := c.w.yield(ctx); err != nil {
