@@ -140,9 +140,9 @@ func TestNoSecretInTheBootstrap(t *testing.T) {
 	}
 }
 
-// TestDenyRanges: the kernel's filter and the engine refuse every range of
-// issue 24's list besides the private ones, and the operator's own; a range
-// inside another is dropped, since an nftables interval set refuses
+// TestDenyRanges: the kernel's filter and the engine refuse every
+// special-purpose range besides the private ones, and the operator's own; a
+// range inside another is dropped, since an nftables interval set refuses
 // overlapping elements.
 func TestDenyRanges(t *testing.T) {
 	for _, r := range []string{"192.0.0.0/24", "192.0.2.0/24", "192.88.99.0/24", "198.18.0.0/15", "198.51.100.0/24",

@@ -20,7 +20,7 @@ import (
 	"time"
 )
 
-// Targets of make image-bench (issue 24): the bench fails on these alone.
+// Targets of make image-bench: the bench fails on these alone.
 const (
 	minThroughputRatio = 0.5
 	tunnelsTried       = 2000
