@@ -231,16 +231,27 @@ func operationField(op *computepb.Operation) func(string) string {
 	}
 }
 
-func (s *Server) listOperations(w http.ResponseWriter, r *http.Request, project, scope string) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.refused(w, "operations.list") {
-		return
+// operationFilter answers a list of operations that is refused, or whose
+// filter the fake cannot read, and otherwise returns the filter's
+// conditions. s.mu must be held.
+func (s *Server) operationFilter(w http.ResponseWriter, r *http.Request, method string) ([]comparison, bool) {
+	if s.refused(w, method) {
+		return nil, false
 	}
 	filter := r.URL.Query().Get("filter")
 	cs, err := parseFilter(filter, operationFields)
 	if err != nil {
 		writeError(w, invalid("the fake does not understand the filter %q: %v", filter, err))
+		return nil, false
+	}
+	return cs, true
+}
+
+func (s *Server) listOperations(w http.ResponseWriter, r *http.Request, project, scope string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	cs, ok := s.operationFilter(w, r, "operations.list")
+	if !ok {
 		return
 	}
 	out := &computepb.OperationList{
@@ -266,13 +277,8 @@ func (s *Server) listOperations(w http.ResponseWriter, r *http.Request, project,
 func (s *Server) aggregatedOperations(w http.ResponseWriter, r *http.Request, project string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.refused(w, "operations.aggregatedList") {
-		return
-	}
-	filter := r.URL.Query().Get("filter")
-	cs, err := parseFilter(filter, operationFields)
-	if err != nil {
-		writeError(w, invalid("the fake does not understand the filter %q: %v", filter, err))
+	cs, ok := s.operationFilter(w, r, "operations.aggregatedList")
+	if !ok {
 		return
 	}
 	out := &computepb.OperationAggregatedList{
