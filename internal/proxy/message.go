@@ -1,0 +1,75 @@
+package proxy
+
+import (
+	"fmt"
+)
+
+// Reason says why a reconcile runs: what brought the event or the message.
+type Reason string
+
+const (
+	// ReasonWritten is a Firestore event: the document was written. It
+	// brings a look only where the document alone says what to do next.
+	ReasonWritten Reason = "written"
+	// ReasonReady is a VM's call-home: its startup script's self-test
+	// passed. It carries the uid of the proxy the VM serves.
+	ReasonReady Reason = "ready"
+	// ReasonBootFailed is a VM's call-home when its self-test failed (at
+	// its first boot or a later one), so the reconciler replaces it now.
+	ReasonBootFailed Reason = "boot-failed"
+	// ReasonSweep is the garbage collector re-driving a document that
+	// stopped progressing.
+	ReasonSweep Reason = "sweep"
+	// ReasonDrift is the garbage collector re-driving a Ready document
+	// whose VM its listing shows gone or stopped.
+	ReasonDrift Reason = "drift"
+	// ReasonRequeue is a run handing its document on to the next, when it
+	// waited as long as one run may.
+	ReasonRequeue Reason = "requeue"
+	// ReasonAge is the garbage collector re-driving a Ready document whose
+	// VM is due for rotation: older than the spec's maxAge, or older than
+	// a rotate request.
+	ReasonAge Reason = "age"
+)
+
+// Requested reports whether the reason is a request to look at the
+// document now (a message), rather than the event of a write.
+func (r Reason) Requested() bool { return r != ReasonWritten }
+
+// ReconcileMessage is the JSON body of a message on topic proxy-reconcile
+// or proxy-callhome: it names a document to look at. Like every event, it
+// only says where to look; the reconciler reads the document fresh.
+//
+// The functions name the document by its path, on proxy-reconcile; a VM
+// calling home, on proxy-callhome, names it by {namespace, name, uid},
+// what its metadata told it, with reason "ready" or "boot-failed".
+type ReconcileMessage struct {
+	// Document is the document path, namespaces/{ns}/proxies/{name}.
+	Document string `json:"document,omitempty"`
+	// Namespace and Name name the document as a VM's call-home does.
+	Namespace string `json:"namespace,omitempty"`
+	Name      string `json:"name,omitempty"`
+	// UID, from a VM, is the uid of the proxy it serves: a document of
+	// another uid (the name deleted and created again) is not what it
+	// meant.
+	UID string `json:"uid,omitempty"`
+	// Reason says who asked.
+	Reason Reason `json:"reason,omitempty"`
+	// Lease, on a requeue, is the lease holder handing its lease on to the
+	// run this message starts: a run whose wait budget is spent passes the
+	// document on without releasing the lease (which would cost a write and
+	// an event).
+	Lease string `json:"lease,omitempty"`
+}
+
+// Key is the document the message names.
+func (m ReconcileMessage) Key() (Key, error) {
+	if m.Document != "" {
+		return ParseKey(m.Document)
+	}
+	k := Key{Namespace: m.Namespace, Name: m.Name}
+	if !IsLabel(k.Namespace) || !IsLabel(k.Name) {
+		return Key{}, fmt.Errorf("message names neither a document path nor a namespace and name that are RFC 1123 labels (%q, %q)", m.Namespace, m.Name)
+	}
+	return k, nil
+}

@@ -1,0 +1,128 @@
+package store
+
+import (
+	"context"
+	"time"
+
+	"cloud.google.com/go/firestore"
+
+	"github.com/egress-proxies/egress/internal/metering"
+	"github.com/egress-proxies/egress/internal/proxy"
+	"github.com/egress-proxies/egress/internal/store/rules"
+	"github.com/egress-proxies/egress/internal/tenancy"
+)
+
+// The user's requests on a proxy that are not a create: its deletion and
+// its rotation, each one transaction with its rule (internal/store/rules).
+
+// RequestDeletion marks the document for deletion (rules.RequestDeletion:
+// deleteRequestTime, kept from the first request, phase Deleting, and a
+// progress time for the sweep). It is idempotent and returns the document
+// as it now is.
+func (s *Store) RequestDeletion(ctx context.Context, key proxy.Key, now time.Time) (*proxy.Proxy, error) {
+	p, err := s.change(ctx, key, func(p *proxy.Proxy) ([]rules.Field, error) { return rules.RequestDeletion(p, now), nil })
+	return p, wrap(key, "requesting the deletion of", err)
+}
+
+// RequestRotation asks for the proxy's VM to be rotated
+// (rules.RequestRotation: rotateRequestTime is now, once Ready and not
+// within limits.RotateMinInterval of the last rotation) and counts the VM
+// against the namespace's limits.CreatesPerHour (rules.CountCreation),
+// in one transaction over both documents, and returns the proxy as it now
+// is. A refused rotation writes nothing: proxy.ErrBeingDeleted,
+// proxy.ErrNotReady, or a *proxy.RetryError saying when.
+func (s *Store) RequestRotation(ctx context.Context, key proxy.Key, now time.Time, limits tenancy.Limits) (*proxy.Proxy, error) {
+	ref, nsRef := s.ref(key), s.namespace(key.Namespace)
+	release, err := s.counters.acquire(ctx, key.Namespace)
+	if err != nil {
+		return nil, wrap(key, "requesting the rotation of", err)
+	}
+	defer release()
+	var (
+		out    *proxy.Proxy
+		writes int64
+		commit firestore.CommitResponse
+	)
+	err = s.client.RunTransaction(ctx, func(ctx context.Context, tx *firestore.Transaction) error {
+		out, writes = nil, 0
+		// The namespace first, in the order every create takes it.
+		ns, err := s.readNamespace(ctx, tx, nsRef)
+		if err != nil {
+			return err
+		}
+		metering.Add(ctx, metering.FirestoreRead, 1)
+		snap, err := tx.Get(ref)
+		if err != nil {
+			return err
+		}
+		if out, err = decode(snap); err != nil {
+			return err
+		}
+		fields, err := rules.RequestRotation(out, now, limits.RotateMinInterval)
+		if err != nil {
+			return err
+		}
+		counted, err := rules.CountCreation(ns, now, limits.CreatesPerHour)
+		if err != nil {
+			return err
+		}
+		writes = 1
+		if err := tx.Update(ref, updates(fields)); err != nil {
+			return err
+		}
+		if len(counted) > 0 {
+			writes++
+			return tx.Update(nsRef, updates(counted))
+		}
+		return nil
+	}, firestore.MaxAttempts(transactionAttempts), firestore.WithCommitResponseTo(&commit))
+	if err != nil {
+		return nil, wrap(key, "requesting the rotation of", err)
+	}
+	metering.Add(ctx, metering.FirestoreWrite, writes)
+	out.UpdateTime = commit.CommitTime()
+	return out, nil
+}
+
+// change reads the document and writes what rule changes of it, in one
+// transaction; a rule that changes nothing writes nothing.
+func (s *Store) change(ctx context.Context, key proxy.Key, rule func(*proxy.Proxy) ([]rules.Field, error)) (*proxy.Proxy, error) {
+	ref := s.ref(key)
+	var (
+		out    *proxy.Proxy
+		wrote  bool
+		commit firestore.CommitResponse
+	)
+	err := s.client.RunTransaction(ctx, func(ctx context.Context, tx *firestore.Transaction) error {
+		metering.Add(ctx, metering.FirestoreRead, 1)
+		snap, err := tx.Get(ref)
+		if err != nil {
+			return err
+		}
+		if out, err = decode(snap); err != nil {
+			return err
+		}
+		fields, err := rule(out)
+		if wrote = len(fields) > 0; err != nil || !wrote {
+			return err
+		}
+		return tx.Update(ref, updates(fields))
+	}, firestore.MaxAttempts(transactionAttempts), firestore.WithCommitResponseTo(&commit))
+	if err != nil {
+		return nil, err
+	}
+	if wrote {
+		metering.Add(ctx, metering.FirestoreWrite, 1)
+		out.UpdateTime = commit.CommitTime()
+	}
+	return out, nil
+}
+
+// updates are a rule's fields as Firestore updates.
+func updates(fields []rules.Field) []firestore.Update {
+	out := make([]firestore.Update, len(fields))
+	for i, f := range fields {
+		out[i] = firestore.Update{Path: f.Path, Value: f.Value}
+	}
+	return out
+}
