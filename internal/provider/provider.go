@@ -95,6 +95,12 @@ type Instance struct {
 	// provider reads the guest attribute egress/traffic); nil when the VM
 	// reported nothing or the provider cannot tell.
 	Traffic *Traffic
+	// Generation, added with Reconfigurer, is the generation of the proxy
+	// engine's configuration the VM last reported serving (the gcp provider
+	// reads it from the guest attribute egress/ready); 0 when it reported
+	// none or the provider cannot tell. A warm pool's unclaimed VM serves
+	// generation 0.
+	Generation int64
 }
 
 // Traffic is a proxy VM's report of its traffic since its proxy started.

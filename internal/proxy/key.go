@@ -9,15 +9,31 @@ import (
 // Firestore trigger (deploy/terraform) and the local stand-in match it.
 const DocumentPattern = "namespaces/{namespace}/proxies/{proxy}"
 
-// Key names a proxy document.
+// MemberPattern is the path pattern of a warm pool's member documents:
+// proxy documents of no namespace, each claiming one warm VM of the pool.
+const MemberPattern = "pools/{pool}/proxies/{proxy}"
+
+// Key names a proxy document: a namespace's proxy, or, with Pool set and
+// Namespace empty, a member of a warm pool (pools/{pool}/proxies/{name}).
 type Key struct {
 	Namespace string
 	Name      string
+	// Pool, set only for a pool's member, is the pool's name.
+	Pool string
 }
 
 // Path is the document's path relative to the database root, which is also
-// its resource name in the API: namespaces/{ns}/proxies/{name}.
-func (k Key) Path() string { return "namespaces/" + k.Namespace + "/proxies/" + k.Name }
+// its resource name in the API: namespaces/{ns}/proxies/{name}, or
+// pools/{pool}/proxies/{name} for a pool's member.
+func (k Key) Path() string {
+	if k.Pool != "" {
+		return "pools/" + k.Pool + "/proxies/" + k.Name
+	}
+	return "namespaces/" + k.Namespace + "/proxies/" + k.Name
+}
+
+// IsMember reports whether the key names a warm pool's member.
+func (k Key) IsMember() bool { return k.Pool != "" }
 
 func (k Key) String() string { return k.Path() }
 
@@ -32,8 +48,15 @@ func ParseKey(path string) (Key, error) {
 	}
 	rest = strings.TrimPrefix(rest, "documents/")
 	parts := strings.Split(rest, "/")
+	if len(parts) == 4 && parts[0] == "pools" && parts[2] == "proxies" {
+		k := Key{Pool: parts[1], Name: parts[3]}
+		if !IsLabel(k.Pool) || !IsLabel(k.Name) {
+			return Key{}, fmt.Errorf("document path %q: pool and name must be RFC 1123 labels", path)
+		}
+		return k, nil
+	}
 	if len(parts) != 4 || parts[0] != "namespaces" || parts[2] != "proxies" {
-		return Key{}, fmt.Errorf("document path %q is not of the form namespaces/{namespace}/proxies/{name}", path)
+		return Key{}, fmt.Errorf("document path %q is not of the form namespaces/{namespace}/proxies/{name} or pools/{pool}/proxies/{name}", path)
 	}
 	k := Key{Namespace: parts[1], Name: parts[3]}
 	if !IsLabel(k.Namespace) || !IsLabel(k.Name) {

@@ -23,6 +23,10 @@ const (
 	PhaseReady Phase = "Ready"
 	// PhaseReplacing: the VM was lost or stopped and is being replaced.
 	PhaseReplacing Phase = "Replacing"
+	// PhaseReconfiguring: the VM serves and was handed a new
+	// configuration (a PATCH, new credentials); the endpoint stays, and the
+	// proxy is Ready again once the VM reports the new generation.
+	PhaseReconfiguring Phase = "Reconfiguring"
 	// PhaseDeleting: deletion was requested; the document goes once the VM
 	// is gone.
 	PhaseDeleting Phase = "Deleting"
@@ -33,7 +37,7 @@ const (
 // Phases lists every phase in the order of a proxy's life, for a reader
 // that must name the phases with no proxy in them too (the GC's fleet
 // line).
-var Phases = []Phase{PhasePending, PhaseCreating, PhaseProvisioning, PhaseReady, PhaseReplacing, PhaseDeleting, PhaseFailed}
+var Phases = []Phase{PhasePending, PhaseCreating, PhaseProvisioning, PhaseReady, PhaseReconfiguring, PhaseReplacing, PhaseDeleting, PhaseFailed}
 
 // Settled reports whether a proxy in this phase needs no further work until
 // something changes: Ready and Failed are settled, every other phase is on
@@ -68,8 +72,9 @@ type Placement struct {
 	Image       string `json:"image,omitempty" firestore:"image,omitempty"`
 }
 
-// Spec is what the user asked for. It does not change after creation: a POST
-// with another spec for an existing name is a conflict.
+// Spec is what the user asked for. A POST with another spec for an existing
+// name is a conflict; a PATCH changes the reconfigurable fields
+// (allowedSourceRanges, connectPorts) only, and counts a generation.
 type Spec struct {
 	// Provider is the registry type of the cloud backend ("mock", "gcp").
 	Provider  string    `json:"provider,omitempty" firestore:"provider"`
@@ -202,6 +207,16 @@ type Bookkeeping struct {
 	// Credentials are the proxy's username and password, made with its
 	// first VM and kept for every VM after it.
 	Credentials Credentials `firestore:"credentials,omitempty"`
+	// SentGeneration is the generation of the proxy engine's configuration
+	// the current VM was last given: at its Create, or by a Reconfigure
+	// (provider.Reconfigurer). A document whose Generation differs has a
+	// change the VM does not have yet. 0 for a VM claimed from a warm pool
+	// that has not been given the proxy's configuration yet.
+	SentGeneration int64 `firestore:"sentGeneration,omitempty"`
+	// Retiring is the providerID of the VM a make-before-break rotation
+	// replaced with a warm pool's VM: deleted once the new one is Ready,
+	// and with the proxy.
+	Retiring string `firestore:"retiring,omitempty"`
 	// ProgressTime is when the status last changed, kept only while the
 	// phase is not settled (zero, and so absent from the document, once it
 	// is). The GC sweep queries for an old ProgressTime to re-drive stuck
@@ -230,11 +245,30 @@ type Proxy struct {
 	// …:rotate); the reconciler rotates a VM created before it.
 	RotateRequestTime *time.Time `json:"rotateRequestTime,omitempty" firestore:"rotateRequestTime,omitempty"`
 
+	// Pool, set only on a warm pool's member document
+	// (pools/{pool}/proxies/{name}), is the pool's name. A member's VM
+	// serves no one: it waits, booted and proven, to be claimed.
+	Pool string `json:"pool,omitempty" firestore:"pool,omitempty"`
+	// ClaimedBy, set only on a pool's member, is the proxy that claimed its
+	// VM. From the claim on, the VM is that proxy's: the member document
+	// never deletes or replaces it, and stays (counted in the pool's
+	// claimsLastHour) so that its uid claims the VM until the proxy has
+	// relabelled it.
+	ClaimedBy *ClaimRef `json:"claimedBy,omitempty" firestore:"claimedBy,omitempty"`
+
 	Reconciler Bookkeeping `json:"-" firestore:"reconciler"`
 }
 
+// ClaimRef names the proxy that claimed a pool member's VM, and when.
+type ClaimRef struct {
+	Namespace string    `json:"namespace" firestore:"namespace"`
+	Name      string    `json:"name" firestore:"name"`
+	UID       string    `json:"uid" firestore:"uid"`
+	Time      time.Time `json:"time" firestore:"time"`
+}
+
 // Key returns the key of the proxy's document.
-func (p *Proxy) Key() Key { return Key{Namespace: p.Namespace, Name: p.Name} }
+func (p *Proxy) Key() Key { return Key{Namespace: p.Namespace, Name: p.Name, Pool: p.Pool} }
 
 // Claim is what the garbage collector reads of each live document: whose
 // uid it is, how far it got, where its VM is, and what it needs to tell a

@@ -1,0 +1,52 @@
+package provider
+
+import (
+	"context"
+
+	"github.com/egress-proxies/egress/internal/proxyengine"
+)
+
+// Reconfigurer, an optional interface beside Provider (added to the
+// original contract, which stays the four methods), is a provider that can
+// change what a running VM serves without a new VM: the proxy engine's
+// configuration (allowed ranges, CONNECT ports, credentials) and whose VM
+// it is (LabelUID, for a VM claimed from a warm pool). The VM applies the
+// new configuration by itself and reports the generation it then serves
+// (Instance.Generation); Reconfigure only hands it over and returns.
+//
+// A provider without it gets a new VM for such a change, as before.
+type Reconfigurer interface {
+	// Reconfigure gives the VM providerID names req.Engine to serve and
+	// sets its LabelUID to req.UID. It is idempotent: the same request
+	// again changes nothing. It returns ErrNotFound when the VM is gone.
+	Reconfigure(ctx context.Context, providerID string, req ReconfigureRequest) error
+}
+
+// ReconfigureRequest is what a VM serves from now on.
+type ReconfigureRequest struct {
+	// UID is the uid of the proxy document the VM serves: LabelUID is set
+	// to it (a warm pool's VM changes hands this way), and the VM's
+	// call-home names it.
+	UID string
+	// Namespace and ProxyName name that document, for the VM's call-home.
+	Namespace, ProxyName string
+	// Engine is the proxy engine's configuration, Generation set: the VM
+	// reports that generation once it serves it.
+	Engine *proxyengine.Config
+}
+
+// AsReconfigurer returns the Reconfigurer beneath p's decorators (Unwrap),
+// if p's backend is one. A decorator that must see the call (metering,
+// faults) implements Reconfigurer itself and is found first.
+func AsReconfigurer(p Provider) (Reconfigurer, bool) {
+	for {
+		if r, ok := p.(Reconfigurer); ok {
+			return r, true
+		}
+		d, ok := p.(interface{ Unwrap() Provider })
+		if !ok {
+			return nil, false
+		}
+		p = d.Unwrap()
+	}
+}

@@ -1,0 +1,90 @@
+package proxy
+
+import (
+	"fmt"
+	"strings"
+	"time"
+)
+
+// PoolsCollection holds the warm pools' documents, pools/{pool}; each
+// pool's members are proxy documents beneath it, pools/{pool}/proxies/{name}.
+const PoolsCollection = "pools"
+
+// PoolPattern is the path pattern of pool documents, as the Firestore
+// trigger matches it.
+const PoolPattern = "pools/{pool}"
+
+// PoolSpec is what an admin declares of a warm pool: keep Size VMs of the
+// provider and placement booted, proven and unclaimed.
+type PoolSpec struct {
+	Provider  string    `json:"provider" firestore:"provider"`
+	Placement Placement `json:"placement" firestore:"placement"`
+	Size      int       `json:"size" firestore:"size"`
+}
+
+// PoolStatus is what the pool's reconciler last saw and did.
+type PoolStatus struct {
+	// Warm counts the members whose VM is booted, proven and unclaimed;
+	// Booting the unclaimed ones on their way there.
+	Warm    int `json:"warm" firestore:"warm"`
+	Booting int `json:"booting" firestore:"booting"`
+	// ClaimsLastHour counts the VMs proxies claimed from the pool in the
+	// last hour.
+	ClaimsLastHour int `json:"claimsLastHour" firestore:"claimsLastHour"`
+	// Message says why the pool cannot fill, when it cannot.
+	Message string `json:"message,omitempty" firestore:"message,omitempty"`
+}
+
+// Pool is one warm pool's document, pools/{name}.
+type Pool struct {
+	Name   string     `json:"name" firestore:"name"`
+	Spec   PoolSpec   `json:"spec" firestore:"spec"`
+	Status PoolStatus `json:"status" firestore:"status"`
+	// Generation counts the spec's changes.
+	Generation int64     `json:"generation" firestore:"generation"`
+	CreateTime time.Time `json:"createTime" firestore:"createTime"`
+	// UpdateTime is Firestore's, the precondition of writes; not stored.
+	UpdateTime time.Time `json:"updateTime" firestore:"-"`
+	// DeleteRequestTime is set by DELETE: the pool deletes its unclaimed
+	// members, then its document.
+	DeleteRequestTime *time.Time `json:"deleteRequestTime,omitempty" firestore:"deleteRequestTime,omitempty"`
+}
+
+// Path is the pool document's path, pools/{name}.
+func (p *Pool) Path() string { return PoolPath(p.Name) }
+
+// PoolPath is the path of the pool document of that name.
+func PoolPath(name string) string { return PoolsCollection + "/" + name }
+
+// ParsePoolPath parses a pool document's path, bare (pools/p) or as
+// Eventarc's subject or a full resource name, like ParseKey.
+func ParsePoolPath(path string) (string, error) {
+	rest := path
+	if i := strings.Index(rest, "/documents/"); i >= 0 && strings.HasPrefix(rest, "projects/") {
+		rest = rest[i+len("/documents/"):]
+	}
+	rest = strings.TrimPrefix(rest, "documents/")
+	parts := strings.Split(rest, "/")
+	if len(parts) != 2 || parts[0] != PoolsCollection || !IsLabel(parts[1]) {
+		return "", fmt.Errorf("document path %q is not of the form pools/{pool} with an RFC 1123 label", path)
+	}
+	return parts[1], nil
+}
+
+// Serves reports whether a proxy of spec s may be served by a VM of a pool
+// of this spec: the same provider and placement, the default bootstrap
+// (no cloud-init of its own), an ephemeral address and the default port.
+// Everything else about a proxy (its ranges, ports and credentials) is
+// configuration the claimed VM is given.
+func (ps PoolSpec) Serves(s Spec) bool {
+	return s.Provider == ps.Provider && s.Placement == ps.Placement &&
+		s.CloudInit == "" && s.CloudInitSecret == "" &&
+		(s.IPPolicy == "" || s.IPPolicy == IPEphemeral) &&
+		(s.Port == 0 || s.Port == DefaultPort)
+}
+
+// MemberSpec is the spec of a pool member's proxy document: the pool's
+// provider and placement, the default bootstrap, no client range.
+func (ps PoolSpec) MemberSpec() Spec {
+	return Spec{Provider: ps.Provider, Placement: ps.Placement, Port: DefaultPort, IPPolicy: IPEphemeral}
+}
