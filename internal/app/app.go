@@ -172,8 +172,9 @@ func (a *App) reconcileOptions() reconcile.Options {
 	// calls around it.
 	o.LeaseDuration = max(reconcile.DefaultLeaseDuration, o.WaitBudget+2*time.Minute)
 	o.CloudInitSecretPrefix = a.Config.CloudInitSecretPrefix
-	o.Bootstrap = func(s proxy.Spec, c proxy.Credentials) (string, *proxyengine.Config, error) {
+	o.Bootstrap = func(s proxy.Spec, c proxy.Credentials, generation int64) (string, *proxyengine.Config, error) {
 		cfg := bootstrap.ForProxy(s, c, a.Config.DenyRanges)
+		cfg.Generation = generation
 		script, err := bootstrap.Render(cfg)
 		if err != nil {
 			return "", nil, err

@@ -146,6 +146,11 @@ type Config struct {
 	// proxyengine.DefaultDenyDestinations (EGRESS_DENY_RANGES): the VPC's
 	// own ranges, peered networks.
 	DenyRanges []string
+	// Generation is the generation of the proxy's configuration this is
+	// (the document's generation; 0 for a warm pool's member, which serves
+	// no one): the engine's configuration carries it, and the VM reports
+	// it once it serves it.
+	Generation int64
 }
 
 // ForProxy is the Config of a proxy's spec and credentials, with the

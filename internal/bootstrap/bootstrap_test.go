@@ -25,6 +25,7 @@ func config() bootstrap.Config {
 		Port:                3128,
 		AllowedSourceRanges: []string{"203.0.113.0/24", "2001:db8::/32"},
 		Credentials:         creds,
+		Generation:          1,
 	}
 }
 

@@ -33,7 +33,7 @@ func EngineConfig(c Config) (proxyengine.Config, error) {
 		ports[i] = int(p)
 	}
 	return proxyengine.Config{
-		Generation: 1,
+		Generation: c.Generation,
 		Listen:     ":" + strconv.Itoa(int(c.Port)),
 		Users:      []proxyengine.User{{Name: c.Credentials.Username, PasswordHash: hash}},
 		// The VM itself, for the script's self-test; the nftables input

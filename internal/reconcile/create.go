@@ -110,7 +110,7 @@ func (run *run) bootstrap(ctx context.Context) (cloudInit, startupScript string,
 	case s.CloudInit != "":
 		return s.CloudInit, "", nil, nil
 	case run.r.opts.Bootstrap != nil:
-		script, engine, err := run.r.opts.Bootstrap(s, run.doc.Reconciler.Credentials)
+		script, engine, err := run.r.opts.Bootstrap(s, run.doc.Reconciler.Credentials, run.doc.Generation)
 		if err != nil {
 			return "", "", nil, bootstrapError{fmt.Errorf("rendering the startup script: %w", err)}
 		}

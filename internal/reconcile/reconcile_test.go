@@ -808,7 +808,7 @@ func TestProviderCallsOfALifecycle(t *testing.T) {
 // VM that replaces a lost one.
 func TestCredentialsOutliveTheVM(t *testing.T) {
 	var rendered []proxy.Credentials
-	w := newWorld(t, reconcile.Options{Bootstrap: func(s proxy.Spec, c proxy.Credentials) (string, *proxyengine.Config, error) {
+	w := newWorld(t, reconcile.Options{Bootstrap: func(s proxy.Spec, c proxy.Credentials, _ int64) (string, *proxyengine.Config, error) {
 		rendered = append(rendered, c)
 		return "#!/bin/bash\n# for " + c.Username + "\n", &proxyengine.Config{Users: []proxyengine.User{{Name: c.Username}}}, nil
 	}})

@@ -56,9 +56,11 @@ func permanent(err error) bool {
 }
 
 // BootstrapFunc renders the default bootstrap of a proxy (package
-// bootstrap) from its spec and credentials: the startup script its VM runs
-// and the proxy engine's configuration it applies (CreateRequest.Engine).
-type BootstrapFunc func(spec proxy.Spec, creds proxy.Credentials) (script string, engine *proxyengine.Config, err error)
+// bootstrap) from its spec, credentials and generation: the startup script
+// its VM runs and the proxy engine's configuration it applies
+// (CreateRequest.Engine, ReconfigureRequest.Engine), whose Generation is
+// generation.
+type BootstrapFunc func(spec proxy.Spec, creds proxy.Credentials, generation int64) (script string, engine *proxyengine.Config, err error)
 
 // Defaults of Options.
 const (

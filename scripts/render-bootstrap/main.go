@@ -66,7 +66,7 @@ func main() {
 	}
 
 	cfg := bootstrap.Config{Port: int32(*port), AllowedSourceRanges: allow,
-		Credentials: proxy.Credentials{Username: *user, Password: *password}, DenyRanges: deny}
+		Credentials: proxy.Credentials{Username: *user, Password: *password}, DenyRanges: deny, Generation: 1}
 	for _, p := range connectPorts {
 		n, err := strconv.ParseInt(p, 10, 32)
 		if err != nil {

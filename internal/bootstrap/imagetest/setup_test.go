@@ -127,7 +127,7 @@ func setUp(t *testing.T, ctx context.Context, rel Release, engine []byte, newTop
 // provider reads what the VM wrote.
 func insertMetadata(t *testing.T, ctx context.Context, r *run, creds proxy.Credentials) map[string]string {
 	t.Helper()
-	cfg := bootstrap.Config{Port: ProxyPort, AllowedSourceRanges: []string{AllowedRange.String()}, Credentials: creds}
+	cfg := bootstrap.Config{Port: ProxyPort, AllowedSourceRanges: []string{AllowedRange.String()}, Credentials: creds, Generation: 1}
 	script, err := bootstrap.Render(cfg)
 	if err != nil {
 		t.Fatal(err)
