@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -74,6 +75,10 @@ func TestConformance(t *testing.T) {
 			ReportBootError: func(id, reason string) {
 				id2, _ := parseID(id)
 				fake.SetGuestAttribute(id2.scope, id2.name, "egress/error", reason)
+			},
+			ReportGeneration: func(id string, generation int64) {
+				id2, _ := parseID(id)
+				fake.SetGuestAttribute(id2.scope, id2.name, "egress/ready", strconv.FormatInt(generation, 10))
 			},
 		}
 	})
