@@ -67,7 +67,9 @@ func TestReconfigureWrites(t *testing.T) {
 	if diff := cmp.Diff(wantLabels, labels, protocmp.Transform()); diff != "" {
 		t.Errorf("setLabels calls (-want +got):\n%s", diff)
 	}
-	item := func(k, v string) *computepb.Items { return &computepb.Items{Key: proto.String(k), Value: proto.String(v)} }
+	item := func(k, v string) *computepb.Items {
+		return &computepb.Items{Key: proto.String(k), Value: proto.String(v)}
+	}
 	wantMetadata := []*computepb.Metadata{{
 		Fingerprint: before.GetMetadata().Fingerprint,
 		Items: []*computepb.Items{
