@@ -59,6 +59,13 @@ var APIs = []API{
 		"iam.serviceAccounts.actAs", // on proxy-vm only: the resource-level binding
 	}, computeCreateVM},
 	{"compute.instances.get", []string{"compute.instances.get"}, computeRef + "instances/get"},
+	// A live reconfiguration (gcp's Reconfigure): the engine's
+	// configuration and the call-home items, and the uid label of a
+	// claimed warm VM. roles/compute.instanceAdmin.v1 holds both
+	// (iann0036/iam-dataset gcp/roles/compute.instanceAdmin.v1.json); the
+	// reconcile role holds them already for the insert.
+	{"compute.instances.setMetadata", []string{"compute.instances.setMetadata"}, computeRef + "instances/setMetadata"},
+	{"compute.instances.setLabels", []string{"compute.instances.setLabels"}, computeRef + "instances/setLabels"},
 	{"compute.instances.delete", []string{"compute.instances.delete"}, computeRef + "instances/delete"},
 	{"compute.instances.aggregatedList", []string{"compute.instances.list"}, computeRef + "instances/aggregatedList"},
 	{"compute.instances.getGuestAttributes", []string{"compute.instances.getGuestAttributes"}, computeRef + "instances/getGuestAttributes"},

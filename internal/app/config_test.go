@@ -43,7 +43,7 @@ func defaults() app.Config {
 			BootTimeout: 10 * time.Minute, MaxBootFailures: 3},
 		GC: gc.Options{GracePeriod: 10 * time.Minute, Parallelism: 16, SweepThreshold: 2 * time.Minute,
 			Deployment: "egress", MaxDeletes: 50},
-		Mock:           mock.Options{ProvisioningDelay: 5 * time.Second, Deployment: "egress"},
+		Mock:           mock.Options{ProvisioningDelay: 5 * time.Second, ReconfigureDelay: time.Second, Deployment: "egress"},
 		MockCallHome:   true,
 		GCP:            gcp.Config{Deployment: "egress"},
 		MockServeAllow: []string{"127.0.0.1/32"},

@@ -105,6 +105,40 @@ func TestGcloudAgainstTheFake(t *testing.T) {
 	// gcloud waits for each delete's operation (zoneOperations.wait,
 	// regionOperations.wait); Compute finishes it meanwhile.
 	fake.OnWait(func(string) { fake.Settle() })
+
+	// gcloud's add-metadata and add-labels read the VM for its
+	// fingerprints and write it whole with them (setMetadata, setLabels),
+	// as Reconfigure does; what they add is there, with what was, and
+	// Reconfigure then writes over a VM someone else changed.
+	var addMetadata, addLabels result
+	for r, args := range map[*result][]string{
+		&addMetadata: {"compute", "instances", "add-metadata", name(ephemeral), "--zone=us-central1-a", "--metadata=egress-note=by-gcloud"},
+		&addLabels:   {"compute", "instances", "add-labels", name(ephemeral), "--zone=us-central1-a", "--labels=team=g"},
+	} {
+		wg.Go(func() { *r = g.run(ctx, args...) })
+	}
+	wg.Wait()
+	addMetadata.ok(t)
+	addLabels.ok(t)
+	changed := goInstance("us-central1-a", name(ephemeral))
+	wantLabels := map[string]any{"egress-deployment": "egress", "proxy-operator-managed": "true", "proxy-operator-uid": "0b6d7a52-2f1e-4c3a-9d8b-7e6f5a4b3c21", "team": "g"}
+	if diff := cmp.Diff(wantLabels, changed["labels"]); diff != "" {
+		t.Errorf("labels after gcloud compute instances add-labels (-want +got):\n%s", diff)
+	}
+	if md := fmt.Sprint(changed["metadata"]); !strings.Contains(md, "egress-note") {
+		t.Errorf("metadata after gcloud compute instances add-metadata: %s, want an item egress-note", md)
+	}
+	newUID := "1a2b3c4d-5e6f-4a7b-8c9d-0e1f2a3b4c5d"
+	if err := p.Reconfigure(ctx, ephemeral, provider.ReconfigureRequest{UID: newUID, Namespace: "team-g", ProxyName: "claimed"}); err != nil {
+		t.Fatalf("Reconfigure after gcloud's changes: %v", err)
+	}
+	if in, err := p.Get(ctx, ephemeral); err != nil || in.UID != newUID {
+		t.Errorf("Get after Reconfigure: %+v, %v; want uid %s", in, err, newUID)
+	}
+	if got := fake.Calls("setLabels"); got != 2 {
+		t.Errorf("%d setLabels calls, want 2: gcloud's and Reconfigure's, none refused", got)
+	}
+
 	del := g.run(ctx, "compute", "instances", "delete", name(static), "--zone=us-central1-b", "--quiet")
 	del.ok(t)
 	if want := "Deleted [" + link("zones/us-central1-b/instances/"+name(static)) + "]."; !strings.Contains(del.stderr, want) {
@@ -151,8 +185,8 @@ func TestGcloudAgainstTheFake(t *testing.T) {
 			wantOps = append(wantOps, object(t, op))
 		}
 	}
-	if len(wantOps) != 5 {
-		t.Errorf("%d operations, want 5: three inserts (two VMs, an address) and two deletes", len(wantOps))
+	if len(wantOps) != 8 {
+		t.Errorf("%d operations, want 8: three inserts (two VMs, an address), gcloud's setMetadata and setLabels, Reconfigure's setLabels (without a call-home topic no item names the owner) and two deletes", len(wantOps))
 	}
 	if diff := cmp.Diff(byName(wantOps), byName(ops.jsonList(t))); diff != "" {
 		t.Errorf("gcloud compute operations list against the Go client's aggregatedList (-want +got):\n%s", diff)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/http"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -74,6 +75,10 @@ func TestConformance(t *testing.T) {
 			ReportBootError: func(id, reason string) {
 				id2, _ := parseID(id)
 				fake.SetGuestAttribute(id2.scope, id2.name, "egress/error", reason)
+			},
+			ReportGeneration: func(id string, generation int64) {
+				id2, _ := parseID(id)
+				fake.SetGuestAttribute(id2.scope, id2.name, "egress/ready", strconv.FormatInt(generation, 10))
 			},
 		}
 	})
@@ -416,8 +421,18 @@ func TestReadiness(t *testing.T) {
 			want:   provider.Instance{State: provider.StateProvisioning, IP: "198.51.100.1"},
 		},
 		"Serving": {
-			reason: "RUNNING with egress/ready",
+			reason: "RUNNING with egress/ready; its text of before generations is generation 1",
 			settle: true, attrs: map[string]string{"egress/ready": "serving on port 3128"},
+			want: provider.Instance{State: provider.StateRunning, IP: "198.51.100.1", Generation: 1},
+		},
+		"ServingAGeneration": {
+			reason: "egress/ready names the generation of the configuration the VM serves",
+			settle: true, attrs: map[string]string{"egress/ready": "12"},
+			want: provider.Instance{State: provider.StateRunning, IP: "198.51.100.1", Generation: 12},
+		},
+		"ServingAsAWarmVM": {
+			reason: "a pool's unclaimed VM serves generation 0",
+			settle: true, attrs: map[string]string{"egress/ready": "0"},
 			want: provider.Instance{State: provider.StateRunning, IP: "198.51.100.1"},
 		},
 		"SelfTestFailed": {
@@ -428,19 +443,19 @@ func TestReadiness(t *testing.T) {
 		"ReadyBesideAStaleError": {
 			reason: "the script clears both at every boot; a ready beside an error means a clear failed",
 			settle: true, attrs: map[string]string{"egress/ready": "serving", "egress/error": "from the boot before"},
-			want: provider.Instance{State: provider.StateRunning, IP: "198.51.100.1"},
+			want: provider.Instance{State: provider.StateRunning, IP: "198.51.100.1", Generation: 1},
 		},
 		"ServingWithTraffic": {
 			reason: "egress/traffic, the engine's counters with the report's time, is the instance's Traffic",
 			settle: true, attrs: map[string]string{"egress/ready": "serving on port 3128",
 				"egress/traffic": `{"generation":1,"since":"2026-12-03T10:00:00Z","bytesIn":1200,"bytesOut":1048576,"connections":7,"activeTunnels":1,"reportTime":"2026-12-03T10:05:00Z"}`},
-			want: provider.Instance{State: provider.StateRunning, IP: "198.51.100.1", Traffic: &provider.Traffic{
+			want: provider.Instance{State: provider.StateRunning, IP: "198.51.100.1", Generation: 1, Traffic: &provider.Traffic{
 				BytesIn: 1200, BytesOut: 1048576, Connections: 7, ReportTime: time.Date(2026, 12, 3, 10, 5, 0, 0, time.UTC)}},
 		},
 		"UnreadableTraffic": {
 			reason: "a traffic report that is not the engine's counters is no report, and no verdict on the VM",
 			settle: true, attrs: map[string]string{"egress/ready": "serving", "egress/traffic": "garbage"},
-			want: provider.Instance{State: provider.StateRunning, IP: "198.51.100.1"},
+			want: provider.Instance{State: provider.StateRunning, IP: "198.51.100.1", Generation: 1},
 		},
 		"OwnCloudInit": {
 			reason:    "no startup script, no guest attributes: RUNNING is Running",

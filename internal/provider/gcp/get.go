@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strconv"
 	"strings"
 	"time"
 
@@ -147,11 +148,12 @@ func bootstrapped(inst *computepb.Instance) bool {
 }
 
 // readiness reads the guest attributes the startup script writes: with
-// egress/ready the VM stays Running; otherwise it is Provisioning, with the
-// reason of egress/error if the script gave one. egress/traffic, when the
-// VM reported it, is the Instance's Traffic. The script clears both at
-// the start of every boot, so a ready beside a stale error means the clear
-// failed, not that the proxy does.
+// egress/ready the VM stays Running, serving the generation it names;
+// otherwise it is Provisioning, with the reason of egress/error if the
+// script gave one. egress/traffic, when the VM reported it, is the
+// Instance's Traffic. The script clears both at the start of every boot,
+// so a ready beside a stale error means the clear failed, not that the
+// proxy does.
 func (p *Provider) readiness(ctx context.Context, id parsed, out *provider.Instance) error {
 	attrs, err := p.c.Instances.GetGuestAttributes(ctx, &computepb.GetGuestAttributesInstanceRequest{
 		Project: id.project, Zone: id.scope, Instance: id.name, QueryPath: proto.String(bootstrap.GuestNamespace + "/"),
@@ -171,12 +173,24 @@ func (p *Provider) readiness(ctx context.Context, id parsed, out *provider.Insta
 		}
 	}
 	out.Traffic = traffic(values[bootstrap.GuestTraffic])
-	if _, ok := values[bootstrap.GuestReady]; ok {
+	if ready, ok := values[bootstrap.GuestReady]; ok {
+		out.Generation = generation(ready)
 		return nil
 	}
 	out.State = provider.StateProvisioning
 	out.BootError = values[bootstrap.GuestError]
 	return nil
+}
+
+// generation reads the guest attribute egress/ready: the generation of
+// the engine configuration the VM serves, as a decimal number. Any other
+// value is generation 1: VMs made before generations wrote "serving on
+// port N", and served the only generation there was.
+func generation(ready string) int64 {
+	if g, err := strconv.ParseInt(ready, 10, 64); err == nil && g >= 0 {
+		return g
+	}
+	return 1
 }
 
 // traffic reads the guest attribute egress/traffic: the engine's counters

@@ -15,8 +15,10 @@
 //
 // The files: provider.go (configuration, clients), create.go (the insert,
 // the zone, the address), get.go (Get, readiness, the insert's operation),
-// delete.go, list.go (ListByTag), ids.go (providerIDs), errors.go
-// (classification), console.go.
+// delete.go, list.go (ListByTag), reconfigure.go (a live change of the
+// engine's configuration and of the VM's owner, under Compute's
+// fingerprints), ids.go (providerIDs), errors.go (classification),
+// console.go.
 package gcp
 
 import (
@@ -169,6 +171,7 @@ var (
 	_ provider.Provider      = (*Provider)(nil)
 	_ provider.ConsoleReader = (*Provider)(nil)
 	_ provider.Scoped        = (*Provider)(nil)
+	_ provider.Reconfigurer  = (*Provider)(nil)
 )
 
 // Lists reports whether ListByTag lists what providerID names: a VM or

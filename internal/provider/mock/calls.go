@@ -321,15 +321,25 @@ func (p *Provider) snapshot(listed bool) []provider.Instance {
 // advance moves a Provisioning instance to Running once its delay is over,
 // and gives it its address then, as a cloud assigns the external IP when the
 // VM starts; an instance whose bootstrap failed or hangs stays
-// Provisioning.
+// Provisioning. A running one reports the generation of the engine
+// configuration it booted with, and that of a Reconfigure once it has
+// applied it.
 func (p *Provider) advance(in *instance) {
+	now := p.clock.Now()
+	if in.inst.State == provider.StateRunning && in.pending != nil && !now.Before(in.pendingAt) {
+		in.inst.Generation, in.pending = *in.pending, nil
+	}
 	if in.inst.State != provider.StateProvisioning || in.bootError != "" || in.neverReady {
 		return
 	}
-	if p.clock.Now().Sub(in.inst.CreatedAt) < p.delay {
+	if now.Sub(in.inst.CreatedAt) < p.delay {
 		return
 	}
 	in.inst.State = provider.StateRunning
+	if in.req.Engine != nil {
+		// It booted with the latest configuration it was given.
+		in.inst.Generation, in.pending = in.req.Engine.Generation, nil
+	}
 	switch {
 	case in.address != nil:
 		in.inst.IP = in.address.ip.String()
@@ -359,7 +369,8 @@ func (p *Provider) enter(ctx context.Context, m Method) error {
 }
 
 // CreateRequest returns the request that created the instance, for tests
-// that check what a VM would boot with. It makes no call count.
+// that check what a VM would boot with, with what Reconfigure changed
+// since (uid, namespace, name, engine). It makes no call count.
 func (p *Provider) CreateRequest(providerID string) (provider.CreateRequest, bool) {
 	name, _, err := parseID(providerID)
 	if err != nil {

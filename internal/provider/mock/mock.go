@@ -14,11 +14,16 @@
 // "create"); and a Static request keeps the proxy's address across its VMs,
 // listed once unused as a Terminated instance of its own kind.
 //
+// It is a provider.Reconfigurer: a VM takes a new owner and engine
+// configuration in place, and reports the new generation and calls home
+// after Options.ReconfigureDelay, as a VM's agent does.
+//
 // Faults are injected on purpose (faults.go) so that reconcile, GC and the
 // simulation can exercise every error path without a cloud. The files:
-// mock.go (types), calls.go (the contract's methods), addresses.go (static
-// addresses), faults.go (what tests make happen), serve.go (the proxy
-// engine a VM of the local stack runs on loopback).
+// mock.go (types), calls.go (the contract's methods), reconfigure.go
+// (Reconfigure), addresses.go (static addresses), faults.go (what tests
+// make happen), serve.go (the proxy engine a VM of the local stack runs
+// on loopback).
 package mock
 
 import (
@@ -54,6 +59,8 @@ const (
 	MethodGet       Method = "Get"
 	MethodDelete    Method = "Delete"
 	MethodListByTag Method = "ListByTag"
+	// MethodReconfigure is provider.Reconfigurer's method.
+	MethodReconfigure Method = "Reconfigure"
 )
 
 // Options configure a Provider. The zero value is valid: wall clock, no
@@ -65,6 +72,11 @@ type Options struct {
 	// ProvisioningDelay is how long an instance stays Provisioning after
 	// Create, measured on Clock.
 	ProvisioningDelay time.Duration
+	// ReconfigureDelay is how long a running instance takes to apply a
+	// Reconfigure: then it reports the new generation and calls home, as
+	// a VM's agent does once the metadata server has shown it the change
+	// and its self-test passed again. Measured on Clock.
+	ReconfigureDelay time.Duration
 	// DeletionDelay is how long a deleted instance is still there, Stopped,
 	// before it is gone, as a cloud VM takes a while to go.
 	DeletionDelay time.Duration
@@ -114,6 +126,11 @@ type instance struct {
 	goneAt time.Time
 	// served is its running engine, with Options.Serve.
 	served *served
+	// reconfigs counts its Reconfigures; pending, after one, is the
+	// generation it reports from pendingAt on (Options.ReconfigureDelay).
+	reconfigs int
+	pending   *int64
+	pendingAt time.Time
 }
 
 // fault is an injected failure of the next calls to one method.
@@ -148,10 +165,11 @@ type Provider struct {
 // project is what a cloud project holds: the VMs and addresses of every
 // deployment that shares it, and the faults planted in it.
 type project struct {
-	clock         clock.Clock
-	delay         time.Duration
-	deletionDelay time.Duration
-	callHome      func(CallHome)
+	clock            clock.Clock
+	delay            time.Duration
+	reconfigureDelay time.Duration
+	deletionDelay    time.Duration
+	callHome         func(CallHome)
 
 	mu        sync.Mutex
 	instances map[string]*instance // by name
@@ -182,17 +200,18 @@ func New(opts Options) *Provider {
 		deployment = provider.DefaultDeployment
 	}
 	return &Provider{deployment: deployment, project: &project{
-		clock:         clk,
-		delay:         opts.ProvisioningDelay,
-		deletionDelay: opts.DeletionDelay,
-		callHome:      opts.CallHome,
-		serveOpts:     opts.Serve,
-		instances:     map[string]*instance{},
-		addresses:     map[string]*address{},
-		requests:      map[string]seenRequest{},
-		faults:        map[Method][]*fault{},
-		latency:       map[Method]time.Duration{},
-		calls:         map[Method]int{},
+		clock:            clk,
+		delay:            opts.ProvisioningDelay,
+		reconfigureDelay: opts.ReconfigureDelay,
+		deletionDelay:    opts.DeletionDelay,
+		callHome:         opts.CallHome,
+		serveOpts:        opts.Serve,
+		instances:        map[string]*instance{},
+		addresses:        map[string]*address{},
+		requests:         map[string]seenRequest{},
+		faults:           map[Method][]*fault{},
+		latency:          map[Method]time.Duration{},
+		calls:            map[Method]int{},
 	}}
 }
 
@@ -208,6 +227,7 @@ func (p *Provider) InDeployment(name string) *Provider {
 var (
 	_ provider.Provider      = (*Provider)(nil)
 	_ provider.ConsoleReader = (*Provider)(nil)
+	_ provider.Reconfigurer  = (*Provider)(nil)
 )
 
 // zonesOf are the zones of a region, as the mock has them.

@@ -24,7 +24,7 @@ var epoch = time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 func TestConformance(t *testing.T) {
 	providertest.Run(t, func(t *testing.T) providertest.Target {
 		clk := clock.NewFake(epoch)
-		p := mock.New(mock.Options{Clock: clk, ProvisioningDelay: delay})
+		p := mock.New(mock.Options{Clock: clk, ProvisioningDelay: delay, ReconfigureDelay: time.Second})
 		return providertest.Target{
 			Provider: p,
 			Settle:   func() { clk.Advance(delay) },

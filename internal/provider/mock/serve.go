@@ -43,6 +43,7 @@ var (
 // served is an instance's running engine.
 type served struct {
 	ip     netip.Addr
+	listen string
 	server *proxyengine.Server
 }
 
@@ -80,14 +81,6 @@ func (p *Provider) serve(in *instance) error {
 	if p.serveOpts == nil || in.req.Engine == nil {
 		return nil
 	}
-	cfg := *in.req.Engine
-	// The VM's own self-test sources would admit the whole developer
-	// machine here: the spec's ranges alone decide. Its counters are not
-	// served: every mock VM would want the same port.
-	if n := len(bootstrap.SelfTestSources); len(cfg.AllowedSourceRanges) >= n && slices.Equal(cfg.AllowedSourceRanges[:n], bootstrap.SelfTestSources) {
-		cfg.AllowedSourceRanges = cfg.AllowedSourceRanges[n:]
-	}
-	cfg.StatsListen = ""
 	port := int(in.req.Port)
 	var (
 		ip  netip.Addr
@@ -107,21 +100,52 @@ func (p *Provider) serve(in *instance) error {
 	if err != nil {
 		return fmt.Errorf("the proxy engine cannot listen on loopback: %w", err)
 	}
-	cfg.Listen = ln.Addr().String()
-	cfg.AllowDestinations = slices.Concat(cfg.AllowDestinations, p.serveOpts.AllowDestinations)
+	cfg := p.engineConfig(in, ln.Addr().String())
 	log := p.serveLog()
 	s, err := proxyengine.New(cfg, proxyengine.Options{Log: log.With(slog.String("instance", in.name))})
 	if err != nil {
 		ln.Close()
 		return fmt.Errorf("the proxy engine refuses its configuration: %w", err)
 	}
-	in.served = &served{ip: ip, server: s}
+	in.served = &served{ip: ip, listen: cfg.Listen, server: s}
 	go func() {
 		if err := s.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			log.Warn("mock proxy engine stopped", slog.String("instance", in.name), slog.Any("error", err))
 		}
 	}()
 	in.console = append(in.console, "egress-proxy: serving on "+cfg.Listen)
+	return nil
+}
+
+// engineConfig is the configuration an instance's engine runs, listening
+// on listen: its request's, with the local stack's exceptions. p.mu must
+// be held.
+func (p *Provider) engineConfig(in *instance, listen string) proxyengine.Config {
+	cfg := *in.req.Engine
+	// The VM's own self-test sources would admit the whole developer
+	// machine here: the spec's ranges alone decide. Its counters are not
+	// served: every mock VM would want the same port.
+	if n := len(bootstrap.SelfTestSources); len(cfg.AllowedSourceRanges) >= n && slices.Equal(cfg.AllowedSourceRanges[:n], bootstrap.SelfTestSources) {
+		cfg.AllowedSourceRanges = cfg.AllowedSourceRanges[n:]
+	}
+	cfg.StatsListen = ""
+	cfg.Listen = listen
+	cfg.AllowDestinations = slices.Concat(cfg.AllowDestinations, p.serveOpts.AllowDestinations)
+	return cfg
+}
+
+// reapply applies an instance's new engine configuration to the engine it
+// runs, if it runs one, as the VM's agent applies a reconfiguration: the
+// same listener, new users, ranges and ports for every request from now
+// on, the tunnels already open kept. p.mu must be held.
+func (p *Provider) reapply(in *instance) error {
+	if in.served == nil || in.req.Engine == nil {
+		return nil
+	}
+	if err := in.served.server.Apply(p.engineConfig(in, in.served.listen)); err != nil {
+		return fmt.Errorf("the proxy engine refuses its new configuration: %w", err)
+	}
+	in.console = append(in.console, fmt.Sprintf("egress-agent: applied generation %d", in.req.Engine.Generation))
 	return nil
 }
 

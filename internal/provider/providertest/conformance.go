@@ -44,6 +44,11 @@ type Target struct {
 	// ReportBootError plays a VM's startup script saying the proxy cannot
 	// serve, and why.
 	ReportBootError func(providerID, reason string)
+	// ReportGeneration plays a running VM saying it serves the engine
+	// configuration of this generation (gcp: egress/ready), for a
+	// provider.Reconfigurer whose VMs a test must play. Nil for one whose
+	// VMs report it by themselves once settled.
+	ReportGeneration func(providerID string, generation int64)
 }
 
 // Run runs the conformance suite. newTarget is called once per subtest and
@@ -213,6 +218,10 @@ func Run(t *testing.T, newTarget func(t *testing.T) Target) {
 			t.Errorf("after the startup script reported an error: state %q, BootError %q; want %q and %q",
 				got.State, got.BootError, provider.StateProvisioning, reason)
 		}
+	})
+
+	t.Run("Reconfigure", func(t *testing.T) {
+		runReconfigure(t, newTarget)
 	})
 
 	t.Run("ContextCancellationIsHonoured", func(t *testing.T) {

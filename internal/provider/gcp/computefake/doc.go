@@ -8,6 +8,7 @@
 // What it serves, a file per resource:
 //
 //	instances.go   instances insert, get, delete and aggregatedList
+//	fingerprint.go instances.setMetadata and setLabels, under their fingerprints
 //	guest.go       instances.getGuestAttributes
 //	serial.go      instances.getSerialPortOutput
 //	addresses.go   regional external addresses insert, get, delete and aggregatedList
@@ -38,7 +39,8 @@
 //	AppendSerial                  the VM's console output
 //	SetClock, Advance             the fake's time
 //	OnWait                        what happens when a client waits on an operation (Settle, for gcloud)
-//	Inserts, Calls                what the fake was asked
+//	Touch                         another client's change of metadata or labels
+//	Inserts, Calls                what the fake was asked (SetMetadataCalls, SetLabelsCalls too)
 //
 // Instances and addresses are kept by zone and region whatever project a
 // request names, as a test uses one project; request ids, which Compute

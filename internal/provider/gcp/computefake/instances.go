@@ -78,6 +78,7 @@ func (s *Server) insert(w http.ResponseWriter, r *http.Request, project, zone st
 	inst.Zone = proto.String(link(project, "zones", zone))
 	inst.CreationTimestamp = proto.String(s.now().Format(stamp))
 	inst.SelfLink = proto.String(link(project, "zones", zone, "instances", inst.GetName()))
+	stampFingerprints(inst)
 	s.instances[key] = inst
 	claim(nats, inst.GetSelfLink())
 	s.accept(w, project, "zones/"+zone, "insert", inst.GetSelfLink(), reqID, inst.Id)
@@ -201,7 +202,9 @@ func (s *Server) Settle() {
 func (s *Server) Put(zone string, inst *computepb.Instance) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.instances[zone+"/"+inst.GetName()] = proto.Clone(inst).(*computepb.Instance)
+	c := proto.Clone(inst).(*computepb.Instance)
+	stampFingerprints(c)
+	s.instances[zone+"/"+inst.GetName()] = c
 }
 
 // SetStatus sets an instance's status string.

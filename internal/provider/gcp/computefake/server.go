@@ -49,7 +49,10 @@ type Server struct {
 	insertFailures []*insertFailure
 	unreachable    []string
 	inserts        []Insert
-	calls          map[string]int
+	// setMetadataCalls and setLabelsCalls are those calls' bodies.
+	setMetadataCalls []*computepb.Metadata
+	setLabelsCalls   []*computepb.InstancesSetLabelsRequest
+	calls            map[string]int
 	// settled is closed, and replaced, by each Settle: what a wait request
 	// blocks on. onWait is the OnWait hook.
 	settled chan struct{}
@@ -92,7 +95,7 @@ func projectPath(rest string) *regexp.Regexp {
 }
 
 // routes are every resource's routes; each resource's file holds its own.
-var routes = slices.Concat(instanceRoutes, guestRoutes, serialRoutes, addressRoutes, operationRoutes, regionRoutes)
+var routes = slices.Concat(instanceRoutes, fingerprintRoutes, guestRoutes, serialRoutes, addressRoutes, operationRoutes, regionRoutes)
 
 func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	for _, rt := range routes {
@@ -160,7 +163,8 @@ func invalid(format string, args ...any) Fault {
 }
 
 // Fail makes the next n calls of method answer the fault. The methods are
-// the instances' "insert", "get", "delete" and "list", the addresses'
+// the instances' "insert", "get", "delete", "list", "setMetadata" and
+// "setLabels", the addresses'
 // "addresses.insert", "addresses.get", "addresses.delete" and
 // "addresses.list", "operations.get", "operations.list" and
 // "operations.wait" (zonal and regional alike),
