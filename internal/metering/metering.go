@@ -46,6 +46,9 @@ const (
 	ProviderGet
 	ProviderDelete
 	ProviderListByTag
+	// ProviderReconfigure is a provider.Reconfigurer's Reconfigure: a
+	// running VM given a new configuration.
+	ProviderReconfigure
 	// ProviderError is a provider call that returned an error, ErrNotFound
 	// included.
 	ProviderError
@@ -59,14 +62,15 @@ const (
 // field names of the log line, which the log-based metrics and the benchmark
 // read.
 type Usage struct {
-	FirestoreReads    int64 `json:"firestoreReads"`
-	FirestoreWrites   int64 `json:"firestoreWrites"`
-	ProviderCreate    int64 `json:"providerCreate"`
-	ProviderGet       int64 `json:"providerGet"`
-	ProviderDelete    int64 `json:"providerDelete"`
-	ProviderListByTag int64 `json:"providerListByTag"`
-	ProviderErrors    int64 `json:"providerErrors"`
-	PubSubPublished   int64 `json:"pubsubPublished"`
+	FirestoreReads      int64 `json:"firestoreReads"`
+	FirestoreWrites     int64 `json:"firestoreWrites"`
+	ProviderCreate      int64 `json:"providerCreate"`
+	ProviderGet         int64 `json:"providerGet"`
+	ProviderDelete      int64 `json:"providerDelete"`
+	ProviderListByTag   int64 `json:"providerListByTag"`
+	ProviderReconfigure int64 `json:"providerReconfigure"`
+	ProviderErrors      int64 `json:"providerErrors"`
+	PubSubPublished     int64 `json:"pubsubPublished"`
 }
 
 // LogValue makes the usage a group of its fields on a log line, so the text
@@ -87,28 +91,30 @@ func (u Usage) LogValue() slog.Value {
 // Plus returns the sum of u and v.
 func (u Usage) Plus(v Usage) Usage {
 	return Usage{
-		FirestoreReads:    u.FirestoreReads + v.FirestoreReads,
-		FirestoreWrites:   u.FirestoreWrites + v.FirestoreWrites,
-		ProviderCreate:    u.ProviderCreate + v.ProviderCreate,
-		ProviderGet:       u.ProviderGet + v.ProviderGet,
-		ProviderDelete:    u.ProviderDelete + v.ProviderDelete,
-		ProviderListByTag: u.ProviderListByTag + v.ProviderListByTag,
-		ProviderErrors:    u.ProviderErrors + v.ProviderErrors,
-		PubSubPublished:   u.PubSubPublished + v.PubSubPublished,
+		FirestoreReads:      u.FirestoreReads + v.FirestoreReads,
+		FirestoreWrites:     u.FirestoreWrites + v.FirestoreWrites,
+		ProviderCreate:      u.ProviderCreate + v.ProviderCreate,
+		ProviderGet:         u.ProviderGet + v.ProviderGet,
+		ProviderDelete:      u.ProviderDelete + v.ProviderDelete,
+		ProviderListByTag:   u.ProviderListByTag + v.ProviderListByTag,
+		ProviderReconfigure: u.ProviderReconfigure + v.ProviderReconfigure,
+		ProviderErrors:      u.ProviderErrors + v.ProviderErrors,
+		PubSubPublished:     u.PubSubPublished + v.PubSubPublished,
 	}
 }
 
 // Minus returns u less v.
 func (u Usage) Minus(v Usage) Usage {
 	return u.Plus(Usage{
-		FirestoreReads:    -v.FirestoreReads,
-		FirestoreWrites:   -v.FirestoreWrites,
-		ProviderCreate:    -v.ProviderCreate,
-		ProviderGet:       -v.ProviderGet,
-		ProviderDelete:    -v.ProviderDelete,
-		ProviderListByTag: -v.ProviderListByTag,
-		ProviderErrors:    -v.ProviderErrors,
-		PubSubPublished:   -v.PubSubPublished,
+		FirestoreReads:      -v.FirestoreReads,
+		FirestoreWrites:     -v.FirestoreWrites,
+		ProviderCreate:      -v.ProviderCreate,
+		ProviderGet:         -v.ProviderGet,
+		ProviderDelete:      -v.ProviderDelete,
+		ProviderListByTag:   -v.ProviderListByTag,
+		ProviderReconfigure: -v.ProviderReconfigure,
+		ProviderErrors:      -v.ProviderErrors,
+		PubSubPublished:     -v.PubSubPublished,
 	})
 }
 
@@ -122,14 +128,15 @@ type tally struct {
 func (t *tally) usage() Usage {
 	get := func(c Counter) int64 { return t.counts[c].Load() }
 	return Usage{
-		FirestoreReads:    get(FirestoreRead),
-		FirestoreWrites:   get(FirestoreWrite),
-		ProviderCreate:    get(ProviderCreate),
-		ProviderGet:       get(ProviderGet),
-		ProviderDelete:    get(ProviderDelete),
-		ProviderListByTag: get(ProviderListByTag),
-		ProviderErrors:    get(ProviderError),
-		PubSubPublished:   get(PubSubPublished),
+		FirestoreReads:      get(FirestoreRead),
+		FirestoreWrites:     get(FirestoreWrite),
+		ProviderCreate:      get(ProviderCreate),
+		ProviderGet:         get(ProviderGet),
+		ProviderDelete:      get(ProviderDelete),
+		ProviderListByTag:   get(ProviderListByTag),
+		ProviderReconfigure: get(ProviderReconfigure),
+		ProviderErrors:      get(ProviderError),
+		PubSubPublished:     get(PubSubPublished),
 	}
 }
 

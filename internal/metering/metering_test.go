@@ -34,6 +34,19 @@ func TestProviderDecorator(t *testing.T) {
 			},
 			want: metering.Usage{ProviderCreate: 1, ProviderGet: 2, ProviderDelete: 1, ProviderListByTag: 1},
 		},
+		"ReconfigureCounted": {
+			reason: "The mock is a Reconfigurer, so its decorator is one too, and Reconfigure counts; a VM gone is an error.",
+			calls: func(ctx context.Context, p provider.Provider) {
+				r, ok := p.(provider.Reconfigurer)
+				if !ok {
+					t.Fatal("the decorator of a Reconfigurer is no Reconfigurer")
+				}
+				id, _ := p.Create(ctx, provider.CreateRequest{Name: "n", UID: "u"})
+				r.Reconfigure(ctx, id, provider.ReconfigureRequest{UID: "v"})
+				r.Reconfigure(ctx, "mock://absent", provider.ReconfigureRequest{UID: "v"})
+			},
+			want: metering.Usage{ProviderCreate: 1, ProviderReconfigure: 2, ProviderErrors: 1},
+		},
 		"ErrorsCounted": {
 			reason: "A call that fails counts as a call and as an error; ErrNotFound is an error too.",
 			calls: func(ctx context.Context, p provider.Provider) {

@@ -10,10 +10,32 @@ import (
 // the context it is made with, and its errors in ProviderError. The
 // composition root wraps every provider it builds, so every backend is
 // metered the same way without knowing it.
-func Provider(p provider.Provider) provider.Provider { return &metered{inner: p} }
+//
+// A backend that is a provider.Reconfigurer is decorated by one too, so
+// that its Reconfigure counts like the rest; one that is not stays not one,
+// and the reconciler gives it a new VM for a change, as it must.
+func Provider(p provider.Provider) provider.Provider {
+	m := &metered{inner: p}
+	if r, ok := provider.AsReconfigurer(p); ok {
+		return &meteredReconfigurer{metered: m, reconfigurer: r}
+	}
+	return m
+}
 
 // metered is the decorator Provider returns.
 type metered struct{ inner provider.Provider }
+
+// meteredReconfigurer is metered over a backend that is a Reconfigurer.
+type meteredReconfigurer struct {
+	*metered
+	reconfigurer provider.Reconfigurer
+}
+
+func (m *meteredReconfigurer) Reconfigure(ctx context.Context, providerID string, req provider.ReconfigureRequest) error {
+	err := m.reconfigurer.Reconfigure(ctx, providerID, req)
+	count(ctx, ProviderReconfigure, err)
+	return err
+}
 
 var _ provider.Provider = (*metered)(nil)
 
