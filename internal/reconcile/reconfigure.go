@@ -95,6 +95,18 @@ func (run *run) reconfigure(ctx context.Context, phase proxy.Phase) (outcome, er
 	if err != nil {
 		return run.bootstrapFailed(ctx, err)
 	}
+	if engine == nil && p.Reconciler.SentGeneration != 0 {
+		// A reconciler that renders no configuration (no
+		// Options.Bootstrap) gave the VM none, and has none to hand over:
+		// the generation is served as it is. A VM claimed from a pool
+		// (SentGeneration 0) is still relabelled below.
+		next := run.next()
+		next.Reconciler.SentGeneration = p.Generation
+		if next.Status.Phase == proxy.PhaseReady {
+			next.Status.ObservedGeneration = p.Generation
+		}
+		return done, run.write(ctx, next, false)
+	}
 	err = rc.Reconfigure(ctx, id, provider.ReconfigureRequest{UID: p.UID, Namespace: p.Namespace, ProxyName: p.Name, Engine: engine})
 	switch {
 	case errors.Is(err, provider.ErrNotFound):

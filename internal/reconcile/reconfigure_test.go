@@ -21,9 +21,12 @@ import (
 
 // generations is the mock provider whose VMs report the generation of the
 // proxy engine's configuration they serve, as a gcp VM does in its guest
-// attribute egress/ready: the one they were created with.
+// attribute egress/ready: the one they were created with. It embeds the
+// mock as a provider.Provider only, so that Reconfigure is the test's own
+// (reconfigurer) or none.
 type generations struct {
-	*mock.Provider
+	provider.Provider
+	mock   *mock.Provider
 	mu     sync.Mutex
 	served map[string]int64 // providerID → generation
 }
@@ -69,7 +72,7 @@ func (p *reconfigurer) Reconfigure(_ context.Context, id string, req provider.Re
 		p.fail = p.fail[1:]
 		return err
 	}
-	if !slices.ContainsFunc(p.Instances(), func(i provider.Instance) bool { return i.ID == id }) {
+	if !slices.ContainsFunc(p.mock.Instances(), func(i provider.Instance) bool { return i.ID == id }) {
 		return provider.NewError(provider.KindNotFound, "reconfigure", id, provider.ErrNotFound)
 	}
 	if p.hold {
@@ -98,7 +101,7 @@ func engineOf(s proxy.Spec, c proxy.Credentials, generation int64) (string, *pro
 func reconfigureWorld(t *testing.T, plain bool) (*world, *reconfigurer) {
 	t.Helper()
 	w := newWorld(t, reconcile.Options{})
-	gens := &generations{Provider: w.mock, served: map[string]int64{}}
+	gens := &generations{Provider: w.mock, mock: w.mock, served: map[string]int64{}}
 	rc := &reconfigurer{generations: gens, queue: w.queue}
 	var p provider.Provider = rc
 	if plain {
@@ -402,14 +405,47 @@ func TestClaimedVMReconfigured(t *testing.T) {
 	}
 }
 
+// beforeGenerations is the mock as a provider from before generations:
+// no Reconfigure, and VMs that report none.
+type beforeGenerations struct{ provider.Provider }
+
+func (p beforeGenerations) Get(ctx context.Context, id string) (*provider.Instance, error) {
+	inst, err := p.Provider.Get(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	c := *inst
+	c.Generation = 0
+	return &c, nil
+}
+
 // TestProviderWithoutGenerations: a provider that is no Reconfigurer and
 // whose VMs report generation 0 reports no generations: its running VM is
 // Ready, as before generations were.
 func TestProviderWithoutGenerations(t *testing.T) {
-	w := newWorld(t, reconcile.Options{Bootstrap: engineOf})
+	w := newWorld(t, reconcile.Options{})
+	w.r = reconcile.New(w.store, providers{beforeGenerations{w.mock}}, w.queue, secrets{}, w.clock, slog.New(slog.DiscardHandler),
+		reconcile.Options{Rand: rand.New(rand.NewPCG(1, 2)), Bootstrap: engineOf})
 	p := w.readyWith(proxy.Spec{})
 	if p.Status.ObservedGeneration != 1 {
 		t.Errorf("observedGeneration %d, want 1", p.Status.ObservedGeneration)
+	}
+}
+
+// TestNoConfigurationRendered: a reconciler that renders no configuration
+// (no Options.Bootstrap) has none to hand over: a new generation is served
+// at once, with no Reconfigure and no new VM.
+func TestNoConfigurationRendered(t *testing.T) {
+	w, rc := reconfigureWorld(t, false)
+	w.r = reconcile.New(w.store, providers{rc}, w.queue, secrets{}, w.clock, slog.New(slog.DiscardHandler),
+		reconcile.Options{Rand: rand.New(rand.NewPCG(1, 2))})
+	w.readyWith(proxy.Spec{})
+	w.change(patchRanges)
+	w.written()
+	p := w.doc()
+	got := []any{p.Status.Phase, p.Status.ObservedGeneration, p.Reconciler.SentGeneration, len(rc.reconfigures()), w.mock.Calls(mock.MethodCreate)}
+	if diff := cmp.Diff([]any{proxy.PhaseReady, int64(2), int64(2), 0, 1}, got); diff != "" {
+		t.Errorf("[phase, observedGeneration, sentGeneration, reconfigures, creates] (-want +got):\n%s", diff)
 	}
 }
 
