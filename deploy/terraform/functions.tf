@@ -83,6 +83,7 @@ resource "google_cloudfunctions2_function" "reconcile" {
       RECONCILE_INITIAL_BACKOFF = "2s"
       RECONCILE_MAX_BACKOFF     = "10s"
       BOOT_TIMEOUT              = var.boot_timeout
+      RECONFIGURE_TIMEOUT       = var.reconfigure_timeout
       MAX_BOOT_FAILURES         = tostring(var.max_boot_failures)
       CLOUD_INIT_SECRET_PREFIX  = local.cloud_init_secret_prefix
       EGRESS_DENY_RANGES        = join(",", var.egress_deny_ranges)

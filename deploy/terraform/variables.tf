@@ -137,6 +137,12 @@ variable "boot_timeout" {
   default     = "10m"
 }
 
+variable "reconfigure_timeout" {
+  description = "How long a proxy VM handed a new configuration (a PATCH, new credentials) may take to serve it before it is replaced by a new VM with it (RECONFIGURE_TIMEOUT), in Go's duration syntax."
+  type        = string
+  default     = "2m"
+}
+
 variable "max_boot_failures" {
   description = "VMs in a row that may fail to become ready before a proxy is Failed (MAX_BOOT_FAILURES)."
   type        = number

@@ -40,7 +40,7 @@ func defaults() app.Config {
 		API: app.APIConfig{Quota: 20, CreatesPerHour: 60, RotateMinInterval: 10 * time.Minute, Policy: proxy.Policy{MinPrefixIPv4: 8, MinPrefixIPv6: 32,
 			ProxyPorts: []proxy.PortRange{{First: 3128, Last: 3128}}, FirewallSourceRanges: []netip.Prefix{netip.MustParsePrefix("0.0.0.0/0"), netip.MustParsePrefix("::/0")}}},
 		Reconcile: reconcile.Options{WaitBudget: time.Minute, InitialBackoff: 2 * time.Second, MaxBackoff: 10 * time.Second,
-			BootTimeout: 10 * time.Minute, MaxBootFailures: 3},
+			BootTimeout: 10 * time.Minute, ReconfigureTimeout: 2 * time.Minute, MaxBootFailures: 3},
 		GC: gc.Options{GracePeriod: 10 * time.Minute, Parallelism: 16, SweepThreshold: 2 * time.Minute,
 			Deployment: "egress", MaxDeletes: 50},
 		Mock:           mock.Options{ProvisioningDelay: 5 * time.Second, ReconfigureDelay: time.Second, Deployment: "egress"},
@@ -73,7 +73,7 @@ func TestLoad(t *testing.T) {
 				"RECONCILE_WAIT_BUDGET": "2m", "RECONCILE_INITIAL_BACKOFF": "400ms", "RECONCILE_MAX_BACKOFF": "2s",
 				"GC_GRACE_PERIOD": "30m", "GC_PARALLELISM": "4", "GC_DRY_RUN": "true", "GC_SWEEP_THRESHOLD": "90s", "MOCK_PROVISIONING_DELAY": "1s",
 				"DEPLOYMENT": "staging-eu", "GC_MAX_DELETES": "200", "GC_ALLOW_EMPTY_DATABASE": "true",
-				"BOOT_TIMEOUT": "5m", "MAX_BOOT_FAILURES": "2", "MOCK_CALL_HOME": "false",
+				"BOOT_TIMEOUT": "5m", "RECONFIGURE_TIMEOUT": "90s", "MAX_BOOT_FAILURES": "2", "MOCK_CALL_HOME": "false",
 				"MOCK_SERVE": "true", "MOCK_SERVE_ALLOW": "127.0.0.1/32, 127.0.0.2/32",
 				"API_ADMINS": "Ops@Example.com, domain:platform.example", "LOCAL_IDENTITY": "Dev@Localhost", "ALLOW_CUSTOM_CLOUD_INIT": "true",
 				"CLOUD_INIT_SECRET_PREFIX": "projects/demo-x/secrets/egress-", "MIN_SOURCE_PREFIX_IPV4": "16", "MIN_SOURCE_PREFIX_IPV6": "48", "ALLOW_ANY_SOURCE": "true",
@@ -87,7 +87,7 @@ func TestLoad(t *testing.T) {
 					FirewallSourceRanges: []netip.Prefix{netip.MustParsePrefix("203.0.113.0/24"), netip.MustParsePrefix("2001:db8::/32")}}
 				c.CloudInitSecretPrefix = "projects/demo-x/secrets/egress-"
 				c.Reconcile = reconcile.Options{WaitBudget: 2 * time.Minute, InitialBackoff: 400 * time.Millisecond, MaxBackoff: 2 * time.Second,
-					BootTimeout: 5 * time.Minute, MaxBootFailures: 2}
+					BootTimeout: 5 * time.Minute, ReconfigureTimeout: 90 * time.Second, MaxBootFailures: 2}
 				c.MockCallHome = false
 				c.GC = gc.Options{GracePeriod: 30 * time.Minute, Parallelism: 4, DryRun: true, SweepThreshold: 90 * time.Second,
 					Deployment: "staging-eu", MaxDeletes: 200, AllowEmptyDatabase: true}

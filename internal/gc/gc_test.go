@@ -737,19 +737,19 @@ func TestFleetLines(t *testing.T) {
 			reason: "Each phase's line counts the documents in it.",
 			store:  &fakeStore{uids: claims(proxy.PhaseReady, proxy.PhaseReady, proxy.PhaseCreating, proxy.PhaseFailed)},
 			want: []logLine{fleet("Pending", 0), fleet("Creating", 1), fleet("Provisioning", 0), fleet("Ready", 2),
-				fleet("Replacing", 0), fleet("Deleting", 0), fleet("Failed", 1)},
+				fleet("Reconfiguring", 0), fleet("Replacing", 0), fleet("Deleting", 0), fleet("Failed", 1)},
 		},
 		"NoProxies": {
 			reason: "With no documents every phase still has its line, with 0, so the chart drops to 0 instead of stopping.",
 			store:  &fakeStore{},
 			want: []logLine{fleet("Pending", 0), fleet("Creating", 0), fleet("Provisioning", 0), fleet("Ready", 0),
-				fleet("Replacing", 0), fleet("Deleting", 0), fleet("Failed", 0)},
+				fleet("Reconfiguring", 0), fleet("Replacing", 0), fleet("Deleting", 0), fleet("Failed", 0)},
 		},
 		"PhaseUnknownToTheCode": {
 			reason: "A document in a phase proxy.Phases does not list (no phase yet, or a newer code's) is counted, after the known phases.",
 			store:  &fakeStore{uids: claims("Hibernating", "", proxy.PhaseReady)},
 			want: []logLine{fleet("Pending", 0), fleet("Creating", 0), fleet("Provisioning", 0), fleet("Ready", 1),
-				fleet("Replacing", 0), fleet("Deleting", 0), fleet("Failed", 0), fleet("", 1), fleet("Hibernating", 1)},
+				fleet("Reconfiguring", 0), fleet("Replacing", 0), fleet("Deleting", 0), fleet("Failed", 0), fleet("", 1), fleet("Hibernating", 1)},
 		},
 		"UIDsUnreadable": {
 			reason: "When the documents could not be read the run does not know the fleet: no line, rather than a fleet of zeros.",

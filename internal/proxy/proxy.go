@@ -213,6 +213,11 @@ type Bookkeeping struct {
 	// change the VM does not have yet. 0 for a VM claimed from a warm pool
 	// that has not been given the proxy's configuration yet.
 	SentGeneration int64 `firestore:"sentGeneration,omitempty"`
+	// ReconfigureStart is when the current VM was first handed a
+	// configuration it does not serve yet (a Reconfigure): the reconfigure
+	// timeout runs from there. Zero once it serves the document's
+	// generation.
+	ReconfigureStart time.Time `firestore:"reconfigureStart,omitempty"`
 	// Retiring is the providerID of the VM a make-before-break rotation
 	// replaced with a warm pool's VM: deleted once the new one is Ready,
 	// and with the proxy.

@@ -36,7 +36,7 @@ func (run *run) consoleTail(ctx context.Context) []string {
 	}
 	secrets := []string{p.Reconciler.Credentials.Username, p.Reconciler.Credentials.Password}
 	if p.Spec.CloudInit != "" || p.Spec.CloudInitSecret != "" {
-		content, _, _, err := run.bootstrap(ctx)
+		content, _, _, err := run.bootstrap(ctx, run.doc.Generation)
 		if err != nil {
 			run.log.WarnContext(ctx, "cannot read the cloud-init again to redact the console; keeping none of it", slog.Any("error", err))
 			return nil

@@ -39,6 +39,13 @@ func (run *run) create(ctx context.Context) (outcome, error) {
 		// On a retry the condition keeps saying why the last try failed.
 		setReady(next, "False", string(phase), "Creating instance "+name+".", run.r.clock.Now())
 	}
+	if next.Reconciler.CreatePending != p.Reconciler.CreatePending || next.Reconciler.SentGeneration == 0 {
+		// The attempt's VM is made with the generation of now: a retry of
+		// it (which may adopt the VM the first try made) renders the same,
+		// and a later generation is handed over once the VM is there. An
+		// attempt recorded before generations were gets the document's.
+		next.Reconciler.SentGeneration = p.Generation
+	}
 	if next.Reconciler.Credentials.IsZero() {
 		// Made with the first VM, in the write that records its create, and
 		// kept for every VM after it: a client's configuration outlives a
@@ -65,7 +72,7 @@ func (run *run) create(ctx context.Context) (outcome, error) {
 		AvoidZones: next.Reconciler.FullZones,
 	}
 	var err error
-	if req.CloudInit, req.StartupScript, req.Engine, err = run.bootstrap(ctx); err != nil {
+	if req.CloudInit, req.StartupScript, req.Engine, err = run.bootstrap(ctx, next.Reconciler.SentGeneration); err != nil {
 		return run.bootstrapFailed(ctx, err)
 	}
 	id, err := run.prov.Create(ctx, req)
@@ -84,15 +91,18 @@ func (run *run) create(ctx context.Context) (outcome, error) {
 	next.Reconciler.Attempts = 0
 	next.Reconciler.NotFoundSince = time.Time{}
 	next.Reconciler.BootStart = now
+	next.Reconciler.ReconfigureStart = time.Time{}
 	setReady(next, "False", "Provisioning", "Instance "+id+" is provisioning.", now)
 	return done, run.write(ctx, next, false)
 }
 
 // bootstrap resolves what the VM boots with: the spec's own cloud-init
 // (the secret it names, or the inline one) as user-data, or else the
-// default startup script. A spec that brings its own cloud-init takes over
-// the whole VM, so it gets no startup script beside it.
-func (run *run) bootstrap(ctx context.Context) (cloudInit, startupScript string, engine *proxyengine.Config, err error) {
+// default startup script and the proxy engine's configuration, of
+// generation and the document's credentials as they are now. A spec that
+// brings its own cloud-init takes over the whole VM, so it gets no startup
+// script beside it.
+func (run *run) bootstrap(ctx context.Context, generation int64) (cloudInit, startupScript string, engine *proxyengine.Config, err error) {
 	s := run.doc.Spec
 	switch {
 	case s.CloudInitSecret != "":
@@ -110,7 +120,7 @@ func (run *run) bootstrap(ctx context.Context) (cloudInit, startupScript string,
 	case s.CloudInit != "":
 		return s.CloudInit, "", nil, nil
 	case run.r.opts.Bootstrap != nil:
-		script, engine, err := run.r.opts.Bootstrap(s, run.doc.Reconciler.Credentials, run.doc.Generation)
+		script, engine, err := run.r.opts.Bootstrap(s, run.doc.Reconciler.Credentials, generation)
 		if err != nil {
 			return "", "", nil, bootstrapError{fmt.Errorf("rendering the startup script: %w", err)}
 		}

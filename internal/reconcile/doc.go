@@ -26,18 +26,40 @@
 //	                                                   nothing until the sweep's retry
 //	Provisioning   a write's event                     nothing: the VM calls home, or the     Provisioning
 //	                                                   sweep looks
-//	Provisioning   a request; Running with an IP       record the endpoint                    Ready
-//	Provisioning   a request; still booting            nothing                                Provisioning
+//	Provisioning   a request; Running with an IP, and  record the endpoint and                 Ready
+//	               serving the generation (below)      observedGeneration
+//	Provisioning   a request; still booting, or        nothing                                Provisioning
+//	               serving another generation
 //	Provisioning   booting past BootTimeout, or a      count a boot failure; replace, or at   Replacing
 //	               BootError                           MaxBootFailures fail (below) with its  or Failed
 //	                                                   console's last lines
 //	Provisioning   not found, within NotFoundGrace     record when it went missing            Provisioning
 //	Ready          a write's event                     nothing                                Ready
 //	Ready          a request; Running                  nothing                                Ready
+//	Ready,         a new generation (any event: a      render it with the document's          Reconfiguring
+//	Reconfiguring  PATCH, new credentials); the        credentials, Reconfigure, record
+//	               provider is a Reconfigurer and the  SentGeneration; endpoint, IP and
+//	               spec has no cloud-init of its own   rotations stay
+//	Provisioning   a new generation (a VM claimed      the same                               Provisioning
+//	               from a warm pool: SentGeneration
+//	               0; a change while booting)
+//	Provisioning,  a new generation; no Reconfigurer,  record Replacing (neither a rotation   Replacing
+//	Ready,         or the spec's own cloud-init        nor a replacement), Delete it
+//	Reconfiguring
+//	Reconfiguring  a write's event                     nothing: the VM calls home once it     Reconfiguring
+//	                                                   serves it, or the sweep looks
+//	Reconfiguring  a request; the VM serves the        record observedGeneration              Ready
+//	               generation
+//	Reconfiguring  a request; it serves another,       nothing                                Reconfiguring
+//	               within ReconfigureTimeout
+//	Reconfiguring  past ReconfigureTimeout             count a replacement, record            Replacing
+//	                                                   Replacing, Delete it
 //	Provisioning,  a rotate request after the VM was   count a rotation, record Replacing,    Replacing
-//	Ready          made, or the VM older than maxAge   Delete it (break before make)
+//	Ready,         made, or the VM older than maxAge   Delete it (break before make)
+//	Reconfiguring
 //	Provisioning,  stopped or terminated; not found    count a replacement, record Replacing, Replacing
-//	Ready          (past the grace, or once Ready)     Delete it
+//	Ready,         (past the grace, or once Ready);    Delete it
+//	Reconfiguring  Reconfigure says not found
 //	Replacing      the old VM still there              Delete it again, wait for it to go     Replacing
 //	Replacing      the old VM gone                     Create again, a new attempt (request   Provisioning
 //	                                                   id); a Static proxy's address reused
@@ -49,6 +71,25 @@
 //	               failed it, or one cut short)        it (a Static proxy's address stays);
 //	                                                   a refused Delete waits for the sweep
 //	Failed         no VM                               nothing, until the proxy is deleted    Failed
+//
+// Generations. A change of the configuration a VM serves (a PATCH of
+// allowedSourceRanges or connectPorts, a :rotateCredentials) is a new
+// generation of the document. Bookkeeping.SentGeneration is the generation
+// the current VM was given, at its Create or by the last Reconfigure; a
+// document whose generation differs has a change to hand over, and that is
+// the one thing a write's event acts on in Ready, Provisioning and
+// Reconfiguring. A VM of the default bootstrap reports the generation it
+// serves (provider.Instance.Generation), and "serving the generation" is:
+// it reports the document's; or the reconciler renders no configuration
+// for it (a spec's own cloud-init, or no Options.Bootstrap), so there is
+// none to report; or the proxy is Ready already (a report that lags, as
+// after a restart, does not unmake it); or it reports 0 and its provider
+// is no Reconfigurer (a provider from before generations, whose VMs are
+// made with the document's generation). status.observedGeneration is the
+// generation the proxy serves: written when it is Ready, never on the way.
+// A Ready document from before SentGeneration was recorded (0) was made
+// with its observedGeneration, which the reconciler of then wrote on every
+// write.
 //
 // A Failed proxy costs nothing: Failed is written while the document still
 // names the VM, and the VM is deleted after, so a run cut short between

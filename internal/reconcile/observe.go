@@ -40,13 +40,27 @@ func (run *run) observe(ctx context.Context) (outcome, error) {
 	if t := inst.Traffic; t != nil {
 		next.Status.Traffic = &proxy.Traffic{BytesIn: t.BytesIn, BytesOut: t.BytesOut, Connections: t.Connections, ReportTime: t.ReportTime}
 	}
+	running := inst.State == provider.StateRunning && inst.IP != ""
 	switch {
 	case inst.State == provider.StateStopped || inst.State == provider.StateTerminated:
 		return run.replace(ctx, "Instance"+string(inst.State), fmt.Sprintf("Instance %s is %s; replacing it.", p.Status.ProviderID, inst.State))
-	case inst.State == provider.StateRunning && inst.IP != "":
+	case run.changePending() && running && run.servesPending(inst):
+		next.Reconciler.SentGeneration = p.Generation
+		return run.ready(ctx, next, inst)
+	case run.changePending():
+		return run.reconfigure(ctx, reconfiguringPhase(p.Status.Phase))
+	case running && run.serves(inst):
 		return run.ready(ctx, next, inst)
 	case inst.BootError != "":
 		return run.bootFailed(ctx, "BootFailed", fmt.Sprintf("Instance %s reported that it cannot serve: %s.", p.Status.ProviderID, inst.BootError))
+	case p.Status.Phase == proxy.PhaseReconfiguring && now.Sub(p.Reconciler.ReconfigureStart) > run.r.opts.ReconfigureTimeout:
+		// Not a boot failure: the VM served, and a new one with the
+		// configuration it would not take is the way out.
+		return run.replace(ctx, "ReconfigureTimeout", fmt.Sprintf("Instance %s did not serve generation %d of the configuration within %s; replacing it.",
+			p.Status.ProviderID, p.Reconciler.SentGeneration, run.r.opts.ReconfigureTimeout))
+	case p.Status.Phase == proxy.PhaseReconfiguring:
+		// Still applying it: its call-home, or the sweep, comes back.
+		return done, run.write(ctx, next, false)
 	case now.Sub(run.bootStart(inst)) > run.r.opts.BootTimeout:
 		return run.bootFailed(ctx, "BootTimeout", fmt.Sprintf("Instance %s was not ready within %s.", p.Status.ProviderID, run.r.opts.BootTimeout))
 	default:
@@ -56,11 +70,15 @@ func (run *run) observe(ctx context.Context) (outcome, error) {
 	}
 }
 
-// ready records a VM that serves.
+// ready records a VM that serves the document's generation, which is
+// then status.observedGeneration: the generation the proxy serves, not
+// the last the reconciler read.
 func (run *run) ready(ctx context.Context, next *proxy.Proxy, inst *provider.Instance) (outcome, error) {
 	p := run.doc
 	now := run.r.clock.Now()
 	next.Status.Phase = proxy.PhaseReady
+	next.Status.ObservedGeneration = p.Generation
+	next.Reconciler.ReconfigureStart = time.Time{}
 	next.Status.IP = inst.IP
 	next.Status.Endpoint = net.JoinHostPort(inst.IP, strconv.Itoa(int(port(p.Spec))))
 	next.Status.Message = ""
@@ -79,7 +97,12 @@ func (run *run) ready(ctx context.Context, next *proxy.Proxy, inst *provider.Ins
 	if err := run.write(ctx, next, false); err != nil {
 		return done, err
 	}
-	if p.Status.Phase != proxy.PhaseReady {
+	switch p.Status.Phase {
+	case proxy.PhaseReady:
+	case proxy.PhaseReconfiguring:
+		run.log.InfoContext(ctx, "proxy reconfigured", slog.String("endpoint", next.Status.Endpoint), slog.String("providerID", p.Status.ProviderID),
+			slog.Int64("generation", p.Generation), slog.Float64("seconds", now.Sub(p.Reconciler.ReconfigureStart).Seconds()))
+	default:
 		// Since the proxy's creation is what its user waited; since the
 		// VM's creation is what this boot took, replacements apart.
 		run.log.InfoContext(ctx, "proxy ready", slog.String("endpoint", next.Status.Endpoint), slog.String("providerID", p.Status.ProviderID),
@@ -129,7 +152,7 @@ func (run *run) bootFailed(ctx context.Context, reason, message string) (outcome
 func (run *run) missing(ctx context.Context) (outcome, error) {
 	p := run.doc
 	now := run.r.clock.Now()
-	if p.Status.Phase == proxy.PhaseReady {
+	if p.Status.Phase == proxy.PhaseReady || p.Status.Phase == proxy.PhaseReconfiguring {
 		// It was seen running: its absence is no lag of a new VM.
 		return run.replace(ctx, "InstanceLost", fmt.Sprintf("Instance %s no longer exists; replacing it.", p.Status.ProviderID))
 	}

@@ -808,9 +808,9 @@ func TestProviderCallsOfALifecycle(t *testing.T) {
 // VM that replaces a lost one.
 func TestCredentialsOutliveTheVM(t *testing.T) {
 	var rendered []proxy.Credentials
-	w := newWorld(t, reconcile.Options{Bootstrap: func(s proxy.Spec, c proxy.Credentials, _ int64) (string, *proxyengine.Config, error) {
+	w := newWorld(t, reconcile.Options{Bootstrap: func(s proxy.Spec, c proxy.Credentials, generation int64) (string, *proxyengine.Config, error) {
 		rendered = append(rendered, c)
-		return "#!/bin/bash\n# for " + c.Username + "\n", &proxyengine.Config{Users: []proxyengine.User{{Name: c.Username}}}, nil
+		return "#!/bin/bash\n# for " + c.Username + "\n", &proxyengine.Config{Generation: generation, Users: []proxyengine.User{{Name: c.Username}}}, nil
 	}})
 	first := w.ready()
 	creds := first.Reconciler.Credentials

@@ -64,14 +64,15 @@ type BootstrapFunc func(spec proxy.Spec, creds proxy.Credentials, generation int
 
 // Defaults of Options.
 const (
-	DefaultWaitBudget      = time.Minute
-	DefaultLeaseDuration   = 3 * time.Minute
-	DefaultInitialBackoff  = 2 * time.Second
-	DefaultMaxBackoff      = 10 * time.Second
-	DefaultNotFoundGrace   = 30 * time.Second
-	DefaultBootTimeout     = 10 * time.Minute
-	DefaultMaxBootFailures = 3
-	DefaultQuotaBackoff    = 2 * time.Minute
+	DefaultWaitBudget         = time.Minute
+	DefaultLeaseDuration      = 3 * time.Minute
+	DefaultInitialBackoff     = 2 * time.Second
+	DefaultMaxBackoff         = 10 * time.Second
+	DefaultNotFoundGrace      = 30 * time.Second
+	DefaultBootTimeout        = 10 * time.Minute
+	DefaultReconfigureTimeout = 2 * time.Minute
+	DefaultMaxBootFailures    = 3
+	DefaultQuotaBackoff       = 2 * time.Minute
 )
 
 // GetsPerLifecycle is the fewest provider Gets a proxy's life takes: one
@@ -96,6 +97,10 @@ type Options struct {
 	// BootTimeout is how long a VM may take from its creation to ready
 	// before it is replaced.
 	BootTimeout time.Duration
+	// ReconfigureTimeout is how long a VM handed a new configuration
+	// (provider.Reconfigurer) may take to report that it serves it before
+	// it is replaced by a new VM with that configuration.
+	ReconfigureTimeout time.Duration
 	// MaxBootFailures is how many VMs in a row may fail to become ready
 	// before the proxy is Failed.
 	MaxBootFailures int
@@ -128,6 +133,7 @@ func (o Options) withDefaults() Options {
 	def(&o.MaxBackoff, DefaultMaxBackoff)
 	def(&o.NotFoundGrace, DefaultNotFoundGrace)
 	def(&o.BootTimeout, DefaultBootTimeout)
+	def(&o.ReconfigureTimeout, DefaultReconfigureTimeout)
 	def(&o.QuotaBackoff, DefaultQuotaBackoff)
 	if o.MaxBootFailures <= 0 {
 		o.MaxBootFailures = DefaultMaxBootFailures
@@ -300,11 +306,12 @@ func (run *run) step(ctx context.Context) (outcome, error) {
 		if p.Status.ProviderID == "" {
 			return done, nil
 		}
-	case proxy.PhaseReady, proxy.PhaseProvisioning:
-		if !requested && !rotate {
+	case proxy.PhaseReady, proxy.PhaseProvisioning, proxy.PhaseReconfiguring:
+		if !requested && !rotate && !run.changePending() {
 			// The event of a write: nothing here changes by itself soon. A
-			// booting VM calls home when it is ready, and the sweep looks at
-			// one that does not.
+			// booting or reconfigured VM calls home when it serves, and the
+			// sweep looks at one that does not. A new generation (a PATCH,
+			// new credentials, a claimed VM) comes only as such an event.
 			return done, nil
 		}
 	}
@@ -321,12 +328,16 @@ func (run *run) step(ctx context.Context) (outcome, error) {
 	switch {
 	case p.Status.Phase == proxy.PhaseFailed:
 		return run.failedVM(ctx)
-	case rotate && (p.Status.Phase == proxy.PhaseReady || p.Status.Phase == proxy.PhaseProvisioning):
+	case rotate && (p.Status.Phase == proxy.PhaseReady || p.Status.Phase == proxy.PhaseProvisioning || p.Status.Phase == proxy.PhaseReconfiguring):
 		return run.rotate(ctx)
 	case p.Status.Phase == proxy.PhaseReplacing:
 		return run.replacing(ctx)
 	case p.Status.ProviderID == "":
 		return run.create(ctx)
+	case !requested && run.changePending():
+		// A write brought a generation the VM was not given: hand it over
+		// without a look at the VM first (the call-home brings that look).
+		return run.reconfigure(ctx, reconfiguringPhase(p.Status.Phase))
 	default:
 		return run.observe(ctx)
 	}

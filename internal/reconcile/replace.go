@@ -15,8 +15,23 @@ import (
 // became ready: it counts the replacement once, records Replacing with the
 // lease (the run is about to act), and goes on to delete what is left.
 func (run *run) replace(ctx context.Context, reason, message string) (outcome, error) {
-	return run.startReplacing(ctx, reason, message, false)
+	return run.startReplacing(ctx, reason, message, replaceLost)
 }
+
+// replacement says why a VM is replaced, and so what it counts.
+type replacement int
+
+const (
+	// replaceLost: the VM was lost, stopped, or did not become ready
+	// (Bookkeeping.Replacements).
+	replaceLost replacement = iota
+	// replaceRotation: a rotation, on purpose (status.rotations).
+	replaceRotation
+	// replaceChange: a new configuration its VM cannot take (see
+	// reconfigure); neither the user's rotation nor a fault, so it
+	// counts as neither.
+	replaceChange
+)
 
 // rotationDue reports whether the proxy's VM is to be replaced on purpose:
 // a rotate request came after it was created, or it is older than the
@@ -35,17 +50,19 @@ func (run *run) rotate(ctx context.Context) (outcome, error) {
 	if t := p.RotateRequestTime; t == nil || !p.Reconciler.BootStart.Before(*t) {
 		why = "its maxAge of " + p.Spec.MaxAge
 	}
-	return run.startReplacing(ctx, "Rotation", fmt.Sprintf("Rotating instance %s (%s); replacing it.", p.Status.ProviderID, why), true)
+	return run.startReplacing(ctx, "Rotation", fmt.Sprintf("Rotating instance %s (%s); replacing it.", p.Status.ProviderID, why), replaceRotation)
 }
 
-func (run *run) startReplacing(ctx context.Context, reason, message string, rotation bool) (outcome, error) {
+func (run *run) startReplacing(ctx context.Context, reason, message string, kind replacement) (outcome, error) {
 	p := run.doc
 	now := run.r.clock.Now()
 	next := run.next()
 	next.Reconciler.NotFoundSince = time.Time{}
 	switch {
 	case p.Status.Phase == proxy.PhaseReplacing:
-	case rotation:
+	case kind == replaceChange:
+		run.log.InfoContext(ctx, "replacing instance for a new configuration", slog.String("providerID", p.Status.ProviderID), slog.String("why", message))
+	case kind == replaceRotation:
 		next.Status.Rotations++
 		run.log.InfoContext(ctx, "rotating instance", slog.String("providerID", p.Status.ProviderID), slog.String("why", message),
 			slog.Int64("rotations", next.Status.Rotations))

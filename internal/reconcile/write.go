@@ -24,7 +24,6 @@ func (run *run) next() *proxy.Proxy {
 // otherwise the write releases it.
 func (run *run) write(ctx context.Context, next *proxy.Proxy, hold bool) error {
 	now := run.r.clock.Now()
-	next.Status.ObservedGeneration = next.Generation
 	if hold {
 		next.Reconciler.LeaseHolder = run.holder
 	} else {
