@@ -26,6 +26,7 @@ locals {
     provider_get         = "providerGet"
     provider_delete      = "providerDelete"
     provider_list_by_tag = "providerListByTag"
+    provider_reconfigure = "providerReconfigure"
     provider_errors      = "providerErrors"
     pubsub_published     = "pubsubPublished"
   }
