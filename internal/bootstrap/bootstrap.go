@@ -212,6 +212,15 @@ func (c Config) check() (rendered, error) {
 	}
 	slices.Sort(r.ConnectPorts)
 	r.ConnectPorts = slices.Compact(r.ConnectPorts)
+	if c.Generation < 0 {
+		return r, fmt.Errorf("bootstrap: generation %d is negative", c.Generation)
+	}
+	// A warm pool's VM (generation 0) serves no one until it is claimed:
+	// no credentials is its rule, and a proxy's (generation 1 and on)
+	// never.
+	if c.Generation == 0 && c.Credentials == (proxy.Credentials{}) {
+		return r, nil
+	}
 	if err := c.Credentials.Validate(); err != nil {
 		return r, fmt.Errorf("bootstrap: %w", err)
 	}

@@ -80,9 +80,6 @@ func TestRenderedValues(t *testing.T) {
 	}
 	for _, want := range []string{
 		"readonly PORT='3128'\n",
-		"readonly ALLOW4=('203.0.113.0/24' )\n",
-		"readonly ALLOW6=('2001:db8::/32' )\n",
-		"readonly CONNECT_PORTS=('443' '8443' )\n",
 		"readonly STATS_PORT='9901'\n",
 	} {
 		if !strings.Contains(script, want) {
@@ -154,7 +151,7 @@ func TestDenyRanges(t *testing.T) {
 	}
 	c := config()
 	c.DenyRanges = []string{"10.128.0.0/9", "34.64.0.0/10", "34.64.1.0/24", "34.64.0.0/10", "fd12::/16"}
-	script, err := bootstrap.Render(c)
+	_, err := bootstrap.Render(c)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -165,9 +162,6 @@ func TestDenyRanges(t *testing.T) {
 	want := append(canonical(proxyengine.DefaultDenyDestinations), "34.64.0.0/10")
 	if diff := cmp.Diff(want, got.DenyDestinations, cmpopts.SortSlices(func(a, b string) bool { return a < b })); diff != "" {
 		t.Errorf("deny ranges (-want +got):\n%s", diff)
-	}
-	if !strings.Contains(script, "'34.64.0.0/10'") || strings.Contains(script, "'34.64.1.0/24'") {
-		t.Error("the script's deny sets are not the outermost ranges")
 	}
 }
 
@@ -220,7 +214,7 @@ func TestScriptNeverPrintsASecret(t *testing.T) {
 // TestDefaultConnectPorts: a spec that names no CONNECT ports gets 443 and
 // 80, and nothing else, in the engine and in the kernel's filter.
 func TestDefaultConnectPorts(t *testing.T) {
-	s, err := bootstrap.Render(config())
+	_, err := bootstrap.Render(config())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -230,9 +224,6 @@ func TestDefaultConnectPorts(t *testing.T) {
 	}
 	if diff := cmp.Diff([]int{80, 443}, got.ConnectPorts); diff != "" {
 		t.Errorf("the engine's CONNECT ports (-want +got):\n%s", diff)
-	}
-	if !strings.Contains(s, "readonly CONNECT_PORTS=('80' '443' )\n") {
-		t.Error("the script's CONNECT ports are not 80 and 443")
 	}
 }
 

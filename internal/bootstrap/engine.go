@@ -5,6 +5,7 @@ import (
 	"slices"
 	"strconv"
 
+	"github.com/egress-proxies/egress/internal/proxy"
 	"github.com/egress-proxies/egress/internal/proxyengine"
 )
 
@@ -24,9 +25,14 @@ func EngineConfig(c Config) (proxyengine.Config, error) {
 	if err != nil {
 		return proxyengine.Config{}, err
 	}
-	hash, err := proxyengine.NewPasswordHash(c.Credentials.Password)
-	if err != nil {
-		return proxyengine.Config{}, fmt.Errorf("bootstrap: %w", err)
+	// Never nil: the JSON says "users":[], which the startup script reads.
+	users := []proxyengine.User{}
+	if c.Credentials != (proxy.Credentials{}) {
+		hash, err := proxyengine.NewPasswordHash(c.Credentials.Password)
+		if err != nil {
+			return proxyengine.Config{}, fmt.Errorf("bootstrap: %w", err)
+		}
+		users = append(users, proxyengine.User{Name: c.Credentials.Username, PasswordHash: hash})
 	}
 	ports := make([]int, len(r.ConnectPorts))
 	for i, p := range r.ConnectPorts {
@@ -35,7 +41,7 @@ func EngineConfig(c Config) (proxyengine.Config, error) {
 	return proxyengine.Config{
 		Generation: c.Generation,
 		Listen:     ":" + strconv.Itoa(int(c.Port)),
-		Users:      []proxyengine.User{{Name: c.Credentials.Username, PasswordHash: hash}},
+		Users:      users,
 		// The VM itself, for the script's self-test; the nftables input
 		// rule admits loopback for the same reason.
 		AllowedSourceRanges: slices.Concat(SelfTestSources, r.Allow4, r.Allow6),

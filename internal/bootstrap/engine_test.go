@@ -11,6 +11,7 @@ import (
 	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"github.com/egress-proxies/egress/internal/bootstrap"
+	"github.com/egress-proxies/egress/internal/proxy"
 	"github.com/egress-proxies/egress/internal/proxyengine"
 )
 
@@ -55,5 +56,39 @@ func TestEngineConfig(t *testing.T) {
 	c.Credentials.Password = "short"
 	if _, err := bootstrap.EngineConfig(c); err == nil {
 		t.Errorf("a password the script refuses was given to the engine")
+	}
+}
+
+// TestWarmMember: a warm pool's VM (generation 0) is rendered without
+// credentials, its engine configuration with no user ("users":[], which
+// the script and the engine read); at generation 1 and on, none is
+// refused.
+func TestWarmMember(t *testing.T) {
+	c := config()
+	c.Generation, c.Credentials = 0, proxy.Credentials{}
+	if _, err := bootstrap.Render(c); err != nil {
+		t.Errorf("Render refused a warm member: %v", err)
+	}
+	got, err := bootstrap.EngineConfig(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	text, err := json.Marshal(got)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(text), `"generation":0,`) || !strings.Contains(string(text), `"users":[]`) {
+		t.Errorf("a warm member's configuration %s: want generation 0 and \"users\":[]", text)
+	}
+	if _, err := proxyengine.ReadConfig(text); err != nil {
+		t.Errorf("the engine does not load a warm member's configuration: %v", err)
+	}
+	c.Generation = 1
+	if _, err := bootstrap.EngineConfig(c); err == nil {
+		t.Error("generation 1 without credentials was accepted")
+	}
+	c.Generation = -1
+	if _, err := bootstrap.EngineConfig(c); err == nil {
+		t.Error("a negative generation was accepted")
 	}
 }

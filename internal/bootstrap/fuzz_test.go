@@ -2,7 +2,6 @@ package bootstrap_test
 
 import (
 	"bytes"
-	"net/netip"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -150,14 +149,8 @@ func harmless(cmd string) bool { return cmd == "trap - DEBUG" || harmlessCommand
 // range in its canonical form, each port. The credentials are not among them: they reach the VM as a
 // salted hash in the engine's configuration.
 func requestValues(c bootstrap.Config) []string {
-	out := []string{strconv.Itoa(int(c.Port))}
-	for _, r := range c.AllowedSourceRanges {
-		if p, err := netip.ParsePrefix(strings.TrimSpace(r)); err == nil {
-			out = append(out, p.Masked().String())
-		}
-	}
-	for _, p := range c.ConnectPorts {
-		out = append(out, strconv.Itoa(int(p)))
-	}
-	return out
+	// The port is the one value of the request the script carries: the
+	// ranges and ports reach the VM in egress-config, which the agent
+	// applies (internal/vmagent).
+	return []string{strconv.Itoa(int(c.Port))}
 }

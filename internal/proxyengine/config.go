@@ -37,7 +37,9 @@ type Config struct {
 	// Listen is the address the proxy serves on, such as ":3128".
 	Listen string `json:"listen"`
 	// Users are the accepted credentials. More than one lets a rotation
-	// overlap; a request must match one of them.
+	// overlap; a request must match one of them. None is allowed only at
+	// Generation 0: a warm pool's VM, which answers every request 407
+	// until it is claimed.
 	Users []User `json:"users"`
 	// AllowedSourceRanges are the CIDRs a client may connect from; a
 	// connection from elsewhere is closed before a byte is read. The host

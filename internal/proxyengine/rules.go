@@ -36,8 +36,11 @@ func compile(c Config) (*rules, error) {
 		dialTimeout: c.DialTimeout.or(DefaultDialTimeout),
 		idleTimeout: c.IdleTimeout.or(DefaultIdleTimeout),
 	}
-	if len(c.Users) == 0 {
-		return nil, errors.New("proxyengine: users: none, so the proxy would serve nobody")
+	// Only a warm pool's VM, generation 0, serves no one: it is proven and
+	// waits to be claimed. A proxy's configuration without users is a
+	// mistake.
+	if len(c.Users) == 0 && c.Generation != 0 {
+		return nil, fmt.Errorf("proxyengine: users: none at generation %d, so the proxy would serve nobody (only generation 0, a warm pool's VM, may have none)", c.Generation)
 	}
 	for i, u := range c.Users {
 		if u.Name == "" || strings.ContainsAny(u.Name, ":\r\n") {

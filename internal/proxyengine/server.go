@@ -160,9 +160,30 @@ func (s *Server) Apply(cfg Config) error {
 	old := s.rules.Swap(r)
 	// A kept-alive upstream connection was checked against the old rules.
 	s.transport.CloseIdleConnections()
+	cut := s.closeOutside(r)
 	s.log.Info("configuration applied", slog.Int64("generation", r.generation), slog.Int64("previousGeneration", old.generation),
-		slog.Int("users", len(r.users)), slog.Int64("activeTunnels", s.activeTuns.Load()))
+		slog.Int("users", len(r.users)), slog.Int64("activeTunnels", s.activeTuns.Load()), slog.Int("tunnelsClosed", cut))
 	return nil
+}
+
+// closeOutside closes the tunnels whose client is outside r's source
+// ranges, and returns how many. A range removed from allowedSourceRanges
+// is taken away from its clients now: the VM's kernel filter drops their
+// packets from the same moment, so such a tunnel could carry nothing more
+// anyway, and closing it says so at once instead of at the idle timeout.
+// Every other tunnel keeps going, under the credentials it opened with:
+// a rotation refuses the old password to new requests only.
+func (s *Server) closeOutside(r *rules) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := 0
+	for t := range s.tunnels {
+		if c := t.clientSet.Load(); c != nil && !r.sourceAllowed(remoteAddr(c)) {
+			t.close()
+			n++
+		}
+	}
+	return n
 }
 
 // Shutdown stops accepting, lets the requests and tunnels in flight finish
@@ -254,6 +275,14 @@ func remoteAddr(c net.Conn) netip.Addr {
 // CONNECT tunnel or a forwarded plain HTTP request.
 func (s *Server) ServeHTTP(w http.ResponseWriter, req *http.Request) {
 	r := s.rules.Load()
+	if a, err := netip.ParseAddrPort(req.RemoteAddr); err == nil && !r.sourceAllowed(a.Addr().Unmap()) {
+		// A kept-alive connection accepted before a reload took its
+		// source's range away.
+		s.log.Info("request refused: source no longer in allowedSourceRanges", slog.String("source", req.RemoteAddr))
+		w.Header().Set("Connection", "close")
+		http.Error(w, http.StatusText(http.StatusForbidden), http.StatusForbidden)
+		return
+	}
 	user, err := r.authorize(req.Header.Get("Proxy-Authorization"))
 	if err != nil {
 		reason := "missing"

@@ -308,8 +308,10 @@ func TestReload(t *testing.T) {
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("after the reload: -want +got:\n%s", diff)
 	}
-	if err := s.Apply(Config{Listen: cfg.Listen}); err == nil {
-		t.Errorf("a configuration without users was applied")
+	noUsers := next
+	noUsers.Generation, noUsers.Users = 3, nil
+	if err := s.Apply(noUsers); err == nil {
+		t.Errorf("a configuration without users at generation 3 was applied")
 	}
 	if s.Stats().Generation != 2 {
 		t.Errorf("a refused configuration changed the generation to %d", s.Stats().Generation)
@@ -412,11 +414,12 @@ func TestReadConfig(t *testing.T) {
 		json    string
 		wantErr string
 	}{
-		"complete":      {json: `{"listen":":3128","users":[{"name":"a","passwordHash":"sha256:AA:BB"}],"allowedSourceRanges":["10.0.0.0/8"],"connectPorts":[443],"idleTimeout":"5m"}`},
-		"unknown field": {json: `{"listen":":3128","users":[],"extra":1}`, wantErr: `unknown field "extra"`},
-		"no users":      {json: `{"listen":":3128","allowedSourceRanges":["10.0.0.0/8"],"connectPorts":[443]}`, wantErr: "users: none"},
-		"bad range":     {json: `{"users":[{"name":"a","passwordHash":"sha256:AA:BB"}],"allowedSourceRanges":["10.0.0.0"],"connectPorts":[443]}`, wantErr: "is not a CIDR"},
-		"bad duration":  {json: `{"idleTimeout":"soon"}`, wantErr: "not a duration"},
+		"complete":       {json: `{"listen":":3128","users":[{"name":"a","passwordHash":"sha256:AA:BB"}],"allowedSourceRanges":["10.0.0.0/8"],"connectPorts":[443],"idleTimeout":"5m"}`},
+		"unknown field":  {json: `{"listen":":3128","users":[],"extra":1}`, wantErr: `unknown field "extra"`},
+		"no users":       {json: `{"generation":2,"listen":":3128","allowedSourceRanges":["10.0.0.0/8"],"connectPorts":[443]}`, wantErr: "users: none"},
+		"warm, no users": {json: `{"generation":0,"listen":":3128","users":[],"allowedSourceRanges":["10.0.0.0/8"],"connectPorts":[443]}`},
+		"bad range":      {json: `{"users":[{"name":"a","passwordHash":"sha256:AA:BB"}],"allowedSourceRanges":["10.0.0.0"],"connectPorts":[443]}`, wantErr: "is not a CIDR"},
+		"bad duration":   {json: `{"idleTimeout":"soon"}`, wantErr: "not a duration"},
 		"plain password": {json: `{"users":[{"name":"a","passwordHash":"hunter2"}],"allowedSourceRanges":["10.0.0.0/8"],"connectPorts":[443]}`,
 			wantErr: "passwordHash is not sha256:SALT:DIGEST"},
 	}
@@ -441,5 +444,56 @@ func waitUntil(t *testing.T, what string, cond func() bool) {
 			t.Fatalf("timed out waiting for %s", what)
 		}
 		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+// TestReloadRanges: a reload that takes a source's range away closes the
+// tunnels from that source and refuses its kept-alive plain requests; a
+// reload that keeps the range keeps the tunnel.
+func TestReloadRanges(t *testing.T) {
+	_, echoPort := startEcho(t)
+	cfg := testConfig(t, echoPort)
+	s, proxy := startProxy(t, cfg)
+	target := hostPort("127.0.0.1", echoPort)
+	auth := basic(testUser, testPassword)
+	_, open := connectThrough(t, proxy, target, auth, nil)
+
+	kept := cfg
+	kept.Generation = 2
+	kept.AllowedSourceRanges = []string{"127.0.0.1/32"}
+	if err := s.Apply(kept); err != nil {
+		t.Fatal(err)
+	}
+	if err := echoes(t, open, "kept"); err != nil {
+		t.Errorf("a tunnel whose source is still allowed: %v", err)
+	}
+	removed := kept
+	removed.Generation = 3
+	removed.AllowedSourceRanges = []string{"127.0.0.2/32"}
+	if err := s.Apply(removed); err != nil {
+		t.Fatal(err)
+	}
+	if err := echoes(t, open, "gone"); err == nil {
+		t.Errorf("a tunnel from a source no longer allowed still carries data")
+	}
+	if got := s.Stats().ActiveTunnels; got != 0 {
+		t.Errorf("active tunnels after the range was removed: %d, want 0", got)
+	}
+}
+
+// TestWarmNoUsers: generation 0 without users (a warm pool's VM) serves,
+// and answers every request 407, with credentials or without.
+func TestWarmNoUsers(t *testing.T) {
+	_, echoPort := startEcho(t)
+	cfg := testConfig(t, echoPort)
+	cfg.Generation, cfg.Users = 0, nil
+	_, proxy := startProxy(t, cfg)
+	target := hostPort("127.0.0.1", echoPort)
+	type answers struct{ Without, With answer }
+	without, _ := connectThrough(t, proxy, target, "", nil)
+	with, _ := connectThrough(t, proxy, target, basic(testUser, testPassword), nil)
+	want := answers{answer{407, challenge}, answer{407, challenge}}
+	if diff := cmp.Diff(want, answers{without, with}); diff != "" {
+		t.Errorf("a warm VM's answers (-want +got):\n%s", diff)
 	}
 }

@@ -78,6 +78,13 @@ func (c ProxyClient) GetTLS(ctx context.Context, target, serverName string, root
 		return "", fmt.Errorf("CONNECT %s via %s: status %d", target, c.Proxy, status)
 	}
 	defer tunnel.Close()
+	return GetOverTunnel(ctx, tunnel, serverName, roots, path)
+}
+
+// GetOverTunnel GETs path over TLS through an open tunnel, trusting only
+// roots and checking the certificate for serverName; it returns the body.
+func GetOverTunnel(ctx context.Context, tunnel net.Conn, serverName string, roots *x509.CertPool, path string) (string, error) {
+	target := serverName
 	if d, ok := ctx.Deadline(); ok {
 		tunnel.SetDeadline(d)
 	}

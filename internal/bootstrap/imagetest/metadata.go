@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"io"
 	"net/http"
+	"net/url"
 	"sort"
 	"strconv"
 	"strings"
@@ -26,7 +27,8 @@ import (
 // the Metadata-Flavor header is required and a request carrying
 // X-Forwarded-For is refused (the real server's guard against proxies),
 // recursive directories are JSON with camelCase names except for attribute
-// keys, and wait_for_change holds the request until the ETag moves.
+// keys, each path has an ETag of its content, and wait_for_change holds the
+// request until that ETag moves (SetAttributes moves it).
 //
 // It records every request with its source, before any check, so that a
 // test can see whether the proxy ever reached it.
@@ -41,6 +43,9 @@ type Metadata struct {
 	guestLog []GuestWrite
 	requests []Request
 	changed  chan struct{} // closed and replaced on every guest write
+	// edited is closed and replaced on every change of the instance's
+	// attributes (SetAttributes): it wakes the waits for a change.
+	edited chan struct{}
 }
 
 // Request is one request the stand-in received.
@@ -98,7 +103,27 @@ func NewMetadata(inst Instance, token string) *Metadata {
 		},
 		guest:   map[string]string{},
 		changed: make(chan struct{}),
+		edited:  make(chan struct{}),
 	}
+}
+
+// SetAttributes changes instance attributes in one step, as one
+// instances.setMetadata does: each key is set to its value, or removed
+// when the value is "". A request waiting for a change of a value that
+// changed answers now.
+func (m *Metadata) SetAttributes(changes map[string]string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	attrs := m.instance["attributes"].(attributes)
+	for k, v := range changes {
+		if v == "" {
+			delete(attrs, k)
+		} else {
+			attrs[k] = v
+		}
+	}
+	close(m.edited)
+	m.edited = make(chan struct{})
 }
 
 // attributes is a directory whose keys are the user's, kept as they are in
@@ -256,31 +281,71 @@ func (m *Metadata) note(gw GuestWrite) {
 	m.changed = make(chan struct{})
 }
 
-// serveTree answers a path of the fixed tree: a leaf as text (or a JSON
-// string with alt=json), a directory as a listing, or as JSON with
-// recursive=true.
+// serveTree answers a path of the tree: a leaf as text (or a JSON string
+// with alt=json), a directory as a listing, or as JSON with
+// recursive=true. Its ETag is a hash of the content at that path, as the
+// real server's: a watcher of one attribute is woken by a change of that
+// attribute only. With wait_for_change=true the answer waits until the
+// ETag differs from last_etag (without last_etag: from the ETag now, i.e.
+// until the next change) or timeout_sec passes (then it is the value as it
+// stands); a last_etag that is no longer the ETag answers at once.
 func (m *Metadata) serveTree(w http.ResponseWriter, r *http.Request, path string) {
 	q := r.URL.Query()
-	root := map[string]any{"instance": m.instance, "project": m.project}
-	body := encode(map[string]any{"": root}, false) // the whole tree's ETag
-	sum := sha256.Sum256([]byte(body))
-	etag := hex.EncodeToString(sum[:8])
-	if q.Get("wait_for_change") == "true" && q.Get("last_etag") == etag {
-		// Nothing here ever changes: hold the request as the real server
-		// does, so a watcher does not spin.
+	a := m.lookup(path, q)
+	if q.Get("wait_for_change") == "true" {
+		last := q.Get("last_etag")
+		if last == "" {
+			last = a.etag
+		}
 		timeout := 60 * time.Second
 		if s, err := strconv.Atoi(q.Get("timeout_sec")); err == nil && s > 0 {
 			timeout = time.Duration(s) * time.Second
 		}
-		select {
-		case <-r.Context().Done():
-			return
-		case <-time.After(timeout):
+		expired := time.After(timeout)
+	wait:
+		for a.etag == last {
+			m.mu.Lock()
+			edited := m.edited
+			m.mu.Unlock()
+			// Looked up again after the channel was read: a change in
+			// between shows here, or closes that channel.
+			if a = m.lookup(path, q); a.etag != last {
+				break
+			}
+			select {
+			case <-r.Context().Done():
+				return
+			case <-expired:
+				break wait
+			case <-edited:
+			}
+			a = m.lookup(path, q)
 		}
 	}
-	var node any = root
+	if !a.found {
+		http.NotFound(w, r)
+		return
+	}
+	w.Header().Set("ETag", a.etag)
+	w.Header().Set("Content-Type", a.contentType)
+	io.WriteString(w, a.body)
+}
+
+// answer is a path's answer, rendered under the lock.
+type answer struct {
+	found             bool
+	body, contentType string
+	etag              string
+}
+
+// lookup renders the node at path as the query asks, with its ETag, a
+// hash of its content.
+func (m *Metadata) lookup(path string, q url.Values) answer {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	var node any = map[string]any{"instance": m.instance, "project": m.project}
 	for _, part := range strings.Split(strings.Trim(path, "/"), "/") {
-		if part == "" {
+		if part == "" || node == nil {
 			continue
 		}
 		switch dir := node.(type) {
@@ -295,27 +360,22 @@ func (m *Metadata) serveTree(w http.ResponseWriter, r *http.Request, path string
 		default:
 			node = nil
 		}
-		if node == nil {
-			http.NotFound(w, r)
-			return
-		}
 	}
-	w.Header().Set("ETag", etag)
+	sum := sha256.Sum256([]byte(encode(map[string]any{"": node}, false)))
+	a := answer{found: node != nil, etag: hex.EncodeToString(sum[:8])}
 	leaf, isLeaf := node.(string)
 	switch {
 	case isLeaf && q.Get("alt") == "json":
-		w.Header().Set("Content-Type", "application/json")
-		json.NewEncoder(w).Encode(leaf)
+		b, _ := json.Marshal(leaf)
+		a.body, a.contentType = string(b)+"\n", "application/json"
 	case isLeaf:
-		w.Header().Set("Content-Type", "application/text")
-		io.WriteString(w, leaf)
+		a.body, a.contentType = leaf, "application/text"
 	case q.Get("recursive") == "true":
-		w.Header().Set("Content-Type", "application/json")
-		io.WriteString(w, encode(node, true))
+		a.body, a.contentType = encode(node, true), "application/json"
 	default:
-		w.Header().Set("Content-Type", "application/text")
-		io.WriteString(w, listing(node))
+		a.body, a.contentType = listing(node), "application/text"
 	}
+	return a
 }
 
 // encode renders a directory as the real server's recursive JSON.

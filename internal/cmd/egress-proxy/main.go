@@ -12,6 +12,14 @@
 // shape Cloud Logging reads, one per decision, never a password or a
 // Proxy-Authorization header. -check only loads the file and says whether
 // it would serve.
+//
+//	egress-proxy agent [-once] [-dir /etc/egress-proxy] [-user egress-proxy]
+//
+// runs, as root on the VM, the configuration agent (internal/vmagent): it
+// follows the instance's egress-config on the metadata server and applies
+// each change to the engine running under systemd (egress-proxy.service)
+// without a new VM. -once applies the value there is now and exits: the
+// startup script's first apply.
 package main
 
 import (
@@ -31,6 +39,9 @@ import (
 )
 
 func main() {
+	if len(os.Args) > 1 && os.Args[1] == "agent" {
+		os.Exit(agentMain(os.Args[2:]))
+	}
 	configPath := flag.String("config", "", "the engine's JSON configuration (proxyengine.Config)")
 	drain := flag.Duration("drain", 30*time.Second, "how long SIGTERM lets open tunnels finish before closing them")
 	level := flag.String("log-level", "info", "debug (a line per tunnel), info, warn or error")

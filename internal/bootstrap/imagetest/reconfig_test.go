@@ -1,0 +1,154 @@
+package imagetest
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/egress-proxies/egress/internal/bootstrap"
+	"github.com/egress-proxies/egress/internal/proxy"
+)
+
+// outsiderRange is the range of OutsiderAddr, which a reconfiguration
+// adds while it removes AllowedRange.
+const outsiderRange = "203.0.113.0/24"
+
+// reconfigure changes egress-config on the metadata stand-in, as the gcp
+// provider's Reconfigure does with instances.setMetadata, and waits for
+// the VM's agent to report the generation in egress/ready.
+func reconfigure(t *testing.T, ctx context.Context, r *run, gen int64, ranges []string, creds proxy.Credentials) {
+	t.Helper()
+	cfg := bootstrap.Config{Port: ProxyPort, AllowedSourceRanges: ranges, Credentials: creds, Generation: gen}
+	engine, err := bootstrap.EngineConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	text, err := json.Marshal(engine)
+	if err != nil {
+		t.Fatal(err)
+	}
+	since := time.Now()
+	r.metadata.SetAttributes(map[string]string{bootstrap.KeyConfig: string(text)})
+	wctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
+	defer cancel()
+	for {
+		w, err := r.metadata.WaitGuest(wctx, since, guestReady, guestError)
+		if err != nil {
+			t.Fatalf("generation %d: no egress/ready: %v", gen, err)
+		}
+		if w.Key == guestError {
+			t.Fatalf("generation %d: egress/error %q", gen, w.Value)
+		}
+		if w.Value == strconv.FormatInt(gen, 10) {
+			return
+		}
+		since = w.Time.Add(time.Nanosecond)
+	}
+}
+
+// testReconfigure applies, on the booted VM, a reconfiguration that adds
+// a range and removes one (generation 2), then a credentials rotation
+// (generation 3), through the metadata stand-in, and checks what a client
+// sees after each.
+func testReconfigure(checks *checklist, ctx context.Context, r *run) {
+	t := checks.t
+	// A tunnel from the range the change removes: the engine closes it
+	// (the kernel filter drops its packets from that moment anyway).
+	_, removedTunnel, err := r.client("client", r.creds.Username, r.creds.Password).Connect(ctx, HostPort(TLSHostAddr, TLSPort))
+	if err != nil || removedTunnel == nil {
+		t.Fatalf("a tunnel from %s before the change: %v", ClientAddr, err)
+	}
+	defer removedTunnel.Close()
+	publishes := len(r.pubsub.Publishes())
+	reconfigure(t, ctx, r, 2, []string{outsiderRange}, r.creds)
+	checks.run("reconfigured: a client from the added range gets through", func(t *testing.T) {
+		ctx, cancel := checkTimeout(ctx)
+		defer cancel()
+		if _, err := r.client("outsider", r.creds.Username, r.creds.Password).GetTLS(ctx, HostPort(TLSHostAddr, TLSPort), TLSHostName, r.roots, "/added"); err != nil {
+			t.Error(err)
+		}
+	})
+	checks.run("reconfigured: a client from the removed range does not", func(t *testing.T) {
+		ctx, cancel := context.WithTimeout(ctx, 5*time.Second)
+		defer cancel()
+		if status, c, err := r.client("client", r.creds.Username, r.creds.Password).Connect(ctx, HostPort(TLSHostAddr, TLSPort)); err == nil {
+			c.Close()
+			t.Errorf("a CONNECT from %s after its range was removed: status %d", ClientAddr, status)
+		}
+		if _, err := GetOverTunnel(ctx, removedTunnel, TLSHostName, r.roots, "/removed"); err == nil {
+			t.Errorf("a tunnel from the removed range still carries data")
+		}
+	})
+	checks.run("reconfigured: the VM called home (ready) with the new generation", func(t *testing.T) {
+		checkCalledHomeAgain(t, ctx, r, publishes)
+	})
+
+	// The rotation: new credentials, the same ranges.
+	open := r.client("outsider", r.creds.Username, r.creds.Password)
+	status, tunnel, err := open.Connect(ctx, HostPort(TLSHostAddr, TLSPort))
+	if err != nil || status != http.StatusOK {
+		t.Fatalf("a tunnel before the rotation: %d %v", status, err)
+	}
+	defer tunnel.Close()
+	old := r.creds
+	fresh, err := proxy.NewCredentials()
+	if err != nil {
+		t.Fatal(err)
+	}
+	publishes = len(r.pubsub.Publishes())
+	reconfigure(t, ctx, r, 3, []string{outsiderRange}, fresh)
+	checks.run("rotated: the old password gets 407", func(t *testing.T) {
+		ctx, cancel := checkTimeout(ctx)
+		defer cancel()
+		status, c, err := r.client("outsider", old.Username, old.Password).Connect(ctx, HostPort(TLSHostAddr, TLSPort))
+		if c != nil {
+			c.Close()
+		}
+		if err != nil || status != http.StatusProxyAuthRequired {
+			t.Errorf("the old password: %d %v, want 407", status, err)
+		}
+	})
+	checks.run("rotated: the new password works", func(t *testing.T) {
+		ctx, cancel := checkTimeout(ctx)
+		defer cancel()
+		if _, err := r.client("outsider", fresh.Username, fresh.Password).GetTLS(ctx, HostPort(TLSHostAddr, TLSPort), TLSHostName, r.roots, "/rotated"); err != nil {
+			t.Error(err)
+		}
+	})
+	checks.run("rotated: a tunnel opened before the rotation still carries data", func(t *testing.T) {
+		ctx, cancel := checkTimeout(ctx)
+		defer cancel()
+		body, err := GetOverTunnel(ctx, tunnel, TLSHostName, r.roots, "/kept")
+		if err != nil || body != r.tlsHost.Body {
+			t.Errorf("the tunnel opened before: %q %v", body, err)
+		}
+	})
+	checks.run("rotated: egress/ready says 3 and the VM called home", func(t *testing.T) {
+		if got := r.metadata.GuestAttributes()[guestReady]; got != "3" {
+			t.Errorf("egress/ready %q, want 3", got)
+		}
+		checkCalledHomeAgain(t, ctx, r, publishes)
+	})
+	r.creds = fresh
+}
+
+// checkCalledHomeAgain: a publish after the first `before` ones reached
+// Pub/Sub with reason ready and the proxy's names.
+func checkCalledHomeAgain(t *testing.T, ctx context.Context, r *run, before int) {
+	deadline := time.Now().Add(20 * time.Second)
+	for time.Now().Before(deadline) && ctx.Err() == nil {
+		for _, p := range r.pubsub.Publishes()[before:] {
+			if p.Status != http.StatusOK || len(p.Data) != 1 {
+				continue
+			}
+			if m, err := decodeJSON(p.Data[0]); err == nil && m["reason"] == "ready" && m["uid"] == uid && m["name"] == proxyName {
+				return
+			}
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	t.Errorf("no call-home with reason ready after the change; publishes: %+v", r.pubsub.Publishes()[before:])
+}
