@@ -60,7 +60,7 @@ func TestRoles(t *testing.T) {
 		// too (its namespace's first VM of the hour); pooled puts pool
 		// warm; change changes the API's options.
 		ready, rotated, pooled bool
-		change         func(*httpapi.Options)
+		change                 func(*httpapi.Options)
 	}{
 		{name: "ListNamespaces", reason: "everyone with an identity lists what they may see", route: "/v1/namespaces", method: "GET", path: "/v1/namespaces", want: codes{200, 200, 200, 200, 200, 401}},
 		{name: "CreateNamespace", reason: "namespaces are made by admins only", route: "/v1/namespaces/{namespace}", method: "PUT", path: "/v1/namespaces/new-ns", body: `{}`, want: adminsOnly(201)},
