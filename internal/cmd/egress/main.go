@@ -96,6 +96,9 @@ Failed proxy or its timeout; 2 the request was invalid (a flag, or the API's
 			if err := cmd.ValidateRequiredFlags(); err != nil {
 				return usageError{err}
 			}
+			if err := cmd.ValidateFlagGroups(); err != nil {
+				return usageError{err}
+			}
 			if c.output != "table" && c.output != "json" {
 				return usageError{fmt.Errorf("--output %q: want table or json", c.output)}
 			}
