@@ -163,7 +163,9 @@ func (c *Client) call(ctx context.Context, method, path string, query url.Values
 	if err != nil {
 		return 0, err
 	}
-	if in != nil {
+	if _, patch := in.(mergePatch); patch {
+		req.Header.Set("Content-Type", "application/merge-patch+json")
+	} else if in != nil {
 		req.Header.Set("Content-Type", "application/json")
 	}
 	req.Header.Set("Accept", "application/json")
@@ -186,6 +188,9 @@ func (c *Client) call(ctx context.Context, method, path string, query url.Values
 	}
 	return resp.StatusCode, nil
 }
+
+// mergePatch is a body sent as a JSON merge patch (RFC 7396).
+type mergePatch map[string]any
 
 // escape is one path segment.
 func escape(s string) string { return url.PathEscape(s) }

@@ -25,12 +25,19 @@ type Store interface {
 	List(ctx context.Context, namespace string, pageSize int, pageToken string) ([]*proxy.Proxy, string, error)
 	RequestDeletion(ctx context.Context, key proxy.Key, now time.Time) (*proxy.Proxy, error)
 	RequestRotation(ctx context.Context, key proxy.Key, now time.Time, limits tenancy.Limits) (*proxy.Proxy, error)
+	UpdateSpec(ctx context.Context, key proxy.Key, now time.Time, update func(proxy.Spec) (proxy.Spec, error)) (*proxy.Proxy, error)
+	RotateCredentials(ctx context.Context, key proxy.Key, now time.Time) (*proxy.Proxy, error)
 
 	GetNamespace(ctx context.Context, name string) (*tenancy.Namespace, error)
 	ListNamespaces(ctx context.Context, member string, pageSize int, pageToken string) ([]*tenancy.Namespace, string, error)
 	CreateNamespace(ctx context.Context, ns *tenancy.Namespace) (*tenancy.Namespace, error)
 	UpdateNamespace(ctx context.Context, name string, update func(*tenancy.Namespace) error) (*tenancy.Namespace, error)
 	DeleteNamespace(ctx context.Context, name string, check func(*tenancy.Namespace) error) error
+
+	PutPool(ctx context.Context, name string, spec proxy.PoolSpec, now time.Time) (*proxy.Pool, bool, error)
+	GetPool(ctx context.Context, name string) (*proxy.Pool, error)
+	ListPools(ctx context.Context, pageSize int, pageToken string) ([]*proxy.Pool, string, error)
+	RequestPoolDeletion(ctx context.Context, name string, now time.Time) (*proxy.Pool, error)
 }
 
 // Providers are the enabled provider types and their rules. *provider.Set

@@ -75,13 +75,40 @@ func TestBadInput(t *testing.T) {
 		"RotateAnotherVerb":  {reason: "an unknown custom method", method: "POST", path: coll + "/p:restart", code: 404, status: "NOT_FOUND", errReason: "ROUTE_NOT_FOUND"},
 		"RotateByGet":        {reason: "rotate is a POST", method: "GET", path: coll + "/p:rotate", code: 405, status: "METHOD_NOT_ALLOWED", errReason: "METHOD_NOT_ALLOWED"},
 		"PutOnCollection":    {reason: "no such method there", method: "PUT", path: coll, body: body("a", goodSpec), code: 405, status: "METHOD_NOT_ALLOWED", errReason: "METHOD_NOT_ALLOWED"},
-		"PatchOnResource":    {reason: "a spec does not change", method: "PATCH", path: coll + "/a", body: `{}`, code: 405, status: "METHOD_NOT_ALLOWED", errReason: "METHOD_NOT_ALLOWED"},
+		"PutOnResource":      {reason: "a proxy is not replaced: PATCH changes it", method: "PUT", path: coll + "/a", body: body("a", goodSpec), code: 405, status: "METHOD_NOT_ALLOWED", errReason: "METHOD_NOT_ALLOWED"},
 		"PostOnResource":     {reason: "creates go to the collection", method: "POST", path: coll + "/a", body: body("a", goodSpec), code: 405, status: "METHOD_NOT_ALLOWED", errReason: "METHOD_NOT_ALLOWED"},
 		"UnknownPath":        {reason: "no such route", method: "GET", path: "/v2/whatever", code: 404, status: "NOT_FOUND", errReason: "ROUTE_NOT_FOUND"},
 		"MemberNotEmail":     {reason: "members are emails", method: "PATCH", path: "/v1/namespaces/team-a", body: `{"members":{"bob":"viewer"}}`, code: 400, status: "INVALID_ARGUMENT", field: "members.`bob`", errReason: "MEMBER_INVALID"},
 		"MemberRoleUnknown":  {reason: "three roles", method: "PATCH", path: "/v1/namespaces/team-a", body: `{"members":{"bob@example.com":"admin"}}`, code: 400, status: "INVALID_ARGUMENT", field: "members.`bob@example.com`", errReason: "ROLE_INVALID"},
 		"QuotaZero":          {reason: "a quota of at least one", method: "PATCH", path: "/v1/namespaces/team-a", body: `{"quota":0}`, code: 400, status: "INVALID_ARGUMENT", field: "quota", errReason: "QUOTA_INVALID"},
-		"PatchUnknownField":  {reason: "only members and quota change", method: "PATCH", path: "/v1/namespaces/team-a", body: `{"name":"team-b"}`, code: 400, status: "INVALID_ARGUMENT", field: "name", errReason: "FIELD_UNKNOWN"},
+		"PatchUnknownField":  {reason: "only members and quota change", method: "PATCH", path: "/v1/namespaces/team-a", body: `{"colour":"red"}`, code: 400, status: "INVALID_ARGUMENT", field: "colour", errReason: "FIELD_UNKNOWN"},
+		"PatchNotPatchable":  {reason: "a field of the namespace a PATCH does not change", method: "PATCH", path: "/v1/namespaces/team-a", body: `{"name":"team-b"}`, code: 400, status: "INVALID_ARGUMENT", field: "name", errReason: "FIELD_NOT_PATCHABLE"},
+		"PatchTextPlain":     {reason: "a merge patch is JSON", method: "PATCH", path: "/v1/namespaces/team-a", contentType: "text/plain", body: `{"quota":3}`, code: 415, status: "INVALID_ARGUMENT", errReason: "CONTENT_TYPE_UNSUPPORTED"},
+		"MergePatchOnCreate": {reason: "a merge patch is a PATCH's body, not a create's", contentType: "application/merge-patch+json", body: body("a", goodSpec), code: 415, status: "INVALID_ARGUMENT", errReason: "CONTENT_TYPE_UNSUPPORTED"},
+
+		"PatchProxyPort":       {reason: "a proxy's port is fixed at its create", method: "PATCH", path: coll + "/p", body: `{"spec":{"connectPorts":[443],"port":8080}}`, code: 400, status: "INVALID_ARGUMENT", field: "spec.port", errReason: "FIELD_NOT_PATCHABLE"},
+		"PatchProxyPlacement":  {reason: "a proxy does not move", method: "PATCH", path: coll + "/p", body: `{"spec":{"placement":{"region":"europe-west1"}}}`, code: 400, status: "INVALID_ARGUMENT", field: "spec.placement", errReason: "FIELD_NOT_PATCHABLE"},
+		"PatchProxyStatus":     {reason: "the status is the reconciler's", method: "PATCH", path: coll + "/p", body: `{"status":{"phase":"Ready"}}`, code: 400, status: "INVALID_ARGUMENT", field: "status", errReason: "FIELD_NOT_PATCHABLE"},
+		"PatchProxyUnknown":    {reason: "a field the resource does not have", method: "PATCH", path: coll + "/p", body: `{"spec":{"colour":"red"}}`, code: 400, status: "INVALID_ARGUMENT", field: "spec.colour", errReason: "FIELD_UNKNOWN"},
+		"PatchProxySpecNull":   {reason: "the spec is not removed", method: "PATCH", path: coll + "/p", body: `{"spec":null}`, code: 400, status: "INVALID_ARGUMENT", field: "spec", errReason: "FIELD_NOT_PATCHABLE"},
+		"PatchProxyRangesNull": {reason: "null is the default, and ranges have none: the create's rule", method: "PATCH", path: coll + "/p", body: `{"spec":{"allowedSourceRanges":null}}`, code: 400, status: "INVALID_ARGUMENT", field: "spec.allowedSourceRanges", errReason: proxy.ReasonSourceRangesRequired},
+		"PatchProxyRangeWide":  {reason: "the create's policy", method: "PATCH", path: coll + "/p", contentType: "application/merge-patch+json", body: `{"spec":{"allowedSourceRanges":["0.0.0.0/0"]}}`, code: 400, status: "INVALID_ARGUMENT", field: "spec.allowedSourceRanges[0]", errReason: proxy.ReasonSourceRangeTooWide},
+		"PatchProxyPortsType":  {reason: "a list of numbers", method: "PATCH", path: coll + "/p", body: `{"spec":{"connectPorts":"443"}}`, code: 400, status: "INVALID_ARGUMENT", field: "spec.connectPorts", errReason: "FIELD_WRONG_TYPE"},
+		"PatchProxyPortTwice":  {reason: "the create's rule", method: "PATCH", path: coll + "/p", body: `{"spec":{"connectPorts":[443,443]}}`, code: 400, status: "INVALID_ARGUMENT", field: "spec.connectPorts[1]", errReason: proxy.ReasonConnectPortRepeated},
+		"PatchProxyAbsent":     {reason: "a member learns a proxy is absent", method: "PATCH", path: coll + "/absent", body: `{"spec":{"connectPorts":[443]}}`, code: 404, status: "NOT_FOUND", errReason: "PROXY_NOT_FOUND"},
+		"CredentialsByGet":     {reason: "rotateCredentials is a POST", method: "GET", path: coll + "/p:rotateCredentials", code: 405, status: "METHOD_NOT_ALLOWED", errReason: "METHOD_NOT_ALLOWED"},
+
+		"PoolNameNotLabel":    {reason: "a pool's name is a label", method: "PUT", path: "/v1/pools/Warm_1", body: `{"placement":{"region":"us-central1"},"size":1}`, code: 400, status: "INVALID_ARGUMENT", field: "pool", errReason: proxy.ReasonNameInvalid},
+		"PoolSizeMissing":     {reason: "a size is what a pool is", method: "PUT", path: "/v1/pools/warm", body: `{"placement":{"region":"us-central1"}}`, code: 400, status: "INVALID_ARGUMENT", field: "size", errReason: "POOL_SIZE_INVALID"},
+		"PoolSizeHuge":        {reason: "0-100", method: "PUT", path: "/v1/pools/warm", body: `{"spec":{"placement":{"region":"us-central1"},"size":101}}`, code: 400, status: "INVALID_ARGUMENT", field: "spec.size", errReason: "POOL_SIZE_INVALID"},
+		"PoolSizeNegative":    {reason: "0-100", method: "PUT", path: "/v1/pools/warm", body: `{"placement":{"region":"us-central1"},"size":-1}`, code: 400, status: "INVALID_ARGUMENT", field: "size", errReason: "POOL_SIZE_INVALID"},
+		"PoolSpecTwice":       {reason: "one way of giving the spec", method: "PUT", path: "/v1/pools/warm", body: `{"size":1,"spec":{"placement":{"region":"us-central1"},"size":1}}`, code: 400, status: "INVALID_ARGUMENT", field: "spec", errReason: "POOL_SPEC_TWICE"},
+		"PoolRegionMissing":   {reason: "a proxy's placement rules", method: "PUT", path: "/v1/pools/warm", body: `{"spec":{"placement":{"zone":"us-central1-a"},"size":1}}`, code: 400, status: "INVALID_ARGUMENT", field: "spec.placement.region", errReason: proxy.ReasonRegionRequired},
+		"PoolZoneElsewhere":   {reason: "the provider's own rules", method: "PUT", path: "/v1/pools/warm", body: `{"placement":{"region":"us-central1","zone":"europe-west4-a"},"size":1}`, code: 400, status: "INVALID_ARGUMENT", field: "placement.zone", errReason: "ZONE_NOT_IN_REGION"},
+		"PoolProviderUnknown": {reason: "only enabled providers", method: "PUT", path: "/v1/pools/warm", body: `{"provider":"azure","placement":{"region":"us-central1"},"size":1}`, code: 400, status: "INVALID_ARGUMENT", field: "provider", errReason: proxy.ReasonProviderNotEnabled},
+		"PoolUnknownField":    {reason: "an unknown member is named", method: "PUT", path: "/v1/pools/warm", body: `{"placement":{"region":"us-central1"},"size":1,"colour":"red"}`, code: 400, status: "INVALID_ARGUMENT", field: "colour", errReason: "FIELD_UNKNOWN"},
+		"PoolAbsent":          {reason: "an admin learns a pool is absent", method: "GET", path: "/v1/pools/absent", code: 404, status: "NOT_FOUND", errReason: "POOL_NOT_FOUND"},
+		"PoolsBadPageToken":   {reason: "a token no list made", method: "GET", path: "/v1/pools?pageToken=%21%21", code: 400, status: "INVALID_ARGUMENT", field: "pageToken", errReason: "PAGE_TOKEN_INVALID"},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -93,7 +120,10 @@ func TestBadInput(t *testing.T) {
 				path = coll
 			}
 			who := editor
-			if method == "PATCH" {
+			switch {
+			case strings.HasPrefix(path, "/v1/pools"):
+				who = admin
+			case method == "PATCH":
 				who = owner
 			}
 			resp, b := e.doContent(who, method, path, tc.contentType, tc.body)
@@ -131,6 +161,7 @@ func TestEveryRuleAtOnce(t *testing.T) {
 type storeState struct {
 	Proxies    []*proxy.Proxy
 	Namespaces map[string]any
+	Pools      []*proxy.Pool
 }
 
 func snapshot(t *testing.T, e *env) storeState {
@@ -150,6 +181,11 @@ func snapshot(t *testing.T, e *env) storeState {
 		}
 		s.Proxies = append(s.Proxies, page...)
 	}
+	pools, _, err := e.store.ListPools(ctx, 500, "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	s.Pools = pools
 	if ms, ok := e.store.(*memstore.Store); ok {
 		_, writes := ms.Counts()
 		s.Namespaces["(writes)"] = writes

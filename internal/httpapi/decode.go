@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"reflect"
 	"strconv"
@@ -24,36 +25,43 @@ const MaxBodyBytes = 1 << 20
 // type by json.UnmarshalTypeError, and an unknown member by walking the
 // body against v's type (unknownField), which also gives its full path.
 func decodeBody(w http.ResponseWriter, r *http.Request, v any) *apiError {
-	if ct := r.Header.Get("Content-Type"); ct != "" && !strings.HasPrefix(ct, "application/json") {
-		return newError(http.StatusUnsupportedMediaType, ReasonContentType, "Content-Type %q: the body must be application/json", ct)
+	_, e := decode(w, r, v, nil)
+	return e
+}
+
+// MergePatchType is RFC 7396's media type of a JSON merge patch, which
+// every PATCH takes as well as application/json.
+const MergePatchType = "application/merge-patch+json"
+
+// decodePatch is decodeBody for a PATCH, a JSON merge patch (RFC 7396):
+// it takes MergePatchType too, and a member that names no field of v but
+// one of the resource (of resource's type) is a field the PATCH does not
+// change, FIELD_NOT_PATCHABLE, rather than one that does not exist. It
+// returns the body's JSON, for what the typed value cannot tell: whether
+// a member was given, as null.
+func decodePatch(w http.ResponseWriter, r *http.Request, v, resource any) (json.RawMessage, *apiError) {
+	return decode(w, r, v, resource)
+}
+
+// decode is decodeBody, and decodePatch when resource is not nil.
+func decode(w http.ResponseWriter, r *http.Request, v, resource any) (json.RawMessage, *apiError) {
+	if ct := r.Header.Get("Content-Type"); ct != "" && !strings.HasPrefix(ct, "application/json") &&
+		(resource == nil || !strings.HasPrefix(ct, MergePatchType)) {
+		want := "application/json"
+		if resource != nil {
+			want += " or " + MergePatchType
+		}
+		return nil, newError(http.StatusUnsupportedMediaType, ReasonContentType, "Content-Type %q: the body must be %s", ct, want)
 	}
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxBodyBytes))
-	var tooBig *http.MaxBytesError
-	switch {
-	case errors.As(err, &tooBig):
-		e := newError(http.StatusRequestEntityTooLarge, ReasonBodyTooLarge, "the body is over %d bytes", MaxBodyBytes)
-		e.violations = proxy.FieldErrors{{Field: "body", Reason: ReasonBodyTooLarge, Description: fmt.Sprintf("larger than %d bytes", MaxBodyBytes)}}
-		return e
-	case err != nil:
-		return notJSON("could not be read: " + err.Error())
-	}
-	dec := json.NewDecoder(bytes.NewReader(body))
-	var raw json.RawMessage
-	var syntax *json.SyntaxError
-	switch err := dec.Decode(&raw); {
-	case errors.Is(err, io.EOF):
-		return notJSON("is empty: want a JSON object")
-	case errors.As(err, &syntax):
-		return notJSON(fmt.Sprintf("is not valid JSON at byte %d", syntax.Offset))
-	case err != nil:
-		// A value cut short: io.ErrUnexpectedEOF.
-		return notJSON("is not valid JSON: it ends before its value does")
-	}
-	if _, err := dec.Token(); err != io.EOF {
-		return notJSON("holds something after its JSON value: want one object")
+	raw, e := readJSON(w, r)
+	if e != nil {
+		return nil, e
 	}
 	if path := unknownField(raw, reflect.TypeOf(v), ""); path != "" {
-		return invalid(proxy.FieldError{Field: path, Reason: ReasonFieldUnknown, Description: "is not a field of this resource"})
+		if resource != nil && unknownField(raw, reflect.TypeOf(resource), "") != path {
+			return nil, invalid(proxy.FieldError{Field: path, Reason: ReasonFieldNotPatchable, Description: "is not a field a PATCH changes"})
+		}
+		return nil, invalid(proxy.FieldError{Field: path, Reason: ReasonFieldUnknown, Description: "is not a field of this resource"})
 	}
 	var typeErr *json.UnmarshalTypeError
 	switch err := json.Unmarshal(raw, v); {
@@ -62,11 +70,42 @@ func decodeBody(w http.ResponseWriter, r *http.Request, v any) *apiError {
 		if field == "" {
 			field = "body"
 		}
-		return invalid(proxy.FieldError{Field: field, Reason: ReasonFieldWrongType, Description: fmt.Sprintf("must be a JSON %s, not %s", jsonType(typeErr.Type), typeErr.Value)})
+		return nil, invalid(proxy.FieldError{Field: field, Reason: ReasonFieldWrongType, Description: fmt.Sprintf("must be a JSON %s, not %s", jsonType(typeErr.Type), typeErr.Value)})
 	case err != nil:
-		return notJSON("does not decode: " + err.Error())
+		return nil, notJSON("does not decode: " + err.Error())
 	}
-	return nil
+	return raw, nil
+}
+
+// readJSON reads a body of at most MaxBodyBytes that is one JSON value
+// and nothing after it.
+func readJSON(w http.ResponseWriter, r *http.Request) (json.RawMessage, *apiError) {
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxBodyBytes))
+	var tooBig *http.MaxBytesError
+	switch {
+	case errors.As(err, &tooBig):
+		e := newError(http.StatusRequestEntityTooLarge, ReasonBodyTooLarge, "the body is over %d bytes", MaxBodyBytes)
+		e.violations = proxy.FieldErrors{{Field: "body", Reason: ReasonBodyTooLarge, Description: fmt.Sprintf("larger than %d bytes", MaxBodyBytes)}}
+		return nil, e
+	case err != nil:
+		return nil, notJSON("could not be read: " + err.Error())
+	}
+	dec := json.NewDecoder(bytes.NewReader(body))
+	var raw json.RawMessage
+	var syntax *json.SyntaxError
+	switch err := dec.Decode(&raw); {
+	case errors.Is(err, io.EOF):
+		return nil, notJSON("is empty: want a JSON object")
+	case errors.As(err, &syntax):
+		return nil, notJSON(fmt.Sprintf("is not valid JSON at byte %d", syntax.Offset))
+	case err != nil:
+		// A value cut short: io.ErrUnexpectedEOF.
+		return nil, notJSON("is not valid JSON: it ends before its value does")
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return nil, notJSON("holds something after its JSON value: want one object")
+	}
+	return raw, nil
 }
 
 func notJSON(description string) *apiError {
@@ -142,6 +181,10 @@ func jsonFields(t reflect.Type) map[string]reflect.Type {
 		f := t.Field(i)
 		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
 		switch {
+		case f.Anonymous && name == "" && f.Type.Kind() == reflect.Struct:
+			// An embedded struct's fields are the outer one's, as
+			// encoding/json decodes them.
+			maps.Copy(out, jsonFields(f.Type))
 		case !f.IsExported() || name == "-":
 		case name == "":
 			out[f.Name] = f.Type

@@ -170,7 +170,7 @@ func (a *API) patchNamespace(x *exchange) {
 		return
 	}
 	var req namespacePatch
-	if e := decodeBody(x.w, x.r, &req); e != nil {
+	if _, e := decodePatch(x.w, x.r, &req, namespaceResource{}); e != nil {
 		a.refuse(x, name, tenancy.UpdateMembers, e)
 		return
 	}

@@ -92,19 +92,39 @@ func (a *API) createProxy(x *exchange) {
 // fields of the spec.
 func (a *API) validateSpec(namespace string, spec proxy.Spec) proxy.FieldErrors {
 	errs := spec.Validate(namespace, a.opts.Policy, a.opts.Providers.Has)
-	if !a.opts.Providers.Has(spec.Provider) {
-		return errs
+	return append(errs, a.providerRules("spec.", spec.Provider, spec.Placement, spec.CloudInit)...)
+}
+
+// validatePlacement holds a warm pool's provider and placement to the
+// rules a proxy's are held to: the provider enabled, a region, and the
+// provider's own rules; fields are named under prefix.
+func (a *API) validatePlacement(prefix, typ string, pl proxy.Placement, cloudInit string) proxy.FieldErrors {
+	var errs proxy.FieldErrors
+	if !a.opts.Providers.Has(typ) {
+		errs = append(errs, proxy.FieldError{Field: prefix + "provider", Reason: proxy.ReasonProviderNotEnabled, Description: fmt.Sprintf("provider type %q is not enabled here", typ)})
 	}
-	pl := spec.Placement
-	violations, err := a.opts.Providers.Validate(spec.Provider, provider.ValidateRequest{
+	if pl.Region == "" {
+		errs = append(errs, proxy.FieldError{Field: prefix + "placement.region", Reason: proxy.ReasonRegionRequired, Description: "is required, e.g. us-central1"})
+	}
+	return append(errs, a.providerRules(prefix, typ, pl, cloudInit)...)
+}
+
+// providerRules are the rules of an enabled provider type (none for one
+// not enabled: the neutral rules say so), fields named under prefix.
+func (a *API) providerRules(prefix, typ string, pl proxy.Placement, cloudInit string) proxy.FieldErrors {
+	if !a.opts.Providers.Has(typ) {
+		return nil
+	}
+	violations, err := a.opts.Providers.Validate(typ, provider.ValidateRequest{
 		Placement: provider.Placement{Region: pl.Region, Zone: pl.Zone, MachineType: pl.MachineType, Image: pl.Image},
-		CloudInit: spec.CloudInit,
+		CloudInit: cloudInit,
 	})
 	if err != nil {
-		return append(errs, proxy.FieldError{Field: "spec.provider", Reason: proxy.ReasonProviderNotEnabled, Description: err.Error()})
+		return proxy.FieldErrors{{Field: prefix + "provider", Reason: proxy.ReasonProviderNotEnabled, Description: err.Error()}}
 	}
+	var errs proxy.FieldErrors
 	for _, v := range violations {
-		errs = append(errs, proxy.FieldError{Field: "spec." + v.Field, Reason: v.Reason, Description: v.Description})
+		errs = append(errs, proxy.FieldError{Field: prefix + v.Field, Reason: v.Reason, Description: v.Description})
 	}
 	return errs
 }

@@ -44,6 +44,7 @@ func TestRoles(t *testing.T) {
 	const (
 		spec     = `{"placement":{"region":"us-central1","zone":"us-central1-a"},"allowedSourceRanges":["203.0.113.0/24"]}`
 		teamA    = "/v1/namespaces/team-a"
+		pool     = `{"provider":"mock","placement":{"region":"us-central1","zone":"us-central1-a"},"size":2}`
 		ghostNS  = "/v1/namespaces/ghost"
 		newProxy = `{"name":"new","spec":` + spec + `}`
 	)
@@ -56,10 +57,10 @@ func TestRoles(t *testing.T) {
 		// same groups the rows whose outsider's answer must be identical.
 		same string
 		// ready makes the seeded proxy p Ready; rotated rotates it at once
-		// too (its namespace's first VM of the hour); change changes the
-		// API's options.
-		ready, rotated bool
-		change         func(*httpapi.Options)
+		// too (its namespace's first VM of the hour); pooled puts pool
+		// warm; change changes the API's options.
+		ready, rotated, pooled bool
+		change                 func(*httpapi.Options)
 	}{
 		{name: "ListNamespaces", reason: "everyone with an identity lists what they may see", route: "/v1/namespaces", method: "GET", path: "/v1/namespaces", want: codes{200, 200, 200, 200, 200, 401}},
 		{name: "CreateNamespace", reason: "namespaces are made by admins only", route: "/v1/namespaces/{namespace}", method: "PUT", path: "/v1/namespaces/new-ns", body: `{}`, want: adminsOnly(201)},
@@ -95,6 +96,21 @@ func TestRoles(t *testing.T) {
 		{name: "CreateNamespaceNoOwner", reason: "a namespace's members include an owner", route: "/v1/namespaces/{namespace}", method: "PUT", path: "/v1/namespaces/new-ns", body: `{"members":{"dev@example.com":"editor"}}`, want: adminsOnly(400)},
 		{name: "RotateProxyAbsent", reason: "an absent proxy is 404 to those who may rotate", route: "/v1/namespaces/{namespace}/proxies/{name}:rotate", method: "POST", path: teamA + "/proxies/absent:rotate", want: editing(404), same: "rotate"},
 		{name: "RotateProxyGhost", reason: "a namespace that does not exist", route: "/v1/namespaces/{namespace}/proxies/{name}:rotate", method: "POST", path: ghostNS + "/proxies/p:rotate", want: ghost, same: "rotate"},
+		{name: "PatchProxy", reason: "editors and above change a proxy's ranges and ports", route: "/v1/namespaces/{namespace}/proxies/{name}", method: "PATCH", path: teamA + "/proxies/p", body: `{"spec":{"connectPorts":[443,8443]}}`, want: editing(200), same: "patch-proxy"},
+		{name: "PatchProxyNotPatchable", reason: "a field a PATCH does not change is named; an outsider learns nothing", route: "/v1/namespaces/{namespace}/proxies/{name}", method: "PATCH", path: teamA + "/proxies/p", body: `{"spec":{"port":8080}}`, want: codes{400, 400, 400, 403, 403, 401}, same: "patch-proxy"},
+		{name: "PatchProxyAbsent", reason: "an absent proxy is 404 to those who may change it", route: "/v1/namespaces/{namespace}/proxies/{name}", method: "PATCH", path: teamA + "/proxies/absent", body: `{"spec":{"connectPorts":[443]}}`, want: editing(404), same: "patch-proxy"},
+		{name: "PatchProxyGhost", reason: "a namespace that does not exist", route: "/v1/namespaces/{namespace}/proxies/{name}", method: "PATCH", path: ghostNS + "/proxies/p", body: `{"spec":{"connectPorts":[443]}}`, want: ghost, same: "patch-proxy"},
+		{name: "RotateCredentials", reason: "editors and above give a proxy new credentials, however recently it rotated", route: "/v1/namespaces/{namespace}/proxies/{name}:rotateCredentials", method: "POST", path: teamA + "/proxies/p:rotateCredentials", rotated: true, want: editing(200), same: "credentials"},
+		{name: "RotateCredentialsAbsent", reason: "an absent proxy is 404 to those who may rotate its credentials", route: "/v1/namespaces/{namespace}/proxies/{name}:rotateCredentials", method: "POST", path: teamA + "/proxies/absent:rotateCredentials", want: editing(404), same: "credentials"},
+		{name: "RotateCredentialsGhost", reason: "a namespace that does not exist", route: "/v1/namespaces/{namespace}/proxies/{name}:rotateCredentials", method: "POST", path: ghostNS + "/proxies/p:rotateCredentials", want: ghost, same: "credentials"},
+		{name: "PutPool", reason: "pools are the platform admins'", route: "/v1/pools/{pool}", method: "PUT", path: "/v1/pools/warm", body: pool, want: adminsOnly(201)},
+		{name: "PutPoolResize", reason: "an admin changes a pool's size", route: "/v1/pools/{pool}", method: "PUT", path: "/v1/pools/warm", body: `{"spec":{"provider":"mock","placement":{"region":"us-central1","zone":"us-central1-a"},"size":3}}`, pooled: true, want: adminsOnly(200)},
+		{name: "PutPoolMoved", reason: "a pool's placement stays", route: "/v1/pools/{pool}", method: "PUT", path: "/v1/pools/warm", body: `{"placement":{"region":"us-central1","zone":"us-central1-b"},"size":2}`, pooled: true, want: adminsOnly(400)},
+		{name: "ListPools", reason: "admins list pools", route: "/v1/pools", method: "GET", path: "/v1/pools", pooled: true, want: adminsOnly(200)},
+		{name: "GetPool", reason: "admins read a pool", route: "/v1/pools/{pool}", method: "GET", path: "/v1/pools/warm", pooled: true, want: adminsOnly(200)},
+		{name: "GetPoolAbsent", reason: "an absent pool is 404 to an admin", route: "/v1/pools/{pool}", method: "GET", path: "/v1/pools/absent", want: adminsOnly(404)},
+		{name: "DeletePool", reason: "admins delete a pool", route: "/v1/pools/{pool}", method: "DELETE", path: "/v1/pools/warm", pooled: true, want: adminsOnly(202)},
+		{name: "DeletePoolAbsent", reason: "an absent pool is 404 to an admin", route: "/v1/pools/{pool}", method: "DELETE", path: "/v1/pools/absent", want: adminsOnly(404)},
 	}
 
 	audited := map[string]bool{}
@@ -120,6 +136,12 @@ func TestRoles(t *testing.T) {
 				}
 				e := firestoreEnv(t, change...)
 				p := e.seed()
+				if tc.pooled {
+					if resp, b := e.do(admin, "PUT", "/v1/pools/warm", pool); resp.StatusCode != 201 {
+						t.Fatalf("setting up: put pool: %d %s", resp.StatusCode, b)
+					}
+					e.logs.Reset()
+				}
 				if tc.ready || tc.rotated {
 					e.makeReady(p.Key())
 				}
@@ -190,7 +212,7 @@ func TestRoles(t *testing.T) {
 // a create the proxy its body names, when that is a name and the body was
 // read (a request with no identity is refused before).
 func resourceOf(path, body string, read bool) string {
-	res := strings.TrimSuffix(strings.TrimPrefix(path, "/v1/"), ":rotate")
+	res, _, _ := strings.Cut(strings.TrimPrefix(path, "/v1/"), ":")
 	var b struct{ Name string }
 	if read && json.Unmarshal([]byte(body), &b) == nil && strings.HasSuffix(res, "/proxies") && proxy.IsLabel(b.Name) {
 		res += "/" + b.Name

@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/egress-proxies/egress/internal/proxy"
 	"github.com/egress-proxies/egress/internal/tenancy"
 )
 
@@ -39,6 +40,12 @@ var routes = []Route{
 	{Method: "GET", Path: "/v1/namespaces/{namespace}/proxies/{name}", Permission: tenancy.GetProxy, handle: (*API).getProxy},
 	{Method: "DELETE", Path: "/v1/namespaces/{namespace}/proxies/{name}", Permission: tenancy.DeleteProxy, Audited: true, handle: (*API).deleteProxy},
 	{Method: "POST", Path: "/v1/namespaces/{namespace}/proxies/{name}:rotate", Permission: tenancy.RotateProxy, Audited: true, handle: (*API).rotateProxy},
+	{Method: "PATCH", Path: "/v1/namespaces/{namespace}/proxies/{name}", Permission: tenancy.UpdateProxy, Audited: true, handle: (*API).patchProxy},
+	{Method: "POST", Path: "/v1/namespaces/{namespace}/proxies/{name}:rotateCredentials", Permission: tenancy.RotateCredentials, Audited: true, handle: (*API).rotateCredentials},
+	{Method: "GET", Path: "/v1/pools", Permission: tenancy.ListPools, handle: (*API).listPools},
+	{Method: "PUT", Path: "/v1/pools/{pool}", Permission: tenancy.PutPool, Audited: true, handle: (*API).putPool},
+	{Method: "GET", Path: "/v1/pools/{pool}", Permission: tenancy.GetPool, handle: (*API).getPool},
+	{Method: "DELETE", Path: "/v1/pools/{pool}", Permission: tenancy.DeletePool, Audited: true, handle: (*API).deletePool},
 }
 
 // OpenAPIPath is where the API serves its OpenAPI document, openapi.json,
@@ -159,7 +166,11 @@ func (a *API) dispatch(base string, rts []Route) http.HandlerFunc {
 // resourceName is the name of what a request acts on, from its path.
 func resourceName(r *http.Request) string {
 	ns, name := r.PathValue("namespace"), r.PathValue("name")
-	switch {
+	switch pool := r.PathValue("pool"); {
+	case pool != "":
+		return proxy.PoolPath(pool)
+	case strings.HasPrefix(r.URL.Path, "/v1/pools"):
+		return proxy.PoolsCollection
 	case ns == "":
 		return "namespaces"
 	case name != "":

@@ -26,6 +26,10 @@ var (
 	// ErrNotReady: the proxy is not Ready, so it is not rotated: a VM
 	// still booting (or being replaced) is not replaced again.
 	ErrNotReady = errors.New("proxy is not Ready")
+	// ErrFailed: the proxy is Failed (a permanent provider error), so it
+	// takes no change of its configuration: there is no VM to give it to,
+	// and none will be made.
+	ErrFailed = errors.New("proxy is Failed")
 	// ErrRotatedRecently: the proxy was rotated within the least interval
 	// between two rotations.
 	ErrRotatedRecently = errors.New("proxy was rotated too recently")

@@ -126,3 +126,22 @@ func updates(fields []rules.Field) []firestore.Update {
 	}
 	return out
 }
+
+// UpdateSpec applies a change of the proxy's reconfigurable fields (a
+// PATCH) in one transaction: update is called with the spec as the
+// transaction read it and returns the spec it wants (its error aborts the
+// change and is returned as it is: the API's validation), and
+// rules.UpdateSpec writes what changed, generation + 1. No change writes
+// nothing and keeps the generation. It returns the proxy as it now is.
+func (s *Store) UpdateSpec(ctx context.Context, key proxy.Key, now time.Time, update func(proxy.Spec) (proxy.Spec, error)) (*proxy.Proxy, error) {
+	p, err := s.change(ctx, key, func(p *proxy.Proxy) ([]rules.Field, error) { return rules.UpdateSpec(p, now, update) })
+	return p, wrap(key, "updating the spec of", err)
+}
+
+// RotateCredentials draws new credentials (proxy.NewCredentials) into the
+// proxy's bookkeeping and counts a generation (rules.RotateCredentials),
+// in one transaction, and returns the proxy as it now is, with them.
+func (s *Store) RotateCredentials(ctx context.Context, key proxy.Key, now time.Time) (*proxy.Proxy, error) {
+	p, err := s.change(ctx, key, func(p *proxy.Proxy) ([]rules.Field, error) { return rules.RotateCredentials(p, now) })
+	return p, wrap(key, "rotating the credentials of", err)
+}

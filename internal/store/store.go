@@ -297,7 +297,7 @@ func wrap(key proxy.Key, doing string, err error) error {
 	case errors.Is(err, proxy.ErrAlreadyExists), errors.Is(err, proxy.ErrConflict),
 		errors.Is(err, proxy.ErrQuotaExceeded), errors.Is(err, proxy.ErrNotFound),
 		errors.Is(err, proxy.ErrBeingDeleted), errors.Is(err, tenancy.ErrNamespaceNotFound),
-		errors.Is(err, proxy.ErrNotReady), errors.Is(err, proxy.ErrRotatedRecently), errors.Is(err, proxy.ErrCreatesPerHour):
+		errors.Is(err, proxy.ErrNotReady), errors.Is(err, proxy.ErrFailed), errors.Is(err, proxy.ErrRotatedRecently), errors.Is(err, proxy.ErrCreatesPerHour):
 		return fmt.Errorf("%s %s: %w", doing, key, err)
 	}
 	switch status.Code(err) {

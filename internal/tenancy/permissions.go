@@ -15,15 +15,29 @@ const (
 	UpdateQuota     Permission = "namespaces.updateQuota"
 	DeleteNamespace Permission = "namespaces.delete"
 
-	ListProxies  Permission = "proxies.list"
-	GetProxy     Permission = "proxies.get"
-	CreateProxy  Permission = "proxies.create"
-	DeleteProxy  Permission = "proxies.delete"
-	RotateProxy  Permission = "proxies.rotate"
-	ReadProxyURL Permission = "proxies.readProxyURL"
+	ListProxies Permission = "proxies.list"
+	GetProxy    Permission = "proxies.get"
+	CreateProxy Permission = "proxies.create"
+	DeleteProxy Permission = "proxies.delete"
+	RotateProxy Permission = "proxies.rotate"
+	// UpdateProxy is a PATCH of a proxy's reconfigurable fields (its
+	// source ranges and CONNECT ports), applied to its VM live.
+	UpdateProxy Permission = "proxies.update"
+	// RotateCredentials gives a proxy a new username and password; the
+	// old ones stop working once its VM serves the new ones.
+	RotateCredentials Permission = "proxies.rotateCredentials"
+	ReadProxyURL      Permission = "proxies.readProxyURL"
 	// ReadConsoleTail is status.consoleTail: what a Failed proxy's VM
 	// printed last.
 	ReadConsoleTail Permission = "proxies.readConsoleTail"
+
+	// The warm pools are the platform's, not a namespace's: their VMs
+	// cost the deployment whether anyone claims them or not, so only
+	// platform admins declare, read and delete them.
+	ListPools  Permission = "pools.list"
+	GetPool    Permission = "pools.get"
+	PutPool    Permission = "pools.put"
+	DeletePool Permission = "pools.delete"
 )
 
 // Permissions is who may do what: the least role that grants each
@@ -50,6 +64,14 @@ var Permissions = map[Permission]Role{
 	RotateProxy:     Editor,
 	ReadProxyURL:    Viewer,
 	ReadConsoleTail: Editor,
+
+	UpdateProxy:       Editor,
+	RotateCredentials: Editor,
+
+	ListPools:  "",
+	GetPool:    "",
+	PutPool:    "",
+	DeletePool: "",
 }
 
 // Allowed reports whether a caller with role in a namespace ("" for none),

@@ -7,8 +7,10 @@
 // delete namespaces and change quotas.
 //
 // The roles are ordered: a viewer reads (the namespace, its proxies); an
-// editor also creates, deletes and rotates proxies; an owner also changes
-// the members. Permissions is the table the API checks on every request.
+// editor also creates, deletes, rotates and changes proxies (a PATCH, new
+// credentials); an owner also changes the members. Warm pools are the
+// platform admins' alone. Permissions is the table the API checks on every
+// request.
 //
 // The package knows no HTTP and no database: the API decides with it, and
 // both document stores keep Namespace as it is written here.

@@ -23,6 +23,14 @@ func TestAllowed(t *testing.T) {
 		tenancy.CreateProxy:     {true, true, true, false, false},
 		tenancy.DeleteProxy:     {true, true, true, false, false},
 		tenancy.RotateProxy:     {true, true, true, false, false},
+		// Live changes are an editor's, as a rotation.
+		tenancy.UpdateProxy:       {true, true, true, false, false},
+		tenancy.RotateCredentials: {true, true, true, false, false},
+		// The warm pools are the platform's: admins alone.
+		tenancy.ListPools:  {true, false, false, false, false},
+		tenancy.GetPool:    {true, false, false, false, false},
+		tenancy.PutPool:    {true, false, false, false, false},
+		tenancy.DeletePool: {true, false, false, false, false},
 		// Credentials are the members': an admin outside sees none.
 		tenancy.ReadProxyURL: {false, true, true, true, false},
 		// What a VM printed: its editors' and owners', no admin's outside.

@@ -177,6 +177,16 @@ func (s *liveStack) driveCLI(t *testing.T) {
 		t.Errorf("a second rotation at once: exit %d, stderr %q; want 1, 429 RESOURCE_EXHAUSTED, ROTATED_RECENTLY and when", code, stderr)
 	}
 
+	// Live changes: the endpoint stays; new credentials replace the old.
+	stdout, _ = cli.must(t, append([]string{"proxies", "update", "cli", "--connect-port", "443", "--connect-port", "8443", "--wait", "--timeout", "90s", "-o", "json"}, ns...)...)
+	if updated := decodeProxy(t, stdout); updated.Status.Phase != "Ready" || updated.Status.Endpoint != after.Status.Endpoint {
+		t.Errorf("update --wait ended %s at %s, want Ready at %s", updated.Status.Phase, updated.Status.Endpoint, after.Status.Endpoint)
+	}
+	stdout, _ = cli.must(t, append([]string{"proxies", "rotate-credentials", "cli", "--wait", "--timeout", "90s", "-o", "json"}, ns...)...)
+	if fresh := decodeProxy(t, stdout); fresh.Status.Phase != "Ready" || userinfo(fresh.Status.ProxyURL) == userinfo(after.Status.ProxyURL) || userinfo(fresh.Status.ProxyURL) == "" {
+		t.Errorf("rotate-credentials --wait ended %s with %q, want Ready with credentials other than %q", fresh.Status.Phase, fresh.Status.ProxyURL, after.Status.ProxyURL)
+	}
+
 	_, stderr = cli.must(t, append([]string{"proxies", "delete", "cli", "--wait", "--timeout", "90s"}, ns...)...)
 	if !strings.HasSuffix(strings.TrimSpace(stderr), "gone") {
 		t.Errorf("delete --wait did not end with the proxy gone:\n%s", stderr)
@@ -224,6 +234,17 @@ func (s *liveStack) driveCLI(t *testing.T) {
 		t.Errorf("cli-team after its changes: %s (%v), want quota 5 and carol alone, its owner", stdout, err)
 	}
 	admin.must(t, "namespaces", "delete", "cli-team")
+
+	// A warm pool's life, as the local admin: of size 0, so it boots
+	// nothing this test would have to account for.
+	admin.must(t, "pools", "put", "cli-pool", "--region", "us-central1", "--zone", "us-central1-a", "--size", "0")
+	if stdout, _ = admin.must(t, "pools", "list"); !regexp.MustCompile(`(?m)^cli-pool\s+mock\s+us-central1\s+us-central1-a\s+0\s`).MatchString(stdout) {
+		t.Errorf("pools list does not show cli-pool:\n%s", stdout)
+	}
+	admin.must(t, "pools", "get", "cli-pool")
+	if stdout, _ = admin.must(t, "pools", "delete", "cli-pool"); !strings.Contains(stdout, "deleting since:") {
+		t.Errorf("pools delete does not show the deletion asked for:\n%s", stdout)
+	}
 	if _, stderr, code := admin.run(t, "namespaces", "get", "cli-team"); code != 1 || !strings.Contains(stderr, "404 NOT_FOUND") {
 		t.Errorf("get of the deleted namespace: exit %d, stderr %q; want 1 and 404 NOT_FOUND", code, stderr)
 	}

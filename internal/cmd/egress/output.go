@@ -74,6 +74,47 @@ func (c *cli) printProxies(list []proxy.Proxy) error {
 	return printList(c, "proxies", list, []string{"NAME", "PHASE", "ENDPOINT", "ZONE", "IP", "AGE"}, rows)
 }
 
+// printPool shows one pool: the API's JSON with -o json, else its fields
+// one per line.
+func (c *cli) printPool(p *proxy.Pool) error {
+	if c.output == "json" {
+		return writeJSON(c.stdout, p)
+	}
+	rows := [][2]string{
+		{"name", p.Name},
+		{"provider", p.Spec.Provider},
+		{"region", p.Spec.Placement.Region},
+		{"zone", p.Spec.Placement.Zone},
+		{"machineType", p.Spec.Placement.MachineType},
+		{"image", p.Spec.Placement.Image},
+		{"size", fmt.Sprint(p.Spec.Size)},
+		{"warm", fmt.Sprint(p.Status.Warm)},
+		{"booting", fmt.Sprint(p.Status.Booting)},
+		{"claimsLastHour", fmt.Sprint(p.Status.ClaimsLastHour)},
+		{"message", p.Status.Message},
+		{"created", p.CreateTime.Format(time.RFC3339)},
+	}
+	if p.DeleteRequestTime != nil {
+		rows = append(rows, [2]string{"deleting since", p.DeleteRequestTime.Format(time.RFC3339)})
+	}
+	tw := tabwriter.NewWriter(c.stdout, 0, 4, 2, ' ', 0)
+	for _, r := range rows {
+		if r[1] != "" {
+			fmt.Fprintf(tw, "%s:\t%s\n", r[0], r[1])
+		}
+	}
+	return tw.Flush()
+}
+
+func (c *cli) printPools(list []proxy.Pool) error {
+	rows := make([][]string, len(list))
+	for i, p := range list {
+		rows[i] = []string{p.Name, p.Spec.Provider, p.Spec.Placement.Region, dash(p.Spec.Placement.Zone),
+			fmt.Sprint(p.Spec.Size), fmt.Sprint(p.Status.Warm), fmt.Sprint(p.Status.Booting), age(p.CreateTime)}
+	}
+	return printList(c, "pools", list, []string{"NAME", "PROVIDER", "REGION", "ZONE", "SIZE", "WARM", "BOOTING", "AGE"}, rows)
+}
+
 func (c *cli) printNamespace(n *client.Namespace) error {
 	if c.output == "json" {
 		return writeJSON(c.stdout, n)

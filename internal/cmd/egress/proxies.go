@@ -27,10 +27,11 @@ func (c *cli) proxiesCommand() *cobra.Command {
 	cmd := group(&cobra.Command{
 		Use:     "proxies",
 		Aliases: []string{"proxy"},
-		Short:   "Create, read, rotate and delete proxies",
+		Short:   "Create, read, change, rotate and delete proxies",
 	})
 	cmd.PersistentFlags().StringVarP(&pf.namespace, "namespace", "n", c.getenv("EGRESS_NAMESPACE"), "the proxies' namespace (EGRESS_NAMESPACE)")
-	cmd.AddCommand(c.createCommand(pf), c.getCommand(pf), c.listCommand(pf), c.deleteCommand(pf), c.rotateCommand(pf), c.waitCommand(pf))
+	cmd.AddCommand(c.createCommand(pf), c.getCommand(pf), c.listCommand(pf), c.deleteCommand(pf), c.rotateCommand(pf), c.waitCommand(pf),
+		c.updateCommand(pf), c.rotateCredentialsCommand(pf))
 	return cmd
 }
 

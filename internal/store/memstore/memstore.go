@@ -43,6 +43,7 @@ type Store struct {
 	mu         sync.Mutex
 	docs       map[proxy.Key]*proxy.Proxy
 	namespaces map[string]*tenancy.Namespace
+	pools      map[string]*proxy.Pool
 	last       time.Time
 	watch      func(Change)
 	writes     int
@@ -51,7 +52,7 @@ type Store struct {
 
 // New returns an empty store whose update times come from clk.
 func New(clk clock.Clock) *Store {
-	return &Store{clock: clk, docs: map[proxy.Key]*proxy.Proxy{}, namespaces: map[string]*tenancy.Namespace{}}
+	return &Store{clock: clk, docs: map[proxy.Key]*proxy.Proxy{}, namespaces: map[string]*tenancy.Namespace{}, pools: map[string]*proxy.Pool{}}
 }
 
 // Watch sets the function told of every change, after it is applied and
@@ -214,6 +215,18 @@ func (s *Store) RequestRotation(_ context.Context, key proxy.Key, now time.Time,
 		s.writes++
 	}
 	return clone(next), s.changed(Change{Key: key, Old: old, New: clone(next)})
+}
+
+// UpdateSpec applies a change of the proxy's reconfigurable fields, as
+// the Firestore store's (rules.UpdateSpec).
+func (s *Store) UpdateSpec(_ context.Context, key proxy.Key, now time.Time, update func(proxy.Spec) (proxy.Spec, error)) (*proxy.Proxy, error) {
+	return s.change(key, func(p *proxy.Proxy) ([]rules.Field, error) { return rules.UpdateSpec(p, now, update) })
+}
+
+// RotateCredentials draws new credentials and counts a generation, as
+// the Firestore store's (rules.RotateCredentials).
+func (s *Store) RotateCredentials(_ context.Context, key proxy.Key, now time.Time) (*proxy.Proxy, error) {
+	return s.change(key, func(p *proxy.Proxy) ([]rules.Field, error) { return rules.RotateCredentials(p, now) })
 }
 
 // change applies what rule changes of the document; a rule that changes

@@ -29,6 +29,8 @@ type Store interface {
 	List(ctx context.Context, namespace string, pageSize int, pageToken string) ([]*proxy.Proxy, string, error)
 	RequestDeletion(ctx context.Context, key proxy.Key, now time.Time) (*proxy.Proxy, error)
 	RequestRotation(ctx context.Context, key proxy.Key, now time.Time, limits tenancy.Limits) (*proxy.Proxy, error)
+	UpdateSpec(ctx context.Context, key proxy.Key, now time.Time, update func(proxy.Spec) (proxy.Spec, error)) (*proxy.Proxy, error)
+	RotateCredentials(ctx context.Context, key proxy.Key, now time.Time) (*proxy.Proxy, error)
 	UpdateStatus(ctx context.Context, p *proxy.Proxy) (time.Time, error)
 	Delete(ctx context.Context, key proxy.Key, updateTime time.Time) error
 	LiveUIDs(ctx context.Context) (map[string]proxy.Claim, error)
@@ -39,6 +41,11 @@ type Store interface {
 	CreateNamespace(ctx context.Context, ns *tenancy.Namespace) (*tenancy.Namespace, error)
 	UpdateNamespace(ctx context.Context, name string, update func(*tenancy.Namespace) error) (*tenancy.Namespace, error)
 	DeleteNamespace(ctx context.Context, name string, check func(*tenancy.Namespace) error) error
+
+	PutPool(ctx context.Context, name string, spec proxy.PoolSpec, now time.Time) (*proxy.Pool, bool, error)
+	GetPool(ctx context.Context, name string) (*proxy.Pool, error)
+	ListPools(ctx context.Context, pageSize int, pageToken string) ([]*proxy.Pool, string, error)
+	RequestPoolDeletion(ctx context.Context, name string, now time.Time) (*proxy.Pool, error)
 }
 
 // Run runs the contract against stores made by newStore, one empty store
@@ -57,6 +64,8 @@ func Run(t *testing.T, newStore func(t *testing.T) Store) {
 	t.Run("NamespaceListPages", func(t *testing.T) { testNamespaceList(t, newStore(t)) })
 	t.Run("CreateInNamespace", func(t *testing.T) { testCreateInNamespace(t, newStore(t)) })
 	t.Run("NamespaceDeletion", func(t *testing.T) { testNamespaceDeletion(t, newStore(t)) })
+	t.Run("LiveChanges", func(t *testing.T) { testLiveChanges(t, newStore(t)) })
+	t.Run("Pools", func(t *testing.T) { testPools(t, newStore(t)) })
 }
 
 var base = time.Date(2026, 12, 2, 9, 0, 0, 0, time.UTC)

@@ -1,0 +1,109 @@
+package httpapi
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"net/http"
+
+	"github.com/egress-proxies/egress/internal/proxy"
+	"github.com/egress-proxies/egress/internal/tenancy"
+)
+
+// The live changes of a proxy: a PATCH of its source ranges and CONNECT
+// ports, and new credentials. Each is one transaction on the document
+// that counts a generation; the reconciler gives the VM the new
+// configuration in place where its provider can (provider.Reconfigurer),
+// and the endpoint stays.
+
+// proxyPatch is the body of a proxy's PATCH, a JSON merge patch (RFC
+// 7396) of the two fields a PATCH changes: a list replaces the proxy's,
+// null (or an empty list) goes back to the default, and a field left out
+// stays as it is.
+type proxyPatch struct {
+	Spec *specPatch `json:"spec"`
+}
+
+type specPatch struct {
+	AllowedSourceRanges []string `json:"allowedSourceRanges"`
+	ConnectPorts        []int32  `json:"connectPorts"`
+}
+
+// given reports which of a patch's spec members the body gave, null
+// included: the typed value cannot tell null from left out.
+func given(raw json.RawMessage) (spec map[string]json.RawMessage, specNull bool) {
+	var top map[string]json.RawMessage
+	if json.Unmarshal(raw, &top) != nil {
+		return nil, false
+	}
+	if v, ok := top["spec"]; ok && bytes.Equal(bytes.TrimSpace(v), []byte("null")) {
+		return nil, true
+	}
+	_ = json.Unmarshal(top["spec"], &spec)
+	return spec, false
+}
+
+// patchProxy applies a PATCH: the merged spec is held to the rules of a
+// create (validateSpec), inside the store's transaction, on the spec as
+// it is there.
+func (a *API) patchProxy(x *exchange) {
+	key, member, ok := a.inNamespace(x, tenancy.UpdateProxy)
+	if !ok {
+		return
+	}
+	var req proxyPatch
+	raw, e := decodePatch(x.w, x.r, &req, proxy.Proxy{})
+	if e != nil {
+		x.fail(e)
+		return
+	}
+	members, specNull := given(raw)
+	if specNull {
+		x.fail(invalid(proxy.FieldError{Field: "spec", Reason: ReasonFieldNotPatchable, Description: "is not removed by a PATCH: give the fields it changes, spec.allowedSourceRanges and spec.connectPorts"}))
+		return
+	}
+	p, err := a.store.UpdateSpec(x.ctx, key, a.now(), func(spec proxy.Spec) (proxy.Spec, error) {
+		if _, ok := members["allowedSourceRanges"]; ok {
+			spec.AllowedSourceRanges = req.Spec.AllowedSourceRanges
+		}
+		if _, ok := members["connectPorts"]; ok {
+			spec.ConnectPorts = req.Spec.ConnectPorts
+		}
+		if errs := a.validateSpec(key.Namespace, spec); len(errs) > 0 {
+			return spec, invalid(errs...)
+		}
+		return spec, nil
+	})
+	a.answerLive(x, key, p, err, member)
+}
+
+// rotateCredentials gives the proxy a new username and password. The
+// rotation limits (ROTATE_MIN_INTERVAL, NAMESPACE_CREATES_PER_HOUR) are
+// not held to it: they bound the VMs requests make, and new credentials
+// are a reconfiguration of the VM the proxy has; a leaked password must
+// be revocable at once, however recently the last was.
+func (a *API) rotateCredentials(x *exchange) {
+	key, member, ok := a.inNamespace(x, tenancy.RotateCredentials)
+	if !ok {
+		return
+	}
+	p, err := a.store.RotateCredentials(x.ctx, key, a.now())
+	a.answerLive(x, key, p, err, member)
+}
+
+// answerLive is the answer to a live change: the proxy as it now is, or
+// why the change was refused.
+func (a *API) answerLive(x *exchange, key proxy.Key, p *proxy.Proxy, err error, member view) {
+	switch {
+	case errors.Is(err, proxy.ErrBeingDeleted):
+		e := failedPrecondition(ReasonProxyBeingDeleted, "proxy %s is being deleted; a proxy on its way out takes no change", key)
+		e.metadata = map[string]string{"resource": key.Path()}
+		x.fail(e)
+	case errors.Is(err, proxy.ErrFailed):
+		e := failedPrecondition(ReasonProxyFailed, "proxy %s is Failed, so it has no VM to take the change; delete it and create it again", key)
+		e.metadata = map[string]string{"resource": key.Path()}
+		x.fail(e)
+	default:
+		a.answer(x, key, p, err, http.StatusOK, member)
+	}
+}

@@ -1,0 +1,89 @@
+package rules
+
+import (
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/egress-proxies/egress/internal/proxy"
+)
+
+// Field paths of the live changes of a proxy.
+const (
+	AllowedSourceRangesField = "spec.allowedSourceRanges"
+	ConnectPortsField        = "spec.connectPorts"
+	GenerationField          = "generation"
+	CredentialsField         = "reconciler.credentials"
+)
+
+// Live refuses a change of p's configuration (a PATCH, new credentials)
+// on a proxy on its way out (proxy.ErrBeingDeleted) or Failed
+// (proxy.ErrFailed: it has no VM to be given the change, and gets none).
+func Live(p *proxy.Proxy) error {
+	switch {
+	case p.DeleteRequestTime != nil:
+		return fmt.Errorf("%s was asked to be deleted at %s: %w", p.Key(), p.DeleteRequestTime.Format(time.RFC3339), proxy.ErrBeingDeleted)
+	case p.Status.Phase == proxy.PhaseFailed:
+		return fmt.Errorf("%s is Failed (%s): %w", p.Key(), p.Status.Message, proxy.ErrFailed)
+	}
+	return nil
+}
+
+// UpdateSpec changes p's reconfigurable fields (allowedSourceRanges and
+// connectPorts; nothing else of spec is taken from it) to those of the
+// spec update makes of p's (its error is returned as it is: the API's
+// validation of the result) at now, and returns the fields that changed:
+// both lists, generation + 1, and a progress time, so the sweep re-drives
+// a proxy whose change's event was lost. A spec that changes nothing
+// changes nothing: the result is nil and the generation stays. Live's
+// refusals come first.
+func UpdateSpec(p *proxy.Proxy, now time.Time, update func(proxy.Spec) (proxy.Spec, error)) ([]Field, error) {
+	if err := Live(p); err != nil {
+		return nil, err
+	}
+	spec, err := update(p.Spec)
+	if err != nil {
+		return nil, err
+	}
+	ranges, ports := nilIfEmpty(spec.AllowedSourceRanges), nilIfEmpty(spec.ConnectPorts)
+	if slices.Equal(ranges, p.Spec.AllowedSourceRanges) && slices.Equal(ports, p.Spec.ConnectPorts) {
+		return nil, nil
+	}
+	p.Spec.AllowedSourceRanges, p.Spec.ConnectPorts = ranges, ports
+	p.Generation++
+	p.Reconciler.ProgressTime = now
+	return []Field{
+		{Path: AllowedSourceRangesField, Value: ranges},
+		{Path: ConnectPortsField, Value: ports},
+		{Path: GenerationField, Value: p.Generation},
+		{Path: ProgressTimeField, Value: now},
+	}, nil
+}
+
+// RotateCredentials gives p new credentials (proxy.NewCredentials) at
+// now: generation + 1, so the reconciler gives its VM the new ones, and a
+// progress time for the sweep. Live's refusals come first.
+func RotateCredentials(p *proxy.Proxy, now time.Time) ([]Field, error) {
+	if err := Live(p); err != nil {
+		return nil, err
+	}
+	creds, err := proxy.NewCredentials()
+	if err != nil {
+		return nil, err
+	}
+	p.Reconciler.Credentials = creds
+	p.Generation++
+	p.Reconciler.ProgressTime = now
+	return []Field{
+		{Path: CredentialsField, Value: creds},
+		{Path: GenerationField, Value: p.Generation},
+		{Path: ProgressTimeField, Value: now},
+	}, nil
+}
+
+func nilIfEmpty[T any](s []T) []T {
+	if len(s) == 0 {
+		return nil
+	}
+	return slices.Clone(s)
+}

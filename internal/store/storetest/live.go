@@ -1,0 +1,133 @@
+package storetest
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/egress-proxies/egress/internal/proxy"
+)
+
+// testLiveChanges: a PATCH of the reconfigurable fields changes them and
+// counts a generation; the same values again write nothing; null (an
+// empty list) goes back to the default; the update's own error is
+// returned as it is and writes nothing. New credentials count a
+// generation each. A proxy being deleted, or Failed, takes neither.
+func testLiveChanges(t *testing.T, s Store) {
+	ctx := context.Background()
+	p, err := s.Create(ctx, New("team-p", "egress-1"), 20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	at := base.Add(time.Hour)
+	set := func(ranges []string, ports []int32) func(proxy.Spec) (proxy.Spec, error) {
+		return func(s proxy.Spec) (proxy.Spec, error) {
+			s.AllowedSourceRanges, s.ConnectPorts = ranges, ports
+			// Only the reconfigurable fields are taken from the result.
+			s.Port, s.MaxAge = 9999, "1h"
+			return s, nil
+		}
+	}
+	same := func(what string, before *proxy.Proxy) {
+		t.Helper()
+		after, err := s.Get(ctx, p.Key())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if diff := cmp.Diff(before, after); diff != "" {
+			t.Errorf("%s changed the document (-before +after):\n%s", what, diff)
+		}
+	}
+	steps := []struct {
+		reason   string
+		ranges   []string
+		ports    []int32
+		wantGen  int64
+		wantSpec func(*proxy.Spec)
+	}{
+		{reason: "new ranges and ports", ranges: []string{"198.51.100.0/24", "203.0.113.0/24"}, ports: []int32{443, 8443}, wantGen: 2,
+			wantSpec: func(s *proxy.Spec) {
+				s.AllowedSourceRanges, s.ConnectPorts = []string{"198.51.100.0/24", "203.0.113.0/24"}, []int32{443, 8443}
+			}},
+		{reason: "the same again: no write, the same generation", ranges: []string{"198.51.100.0/24", "203.0.113.0/24"}, ports: []int32{443, 8443}, wantGen: 2,
+			wantSpec: func(s *proxy.Spec) {
+				s.AllowedSourceRanges, s.ConnectPorts = []string{"198.51.100.0/24", "203.0.113.0/24"}, []int32{443, 8443}
+			}},
+		{reason: "an empty list of ports is the default", ranges: []string{"198.51.100.0/24"}, ports: []int32{}, wantGen: 3,
+			wantSpec: func(s *proxy.Spec) { s.AllowedSourceRanges = []string{"198.51.100.0/24"} }},
+	}
+	for i, st := range steps {
+		got, err := s.UpdateSpec(ctx, p.Key(), at, set(st.ranges, st.ports))
+		if err != nil {
+			t.Fatalf("step %d (%s): UpdateSpec: %v", i, st.reason, err)
+		}
+		want := New("team-p", "egress-1").Spec
+		st.wantSpec(&want)
+		if diff := cmp.Diff(want, got.Spec); diff != "" || got.Generation != st.wantGen {
+			t.Errorf("step %d (%s): generation %d, want %d; spec (-want +got):\n%s", i, st.reason, got.Generation, st.wantGen, diff)
+		}
+		if wrote := !got.UpdateTime.Equal(p.UpdateTime); wrote != (got.Generation != p.Generation) {
+			t.Errorf("step %d (%s): wrote %v with generation %d after %d", i, st.reason, wrote, got.Generation, p.Generation)
+		}
+		if got.Generation != p.Generation && !got.Reconciler.ProgressTime.Equal(at) {
+			t.Errorf("step %d (%s): progress time %s, want %s for the sweep", i, st.reason, got.Reconciler.ProgressTime, at)
+		}
+		same("reading back "+st.reason, got)
+		p = got
+	}
+	refuse := errors.New("the policy refuses it")
+	if _, err := s.UpdateSpec(ctx, p.Key(), at, func(proxy.Spec) (proxy.Spec, error) { return proxy.Spec{}, refuse }); !errors.Is(err, refuse) {
+		t.Errorf("UpdateSpec whose update refuses: %v, want its error", err)
+	}
+	same("a refused update", p)
+
+	var passwords []string
+	for i := range 2 {
+		got, err := s.RotateCredentials(ctx, p.Key(), at)
+		if err != nil {
+			t.Fatalf("RotateCredentials %d: %v", i+1, err)
+		}
+		if err := got.Reconciler.Credentials.Validate(); err != nil || got.Generation != p.Generation+1 || slices.Contains(passwords, got.Reconciler.Credentials.Password) {
+			t.Errorf("RotateCredentials %d: generation %d after %d, credentials %v (%v); want one more generation and new valid credentials", i+1, got.Generation, p.Generation, got.Reconciler.Credentials, err)
+		}
+		passwords = append(passwords, got.Reconciler.Credentials.Password)
+		same("reading back new credentials", got)
+		p = got
+	}
+	for _, key := range []proxy.Key{{Namespace: "team-p", Name: "absent"}} {
+		if _, err := s.UpdateSpec(ctx, key, at, set(nil, nil)); !errors.Is(err, proxy.ErrNotFound) {
+			t.Errorf("UpdateSpec of an absent proxy: %v, want ErrNotFound", err)
+		}
+		if _, err := s.RotateCredentials(ctx, key, at); !errors.Is(err, proxy.ErrNotFound) {
+			t.Errorf("RotateCredentials of an absent proxy: %v, want ErrNotFound", err)
+		}
+	}
+
+	failed := *p
+	failed.Status.Phase, failed.Status.Message = proxy.PhaseFailed, "the image does not exist"
+	if failed.UpdateTime, err = s.UpdateStatus(ctx, &failed); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.UpdateSpec(ctx, p.Key(), at, set([]string{"192.0.2.0/24"}, nil)); !errors.Is(err, proxy.ErrFailed) {
+		t.Errorf("UpdateSpec of a Failed proxy: %v, want ErrFailed", err)
+	}
+	if _, err := s.RotateCredentials(ctx, p.Key(), at); !errors.Is(err, proxy.ErrFailed) {
+		t.Errorf("RotateCredentials of a Failed proxy: %v, want ErrFailed", err)
+	}
+	p, _ = s.Get(ctx, p.Key())
+	same("the refused changes of a Failed proxy", p)
+	if p, err = s.RequestDeletion(ctx, p.Key(), at); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.UpdateSpec(ctx, p.Key(), at, set([]string{"192.0.2.0/24"}, nil)); !errors.Is(err, proxy.ErrBeingDeleted) {
+		t.Errorf("UpdateSpec of a proxy being deleted: %v, want ErrBeingDeleted", err)
+	}
+	if _, err := s.RotateCredentials(ctx, p.Key(), at); !errors.Is(err, proxy.ErrBeingDeleted) {
+		t.Errorf("RotateCredentials of a proxy being deleted: %v, want ErrBeingDeleted", err)
+	}
+	same("the refused changes of a proxy being deleted", p)
+}
