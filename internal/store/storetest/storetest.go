@@ -57,6 +57,10 @@ func Run(t *testing.T, newStore func(t *testing.T) Store) {
 	t.Run("NamespaceListPages", func(t *testing.T) { testNamespaceList(t, newStore(t)) })
 	t.Run("CreateInNamespace", func(t *testing.T) { testCreateInNamespace(t, newStore(t)) })
 	t.Run("NamespaceDeletion", func(t *testing.T) { testNamespaceDeletion(t, newStore(t)) })
+	t.Run("PoolMembers", func(t *testing.T) { testMembers(t, pools(t, newStore(t))) })
+	t.Run("PoolMembersConcurrent", func(t *testing.T) { testConcurrentEnsure(t, pools(t, newStore(t))) })
+	t.Run("PoolClaim", func(t *testing.T) { testClaim(t, pools(t, newStore(t))) })
+	t.Run("PoolDocuments", func(t *testing.T) { testPoolDocuments(t, pools(t, newStore(t))) })
 }
 
 var base = time.Date(2026, 12, 2, 9, 0, 0, 0, time.UTC)
