@@ -57,4 +57,3 @@ func (s *Store) PutPool(ctx context.Context, p *proxy.Pool) (*proxy.Pool, error)
 	out.UpdateTime = commit.CommitTime()
 	return out, nil
 }
-
