@@ -84,6 +84,7 @@ func (run *run) create(ctx context.Context) (outcome, error) {
 	next.Reconciler.Attempts = 0
 	next.Reconciler.NotFoundSince = time.Time{}
 	next.Reconciler.BootStart = now
+	next.Reconciler.SentGeneration = engineGeneration(p)
 	setReady(next, "False", "Provisioning", "Instance "+id+" is provisioning.", now)
 	return done, run.write(ctx, next, false)
 }
@@ -110,7 +111,7 @@ func (run *run) bootstrap(ctx context.Context) (cloudInit, startupScript string,
 	case s.CloudInit != "":
 		return s.CloudInit, "", nil, nil
 	case run.r.opts.Bootstrap != nil:
-		script, engine, err := run.r.opts.Bootstrap(s, run.doc.Reconciler.Credentials, run.doc.Generation)
+		script, engine, err := run.r.opts.Bootstrap(s, run.doc.Reconciler.Credentials, engineGeneration(run.doc))
 		if err != nil {
 			return "", "", nil, bootstrapError{fmt.Errorf("rendering the startup script: %w", err)}
 		}

@@ -43,7 +43,7 @@ func (run *run) observe(ctx context.Context) (outcome, error) {
 	switch {
 	case inst.State == provider.StateStopped || inst.State == provider.StateTerminated:
 		return run.replace(ctx, "Instance"+string(inst.State), fmt.Sprintf("Instance %s is %s; replacing it.", p.Status.ProviderID, inst.State))
-	case inst.State == provider.StateRunning && inst.IP != "":
+	case inst.State == provider.StateRunning && inst.IP != "" && run.servesWanted(inst):
 		return run.ready(ctx, next, inst)
 	case inst.BootError != "":
 		return run.bootFailed(ctx, "BootFailed", fmt.Sprintf("Instance %s reported that it cannot serve: %s.", p.Status.ProviderID, inst.BootError))
@@ -77,6 +77,9 @@ func (run *run) ready(ctx context.Context, next *proxy.Proxy, inst *provider.Ins
 	}
 	setReady(next, "True", "Ready", msg, now)
 	if err := run.write(ctx, next, false); err != nil {
+		return done, err
+	}
+	if err := run.retire(ctx, run.prov); err != nil {
 		return done, err
 	}
 	if p.Status.Phase != proxy.PhaseReady {
