@@ -248,3 +248,18 @@ func wrapPool(name, doing string, err error) error {
 	}
 	return wrapPath(proxy.PoolPath(name), doing, err)
 }
+
+// PoolNames returns the name of every pool, for the collector to re-drive
+// them: a projection of no field, one read each.
+func (s *Store) PoolNames(ctx context.Context) ([]string, error) {
+	snaps, err := s.client.Collection(proxy.PoolsCollection).Select().Documents(ctx).GetAll()
+	if err != nil {
+		return nil, fmt.Errorf("reading the names of the pools: %w", err)
+	}
+	queried(ctx, len(snaps))
+	names := make([]string, 0, len(snaps))
+	for _, snap := range snaps {
+		names = append(names, snap.Ref.ID)
+	}
+	return names, nil
+}

@@ -203,3 +203,15 @@ func clonePool(p *proxy.Pool) *proxy.Pool {
 	}
 	return &c
 }
+
+// PoolNames returns the name of every pool, sorted.
+func (s *Store) PoolNames(context.Context) ([]string, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var names []string
+	for _, p := range s.sortedPools() {
+		names = append(names, p.Name)
+	}
+	s.reads += max(len(names), 1)
+	return names, nil
+}
