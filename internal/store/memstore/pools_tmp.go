@@ -3,6 +3,7 @@ package memstore
 import (
 	"context"
 	"fmt"
+	"time"
 
 	"github.com/egress-proxies/egress/internal/proxy"
 )
@@ -43,4 +44,21 @@ func (s *Store) PutPool(_ context.Context, p *proxy.Pool) (*proxy.Pool, error) {
 	s.pools[p.Name] = next
 	s.writes++
 	return clonePool(next), nil
+}
+
+// RequestPoolDeletion marks the pool for deletion at now (kept from the
+// first request).
+func (s *Store) RequestPoolDeletion(_ context.Context, name string, now time.Time) (*proxy.Pool, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	p, ok := s.pools[name]
+	if !ok {
+		return nil, fmt.Errorf("%s: %w", proxy.PoolPath(name), proxy.ErrNotFound)
+	}
+	if p.DeleteRequestTime == nil {
+		p.DeleteRequestTime = &now
+		p.UpdateTime = s.tick()
+		s.writes++
+	}
+	return clonePool(p), nil
 }
