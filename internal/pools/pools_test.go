@@ -86,8 +86,6 @@ func (r *reconfigurable) Reconfigure(ctx context.Context, id string, req provide
 	return nil
 }
 
-
-
 // providers hands out the one provider.
 type providers struct{ p *reconfigurable }
 
