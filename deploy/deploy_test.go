@@ -253,7 +253,24 @@ func TestTerraformMatchesTheCode(t *testing.T) {
 	if !eventTypes[events.DocumentWritten] || !eventTypes[queue.MessagePublishedType] {
 		t.Errorf("event types %v: want both %s and %s", eventTypes, events.DocumentWritten, queue.MessagePublishedType)
 	}
-	if diff := cmp.Diff([]string{proxy.DocumentPattern}, patterns); diff != "" {
+	// The warm pools' patterns are Eventarc triggers of their own (a
+	// function has one event_trigger), of the same event type.
+	for _, tr := range m.resources("google_eventarc_trigger") {
+		for _, mc := range nested(tr.Body, "matching_criteria") {
+			switch literal(t, mc.Body, "attribute") {
+			case "document":
+				patterns = append(patterns, literal(t, mc.Body, "value"))
+			case "type":
+				if typ := literal(t, mc.Body, "value"); typ != events.DocumentWritten {
+					t.Errorf("an Eventarc trigger takes %q, which Reconcile does not", typ)
+				}
+			}
+		}
+	}
+	sort.Strings(patterns)
+	wantPatterns := []string{proxy.DocumentPattern, proxy.PoolPattern, proxy.MemberPattern}
+	sort.Strings(wantPatterns)
+	if diff := cmp.Diff(wantPatterns, patterns); diff != "" {
 		t.Errorf("Firestore trigger document patterns (-code +Terraform):\n%s", diff)
 	}
 

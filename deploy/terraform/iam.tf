@@ -74,8 +74,10 @@ resource "google_project_iam_custom_role" "reconcile" {
     "compute.subnetworks.useExternalIp",
     "compute.zoneOperations.list",
     "datastore.databases.get",
+    "datastore.entities.create",
     "datastore.entities.delete",
     "datastore.entities.get",
+    "datastore.entities.list",
     "datastore.entities.update",
   ]
 }

@@ -201,18 +201,38 @@ func MendFirestorePush(req *http.Request) (event.Event, error) {
 	return e, nil
 }
 
+// TriggerPatterns are the document patterns Reconcile is triggered on, as
+// deploy/terraform's Eventarc triggers match them: proxies, warm pools and
+// pools' members. Each becomes a trigger of its own, with this suffix on
+// its id.
+var TriggerPatterns = []struct{ Suffix, Pattern string }{
+	{"", proxy.DocumentPattern},
+	{"-pools", proxy.PoolPattern},
+	{"-members", proxy.MemberPattern},
+}
+
 // RegisterFirestoreTrigger registers, on the Firestore emulator at host, a
-// trigger that pushes every write under namespaces/{namespace}/proxies/{proxy}
-// to the functions emulator address the emulator was started with. Triggers
-// vanish when the emulator stops, so this runs at every start.
+// trigger for each of TriggerPatterns that pushes every write of a
+// matching document to the functions emulator address the emulator was
+// started with. Triggers vanish when the emulator stops, so this runs at
+// every start.
 func RegisterFirestoreTrigger(ctx context.Context, host, project, triggerID string) error {
+	for _, t := range TriggerPatterns {
+		if err := registerFirestoreTrigger(ctx, host, project, triggerID+t.Suffix, t.Pattern); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func registerFirestoreTrigger(ctx context.Context, host, project, triggerID, pattern string) error {
 	// "database" must be present: without it the emulator corrupts later
 	// writes (EMULATORS.md).
 	body, _ := json.Marshal(map[string]any{
 		"eventType": FirestoreWrittenType,
 		"database":  "(default)",
 		"namespace": "(default)",
-		"document":  map[string]string{"value": proxy.DocumentPattern, "matchType": "PATH_PATTERN"},
+		"document":  map[string]string{"value": pattern, "matchType": "PATH_PATTERN"},
 	})
 	url := fmt.Sprintf("http://%s/emulator/v1/projects/%s/eventarcTrigger?eventarcTriggerId=%s", host, project, triggerID)
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, url, bytes.NewReader(body))

@@ -29,6 +29,7 @@ import (
 	"github.com/egress-proxies/egress/internal/clock"
 	"github.com/egress-proxies/egress/internal/gc"
 	"github.com/egress-proxies/egress/internal/logging"
+	"github.com/egress-proxies/egress/internal/pools"
 	"github.com/egress-proxies/egress/internal/provider"
 	"github.com/egress-proxies/egress/internal/proxy"
 	"github.com/egress-proxies/egress/internal/proxyengine"
@@ -69,6 +70,7 @@ type App struct {
 
 	api        http.Handler
 	reconciler *reconcile.Reconciler
+	pools      *pools.Reconciler
 	collector  *gc.Collector
 }
 
@@ -116,6 +118,7 @@ func New(ctx context.Context, getenv Getenv, opts Options) (*App, error) {
 	}
 	if cfg.serves(Reconcile) {
 		a.reconciler = reconcile.New(a.store, a.Providers, a.publisher, a.secrets, now, a.Log, a.reconcileOptions())
+		a.pools = pools.New(a.store, now, a.Log)
 	}
 	if cfg.serves(CollectGarbage) {
 		a.collector = gc.New(a.Providers, a.store, a.publisher, now, a.Log, a.gcOptions())

@@ -25,6 +25,7 @@ func (a *App) Reconcile(ctx context.Context, e event.Event) error {
 	ctx, inv := metering.Start(ctx, string(Reconcile))
 	var (
 		key     proxy.Key
+		pool    string
 		t       reconcile.Trigger
 		outcome = metering.OK
 	)
@@ -32,6 +33,9 @@ func (a *App) Reconcile(ctx context.Context, e event.Event) error {
 		attrs := []slog.Attr{slog.String("trigger", string(t.Reason))}
 		if key != (proxy.Key{}) {
 			attrs = append(attrs, slog.String("document", key.Path()))
+		}
+		if pool != "" {
+			attrs = append(attrs, slog.String("document", proxy.PoolPath(pool)))
 		}
 		inv.End(ctx, a.Log, outcome, attrs...)
 	}()
@@ -46,11 +50,12 @@ func (a *App) Reconcile(ctx context.Context, e event.Event) error {
 	switch {
 	case events.IsDocumentEvent(e):
 		t.Reason = proxy.ReasonWritten
-		key, err = events.DocumentKey(e)
+		key, pool, err = events.Document(e)
 	case e.Type() == queue.MessagePublishedType:
 		var rm proxy.ReconcileMessage
 		if key, rm, err = queue.DecodeReconcileEvent(e); err == nil {
 			t = reconcile.TriggerOf(rm)
+			pool, _ = rm.PoolName()
 		}
 	default:
 		err = errors.New("Reconcile takes Firestore document events and messagePublished events on " + queue.ReconcileTopic + " and " + queue.CallHomeTopic)
@@ -60,9 +65,23 @@ func (a *App) Reconcile(ctx context.Context, e event.Event) error {
 		log.ErrorContext(ctx, "Reconcile: event ignored", slog.Any("error", err))
 		return nil
 	}
+	if pool != "" {
+		return a.reconcilePool(ctx, log, pool, &outcome)
+	}
 	if err := a.reconciler.Reconcile(ctx, key, t); err != nil {
 		outcome = metering.Failed
 		log.ErrorContext(ctx, "Reconcile: run failed; the event will be delivered again", slog.String("document", key.Path()), slog.Any("error", err))
+		return err
+	}
+	return nil
+}
+
+// reconcilePool runs one reconcile of a warm pool (package pools), for an
+// event of its document or a message naming it.
+func (a *App) reconcilePool(ctx context.Context, log *slog.Logger, pool string, outcome *string) error {
+	if err := a.pools.Reconcile(ctx, pool); err != nil {
+		*outcome = metering.Failed
+		log.ErrorContext(ctx, "Reconcile: pool run failed; the event will be delivered again", slog.String("document", proxy.PoolPath(pool)), slog.Any("error", err))
 		return err
 	}
 	return nil

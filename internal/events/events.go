@@ -46,9 +46,42 @@ func IsDocumentEvent(e event.Event) bool {
 // of the document in the data (its new value, or its old one for a
 // delete). Every error wraps ErrMalformed.
 func DocumentKey(e event.Event) (proxy.Key, error) {
-	data, err := decode(e)
+	path, err := documentPath(e)
+	if err != nil {
+		return proxy.Key{}, err
+	}
+	key, err := proxy.ParseKey(path)
 	if err != nil {
 		return proxy.Key{}, fmt.Errorf("%w: event %s: %w", ErrMalformed, e.ID(), err)
+	}
+	return key, nil
+}
+
+// Document returns what a Firestore event is about: a proxy document
+// (a namespace's proxy or a pool's member) as its key, or a warm pool's
+// document (pools/{pool}) as the pool's name, the key then zero. Every
+// error wraps ErrMalformed.
+func Document(e event.Event) (key proxy.Key, pool string, err error) {
+	path, err := documentPath(e)
+	if err != nil {
+		return proxy.Key{}, "", err
+	}
+	if name, perr := proxy.ParsePoolPath(path); perr == nil {
+		return proxy.Key{}, name, nil
+	}
+	key, err = proxy.ParseKey(path)
+	if err != nil {
+		return proxy.Key{}, "", fmt.Errorf("%w: event %s: %w", ErrMalformed, e.ID(), err)
+	}
+	return key, "", nil
+}
+
+// documentPath is the path of the document the event is about: its
+// subject, or the name in its data.
+func documentPath(e event.Event) (string, error) {
+	data, err := decode(e)
+	if err != nil {
+		return "", fmt.Errorf("%w: event %s: %w", ErrMalformed, e.ID(), err)
 	}
 	path := e.Subject()
 	if path == "" {
@@ -58,13 +91,9 @@ func DocumentKey(e event.Event) (proxy.Key, error) {
 		path = data.GetOldValue().GetName()
 	}
 	if path == "" {
-		return proxy.Key{}, fmt.Errorf("%w: event %s names no document: no subject and no document name in its data", ErrMalformed, e.ID())
+		return "", fmt.Errorf("%w: event %s names no document: no subject and no document name in its data", ErrMalformed, e.ID())
 	}
-	key, err := proxy.ParseKey(path)
-	if err != nil {
-		return proxy.Key{}, fmt.Errorf("%w: event %s: %w", ErrMalformed, e.ID(), err)
-	}
-	return key, nil
+	return path, nil
 }
 
 // decode reads the DocumentEventData in the encoding the event declares.

@@ -178,6 +178,8 @@ type SweepSummary struct {
 	// was missing from the listings or stopped; DriftFailed, those whose
 	// request could not be published.
 	Drifted, DriftFailed int
+	// Pools is the number of warm pools re-driven (every one, each run).
+	Pools int
 }
 
 // Report is the outcome of one run.
@@ -270,6 +272,9 @@ func (c *Collector) Run(ctx context.Context) (Report, error) {
 	var sweepErr error
 	report.Sweep, sweepErr = c.sweep(ctx, now)
 	errs = append(errs, sweepErr)
+	var poolsErr error
+	report.Sweep.Pools, poolsErr = c.redrivePools(ctx)
+	errs = append(errs, poolsErr)
 	if err == nil {
 		var driftErr error
 		report.Sweep.Drifted, report.Sweep.DriftFailed, driftErr = c.drift(ctx, now, listings, uids)

@@ -36,6 +36,9 @@ var (
 	// ErrCreatesPerHour: the namespace's requests asked for as many VMs
 	// within the last hour as it may.
 	ErrCreatesPerHour = errors.New("namespace asked for its VMs of the hour")
+	// ErrNoWarmVM: the pool has no member whose VM may be claimed now
+	// (Ready, unclaimed, not being deleted); the proxy is created cold.
+	ErrNoWarmVM = errors.New("pool has no warm VM")
 )
 
 // RetryError is a request refused until At, when the same request may be

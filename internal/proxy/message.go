@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"fmt"
+	"strings"
 )
 
 // Reason says why a reconcile runs: what brought the event or the message.
@@ -30,6 +31,12 @@ const (
 	// VM is due for rotation: older than the spec's maxAge, or older than
 	// a rotate request.
 	ReasonAge Reason = "age"
+	// ReasonClaimed asks a warm pool (a message naming pools/{pool}) to
+	// refill after a proxy claimed one of its VMs.
+	ReasonClaimed Reason = "claimed"
+	// ReasonMember asks a warm pool to look again after one of its members
+	// became Ready or Failed, or went.
+	ReasonMember Reason = "member"
 )
 
 // Requested reports whether the reason is a request to look at the
@@ -60,6 +67,17 @@ type ReconcileMessage struct {
 	// document on without releasing the lease (which would cost a write and
 	// an event).
 	Lease string `json:"lease,omitempty"`
+}
+
+// PoolName is the pool whose document the message names
+// ({"document":"pools/P"}), if it names one: such a message asks for the
+// pool's reconcile, not a proxy's.
+func (m ReconcileMessage) PoolName() (string, bool) {
+	if !strings.HasPrefix(m.Document, PoolsCollection+"/") && !strings.Contains(m.Document, "/documents/"+PoolsCollection+"/") {
+		return "", false
+	}
+	name, err := ParsePoolPath(m.Document)
+	return name, err == nil
 }
 
 // Key is the document the message names.

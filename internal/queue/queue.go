@@ -70,11 +70,16 @@ func DecodeMessagePublished(e cloudevents.Event) (MessagePublishedData, error) {
 }
 
 // DecodeReconcileMessage reads the document key out of a message on
-// ReconcileTopic.
+// ReconcileTopic. A message naming a warm pool's document
+// ({"document":"pools/P"}, rm.PoolName) has no key: it asks for the
+// pool's reconcile.
 func DecodeReconcileMessage(m Message) (proxy.Key, proxy.ReconcileMessage, error) {
 	var rm proxy.ReconcileMessage
 	if err := json.Unmarshal(m.Data, &rm); err != nil {
 		return proxy.Key{}, rm, fmt.Errorf("message %s on %s: body is not a ReconcileMessage: %w", m.MessageID, ReconcileTopic, err)
+	}
+	if _, ok := rm.PoolName(); ok {
+		return proxy.Key{}, rm, nil
 	}
 	k, err := rm.Key()
 	if err != nil {

@@ -46,10 +46,11 @@ func (run *run) create(ctx context.Context) (outcome, error) {
 		// attempt recorded before generations were gets the document's.
 		next.Reconciler.SentGeneration = p.Generation
 	}
-	if next.Reconciler.Credentials.IsZero() {
+	if next.Reconciler.Credentials.IsZero() && !run.key.IsMember() {
 		// Made with the first VM, in the write that records its create, and
 		// kept for every VM after it: a client's configuration outlives a
-		// replaced VM.
+		// replaced VM. A warm pool's member has none: its VM serves no one
+		// until a proxy claims it and gives it the proxy's.
 		creds, err := proxy.NewCredentials()
 		if err != nil {
 			return done, err

@@ -18,7 +18,7 @@ func (run *run) deleting(ctx context.Context) (outcome, error) {
 		id = run.created
 	}
 	var prov provider.Provider
-	if id != "" || p.Reconciler.AddressID != "" {
+	if id != "" || p.Reconciler.AddressID != "" || p.Reconciler.Retiring != "" {
 		var err error
 		prov, err = run.r.providers.Get(ctx, p.Spec.Provider)
 		if errors.Is(err, provider.ErrNotConfigured) {
@@ -26,6 +26,12 @@ func (run *run) deleting(ctx context.Context) (outcome, error) {
 		}
 		if err != nil {
 			return run.deletionError(ctx, fmt.Errorf("provider %q is not available: %w", p.Spec.Provider, err))
+		}
+	}
+	if !run.deleteSent {
+		// The VM a make-before-break rotation replaced goes with the proxy.
+		if err := run.retire(ctx, prov); err != nil {
+			return done, err
 		}
 	}
 	if id != "" {

@@ -97,6 +97,9 @@ func (run *run) ready(ctx context.Context, next *proxy.Proxy, inst *provider.Ins
 	if err := run.write(ctx, next, false); err != nil {
 		return done, err
 	}
+	if err := run.retire(ctx, run.prov); err != nil {
+		return done, err
+	}
 	switch p.Status.Phase {
 	case proxy.PhaseReady:
 	case proxy.PhaseReconfiguring:

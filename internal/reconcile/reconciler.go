@@ -200,7 +200,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, key proxy.Key, t Trigger) er
 		deadline: r.clock.Now().Add(r.opts.WaitBudget),
 		log:      r.log.With(slog.String("document", key.Path()), slog.String("reason", string(t.Reason))),
 	}
-	return run.do(ctx)
+	err := run.do(ctx)
+	run.nudgePool(ctx)
+	return err
 }
 
 // run is the state of one reconcile.
@@ -284,6 +286,10 @@ func (run *run) step(ctx context.Context) (outcome, error) {
 		run.log.InfoContext(ctx, "call-home for another uid; nothing to do", slog.String("uid", run.trigger.UID))
 		return done, nil
 	}
+	if p.ClaimedBy != nil {
+		// A pool's member whose VM a proxy claimed: the VM is not its own.
+		return run.tombstone(ctx)
+	}
 	if p.DeleteRequestTime != nil {
 		// Deletion goes first and ignores the lease: the user wants the VM
 		// gone, and deleting is idempotent however many runs do it.
@@ -333,10 +339,12 @@ func (run *run) step(ctx context.Context) (outcome, error) {
 	case p.Status.Phase == proxy.PhaseReplacing:
 		return run.replacing(ctx)
 	case p.Status.ProviderID == "":
-		return run.create(ctx)
+		return run.createOrClaim(ctx)
 	case !requested && run.changePending():
-		// A write brought a generation the VM was not given: hand it over
-		// without a look at the VM first (the call-home brings that look).
+		// A write brought a generation the VM was not given (a PATCH, new
+		// credentials, a claim cut short before its Reconfigure): hand it
+		// over without a look at the VM first (the call-home brings that
+		// look).
 		return run.reconfigure(ctx, reconfiguringPhase(p.Status.Phase))
 	default:
 		return run.observe(ctx)

@@ -45,6 +45,9 @@ func (run *run) rotationDue() bool {
 // the same credentials and, for a Static proxy, the same address. It counts
 // a rotation, not a replacement.
 func (run *run) rotate(ctx context.Context) (outcome, error) {
+	if claimed, out, err := run.rotateWarm(ctx); claimed || err != nil {
+		return out, err
+	}
 	p := run.doc
 	why := "a rotate request"
 	if t := p.RotateRequestTime; t == nil || !p.Reconciler.BootStart.Before(*t) {

@@ -150,13 +150,13 @@ func wrapPool(name, doing string, err error) error {
 	var fe proxy.FieldErrors
 	switch {
 	case errors.As(err, &fe), errors.Is(err, proxy.ErrBeingDeleted), errors.Is(err, proxy.ErrInvalidPageToken):
-		return fmt.Errorf("%s pool %q: %w", doing, name, err)
+		return fmt.Errorf("%s %s: %w", doing, proxy.PoolPath(name), err)
 	}
 	switch status.Code(err) {
 	case codes.NotFound:
-		return fmt.Errorf("%s pool %q: %w (%w)", doing, name, proxy.ErrNotFound, err)
+		return fmt.Errorf("%s %s: %w (%w)", doing, proxy.PoolPath(name), proxy.ErrNotFound, err)
 	case codes.AlreadyExists, codes.FailedPrecondition, codes.Aborted:
-		return fmt.Errorf("%s pool %q: %w (%w)", doing, name, proxy.ErrConflict, err)
+		return fmt.Errorf("%s %s: %w (%w)", doing, proxy.PoolPath(name), proxy.ErrConflict, err)
 	}
-	return fmt.Errorf("%s pool %q: %w", doing, name, err)
+	return fmt.Errorf("%s %s: %w", doing, proxy.PoolPath(name), err)
 }

@@ -61,11 +61,16 @@ func (s *Store) LiveUIDs(ctx context.Context) (map[string]proxy.Claim, error) {
 	}
 }
 
-// keyOf is the key of a proxy document reference.
+// keyOf is the key of a proxy document reference: a namespace's proxy, or
+// a pool's member (pools/{pool}/proxies/{name}).
 func keyOf(ref *firestore.DocumentRef) proxy.Key {
 	k := proxy.Key{Name: ref.ID}
-	if ns := ref.Parent.Parent; ns != nil {
-		k.Namespace = ns.ID
+	if parent := ref.Parent.Parent; parent != nil {
+		if parent.Parent != nil && parent.Parent.ID == proxy.PoolsCollection {
+			k.Pool = parent.ID
+		} else {
+			k.Namespace = parent.ID
+		}
 	}
 	return k
 }

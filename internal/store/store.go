@@ -62,6 +62,9 @@ type Store struct {
 func New(client *firestore.Client) *Store { return &Store{client: client} }
 
 func (s *Store) ref(key proxy.Key) *firestore.DocumentRef {
+	if key.IsMember() {
+		return s.pool(key.Pool).Collection(ProxiesCollection).Doc(key.Name)
+	}
 	return s.client.Collection(NamespacesCollection).Doc(key.Namespace).Collection(ProxiesCollection).Doc(key.Name)
 }
 
@@ -103,6 +106,9 @@ func (s *Store) CreateInNamespace(ctx context.Context, p *proxy.Proxy, admit ten
 
 func (s *Store) create(ctx context.Context, p *proxy.Proxy, needNamespace bool, admit tenancy.Admission) (*proxy.Proxy, error) {
 	key := p.Key()
+	if key.IsMember() {
+		return s.createMember(ctx, p)
+	}
 	ref, counter := s.ref(key), s.namespace(key.Namespace)
 	release, err := s.counters.acquire(ctx, key.Namespace)
 	if err != nil {
@@ -253,6 +259,14 @@ func (s *Store) UpdateStatus(ctx context.Context, p *proxy.Proxy) (time.Time, er
 // uncounts it from the namespace's quota in the same transaction.
 func (s *Store) Delete(ctx context.Context, key proxy.Key, updateTime time.Time) error {
 	ref := s.ref(key)
+	if key.IsMember() {
+		// A member counts against no namespace: only the document goes.
+		_, err := ref.Delete(ctx, firestore.LastUpdateTime(updateTime))
+		if err == nil {
+			metering.Add(ctx, metering.FirestoreWrite, 1)
+		}
+		return wrap(key, "deleting", err)
+	}
 	release, err := s.counters.acquire(ctx, key.Namespace)
 	if err != nil {
 		return wrap(key, "deleting", err)
@@ -289,12 +303,17 @@ func decode(snap *firestore.DocumentSnapshot) (*proxy.Proxy, error) {
 
 // wrap names the document and maps Firestore's codes to the domain errors.
 func wrap(key proxy.Key, doing string, err error) error {
+	return wrapPath(key.Path(), doing, err)
+}
+
+// wrapPath is wrap for a document named by its path.
+func wrapPath(key, doing string, err error) error {
 	if err == nil {
 		return nil
 	}
 	var domain error
 	switch {
-	case errors.Is(err, proxy.ErrAlreadyExists), errors.Is(err, proxy.ErrConflict),
+	case errors.Is(err, proxy.ErrNoWarmVM), errors.Is(err, proxy.ErrAlreadyExists), errors.Is(err, proxy.ErrConflict),
 		errors.Is(err, proxy.ErrQuotaExceeded), errors.Is(err, proxy.ErrNotFound),
 		errors.Is(err, proxy.ErrBeingDeleted), errors.Is(err, tenancy.ErrNamespaceNotFound),
 		errors.Is(err, proxy.ErrNotReady), errors.Is(err, proxy.ErrFailed), errors.Is(err, proxy.ErrRotatedRecently), errors.Is(err, proxy.ErrCreatesPerHour):

@@ -88,6 +88,9 @@ func (s *Store) CreateInNamespace(ctx context.Context, p *proxy.Proxy, admit ten
 func (s *Store) create(_ context.Context, p *proxy.Proxy, needNamespace bool, admit tenancy.Admission) (*proxy.Proxy, error) {
 	s.mu.Lock()
 	key := p.Key()
+	if key.IsMember() {
+		return s.createMember(p)
+	}
 	ns := s.namespaces[key.Namespace]
 	var view *tenancy.Namespace
 	if ns != nil {
@@ -288,7 +291,7 @@ func (s *Store) Delete(_ context.Context, key proxy.Key, updateTime time.Time) e
 		return fmt.Errorf("%s changed since %s: %w", key, updateTime.Format(time.RFC3339Nano), proxy.ErrConflict)
 	}
 	delete(s.docs, key)
-	if ns := s.namespaces[key.Namespace]; ns != nil {
+	if ns := s.namespaces[key.Namespace]; ns != nil && !key.IsMember() {
 		ns.ProxyCount--
 	}
 	s.writes++
@@ -347,6 +350,9 @@ func (s *Store) Keys() []proxy.Key {
 		keys = append(keys, k)
 	}
 	slices.SortFunc(keys, func(a, b proxy.Key) int {
+		if a.Pool != b.Pool {
+			return compare(a.Pool, b.Pool)
+		}
 		if a.Namespace != b.Namespace {
 			return compare(a.Namespace, b.Namespace)
 		}
@@ -405,5 +411,10 @@ func clone(p *proxy.Proxy) *proxy.Proxy {
 		c.RotateRequestTime = &t
 	}
 	c.Spec.ConnectPorts = slices.Clone(p.Spec.ConnectPorts)
+	c.Reconciler.FullZones = slices.Clone(p.Reconciler.FullZones)
+	if p.ClaimedBy != nil {
+		cb := *p.ClaimedBy
+		c.ClaimedBy = &cb
+	}
 	return &c
 }

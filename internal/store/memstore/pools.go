@@ -21,7 +21,7 @@ func (s *Store) PutPool(_ context.Context, name string, spec proxy.PoolSpec, now
 	}
 	next, fields, created, err := rules.PutPool(name, existing, spec, now)
 	if err != nil {
-		return nil, false, fmt.Errorf("putting pool %q: %w", name, err)
+		return nil, false, fmt.Errorf("putting %s: %w", proxy.PoolPath(name), err)
 	}
 	if created || len(fields) > 0 {
 		next.UpdateTime = s.tick()
@@ -39,7 +39,7 @@ func (s *Store) GetPool(_ context.Context, name string) (*proxy.Pool, error) {
 	s.reads++
 	p, ok := s.pools[name]
 	if !ok {
-		return nil, fmt.Errorf("pool %q: %w", name, proxy.ErrNotFound)
+		return nil, fmt.Errorf("%s: %w", proxy.PoolPath(name), proxy.ErrNotFound)
 	}
 	return rules.ClonePool(p), nil
 }
@@ -76,7 +76,7 @@ func (s *Store) RequestPoolDeletion(_ context.Context, name string, now time.Tim
 	s.reads++
 	p, ok := s.pools[name]
 	if !ok {
-		return nil, fmt.Errorf("pool %q: %w", name, proxy.ErrNotFound)
+		return nil, fmt.Errorf("%s: %w", proxy.PoolPath(name), proxy.ErrNotFound)
 	}
 	if len(rules.RequestPoolDeletion(p, now)) > 0 {
 		p.UpdateTime = s.tick()

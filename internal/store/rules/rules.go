@@ -35,9 +35,12 @@ const (
 // RequestDeletion marks p for deletion at now and returns the fields that
 // changed: deleteRequestTime, phase Deleting, and a progress time for the
 // sweep. A proxy whose deletion was requested already keeps its first
-// request: nothing changes and the result is nil.
+// request: nothing changes and the result is nil. So does a pool's member
+// whose VM a proxy claimed (ClaimedBy): the VM is the proxy's now, and a
+// shrink or a deleted pool must not take it (the check is in the same
+// transaction as the read, which a claim's transaction serialises with).
 func RequestDeletion(p *proxy.Proxy, now time.Time) []Field {
-	if p.DeleteRequestTime != nil {
+	if p.DeleteRequestTime != nil || p.ClaimedBy != nil {
 		return nil
 	}
 	p.DeleteRequestTime = &now

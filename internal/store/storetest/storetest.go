@@ -66,6 +66,10 @@ func Run(t *testing.T, newStore func(t *testing.T) Store) {
 	t.Run("NamespaceDeletion", func(t *testing.T) { testNamespaceDeletion(t, newStore(t)) })
 	t.Run("LiveChanges", func(t *testing.T) { testLiveChanges(t, newStore(t)) })
 	t.Run("Pools", func(t *testing.T) { testPools(t, newStore(t)) })
+	t.Run("PoolMembers", func(t *testing.T) { testMembers(t, pools(t, newStore(t))) })
+	t.Run("PoolMembersConcurrent", func(t *testing.T) { testConcurrentEnsure(t, pools(t, newStore(t))) })
+	t.Run("PoolClaim", func(t *testing.T) { testClaim(t, pools(t, newStore(t))) })
+	t.Run("PoolDocuments", func(t *testing.T) { testPoolDocuments(t, pools(t, newStore(t))) })
 }
 
 var base = time.Date(2026, 12, 2, 9, 0, 0, 0, time.UTC)

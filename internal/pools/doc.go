@@ -1,0 +1,44 @@
+// Package pools keeps warm pools filled: the pool reconcile, which the
+// Reconcile function runs for a pool document's events, for a message
+// naming pools/{pool} on proxy-reconcile (a claim, a member that became
+// Ready, failed or went) and for every pool on each run of the collector.
+//
+// A pool's members are proxy documents beneath it,
+// pools/{pool}/proxies/{name}. The proxy reconciler (package reconcile)
+// boots, proves, replaces and deletes each member's VM as it does any
+// proxy's, with generation 0 and no users; this package only decides how
+// many members there are. A member a proxy claimed (ClaimedBy) is a
+// tombstone: its VM is the proxy's, and the member's uid claims it for the
+// collector until the proxy's run has relabelled it.
+//
+// It is level-triggered: a run reads the pool and its members and does
+// what closes the gap (pool × what the run sees → what it does):
+//
+//	pool            sees                                 does
+//	(any)           no pool document                     nothing
+//	(any)           a member claimed over TombstoneTTL   delete its document (never its VM)
+//	                ago
+//	(any)           a Failed unclaimed member            request its deletion (its reconcile
+//	                                                     deletes the VM, then the document)
+//	live            fewer live members than size         create the missing ones, in one
+//	                                                     transaction with the query of the
+//	                                                     members (never overfilled)
+//	live            more live members than size          request the deletion of the excess,
+//	                                                     booting ones first
+//	being deleted   unclaimed members                    request the deletion of each
+//	being deleted   no member document left              delete the pool document
+//	(any)           a status that differs from what      write it (warm, booting,
+//	                it sees                              claimsLastHour, message)
+//
+// Live members are the unclaimed ones neither failed nor being deleted.
+// Every step is idempotent and safe under duplicate and concurrent runs: a
+// deletion request is idempotent and never marks a claimed member (package
+// rules), the creates are one transaction, the deletions carry update-time
+// preconditions, and two runs choose the same excess members (booting
+// first, then by name). The status is written only when it changed, with
+// an update-time precondition, so the event of the run's own write finds
+// nothing to do.
+//
+// The package imports neither Firestore nor Compute: it sees the documents
+// through Store and time through an injected clock.
+package pools

@@ -1,0 +1,183 @@
+package pools
+
+import (
+	"cmp"
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"time"
+
+	"github.com/egress-proxies/egress/internal/clock"
+	"github.com/egress-proxies/egress/internal/proxy"
+	"github.com/egress-proxies/egress/internal/store/rules"
+)
+
+// Store is the part of the document store a pool's run uses. *store.Store
+// and *memstore.Store satisfy it.
+type Store interface {
+	// GetPool reads the pool document (proxy.ErrNotFound when none).
+	GetPool(ctx context.Context, name string) (*proxy.Pool, error)
+	// Members returns every member document of the pool.
+	Members(ctx context.Context, pool string) ([]*proxy.Proxy, error)
+	// EnsureMembers creates the missing live members up to the pool's
+	// size, in one transaction with the query of the members.
+	EnsureMembers(ctx context.Context, pool string, now time.Time) ([]*proxy.Proxy, error)
+	// RequestDeletion marks a member for deletion; it is idempotent and
+	// marks no claimed member.
+	RequestDeletion(ctx context.Context, key proxy.Key, now time.Time) (*proxy.Proxy, error)
+	// Delete removes a document if its update time is still updateTime.
+	Delete(ctx context.Context, key proxy.Key, updateTime time.Time) error
+	// UpdatePoolStatus writes the pool's status if its update time is
+	// still p.UpdateTime (else proxy.ErrConflict).
+	UpdatePoolStatus(ctx context.Context, p *proxy.Pool) (time.Time, error)
+	// DeletePool removes the pool document if its update time is still
+	// updateTime (else proxy.ErrConflict).
+	DeletePool(ctx context.Context, name string, updateTime time.Time) error
+}
+
+// DefaultTombstoneTTL is how long a claimed member's document stays: long
+// enough for the claiming proxy's run to have relabelled the VM (its uid
+// claims the VM until then), and the window claimsLastHour counts.
+const DefaultTombstoneTTL = time.Hour
+
+// Reconciler runs pool reconciles. It is safe for concurrent use.
+type Reconciler struct {
+	store Store
+	clock clock.Clock
+	log   *slog.Logger
+	// TombstoneTTL is how long after its claim a claimed member's document
+	// is deleted; zero takes DefaultTombstoneTTL.
+	TombstoneTTL time.Duration
+}
+
+// New returns a Reconciler.
+func New(store Store, clk clock.Clock, log *slog.Logger) *Reconciler {
+	return &Reconciler{store: store, clock: clk, log: log, TombstoneTTL: DefaultTombstoneTTL}
+}
+
+// Reconcile runs one reconcile of the pool: the table of the package doc.
+// It returns an error only when the store could not be read or written, so
+// that the event is delivered again.
+func (r *Reconciler) Reconcile(ctx context.Context, name string) error {
+	log := r.log.With(slog.String("document", proxy.PoolPath(name)))
+	pool, err := r.store.GetPool(ctx, name)
+	if errors.Is(err, proxy.ErrNotFound) {
+		log.DebugContext(ctx, "pool gone; nothing to do")
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("reading %s: %w", proxy.PoolPath(name), err)
+	}
+	members, err := r.store.Members(ctx, name)
+	if err != nil {
+		return err
+	}
+	now := r.clock.Now()
+	ttl := cmp.Or(r.TombstoneTTL, DefaultTombstoneTTL)
+	var errs []error
+	status := proxy.PoolStatus{}
+	var live []*proxy.Proxy
+	left := 0 // member documents that stay after this run
+	for _, m := range members {
+		switch {
+		case m.ClaimedBy != nil:
+			if age := now.Sub(m.ClaimedBy.Time); age < time.Hour {
+				status.ClaimsLastHour++
+			}
+			if now.Sub(m.ClaimedBy.Time) >= ttl {
+				// Only the document: the VM is the claiming proxy's.
+				err := r.store.Delete(ctx, m.Key(), m.UpdateTime)
+				if err == nil || errors.Is(err, proxy.ErrNotFound) {
+					log.InfoContext(ctx, "claimed member's document deleted", slog.String("member", m.Name), slog.String("claimedBy", claimer(m)))
+					continue
+				}
+				if !errors.Is(err, proxy.ErrConflict) {
+					errs = append(errs, err)
+				}
+			}
+		case m.DeleteRequestTime != nil:
+		case m.Status.Phase == proxy.PhaseFailed:
+			status.Message = cmp.Or(status.Message, m.Status.Message)
+			errs = append(errs, r.requestDeletion(ctx, log, m, now, "failed"))
+		case pool.DeleteRequestTime != nil:
+			errs = append(errs, r.requestDeletion(ctx, log, m, now, "pool deleted"))
+		default:
+			live = append(live, m)
+		}
+		left++
+	}
+	if pool.DeleteRequestTime != nil {
+		if left == 0 {
+			if err := r.store.DeletePool(ctx, name, pool.UpdateTime); err != nil && !errors.Is(err, proxy.ErrNotFound) && !errors.Is(err, proxy.ErrConflict) {
+				return err
+			}
+			log.InfoContext(ctx, "pool deleted; no member left")
+			return nil
+		}
+	} else if excess := len(live) - pool.Spec.Size; excess > 0 {
+		// Booting ones first: a warm VM is what the pool is for. Every run
+		// picks the same ones, so concurrent runs do not shrink twice.
+		slices.SortFunc(live, func(a, b *proxy.Proxy) int {
+			return cmp.Or(cmp.Compare(boolInt(rules.Warm(a)), boolInt(rules.Warm(b))), cmp.Compare(a.Name, b.Name))
+		})
+		for _, m := range live[:excess] {
+			errs = append(errs, r.requestDeletion(ctx, log, m, now, "pool shrunk"))
+		}
+		live = live[excess:]
+	} else if excess < 0 {
+		created, err := r.store.EnsureMembers(ctx, name, now)
+		if err != nil {
+			return err
+		}
+		if len(created) > 0 {
+			log.InfoContext(ctx, "members created", slog.Int("created", len(created)), slog.Int("size", pool.Spec.Size))
+		}
+		live = append(live, created...)
+	}
+	for _, m := range live {
+		if rules.Warm(m) {
+			status.Warm++
+			continue
+		}
+		status.Booting++
+		// Why a member does not boot (a quota, a stockout) is why the
+		// pool cannot fill.
+		status.Message = cmp.Or(status.Message, m.Status.Message)
+	}
+	if status != pool.Status {
+		next := *pool
+		next.Status = status
+		if _, err := r.store.UpdatePoolStatus(ctx, &next); err != nil && !errors.Is(err, proxy.ErrConflict) && !errors.Is(err, proxy.ErrNotFound) {
+			// A conflict is another write, whose event brings the next run.
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// requestDeletion asks for a member's deletion: its own reconcile deletes
+// the VM, then the document.
+func (r *Reconciler) requestDeletion(ctx context.Context, log *slog.Logger, m *proxy.Proxy, now time.Time, why string) error {
+	_, err := r.store.RequestDeletion(ctx, m.Key(), now)
+	if errors.Is(err, proxy.ErrNotFound) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	log.InfoContext(ctx, "member deletion requested", slog.String("member", m.Name), slog.String("why", why))
+	return nil
+}
+
+func claimer(m *proxy.Proxy) string {
+	return proxy.Key{Namespace: m.ClaimedBy.Namespace, Name: m.ClaimedBy.Name}.Path()
+}
+
+func boolInt(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}

@@ -1,0 +1,172 @@
+package reconcile
+
+import (
+	"context"
+	"errors"
+	"log/slog"
+	"time"
+
+	"github.com/egress-proxies/egress/internal/provider"
+	"github.com/egress-proxies/egress/internal/proxy"
+)
+
+// Claimer is the part of the store that hands warm pools' VMs to proxies.
+// A Store that implements it (*store.Store, *memstore.Store) lets a new
+// proxy, and a rotation, take a warm VM instead of booting one; without it
+// every VM is created cold.
+type Claimer interface {
+	// PoolServing returns the name of a pool that serves spec, or "". It
+	// is one query, and so one read, even when there is no pool.
+	PoolServing(ctx context.Context, spec proxy.Spec) (string, error)
+	// ClaimWarm passes a warm member's VM of the pool to p in one
+	// transaction (p's update time its precondition) and returns the
+	// member and p as written; an error wrapping proxy.ErrNoWarmVM when
+	// the pool has none.
+	ClaimWarm(ctx context.Context, p *proxy.Proxy, pool string, now time.Time) (member, claimed *proxy.Proxy, err error)
+}
+
+// claimer returns the pool to claim a warm VM from for this document, or
+// "" when it takes none: a member, a store or provider that cannot, a
+// custom bootstrap, a create already decided (its VM may be on its way,
+// and would be left with this document's uid), or no pool serving the
+// spec.
+func (run *run) claimer(ctx context.Context) (Claimer, string, error) {
+	p := run.doc
+	c, ok := run.r.store.(Claimer)
+	if !ok || p.Pool != "" || p.Reconciler.CreatePending != "" || run.r.opts.Bootstrap == nil || !run.defaultBootstrap() {
+		return nil, "", nil
+	}
+	if _, ok := provider.AsReconfigurer(run.prov); !ok {
+		return nil, "", nil
+	}
+	pool, err := c.PoolServing(ctx, p.Spec)
+	if err != nil {
+		return nil, "", err
+	}
+	return c, pool, nil
+}
+
+// createOrClaim gives a document with no VM one: a warm pool's, when a
+// pool serves its spec and has one, or else a new one (create).
+func (run *run) createOrClaim(ctx context.Context) (outcome, error) {
+	claimed, out, err := run.claim(ctx, "")
+	if claimed || err != nil {
+		return out, err
+	}
+	return run.create(ctx)
+}
+
+// claim takes a warm VM for the document, retiring (for a make-before-break
+// rotation) the VM it has. It reports false, having written nothing, when
+// no pool serves the spec or the pool has no warm VM.
+//
+// The claim is one transaction (Claimer.ClaimWarm): the VM passes from the
+// member to this document with the lease, so a crash after it leaves a
+// document that names the VM, Provisioning, with SentGeneration 0, which
+// the next run past the lease (the sweep) reconfigures. Until the
+// Reconfigure relabels it, the VM carries the member's uid, which the
+// member's document (a tombstone now) still claims for the collector.
+func (run *run) claim(ctx context.Context, retiring string) (bool, outcome, error) {
+	c, pool, err := run.claimer(ctx)
+	if err != nil || pool == "" {
+		return false, done, err
+	}
+	now := run.r.clock.Now()
+	next := run.next()
+	next.Reconciler.LeaseHolder = run.holder
+	next.Reconciler.LeaseExpireTime = now.Add(run.r.opts.LeaseDuration)
+	next.Reconciler.Retiring = retiring
+	if retiring != "" {
+		next.Status.Rotations++
+	}
+	next.Status.Message = ""
+	setReady(next, "False", "Provisioning", "Instance claimed from warm pool "+pool+"; configuring it.", now)
+	member, claimed, err := c.ClaimWarm(ctx, next, pool, now)
+	if errors.Is(err, proxy.ErrNoWarmVM) {
+		run.log.InfoContext(ctx, "no warm VM in the pool; creating one", slog.String("pool", pool))
+		return false, done, nil
+	}
+	if err != nil {
+		return true, done, err
+	}
+	run.writes++
+	run.doc = claimed
+	run.log.InfoContext(ctx, "warm VM claimed", slog.String("pool", pool), slog.String("member", member.Name),
+		slog.String("providerID", claimed.Status.ProviderID), slog.String("retiring", retiring))
+	// The pool refills in the background: a message, so this run does
+	// not wait for it.
+	if err := run.r.requeuer.Publish(ctx, proxy.ReconcileMessage{Document: proxy.PoolPath(pool), Reason: proxy.ReasonClaimed}); err != nil {
+		run.log.WarnContext(ctx, "cannot ask the pool to refill; its next event or the sweep will", slog.String("pool", pool), slog.Any("error", err))
+	}
+	// The VM is given the proxy's configuration and uid now; the proxy
+	// stays Provisioning until the VM reports the proxy's generation (its
+	// call-home brings that run).
+	out, err := run.reconfigure(ctx, proxy.PhaseProvisioning)
+	return true, out, err
+}
+
+// rotateWarm rotates by make-before-break when a pool serves the spec and
+// has a warm VM: the new VM is claimed, the old one kept in Retiring and
+// deleted once the new one is Ready. It reports false, having written
+// nothing, when it cannot (the rotation then breaks before it makes).
+func (run *run) rotateWarm(ctx context.Context) (bool, outcome, error) {
+	p := run.doc
+	if p.Reconciler.Retiring != "" {
+		return false, done, nil
+	}
+	return run.claim(ctx, p.Status.ProviderID)
+}
+
+// retire deletes the VM a make-before-break rotation replaced, once the
+// new one is Ready (or the proxy is being deleted), and forgets it. A
+// Delete the provider accepted completes by itself; one refused is tried
+// again at the next run.
+func (run *run) retire(ctx context.Context, prov provider.Provider) error {
+	id := run.doc.Reconciler.Retiring
+	if id == "" {
+		return nil
+	}
+	if err := prov.Delete(ctx, id); err != nil && !errors.Is(err, provider.ErrNotFound) {
+		run.log.WarnContext(ctx, "cannot delete the retired instance yet", slog.String("providerID", id), slog.Any("error", err))
+		return nil
+	}
+	run.log.InfoContext(ctx, "retired instance deleted", slog.String("providerID", id))
+	if run.doc.DeleteRequestTime != nil {
+		return nil
+	}
+	next := run.next()
+	next.Reconciler.Retiring = ""
+	return run.write(ctx, next, false)
+}
+
+// tombstone is the run of a member whose VM a proxy claimed: the VM is the
+// proxy's, so nothing here touches it; a deletion deletes the document
+// only.
+func (run *run) tombstone(ctx context.Context) (outcome, error) {
+	p := run.doc
+	if p.DeleteRequestTime == nil {
+		return done, nil
+	}
+	if err := run.r.store.Delete(ctx, run.key, p.UpdateTime); err != nil {
+		return done, err
+	}
+	run.writes++
+	run.log.InfoContext(ctx, "claimed member deleted; its VM stays with the proxy that claimed it")
+	return done, nil
+}
+
+// nudgePool asks a member's pool to look again when the member became
+// Ready or Failed, or went: its counts changed.
+func (run *run) nudgePool(ctx context.Context) {
+	if run.doc == nil || !run.key.IsMember() || run.writes == 0 {
+		return
+	}
+	switch run.doc.Status.Phase {
+	case proxy.PhaseReady, proxy.PhaseFailed, proxy.PhaseDeleting:
+	default:
+		return
+	}
+	if err := run.r.requeuer.Publish(ctx, proxy.ReconcileMessage{Document: proxy.PoolPath(run.key.Pool), Reason: proxy.ReasonMember}); err != nil {
+		run.log.WarnContext(ctx, "cannot tell the pool its member changed; the sweep will", slog.Any("error", err))
+	}
+}

@@ -1,0 +1,242 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"cloud.google.com/go/firestore"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/egress-proxies/egress/internal/metering"
+	"github.com/egress-proxies/egress/internal/proxy"
+	"github.com/egress-proxies/egress/internal/store/rules"
+)
+
+// A warm pool's members are proxy documents beneath the pool's document,
+// pools/{pool}/proxies/{name}: the collector's collection-group query sees
+// them as it sees every proxy, so a warm VM is claimed by its member's uid
+// as any VM is by its proxy's. They count against no namespace.
+
+// members is the query of a pool's members.
+func (s *Store) members(pool string) firestore.Query {
+	return s.pool(pool).Collection(ProxiesCollection).Query
+}
+
+// createMember creates a member document (Create of a key with Pool set):
+// no counter, the existing document with ErrAlreadyExists when the name
+// is taken, as Create.
+func (s *Store) createMember(ctx context.Context, p *proxy.Proxy) (*proxy.Proxy, error) {
+	key := p.Key()
+	wr, err := s.ref(key).Create(ctx, p)
+	if status.Code(err) == codes.AlreadyExists {
+		existing, gerr := s.Get(ctx, key)
+		if gerr != nil {
+			return nil, gerr
+		}
+		return existing, wrap(key, "creating", proxy.ErrAlreadyExists)
+	}
+	if err != nil {
+		return nil, wrap(key, "creating", err)
+	}
+	metering.Add(ctx, metering.FirestoreWrite, 1)
+	created := *p
+	created.UpdateTime = wr.UpdateTime
+	return &created, nil
+}
+
+// Members returns every member document of the pool, claimed ones
+// (tombstones) included, ordered by name.
+func (s *Store) Members(ctx context.Context, pool string) ([]*proxy.Proxy, error) {
+	snaps, err := s.members(pool).Documents(ctx).GetAll()
+	if err != nil {
+		return nil, fmt.Errorf("reading the members of %s: %w", proxy.PoolPath(pool), err)
+	}
+	queried(ctx, len(snaps))
+	return decodeAll(snaps)
+}
+
+func decodeAll(snaps []*firestore.DocumentSnapshot) ([]*proxy.Proxy, error) {
+	out := make([]*proxy.Proxy, 0, len(snaps))
+	for _, snap := range snaps {
+		p, err := decode(snap)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, p)
+	}
+	return out, nil
+}
+
+// EnsureMembers creates the pool's missing members (rules.MissingMembers:
+// up to its size of live, unclaimed members; none for a pool being
+// deleted) and returns those it created. The pool's document and the query
+// of its members are read in the same transaction as the creates: two runs
+// at once both read, Firestore lets one commit and retries the other,
+// which then sees the first's members, so a pool is never overfilled. A
+// pool that does not exist is proxy.ErrNotFound.
+func (s *Store) EnsureMembers(ctx context.Context, pool string, now time.Time) ([]*proxy.Proxy, error) {
+	var created []*proxy.Proxy
+	var commit firestore.CommitResponse
+	err := s.client.RunTransaction(ctx, func(ctx context.Context, tx *firestore.Transaction) error {
+		created = nil
+		metering.Add(ctx, metering.FirestoreRead, 1)
+		snap, err := tx.Get(s.pool(pool))
+		if err != nil {
+			return err
+		}
+		pl, err := decodePool(snap)
+		if err != nil {
+			return err
+		}
+		snaps, err := tx.Documents(s.members(pool)).GetAll()
+		if err != nil {
+			return err
+		}
+		queried(ctx, len(snaps))
+		members, err := decodeAll(snaps)
+		if err != nil {
+			return err
+		}
+		for _, m := range rules.MissingMembers(pl, members, now) {
+			if err := tx.Create(s.ref(m.Key()), m); err != nil {
+				return err
+			}
+			created = append(created, m)
+		}
+		return nil
+	}, firestore.MaxAttempts(transactionAttempts), firestore.WithCommitResponseTo(&commit))
+	if err != nil {
+		return nil, wrapPool(pool, "adding the members of", err)
+	}
+	metering.Add(ctx, metering.FirestoreWrite, int64(len(created)))
+	for _, m := range created {
+		m.UpdateTime = commit.CommitTime()
+	}
+	return created, nil
+}
+
+// ClaimWarm passes a warm VM of the pool to p, in one transaction: it reads
+// p again (its update time must still be p.UpdateTime, else
+// proxy.ErrConflict) and the pool's Ready members, takes the first warm
+// one (rules.Warm: Ready with a VM, unclaimed, not being deleted), names p
+// in its ClaimedBy and writes p's status and bookkeeping as rules.Claim
+// makes them from p's. It returns the member and p as written. With no
+// warm member it writes nothing and returns an error wrapping
+// proxy.ErrNoWarmVM.
+//
+// The crash window it guards: the VM passes from the member to p in one
+// commit, so no instant has two documents that both own the VM, nor none.
+// Two proxies racing for one VM both read the member; Firestore commits
+// one and retries the other, which then finds it claimed. The VM keeps the
+// member's uid until p's run relabels it (Reconfigure); until then the
+// member, a tombstone, still claims it for the collector.
+func (s *Store) ClaimWarm(ctx context.Context, p *proxy.Proxy, pool string, now time.Time) (member, claimed *proxy.Proxy, err error) {
+	key := p.Key()
+	var commit firestore.CommitResponse
+	err = s.client.RunTransaction(ctx, func(ctx context.Context, tx *firestore.Transaction) error {
+		member, claimed = nil, nil
+		metering.Add(ctx, metering.FirestoreRead, 1)
+		snap, err := tx.Get(s.ref(key))
+		if err != nil {
+			return err
+		}
+		if !snap.UpdateTime.Equal(p.UpdateTime) {
+			return proxy.ErrConflict
+		}
+		snaps, err := tx.Documents(s.members(pool).Where("status.phase", "==", string(proxy.PhaseReady))).GetAll()
+		if err != nil {
+			return err
+		}
+		queried(ctx, len(snaps))
+		members, err := decodeAll(snaps)
+		if err != nil {
+			return err
+		}
+		member = rules.PickWarm(members)
+		if member == nil {
+			return fmt.Errorf("%s has no warm VM: %w", proxy.PoolPath(pool), proxy.ErrNoWarmVM)
+		}
+		c := *p
+		claimed = &c
+		if err := rules.Claim(claimed, member, now); err != nil {
+			return err
+		}
+		if err := tx.Update(s.ref(member.Key()), []firestore.Update{
+			{Path: rules.ClaimedByField, Value: member.ClaimedBy},
+			{Path: "status.message", Value: member.Status.Message},
+		}); err != nil {
+			return err
+		}
+		return tx.Update(s.ref(key), []firestore.Update{
+			{Path: rules.StatusField, Value: claimed.Status},
+			{Path: rules.ReconcilerField, Value: claimed.Reconciler},
+		}, firestore.LastUpdateTime(p.UpdateTime))
+	}, firestore.MaxAttempts(transactionAttempts), firestore.WithCommitResponseTo(&commit))
+	if err != nil {
+		return nil, nil, wrap(key, "claiming a warm VM of "+proxy.PoolPath(pool)+" for", err)
+	}
+	metering.Add(ctx, metering.FirestoreWrite, 2)
+	member.UpdateTime, claimed.UpdateTime = commit.CommitTime(), commit.CommitTime()
+	return member, claimed, nil
+}
+
+// PoolServing returns the name of a pool that serves spec
+// (rules.PoolServing), or "" when none does. It is one query of the pools
+// of spec's provider, so it costs a read even when there is no pool: every
+// create of a proxy that could be served by one pays it.
+func (s *Store) PoolServing(ctx context.Context, spec proxy.Spec) (string, error) {
+	snaps, err := s.client.Collection(proxy.PoolsCollection).Where("spec.provider", "==", spec.Provider).Documents(ctx).GetAll()
+	if err != nil {
+		return "", fmt.Errorf("reading the pools of provider %q: %w", spec.Provider, err)
+	}
+	queried(ctx, len(snaps))
+	pools := make([]*proxy.Pool, 0, len(snaps))
+	for _, snap := range snaps {
+		p, err := decodePool(snap)
+		if err != nil {
+			return "", err
+		}
+		pools = append(pools, p)
+	}
+	return rules.PoolServing(pools, spec), nil
+}
+
+// UpdatePoolStatus writes the pool's status if its update time is still
+// p.UpdateTime (else proxy.ErrConflict), and returns the new update time.
+func (s *Store) UpdatePoolStatus(ctx context.Context, p *proxy.Pool) (time.Time, error) {
+	wr, err := s.pool(p.Name).Update(ctx, []firestore.Update{{Path: rules.StatusField, Value: p.Status}}, firestore.LastUpdateTime(p.UpdateTime))
+	if err != nil {
+		return time.Time{}, wrapPool(p.Name, "updating the status of", err)
+	}
+	metering.Add(ctx, metering.FirestoreWrite, 1)
+	return wr.UpdateTime, nil
+}
+
+// DeletePool removes the pool's document if its update time is still
+// updateTime (else proxy.ErrConflict). The pool's reconcile calls it once
+// no member is left.
+func (s *Store) DeletePool(ctx context.Context, name string, updateTime time.Time) error {
+	_, err := s.pool(name).Delete(ctx, firestore.LastUpdateTime(updateTime))
+	if err != nil {
+		return wrapPool(name, "deleting", err)
+	}
+	metering.Add(ctx, metering.FirestoreWrite, 1)
+	return nil
+}
+
+// PoolNames returns the name of every pool, for the collector to re-drive
+// them: a projection of no field, one read each.
+func (s *Store) PoolNames(ctx context.Context) ([]string, error) {
+	snaps, err := s.client.Collection(proxy.PoolsCollection).Select().Documents(ctx).GetAll()
+	if err != nil {
+		return nil, fmt.Errorf("reading the names of the pools: %w", err)
+	}
+	queried(ctx, len(snaps))
+	names := make([]string, 0, len(snaps))
+	for _, snap := range snaps {
+		names = append(names, snap.Ref.ID)
+	}
+	return names, nil
+}
