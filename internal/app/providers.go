@@ -61,7 +61,7 @@ func (a *App) mockConstructor() provider.Constructor {
 	if a.callHome != nil && a.Config.MockCallHome {
 		log, pub := a.Log, a.callHome
 		opts.CallHome = func(c mock.CallHome) {
-			msg := proxy.ReconcileMessage{Namespace: c.Namespace, Name: c.Name, UID: c.UID, Reason: proxy.ReasonReady}
+			msg := proxy.ReconcileMessage{Namespace: c.Namespace, Pool: c.Pool, Name: c.Name, UID: c.UID, Reason: proxy.ReasonReady}
 			if c.BootError != "" {
 				msg.Reason = proxy.ReasonBootFailed
 			}

@@ -98,6 +98,10 @@ const (
 	KeyNamespace = "egress-namespace"
 	KeyName      = "egress-name"
 	KeyUID       = "egress-uid"
+	// KeyPool, on a warm pool's VM only, is the pool whose member it is:
+	// its call-home names the member by pool and name (KeyName), as a
+	// member has no namespace. A claim's Reconfigure removes it.
+	KeyPool = "egress-pool"
 )
 
 // Guest attributes the script writes, in namespace GuestNamespace.

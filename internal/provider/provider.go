@@ -137,6 +137,10 @@ type CreateRequest struct {
 
 	Namespace string
 	ProxyName string
+	// Pool, added to the original contract, is set for a warm pool's VM
+	// (its document is pools/{Pool}/proxies/{ProxyName}, with no
+	// namespace): the VM's call-home names it so.
+	Pool string
 
 	Placement Placement
 	// CloudInit is the already-resolved user-data (a Secret reference, if

@@ -56,6 +56,9 @@ type ReconcileMessage struct {
 	// Namespace and Name name the document as a VM's call-home does.
 	Namespace string `json:"namespace,omitempty"`
 	Name      string `json:"name,omitempty"`
+	// Pool, from a warm pool's VM, is its pool: the VM's document is the
+	// member pools/{Pool}/proxies/{Name}.
+	Pool string `json:"pool,omitempty"`
 	// UID, from a VM, is the uid of the proxy it serves: a document of
 	// another uid (the name deleted and created again) is not what it
 	// meant.
@@ -84,6 +87,13 @@ func (m ReconcileMessage) PoolName() (string, bool) {
 func (m ReconcileMessage) Key() (Key, error) {
 	if m.Document != "" {
 		return ParseKey(m.Document)
+	}
+	if m.Pool != "" {
+		k := Key{Pool: m.Pool, Name: m.Name}
+		if !IsLabel(k.Pool) || !IsLabel(k.Name) || m.Namespace != "" {
+			return Key{}, fmt.Errorf("message names pool %q and name %q (and namespace %q): a pool's member has RFC 1123 labels for both and no namespace", m.Pool, m.Name, m.Namespace)
+		}
+		return k, nil
 	}
 	k := Key{Namespace: m.Namespace, Name: m.Name}
 	if !IsLabel(k.Namespace) || !IsLabel(k.Name) {

@@ -1,6 +1,7 @@
 package proxy_test
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -18,6 +19,9 @@ func TestParseKey(t *testing.T) {
 		"Bare":       {reason: "the API's resource name", path: "namespaces/team-a/proxies/p1", want: proxy.Key{Namespace: "team-a", Name: "p1"}},
 		"Subject":    {reason: "Eventarc's ce-subject", path: "documents/namespaces/team-a/proxies/p1", want: proxy.Key{Namespace: "team-a", Name: "p1"}},
 		"FullName":   {reason: "DocumentEventData's value.name", path: "projects/demo/databases/(default)/documents/namespaces/team-a/proxies/p1", want: proxy.Key{Namespace: "team-a", Name: "p1"}},
+		"Member":     {reason: "a warm pool's member", path: "pools/ci/proxies/w-1", want: proxy.Key{Pool: "ci", Name: "w-1"}},
+		"MemberFull": {reason: "a member's DocumentEventData name", path: "projects/demo/databases/(default)/documents/pools/ci/proxies/w-1", want: proxy.Key{Pool: "ci", Name: "w-1"}},
+		"PoolItself": {reason: "a pool's own document is no proxy", path: "pools/ci", wantErr: true},
 		"Deeper":     {reason: "a subcollection below a proxy is not a proxy", path: "namespaces/a/proxies/b/events/c", wantErr: true},
 		"OtherColl":  {reason: "another collection", path: "namespaces/a/things/b", wantErr: true},
 		"BadLabel":   {reason: "names must be labels", path: "namespaces/A/proxies/b", wantErr: true},
@@ -33,8 +37,8 @@ func TestParseKey(t *testing.T) {
 			if diff := cmp.Diff(tc.want, got); diff != "" {
 				t.Errorf("%s\nParseKey(%q) (-want +got):\n%s", tc.reason, tc.path, diff)
 			}
-			if err == nil && got.Path() != "namespaces/"+got.Namespace+"/proxies/"+got.Name {
-				t.Errorf("Path() = %q", got.Path())
+			if err == nil && !strings.HasSuffix(tc.path, got.Path()) {
+				t.Errorf("Path() = %q, not the path parsed", got.Path())
 			}
 		})
 	}

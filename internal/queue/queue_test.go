@@ -50,6 +50,18 @@ func TestDecode(t *testing.T) {
 			data:   `{"message":{"data":"eyJuYW1lc3BhY2UiOiJ0ZWFtLWEiLCJuYW1lIjoiZWdyZXNzLTEiLCJ1aWQiOiI2YzFmMGE1ZS04ZDFiLTRjNTktOWE1My0xYjdhMmYzZDRlNWYiLCJyZWFzb24iOiJyZWFkeSJ9"}}`,
 			want:   proxy.Key{Namespace: "team-a", Name: "egress-1"},
 		},
+		"CallHomeOfAPoolsVM": {
+			reason: "a warm pool's VM names its member document by pool, name and uid (base64 of {\"pool\":\"ci\",\"name\":\"w-6c1f0a5e-8d1\",…})",
+			typ:    queue.MessagePublishedType,
+			data:   `{"message":{"data":"eyJwb29sIjoiY2kiLCJuYW1lIjoidy02YzFmMGE1ZS04ZDEiLCJ1aWQiOiI2YzFmMGE1ZS04ZDFiLTRjNTktOWE1My0xYjdhMmYzZDRlNWYiLCJyZWFzb24iOiJyZWFkeSJ9"}}`,
+			want:   proxy.Key{Pool: "ci", Name: "w-6c1f0a5e-8d1"},
+		},
+		"CallHomePoolAndNamespace": {
+			reason:  "a call-home that names a pool and a namespace names no one document, and is refused",
+			typ:     queue.MessagePublishedType,
+			data:    `{"message":{"data":"eyJuYW1lc3BhY2UiOiJ0ZWFtLWEiLCJwb29sIjoiY2kiLCJuYW1lIjoidy02YzFmMGE1ZS04ZDEiLCJ1aWQiOiI2YzFmMGE1ZS04ZDFiLTRjNTktOWE1My0xYjdhMmYzZDRlNWYiLCJyZWFzb24iOiJyZWFkeSJ9"}}`,
+			wantErr: true,
+		},
 		"CallHomeBadName": {
 			reason:  "a call-home whose name is no label is refused (base64 of {\"namespace\":\"a\",\"name\":\"B/c\"})",
 			typ:     queue.MessagePublishedType,

@@ -66,6 +66,7 @@ func (run *run) create(ctx context.Context) (outcome, error) {
 		UID:        p.UID,
 		Namespace:  p.Namespace,
 		ProxyName:  p.Name,
+		Pool:       p.Pool,
 		Placement:  provider.Placement(p.Spec.Placement),
 		Port:       port(p.Spec),
 		RequestID:  next.Reconciler.CreateRequestID,

@@ -143,7 +143,7 @@ func newWorld(t *testing.T, opts reconcile.Options) *world {
 // callHomeMessage is what a VM publishes, as the composition root sends it
 // for the mock's VMs.
 func callHomeMessage(c mock.CallHome) proxy.ReconcileMessage {
-	m := proxy.ReconcileMessage{Namespace: c.Namespace, Name: c.Name, UID: c.UID, Reason: proxy.ReasonReady}
+	m := proxy.ReconcileMessage{Namespace: c.Namespace, Pool: c.Pool, Name: c.Name, UID: c.UID, Reason: proxy.ReasonReady}
 	if c.BootError != "" {
 		m.Reason = proxy.ReasonBootFailed
 	}

@@ -62,7 +62,7 @@ func (w *World) changed(c memstore.Change) {
 // callHome is a VM's call-home on proxy-reconcile: lost, duplicated or
 // late while faults are on, as a Pub/Sub message may be.
 func (w *World) callHome(c mock.CallHome) {
-	msg := proxy.ReconcileMessage{Namespace: c.Namespace, Name: c.Name, UID: c.UID, Reason: proxy.ReasonReady}
+	msg := proxy.ReconcileMessage{Namespace: c.Namespace, Pool: c.Pool, Name: c.Name, UID: c.UID, Reason: proxy.ReasonReady}
 	if c.BootError != "" {
 		msg.Reason = proxy.ReasonBootFailed
 	}

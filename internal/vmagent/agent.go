@@ -256,9 +256,17 @@ func (a *Agent) callHome(ctx context.Context, reason string) {
 	if endpoint == "" {
 		endpoint = bootstrap.DefaultPubSubEndpoint
 	}
-	msg := map[string]string{"namespace": attr(bootstrap.KeyNamespace), "name": attr(bootstrap.KeyName),
-		"uid": attr(bootstrap.KeyUID), "reason": reason}
-	if !topicPattern.MatchString(topic) || !endpointPattern.MatchString(endpoint) || !labelPattern.MatchString(msg["namespace"]) ||
+	// A warm pool's VM (KeyPool set) is the member pools/{pool}/proxies/{name}
+	// and has no namespace; a proxy's VM names its namespace.
+	msg := map[string]string{"name": attr(bootstrap.KeyName), "uid": attr(bootstrap.KeyUID), "reason": reason}
+	owner := "namespace"
+	if pool := attr(bootstrap.KeyPool); pool != "" {
+		owner = "pool"
+		msg[owner] = pool
+	} else {
+		msg[owner] = attr(bootstrap.KeyNamespace)
+	}
+	if !topicPattern.MatchString(topic) || !endpointPattern.MatchString(endpoint) || !labelPattern.MatchString(msg[owner]) ||
 		!labelPattern.MatchString(msg["name"]) || !uidPattern.MatchString(msg["uid"]) {
 		a.Log.Warn("the call-home attributes are not valid; not calling home")
 		return

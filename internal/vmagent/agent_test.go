@@ -95,7 +95,12 @@ func (p *pubsub) reasons() []string {
 	defer p.mu.Unlock()
 	var out []string
 	for _, m := range p.msgs {
-		out = append(out, m["name"]+":"+m["reason"])
+		// Whose document: a pool's member, or a namespace's proxy.
+		owner := "namespaces/" + m["namespace"]
+		if m["pool"] != "" {
+			owner = "pools/" + m["pool"]
+		}
+		out = append(out, owner+"/"+m["name"]+":"+m["reason"])
 	}
 	return out
 }
@@ -142,7 +147,7 @@ func setUp(t *testing.T) *fixture {
 			bootstrap.KeyProbeTarget:     f.target,
 			bootstrap.KeyCallHomeTopic:   "projects/demo-proxies/topics/proxy-callhome",
 			bootstrap.KeyPubSubEndpoint:  pss.URL,
-			bootstrap.KeyNamespace:       "pools",
+			bootstrap.KeyPool:            "ci",
 			bootstrap.KeyName:            "warm-1",
 			bootstrap.KeyUID:             uid,
 		}}, "token")
@@ -258,7 +263,7 @@ func TestWarmToProxy(t *testing.T) {
 	go func() { done <- f.agent.Run(ctx) }()
 	// The claim: the proxy's configuration and identity in one change.
 	f.md.SetAttributes(map[string]string{bootstrap.KeyConfig: f.config(t, 1, []string{"192.0.2.0/24"}, "alice"),
-		bootstrap.KeyNamespace: "team-a", bootstrap.KeyName: "egress-1"})
+		bootstrap.KeyNamespace: "team-a", bootstrap.KeyName: "egress-1", bootstrap.KeyPool: ""})
 	f.waitReady(t, "1")
 	code, open := f.connect(t, "alice")
 	if code != 200 {
@@ -280,7 +285,7 @@ func TestWarmToProxy(t *testing.T) {
 	bob, _ := f.connect(t, "bob")
 	got := after{alice, bob, echoes(open, "still here"), f.md.GuestAttributes()["egress/error"], f.ps.reasons()}
 	want := after{Alice: 407, Bob: 200, OpenTunnel: true,
-		CallHomes: []string{"warm-1:ready", "egress-1:ready", "egress-1:ready"}}
+		CallHomes: []string{"pools/ci/warm-1:ready", "namespaces/team-a/egress-1:ready", "namespaces/team-a/egress-1:ready"}}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("after the rotation (-want +got):\n%s", diff)
 	}
@@ -326,7 +331,7 @@ func TestFailedChangeKeepsServing(t *testing.T) {
 	alice, _ := f.connect(t, "alice")
 	bob, _ := f.connect(t, "bob")
 	got := state{f.md.GuestAttributes()["egress/ready"], alice, bob, f.ps.reasons()}
-	want := state{"1", 200, 407, []string{"warm-1:ready", "warm-1:boot-failed"}}
+	want := state{"1", 200, 407, []string{"pools/ci/warm-1:ready", "pools/ci/warm-1:boot-failed"}}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("after a failed change (-want +got):\n%s", diff)
 	}

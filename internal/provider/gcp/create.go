@@ -255,6 +255,7 @@ func (p *Provider) metadata(req provider.CreateRequest) *computepb.Metadata {
 			add(bootstrap.KeyNamespace, req.Namespace)
 			add(bootstrap.KeyName, req.ProxyName)
 			add(bootstrap.KeyUID, req.UID)
+			add(bootstrap.KeyPool, req.Pool)
 		}
 	}
 	add("user-data", req.CloudInit)

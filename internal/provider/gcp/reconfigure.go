@@ -124,7 +124,8 @@ func relabelled(labels map[string]string, uid string) (map[string]string, bool) 
 // engine's configuration, and whose proxy it serves for the call-home
 // (added when the provider has a call-home topic, as create.go adds them,
 // and replaced wherever the VM has them). Items keep their order; new ones
-// go last.
+// go last. A warm pool's item (bootstrap.KeyPool) goes: the VM serves the
+// request's proxy now, and its call-home names that proxy.
 func (p *Provider) reconfiguredItems(items []*computepb.Items, req provider.ReconfigureRequest, engine string) ([]*computepb.Items, bool) {
 	want := map[string]string{}
 	var order []string
@@ -144,6 +145,10 @@ func (p *Provider) reconfiguredItems(items []*computepb.Items, req provider.Reco
 	seen := map[string]bool{}
 	for _, it := range items {
 		k := it.GetKey()
+		if k == bootstrap.KeyPool {
+			changed = true
+			continue
+		}
 		v, ok := want[k]
 		seen[k] = true
 		if ok && it.GetValue() != v {

@@ -14,8 +14,8 @@ import (
 	"github.com/egress-proxies/egress/internal/proxyengine"
 )
 
-// reconfigured is a VM made with the call-home items, as a claimed warm
-// VM or a proxy's own is, and the provider over the fake that holds it.
+// reconfigured is a VM made with the call-home items, as a warm pool's VM
+// (of pool ci) is, and the provider over the fake that holds it.
 func reconfigured(t *testing.T) (*Provider, *computefake.Server, string) {
 	t.Helper()
 	fake := computefake.New()
@@ -25,6 +25,7 @@ func reconfigured(t *testing.T) (*Provider, *computefake.Server, string) {
 		t.Fatal(err)
 	}
 	req := request()
+	req.Pool = "ci"
 	req.Engine = &proxyengine.Config{Generation: 0, Listen: ":3128"}
 	id, err := p.Create(context.Background(), req)
 	if err != nil {
@@ -43,8 +44,9 @@ func reconfigureRequest() provider.ReconfigureRequest {
 
 // TestReconfigureWrites: the labels and the metadata Reconfigure sends,
 // whole: LabelUID changed and every other label kept; the engine's
-// configuration and the call-home items replaced, every other item (one
-// another client added too) kept in its place; each write carrying the
+// configuration and the call-home items replaced, the warm pool's item
+// gone (the VM is the proxy's now), every other item (one another client
+// added too) kept in its place; each write carrying the
 // fingerprint just read.
 func TestReconfigureWrites(t *testing.T) {
 	p, fake, id := reconfigured(t)
@@ -53,6 +55,15 @@ func TestReconfigureWrites(t *testing.T) {
 	before, err := p.c.Instances.Get(ctx, &computepb.GetInstanceRequest{Project: project, Zone: "us-central1-b", Instance: request().Name})
 	if err != nil {
 		t.Fatal(err)
+	}
+	pool := ""
+	for _, it := range before.GetMetadata().GetItems() {
+		if it.GetKey() == "egress-pool" {
+			pool = it.GetValue()
+		}
+	}
+	if pool != "ci" {
+		t.Errorf("a warm pool's VM was made with egress-pool %q, want ci: its call-home names its member by pool", pool)
 	}
 	req := reconfigureRequest()
 	if err := p.Reconfigure(ctx, id, req); err != nil {

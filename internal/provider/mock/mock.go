@@ -99,6 +99,9 @@ type Options struct {
 // which proxy it serves, and, when the test failed, why.
 type CallHome struct {
 	Namespace, Name, UID string
+	// Pool is a warm pool's VM's pool (CreateRequest.Pool), until a
+	// Reconfigure gives the VM to a proxy.
+	Pool string
 	// BootError is empty when the VM is ready.
 	BootError string
 }

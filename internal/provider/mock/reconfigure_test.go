@@ -78,7 +78,7 @@ func TestReconfigure(t *testing.T) {
 			p := mock.New(mock.Options{Clock: clk, ProvisioningDelay: 10 * time.Second, ReconfigureDelay: time.Second,
 				CallHome: func(c mock.CallHome) { calls = append(calls, c) }})
 			req := request(warmUID)
-			req.Namespace, req.ProxyName = "", "pool-member"
+			req.Namespace, req.ProxyName, req.Pool = "", "pool-member", "ci"
 			req.Engine = &proxyengine.Config{Generation: 0, Listen: ":3128"}
 			id, err := p.Create(ctx, req)
 			if err != nil {
@@ -86,7 +86,11 @@ func TestReconfigure(t *testing.T) {
 			}
 			if tc.boot {
 				clk.Advance(10 * time.Second)
-				calls = nil // the boot's own
+				// A warm VM's boot calls home as its pool's member.
+				if diff := cmp.Diff([]mock.CallHome{{Pool: "ci", Name: "pool-member", UID: warmUID}}, calls); diff != "" {
+					t.Errorf("the warm VM's boot call-home (-want +got):\n%s", diff)
+				}
+				calls = nil
 			}
 			for _, r := range tc.reqs {
 				if err := p.Reconfigure(ctx, id, r); err != nil {
