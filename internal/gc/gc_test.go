@@ -684,6 +684,12 @@ func TestDrift(t *testing.T) {
 				s.uids = map[string]proxy.Claim{"uid-fine": ready("fine")}
 			},
 		},
+		"ClaimedMemberWithoutVM": {
+			reason: "A warm pool's member whose VM a proxy claimed (and relabelled) lists no VM of its uid: its VM is the proxy's, not drift.",
+			setup: func(_ *mock.Provider, s *fakeStore) {
+				s.uids = map[string]proxy.Claim{"uid-member": {Key: proxy.Key{Pool: "ci", Name: "w-1"}, Phase: proxy.PhaseReady, Claimed: true}}
+			},
+		},
 		"CreatingWithoutVM": {
 			reason: "A document still on its way has no VM yet: not drift.",
 			setup: func(_ *mock.Provider, s *fakeStore) {

@@ -83,7 +83,9 @@ func (c *Collector) drift(ctx context.Context, now time.Time, listings []listing
 	var reasons []proxy.Reason
 	unlisted := map[string][]string{} // provider → providerIDs it does not list
 	for uid, claim := range uids {
-		if claim.Phase != proxy.PhaseReady {
+		if claim.Phase != proxy.PhaseReady || claim.Claimed {
+			// A claimed member's VM is its proxy's, which the proxy's own
+			// claim (its uid, once relabelled) stands for.
 			continue
 		}
 		if claim.Provider == "" && !complete {

@@ -292,6 +292,11 @@ type Claim struct {
 	MaxAge            string
 	RotateRequestTime *time.Time
 	BootStart         time.Time
+	// Claimed is set for a warm pool's member whose VM a proxy claimed (a
+	// tombstone): its uid keeps the VM from the collector until the
+	// proxy's Reconfigure relabels it, but the VM is the proxy's, so no
+	// listing of it is the member's to act on.
+	Claimed bool
 }
 
 // RotationDue reports whether a VM created at bootStart is due for

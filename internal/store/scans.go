@@ -18,7 +18,7 @@ import (
 // selects only those fields: memory grows with the number of documents,
 // never with their size.
 func (s *Store) LiveUIDs(ctx context.Context) (map[string]proxy.Claim, error) {
-	it := s.client.CollectionGroup(ProxiesCollection).Select("uid", "status.phase", "spec.provider", "status.providerID", "spec.maxAge", "rotateRequestTime", "reconciler.bootStart").Documents(ctx)
+	it := s.client.CollectionGroup(ProxiesCollection).Select("uid", "status.phase", "spec.provider", "status.providerID", "spec.maxAge", "rotateRequestTime", "reconciler.bootStart", "claimedBy.uid").Documents(ctx)
 	defer it.Stop()
 	uids := map[string]proxy.Claim{}
 	for n := 0; ; n++ {
@@ -56,6 +56,9 @@ func (s *Store) LiveUIDs(ctx context.Context) (map[string]proxy.Claim, error) {
 		}
 		if v, err := snap.DataAt("reconciler.bootStart"); err == nil {
 			claim.BootStart, _ = v.(time.Time)
+		}
+		if _, err := snap.DataAt("claimedBy.uid"); err == nil {
+			claim.Claimed = true
 		}
 		uids[uid] = claim
 	}

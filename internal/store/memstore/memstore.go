@@ -308,7 +308,7 @@ func (s *Store) LiveUIDs(context.Context) (map[string]proxy.Claim, error) {
 	for k, d := range s.docs {
 		s.reads++
 		c := proxy.Claim{Key: k, Phase: d.Status.Phase, Provider: d.Spec.Provider, ProviderID: d.Status.ProviderID,
-			MaxAge: d.Spec.MaxAge, BootStart: d.Reconciler.BootStart}
+			MaxAge: d.Spec.MaxAge, BootStart: d.Reconciler.BootStart, Claimed: d.ClaimedBy != nil}
 		if t := d.RotateRequestTime; t != nil {
 			rotate := *t
 			c.RotateRequestTime = &rotate

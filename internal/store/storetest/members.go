@@ -226,6 +226,21 @@ func testClaim(t *testing.T, s Pools) {
 	if len(vms) != 2 {
 		t.Errorf("the two claims took VMs %v, want two distinct", vms)
 	}
+	// The collector reads a claimed member as one (its uid keeps the VM
+	// until the relabel; its VM is not its own to check).
+	claims, err := s.LiveUIDs(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	claimed := 0
+	for _, c := range claims {
+		if c.Claimed {
+			claimed++
+		}
+	}
+	if claimed != 2 {
+		t.Errorf("LiveUIDs reads %d claimed members, want 2", claimed)
+	}
 }
 
 func testPoolDocuments(t *testing.T, s Pools) {
