@@ -18,6 +18,9 @@
 //	(any)           no pool document                     nothing
 //	(any)           a member claimed over TombstoneTTL   delete its document (never its VM)
 //	                ago
+//	being deleted   a member whose claim is done (the    delete its document (never its VM)
+//	                proxy relabelled the VM, moved on
+//	                or is gone)
 //	(any)           a Failed unclaimed member            request its deletion (its reconcile
 //	                                                     deletes the VM, then the document)
 //	live            fewer live members than size         create the missing ones, in one

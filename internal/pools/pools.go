@@ -17,6 +17,9 @@ import (
 // Store is the part of the document store a pool's run uses. *store.Store
 // and *memstore.Store satisfy it.
 type Store interface {
+	// Get reads a proxy document (proxy.ErrNotFound when none): the proxy
+	// that claimed a member, to see whether the claim is done.
+	Get(ctx context.Context, key proxy.Key) (*proxy.Proxy, error)
 	// GetPool reads the pool document (proxy.ErrNotFound when none).
 	GetPool(ctx context.Context, name string) (*proxy.Pool, error)
 	// Members returns every member document of the pool.
@@ -86,7 +89,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, name string) error {
 			if age := now.Sub(m.ClaimedBy.Time); age < time.Hour {
 				status.ClaimsLastHour++
 			}
-			if now.Sub(m.ClaimedBy.Time) >= ttl {
+			if now.Sub(m.ClaimedBy.Time) >= ttl || pool.DeleteRequestTime != nil && r.claimDone(ctx, m) {
 				// Only the document: the VM is the claiming proxy's.
 				err := r.store.Delete(ctx, m.Key(), m.UpdateTime)
 				if err == nil || errors.Is(err, proxy.ErrNotFound) {
@@ -155,6 +158,25 @@ func (r *Reconciler) Reconcile(ctx context.Context, name string) error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// claimDone reports whether the proxy that claimed member m no longer
+// needs m's uid to keep the VM from the collector: it is gone, or it has
+// moved on to another VM, or it has given the VM its configuration and
+// uid (SentGeneration set: the Reconfigure that relabels succeeded). A
+// deleted pool lets go of such a member's document at once, rather than at
+// the end of its hour (which only counts claims, and a deleted pool counts
+// none). A read that fails says no: the next run asks again.
+func (r *Reconciler) claimDone(ctx context.Context, m *proxy.Proxy) bool {
+	c := m.ClaimedBy
+	p, err := r.store.Get(ctx, proxy.Key{Namespace: c.Namespace, Name: c.Name})
+	if errors.Is(err, proxy.ErrNotFound) {
+		return true
+	}
+	if err != nil {
+		return false
+	}
+	return p.UID != c.UID || p.Status.ProviderID != m.Status.ProviderID || p.Reconciler.SentGeneration != 0
 }
 
 // requestDeletion asks for a member's deletion: its own reconcile deletes

@@ -345,6 +345,42 @@ func TestClaim(t *testing.T) {
 	}
 }
 
+// TestDeletedPoolLetsGoOfItsClaims: a pool deleted just after a claim
+// does not wait out the claimed member's hour: once the proxy has its VM
+// relabelled, the member's document goes, and with it the pool's; the VM
+// stays the proxy's until the proxy is deleted, and then nothing is left.
+func TestDeletedPoolLetsGoOfItsClaims(t *testing.T) {
+	w := newWorld(t)
+	ctx := context.Background()
+	w.putPool(1)
+	w.converge()
+	key := w.newProxy("p-01")
+	if err := w.r.Reconcile(ctx, key, reconcile.Trigger{}); err != nil {
+		t.Fatal(err)
+	}
+	vm := w.get(key).Status.ProviderID
+	if _, err := w.store.RequestPoolDeletion(ctx, "ci", w.clock.Now()); err != nil {
+		t.Fatal(err)
+	}
+	w.converge()
+	if _, err := w.store.GetPool(ctx, "ci"); !errors.Is(err, proxy.ErrNotFound) {
+		t.Errorf("a deleted pool's document minutes after a claim: %v, want gone", err)
+	}
+	if keys := w.store.Keys(); len(keys) != 1 || keys[0] != key {
+		t.Errorf("documents left: %v, want only the proxy %s", keys, key)
+	}
+	if vms := w.vms(); len(vms) != 1 || !vms[vm] {
+		t.Errorf("VMs left: %v, want only the proxy's %s", vms, vm)
+	}
+	if _, err := w.store.RequestDeletion(ctx, key, w.clock.Now()); err != nil {
+		t.Fatal(err)
+	}
+	w.converge()
+	if len(w.store.Keys()) != 0 || len(w.vms()) != 0 {
+		t.Errorf("after the proxy's deletion: documents %v and VMs %v, want none", w.store.Keys(), w.vms())
+	}
+}
+
 func TestRaceForOneWarmVM(t *testing.T) {
 	w := newWorld(t)
 	ctx := context.Background()
