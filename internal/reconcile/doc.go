@@ -18,6 +18,12 @@
 //	                                                   document
 //	(any)          a call-home of another uid          nothing (one read)                     same
 //	(any)          another run's lease                 nothing                                same
+//	(a member)     claimed by a proxy (a tombstone)    nothing: the VM is the proxy's; a      same, or
+//	                                                   deletion deletes the document only     (gone)
+//	Pending,       a warm pool serves the spec and     in one transaction take the VM and     Provisioning
+//	Creating       has a warm member; no create        mark the member claimed; Reconfigure
+//	               pending                             (configuration and uid, below); ask
+//	                                                   the pool to refill
 //	Pending        —                                   record Creating and the create-pending Creating
 //	Creating       (no providerID)                     name (and the credentials), Create     → Provisioning
 //	Creating       the zone is full, the provider      note the zone; Create in another one   → Provisioning
@@ -54,9 +60,12 @@
 //	               within ReconfigureTimeout
 //	Reconfiguring  past ReconfigureTimeout             count a replacement, record            Replacing
 //	                                                   Replacing, Delete it
-//	Provisioning,  a rotate request after the VM was   count a rotation, record Replacing,    Replacing
-//	Ready,         made, or the VM older than maxAge   Delete it (break before make)
-//	Reconfiguring
+//	Provisioning,  a rotate request after the VM was   count a rotation; a warm pool's VM:    Provisioning
+//	Ready,         made, or the VM older than maxAge   claim it, keep the old in Retiring
+//	Reconfiguring                                      (make before break); else record       or Replacing
+//	                                                   Replacing, Delete it (break before
+//	                                                   make)
+//	Ready          a Retiring VM                       Delete it, forget it                   Ready
 //	Provisioning,  stopped or terminated; not found    count a replacement, record Replacing, Replacing
 //	Ready,         (past the grace, or once Ready);    Delete it
 //	Reconfiguring  Reconfigure says not found
