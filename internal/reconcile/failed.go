@@ -48,6 +48,12 @@ func (run *run) fail(ctx context.Context, reason, msg string) (outcome, error) {
 // the provider skips a VM already going. A VM still on its way out is
 // waited for within the run's budget, as a replaced one is.
 func (run *run) failedVM(ctx context.Context) (outcome, error) {
+	// The VM a make-before-break rotation kept goes first, while the
+	// document still names its own VM, so that a run cut short leaves a
+	// document the sweep comes back to.
+	if err := run.retire(ctx, run.prov); err != nil {
+		return done, err
+	}
 	id := run.doc.Status.ProviderID
 	if err := run.prov.Delete(ctx, id); err != nil && !errors.Is(err, provider.ErrNotFound) {
 		return run.failedVMError(ctx, "deleting", err)

@@ -162,6 +162,23 @@ func TestFailedProxyHasNoVM(t *testing.T) {
 			why:  "the reason it failed for",
 			want: failedEnd{Phase: proxy.PhaseFailed, Reason: "ProviderPermanent", Calls: map[mock.Method]int{mock.MethodGet: 1, mock.MethodDelete: 1}},
 		},
+		"RetiringVMGoesToo": {
+			reason: "A proxy that fails while a make-before-break rotation still keeps its old VM (Retiring) deletes both: a Failed proxy bills no VM.",
+			run: func(w *world, ready *proxy.Proxy) {
+				old, err := w.mock.Create(context.Background(), provider.CreateRequest{Name: "retiring-" + uid[:8], UID: ready.UID})
+				if err != nil {
+					w.t.Fatal(err)
+				}
+				w.update(func(p *proxy.Proxy) { p.Reconciler.Retiring = old })
+				w.forget()
+				failedAs(w)
+				w.reconcile(reconcile.Trigger{Reason: proxy.ReasonWritten})
+			},
+			why: "the reason it failed for",
+			// The retiring VM's Delete; the VM's Delete and the Get that
+			// finds it gone.
+			want: failedEnd{Phase: proxy.PhaseFailed, Reason: "ProviderPermanent", Calls: map[mock.Method]int{mock.MethodGet: 1, mock.MethodDelete: 2}},
+		},
 		"DeleteRefusedLeftToTheSweep": {
 			reason: "A Failed proxy whose VM cannot be deleted yet names it, and the sweep re-drives it until the VM is gone.",
 			run: func(w *world, ready *proxy.Proxy) {
