@@ -189,8 +189,10 @@ func (c Config) check() (rendered, error) {
 	if c.Port == statsPort {
 		r.StatsPort = statsPort + 1
 	}
-	if len(c.AllowedSourceRanges) == 0 {
-		return r, fmt.Errorf("bootstrap: no allowed source ranges: the proxy would serve nobody")
+	// A warm pool's VM (generation 0) has no ranges: it serves no one
+	// until a proxy claims it and gives it its own.
+	if len(c.AllowedSourceRanges) == 0 && c.Generation != 0 {
+		return r, fmt.Errorf("bootstrap: no allowed source ranges at generation %d: the proxy would serve nobody", c.Generation)
 	}
 	allow, err := prefixes("allowed source range", c.AllowedSourceRanges)
 	if err != nil {

@@ -58,8 +58,8 @@ func compile(c Config) (*rules, error) {
 	if r.sources, err = prefixes("allowedSourceRanges", c.AllowedSourceRanges); err != nil {
 		return nil, err
 	}
-	if len(r.sources) == 0 {
-		return nil, errors.New("proxyengine: allowedSourceRanges: none, so the proxy would serve nobody")
+	if len(r.sources) == 0 && c.Generation != 0 {
+		return nil, fmt.Errorf("proxyengine: allowedSourceRanges: none at generation %d, so the proxy would serve nobody (only generation 0, a warm pool's VM, may have none)", c.Generation)
 	}
 	if len(c.ConnectPorts) == 0 {
 		return nil, errors.New("proxyengine: connectPorts: none, so no request could go anywhere")

@@ -45,7 +45,7 @@ func TestBenchOnTheLocalStack(t *testing.T) {
 	if _, err := emulator.SDKRoot(); err != nil && os.Getenv("CI") != "true" {
 		t.Skipf("%v\n%s", err, emulator.InstallHint)
 	}
-	s := settings{scale: 25, lifecycles: 3, bulk: 40, concurrency: 8, gc: 1000, out: filepath.Join(t.TempDir(), "bench.json")}
+	s := settings{scale: 25, lifecycles: 3, bulk: 40, concurrency: 8, gc: 1000, pool: 3, out: filepath.Join(t.TempDir(), "bench.json")}
 	// A bound against a hang, far above any run on a loaded machine; no
 	// measure.
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
@@ -89,7 +89,12 @@ func TestBenchOnTheLocalStack(t *testing.T) {
 	paths = append(paths, "readyLatencyMs.p50", "readyLatencyMs.p99", "bulk1000.seconds", "bulk1000.peakRSSBytes",
 		"bulk1000Production.secondsAfterLastBoot", "bulk1000Production.concurrency.Reconcile.concurrency",
 		"bulk1000Production.concurrency.Reconcile.maxInstances", "bulk1000Production.concurrency.ProxyAPI.concurrency",
-		"gc100k.seconds", "gc100k.peakRSSBytes", "api.createP50Ms", "api.createP99Ms", "api.concurrency")
+		"gc100k.seconds", "gc100k.peakRSSBytes", "api.createP50Ms", "api.createP99Ms", "api.concurrency",
+		"poolClaim.readyMs.p50", "poolClaim.readyMs.p99", "cold.readyMs.p50", "cold.readyMs.p99",
+		"reconfigure.readyMs.p50", "reconfigure.readyMs.p99")
+	for _, m := range lifecycleOrder {
+		paths = append(paths, "poolClaim.lifecycle."+m+".measured", "poolClaim.lifecycle."+m+".floor", "poolClaim.lifecycle."+m+".ratio")
+	}
 	for _, p := range paths {
 		if _, ok := lookup(doc, p).(float64); !ok {
 			t.Errorf("%s: %s is not a number", s.out, p)
@@ -228,9 +233,11 @@ func TestFloors(t *testing.T) {
 		"firestoreWrites": {Measured: 8, Floor: 8, Ratio: ratio(1)},
 		"providerCreate":  {Measured: 1, Floor: 1, Ratio: ratio(1)},
 		// One Get on the VM's call-home and one that finds it gone.
-		"providerGet":     {Measured: 2.5, Floor: 2, Ratio: ratio(1.25)},
-		"providerDelete":  {Measured: 1, Floor: 1, Ratio: ratio(1)},
-		"pubsubPublished": {Measured: 0, Floor: 0},
+		"providerGet":    {Measured: 2.5, Floor: 2, Ratio: ratio(1.25)},
+		"providerDelete": {Measured: 1, Floor: 1, Ratio: ratio(1)},
+		// A VM made with its configuration is given none after.
+		"providerReconfigure": {Measured: 0, Floor: 0},
+		"pubsubPublished":     {Measured: 0, Floor: 0},
 		// Nine invocations billed 100 ms each at the least.
 		"functionSeconds": {Measured: 1, Floor: 0.9, Ratio: ratio(1.11), ByFunction: map[string]float64{"ProxyAPI": 0.2, "Reconcile": 0.8}, Unrounded: ratio(0.3)},
 	}
@@ -243,7 +250,7 @@ func TestFloors(t *testing.T) {
 // time targets, which make test does not assert; a run that does too much
 // work misses count targets, which it does.
 func TestTargets(t *testing.T) {
-	s := settings{lifecycles: 2, gc: 1000}
+	s := settings{lifecycles: 2, gc: 1000, pool: 2, scale: 25}
 	ratio := func(v float64) *float64 { return &v }
 	atFloor := func() *results {
 		r := &results{Lifecycle: map[string]metric{}}
@@ -255,6 +262,12 @@ func TestTargets(t *testing.T) {
 		r.Lifecycle["functionSeconds"] = metric{Measured: 0.9, Floor: 0.9, Ratio: ratio(1)}
 		r.ReadyLatencyMs, r.DeleteLatencyMs = latency{P50: 200, P99: 230, N: 2}, latency{P50: 230, P99: 300, N: 2}
 		r.GC = gcResult{Deleted: gcOrphans(1000), FirestoreReads: 1001}
+		r.PoolClaim = poolClaimResult{ReadyMs: latency{P50: 1500, P99: 2000, N: 2}, Claimed: 2, Lifecycle: map[string]metric{}}
+		for k, f := range claimLifecycleFloors(2) {
+			r.PoolClaim.Lifecycle[k] = metric{Measured: f, Floor: f, Ratio: ratio(1)}
+		}
+		r.Cold.ReadyMs = latency{P50: ms(s.boot()) + 100, P99: ms(s.boot()) + 300, N: 2}
+		r.Reconfigure.ReadyMs = latency{P50: 1100, P99: 1500, N: 2}
 		return r
 	}
 	cases := map[string]struct {
@@ -277,6 +290,24 @@ func TestTargets(t *testing.T) {
 			change: func(r *results) { r.ReadyLatencyMs.N = 1 }, counts: 1},
 		"GCOverdeletes": {reason: "A collection deleting more than the orphans is a count missed.",
 			change: func(r *results) { r.GC.Deleted++ }, counts: 1},
+		"SlowClaims": {reason: "A claim slower than 3 s at the median and 5 s at p99, and a slow PATCH, are times missed.",
+			change: func(r *results) {
+				r.PoolClaim.ReadyMs = latency{P50: 3200, P99: 6000, N: 2}
+				r.Reconfigure.ReadyMs.P99 = 5200
+			}, times: 2},
+		"ClaimReadsOverFloor": {reason: "A claimed lifecycle reading 1.3 times its floor is a count missed; 1.25 times is not.",
+			change: func(r *results) {
+				r.PoolClaim.Lifecycle["firestoreReads"] = metric{Measured: 130, Floor: 100, Ratio: ratio(1.3)}
+				r.PoolClaim.Lifecycle["firestoreWrites"] = metric{Measured: 125, Floor: 100, Ratio: ratio(1.25)}
+			}, counts: 1},
+		"ClaimFunctionSeconds": {reason: "Function-seconds over 1.25 times the floor are a time missed.",
+			change: func(r *results) {
+				r.PoolClaim.Lifecycle["functionSeconds"] = metric{Measured: 3, Floor: 2, Ratio: ratio(1.5)}
+			}, times: 1},
+		"ColdServedByPool": {reason: "A cold proxy Ready before its boot ended was served by a pool it should not match.",
+			change: func(r *results) { r.Cold.ReadyMs.P50 = 100 }, counts: 1},
+		"UnclaimedProxy": {reason: "A proxy the pool serves that booted a VM of its own is a count missed.",
+			change: func(r *results) { r.PoolClaim.Claimed = 1 }, counts: 1},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -287,5 +318,67 @@ func TestTargets(t *testing.T) {
 				t.Errorf("%s\ncount and time targets missed (-want +got):\n%s\n%v\n%v", tc.reason, diff, r.countsMissed(s), r.timesMissed())
 			}
 		})
+	}
+}
+
+// TestClaimFloors checks the floors of a claimed lifecycle from a pool of
+// twenty, as pool.go's comments count them.
+func TestClaimFloors(t *testing.T) {
+	want := map[string]float64{
+		// The proxy's ten (POST, DELETE, six writes' events, call-home,
+		// the member's claim) and the refill's nine.
+		"invocations": 19,
+		// Six of the proxy, the member's claim, four of the new member,
+		// two of the pool's status.
+		"statusWrites":    13,
+		"firestoreWrites": 15,
+		// The proxy's fifteen, the pool's four runs (21 + 3 × 22) and the
+		// new member's five.
+		"firestoreReads":      107,
+		"providerCreate":      1,
+		"providerGet":         3,
+		"providerDelete":      1,
+		"providerReconfigure": 1,
+		"pubsubPublished":     2,
+		"functionSeconds":     1.9,
+	}
+	got := claimLifecycleFloors(20)
+	for k, v := range got {
+		got[k] = round(v, 6)
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("claimed lifecycle floors (-want +got):\n%s", diff)
+	}
+}
+
+// TestStackLogPools reads the lines the pool phases wait on: a
+// reconfiguration's, by generation, and members' Ready.
+func TestStackLogPools(t *testing.T) {
+	l := newStackLog(io.Discard)
+	for _, ln := range []string{
+		`{"time":"2026-12-03T10:00:00Z","message":"proxy ready","document":"pools/bench/proxies/w-1"}`,
+		`{"time":"2026-12-03T10:00:01Z","message":"proxy ready","document":"namespaces/a/proxies/p"}`,
+		`{"time":"2026-12-03T10:00:02Z","message":"warm VM claimed","document":"namespaces/a/proxies/q","pool":"bench"}`,
+		`{"time":"2026-12-03T10:00:03Z","message":"proxy reconfigured","document":"namespaces/a/proxies/p","generation":2}`,
+		`{"time":"2026-12-03T10:00:04Z","message":"proxy reconfigured","document":"namespaces/a/proxies/p","generation":2}`,
+	} {
+		l.Write([]byte(ln + "\n"))
+	}
+	ctx := context.Background()
+	got, err := l.await(ctx, reconfigured, []string{generationKey("namespaces/a/proxies/p", 2)}, time.Second)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want, _ := time.Parse(time.RFC3339, "2026-12-03T10:00:03Z"); !got[0].Equal(want) {
+		t.Errorf("reconfigured at %s, want %s (the first such line)", got[0], want)
+	}
+	if _, err := l.await(ctx, reconfigured, []string{generationKey("namespaces/a/proxies/p", 3)}, 10*time.Millisecond); err == nil {
+		t.Error("await of a generation never served returned no error")
+	}
+	if n, c := l.readyUnder("pools/bench/"), l.claimCount(); n != 1 || c != 1 {
+		t.Errorf("%d members Ready and %d claims, want 1 and 1", n, c)
+	}
+	if err := l.awaitReadyUnder(ctx, "pools/bench/", 2, 10*time.Millisecond); err == nil {
+		t.Error("await of two Ready members, one Ready, returned no error")
 	}
 }

@@ -24,6 +24,13 @@
 //	gc         -gc documents and as many instances, one CollectGarbage run
 //	           in a process of its own on the same Firestore emulator: its
 //	           time and peak memory.
+//	cold       -pool proxies whose placement no pool serves, beside a pool
+//	           of -pool warm VMs: POST → Ready, a whole boot.
+//	reconfigure  a PATCH of each cold proxy's allowedSourceRanges: PATCH →
+//	           Ready serving the new generation.
+//	poolClaim  -pool proxies the pool serves, each claiming a warm VM:
+//	           POST → Ready, and the cost of a claimed lifecycle (POST to
+//	           gone, and the pool's refill) against its floor.
 //
 // It prints a table and writes the figures as JSON to -out.
 package main
@@ -55,6 +62,7 @@ func main() {
 	flag.IntVar(&s.bulk, "bulk", 1000, "proxies requested at once in the bulk phase")
 	flag.IntVar(&s.concurrency, "concurrency", 64, "HTTP clients at once in the bulk phase")
 	flag.IntVar(&s.gc, "gc", 100_000, "documents and instances of the garbage-collection run")
+	flag.IntVar(&s.pool, "pool", 20, "warm VMs in the pool, and proxies in each of the pool phases")
 	flag.Parse()
 	if err := s.validate(); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
@@ -89,18 +97,24 @@ type settings struct {
 	out                               string
 	scale                             float64
 	lifecycles, bulk, concurrency, gc int
+	pool                              int
 }
 
 // realisticBoot is how long a Compute Engine VM takes from insert to
 // running with its external IP, as the benchmark assumes it.
 const realisticBoot = 25 * time.Second
 
+// realisticReconfigure is how long a running VM takes to apply a new
+// configuration and report its generation (the mock's default): the
+// metadata server's notice, the engine's live apply, the self-test.
+const realisticReconfigure = time.Second
+
 func (s settings) validate() error {
 	switch {
 	case s.scale < 1:
 		return fmt.Errorf("-scale %v: want 1 or more (1 runs in real time)", s.scale)
-	case s.lifecycles < 1, s.bulk < 1, s.gc < 100:
-		return fmt.Errorf("-lifecycles %d, -bulk %d, -gc %d: want at least 1, 1 and 100", s.lifecycles, s.bulk, s.gc)
+	case s.lifecycles < 1, s.bulk < 1, s.gc < 100, s.pool < 1:
+		return fmt.Errorf("-lifecycles %d, -bulk %d, -gc %d, -pool %d: want at least 1, 1, 100 and 1", s.lifecycles, s.bulk, s.gc, s.pool)
 	case s.concurrency < 1:
 		return fmt.Errorf("-concurrency %d: want at least 1", s.concurrency)
 	}
@@ -120,8 +134,13 @@ func (s settings) stackEnv() []string {
 	return []string{
 		"LOG_FORMAT=json", "LOG_LEVEL=info", "GC_INTERVAL=1h",
 		"MOCK_PROVISIONING_DELAY=" + s.boot().String(),
+		"MOCK_RECONFIGURE_DELAY=" + s.reconfigureDelay().String(),
 	}
 }
+
+// reconfigureDelay is how long the mock's VMs take to apply a new
+// configuration.
+func (s settings) reconfigureDelay() time.Duration { return s.scaled(realisticReconfigure) }
 
 // boot is how long the mock's VMs take to boot.
 func (s settings) boot() time.Duration { return s.scaled(realisticBoot) }

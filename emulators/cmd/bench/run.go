@@ -92,6 +92,11 @@ func run(ctx context.Context, s settings, log *slog.Logger) (*results, error) {
 	if err := b.collect(ctx, r); err != nil {
 		return nil, fmt.Errorf("garbage-collection phase: %w", err)
 	}
+	// Last: once the pool exists, it serves the other phases' spec.
+	log.Info("warm pool phases", "pool", s.pool)
+	if err := b.poolPhases(ctx, r); err != nil {
+		return nil, err
+	}
 	if err := b.stack.Stop(30 * time.Second); err != nil {
 		return nil, fmt.Errorf("stopping the stack: %w", err)
 	}
@@ -134,6 +139,9 @@ func (b *bench) namespaces(ctx context.Context) error {
 	}
 	for i := range bulkNamespaces(b.s.bulk) {
 		names = append(names, bulkNamespace(i))
+	}
+	for i := range b.s.pool {
+		names = append(names, coldNamespace(i), claimNamespace(i))
 	}
 	_, err := parallel(ctx, len(names), b.s.concurrency, func(i int) error {
 		_, created, err := b.api.CreateNamespace(ctx, names[i], nil, nil)

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"maps"
+	"strings"
 	"sync"
 	"time"
 
@@ -49,29 +50,38 @@ type stackLog struct {
 	last    time.Time
 	readyAt map[string]time.Time
 	goneAt  map[string]time.Time
+	// reconfiguredAt is when each document first served a generation
+	// after a reconfiguration, by generationKey.
+	reconfiguredAt map[string]time.Time
+	// claims counts the reconciler's "warm VM claimed" lines.
+	claims int
 	// changed is closed and replaced whenever a proxy's time is noted.
 	changed chan struct{}
 }
 
 func newStackLog(rest io.Writer) *stackLog {
 	return &stackLog{
-		rest:    rest,
-		sum:     tally{ByFunction: map[string]int{}, BilledByFunction: map[string]time.Duration{}},
-		last:    time.Now(),
-		readyAt: map[string]time.Time{},
-		goneAt:  map[string]time.Time{},
-		changed: make(chan struct{}),
+		rest:           rest,
+		sum:            tally{ByFunction: map[string]int{}, BilledByFunction: map[string]time.Duration{}},
+		last:           time.Now(),
+		readyAt:        map[string]time.Time{},
+		goneAt:         map[string]time.Time{},
+		reconfiguredAt: map[string]time.Time{},
+		changed:        make(chan struct{}),
 	}
 }
 
 // line is the part of a log line the benchmark reads.
 type line struct {
-	Time     time.Time      `json:"time"`
-	Message  string         `json:"message"`
-	Document string         `json:"document"`
-	Function string         `json:"function"`
-	Trigger  string         `json:"trigger"`
-	Usage    metering.Usage `json:"usage"`
+	Time     time.Time `json:"time"`
+	Message  string    `json:"message"`
+	Document string    `json:"document"`
+	Function string    `json:"function"`
+	Trigger  string    `json:"trigger"`
+	// Generation is the generation a "proxy reconfigured" line's proxy
+	// now serves.
+	Generation int64          `json:"generation"`
+	Usage      metering.Usage `json:"usage"`
 	// LatencyMs is an invocation's latency.
 	LatencyMs float64 `json:"latencyMs"`
 }
@@ -116,6 +126,13 @@ func (l *stackLog) take(b []byte) {
 			l.readyAt[ln.Document] = ln.Time
 			l.notify()
 		}
+	case "warm VM claimed":
+		l.claims++
+	case "proxy reconfigured":
+		if k := generationKey(ln.Document, ln.Generation); l.reconfiguredAt[k].IsZero() {
+			l.reconfiguredAt[k] = ln.Time
+			l.notify()
+		}
 	case "proxy deleted":
 		l.goneAt[ln.Document] = ln.Time
 		l.notify()
@@ -149,7 +166,58 @@ func (l *stackLog) quietFor() time.Duration {
 const (
 	ready = "Ready"
 	gone  = "gone"
+	// reconfigured is a Ready proxy Ready again with a new generation (the
+	// reconciler's "proxy reconfigured" line); await's paths are then
+	// generationKeys.
+	reconfigured = "reconfigured"
 )
+
+// generationKey names a document at a generation, for await(reconfigured).
+func generationKey(path string, generation int64) string {
+	return fmt.Sprintf("%s@%d", path, generation)
+}
+
+// readyUnder counts the documents under prefix (a path and a slash) that
+// have been Ready: a warm pool's members, pools/{pool}/.
+func (l *stackLog) readyUnder(prefix string) int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	n := 0
+	for p := range l.readyAt {
+		if strings.HasPrefix(p, prefix) {
+			n++
+		}
+	}
+	return n
+}
+
+// claimCount is how many warm VMs proxies have claimed.
+func (l *stackLog) claimCount() int {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.claims
+}
+
+// awaitReadyUnder waits until n documents under prefix have been Ready.
+func (l *stackLog) awaitReadyUnder(ctx context.Context, prefix string, n int, timeout time.Duration) error {
+	deadline := time.After(timeout)
+	for {
+		l.mu.Lock()
+		changed := l.changed
+		l.mu.Unlock()
+		got := l.readyUnder(prefix)
+		if got >= n {
+			return nil
+		}
+		select {
+		case <-changed:
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-deadline:
+			return fmt.Errorf("%d of %d documents under %s Ready within %s", got, n, prefix, timeout)
+		}
+	}
+}
 
 // await waits until every document of paths is Ready (or gone), or the
 // timeout passes, and returns when each became so.
@@ -158,8 +226,11 @@ func (l *stackLog) await(ctx context.Context, what string, paths []string, timeo
 	for {
 		l.mu.Lock()
 		times := l.readyAt
-		if what == gone {
+		switch what {
+		case gone:
 			times = l.goneAt
+		case reconfigured:
+			times = l.reconfiguredAt
 		}
 		out := make([]time.Time, len(paths))
 		missing := 0
