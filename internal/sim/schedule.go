@@ -35,6 +35,7 @@ func (w *World) Run() ([]string, Stats) {
 		w.tick()
 	}
 	w.faults = false
+	w.stuck = 0
 	w.mock.ClearCreateFailures()
 	end := w.clock.Now().Add(quiesceFor)
 	for guard := 0; guard < 200_000; guard++ {
@@ -114,7 +115,7 @@ func (w *World) tick() {
 // start runs a delivery as a new invocation, parked at its first step.
 func (w *World) start(d delivery) {
 	w.nextID++
-	in := &inv{id: w.nextID, grant: make(chan bool), parked: make(chan struct{}), done: make(chan struct{}), gc: d.gc}
+	in := &inv{id: w.nextID, grant: make(chan bool), parked: make(chan struct{}), done: make(chan struct{}), gc: d.gc, key: d.key, pool: d.pool}
 	w.stats.Invocations++
 	if d.gc {
 		// The run sees the uid set of the previous tick: stale by up to a
@@ -148,6 +149,11 @@ func (w *World) start(d delivery) {
 
 			return
 		}
+		if d.pool != "" {
+			w.stats.PoolRuns++
+			w.pools.Reconcile(ctx, d.pool)
+			return
+		}
 		w.rec.Reconcile(ctx, d.key, d.trigger)
 	}()
 	w.wait(in)
@@ -159,6 +165,9 @@ func (w *World) step(in *inv) {
 	if w.faults && w.rng.Float64() < 0.03 {
 		proceed = false
 		w.stats.Crashes++
+		if in.claimed {
+			w.stats.ClaimsCrashed++
+		}
 	}
 	in.grant <- proceed
 	w.wait(in)
