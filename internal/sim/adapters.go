@@ -38,6 +38,12 @@ func (s *simStore) UpdateStatus(ctx context.Context, p *proxy.Proxy) (time.Time,
 		}
 	}
 	t, err := s.w.store.UpdateStatus(ctx, p)
+	if in, _ := ctx.Value(invKey{}).(*inv); in != nil && err == nil && p.Reconciler.LeaseHolder == "" && s.w.actor[p.UID] == in {
+		// The run let the lease go: what it does after acts on no VM,
+		// and the next run may act at once.
+		delete(s.w.actor, p.UID)
+	}
+	s.w.trace(ctx, "UpdateStatus %s phase %s pid %s gen %d sent %d lease %s err %v", p.Key(), p.Status.Phase, p.Status.ProviderID, p.Generation, p.Reconciler.SentGeneration, p.Reconciler.LeaseHolder, err)
 	return t, s.w.after(ctx, err)
 }
 
@@ -206,6 +212,7 @@ func (p *simProvider) Create(ctx context.Context, req provider.CreateRequest) (s
 		req.RequestID = "request-of-" + req.UID
 	}
 	id, err := p.w.mock.Create(ctx, req)
+	p.w.trace(ctx, "Create %s %s err %v", req.UID, id, err)
 	if in, _ := ctx.Value(invKey{}).(*inv); in != nil {
 		delete(in.deleted, id) // a new VM under that name boots
 	}
@@ -221,6 +228,11 @@ func (p *simProvider) Get(ctx context.Context, id string) (*provider.Instance, e
 		return nil, err
 	}
 	in, err := p.w.mock.Get(ctx, id)
+	if err == nil {
+		p.w.trace(ctx, "Get %s %s gen %d", id, in.State, in.Generation)
+	} else {
+		p.w.trace(ctx, "Get %s err %v", id, err)
+	}
 	p.w.observed(ctx, id, err == nil && in.State == provider.StateProvisioning)
 	return in, err
 }
@@ -246,6 +258,7 @@ func (p *simProvider) Delete(ctx context.Context, id string) error {
 	if slices.Contains(p.w.foreign, id) {
 		p.w.violation("%s deleted %s, which another deployment made or which has no deployment label", p.w.who(ctx), id)
 	}
+	p.w.trace(ctx, "Delete %s", id)
 	return p.w.after(ctx, p.w.mock.Delete(ctx, id))
 }
 
@@ -255,8 +268,12 @@ func (p *simProvider) Reconfigure(ctx context.Context, id string, req provider.R
 	if err := p.w.yield(ctx); err != nil {
 		return err
 	}
-	p.w.acting(ctx, req.UID)
+	// Not acting: Reconfigure is idempotent, and the reconciler hands a
+	// change over without the lease (package reconcile's reconfigure), as
+	// a deletion. What two runs may not do is hand a VM an older
+	// generation than it was given (staleGeneration).
 	p.w.relabelling(ctx, id, req)
+	p.w.staleGeneration(ctx, id, req)
 	p.w.observed(ctx, "", false)
 	if p.w.stuck > 0 && req.Engine != nil {
 		// The VM takes the new owner, never the configuration: it keeps
@@ -265,6 +282,7 @@ func (p *simProvider) Reconfigure(ctx context.Context, id string, req provider.R
 		req.Engine = nil
 	}
 	err := p.w.mock.Reconfigure(ctx, id, req)
+	p.w.trace(ctx, "Reconfigure %s %+v err %v", id, req.UID, err)
 	if in, _ := ctx.Value(invKey{}).(*inv); in != nil && err == nil {
 		in.claimed = false // what a claim owes its VM is handed over
 	}
@@ -347,7 +365,7 @@ func (w *World) acting(ctx context.Context, uid string) {
 		}
 	}
 	if owner := w.actor[uid]; owner != nil && owner != in && !owner.crashed && w.isActive(owner) {
-		w.violation("uid %s: invocations %d and %d act on its VM at once", uid, owner.id, in.id)
+		w.violation("uid %s: invocations %d (%s) and %d (%s) act on its VM at once", uid, owner.id, owner.key, in.id, in.key)
 	}
 	w.actor[uid] = in
 }
@@ -385,5 +403,21 @@ func (w *World) creating(ctx context.Context, uid string) {
 		if p, err := w.store.Get(ctx, key); err == nil && p.UID == uid && readyReason(p) == "ConfigurationChanged" {
 			w.violation("%s: generation %d costs a new VM, though its VM could take it (%s)", key, p.Generation, p.Status.Message)
 		}
+	}
+}
+
+// staleGeneration flags a Reconfigure that hands a VM, for the same
+// proxy, an older generation than one it was already handed: two runs
+// racing with what they read, the older one last.
+func (w *World) staleGeneration(ctx context.Context, id string, req provider.ReconfigureRequest) {
+	if req.Engine == nil {
+		return
+	}
+	cur, ok := w.mock.CreateRequest(id)
+	if !ok || cur.Engine == nil || cur.UID != req.UID {
+		return
+	}
+	if cur.Engine.Generation > req.Engine.Generation {
+		w.violation("%s handed VM %s generation %d of uid %s after it was handed generation %d", w.who(ctx), id, req.Engine.Generation, req.UID, cur.Engine.Generation)
 	}
 }

@@ -139,6 +139,7 @@ func (w *World) start(d delivery) {
 		}
 	}
 	ctx := context.WithValue(context.Background(), invKey{}, in)
+	w.trace(ctx, "start %s %s %+v gc=%v", d.key, d.pool, d.trigger, d.gc)
 	go func() {
 		defer close(in.done)
 		if d.gc {
@@ -164,6 +165,7 @@ func (w *World) step(in *inv) {
 	proceed := true
 	if w.faults && w.rng.Float64() < 0.03 {
 		proceed = false
+		w.trace(context.WithValue(context.Background(), invKey{}, in), "CRASH")
 		w.stats.Crashes++
 		if in.claimed {
 			w.stats.ClaimsCrashed++
