@@ -2,6 +2,7 @@ package sim
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -43,7 +44,6 @@ func (s *simStore) UpdateStatus(ctx context.Context, p *proxy.Proxy) (time.Time,
 		// and the next run may act at once.
 		delete(s.w.actor, p.UID)
 	}
-	s.w.trace(ctx, "UpdateStatus %s phase %s pid %s gen %d sent %d lease %s err %v", p.Key(), p.Status.Phase, p.Status.ProviderID, p.Generation, p.Reconciler.SentGeneration, p.Reconciler.LeaseHolder, err)
 	return t, s.w.after(ctx, err)
 }
 
@@ -212,7 +212,6 @@ func (p *simProvider) Create(ctx context.Context, req provider.CreateRequest) (s
 		req.RequestID = "request-of-" + req.UID
 	}
 	id, err := p.w.mock.Create(ctx, req)
-	p.w.trace(ctx, "Create %s %s err %v", req.UID, id, err)
 	if in, _ := ctx.Value(invKey{}).(*inv); in != nil {
 		delete(in.deleted, id) // a new VM under that name boots
 	}
@@ -228,11 +227,6 @@ func (p *simProvider) Get(ctx context.Context, id string) (*provider.Instance, e
 		return nil, err
 	}
 	in, err := p.w.mock.Get(ctx, id)
-	if err == nil {
-		p.w.trace(ctx, "Get %s %s gen %d", id, in.State, in.Generation)
-	} else {
-		p.w.trace(ctx, "Get %s err %v", id, err)
-	}
 	p.w.observed(ctx, id, err == nil && in.State == provider.StateProvisioning)
 	return in, err
 }
@@ -258,7 +252,6 @@ func (p *simProvider) Delete(ctx context.Context, id string) error {
 	if slices.Contains(p.w.foreign, id) {
 		p.w.violation("%s deleted %s, which another deployment made or which has no deployment label", p.w.who(ctx), id)
 	}
-	p.w.trace(ctx, "Delete %s", id)
 	return p.w.after(ctx, p.w.mock.Delete(ctx, id))
 }
 
@@ -272,7 +265,6 @@ func (p *simProvider) Reconfigure(ctx context.Context, id string, req provider.R
 	// change over without the lease (package reconcile's reconfigure), as
 	// a deletion. What two runs may not do is hand a VM an older
 	// generation than it was given (staleGeneration).
-	p.w.relabelling(ctx, id, req)
 	p.w.staleGeneration(ctx, id, req)
 	p.w.observed(ctx, "", false)
 	if p.w.stuck > 0 && req.Engine != nil {
@@ -282,7 +274,11 @@ func (p *simProvider) Reconfigure(ctx context.Context, id string, req provider.R
 		req.Engine = nil
 	}
 	err := p.w.mock.Reconfigure(ctx, id, req)
-	p.w.trace(ctx, "Reconfigure %s %+v err %v", id, req.UID, err)
+	if !errors.Is(err, provider.ErrNotFound) {
+		// A run that read the document before a replacement may hand over
+		// to the VM being deleted, which takes nothing (NotFound).
+		p.w.relabelling(ctx, id, req)
+	}
 	if in, _ := ctx.Value(invKey{}).(*inv); in != nil && err == nil {
 		in.claimed = false // what a claim owes its VM is handed over
 	}

@@ -243,8 +243,8 @@ func (w *World) userAction() {
 		}, 100)
 		return
 	}
-	switch w.rng.IntN(5) {
-	case 0:
+	switch w.rng.IntN(6) {
+	case 0, 5:
 		if _, err := w.store.RequestRotation(ctx, key, w.clock.Now(), tenancy.Limits{}); err == nil {
 			w.stats.Rotations++
 		}

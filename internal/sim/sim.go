@@ -110,7 +110,7 @@ type Stats struct {
 	// between the claim's commit and the Reconfigure it owes, Refills the
 	// member documents created, MemberDeletions the members asked to go.
 	PoolResizes, Shrinks, PoolDeletions, PoolCreations, PoolRuns, PoolEventsDropped, PoolEventsDuplicated int
-	Claims, WarmRotations, ClaimsCrashed, Refills, MemberDeletions int
+	Claims, WarmRotations, ClaimsCrashed, Refills, MemberDeletions                                        int
 	// ReadyAtEnd, FailedAtEnd and InstancesAtEnd are what the invariants
 	// were checked over.
 	ReadyAtEnd, FailedAtEnd, InstancesAtEnd int
