@@ -53,7 +53,7 @@ bench: deps
 	$(GO) run ./emulators/cmd/bench
 
 ## sim: the fault simulation over $(SEEDS) seeds, and the planted bugs it
-## must catch; it ends with "sim: N seeds, M faults, V violations" (make test
+## must catch; it ends with "sim: N seeds, M faults, P pool and claim events, V violations" (make test
 ## runs 300 seeds)
 SEEDS ?= 10000
 sim:

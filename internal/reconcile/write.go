@@ -36,7 +36,7 @@ func (run *run) write(ctx context.Context, next *proxy.Proxy, hold bool) error {
 	if hold {
 		next.Reconciler.LeaseExpireTime = now.Add(run.r.opts.LeaseDuration)
 	}
-	if next.Status.Settled() {
+	if next.Status.Settled() && (next.Status.ProviderID == "" || next.Generation == sentGeneration(next)) { // a VM not yet given its generation has progress to make: the sweep must see it
 		next.Reconciler.ProgressTime = time.Time{}
 	} else {
 		next.Reconciler.ProgressTime = now

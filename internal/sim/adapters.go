@@ -2,6 +2,7 @@ package sim
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"time"
@@ -9,6 +10,7 @@ import (
 	"github.com/egress-proxies/egress/internal/provider"
 	"github.com/egress-proxies/egress/internal/proxy"
 	"github.com/egress-proxies/egress/internal/reconcile"
+	"github.com/egress-proxies/egress/internal/store/rules"
 )
 
 // The adapters make every call an invocation makes a step of the
@@ -37,6 +39,11 @@ func (s *simStore) UpdateStatus(ctx context.Context, p *proxy.Proxy) (time.Time,
 		}
 	}
 	t, err := s.w.store.UpdateStatus(ctx, p)
+	if in, _ := ctx.Value(invKey{}).(*inv); in != nil && err == nil && p.Reconciler.LeaseHolder == "" && s.w.actor[p.UID] == in {
+		// The run let the lease go: what it does after acts on no VM,
+		// and the next run may act at once.
+		delete(s.w.actor, p.UID)
+	}
 	return t, s.w.after(ctx, err)
 }
 
@@ -73,6 +80,112 @@ func (s *simStore) Stalled(ctx context.Context, before time.Time, limit int) ([]
 	return s.w.store.Stalled(ctx, before, limit)
 }
 
+// The pool reconcile's and the claim's part of the store: each call a
+// step, as the proxy documents' calls are.
+
+func (s *simStore) GetPool(ctx context.Context, name string) (*proxy.Pool, error) {
+	if err := s.w.yield(ctx); err != nil {
+		return nil, err
+	}
+	return s.w.store.GetPool(ctx, name)
+}
+
+func (s *simStore) Members(ctx context.Context, pool string) ([]*proxy.Proxy, error) {
+	if err := s.w.yield(ctx); err != nil {
+		return nil, err
+	}
+	return s.w.store.Members(ctx, pool)
+}
+
+func (s *simStore) EnsureMembers(ctx context.Context, pool string, now time.Time) ([]*proxy.Proxy, error) {
+	if err := s.w.yield(ctx); err != nil {
+		return nil, err
+	}
+	created, err := s.w.store.EnsureMembers(ctx, pool, now)
+	for _, m := range created {
+		s.w.stats.Refills++
+		s.w.memberOf[m.UID] = pool
+	}
+	return created, s.w.after(ctx, err)
+}
+
+func (s *simStore) RequestDeletion(ctx context.Context, key proxy.Key, now time.Time) (*proxy.Proxy, error) {
+	if err := s.w.yield(ctx); err != nil {
+		return nil, err
+	}
+	p, err := s.w.store.RequestDeletion(ctx, key, now)
+	if err == nil {
+		s.w.stats.MemberDeletions++
+	}
+	return p, s.w.after(ctx, err)
+}
+
+func (s *simStore) UpdatePoolStatus(ctx context.Context, p *proxy.Pool) (time.Time, error) {
+	if err := s.w.yield(ctx); err != nil {
+		return time.Time{}, err
+	}
+	t, err := s.w.store.UpdatePoolStatus(ctx, p)
+	if err == nil {
+		s.w.poolChanged(p.Name)
+	}
+	return t, s.w.after(ctx, err)
+}
+
+func (s *simStore) DeletePool(ctx context.Context, name string, ut time.Time) error {
+	if err := s.w.yield(ctx); err != nil {
+		return err
+	}
+	err := s.w.store.DeletePool(ctx, name, ut)
+	if err == nil {
+		s.w.poolChanged(name)
+	}
+	return s.w.after(ctx, err)
+}
+
+func (s *simStore) PoolNames(ctx context.Context) ([]string, error) {
+	if err := s.w.yield(ctx); err != nil {
+		return nil, err
+	}
+	return s.w.store.PoolNames(ctx)
+}
+
+func (s *simStore) PoolServing(ctx context.Context, spec proxy.Spec) (string, error) {
+	if err := s.w.yield(ctx); err != nil {
+		return "", err
+	}
+	return s.w.store.PoolServing(ctx, spec)
+}
+
+// ClaimWarm is the claim's transaction. With RelabelBeforeClaim the VM
+// the transaction will take is relabelled for p first, a step (and a
+// crash point) before the commit.
+func (s *simStore) ClaimWarm(ctx context.Context, p *proxy.Proxy, pool string, now time.Time) (*proxy.Proxy, *proxy.Proxy, error) {
+	if err := s.w.yield(ctx); err != nil {
+		return nil, nil, err
+	}
+	if s.w.bug == RelabelBeforeClaim {
+		members, _ := s.w.store.Members(ctx, pool)
+		if m := rules.PickWarm(members); m != nil {
+			req := provider.ReconfigureRequest{UID: p.UID, Namespace: p.Namespace, ProxyName: p.Name}
+			if err := (&simProvider{w: s.w}).Reconfigure(ctx, m.Status.ProviderID, req); err != nil {
+				return nil, nil, err
+			}
+		}
+	}
+	member, claimed, err := s.w.store.ClaimWarm(ctx, p, pool, now)
+	if err == nil {
+		s.w.stats.Claims++
+		if claimed.Reconciler.Retiring != "" {
+			s.w.stats.WarmRotations++
+		}
+		s.w.claimedUIDs[p.UID] = true
+		if in, _ := ctx.Value(invKey{}).(*inv); in != nil {
+			in.claimed = true
+		}
+	}
+	return member, claimed, s.w.after(ctx, err)
+}
+
 // after is the crash point after a call took effect: the caller never
 // learns that it did.
 func (w *World) after(ctx context.Context, err error) error {
@@ -89,6 +202,7 @@ func (p *simProvider) Create(ctx context.Context, req provider.CreateRequest) (s
 		return "", err
 	}
 	p.w.acting(ctx, req.UID)
+	p.w.creating(ctx, req.UID)
 	switch p.w.bug {
 	case NoCreatePending:
 		p.w.seq++
@@ -132,12 +246,43 @@ func (p *simProvider) Delete(ctx context.Context, id string) error {
 		if in.ID == id {
 			p.w.acting(ctx, in.UID)
 			p.w.collecting(ctx, in.UID)
+			p.w.deleting(ctx, id, in.UID)
 		}
 	}
 	if slices.Contains(p.w.foreign, id) {
 		p.w.violation("%s deleted %s, which another deployment made or which has no deployment label", p.w.who(ctx), id)
 	}
 	return p.w.after(ctx, p.w.mock.Delete(ctx, id))
+}
+
+// Reconfigure is the mock's, a step; while faults are on a VM may take it
+// and never serve it (its agent refused the configuration).
+func (p *simProvider) Reconfigure(ctx context.Context, id string, req provider.ReconfigureRequest) error {
+	if err := p.w.yield(ctx); err != nil {
+		return err
+	}
+	// Not acting: Reconfigure is idempotent, and the reconciler hands a
+	// change over without the lease (package reconcile's reconfigure), as
+	// a deletion. What two runs may not do is hand a VM an older
+	// generation than it was given (staleGeneration).
+	p.w.staleGeneration(ctx, id, req)
+	p.w.observed(ctx, "", false)
+	if p.w.stuck > 0 && req.Engine != nil {
+		// The VM takes the new owner, never the configuration: it keeps
+		// reporting the generation it served.
+		p.w.stuck--
+		req.Engine = nil
+	}
+	err := p.w.mock.Reconfigure(ctx, id, req)
+	if !errors.Is(err, provider.ErrNotFound) {
+		// A run that read the document before a replacement may hand over
+		// to the VM being deleted, which takes nothing (NotFound).
+		p.w.relabelling(ctx, id, req)
+	}
+	if in, _ := ctx.Value(invKey{}).(*inv); in != nil && err == nil {
+		in.claimed = false // what a claim owes its VM is handed over
+	}
+	return p.w.after(ctx, err)
 }
 
 func (p *simProvider) ListByTag(ctx context.Context) ([]provider.Instance, error) {
@@ -158,6 +303,10 @@ type simQueue struct{ w *World }
 func (q *simQueue) Publish(ctx context.Context, m proxy.ReconcileMessage) error {
 	if err := q.w.yield(ctx); err != nil {
 		return err
+	}
+	if pool, ok := m.PoolName(); ok {
+		q.w.enqueue(delivery{pool: pool, trigger: reconcile.TriggerOf(m)}, q.w.delay())
+		return q.w.after(ctx, nil)
 	}
 	key, err := m.Key()
 	if err != nil {
@@ -212,7 +361,7 @@ func (w *World) acting(ctx context.Context, uid string) {
 		}
 	}
 	if owner := w.actor[uid]; owner != nil && owner != in && !owner.crashed && w.isActive(owner) {
-		w.violation("uid %s: invocations %d and %d act on its VM at once", uid, owner.id, in.id)
+		w.violation("uid %s: invocations %d (%s) and %d (%s) act on its VM at once", uid, owner.id, owner.key, in.id, in.key)
 	}
 	w.actor[uid] = in
 }
@@ -239,5 +388,32 @@ func (w *World) collecting(ctx context.Context, uid string) {
 		if p, err := w.store.Get(ctx, key); err == nil && p.UID == uid && p.DeleteRequestTime == nil {
 			w.violation("GC deleted the VM of live document %s (uid %s)", key, uid)
 		}
+	}
+}
+
+// creating flags a new VM made for a change of configuration: the mock
+// reconfigures a running VM, so a new generation costs a new VM only once
+// the VM did not serve it in time (ReconfigureTimeout).
+func (w *World) creating(ctx context.Context, uid string) {
+	for _, key := range w.store.Keys() {
+		if p, err := w.store.Get(ctx, key); err == nil && p.UID == uid && readyReason(p) == "ConfigurationChanged" {
+			w.violation("%s: generation %d costs a new VM, though its VM could take it (%s)", key, p.Generation, p.Status.Message)
+		}
+	}
+}
+
+// staleGeneration flags a Reconfigure that hands a VM, for the same
+// proxy, an older generation than one it was already handed: two runs
+// racing with what they read, the older one last.
+func (w *World) staleGeneration(ctx context.Context, id string, req provider.ReconfigureRequest) {
+	if req.Engine == nil {
+		return
+	}
+	cur, ok := w.mock.CreateRequest(id)
+	if !ok || cur.Engine == nil || cur.UID != req.UID {
+		return
+	}
+	if cur.Engine.Generation > req.Engine.Generation {
+		w.violation("%s handed VM %s generation %d of uid %s after it was handed generation %d", w.who(ctx), id, req.Engine.Generation, req.UID, cur.Engine.Generation)
 	}
 }

@@ -35,6 +35,10 @@ func (w *World) check() {
 			continue
 		}
 		live[p.UID] = true
+		if p.ClaimedBy != nil {
+			// A tombstone: its VM is the proxy's that claimed it.
+			continue
+		}
 		if p.DeleteRequestTime != nil {
 			w.violation("%s: deletion requested but the document remains (phase %s)", key, p.Status.Phase)
 			continue
@@ -73,6 +77,9 @@ func (w *World) check() {
 			// last request.
 			w.violation("%s: rotation asked for at %s, but its VM dates from %s", key, p.RotateRequestTime.Format(time.TimeOnly), p.Reconciler.BootStart.Format(time.TimeOnly))
 		}
+		if p.Status.Phase == proxy.PhaseReady && len(mine) == 1 && mine[0].ID == p.Status.ProviderID {
+			w.checkServed(key, p, mine[0])
+		}
 		if old := w.uids[key.Name]; len(old) > 1 {
 			for _, u := range old[:len(old)-1] {
 				if p.Status.ProviderID != "" && len(byUID[u]) > 0 && byUID[u][0].ID == p.Status.ProviderID {
@@ -81,6 +88,7 @@ func (w *World) check() {
 			}
 		}
 	}
+	w.checkPools(ctx, byUID)
 	var leaked []string
 	present := map[string]bool{}
 	for _, in := range slices.Concat(w.mock.Instances(), w.mock.Addresses()) {

@@ -29,7 +29,7 @@ func (r Result) Violations() int {
 
 // Summary is the line `make sim` ends with.
 func (r Result) Summary() string {
-	return fmt.Sprintf("sim: %d seeds, %d faults, %d violations", r.Seeds, r.Stats.Faults(), r.Violations())
+	return fmt.Sprintf("sim: %d seeds, %d faults, %d pool and claim events, %d violations", r.Seeds, r.Stats.Faults(), r.Stats.PoolFaults(), r.Violations())
 }
 
 // Counts says, in a line, what the schedules did.
@@ -40,6 +40,16 @@ func (r Result) Counts() string {
 		s.CallHomesLost, s.CallHomesDuplicated, s.CallHomesDelayed, s.CallHomesForged,
 		s.OtherDeployment, s.Unlabelled, s.EmptyDocumentSets, s.Refused, s.OperatorRuns,
 		s.UserActions, s.StaticProxies, s.Rotations, s.Invocations, s.GCRuns, s.Steps, s.ReadyAtEnd, s.FailedAtEnd, s.InstancesAtEnd)
+}
+
+// PoolCounts says, in a line, what the schedules did with configurations
+// and warm pools.
+func (r Result) PoolCounts() string {
+	s := r.Stats
+	return fmt.Sprintf("reconfigurations: %d patches, %d credential rotations, %d Reconfigure errors, %d VMs that never served theirs; pools: %d resizes (%d shrinks), %d deletions, %d creations, %d pool events dropped, %d duplicated, %d pool runs; %d claims (%d make-before-break rotations), %d claims crashed mid-way, %d members refilled, %d member deletions",
+		s.Patches, s.CredentialRotations, s.ReconfigureErrors, s.ReconfigureStuck,
+		s.PoolResizes, s.Shrinks, s.PoolDeletions, s.PoolCreations, s.PoolEventsDropped, s.PoolEventsDuplicated, s.PoolRuns,
+		s.Claims, s.WarmRotations, s.ClaimsCrashed, s.Refills, s.MemberDeletions)
 }
 
 // Explore plays the schedules of seeds from to to, inclusive, with bug
@@ -69,7 +79,7 @@ func Find(seeds int, bug Bug) (Failure, bool) {
 }
 
 // PlantedBugs are the safety rules the simulation must catch switched off.
-var PlantedBugs = []Bug{NoPrecondition, NoLease, NoGracePeriod, NoCreatePending, OneRequestID, RotationByEventOnly, NoDeleteGuard}
+var PlantedBugs = []Bug{NoPrecondition, NoLease, NoGracePeriod, NoCreatePending, OneRequestID, RotationByEventOnly, NoDeleteGuard, RelabelBeforeClaim}
 
 func (f Failure) String() string {
 	return fmt.Sprintf("seed %d breaks the invariants:\n  %s", f.Seed, strings.Join(f.Violations, "\n  "))

@@ -33,15 +33,24 @@ func (w *World) changed(c memstore.Change) {
 				w.violation("Static proxy %s (uid %s) moved from %s to %s", c.Key, n.UID, first, n.Status.Endpoint)
 			}
 		}
-		// A proxy's credentials are made once and kept across every VM:
-		// replacements and rotations alike.
+		// A proxy's credentials are made once and kept across every VM
+		// (replacements, rotations, claims alike) until the user asks for
+		// new ones (:rotateCredentials).
 		if cr := n.Reconciler.Credentials; cr.Username != "" {
-			if first, ok := w.credentials[n.UID]; !ok {
+			if last, ok := w.credentials[n.UID]; !ok || n.UID == w.rotatingCreds {
 				w.credentials[n.UID] = cr
-			} else if first != cr {
-				w.violation("proxy %s (uid %s) changed its credentials from user %s to %s", c.Key, n.UID, first.Username, cr.Username)
+			} else if last != cr {
+				w.violation("proxy %s (uid %s) changed its credentials from user %s to %s", c.Key, n.UID, last.Username, cr.Username)
 			}
 		}
+		if c.Key.Pool != "" {
+			w.memberOf[n.UID] = c.Key.Pool
+		}
+	}
+	if w.pools != nil {
+		w.owners(context.Background())
+	}
+	if n := c.New; n != nil {
 	}
 	copies := 1
 	if w.faults {
@@ -146,6 +155,19 @@ func (w *World) maybeFault() {
 			t.UID = uids[len(uids)-1]
 		}
 		w.enqueue(delivery{key: proxy.Key{Namespace: namespace, Name: name}, trigger: t}, w.delay())
+	case r < 0.0975:
+		w.stats.ReconfigureErrors++
+		err := provider.NewError(provider.KindTransient, "sim", "", errors.New("503"))
+		if w.rng.IntN(2) == 0 {
+			w.mock.FailNextAfterEffect(mock.MethodReconfigure, 1, provider.NewError(provider.KindTransient, "sim", "", errors.New("response lost")))
+		} else {
+			w.mock.FailNext(mock.MethodReconfigure, 1, err)
+		}
+	case r < 0.1:
+		w.stats.ReconfigureStuck++
+		w.stuck++
+	case r < 0.11:
+		w.poolAction()
 	}
 }
 
@@ -221,11 +243,33 @@ func (w *World) userAction() {
 		}, 100)
 		return
 	}
-	if w.rng.IntN(3) == 0 {
+	switch w.rng.IntN(6) {
+	case 0, 5:
 		if _, err := w.store.RequestRotation(ctx, key, w.clock.Now(), tenancy.Limits{}); err == nil {
 			w.stats.Rotations++
 		}
-		return
+	case 1:
+		// A PATCH of the ranges and ports: a new generation when it
+		// changed them.
+		before, _ := w.store.Get(ctx, key)
+		ranges := [][]string{{"203.0.113.0/24"}, {"198.51.100.0/24"}, {"203.0.113.0/24", "192.0.2.0/24"}}[w.rng.IntN(3)]
+		ports := [][]int32{nil, {443}, {443, 8443}}[w.rng.IntN(3)]
+		after, err := w.store.UpdateSpec(ctx, key, w.clock.Now(), func(s proxy.Spec) (proxy.Spec, error) {
+			s.AllowedSourceRanges, s.ConnectPorts = ranges, ports
+			return s, nil
+		})
+		if err == nil && before != nil && after.Generation > before.Generation {
+			w.stats.Patches++
+		}
+	case 2:
+		if p, err := w.store.Get(ctx, key); err == nil {
+			w.rotatingCreds = p.UID
+			if _, err := w.store.RotateCredentials(ctx, key, w.clock.Now()); err == nil {
+				w.stats.CredentialRotations++
+			}
+			w.rotatingCreds = ""
+		}
+	default:
+		w.store.RequestDeletion(ctx, key, w.clock.Now())
 	}
-	w.store.RequestDeletion(ctx, key, w.clock.Now())
 }

@@ -3,9 +3,11 @@ package sim
 import (
 	"context"
 	"fmt"
+	"maps"
 	"slices"
 	"time"
 
+	"github.com/egress-proxies/egress/internal/provider"
 	"github.com/egress-proxies/egress/internal/proxy"
 )
 
@@ -35,10 +37,12 @@ func (w *World) Run() ([]string, Stats) {
 		w.tick()
 	}
 	w.faults = false
+	w.stuck = 0
 	w.mock.ClearCreateFailures()
 	end := w.clock.Now().Add(quiesceFor)
 	for guard := 0; guard < 200_000; guard++ {
-		if !w.clock.Now().Before(end) && len(w.active) == 0 && len(w.duePending(true)) == 0 {
+		if !w.clock.Now().Before(end) && len(w.active) == 0 && len(w.duePending(true)) == 0 &&
+			(w.settled() || !w.clock.Now().Before(end.Add(quiesceFor))) {
 			break
 		}
 		w.tick()
@@ -114,7 +118,7 @@ func (w *World) tick() {
 // start runs a delivery as a new invocation, parked at its first step.
 func (w *World) start(d delivery) {
 	w.nextID++
-	in := &inv{id: w.nextID, grant: make(chan bool), parked: make(chan struct{}), done: make(chan struct{}), gc: d.gc}
+	in := &inv{id: w.nextID, grant: make(chan bool), parked: make(chan struct{}), done: make(chan struct{}), gc: d.gc, key: d.key, pool: d.pool}
 	w.stats.Invocations++
 	if d.gc {
 		// The run sees the uid set of the previous tick: stale by up to a
@@ -129,6 +133,19 @@ func (w *World) start(d delivery) {
 		in.uids, w.lastUIDs = w.lastUIDs, fresh
 		if in.uids == nil {
 			in.uids = fresh
+		}
+		// A VM that changed hands (a warm VM claimed and relabelled: its
+		// name is not its uid's) carries the uid of a document that
+		// existed before the relabel, and so before any listing that
+		// shows it: the collector lists first and reads the uids after,
+		// so its set has that uid. The grace period cannot stand in for
+		// that here, as it does for a VM made since the stale set: the VM
+		// is older than its new owner.
+		in.uids = maps.Clone(in.uids)
+		for _, vm := range w.own() {
+			if c, ok := fresh[vm.UID]; ok && vm.ID != "mock://"+provider.NameFromUID(vm.UID) {
+				in.uids[vm.UID] = c
+			}
 		}
 		if w.faults && w.shared.Float64() < 0.1 {
 			// A deployment pointed at an empty or the wrong database, for
@@ -148,6 +165,11 @@ func (w *World) start(d delivery) {
 
 			return
 		}
+		if d.pool != "" {
+			w.stats.PoolRuns++
+			w.pools.Reconcile(ctx, d.pool)
+			return
+		}
 		w.rec.Reconcile(ctx, d.key, d.trigger)
 	}()
 	w.wait(in)
@@ -159,6 +181,9 @@ func (w *World) step(in *inv) {
 	if w.faults && w.rng.Float64() < 0.03 {
 		proceed = false
 		w.stats.Crashes++
+		if in.claimed {
+			w.stats.ClaimsCrashed++
+		}
 	}
 	in.grant <- proceed
 	w.wait(in)
@@ -192,4 +217,17 @@ func (w *World) yield(ctx context.Context) error {
 		return errCrash
 	}
 	return nil
+}
+
+// settled reports whether every document is Ready or Failed (a tombstone
+// counts as settled): a pool refilled late in the schedule has members
+// still booting when the rest is quiet, whose boot (and its call-home) is
+// on the clock, not among the deliveries.
+func (w *World) settled() bool {
+	for _, key := range w.store.Keys() {
+		if p, err := w.store.Get(context.Background(), key); err == nil && p.ClaimedBy == nil && !p.Status.Phase.Settled() {
+			return false
+		}
+	}
+	return true
 }

@@ -22,7 +22,10 @@ import (
 	"time"
 
 	"github.com/egress-proxies/egress/internal/clock"
+	"github.com/google/uuid"
+
 	"github.com/egress-proxies/egress/internal/gc"
+	"github.com/egress-proxies/egress/internal/pools"
 	"github.com/egress-proxies/egress/internal/provider/mock"
 	"github.com/egress-proxies/egress/internal/proxy"
 	"github.com/egress-proxies/egress/internal/reconcile"
@@ -57,10 +60,17 @@ const (
 	// document at all: a run served an empty document set by mistake
 	// deletes the fleet.
 	NoDeleteGuard
+	// RelabelBeforeClaim hands a warm VM to the claiming proxy (Reconfigure:
+	// its uid label and configuration) before the claim's transaction
+	// commits, as a claim that relabels first would: a crash, a lost race
+	// or a conflict between the two leaves a VM labelled for a document
+	// that does not own it. Planted in the sim's store adapter, so neither
+	// the reconciler nor the store knows of it.
+	RelabelBeforeClaim
 )
 
 func (b Bug) String() string {
-	return [...]string{"none", "no update-time precondition", "no lease", "no GC grace period", "no create-pending record", "one request id per proxy", "rotations by their event only", "no guard on mass deletion"}[b]
+	return [...]string{"none", "no update-time precondition", "no lease", "no GC grace period", "no create-pending record", "one request id per proxy", "rotations by their event only", "no guard on mass deletion", "relabel before the claim commits"}[b]
 }
 
 // Stats counts what a schedule did.
@@ -85,6 +95,22 @@ type Stats struct {
 	// refused; OperatorRuns, the runs an operator allows an empty
 	// database for, when every proxy was deleted on purpose.
 	OtherDeployment, Unlabelled, EmptyDocumentSets, Refused, OperatorRuns int
+	// Reconfigurations are the users' changes of a proxy's configuration:
+	// Patches (new ranges or ports) and CredentialRotations, each a new
+	// generation. ReconfigureErrors are Reconfigure calls that failed
+	// (before or after they took effect); ReconfigureStuck, VMs that took a
+	// Reconfigure and never served it (the agent refused it).
+	Patches, CredentialRotations, ReconfigureErrors, ReconfigureStuck int
+	// Warm pools: PoolResizes are the admins' changes of a pool's size
+	// (Shrinks among them), PoolDeletions and PoolCreations the deletions
+	// and re-creations of a pool, PoolRuns the pool reconciles run,
+	// PoolEventsDropped and PoolEventsDuplicated the pool documents'
+	// events lost or repeated. Claims are the claims committed (WarmRotations
+	// among them: make-before-break), ClaimsCrashed those whose run crashed
+	// between the claim's commit and the Reconfigure it owes, Refills the
+	// member documents created, MemberDeletions the members asked to go.
+	PoolResizes, Shrinks, PoolDeletions, PoolCreations, PoolRuns, PoolEventsDropped, PoolEventsDuplicated int
+	Claims, WarmRotations, ClaimsCrashed, Refills, MemberDeletions                                        int
 	// ReadyAtEnd, FailedAtEnd and InstancesAtEnd are what the invariants
 	// were checked over.
 	ReadyAtEnd, FailedAtEnd, InstancesAtEnd int
@@ -94,7 +120,17 @@ type Stats struct {
 func (s Stats) Faults() int {
 	return s.Crashes + s.Dropped + s.Duplicated + s.ProviderFaults + s.Lost + s.Stopped +
 		s.CallHomesLost + s.CallHomesDuplicated + s.CallHomesDelayed + s.CallHomesForged + s.NeverReady + s.BootErrors +
-		s.AsyncCreateFailures + s.Stockouts + s.OtherDeployment + s.Unlabelled + s.EmptyDocumentSets
+		s.AsyncCreateFailures + s.Stockouts + s.OtherDeployment + s.Unlabelled + s.EmptyDocumentSets +
+		s.ReconfigureErrors + s.ReconfigureStuck + s.PoolEventsDropped + s.PoolEventsDuplicated + s.ClaimsCrashed
+}
+
+// PoolFaults is the number of pool and claim events the schedule made
+// happen: the faults of pools (lost and repeated events, claims crashed
+// mid-way) and the changes they must survive (resizes, deletions, claims,
+// refills).
+func (s Stats) PoolFaults() int {
+	return s.PoolResizes + s.PoolDeletions + s.PoolCreations + s.PoolEventsDropped + s.PoolEventsDuplicated +
+		s.Claims + s.ClaimsCrashed + s.Refills + s.MemberDeletions
 }
 
 // Add sums schedules' stats.
@@ -124,6 +160,22 @@ func (s *Stats) Add(o Stats) {
 	s.OperatorRuns += o.OperatorRuns
 	s.StaticProxies += o.StaticProxies
 	s.Rotations += o.Rotations
+	s.Patches += o.Patches
+	s.CredentialRotations += o.CredentialRotations
+	s.ReconfigureErrors += o.ReconfigureErrors
+	s.ReconfigureStuck += o.ReconfigureStuck
+	s.PoolResizes += o.PoolResizes
+	s.Shrinks += o.Shrinks
+	s.PoolDeletions += o.PoolDeletions
+	s.PoolCreations += o.PoolCreations
+	s.PoolRuns += o.PoolRuns
+	s.PoolEventsDropped += o.PoolEventsDropped
+	s.PoolEventsDuplicated += o.PoolEventsDuplicated
+	s.Claims += o.Claims
+	s.WarmRotations += o.WarmRotations
+	s.ClaimsCrashed += o.ClaimsCrashed
+	s.Refills += o.Refills
+	s.MemberDeletions += o.MemberDeletions
 	s.ReadyAtEnd += o.ReadyAtEnd
 	s.FailedAtEnd += o.FailedAtEnd
 	s.InstancesAtEnd += o.InstancesAtEnd
@@ -139,6 +191,9 @@ const (
 	bootTimeout     = 3 * time.Minute
 	maxBootFailures = 3
 	quiesceFor      = 25 * time.Minute
+	// reconfigureTimeout is short, so that a VM that never serves a new
+	// generation is replaced within the schedule.
+	reconfigureTimeout = 2 * time.Minute
 )
 
 var names = []string{"a", "b", "c"}
@@ -155,6 +210,9 @@ type delivery struct {
 	key     proxy.Key
 	trigger reconcile.Trigger
 	gc      bool
+	// pool, when set, is a pool reconcile's delivery: an event of the
+	// pool's document, or a message naming pools/{pool}.
+	pool string
 }
 
 // inv is one running invocation, parked at a step or finished.
@@ -165,6 +223,13 @@ type inv struct {
 	done    chan struct{}
 	crashed bool
 	gc      bool
+	// key is the document a reconcile run is of; pool, the pool a pool
+	// run is of.
+	key  proxy.Key
+	pool string
+	// claimed is set once the run's claim committed: a crash after it,
+	// before the run ends, is a claim crashed mid-way.
+	claimed bool
 	// uids is a GC run's uid set, read when the run starts.
 	uids map[string]proxy.Claim
 	// booting is set while the last provider call of the run saw a VM
@@ -219,6 +284,22 @@ type World struct {
 	// stockedOut are the zones out of capacity while faults are on.
 	stockedOut []string
 	errs       []string
+
+	pools *pools.Reconciler
+	// poolSpecs are the pools of the world, by name, as created (sizes
+	// change): a proxy whose spec one Serves claims from it.
+	poolSpecs map[string]proxy.PoolSpec
+	// deletedPools are the pools whose deletion was asked for; memberOf,
+	// the pool of every member uid ever created.
+	deletedPools map[string]bool
+	memberOf     map[string]string
+	// claimedUIDs are the proxies that claimed a warm VM.
+	claimedUIDs map[string]bool
+	// rotatingCreds is the uid whose :rotateCredentials the user is
+	// making: its new credentials are no violation.
+	rotatingCreds string
+	// stuck is how many Reconfigures to come the VM takes and never serves.
+	stuck int
 }
 
 // New builds the world of a seed.
@@ -235,16 +316,26 @@ func New(seed uint64, bug Bug) *World {
 		actor:          map[string]*inv{},
 		staticEndpoint: map[string]string{},
 		credentials:    map[string]proxy.Credentials{},
+		poolSpecs:      map[string]proxy.PoolSpec{},
+		deletedPools:   map[string]bool{},
+		memberOf:       map[string]string{},
+		claimedUIDs:    map[string]bool{},
 	}
+	// Member uids (and so names, which order the members) are drawn from
+	// the seed, so a schedule replays.
+	uuid.SetRand(seeded{rand.New(rand.NewPCG(seed, 29))})
 	w.store = memstore.New(w.clock)
-	w.mock = mock.New(mock.Options{Clock: w.clock, ProvisioningDelay: time.Duration(5+w.rng.IntN(60)) * time.Second, CallHome: w.callHome})
+	w.mock = mock.New(mock.Options{Clock: w.clock, ProvisioningDelay: time.Duration(5+w.rng.IntN(60)) * time.Second, CallHome: w.callHome,
+		ReconfigureDelay: time.Duration(1+w.shared.IntN(20)) * time.Second})
 	w.other = w.mock.InDeployment("other")
 	log := slog.New(slog.DiscardHandler)
 	st := &simStore{w: w}
 	prov := &simProvider{w: w}
 	q := &simQueue{w: w}
 	w.rec = reconcile.New(st, simProviders{prov}, q, nil, &simClock{w: w}, log,
-		reconcile.Options{Rand: rand.New(rand.NewPCG(seed, 7)), BootTimeout: bootTimeout, MaxBootFailures: maxBootFailures})
+		reconcile.Options{Rand: rand.New(rand.NewPCG(seed, 7)), BootTimeout: bootTimeout, MaxBootFailures: maxBootFailures,
+			ReconfigureTimeout: reconfigureTimeout, Bootstrap: bootstrapConfig})
+	w.pools = pools.New(st, &simClock{w: w}, log)
 	grace := gracePeriod
 	if bug == NoGracePeriod {
 		grace = time.Nanosecond
@@ -258,5 +349,6 @@ func New(seed uint64, bug Bug) *World {
 	w.operator = gc.New(simProviders{prov}, st, q, &simClock{w: w}, log, opts)
 	w.nextGC = start.Add(gcInterval)
 	w.store.Watch(w.changed)
+	w.addPools()
 	return w
 }

@@ -51,3 +51,22 @@ func TestPlantedBugsAreFound(t *testing.T) {
 		})
 	}
 }
+
+// TestRelabelBeforeClaimIsFound: a claim that relabels the warm VM before
+// its transaction commits is found within a hundred seeds, and the real
+// claim path (Reconfigure after the commit) breaks nothing over them.
+func TestRelabelBeforeClaimIsFound(t *testing.T) {
+	const n = 100
+	f, ok := Find(n, RelabelBeforeClaim)
+	if !ok {
+		t.Fatalf("with %s, %d seeds found no violation", RelabelBeforeClaim, n)
+	}
+	t.Logf("found at seed %d: %s", f.Seed, f.Violations[0])
+	r := Explore(1, n, NoBug)
+	if len(r.Failures) != 0 {
+		t.Errorf("the real claim path breaks the invariants: %s", r.Failures[0])
+	}
+	if r.Stats.Claims == 0 || r.Stats.PoolRuns == 0 || r.Stats.Patches == 0 || r.Stats.CredentialRotations == 0 || r.Stats.Shrinks == 0 || r.Stats.PoolDeletions == 0 {
+		t.Errorf("%d seeds exercised too little: %s", n, r.PoolCounts())
+	}
+}

@@ -4,7 +4,7 @@
 // provider. It explores -seeds schedules, then checks that each planted bug
 // (a safety rule switched off) is caught, and ends with one line:
 //
-//	sim: N seeds, M faults, V violations
+//	sim: N seeds, M faults, P pool and claim events, V violations
 //
 // It exits 1 when a schedule broke an invariant or a planted bug went
 // unseen. `make sim` runs it (SEEDS=N for another number of seeds); a
@@ -38,6 +38,7 @@ func main() {
 		fmt.Println(f)
 	}
 	fmt.Printf("%d schedules in %s; %s\n", r.Seeds, time.Since(start).Round(time.Millisecond), r.Counts())
+	fmt.Println(r.PoolCounts())
 	ok := len(r.Failures) == 0
 	if *seed == 0 {
 		for _, bug := range sim.PlantedBugs {
