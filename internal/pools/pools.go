@@ -81,24 +81,30 @@ func (r *Reconciler) Reconcile(ctx context.Context, name string) error {
 	ttl := cmp.Or(r.TombstoneTTL, DefaultTombstoneTTL)
 	var errs []error
 	status := proxy.PoolStatus{}
+	// The claims of the last hour whose member documents went, and those
+	// of the claimed members whose claim is done (done): their documents
+	// go once the status counts them.
+	claims := map[string]time.Time{}
+	for member, t := range pool.Status.Claims {
+		if now.Sub(t) < time.Hour {
+			claims[member] = t
+		}
+	}
+	var done []*proxy.Proxy
 	var live []*proxy.Proxy
 	left := 0 // member documents that stay after this run
 	for _, m := range members {
 		switch {
 		case m.ClaimedBy != nil:
-			if age := now.Sub(m.ClaimedBy.Time); age < time.Hour {
-				status.ClaimsLastHour++
+			if now.Sub(m.ClaimedBy.Time) >= ttl || r.claimDone(ctx, m) {
+				if now.Sub(m.ClaimedBy.Time) < time.Hour {
+					claims[m.Name] = m.ClaimedBy.Time
+				}
+				done = append(done, m)
+				continue
 			}
-			if now.Sub(m.ClaimedBy.Time) >= ttl || pool.DeleteRequestTime != nil && r.claimDone(ctx, m) {
-				// Only the document: the VM is the claiming proxy's.
-				err := r.store.Delete(ctx, m.Key(), m.UpdateTime)
-				if err == nil || errors.Is(err, proxy.ErrNotFound) {
-					log.InfoContext(ctx, "claimed member's document deleted", slog.String("member", m.Name), slog.String("claimedBy", claimer(m)))
-					continue
-				}
-				if !errors.Is(err, proxy.ErrConflict) {
-					errs = append(errs, err)
-				}
+			if now.Sub(m.ClaimedBy.Time) < time.Hour {
+				status.ClaimsLastHour++
 			}
 		case m.DeleteRequestTime != nil:
 		case m.Status.Phase == proxy.PhaseFailed:
@@ -112,6 +118,10 @@ func (r *Reconciler) Reconcile(ctx context.Context, name string) error {
 		left++
 	}
 	if pool.DeleteRequestTime != nil {
+		// A deleted pool counts no claims: the claimed members whose claim
+		// is done go now, and the pool once no member is left.
+		left += r.deleteClaimed(ctx, log, done, &errs)
+		done = nil
 		if left == 0 {
 			if err := r.store.DeletePool(ctx, name, pool.UpdateTime); err != nil && !errors.Is(err, proxy.ErrNotFound) && !errors.Is(err, proxy.ErrConflict) {
 				return err
@@ -149,15 +159,43 @@ func (r *Reconciler) Reconcile(ctx context.Context, name string) error {
 		// pool cannot fill.
 		status.Message = cmp.Or(status.Message, m.Status.Message)
 	}
-	if status != pool.Status {
+	status.ClaimsLastHour += len(claims)
+	if len(claims) > 0 {
+		status.Claims = claims
+	}
+	if !status.Equal(pool.Status) {
 		next := *pool
 		next.Status = status
-		if _, err := r.store.UpdatePoolStatus(ctx, &next); err != nil && !errors.Is(err, proxy.ErrConflict) && !errors.Is(err, proxy.ErrNotFound) {
-			// A conflict is another write, whose event brings the next run.
-			errs = append(errs, err)
+		if _, err := r.store.UpdatePoolStatus(ctx, &next); err != nil {
+			if !errors.Is(err, proxy.ErrConflict) && !errors.Is(err, proxy.ErrNotFound) {
+				errs = append(errs, err)
+			}
+			// A conflict is another write, whose event brings the next
+			// run; the claimed members stay until a status counts them.
+			return errors.Join(errs...)
 		}
 	}
+	r.deleteClaimed(ctx, log, done, &errs)
 	return errors.Join(errs...)
+}
+
+// deleteClaimed deletes the documents of claimed members whose claim is
+// done (never their VMs: those are the claiming proxies'), and returns how
+// many are left, their deletion refused.
+func (r *Reconciler) deleteClaimed(ctx context.Context, log *slog.Logger, done []*proxy.Proxy, errs *[]error) int {
+	left := 0
+	for _, m := range done {
+		err := r.store.Delete(ctx, m.Key(), m.UpdateTime)
+		if err == nil || errors.Is(err, proxy.ErrNotFound) {
+			log.InfoContext(ctx, "claimed member's document deleted", slog.String("member", m.Name), slog.String("claimedBy", claimer(m)))
+			continue
+		}
+		left++
+		if !errors.Is(err, proxy.ErrConflict) {
+			*errs = append(*errs, err)
+		}
+	}
+	return left
 }
 
 // claimDone reports whether the proxy that claimed member m no longer

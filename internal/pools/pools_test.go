@@ -331,17 +331,18 @@ func TestClaim(t *testing.T) {
 	if st := w.pool().Status; st.Warm != 1 || st.ClaimsLastHour != 1 {
 		t.Errorf("the pool after a claim and its refill: %+v, want 1 warm and 1 claim", st)
 	}
-	// The tombstone never deletes the VM; an hour on, its document goes.
+	// The claimed member's document goes once the proxy relabelled the VM
+	// (the pool's status counts the claim for the hour), and never the VM.
+	if _, err := w.store.Get(ctx, warm.Key()); !errors.Is(err, proxy.ErrNotFound) {
+		t.Errorf("the claimed member once its proxy relabelled the VM: %v, want gone", err)
+	}
 	if !w.vms()[warm.Status.ProviderID] {
-		t.Error("the claimed VM was deleted")
+		t.Error("the claimed VM was deleted with its member's document")
 	}
 	w.clock.Advance(time.Hour)
 	w.converge()
-	if !w.vms()[warm.Status.ProviderID] {
-		t.Error("the claimed VM was deleted with its tombstone")
-	}
-	if _, err := w.store.Get(ctx, warm.Key()); !errors.Is(err, proxy.ErrNotFound) {
-		t.Errorf("the tombstone an hour after its claim: %v, want gone", err)
+	if st := w.pool().Status; st.ClaimsLastHour != 0 || len(st.Claims) != 0 {
+		t.Errorf("the pool an hour after the claim: %+v, want no claim counted or kept", st)
 	}
 }
 

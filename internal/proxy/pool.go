@@ -2,6 +2,7 @@ package proxy
 
 import (
 	"fmt"
+	"maps"
 	"strings"
 	"time"
 )
@@ -33,6 +34,19 @@ type PoolStatus struct {
 	ClaimsLastHour int `json:"claimsLastHour" firestore:"claimsLastHour"`
 	// Message says why the pool cannot fill, when it cannot.
 	Message string `json:"message,omitempty" firestore:"message,omitempty"`
+	// Claims are the claims of the last hour whose member documents are
+	// gone, by member name, when each was made: what ClaimsLastHour counts
+	// beside the members still claimed. A claimed member's document goes
+	// as soon as its proxy relabelled the VM, so that the pool's runs,
+	// which read every member, do not read an hour of claims.
+	Claims map[string]time.Time `json:"-" firestore:"claims,omitempty"`
+}
+
+// Equal reports whether two statuses say the same: a status is written
+// only when it changed.
+func (s PoolStatus) Equal(o PoolStatus) bool {
+	return s.Warm == o.Warm && s.Booting == o.Booting && s.ClaimsLastHour == o.ClaimsLastHour &&
+		s.Message == o.Message && maps.EqualFunc(s.Claims, o.Claims, time.Time.Equal)
 }
 
 // Pool is one warm pool's document, pools/{name}.

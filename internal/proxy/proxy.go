@@ -259,7 +259,11 @@ type Proxy struct {
 	// never deletes or replaces it, and stays (counted in the pool's
 	// claimsLastHour) so that its uid claims the VM until the proxy has
 	// relabelled it.
-	ClaimedBy *ClaimRef `json:"claimedBy,omitempty" firestore:"claimedBy,omitempty"`
+	//
+	// It is stored as null while unclaimed (no omitempty), so that a
+	// claim's query asks Firestore for unclaimed members only: a filter
+	// on null matches a null field, never a missing one.
+	ClaimedBy *ClaimRef `json:"claimedBy,omitempty" firestore:"claimedBy"`
 
 	Reconciler Bookkeeping `json:"-" firestore:"reconciler"`
 }

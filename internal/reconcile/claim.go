@@ -93,15 +93,16 @@ func (run *run) claim(ctx context.Context, retiring string) (bool, outcome, erro
 	run.doc = claimed
 	run.log.InfoContext(ctx, "warm VM claimed", slog.String("pool", pool), slog.String("member", member.Name),
 		slog.String("providerID", claimed.Status.ProviderID), slog.String("retiring", retiring))
-	// The pool refills in the background: a message, so this run does
-	// not wait for it.
-	if err := run.r.requeuer.Publish(ctx, proxy.ReconcileMessage{Document: proxy.PoolPath(pool), Reason: proxy.ReasonClaimed}); err != nil {
-		run.log.WarnContext(ctx, "cannot ask the pool to refill; its next event or the sweep will", slog.String("pool", pool), slog.Any("error", err))
-	}
 	// The VM is given the proxy's configuration and uid now; the proxy
 	// stays Provisioning until the VM reports the proxy's generation (its
 	// call-home brings that run).
 	out, err := run.reconfigure(ctx, proxy.PhaseProvisioning)
+	// Then the pool refills, in the background: a message, so this run
+	// does not wait for it. Sent after the Reconfigure, the pool's run
+	// finds the claim done and lets the member's document go at once.
+	if perr := run.r.requeuer.Publish(ctx, proxy.ReconcileMessage{Document: proxy.PoolPath(pool), Reason: proxy.ReasonClaimed}); perr != nil {
+		run.log.WarnContext(ctx, "cannot ask the pool to refill; its next event or the sweep will", slog.String("pool", pool), slog.Any("error", perr))
+	}
 	return true, out, err
 }
 

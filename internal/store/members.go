@@ -145,7 +145,10 @@ func (s *Store) ClaimWarm(ctx context.Context, p *proxy.Proxy, pool string, now 
 		if !snap.UpdateTime.Equal(p.UpdateTime) {
 			return proxy.ErrConflict
 		}
-		snaps, err := tx.Documents(s.members(pool).Where("status.phase", "==", string(proxy.PhaseReady))).GetAll()
+		// Unclaimed Ready members only, and a few (a claimed member stays
+		// Ready, and a query bills each document it returns).
+		snaps, err := tx.Documents(s.members(pool).Where("status.phase", "==", string(proxy.PhaseReady)).
+			Where(rules.ClaimedByField, "==", nil).OrderBy(firestore.DocumentID, firestore.Asc).Limit(rules.ClaimChoices)).GetAll()
 		if err != nil {
 			return err
 		}
@@ -154,7 +157,7 @@ func (s *Store) ClaimWarm(ctx context.Context, p *proxy.Proxy, pool string, now 
 		if err != nil {
 			return err
 		}
-		member = rules.PickWarm(members)
+		member = rules.PickWarm(members, p.UID)
 		if member == nil {
 			return fmt.Errorf("%s has no warm VM: %w", proxy.PoolPath(pool), proxy.ErrNoWarmVM)
 		}

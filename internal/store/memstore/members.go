@@ -40,6 +40,14 @@ func (s *Store) Members(_ context.Context, pool string) ([]*proxy.Proxy, error) 
 // members are copies of the pool's members by name, counted as a query's
 // reads. Called with s.mu held.
 func (s *Store) members(pool string) []*proxy.Proxy {
+	out := s.memberDocs(pool)
+	s.reads += max(len(out), 1)
+	return out
+}
+
+// memberDocs is members without the reads counted, for a query that
+// returns only some of them. Called with s.mu held.
+func (s *Store) memberDocs(pool string) []*proxy.Proxy {
 	var out []*proxy.Proxy
 	for k, d := range s.docs {
 		if k.Pool == pool {
@@ -47,7 +55,6 @@ func (s *Store) members(pool string) []*proxy.Proxy {
 		}
 	}
 	slices.SortFunc(out, func(a, b *proxy.Proxy) int { return compare(a.Name, b.Name) })
-	s.reads += max(len(out), 1)
 	return out
 }
 
@@ -89,13 +96,16 @@ func (s *Store) ClaimWarm(_ context.Context, p *proxy.Proxy, pool string, now ti
 		s.mu.Unlock()
 		return nil, nil, fmt.Errorf("%s changed since %s: %w", key, p.UpdateTime.Format(time.RFC3339Nano), proxy.ErrConflict)
 	}
+	// As the Firestore store's query: the first ClaimChoices unclaimed
+	// Ready members by name, each a read.
 	var ready []*proxy.Proxy
-	for _, m := range s.members(pool) {
-		if m.Status.Phase == proxy.PhaseReady {
+	for _, m := range s.memberDocs(pool) {
+		if m.Status.Phase == proxy.PhaseReady && m.ClaimedBy == nil && len(ready) < rules.ClaimChoices {
 			ready = append(ready, m)
 		}
 	}
-	member = rules.PickWarm(ready)
+	s.reads += max(len(ready), 1)
+	member = rules.PickWarm(ready, p.UID)
 	if member == nil {
 		s.mu.Unlock()
 		return nil, nil, fmt.Errorf("claiming a warm VM of %s for %s: %w", proxy.PoolPath(pool), key, proxy.ErrNoWarmVM)

@@ -2,6 +2,7 @@ package rules
 
 import (
 	"fmt"
+	"hash/fnv"
 	"time"
 
 	"github.com/google/uuid"
@@ -58,14 +59,27 @@ func MissingMembers(pool *proxy.Pool, members []*proxy.Proxy, now time.Time) []*
 	return out
 }
 
-// PickWarm returns the first warm member (Warm) of members, or nil.
-func PickWarm(members []*proxy.Proxy) *proxy.Proxy {
+// ClaimChoices is how many unclaimed Ready members a claim reads: the
+// claims that run at once spread over that many, rather than all taking
+// the first and retrying their transactions one after another.
+const ClaimChoices = 4
+
+// PickWarm returns a warm member (Warm) of members for the proxy of uid
+// claimUID, or nil: the one the uid's hash picks among the warm ones, so
+// that concurrent claims pick different members.
+func PickWarm(members []*proxy.Proxy, claimUID string) *proxy.Proxy {
+	var warm []*proxy.Proxy
 	for _, m := range members {
 		if Warm(m) {
-			return m
+			warm = append(warm, m)
 		}
 	}
-	return nil
+	if len(warm) == 0 {
+		return nil
+	}
+	h := fnv.New32a()
+	h.Write([]byte(claimUID))
+	return warm[int(h.Sum32()%uint32(len(warm)))]
 }
 
 // Claim passes member's VM to p at now: member.ClaimedBy names p, and p's

@@ -255,7 +255,7 @@ func testPoolDocuments(t *testing.T, s Pools) {
 	if got, err := s.PoolServing(ctx, other); err != nil || got != "" {
 		t.Errorf("PoolServing of another zone: %q (%v), want none", got, err)
 	}
-	pl.Status = proxy.PoolStatus{Warm: 1, Booting: 1, Message: "quota"}
+	pl.Status = proxy.PoolStatus{Warm: 1, Booting: 1, Message: "quota", ClaimsLastHour: 1, Claims: map[string]time.Time{"w-1": base}}
 	ut, err := s.UpdatePoolStatus(ctx, pl)
 	if err != nil {
 		t.Fatalf("UpdatePoolStatus: %v", err)
@@ -264,7 +264,7 @@ func testPoolDocuments(t *testing.T, s Pools) {
 		t.Errorf("UpdatePoolStatus with a stale update time: %v, want ErrConflict", err)
 	}
 	got, err := s.GetPool(ctx, "ci")
-	if err != nil || got.Status != pl.Status {
+	if err != nil || !got.Status.Equal(pl.Status) {
 		t.Errorf("GetPool after UpdatePoolStatus: %+v (%v), want status %+v", got, err, pl.Status)
 	}
 	if err := s.DeletePool(ctx, "ci", pl.UpdateTime); !errors.Is(err, proxy.ErrConflict) {
