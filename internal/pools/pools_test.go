@@ -5,6 +5,7 @@ import (
 	"errors"
 	"log/slog"
 	"math/rand/v2"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -475,12 +476,26 @@ func TestMakeBeforeBreak(t *testing.T) {
 	if !w.vms()[old.Status.ProviderID] {
 		t.Error("the old VM went before the new one was Ready")
 	}
+	// The old VM's Delete is refused when the new one is Ready: the proxy
+	// is Ready, but not settled, so the sweep comes back for the old VM.
+	w.prov.FailNext(mock.MethodDelete, 1, provider.NewError(provider.KindTransient, "delete", "", errors.New("503 backend unavailable")))
 	if err := w.r.Reconcile(ctx, key, reconcile.Trigger{Reason: proxy.ReasonReady, UID: p.UID}); err != nil {
 		t.Fatal(err)
 	}
 	p = w.get(key)
-	if p.Status.Phase != proxy.PhaseReady || p.Reconciler.Retiring != "" {
-		t.Errorf("after the new VM's call-home: %s retiring %q, want Ready and none", p.Status.Phase, p.Reconciler.Retiring)
+	if p.Status.Phase != proxy.PhaseReady || p.Reconciler.Retiring != old.Status.ProviderID {
+		t.Errorf("after the new VM's call-home, the old one's Delete refused: %s retiring %q, want Ready and still %s", p.Status.Phase, p.Reconciler.Retiring, old.Status.ProviderID)
+	}
+	stalled, err := w.store.Stalled(ctx, w.clock.Now().Add(time.Hour), 10)
+	if err != nil || !slices.Contains(stalled, key) {
+		t.Fatalf("the sweep's stalled documents: %v (%v), want %s, whose old VM is left to retire", stalled, err, key)
+	}
+	if err := w.r.Reconcile(ctx, key, reconcile.Trigger{Reason: proxy.ReasonSweep}); err != nil {
+		t.Fatal(err)
+	}
+	p = w.get(key)
+	if p.Status.Phase != proxy.PhaseReady || p.Reconciler.Retiring != "" || !p.Reconciler.ProgressTime.IsZero() {
+		t.Errorf("after the sweep: %s retiring %q progress %s, want Ready, none, settled", p.Status.Phase, p.Reconciler.Retiring, p.Reconciler.ProgressTime)
 	}
 	w.clock.Advance(time.Minute)
 	if w.vms()[old.Status.ProviderID] {

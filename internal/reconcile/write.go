@@ -36,7 +36,7 @@ func (run *run) write(ctx context.Context, next *proxy.Proxy, hold bool) error {
 	if hold {
 		next.Reconciler.LeaseExpireTime = now.Add(run.r.opts.LeaseDuration)
 	}
-	if next.Status.Settled() && (next.Status.ProviderID == "" || next.Generation == sentGeneration(next)) { // a VM not yet given its generation has progress to make: the sweep must see it
+	if settled(next) {
 		next.Reconciler.ProgressTime = time.Time{}
 	} else {
 		next.Reconciler.ProgressTime = now
@@ -49,6 +49,17 @@ func (run *run) write(ctx context.Context, next *proxy.Proxy, hold bool) error {
 	next.UpdateTime = ut
 	run.doc = next
 	return nil
+}
+
+// settled reports whether a document needs nothing more until something
+// changes: its status is settled (Status.Settled), its VM was given the
+// document's generation, and no VM of a make-before-break rotation is
+// left to retire. Only then is its progress time cleared; the sweep comes
+// back to every other, so that a change whose Reconfigure failed, or a
+// retiring VM whose Delete was refused, is not left behind by a run cut
+// short.
+func settled(p *proxy.Proxy) bool {
+	return p.Status.Settled() && (p.Status.ProviderID == "" || p.Generation == sentGeneration(p)) && p.Reconciler.Retiring == ""
 }
 
 // changed reports whether a write would change what the document says: the
