@@ -340,11 +340,14 @@ func (run *run) step(ctx context.Context) (outcome, error) {
 		return run.replacing(ctx)
 	case p.Status.ProviderID == "":
 		return run.createOrClaim(ctx)
-	case !requested && run.changePending():
+	case !requested && run.changePending() && p.Reconciler.NotFoundSince.IsZero():
 		// A write brought a generation the VM was not given (a PATCH, new
 		// credentials, a claim cut short before its Reconfigure): hand it
 		// over without a look at the VM first (the call-home brings that
-		// look).
+		// look). Not to a VM the provider said was missing: the write
+		// that noted it would bring this run again, and the next, each
+		// taking and releasing the lease for nothing; the call-home or
+		// the sweep looks.
 		return run.reconfigure(ctx, reconfiguringPhase(p.Status.Phase))
 	default:
 		return run.observe(ctx)

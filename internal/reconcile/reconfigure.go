@@ -107,6 +107,18 @@ func (run *run) reconfigure(ctx context.Context, phase proxy.Phase) (outcome, er
 		}
 		return done, run.write(ctx, next, false)
 	}
+	if p.Reconciler.LeaseHolder != run.holder {
+		// The lease first, as before a create: a run that read the
+		// document before another's write must not hand the VM an older
+		// generation after a newer one, nor a VM the document no longer
+		// names. Its write fails on the update time, and the run decides
+		// again on what the document says now. A claim's transaction took
+		// the lease already.
+		if err := run.write(ctx, run.next(), true); err != nil {
+			return done, err
+		}
+		p = run.doc
+	}
 	err = rc.Reconfigure(ctx, id, provider.ReconfigureRequest{UID: p.UID, Namespace: p.Namespace, ProxyName: p.Name, Engine: engine})
 	switch {
 	case errors.Is(err, provider.ErrNotFound):

@@ -326,8 +326,9 @@ func TestReconfigure(t *testing.T) {
 
 // TestNewCredentialsReachTheVM: the configuration a :rotateCredentials
 // brings is rendered with the credentials the API wrote, which the
-// reconciler keeps; the change costs one write to hand over, one Get and
-// one write on the call-home.
+// reconciler keeps; the change costs two writes to hand over (the lease
+// taken before the Reconfigure, and Reconfiguring), one Get and one write
+// on the call-home.
 func TestNewCredentialsReachTheVM(t *testing.T) {
 	w, rc := reconfigureWorld(t, false)
 	first := w.readyWith(proxy.Spec{})
@@ -352,7 +353,7 @@ func TestNewCredentialsReachTheVM(t *testing.T) {
 	}
 	want := cost{Phase: proxy.PhaseReady, Endpoint: first.Status.Endpoint,
 		Users:       []proxyengine.User{{Name: "u-rotated", PasswordHash: "test:p-rotated"}},
-		Credentials: rotated, Writes: 2, Calls: map[mock.Method]int{mock.MethodGet: 1}, Reconfigures: 1, ReconfiguredU: uid}
+		Credentials: rotated, Writes: 3, Calls: map[mock.Method]int{mock.MethodGet: 1}, Reconfigures: 1, ReconfiguredU: uid}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("new credentials (-want +got):\n%s", diff)
 	}

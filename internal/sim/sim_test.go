@@ -29,17 +29,11 @@ func TestSimulation(t *testing.T) {
 	t.Logf("%s in %s; %s", r.Summary(), time.Since(start).Round(time.Millisecond), r.Counts())
 }
 
-// plantedSeeds is how far TestPlantedBugsAreFound looks for each bug, at
-// least: it stops at the first violation, so a bug found early costs one
-// seed, and a lost rotation (a rotate request whose one event was dropped,
-// and no other event after it) needs a few hundred.
-const plantedSeeds = 1000
-
 // TestPlantedBugsAreFound switches off one safety rule at a time: the
-// simulation must find a violation within plantedSeeds, or it proves
+// simulation must find a violation within PlantedSeeds, or it proves
 // nothing.
 func TestPlantedBugsAreFound(t *testing.T) {
-	n := max(*seeds, plantedSeeds)
+	n := max(*seeds, PlantedSeeds)
 	for _, bug := range PlantedBugs {
 		t.Run(strings.ReplaceAll(bug.String(), " ", "_"), func(t *testing.T) {
 			f, ok := Find(n, bug)

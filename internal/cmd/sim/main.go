@@ -42,10 +42,10 @@ func main() {
 	ok := len(r.Failures) == 0
 	if *seed == 0 {
 		for _, bug := range sim.PlantedBugs {
-			f, found := sim.Find(min(*seeds, 1000), bug)
+			f, found := sim.Find(min(*seeds, sim.PlantedSeeds), bug)
 			if !found {
 				ok = false
-				fmt.Printf("planted bug %q: not found in %d seeds\n", bug, min(*seeds, 1000))
+				fmt.Printf("planted bug %q: not found in %d seeds\n", bug, min(*seeds, sim.PlantedSeeds))
 				continue
 			}
 			fmt.Printf("planted bug %q: found at seed %d: %s\n", bug, f.Seed, f.Violations[0])
