@@ -189,7 +189,12 @@ func (c Config) check() (rendered, error) {
 	if c.Port == statsPort {
 		r.StatsPort = statsPort + 1
 	}
-	if len(c.AllowedSourceRanges) == 0 {
+	// A warm pool's VM (generation 0, no credentials) serves no one, so it
+	// has no source to admit either: its member's spec names none
+	// (proxy.PoolSpec.MemberSpec), and the filter then admits only the VM
+	// itself, for the self-test. A proxy with none would serve nobody.
+	member := c.Generation == 0 && c.Credentials == (proxy.Credentials{})
+	if len(c.AllowedSourceRanges) == 0 && !member {
 		return r, fmt.Errorf("bootstrap: no allowed source ranges: the proxy would serve nobody")
 	}
 	allow, err := prefixes("allowed source range", c.AllowedSourceRanges)
@@ -222,7 +227,7 @@ func (c Config) check() (rendered, error) {
 	// A warm pool's VM (generation 0) serves no one until it is claimed:
 	// no credentials is its rule, and a proxy's (generation 1 and on)
 	// never.
-	if c.Generation == 0 && c.Credentials == (proxy.Credentials{}) {
+	if member {
 		return r, nil
 	}
 	if err := c.Credentials.Validate(); err != nil {
