@@ -4,8 +4,12 @@
 // so a #cloud-config would never run there), and the proxy engine's
 // configuration (package proxyengine), which travels beside the script as
 // the instance's egress-config metadata item. The reconciler renders both
-// for each proxy and the gcp provider sends them, with the attributes the
-// script reads at run time (see the Key constants).
+// for each proxy and each warm pool's member (generation 0, no user, no
+// source range: it serves no one until claimed), and the gcp provider
+// sends them, with the attributes the script and the VM's agent read at
+// run time (see the Key constants). The script installs; the agent
+// (package vmagent) applies the configuration, at the first boot and at
+// every change.
 //
 // Nothing either carries lets a reader of the instance's metadata use the
 // proxy: the configuration holds the proxy's username and a salted hash of
@@ -13,38 +17,44 @@
 // only in the proxy's document and reaches members as status.proxyURL.
 //
 // What the script does, every boot, in this order:
+//   - clears egress/ready and egress/error: what a previous boot said no
+//     longer holds;
 //   - installs the proxy engine (internal/cmd/egress-proxy) from the object
 //     URL the metadata names, downloaded with the VM's own token and
 //     checked against the SHA-256 the metadata carries, only when the
 //     installed binary is not that one, and nftables only if missing; so a
 //     second boot installs nothing;
-//   - writes the engine's configuration to /etc/egress-proxy, a file no
-//     package owns, and the journal kept in memory, so no line about the
-//     traffic lands on the disk;
-//   - runs the engine as a system user of its own under systemd, restarted
-//     whenever it stops, and loads the nftables rules before every start:
-//     ingress to the proxy port only from allowedSourceRanges (and the VM
-//     itself), egress of the proxy's user refused to the deny ranges
-//     (proxyengine.DefaultDenyDestinations and the operator's own: link-local with the
-//     metadata server, private, shared, documentation, benchmark,
-//     translation and multicast ranges) and to any port but the CONNECT
-//     ports (DNS to the configured resolvers excepted: on Compute Engine
-//     that is the metadata server, on port 53 only). The engine checks the
-//     same ranges itself: the kernel's filter is the second wall;
-//   - proves the proxy before it says so: the port answers, a request
-//     without credentials gets 407, and with credentials of its own, made
-//     for this boot and dropped by a reload afterwards, a CONNECT to the
-//     metadata server is refused and one to the probe target succeeds;
-//     then it writes the guest attribute egress/ready, or egress/error with
-//     a one-line reason;
-//   - reports the engine's counters (proxyengine.Stats) every 30 s in the
-//     guest attribute egress/traffic, from a root timer: the proxy's own
-//     user cannot reach the metadata server;
-//   - calls home: one message {namespace, name, uid} on the call-home topic
-//     (queue.CallHomeTopic, which only VMs publish on and where Reconcile
-//     takes only a message naming a uid), published with the VM's own
-//     service account, so the reconciler looks at the VM at once rather
-//     than at its next sweep.
+//   - makes the engine's system user, keeps the journal in memory (no line
+//     about the traffic lands on the disk), and writes the systemd units:
+//     the engine (egress-proxy.service, run as that user, restarted
+//     whenever it stops, loading the nftables filter before every start),
+//     the configuration agent (egress-agent.service, `egress-proxy agent`,
+//     as root) and the traffic report (egress-traffic.timer: the engine's
+//     counters, proxyengine.Stats, every TrafficInterval in the guest
+//     attribute egress/traffic, from root, since the proxy's own user
+//     cannot reach the metadata server);
+//   - runs the agent once (`egress-proxy agent -once`, package vmagent),
+//     which applies egress-config: renders and loads the nftables filter
+//     (ingress to the proxy port only from allowedSourceRanges and the VM
+//     itself; egress of the proxy's user refused to the deny ranges,
+//     proxyengine.DefaultDenyDestinations and the operator's own, and to
+//     any port but the CONNECT ports, DNS to the resolvers excepted; the
+//     engine checks the same ranges itself, the kernel's filter is the
+//     second wall), writes the engine's configuration to /etc/egress-proxy
+//     and starts the engine, proves the proxy (a request without
+//     credentials gets 407; with credentials made for this apply and
+//     dropped afterwards, a CONNECT to the metadata server is refused and
+//     one to the probe target succeeds), writes egress/ready = the
+//     generation it serves, and calls home: one message {namespace, name,
+//     uid} ({pool, name, uid} on a warm pool's VM) on the call-home topic
+//     (queue.CallHomeTopic), published with the VM's own service account,
+//     so the reconciler looks at the VM at once rather than at its next
+//     sweep. A failure writes egress/error with a one-line reason and
+//     calls home (boot-failed) instead;
+//   - starts the traffic timer and the agent, which follows egress-config
+//     from then on and applies each change the same way without a new VM
+//     (a PATCH, a credentials rotation, a warm pool's VM claimed by a
+//     proxy).
 //
 // Every value of the request that reaches the script is validated here and
 // single-quoted in it; every value the script reads from the metadata
@@ -189,10 +199,13 @@ func (c Config) check() (rendered, error) {
 	if c.Port == statsPort {
 		r.StatsPort = statsPort + 1
 	}
-	// A warm pool's VM (generation 0) has no ranges: it serves no one
-	// until a proxy claims it and gives it its own.
-	if len(c.AllowedSourceRanges) == 0 && c.Generation != 0 {
-		return r, fmt.Errorf("bootstrap: no allowed source ranges at generation %d: the proxy would serve nobody", c.Generation)
+	// A warm pool's VM (generation 0, no credentials) serves no one, so it
+	// has no source to admit either: its member's spec names none
+	// (proxy.PoolSpec.MemberSpec), and the filter then admits only the VM
+	// itself, for the self-test. A proxy with none would serve nobody.
+	member := c.Generation == 0 && c.Credentials == (proxy.Credentials{})
+	if len(c.AllowedSourceRanges) == 0 && !member {
+		return r, fmt.Errorf("bootstrap: no allowed source ranges: the proxy would serve nobody")
 	}
 	allow, err := prefixes("allowed source range", c.AllowedSourceRanges)
 	if err != nil {
@@ -224,7 +237,7 @@ func (c Config) check() (rendered, error) {
 	// A warm pool's VM (generation 0) serves no one until it is claimed:
 	// no credentials is its rule, and a proxy's (generation 1 and on)
 	// never.
-	if c.Generation == 0 && c.Credentials == (proxy.Credentials{}) {
+	if member {
 		return r, nil
 	}
 	if err := c.Credentials.Validate(); err != nil {

@@ -59,19 +59,23 @@ func TestEngineConfig(t *testing.T) {
 	}
 }
 
-// TestWarmMember: a warm pool's VM (generation 0) is rendered without
-// credentials, its engine configuration with no user ("users":[], which
-// the script and the engine read); at generation 1 and on, none is
+// TestWarmMember: a warm pool's VM (generation 0) is rendered as the
+// reconciler renders a member, from its spec (proxy.PoolSpec.MemberSpec:
+// no source range) and no credentials: its engine configuration has no
+// user ("users":[], which the script and the engine read) and admits only
+// the VM itself. At generation 1 and on, no credentials and no range are
 // refused.
 func TestWarmMember(t *testing.T) {
-	c := config()
-	c.Generation, c.Credentials = 0, proxy.Credentials{}
+	c := bootstrap.ForProxy(proxy.PoolSpec{Provider: "gcp"}.MemberSpec(), proxy.Credentials{}, nil)
 	if _, err := bootstrap.Render(c); err != nil {
 		t.Errorf("Render refused a warm member: %v", err)
 	}
 	got, err := bootstrap.EngineConfig(c)
 	if err != nil {
 		t.Fatal(err)
+	}
+	if diff := cmp.Diff(bootstrap.SelfTestSources, got.AllowedSourceRanges); diff != "" {
+		t.Errorf("a warm member's allowed sources (-want +got):\n%s", diff)
 	}
 	text, err := json.Marshal(got)
 	if err != nil {
@@ -87,6 +91,11 @@ func TestWarmMember(t *testing.T) {
 	if _, err := bootstrap.EngineConfig(c); err == nil {
 		t.Error("generation 1 without credentials was accepted")
 	}
+	c.Credentials = creds
+	if _, err := bootstrap.EngineConfig(c); err == nil {
+		t.Error("generation 1 without a source range was accepted")
+	}
+	c = config()
 	c.Generation = -1
 	if _, err := bootstrap.EngineConfig(c); err == nil {
 		t.Error("a negative generation was accepted")

@@ -175,7 +175,7 @@ func bootEngine(t *testing.T, ctx context.Context, rel Release, runDir string) (
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := setUp(t, ctx, rel, engine, NewBenchTopology)
+	r := setUp(t, ctx, rel, engine, NewBenchTopology, asProxy)
 	dir := filepath.Join(runDir, rel.Suite)
 	if err := Copy(ctx, rootfs, dir); err != nil {
 		t.Fatal(err)

@@ -25,9 +25,12 @@ func checkTimeout(ctx context.Context) (context.Context, context.CancelFunc) {
 	return context.WithTimeout(ctx, 15*time.Second)
 }
 
-// checkReady: the boot's ready came after the script cleared both
-// attributes, and no error was ever written.
-func checkReady(t *testing.T, r *run, since time.Time, ready GuestWrite) {
+// checkReady: the boot's ready says generation want, and came after the
+// script cleared both attributes, and no error was ever written.
+func checkReady(t *testing.T, r *run, since time.Time, ready GuestWrite, want int64) {
+	if ready.Value != strconv.FormatInt(want, 10) {
+		t.Errorf("egress/ready %q, want %d, the generation of the configuration the VM was given", ready.Value, want)
+	}
 	var deleted []string
 	for _, w := range r.metadata.GuestLog() {
 		if w.Method == http.MethodPut && w.Key == guestError {
@@ -47,9 +50,12 @@ func checkReady(t *testing.T, r *run, since time.Time, ready GuestWrite) {
 	}
 }
 
+// proxyReady is the call-home of the test's proxy's VM once it serves.
+var proxyReady = map[string]any{"namespace": namespace, "name": proxyName, "uid": uid, "reason": "ready"}
+
 // checkCallHome: one publish to the call-home topic, with the token
-// the metadata server handed out and the proxy's namespace, name and uid.
-func checkCallHome(t *testing.T, ctx context.Context, r *run) {
+// the metadata server handed out and the message want (the VM's names).
+func checkCallHome(t *testing.T, ctx context.Context, r *run, want map[string]any) {
 	// The script calls home right after it writes ready.
 	deadline := time.Now().Add(20 * time.Second)
 	var ok []Publish
@@ -82,7 +88,6 @@ func checkCallHome(t *testing.T, ctx context.Context, r *run) {
 	if err != nil {
 		t.Fatalf("message data %q is not JSON: %v", p.Data[0], err)
 	}
-	want := map[string]any{"namespace": namespace, "name": proxyName, "uid": uid, "reason": "ready"}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("call-home message (-want +got):\n%s", diff)
 	}
@@ -94,7 +99,7 @@ func checkCallHome(t *testing.T, ctx context.Context, r *run) {
 // two stand-ins are separate servers, so the test carries the values
 // across; what it proves is that the provider reads the keys and values
 // the real script writes.
-func checkProviderRunning(t *testing.T, ctx context.Context, r *run) {
+func checkProviderRunning(t *testing.T, ctx context.Context, r *run, gen int64) {
 	r.compute.Settle()
 	before, err := r.provider.Get(ctx, r.providerID)
 	if err != nil {
@@ -103,21 +108,27 @@ func checkProviderRunning(t *testing.T, ctx context.Context, r *run) {
 	if before.State != provider.StateProvisioning {
 		t.Errorf("before any guest attribute: %s, want %s", before.State, provider.StateProvisioning)
 	}
-	zone, name := before.Zone, provider.NameFromUID(uid)
+	checkProviderReads(t, ctx, r, gen)
+}
+
+// checkProviderReads: the guest attributes the VM wrote, carried to the
+// Compute fake, make the gcp provider's Get say Running and serving
+// generation gen, the value the reconciler compares with the document's.
+func checkProviderReads(t *testing.T, ctx context.Context, r *run, gen int64) {
 	written := r.metadata.GuestAttributes()
 	if len(written) == 0 {
 		t.Fatal("the VM wrote no guest attribute")
 	}
 	for k, v := range written {
-		r.compute.SetGuestAttribute(zone, name, k, v)
+		r.compute.SetGuestAttribute(zone, r.instance, k, v)
 	}
 	after, err := r.provider.Get(ctx, r.providerID)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if after.State != provider.StateRunning || after.BootError != "" {
-		t.Errorf("with the VM's guest attributes %v: state %s, boot error %q; want %s and none",
-			written, after.State, after.BootError, provider.StateRunning)
+	if after.State != provider.StateRunning || after.BootError != "" || after.Generation != gen {
+		t.Errorf("with the VM's guest attributes %v: state %s, boot error %q, generation %d; want %s, none and %d",
+			written, after.State, after.BootError, after.Generation, provider.StateRunning, gen)
 	}
 }
 
@@ -518,7 +529,7 @@ func checkMetadataUntouched(t *testing.T, r *run) {
 // checkReboot: the second boot cleared both attributes before it wrote
 // ready again, and wrote no error.
 func checkReboot(t *testing.T, r *run, since time.Time, ready GuestWrite) {
-	checkReady(t, r, since, ready)
+	checkReady(t, r, since, ready, 1)
 }
 
 func markedRequests(r *run) []Request {

@@ -33,6 +33,12 @@ const (
 	proxyName = "egress-1"
 	uid       = "3f2c1b0a-9e8d-4c7b-a6f5-e4d3c2b1a098"
 
+	// The warm pool's member the pool test boots, which the proxy above
+	// then claims.
+	poolName   = "us-central1-small"
+	memberName = "warm-1"
+	memberUID  = "8a7b6c5d-4e3f-4a1b-9c8d-7e6f5a4b3c2d"
+
 	// probeMarker is in every request the checks send towards the
 	// metadata server through the proxy: should one arrive, the stand-in's
 	// record shows it.
@@ -73,6 +79,7 @@ type run struct {
 	provider   *gcp.Provider
 	compute    *computefake.Server
 	providerID string
+	instance   string // the VM's name
 }
 
 // result is what the summary line says of one release.
@@ -174,7 +181,24 @@ func testRelease(t *testing.T, ctx context.Context, rel Release, runDir string, 
 	} else {
 		t.Logf("root file system: cached (%s), %.1f s", rootfs, time.Since(start).Seconds())
 	}
-	r := setUp(t, ctx, rel, engine, NewTopology)
+	checks := &checklist{t: t}
+	defer func() { res.passed, res.failed = checks.passed, checks.failed }()
+
+	// The warm pool's VM first, in a subtest, so that its network and
+	// stand-ins are gone before the proxy's are made.
+	start = time.Now()
+	pool := &checklist{}
+	if !t.Run("warm pool", func(t *testing.T) {
+		pool.t = t
+		testWarmPool(pool, ctx, rel, rootfs, runDir, engine)
+	}) && pool.failed == 0 {
+		pool.failed++ // it stopped outside a check
+	}
+	checks.passed += pool.passed
+	checks.failed += pool.failed
+	t.Logf("warm pool: a member booted, checked, claimed and checked in %.1f s", time.Since(start).Seconds())
+
+	r := setUp(t, ctx, rel, engine, NewTopology, asProxy)
 	root := filepath.Join(runDir, rel.Suite)
 	start = time.Now()
 	if err := Copy(ctx, rootfs, root); err != nil {
@@ -187,18 +211,15 @@ func testRelease(t *testing.T, ctx context.Context, rel Release, runDir string, 
 	})
 	t.Logf("throwaway copy of the root file system: %.1f s", time.Since(start).Seconds())
 
-	checks := &checklist{t: t}
-	defer func() { res.passed, res.failed = checks.passed, checks.failed }()
-
 	console1 := filepath.Join(runDir, rel.Suite+"-console-1.log")
 	c, ready := boot(t, ctx, r, root, console1)
 	res.bootToReady = ready.Time.Sub(c.Started)
 	res.install = installTime(ctx, c)
 	t.Logf("boot 1: egress/ready %.1f s after nspawn started, the install %.1f s of it", res.bootToReady.Seconds(), res.install.Seconds())
 
-	checks.run("ready is written and no error", func(t *testing.T) { checkReady(t, r, c.Started, ready) })
-	checks.run("call-home reaches Pub/Sub with the token and the proxy's names", func(t *testing.T) { checkCallHome(t, ctx, r) })
-	checks.run("the gcp provider reads the VM's guest attributes as Running", func(t *testing.T) { checkProviderRunning(t, ctx, r) })
+	checks.run("ready is written, says generation 1, and no error", func(t *testing.T) { checkReady(t, r, c.Started, ready, 1) })
+	checks.run("call-home reaches Pub/Sub with the token and the proxy's names", func(t *testing.T) { checkCallHome(t, ctx, r, proxyReady) })
+	checks.run("the gcp provider reads the VM's guest attributes as Running", func(t *testing.T) { checkProviderRunning(t, ctx, r, 1) })
 	checks.run("the guest agent's runner ran the script to exit status 0", func(t *testing.T) { checkRunner(t, ctx, c) })
 	checks.run("the engine was downloaded once, with the VM's token, and is the one the metadata names", func(t *testing.T) {
 		checkEngineInstalled(t, ctx, r, c, 1)

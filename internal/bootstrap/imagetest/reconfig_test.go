@@ -2,13 +2,16 @@ package imagetest
 
 import (
 	"context"
-	"encoding/json"
+	"maps"
 	"net/http"
 	"strconv"
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
+
 	"github.com/egress-proxies/egress/internal/bootstrap"
+	"github.com/egress-proxies/egress/internal/provider"
 	"github.com/egress-proxies/egress/internal/proxy"
 )
 
@@ -16,22 +19,47 @@ import (
 // adds while it removes AllowedRange.
 const outsiderRange = "203.0.113.0/24"
 
-// reconfigure changes egress-config on the metadata stand-in, as the gcp
-// provider's Reconfigure does with instances.setMetadata, and waits for
-// the VM's agent to report the generation in egress/ready.
+// reconfigure hands the booted proxy a new configuration of generation
+// gen, as the reconciler does on a PATCH or a rotation (handOver).
 func reconfigure(t *testing.T, ctx context.Context, r *run, gen int64, ranges []string, creds proxy.Credentials) {
 	t.Helper()
-	cfg := bootstrap.Config{Port: ProxyPort, AllowedSourceRanges: ranges, Credentials: creds, Generation: gen}
+	handOver(t, ctx, r, gen, bootstrap.Config{Port: ProxyPort, AllowedSourceRanges: ranges, Credentials: creds})
+}
+
+// handOver gives the VM the test's proxy's configuration cfg of generation
+// gen through the gcp provider's Reconfigure, as the reconciler does
+// (instances.setLabels and instances.setMetadata on the Compute fake); has
+// the metadata stand-in serve the items the provider wrote, in one step,
+// as Compute Engine's metadata server would; and waits for the VM's agent
+// to report gen in egress/ready.
+func handOver(t *testing.T, ctx context.Context, r *run, gen int64, cfg bootstrap.Config) {
+	t.Helper()
+	cfg.Generation = gen
 	engine, err := bootstrap.EngineConfig(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	text, err := json.Marshal(engine)
+	calls := len(r.compute.SetMetadataCalls())
+	err = r.provider.Reconfigure(ctx, r.providerID, provider.ReconfigureRequest{UID: uid, Namespace: namespace, ProxyName: proxyName, Engine: &engine})
 	if err != nil {
-		t.Fatal(err)
+		t.Fatalf("generation %d: the gcp provider's Reconfigure: %v", gen, err)
+	}
+	sent := r.compute.SetMetadataCalls()
+	if len(sent) != calls+1 {
+		t.Fatalf("generation %d: the provider made %d setMetadata calls, want 1", gen, len(sent)-calls)
+	}
+	items := map[string]string{}
+	for _, it := range sent[len(sent)-1].GetItems() {
+		items[it.GetKey()] = it.GetValue()
+	}
+	changes := maps.Clone(items)
+	for k := range r.metadata.Attributes() {
+		if _, kept := items[k]; !kept {
+			changes[k] = "" // instances.setMetadata replaces the whole list
+		}
 	}
 	since := time.Now()
-	r.metadata.SetAttributes(map[string]string{bootstrap.KeyConfig: string(text)})
+	r.metadata.SetAttributes(changes)
 	wctx, cancel := context.WithTimeout(ctx, 2*time.Minute)
 	defer cancel()
 	for {
@@ -83,7 +111,7 @@ func testReconfigure(checks *checklist, ctx context.Context, r *run) {
 		}
 	})
 	checks.run("reconfigured: the VM called home (ready) with the new generation", func(t *testing.T) {
-		checkCalledHomeAgain(t, ctx, r, publishes)
+		checkCalledHomeAgain(t, ctx, r, publishes, proxyReady)
 	})
 
 	// The rotation: new credentials, the same ranges.
@@ -130,25 +158,25 @@ func testReconfigure(checks *checklist, ctx context.Context, r *run) {
 		if got := r.metadata.GuestAttributes()[guestReady]; got != "3" {
 			t.Errorf("egress/ready %q, want 3", got)
 		}
-		checkCalledHomeAgain(t, ctx, r, publishes)
+		checkCalledHomeAgain(t, ctx, r, publishes, proxyReady)
 	})
 	r.creds = fresh
 }
 
 // checkCalledHomeAgain: a publish after the first `before` ones reached
-// Pub/Sub with reason ready and the proxy's names.
-func checkCalledHomeAgain(t *testing.T, ctx context.Context, r *run, before int) {
+// Pub/Sub with the message want.
+func checkCalledHomeAgain(t *testing.T, ctx context.Context, r *run, before int, want map[string]any) {
 	deadline := time.Now().Add(20 * time.Second)
 	for time.Now().Before(deadline) && ctx.Err() == nil {
 		for _, p := range r.pubsub.Publishes()[before:] {
 			if p.Status != http.StatusOK || len(p.Data) != 1 {
 				continue
 			}
-			if m, err := decodeJSON(p.Data[0]); err == nil && m["reason"] == "ready" && m["uid"] == uid && m["name"] == proxyName {
+			if m, err := decodeJSON(p.Data[0]); err == nil && cmp.Equal(m, want) {
 				return
 			}
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
-	t.Errorf("no call-home with reason ready after the change; publishes: %+v", r.pubsub.Publishes()[before:])
+	t.Errorf("no call-home %v after the change; publishes: %+v", want, r.pubsub.Publishes()[before:])
 }

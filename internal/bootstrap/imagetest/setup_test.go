@@ -62,10 +62,24 @@ func claimWorkDir(t *testing.T, cache string) string {
 	return dir
 }
 
+// role is what the VM is created as.
+type role int
+
+const (
+	// asProxy: the test's proxy, generation 1, as the reconciler creates
+	// it cold.
+	asProxy role = iota
+	// asMember: a warm pool's member, generation 0, no credentials and no
+	// source range, egress-pool set, as the pool reconcile has it created;
+	// r.creds are then the credentials a claim will give it.
+	asMember
+)
+
 // setUp makes the network (newTopology, which NewTopology is unless the
 // caller needs more) and starts every stand-in in it, the storage
-// stand-in serving engine.
-func setUp(t *testing.T, ctx context.Context, rel Release, engine []byte, newTopology func(string) (*Topology, error)) *run {
+// stand-in serving engine, the metadata stand-in serving what the gcp
+// provider's Create sent for a VM of role vm.
+func setUp(t *testing.T, ctx context.Context, rel Release, engine []byte, newTopology func(string) (*Topology, error), vm role) *run {
 	t.Helper()
 	topo, err := newTopology(prefix)
 	if err != nil {
@@ -87,8 +101,19 @@ func setUp(t *testing.T, ctx context.Context, rel Release, engine []byte, newTop
 	r.tlsHost = &Host{Body: "hello from the TLS host " + randomHex(4)}
 	r.httpHost = &Host{Body: "hello from the HTTP host " + randomHex(4)}
 
-	attrs := insertMetadata(t, ctx, r, creds)
-	r.metadata = NewMetadata(Instance{Project: project, Zone: zone, Name: provider.NameFromUID(uid), ID: "4711",
+	cfg := bootstrap.Config{Port: ProxyPort, AllowedSourceRanges: []string{AllowedRange.String()}, Credentials: creds, Generation: 1}
+	req := provider.CreateRequest{UID: uid, Namespace: namespace, ProxyName: proxyName}
+	if vm == asMember {
+		// What the reconciler renders for a member document: its spec is
+		// the pool's MemberSpec, it has no credentials, generation 0.
+		cfg = bootstrap.ForProxy(proxy.PoolSpec{Provider: "gcp"}.MemberSpec(), proxy.Credentials{}, nil)
+		cfg.Port = ProxyPort
+		req = provider.CreateRequest{UID: memberUID, Pool: poolName, ProxyName: memberName}
+	}
+	req.Name = provider.NameFromUID(req.UID)
+	r.instance = req.Name
+	attrs := insertMetadata(t, ctx, r, cfg, req)
+	r.metadata = NewMetadata(Instance{Project: project, Zone: zone, Name: r.instance, ID: "4711",
 		ServiceAccount: "proxy-vm@" + project + ".iam.gserviceaccount.com", Attributes: attrs}, r.token)
 
 	serve(t, topo.Internet, HostPort(MetadataAddr, MetadataPort), r.metadata)
@@ -121,13 +146,13 @@ func setUp(t *testing.T, ctx context.Context, rel Release, engine []byte, newTop
 }
 
 // insertMetadata is the metadata the gcp provider sends in its insert
-// request for the test's proxy, read back from the Compute fake: the
-// stand-in serves exactly what Compute Engine would have been told. The
-// provider, the fake and the providerID stay in r, for the check that the
-// provider reads what the VM wrote.
-func insertMetadata(t *testing.T, ctx context.Context, r *run, creds proxy.Credentials) map[string]string {
+// request for req, with the script and engine configuration rendered from
+// cfg, read back from the Compute fake: the stand-in serves exactly what
+// Compute Engine would have been told. The provider, the fake and the
+// providerID stay in r, for the checks that the provider reads what the VM
+// wrote and for its Reconfigure.
+func insertMetadata(t *testing.T, ctx context.Context, r *run, cfg bootstrap.Config, req provider.CreateRequest) map[string]string {
 	t.Helper()
-	cfg := bootstrap.Config{Port: ProxyPort, AllowedSourceRanges: []string{AllowedRange.String()}, Credentials: creds, Generation: 1}
 	script, err := bootstrap.Render(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -156,13 +181,9 @@ func insertMetadata(t *testing.T, ctx context.Context, r *run, creds proxy.Crede
 	if err != nil {
 		t.Fatal(err)
 	}
-	req := provider.CreateRequest{
-		Name: provider.NameFromUID(uid), UID: uid, Namespace: namespace, ProxyName: proxyName,
-		Placement:     provider.Placement{Region: "us-central1", Zone: zone},
-		Port:          ProxyPort,
-		StartupScript: script,
-		Engine:        &engine,
-	}
+	req.Placement = provider.Placement{Region: "us-central1", Zone: zone}
+	req.Port = cfg.Port
+	req.StartupScript, req.Engine = script, &engine
 	id, err := p.Create(ctx, req)
 	if err != nil {
 		t.Fatalf("gcp provider Create: %v", err)
