@@ -56,3 +56,25 @@ resource "google_eventarc_trigger" "reconcile_members" {
   }
   depends_on = [google_project_service.apis, google_project_iam_member.trigger_receiver]
 }
+
+# A claim draws a warm member at random (internal/store.drawWarm): the
+# claimable members of a pool (status.phase Ready, claimedBy null) from a
+# uid on, ordered by uid. Equality on two fields and a range on a third
+# need this composite index.
+resource "google_firestore_index" "claim_draw" {
+  database    = google_firestore_database.default.name
+  collection  = "proxies"
+  query_scope = "COLLECTION"
+  fields {
+    field_path = "status.phase"
+    order      = "ASCENDING"
+  }
+  fields {
+    field_path = "claimedBy"
+    order      = "ASCENDING"
+  }
+  fields {
+    field_path = "uid"
+    order      = "ASCENDING"
+  }
+}

@@ -164,16 +164,9 @@ func (s *simStore) ClaimWarm(ctx context.Context, p *proxy.Proxy, pool string, n
 		return nil, nil, err
 	}
 	if s.w.bug == RelabelBeforeClaim {
-		// The member the transaction will take: of the first
-		// rules.ClaimChoices unclaimed Ready ones, the one p's uid picks.
+		// The member the claim will draw first.
 		members, _ := s.w.store.Members(ctx, pool)
-		var choices []*proxy.Proxy
-		for _, m := range members {
-			if m.Status.Phase == proxy.PhaseReady && m.ClaimedBy == nil && len(choices) < rules.ClaimChoices {
-				choices = append(choices, m)
-			}
-		}
-		if m := rules.PickWarm(choices, p.UID); m != nil {
+		if m := rules.PickWarm(members, rules.DrawAfter(p.UID, 0)); m != nil {
 			req := provider.ReconfigureRequest{UID: p.UID, Namespace: p.Namespace, ProxyName: p.Name}
 			if err := (&simProvider{w: s.w}).Reconfigure(ctx, m.Status.ProviderID, req); err != nil {
 				return nil, nil, err

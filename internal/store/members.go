@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"time"
 
@@ -117,68 +118,104 @@ func (s *Store) EnsureMembers(ctx context.Context, pool string, now time.Time) (
 	return created, nil
 }
 
-// ClaimWarm passes a warm VM of the pool to p, in one transaction: it reads
-// p again (its update time must still be p.UpdateTime, else
-// proxy.ErrConflict) and the pool's Ready members, takes the first warm
-// one (rules.Warm: Ready with a VM, unclaimed, not being deleted), names p
-// in its ClaimedBy and writes p's status and bookkeeping as rules.Claim
-// makes them from p's. It returns the member and p as written. With no
-// warm member it writes nothing and returns an error wrapping
-// proxy.ErrNoWarmVM.
+// ClaimWarm passes a warm VM of the pool to p: it draws a claimable
+// member (rules.PickWarm, one query), then, in one transaction, reads that
+// member again, holds it to rules.Warm (Ready with a VM, unclaimed, not
+// being deleted), names p in its ClaimedBy and writes p's status and
+// bookkeeping as rules.Claim makes them, p's update time the precondition
+// (else proxy.ErrConflict). A member another claim took in the meantime
+// is drawn again elsewhere, up to rules.ClaimAttempts times. It returns the
+// member and p as written; with no warm member it writes nothing and
+// returns an error wrapping proxy.ErrNoWarmVM.
 //
 // The crash window it guards: the VM passes from the member to p in one
 // commit, so no instant has two documents that both own the VM, nor none.
-// Two proxies racing for one VM both read the member; Firestore commits
-// one and retries the other, which then finds it claimed. The VM keeps the
-// member's uid until p's run relabels it (Reconfigure); until then the
-// member, a tombstone, still claims it for the collector.
+// The transaction reads one member, the one drawn, so claims that run at
+// once, drawing different members, do not wait on each other; two that
+// drew the same one are serialised by Firestore, and the second finds it
+// claimed. The VM keeps the member's uid until p's run relabels it
+// (Reconfigure); until then the member, a tombstone, still claims it for
+// the collector.
 func (s *Store) ClaimWarm(ctx context.Context, p *proxy.Proxy, pool string, now time.Time) (member, claimed *proxy.Proxy, err error) {
 	key := p.Key()
+	doing := "claiming a warm VM of " + proxy.PoolPath(pool) + " for"
+	for attempt := range rules.ClaimAttempts {
+		ref, err := s.drawWarm(ctx, pool, rules.DrawAfter(p.UID, attempt))
+		if err != nil {
+			return nil, nil, wrap(key, doing, err)
+		}
+		member, claimed, err = s.claim(ctx, p, ref, now)
+		if !errors.Is(err, errTaken) {
+			return member, claimed, wrap(key, doing, err)
+		}
+	}
+	return nil, nil, wrap(key, doing, fmt.Errorf("each of %d members drawn was taken by another claim: %w", rules.ClaimAttempts, proxy.ErrNoWarmVM))
+}
+
+// errTaken is a drawn member that was no longer warm in the transaction.
+var errTaken = errors.New("the member drawn is no longer warm")
+
+// drawWarm is rules.PickWarm as queries: the claimable member whose uid is
+// the first at or after after, or else the first; each query costs one
+// read, whether or not it finds one.
+func (s *Store) drawWarm(ctx context.Context, pool, after string) (*firestore.DocumentRef, error) {
+	q := s.members(pool).Where("status.phase", "==", string(proxy.PhaseReady)).Where(rules.ClaimedByField, "==", nil)
+	for _, q := range []firestore.Query{
+		q.Where(rules.UIDField, ">=", after).OrderBy(rules.UIDField, firestore.Asc).Limit(1),
+		q.OrderBy(rules.UIDField, firestore.Asc).Limit(1),
+	} {
+		snaps, err := q.Documents(ctx).GetAll()
+		if err != nil {
+			return nil, fmt.Errorf("drawing a warm member of %s: %w", proxy.PoolPath(pool), err)
+		}
+		metering.Add(ctx, metering.FirestoreRead, int64(max(len(snaps), 1)))
+		if len(snaps) == 1 {
+			return snaps[0].Ref, nil
+		}
+	}
+	return nil, fmt.Errorf("%s has no warm VM: %w", proxy.PoolPath(pool), proxy.ErrNoWarmVM)
+}
+
+// claim is ClaimWarm's transaction on the member ref names.
+func (s *Store) claim(ctx context.Context, p *proxy.Proxy, ref *firestore.DocumentRef, now time.Time) (member, claimed *proxy.Proxy, err error) {
 	var commit firestore.CommitResponse
 	err = s.client.RunTransaction(ctx, func(ctx context.Context, tx *firestore.Transaction) error {
 		member, claimed = nil, nil
 		metering.Add(ctx, metering.FirestoreRead, 1)
-		snap, err := tx.Get(s.ref(key))
+		snap, err := tx.Get(ref)
+		if status.Code(err) == codes.NotFound {
+			return errTaken
+		}
 		if err != nil {
 			return err
 		}
-		if !snap.UpdateTime.Equal(p.UpdateTime) {
-			return proxy.ErrConflict
-		}
-		// Unclaimed Ready members only, and a few (a claimed member stays
-		// Ready, and a query bills each document it returns).
-		snaps, err := tx.Documents(s.members(pool).Where("status.phase", "==", string(proxy.PhaseReady)).
-			Where(rules.ClaimedByField, "==", nil).OrderBy(firestore.DocumentID, firestore.Asc).Limit(rules.ClaimChoices)).GetAll()
+		m, err := decode(snap)
 		if err != nil {
 			return err
 		}
-		queried(ctx, len(snaps))
-		members, err := decodeAll(snaps)
-		if err != nil {
-			return err
-		}
-		member = rules.PickWarm(members, p.UID)
-		if member == nil {
-			return fmt.Errorf("%s has no warm VM: %w", proxy.PoolPath(pool), proxy.ErrNoWarmVM)
+		if !rules.Warm(m) {
+			return errTaken
 		}
 		c := *p
-		claimed = &c
-		if err := rules.Claim(claimed, member, now); err != nil {
+		if err := rules.Claim(&c, m, now); err != nil {
 			return err
 		}
-		if err := tx.Update(s.ref(member.Key()), []firestore.Update{
+		member, claimed = m, &c
+		if err := tx.Update(ref, []firestore.Update{
 			{Path: rules.ClaimedByField, Value: member.ClaimedBy},
 			{Path: "status.message", Value: member.Status.Message},
 		}); err != nil {
 			return err
 		}
-		return tx.Update(s.ref(key), []firestore.Update{
+		// p is not read: its update time, the precondition of its write,
+		// says whether it changed since the run read it.
+		return tx.Update(s.ref(p.Key()), []firestore.Update{
 			{Path: rules.StatusField, Value: claimed.Status},
 			{Path: rules.ReconcilerField, Value: claimed.Reconciler},
 		}, firestore.LastUpdateTime(p.UpdateTime))
 	}, firestore.MaxAttempts(transactionAttempts), firestore.WithCommitResponseTo(&commit))
 	if err != nil {
-		return nil, nil, wrap(key, "claiming a warm VM of "+proxy.PoolPath(pool)+" for", err)
+		return nil, nil, err
 	}
 	metering.Add(ctx, metering.FirestoreWrite, 2)
 	member.UpdateTime, claimed.UpdateTime = commit.CommitTime(), commit.CommitTime()

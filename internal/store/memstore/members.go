@@ -80,35 +80,48 @@ func (s *Store) EnsureMembers(_ context.Context, pool string, now time.Time) ([]
 	return created, nil
 }
 
-// ClaimWarm passes a warm VM of the pool to p at once (rules.PickWarm,
-// rules.Claim), p's update time its precondition, as the Firestore
-// store's transaction; proxy.ErrNoWarmVM when the pool has none.
+// ClaimWarm passes a warm VM of the pool to p at once, as the Firestore
+// store's draw and transaction do (rules.PickWarm, rules.Warm,
+// rules.Claim), p's update time its precondition, counting the reads
+// their queries and the member's read cost; proxy.ErrNoWarmVM when the
+// pool has none.
 func (s *Store) ClaimWarm(_ context.Context, p *proxy.Proxy, pool string, now time.Time) (member, claimed *proxy.Proxy, err error) {
 	s.mu.Lock()
 	key := p.Key()
-	s.reads++
 	doc, ok := s.docs[key]
-	switch {
-	case !ok:
+	if !ok {
 		s.mu.Unlock()
 		return nil, nil, fmt.Errorf("%s: %w", key, proxy.ErrNotFound)
+	}
+	members := s.memberDocs(pool)
+	for attempt := range rules.ClaimAttempts {
+		after := rules.DrawAfter(p.UID, attempt)
+		// The draw's queries: the first at or after, else the first.
+		s.reads++
+		member = rules.PickWarm(members, after)
+		if member != nil && member.UID < after {
+			s.reads++
+		}
+		if member == nil {
+			s.reads++
+			break
+		}
+		s.reads++ // the transaction's read of the member drawn
+		if rules.Warm(member) {
+			break
+		}
+		// Not warm (on its way out): drawn again, as a claim that lost it
+		// to another would be.
+		members = slices.DeleteFunc(members, func(m *proxy.Proxy) bool { return m.Key() == member.Key() })
+		member = nil
+	}
+	switch {
+	case member == nil:
+		s.mu.Unlock()
+		return nil, nil, fmt.Errorf("claiming a warm VM of %s for %s: %w", proxy.PoolPath(pool), key, proxy.ErrNoWarmVM)
 	case !doc.UpdateTime.Equal(p.UpdateTime):
 		s.mu.Unlock()
 		return nil, nil, fmt.Errorf("%s changed since %s: %w", key, p.UpdateTime.Format(time.RFC3339Nano), proxy.ErrConflict)
-	}
-	// As the Firestore store's query: the first ClaimChoices unclaimed
-	// Ready members by name, each a read.
-	var ready []*proxy.Proxy
-	for _, m := range s.memberDocs(pool) {
-		if m.Status.Phase == proxy.PhaseReady && m.ClaimedBy == nil && len(ready) < rules.ClaimChoices {
-			ready = append(ready, m)
-		}
-	}
-	s.reads += max(len(ready), 1)
-	member = rules.PickWarm(ready, p.UID)
-	if member == nil {
-		s.mu.Unlock()
-		return nil, nil, fmt.Errorf("claiming a warm VM of %s for %s: %w", proxy.PoolPath(pool), key, proxy.ErrNoWarmVM)
 	}
 	claimed = clone(p)
 	if err := rules.Claim(claimed, member, now); err != nil {

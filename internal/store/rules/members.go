@@ -59,27 +59,54 @@ func MissingMembers(pool *proxy.Pool, members []*proxy.Proxy, now time.Time) []*
 	return out
 }
 
-// ClaimChoices is how many unclaimed Ready members a claim reads: the
-// claims that run at once spread over that many, rather than all taking
-// the first and retrying their transactions one after another.
-const ClaimChoices = 4
+// UIDField is the member documents' uid, by which a claim draws one.
+const UIDField = "uid"
 
-// PickWarm returns a warm member (Warm) of members for the proxy of uid
-// claimUID, or nil: the one the uid's hash picks among the warm ones, so
-// that concurrent claims pick different members.
-func PickWarm(members []*proxy.Proxy, claimUID string) *proxy.Proxy {
-	var warm []*proxy.Proxy
+// Claimable reports whether a member is one a claim's query returns: Ready
+// and unclaimed. The claim's transaction then holds it to Warm.
+func Claimable(m *proxy.Proxy) bool {
+	return m.Status.Phase == proxy.PhaseReady && m.ClaimedBy == nil
+}
+
+// PickWarm returns the member a claim draws for the proxy of uid after
+// among members: of the claimable ones (Claimable), the first by uid at or
+// after it, or else the first. Member uids are random, so this is a member
+// drawn at random, and claims that run at once take different ones: each
+// claim's transaction then reads and writes that one member only, and two
+// rarely meet. Nil when none is claimable.
+func PickWarm(members []*proxy.Proxy, after string) *proxy.Proxy {
+	var first, pick *proxy.Proxy
 	for _, m := range members {
-		if Warm(m) {
-			warm = append(warm, m)
+		if !Claimable(m) {
+			continue
+		}
+		if first == nil || m.UID < first.UID {
+			first = m
+		}
+		if m.UID >= after && (pick == nil || m.UID < pick.UID) {
+			pick = m
 		}
 	}
-	if len(warm) == 0 {
-		return nil
+	if pick == nil {
+		return first
 	}
-	h := fnv.New32a()
-	h.Write([]byte(claimUID))
-	return warm[int(h.Sum32()%uint32(len(warm)))]
+	return pick
+}
+
+// ClaimAttempts is how often a claim draws again when the member it drew
+// was taken by another claim in the meantime.
+const ClaimAttempts = 4
+
+// DrawAfter is where a claim's attempt-th draw starts: the proxy's uid,
+// then points derived from it, so that a claim that lost its member to
+// another draws elsewhere rather than next to it.
+func DrawAfter(uid string, attempt int) string {
+	if attempt == 0 {
+		return uid
+	}
+	h := fnv.New64a()
+	fmt.Fprintf(h, "%s/%d", uid, attempt)
+	return fmt.Sprintf("%016x", h.Sum64())[:8] + uid[min(8, len(uid)):]
 }
 
 // Claim passes member's VM to p at now: member.ClaimedBy names p, and p's
