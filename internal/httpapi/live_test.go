@@ -150,8 +150,24 @@ func TestPools(t *testing.T) {
 			t.Errorf("step %d (%s): no deleteRequestTime: %s", i, st.reason, b)
 		}
 	}
+	// The resource carries the PUT's fields at the top, and the status.
+	_, b := e.do(admin, "GET", "/v1/pools/cold", "")
+	var shown map[string]any
+	if err := json.Unmarshal(b, &shown); err != nil {
+		t.Fatal(err)
+	}
+	status, _ := shown["status"].(map[string]any)
+	type keys struct {
+		Size, Provider, Placement     bool
+		Warm, Booting, ClaimsLastHour bool
+	}
+	has := func(m map[string]any, k string) bool { _, ok := m[k]; return ok }
+	if diff := cmp.Diff(keys{true, true, true, true, true, true}, keys{has(shown, "size"), has(shown, "provider"), has(shown, "placement"),
+		has(status, "warm"), has(status, "booting"), has(status, "claimsLastHour")}); diff != "" {
+		t.Errorf("GET of a pool: %s\nkeys (-want +got):\n%s", b, diff)
+	}
 	var page struct{ Pools []proxy.Pool }
-	_, b := e.do(admin, "GET", "/v1/pools?pageSize=1", "")
+	_, b = e.do(admin, "GET", "/v1/pools?pageSize=1", "")
 	_ = json.Unmarshal(b, &page)
 	if len(page.Pools) != 1 || page.Pools[0].Name != "cold" || !strings.Contains(string(b), "nextPageToken") {
 		t.Errorf("first page of one: %s", b)

@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"encoding/json"
 	"fmt"
 	"maps"
 	"strings"
@@ -49,7 +50,9 @@ func (s PoolStatus) Equal(o PoolStatus) bool {
 		s.Message == o.Message && maps.EqualFunc(s.Claims, o.Claims, time.Time.Equal)
 }
 
-// Pool is one warm pool's document, pools/{name}.
+// Pool is one warm pool's document, pools/{name}. The API shows it with
+// its spec's fields at the top (MarshalJSON), as the issue of a PUT gives
+// them.
 type Pool struct {
 	Name   string     `json:"name" firestore:"name"`
 	Spec   PoolSpec   `json:"spec" firestore:"spec"`
@@ -62,6 +65,37 @@ type Pool struct {
 	// DeleteRequestTime is set by DELETE: the pool deletes its unclaimed
 	// members, then its document.
 	DeleteRequestTime *time.Time `json:"deleteRequestTime,omitempty" firestore:"deleteRequestTime,omitempty"`
+}
+
+// poolJSON is a pool as the API shows it: its spec's fields at the top,
+// as a PUT gives them ({provider, placement, size}), beside its status.
+type poolJSON struct {
+	Name              string     `json:"name"`
+	Provider          string     `json:"provider"`
+	Placement         Placement  `json:"placement"`
+	Size              int        `json:"size"`
+	Status            PoolStatus `json:"status"`
+	Generation        int64      `json:"generation"`
+	CreateTime        time.Time  `json:"createTime"`
+	UpdateTime        time.Time  `json:"updateTime"`
+	DeleteRequestTime *time.Time `json:"deleteRequestTime,omitempty"`
+}
+
+// MarshalJSON writes the pool as the API shows it (poolJSON).
+func (p Pool) MarshalJSON() ([]byte, error) {
+	return json.Marshal(poolJSON{Name: p.Name, Provider: p.Spec.Provider, Placement: p.Spec.Placement, Size: p.Spec.Size,
+		Status: p.Status, Generation: p.Generation, CreateTime: p.CreateTime, UpdateTime: p.UpdateTime, DeleteRequestTime: p.DeleteRequestTime})
+}
+
+// UnmarshalJSON reads the pool as the API shows it (poolJSON).
+func (p *Pool) UnmarshalJSON(b []byte) error {
+	var j poolJSON
+	if err := json.Unmarshal(b, &j); err != nil {
+		return err
+	}
+	*p = Pool{Name: j.Name, Spec: PoolSpec{Provider: j.Provider, Placement: j.Placement, Size: j.Size},
+		Status: j.Status, Generation: j.Generation, CreateTime: j.CreateTime, UpdateTime: j.UpdateTime, DeleteRequestTime: j.DeleteRequestTime}
+	return nil
 }
 
 // Path is the pool document's path, pools/{name}.
