@@ -189,10 +189,7 @@ func (c Config) check() (rendered, error) {
 	if c.Port == statsPort {
 		r.StatsPort = statsPort + 1
 	}
-	// A warm pool's VM (generation 0, no credentials) has no client yet:
-	// its member's spec has no range, and it admits no one until a claim
-	// gives it the proxy's.
-	if len(c.AllowedSourceRanges) == 0 && !c.warm() {
+	if len(c.AllowedSourceRanges) == 0 {
 		return r, fmt.Errorf("bootstrap: no allowed source ranges: the proxy would serve nobody")
 	}
 	allow, err := prefixes("allowed source range", c.AllowedSourceRanges)
@@ -225,19 +222,13 @@ func (c Config) check() (rendered, error) {
 	// A warm pool's VM (generation 0) serves no one until it is claimed:
 	// no credentials is its rule, and a proxy's (generation 1 and on)
 	// never.
-	if c.warm() {
+	if c.Generation == 0 && c.Credentials == (proxy.Credentials{}) {
 		return r, nil
 	}
 	if err := c.Credentials.Validate(); err != nil {
 		return r, fmt.Errorf("bootstrap: %w", err)
 	}
 	return r, nil
-}
-
-// warm reports whether c is a warm pool's VM's: generation 0, no
-// credentials.
-func (c Config) warm() bool {
-	return c.Generation == 0 && c.Credentials == (proxy.Credentials{})
 }
 
 // prefixes parses CIDRs, refusing IPv4-mapped IPv6 prefixes (they would

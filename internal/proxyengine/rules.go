@@ -58,10 +58,7 @@ func compile(c Config) (*rules, error) {
 	if r.sources, err = prefixes("allowedSourceRanges", c.AllowedSourceRanges); err != nil {
 		return nil, err
 	}
-	// No source is, like no user, a warm VM's only (generation 0, no
-	// user): the local stack's mock serves a pool's member with its
-	// spec's ranges alone, which are none.
-	if len(r.sources) == 0 && (c.Generation != 0 || len(c.Users) > 0) {
+	if len(r.sources) == 0 {
 		return nil, errors.New("proxyengine: allowedSourceRanges: none, so the proxy would serve nobody")
 	}
 	if len(c.ConnectPorts) == 0 {

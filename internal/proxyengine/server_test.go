@@ -414,15 +414,12 @@ func TestReadConfig(t *testing.T) {
 		json    string
 		wantErr string
 	}{
-		"complete":                          {json: `{"listen":":3128","users":[{"name":"a","passwordHash":"sha256:AA:BB"}],"allowedSourceRanges":["10.0.0.0/8"],"connectPorts":[443],"idleTimeout":"5m"}`},
-		"unknown field":                     {json: `{"listen":":3128","users":[],"extra":1}`, wantErr: `unknown field "extra"`},
-		"no users":                          {json: `{"generation":2,"listen":":3128","allowedSourceRanges":["10.0.0.0/8"],"connectPorts":[443]}`, wantErr: "users: none"},
-		"warm, no users":                    {json: `{"generation":0,"listen":":3128","users":[],"allowedSourceRanges":["10.0.0.0/8"],"connectPorts":[443]}`},
-		"warm, no sources":                  {json: `{"generation":0,"listen":":3128","users":[],"allowedSourceRanges":[],"connectPorts":[443]}`},
-		"no sources":                        {json: `{"generation":1,"listen":":3128","users":[{"name":"a","passwordHash":"sha256:AA:BB"}],"allowedSourceRanges":[],"connectPorts":[443]}`, wantErr: "allowedSourceRanges: none"},
-		"users, no sources at generation 0": {json: `{"generation":0,"listen":":3128","users":[{"name":"a","passwordHash":"sha256:AA:BB"}],"connectPorts":[443]}`, wantErr: "allowedSourceRanges: none"},
-		"bad range":                         {json: `{"users":[{"name":"a","passwordHash":"sha256:AA:BB"}],"allowedSourceRanges":["10.0.0.0"],"connectPorts":[443]}`, wantErr: "is not a CIDR"},
-		"bad duration":                      {json: `{"idleTimeout":"soon"}`, wantErr: "not a duration"},
+		"complete":       {json: `{"listen":":3128","users":[{"name":"a","passwordHash":"sha256:AA:BB"}],"allowedSourceRanges":["10.0.0.0/8"],"connectPorts":[443],"idleTimeout":"5m"}`},
+		"unknown field":  {json: `{"listen":":3128","users":[],"extra":1}`, wantErr: `unknown field "extra"`},
+		"no users":       {json: `{"generation":2,"listen":":3128","allowedSourceRanges":["10.0.0.0/8"],"connectPorts":[443]}`, wantErr: "users: none"},
+		"warm, no users": {json: `{"generation":0,"listen":":3128","users":[],"allowedSourceRanges":["10.0.0.0/8"],"connectPorts":[443]}`},
+		"bad range":      {json: `{"users":[{"name":"a","passwordHash":"sha256:AA:BB"}],"allowedSourceRanges":["10.0.0.0"],"connectPorts":[443]}`, wantErr: "is not a CIDR"},
+		"bad duration":   {json: `{"idleTimeout":"soon"}`, wantErr: "not a duration"},
 		"plain password": {json: `{"users":[{"name":"a","passwordHash":"hunter2"}],"allowedSourceRanges":["10.0.0.0/8"],"connectPorts":[443]}`,
 			wantErr: "passwordHash is not sha256:SALT:DIGEST"},
 	}
