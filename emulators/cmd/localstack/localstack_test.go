@@ -56,6 +56,8 @@ func TestEndToEnd(t *testing.T) {
 
 	// The built CLI, from creation to deletion.
 	t.Run("CLI", s.driveCLI)
+	// Issue 25's warm pool, in a placement of its own.
+	t.Run("WarmPool", s.warmPool)
 
 	// Create and wait for Ready with an endpoint.
 	first := s.create(t, "demo", "first")
