@@ -22,7 +22,11 @@
 //	                proxy relabelled the VM, moved on
 //	                or is gone)
 //	(any)           a Failed unclaimed member            request its deletion (its reconcile
-//	                                                     deletes the VM, then the document)
+//	                                                     deletes the VM, then the document);
+//	                                                     RefillAfter = now + RefillBackoff
+//	live            fewer live members than size, a      nothing until RefillAfter (the sweep
+//	                member failed less than              brings the run after it); the message
+//	                RefillBackoff ago                    says why
 //	live            fewer live members than size         create the missing ones, in one
 //	                                                     transaction with the query of the
 //	                                                     members (never overfilled)

@@ -40,6 +40,10 @@ type Store interface {
 	DeletePool(ctx context.Context, name string, updateTime time.Time) error
 }
 
+// DefaultRefillBackoff is how long a pool makes no new member after one
+// failed (PoolStatus.RefillAfter).
+const DefaultRefillBackoff = 5 * time.Minute
+
 // DefaultTombstoneTTL is how long a claimed member's document stays: long
 // enough for the claiming proxy's run to have relabelled the VM (its uid
 // claims the VM until then), and the window claimsLastHour counts.
@@ -53,6 +57,9 @@ type Reconciler struct {
 	// TombstoneTTL is how long after its claim a claimed member's document
 	// is deleted; zero takes DefaultTombstoneTTL.
 	TombstoneTTL time.Duration
+	// RefillBackoff is how long the pool makes no new member after one
+	// failed; zero takes DefaultRefillBackoff.
+	RefillBackoff time.Duration
 }
 
 // New returns a Reconciler.
@@ -81,6 +88,11 @@ func (r *Reconciler) Reconcile(ctx context.Context, name string) error {
 	ttl := cmp.Or(r.TombstoneTTL, DefaultTombstoneTTL)
 	var errs []error
 	status := proxy.PoolStatus{}
+	if now.Before(pool.Status.RefillAfter) {
+		// Still backing off after a failed member: say why, though the
+		// member may be gone by now.
+		status.RefillAfter, status.Message = pool.Status.RefillAfter, pool.Status.Message
+	}
 	// The claims of the last hour whose member documents went, and those
 	// of the claimed members whose claim is done (done): their documents
 	// go once the status counts them.
@@ -109,6 +121,9 @@ func (r *Reconciler) Reconcile(ctx context.Context, name string) error {
 		case m.DeleteRequestTime != nil:
 		case m.Status.Phase == proxy.PhaseFailed:
 			status.Message = cmp.Or(status.Message, m.Status.Message)
+			if status.RefillAfter.IsZero() {
+				status.RefillAfter = now.Add(cmp.Or(r.RefillBackoff, DefaultRefillBackoff))
+			}
 			errs = append(errs, r.requestDeletion(ctx, log, m, now, "failed"))
 		case pool.DeleteRequestTime != nil:
 			errs = append(errs, r.requestDeletion(ctx, log, m, now, "pool deleted"))
@@ -139,6 +154,8 @@ func (r *Reconciler) Reconcile(ctx context.Context, name string) error {
 			errs = append(errs, r.requestDeletion(ctx, log, m, now, "pool shrunk"))
 		}
 		live = live[excess:]
+	} else if excess < 0 && now.Before(status.RefillAfter) {
+		log.InfoContext(ctx, "a member failed; the pool refills later", slog.Time("refillAfter", status.RefillAfter), slog.String("why", status.Message))
 	} else if excess < 0 {
 		created, err := r.store.EnsureMembers(ctx, name, now)
 		if err != nil {

@@ -6,6 +6,7 @@ import (
 	"log/slog"
 	"math/rand/v2"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -242,6 +243,26 @@ func TestRefillShrinkDelete(t *testing.T) {
 	}
 	if len(w.store.Keys()) != 0 || len(w.vms()) != 0 {
 		t.Errorf("a deleted pool leaves documents %v and VMs %v, want none", w.store.Keys(), w.vms())
+	}
+}
+
+// TestFailedMemberBacksOff: a pool whose members cannot be made (a create
+// Compute accepts and then fails for good, as for a missing image) makes
+// one, sees it fail, says why and makes no other until RefillBackoff has
+// passed, rather than one per event.
+func TestFailedMemberBacksOff(t *testing.T) {
+	w := newWorld(t)
+	w.prov.FailCreatesAsync("", 100, provider.KindPermanent, "RESOURCE_NOT_FOUND: The resource 'projects/debian-cloud/global/images/family/debian-99' was not found")
+	w.putPool(1)
+	w.converge()
+	st := w.pool().Status
+	if n := w.prov.Calls(mock.MethodCreate); n != 1 || !strings.Contains(st.Message, "debian-99") || st.Warm != 0 {
+		t.Errorf("a pool whose member failed: %d creates, status %+v; want 1 create, 0 warm and the reason", n, st)
+	}
+	w.clock.Advance(pools.DefaultRefillBackoff)
+	w.converge()
+	if n := w.prov.Calls(mock.MethodCreate); n != 2 {
+		t.Errorf("after RefillBackoff: %d creates, want a second try", n)
 	}
 }
 

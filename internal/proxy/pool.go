@@ -41,13 +41,19 @@ type PoolStatus struct {
 	// as soon as its proxy relabelled the VM, so that the pool's runs,
 	// which read every member, do not read an hour of claims.
 	Claims map[string]time.Time `json:"-" firestore:"claims,omitempty"`
+	// RefillAfter, after a member failed, is when the pool makes new
+	// members again: a pool whose members cannot boot (a missing image,
+	// a bootstrap that cannot render) would otherwise make and fail them
+	// as fast as their events come. The collector's sweep brings the run
+	// after it.
+	RefillAfter time.Time `json:"-" firestore:"refillAfter,omitempty"`
 }
 
 // Equal reports whether two statuses say the same: a status is written
 // only when it changed.
 func (s PoolStatus) Equal(o PoolStatus) bool {
 	return s.Warm == o.Warm && s.Booting == o.Booting && s.ClaimsLastHour == o.ClaimsLastHour &&
-		s.Message == o.Message && maps.EqualFunc(s.Claims, o.Claims, time.Time.Equal)
+		s.Message == o.Message && maps.EqualFunc(s.Claims, o.Claims, time.Time.Equal) && s.RefillAfter.Equal(o.RefillAfter)
 }
 
 // Pool is one warm pool's document, pools/{name}. The API shows it with

@@ -212,7 +212,9 @@ func (s *Server) Shutdown(ctx context.Context) error {
 			t.close()
 		}
 		s.mu.Unlock()
-		s.log.Warn("drain deadline passed: tunnels closed", slog.Int("tunnels", n))
+		if n > 0 {
+			s.log.Warn("drain deadline passed: tunnels closed", slog.Int("tunnels", n))
+		}
 		<-done
 		err = ctx.Err()
 	}
