@@ -119,46 +119,49 @@ func (s *Store) EnsureMembers(ctx context.Context, pool string, now time.Time) (
 }
 
 // ClaimWarm passes a warm VM of the pool to p: it draws a claimable
-// member (rules.PickWarm, one query), then, in one transaction, reads that
-// member again, holds it to rules.Warm (Ready with a VM, unclaimed, not
-// being deleted), names p in its ClaimedBy and writes p's status and
-// bookkeeping as rules.Claim makes them, p's update time the precondition
-// (else proxy.ErrConflict). A member another claim took in the meantime
-// is drawn again elsewhere, up to rules.ClaimAttempts times. It returns the
-// member and p as written; with no warm member it writes nothing and
-// returns an error wrapping proxy.ErrNoWarmVM.
+// member (rules.PickWarm, one query), holds it to rules.Warm (Ready with a
+// VM, unclaimed, not being deleted), and in one commit names p in the
+// member's ClaimedBy and writes p's status and bookkeeping as rules.Claim
+// makes them. Both writes carry the update time their document was read
+// at (the member's by the draw, p's by the run), so the commit is a
+// compare-and-swap of the two: it fails whole when either changed. A
+// member another claim took in the meantime is drawn again elsewhere, up
+// to rules.ClaimAttempts times, and then the run is told its document may
+// have changed (proxy.ErrConflict), so that it reads it again and decides
+// again. It returns the member and p as written; with no warm member it
+// writes nothing and returns an error wrapping proxy.ErrNoWarmVM.
 //
 // The crash window it guards: the VM passes from the member to p in one
 // commit, so no instant has two documents that both own the VM, nor none.
-// The transaction reads one member, the one drawn, so claims that run at
-// once, drawing different members, do not wait on each other; two that
-// drew the same one are serialised by Firestore, and the second finds it
-// claimed. The VM keeps the member's uid until p's run relabels it
-// (Reconfigure); until then the member, a tombstone, still claims it for
-// the collector.
+// The commit reads nothing, so it takes no lock: claims that run at once
+// never wait on each other, and two that drew the same member are decided
+// by which commits first. The VM keeps the member's uid until p's run
+// relabels it (Reconfigure); until then the member, a tombstone, still
+// claims it for the collector.
 func (s *Store) ClaimWarm(ctx context.Context, p *proxy.Proxy, pool string, now time.Time) (member, claimed *proxy.Proxy, err error) {
 	key := p.Key()
 	doing := "claiming a warm VM of " + proxy.PoolPath(pool) + " for"
 	for attempt := range rules.ClaimAttempts {
-		ref, err := s.drawWarm(ctx, pool, rules.DrawAfter(p.UID, attempt))
+		snap, err := s.drawWarm(ctx, pool, rules.DrawAfter(p.UID, attempt))
 		if err != nil {
 			return nil, nil, wrap(key, doing, err)
 		}
-		member, claimed, err = s.claim(ctx, p, ref, now)
+		member, claimed, err = s.claim(ctx, p, snap, now)
 		if !errors.Is(err, errTaken) {
 			return member, claimed, wrap(key, doing, err)
 		}
 	}
-	return nil, nil, wrap(key, doing, fmt.Errorf("each of %d members drawn was taken by another claim: %w", rules.ClaimAttempts, proxy.ErrNoWarmVM))
+	return nil, nil, wrap(key, doing, fmt.Errorf("%d draws lost their member, or the document changed: %w", rules.ClaimAttempts, proxy.ErrConflict))
 }
 
-// errTaken is a drawn member that was no longer warm in the transaction.
-var errTaken = errors.New("the member drawn is no longer warm")
+// errTaken is a claim's commit refused: the member drawn, or the proxy,
+// changed since they were read.
+var errTaken = errors.New("the member drawn, or the proxy, changed since it was read")
 
 // drawWarm is rules.PickWarm as queries: the claimable member whose uid is
 // the first at or after after, or else the first; each query costs one
 // read, whether or not it finds one.
-func (s *Store) drawWarm(ctx context.Context, pool, after string) (*firestore.DocumentRef, error) {
+func (s *Store) drawWarm(ctx context.Context, pool, after string) (*firestore.DocumentSnapshot, error) {
 	q := s.members(pool).Where("status.phase", "==", string(proxy.PhaseReady)).Where(rules.ClaimedByField, "==", nil)
 	for _, q := range []firestore.Query{
 		q.Where(rules.UIDField, ">=", after).OrderBy(rules.UIDField, firestore.Asc).Limit(1),
@@ -170,50 +173,45 @@ func (s *Store) drawWarm(ctx context.Context, pool, after string) (*firestore.Do
 		}
 		metering.Add(ctx, metering.FirestoreRead, int64(max(len(snaps), 1)))
 		if len(snaps) == 1 {
-			return snaps[0].Ref, nil
+			return snaps[0], nil
 		}
 	}
 	return nil, fmt.Errorf("%s has no warm VM: %w", proxy.PoolPath(pool), proxy.ErrNoWarmVM)
 }
 
-// claim is ClaimWarm's transaction on the member ref names.
-func (s *Store) claim(ctx context.Context, p *proxy.Proxy, ref *firestore.DocumentRef, now time.Time) (member, claimed *proxy.Proxy, err error) {
+// claim is ClaimWarm's commit of the member snap holds: a transaction
+// that reads nothing, whose two writes carry their documents' update
+// times as preconditions.
+func (s *Store) claim(ctx context.Context, p *proxy.Proxy, snap *firestore.DocumentSnapshot, now time.Time) (member, claimed *proxy.Proxy, err error) {
+	m, err := decode(snap)
+	if err != nil {
+		return nil, nil, err
+	}
+	if !rules.Warm(m) {
+		// Claimable but not warm (being deleted, or with no VM named).
+		return nil, nil, errTaken
+	}
+	c := *p
+	if err := rules.Claim(&c, m, now); err != nil {
+		return nil, nil, err
+	}
+	member, claimed = m, &c
 	var commit firestore.CommitResponse
 	err = s.client.RunTransaction(ctx, func(ctx context.Context, tx *firestore.Transaction) error {
-		member, claimed = nil, nil
-		metering.Add(ctx, metering.FirestoreRead, 1)
-		snap, err := tx.Get(ref)
-		if status.Code(err) == codes.NotFound {
-			return errTaken
-		}
-		if err != nil {
-			return err
-		}
-		m, err := decode(snap)
-		if err != nil {
-			return err
-		}
-		if !rules.Warm(m) {
-			return errTaken
-		}
-		c := *p
-		if err := rules.Claim(&c, m, now); err != nil {
-			return err
-		}
-		member, claimed = m, &c
-		if err := tx.Update(ref, []firestore.Update{
+		if err := tx.Update(snap.Ref, []firestore.Update{
 			{Path: rules.ClaimedByField, Value: member.ClaimedBy},
 			{Path: "status.message", Value: member.Status.Message},
-		}); err != nil {
+		}, firestore.LastUpdateTime(snap.UpdateTime)); err != nil {
 			return err
 		}
-		// p is not read: its update time, the precondition of its write,
-		// says whether it changed since the run read it.
 		return tx.Update(s.ref(p.Key()), []firestore.Update{
 			{Path: rules.StatusField, Value: claimed.Status},
 			{Path: rules.ReconcilerField, Value: claimed.Reconciler},
 		}, firestore.LastUpdateTime(p.UpdateTime))
 	}, firestore.MaxAttempts(transactionAttempts), firestore.WithCommitResponseTo(&commit))
+	if status.Code(err) == codes.FailedPrecondition {
+		return nil, nil, errTaken
+	}
 	if err != nil {
 		return nil, nil, err
 	}

@@ -81,10 +81,9 @@ func (s *Store) EnsureMembers(_ context.Context, pool string, now time.Time) ([]
 }
 
 // ClaimWarm passes a warm VM of the pool to p at once, as the Firestore
-// store's draw and transaction do (rules.PickWarm, rules.Warm,
-// rules.Claim), p's update time its precondition, counting the reads
-// their queries and the member's read cost; proxy.ErrNoWarmVM when the
-// pool has none.
+// store's draw and commit do (rules.PickWarm, rules.Warm, rules.Claim),
+// p's update time its precondition, counting the reads the draw's queries
+// cost; proxy.ErrNoWarmVM when the pool has none.
 func (s *Store) ClaimWarm(_ context.Context, p *proxy.Proxy, pool string, now time.Time) (member, claimed *proxy.Proxy, err error) {
 	s.mu.Lock()
 	key := p.Key()
@@ -106,12 +105,11 @@ func (s *Store) ClaimWarm(_ context.Context, p *proxy.Proxy, pool string, now ti
 			s.reads++
 			break
 		}
-		s.reads++ // the transaction's read of the member drawn
 		if rules.Warm(member) {
 			break
 		}
-		// Not warm (on its way out): drawn again, as a claim that lost it
-		// to another would be.
+		// Not warm (on its way out, or no VM named): drawn again, as a
+		// claim that lost it to another would be.
 		members = slices.DeleteFunc(members, func(m *proxy.Proxy) bool { return m.Key() == member.Key() })
 		member = nil
 	}
