@@ -222,14 +222,14 @@ func TestFloors(t *testing.T) {
 	var r results
 	s := settings{scale: 1, lifecycles: 2}
 	r.lifecycle(s, tally{ByFunction: map[string]int{"ProxyAPI": 4, "Reconcile": 14}, Written: 12,
-		Usage:   metering.Usage{FirestoreReads: 24, FirestoreWrites: 16, ProviderCreate: 2, ProviderGet: 5, ProviderDelete: 2},
+		Usage:   metering.Usage{FirestoreReads: 26, FirestoreWrites: 16, ProviderCreate: 2, ProviderGet: 5, ProviderDelete: 2},
 		Latency: 600 * time.Millisecond, Billed: 2 * time.Second,
 		BilledByFunction: map[string]time.Duration{"ProxyAPI": 400 * time.Millisecond, "Reconcile": 1600 * time.Millisecond}}, 2)
 	ratio := func(v float64) *float64 { return &v }
 	want := map[string]metric{
 		"invocations":     {Measured: 9, Floor: 9, Ratio: ratio(1)},
 		"statusWrites":    {Measured: 6, Floor: 6, Ratio: ratio(1)},
-		"firestoreReads":  {Measured: 12, Floor: 12, Ratio: ratio(1)},
+		"firestoreReads":  {Measured: 13, Floor: 13, Ratio: ratio(1)},
 		"firestoreWrites": {Measured: 8, Floor: 8, Ratio: ratio(1)},
 		"providerCreate":  {Measured: 1, Floor: 1, Ratio: ratio(1)},
 		// One Get on the VM's call-home and one that finds it gone.
@@ -326,21 +326,21 @@ func TestTargets(t *testing.T) {
 func TestClaimFloors(t *testing.T) {
 	want := map[string]float64{
 		// The proxy's ten (POST, DELETE, six writes' events, call-home,
-		// the member's claim) and the refill's nine.
-		"invocations": 19,
+		// the member's claim) and the refill's ten.
+		"invocations": 20,
 		// Six of the proxy, the member's claim, four of the new member,
-		// two of the pool's status.
-		"statusWrites":    13,
-		"firestoreWrites": 15,
-		// The proxy's fifteen, the pool's four runs (21 + 3 × 22) and the
-		// new member's five.
-		"firestoreReads":      107,
+		// two of the pool's status, the claimed member's deletion.
+		"statusWrites":    14,
+		"firestoreWrites": 16,
+		// The proxy's fifteen, the pool's four runs (43 + 3 × 21), the
+		// claimed member's deletion event's one and the new member's five.
+		"firestoreReads":      127,
 		"providerCreate":      1,
 		"providerGet":         3,
 		"providerDelete":      1,
 		"providerReconfigure": 1,
 		"pubsubPublished":     2,
-		"functionSeconds":     1.9,
+		"functionSeconds":     2,
 	}
 	got := claimLifecycleFloors(20)
 	for k, v := range got {

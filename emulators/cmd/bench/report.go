@@ -134,7 +134,7 @@ type metric struct {
 }
 
 func newMetric(measured, floor float64) metric {
-	m := metric{Measured: round(measured, 2), Floor: floor}
+	m := metric{Measured: round(measured, 2), Floor: round(floor, 3)}
 	if floor > 0 {
 		r := round(measured/floor, 2)
 		m.Ratio = &r
@@ -205,8 +205,11 @@ const (
 	// floorFirestoreReads: the create's namespace (its members, quota and
 	// counter, in one document) and name, the deletion request's namespace
 	// (who may delete) and document, a fresh read for each Reconcile
-	// invocation, and the read under the document's deletion.
-	floorFirestoreReads = 2 + 2 + floorStatusWrites + 1 + 1
+	// invocation, the read under the document's deletion, and the create's
+	// query of the warm pools that could serve the spec (one read when
+	// none does: a create that no pool serves pays it, so that one that a
+	// pool serves is served in seconds).
+	floorFirestoreReads = 2 + 2 + floorStatusWrites + 1 + 1 + 1
 	// billingUnit is what Cloud Run bills a request that runs alone at the
 	// least: its time rounded up to 100 ms.
 	billingUnit = 100 * time.Millisecond
