@@ -2,8 +2,10 @@ package gcp_test
 
 import (
 	"context"
+	"encoding/json"
 	"log/slog"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -12,11 +14,13 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"google.golang.org/api/option"
 
+	"github.com/egress-proxies/egress/internal/bootstrap"
 	"github.com/egress-proxies/egress/internal/clock"
 	"github.com/egress-proxies/egress/internal/provider"
 	"github.com/egress-proxies/egress/internal/provider/gcp"
 	"github.com/egress-proxies/egress/internal/provider/gcp/computefake"
 	"github.com/egress-proxies/egress/internal/proxy"
+	"github.com/egress-proxies/egress/internal/proxyengine"
 	"github.com/egress-proxies/egress/internal/reconcile"
 	"github.com/egress-proxies/egress/internal/store/memstore"
 )
@@ -326,4 +330,89 @@ func requestIDs(ins []computefake.Insert) []string {
 		out = append(out, in.RequestID)
 	}
 	return out
+}
+
+// TestLiveChangeOnCompute drives a PATCH of a Ready proxy through the
+// reconciler, the gcp provider and the Compute fake: the VM is handed the
+// new generation with one setMetadata (the same VM, no insert), the proxy
+// is Reconfiguring, keeps its endpoint, and is Ready again, at the new
+// generation, only once the VM's egress/ready says it serves it.
+func TestLiveChangeOnCompute(t *testing.T) {
+	l := newLifecycle(t, proxy.Placement{Region: "us-central1", Zone: "us-central1-b"}, proxy.IPEphemeral)
+	l.r = reconcile.New(l.store, gcpProviders{l.provider(t)}, noQueue{}, nil, l.clock, slog.New(slog.DiscardHandler),
+		reconcile.Options{Rand: rand.New(rand.NewPCG(1, 1)), Bootstrap: func(s proxy.Spec, c proxy.Credentials, g int64) (string, *proxyengine.Config, error) {
+			cfg := bootstrap.ForProxy(s, c, nil)
+			cfg.Generation = g
+			script, err := bootstrap.Render(cfg)
+			if err != nil {
+				return "", nil, err
+			}
+			engine, err := bootstrap.EngineConfig(cfg)
+			return script, &engine, err
+		}})
+	ctx := context.Background()
+	l.run(proxy.ReasonWritten)
+	l.fake.Settle()
+	name := l.fake.Inserts()[0].Instance.GetName()
+	l.fake.SetGuestAttribute("us-central1-b", name, "egress/ready", "1")
+	l.run(proxy.ReasonReady)
+	ready := l.doc()
+	if ready.Status.Phase != proxy.PhaseReady || ready.Status.ObservedGeneration != 1 {
+		t.Fatalf("before the change: %s at generation %d, want Ready at 1", ready.Status.Phase, ready.Status.ObservedGeneration)
+	}
+
+	if _, err := l.store.UpdateSpec(ctx, l.key, l.clock.Now(), func(s proxy.Spec) (proxy.Spec, error) {
+		s.AllowedSourceRanges = []string{"198.51.100.0/24"}
+		return s, nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	l.run(proxy.ReasonWritten)
+	l.run(proxy.ReasonReady) // a call-home before the VM applied it
+	during := l.doc()
+	l.fake.SetGuestAttribute("us-central1-b", name, "egress/ready", "2")
+	l.run(proxy.ReasonReady)
+	after := l.doc()
+
+	var sent proxyengine.Config
+	calls := l.fake.SetMetadataCalls()
+	if len(calls) == 1 {
+		for _, it := range calls[0].GetItems() {
+			if it.GetKey() == "egress-config" {
+				if err := json.Unmarshal([]byte(it.GetValue()), &sent); err != nil {
+					t.Fatal(err)
+				}
+			}
+		}
+	}
+	type state struct {
+		During, After      proxy.Phase
+		Endpoint           string
+		Observed           int64
+		Inserts, SetMeta   int
+		SentGeneration     int64
+		SentHasTheNewRange bool
+		SetLabels          int
+	}
+	got := state{during.Status.Phase, after.Status.Phase, after.Status.Endpoint, after.Status.ObservedGeneration,
+		len(l.fake.Inserts()), len(calls), sent.Generation, slices.Contains(sent.AllowedSourceRanges, "198.51.100.0/24"), len(l.fake.SetLabelsCalls())}
+	want := state{proxy.PhaseReconfiguring, proxy.PhaseReady, ready.Status.Endpoint, 2, 1, 1, 2, true, 0}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("a PATCH on Compute (-want +got):\n%s", diff)
+	}
+}
+
+// provider is a gcp provider over the lifecycle's fake.
+func (l *lifecycle) provider(t *testing.T) provider.Provider {
+	t.Helper()
+	clients, err := gcp.NewClients(context.Background(), option.WithEndpoint(l.fake.URL), option.WithoutAuthentication())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { clients.Close() })
+	p, err := gcp.New(clients, gcp.Config{Project: lifecycleProject})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
 }
