@@ -9,6 +9,7 @@ import (
 
 	"github.com/egress-proxies/egress/internal/provider"
 	"github.com/egress-proxies/egress/internal/proxy"
+	"github.com/egress-proxies/egress/internal/store/rules"
 )
 
 func (w *World) delay() time.Duration {
@@ -224,8 +225,29 @@ func (w *World) yield(ctx context.Context) error {
 // still booting when the rest is quiet, whose boot (and its call-home) is
 // on the clock, not among the deliveries.
 func (w *World) settled() bool {
+	ctx := context.Background()
 	for _, key := range w.store.Keys() {
-		if p, err := w.store.Get(context.Background(), key); err == nil && p.ClaimedBy == nil && !p.Status.Phase.Settled() {
+		if p, err := w.store.Get(ctx, key); err == nil && p.ClaimedBy == nil && !p.Status.Phase.Settled() {
+			return false
+		}
+	}
+	// A pool is at rest once it has its size of warm members, or, deleted,
+	// none: one backing off after a failed member (its RefillAfter) or
+	// booting its refill is on its way there.
+	names, _ := w.store.PoolNames(ctx)
+	for _, name := range names {
+		pl, err := w.store.GetPool(ctx, name)
+		if err != nil {
+			continue
+		}
+		members, _ := w.store.Members(ctx, name)
+		warm := 0
+		for _, m := range members {
+			if rules.Warm(m) {
+				warm++
+			}
+		}
+		if pl.DeleteRequestTime != nil && len(members) > 0 || pl.DeleteRequestTime == nil && warm != pl.Spec.Size {
 			return false
 		}
 	}
