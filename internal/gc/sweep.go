@@ -82,7 +82,11 @@ func (c *Collector) drift(ctx context.Context, now time.Time, listings []listing
 	var keys []proxy.Key
 	var reasons []proxy.Reason
 	unlisted := map[string][]string{} // provider → providerIDs it does not list
-	for uid, claim := range uids {
+	// In the order of the uids, not of the map: the same documents are
+	// re-driven in the same order, run after run (and a simulated
+	// schedule replays from its seed).
+	for _, uid := range slices.Sorted(maps.Keys(uids)) {
+		claim := uids[uid]
 		if claim.Phase != proxy.PhaseReady || claim.Claimed {
 			// A claimed member's VM is its proxy's, which the proxy's own
 			// claim (its uid, once relabelled) stands for.
