@@ -428,7 +428,7 @@ const (
 	// phase's proxies may all be Ready.
 	maxSecondsAfterLastBoot = 30
 	// maxClaimRatio is how far above its floor a claimed lifecycle's
-	// figure may be (issue 25).
+	// figure may be.
 	maxClaimRatio = 1.25
 	// maxClaimP50Ms and maxClaimP99Ms bound POST → Ready of a proxy that
 	// claims a warm VM: a claim, a Reconfigure the VM applies in about a

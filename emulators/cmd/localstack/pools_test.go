@@ -35,7 +35,7 @@ type pooledProxy struct {
 	}
 }
 
-// warmPool is issue 25's flow on the local stack: an admin makes a pool
+// warmPool is the warm pools' flow on the local stack: an admin makes a pool
 // of 2 in a placement no other part of the test uses; a proxy the pool
 // serves is Ready on one of its warm VMs, relabelled with the proxy's uid,
 // and serves; the pool refills; a PATCH and new credentials are applied on
