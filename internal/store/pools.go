@@ -104,33 +104,14 @@ func (s *Store) ListPools(ctx context.Context, pageSize int, pageToken string) (
 // (rules.RequestPoolDeletion), idempotently, in one transaction, and
 // returns it as it now is.
 func (s *Store) RequestPoolDeletion(ctx context.Context, name string, now time.Time) (*proxy.Pool, error) {
-	ref := s.pool(name)
-	var (
-		out    *proxy.Pool
-		wrote  bool
-		commit firestore.CommitResponse
-	)
-	err := s.client.RunTransaction(ctx, func(ctx context.Context, tx *firestore.Transaction) error {
-		metering.Add(ctx, metering.FirestoreRead, 1)
-		snap, err := tx.Get(ref)
-		if err != nil {
-			return err
-		}
-		if out, err = decodePool(snap); err != nil {
-			return err
-		}
-		fields := rules.RequestPoolDeletion(out, now)
-		if wrote = len(fields) > 0; wrote {
-			return tx.Update(ref, updates(fields))
-		}
-		return nil
-	}, firestore.MaxAttempts(transactionAttempts), firestore.WithCommitResponseTo(&commit))
+	out, at, err := changeDoc(ctx, s.client, s.pool(name), decodePool, func(p *proxy.Pool) ([]rules.Field, error) {
+		return rules.RequestPoolDeletion(p, now), nil
+	})
 	if err != nil {
 		return nil, wrapPool(name, "requesting the deletion of", err)
 	}
-	if wrote {
-		metering.Add(ctx, metering.FirestoreWrite, 1)
-		out.UpdateTime = commit.CommitTime()
+	if at != nil {
+		out.UpdateTime = *at
 	}
 	return out, nil
 }

@@ -87,13 +87,28 @@ func (s *Store) RequestRotation(ctx context.Context, key proxy.Key, now time.Tim
 // change reads the document and writes what rule changes of it, in one
 // transaction; a rule that changes nothing writes nothing.
 func (s *Store) change(ctx context.Context, key proxy.Key, rule func(*proxy.Proxy) ([]rules.Field, error)) (*proxy.Proxy, error) {
-	ref := s.ref(key)
+	out, at, err := changeDoc(ctx, s.client, s.ref(key), decode, rule)
+	if err != nil {
+		return nil, err
+	}
+	if at != nil {
+		out.UpdateTime = *at
+	}
+	return out, nil
+}
+
+// changeDoc reads the document ref names (decoded by decode) and writes
+// what rule changes of it, in one transaction; a rule that changes nothing
+// writes nothing. It returns the document as rule left it, and the
+// commit's time when it wrote (nil when it did not).
+func changeDoc[T any](ctx context.Context, client *firestore.Client, ref *firestore.DocumentRef,
+	decode func(*firestore.DocumentSnapshot) (*T, error), rule func(*T) ([]rules.Field, error)) (*T, *time.Time, error) {
 	var (
-		out    *proxy.Proxy
+		out    *T
 		wrote  bool
 		commit firestore.CommitResponse
 	)
-	err := s.client.RunTransaction(ctx, func(ctx context.Context, tx *firestore.Transaction) error {
+	err := client.RunTransaction(ctx, func(ctx context.Context, tx *firestore.Transaction) error {
 		metering.Add(ctx, metering.FirestoreRead, 1)
 		snap, err := tx.Get(ref)
 		if err != nil {
@@ -108,14 +123,12 @@ func (s *Store) change(ctx context.Context, key proxy.Key, rule func(*proxy.Prox
 		}
 		return tx.Update(ref, updates(fields))
 	}, firestore.MaxAttempts(transactionAttempts), firestore.WithCommitResponseTo(&commit))
-	if err != nil {
-		return nil, err
+	if err != nil || !wrote {
+		return out, nil, err
 	}
-	if wrote {
-		metering.Add(ctx, metering.FirestoreWrite, 1)
-		out.UpdateTime = commit.CommitTime()
-	}
-	return out, nil
+	metering.Add(ctx, metering.FirestoreWrite, 1)
+	at := commit.CommitTime()
+	return out, &at, nil
 }
 
 // updates are a rule's fields as Firestore updates.

@@ -139,16 +139,8 @@ func (s *Server) setMetadata(w http.ResponseWriter, r *http.Request, project, zo
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.setMetadataCalls = append(s.setMetadataCalls, proto.Clone(md).(*computepb.Metadata))
-	if s.refused(w, "setMetadata") {
-		return
-	}
-	reqID := r.URL.Query().Get("requestId")
-	if s.replayed(w, project, reqID) {
-		return
-	}
-	inst, ok := s.instances[zone+"/"+name]
+	inst, reqID, ok := s.setTarget(w, r, project, zone, name, "setMetadata")
 	if !ok {
-		writeError(w, notFound(project, zone, name))
 		return
 	}
 	if !sameFingerprint(md.Fingerprint, inst.GetMetadata().GetFingerprint()) {
@@ -162,6 +154,25 @@ func (s *Server) setMetadata(w http.ResponseWriter, r *http.Request, project, zo
 	inst.Metadata = &computepb.Metadata{Items: md.GetItems()}
 	stampFingerprints(inst)
 	s.accept(w, project, "zones/"+zone, "setMetadata", inst.GetSelfLink(), reqID, inst.Id)
+}
+
+// setTarget is what setMetadata and setLabels do alike before their
+// fingerprint: an injected fault, a replayed request id, an instance that
+// is not there each answered. Called with s.mu held.
+func (s *Server) setTarget(w http.ResponseWriter, r *http.Request, project, zone, name, method string) (*computepb.Instance, string, bool) {
+	if s.refused(w, method) {
+		return nil, "", false
+	}
+	reqID := r.URL.Query().Get("requestId")
+	if s.replayed(w, project, reqID) {
+		return nil, "", false
+	}
+	inst, ok := s.instances[zone+"/"+name]
+	if !ok {
+		writeError(w, notFound(project, zone, name))
+		return nil, "", false
+	}
+	return inst, reqID, true
 }
 
 // checkItems refuses what Compute documents as invalid metadata: a key
@@ -194,16 +205,8 @@ func (s *Server) setLabels(w http.ResponseWriter, r *http.Request, project, zone
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.setLabelsCalls = append(s.setLabelsCalls, proto.Clone(req).(*computepb.InstancesSetLabelsRequest))
-	if s.refused(w, "setLabels") {
-		return
-	}
-	reqID := r.URL.Query().Get("requestId")
-	if s.replayed(w, project, reqID) {
-		return
-	}
-	inst, ok := s.instances[zone+"/"+name]
+	inst, reqID, ok := s.setTarget(w, r, project, zone, name, "setLabels")
 	if !ok {
-		writeError(w, notFound(project, zone, name))
 		return
 	}
 	if !sameFingerprint(req.LabelFingerprint, inst.GetLabelFingerprint()) {
