@@ -7,7 +7,7 @@ GOTEST   ?= $(GO) test -race -count=1 -timeout 30m
 # The emulators are started fresh on free ports for a test run, whatever the
 # shell has set, so a test run never writes into a developer's running stack.
 WITH_EMULATORS = env -u FIRESTORE_EMULATOR_HOST -u PUBSUB_EMULATOR_HOST \
-	$(GO) run ./emulators/cmd/with-emulators --
+	$(GO) run ./dev/with-emulators --
 
 .PHONY: deps test image-test image-bench run bench lint package tf-check sim cli fuzz
 
@@ -29,7 +29,7 @@ test: deps
 # only with EGRESS_IMAGE_TEST=1, which this target sets) and one CI run boots
 # it once. -v shows each check as it passes, and the summary line.
 image-test: deps
-	EGRESS_IMAGE_TEST=1 $(GO) test -race -count=1 -v -timeout 30m -run '^TestImage$$' ./internal/bootstrap/imagetest
+	EGRESS_IMAGE_TEST=1 $(GO) test -race -count=1 -v -timeout 30m -run '^TestImage$$' ./internal/vm/imagetest
 
 ## image-bench: the proxy's data path on the image test's topology against the
 ## direct path (one line, and JSON to $$IMAGE_BENCH_OUT); IMAGE_BENCH_ENGINE=tinyproxy
@@ -37,27 +37,27 @@ image-test: deps
 # Without -race: the clients and servers share the machine with the proxy,
 # and the race detector would slow the direct path more than the proxied one.
 image-bench: deps
-	EGRESS_IMAGE_TEST=1 EGRESS_IMAGE_BENCH=1 $(GO) test -count=1 -v -timeout 30m -run '^TestImageBench$$' ./internal/bootstrap/imagetest
+	EGRESS_IMAGE_TEST=1 EGRESS_IMAGE_BENCH=1 $(GO) test -count=1 -v -timeout 30m -run '^TestImageBench$$' ./internal/vm/imagetest
 
 ## run: the local stack (emulators, event stand-ins, all three functions, mock provider)
 # Built, then exec'd, so that Ctrl-C reaches the stack itself, which stops
 # the emulators before it exits.
 run: deps
-	@$(GO) build -o "$${TMPDIR:-/tmp}/egress-localstack" ./emulators/cmd/localstack
+	@$(GO) build -o "$${TMPDIR:-/tmp}/egress-localstack" ./dev/localstack
 	@exec "$${TMPDIR:-/tmp}/egress-localstack"
 
 ## bench: what a proxy costs and how fast the system converges, on the local
 ## stack (a table, and JSON to $$BENCH_OUT, default bench-results.json; about
 ## two minutes). It starts its own emulators, like make test.
 bench: deps
-	$(GO) run ./emulators/cmd/bench
+	$(GO) run ./dev/bench
 
 ## sim: the fault simulation over $(SEEDS) seeds, and the planted bugs it
 ## must catch; it ends with "sim: N seeds, M faults, P pool and claim events, V violations" (make test
 ## runs 300 seeds)
 SEEDS ?= 10000
 sim:
-	@$(GO) run ./internal/cmd/sim -seeds $(SEEDS)
+	@$(GO) run ./dev/sim -seeds $(SEEDS)
 
 ## fuzz: each fuzz test (every func FuzzXxx in a _test.go) for $(FUZZTIME)
 ## each, one after another (go test fuzzes one target per run); what they
@@ -70,15 +70,15 @@ fuzz:
 		$(GO) test -run '^$$' -fuzz "^$$fn$$" -fuzztime $(FUZZTIME) "$$pkg"; \
 	done
 
-## cli: the egress CLI, as bin/egress (or: go install ./internal/cmd/egress)
+## cli: the egress CLI, as bin/egress (or: go install ./cmd/egress)
 cli:
-	$(GO) build -o bin/egress ./internal/cmd/egress
+	$(GO) build -o bin/egress ./cmd/egress
 
 ## package: what deploy/terraform uploads: the functions' source archive and
 ## the proxy engine binary the VMs install (static, linux/amd64)
 package:
-	$(GO) run ./scripts/package-functions -o dist/functions-source.zip
-	CGO_ENABLED=0 GOOS=linux GOARCH=amd64 $(GO) build -trimpath -o dist/egress-proxy ./internal/cmd/egress-proxy
+	$(GO) run ./deploy/package-functions -o dist/functions-source.zip
+	CGO_ENABLED=0 GOOS=linux GOARCH=amd64 $(GO) build -trimpath -o dist/egress-proxy ./cmd/egress-proxy
 
 ## tf-check: `tofu fmt -check` on deploy/terraform (builds OpenTofu once; not part of make test: minutes)
 tf-check:

@@ -495,7 +495,7 @@ func TestPackagedSourceBuilds(t *testing.T) {
 	dir := t.TempDir()
 	a, b := filepath.Join(dir, "a.zip"), filepath.Join(dir, "b.zip")
 	for _, out := range []string{a, b} {
-		cmd := exec.Command("go", "run", "./scripts/package-functions", "-o", out)
+		cmd := exec.Command("go", "run", "./deploy/package-functions", "-o", out)
 		cmd.Dir = ".."
 		if msg, err := cmd.CombinedOutput(); err != nil {
 			t.Fatalf("packaging: %v\n%s", err, msg)

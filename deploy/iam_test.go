@@ -186,7 +186,7 @@ func TestProxyVMHoldsWhatItUses(t *testing.T) {
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("roles of proxy-vm (-deploy.ProxyVM +Terraform):\n%s", diff)
 	}
-	script, err := os.ReadFile("../internal/bootstrap/startup-script.sh.tmpl")
+	script, err := os.ReadFile("../internal/vm/vmconfig/startup-script.sh.tmpl")
 	if err != nil {
 		t.Fatal(err)
 	}

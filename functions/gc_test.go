@@ -17,7 +17,7 @@ import (
 	"cloud.google.com/go/pubsub/v2/apiv1/pubsubpb"
 	"github.com/GoogleCloudPlatform/functions-framework-go/funcframework"
 
-	"github.com/egress-proxies/egress/internal/emulatortest"
+	"github.com/egress-proxies/egress/emulators/emulatortest"
 	"github.com/egress-proxies/egress/internal/provider"
 	"github.com/egress-proxies/egress/internal/provider/mock"
 	"github.com/egress-proxies/egress/internal/proxy"

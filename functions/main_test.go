@@ -6,8 +6,9 @@ import (
 	"os"
 	"testing"
 
+	"github.com/egress-proxies/egress/emulators/emulatortest"
 	"github.com/egress-proxies/egress/internal/app"
-	"github.com/egress-proxies/egress/internal/emulatortest"
+	"github.com/egress-proxies/egress/internal/app/mockprovider"
 )
 
 func TestMain(m *testing.M) { emulatortest.Main(m) }
@@ -19,7 +20,7 @@ func useApp(t *testing.T, env map[string]string) *app.App {
 	t.Helper()
 	emulatortest.Firestore(t)
 	emulatortest.PubSub(t)
-	vars := map[string]string{"GOOGLE_CLOUD_PROJECT": emulatortest.ProjectID(t), "MOCK_PROVISIONING_DELAY": "1s"}
+	vars := map[string]string{"GOOGLE_CLOUD_PROJECT": emulatortest.ProjectID(t), "PROVIDERS": "mock", "MOCK_PROVISIONING_DELAY": "1s"}
 	for k, v := range env {
 		vars[k] = v
 	}
@@ -29,7 +30,7 @@ func useApp(t *testing.T, env map[string]string) *app.App {
 		}
 		return os.Getenv(k)
 	}
-	a, err := app.New(context.Background(), getenv, app.Options{})
+	a, err := app.New(context.Background(), getenv, app.Options{Linked: []app.Linked{mockprovider.Linked()}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-# The source archive scripts/package-functions.sh builds: the functions
+# The source archive `make package` builds (deploy/package-functions): the functions
 # package at its root, as the Go buildpack requires.
 resource "google_storage_bucket" "source" {
   name                        = "${var.project_id}-egress-functions-source"

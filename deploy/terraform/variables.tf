@@ -102,7 +102,7 @@ variable "egress_deny_ranges" {
 }
 
 variable "source_archive" {
-  description = "Path of the functions' source archive that scripts/package-functions.sh writes."
+  description = "Path of the functions' source archive that `make package` writes (deploy/package-functions)."
   type        = string
   default     = "../../dist/functions-source.zip"
 }

@@ -20,9 +20,9 @@ import (
 	"github.com/googleapis/google-cloudevents-go/cloud/firestoredata"
 	"google.golang.org/protobuf/proto"
 
+	"github.com/egress-proxies/egress/emulators/emulator"
+	"github.com/egress-proxies/egress/emulators/emulatortest"
 	"github.com/egress-proxies/egress/emulators/eventarc"
-	"github.com/egress-proxies/egress/internal/emulator"
-	"github.com/egress-proxies/egress/internal/emulatortest"
 	"github.com/egress-proxies/egress/internal/queue"
 )
 

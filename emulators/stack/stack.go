@@ -1,4 +1,4 @@
-// Package stack runs the local stack — emulators/cmd/localstack, what
+// Package stack runs the local stack — dev/localstack, what
 // `make run` runs — as a process of its own, on free loopback ports, and
 // stops it as Ctrl-C does. The end-to-end test and the benchmark drive the
 // product through it from outside only: over HTTP, and by reading the
@@ -19,11 +19,11 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/egress-proxies/egress/internal/emulator"
+	"github.com/egress-proxies/egress/emulators/emulator"
 )
 
 // Command is the package of the local stack's command.
-const Command = "github.com/egress-proxies/egress/emulators/cmd/localstack"
+const Command = "github.com/egress-proxies/egress/dev/localstack"
 
 // readyLine is what the stack prints on its standard error once it serves.
 const readyLine = "egress local stack ready"
@@ -75,7 +75,7 @@ type Stack struct {
 func Start(ctx context.Context, bin string, opts Options) (*Stack, error) {
 	if opts.Timeout == 0 {
 		// A bound for a stack that hangs, not a measure: it starts two
-		// emulators (each bounded by internal/emulator's own wait), and a
+		// emulators (each bounded by emulators/emulator's own wait), and a
 		// stack that exits is reported at once.
 		opts.Timeout = 12 * time.Minute
 	}

@@ -32,10 +32,10 @@ import (
 	"github.com/egress-proxies/egress/internal/pools"
 	"github.com/egress-proxies/egress/internal/provider"
 	"github.com/egress-proxies/egress/internal/proxy"
-	"github.com/egress-proxies/egress/internal/proxyengine"
 	"github.com/egress-proxies/egress/internal/queue"
 	"github.com/egress-proxies/egress/internal/reconcile"
 	"github.com/egress-proxies/egress/internal/store"
+	"github.com/egress-proxies/egress/internal/vm/vmconfig"
 )
 
 // Options change what New builds, for the local stack, tests and the
@@ -47,6 +47,9 @@ type Options struct {
 	// Registry, if set, replaces the providers the configuration names:
 	// the benchmark's garbage-collection worker brings a mock of its own.
 	Registry *provider.Registry
+	// Linked are the provider types the binary links beside gcp: the local
+	// stack and the tests pass the mock's (mockprovider.Linked()).
+	Linked []Linked
 	// LogOutput receives the logs; nil is standard output for JSON (where
 	// Cloud Run reads them) and standard error for text.
 	LogOutput io.Writer
@@ -62,8 +65,9 @@ type App struct {
 	firestore *firestore.Client
 	pubsub    *pubsub.Client
 	publisher *queue.Publisher
-	// callHome publishes what the mock provider's VMs say when they call
-	// home (the local stack only; production's functions never do).
+	// callHome publishes what a linked provider's VMs say when they call
+	// home (the mock's, in the local stack; production's functions never
+	// do).
 	callHome *queue.Publisher
 	secrets  *secretManager
 	store    *store.Store
@@ -106,7 +110,7 @@ func New(ctx context.Context, getenv Getenv, opts Options) (*App, error) {
 	}
 	reg := opts.Registry
 	if reg == nil {
-		if reg, err = a.registry(); err != nil {
+		if reg, err = a.registry(opts.Linked); err != nil {
 			a.Close()
 			return nil, err
 		}
@@ -175,7 +179,7 @@ func (a *App) reconcileOptions() reconcile.Options {
 	// calls around it.
 	o.LeaseDuration = max(reconcile.DefaultLeaseDuration, o.WaitBudget+2*time.Minute)
 	o.CloudInitSecretPrefix = a.Config.CloudInitSecretPrefix
-	o.Bootstrap = func(s proxy.Spec, c proxy.Credentials, generation int64) (string, *proxyengine.Config, error) {
+	o.Bootstrap = func(s proxy.Spec, c proxy.Credentials, generation int64) (string, *vmconfig.Config, error) {
 		cfg := bootstrap.ForProxy(s, c, a.Config.DenyRanges)
 		cfg.Generation = generation
 		script, err := bootstrap.Render(cfg)

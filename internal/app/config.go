@@ -11,7 +11,6 @@ import (
 
 	"github.com/egress-proxies/egress/internal/gc"
 	"github.com/egress-proxies/egress/internal/provider/gcp"
-	"github.com/egress-proxies/egress/internal/provider/mock"
 	"github.com/egress-proxies/egress/internal/proxy"
 	"github.com/egress-proxies/egress/internal/reconcile"
 	"github.com/egress-proxies/egress/internal/tenancy"
@@ -39,22 +38,18 @@ type Config struct {
 	API       APIConfig
 	Reconcile reconcile.Options
 	GC        gc.Options
-	Mock      mock.Options
-	// MockCallHome says whether mock VMs call home, as real ones do.
-	MockCallHome bool
-	// MockServe says whether mock VMs run the proxy engine on loopback;
-	// MockServeAllow are the loopback destinations their proxies may
-	// reach.
-	MockServe      bool
-	MockServeAllow []string
-	GCP            gcp.Config
+	// Mock is the mock provider's part, read only when PROVIDERS names
+	// it: a binary that links the mock (Options.Linked) builds it from
+	// this.
+	Mock MockConfig
+	GCP  gcp.Config
 	// GCPPolicy is what the operator allows of the gcp provider.
 	GCPPolicy gcp.Policy
 	// CloudInitSecretPrefix is what a cloudInitSecret must start with:
 	// the API refuses others, the reconciler reads no other.
 	CloudInitSecretPrefix string
 	// DenyRanges are destinations no proxy may reach beyond
-	// proxyengine.DefaultDenyDestinations (EGRESS_DENY_RANGES).
+	// vmconfig.DefaultDenyDestinations (EGRESS_DENY_RANGES).
 	DenyRanges []string
 	// ComputeEndpoint replaces Google's Compute API, without credentials:
 	// tests against a fake only.
@@ -81,6 +76,23 @@ type APIConfig struct {
 	Policy proxy.Policy
 }
 
+// MockConfig is the mock provider's settings (the MOCK_ variables). They
+// are plain values here so that the composition root does not link the
+// mock: package app/mockprovider turns them into the mock's options.
+type MockConfig struct {
+	// Deployment is DEPLOYMENT's value.
+	Deployment string
+	// ProvisioningDelay is how long a mock VM takes to boot;
+	// ReconfigureDelay how long it takes to apply a change.
+	ProvisioningDelay, ReconfigureDelay time.Duration
+	// CallHome says whether mock VMs call home, as real ones do.
+	CallHome bool
+	// Serve says whether mock VMs run the proxy engine on loopback;
+	// ServeAllow are the loopback destinations their proxies may reach.
+	Serve      bool
+	ServeAllow []string
+}
+
 // LocalConfig is the local stack's own part.
 type LocalConfig struct {
 	Port                      string
@@ -96,8 +108,13 @@ var (
 	engineSHARE = regexp.MustCompile(`^[0-9a-f]{64}$`)
 )
 
-// knownProviders are the provider types this build has.
-var knownProviders = []string{gcp.Type, mock.Type}
+// MockType is the mock provider's type (mock.Type, which a test holds
+// equal): the name PROVIDERS gives it. The deployed functions do not link
+// the mock, so New refuses it there (Options.Linked).
+const MockType = "mock"
+
+// knownProviders are the provider types PROVIDERS may name.
+var knownProviders = []string{gcp.Type, MockType}
 
 // Load reads the variables of Vars that the functions fns read, in the
 // table's order, and validates them. An error names the variable, the

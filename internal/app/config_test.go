@@ -21,7 +21,6 @@ import (
 	"github.com/egress-proxies/egress/internal/app"
 	"github.com/egress-proxies/egress/internal/gc"
 	"github.com/egress-proxies/egress/internal/provider/gcp"
-	"github.com/egress-proxies/egress/internal/provider/mock"
 	"github.com/egress-proxies/egress/internal/proxy"
 	"github.com/egress-proxies/egress/internal/reconcile"
 	"github.com/egress-proxies/egress/internal/tenancy"
@@ -29,12 +28,13 @@ import (
 
 func env(m map[string]string) app.Getenv { return func(k string) string { return m[k] } }
 
-// defaults is what every entry point reads with only the project set.
+// defaults is what every entry point reads with only the project set:
+// gcp, the provider a deployment runs, with its defaults.
 func defaults() app.Config {
 	return app.Config{
 		Serves:    app.Functions,
 		Project:   "demo-x",
-		Providers: []string{"mock"}, DefaultProvider: "mock",
+		Providers: []string{"gcp"}, DefaultProvider: "gcp",
 		LogLevel: slog.LevelInfo, LogFormat: "json",
 		Deployment: "egress",
 		API: app.APIConfig{Quota: 20, CreatesPerHour: 60, RotateMinInterval: 10 * time.Minute, Policy: proxy.Policy{MinPrefixIPv4: 8, MinPrefixIPv6: 32,
@@ -43,16 +43,27 @@ func defaults() app.Config {
 			BootTimeout: 10 * time.Minute, ReconfigureTimeout: 2 * time.Minute, MaxBootFailures: 3},
 		GC: gc.Options{GracePeriod: 10 * time.Minute, Parallelism: 16, SweepThreshold: 2 * time.Minute,
 			Deployment: "egress", MaxDeletes: 50},
-		Mock:           mock.Options{ProvisioningDelay: 5 * time.Second, ReconfigureDelay: time.Second, Deployment: "egress"},
-		MockCallHome:   true,
-		GCP:            gcp.Config{Deployment: "egress"},
-		MockServeAllow: []string{"127.0.0.1/32"},
+		// Not enabled, so not read, but for the deployment.
+		Mock:      app.MockConfig{Deployment: "egress"},
+		GCP:       gcp.Config{Project: "demo-x", Deployment: "egress", Network: "default", NetworkTag: "egress-proxy", Scopes: gcp.DefaultScopes, ProbeTarget: "www.google.com:443"},
+		GCPPolicy: gcp.Policy{MachineTypes: gcp.DefaultAllowedMachineTypes, Images: gcp.DefaultAllowedImages},
 	}
 }
 
+// mockDefaults is the same with PROVIDERS=mock: the mock's settings read,
+// gcp's not.
+func mockDefaults() app.Config {
+	c := defaults()
+	c.Providers, c.DefaultProvider = []string{"mock"}, "mock"
+	c.Mock = app.MockConfig{ProvisioningDelay: 5 * time.Second, ReconfigureDelay: time.Second, Deployment: "egress",
+		CallHome: true, ServeAllow: []string{"127.0.0.1/32"}}
+	c.GCP, c.GCPPolicy = gcp.Config{Deployment: "egress"}, gcp.Policy{}
+	return c
+}
+
 func TestLoad(t *testing.T) {
-	with := func(change func(*app.Config)) app.Config {
-		c := defaults()
+	with := func(base func() app.Config, change func(*app.Config)) app.Config {
+		c := base()
 		change(&c)
 		return c
 	}
@@ -63,13 +74,13 @@ func TestLoad(t *testing.T) {
 		wantErr string
 	}{
 		"Defaults": {
-			reason: "only the project is required; the mock is the default provider",
+			reason: "only the project is required; gcp is the default provider: the deployed functions link no other",
 			env:    map[string]string{"GOOGLE_CLOUD_PROJECT": "demo-x"},
 			want:   defaults(),
 		},
 		"AllSet": {
 			reason: "every variable of the three functions is read",
-			env: map[string]string{"GOOGLE_CLOUD_PROJECT": "demo-x", "LOG_LEVEL": "debug", "LOG_FORMAT": "text", "NAMESPACE_QUOTA": "5",
+			env: map[string]string{"GOOGLE_CLOUD_PROJECT": "demo-x", "PROVIDERS": "mock", "LOG_LEVEL": "debug", "LOG_FORMAT": "text", "NAMESPACE_QUOTA": "5",
 				"RECONCILE_WAIT_BUDGET": "2m", "RECONCILE_INITIAL_BACKOFF": "400ms", "RECONCILE_MAX_BACKOFF": "2s",
 				"GC_GRACE_PERIOD": "30m", "GC_PARALLELISM": "4", "GC_DRY_RUN": "true", "GC_SWEEP_THRESHOLD": "90s", "MOCK_PROVISIONING_DELAY": "1s",
 				"DEPLOYMENT": "staging-eu", "GC_MAX_DELETES": "200", "GC_ALLOW_EMPTY_DATABASE": "true",
@@ -78,7 +89,7 @@ func TestLoad(t *testing.T) {
 				"API_ADMINS": "Ops@Example.com, domain:platform.example", "LOCAL_IDENTITY": "Dev@Localhost", "ALLOW_CUSTOM_CLOUD_INIT": "true",
 				"CLOUD_INIT_SECRET_PREFIX": "projects/demo-x/secrets/egress-", "MIN_SOURCE_PREFIX_IPV4": "16", "MIN_SOURCE_PREFIX_IPV6": "48", "ALLOW_ANY_SOURCE": "true",
 				"PROXY_PORTS": "3128, 8080-8090", "FIREWALL_SOURCE_RANGES": "203.0.113.0/24,2001:db8::/32"},
-			want: with(func(c *app.Config) {
+			want: with(mockDefaults, func(c *app.Config) {
 				c.LogLevel, c.LogFormat, c.API.Quota = slog.LevelDebug, "text", 5
 				c.API.Admins, _ = tenancy.ParseAdmins("ops@example.com,domain:platform.example")
 				c.API.LocalIdentity = "dev@localhost"
@@ -88,11 +99,11 @@ func TestLoad(t *testing.T) {
 				c.CloudInitSecretPrefix = "projects/demo-x/secrets/egress-"
 				c.Reconcile = reconcile.Options{WaitBudget: 2 * time.Minute, InitialBackoff: 400 * time.Millisecond, MaxBackoff: 2 * time.Second,
 					BootTimeout: 5 * time.Minute, ReconfigureTimeout: 90 * time.Second, MaxBootFailures: 2}
-				c.MockCallHome = false
+				c.Mock.CallHome = false
 				c.GC = gc.Options{GracePeriod: 30 * time.Minute, Parallelism: 4, DryRun: true, SweepThreshold: 90 * time.Second,
 					Deployment: "staging-eu", MaxDeletes: 200, AllowEmptyDatabase: true}
 				c.Deployment, c.Mock.Deployment, c.GCP.Deployment = "staging-eu", "staging-eu", "staging-eu"
-				c.MockServe, c.MockServeAllow = true, []string{"127.0.0.1/32", "127.0.0.2/32"}
+				c.Mock.Serve, c.Mock.ServeAllow = true, []string{"127.0.0.1/32", "127.0.0.2/32"}
 				c.Mock.ProvisioningDelay = time.Second
 			}),
 		},
@@ -103,7 +114,7 @@ func TestLoad(t *testing.T) {
 		},
 		"BadDuration": {
 			reason:  "a duration that does not parse names the variable and the syntax",
-			env:     map[string]string{"GOOGLE_CLOUD_PROJECT": "demo-x", "MOCK_PROVISIONING_DELAY": "5 seconds"},
+			env:     map[string]string{"GOOGLE_CLOUD_PROJECT": "demo-x", "PROVIDERS": "mock", "MOCK_PROVISIONING_DELAY": "5 seconds"},
 			wantErr: `config: MOCK_PROVISIONING_DELAY="5 seconds" is not a duration: want Go's syntax, such as 2s or 10m`,
 		},
 		"ZeroGrace": {
@@ -164,22 +175,18 @@ func TestLoad(t *testing.T) {
 		"GCPEnabled": {
 			reason: "gcp with its defaults: the project falls back to GOOGLE_CLOUD_PROJECT",
 			env:    map[string]string{"GOOGLE_CLOUD_PROJECT": "demo-x", "PROVIDERS": "gcp,mock"},
-			want: with(func(c *app.Config) {
+			want: with(mockDefaults, func(c *app.Config) {
 				c.Providers, c.DefaultProvider = []string{"gcp", "mock"}, "gcp"
-				c.GCP = gcp.Config{Project: "demo-x", Deployment: "egress", Network: "default", NetworkTag: "egress-proxy", Scopes: gcp.DefaultScopes, ProbeTarget: "www.google.com:443"}
-				c.GCPPolicy = gcp.Policy{MachineTypes: gcp.DefaultAllowedMachineTypes, Images: gcp.DefaultAllowedImages}
+				c.GCP, c.GCPPolicy = defaults().GCP, defaults().GCPPolicy
 			}),
 		},
 		"GCPPolicy": {
 			reason: "the gcp policy's lists are read, comma-separated",
 			env: map[string]string{"GOOGLE_CLOUD_PROJECT": "demo-x", "PROVIDERS": "gcp", "GCP_ALLOWED_REGIONS": "europe-west4, europe-west1",
 				"GCP_ALLOWED_MACHINE_TYPES": "e2-micro,e2-standard-2", "GCP_ALLOWED_IMAGES": gcp.DefaultImage + ",projects/acme-images/global/images/*"},
-			want: with(func(c *app.Config) {
-				c.Providers, c.DefaultProvider = []string{"gcp"}, "gcp"
-				c.GCP = gcp.Config{Project: "demo-x", Deployment: "egress", Network: "default", NetworkTag: "egress-proxy", Scopes: gcp.DefaultScopes, ProbeTarget: "www.google.com:443"}
+			want: with(defaults, func(c *app.Config) {
 				c.GCPPolicy = gcp.Policy{Regions: []string{"europe-west4", "europe-west1"}, MachineTypes: []string{"e2-micro", "e2-standard-2"},
 					Images: []string{gcp.DefaultImage, "projects/acme-images/global/images/*"}}
-				c.Mock, c.MockCallHome, c.MockServeAllow = mock.Options{Deployment: "egress"}, false, nil // not enabled, not read but the deployment
 			}),
 		},
 		"GCPPolicyWithoutDefault": {
@@ -229,12 +236,12 @@ func TestLoad(t *testing.T) {
 		},
 		"GCPSettingsIgnoredWhenDisabled": {
 			reason: "GCP_* settings are not read when gcp is not enabled",
-			env:    map[string]string{"GOOGLE_CLOUD_PROJECT": "demo-x", "GCP_NETWORK_TAG": "Egress Proxy"},
-			want:   defaults(),
+			env:    map[string]string{"GOOGLE_CLOUD_PROJECT": "demo-x", "PROVIDERS": "mock", "GCP_NETWORK_TAG": "Egress Proxy"},
+			want:   mockDefaults(),
 		},
 		"DefaultNotEnabled": {
 			reason:  "the default provider must be enabled",
-			env:     map[string]string{"GOOGLE_CLOUD_PROJECT": "demo-x", "DEFAULT_PROVIDER": "gcp"},
+			env:     map[string]string{"GOOGLE_CLOUD_PROJECT": "demo-x", "PROVIDERS": "mock", "DEFAULT_PROVIDER": "gcp"},
 			wantErr: `config: DEFAULT_PROVIDER "gcp" is not among PROVIDERS (mock)`,
 		},
 	}
@@ -249,7 +256,7 @@ func TestLoad(t *testing.T) {
 				t.Fatalf("%s\nerror (-want +got):\n%s", tc.reason, diff)
 			}
 			if err == nil {
-				if diff := cmp.Diff(tc.want, got, cmpopts.IgnoreFields(mock.Options{}, "Clock"), cmpopts.EquateEmpty(), cmpopts.EquateComparable(netip.Prefix{})); diff != "" {
+				if diff := cmp.Diff(tc.want, got, cmpopts.EquateEmpty(), cmpopts.EquateComparable(netip.Prefix{})); diff != "" {
 					t.Errorf("%s\nconfig (-want +got):\n%s", tc.reason, diff)
 				}
 			}
@@ -337,9 +344,9 @@ func quoteDefault(d string) string {
 func TestNoVariableIsReadAroundTheTable(t *testing.T) {
 	outside := map[string]string{
 		"FUNCTION_TARGET": "set by Cloud Run functions; the functions framework and functions/ read it to know what to serve",
-		"CLOUDSDK_ROOT":   "where the Cloud CLI lives, for starting the emulators (internal/emulator, never in production)",
-		"CI":              "makes a missing emulator a failure instead of a skip (internal/emulatortest)",
-		"XDG_CACHE_HOME":  "where the image test caches its Debian root file system (internal/bootstrap/imagetest, never in production)",
+		"CLOUDSDK_ROOT":   "where the Cloud CLI lives, for starting the emulators (emulators/emulator, never in production)",
+		"CI":              "makes a missing emulator a failure instead of a skip (emulators/emulatortest)",
+		"XDG_CACHE_HOME":  "where the image test caches its Debian root file system (internal/vm/imagetest, never in production)",
 	}
 	vars := app.ByName()
 	fset := token.NewFileSet()

@@ -2,10 +2,12 @@ package app_test
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/egress-proxies/egress/internal/app"
+	"github.com/egress-proxies/egress/internal/app/mockprovider"
 )
 
 // TestLocalIdentityStopsACloudRunStart: LOCAL_IDENTITY makes every
@@ -50,5 +52,29 @@ func TestLocalIdentityStopsACloudRunStart(t *testing.T) {
 				t.Errorf("%s\nrefused: %s", tc.reason, gotErr)
 			}
 		})
+	}
+}
+
+// TestTheMockIsLinkedOnlyWhereAsked: the deployed functions do not link the
+// mock provider, so a configuration naming it stops the start-up, naming
+// the variable and why; a binary that links it (the local stack, tests)
+// starts with it.
+func TestTheMockIsLinkedOnlyWhereAsked(t *testing.T) {
+	t.Setenv("FIRESTORE_EMULATOR_HOST", "127.0.0.1:1")
+	t.Setenv("PUBSUB_EMULATOR_HOST", "127.0.0.1:1")
+	getenv := env(map[string]string{"GOOGLE_CLOUD_PROJECT": "demo-x", "PROVIDERS": "mock"})
+	serve := []app.Function{app.Reconcile}
+	_, err := app.New(context.Background(), getenv, app.Options{Serve: serve})
+	want := `config: PROVIDERS names "mock", which this binary does not link: the mock is the local stack's and the tests' only, and the deployed functions serve gcp`
+	if err == nil || err.Error() != want {
+		t.Errorf("without the mock linked:\nerror %v\nwant  %s", err, want)
+	}
+	a, err := app.New(context.Background(), getenv, app.Options{Serve: serve, Linked: []app.Linked{mockprovider.Linked()}})
+	if err != nil {
+		t.Fatalf("with the mock linked: %v", err)
+	}
+	defer a.Close()
+	if got := a.Providers.Types(); !slices.Equal(got, []string{"mock"}) {
+		t.Errorf("providers %v, want [mock]", got)
 	}
 }

@@ -7,34 +7,56 @@ import (
 
 	"google.golang.org/api/option"
 
-	"github.com/egress-proxies/egress/internal/clock"
 	"github.com/egress-proxies/egress/internal/metering"
 	"github.com/egress-proxies/egress/internal/provider"
 	"github.com/egress-proxies/egress/internal/provider/gcp"
-	"github.com/egress-proxies/egress/internal/provider/mock"
 	"github.com/egress-proxies/egress/internal/proxy"
 	"github.com/egress-proxies/egress/internal/queue"
 )
+
+// Linked is a provider type a binary links beside the ones every
+// deployment may use (gcp): the local stack and the tests link the mock
+// (package app/mockprovider), which the deployed functions do not contain.
+type Linked struct {
+	Type      string
+	Validator provider.Validator
+	// New makes the provider's constructor for env.
+	New func(env ProviderEnv) provider.Constructor
+}
+
+// ProviderEnv is what a linked provider is built from.
+type ProviderEnv struct {
+	Config Config
+	Log    *slog.Logger
+	// CallHome publishes what a VM says when it calls home, as a real VM
+	// does on the call-home topic; nil when the process serves no function
+	// that publishes.
+	CallHome func(context.Context, proxy.ReconcileMessage) error
+}
 
 // registry builds the registry of every enabled provider type, each behind
 // the metering decorator, so every backend's calls count in the
 // invocation's usage without its knowing, and each with its rules (the
 // forms and the operator's policy of what a spec may ask of it) beside its
-// constructor. Each provider's settings were
-// read and checked by Load only when it is enabled, so a missing GCP_*
-// setting never stops a mock run and always stops a gcp one at start-up.
-func (a *App) registry() (*provider.Registry, error) {
+// constructor. Each provider's settings were read and checked by Load only
+// when it is enabled, so a missing GCP_* setting never stops a mock run and
+// always stops a gcp one at start-up.
+func (a *App) registry(linked []Linked) (*provider.Registry, error) {
 	c := a.Config
-	ctors := map[string]provider.Constructor{
-		mock.Type: a.mockConstructor(),
-		gcp.Type:  c.gcpConstructor(),
+	ctors := map[string]provider.Constructor{gcp.Type: c.gcpConstructor()}
+	rules := map[string]provider.Validator{gcp.Type: gcp.Validator(c.GCPPolicy)}
+	env := ProviderEnv{Config: c, Log: a.Log}
+	if a.callHome != nil {
+		env.CallHome = a.callHome.Publish
 	}
-	rules := map[string]provider.Validator{
-		mock.Type: mock.Validate,
-		gcp.Type:  gcp.Validator(c.GCPPolicy),
+	for _, l := range linked {
+		ctors[l.Type], rules[l.Type] = l.New(env), l.Validator
 	}
 	reg := provider.NewRegistry()
 	for _, typ := range c.Providers {
+		if ctors[typ] == nil {
+			return nil, fmt.Errorf("config: PROVIDERS names %q, which this binary does not link: the mock is the local stack's and the tests' only, and the deployed functions serve %s", typ, gcp.Type)
+		}
 		if err := reg.Register(typ, metered(ctors[typ]), provider.WithValidator(rules[typ])); err != nil {
 			return nil, fmt.Errorf("config: PROVIDERS: %w", err)
 		}
@@ -50,30 +72,6 @@ func metered(ctor provider.Constructor) provider.Constructor {
 		}
 		return metering.Provider(p), nil
 	}
-}
-
-// mockConstructor makes the mock provider, whose VMs call home on the
-// call-home topic as real ones do, so the local stack takes the
-// production path: the message's run, not a poll, sees the VM ready.
-func (a *App) mockConstructor() provider.Constructor {
-	opts := a.Config.Mock
-	opts.Clock = clock.Real{}
-	if a.callHome != nil && a.Config.MockCallHome {
-		log, pub := a.Log, a.callHome
-		opts.CallHome = func(c mock.CallHome) {
-			msg := proxy.ReconcileMessage{Namespace: c.Namespace, Pool: c.Pool, Name: c.Name, UID: c.UID, Reason: proxy.ReasonReady}
-			if c.BootError != "" {
-				msg.Reason = proxy.ReasonBootFailed
-			}
-			if err := pub.Publish(context.Background(), msg); err != nil {
-				log.Warn("mock VM could not call home; the sweep will find it", slog.String("uid", c.UID), slog.Any("error", err))
-			}
-		}
-	}
-	if a.Config.MockServe {
-		opts.Serve = &mock.Serve{AllowDestinations: a.Config.MockServeAllow, Log: a.Log}
-	}
-	return func(context.Context) (provider.Provider, error) { return mock.New(opts), nil }
 }
 
 // gcpConstructor dials Compute when the provider is first used. The VMs

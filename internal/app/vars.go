@@ -2,21 +2,19 @@ package app
 
 import (
 	"fmt"
+	"github.com/egress-proxies/egress/internal/gc"
+	"github.com/egress-proxies/egress/internal/httpapi"
+	"github.com/egress-proxies/egress/internal/provider"
+	"github.com/egress-proxies/egress/internal/provider/gcp"
+	"github.com/egress-proxies/egress/internal/proxy"
+	"github.com/egress-proxies/egress/internal/reconcile"
+	"github.com/egress-proxies/egress/internal/tenancy"
+	"github.com/egress-proxies/egress/internal/vm/vmconfig"
 	"net/netip"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
-
-	"github.com/egress-proxies/egress/internal/bootstrap"
-	"github.com/egress-proxies/egress/internal/gc"
-	"github.com/egress-proxies/egress/internal/httpapi"
-	"github.com/egress-proxies/egress/internal/provider"
-	"github.com/egress-proxies/egress/internal/provider/gcp"
-	"github.com/egress-proxies/egress/internal/provider/mock"
-	"github.com/egress-proxies/egress/internal/proxy"
-	"github.com/egress-proxies/egress/internal/reconcile"
-	"github.com/egress-proxies/egress/internal/tenancy"
 )
 
 // Function is a reader of configuration: one of the three entry points, or
@@ -87,7 +85,7 @@ var (
 	// providerUsers make providers: they call Create, Get, Delete, ListByTag.
 	providerUsers = []Function{Reconcile, CollectGarbage}
 	gcpEnabled    = func(c *Config) bool { return slices.Contains(c.Providers, gcp.Type) }
-	mockEnabled   = func(c *Config) bool { return slices.Contains(c.Providers, mock.Type) }
+	mockEnabled   = func(c *Config) bool { return slices.Contains(c.Providers, MockType) }
 )
 
 // Vars is every variable the product reads, in the order they are loaded:
@@ -96,8 +94,8 @@ var Vars = []Var{
 	{Name: "GOOGLE_CLOUD_PROJECT", Required: true, LocalDefault: "demo-egress", Readers: append(allFunctions, LocalStack),
 		Meaning: "the project of the functions, Firestore and Pub/Sub; `demo-` ids are the emulators' convention and never reach Google",
 		set:     func(c *Config, v string) error { c.Project = v; return nil }},
-	{Name: "PROVIDERS", Default: mock.Type, Readers: allFunctions,
-		Meaning: "the enabled provider types, comma-separated",
+	{Name: "PROVIDERS", Default: gcp.Type, LocalDefault: MockType, Readers: allFunctions,
+		Meaning: "the enabled provider types, comma-separated; `mock` only where a binary links it (the local stack and the tests): the deployed functions do not contain it, and refuse it at start-up",
 		set: func(c *Config, v string) error {
 			c.Providers = splitList(v)
 			if len(c.Providers) == 0 {
@@ -285,11 +283,11 @@ var Vars = []Var{
 	{Name: "MOCK_CALL_HOME", Default: "true", Readers: providerUsers, Local: true,
 		Meaning: "whether mock VMs call home when they are ready, as real ones do; `false` leaves them to the sweep",
 		when:    mockEnabled,
-		set:     boolean(func(c *Config) *bool { return &c.MockCallHome })},
+		set:     boolean(func(c *Config) *bool { return &c.Mock.CallHome })},
 	{Name: "MOCK_SERVE", Default: "false", LocalDefault: "true", Readers: providerUsers, Local: true,
 		Meaning: "whether each mock VM runs the proxy engine on a loopback address of its own, its IP, with its proxy's credentials, ranges and ports, so a Ready proxy's `proxyURL` takes requests",
 		when:    mockEnabled,
-		set:     boolean(func(c *Config) *bool { return &c.MockServe })},
+		set:     boolean(func(c *Config) *bool { return &c.Mock.Serve })},
 	{Name: "MOCK_SERVE_ALLOW", Default: "127.0.0.1/32", Readers: providerUsers, Local: true,
 		Meaning: "what a serving mock proxy may reach besides the internet, comma-separated CIDRs: the local test targets; its deny list, the VM's, refuses the rest of loopback and every private range",
 		when:    mockEnabled,
@@ -299,7 +297,7 @@ var Vars = []Var{
 					return fmt.Errorf("holds %q, which is not a CIDR such as 127.0.0.1/32", s)
 				}
 			}
-			c.MockServeAllow = splitList(v)
+			c.Mock.ServeAllow = splitList(v)
 			return nil
 		}},
 
@@ -345,7 +343,7 @@ var Vars = []Var{
 			}
 			return nil
 		}},
-	{Name: "GCP_PROBE_TARGET", Default: bootstrap.DefaultProbeTarget, Readers: providerUsers, when: gcpEnabled,
+	{Name: "GCP_PROBE_TARGET", Default: vmconfig.DefaultProbeTarget, Readers: providerUsers, when: gcpEnabled,
 		Meaning: "the host:port a VM's self-test reaches through its proxy before it says it serves",
 		set: func(c *Config, v string) error {
 			// The form the startup script accepts: a bad one stops the

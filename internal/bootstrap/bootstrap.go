@@ -1,25 +1,28 @@
-// Package bootstrap renders what turns a fresh VM into an egress proxy: a
-// shell startup script, which Google's guest agent runs as root at every
-// boot of every Google public Linux image (the images ship no cloud-init,
-// so a #cloud-config would never run there), and the proxy engine's
-// configuration (package proxyengine), which travels beside the script as
-// the instance's egress-config metadata item. The reconciler renders both
-// for each proxy and each warm pool's member (generation 0, no user, no
-// source range: it serves no one until claimed), and the gcp provider
-// sends them, with the attributes the script and the VM's agent read at
-// run time (see the Key constants). The script installs; the agent
-// (package vmagent) applies the configuration, at the first boot and at
+// Package bootstrap is the control plane's side of a VM's boot: it renders
+// what turns a fresh VM into an egress proxy — a shell startup script,
+// which Google's guest agent runs as root at every boot of every Google
+// public Linux image (the images ship no cloud-init, so a #cloud-config
+// would never run there), and the proxy engine's configuration
+// (vmconfig.Config), which travels beside the script as the instance's
+// egress-config metadata item. The reconciler renders both for each proxy
+// and each warm pool's member (generation 0, no user, no source range: it
+// serves no one until claimed), and the gcp provider sends them, with the
+// attributes the script and the VM's agent read at run time (the Key
+// constants of package vmconfig). The script's template, like everything
+// else that runs on the VM, lives in internal/vm (vmconfig's
+// startup-script.sh.tmpl). The script installs; the agent
+// (internal/vm/agent) applies the configuration, at the first boot and at
 // every change.
 //
 // Nothing either carries lets a reader of the instance's metadata use the
 // proxy: the configuration holds the proxy's username and a salted hash of
-// its password (proxyengine.HashPassword), never the password, which lives
+// its password (vmconfig.HashPassword), never the password, which lives
 // only in the proxy's document and reaches members as status.proxyURL.
 //
 // What the script does, every boot, in this order:
 //   - clears egress/ready and egress/error: what a previous boot said no
 //     longer holds;
-//   - installs the proxy engine (internal/cmd/egress-proxy) from the object
+//   - installs the proxy engine (cmd/egress-proxy) from the object
 //     URL the metadata names, downloaded with the VM's own token and
 //     checked against the SHA-256 the metadata carries, only when the
 //     installed binary is not that one, and nftables only if missing; so a
@@ -30,14 +33,14 @@
 //     whenever it stops, loading the nftables filter before every start),
 //     the configuration agent (egress-agent.service, `egress-proxy agent`,
 //     as root) and the traffic report (egress-traffic.timer: the engine's
-//     counters, proxyengine.Stats, every TrafficInterval in the guest
+//     counters, vmconfig.Stats, every vmconfig.TrafficInterval in the guest
 //     attribute egress/traffic, from root, since the proxy's own user
 //     cannot reach the metadata server);
-//   - runs the agent once (`egress-proxy agent -once`, package vmagent),
+//   - runs the agent once (`egress-proxy agent -once`, package agent),
 //     which applies egress-config: renders and loads the nftables filter
 //     (ingress to the proxy port only from allowedSourceRanges and the VM
 //     itself; egress of the proxy's user refused to the deny ranges,
-//     proxyengine.DefaultDenyDestinations and the operator's own, and to
+//     vmconfig.DefaultDenyDestinations and the operator's own, and to
 //     any port but the CONNECT ports, DNS to the resolvers excepted; the
 //     engine checks the same ranges itself, the kernel's filter is the
 //     second wall), writes the engine's configuration to /etc/egress-proxy
@@ -64,7 +67,6 @@ package bootstrap
 
 import (
 	"bytes"
-	_ "embed"
 	"fmt"
 	"net/netip"
 	"slices"
@@ -73,69 +75,7 @@ import (
 	"text/template"
 
 	"github.com/egress-proxies/egress/internal/proxy"
-	"github.com/egress-proxies/egress/internal/proxyengine"
-)
-
-// Instance metadata keys: the script, the engine's configuration and the
-// attributes the script reads at run time. The gcp provider sets them; the
-// image test serves them from its stand-in metadata server.
-const (
-	// KeyStartupScript holds the script itself.
-	KeyStartupScript = "startup-script"
-	// KeyConfig holds the engine's configuration (proxyengine.Config as
-	// JSON): one item, so that a watcher of the metadata server follows one
-	// key.
-	KeyConfig = "egress-config"
-	// KeyEngineURL is the URL of the engine binary (an object of the
-	// deployment's bucket), downloaded with the VM's token.
-	KeyEngineURL = "egress-engine-url"
-	// KeyEngineSHA256 is the binary's SHA-256, in hex: the script installs
-	// nothing else.
-	KeyEngineSHA256 = "egress-engine-sha256"
-	// KeyGuestAttributes set to "TRUE" lets the VM write guest attributes.
-	KeyGuestAttributes = "enable-guest-attributes"
-	// KeyProbeTarget is the host:port the self-test CONNECTs to with the
-	// proxy's credentials; without it the script uses DefaultProbeTarget.
-	KeyProbeTarget = "egress-probe-target"
-	// KeyCallHomeTopic is the topic the VM publishes to once it is ready,
-	// projects/P/topics/T; without it the VM does not call home.
-	KeyCallHomeTopic = "egress-call-home-topic"
-	// KeyPubSubEndpoint is the base URL of the Pub/Sub REST API; without it,
-	// DefaultPubSubEndpoint. Tests point it at a stand-in.
-	KeyPubSubEndpoint = "egress-pubsub-endpoint"
-	// KeyNamespace, KeyName and KeyUID say which proxy the VM is: what its
-	// call-home message carries.
-	KeyNamespace = "egress-namespace"
-	KeyName      = "egress-name"
-	KeyUID       = "egress-uid"
-	// KeyPool, on a warm pool's VM only, is the pool whose member it is:
-	// its call-home names the member by pool and name (KeyName), as a
-	// member has no namespace. A claim's Reconfigure removes it.
-	KeyPool = "egress-pool"
-)
-
-// Guest attributes the script writes, in namespace GuestNamespace.
-const (
-	GuestNamespace = "egress"
-	// GuestReady is written once the self-test passed.
-	GuestReady = "ready"
-	// GuestError holds the one-line reason the proxy cannot serve.
-	GuestError = "error"
-	// GuestTraffic holds the engine's counters, proxyengine.Stats as JSON
-	// with a "reportTime" added, rewritten every TrafficInterval.
-	GuestTraffic = "traffic"
-)
-
-// Defaults the script falls back on.
-const (
-	// DefaultProbeTarget is a Google endpoint on 443: reachable from every
-	// VM with an external address.
-	DefaultProbeTarget    = "www.google.com:443"
-	DefaultPubSubEndpoint = "https://pubsub.googleapis.com"
-	// TrafficInterval is how often the VM reports its counters.
-	TrafficInterval = "30s"
-	// EnginePath is where the script installs the engine binary.
-	EnginePath = "/usr/local/bin/egress-proxy"
+	"github.com/egress-proxies/egress/internal/vm/vmconfig"
 )
 
 // statsPort is the loopback port of the engine's counters, unless the
@@ -157,7 +97,7 @@ type Config struct {
 	ConnectPorts []int32
 	Credentials  proxy.Credentials
 	// DenyRanges are CIDRs no proxy may reach beyond
-	// proxyengine.DefaultDenyDestinations (EGRESS_DENY_RANGES): the VPC's
+	// vmconfig.DefaultDenyDestinations (EGRESS_DENY_RANGES): the VPC's
 	// own ranges, peered networks.
 	DenyRanges []string
 	// Generation is the generation of the proxy's configuration this is
@@ -191,8 +131,8 @@ type rendered struct {
 }
 
 func (c Config) check() (rendered, error) {
-	r := rendered{Port: c.Port, DefaultProbeTarget: DefaultProbeTarget, TrafficInterval: TrafficInterval,
-		EnginePath: EnginePath, StatsPort: statsPort}
+	r := rendered{Port: c.Port, DefaultProbeTarget: vmconfig.DefaultProbeTarget, TrafficInterval: vmconfig.TrafficInterval,
+		EnginePath: vmconfig.EnginePath, StatsPort: statsPort}
 	if c.Port < 1 || c.Port > 65535 {
 		return r, fmt.Errorf("bootstrap: port %d is outside 1-65535", c.Port)
 	}
@@ -216,7 +156,7 @@ func (c Config) check() (rendered, error) {
 	if err != nil {
 		return r, err
 	}
-	for _, s := range proxyengine.DefaultDenyDestinations {
+	for _, s := range vmconfig.DefaultDenyDestinations {
 		deny = append(deny, netip.MustParsePrefix(s))
 	}
 	r.Deny4, r.Deny6 = byFamily(outermost(deny))
@@ -308,12 +248,9 @@ func Render(c Config) (string, error) {
 	return b.String(), nil
 }
 
-//go:embed startup-script.sh.tmpl
-var scriptTemplate string
-
 var funcs = template.FuncMap{"q": shellQuote}
 
-var script = template.Must(template.New("startup-script").Funcs(funcs).Parse(scriptTemplate))
+var script = template.Must(template.New("startup-script").Funcs(funcs).Parse(vmconfig.StartupScriptTemplate))
 
 // shellQuote single-quotes a value for the shell. Every value is validated
 // to a safe alphabet before it gets here; quoting is the second wall.

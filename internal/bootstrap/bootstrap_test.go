@@ -15,7 +15,7 @@ import (
 
 	"github.com/egress-proxies/egress/internal/bootstrap"
 	"github.com/egress-proxies/egress/internal/proxy"
-	"github.com/egress-proxies/egress/internal/proxyengine"
+	"github.com/egress-proxies/egress/internal/vm/vmconfig"
 )
 
 var creds = proxy.Credentials{Username: "u7Qk2pLm9xZa", Password: "Zq8Rk3Vw1Ls5Nt7Bx2Cy4Dm6"}
@@ -90,16 +90,16 @@ func TestRenderedValues(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(got.Users) != 1 || !proxyengine.Matches(got.Users[0].PasswordHash, creds.Password) {
+	if len(got.Users) != 1 || !vmconfig.Matches(got.Users[0].PasswordHash, creds.Password) {
 		t.Errorf("users %+v: want the proxy's username with a hash of its password", got.Users)
 	}
-	want := proxyengine.Config{
+	want := vmconfig.Config{
 		Generation:          1,
 		Listen:              ":3128",
-		Users:               []proxyengine.User{{Name: creds.Username, PasswordHash: got.Users[0].PasswordHash}},
+		Users:               []vmconfig.User{{Name: creds.Username, PasswordHash: got.Users[0].PasswordHash}},
 		AllowedSourceRanges: []string{"127.0.0.1/32", "::1/128", "203.0.113.0/24", "2001:db8::/32"},
 		ConnectPorts:        []int{443, 8443},
-		DenyDestinations:    canonical(proxyengine.DefaultDenyDestinations),
+		DenyDestinations:    canonical(vmconfig.DefaultDenyDestinations),
 		StatsListen:         "127.0.0.1:9901",
 	}
 	if diff := cmp.Diff(want, got, cmpopts.SortSlices(func(a, b string) bool { return a < b })); diff != "" {
@@ -145,7 +145,7 @@ func TestNoSecretInTheBootstrap(t *testing.T) {
 func TestDenyRanges(t *testing.T) {
 	for _, r := range []string{"192.0.0.0/24", "192.0.2.0/24", "192.88.99.0/24", "198.18.0.0/15", "198.51.100.0/24",
 		"203.0.113.0/24", "::/128", "::ffff:0:0/96", "64:ff9b::/96", "64:ff9b:1::/48", "2002::/16", "2001:db8::/32"} {
-		if !slices.Contains(proxyengine.DefaultDenyDestinations, r) {
+		if !slices.Contains(vmconfig.DefaultDenyDestinations, r) {
 			t.Errorf("DefaultDenyDestinations lacks %s", r)
 		}
 	}
@@ -159,7 +159,7 @@ func TestDenyRanges(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := append(canonical(proxyengine.DefaultDenyDestinations), "34.64.0.0/10")
+	want := append(canonical(vmconfig.DefaultDenyDestinations), "34.64.0.0/10")
 	if diff := cmp.Diff(want, got.DenyDestinations, cmpopts.SortSlices(func(a, b string) bool { return a < b })); diff != "" {
 		t.Errorf("deny ranges (-want +got):\n%s", diff)
 	}

@@ -6,7 +6,7 @@ import (
 	"strconv"
 
 	"github.com/egress-proxies/egress/internal/proxy"
-	"github.com/egress-proxies/egress/internal/proxyengine"
+	"github.com/egress-proxies/egress/internal/vm/vmconfig"
 )
 
 // SelfTestSources lead every EngineConfig's AllowedSourceRanges: the VM
@@ -20,25 +20,25 @@ var SelfTestSources = []string{"127.0.0.1/32", "::1/128"}
 // provider sends as the egress-config metadata item and the mock provider
 // runs on loopback. It carries the proxy's username and a salted hash of
 // its password, never the password; each call salts afresh.
-func EngineConfig(c Config) (proxyengine.Config, error) {
+func EngineConfig(c Config) (vmconfig.Config, error) {
 	r, err := c.check()
 	if err != nil {
-		return proxyengine.Config{}, err
+		return vmconfig.Config{}, err
 	}
 	// Never nil: the JSON says "users":[], which the startup script reads.
-	users := []proxyengine.User{}
+	users := []vmconfig.User{}
 	if c.Credentials != (proxy.Credentials{}) {
-		hash, err := proxyengine.NewPasswordHash(c.Credentials.Password)
+		hash, err := vmconfig.NewPasswordHash(c.Credentials.Password)
 		if err != nil {
-			return proxyengine.Config{}, fmt.Errorf("bootstrap: %w", err)
+			return vmconfig.Config{}, fmt.Errorf("bootstrap: %w", err)
 		}
-		users = append(users, proxyengine.User{Name: c.Credentials.Username, PasswordHash: hash})
+		users = append(users, vmconfig.User{Name: c.Credentials.Username, PasswordHash: hash})
 	}
 	ports := make([]int, len(r.ConnectPorts))
 	for i, p := range r.ConnectPorts {
 		ports[i] = int(p)
 	}
-	return proxyengine.Config{
+	return vmconfig.Config{
 		Generation: c.Generation,
 		Listen:     ":" + strconv.Itoa(int(c.Port)),
 		Users:      users,

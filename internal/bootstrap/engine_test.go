@@ -12,7 +12,8 @@ import (
 
 	"github.com/egress-proxies/egress/internal/bootstrap"
 	"github.com/egress-proxies/egress/internal/proxy"
-	"github.com/egress-proxies/egress/internal/proxyengine"
+	"github.com/egress-proxies/egress/internal/vm/engine"
+	"github.com/egress-proxies/egress/internal/vm/vmconfig"
 )
 
 func TestEngineConfig(t *testing.T) {
@@ -25,22 +26,22 @@ func TestEngineConfig(t *testing.T) {
 	// The deny list is the engine's own, each range as the script
 	// writes it (canonical: ::ffff:0.0.0.0/96).
 	var deny []string
-	for _, d := range proxyengine.DefaultDenyDestinations {
+	for _, d := range vmconfig.DefaultDenyDestinations {
 		deny = append(deny, netip.MustParsePrefix(d).String())
 	}
-	want := proxyengine.Config{
+	want := vmconfig.Config{
 		Generation:          1,
 		Listen:              ":3128",
-		Users:               []proxyengine.User{{Name: creds.Username}},
+		Users:               []vmconfig.User{{Name: creds.Username}},
 		AllowedSourceRanges: append(slices.Clone(bootstrap.SelfTestSources), "203.0.113.0/24", "2001:db8::/32"),
 		ConnectPorts:        []int{443, 8443},
 		DenyDestinations:    deny,
 		StatsListen:         "127.0.0.1:9901",
 	}
-	if diff := cmp.Diff(want, got, cmpopts.IgnoreFields(proxyengine.User{}, "PasswordHash")); diff != "" {
+	if diff := cmp.Diff(want, got, cmpopts.IgnoreFields(vmconfig.User{}, "PasswordHash")); diff != "" {
 		t.Errorf("the engine's configuration: -want +got:\n%s", diff)
 	}
-	if !proxyengine.Matches(got.Users[0].PasswordHash, creds.Password) {
+	if !vmconfig.Matches(got.Users[0].PasswordHash, creds.Password) {
 		t.Errorf("the user's hash %q does not match the proxy's password", got.Users[0].PasswordHash)
 	}
 	text, err := json.Marshal(got)
@@ -50,7 +51,7 @@ func TestEngineConfig(t *testing.T) {
 	if strings.Contains(string(text), creds.Password) {
 		t.Errorf("the engine's configuration carries the password: %s", text)
 	}
-	if _, err := proxyengine.ReadConfig(text); err != nil {
+	if _, err := engine.ReadConfig(text); err != nil {
 		t.Errorf("the engine does not load its configuration: %v", err)
 	}
 	c.Credentials.Password = "short"
@@ -84,7 +85,7 @@ func TestWarmMember(t *testing.T) {
 	if !strings.Contains(string(text), `"generation":0,`) || !strings.Contains(string(text), `"users":[]`) {
 		t.Errorf("a warm member's configuration %s: want generation 0 and \"users\":[]", text)
 	}
-	if _, err := proxyengine.ReadConfig(text); err != nil {
+	if _, err := engine.ReadConfig(text); err != nil {
 		t.Errorf("the engine does not load a warm member's configuration: %v", err)
 	}
 	c.Generation = 1

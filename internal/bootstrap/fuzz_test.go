@@ -151,6 +151,6 @@ func harmless(cmd string) bool { return cmd == "trap - DEBUG" || harmlessCommand
 func requestValues(c bootstrap.Config) []string {
 	// The port is the one value of the request the script carries: the
 	// ranges and ports reach the VM in egress-config, which the agent
-	// applies (internal/vmagent).
+	// applies (internal/vm/agent).
 	return []string{strconv.Itoa(int(c.Port))}
 }

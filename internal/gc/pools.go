@@ -10,7 +10,7 @@ import (
 )
 
 // PoolLister is the part of a Store that names the warm pools. A Store
-// that implements it (*store.Store, *memstore.Store) has every pool
+// that implements it (*store.Store, *storefake.Store) has every pool
 // re-driven on each run, so a pool whose event was lost still refills,
 // shrinks, deletes its tombstones and goes.
 type PoolLister interface {

@@ -18,7 +18,7 @@ import (
 )
 
 // Store is the part of the document store the API uses. *store.Store and
-// *memstore.Store satisfy it.
+// *storefake.Store satisfy it.
 type Store interface {
 	CreateInNamespace(ctx context.Context, p *proxy.Proxy, admit tenancy.Admission) (*proxy.Proxy, error)
 	Get(ctx context.Context, key proxy.Key) (*proxy.Proxy, error)

@@ -8,7 +8,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/egress-proxies/egress/internal/proxy"
-	"github.com/egress-proxies/egress/internal/store/memstore"
+	"github.com/egress-proxies/egress/internal/store/storefake"
 )
 
 // TestBadInput: each malformed request gets the 4xx that names the field
@@ -186,7 +186,7 @@ func snapshot(t *testing.T, e *env) storeState {
 		t.Fatal(err)
 	}
 	s.Pools = pools
-	if ms, ok := e.store.(*memstore.Store); ok {
+	if ms, ok := e.store.(*storefake.Store); ok {
 		_, writes := ms.Counts()
 		s.Namespaces["(writes)"] = writes
 	}

@@ -19,7 +19,7 @@ import (
 	"github.com/egress-proxies/egress/internal/clock"
 	"github.com/egress-proxies/egress/internal/httpapi"
 	"github.com/egress-proxies/egress/internal/logging"
-	"github.com/egress-proxies/egress/internal/store/memstore"
+	"github.com/egress-proxies/egress/internal/store/storefake"
 	"github.com/egress-proxies/egress/internal/tenancy"
 )
 
@@ -32,12 +32,12 @@ import (
 // fuzzAPI is a seeded store and the API over it.
 type fuzzAPI struct {
 	t     *testing.T
-	store *memstore.Store
+	store *storefake.Store
 	api   http.Handler
 }
 
 func newFuzzAPI(t *testing.T) *fuzzAPI {
-	st := memstore.New(clock.Real{})
+	st := storefake.New(clock.Real{})
 	seedStore(t, st)
 	return &fuzzAPI{t: t, store: st, api: httpapi.New(st, clock.Real{}, logging.New(io.Discard, slog.LevelError), options())}
 }

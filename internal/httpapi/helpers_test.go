@@ -17,8 +17,8 @@ import (
 
 	"cloud.google.com/go/firestore"
 
+	"github.com/egress-proxies/egress/emulators/emulatortest"
 	"github.com/egress-proxies/egress/internal/clock"
-	"github.com/egress-proxies/egress/internal/emulatortest"
 	"github.com/egress-proxies/egress/internal/httpapi"
 	"github.com/egress-proxies/egress/internal/httpapi/openapitest"
 	"github.com/egress-proxies/egress/internal/logging"
@@ -27,8 +27,8 @@ import (
 	"github.com/egress-proxies/egress/internal/provider/mock"
 	"github.com/egress-proxies/egress/internal/proxy"
 	"github.com/egress-proxies/egress/internal/store"
-	"github.com/egress-proxies/egress/internal/store/memstore"
 	"github.com/egress-proxies/egress/internal/store/rules"
+	"github.com/egress-proxies/egress/internal/store/storefake"
 	"github.com/egress-proxies/egress/internal/tenancy"
 )
 
@@ -87,7 +87,7 @@ func options() httpapi.Options {
 // memEnv is the API over the in-memory store, which passes the same
 // contract as the Firestore store: for what needs no emulator.
 func memEnv(t *testing.T, change ...func(*httpapi.Options)) *env {
-	return newEnv(t, memstore.New(clock.Real{}), clock.Real{}, change...)
+	return newEnv(t, storefake.New(clock.Real{}), clock.Real{}, change...)
 }
 
 // firestoreEnv is the API over the Firestore emulator, a project of the

@@ -15,7 +15,7 @@ import (
 )
 
 // Store is the part of the document store a pool's run uses. *store.Store
-// and *memstore.Store satisfy it.
+// and *storefake.Store satisfy it.
 type Store interface {
 	// Get reads a proxy document (proxy.ErrNotFound when none): the proxy
 	// that claimed a member, to see whether the claim is done.

@@ -19,11 +19,11 @@ import (
 	"github.com/egress-proxies/egress/internal/provider"
 	"github.com/egress-proxies/egress/internal/provider/mock"
 	"github.com/egress-proxies/egress/internal/proxy"
-	"github.com/egress-proxies/egress/internal/proxyengine"
 	"github.com/egress-proxies/egress/internal/reconcile"
-	"github.com/egress-proxies/egress/internal/store/memstore"
+	"github.com/egress-proxies/egress/internal/store/storefake"
 	"github.com/egress-proxies/egress/internal/store/storetest"
 	"github.com/egress-proxies/egress/internal/tenancy"
+	"github.com/egress-proxies/egress/internal/vm/vmconfig"
 )
 
 var start = time.Date(2026, 12, 2, 10, 0, 0, 0, time.UTC)
@@ -124,7 +124,7 @@ func (q *queue) take() []proxy.ReconcileMessage {
 type world struct {
 	t     *testing.T
 	clock *clock.Fake
-	store *memstore.Store
+	store *storefake.Store
 	prov  *reconfigurable
 	queue *queue
 	r     *reconcile.Reconciler
@@ -133,13 +133,13 @@ type world struct {
 
 func newWorld(t *testing.T) *world {
 	clk := clock.NewFake(start)
-	w := &world{t: t, clock: clk, store: memstore.New(clk), queue: &queue{}}
+	w := &world{t: t, clock: clk, store: storefake.New(clk), queue: &queue{}}
 	w.prov = &reconfigurable{Provider: mock.New(mock.Options{Clock: clk, ProvisioningDelay: boot}), gen: map[string]int64{}, uid: map[string]string{}}
 	log := slog.New(slog.DiscardHandler)
 	w.r = reconcile.New(w.store, providers{w.prov}, w.queue, nil, clk, log, reconcile.Options{
 		Rand: rand.New(rand.NewPCG(1, 2)),
-		Bootstrap: func(_ proxy.Spec, _ proxy.Credentials, generation int64) (string, *proxyengine.Config, error) {
-			return "#!/bin/sh\n", &proxyengine.Config{Generation: generation}, nil
+		Bootstrap: func(_ proxy.Spec, _ proxy.Credentials, generation int64) (string, *vmconfig.Config, error) {
+			return "#!/bin/sh\n", &vmconfig.Config{Generation: generation}, nil
 		},
 	})
 	w.pools = pools.New(w.store, clk, log)

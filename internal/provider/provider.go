@@ -15,7 +15,7 @@ import (
 	"context"
 	"time"
 
-	"github.com/egress-proxies/egress/internal/proxyengine"
+	"github.com/egress-proxies/egress/internal/vm/vmconfig"
 )
 
 // InstanceState is a provider's lifecycle state for a single VM.
@@ -162,7 +162,7 @@ type CreateRequest struct {
 	// the script (gcp: the egress-config metadata item, as JSON); the mock,
 	// for the local stack, serves it on loopback. Nil with a custom
 	// cloud-init.
-	Engine *proxyengine.Config
+	Engine *vmconfig.Config
 
 	// The fields below are added to the original contract too.
 

@@ -3,7 +3,7 @@ package provider
 import (
 	"context"
 
-	"github.com/egress-proxies/egress/internal/proxyengine"
+	"github.com/egress-proxies/egress/internal/vm/vmconfig"
 )
 
 // Reconfigurer, an optional interface beside Provider (added to the
@@ -32,7 +32,7 @@ type ReconfigureRequest struct {
 	Namespace, ProxyName string
 	// Engine is the proxy engine's configuration, Generation set: the VM
 	// reports that generation once it serves it.
-	Engine *proxyengine.Config
+	Engine *vmconfig.Config
 }
 
 // AsReconfigurer returns the Reconfigurer beneath p's decorators (Unwrap),

@@ -11,7 +11,7 @@ import (
 )
 
 // Claimer is the part of the store that hands warm pools' VMs to proxies.
-// A Store that implements it (*store.Store, *memstore.Store) lets a new
+// A Store that implements it (*store.Store, *storefake.Store) lets a new
 // proxy, and a rotation, take a warm VM instead of booting one; without it
 // every VM is created cold.
 type Claimer interface {

@@ -11,7 +11,7 @@ import (
 
 	"github.com/egress-proxies/egress/internal/provider"
 	"github.com/egress-proxies/egress/internal/proxy"
-	"github.com/egress-proxies/egress/internal/proxyengine"
+	"github.com/egress-proxies/egress/internal/vm/vmconfig"
 )
 
 // create records the intent, asks the provider for the VM and records that
@@ -104,7 +104,7 @@ func (run *run) create(ctx context.Context) (outcome, error) {
 // generation and the document's credentials as they are now. A spec that
 // brings its own cloud-init takes over the whole VM, so it gets no startup
 // script beside it.
-func (run *run) bootstrap(ctx context.Context, generation int64) (cloudInit, startupScript string, engine *proxyengine.Config, err error) {
+func (run *run) bootstrap(ctx context.Context, generation int64) (cloudInit, startupScript string, engine *vmconfig.Config, err error) {
 	s := run.doc.Spec
 	switch {
 	case s.CloudInitSecret != "":

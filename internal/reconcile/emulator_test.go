@@ -15,8 +15,8 @@ import (
 	"cloud.google.com/go/firestore"
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/egress-proxies/egress/emulators/emulatortest"
 	"github.com/egress-proxies/egress/internal/clock"
-	"github.com/egress-proxies/egress/internal/emulatortest"
 	"github.com/egress-proxies/egress/internal/provider"
 	"github.com/egress-proxies/egress/internal/provider/mock"
 	"github.com/egress-proxies/egress/internal/proxy"

@@ -16,9 +16,9 @@ import (
 	"github.com/egress-proxies/egress/internal/provider"
 	"github.com/egress-proxies/egress/internal/provider/mock"
 	"github.com/egress-proxies/egress/internal/proxy"
-	"github.com/egress-proxies/egress/internal/proxyengine"
 	"github.com/egress-proxies/egress/internal/reconcile"
-	"github.com/egress-proxies/egress/internal/store/memstore"
+	"github.com/egress-proxies/egress/internal/store/storefake"
+	"github.com/egress-proxies/egress/internal/vm/vmconfig"
 )
 
 var start = time.Date(2026, 12, 2, 10, 0, 0, 0, time.UTC)
@@ -33,7 +33,7 @@ const (
 type world struct {
 	t      *testing.T
 	clock  *sleepCountingClock
-	store  *memstore.Store
+	store  *storefake.Store
 	mock   *mock.Provider
 	queue  *queue
 	r      *reconcile.Reconciler
@@ -124,7 +124,7 @@ func newWorld(t *testing.T, opts reconcile.Options) *world {
 	w := &world{
 		t:      t,
 		clock:  clk,
-		store:  memstore.New(clk),
+		store:  storefake.New(clk),
 		queue:  &queue{},
 		key:    proxy.Key{Namespace: "team-a", Name: "egress-1"},
 		calls0: map[mock.Method]int{},
@@ -163,7 +163,7 @@ func (w *world) create(spec proxy.Spec) {
 	if err != nil {
 		w.t.Fatal(err)
 	}
-	w.store.Watch(func(c memstore.Change) { w.writes++ })
+	w.store.Watch(func(c storefake.Change) { w.writes++ })
 }
 
 // reconcile runs one reconcile, then every run the queue asks for (the
@@ -752,7 +752,7 @@ func TestConditionsDoNotFlap(t *testing.T) {
 	w := newWorld(t, reconcile.Options{})
 	w.create(proxy.Spec{})
 	var seen []proxy.Condition
-	w.store.Watch(func(c memstore.Change) {
+	w.store.Watch(func(c storefake.Change) {
 		if c.New != nil && len(c.New.Status.Conditions) == 1 {
 			seen = append(seen, c.New.Status.Conditions[0])
 		}
@@ -808,9 +808,9 @@ func TestProviderCallsOfALifecycle(t *testing.T) {
 // VM that replaces a lost one.
 func TestCredentialsOutliveTheVM(t *testing.T) {
 	var rendered []proxy.Credentials
-	w := newWorld(t, reconcile.Options{Bootstrap: func(s proxy.Spec, c proxy.Credentials, generation int64) (string, *proxyengine.Config, error) {
+	w := newWorld(t, reconcile.Options{Bootstrap: func(s proxy.Spec, c proxy.Credentials, generation int64) (string, *vmconfig.Config, error) {
 		rendered = append(rendered, c)
-		return "#!/bin/bash\n# for " + c.Username + "\n", &proxyengine.Config{Generation: generation, Users: []proxyengine.User{{Name: c.Username}}}, nil
+		return "#!/bin/bash\n# for " + c.Username + "\n", &vmconfig.Config{Generation: generation, Users: []vmconfig.User{{Name: c.Username}}}, nil
 	}})
 	first := w.ready()
 	creds := first.Reconciler.Credentials

@@ -13,11 +13,11 @@ import (
 	"github.com/egress-proxies/egress/internal/clock"
 	"github.com/egress-proxies/egress/internal/provider"
 	"github.com/egress-proxies/egress/internal/proxy"
-	"github.com/egress-proxies/egress/internal/proxyengine"
+	"github.com/egress-proxies/egress/internal/vm/vmconfig"
 )
 
 // Store is the part of the document store a run uses. *store.Store and
-// *memstore.Store satisfy it.
+// *storefake.Store satisfy it.
 type Store interface {
 	Get(ctx context.Context, key proxy.Key) (*proxy.Proxy, error)
 	// UpdateStatus writes p.Status and p.Reconciler if the document's
@@ -60,7 +60,7 @@ func permanent(err error) bool {
 // its VM runs and the proxy engine's configuration it applies
 // (CreateRequest.Engine, ReconfigureRequest.Engine), whose Generation is
 // generation.
-type BootstrapFunc func(spec proxy.Spec, creds proxy.Credentials, generation int64) (script string, engine *proxyengine.Config, err error)
+type BootstrapFunc func(spec proxy.Spec, creds proxy.Credentials, generation int64) (script string, engine *vmconfig.Config, err error)
 
 // Defaults of Options.
 const (

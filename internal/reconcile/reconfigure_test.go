@@ -15,8 +15,8 @@ import (
 	"github.com/egress-proxies/egress/internal/provider"
 	"github.com/egress-proxies/egress/internal/provider/mock"
 	"github.com/egress-proxies/egress/internal/proxy"
-	"github.com/egress-proxies/egress/internal/proxyengine"
 	"github.com/egress-proxies/egress/internal/reconcile"
+	"github.com/egress-proxies/egress/internal/vm/vmconfig"
 )
 
 // generations is the mock provider whose VMs report the generation of the
@@ -90,9 +90,9 @@ func (p *reconfigurer) reconfigures() []provider.ReconfigureRequest {
 
 // engineOf is the default bootstrap as the tests render it: what the
 // cases check is the generation and the credentials it carries.
-func engineOf(s proxy.Spec, c proxy.Credentials, generation int64) (string, *proxyengine.Config, error) {
-	return "#!/bin/sh\n", &proxyengine.Config{Generation: generation, AllowedSourceRanges: s.AllowedSourceRanges,
-		Users: []proxyengine.User{{Name: c.Username, PasswordHash: "test:" + c.Password}}}, nil
+func engineOf(s proxy.Spec, c proxy.Credentials, generation int64) (string, *vmconfig.Config, error) {
+	return "#!/bin/sh\n", &vmconfig.Config{Generation: generation, AllowedSourceRanges: s.AllowedSourceRanges,
+		Users: []vmconfig.User{{Name: c.Username, PasswordHash: "test:" + c.Password}}}, nil
 }
 
 // reconfigureWorld is a world whose reconciler renders the default
@@ -339,7 +339,7 @@ func TestNewCredentialsReachTheVM(t *testing.T) {
 	type cost struct {
 		Phase         proxy.Phase
 		Endpoint      string
-		Users         []proxyengine.User
+		Users         []vmconfig.User
 		Credentials   proxy.Credentials
 		Writes        int
 		Calls         map[mock.Method]int
@@ -352,7 +352,7 @@ func TestNewCredentialsReachTheVM(t *testing.T) {
 		got.Users, got.ReconfiguredU = calls[0].Engine.Users, calls[0].UID
 	}
 	want := cost{Phase: proxy.PhaseReady, Endpoint: first.Status.Endpoint,
-		Users:       []proxyengine.User{{Name: "u-rotated", PasswordHash: "test:p-rotated"}},
+		Users:       []vmconfig.User{{Name: "u-rotated", PasswordHash: "test:p-rotated"}},
 		Credentials: rotated, Writes: 3, Calls: map[mock.Method]int{mock.MethodGet: 1}, Reconfigures: 1, ReconfiguredU: uid}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("new credentials (-want +got):\n%s", diff)
@@ -369,7 +369,7 @@ func TestClaimedVMReconfigured(t *testing.T) {
 	rc.hold = true
 	w.create(proxy.Spec{})
 	warm, err := rc.Create(context.Background(), provider.CreateRequest{Name: "warm-1", UID: "member-uid",
-		Engine: &proxyengine.Config{Generation: 0}})
+		Engine: &vmconfig.Config{Generation: 0}})
 	if err != nil {
 		t.Fatal(err)
 	}

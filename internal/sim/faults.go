@@ -11,14 +11,14 @@ import (
 	"github.com/egress-proxies/egress/internal/provider/mock"
 	"github.com/egress-proxies/egress/internal/proxy"
 	"github.com/egress-proxies/egress/internal/reconcile"
-	"github.com/egress-proxies/egress/internal/store/memstore"
+	"github.com/egress-proxies/egress/internal/store/storefake"
 	"github.com/egress-proxies/egress/internal/tenancy"
 )
 
 // changed turns each write into a Firestore event, as Eventarc would: lost,
 // duplicated or late while faults are on. It also records what the API
 // shows, for the generation invariant.
-func (w *World) changed(c memstore.Change) {
+func (w *World) changed(c storefake.Change) {
 	if n := c.New; n != nil {
 		if g := n.Status.ObservedGeneration; g < w.obsGen[n.UID] {
 			w.violation("document %s (uid %s) went back from generation %d to %d", c.Key, n.UID, w.obsGen[n.UID], g)

@@ -9,9 +9,9 @@ import (
 	"github.com/egress-proxies/egress/internal/provider"
 	"github.com/egress-proxies/egress/internal/provider/mock"
 	"github.com/egress-proxies/egress/internal/proxy"
-	"github.com/egress-proxies/egress/internal/proxyengine"
 	"github.com/egress-proxies/egress/internal/reconcile"
 	"github.com/egress-proxies/egress/internal/store/rules"
+	"github.com/egress-proxies/egress/internal/vm/vmconfig"
 )
 
 // The world's warm pools: "region" serves the proxies placed in the region
@@ -40,13 +40,13 @@ func (s seeded) Read(b []byte) (int, error) {
 // VM serves, generation and credentials as the reconciler renders them
 // (the password unhashed: the mock runs no engine, and the check compares
 // it with the document's).
-func bootstrapConfig(spec proxy.Spec, creds proxy.Credentials, generation int64) (string, *proxyengine.Config, error) {
-	c := &proxyengine.Config{Generation: generation, Listen: ":3128", AllowedSourceRanges: spec.AllowedSourceRanges}
+func bootstrapConfig(spec proxy.Spec, creds proxy.Credentials, generation int64) (string, *vmconfig.Config, error) {
+	c := &vmconfig.Config{Generation: generation, Listen: ":3128", AllowedSourceRanges: spec.AllowedSourceRanges}
 	for _, p := range spec.ConnectPorts {
 		c.ConnectPorts = append(c.ConnectPorts, int(p))
 	}
 	if !creds.IsZero() {
-		c.Users = []proxyengine.User{{Name: creds.Username, PasswordHash: creds.Password}}
+		c.Users = []vmconfig.User{{Name: creds.Username, PasswordHash: creds.Password}}
 	}
 	return "#!/bin/sh\n", c, nil
 }
@@ -266,9 +266,9 @@ func (w *World) checkServed(key proxy.Key, p *proxy.Proxy, in provider.Instance)
 		return
 	}
 	cr := p.Reconciler.Credentials
-	var users []proxyengine.User
+	var users []vmconfig.User
 	if !cr.IsZero() {
-		users = []proxyengine.User{{Name: cr.Username, PasswordHash: cr.Password}}
+		users = []vmconfig.User{{Name: cr.Username, PasswordHash: cr.Password}}
 	}
 	if len(req.Engine.Users) != len(users) || (len(users) == 1 && req.Engine.Users[0] != users[0]) {
 		w.violation("%s: its VM %s serves other credentials than the document's latest", key, in.ID)

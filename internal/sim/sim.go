@@ -29,7 +29,7 @@ import (
 	"github.com/egress-proxies/egress/internal/provider/mock"
 	"github.com/egress-proxies/egress/internal/proxy"
 	"github.com/egress-proxies/egress/internal/reconcile"
-	"github.com/egress-proxies/egress/internal/store/memstore"
+	"github.com/egress-proxies/egress/internal/store/storefake"
 )
 
 // Bug is a safety rule switched off, to show the simulation catches it.
@@ -253,7 +253,7 @@ type World struct {
 	shared *rand.Rand
 	bug    Bug
 	clock  *clock.Fake
-	store  *memstore.Store
+	store  *storefake.Store
 	mock   *mock.Provider
 	// other is a second deployment's view of the same project; foreign
 	// are the resources it (or a release before the deployment label)
@@ -324,7 +324,7 @@ func New(seed uint64, bug Bug) *World {
 	// Member uids (and so names, which order the members) are drawn from
 	// the seed, so a schedule replays.
 	uuid.SetRand(seeded{rand.New(rand.NewPCG(seed, 29))})
-	w.store = memstore.New(w.clock)
+	w.store = storefake.New(w.clock)
 	w.mock = mock.New(mock.Options{Clock: w.clock, ProvisioningDelay: time.Duration(5+w.rng.IntN(60)) * time.Second, CallHome: w.callHome,
 		ReconfigureDelay: time.Duration(1+w.shared.IntN(20)) * time.Second})
 	w.other = w.mock.InDeployment("other")

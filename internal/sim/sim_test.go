@@ -7,7 +7,7 @@ import (
 	"time"
 )
 
-var seeds = flag.Int("seeds", 300, "schedules to explore (make sim runs 10000 through internal/cmd/sim)")
+var seeds = flag.Int("seeds", 300, "schedules to explore (make sim runs 10000 through dev/sim)")
 var seed = flag.Uint64("seed", 0, "replay only this seed")
 
 // TestSimulation explores the schedules of -seeds seeds and fails with the

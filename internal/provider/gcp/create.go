@@ -10,10 +10,9 @@ import (
 	"strings"
 
 	"cloud.google.com/go/compute/apiv1/computepb"
-	"google.golang.org/protobuf/proto"
-
-	"github.com/egress-proxies/egress/internal/bootstrap"
 	"github.com/egress-proxies/egress/internal/provider"
+	"github.com/egress-proxies/egress/internal/vm/vmconfig"
+	"google.golang.org/protobuf/proto"
 )
 
 // labelStaticIP marks a VM that uses its proxy's static address, so Get can
@@ -239,23 +238,23 @@ func (p *Provider) metadata(req provider.CreateRequest) *computepb.Metadata {
 		}
 	}
 	if req.StartupScript != "" {
-		add(bootstrap.KeyStartupScript, req.StartupScript)
+		add(vmconfig.KeyStartupScript, req.StartupScript)
 		if req.Engine != nil {
 			// Marshalling a struct of strings, numbers and lists cannot fail.
 			engine, _ := json.Marshal(req.Engine)
-			add(bootstrap.KeyConfig, string(engine))
+			add(vmconfig.KeyConfig, string(engine))
 		}
-		add(bootstrap.KeyEngineURL, p.cfg.EngineURL)
-		add(bootstrap.KeyEngineSHA256, p.cfg.EngineSHA256)
-		add(bootstrap.KeyGuestAttributes, "TRUE")
-		add(bootstrap.KeyProbeTarget, p.cfg.ProbeTarget)
+		add(vmconfig.KeyEngineURL, p.cfg.EngineURL)
+		add(vmconfig.KeyEngineSHA256, p.cfg.EngineSHA256)
+		add(vmconfig.KeyGuestAttributes, "TRUE")
+		add(vmconfig.KeyProbeTarget, p.cfg.ProbeTarget)
 		if p.cfg.CallHomeTopic != "" {
-			add(bootstrap.KeyCallHomeTopic, p.cfg.CallHomeTopic)
-			add(bootstrap.KeyPubSubEndpoint, p.cfg.PubSubEndpoint)
-			add(bootstrap.KeyNamespace, req.Namespace)
-			add(bootstrap.KeyName, req.ProxyName)
-			add(bootstrap.KeyUID, req.UID)
-			add(bootstrap.KeyPool, req.Pool)
+			add(vmconfig.KeyCallHomeTopic, p.cfg.CallHomeTopic)
+			add(vmconfig.KeyPubSubEndpoint, p.cfg.PubSubEndpoint)
+			add(vmconfig.KeyNamespace, req.Namespace)
+			add(vmconfig.KeyName, req.ProxyName)
+			add(vmconfig.KeyUID, req.UID)
+			add(vmconfig.KeyPool, req.Pool)
 		}
 	}
 	add("user-data", req.CloudInit)

@@ -19,7 +19,7 @@ import (
 	"github.com/egress-proxies/egress/internal/provider"
 	"github.com/egress-proxies/egress/internal/provider/gcp/computefake"
 	"github.com/egress-proxies/egress/internal/provider/providertest"
-	"github.com/egress-proxies/egress/internal/proxyengine"
+	"github.com/egress-proxies/egress/internal/vm/vmconfig"
 )
 
 const project = "demo-proxies"
@@ -174,7 +174,7 @@ func TestMetadata(t *testing.T) {
 				CallHomeTopic: "projects/demo-proxies/topics/proxy-reconcile", PubSubEndpoint: "http://192.0.2.9:8085",
 				EngineURL: "https://storage.googleapis.com/b/egress-proxy", EngineSHA256: strings.Repeat("ab", 32)},
 			change: func(r *provider.CreateRequest) {
-				r.StartupScript, r.Engine = script, &proxyengine.Config{Listen: ":3128", ConnectPorts: []int{443}}
+				r.StartupScript, r.Engine = script, &vmconfig.Config{Listen: ":3128", ConnectPorts: []int{443}}
 			},
 			want: []*computepb.Items{
 				item("startup-script", script),

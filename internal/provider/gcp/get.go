@@ -10,12 +10,10 @@ import (
 	"time"
 
 	"cloud.google.com/go/compute/apiv1/computepb"
+	"github.com/egress-proxies/egress/internal/provider"
+	"github.com/egress-proxies/egress/internal/vm/vmconfig"
 	"google.golang.org/api/iterator"
 	"google.golang.org/protobuf/proto"
-
-	"github.com/egress-proxies/egress/internal/bootstrap"
-	"github.com/egress-proxies/egress/internal/provider"
-	"github.com/egress-proxies/egress/internal/proxyengine"
 )
 
 // Get reads the VM, or the static address an address ID names. A VM that
@@ -140,7 +138,7 @@ func (p *Provider) getAddress(ctx context.Context, providerID string, id parsed)
 // so reports its readiness in guest attributes.
 func bootstrapped(inst *computepb.Instance) bool {
 	for _, it := range inst.GetMetadata().GetItems() {
-		if it.GetKey() == bootstrap.KeyGuestAttributes && strings.EqualFold(it.GetValue(), "TRUE") {
+		if it.GetKey() == vmconfig.KeyGuestAttributes && strings.EqualFold(it.GetValue(), "TRUE") {
 			return true
 		}
 	}
@@ -156,7 +154,7 @@ func bootstrapped(inst *computepb.Instance) bool {
 // proxy does.
 func (p *Provider) readiness(ctx context.Context, id parsed, out *provider.Instance) error {
 	attrs, err := p.c.Instances.GetGuestAttributes(ctx, &computepb.GetGuestAttributesInstanceRequest{
-		Project: id.project, Zone: id.scope, Instance: id.name, QueryPath: proto.String(bootstrap.GuestNamespace + "/"),
+		Project: id.project, Zone: id.scope, Instance: id.name, QueryPath: proto.String(vmconfig.GuestNamespace + "/"),
 	})
 	values := map[string]string{}
 	switch {
@@ -167,18 +165,18 @@ func (p *Provider) readiness(ctx context.Context, id parsed, out *provider.Insta
 		return err
 	default:
 		for _, it := range attrs.GetQueryValue().GetItems() {
-			if it.GetNamespace() == bootstrap.GuestNamespace {
+			if it.GetNamespace() == vmconfig.GuestNamespace {
 				values[it.GetKey()] = it.GetValue()
 			}
 		}
 	}
-	out.Traffic = traffic(values[bootstrap.GuestTraffic])
-	if ready, ok := values[bootstrap.GuestReady]; ok {
+	out.Traffic = traffic(values[vmconfig.GuestTraffic])
+	if ready, ok := values[vmconfig.GuestReady]; ok {
 		out.Generation = generation(ready)
 		return nil
 	}
 	out.State = provider.StateProvisioning
-	out.BootError = values[bootstrap.GuestError]
+	out.BootError = values[vmconfig.GuestError]
 	return nil
 }
 
@@ -194,11 +192,11 @@ func generation(ready string) int64 {
 }
 
 // traffic reads the guest attribute egress/traffic: the engine's counters
-// (proxyengine.Stats) with the time of the report. A value it cannot read
+// (vmconfig.Stats) with the time of the report. A value it cannot read
 // is no report.
 func traffic(value string) *provider.Traffic {
 	var r struct {
-		proxyengine.Stats
+		vmconfig.Stats
 		ReportTime time.Time `json:"reportTime"`
 	}
 	if value == "" || json.Unmarshal([]byte(value), &r) != nil {

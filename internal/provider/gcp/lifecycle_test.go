@@ -20,9 +20,9 @@ import (
 	"github.com/egress-proxies/egress/internal/provider/gcp"
 	"github.com/egress-proxies/egress/internal/provider/gcp/computefake"
 	"github.com/egress-proxies/egress/internal/proxy"
-	"github.com/egress-proxies/egress/internal/proxyengine"
 	"github.com/egress-proxies/egress/internal/reconcile"
-	"github.com/egress-proxies/egress/internal/store/memstore"
+	"github.com/egress-proxies/egress/internal/store/storefake"
+	"github.com/egress-proxies/egress/internal/vm/vmconfig"
 )
 
 const (
@@ -36,7 +36,7 @@ type lifecycle struct {
 	t     *testing.T
 	fake  *computefake.Server
 	clock *clock.Fake
-	store *memstore.Store
+	store *storefake.Store
 	r     *reconcile.Reconciler
 	key   proxy.Key
 }
@@ -63,7 +63,7 @@ func newLifecycle(t *testing.T, placement proxy.Placement, policy proxy.IPPolicy
 		t.Fatal(err)
 	}
 	clk := clock.NewFake(time.Now())
-	l := &lifecycle{t: t, fake: fake, clock: clk, store: memstore.New(clk), key: proxy.Key{Namespace: "team-g", Name: "partner"}}
+	l := &lifecycle{t: t, fake: fake, clock: clk, store: storefake.New(clk), key: proxy.Key{Namespace: "team-g", Name: "partner"}}
 	l.r = reconcile.New(l.store, gcpProviders{p}, noQueue{}, nil, clk, slog.New(slog.DiscardHandler),
 		reconcile.Options{Rand: rand.New(rand.NewPCG(1, 1))})
 	if _, err := l.store.Create(context.Background(), &proxy.Proxy{
@@ -340,7 +340,7 @@ func requestIDs(ins []computefake.Insert) []string {
 func TestLiveChangeOnCompute(t *testing.T) {
 	l := newLifecycle(t, proxy.Placement{Region: "us-central1", Zone: "us-central1-b"}, proxy.IPEphemeral)
 	l.r = reconcile.New(l.store, gcpProviders{l.provider(t)}, noQueue{}, nil, l.clock, slog.New(slog.DiscardHandler),
-		reconcile.Options{Rand: rand.New(rand.NewPCG(1, 1)), Bootstrap: func(s proxy.Spec, c proxy.Credentials, g int64) (string, *proxyengine.Config, error) {
+		reconcile.Options{Rand: rand.New(rand.NewPCG(1, 1)), Bootstrap: func(s proxy.Spec, c proxy.Credentials, g int64) (string, *vmconfig.Config, error) {
 			cfg := bootstrap.ForProxy(s, c, nil)
 			cfg.Generation = g
 			script, err := bootstrap.Render(cfg)
@@ -374,7 +374,7 @@ func TestLiveChangeOnCompute(t *testing.T) {
 	l.run(proxy.ReasonReady)
 	after := l.doc()
 
-	var sent proxyengine.Config
+	var sent vmconfig.Config
 	calls := l.fake.SetMetadataCalls()
 	if len(calls) == 1 {
 		for _, it := range calls[0].GetItems() {

@@ -81,7 +81,7 @@ type Config struct {
 	Scopes []string
 	// ProbeTarget is the host:port a VM's self-test CONNECTs to through its
 	// proxy before it says it serves; empty leaves the script's default,
-	// bootstrap.DefaultProbeTarget.
+	// vmconfig.DefaultProbeTarget.
 	ProbeTarget string
 	// CallHomeTopic is the topic a VM publishes to once it serves,
 	// projects/P/topics/T; empty, VMs do not call home.

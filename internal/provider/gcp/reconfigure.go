@@ -9,11 +9,10 @@ import (
 	"net/http"
 
 	"cloud.google.com/go/compute/apiv1/computepb"
+	"github.com/egress-proxies/egress/internal/provider"
+	"github.com/egress-proxies/egress/internal/vm/vmconfig"
 	"google.golang.org/api/googleapi"
 	"google.golang.org/protobuf/proto"
-
-	"github.com/egress-proxies/egress/internal/bootstrap"
-	"github.com/egress-proxies/egress/internal/provider"
 )
 
 // reconfigureAttempts bounds Reconfigure's read-and-write rounds: each
@@ -26,7 +25,7 @@ const reconfigureAttempts = 4
 
 // Reconfigure hands the VM a new engine configuration and owner: the
 // metadata items the startup script and the VM's agent read
-// (bootstrap.KeyConfig, and, with a call-home topic, KeyNamespace, KeyName
+// (vmconfig.KeyConfig, and, with a call-home topic, KeyNamespace, KeyName
 // and KeyUID), through instances.setMetadata, and LabelUID through
 // instances.setLabels; every other item and label is kept as read.
 //
@@ -124,7 +123,7 @@ func relabelled(labels map[string]string, uid string) (map[string]string, bool) 
 // engine's configuration, and whose proxy it serves for the call-home
 // (added when the provider has a call-home topic, as create.go adds them,
 // and replaced wherever the VM has them). Items keep their order; new ones
-// go last. A warm pool's item (bootstrap.KeyPool) goes: the VM serves the
+// go last. A warm pool's item (vmconfig.KeyPool) goes: the VM serves the
 // request's proxy now, and its call-home names that proxy.
 func (p *Provider) reconfiguredItems(items []*computepb.Items, req provider.ReconfigureRequest, engine string) ([]*computepb.Items, bool) {
 	want := map[string]string{}
@@ -134,18 +133,18 @@ func (p *Provider) reconfiguredItems(items []*computepb.Items, req provider.Reco
 		order = append(order, key)
 	}
 	if req.Engine != nil {
-		set(bootstrap.KeyConfig, engine)
+		set(vmconfig.KeyConfig, engine)
 	}
-	set(bootstrap.KeyNamespace, req.Namespace)
-	set(bootstrap.KeyName, req.ProxyName)
-	set(bootstrap.KeyUID, req.UID)
+	set(vmconfig.KeyNamespace, req.Namespace)
+	set(vmconfig.KeyName, req.ProxyName)
+	set(vmconfig.KeyUID, req.UID)
 
 	out := make([]*computepb.Items, 0, len(items)+len(want))
 	changed := false
 	seen := map[string]bool{}
 	for _, it := range items {
 		k := it.GetKey()
-		if k == bootstrap.KeyPool {
+		if k == vmconfig.KeyPool {
 			changed = true
 			continue
 		}
@@ -161,7 +160,7 @@ func (p *Provider) reconfiguredItems(items []*computepb.Items, req provider.Reco
 		if seen[k] {
 			continue
 		}
-		if k != bootstrap.KeyConfig && p.cfg.CallHomeTopic == "" {
+		if k != vmconfig.KeyConfig && p.cfg.CallHomeTopic == "" {
 			// No call-home: nothing on the VM reads whose proxy it is.
 			continue
 		}

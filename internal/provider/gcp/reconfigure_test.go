@@ -11,7 +11,7 @@ import (
 
 	"github.com/egress-proxies/egress/internal/provider"
 	"github.com/egress-proxies/egress/internal/provider/gcp/computefake"
-	"github.com/egress-proxies/egress/internal/proxyengine"
+	"github.com/egress-proxies/egress/internal/vm/vmconfig"
 )
 
 // reconfigured is a VM made with the call-home items, as a warm pool's VM
@@ -26,7 +26,7 @@ func reconfigured(t *testing.T) (*Provider, *computefake.Server, string) {
 	}
 	req := request()
 	req.Pool = "ci"
-	req.Engine = &proxyengine.Config{Generation: 0, Listen: ":3128"}
+	req.Engine = &vmconfig.Config{Generation: 0, Listen: ":3128"}
 	id, err := p.Create(context.Background(), req)
 	if err != nil {
 		t.Fatal(err)
@@ -38,7 +38,7 @@ func reconfigured(t *testing.T) (*Provider, *computefake.Server, string) {
 func reconfigureRequest() provider.ReconfigureRequest {
 	return provider.ReconfigureRequest{
 		UID: "7d6c5b4a-3928-4716-a5f4-e3d2c1b0a987", Namespace: "team-b", ProxyName: "ci-runner",
-		Engine: &proxyengine.Config{Generation: 3, Listen: ":3128", ConnectPorts: []int{443}},
+		Engine: &vmconfig.Config{Generation: 3, Listen: ":3128", ConnectPorts: []int{443}},
 	}
 }
 
@@ -117,7 +117,7 @@ func TestReconfigureIsIdempotent(t *testing.T) {
 	if diff := cmp.Diff(counts{1, 1, 1}, counts{fake.Calls("get") - gets, fake.Calls("setLabels"), fake.Calls("setMetadata")}); diff != "" {
 		t.Errorf("calls after a repeated Reconfigure (-want +got):\n%s", diff)
 	}
-	req.Engine = &proxyengine.Config{Generation: 4, Listen: ":3128", ConnectPorts: []int{443, 8443}}
+	req.Engine = &vmconfig.Config{Generation: 4, Listen: ":3128", ConnectPorts: []int{443, 8443}}
 	if err := p.Reconfigure(ctx, id, req); err != nil {
 		t.Fatal(err)
 	}

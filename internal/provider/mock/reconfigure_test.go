@@ -18,7 +18,7 @@ import (
 	"github.com/egress-proxies/egress/internal/clock"
 	"github.com/egress-proxies/egress/internal/provider"
 	"github.com/egress-proxies/egress/internal/provider/mock"
-	"github.com/egress-proxies/egress/internal/proxyengine"
+	"github.com/egress-proxies/egress/internal/vm/vmconfig"
 )
 
 const warmUID = "0a0a0a0a-0000-4000-8000-00000000000a"
@@ -27,7 +27,7 @@ const warmUID = "0a0a0a0a-0000-4000-8000-00000000000a"
 // its configuration of generation 2.
 var claim = provider.ReconfigureRequest{
 	UID: "6c1f0a5e-8d1b-4c59-9a53-1b7a2f3d4e5f", Namespace: "team-a", ProxyName: "egress-1",
-	Engine: &proxyengine.Config{Generation: 2, Listen: ":3128", ConnectPorts: []int{443}},
+	Engine: &vmconfig.Config{Generation: 2, Listen: ":3128", ConnectPorts: []int{443}},
 }
 
 // TestReconfigure: a VM reports the generation it booted with once
@@ -79,7 +79,7 @@ func TestReconfigure(t *testing.T) {
 				CallHome: func(c mock.CallHome) { calls = append(calls, c) }})
 			req := request(warmUID)
 			req.Namespace, req.ProxyName, req.Pool = "", "pool-member", "ci"
-			req.Engine = &proxyengine.Config{Generation: 0, Listen: ":3128"}
+			req.Engine = &vmconfig.Config{Generation: 0, Listen: ":3128"}
 			id, err := p.Create(ctx, req)
 			if err != nil {
 				t.Fatal(err)
@@ -199,16 +199,16 @@ func TestServeReconfigure(t *testing.T) {
 	}()
 	echoPort := echo.Addr().(*net.TCPAddr).Port
 	hash := func(pw string) string {
-		h, err := proxyengine.NewPasswordHash(pw)
+		h, err := vmconfig.NewPasswordHash(pw)
 		if err != nil {
 			t.Fatal(err)
 		}
 		return h
 	}
 	const oldPW, newPW = "oldPasswordOf24Chars0000", "newPasswordOf24Chars0000"
-	cfg := func(gen int64, pw string) *proxyengine.Config {
-		return &proxyengine.Config{Generation: gen, Listen: ":3128", Users: []proxyengine.User{{Name: "u", PasswordHash: hash(pw)}},
-			AllowedSourceRanges: []string{"127.0.0.1/32"}, ConnectPorts: []int{echoPort}, DenyDestinations: proxyengine.DefaultDenyDestinations}
+	cfg := func(gen int64, pw string) *vmconfig.Config {
+		return &vmconfig.Config{Generation: gen, Listen: ":3128", Users: []vmconfig.User{{Name: "u", PasswordHash: hash(pw)}},
+			AllowedSourceRanges: []string{"127.0.0.1/32"}, ConnectPorts: []int{echoPort}, DenyDestinations: vmconfig.DefaultDenyDestinations}
 	}
 	ctx := context.Background()
 	p := mock.New(mock.Options{Clock: clock.NewFake(epoch), Serve: &mock.Serve{AllowDestinations: []string{"127.0.0.1/32"}}})

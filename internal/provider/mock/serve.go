@@ -12,7 +12,8 @@ import (
 	"strconv"
 
 	"github.com/egress-proxies/egress/internal/bootstrap"
-	"github.com/egress-proxies/egress/internal/proxyengine"
+	"github.com/egress-proxies/egress/internal/vm/engine"
+	"github.com/egress-proxies/egress/internal/vm/vmconfig"
 )
 
 // Serve makes the mock's VMs really serve, for the local stack: each
@@ -44,7 +45,7 @@ var (
 type served struct {
 	ip     netip.Addr
 	listen string
-	server *proxyengine.Server
+	server *engine.Server
 }
 
 // stop closes the engine, its listener and its tunnels at once, as a VM's
@@ -102,7 +103,7 @@ func (p *Provider) serve(in *instance) error {
 	}
 	cfg := p.engineConfig(in, ln.Addr().String())
 	log := p.serveLog()
-	s, err := proxyengine.New(cfg, proxyengine.Options{Log: log.With(slog.String("instance", in.name))})
+	s, err := engine.New(cfg, engine.Options{Log: log.With(slog.String("instance", in.name))})
 	if err != nil {
 		ln.Close()
 		return fmt.Errorf("the proxy engine refuses its configuration: %w", err)
@@ -120,7 +121,7 @@ func (p *Provider) serve(in *instance) error {
 // engineConfig is the configuration an instance's engine runs, listening
 // on listen: its request's, with the local stack's exceptions. p.mu must
 // be held.
-func (p *Provider) engineConfig(in *instance, listen string) proxyengine.Config {
+func (p *Provider) engineConfig(in *instance, listen string) vmconfig.Config {
 	cfg := *in.req.Engine
 	// The VM's own self-test sources would admit the whole developer
 	// machine here: the spec's ranges alone decide. Its counters are not

@@ -16,7 +16,7 @@ import (
 
 	"github.com/egress-proxies/egress/internal/clock"
 	"github.com/egress-proxies/egress/internal/provider/mock"
-	"github.com/egress-proxies/egress/internal/proxyengine"
+	"github.com/egress-proxies/egress/internal/vm/vmconfig"
 )
 
 // TestServe: with Serve, a Running instance's IP:port is a proxy that
@@ -28,16 +28,16 @@ func TestServe(t *testing.T) {
 	defer target.Close()
 	targetPort := target.Listener.Addr().(*net.TCPAddr).Port
 	port := freePort(t)
-	hash, err := proxyengine.NewPasswordHash("mockPasswordOf24Chars000")
+	hash, err := vmconfig.NewPasswordHash("mockPasswordOf24Chars000")
 	if err != nil {
 		t.Fatal(err)
 	}
-	engine := &proxyengine.Config{
+	engine := &vmconfig.Config{
 		Listen:              ":3128",
-		Users:               []proxyengine.User{{Name: "mockuser", PasswordHash: hash}},
+		Users:               []vmconfig.User{{Name: "mockuser", PasswordHash: hash}},
 		AllowedSourceRanges: []string{"127.0.0.1/32"},
 		ConnectPorts:        []int{targetPort},
-		DenyDestinations:    proxyengine.DefaultDenyDestinations,
+		DenyDestinations:    vmconfig.DefaultDenyDestinations,
 	}
 	ctx := context.Background()
 	clk := clock.NewFake(epoch)

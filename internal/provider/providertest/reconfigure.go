@@ -8,7 +8,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/egress-proxies/egress/internal/provider"
-	"github.com/egress-proxies/egress/internal/proxyengine"
+	"github.com/egress-proxies/egress/internal/vm/vmconfig"
 )
 
 // runReconfigure holds a provider that is a provider.Reconfigurer to its
@@ -25,7 +25,7 @@ func runReconfigure(t *testing.T, newTarget func(t *testing.T) Target) {
 	}
 	ctx := context.Background()
 	create := request("a")
-	create.Engine = &proxyengine.Config{Generation: 1, Listen: ":3128", ConnectPorts: []int{443}}
+	create.Engine = &vmconfig.Config{Generation: 1, Listen: ":3128", ConnectPorts: []int{443}}
 	id := mustCreate(t, tg.Provider, create)
 	tg.Settle()
 	if tg.ReportReady != nil {
@@ -51,7 +51,7 @@ func runReconfigure(t *testing.T, newTarget func(t *testing.T) Target) {
 	// A warm VM changes hands: a new owner and a new configuration.
 	req := provider.ReconfigureRequest{
 		UID: "99999999-0000-4000-8000-000000000001", Namespace: "conformance", ProxyName: "claimed",
-		Engine: &proxyengine.Config{Generation: 2, Listen: ":3128", ConnectPorts: []int{443, 8443}},
+		Engine: &vmconfig.Config{Generation: 2, Listen: ":3128", ConnectPorts: []int{443, 8443}},
 	}
 	if err := r.Reconfigure(ctx, id, req); err != nil {
 		t.Fatalf("Reconfigure(%q): %v", id, err)

@@ -2,7 +2,7 @@
 // database: which fields a deletion or rotation request changes, what a
 // page token is, when a create fits its namespace's quota, what a
 // namespace's update writes and when a namespace may go. The Firestore
-// store (internal/store) and the in-memory one (internal/store/memstore)
+// store (internal/store) and the in-memory one (internal/store/storefake)
 // both call these functions, and internal/store/storetest holds both to
 // the same results, so the rules cannot drift apart between the two.
 package rules

@@ -1,0 +1,123 @@
+// Command egress-proxy is the forward proxy each proxy VM runs (package
+// internal/vm/engine): HTTP CONNECT and plain HTTP with Basic
+// credentials, on the address and under the rules of one JSON
+// configuration file.
+//
+//	egress-proxy -config /etc/egress-proxy/engine.json
+//
+// SIGHUP reads the file again and applies it to new requests; the tunnels
+// already open keep going, and a file that does not load leaves the rules
+// in force. SIGTERM (or SIGINT) stops accepting and lets open tunnels
+// finish for -drain, then closes them. Logs are JSON lines on stderr in the
+// shape Cloud Logging reads, one per decision, never a password or a
+// Proxy-Authorization header. -check only loads the file and says whether
+// it would serve.
+//
+//	egress-proxy agent [-once] [-dir /etc/egress-proxy] [-user egress-proxy]
+//
+// runs, as root on the VM, the configuration agent (internal/vm/agent): it
+// follows the instance's egress-config on the metadata server and applies
+// each change to the engine running under systemd (egress-proxy.service)
+// without a new VM. -once applies the value there is now and exits: the
+// startup script's first apply.
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/egress-proxies/egress/internal/logging"
+	"github.com/egress-proxies/egress/internal/vm/engine"
+	"github.com/egress-proxies/egress/internal/vm/vmconfig"
+)
+
+func main() {
+	if len(os.Args) > 1 && os.Args[1] == "agent" {
+		os.Exit(agentMain(os.Args[2:]))
+	}
+	configPath := flag.String("config", "", "the engine's JSON configuration (vmconfig.Config)")
+	drain := flag.Duration("drain", 30*time.Second, "how long SIGTERM lets open tunnels finish before closing them")
+	level := flag.String("log-level", "info", "debug (a line per tunnel), info, warn or error")
+	check := flag.Bool("check", false, "load the configuration, say whether it would serve, and exit")
+	flag.Parse()
+	var lvl slog.Level
+	if err := lvl.UnmarshalText([]byte(*level)); err != nil {
+		fmt.Fprintf(os.Stderr, "egress-proxy: -log-level %q: want debug, info, warn or error\n", *level)
+		os.Exit(2)
+	}
+	log := logging.New(os.Stderr, lvl)
+	if *configPath == "" {
+		fmt.Fprintln(os.Stderr, "egress-proxy: -config FILE is required")
+		os.Exit(2)
+	}
+	if err := run(log, *configPath, *drain, *check); err != nil {
+		log.Error("egress-proxy stopped", slog.Any("error", err))
+		os.Exit(1)
+	}
+}
+
+func load(path string) (vmconfig.Config, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return vmconfig.Config{}, err
+	}
+	c, err := engine.ReadConfig(data)
+	if err != nil {
+		return c, fmt.Errorf("%s: %w", path, err)
+	}
+	return c, nil
+}
+
+func run(log *slog.Logger, path string, drain time.Duration, check bool) error {
+	cfg, err := load(path)
+	if err != nil {
+		return err
+	}
+	s, err := engine.New(cfg, engine.Options{Log: log})
+	if err != nil || check {
+		return err
+	}
+	// Subscribed before serving, so a signal sent as soon as the port
+	// answers is not lost.
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	term := make(chan os.Signal, 1)
+	signal.Notify(term, syscall.SIGTERM, os.Interrupt)
+	served := make(chan error, 1)
+	go func() { served <- s.ListenAndServe() }()
+	for {
+		select {
+		case err := <-served:
+			return err
+		case <-hup:
+			next, err := load(path)
+			if err == nil {
+				err = s.Apply(next)
+			}
+			if err != nil {
+				log.Error("reload refused: the rules in force stay", slog.Any("error", err))
+			}
+		case sig := <-term:
+			log.Info("draining", slog.String("signal", sig.String()), slog.Duration("deadline", drain))
+			ctx, cancel := context.WithTimeout(context.Background(), drain)
+			err := s.Shutdown(ctx)
+			cancel()
+			if served := <-served; !errors.Is(served, http.ErrServerClosed) {
+				return served
+			}
+			if errors.Is(err, context.DeadlineExceeded) {
+				// Closing late tunnels is the deadline doing its job.
+				return nil
+			}
+			return err
+		}
+	}
+}

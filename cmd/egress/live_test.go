@@ -1,0 +1,139 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/egress-proxies/egress/internal/clock"
+	"github.com/egress-proxies/egress/internal/httpapi"
+	"github.com/egress-proxies/egress/internal/provider"
+	"github.com/egress-proxies/egress/internal/provider/mock"
+	"github.com/egress-proxies/egress/internal/proxy"
+	"github.com/egress-proxies/egress/internal/store/rules"
+	"github.com/egress-proxies/egress/internal/store/storefake"
+	"github.com/egress-proxies/egress/internal/tenancy"
+)
+
+// localAPI is the API over the in-memory store, as the local stack
+// serves it: a request with no token is ops@example.com, an admin and
+// the owner of namespace demo, which holds proxy p, Ready.
+func localAPI(t *testing.T) (string, *storefake.Store) {
+	t.Helper()
+	const who = "ops@example.com"
+	st := storefake.New(clock.Real{})
+	ctx := context.Background()
+	now := time.Now().UTC().Truncate(time.Microsecond)
+	if _, err := st.CreateNamespace(ctx, rules.NewNamespace("demo", map[string]tenancy.Role{who: tenancy.Owner}, 0, 20, now)); err != nil {
+		t.Fatal(err)
+	}
+	creds, _ := proxy.NewCredentials()
+	p := &proxy.Proxy{Namespace: "demo", Name: "p", UID: "uid-p", Generation: 1, CreateTime: now,
+		Spec:       proxy.Spec{Provider: mock.Type, Port: 3128, IPPolicy: proxy.IPEphemeral, Placement: proxy.Placement{Region: "us-central1"}, AllowedSourceRanges: []string{"203.0.113.0/24"}},
+		Status:     proxy.Status{Phase: proxy.PhaseReady, Endpoint: "192.0.2.1:3128", ObservedGeneration: 1},
+		Reconciler: proxy.Bookkeeping{Credentials: creds}}
+	if _, err := st.Create(ctx, p, 20); err != nil {
+		t.Fatal(err)
+	}
+	reg := provider.NewRegistry()
+	_ = reg.Register(mock.Type, func(context.Context) (provider.Provider, error) { return nil, fmt.Errorf("unused") }, provider.WithValidator(mock.Validate))
+	admins, _ := tenancy.ParseAdmins(who)
+	api := httpapi.New(st, clock.Real{}, slog.New(slog.NewTextHandler(io.Discard, nil)), httpapi.Options{
+		DefaultProvider: mock.Type, Providers: provider.NewSet(reg), Admins: admins, LocalIdentity: who,
+	})
+	srv := httptest.NewServer(api)
+	t.Cleanup(srv.Close)
+	return srv.URL, st
+}
+
+// egress runs the CLI against api and returns its exit code and output.
+func egress(api string, args ...string) (int, string, string) {
+	var stdout, stderr bytes.Buffer
+	code := run(context.Background(), args, &stdout, &stderr, func(k string) string {
+		return map[string]string{"EGRESS_API": api, "EGRESS_NAMESPACE": "demo"}[k]
+	})
+	return code, stdout.String(), stderr.String()
+}
+
+// TestLiveChangesCommands: update and rotate-credentials change the proxy
+// as the API answers, and a flag-less update is refused before any call.
+func TestLiveChangesCommands(t *testing.T) {
+	api, st := localAPI(t)
+	code, stdout, stderr := egress(api, "proxies", "update", "p", "--allowed-source-range", "198.51.100.0/24,203.0.113.0/24", "--connect-port", "443", "--connect-port", "8443", "-o", "json")
+	var p proxy.Proxy
+	if code != exitOK || json.Unmarshal([]byte(stdout), &p) != nil {
+		t.Fatalf("update: exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	want := proxy.Spec{Provider: mock.Type, Port: 3128, IPPolicy: proxy.IPEphemeral, Placement: proxy.Placement{Region: "us-central1"},
+		AllowedSourceRanges: []string{"198.51.100.0/24", "203.0.113.0/24"}, ConnectPorts: []int32{443, 8443}}
+	if diff := cmp.Diff(want, p.Spec); diff != "" || p.Generation != 2 {
+		t.Errorf("after update: generation %d, want 2; spec (-want +got):\n%s", p.Generation, diff)
+	}
+	p = proxy.Proxy{}
+	if code, stdout, _ = egress(api, "proxies", "update", "p", "--default-connect-ports", "-o", "json"); code != exitOK || json.Unmarshal([]byte(stdout), &p) != nil || p.Spec.ConnectPorts != nil || p.Generation != 3 {
+		t.Errorf("update --default-connect-ports: exit %d, connectPorts %v, generation %d; want none and 3\n%s", code, p.Spec.ConnectPorts, p.Generation, stdout)
+	}
+	if code, _, stderr = egress(api, "proxies", "update", "p", "--allowed-source-range", "0.0.0.0/0"); code != exitInvalid || !strings.Contains(stderr, "spec.allowedSourceRanges[0]: ") {
+		t.Errorf("an update the policy refuses: exit %d, want %d naming the range\n%s", code, exitInvalid, stderr)
+	}
+	if code, _, stderr = egress(api, "proxies", "update", "p"); code != exitInvalid || !strings.Contains(stderr, "at least one of the flags") {
+		t.Errorf("update with nothing to change: exit %d, want %d\n%s", code, exitInvalid, stderr)
+	}
+
+	before, _ := st.Get(context.Background(), proxy.Key{Namespace: "demo", Name: "p"})
+	code, stdout, stderr = egress(api, "proxies", "rotate-credentials", "p", "-o", "json")
+	if code != exitOK || json.Unmarshal([]byte(stdout), &p) != nil {
+		t.Fatalf("rotate-credentials: exit %d\n%s\n%s", code, stdout, stderr)
+	}
+	if old := before.Reconciler.Credentials.URL(before.Status.Endpoint); p.Status.ProxyURL == "" || p.Status.ProxyURL == old || p.Generation != 4 {
+		t.Errorf("rotate-credentials: proxyURL %q (before %q), generation %d; want new credentials and generation 4", p.Status.ProxyURL, old, p.Generation)
+	}
+	// The reconciler records the VM serving generation 4: --wait ends.
+	served, _ := st.Get(context.Background(), p.Key())
+	served.Status.ObservedGeneration = served.Generation
+	if _, err := st.UpdateStatus(context.Background(), served); err != nil {
+		t.Fatal(err)
+	}
+	// A change to what it has is no change: the VM serves it already.
+	if code, stdout, stderr = egress(api, "proxies", "update", "p", "--default-connect-ports", "--wait", "--timeout", "10s"); code != exitOK || !strings.Contains(stdout, "phase:") {
+		t.Errorf("update --wait of what the VM serves: exit %d, want %d\n%s\n%s", code, exitOK, stdout, stderr)
+	}
+	if code, _, stderr = egress(api, "proxies", "rotate-credentials", "p", "--wait", "--timeout", "2s"); code != exitFailed || !strings.Contains(stderr, "context deadline exceeded") {
+		t.Errorf("rotate-credentials --wait before the VM serves generation 5: exit %d, want %d and the deadline\n%s", code, exitFailed, stderr)
+	}
+}
+
+// TestPoolsCommands: a pool's life through the CLI.
+func TestPoolsCommands(t *testing.T) {
+	api, _ := localAPI(t)
+	steps := []struct {
+		args     []string
+		wantCode int
+		want     string
+	}{
+		{args: []string{"pools", "put", "warm", "--region", "us-central1", "--zone", "us-central1-a", "--size", "2"}, wantCode: exitOK, want: "size:"},
+		{args: []string{"pools", "put", "warm", "--region", "us-central1", "--zone", "us-central1-b", "--size", "2"}, wantCode: exitInvalid, want: "spec.placement: pool warm has placement"},
+		{args: []string{"pools", "put", "cold", "--region", "us-central1", "--size", "101"}, wantCode: exitInvalid, want: "size: 101 is outside 0-100"},
+		{args: []string{"pools", "put", "warm", "--region", "us-central1", "--zone", "us-central1-a", "--size", "3", "-o", "json"}, wantCode: exitOK, want: `"size": 3`},
+		{args: []string{"pools", "list"}, wantCode: exitOK, want: "warm  mock      us-central1  us-central1-a  3"},
+		{args: []string{"pools", "get", "warm", "-o", "json"}, wantCode: exitOK, want: `"claimsLastHour": 0`},
+		{args: []string{"pools", "delete", "warm"}, wantCode: exitOK, want: "deleting since:"},
+		{args: []string{"pools", "get", "absent"}, wantCode: exitFailed, want: "404 NOT_FOUND, POOL_NOT_FOUND"},
+		{args: []string{"pools", "put", "x", "--size", "1"}, wantCode: exitInvalid, want: `required flag(s) "region" not set`},
+	}
+	for i, st := range steps {
+		code, stdout, stderr := egress(api, st.args...)
+		if code != st.wantCode || !strings.Contains(stdout+stderr, st.want) {
+			t.Errorf("step %d: egress %s: exit %d, want %d and %q\nstdout:\n%s\nstderr:\n%s", i, strings.Join(st.args, " "), code, st.wantCode, st.want, stdout, stderr)
+		}
+	}
+}

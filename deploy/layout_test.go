@@ -1,0 +1,127 @@
+package deploy
+
+import (
+	"bufio"
+	"bytes"
+	"os/exec"
+	"slices"
+	"strings"
+	"testing"
+)
+
+const modulePath = "github.com/egress-proxies/egress/"
+
+// imports lists every package of the module (tests aside) with the module's
+// packages it imports, as `go list` sees the tree, and apart the other
+// packages each imports.
+func imports(t *testing.T) (module, others map[string][]string) {
+	t.Helper()
+	cmd := exec.Command("go", "list", "-f", `{{.ImportPath}}{{range .Imports}} {{.}}{{end}}`, "./...")
+	cmd.Dir = ".."
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	m, o := map[string][]string{}, map[string][]string{}
+	sc := bufio.NewScanner(bytes.NewReader(out))
+	for sc.Scan() {
+		f := strings.Fields(sc.Text())
+		pkg := strings.TrimPrefix(f[0], modulePath)
+		m[pkg] = nil
+		for _, imp := range f[1:] {
+			if rel, ok := strings.CutPrefix(imp, modulePath); ok {
+				m[pkg] = append(m[pkg], rel)
+			} else {
+				o[pkg] = append(o[pkg], imp)
+			}
+		}
+	}
+	return m, o
+}
+
+// under reports whether pkg is dir or inside it.
+func under(pkg string, dirs ...string) bool {
+	for _, d := range dirs {
+		if pkg == d || strings.HasPrefix(pkg, d+"/") {
+			return true
+		}
+	}
+	return false
+}
+
+// TestTheFunctionsLinkNoDouble: what Cloud Run builds (the functions
+// package and everything it links) contains no mock, no fake, no emulator
+// code and nothing that runs on the VM but the contract with it. A mock
+// linked into production is one PROVIDERS setting away from a deployment
+// that makes no VMs and says it did.
+func TestTheFunctionsLinkNoDouble(t *testing.T) {
+	cmd := exec.Command("go", "list", "-deps", "./functions")
+	cmd.Dir = ".."
+	out, err := cmd.Output()
+	if err != nil {
+		t.Fatalf("go list -deps ./functions: %v", err)
+	}
+	forbidden := []string{"internal/provider/mock", "internal/provider/gcp/computefake", "internal/provider/providertest",
+		"internal/store/storefake", "internal/store/storetest", "internal/app/mockprovider", "emulators",
+		"internal/vm/engine", "internal/vm/agent", "internal/vm/imagetest", "internal/sim", "dev", "cmd"}
+	var linked []string
+	for _, p := range strings.Fields(string(out)) {
+		if rel, ok := strings.CutPrefix(p, modulePath); ok && under(rel, forbidden...) {
+			linked = append(linked, rel)
+		}
+	}
+	if len(linked) > 0 {
+		t.Errorf("the deployed functions link %v: a deployment must contain none of %v", linked, forbidden)
+	}
+}
+
+// TestDependenciesPointOneWay holds the tree's layers: entry points →
+// composition root → domain logic → the provider contract and the domain
+// types. Each rule names who may import a part of the tree; a new import
+// that crosses one fails here with the rule it breaks.
+func TestDependenciesPointOneWay(t *testing.T) {
+	graph, others := imports(t)
+	rules := []struct {
+		what    string
+		target  []string
+		allowed []string
+	}{
+		{"entry points are imported by no one", []string{"functions", "cmd", "dev"}, nil},
+		{"only entry points and the local stack's wiring import the composition root", []string{"internal/app"},
+			[]string{"functions", "cmd", "dev", "internal/app", "emulators"}},
+		{"emulator code serves only the developer's tools and tests", []string{"emulators"}, []string{"emulators", "dev"}},
+		{"what runs on the VM is imported by no part of the control plane: it sees the contract (internal/vm/vmconfig) only",
+			[]string{"internal/vm/engine", "internal/vm/agent", "internal/vm/imagetest"},
+			[]string{"internal/vm", "cmd/egress-proxy", "internal/provider/mock", "dev"}},
+		{"the doubles are linked by the local stack, the simulation and tests only",
+			[]string{"internal/provider/mock", "internal/store/storefake", "internal/provider/gcp/computefake"},
+			[]string{"internal/provider", "internal/store", "internal/app/mockprovider", "internal/sim", "dev", "internal/vm/imagetest"}},
+	}
+	for _, r := range rules {
+		for pkg, deps := range graph {
+			for _, d := range deps {
+				if under(d, r.target...) && !under(d, pkg) && !under(pkg, r.allowed...) {
+					t.Errorf("%s imports %s, but %s", pkg, d, r.what)
+				}
+			}
+		}
+	}
+	// Reconcile, the collector and the pools' logic see narrow interfaces:
+	// no client of Firestore or Compute, no concrete provider, no store.
+	domain := []string{"internal/reconcile", "internal/gc", "internal/pools"}
+	for _, pkg := range domain {
+		for _, d := range graph[pkg] {
+			if under(d, "internal/store", "internal/provider/gcp", "internal/provider/mock", "internal/app", "internal/httpapi") && d != "internal/store/rules" {
+				t.Errorf("%s imports %s: the domain logic imports no store or provider implementation", pkg, d)
+			}
+		}
+		for _, d := range others[pkg] {
+			if strings.HasPrefix(d, "cloud.google.com/") || strings.HasPrefix(d, "google.golang.org/api") {
+				t.Errorf("%s imports %s: the domain logic imports no Google client", pkg, d)
+			}
+		}
+	}
+	if len(graph) < 20 || !slices.Contains(graph["internal/app"], "internal/reconcile") {
+		t.Fatalf("go list saw %d packages and internal/app without internal/reconcile: the graph was not read", len(graph))
+	}
+}

@@ -1,0 +1,420 @@
+// Package storefake is the test double of package store: an in-memory
+// document store with the Firestore semantics the reconciler and the garbage collector rely on: create fails
+// when the document exists, every write gets a new, strictly later update
+// time, writes carrying a stale update time are refused, and each change is
+// reported to a watcher as Firestore reports it to Eventarc. Namespace
+// documents are kept too, with the per-namespace counter a create and a
+// delete change, as internal/store keeps them; their changes are no proxy
+// events and reach no watcher.
+//
+// What the two stores decide alike is package rules', which both call.
+//
+// It exists for the pure logic's tests and for the fault simulation, which
+// need thousands of schedules per second; the emulator tests of
+// internal/store check that the real store behaves the same way on the same
+// operations.
+package storefake
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/egress-proxies/egress/internal/clock"
+	"github.com/egress-proxies/egress/internal/proxy"
+	"github.com/egress-proxies/egress/internal/store/rules"
+	"github.com/egress-proxies/egress/internal/tenancy"
+)
+
+// Change is one write to a document: Old is nil for a create, New is nil for
+// a delete. Both are copies the watcher may keep.
+type Change struct {
+	Key      proxy.Key
+	Old, New *proxy.Proxy
+}
+
+// Store is the in-memory store. The zero value is not usable; call New.
+type Store struct {
+	clock clock.Clock
+
+	mu         sync.Mutex
+	docs       map[proxy.Key]*proxy.Proxy
+	namespaces map[string]*tenancy.Namespace
+	pools      map[string]*proxy.Pool
+	last       time.Time
+	watch      func(Change)
+	writes     int
+	reads      int
+}
+
+// New returns an empty store whose update times come from clk.
+func New(clk clock.Clock) *Store {
+	return &Store{clock: clk, docs: map[proxy.Key]*proxy.Proxy{}, namespaces: map[string]*tenancy.Namespace{}, pools: map[string]*proxy.Pool{}}
+}
+
+// Watch sets the function told of every change, after it is applied and
+// outside the store's lock (so the watcher may call the store).
+func (s *Store) Watch(fn func(Change)) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.watch = fn
+}
+
+// Counts returns how many document reads and writes the store has served.
+func (s *Store) Counts() (reads, writes int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.reads, s.writes
+}
+
+// Create writes a new document, failing with proxy.ErrAlreadyExists (and
+// the existing document) when the name is taken and with
+// proxy.ErrQuotaExceeded when the namespace already holds quota documents.
+// Like the Firestore store's, it makes the namespace's counter when there
+// is none.
+func (s *Store) Create(ctx context.Context, p *proxy.Proxy, quota int) (*proxy.Proxy, error) {
+	return s.create(ctx, p, false, func(*tenancy.Namespace) (tenancy.Limits, error) { return tenancy.Limits{Quota: quota}, nil })
+}
+
+// CreateInNamespace is Create in a namespace that must exist, admitted by
+// admit, as the Firestore store's.
+func (s *Store) CreateInNamespace(ctx context.Context, p *proxy.Proxy, admit tenancy.Admission) (*proxy.Proxy, error) {
+	return s.create(ctx, p, true, admit)
+}
+
+func (s *Store) create(_ context.Context, p *proxy.Proxy, needNamespace bool, admit tenancy.Admission) (*proxy.Proxy, error) {
+	s.mu.Lock()
+	key := p.Key()
+	if key.IsMember() {
+		return s.createMember(p)
+	}
+	ns := s.namespaces[key.Namespace]
+	var view *tenancy.Namespace
+	if ns != nil {
+		view = ns.Clone()
+	}
+	limits, err := admit(view)
+	if err == nil && ns == nil && needNamespace {
+		err = fmt.Errorf("namespace %q: %w", key.Namespace, tenancy.ErrNamespaceNotFound)
+	}
+	if err != nil {
+		s.mu.Unlock()
+		return nil, err
+	}
+	if old, ok := s.docs[key]; ok {
+		defer s.mu.Unlock()
+		return clone(old), fmt.Errorf("%s: %w", key, proxy.ErrAlreadyExists)
+	}
+	count := int64(0)
+	if ns != nil {
+		count = ns.ProxyCount
+	}
+	if err := rules.Admit(key.Namespace, count, limits.Quota); err != nil {
+		s.mu.Unlock()
+		return nil, err
+	}
+	if ns != nil {
+		counted := ns.Clone()
+		if _, err := rules.CountCreation(counted, p.CreateTime, limits.CreatesPerHour); err != nil {
+			s.mu.Unlock()
+			return nil, err
+		}
+		ns.Creations = counted.Creations
+	}
+	if ns == nil {
+		ns = &tenancy.Namespace{Name: key.Namespace}
+		s.namespaces[key.Namespace] = ns
+	}
+	ns.ProxyCount++
+	doc := clone(p)
+	// The create time is the caller's, as the Firestore store stores it:
+	// neither store makes one up.
+	doc.UpdateTime = s.tick()
+	ns.UpdateTime = doc.UpdateTime
+	s.docs[key] = doc
+	return clone(doc), s.changed(Change{Key: key, New: clone(doc)})
+}
+
+// Get returns a copy of the document.
+func (s *Store) Get(_ context.Context, key proxy.Key) (*proxy.Proxy, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.reads++
+	doc, ok := s.docs[key]
+	if !ok {
+		return nil, fmt.Errorf("%s: %w", key, proxy.ErrNotFound)
+	}
+	return clone(doc), nil
+}
+
+// List returns up to pageSize documents of a namespace ordered by name, and
+// the next page's token (rules.PageToken).
+func (s *Store) List(_ context.Context, namespace string, pageSize int, pageToken string) ([]*proxy.Proxy, string, error) {
+	after, err := rules.ParsePageToken(pageToken)
+	if err != nil {
+		return nil, "", err
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var names []string
+	for k := range s.docs {
+		if k.Namespace == namespace && k.Name > after {
+			names = append(names, k.Name)
+		}
+	}
+	names, next := page(names, pageSize)
+	var out []*proxy.Proxy
+	for _, n := range names {
+		s.reads++
+		out = append(out, clone(s.docs[proxy.Key{Namespace: namespace, Name: n}]))
+	}
+	return out, next, nil
+}
+
+// page sorts the names past a page token and keeps a page of them, with
+// the next page's token ("" after the last), as the Firestore store pages
+// by name.
+func page(names []string, pageSize int) ([]string, string) {
+	slices.Sort(names)
+	if len(names) > pageSize {
+		return names[:pageSize], rules.PageToken(names[pageSize-1])
+	}
+	return names, ""
+}
+
+// RequestDeletion marks the document for deletion (rules.RequestDeletion).
+func (s *Store) RequestDeletion(_ context.Context, key proxy.Key, now time.Time) (*proxy.Proxy, error) {
+	return s.change(key, func(p *proxy.Proxy) ([]rules.Field, error) { return rules.RequestDeletion(p, now), nil })
+}
+
+// RequestRotation asks for the proxy's VM to be rotated
+// (rules.RequestRotation) and counts it against the namespace's bound
+// (rules.CountCreation), as the Firestore store's: both or nothing.
+func (s *Store) RequestRotation(_ context.Context, key proxy.Key, now time.Time, limits tenancy.Limits) (*proxy.Proxy, error) {
+	s.mu.Lock()
+	doc, ok := s.docs[key]
+	if !ok {
+		s.mu.Unlock()
+		return nil, fmt.Errorf("%s: %w", key, proxy.ErrNotFound)
+	}
+	ns, counted := s.copyOf(key.Namespace)
+	next := clone(doc)
+	_, err := rules.RequestRotation(next, now, limits.RotateMinInterval)
+	if err == nil {
+		_, err = rules.CountCreation(counted, now, limits.CreatesPerHour)
+	}
+	if err != nil {
+		s.mu.Unlock()
+		return nil, err
+	}
+	old := clone(doc)
+	next.UpdateTime = s.tick()
+	s.docs[key] = next
+	if ns != nil && !slices.Equal(ns.Creations, counted.Creations) {
+		ns.Creations, ns.UpdateTime = counted.Creations, next.UpdateTime
+		s.writes++
+	}
+	return clone(next), s.changed(Change{Key: key, Old: old, New: clone(next)})
+}
+
+// UpdateSpec applies a change of the proxy's reconfigurable fields, as
+// the Firestore store's (rules.UpdateSpec).
+func (s *Store) UpdateSpec(_ context.Context, key proxy.Key, now time.Time, update func(proxy.Spec) (proxy.Spec, error)) (*proxy.Proxy, error) {
+	return s.change(key, func(p *proxy.Proxy) ([]rules.Field, error) { return rules.UpdateSpec(p, now, update) })
+}
+
+// RotateCredentials draws new credentials and counts a generation, as
+// the Firestore store's (rules.RotateCredentials).
+func (s *Store) RotateCredentials(_ context.Context, key proxy.Key, now time.Time) (*proxy.Proxy, error) {
+	return s.change(key, func(p *proxy.Proxy) ([]rules.Field, error) { return rules.RotateCredentials(p, now) })
+}
+
+// change applies what rule changes of the document; a rule that changes
+// nothing writes nothing.
+func (s *Store) change(key proxy.Key, rule func(*proxy.Proxy) ([]rules.Field, error)) (*proxy.Proxy, error) {
+	s.mu.Lock()
+	doc, ok := s.docs[key]
+	if !ok {
+		s.mu.Unlock()
+		return nil, fmt.Errorf("%s: %w", key, proxy.ErrNotFound)
+	}
+	next := clone(doc)
+	fields, err := rule(next)
+	if err != nil || len(fields) == 0 {
+		defer s.mu.Unlock()
+		if err != nil {
+			return nil, err
+		}
+		return clone(doc), nil
+	}
+	old := clone(doc)
+	next.UpdateTime = s.tick()
+	s.docs[key] = next
+	return clone(next), s.changed(Change{Key: key, Old: old, New: clone(next)})
+}
+
+// UpdateStatus replaces status and bookkeeping when p.UpdateTime is still
+// the document's update time.
+func (s *Store) UpdateStatus(_ context.Context, p *proxy.Proxy) (time.Time, error) {
+	s.mu.Lock()
+	key := p.Key()
+	doc, ok := s.docs[key]
+	switch {
+	case !ok:
+		s.mu.Unlock()
+		return time.Time{}, fmt.Errorf("%s: %w", key, proxy.ErrNotFound)
+	case !doc.UpdateTime.Equal(p.UpdateTime):
+		s.mu.Unlock()
+		return time.Time{}, fmt.Errorf("%s changed since %s: %w", key, p.UpdateTime.Format(time.RFC3339Nano), proxy.ErrConflict)
+	}
+	old := clone(doc)
+	next := clone(p)
+	doc.Status, doc.Reconciler = next.Status, next.Reconciler
+	doc.UpdateTime = s.tick()
+	t := doc.UpdateTime
+	return t, s.changed(Change{Key: key, Old: old, New: clone(doc)})
+}
+
+// Delete removes the document when updateTime is still its update time.
+func (s *Store) Delete(_ context.Context, key proxy.Key, updateTime time.Time) error {
+	s.mu.Lock()
+	doc, ok := s.docs[key]
+	switch {
+	case !ok:
+		s.mu.Unlock()
+		return fmt.Errorf("%s: %w", key, proxy.ErrNotFound)
+	case !doc.UpdateTime.Equal(updateTime):
+		s.mu.Unlock()
+		return fmt.Errorf("%s changed since %s: %w", key, updateTime.Format(time.RFC3339Nano), proxy.ErrConflict)
+	}
+	delete(s.docs, key)
+	if ns := s.namespaces[key.Namespace]; ns != nil && !key.IsMember() {
+		ns.ProxyCount--
+	}
+	s.writes++
+	s.tick()
+	return s.changed(Change{Key: key, Old: doc})
+}
+
+// LiveUIDs returns, by uid, the key, phase, provider and rotation fields
+// of every document.
+func (s *Store) LiveUIDs(context.Context) (map[string]proxy.Claim, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	uids := make(map[string]proxy.Claim, len(s.docs))
+	for k, d := range s.docs {
+		s.reads++
+		c := proxy.Claim{Key: k, Phase: d.Status.Phase, Provider: d.Spec.Provider, ProviderID: d.Status.ProviderID,
+			MaxAge: d.Spec.MaxAge, BootStart: d.Reconciler.BootStart, Claimed: d.ClaimedBy != nil}
+		if t := d.RotateRequestTime; t != nil {
+			rotate := *t
+			c.RotateRequestTime = &rotate
+		}
+		uids[d.UID] = c
+	}
+	return uids, nil
+}
+
+// Stalled returns up to limit documents whose progress time is set and
+// before `before`, oldest first.
+func (s *Store) Stalled(_ context.Context, before time.Time, limit int) ([]proxy.Key, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var docs []*proxy.Proxy
+	for _, d := range s.docs {
+		if t := d.Reconciler.ProgressTime; !t.IsZero() && t.Before(before) {
+			docs = append(docs, d)
+		}
+	}
+	sort.Slice(docs, func(i, j int) bool {
+		return docs[i].Reconciler.ProgressTime.Before(docs[j].Reconciler.ProgressTime)
+	})
+	var keys []proxy.Key
+	for _, d := range docs[:min(limit, len(docs))] {
+		s.reads++
+		keys = append(keys, d.Key())
+	}
+	return keys, nil
+}
+
+// Keys returns the keys of every document, sorted, for tests and
+// invariant checks.
+func (s *Store) Keys() []proxy.Key {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	keys := make([]proxy.Key, 0, len(s.docs))
+	for k := range s.docs {
+		keys = append(keys, k)
+	}
+	slices.SortFunc(keys, func(a, b proxy.Key) int {
+		if a.Pool != b.Pool {
+			return compare(a.Pool, b.Pool)
+		}
+		if a.Namespace != b.Namespace {
+			return compare(a.Namespace, b.Namespace)
+		}
+		return compare(a.Name, b.Name)
+	})
+	return keys
+}
+
+func compare(a, b string) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// tick returns the next update time: the clock's time, moved on when
+// needed so update times strictly increase (Firestore's have microsecond
+// precision, so do these). Called with s.mu held.
+func (s *Store) tick() time.Time {
+	t := s.clock.Now().UTC().Truncate(time.Microsecond)
+	if !t.After(s.last) {
+		t = s.last.Add(time.Microsecond)
+	}
+	s.last = t
+	return t
+}
+
+// changed counts a write, releases the lock and tells the watcher.
+func (s *Store) changed(c Change) error {
+	if c.New != nil {
+		s.writes++
+	}
+	watch := s.watch
+	s.mu.Unlock()
+	if watch != nil {
+		watch(c)
+	}
+	return nil
+}
+
+// clone deep-copies a document, so callers never share memory with the
+// store, as with a real database.
+func clone(p *proxy.Proxy) *proxy.Proxy {
+	c := *p
+	c.Spec.AllowedSourceRanges = slices.Clone(p.Spec.AllowedSourceRanges)
+	c.Status.Conditions = slices.Clone(p.Status.Conditions)
+	if p.DeleteRequestTime != nil {
+		t := *p.DeleteRequestTime
+		c.DeleteRequestTime = &t
+	}
+	if p.RotateRequestTime != nil {
+		t := *p.RotateRequestTime
+		c.RotateRequestTime = &t
+	}
+	c.Spec.ConnectPorts = slices.Clone(p.Spec.ConnectPorts)
+	c.Reconciler.FullZones = slices.Clone(p.Reconciler.FullZones)
+	if p.ClaimedBy != nil {
+		cb := *p.ClaimedBy
+		c.ClaimedBy = &cb
+	}
+	return &c
+}

@@ -1,0 +1,360 @@
+package agent
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"github.com/egress-proxies/egress/internal/vm/engine"
+	"github.com/egress-proxies/egress/internal/vm/vmconfig"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Host is what the agent asks of the VM's system: load the kernel filter
+// from a file, and have the engine read its configuration file again.
+type Host interface {
+	LoadFilter(ctx context.Context, path string) error
+	// ReloadEngine reloads the running engine (SIGHUP), or starts it.
+	ReloadEngine(ctx context.Context) error
+}
+
+// Agent applies the engine's configuration from the metadata server.
+type Agent struct {
+	Metadata *Metadata
+	Host     Host
+	// Dir holds config.json (the engine's) and filter.nft.
+	Dir string
+	// ProxyUID is the engine's system user, whose packets the egress
+	// filter matches; ConfigGID its group, which may read config.json
+	// (-1: leave the group as it is).
+	ProxyUID, ConfigGID int
+	// Resolvers the engine may reach on port 53.
+	Resolvers []netip.Addr
+	// Forbidden is the address a self-test CONNECT must not reach (the
+	// metadata server, 169.254.169.254:80).
+	Forbidden string
+	// WatchTimeout is timeout_sec of each wait for a change.
+	WatchTimeout time.Duration
+	// HTTP publishes the call-home; nil is http.DefaultClient.
+	HTTP *http.Client
+	Log  *slog.Logger
+}
+
+// Files of Dir.
+const (
+	ConfigFile = "config.json"
+	FilterFile = "filter.nft"
+)
+
+// Apply serves text, the engine's configuration as the metadata carries
+// it: see the package doc. With rollback, a failure puts back the
+// configuration served before; without (the first boot), it leaves the VM
+// failed. Either way the failure is written to egress/error and reported
+// by a call-home.
+func (a *Agent) Apply(ctx context.Context, text string, rollback bool) error {
+	text = strings.TrimSpace(text)
+	cfg, err := engine.ReadConfig([]byte(text))
+	if err != nil {
+		return a.failed(ctx, -1, err, false)
+	}
+	prevConfig, errC := os.ReadFile(filepath.Join(a.Dir, ConfigFile))
+	prevFilter, errF := os.ReadFile(filepath.Join(a.Dir, FilterFile))
+	canRollBack := rollback && errC == nil && errF == nil
+	if err := a.serve(ctx, cfg, text); err != nil {
+		if canRollBack {
+			if rerr := a.restore(ctx, prevConfig, prevFilter); rerr != nil {
+				a.Log.Error("could not put back the configuration served before", slog.Any("error", rerr))
+				canRollBack = false
+			}
+		}
+		return a.failed(ctx, cfg.Generation, err, canRollBack)
+	}
+	ready := strconv.FormatInt(cfg.Generation, 10)
+	if err := a.Metadata.DeleteGuest(ctx, vmconfig.GuestError); err != nil {
+		a.Log.Warn("could not clear egress/error", slog.Any("error", err))
+	}
+	if err := a.Metadata.PutGuest(ctx, vmconfig.GuestReady, ready); err != nil {
+		return fmt.Errorf("agent: writing egress/ready: %w", err)
+	}
+	a.Log.Info("serving", slog.Int64("generation", cfg.Generation), slog.Int("users", len(cfg.Users)))
+	a.callHome(ctx, "ready")
+	return nil
+}
+
+// serve loads the filter and the configuration with a self-test user,
+// proves them, then drops the user.
+func (a *Agent) serve(ctx context.Context, cfg vmconfig.Config, text string) error {
+	filter, err := Filter(cfg, a.ProxyUID, a.Resolvers)
+	if err != nil {
+		return err
+	}
+	if err := a.write(FilterFile, []byte(filter)); err != nil {
+		return err
+	}
+	if err := a.Host.LoadFilter(ctx, filepath.Join(a.Dir, FilterFile)); err != nil {
+		return fmt.Errorf("the rendered nftables rules do not load: %w", err)
+	}
+	st, err := a.selfTest(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	hash, err := vmconfig.NewPasswordHash(st.Password)
+	if err != nil {
+		return err
+	}
+	testing := cfg
+	testing.Users = append([]vmconfig.User{{Name: st.User, PasswordHash: hash}}, cfg.Users...)
+	body, err := json.Marshal(testing)
+	if err != nil {
+		return err
+	}
+	if err := a.write(ConfigFile, body); err != nil {
+		return err
+	}
+	if err := a.Host.ReloadEngine(ctx); err != nil {
+		return fmt.Errorf("the engine did not reload: %w", err)
+	}
+	if err := st.Serving(ctx); err != nil {
+		return err
+	}
+	if err := a.write(ConfigFile, []byte(text+"\n")); err != nil {
+		return err
+	}
+	if err := a.Host.ReloadEngine(ctx); err != nil {
+		return fmt.Errorf("the engine did not reload: %w", err)
+	}
+	return st.Dropped(ctx)
+}
+
+// selfTest makes the self-test of cfg: a user and password of its own,
+// the probe target the metadata names.
+func (a *Agent) selfTest(ctx context.Context, cfg vmconfig.Config) (SelfTest, error) {
+	host, port, err := net.SplitHostPort(cfg.Listen)
+	if err != nil {
+		return SelfTest{}, fmt.Errorf("listen %q is not host:port: %w", cfg.Listen, err)
+	}
+	if host == "" || host == "0.0.0.0" || host == "::" {
+		host = "127.0.0.1"
+	}
+	probe, err := a.Metadata.Attr(ctx, vmconfig.KeyProbeTarget)
+	if err != nil {
+		return SelfTest{}, err
+	}
+	if probe == "" {
+		probe = vmconfig.DefaultProbeTarget
+	}
+	if !probePattern.MatchString(probe) {
+		return SelfTest{}, fmt.Errorf("egress-probe-target is not host:port")
+	}
+	return SelfTest{Proxy: net.JoinHostPort(host, port), Probe: probe, Forbidden: a.Forbidden,
+		User: "selftest" + randomWord(6), Password: randomWord(24)}, nil
+}
+
+var probePattern = regexp.MustCompile(`^[A-Za-z0-9.-]+:[0-9]{1,5}$`)
+
+func randomWord(n int) string {
+	b := make([]byte, n)
+	rand.Read(b)
+	return base64.RawURLEncoding.EncodeToString(b)
+}
+
+// write replaces a file of Dir whole: written beside it, then renamed, so
+// the engine never reads half of one. Readable by root and the engine's
+// group only: config.json holds password hashes.
+func (a *Agent) write(name string, body []byte) error {
+	path := filepath.Join(a.Dir, name)
+	tmp := path + ".new"
+	if err := os.WriteFile(tmp, body, 0o640); err != nil {
+		return err
+	}
+	if a.ConfigGID >= 0 {
+		if err := os.Chown(tmp, -1, a.ConfigGID); err != nil {
+			return err
+		}
+	}
+	if err := os.Chmod(tmp, 0o640); err != nil {
+		return err
+	}
+	return os.Rename(tmp, path)
+}
+
+// restore puts back the files served before and has the engine and the
+// kernel read them.
+func (a *Agent) restore(ctx context.Context, config, filter []byte) error {
+	if err := a.write(FilterFile, filter); err != nil {
+		return err
+	}
+	if err := a.write(ConfigFile, config); err != nil {
+		return err
+	}
+	return errors.Join(a.Host.LoadFilter(ctx, filepath.Join(a.Dir, FilterFile)), a.Host.ReloadEngine(ctx))
+}
+
+// failed reports a configuration that could not be served: egress/error
+// with a one-line reason, a call-home boot-failed. generation -1 is one
+// that did not load.
+func (a *Agent) failed(ctx context.Context, generation int64, cause error, rolledBack bool) error {
+	reason := cause.Error()
+	if generation >= 0 {
+		reason = fmt.Sprintf("generation %d: %s", generation, reason)
+	}
+	if rolledBack {
+		reason += "; the configuration served before is served still"
+	}
+	reason = oneLine(reason)
+	a.Log.Error("configuration not applied", slog.String("reason", reason))
+	if err := a.Metadata.PutGuest(ctx, vmconfig.GuestError, reason); err != nil {
+		a.Log.Error("cannot write egress/error", slog.Any("error", err))
+	}
+	a.callHome(ctx, "boot-failed")
+	return fmt.Errorf("agent: %s", reason)
+}
+
+func oneLine(s string) string {
+	s = strings.Map(func(r rune) rune {
+		if r < ' ' || r > '~' {
+			return ' '
+		}
+		return r
+	}, s)
+	if len(s) > 200 {
+		s = s[:200]
+	}
+	return s
+}
+
+var (
+	topicPattern    = regexp.MustCompile(`^projects/[a-z][-a-z0-9.:]{4,61}[a-z0-9]/topics/[A-Za-z][-A-Za-z0-9._~%+]{2,254}$`)
+	endpointPattern = regexp.MustCompile(`^https?://[A-Za-z0-9.-]+(:[0-9]{1,5})?$`)
+	labelPattern    = regexp.MustCompile(`^[a-z0-9]([-a-z0-9]{0,61}[a-z0-9])?$`)
+	uidPattern      = regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$`)
+)
+
+// callHome publishes {namespace, name, uid, reason} on the call-home
+// topic with the VM's token, the identity read now: a claim changes it.
+// Only a hint: a lost one is found by the reconciler's sweep.
+func (a *Agent) callHome(ctx context.Context, reason string) {
+	attr := func(k string) string { v, _ := a.Metadata.Attr(ctx, k); return v }
+	topic := attr(vmconfig.KeyCallHomeTopic)
+	if topic == "" {
+		return
+	}
+	endpoint := attr(vmconfig.KeyPubSubEndpoint)
+	if endpoint == "" {
+		endpoint = vmconfig.DefaultPubSubEndpoint
+	}
+	// A warm pool's VM (KeyPool set) is the member pools/{pool}/proxies/{name}
+	// and has no namespace; a proxy's VM names its namespace.
+	msg := map[string]string{"name": attr(vmconfig.KeyName), "uid": attr(vmconfig.KeyUID), "reason": reason}
+	owner := "namespace"
+	if pool := attr(vmconfig.KeyPool); pool != "" {
+		owner = "pool"
+		msg[owner] = pool
+	} else {
+		msg[owner] = attr(vmconfig.KeyNamespace)
+	}
+	if !topicPattern.MatchString(topic) || !endpointPattern.MatchString(endpoint) || !labelPattern.MatchString(msg[owner]) ||
+		!labelPattern.MatchString(msg["name"]) || !uidPattern.MatchString(msg["uid"]) {
+		a.Log.Warn("the call-home attributes are not valid; not calling home")
+		return
+	}
+	if err := a.publish(ctx, endpoint, topic, msg); err != nil {
+		a.Log.Warn("could not call home; the reconciler's sweep will look", slog.String("topic", topic), slog.Any("error", err))
+		return
+	}
+	a.Log.Info("called home", slog.String("topic", topic), slog.String("reason", reason))
+}
+
+func (a *Agent) publish(ctx context.Context, endpoint, topic string, msg map[string]string) error {
+	token, err := a.Metadata.Token(ctx)
+	if err != nil {
+		return err
+	}
+	data, _ := json.Marshal(msg)
+	body, _ := json.Marshal(map[string]any{"messages": []map[string]string{{"data": base64.StdEncoding.EncodeToString(data)}}})
+	c := a.HTTP
+	if c == nil {
+		c = http.DefaultClient
+	}
+	var last error
+	for attempt := range 5 {
+		if attempt > 0 {
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-time.After(time.Duration(attempt) * time.Second):
+			}
+		}
+		rctx, cancel := context.WithTimeout(ctx, 20*time.Second)
+		req, err := http.NewRequestWithContext(rctx, http.MethodPost, endpoint+"/v1/"+topic+":publish", bytes.NewReader(body))
+		if err != nil {
+			cancel()
+			return err
+		}
+		req.Header.Set("Authorization", "Bearer "+token)
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := c.Do(req)
+		if err == nil {
+			resp.Body.Close()
+			if resp.StatusCode/100 == 2 {
+				cancel()
+				return nil
+			}
+			err = fmt.Errorf("publish: %s", resp.Status)
+		}
+		cancel()
+		last = err
+	}
+	return last
+}
+
+// Run follows egress-config until ctx ends, applying each value that is
+// not the one served (config.json) nor one that failed already.
+func (a *Agent) Run(ctx context.Context) error {
+	etag, failedText := "", ""
+	backoff := time.Second
+	for ctx.Err() == nil {
+		text, tag, err := a.Metadata.Watch(ctx, vmconfig.KeyConfig, etag, a.WatchTimeout)
+		if err != nil {
+			if ctx.Err() != nil {
+				break
+			}
+			a.Log.Warn("waiting for egress-config", slog.Any("error", err), slog.Duration("retryIn", backoff))
+			select {
+			case <-ctx.Done():
+			case <-time.After(backoff):
+			}
+			backoff = min(2*backoff, 30*time.Second)
+			etag = ""
+			continue
+		}
+		backoff = time.Second
+		if tag == etag && etag != "" {
+			continue
+		}
+		etag = tag
+		text = strings.TrimSpace(text)
+		served, _ := os.ReadFile(filepath.Join(a.Dir, ConfigFile))
+		if text == strings.TrimSpace(string(served)) || text == failedText {
+			continue
+		}
+		if err := a.Apply(ctx, text, true); err != nil {
+			failedText = text
+			continue
+		}
+		failedText = ""
+	}
+	return ctx.Err()
+}

@@ -1,0 +1,136 @@
+package agent
+
+import (
+	"bufio"
+	"fmt"
+	"io"
+	"net"
+	"net/netip"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/egress-proxies/egress/internal/vm/vmconfig"
+)
+
+// Filter renders the VM's nftables rules for cfg: the kernel's wall beside
+// the engine's own checks. proxyUID is the engine's system user, whose
+// packets the egress chain matches; resolvers are the addresses of
+// /etc/resolv.conf, which the engine may reach on port 53 only (on Compute
+// Engine the resolver is the metadata server itself). The ruleset deletes
+// and recreates its table in one transaction, so the filter is never
+// absent, and conntrack keeps every established connection through the
+// swap.
+func Filter(cfg vmconfig.Config, proxyUID int, resolvers []netip.Addr) (string, error) {
+	_, portText, err := net.SplitHostPort(cfg.Listen)
+	if err != nil {
+		return "", fmt.Errorf("agent: listen %q is not host:port: %w", cfg.Listen, err)
+	}
+	port, err := strconv.Atoi(portText)
+	if err != nil || port < 1 || port > 65535 {
+		return "", fmt.Errorf("agent: listen %q: the port is not 1-65535", cfg.Listen)
+	}
+	if len(cfg.ConnectPorts) == 0 {
+		return "", fmt.Errorf("agent: connectPorts: none")
+	}
+	allow4, allow6, err := families("allowedSourceRanges", cfg.AllowedSourceRanges)
+	if err != nil {
+		return "", err
+	}
+	deny4, deny6, err := families("denyDestinations", cfg.DenyDestinations)
+	if err != nil {
+		return "", err
+	}
+	var res4, res6 []string
+	for _, a := range resolvers {
+		if a.Unmap().Is4() {
+			res4 = append(res4, a.Unmap().String())
+		} else {
+			res6 = append(res6, a.String())
+		}
+	}
+	ports := make([]string, 0, len(cfg.ConnectPorts))
+	for _, p := range slices.Compact(slices.Sorted(slices.Values(cfg.ConnectPorts))) {
+		ports = append(ports, strconv.Itoa(p))
+	}
+	var b strings.Builder
+	b.WriteString("# Rendered by the egress proxy's agent (internal/vm/agent) from its configuration.\n")
+	b.WriteString("table inet egress_proxy\ndelete table inet egress_proxy\ntable inet egress_proxy {\n")
+	set(&b, "allowed4", "ipv4_addr", allow4)
+	set(&b, "allowed6", "ipv6_addr", allow6)
+	set(&b, "resolvers4", "ipv4_addr", res4)
+	set(&b, "resolvers6", "ipv6_addr", res6)
+	set(&b, "blocked4", "ipv4_addr", deny4)
+	set(&b, "blocked6", "ipv6_addr", deny6)
+	fmt.Fprintf(&b, `	# Ingress: only the allowed sources reach the proxy port, whatever the
+	# cloud firewall lets through; the VM itself may (the self-test).
+	chain input {
+		type filter hook input priority filter; policy accept;
+		tcp dport %[1]d iifname "lo" accept
+		tcp dport %[1]d ip saddr @allowed4 accept
+		tcp dport %[1]d ip6 saddr @allowed6 accept
+		tcp dport %[1]d drop
+	}
+	# Egress of the proxy's own user: answers to its clients, DNS to the
+	# resolvers, its own counters on loopback, and new connections only to
+	# public addresses on the allowed ports. Never the metadata server,
+	# never a private network.
+	chain output {
+		type filter hook output priority filter; policy accept;
+		meta skuid %[2]d jump proxy_egress
+	}
+	chain proxy_egress {
+		ct state established,related accept
+		ip daddr @resolvers4 meta l4proto { tcp, udp } th dport 53 accept
+		ip6 daddr @resolvers6 meta l4proto { tcp, udp } th dport 53 accept
+		ip daddr @blocked4 reject
+		ip6 daddr @blocked6 reject
+		tcp dport { %[3]s } accept
+		meta l4proto tcp reject with tcp reset
+		reject
+	}
+}
+`, port, proxyUID, strings.Join(ports, ", "))
+	return b.String(), nil
+}
+
+// families parses CIDRs and splits them by family, each in its canonical
+// text: nothing but netip's output reaches the ruleset.
+func families(field string, cidrs []string) (v4, v6 []string, err error) {
+	for _, s := range cidrs {
+		p, err := netip.ParsePrefix(s)
+		if err != nil {
+			return nil, nil, fmt.Errorf("agent: %s: %q is not a CIDR: %w", field, s, err)
+		}
+		p = p.Masked()
+		if p.Addr().Is4() {
+			v4 = append(v4, p.String())
+		} else {
+			v6 = append(v6, p.String())
+		}
+	}
+	return v4, v6, nil
+}
+
+func set(b *strings.Builder, name, typ string, elements []string) {
+	if len(elements) == 0 {
+		fmt.Fprintf(b, "\tset %s { type %s; flags interval; auto-merge; }\n", name, typ)
+		return
+	}
+	fmt.Fprintf(b, "\tset %s { type %s; flags interval; auto-merge; elements = { %s } }\n", name, typ, strings.Join(elements, ", "))
+}
+
+// Resolvers reads the nameserver addresses of a resolv.conf.
+func Resolvers(r io.Reader) []netip.Addr {
+	var out []netip.Addr
+	sc := bufio.NewScanner(r)
+	for sc.Scan() {
+		f := strings.Fields(sc.Text())
+		if len(f) >= 2 && f[0] == "nameserver" {
+			if a, err := netip.ParseAddr(f[1]); err == nil && a.Zone() == "" {
+				out = append(out, a)
+			}
+		}
+	}
+	return out
+}

@@ -1,0 +1,102 @@
+package agent
+
+import (
+	"bufio"
+	"context"
+	"encoding/base64"
+	"fmt"
+	"net"
+	"net/http"
+	"time"
+)
+
+// SelfTest proves the engine serves a configuration, over loopback, with
+// credentials of its own that the configuration under test carries.
+type SelfTest struct {
+	// Proxy is the engine's address on loopback.
+	Proxy string
+	// Probe is a host:port a CONNECT with credentials must reach.
+	Probe string
+	// Forbidden is a host:port a CONNECT with credentials must not reach:
+	// the metadata server.
+	Forbidden string
+	// User and Password are the self-test's credentials.
+	User, Password string
+}
+
+// connect sends one CONNECT to target, with credentials when user is set,
+// and returns the answer's status.
+func (st SelfTest) connect(ctx context.Context, target string, withCredentials bool) (int, error) {
+	ctx, cancel := context.WithTimeout(ctx, 15*time.Second)
+	defer cancel()
+	var d net.Dialer
+	c, err := d.DialContext(ctx, "tcp", st.Proxy)
+	if err != nil {
+		return 0, err
+	}
+	defer c.Close()
+	if dl, ok := ctx.Deadline(); ok {
+		c.SetDeadline(dl)
+	}
+	head := "CONNECT " + target + " HTTP/1.1\r\nHost: " + target + "\r\n"
+	if withCredentials {
+		head += "Proxy-Authorization: Basic " + base64.StdEncoding.EncodeToString([]byte(st.User+":"+st.Password)) + "\r\n"
+	}
+	if _, err := c.Write([]byte(head + "\r\n")); err != nil {
+		return 0, err
+	}
+	resp, err := http.ReadResponse(bufio.NewReader(c), &http.Request{Method: http.MethodConnect})
+	if err != nil {
+		return 0, err
+	}
+	resp.Body.Close()
+	return resp.StatusCode, nil
+}
+
+// poll asks until ok says yes or the attempts run out, and returns the
+// last status.
+func (st SelfTest) poll(ctx context.Context, target string, withCredentials bool, ok func(int) bool) (int, error) {
+	var code int
+	var err error
+	for range 60 {
+		code, err = st.connect(ctx, target, withCredentials)
+		if err == nil && ok(code) {
+			return code, nil
+		}
+		select {
+		case <-ctx.Done():
+			return code, ctx.Err()
+		case <-time.After(500 * time.Millisecond):
+		}
+	}
+	return code, err
+}
+
+// Serving proves the configuration that carries the self-test's user is
+// served: a CONNECT with its credentials to the probe target gets 200
+// (polled: the engine reloads on a signal, or is just starting), one
+// without credentials 407, and one to the metadata server is refused.
+func (st SelfTest) Serving(ctx context.Context) error {
+	if code, err := st.poll(ctx, st.Probe, true, func(c int) bool { return c == http.StatusOK }); code != http.StatusOK {
+		return fmt.Errorf("a CONNECT with the self-test's credentials to %s got %d (%v), want 200", st.Probe, code, err)
+	}
+	if code, err := st.connect(ctx, st.Probe, false); code != http.StatusProxyAuthRequired {
+		return fmt.Errorf("a CONNECT without credentials got %d (%v), want 407", code, err)
+	}
+	code, err := st.connect(ctx, st.Forbidden, true)
+	if err != nil {
+		return fmt.Errorf("the proxy did not answer a CONNECT to the metadata server: %w", err)
+	}
+	if code == http.StatusOK {
+		return fmt.Errorf("the proxy reached the metadata server")
+	}
+	return nil
+}
+
+// Dropped proves the self-test's user is gone: its credentials get 407.
+func (st SelfTest) Dropped(ctx context.Context) error {
+	if code, err := st.poll(ctx, st.Probe, true, func(c int) bool { return c == http.StatusProxyAuthRequired }); code != http.StatusProxyAuthRequired {
+		return fmt.Errorf("the engine still accepts the self-test's credentials after a reload (%d, %v)", code, err)
+	}
+	return nil
+}

@@ -1,0 +1,183 @@
+package engine
+
+import (
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/egress-proxies/egress/internal/vm/vmconfig"
+)
+
+// rules is a vmconfig.Config checked and in the form each request reads: one value,
+// swapped whole by a reload, so a request sees either the old rules or the
+// new ones, never half of each.
+type rules struct {
+	generation int64
+	users      map[string]string // name → PasswordHash
+	sources    []netip.Prefix
+	ports      map[int]bool
+	deny       []netip.Prefix
+	allow      []netip.Prefix
+
+	dialTimeout, idleTimeout time.Duration
+}
+
+// compile checks c and returns its rules. An error names the field and the
+// value.
+func compile(c vmconfig.Config) (*rules, error) {
+	r := &rules{
+		generation:  c.Generation,
+		users:       map[string]string{},
+		ports:       map[int]bool{},
+		dialTimeout: c.DialTimeout.Or(vmconfig.DefaultDialTimeout),
+		idleTimeout: c.IdleTimeout.Or(vmconfig.DefaultIdleTimeout),
+	}
+	// Only a warm pool's VM, generation 0, serves no one: it is proven and
+	// waits to be claimed. A proxy's configuration without users is a
+	// mistake.
+	if len(c.Users) == 0 && c.Generation != 0 {
+		return nil, fmt.Errorf("engine: users: none at generation %d, so the proxy would serve nobody (only generation 0, a warm pool's VM, may have none)", c.Generation)
+	}
+	for i, u := range c.Users {
+		if u.Name == "" || strings.ContainsAny(u.Name, ":\r\n") {
+			return nil, fmt.Errorf("engine: users[%d]: name %q is empty or holds ':' or a line break", i, u.Name)
+		}
+		if scheme, _, _ := strings.Cut(u.PasswordHash, ":"); scheme != vmconfig.HashScheme || strings.Count(u.PasswordHash, ":") != 2 {
+			return nil, fmt.Errorf("engine: users[%d] (%s): passwordHash is not %s:SALT:DIGEST (HashPassword's form)", i, u.Name, vmconfig.HashScheme)
+		}
+		if _, dup := r.users[u.Name]; dup {
+			return nil, fmt.Errorf("engine: users[%d]: %s is named twice", i, u.Name)
+		}
+		r.users[u.Name] = u.PasswordHash
+	}
+	var err error
+	if r.sources, err = prefixes("allowedSourceRanges", c.AllowedSourceRanges); err != nil {
+		return nil, err
+	}
+	if len(r.sources) == 0 && c.Generation != 0 {
+		return nil, fmt.Errorf("engine: allowedSourceRanges: none at generation %d, so the proxy would serve nobody (only generation 0, a warm pool's VM, may have none)", c.Generation)
+	}
+	if len(c.ConnectPorts) == 0 {
+		return nil, errors.New("engine: connectPorts: none, so no request could go anywhere")
+	}
+	for _, p := range c.ConnectPorts {
+		if p < 1 || p > 65535 {
+			return nil, fmt.Errorf("engine: connectPorts: %d is outside 1-65535", p)
+		}
+		r.ports[p] = true
+	}
+	if r.deny, err = prefixes("denyDestinations", c.DenyDestinations); err != nil {
+		return nil, err
+	}
+	if r.allow, err = prefixes("allowDestinations", c.AllowDestinations); err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+// prefixes parses CIDRs, IPv4-mapped IPv6 ones in their IPv4 form.
+func prefixes(field string, cidrs []string) ([]netip.Prefix, error) {
+	out := make([]netip.Prefix, 0, len(cidrs))
+	for _, s := range cidrs {
+		p, err := netip.ParsePrefix(strings.TrimSpace(s))
+		if err != nil {
+			return nil, fmt.Errorf("engine: %s: %q is not a CIDR: %w", field, s, err)
+		}
+		out = append(out, p.Masked())
+	}
+	return out, nil
+}
+
+func contains(ps []netip.Prefix, a netip.Addr) bool {
+	return slices.ContainsFunc(ps, func(p netip.Prefix) bool { return p.Contains(a) })
+}
+
+// sourceAllowed reports whether a client at addr may use the proxy.
+func (r *rules) sourceAllowed(addr netip.Addr) bool {
+	return contains(r.sources, addr.Unmap())
+}
+
+// destinationAllowed reports whether the proxy may connect to addr: not in
+// a denied range, or in an allowed one.
+func (r *rules) destinationAllowed(addr netip.Addr) bool {
+	addr = addr.Unmap()
+	return !contains(r.deny, addr) || contains(r.allow, addr)
+}
+
+// errUnauthorized is a request without credentials, or with credentials
+// the proxy does not hold: the same answer for both, 407, so a client
+// prompts for credentials instead of blaming the site.
+var errUnauthorized = errors.New("no valid Proxy-Authorization")
+
+// authorize checks a Proxy-Authorization header value and returns the
+// user it names.
+func (r *rules) authorize(header string) (string, error) {
+	name, password, ok := parseBasic(header)
+	if !ok {
+		return "", errUnauthorized
+	}
+	hash, known := r.users[name]
+	if !known {
+		// Hash anyway, so a wrong name costs what a wrong password does.
+		vmconfig.Matches(unknownUserHash, password)
+		return "", errUnauthorized
+	}
+	if !vmconfig.Matches(hash, password) {
+		return "", errUnauthorized
+	}
+	return name, nil
+}
+
+// unknownUserHash is what a password of an unknown user is checked
+// against: it matches nothing anyone sends.
+var unknownUserHash = vmconfig.HashPassword("\x00", make([]byte, vmconfig.SaltLength))
+
+// parseBasic decodes "Basic base64(user:password)", the scheme's name in
+// any case (RFC 7617).
+func parseBasic(header string) (user, password string, ok bool) {
+	scheme, token, found := strings.Cut(strings.TrimSpace(header), " ")
+	if !found || !strings.EqualFold(scheme, "Basic") {
+		return "", "", false
+	}
+	raw, err := base64.StdEncoding.DecodeString(strings.TrimSpace(token))
+	if err != nil {
+		return "", "", false
+	}
+	user, password, ok = strings.Cut(string(raw), ":")
+	if !ok || user == "" {
+		return "", "", false
+	}
+	return user, password, true
+}
+
+// errPort is a destination port the rules do not allow.
+var errPort = errors.New("port not allowed")
+
+// target parses a request's destination, host:port, and checks its port;
+// defaultPort fills a missing one (80 for plain http).
+func (r *rules) target(hostport string, defaultPort int) (host string, port int, err error) {
+	host, portText, err := net.SplitHostPort(hostport)
+	if err != nil {
+		if defaultPort == 0 {
+			return "", 0, fmt.Errorf("destination %q is not host:port: %w", hostport, err)
+		}
+		host, portText = strings.TrimSuffix(strings.TrimPrefix(hostport, "["), "]"), strconv.Itoa(defaultPort)
+	}
+	port, err = strconv.Atoi(portText)
+	if err != nil || port < 1 || port > 65535 {
+		return "", 0, fmt.Errorf("destination %q: port %q is not 1-65535", hostport, portText)
+	}
+	if host == "" {
+		return "", 0, fmt.Errorf("destination %q has no host", hostport)
+	}
+	if !r.ports[port] {
+		return "", 0, fmt.Errorf("destination %q: %w", hostport, errPort)
+	}
+	return host, port, nil
+}

@@ -1,0 +1,198 @@
+// Package vmconfig is the contract between the control plane and a proxy
+// VM: what the control plane hands the VM — the proxy engine's
+// configuration (Config), the instance metadata items that carry it and
+// the startup script's template — and what the VM reports back (the guest
+// attributes, the engine's Stats). The control plane renders and reads
+// these (internal/bootstrap, the providers, the reconciler); the VM's
+// programs (internal/vm/engine, internal/vm/agent, cmd/egress-proxy) obey
+// them. It is the one package of internal/vm the control plane imports:
+// the engine and the agent themselves run only on the VM, in the mock
+// provider's loopback VMs and in tests.
+//
+// This file is the engine's configuration: the JSON a VM's engine loads,
+// the password hash and the counters. metadata.go holds the metadata
+// items and guest attributes; script.go the startup script's template.
+package vmconfig
+
+import (
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/base64"
+	"fmt"
+	"strings"
+	"time"
+)
+
+// Config is the engine's whole configuration, read from one JSON file (on a
+// VM, written by the startup script or the configuration agent from
+// instance metadata). Applying a new Config keeps established tunnels.
+type Config struct {
+	// Generation is the configuration's generation, reported in Stats so
+	// the control plane can tell which configuration a VM serves.
+	Generation int64 `json:"generation"`
+	// Listen is the address the proxy serves on, such as ":3128".
+	Listen string `json:"listen"`
+	// Users are the accepted credentials. More than one lets a rotation
+	// overlap; a request must match one of them. None is allowed only at
+	// Generation 0: a warm pool's VM, which answers every request 407
+	// until it is claimed.
+	Users []User `json:"users"`
+	// AllowedSourceRanges are the CIDRs a client may connect from; a
+	// connection from elsewhere is closed before a byte is read. The host
+	// firewall enforces the same ranges: this is the second wall.
+	AllowedSourceRanges []string `json:"allowedSourceRanges"`
+	// ConnectPorts are the destination ports CONNECT (and plain HTTP) may
+	// reach.
+	ConnectPorts []int `json:"connectPorts"`
+	// DenyDestinations are the CIDRs no request may reach (the metadata
+	// server, private and special ranges), checked on the address a name
+	// resolves to, before dialling. The VM's nftables filter enforces them
+	// again in the kernel.
+	DenyDestinations []string `json:"denyDestinations"`
+	// AllowDestinations are exceptions to DenyDestinations, for the local
+	// stack's own test targets on loopback; empty on a VM.
+	AllowDestinations []string `json:"allowDestinations,omitempty"`
+	// StatsListen, when set, is a loopback address serving GET /stats with
+	// the Stats as JSON.
+	StatsListen string `json:"statsListen,omitempty"`
+
+	// The timeouts of each phase; zero takes the Default… value. Listen,
+	// StatsListen, HeaderTimeout and ResponseHeaderTimeout wait for a
+	// restart: the rest of a new Config applies to the next request.
+
+	// HeaderTimeout bounds reading a request's head, its credentials
+	// included, from a new connection.
+	HeaderTimeout Duration `json:"headerTimeout,omitempty"`
+	// DialTimeout bounds resolving and connecting to the destination.
+	DialTimeout Duration `json:"dialTimeout,omitempty"`
+	// ResponseHeaderTimeout bounds waiting for the head of a plain HTTP
+	// request's response.
+	ResponseHeaderTimeout Duration `json:"responseHeaderTimeout,omitempty"`
+	// IdleTimeout closes a tunnel through which no byte moved either way
+	// for that long, and a kept-alive client connection that sends no
+	// request for that long.
+	IdleTimeout Duration `json:"idleTimeout,omitempty"`
+}
+
+// Defaults of the Config's timeouts.
+const (
+	DefaultHeaderTimeout         = 10 * time.Second
+	DefaultDialTimeout           = 10 * time.Second
+	DefaultResponseHeaderTimeout = 60 * time.Second
+	DefaultIdleTimeout           = 10 * time.Minute
+)
+
+// Duration is a time.Duration written in JSON as Go writes it, "10s".
+type Duration time.Duration
+
+// MarshalText writes d as "1m30s".
+func (d Duration) MarshalText() ([]byte, error) { return []byte(time.Duration(d).String()), nil }
+
+// UnmarshalText reads "1m30s".
+func (d *Duration) UnmarshalText(b []byte) error {
+	v, err := time.ParseDuration(string(b))
+	if err != nil {
+		return fmt.Errorf("vmconfig: %q is not a duration such as 10s: %w", b, err)
+	}
+	if v < 0 {
+		return fmt.Errorf("vmconfig: duration %q is negative", b)
+	}
+	*d = Duration(v)
+	return nil
+}
+
+// Or returns d, or def when d is zero.
+func (d Duration) Or(def time.Duration) time.Duration {
+	if d == 0 {
+		return def
+	}
+	return time.Duration(d)
+}
+
+// DefaultDenyDestinations are the ranges a proxy on a VM must never reach:
+// the metadata server and link-local, RFC 1918, CGNAT, loopback, "this
+// network", multicast and reserved space, the documentation and
+// benchmarking ranges, IPv6 ULA and link-local (fd20:ce::254 is the
+// metadata server's IPv6), IPv4-mapped, NAT64 and 6to4 space (each a way
+// back into IPv4 ranges denied above). The VM's nftables filter holds the
+// same list in the kernel.
+var DefaultDenyDestinations = []string{
+	"0.0.0.0/8", "10.0.0.0/8", "100.64.0.0/10", "127.0.0.0/8", "169.254.0.0/16",
+	"172.16.0.0/12", "192.0.0.0/24", "192.0.2.0/24", "192.88.99.0/24", "192.168.0.0/16",
+	"198.18.0.0/15", "198.51.100.0/24", "203.0.113.0/24", "224.0.0.0/4", "240.0.0.0/4",
+	"::/128", "::1/128", "::ffff:0:0/96", "64:ff9b::/96", "64:ff9b:1::/48", "2001:db8::/32",
+	"2002::/16", "fc00::/7", "fe80::/10", "ff00::/8",
+}
+
+// User is one accepted credential: a username and the salted hash of its
+// password. The password itself is never written to the VM's metadata or
+// disk.
+type User struct {
+	Name string `json:"name"`
+	// PasswordHash is HashPassword's output.
+	PasswordHash string `json:"passwordHash"`
+}
+
+// HashScheme prefixes every PasswordHash, so another scheme can follow
+// without ambiguity.
+const HashScheme = "sha256"
+
+// SaltLength is the bytes of salt NewPasswordHash draws.
+const SaltLength = 16
+
+// HashPassword returns "sha256:SALT:DIGEST", the salt and SHA-256(salt ||
+// password) each in unpadded base64url. A fast hash suffices because every
+// password is 128 or more random bits (internal/proxy.NewCredentials): no
+// guess of one can be tried against its hash in any useful time, and a
+// slow hash would cost each new connection its latency.
+func HashPassword(password string, salt []byte) string {
+	sum := sha256.Sum256(append(append([]byte{}, salt...), password...))
+	enc := base64.RawURLEncoding
+	return HashScheme + ":" + enc.EncodeToString(salt) + ":" + enc.EncodeToString(sum[:])
+}
+
+// NewPasswordHash hashes password with a fresh random salt.
+func NewPasswordHash(password string) (string, error) {
+	salt := make([]byte, SaltLength)
+	if _, err := rand.Read(salt); err != nil {
+		return "", fmt.Errorf("vmconfig: drawing a salt: %w", err)
+	}
+	return HashPassword(password, salt), nil
+}
+
+// Matches reports, in time independent of where they differ, whether
+// password is the one hash was made from. A hash it cannot read matches
+// nothing.
+func Matches(hash, password string) bool {
+	scheme, rest, ok := strings.Cut(hash, ":")
+	if !ok || scheme != HashScheme {
+		return false
+	}
+	saltText, _, ok := strings.Cut(rest, ":")
+	if !ok {
+		return false
+	}
+	salt, err := base64.RawURLEncoding.DecodeString(saltText)
+	if err != nil {
+		return false
+	}
+	return subtle.ConstantTimeCompare([]byte(HashPassword(password, salt)), []byte(hash)) == 1
+}
+
+// Stats are the engine's counters since it started, served at StatsListen
+// and reported by the VM to the control plane.
+type Stats struct {
+	// Generation is the Config.Generation being served.
+	Generation int64 `json:"generation"`
+	// Since is when the engine started counting.
+	Since time.Time `json:"since"`
+	// BytesIn are the bytes received from clients; BytesOut those sent to
+	// them.
+	BytesIn  int64 `json:"bytesIn"`
+	BytesOut int64 `json:"bytesOut"`
+	// Connections are the client connections accepted; ActiveTunnels the
+	// CONNECT tunnels open now.
+	Connections   int64 `json:"connections"`
+	ActiveTunnels int64 `json:"activeTunnels"`
+}

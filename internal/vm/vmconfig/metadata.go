@@ -1,0 +1,63 @@
+package vmconfig
+
+// Instance metadata keys: the script, the engine's configuration and the
+// attributes the script reads at run time. The gcp provider sets them; the
+// image test serves them from its stand-in metadata server.
+const (
+	// KeyStartupScript holds the script itself.
+	KeyStartupScript = "startup-script"
+	// KeyConfig holds the engine's configuration (vmconfig.Config as
+	// JSON): one item, so that a watcher of the metadata server follows one
+	// key.
+	KeyConfig = "egress-config"
+	// KeyEngineURL is the URL of the engine binary (an object of the
+	// deployment's bucket), downloaded with the VM's token.
+	KeyEngineURL = "egress-engine-url"
+	// KeyEngineSHA256 is the binary's SHA-256, in hex: the script installs
+	// nothing else.
+	KeyEngineSHA256 = "egress-engine-sha256"
+	// KeyGuestAttributes set to "TRUE" lets the VM write guest attributes.
+	KeyGuestAttributes = "enable-guest-attributes"
+	// KeyProbeTarget is the host:port the self-test CONNECTs to with the
+	// proxy's credentials; without it the script uses DefaultProbeTarget.
+	KeyProbeTarget = "egress-probe-target"
+	// KeyCallHomeTopic is the topic the VM publishes to once it is ready,
+	// projects/P/topics/T; without it the VM does not call home.
+	KeyCallHomeTopic = "egress-call-home-topic"
+	// KeyPubSubEndpoint is the base URL of the Pub/Sub REST API; without it,
+	// DefaultPubSubEndpoint. Tests point it at a stand-in.
+	KeyPubSubEndpoint = "egress-pubsub-endpoint"
+	// KeyNamespace, KeyName and KeyUID say which proxy the VM is: what its
+	// call-home message carries.
+	KeyNamespace = "egress-namespace"
+	KeyName      = "egress-name"
+	KeyUID       = "egress-uid"
+	// KeyPool, on a warm pool's VM only, is the pool whose member it is:
+	// its call-home names the member by pool and name (KeyName), as a
+	// member has no namespace. A claim's Reconfigure removes it.
+	KeyPool = "egress-pool"
+)
+
+// Guest attributes the script writes, in namespace GuestNamespace.
+const (
+	GuestNamespace = "egress"
+	// GuestReady is written once the self-test passed.
+	GuestReady = "ready"
+	// GuestError holds the one-line reason the proxy cannot serve.
+	GuestError = "error"
+	// GuestTraffic holds the engine's counters, vmconfig.Stats as JSON
+	// with a "reportTime" added, rewritten every TrafficInterval.
+	GuestTraffic = "traffic"
+)
+
+// Defaults the script falls back on.
+const (
+	// DefaultProbeTarget is a Google endpoint on 443: reachable from every
+	// VM with an external address.
+	DefaultProbeTarget    = "www.google.com:443"
+	DefaultPubSubEndpoint = "https://pubsub.googleapis.com"
+	// TrafficInterval is how often the VM reports its counters.
+	TrafficInterval = "30s"
+	// EnginePath is where the script installs the engine binary.
+	EnginePath = "/usr/local/bin/egress-proxy"
+)
