@@ -18,6 +18,7 @@ import (
 	"github.com/egress-proxies/egress/internal/provider/mock"
 	"github.com/egress-proxies/egress/internal/proxy"
 	"github.com/egress-proxies/egress/internal/queue"
+	"github.com/egress-proxies/egress/internal/sealing"
 	"github.com/egress-proxies/egress/internal/store"
 )
 
@@ -38,7 +39,7 @@ func TestReconcileThroughTheFramework(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer fs.Close()
-	st := store.New(fs)
+	st := store.New(fs, sealing.NewKeyring(sealing.LocalKEK(), sealing.Firestore{Client: fs}))
 	url := serveTarget(t, "Reconcile")
 
 	newDoc := func(name string) *proxy.Proxy {

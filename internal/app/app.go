@@ -34,6 +34,7 @@ import (
 	"github.com/egress-proxies/egress/internal/proxy"
 	"github.com/egress-proxies/egress/internal/queue"
 	"github.com/egress-proxies/egress/internal/reconcile"
+	"github.com/egress-proxies/egress/internal/sealing"
 	"github.com/egress-proxies/egress/internal/store"
 	"github.com/egress-proxies/egress/internal/vm/vmconfig"
 )
@@ -138,7 +139,15 @@ func New(ctx context.Context, getenv Getenv, opts Options) (*App, error) {
 // an admin's by default: only Terraform's not setting it kept it off.
 func onCloudRun(getenv Getenv, cfg Config) error {
 	service := getenv("K_SERVICE")
-	if service == "" || cfg.API.LocalIdentity == "" {
+	if service == "" {
+		return nil
+	}
+	// The local key is in this source: a password sealed with it is
+	// sealed for no one.
+	if (cfg.serves(ProxyAPI) || cfg.serves(Reconcile)) && cfg.CredentialsKey == sealing.LocalKEKName {
+		return fmt.Errorf("config: CREDENTIALS_KEY=%s is set on Cloud Run (K_SERVICE=%q): the local key is no secret; set it to the deployment's Cloud KMS key (Terraform does)", sealing.LocalKEKName, service)
+	}
+	if cfg.API.LocalIdentity == "" {
 		return nil
 	}
 	return fmt.Errorf("config: LOCAL_IDENTITY=%q is set on Cloud Run (K_SERVICE=%q): it would make every request without a token %s's; unset it (only the local stack sets it)",
@@ -155,9 +164,21 @@ func (a *App) dial(ctx context.Context) error {
 	if a.firestore, err = firestore.NewClient(ctx, a.Config.Project); err != nil {
 		return fmt.Errorf("firestore client for project %s: %w", a.Config.Project, err)
 	}
+	// The credentials' keys, for the two functions that read and write
+	// them; the collector reads none.
+	var sealer store.Sealer
+	if a.Config.serves(ProxyAPI) || a.Config.serves(Reconcile) {
+		kek := sealing.LocalKEK()
+		if a.Config.CredentialsKey != sealing.LocalKEKName {
+			if kek, err = sealing.KMS(ctx, a.Config.CredentialsKey); err != nil {
+				return err
+			}
+		}
+		sealer = sealing.NewKeyring(kek, sealing.Firestore{Client: a.firestore})
+	}
 	// One store per process, so that the transactions it queues per
 	// namespace are queued across all the functions of the process.
-	a.store = store.New(a.firestore)
+	a.store = store.New(a.firestore, sealer)
 	if a.Config.serves(Reconcile) || a.Config.serves(CollectGarbage) {
 		if a.pubsub, err = pubsub.NewClient(ctx, a.Config.Project); err != nil {
 			return fmt.Errorf("pubsub client for project %s: %w", a.Config.Project, err)

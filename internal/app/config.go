@@ -45,6 +45,9 @@ type Config struct {
 	GCP  gcp.Config
 	// GCPPolicy is what the operator allows of the gcp provider.
 	GCPPolicy gcp.Policy
+	// CredentialsKey names the key-encryption key of the proxies'
+	// credentials: a Cloud KMS key, or sealing.LocalKEKName.
+	CredentialsKey string
 	// CloudInitSecretPrefix is what a cloudInitSecret must start with:
 	// the API refuses others, the reconciler reads no other.
 	CloudInitSecretPrefix string
