@@ -36,6 +36,7 @@ const (
 	firestoreIAM = "https://cloud.google.com/firestore/native/docs/security/iam"
 	pubsubIAM    = "https://cloud.google.com/pubsub/docs/access-control"
 	secretsIAM   = "https://cloud.google.com/secret-manager/docs/access-control"
+	kmsIAM       = "https://cloud.google.com/kms/docs/reference/permissions-and-roles"
 )
 
 // APIs are the Google API methods the functions' code may call. Compute's
@@ -104,6 +105,11 @@ var APIs = []API{
 	// Secret Manager: a spec's cloudInitSecret, granted under
 	// CLOUD_INIT_SECRET_PREFIX only.
 	{"secretmanager.versions.access", []string{"secretmanager.versions.access"}, secretsIAM},
+
+	// Cloud KMS: the key that wraps the credentials' keyset
+	// (internal/sealing), granted on that key only.
+	{"cloudkms.projects.locations.keyRings.cryptoKeys.encrypt", []string{"cloudkms.cryptoKeyVersions.useToEncrypt"}, kmsIAM},
+	{"cloudkms.projects.locations.keyRings.cryptoKeys.decrypt", []string{"cloudkms.cryptoKeyVersions.useToDecrypt"}, kmsIAM},
 }
 
 // ClientPackages are the Google client packages whose calls the deploy
@@ -116,6 +122,8 @@ var ClientPackages = map[string]string{
 	"cloud.google.com/go/firestore":           "firestore",
 	"cloud.google.com/go/pubsub/v2":           "pubsub",
 	"cloud.google.com/go/secretmanager/apiv1": "secretmanager",
+	// Tink's Cloud KMS extension, whose AEAD calls KMS's REST API.
+	"github.com/tink-crypto/tink-go-gcpkms/v2/integration/gcpkms": "gcpkms",
 }
 
 // ClientMethods are the API methods each client function the code calls
@@ -177,6 +185,13 @@ var ClientMethods = map[string][]string{
 	"secretmanager.NewClient":                     nil,
 	"secretmanager.(*Client).Close":               nil,
 
+	// Tink's Cloud KMS extension: the AEAD GetAEAD returns (an unexported
+	// type, called through tink.AEAD, which the analysis does not follow
+	// into it) encrypts and decrypts with the key, KMS's REST
+	// cryptoKeys.encrypt and decrypt.
+	"gcpkms.(*Client).GetAEAD":    {"cloudkms.projects.locations.keyRings.cryptoKeys.encrypt", "cloudkms.projects.locations.keyRings.cryptoKeys.decrypt"},
+	"gcpkms.NewClientWithOptions": nil,
+
 	// Compute (cloud.google.com/go/compute/apiv1): the clients' methods
 	// name their API methods; these send none of their own.
 	"compute.NewInstancesRESTClient":                  nil,
@@ -210,6 +225,11 @@ var ResourceGrants = map[string]Granted{
 		[]string{"pubsub.topics.publish"}},
 	"iam.serviceAccounts.actAs": {"roles/iam.serviceAccountUser", "google_service_account.proxy_vm",
 		[]string{"iam.serviceAccounts.actAs", "iam.serviceAccounts.get", "iam.serviceAccounts.list", "resourcemanager.projects.get", "resourcemanager.projects.list"}},
+	// On the credentials' key only (kms.tf).
+	"cloudkms.cryptoKeyVersions.useToEncrypt": {"roles/cloudkms.cryptoKeyEncrypterDecrypter", "google_kms_crypto_key.credentials",
+		[]string{"cloudkms.cryptoKeyVersions.useToDecrypt", "cloudkms.cryptoKeyVersions.useToEncrypt", "cloudkms.locations.get", "cloudkms.locations.list", "resourcemanager.projects.get"}},
+	"cloudkms.cryptoKeyVersions.useToDecrypt": {"roles/cloudkms.cryptoKeyEncrypterDecrypter", "google_kms_crypto_key.credentials",
+		[]string{"cloudkms.cryptoKeyVersions.useToDecrypt", "cloudkms.cryptoKeyVersions.useToEncrypt", "cloudkms.locations.get", "cloudkms.locations.list", "resourcemanager.projects.get"}},
 	// On the project, but conditioned on the secrets' names
 	// (CLOUD_INIT_SECRET_PREFIX): TestSecretAccessIsConditionedOnThePrefix.
 	"secretmanager.versions.access": {"roles/secretmanager.secretAccessor", "secrets under CLOUD_INIT_SECRET_PREFIX",

@@ -270,3 +270,13 @@ variable "gcp_allowed_images" {
   type        = list(string)
   default     = ["projects/debian-cloud/global/images/family/debian-13", "projects/debian-cloud/global/images/family/debian-12"]
 }
+
+variable "credentials_key_rotation_period" {
+  description = "How often Cloud KMS makes a new primary version of the key that wraps the proxies' credentials' keyset (kms.tf), in seconds with an s: 7776000s is 90 days."
+  type        = string
+  default     = "7776000s"
+  validation {
+    condition     = can(regex("^[0-9]+s$", var.credentials_key_rotation_period)) && try(tonumber(trimsuffix(var.credentials_key_rotation_period, "s")) >= 86400, false)
+    error_message = "credentials_key_rotation_period must be seconds with an s, of at least a day (86400s), as Cloud KMS requires."
+  }
+}

@@ -188,40 +188,64 @@ const kmsPrefix = "gcp-kms://"
 // KMS is the Cloud KMS key keyName
 // (projects/P/locations/L/keyRings/R/cryptoKeys/K) as a key-encryption
 // key, through Tink's GCP KMS client over KMS's REST API; opts reach that
-// client (an endpoint, in tests). It dials nothing until used.
+// client (an endpoint, in tests). It makes the client on first use, as the
+// app's other clients do, and tries again after a failure.
 func KMS(ctx context.Context, keyName string, opts ...option.ClientOption) (KEK, error) {
 	if !kmsKeyName.MatchString(keyName) {
 		return KEK{}, fmt.Errorf("%q is not a Cloud KMS key name: want projects/PROJECT/locations/LOCATION/keyRings/RING/cryptoKeys/KEY", keyName)
 	}
-	c, err := gcpkms.NewClientWithOptions(context.WithoutCancel(ctx), kmsPrefix, opts...)
-	if err != nil {
-		return KEK{}, fmt.Errorf("cloud KMS client: %w", err)
-	}
-	a, err := c.GetAEAD(kmsPrefix + keyName)
-	if err != nil {
-		return KEK{}, fmt.Errorf("cloud KMS key %s: %w", keyName, err)
-	}
-	return KEK{Name: keyName, AEAD: named{keyName, a}}, nil
+	return KEK{Name: keyName, AEAD: &kmsAEAD{ctx: context.WithoutCancel(ctx), key: keyName, opts: opts}}, nil
 }
 
-// named names the KMS key in its errors, which KMS's own do not always do.
-type named struct {
+// kmsAEAD is a KMS key's AEAD, made on first use, that names the key in
+// its errors.
+type kmsAEAD struct {
+	ctx  context.Context
 	key  string
+	opts []option.ClientOption
+
+	mu   sync.Mutex
 	aead tink.AEAD
 }
 
-func (n named) Encrypt(plaintext, associated []byte) ([]byte, error) {
-	ct, err := n.aead.Encrypt(plaintext, associated)
+func (k *kmsAEAD) get() (tink.AEAD, error) {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.aead != nil {
+		return k.aead, nil
+	}
+	c, err := gcpkms.NewClientWithOptions(k.ctx, kmsPrefix, k.opts...)
 	if err != nil {
-		return nil, fmt.Errorf("cloud KMS key %s: encrypt: %w", n.key, err)
+		return nil, fmt.Errorf("cloud KMS client: %w", err)
+	}
+	a, err := c.GetAEAD(kmsPrefix + k.key)
+	if err != nil {
+		return nil, fmt.Errorf("cloud KMS key %s: %w", k.key, err)
+	}
+	k.aead = a
+	return a, nil
+}
+
+func (k *kmsAEAD) Encrypt(plaintext, associated []byte) ([]byte, error) {
+	a, err := k.get()
+	if err != nil {
+		return nil, err
+	}
+	ct, err := a.Encrypt(plaintext, associated)
+	if err != nil {
+		return nil, fmt.Errorf("cloud KMS key %s: encrypt: %w", k.key, err)
 	}
 	return ct, nil
 }
 
-func (n named) Decrypt(ciphertext, associated []byte) ([]byte, error) {
-	pt, err := n.aead.Decrypt(ciphertext, associated)
+func (k *kmsAEAD) Decrypt(ciphertext, associated []byte) ([]byte, error) {
+	a, err := k.get()
 	if err != nil {
-		return nil, fmt.Errorf("cloud KMS key %s: decrypt: %w", n.key, err)
+		return nil, err
+	}
+	pt, err := a.Decrypt(ciphertext, associated)
+	if err != nil {
+		return nil, fmt.Errorf("cloud KMS key %s: decrypt: %w", k.key, err)
 	}
 	return pt, nil
 }
