@@ -107,6 +107,7 @@ func (e *evaluation) local(t *testing.T, name string) cty.Value {
 var functions = map[string]function.Function{
 	"can":        tryfunc.CanFunc,
 	"concat":     stdlib.ConcatFunc,
+	"flatten":    stdlib.FlattenFunc,
 	"format":     stdlib.FormatFunc,
 	"join":       stdlib.JoinFunc,
 	"jsonencode": stdlib.JSONEncodeFunc,
