@@ -23,7 +23,7 @@ resource "google_service_account" "trigger" {
 
 resource "google_service_account" "proxy_vm" {
   account_id   = "proxy-vm"
-  display_name = "The proxy VMs themselves: logs, metrics, and their call-home on proxy-callhome"
+  display_name = "The proxy VMs themselves: their call-home on proxy-callhome and the engine binary, nothing else"
 }
 
 # Each function's account holds one custom role with exactly the
@@ -121,8 +121,6 @@ locals {
     api        = { member = google_service_account.api.member, role = google_project_iam_custom_role.api.id }
     reconcile  = { member = google_service_account.reconcile.member, role = google_project_iam_custom_role.reconcile.id }
     gc         = { member = google_service_account.gc.member, role = google_project_iam_custom_role.gc.id }
-    vm_logs    = { member = google_service_account.proxy_vm.member, role = "roles/logging.logWriter" }
-    vm_metrics = { member = google_service_account.proxy_vm.member, role = "roles/monitoring.metricWriter" }
   }
 }
 

@@ -57,11 +57,9 @@ variable "subnetwork" {
 }
 
 variable "proxy_vm_scopes" {
-  description = "OAuth scopes of the proxy VMs' service account (GCP_SCOPES): what its token may be used for at all, on top of its roles. pubsub is for the call-home; the account's only Pub/Sub role is publisher on proxy-callhome."
+  description = "OAuth scopes of the proxy VMs' service account (GCP_SCOPES): what its token may be used for at all, on top of its roles. pubsub is for the call-home (the account's only Pub/Sub role is publisher on proxy-callhome), devstorage.read_only for the engine binary; no logging or monitoring: the VMs write no log entry or metric of the project."
   type        = list(string)
   default = [
-    "https://www.googleapis.com/auth/logging.write",
-    "https://www.googleapis.com/auth/monitoring.write",
     "https://www.googleapis.com/auth/pubsub",
     "https://www.googleapis.com/auth/devstorage.read_only",
   ]

@@ -344,7 +344,7 @@ var Vars = []Var{
 			c.GCP.ServiceAccount = v
 			return nil
 		}},
-	{Name: "GCP_SCOPES", Default: strings.Join(gcp.DefaultScopes, ","), DefaultDoc: "logging.write, monitoring.write, pubsub", Readers: providerUsers, when: gcpEnabled,
+	{Name: "GCP_SCOPES", Default: strings.Join(gcp.DefaultScopes, ","), DefaultDoc: "pubsub, devstorage.read_only", Readers: providerUsers, when: gcpEnabled,
 		Meaning: "that account's OAuth scopes, comma-separated",
 		set: func(c *Config, v string) error {
 			c.GCP.Scopes = splitList(v)
