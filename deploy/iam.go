@@ -37,6 +37,7 @@ const (
 	pubsubIAM    = "https://cloud.google.com/pubsub/docs/access-control"
 	secretsIAM   = "https://cloud.google.com/secret-manager/docs/access-control"
 	kmsIAM       = "https://cloud.google.com/kms/docs/reference/permissions-and-roles"
+	loggingIAM   = "https://cloud.google.com/logging/docs/access-control"
 )
 
 // APIs are the Google API methods the functions' code may call. Compute's
@@ -106,6 +107,10 @@ var APIs = []API{
 	// CLOUD_INIT_SECRET_PREFIX only.
 	{"secretmanager.versions.access", []string{"secretmanager.versions.access"}, secretsIAM},
 
+	// Cloud Logging: the VMs' access lines, which Reconcile writes to the
+	// log egress-proxy-access (internal/accesslog); the VMs write none.
+	{"logging.entries.write", []string{"logging.logEntries.create"}, loggingIAM},
+
 	// Cloud KMS: the key that wraps the credentials' keyset
 	// (internal/sealing), granted on that key only.
 	{"cloudkms.projects.locations.keyRings.cryptoKeys.encrypt", []string{"cloudkms.cryptoKeyVersions.useToEncrypt"}, kmsIAM},
@@ -122,6 +127,7 @@ var ClientPackages = map[string]string{
 	"cloud.google.com/go/firestore":           "firestore",
 	"cloud.google.com/go/pubsub/v2":           "pubsub",
 	"cloud.google.com/go/secretmanager/apiv1": "secretmanager",
+	"google.golang.org/api/logging/v2":        "logging",
 	// Tink's Cloud KMS extension, whose AEAD calls KMS's REST API.
 	"github.com/tink-crypto/tink-go-gcpkms/v2/integration/gcpkms": "gcpkms",
 }
@@ -184,6 +190,12 @@ var ClientMethods = map[string][]string{
 	"secretmanager.(*Client).AccessSecretVersion": {"secretmanager.versions.access"},
 	"secretmanager.NewClient":                     nil,
 	"secretmanager.(*Client).Close":               nil,
+
+	// Cloud Logging (google.golang.org/api/logging/v2).
+	"logging.(*EntriesWriteCall).Do":      {"logging.entries.write"},
+	"logging.(*EntriesWriteCall).Context": nil,
+	"logging.(*EntriesService).Write":     nil,
+	"logging.NewService":                  nil,
 
 	// Tink's Cloud KMS extension: the AEAD GetAEAD returns (an unexported
 	// type, called through tink.AEAD, which the analysis does not follow

@@ -65,6 +65,7 @@ resource "google_project_iam_custom_role" "reconcile" {
     "datastore.entities.get",
     "datastore.entities.list",
     "datastore.entities.update",
+    "logging.logEntries.create",
   ]
 }
 

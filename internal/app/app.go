@@ -26,6 +26,7 @@ import (
 	"cloud.google.com/go/pubsub/v2"
 
 	"github.com/egress-proxies/egress/internal/bootstrap"
+	"github.com/egress-proxies/egress/internal/callhome"
 	"github.com/egress-proxies/egress/internal/clock"
 	"github.com/egress-proxies/egress/internal/gc"
 	"github.com/egress-proxies/egress/internal/logging"
@@ -37,6 +38,7 @@ import (
 	"github.com/egress-proxies/egress/internal/sealing"
 	"github.com/egress-proxies/egress/internal/store"
 	"github.com/egress-proxies/egress/internal/vm/vmconfig"
+	"github.com/egress-proxies/egress/internal/vmidentity"
 )
 
 // Options change what New builds, for the local stack, tests and the
@@ -72,6 +74,12 @@ type App struct {
 	callHome *queue.Publisher
 	secrets  *secretManager
 	store    *store.Store
+	// issuer signs the identity tokens of a linked provider's VMs (the
+	// mock's, locally) as Google's metadata server signs a real VM's; nil
+	// in the deployed functions, which trust Google's keys alone.
+	issuer *vmidentity.Issuer
+	// callhomes checks and handles the VMs' messages on proxy-callhome.
+	callhomes *callhome.Handler
 
 	api        http.Handler
 	reconciler *reconcile.Reconciler
@@ -105,6 +113,11 @@ func New(ctx context.Context, getenv Getenv, opts Options) (*App, error) {
 	}
 	a := &App{Config: cfg}
 	a.Log = newLogger(cfg, opts.LogOutput)
+	if len(opts.Linked) > 0 {
+		if a.issuer, err = vmidentity.NewIssuer(); err != nil {
+			return nil, err
+		}
+	}
 	if err := a.dial(ctx); err != nil {
 		a.Close()
 		return nil, err
@@ -124,6 +137,10 @@ func New(ctx context.Context, getenv Getenv, opts Options) (*App, error) {
 	if cfg.serves(Reconcile) {
 		a.reconciler = reconcile.New(a.store, a.Providers, a.publisher, a.secrets, now, a.Log, a.reconcileOptions())
 		a.pools = pools.New(a.store, now, a.Log)
+		if a.callhomes, err = a.callHomeHandler(ctx, now); err != nil {
+			a.Close()
+			return nil, err
+		}
 	}
 	if cfg.serves(CollectGarbage) {
 		a.collector = gc.New(a.Providers, a.store, a.publisher, now, a.Log, a.gcOptions())

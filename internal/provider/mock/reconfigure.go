@@ -96,7 +96,7 @@ func (p *Provider) reconfigured(in *instance, seq int) {
 	applied := in.req.Engine == nil || in.inst.Generation == in.req.Engine.Generation
 	live := ok && cur == in && in.reconfigs == seq && applied && in.bootError == "" &&
 		in.goneAt.IsZero() && in.inst.State == provider.StateRunning
-	call := CallHome{Namespace: in.req.Namespace, Name: in.req.ProxyName, UID: in.req.UID, Pool: in.req.Pool}
+	call := CallHome{Namespace: in.req.Namespace, Name: in.req.ProxyName, UID: in.req.UID, Pool: in.req.Pool, Instance: in.name}
 	p.mu.Unlock()
 	if live && p.callHome != nil {
 		p.callHome(call)

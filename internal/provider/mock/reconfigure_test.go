@@ -41,7 +41,8 @@ func TestReconfigure(t *testing.T) {
 		UID         string
 		Calls       []mock.CallHome
 	}
-	home := mock.CallHome{Namespace: "team-a", Name: "egress-1", UID: claim.UID}
+	// The claimed VM keeps its own name, which its identity token names.
+	home := mock.CallHome{Namespace: "team-a", Name: "egress-1", UID: claim.UID, Instance: provider.NameFromUID(warmUID)}
 	cases := map[string]struct {
 		reason string
 		// boot lets the VM boot before the reconfigurations.
@@ -87,7 +88,7 @@ func TestReconfigure(t *testing.T) {
 			if tc.boot {
 				clk.Advance(10 * time.Second)
 				// A warm VM's boot calls home as its pool's member.
-				if diff := cmp.Diff([]mock.CallHome{{Pool: "ci", Name: "pool-member", UID: warmUID}}, calls); diff != "" {
+				if diff := cmp.Diff([]mock.CallHome{{Pool: "ci", Name: "pool-member", UID: warmUID, Instance: provider.NameFromUID(warmUID)}}, calls); diff != "" {
 					t.Errorf("the warm VM's boot call-home (-want +got):\n%s", diff)
 				}
 				calls = nil
