@@ -67,8 +67,9 @@ func (a *App) Reconcile(ctx context.Context, e event.Event) error {
 				return err
 			}
 			if err == nil && key == (proxy.Key{}) {
-				t.Reason = proxy.Reason(queue.KindAccess) // the invocation line's trigger
-				return nil                                // access lines, written
+				// Access lines, written; the invocation line's trigger.
+				t.Reason = proxy.Reason(queue.KindAccess)
+				return nil
 			}
 		default:
 			key, rm, err = queue.DecodeReconcileEvent(e)

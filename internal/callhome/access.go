@@ -7,18 +7,6 @@ import (
 	"time"
 )
 
-// AccessBatch is the body of an access message on proxy-callhome: the
-// engine's access lines (its stats listener's GET /access) of the proxy
-// {namespace, name, uid}, and how many lines the engine dropped because
-// no one read them in time.
-type AccessBatch struct {
-	Namespace string            `json:"namespace"`
-	Name      string            `json:"name"`
-	UID       string            `json:"uid"`
-	Dropped   int64             `json:"dropped,omitempty"`
-	Lines     []json.RawMessage `json:"lines"`
-}
-
 // AccessLine is one line of the proxy engine's access log, as the
 // control plane writes it: the fields of the VM's contract
 // (vmconfig.AccessLine: one CONNECT tunnel, SOCKS5 connection or plain

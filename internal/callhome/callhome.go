@@ -33,6 +33,7 @@ import (
 	"github.com/egress-proxies/egress/internal/clock"
 	"github.com/egress-proxies/egress/internal/proxy"
 	"github.com/egress-proxies/egress/internal/queue"
+	"github.com/egress-proxies/egress/internal/vm/vmconfig"
 	"github.com/egress-proxies/egress/internal/vmidentity"
 )
 
@@ -119,7 +120,7 @@ func (h *Handler) Handle(ctx context.Context, m queue.Message) (proxy.Key, proxy
 // VM serves: the document the batch names must have the batch's uid and
 // the token's VM as its VM.
 func (h *Handler) access(ctx context.Context, m queue.Message, inst vmidentity.Instance) error {
-	var b AccessBatch
+	var b vmconfig.AccessBatch
 	if err := json.Unmarshal(m.Data, &b); err != nil {
 		return fmt.Errorf("%w: message %s: body is not an access batch: %w", ErrRefused, m.MessageID, err)
 	}

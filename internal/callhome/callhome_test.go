@@ -17,6 +17,7 @@ import (
 	"github.com/egress-proxies/egress/internal/clock"
 	"github.com/egress-proxies/egress/internal/proxy"
 	"github.com/egress-proxies/egress/internal/queue"
+	"github.com/egress-proxies/egress/internal/vm/vmconfig"
 	"github.com/egress-proxies/egress/internal/vmidentity"
 )
 
@@ -121,7 +122,7 @@ func access(token, ns, name, uid string, lines ...string) queue.Message {
 	for i, l := range lines {
 		raw[i] = json.RawMessage(l)
 	}
-	body, _ := json.Marshal(callhome.AccessBatch{Namespace: ns, Name: name, UID: uid, Lines: raw})
+	body, _ := json.Marshal(vmconfig.AccessBatch{Namespace: ns, Name: name, UID: uid, Lines: raw})
 	return queue.Message{MessageID: "m", Data: body, Attributes: map[string]string{queue.IdentityAttribute: token, queue.KindAttribute: queue.KindAccess}}
 }
 

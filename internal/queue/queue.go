@@ -20,6 +20,7 @@ import (
 
 	"github.com/egress-proxies/egress/internal/metering"
 	"github.com/egress-proxies/egress/internal/proxy"
+	"github.com/egress-proxies/egress/internal/vm/vmconfig"
 )
 
 // Topic names. Terraform creates topics of these names; a test checks that
@@ -39,14 +40,15 @@ const (
 )
 
 // The attributes of a message on CallHomeTopic (internal/callhome).
+// They are the VM's contract (vmconfig).
 const (
 	// IdentityAttribute is the VM's identity token (package vmidentity),
 	// for the audience vmidentity.Audience(project, CallHomeTopic).
-	IdentityAttribute = "identity"
+	IdentityAttribute = vmconfig.IdentityAttribute
 	// KindAttribute is KindAccess for a batch of access lines; a message
 	// without it is a ReconcileMessage, a hint.
-	KindAttribute = "kind"
-	KindAccess    = "access"
+	KindAttribute = vmconfig.KindAttribute
+	KindAccess    = vmconfig.KindAccess
 )
 
 // MessagePublishedType is the CloudEvent type of a Pub/Sub delivery.
