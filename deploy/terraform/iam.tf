@@ -119,9 +119,9 @@ resource "google_project_iam_custom_role" "gc_fleet" {
 
 locals {
   project_roles = {
-    api        = { member = google_service_account.api.member, role = google_project_iam_custom_role.api.id }
-    reconcile  = { member = google_service_account.reconcile.member, role = google_project_iam_custom_role.reconcile.id }
-    gc         = { member = google_service_account.gc.member, role = google_project_iam_custom_role.gc.id }
+    api       = { member = google_service_account.api.member, role = google_project_iam_custom_role.api.id }
+    reconcile = { member = google_service_account.reconcile.member, role = google_project_iam_custom_role.reconcile.id }
+    gc        = { member = google_service_account.gc.member, role = google_project_iam_custom_role.gc.id }
   }
 }
 

@@ -13,12 +13,12 @@ resource "google_kms_key_ring" "credentials" {
   depends_on = [google_project_service.apis]
 }
 
+# A new primary version every rotation period (90 days); the older ones
+# still unwrap what they wrapped.
 resource "google_kms_crypto_key" "credentials" {
-  name     = "proxy-credentials"
-  key_ring = google_kms_key_ring.credentials.id
-  purpose  = "ENCRYPT_DECRYPT"
-  # A new primary version every 90 days; the older ones still unwrap
-  # what they wrapped.
+  name            = "proxy-credentials"
+  key_ring        = google_kms_key_ring.credentials.id
+  purpose         = "ENCRYPT_DECRYPT"
   rotation_period = var.credentials_key_rotation_period
 }
 
