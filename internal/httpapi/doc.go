@@ -21,8 +21,8 @@
 // anyone else, the 403 above.
 //
 // status.proxyURL, the proxy's credentials, is shown to the namespace's
-// members only, every role included; an admin who is not a member sees
-// the resource without it.
+// editors and owners only; a viewer, and an admin who is not a member,
+// see the resource without it.
 //
 // # Answers
 //
