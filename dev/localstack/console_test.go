@@ -159,13 +159,15 @@ func (b *browserSession) accessible(t *testing.T, ctx context.Context, name stri
 		t.Fatalf("axe's answer on %s: %v", name, err)
 	}
 	bad := 0
+	var all []string
 	for _, v := range vs {
+		all = append(all, v.ID+" ("+v.Impact+")")
 		if v.Impact == "serious" || v.Impact == "critical" {
 			bad++
 			t.Errorf("axe on the %s page: %s (%s): %s at %v", name, v.ID, v.Impact, v.Help, v.Nodes)
 		}
 	}
-	t.Logf("axe on the %s page: %d violations, %d serious or critical", name, len(vs), bad)
+	t.Logf("axe on the %s page: %d violations %v, %d serious or critical", name, len(vs), all, bad)
 }
 
 // shot writes a screenshot of the whole page.
@@ -306,7 +308,7 @@ func (s *liveStack) console(t *testing.T) {
 		submit(`button[data-action="namespaces create"]`),
 		waitText("h1", "Namespace console-team"))
 	drive(t, admin, "add a viewer",
-		fill(`input[name="member"]`, "viewer@example.com"),
+		fill(`form[action$="/add-member"] input[name="member"]`, "viewer@example.com"),
 		fill(`select[name="role"]`, "viewer"),
 		submit(`button[data-action="namespaces add-member"]`),
 		waitText("main", "Member saved."))
