@@ -19,6 +19,8 @@ import (
 	"github.com/egress-proxies/egress/internal/clock"
 	"github.com/egress-proxies/egress/internal/console"
 	"github.com/egress-proxies/egress/internal/httpapi"
+	"github.com/egress-proxies/egress/internal/iap"
+	"github.com/egress-proxies/egress/internal/iap/iaptest"
 	"github.com/egress-proxies/egress/internal/provider"
 	"github.com/egress-proxies/egress/internal/provider/mock"
 	"github.com/egress-proxies/egress/internal/proxy"
@@ -45,16 +47,20 @@ type env struct {
 // newEnv is the API with the console mounted as internal/app mounts it,
 // over the in-memory store, with namespace team-a (an owner, an editor, a
 // viewer) holding proxy p, Ready with credentials.
-func newEnv(t *testing.T) *env {
+func newEnv(t *testing.T, change ...func(*httpapi.Options)) *env {
 	t.Helper()
 	st := storefake.New(clock.Real{})
 	admins, _ := tenancy.ParseAdmins(admin)
 	reg := provider.NewRegistry()
 	_ = reg.Register(mock.Type, func(context.Context) (provider.Provider, error) { return nil, fmt.Errorf("none") }, provider.WithValidator(mock.Validate))
-	api := httpapi.New(st, clock.Real{}, slog.New(slog.DiscardHandler), httpapi.Options{
+	opts := httpapi.Options{
 		DefaultProvider: mock.Type, Providers: provider.NewSet(reg), Admins: admins,
 		Policy: proxy.Policy{MinPrefixIPv4: 8, MinPrefixIPv6: 32},
-	})
+	}
+	for _, c := range change {
+		c(&opts)
+	}
+	api := httpapi.New(st, clock.Real{}, slog.New(slog.DiscardHandler), opts)
 	con, err := console.New(console.Options{API: api.Routes(), Identity: api})
 	if err != nil {
 		t.Fatal(err)
@@ -292,5 +298,48 @@ func TestActionsRedirect(t *testing.T) {
 	r2.Body.Close()
 	if r2.StatusCode != http.StatusForbidden {
 		t.Errorf("a cross-site post: %d, want 403", r2.StatusCode)
+	}
+}
+
+// TestSignedInThroughIAP: a browser that came through IAP is its signed
+// assertion's email, with that person's role; the banner of the local
+// stack is not shown; an assertion with an ID token beside it is refused
+// with the API's message.
+func TestSignedInThroughIAP(t *testing.T) {
+	const audience = "/projects/123/locations/us-central1/services/proxy-api"
+	google := iaptest.NewSigner(t, "k1")
+	v, err := iap.New(context.Background(), audience, iap.Options{Client: iaptest.Client(nil, google)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := newEnv(t, func(o *httpapi.Options) { o.IAP = v; o.LocalIdentity = "local-admin@localhost" })
+	get := func(headers map[string]string) (int, string) {
+		path := "/console/namespaces/team-a/proxies/p"
+		if headers == nil {
+			path = "/console/"
+		}
+		req, _ := http.NewRequest("GET", e.srv.URL+path, nil)
+		for k, v := range headers {
+			req.Header.Set(k, v)
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		b, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, string(b)
+	}
+	assertion := google.Sign(t, iaptest.Valid(audience, editor, time.Now()))
+	code, page := get(map[string]string{iap.Header: assertion})
+	if code != 200 || !strings.Contains(page, "Signed in as <strong>editor@example.com</strong>") || strings.Contains(page, "LOCAL_IDENTITY") || !strings.Contains(page, `data-action="proxies rotate"`) {
+		t.Errorf("through IAP as an editor: %d, want the editor's page with her actions and no local banner", code)
+	}
+	code, page = get(map[string]string{iap.Header: assertion, "Authorization": "Bearer " + token(owner)})
+	if code != 400 || !strings.Contains(page, "send one identity") {
+		t.Errorf("an assertion and an ID token: %d, want 400 with the API's message", code)
+	}
+	if code, page = get(nil); code != 200 || !strings.Contains(page, "LOCAL_IDENTITY") {
+		t.Errorf("no identity on a local stack: %d, want the local identity's page with its banner", code)
 	}
 }

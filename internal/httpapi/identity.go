@@ -55,7 +55,9 @@ type IAPVerifier interface {
 	Verify(ctx context.Context, assertion string) (string, error)
 }
 
-// identify reads the caller's email from the ID token Cloud Run verified.
+// identify reads the caller's email from the ID token Cloud Run verified,
+// or from IAP's signed assertion when the request carries one
+// (identifyIAP).
 //
 // The function is not public: Cloud Run lets a request through only with
 // a Google-signed ID token for its URL from an allowed invoker, and it has
