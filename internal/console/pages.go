@@ -105,10 +105,10 @@ type homeBody struct {
 }
 
 func (c *Console) home(w http.ResponseWriter, r *http.Request) {
-	c.renderHome(w, r, http.StatusOK, nil, "")
+	c.renderHome(w, r, http.StatusOK, nil)
 }
 
-func (c *Console) renderHome(w http.ResponseWriter, r *http.Request, code int, f *form, flash string) {
+func (c *Console) renderHome(w http.ResponseWriter, r *http.Request, code int, f *form) {
 	caller, ok := c.who(w, r)
 	if !ok {
 		return
@@ -132,7 +132,7 @@ func (c *Console) renderHome(w http.ResponseWriter, r *http.Request, code int, f
 		}
 		body.Namespaces = append(body.Namespaces, row)
 	}
-	c.render(w, code, "home", "", page{Title: "Namespaces", Caller: caller, IAP: c.opts.IAP, Flash: flash, Body: body})
+	c.render(w, code, "home", "", page{Title: "Namespaces", Caller: caller, IAP: c.opts.IAP, Flash: flashOf(r), Body: body})
 }
 
 func (c *Console) createNamespace(w http.ResponseWriter, r *http.Request) {
@@ -145,7 +145,7 @@ func (c *Console) createNamespace(w http.ResponseWriter, r *http.Request) {
 	_, _, err := c.api(r).CreateNamespace(r.Context(), name, members, nil)
 	if err != nil {
 		f.take(err, map[string]string{"namespace": "namespace", "name": "namespace", "members": "owner"})
-		c.renderHome(w, r, statusOf(err), f, "")
+		c.renderHome(w, r, statusOf(err), f)
 		return
 	}
 	http.Redirect(w, r, nsURL(name)+"?done=namespaces-create", http.StatusSeeOther)
@@ -391,7 +391,7 @@ func (c *Console) renderProxy(w http.ResponseWriter, r *http.Request, code int, 
 		return
 	}
 	perms := permissions(caller.Admin, tenancy.Role(role))
-	body := proxyBody{Role: role, Can: perms, UpdateForm: update, Status: c.statusOf(r, p, perms)}
+	body := proxyBody{Role: role, Can: perms, UpdateForm: update, Status: c.liveStatus(p, perms)}
 	body.ShowURL = r.URL.Query().Get("show") == "url" && perms.Do(string(tenancy.ReadProxyURL)) && p.Status.ProxyURL != ""
 	if !body.ShowURL {
 		p.Status.ProxyURL = ""
@@ -409,8 +409,8 @@ func (c *Console) renderProxy(w http.ResponseWriter, r *http.Request, code int, 
 		Crumbs: []crumb{{"Namespaces", Prefix}, {p.Namespace, nsURL(p.Namespace)}}})
 }
 
-// statusOf is the live part of p's page; it never carries the proxy URL.
-func (c *Console) statusOf(r *http.Request, p *proxy.Proxy, perms can) statusBody {
+// liveStatus is the live part of p's page; it never carries the proxy URL.
+func (c *Console) liveStatus(p *proxy.Proxy, perms can) statusBody {
 	s := statusBody{Proxy: *p, Can: perms, Unsettled: !p.Status.Phase.Settled() || p.Status.ObservedGeneration < p.Generation && p.Status.Phase != proxy.PhaseFailed,
 		PollURL: proxyURLOf(p.Namespace, p.Name) + "/status", Now: c.opts.Clock.Now(), Chart: drawChart(c.history.Record(p))}
 	s.Proxy.Status.ProxyURL = ""
@@ -431,7 +431,7 @@ func (c *Console) status(w http.ResponseWriter, r *http.Request) {
 		c.fragmentError(w, caller, err)
 		return
 	}
-	c.render(w, http.StatusOK, "proxy", "status", c.statusOf(r, p, permissions(caller.Admin, tenancy.Role(role))))
+	c.render(w, http.StatusOK, "proxy", "status", c.liveStatus(p, permissions(caller.Admin, tenancy.Role(role))))
 }
 
 // proxyURL answers the proxy URL alone, for the page's "Show" button: to
