@@ -13,6 +13,7 @@ import (
 	"net/http"
 	"path"
 	"strings"
+	"time"
 
 	"github.com/egress-proxies/egress/internal/clock"
 	"github.com/egress-proxies/egress/internal/httpapi"
@@ -114,6 +115,7 @@ func (c *Console) loadTemplates() error {
 		"pathEsc":   pathEscape,
 		"list":      strings.Fields,
 		"field":     newField,
+		"age":       age,
 	}
 	base, err := template.New("layout.html").Funcs(funcs).ParseFS(templateFS, "templates/layout.html", "templates/parts.html")
 	if err != nil {
@@ -202,4 +204,18 @@ type fieldData struct {
 
 func newField(f *form, name, label, hint, typ string, required bool) fieldData {
 	return fieldData{Name: name, Label: label, Hint: hint, Type: typ, Value: f.Values[name], Required: required, Errors: f.Errors[name]}
+}
+
+// age is how long ago t was, in its largest unit: 45s, 12m, 3h, 2d.
+func age(t, now time.Time) string {
+	d := now.Sub(t)
+	switch {
+	case d < time.Minute:
+		return fmt.Sprintf("%ds", max(0, int(d.Seconds())))
+	case d < time.Hour:
+		return fmt.Sprintf("%dm", int(d.Minutes()))
+	case d < 48*time.Hour:
+		return fmt.Sprintf("%dh", int(d.Hours()))
+	}
+	return fmt.Sprintf("%dd", int(d.Hours()/24))
 }

@@ -14,6 +14,11 @@
     root.querySelectorAll("time[datetime]").forEach(function (t) {
       const d = new Date(t.getAttribute("datetime"));
       if (isNaN(d)) return;
+      if (t.hasAttribute("data-age")) {
+        // An age stays an age; its exact time is the viewer's.
+        t.title = "created " + exact.format(d);
+        return;
+      }
       t.textContent = short.format(d);
       t.title = exact.format(d);
     });
