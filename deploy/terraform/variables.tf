@@ -278,3 +278,15 @@ variable "credentials_key_rotation_period" {
     error_message = "credentials_key_rotation_period must be seconds with an s, of at least a day (86400s), as Cloud KMS requires."
   }
 }
+
+variable "console_enabled" {
+  description = "Serve the web console to people through Identity-Aware Proxy for Cloud Run: IAP on the API's service, and the API verifying IAP's signed header (IAP_AUDIENCE). Needs the project in an organization, and gcloud where Terraform runs."
+  type        = bool
+  default     = false
+}
+
+variable "console_users" {
+  description = "IAM members who may pass IAP to the console, such as group:data-team@example.com. What each sees and does is still their role in each namespace."
+  type        = list(string)
+  default     = []
+}
