@@ -95,6 +95,10 @@ type Instance struct {
 	// provider reads the guest attribute egress/traffic); nil when the VM
 	// reported nothing or the provider cannot tell.
 	Traffic *Traffic
+	// IPv6, added to the original contract, is the VM's external IPv6
+	// address, when it has one (gcp: a dual-stack interface's
+	// ipv6AccessConfigs); "" when it has none or the provider cannot tell.
+	IPv6 string
 	// Generation, added with Reconfigurer, is the generation of the proxy
 	// engine's configuration the VM last reported serving (the gcp provider
 	// reads it from the guest attribute egress/ready); 0 when it reported

@@ -177,7 +177,7 @@ func (run *run) createFailed(ctx context.Context, what string, err error) (outco
 	now := run.r.clock.Now()
 	next := run.next()
 	endAttempt := func() {
-		next.Status.ProviderID, next.Status.IP, next.Status.Endpoint, next.Status.State = "", "", "", ""
+		next.Status.ProviderID, next.Status.IP, next.Status.IPv6, next.Status.Endpoint, next.Status.State = "", "", "", "", ""
 		next.Reconciler.CreatePending, next.Reconciler.CreateRequestID = "", ""
 		if next.Status.Phase != proxy.PhaseReplacing {
 			next.Status.Phase = proxy.PhaseCreating

@@ -79,7 +79,7 @@ func (run *run) ready(ctx context.Context, next *proxy.Proxy, inst *provider.Ins
 	next.Status.Phase = proxy.PhaseReady
 	next.Status.ObservedGeneration = p.Generation
 	next.Reconciler.ReconfigureStart = time.Time{}
-	next.Status.IP = inst.IP
+	next.Status.IP, next.Status.IPv6 = inst.IP, inst.IPv6
 	next.Status.Endpoint = net.JoinHostPort(inst.IP, strconv.Itoa(int(port(p.Spec))))
 	next.Status.Message = ""
 	next.Reconciler.Attempts = 0

@@ -213,6 +213,9 @@ func convert(id, zone string, inst *computepb.Instance) provider.Instance {
 		if acs := nics[0].GetAccessConfigs(); len(acs) > 0 {
 			out.IP = acs[0].GetNatIP()
 		}
+		if acs := nics[0].GetIpv6AccessConfigs(); len(acs) > 0 {
+			out.IPv6 = acs[0].GetExternalIpv6()
+		}
 	}
 	if t, err := time.Parse(time.RFC3339, inst.GetCreationTimestamp()); err == nil {
 		out.CreatedAt = t

@@ -416,3 +416,45 @@ func (l *lifecycle) provider(t *testing.T) provider.Provider {
 	}
 	return p
 }
+
+// TestIPv6InStatus: on a dual-stack deployment (GCP_STACK_TYPE=IPV4_IPV6)
+// the proxy's status shows its VM's external IPv6 address beside its IP
+// once Ready, and the new VM's after a replacement; the endpoint stays the
+// IPv4 address's.
+func TestIPv6InStatus(t *testing.T) {
+	l := newLifecycle(t, proxy.Placement{Region: "us-central1", Zone: "us-central1-b"}, proxy.IPEphemeral)
+	clients := fakeCompute(t, l.fake)
+	p, err := gcp.New(clients, gcp.Config{Project: lifecycleProject, Subnetwork: "proxies", StackType: gcp.StackDual})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.fake.SetDualStack("us-central1", "proxies")
+	l.r = reconcile.New(l.store, gcpProviders{p}, noQueue{}, nil, l.clock, slog.New(slog.DiscardHandler), reconcile.Options{Rand: rand.New(rand.NewPCG(1, 1))})
+	type seen struct {
+		Phase          proxy.Phase
+		Endpoint, IPv6 string
+	}
+	look := func() seen {
+		d := l.doc()
+		return seen{d.Status.Phase, d.Status.Endpoint, d.Status.IPv6}
+	}
+	l.run(proxy.ReasonWritten)
+	during := look()
+	l.settle()
+	first := look()
+	deleteByHand(l, "us-central1-b", provider.NameFromUID(lifecycleUID))
+	l.run(proxy.ReasonDrift)
+	replacing := look()
+	l.settle()
+	second := look()
+	got := []seen{during, first, replacing, second}
+	want := []seen{
+		{Phase: proxy.PhaseProvisioning},
+		{Phase: proxy.PhaseReady, Endpoint: "198.51.100.1:3128", IPv6: "2001:db8:4000:1::"},
+		{Phase: proxy.PhaseProvisioning},
+		{Phase: proxy.PhaseReady, Endpoint: "198.51.100.2:3128", IPv6: "2001:db8:4000:2::"},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("status through a replacement, created, Ready, replaced, Ready (-want +got):\n%s", diff)
+	}
+}
