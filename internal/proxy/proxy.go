@@ -256,6 +256,11 @@ type Bookkeeping struct {
 	// replaced with a warm pool's VM: deleted once the new one is Ready,
 	// and with the proxy.
 	Retiring string `firestore:"retiring,omitempty"`
+	// RetiringGeneration is the generation of the configuration the
+	// Retiring VM was last given. It serves clients until it goes, so a
+	// later generation (new credentials above all: a leaked password is
+	// revoked on every VM that takes it) is handed to it too.
+	RetiringGeneration int64 `firestore:"retiringGeneration,omitempty"`
 	// ProgressTime is when the status last changed, kept only while the
 	// phase is not settled (zero, and so absent from the document, once it
 	// is). The GC sweep queries for an old ProgressTime to re-drive stuck

@@ -45,7 +45,9 @@
 //	Ready,         a new generation (any event: a      render it with the document's          Reconfiguring
 //	Reconfiguring  PATCH, new credentials); the        credentials, Reconfigure, record
 //	               provider is a Reconfigurer and the  SentGeneration; endpoint, IP and
-//	               spec has no cloud-init of its own   rotations stay
+//	               spec has no cloud-init of its own   rotations stay; a Retiring VM is
+//	                                                   given it too (RetiringGeneration),
+//	                                                   or deleted at once if it cannot be
 //	Provisioning   a new generation (a VM claimed      the same                               Provisioning
 //	               from a warm pool: SentGeneration
 //	               0; a change while booting)
@@ -58,6 +60,11 @@
 //	               generation
 //	Reconfiguring  a request; it serves another,       nothing                                Reconfiguring
 //	               within ReconfigureTimeout
+//	Reconfiguring  the VM refused the generation it    count a replacement, record            Replacing
+//	               was given and serves the previous   Replacing with the VM's reason, Delete
+//	               (RefusedGeneration, egress/error)   it: at once, not at the timeout
+//	Provisioning   the VM refused the generation it    count a boot failure; replace, or at   Replacing
+//	               was given (a claimed warm VM)       MaxBootFailures fail                   or Failed
 //	Reconfiguring  past ReconfigureTimeout             count a replacement, record            Replacing
 //	                                                   Replacing, Delete it
 //	Provisioning,  a rotate request after the VM was   count a rotation; a warm pool's VM:    Provisioning
