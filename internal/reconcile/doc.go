@@ -79,6 +79,9 @@
 //	Replacing      the old VM still there              Delete it again, wait for it to go     Replacing
 //	Replacing      the old VM gone                     Create again, a new attempt (request   Provisioning
 //	                                                   id); a Static proxy's address reused
+//	Replacing      the old VM gone, a Retiring VM      Delete the Retiring VM (it may carry   Replacing
+//	               (the claim of a make-before-break   the name the Create uses), wait for
+//	               rotation was lost)                  it to go, forget it, then Create
 //	(any)          a retryable provider error          record it, retry after a backoff       same
 //	(any)          a permanent provider error (or a    record Failed with the provider's      Failed
 //	               create's operation that says so)    message, still naming the VM; then

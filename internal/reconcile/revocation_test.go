@@ -330,3 +330,46 @@ func (w *world) mockGeneration(id string) int64 {
 	}
 	return in.Generation
 }
+
+// TestReplacedClaimRetiresFirst: when the VM a make-before-break rotation
+// claimed is lost before it is Ready, its replacement is created under
+// the proxy's own name, which the retiring VM may carry (it was created
+// under it): the retiring VM is deleted and forgotten first, so the create
+// makes a new VM rather than adopting the old one, and the proxy ends
+// Ready on a VM that exists. Before, the create adopted the retiring VM,
+// and the proxy, once Ready, deleted it as the retiring one: Ready on no VM.
+func TestReplacedClaimRetiresFirst(t *testing.T) {
+	w := revocationWorld(t, nil)
+	spec := proxy.Spec{Placement: proxy.Placement{Region: "us-central1", Zone: "us-central1-a"}}
+	old := w.readyWith(spec)
+	warm := w.warmPool(spec)
+	w.requestRotation(w.clock.Now())
+	w.run(reconcile.Trigger{Reason: proxy.ReasonSweep})
+	if p := w.doc(); p.Reconciler.Retiring != old.Status.ProviderID || p.Status.ProviderID != warm {
+		t.Fatalf("setting up: VM %s retiring %s, want the warm %s retiring %s", p.Status.ProviderID, p.Reconciler.Retiring, warm, old.Status.ProviderID)
+	}
+	w.mock.Lose(warm)
+	w.run(reconcile.Trigger{Reason: proxy.ReasonSweep})
+	w.clock.Advance(reconcile.DefaultNotFoundGrace + time.Second)
+	w.run(reconcile.Trigger{Reason: proxy.ReasonSweep})
+	w.boot()
+	w.clock.Advance(time.Minute)
+	w.run(reconcile.Trigger{Reason: proxy.ReasonSweep})
+	p := w.doc()
+	var vms []string
+	for _, in := range w.mock.Instances() {
+		if in.UID == uid {
+			vms = append(vms, in.ID)
+		}
+	}
+	type end struct {
+		Phase    proxy.Phase
+		Retiring string
+		VMs      []string
+		Creates  int
+	}
+	want := end{Phase: proxy.PhaseReady, VMs: []string{p.Status.ProviderID}, Creates: 3} // the first VM, the warm one, the replacement
+	if diff := cmp.Diff(want, end{p.Status.Phase, p.Reconciler.Retiring, vms, w.mock.Calls(mock.MethodCreate)}); diff != "" {
+		t.Errorf("after the claimed VM was lost mid-rotation (-want +got):\n%s", diff)
+	}
+}

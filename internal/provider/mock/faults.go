@@ -193,11 +193,12 @@ func (p *Provider) Print(providerID string, lines ...string) bool {
 // self-test of the new configuration fails does: after the reconfigure
 // delay the instance still serves the generation it served, reports the
 // one it refused (Instance.RefusedGeneration) with a BootError as the
-// agent writes egress/error, and calls home with it.
+// agent writes egress/error, and calls home with it. It replaces the
+// refusals not used yet: 0 ends them.
 func (p *Provider) RefuseReconfigures(n int, reason string) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	p.refuse, p.refuseReason = p.refuse+n, reason
+	p.refuse, p.refuseReason = max(n, 0), reason
 }
 
 // NeverReady makes the next n new instances hang in their boot: they stay
