@@ -340,16 +340,7 @@ func requestIDs(ins []computefake.Insert) []string {
 func TestLiveChangeOnCompute(t *testing.T) {
 	l := newLifecycle(t, proxy.Placement{Region: "us-central1", Zone: "us-central1-b"}, proxy.IPEphemeral)
 	l.r = reconcile.New(l.store, gcpProviders{l.provider(t)}, noQueue{}, nil, l.clock, slog.New(slog.DiscardHandler),
-		reconcile.Options{Rand: rand.New(rand.NewPCG(1, 1)), Bootstrap: func(s proxy.Spec, c proxy.Credentials, g int64) (string, *vmconfig.Config, error) {
-			cfg := bootstrap.ForProxy(s, c, nil)
-			cfg.Generation = g
-			script, err := bootstrap.Render(cfg)
-			if err != nil {
-				return "", nil, err
-			}
-			engine, err := bootstrap.EngineConfig(cfg)
-			return script, &engine, err
-		}})
+		reconcile.Options{Rand: rand.New(rand.NewPCG(1, 1)), Bootstrap: renderBootstrap})
 	ctx := context.Background()
 	l.run(proxy.ReasonWritten)
 	l.fake.Settle()
@@ -467,16 +458,7 @@ func TestIPv6InStatus(t *testing.T) {
 func TestRefusalOnComputeSaidAtOnce(t *testing.T) {
 	l := newLifecycle(t, proxy.Placement{Region: "us-central1", Zone: "us-central1-b"}, proxy.IPEphemeral)
 	l.r = reconcile.New(l.store, gcpProviders{l.provider(t)}, noQueue{}, nil, l.clock, slog.New(slog.DiscardHandler),
-		reconcile.Options{Rand: rand.New(rand.NewPCG(1, 1)), Bootstrap: func(s proxy.Spec, c proxy.Credentials, g int64) (string, *vmconfig.Config, error) {
-			cfg := bootstrap.ForProxy(s, c, nil)
-			cfg.Generation = g
-			script, err := bootstrap.Render(cfg)
-			if err != nil {
-				return "", nil, err
-			}
-			engine, err := bootstrap.EngineConfig(cfg)
-			return script, &engine, err
-		}})
+		reconcile.Options{Rand: rand.New(rand.NewPCG(1, 1)), Bootstrap: renderBootstrap})
 	l.run(proxy.ReasonWritten)
 	l.fake.Settle()
 	name := l.fake.Inserts()[0].Instance.GetName()
@@ -510,4 +492,17 @@ func conditionMessage(p *proxy.Proxy) string {
 		}
 	}
 	return ""
+}
+
+// renderBootstrap renders a proxy's default bootstrap as the composition
+// root does: the startup script and the engine's configuration.
+func renderBootstrap(s proxy.Spec, c proxy.Credentials, g int64) (string, *vmconfig.Config, error) {
+	cfg := bootstrap.ForProxy(s, c, nil)
+	cfg.Generation = g
+	script, err := bootstrap.Render(cfg)
+	if err != nil {
+		return "", nil, err
+	}
+	engine, err := bootstrap.EngineConfig(cfg)
+	return script, &engine, err
 }
