@@ -92,8 +92,8 @@
 //	Failed         no VM                               nothing, until the proxy is deleted    Failed
 //
 // Generations. A change of the configuration a VM serves (a PATCH of
-// allowedSourceRanges or connectPorts, a :rotateCredentials) is a new
-// generation of the document. Bookkeeping.SentGeneration is the generation
+// allowedSourceRanges, connectPorts, bandwidthLimit or accessLog, a
+// :rotateCredentials) is a new generation of the document. Bookkeeping.SentGeneration is the generation
 // the current VM was given, at its Create or by the last Reconfigure; a
 // document whose generation differs has a change to hand over, and that is
 // the one thing a write's event acts on in Ready, Provisioning and

@@ -11,8 +11,9 @@ import (
 	"github.com/egress-proxies/egress/internal/proxy"
 )
 
-// A change of a proxy's configuration (a PATCH of its ranges or ports, new
-// credentials) is a new generation of its document. The VM learns it
+// A change of a proxy's configuration (a PATCH of its ranges, ports,
+// bandwidth limit or access log, new credentials) is a new generation of
+// its document. The VM learns it
 // without being replaced where it can: the provider is a
 // provider.Reconfigurer and the VM runs the default bootstrap, whose agent
 // applies what Reconfigure hands it and reports the generation it then
