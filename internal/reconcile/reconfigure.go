@@ -13,11 +13,10 @@ import (
 
 // A change of a proxy's configuration (a PATCH of its ranges, ports,
 // bandwidth limit or access log, new credentials) is a new generation of
-// its document. The VM learns it
-// without being replaced where it can: the provider is a
-// provider.Reconfigurer and the VM runs the default bootstrap, whose agent
-// applies what Reconfigure hands it and reports the generation it then
-// serves (provider.Instance.Generation). Elsewhere — a provider without
+// its document. The VM learns it without being replaced where it can: the
+// provider is a provider.Reconfigurer and the VM runs the default
+// bootstrap, whose agent applies what Reconfigure hands it and reports the
+// generation it then serves (provider.Instance.Generation). Elsewhere — a provider without
 // Reconfigure, a spec that brings its own cloud-init — the VM is replaced
 // by one made with the new configuration.
 //
