@@ -115,10 +115,11 @@ func TestPatchBandwidthAndAccessLog(t *testing.T) {
 	}
 }
 
-// TestSocks5URLForMembers: a proxy with a socks5Port shows, to the
-// namespace's members only, socks5h://USER:PASSWORD@ip:socks5Port beside
-// its proxyURL, once it has an endpoint; one without shows none.
-func TestSocks5URLForMembers(t *testing.T) {
+// TestSocks5URLForEditors: a proxy with a socks5Port shows, to those who
+// may read its credentials only (tenancy.ReadProxyURL: its namespace's
+// editors and owners, not its viewers), socks5h://USER:PASSWORD@ip:socks5Port
+// beside its proxyURL, once it has an endpoint; one without shows none.
+func TestSocks5URLForEditors(t *testing.T) {
 	e := memEnv(t, func(o *httpapi.Options) {
 		o.Policy.ProxyPorts = []proxy.PortRange{{First: 3128, Last: 3128}, {First: 1080, Last: 1080}}
 	})
@@ -143,13 +144,13 @@ func TestSocks5URLForMembers(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	for who, want := range map[string]string{viewer: "socks5h://us:Pw0123456789abcdef@192.0.2.9:1080", admin: ""} {
+	for who, want := range map[string]string{editor: "socks5h://us:Pw0123456789abcdef@192.0.2.9:1080", viewer: "", admin: ""} {
 		_, b := e.do(who, "GET", "/v1/namespaces/team-a/proxies/s", "")
 		if got := decodeProxy(t, b).Status.Socks5URL; got != want {
 			t.Errorf("socks5URL as %s: %q, want %q", who, got, want)
 		}
 	}
-	if _, b := e.do(viewer, "GET", "/v1/namespaces/team-a/proxies/p", ""); decodeProxy(t, b).Status.Socks5URL != "" {
+	if _, b := e.do(editor, "GET", "/v1/namespaces/team-a/proxies/p", ""); decodeProxy(t, b).Status.Socks5URL != "" {
 		t.Errorf("a proxy without a socks5Port shows a socks5URL: %s", b)
 	}
 }
