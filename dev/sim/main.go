@@ -6,8 +6,9 @@
 //
 //	sim: N seeds, M faults, P pool and claim events, V violations
 //
-// It exits 1 when a schedule broke an invariant or a planted bug went
-// unseen. `make sim` runs it (SEEDS=N for another number of seeds); a
+// It exits 1 when a schedule broke an invariant, a planted bug went unseen,
+// or an edge of the reconciler's table of phases (reconcile.Transitions)
+// was made by no schedule and sim.Unsimulated does not say why. `make sim` runs it (SEEDS=N for another number of seeds); a
 // failing seed replays with -seed N.
 package main
 
@@ -17,6 +18,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/egress-proxies/egress/internal/reconcile"
 	"github.com/egress-proxies/egress/internal/sim"
 )
 
@@ -49,6 +51,22 @@ func main() {
 				continue
 			}
 			fmt.Printf("planted bug %q: found at seed %d: %s\n", bug, f.Seed, f.Violations[0])
+		}
+	}
+	if *seed == 0 {
+		// The reconciler's table, both ways: every change of phase made
+		// is one of its edges (a violation above otherwise), and every
+		// edge is made by some schedule unless sim.Unsimulated says why not.
+		unmade, made := r.Unmade()
+		fmt.Printf("phases: the schedules made %d of the %d changes of phase reconcile.Transitions lists (%d not simulated, sim.Unsimulated)\n",
+			len(reconcile.Edges())-len(unmade)-len(sim.Unsimulated), len(reconcile.Edges()), len(sim.Unsimulated))
+		for _, e := range unmade {
+			ok = false
+			fmt.Printf("phases: no schedule went from %s to %s, which reconcile.Transitions lists: a row the code does not make, or one to name in sim.Unsimulated\n", e.From, e.To)
+		}
+		for _, e := range made {
+			ok = false
+			fmt.Printf("phases: a schedule went from %s to %s, which sim.Unsimulated says none does\n", e.From, e.To)
 		}
 	}
 	fmt.Println(r.Summary())

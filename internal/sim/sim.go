@@ -300,6 +300,8 @@ type World struct {
 	rotatingCreds string
 	// stuck is how many Reconfigures to come the VM takes and never serves.
 	stuck int
+	// edges counts the changes of phase the schedule made.
+	edges map[reconcile.Edge]int
 }
 
 // New builds the world of a seed.
@@ -320,6 +322,7 @@ func New(seed uint64, bug Bug) *World {
 		deletedPools:   map[string]bool{},
 		memberOf:       map[string]string{},
 		claimedUIDs:    map[string]bool{},
+		edges:          map[reconcile.Edge]int{},
 	}
 	// Member uids (and so names, which order the members) are drawn from
 	// the seed, so a schedule replays.
