@@ -9,7 +9,7 @@ GOTEST   ?= $(GO) test -race -count=1 -timeout 30m
 WITH_EMULATORS = env -u FIRESTORE_EMULATOR_HOST -u PUBSUB_EMULATOR_HOST \
 	$(GO) run ./dev/with-emulators --
 
-.PHONY: deps test image-test image-bench run bench lint package tf-check sim cli fuzz
+.PHONY: deps test image-test image-bench run bench lint package tf-check sim cli fuzz docs
 
 ## deps: install what the other targets need and is missing (scripts/install-deps.sh;
 ## test, run, image-test and bench run it first: a no-op, a fraction of a second, when all is there)
@@ -69,6 +69,11 @@ fuzz:
 		echo "fuzz: $$fn in $$pkg for $(FUZZTIME)"; \
 		$(GO) test -run '^$$' -fuzz "^$$fn$$" -fuzztime $(FUZZTIME) "$$pkg"; \
 	done
+
+## docs: write the pages of docs/ the code knows (configuration, API, CLI,
+## phases, pools' runs) from the code; make test fails while one is stale
+docs:
+	$(GO) run ./dev/gendocs
 
 ## cli: the egress CLI, as bin/egress (or: go install ./cmd/egress)
 cli:
