@@ -47,8 +47,9 @@ run: deps
 	@exec "$${TMPDIR:-/tmp}/egress-localstack"
 
 ## bench: what a proxy costs and how fast the system converges, on the local
-## stack (a table, and JSON to $$BENCH_OUT, default bench-results.json; about
-## two minutes). It starts its own emulators, like make test.
+## stack (a table, and JSON to $$BENCH_OUT, default bench-results.json; minutes:
+## docs/development/benchmarks.md has a dated run). It starts its own
+## emulators, like make test.
 bench: deps
 	$(GO) run ./dev/bench
 

@@ -89,16 +89,17 @@ func (doc openAPI) operations() []struct {
 	var out []call
 	seen := map[string]bool{}
 	add := func(method, path string) {
+		method = strings.ToUpper(method)
 		raw, ok := doc.Paths[path][strings.ToLower(method)]
-		if !ok || seen[method+path] {
+		if !ok || seen[method+" "+path] {
 			return
 		}
 		var op operation
 		if json.Unmarshal(raw, &op) != nil {
 			return
 		}
-		seen[method+path] = true
-		out = append(out, call{strings.ToUpper(method), path, op})
+		seen[method+" "+path] = true
+		out = append(out, call{method, path, op})
 	}
 	for _, r := range httpapi.Routes() {
 		add(r.Method, r.Path)

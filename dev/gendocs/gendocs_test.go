@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/egress-proxies/egress/internal/httpapi"
 )
 
 // TestDocsAreCurrent renders every generated section again and holds each
@@ -72,5 +74,25 @@ func TestSplice(t *testing.T) {
 				t.Errorf("%s: the error %q does not name the marker", tc.reason, err)
 			}
 		})
+	}
+}
+
+// TestEveryCallOnce: the API reference lists each route of the API once,
+// in the API's order, then the two calls outside it.
+func TestEveryCallOnce(t *testing.T) {
+	doc, err := readOpenAPI()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got, want []string
+	for _, c := range doc.operations() {
+		got = append(got, c.method+" "+c.path)
+	}
+	for _, r := range httpapi.Routes() {
+		want = append(want, r.Method+" "+r.Path)
+	}
+	want = append(want, "GET /healthz", "GET "+httpapi.OpenAPIPath)
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("the reference's calls (-want +got):\n%s", diff)
 	}
 }

@@ -25,6 +25,9 @@ var sections = []section{
 	{page: "docs/concepts/phases.md", name: "diagram", from: "reconcile.Transitions", render: phaseDiagram},
 	{page: "docs/concepts/phases.md", name: "transitions", from: "reconcile.Transitions", render: transitionTable},
 	{page: "docs/concepts/warm-pools.md", name: "pool-runs", from: "pools.Runs", render: poolRuns},
+	{page: "docs/operations/deploy.md", name: "vm-account", from: "deploy.ProxyVM", render: vmAccount},
+	{page: "docs/development/simulation.md", name: "planted-bugs", from: "sim.PlantedBugs", render: plantedBugs},
+	{page: "docs/reference/api.md", name: "audited", from: "httpapi.Routes", render: audited},
 }
 
 // A section lies between two lines: its begin marker, which names the
