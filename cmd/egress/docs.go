@@ -22,7 +22,7 @@ func (c *cli) docsCommand() *cobra.Command {
 		Hidden: true,
 		Args:   names(0),
 		RunE: func(cmd *cobra.Command, _ []string) error {
-			plain := &cli{getenv: func(string) string { return "" }}
+			plain := &cli{stdout: io.Discard, stderr: io.Discard, getenv: func(string) string { return "" }}
 			return writeReference(c.stdout, plain.command())
 		},
 	}

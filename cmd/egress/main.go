@@ -1,7 +1,8 @@
 // Command egress is the product's CLI: proxies and namespaces from a
 // terminal or from CI, over the API, as gcloud and kubectl users expect
-// (`egress proxies create NAME --namespace NS --region R --allow CIDR
-// --wait`). `go install github.com/egress-proxies/egress/cmd/egress` or
+// (`egress proxies create NAME --namespace NS --region R
+// --allowed-source-range CIDR --wait`). Its flags are the API's field
+// names (aliases.go). `go install github.com/egress-proxies/egress/cmd/egress` or
 // `make cli` builds it.
 //
 // Exit codes: 0 done; 1 the API or the network failed, or a wait ended on
