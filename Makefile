@@ -41,8 +41,10 @@ image-bench: deps
 
 ## run: the local stack (emulators, event stand-ins, all three functions, mock provider)
 # Built, then exec'd, so that Ctrl-C reaches the stack itself, which stops
-# the emulators before it exits.
+# the emulators before it exits. The build says it starts: the first one,
+# with an empty Go build cache, printed nothing for minutes.
 run: deps
+	@echo "make run: building the local stack (the first build compiles every dependency: minutes)"
 	@$(GO) build -o "$${TMPDIR:-/tmp}/egress-localstack" ./dev/localstack
 	@exec "$${TMPDIR:-/tmp}/egress-localstack"
 

@@ -4,6 +4,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -26,7 +27,7 @@ func TestDocsNameOnlyWhatExists(t *testing.T) {
 		t.Fatalf("found %d files to check: the globs miss the docs", len(files))
 	}
 	path := regexp.MustCompile("(?:^|[\\s`(\"'])((?:cmd|dev|internal|deploy|scripts|emulators|functions|docs)/[A-Za-z0-9_./-]*[A-Za-z0-9_/])")
-	link := regexp.MustCompile(`\]\(([^)#:\s]+)(?:#[^)]*)?\)`)
+	link := regexp.MustCompile(`\]\(([^)#:\s]*)(?:#([^)]*))?\)`)
 	for _, f := range files {
 		raw, err := os.ReadFile(f)
 		if err != nil {
@@ -46,8 +47,23 @@ func TestDocsNameOnlyWhatExists(t *testing.T) {
 			continue
 		}
 		for _, m := range link.FindAllStringSubmatch(string(raw), -1) {
-			if _, err := os.Stat(filepath.Join(filepath.Dir(f), m[1])); err != nil {
+			target := f
+			if m[1] != "" {
+				target = filepath.Join(filepath.Dir(f), m[1])
+			}
+			if _, err := os.Stat(target); err != nil {
 				t.Errorf("%s links to %s, which does not exist", rel, m[1])
+				continue
+			}
+			if m[2] == "" || !strings.HasSuffix(target, ".md") {
+				continue
+			}
+			page, err := os.ReadFile(target)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Contains(anchors(string(page)), m[2]) {
+				t.Errorf("%s links to %s#%s, a heading that page does not have", rel, m[1], m[2])
 			}
 		}
 	}
@@ -73,4 +89,31 @@ func cutLast(s, sep string) (string, string, bool) {
 		return s, "", false
 	}
 	return s[:i], s[i+len(sep):], true
+}
+
+// anchors are the ids a code host gives a page's headings: lowercase,
+// punctuation dropped, spaces as hyphens.
+func anchors(page string) []string {
+	var out []string
+	fence := false
+	for _, l := range strings.Split(page, "\n") {
+		if strings.HasPrefix(l, "```") {
+			fence = !fence
+		}
+		if fence || !strings.HasPrefix(l, "#") {
+			continue
+		}
+		h := strings.ToLower(strings.TrimSpace(strings.TrimLeft(l, "#")))
+		var b strings.Builder
+		for _, r := range h {
+			switch {
+			case r == ' ':
+				b.WriteRune('-')
+			case r == '-' || r == '_' || (r >= 'a' && r <= 'z') || (r >= '0' && r <= '9') || r > 127 && r != '…' && r != '—' && r != '×' && r != '→':
+				b.WriteRune(r)
+			}
+		}
+		out = append(out, b.String())
+	}
+	return out
 }

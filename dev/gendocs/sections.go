@@ -26,6 +26,7 @@ var sections = []section{
 	{page: "docs/concepts/phases.md", name: "transitions", from: "reconcile.Transitions", render: transitionTable},
 	{page: "docs/concepts/warm-pools.md", name: "pool-runs", from: "pools.Runs", render: poolRuns},
 	{page: "docs/operations/deploy.md", name: "vm-account", from: "deploy.ProxyVM", render: vmAccount},
+	{page: "docs/operations/alerts.md", name: "alerts", from: "deploy/terraform/monitoring.tf", render: alerts},
 	{page: "docs/development/simulation.md", name: "planted-bugs", from: "sim.PlantedBugs", render: plantedBugs},
 	{page: "docs/reference/api.md", name: "audited", from: "httpapi.Routes", render: audited},
 }
