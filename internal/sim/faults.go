@@ -275,8 +275,18 @@ func (w *World) userAction() {
 	}
 }
 
-// tableEdges are the changes of phase reconcile.Transitions lists.
-var tableEdges = reconcile.Edges()
+// tableEdges are the changes of phase reconcile.Transitions lists, in its
+// order; inTable, the same as a set.
+var (
+	tableEdges = reconcile.Edges()
+	inTable    = func() map[reconcile.Edge]bool {
+		m := map[reconcile.Edge]bool{}
+		for _, e := range tableEdges {
+			m[e] = true
+		}
+		return m
+	}()
+)
 
 // phaseChanged counts each change of a document's phase (created, changed,
 // deleted), and holds it to the reconciler's table: a change the table
@@ -294,7 +304,7 @@ func (w *World) phaseChanged(c storefake.Change) {
 		return
 	}
 	w.edges[e]++
-	if !slices.Contains(tableEdges, e) {
+	if !inTable[e] {
 		w.violation("document %s went from %s to %s, a change of phase reconcile.Transitions does not list", c.Key, e.From, e.To)
 	}
 }
