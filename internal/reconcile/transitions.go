@@ -43,8 +43,8 @@ const (
 // proxy documents, reconciled as any proxy's). `make docs` draws it in
 // docs/concepts/phases.md, and the simulation holds the code to it: every
 // change of phase the simulation makes is an edge of this table
-// (internal/sim), and `make sim` fails on an edge of the table its seeds
-// never made unless it is named there with the reason.
+// (internal/sim), and `make sim` fails on an edge of the table its 10,000
+// seeds never made unless it is named there with the reason.
 var Transitions = []Transition{
 	{From: []proxy.Phase{Start}, Sees: "a POST (or a pool's missing member)", Does: "store the document",
 		To: []proxy.Phase{proxy.PhasePending}, By: ByAPI + " or " + ByPool, Label: "POST"},
