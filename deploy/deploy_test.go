@@ -274,6 +274,17 @@ func TestTerraformMatchesTheCode(t *testing.T) {
 		t.Errorf("Firestore trigger document patterns (-code +Terraform):\n%s", diff)
 	}
 
+	// The event flow's page names every topic and every trigger, so a new
+	// one is not left out of what a reader is told reaches the functions.
+	flow, err := os.ReadFile("../docs/concepts/event-flow.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range append(wantTopics, wantPatterns...) {
+		if !strings.Contains(string(flow), "`"+name+"`") {
+			t.Errorf("docs/concepts/event-flow.md does not name `%s`, a topic or trigger pattern of Terraform and the code", name)
+		}
+	}
 }
 
 // TestTerraformSetsEveryVariable: each function's environment in Terraform

@@ -7,9 +7,7 @@ import (
 	"io/fs"
 	"log/slog"
 	"net/netip"
-	"os"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -307,55 +305,6 @@ func TestEachFunctionReadsItsVariables(t *testing.T) {
 			}
 		})
 	}
-}
-
-// TestTheDocsDocumentEveryVariable: every variable of the table is a row
-// of a variable table in the configuration reference
-// (docs/reference/configuration.md), with its default (the production one,
-// or the local stack's for the local stack's own table), and every such row
-// names a variable of the table.
-func TestTheDocsDocumentEveryVariable(t *testing.T) {
-	raw, err := os.ReadFile(configurationPage)
-	if err != nil {
-		t.Fatal(err)
-	}
-	row := regexp.MustCompile("^\\| `([A-Z][A-Z0-9_]+)` \\| ([^|]*) \\|")
-	documented := map[string][]string{}
-	for _, l := range strings.Split(string(raw), "\n") {
-		if m := row.FindStringSubmatch(l); m != nil {
-			documented[m[1]] = append(documented[m[1]], strings.TrimSpace(m[2]))
-		}
-	}
-	vars := app.ByName()
-	for name, v := range vars {
-		defaults, ok := documented[name]
-		if !ok {
-			t.Errorf("%s is not in a variable table of %s; add:\n| `%s` | %s | %s |", name, configurationPage, name, quoteDefault(v.DocDefault()), v.Meaning)
-			continue
-		}
-		for _, d := range defaults {
-			if d != quoteDefault(v.DocDefault()) && (v.LocalDefault == "" || d != quoteDefault(v.LocalDefault)) {
-				t.Errorf("%s gives %s the default %s; the table's is %s", configurationPage, name, d, quoteDefault(v.DocDefault()))
-			}
-		}
-	}
-	for name := range documented {
-		if _, ok := vars[name]; !ok {
-			t.Errorf("%s documents %s, which no function reads (it is not in app.Vars)", configurationPage, name)
-		}
-	}
-}
-
-// configurationPage is the configuration reference, relative to this package.
-const configurationPage = "../../docs/reference/configuration.md"
-
-// quoteDefault is a default as a docs table cell shows it: code, unless it is
-// prose or none.
-func quoteDefault(d string) string {
-	if d == "—" || strings.Contains(d, " ") || strings.Contains(d, "`") {
-		return d
-	}
-	return "`" + d + "`"
 }
 
 // TestNoVariableIsReadAroundTheTable scans the production code the

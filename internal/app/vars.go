@@ -34,7 +34,8 @@ const (
 var Functions = []Function{ProxyAPI, Reconcile, CollectGarbage}
 
 // Var is one configuration variable: the one place its name, default,
-// meaning and readers are written down. The docs' configuration reference and
+// meaning and readers are written down. The docs' configuration reference
+// (docs/reference/configuration.md, written from it by `make docs`) and
 // deploy/terraform are checked against this table (internal/app and
 // deploy tests), so a variable cannot be read without being documented and
 // deployed.
@@ -356,7 +357,7 @@ var Vars = []Var{
 			c.GCP.ServiceAccount = v
 			return nil
 		}},
-	{Name: "GCP_SCOPES", Default: strings.Join(gcp.DefaultScopes, ","), DefaultDoc: "logging.write, monitoring.write, pubsub", Readers: providerUsers, when: gcpEnabled,
+	{Name: "GCP_SCOPES", Default: strings.Join(gcp.DefaultScopes, ","), DefaultDoc: strings.ReplaceAll(strings.Join(gcp.DefaultScopes, ", "), "https://www.googleapis.com/auth/", ""), Readers: providerUsers, when: gcpEnabled,
 		Meaning: "that account's OAuth scopes, comma-separated",
 		set: func(c *Config, v string) error {
 			c.GCP.Scopes = splitList(v)

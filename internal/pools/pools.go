@@ -67,7 +67,7 @@ func New(store Store, clk clock.Clock, log *slog.Logger) *Reconciler {
 	return &Reconciler{store: store, clock: clk, log: log, TombstoneTTL: DefaultTombstoneTTL}
 }
 
-// Reconcile runs one reconcile of the pool: the table of the package doc.
+// Reconcile runs one reconcile of the pool: the table Runs.
 // It returns an error only when the store could not be read or written, so
 // that the event is delivered again.
 func (r *Reconciler) Reconcile(ctx context.Context, name string) error {

@@ -23,7 +23,9 @@ const (
 	PhaseProvisioning Phase = "Provisioning"
 	// PhaseReady: the VM runs and status.endpoint is usable.
 	PhaseReady Phase = "Ready"
-	// PhaseReplacing: the VM was lost or stopped and is being replaced.
+	// PhaseReplacing: the VM is being replaced, after it was lost, stopped
+	// or failed to boot, on a rotation, or for a change it cannot take in
+	// place: the old VM is deleted, then a new one created.
 	PhaseReplacing Phase = "Replacing"
 	// PhaseReconfiguring: the VM serves and was handed a new
 	// configuration (a PATCH, new credentials); the endpoint stays, and the
@@ -32,7 +34,9 @@ const (
 	// PhaseDeleting: deletion was requested; the document goes once the VM
 	// is gone.
 	PhaseDeleting Phase = "Deleting"
-	// PhaseFailed: a permanent provider error; status.message says which.
+	// PhaseFailed: a permanent provider error, or MaxBootFailures VMs in a
+	// row that did not become ready; status.message says which. Its VM is
+	// deleted (a Static proxy keeps its address until it is deleted).
 	PhaseFailed Phase = "Failed"
 )
 

@@ -41,9 +41,11 @@ func (run *run) rotationDue() bool {
 	return p.Status.ProviderID != "" && proxy.RotationDue(p.Spec.MaxAge, p.RotateRequestTime, p.Reconciler.BootStart, run.r.clock.Now())
 }
 
-// rotate replaces a VM that is fine, on purpose: break before make, with
-// the same credentials and, for a Static proxy, the same address. It counts
-// a rotation, not a replacement.
+// rotate replaces a VM that is fine, on purpose, with the same
+// credentials and, for a Static proxy, the same address: make before break
+// when a warm pool serves the spec (rotateWarm claims the new VM and keeps
+// the old one in Retiring), break before make otherwise. It counts a
+// rotation, not a replacement.
 func (run *run) rotate(ctx context.Context) (outcome, error) {
 	if claimed, out, err := run.rotateWarm(ctx); claimed || err != nil {
 		return out, err

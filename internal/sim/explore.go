@@ -3,6 +3,9 @@ package sim
 import (
 	"fmt"
 	"strings"
+
+	"github.com/egress-proxies/egress/internal/proxy"
+	"github.com/egress-proxies/egress/internal/reconcile"
 )
 
 // Failure is a schedule that broke the invariants.
@@ -16,6 +19,8 @@ type Result struct {
 	Seeds    int
 	Stats    Stats
 	Failures []Failure
+	// Edges counts the changes of phase the schedules made.
+	Edges map[reconcile.Edge]int
 }
 
 // Violations is the number of invariant violations across the schedules.
@@ -55,11 +60,15 @@ func (r Result) PoolCounts() string {
 // Explore plays the schedules of seeds from to to, inclusive, with bug
 // planted, and returns what they found.
 func Explore(from, to uint64, bug Bug) Result {
-	var r Result
+	r := Result{Edges: map[reconcile.Edge]int{}}
 	for s := from; s <= to; s++ {
-		errs, st := New(s, bug).Run()
+		w := New(s, bug)
+		errs, st := w.Run()
 		r.Seeds++
 		r.Stats.Add(st)
+		for e, n := range w.edges {
+			r.Edges[e] += n
+		}
 		if len(errs) > 0 {
 			r.Failures = append(r.Failures, Failure{Seed: s, Violations: errs})
 		}
@@ -91,4 +100,39 @@ var PlantedBugs = []Bug{NoPrecondition, NoLease, NoGracePeriod, NoCreatePending,
 
 func (f Failure) String() string {
 	return fmt.Sprintf("seed %d breaks the invariants:\n  %s", f.Seed, strings.Join(f.Violations, "\n  "))
+}
+
+// Unsimulated are the changes of phase reconcile.Transitions lists that
+// the simulation does not make, with why: Unmade holds every other edge of
+// the table to a change some schedule made.
+var Unsimulated = map[reconcile.Edge]string{
+	{From: proxy.PhaseReconfiguring, To: proxy.PhaseProvisioning}: "a rotation that claims a warm VM while the old one applies a new generation: a rotation is due in the seconds a reconfiguration takes, with a warm member to claim, in no schedule of 10,000 seeds",
+	{From: proxy.PhasePending, To: proxy.PhaseFailed}:             permanentInOperation,
+	{From: proxy.PhaseCreating, To: proxy.PhaseFailed}:            permanentInOperation,
+	{From: proxy.PhaseReady, To: proxy.PhaseFailed}:               permanentInOperation,
+	{From: proxy.PhaseReconfiguring, To: proxy.PhaseFailed}:       permanentInOperation,
+	{From: proxy.PhaseReplacing, To: proxy.PhaseFailed}:           permanentInOperation,
+}
+
+// permanentInOperation: the simulated provider fails a call for good only
+// in a create's operation, which a run finds in Provisioning, and every
+// document names the one provider there is (internal/reconcile's
+// failed_test.go fails proxies on a permanent error of other calls).
+const permanentInOperation = "the simulated provider's permanent failures arrive in a create's operation, found in Provisioning"
+
+// Unmade returns the edges of reconcile.Transitions no schedule made and
+// Unsimulated does not name, and the edges Unsimulated names that a
+// schedule made after all: both mean the table, or the list, says
+// something the code does not do.
+func (r Result) Unmade() (unmade, made []reconcile.Edge) {
+	for _, e := range tableEdges {
+		_, un := Unsimulated[e]
+		switch {
+		case r.Edges[e] == 0 && !un:
+			unmade = append(unmade, e)
+		case r.Edges[e] > 0 && un:
+			made = append(made, e)
+		}
+	}
+	return unmade, made
 }

@@ -20,6 +20,7 @@ import (
 // duplicated or late while faults are on. It also records what the API
 // shows, for the generation invariant.
 func (w *World) changed(c storefake.Change) {
+	w.phaseChanged(c)
 	if n := c.New; n != nil {
 		if g := n.Status.ObservedGeneration; g < w.obsGen[n.UID] {
 			w.violation("document %s (uid %s) went back from generation %d to %d", c.Key, n.UID, w.obsGen[n.UID], g)
@@ -332,5 +333,39 @@ func (w *World) userAction() {
 		}
 	default:
 		w.store.RequestDeletion(ctx, key, w.clock.Now())
+	}
+}
+
+// tableEdges are the changes of phase reconcile.Transitions lists, in its
+// order; inTable, the same as a set.
+var (
+	tableEdges = reconcile.Edges()
+	inTable    = func() map[reconcile.Edge]bool {
+		m := map[reconcile.Edge]bool{}
+		for _, e := range tableEdges {
+			m[e] = true
+		}
+		return m
+	}()
+)
+
+// phaseChanged counts each change of a document's phase (created, changed,
+// deleted), and holds it to the reconciler's table: a change the table
+// does not list is a violation, so the table (and the state diagram drawn
+// from it) cannot drift from the code.
+func (w *World) phaseChanged(c storefake.Change) {
+	e := reconcile.Edge{From: reconcile.Start, To: reconcile.Gone}
+	if c.Old != nil {
+		e.From = c.Old.Status.Phase
+	}
+	if c.New != nil {
+		e.To = c.New.Status.Phase
+	}
+	if e.From == e.To {
+		return
+	}
+	w.edges[e]++
+	if !inTable[e] {
+		w.violation("document %s went from %s to %s, a change of phase reconcile.Transitions does not list", c.Key, e.From, e.To)
 	}
 }

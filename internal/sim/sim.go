@@ -323,6 +323,8 @@ type World struct {
 	// last handed (at its create, or by a Reconfigure), by providerID:
 	// what the revocation invariant holds a retiring VM to.
 	handed map[string]int64
+	// edges counts the changes of phase the schedule made.
+	edges map[reconcile.Edge]int
 }
 
 // New builds the world of a seed.
@@ -345,6 +347,7 @@ func New(seed uint64, bug Bug) *World {
 		memberOf:       map[string]string{},
 		claimedUIDs:    map[string]bool{},
 		handed:         map[string]int64{},
+		edges:          map[reconcile.Edge]int{},
 	}
 	// Member uids (and so names, which order the members) are drawn from
 	// the seed, so a schedule replays.
