@@ -45,7 +45,7 @@ func localAPI(t *testing.T) (string, *storefake.Store) {
 		t.Fatal(err)
 	}
 	reg := provider.NewRegistry()
-	_ = reg.Register(mock.Type, func(context.Context) (provider.Provider, error) { return nil, fmt.Errorf("unused") }, provider.WithValidator(mock.Validate))
+	_ = reg.Register(mock.Type, func(context.Context) (provider.Provider, error) { return nil, fmt.Errorf("unused") }, provider.WithValidator(mock.Validate), provider.InPlace())
 	admins, _ := tenancy.ParseAdmins(who)
 	api := httpapi.New(st, clock.Real{}, slog.New(slog.NewTextHandler(io.Discard, nil)), httpapi.Options{
 		DefaultProvider: mock.Type, Providers: provider.NewSet(reg), Admins: admins, LocalIdentity: who,

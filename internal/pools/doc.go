@@ -35,7 +35,8 @@
 //	being deleted   unclaimed members                    request the deletion of each
 //	being deleted   no member document left              delete the pool document
 //	(any)           a status that differs from what      write it (warm, booting,
-//	                it sees                              claimsLastHour, message)
+//	                it sees                              claimsLastHour in all and by
+//	                                                     namespace, message)
 //
 // Live members are the unclaimed ones neither failed nor being deleted.
 // Every step is idempotent and safe under duplicate and concurrent runs: a

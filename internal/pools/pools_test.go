@@ -437,7 +437,11 @@ func TestCrashBetweenClaimAndReconfigure(t *testing.T) {
 	key := w.newProxy("p-01")
 	p := w.get(key)
 	// What the claiming run's transaction wrote before it was cut short.
-	member, _, err := w.store.ClaimWarm(ctx, p, "ci", w.clock.Now())
+	pool, err := w.store.GetPool(ctx, "ci")
+	if err != nil {
+		t.Fatal(err)
+	}
+	member, _, err := w.store.ClaimWarm(ctx, p, pool, w.clock.Now(), 0)
 	if err != nil {
 		t.Fatal(err)
 	}

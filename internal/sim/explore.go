@@ -52,6 +52,14 @@ func (r Result) PoolCounts() string {
 		s.Claims, s.WarmRotations, s.ClaimsCrashed, s.Refills, s.MemberDeletions)
 }
 
+// BudgetCounts says, in a line, what the schedules did with the
+// namespace's budget of VMs.
+func (r Result) BudgetCounts() string {
+	s := r.Stats
+	return fmt.Sprintf("budget of %d VMs an hour: %d VMs caused (%d rotations by maxAge), %d requests refused past it, %d rotations by maxAge waited for it, %d VMs born to replace harmed ones",
+		createsPerHour, s.Causes, s.AgeRotations, s.Refused429, s.Waits, s.Excused)
+}
+
 // Explore plays the schedules of seeds from to to, inclusive, with bug
 // planted, and returns what they found.
 func Explore(from, to uint64, bug Bug) Result {
@@ -87,7 +95,7 @@ func Find(seeds int, bug Bug) (Failure, bool) {
 }
 
 // PlantedBugs are the safety rules the simulation must catch switched off.
-var PlantedBugs = []Bug{NoPrecondition, NoLease, NoGracePeriod, NoCreatePending, OneRequestID, RotationByEventOnly, NoDeleteGuard, RelabelBeforeClaim}
+var PlantedBugs = []Bug{NoPrecondition, NoLease, NoGracePeriod, NoCreatePending, OneRequestID, RotationByEventOnly, NoDeleteGuard, RelabelBeforeClaim, UncountedAgeRotation}
 
 func (f Failure) String() string {
 	return fmt.Sprintf("seed %d breaks the invariants:\n  %s", f.Seed, strings.Join(f.Violations, "\n  "))

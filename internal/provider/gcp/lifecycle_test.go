@@ -22,6 +22,7 @@ import (
 	"github.com/egress-proxies/egress/internal/proxy"
 	"github.com/egress-proxies/egress/internal/reconcile"
 	"github.com/egress-proxies/egress/internal/store/storefake"
+	"github.com/egress-proxies/egress/internal/tenancy"
 	"github.com/egress-proxies/egress/internal/vm/vmconfig"
 )
 
@@ -361,7 +362,7 @@ func TestLiveChangeOnCompute(t *testing.T) {
 		t.Fatalf("before the change: %s at generation %d, want Ready at 1", ready.Status.Phase, ready.Status.ObservedGeneration)
 	}
 
-	if _, err := l.store.UpdateSpec(ctx, l.key, l.clock.Now(), func(s proxy.Spec) (proxy.Spec, error) {
+	if _, err := l.store.UpdateSpec(ctx, l.key, l.clock.Now(), tenancy.Limits{}, func(s proxy.Spec) (proxy.Spec, error) {
 		s.AllowedSourceRanges = []string{"198.51.100.0/24"}
 		return s, nil
 	}); err != nil {

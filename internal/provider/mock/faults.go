@@ -197,6 +197,19 @@ func (p *Provider) NeverReady(n int) {
 	p.neverReady += n
 }
 
+// Hangs reports whether the instance hangs in its boot (NeverReady made
+// it so): a test that plays faults tells by it which VM one met.
+func (p *Provider) Hangs(providerID string) bool {
+	name, _, err := parseID(providerID)
+	if err != nil {
+		return false
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	in, ok := p.instances[name]
+	return ok && in.neverReady
+}
+
 // SkipCallHome makes the next n new instances become ready without calling
 // home, as a VM whose message was lost: only the reconciler's sweep finds
 // them.
