@@ -81,7 +81,10 @@ func (run *run) ready(ctx context.Context, next *proxy.Proxy, inst *provider.Ins
 	next.Reconciler.ReconfigureStart = time.Time{}
 	next.Status.IP = inst.IP
 	next.Status.Endpoint = net.JoinHostPort(inst.IP, strconv.Itoa(int(port(p.Spec))))
-	next.Status.Message = ""
+	if next.Status.RotationWaitUntil == nil {
+		// A rotation waiting for the namespace's budget keeps saying why.
+		next.Status.Message = ""
+	}
 	next.Reconciler.Attempts = 0
 	next.Reconciler.BootFailures = 0
 	msg := "Proxy is serving at " + next.Status.Endpoint
