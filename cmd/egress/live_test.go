@@ -124,6 +124,8 @@ func TestPoolsCommands(t *testing.T) {
 		{args: []string{"pools", "put", "warm", "--region", "us-central1", "--zone", "us-central1-b", "--size", "2"}, wantCode: exitInvalid, want: "spec.placement: pool warm has placement"},
 		{args: []string{"pools", "put", "cold", "--region", "us-central1", "--size", "101"}, wantCode: exitInvalid, want: "size: 101 is outside 0-100"},
 		{args: []string{"pools", "put", "warm", "--region", "us-central1", "--zone", "us-central1-a", "--size", "3", "-o", "json"}, wantCode: exitOK, want: `"size": 3`},
+		{args: []string{"pools", "put", "warm", "--region", "us-central1", "--zone", "us-central1-a", "--size", "3", "--claims-per-namespace-per-hour", "2"}, wantCode: exitOK, want: "claimsPerNamespacePerHour:  2"},
+		{args: []string{"pools", "put", "warm", "--region", "us-central1", "--zone", "us-central1-a", "--size", "3", "--claims-per-namespace-per-hour", "-1"}, wantCode: exitInvalid, want: "claimsPerNamespacePerHour: -1 is outside 0-6000"},
 		{args: []string{"pools", "list"}, wantCode: exitOK, want: "warm  mock      us-central1  us-central1-a  3"},
 		{args: []string{"pools", "get", "warm", "-o", "json"}, wantCode: exitOK, want: `"claimsLastHour": 0`},
 		{args: []string{"pools", "delete", "warm"}, wantCode: exitOK, want: "deleting since:"},
