@@ -36,9 +36,10 @@
 //	               serving the generation (below)      observedGeneration
 //	Provisioning   a request; still booting, or        nothing                                Provisioning
 //	               serving another generation
-//	Provisioning   booting past BootTimeout, or a      count a boot failure; replace, or at   Replacing
-//	               BootError                           MaxBootFailures fail (below) with its  or Failed
-//	                                                   console's last lines
+//	Provisioning   booting past BootTimeout (and past  count a boot failure; replace, or at   Replacing
+//	               ReconfigureTimeout since a          MaxBootFailures fail (below) with its  or Failed
+//	               configuration it was handed), or a  console's last lines
+//	               BootError
 //	Provisioning   not found, within NotFoundGrace     record when it went missing            Provisioning
 //	Ready          a write's event                     nothing                                Ready
 //	Ready          a request; Running                  nothing                                Ready

@@ -61,7 +61,11 @@ func (run *run) observe(ctx context.Context) (outcome, error) {
 	case p.Status.Phase == proxy.PhaseReconfiguring:
 		// Still applying it: its call-home, or the sweep, comes back.
 		return done, run.write(ctx, next, false)
-	case now.Sub(run.bootStart(inst)) > run.r.opts.BootTimeout:
+	case now.Sub(run.bootStart(inst)) > run.r.opts.BootTimeout && (p.Reconciler.ReconfigureStart.IsZero() || now.Sub(p.Reconciler.ReconfigureStart) > run.r.opts.ReconfigureTimeout):
+		// A booting VM handed a configuration (a live change, or a claim)
+		// has ReconfigureTimeout from then to serve it too: a change that
+		// comes late in a boot must not turn the boot into a failure, and
+		// so into a new VM no request counted.
 		return run.bootFailed(ctx, "BootTimeout", fmt.Sprintf("Instance %s was not ready within %s.", p.Status.ProviderID, run.r.opts.BootTimeout))
 	default:
 		next.Status.Phase = proxy.PhaseProvisioning

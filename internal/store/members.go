@@ -234,10 +234,7 @@ func (s *Store) claim(ctx context.Context, p *proxy.Proxy, pool *proxy.Pool, sna
 		}, firestore.LastUpdateTime(snap.UpdateTime)); err != nil {
 			return err
 		}
-		if err := tx.Update(s.ref(p.Key()), []firestore.Update{
-			{Path: rules.StatusField, Value: claimed.Status},
-			{Path: rules.ReconcilerField, Value: claimed.Reconciler},
-		}, firestore.LastUpdateTime(p.UpdateTime)); err != nil {
+		if err := tx.Update(s.ref(p.Key()), updates(rules.StatusUpdate(claimed)), firestore.LastUpdateTime(p.UpdateTime)); err != nil {
 			return err
 		}
 		if nsFields := append(logged, counted...); len(nsFields) > 0 {

@@ -168,7 +168,7 @@ func updates(fields []rules.Field) []firestore.Update {
 // (rules.LiveReplacement). It returns the proxy as it now is.
 func (s *Store) UpdateSpec(ctx context.Context, key proxy.Key, now time.Time, limits tenancy.Limits, update func(proxy.Spec) (proxy.Spec, error)) (*proxy.Proxy, error) {
 	p, err := s.changeCounted(ctx, key, func(p *proxy.Proxy, ns *tenancy.Namespace) ([]rules.Field, []rules.Field, error) {
-		return live(p, ns, now, limits, func() ([]rules.Field, error) { return rules.UpdateSpec(p, now, update) })
+		return rules.LiveChange(p, ns, now, limits, func() ([]rules.Field, error) { return rules.UpdateSpec(p, now, update) })
 	})
 	return p, wrap(key, "updating the spec of", err)
 }
@@ -180,22 +180,7 @@ func (s *Store) UpdateSpec(ctx context.Context, key proxy.Key, now time.Time, li
 // its namespace in the same transaction (rules.LiveReplacement).
 func (s *Store) RotateCredentials(ctx context.Context, key proxy.Key, now time.Time, limits tenancy.Limits) (*proxy.Proxy, error) {
 	p, err := s.changeCounted(ctx, key, func(p *proxy.Proxy, ns *tenancy.Namespace) ([]rules.Field, []rules.Field, error) {
-		return live(p, ns, now, limits, func() ([]rules.Field, error) { return rules.RotateCredentials(p, now) })
+		return rules.LiveChange(p, ns, now, limits, func() ([]rules.Field, error) { return rules.RotateCredentials(p, now) })
 	})
 	return p, wrap(key, "rotating the credentials of", err)
-}
-
-// live is a live change of p (change, its rule) that, when it changed
-// anything, is held to limits if it gives p a new VM
-// (rules.LiveReplacement): the fields of p and of ns to write.
-func live(p *proxy.Proxy, ns *tenancy.Namespace, now time.Time, limits tenancy.Limits, change func() ([]rules.Field, error)) ([]rules.Field, []rules.Field, error) {
-	fields, err := change()
-	if err != nil || len(fields) == 0 {
-		return nil, nil, err
-	}
-	replaced, counted, err := rules.LiveReplacement(p, ns, now, limits)
-	if err != nil {
-		return nil, nil, err
-	}
-	return append(fields, replaced...), counted, nil
 }

@@ -257,50 +257,23 @@ func (s *Store) UpdateStatus(ctx context.Context, p *proxy.Proxy) (time.Time, er
 
 // UpdateStatusCounted is UpdateStatus that also counts a VM caused at at
 // against the namespace's bound of perHour (rules.CountCreation), in one
-// transaction over both documents: the reconciler's record that a
-// rotation by maxAge starts, which costs the namespace a VM. Both are
-// written or neither. Past the bound nothing is written and the error
-// wraps a *proxy.RetryError (proxy.ErrCreatesPerHour) saying when one more
-// fits; ErrConflict means the proxy changed since it was read.
+// transaction over both documents (changeCounted): the reconciler's
+// record that a rotation by maxAge starts, which costs the namespace a VM.
+// Both are written or neither. Past the bound nothing is written and the
+// error wraps a *proxy.RetryError (proxy.ErrCreatesPerHour) saying when
+// one more fits; ErrConflict means the proxy changed since it was read.
 func (s *Store) UpdateStatusCounted(ctx context.Context, p *proxy.Proxy, at time.Time, perHour int) (time.Time, error) {
-	key := p.Key()
-	ref, nsRef := s.ref(key), s.namespace(key.Namespace)
-	release, err := s.counters.acquire(ctx, key.Namespace)
-	if err != nil {
-		return time.Time{}, wrap(key, "updating the status of", err)
-	}
-	defer release()
-	var (
-		writes int64
-		commit firestore.CommitResponse
-	)
-	err = s.client.RunTransaction(ctx, func(ctx context.Context, tx *firestore.Transaction) error {
-		writes = 1
-		ns, err := s.readNamespace(ctx, tx, nsRef)
-		if err != nil {
-			return err
+	out, err := s.changeCounted(ctx, p.Key(), func(cur *proxy.Proxy, ns *tenancy.Namespace) ([]rules.Field, []rules.Field, error) {
+		if !cur.UpdateTime.Equal(p.UpdateTime) {
+			return nil, nil, proxy.ErrConflict
 		}
 		counted, err := rules.CountCreation(ns, at, perHour)
-		if err != nil {
-			return err
-		}
-		if err := tx.Update(ref, []firestore.Update{
-			{Path: rules.StatusField, Value: p.Status},
-			{Path: rules.ReconcilerField, Value: p.Reconciler},
-		}, firestore.LastUpdateTime(p.UpdateTime)); err != nil {
-			return err
-		}
-		if len(counted) > 0 {
-			writes++
-			return tx.Update(nsRef, updates(counted))
-		}
-		return nil
-	}, firestore.MaxAttempts(transactionAttempts), firestore.WithCommitResponseTo(&commit))
+		return rules.StatusUpdate(p), counted, err
+	})
 	if err != nil {
-		return time.Time{}, wrap(key, "updating the status of", err)
+		return time.Time{}, wrap(p.Key(), "updating the status of", err)
 	}
-	metering.Add(ctx, metering.FirestoreWrite, writes)
-	return commit.CommitTime(), nil
+	return out.UpdateTime, nil
 }
 
 // Delete removes the document if its update time is still updateTime, and

@@ -187,6 +187,29 @@ func LiveReplaces(p *proxy.Proxy, inPlace func(providerType string) bool) bool {
 	return made && (!inPlace(p.Spec.Provider) || p.Spec.OwnCloudInit())
 }
 
+// LiveChange is a live change of p (change, its rule: UpdateSpec,
+// RotateCredentials) that, when it changed anything, is held to limits if
+// it gives p a new VM (LiveReplacement): the fields of p and of ns that
+// change, which both stores write in one transaction.
+func LiveChange(p *proxy.Proxy, ns *tenancy.Namespace, now time.Time, limits tenancy.Limits, change func() ([]Field, error)) (proxyFields, nsFields []Field, err error) {
+	fields, err := change()
+	if err != nil || len(fields) == 0 {
+		return nil, nil, err
+	}
+	replaced, counted, err := LiveReplacement(p, ns, now, limits)
+	if err != nil {
+		return nil, nil, err
+	}
+	return append(fields, replaced...), counted, nil
+}
+
+// StatusUpdate is the reconciler's write of p's status and bookkeeping
+// (as UpdateStatus makes it) as a rule's fields, for a store's
+// transaction that writes more beside it.
+func StatusUpdate(p *proxy.Proxy) []Field {
+	return []Field{{Path: StatusField, Value: p.Status}, {Path: ReconcilerField, Value: p.Reconciler}}
+}
+
 // ReplaceRequestTimeField is when a live change last asked for a new VM.
 const ReplaceRequestTimeField = "replaceRequestTime"
 

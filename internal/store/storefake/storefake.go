@@ -209,7 +209,7 @@ func (s *Store) RequestRotation(_ context.Context, key proxy.Key, now time.Time,
 // gives the proxy a new VM).
 func (s *Store) UpdateSpec(_ context.Context, key proxy.Key, now time.Time, limits tenancy.Limits, update func(proxy.Spec) (proxy.Spec, error)) (*proxy.Proxy, error) {
 	return s.changeCounted(key, func(p *proxy.Proxy, ns *tenancy.Namespace) ([]rules.Field, []rules.Field, error) {
-		return live(p, ns, now, limits, func() ([]rules.Field, error) { return rules.UpdateSpec(p, now, update) })
+		return rules.LiveChange(p, ns, now, limits, func() ([]rules.Field, error) { return rules.UpdateSpec(p, now, update) })
 	})
 }
 
@@ -218,22 +218,8 @@ func (s *Store) UpdateSpec(_ context.Context, key proxy.Key, now time.Time, limi
 // when it gives the proxy a new VM).
 func (s *Store) RotateCredentials(_ context.Context, key proxy.Key, now time.Time, limits tenancy.Limits) (*proxy.Proxy, error) {
 	return s.changeCounted(key, func(p *proxy.Proxy, ns *tenancy.Namespace) ([]rules.Field, []rules.Field, error) {
-		return live(p, ns, now, limits, func() ([]rules.Field, error) { return rules.RotateCredentials(p, now) })
+		return rules.LiveChange(p, ns, now, limits, func() ([]rules.Field, error) { return rules.RotateCredentials(p, now) })
 	})
-}
-
-// live is the Firestore store's: a live change of p that, when it changed
-// anything, is held to limits if it gives p a new VM.
-func live(p *proxy.Proxy, ns *tenancy.Namespace, now time.Time, limits tenancy.Limits, change func() ([]rules.Field, error)) ([]rules.Field, []rules.Field, error) {
-	fields, err := change()
-	if err != nil || len(fields) == 0 {
-		return nil, nil, err
-	}
-	replaced, counted, err := rules.LiveReplacement(p, ns, now, limits)
-	if err != nil {
-		return nil, nil, err
-	}
-	return append(fields, replaced...), counted, nil
 }
 
 // changeCounted applies what rule changes of the document and of its
@@ -327,32 +313,19 @@ func (s *Store) UpdateStatus(_ context.Context, p *proxy.Proxy) (time.Time, erro
 // against the namespace's bound of perHour (rules.CountCreation), both or
 // neither, as the Firestore store's.
 func (s *Store) UpdateStatusCounted(_ context.Context, p *proxy.Proxy, at time.Time, perHour int) (time.Time, error) {
-	s.mu.Lock()
-	key := p.Key()
-	doc, ok := s.docs[key]
-	switch {
-	case !ok:
-		s.mu.Unlock()
-		return time.Time{}, fmt.Errorf("%s: %w", key, proxy.ErrNotFound)
-	case !doc.UpdateTime.Equal(p.UpdateTime):
-		s.mu.Unlock()
-		return time.Time{}, fmt.Errorf("%s changed since %s: %w", key, p.UpdateTime.Format(time.RFC3339Nano), proxy.ErrConflict)
-	}
-	ns, counted := s.copyOf(key.Namespace)
-	nsFields, err := rules.CountCreation(counted, at, perHour)
+	out, err := s.changeCounted(p.Key(), func(cur *proxy.Proxy, ns *tenancy.Namespace) ([]rules.Field, []rules.Field, error) {
+		if !cur.UpdateTime.Equal(p.UpdateTime) {
+			return nil, nil, fmt.Errorf("%s changed since %s: %w", p.Key(), p.UpdateTime.Format(time.RFC3339Nano), proxy.ErrConflict)
+		}
+		counted, err := rules.CountCreation(ns, at, perHour)
+		next := clone(p)
+		cur.Status, cur.Reconciler = next.Status, next.Reconciler
+		return rules.StatusUpdate(cur), counted, err
+	})
 	if err != nil {
-		s.mu.Unlock()
 		return time.Time{}, err
 	}
-	old := clone(doc)
-	next := clone(p)
-	doc.Status, doc.Reconciler = next.Status, next.Reconciler
-	doc.UpdateTime = s.tick()
-	if len(nsFields) > 0 {
-		s.countIn(ns, counted, doc.UpdateTime)
-	}
-	t := doc.UpdateTime
-	return t, s.changed(Change{Key: key, Old: old, New: clone(doc)})
+	return out.UpdateTime, nil
 }
 
 // Delete removes the document when updateTime is still its update time.
