@@ -45,7 +45,7 @@ func localAPI(t *testing.T) (string, *storefake.Store) {
 		t.Fatal(err)
 	}
 	reg := provider.NewRegistry()
-	_ = reg.Register(mock.Type, func(context.Context) (provider.Provider, error) { return nil, fmt.Errorf("unused") }, provider.WithValidator(mock.Validate))
+	_ = reg.Register(mock.Type, func(context.Context) (provider.Provider, error) { return nil, fmt.Errorf("unused") }, provider.WithValidator(mock.Validate), provider.InPlace())
 	admins, _ := tenancy.ParseAdmins(who)
 	api := httpapi.New(st, clock.Real{}, slog.New(slog.NewTextHandler(io.Discard, nil)), httpapi.Options{
 		DefaultProvider: mock.Type, Providers: provider.NewSet(reg), Admins: admins, LocalIdentity: who,
@@ -125,6 +125,8 @@ func TestPoolsCommands(t *testing.T) {
 		{args: []string{"pools", "put", "warm", "--region", "us-central1", "--zone", "us-central1-b", "--size", "2"}, wantCode: exitInvalid, want: "spec.placement: pool warm has placement"},
 		{args: []string{"pools", "put", "cold", "--region", "us-central1", "--size", "101"}, wantCode: exitInvalid, want: "size: 101 is outside 0-100"},
 		{args: []string{"pools", "put", "warm", "--region", "us-central1", "--zone", "us-central1-a", "--size", "3", "-o", "json"}, wantCode: exitOK, want: `"size": 3`},
+		{args: []string{"pools", "put", "warm", "--region", "us-central1", "--zone", "us-central1-a", "--size", "3", "--claims-per-namespace-per-hour", "2"}, wantCode: exitOK, want: "claimsPerNamespacePerHour:  2"},
+		{args: []string{"pools", "put", "warm", "--region", "us-central1", "--zone", "us-central1-a", "--size", "3", "--claims-per-namespace-per-hour", "-1"}, wantCode: exitInvalid, want: "claimsPerNamespacePerHour: -1 is outside 0-6000"},
 		{args: []string{"pools", "list"}, wantCode: exitOK, want: "warm  mock      us-central1  us-central1-a  3"},
 		{args: []string{"pools", "get", "warm", "-o", "json"}, wantCode: exitOK, want: `"claimsLastHour": 0`},
 		{args: []string{"pools", "delete", "warm"}, wantCode: exitOK, want: "deleting since:"},

@@ -130,13 +130,13 @@ variable "namespace_quota" {
 }
 
 variable "namespace_creates_per_hour" {
-  description = "VMs one namespace's requests may ask for in any hour, creates and rotations together (NAMESPACE_CREATES_PER_HOUR): they cost money and spend the Compute quotas every namespace shares."
+  description = "VMs one namespace may cause in any hour (NAMESPACE_CREATES_PER_HOUR): creates, rotations, live changes that need a new VM, rotations by maxAge; they cost money and spend the Compute quotas every namespace shares. Replacements of lost VMs are not counted."
   type        = number
   default     = 60
 }
 
 variable "rotate_min_interval" {
-  description = "The least time between two rotations of a proxy (ROTATE_MIN_INTERVAL), in Go's duration syntax."
+  description = "The least time between two VMs a user asks for one proxy, rotations and live changes that need a new VM, and the shortest maxAge (ROTATE_MIN_INTERVAL), in Go's duration syntax."
   type        = string
   default     = "10m"
 }

@@ -48,6 +48,7 @@ func main() {
 	}
 	fmt.Printf("%d schedules in %s; %s\n", r.Seeds, time.Since(start).Round(time.Millisecond), r.Counts())
 	fmt.Println(r.PoolCounts())
+	fmt.Println(r.BudgetCounts())
 	ok := len(r.Failures) == 0
 	if *seed == 0 {
 		for _, bug := range sim.PlantedBugs {

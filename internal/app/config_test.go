@@ -38,7 +38,7 @@ func defaults() app.Config {
 		API: app.APIConfig{Quota: 20, CreatesPerHour: 60, RotateMinInterval: 10 * time.Minute, Policy: proxy.Policy{MinPrefixIPv4: 8, MinPrefixIPv6: 32,
 			ProxyPorts: []proxy.PortRange{{First: 3128, Last: 3128}}, FirewallSourceRanges: []netip.Prefix{netip.MustParsePrefix("0.0.0.0/0"), netip.MustParsePrefix("::/0")}}},
 		Reconcile: reconcile.Options{WaitBudget: time.Minute, InitialBackoff: 2 * time.Second, MaxBackoff: 10 * time.Second,
-			BootTimeout: 10 * time.Minute, ReconfigureTimeout: 2 * time.Minute, MaxBootFailures: 3},
+			BootTimeout: 10 * time.Minute, ReconfigureTimeout: 2 * time.Minute, MaxBootFailures: 3, CreatesPerHour: 60},
 		GC: gc.Options{GracePeriod: 10 * time.Minute, Parallelism: 16, SweepThreshold: 2 * time.Minute,
 			Deployment: "egress", MaxDeletes: 50},
 		// Not enabled, so not read, but for the deployment.
@@ -96,7 +96,7 @@ func TestLoad(t *testing.T) {
 					FirewallSourceRanges: []netip.Prefix{netip.MustParsePrefix("203.0.113.0/24"), netip.MustParsePrefix("2001:db8::/32")}}
 				c.CloudInitSecretPrefix = "projects/demo-x/secrets/egress-"
 				c.Reconcile = reconcile.Options{WaitBudget: 2 * time.Minute, InitialBackoff: 400 * time.Millisecond, MaxBackoff: 2 * time.Second,
-					BootTimeout: 5 * time.Minute, ReconfigureTimeout: 90 * time.Second, MaxBootFailures: 2}
+					BootTimeout: 5 * time.Minute, ReconfigureTimeout: 90 * time.Second, MaxBootFailures: 2, CreatesPerHour: 60}
 				c.Mock.CallHome = false
 				c.GC = gc.Options{GracePeriod: 30 * time.Minute, Parallelism: 4, DryRun: true, SweepThreshold: 90 * time.Second,
 					Deployment: "staging-eu", MaxDeletes: 200, AllowEmptyDatabase: true}

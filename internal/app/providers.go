@@ -20,6 +20,9 @@ import (
 type Linked struct {
 	Type      string
 	Validator provider.Validator
+	// InPlace says the provider's VMs take live changes in place
+	// (provider.InPlace).
+	InPlace bool
 	// New makes the provider's constructor for env.
 	New func(env ProviderEnv) provider.Constructor
 }
@@ -45,19 +48,24 @@ func (a *App) registry(linked []Linked) (*provider.Registry, error) {
 	c := a.Config
 	ctors := map[string]provider.Constructor{gcp.Type: c.gcpConstructor()}
 	rules := map[string]provider.Validator{gcp.Type: gcp.Validator(c.GCPPolicy)}
+	inPlace := map[string]bool{gcp.Type: true}
 	env := ProviderEnv{Config: c, Log: a.Log}
 	if a.callHome != nil {
 		env.CallHome = a.callHome.Publish
 	}
 	for _, l := range linked {
-		ctors[l.Type], rules[l.Type] = l.New(env), l.Validator
+		ctors[l.Type], rules[l.Type], inPlace[l.Type] = l.New(env), l.Validator, l.InPlace
 	}
 	reg := provider.NewRegistry()
 	for _, typ := range c.Providers {
 		if ctors[typ] == nil {
 			return nil, fmt.Errorf("config: PROVIDERS names %q, which this binary does not link: the mock is the local stack's and the tests' only, and the deployed functions serve %s", typ, gcp.Type)
 		}
-		if err := reg.Register(typ, metered(ctors[typ]), provider.WithValidator(rules[typ])); err != nil {
+		opts := []provider.Option{provider.WithValidator(rules[typ])}
+		if inPlace[typ] {
+			opts = append(opts, provider.InPlace())
+		}
+		if err := reg.Register(typ, metered(ctors[typ]), opts...); err != nil {
 			return nil, fmt.Errorf("config: PROVIDERS: %w", err)
 		}
 	}

@@ -147,11 +147,15 @@ var Vars = []Var{
 	{Name: "NAMESPACE_QUOTA", Default: strconv.Itoa(httpapi.DefaultQuota), Readers: []Function{ProxyAPI},
 		Meaning: "proxies a namespace may hold when an admin creates it without a quota of its own",
 		set:     atLeast(1, func(c *Config) *int { return &c.API.Quota })},
-	{Name: "NAMESPACE_CREATES_PER_HOUR", Default: strconv.Itoa(httpapi.DefaultCreatesPerHour), Readers: []Function{ProxyAPI},
-		Meaning: "VMs a namespace's requests may ask for in any hour, creates and rotations together (past it: 429 with when to retry); replacements of lost or failed VMs are never refused",
-		set:     atLeast(1, func(c *Config) *int { return &c.API.CreatesPerHour })},
+	{Name: "NAMESPACE_CREATES_PER_HOUR", Default: strconv.Itoa(httpapi.DefaultCreatesPerHour), Readers: []Function{ProxyAPI, Reconcile},
+		Meaning: "VMs a namespace may cause in any hour: creates, rotations, live changes that need a new VM and warm VMs claimed for them (past it: 429 with when to retry), and rotations by `maxAge` (past it: the rotation waits, the proxy's status says until when); replacements of lost or failed VMs are never counted nor refused",
+		set: func(c *Config, v string) error {
+			err := atLeast(1, func(c *Config) *int { return &c.API.CreatesPerHour })(c, v)
+			c.Reconcile.CreatesPerHour = c.API.CreatesPerHour
+			return err
+		}},
 	{Name: "ROTATE_MIN_INTERVAL", Default: durationText(httpapi.DefaultRotateMinInterval), Readers: []Function{ProxyAPI},
-		Meaning: "the least time between two rotations of a proxy (sooner: 429 with when to retry), the least a VM serves under `maxAge` too",
+		Meaning: "the least time between two VMs a user asks for one proxy, rotations and live changes that need a new VM (sooner: 429 with when to retry), and the shortest `maxAge`",
 		set:     positive(func(c *Config) *time.Duration { return &c.API.RotateMinInterval })},
 	{Name: "API_ADMINS", DefaultDoc: "no one", LocalDefault: localIdentity, Readers: []Function{ProxyAPI},
 		Meaning: "the platform admins, comma-separated emails and `domain:example.com`: they act in every namespace and alone create and delete namespaces and change quotas",

@@ -74,10 +74,12 @@ func options() httpapi.Options {
 	nop := func(context.Context) (provider.Provider, error) {
 		return nil, fmt.Errorf("the API never makes a provider")
 	}
-	_ = reg.Register(mock.Type, nop, provider.WithValidator(mock.Validate))
+	// Both take live changes in place, as their registrations in
+	// internal/app say.
+	_ = reg.Register(mock.Type, nop, provider.WithValidator(mock.Validate), provider.InPlace())
 	_ = reg.Register(gcp.Type, nop, provider.WithValidator(gcp.Validator(gcp.Policy{
 		MachineTypes: gcp.DefaultAllowedMachineTypes, Images: gcp.DefaultAllowedImages,
-	})))
+	})), provider.InPlace())
 	return httpapi.Options{
 		Quota: 20, DefaultProvider: mock.Type, Providers: provider.NewSet(reg), Admins: admins, Project: "demo-test",
 		Policy: proxy.Policy{MinPrefixIPv4: 8, MinPrefixIPv6: 32, CloudInitSecretPrefix: "projects/demo-test/secrets/egress-"},

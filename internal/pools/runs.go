@@ -33,5 +33,5 @@ var Runs = []Run{
 	{Pool: Live, Sees: "more live members than size", Does: "request the deletion of the excess, booting ones first"},
 	{Pool: BeingDeleted, Sees: "unclaimed members", Does: "request the deletion of each"},
 	{Pool: BeingDeleted, Sees: "no member document left", Does: "delete the pool document"},
-	{Sees: "a status that differs from what it sees", Does: "write it (warm, booting, claimsLastHour, message)"},
+	{Sees: "a status that differs from what it sees", Does: "write it (warm, booting, claimsLastHour in all and by namespace, message)"},
 }

@@ -36,8 +36,17 @@ type Option func(*registration)
 // constructor.
 func WithValidator(v Validator) Option { return func(r *registration) { r.validate = v } }
 
+// InPlace registers that the provider type's VMs take a live change (a
+// PATCH, new credentials) in place: its providers are Reconfigurers. The
+// API, which constructs no provider, decides by it whether a live change
+// makes a new VM, and so counts against its namespace's VMs; Set.Get
+// refuses a provider registered so that is no Reconfigurer, whose every
+// live change would make a VM no one counted.
+func InPlace() Option { return func(r *registration) { r.inPlace = true } }
+
 // registration is what the registry holds of a provider type.
 type registration struct {
 	ctor     Constructor
 	validate Validator
+	inPlace  bool
 }

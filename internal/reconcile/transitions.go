@@ -92,7 +92,7 @@ var Transitions = []Transition{
 		To:   []proxy.Phase{proxy.PhaseReady}, Label: "serving"},
 	{From: []proxy.Phase{proxy.PhaseProvisioning}, Sees: "a request; still booting, or serving another generation",
 		Does: "nothing"},
-	{From: []proxy.Phase{proxy.PhaseProvisioning}, Sees: "booting past BootTimeout, or a BootError",
+	{From: []proxy.Phase{proxy.PhaseProvisioning}, Sees: "booting past BootTimeout (and past ReconfigureTimeout since a configuration it was handed), or a BootError",
 		Does: "count a boot failure; replace it, or at MaxBootFailures fail with its console's last lines",
 		To:   []proxy.Phase{proxy.PhaseReplacing, proxy.PhaseFailed}, Label: "boot failed"},
 	{From: []proxy.Phase{proxy.PhaseProvisioning}, Sees: "not found, within NotFoundGrace",

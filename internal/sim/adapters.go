@@ -47,6 +47,31 @@ func (s *simStore) UpdateStatus(ctx context.Context, p *proxy.Proxy) (time.Time,
 	return t, s.w.after(ctx, err)
 }
 
+// UpdateStatusCounted is the reconciler's write that starts a rotation by
+// maxAge and counts its VM in the namespace, one transaction. With
+// UncountedAgeRotation the count is left out: the status is written as
+// UpdateStatus writes it.
+func (s *simStore) UpdateStatusCounted(ctx context.Context, p *proxy.Proxy, at time.Time, perHour int) (time.Time, error) {
+	if err := s.w.yield(ctx); err != nil {
+		return time.Time{}, err
+	}
+	if s.w.bug == NoPrecondition {
+		if cur, err := s.w.store.Get(ctx, p.Key()); err == nil {
+			p.UpdateTime = cur.UpdateTime
+		}
+	}
+	var (
+		t   time.Time
+		err error
+	)
+	if s.w.bug == UncountedAgeRotation {
+		t, err = s.w.store.UpdateStatus(ctx, p)
+	} else {
+		t, err = s.w.store.UpdateStatusCounted(ctx, p, at, perHour)
+	}
+	return t, s.w.after(ctx, err)
+}
+
 func (s *simStore) Delete(ctx context.Context, key proxy.Key, ut time.Time) error {
 	if err := s.w.yield(ctx); err != nil {
 		return err
@@ -149,23 +174,27 @@ func (s *simStore) PoolNames(ctx context.Context) ([]string, error) {
 	return s.w.store.PoolNames(ctx)
 }
 
-func (s *simStore) PoolServing(ctx context.Context, spec proxy.Spec) (string, error) {
+func (s *simStore) PoolServing(ctx context.Context, spec proxy.Spec) (*proxy.Pool, error) {
 	if err := s.w.yield(ctx); err != nil {
-		return "", err
+		return nil, err
 	}
 	return s.w.store.PoolServing(ctx, spec)
 }
 
 // ClaimWarm is the claim's transaction. With RelabelBeforeClaim the VM
 // the transaction will take is relabelled for p first, a step (and a
-// crash point) before the commit.
-func (s *simStore) ClaimWarm(ctx context.Context, p *proxy.Proxy, pool string, now time.Time) (*proxy.Proxy, *proxy.Proxy, error) {
+// crash point) before the commit; with UncountedAgeRotation the claim
+// counts no VM.
+func (s *simStore) ClaimWarm(ctx context.Context, p *proxy.Proxy, pool *proxy.Pool, now time.Time, perHour int) (*proxy.Proxy, *proxy.Proxy, error) {
 	if err := s.w.yield(ctx); err != nil {
 		return nil, nil, err
 	}
+	if s.w.bug == UncountedAgeRotation {
+		perHour = 0
+	}
 	if s.w.bug == RelabelBeforeClaim {
 		// The member the claim will draw first.
-		members, _ := s.w.store.Members(ctx, pool)
+		members, _ := s.w.store.Members(ctx, pool.Name)
 		if m := rules.PickWarm(members, rules.DrawAfter(p.UID, 0)); m != nil {
 			req := provider.ReconfigureRequest{UID: p.UID, Namespace: p.Namespace, ProxyName: p.Name}
 			if err := (&simProvider{w: s.w}).Reconfigure(ctx, m.Status.ProviderID, req); err != nil {
@@ -173,8 +202,9 @@ func (s *simStore) ClaimWarm(ctx context.Context, p *proxy.Proxy, pool string, n
 			}
 		}
 	}
-	member, claimed, err := s.w.store.ClaimWarm(ctx, p, pool, now)
+	member, claimed, err := s.w.store.ClaimWarm(ctx, p, pool, now, perHour)
 	if err == nil {
+		s.w.claimed(ctx, member, claimed)
 		s.w.stats.Claims++
 		if claimed.Reconciler.Retiring != "" {
 			s.w.stats.WarmRotations++
@@ -212,7 +242,9 @@ func (p *simProvider) Create(ctx context.Context, req provider.CreateRequest) (s
 	case OneRequestID:
 		req.RequestID = "request-of-" + req.UID
 	}
+	born := p.w.birthOf(req)
 	id, err := p.w.mock.Create(ctx, req)
+	born()
 	if in, _ := ctx.Value(invKey{}).(*inv); in != nil {
 		delete(in.deleted, id) // a new VM under that name boots
 	}
@@ -275,20 +307,35 @@ func (p *simProvider) Reconfigure(ctx context.Context, id string, req provider.R
 		// Never reaches the VM, and the reconciler never learns.
 		return p.w.after(ctx, nil)
 	}
-	if p.w.refuse && req.Engine != nil && p.w.running(id) {
+	refused := p.w.refuse && req.Engine != nil && p.w.running(id)
+	if refused {
 		// Its agent will refuse what it is handed now.
 		p.w.refuse = false
 		p.w.stats.ReconfigureRefused++
 		p.w.mock.RefuseReconfigures(1, "the self-test's CONNECT to the probe target got 403")
 	}
 	handed := req.Engine
-	if p.w.stuck > 0 && req.Engine != nil {
+	stuck := p.w.stuck > 0 && req.Engine != nil
+	if stuck {
 		// The VM takes the new owner, never the configuration: it keeps
 		// reporting the generation it served.
 		p.w.stuck--
 		req.Engine = nil
 	}
 	err := p.w.mock.Reconfigure(ctx, id, req)
+	if refused {
+		// Only a change that reached the running VM is refused (whatever
+		// the call answered: its answer may be lost), and a refusal this
+		// call left armed is withdrawn, lest it fall on another VM whose
+		// harm nobody records.
+		refused = p.w.mock.RefusalsArmed() == 0
+		p.w.mock.RefuseReconfigures(0, "")
+	}
+	if refused || stuck && err == nil {
+		// The world harmed the VM: the replacement it brings answers to
+		// no cause of the namespace's.
+		p.w.harmed(id)
+	}
 	if err == nil && handed != nil {
 		p.w.handed[id] = handed.Generation
 		if p.w.retiringOf(ctx, id) {

@@ -89,6 +89,7 @@ func (w *World) check() {
 		}
 	}
 	w.checkPools(ctx, byUID)
+	w.checkBudget()
 	var leaked []string
 	present := map[string]bool{}
 	for _, in := range slices.Concat(w.mock.Instances(), w.mock.Addresses()) {

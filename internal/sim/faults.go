@@ -53,8 +53,7 @@ func (w *World) changed(c storefake.Change) {
 	if w.pools != nil {
 		w.owners(context.Background())
 	}
-	if n := c.New; n != nil {
-	}
+	w.ageRotation(c.Old, c.New)
 	copies := 1
 	if w.faults {
 		switch r := w.rng.Float64(); {
@@ -121,12 +120,16 @@ func (w *World) maybeFault() {
 	case r < 0.06:
 		if ins := w.own(); len(ins) > 0 {
 			w.stats.Lost++
-			w.mock.Lose(ins[w.rng.IntN(len(ins))].ID)
+			id := ins[w.rng.IntN(len(ins))].ID
+			w.harmed(id)
+			w.mock.Lose(id)
 		}
 	case r < 0.065:
 		if ins := w.own(); len(ins) > 0 {
 			w.stats.Stopped++
-			w.mock.Stop(ins[w.rng.IntN(len(ins))].ID, provider.StateStopped)
+			id := ins[w.rng.IntN(len(ins))].ID
+			w.harmed(id)
+			w.mock.Stop(id, provider.StateStopped)
 		}
 	case r < 0.07:
 		w.stats.NeverReady++
@@ -134,7 +137,9 @@ func (w *World) maybeFault() {
 	case r < 0.075:
 		if ins := w.own(); len(ins) > 0 {
 			w.stats.BootErrors++
-			w.mock.FailBoot(ins[w.rng.IntN(len(ins))].ID, "tinyproxy does not answer")
+			id := ins[w.rng.IntN(len(ins))].ID
+			w.harmed(id)
+			w.mock.FailBoot(id, "tinyproxy does not answer")
 		}
 	case r < 0.0875:
 		w.stats.AsyncCreateFailures++
@@ -194,8 +199,12 @@ func (w *World) revocation() {
 			if err != nil || key.Pool != "" || p.Status.Phase != proxy.PhaseReady || !w.warmFor(ctx, p.Spec) {
 				continue
 			}
-			if _, err := w.store.RequestRotation(ctx, key, w.clock.Now(), tenancy.Limits{}); err == nil {
+			switch p, err := w.store.RequestRotation(ctx, key, w.clock.Now(), limits); {
+			case err == nil:
 				w.stats.Rotations++
+				w.caused(p.UID, "rotate request")
+			case errors.Is(err, proxy.ErrCreatesPerHour):
+				w.stats.Refused429++
 			}
 			return
 		}
@@ -206,7 +215,7 @@ func (w *World) revocation() {
 				continue
 			}
 			w.rotatingCreds = p.UID
-			if _, err := w.store.RotateCredentials(ctx, key, w.clock.Now()); err == nil {
+			if _, err := w.store.RotateCredentials(ctx, key, w.clock.Now(), limits); err == nil {
 				w.stats.CredentialRotations++
 				w.stats.RevokedWhileRetiring++
 			}
@@ -297,18 +306,31 @@ func (w *World) userAction() {
 			// Pinned: no other zone is tried.
 			spec.Placement.Zone = zones[w.rng.IntN(len(zones))]
 		}
-		w.store.Create(ctx, &proxy.Proxy{
+		if w.budget.IntN(3) == 0 {
+			spec.MaxAge = simMaxAge.String()
+		}
+		_, err := w.store.CreateInNamespace(ctx, &proxy.Proxy{
 			Namespace: namespace, Name: name, UID: uid, Generation: 1,
 			Spec:       spec,
 			Status:     proxy.Status{Phase: proxy.PhasePending},
 			CreateTime: now, Reconciler: proxy.Bookkeeping{ProgressTime: now},
-		}, 100)
+		}, func(*tenancy.Namespace) (tenancy.Limits, error) { return limits, nil })
+		switch {
+		case err == nil:
+			w.caused(uid, "create")
+		case errors.Is(err, proxy.ErrCreatesPerHour):
+			w.stats.Refused429++
+		}
 		return
 	}
 	switch w.rng.IntN(6) {
 	case 0, 5:
-		if _, err := w.store.RequestRotation(ctx, key, w.clock.Now(), tenancy.Limits{}); err == nil {
+		switch p, err := w.store.RequestRotation(ctx, key, w.clock.Now(), limits); {
+		case err == nil:
 			w.stats.Rotations++
+			w.caused(p.UID, "rotate request")
+		case errors.Is(err, proxy.ErrCreatesPerHour):
+			w.stats.Refused429++
 		}
 	case 1:
 		// A PATCH of the ranges and ports: a new generation when it
@@ -316,7 +338,7 @@ func (w *World) userAction() {
 		before, _ := w.store.Get(ctx, key)
 		ranges := [][]string{{"203.0.113.0/24"}, {"198.51.100.0/24"}, {"203.0.113.0/24", "192.0.2.0/24"}}[w.rng.IntN(3)]
 		ports := [][]int32{nil, {443}, {443, 8443}}[w.rng.IntN(3)]
-		after, err := w.store.UpdateSpec(ctx, key, w.clock.Now(), func(s proxy.Spec) (proxy.Spec, error) {
+		after, err := w.store.UpdateSpec(ctx, key, w.clock.Now(), limits, func(s proxy.Spec) (proxy.Spec, error) {
 			s.AllowedSourceRanges, s.ConnectPorts = ranges, ports
 			return s, nil
 		})
@@ -326,7 +348,7 @@ func (w *World) userAction() {
 	case 2:
 		if p, err := w.store.Get(ctx, key); err == nil {
 			w.rotatingCreds = p.UID
-			if _, err := w.store.RotateCredentials(ctx, key, w.clock.Now()); err == nil {
+			if _, err := w.store.RotateCredentials(ctx, key, w.clock.Now(), limits); err == nil {
 				w.stats.CredentialRotations++
 			}
 			w.rotatingCreds = ""

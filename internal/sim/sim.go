@@ -16,6 +16,7 @@
 package sim
 
 import (
+	"context"
 	"errors"
 	"log/slog"
 	"math/rand/v2"
@@ -29,6 +30,7 @@ import (
 	"github.com/egress-proxies/egress/internal/provider/mock"
 	"github.com/egress-proxies/egress/internal/proxy"
 	"github.com/egress-proxies/egress/internal/reconcile"
+	"github.com/egress-proxies/egress/internal/store/rules"
 	"github.com/egress-proxies/egress/internal/store/storefake"
 )
 
@@ -73,10 +75,17 @@ const (
 	// working there until the new VM is Ready. Planted in the sim's
 	// provider adapter.
 	RetiringKeepsOldConfiguration
+	// UncountedAgeRotation leaves the namespace's count out of the
+	// reconciler's rotations by maxAge (the write that starts one, the
+	// claim of a warm VM for one), as a reconciler that counted only what
+	// the API counts would: a spec with a short maxAge makes VMs past its
+	// namespace's budget. Planted in the sim's store adapter, so neither
+	// the reconciler nor the store knows of it.
+	UncountedAgeRotation
 )
 
 func (b Bug) String() string {
-	return [...]string{"none", "no update-time precondition", "no lease", "no GC grace period", "no create-pending record", "one request id per proxy", "rotations by their event only", "no guard on mass deletion", "relabel before the claim commits", "a change never reaches the retiring VM"}[b]
+	return [...]string{"none", "no update-time precondition", "no lease", "no GC grace period", "no create-pending record", "one request id per proxy", "rotations by their event only", "no guard on mass deletion", "relabel before the claim commits", "a change never reaches the retiring VM", "rotations by maxAge not counted"}[b]
 }
 
 // Stats counts what a schedule did.
@@ -121,6 +130,12 @@ type Stats struct {
 	// member documents created, MemberDeletions the members asked to go.
 	PoolResizes, Shrinks, PoolDeletions, PoolCreations, PoolRuns, PoolEventsDropped, PoolEventsDuplicated int
 	Claims, WarmRotations, ClaimsCrashed, Refills, MemberDeletions                                        int
+	// The namespace's budget of VMs: Causes are the VMs its creates,
+	// rotate requests and maxAges asked for (AgeRotations among them),
+	// Refused the creates and rotate requests refused past the budget,
+	// Waits the rotations by maxAge that waited for it, Excused the VMs
+	// born to replace ones the world harmed.
+	Causes, AgeRotations, Refused429, Waits, Excused int
 	// ReadyAtEnd, FailedAtEnd and InstancesAtEnd are what the invariants
 	// were checked over.
 	ReadyAtEnd, FailedAtEnd, InstancesAtEnd int
@@ -189,6 +204,11 @@ func (s *Stats) Add(o Stats) {
 	s.ClaimsCrashed += o.ClaimsCrashed
 	s.Refills += o.Refills
 	s.MemberDeletions += o.MemberDeletions
+	s.Causes += o.Causes
+	s.AgeRotations += o.AgeRotations
+	s.Refused429 += o.Refused429
+	s.Waits += o.Waits
+	s.Excused += o.Excused
 	s.ReadyAtEnd += o.ReadyAtEnd
 	s.FailedAtEnd += o.FailedAtEnd
 	s.InstancesAtEnd += o.InstancesAtEnd
@@ -265,12 +285,12 @@ type World struct {
 	// were until one of them happens. revocations draws, likewise, the
 	// revocation faults and actions (revocation): agents that refuse a
 	// configuration, and credentials rotated while a make-before-break
-	// rotation keeps the old VM.
-	shared, revocations *rand.Rand
-	bug                 Bug
-	clock               *clock.Fake
-	store               *storefake.Store
-	mock                *mock.Provider
+	// rotation keeps the old VM; budget, which proxies have a maxAge.
+	shared, revocations, budget *rand.Rand
+	bug                         Bug
+	clock                       *clock.Fake
+	store                       *storefake.Store
+	mock                        *mock.Provider
 	// other is a second deployment's view of the same project; foreign
 	// are the resources it (or a release before the deployment label)
 	// made, which this deployment's collector must never delete.
@@ -325,6 +345,11 @@ type World struct {
 	handed map[string]int64
 	// edges counts the changes of phase the schedule made.
 	edges map[reconcile.Edge]int
+	// causes are the VMs the namespace's actions and specs asked for, in
+	// order; owed, by uid, the replacements of VMs the world harmed that
+	// no cause answers for (budget.go).
+	causes []*cause
+	owed   map[string]int
 }
 
 // New builds the world of a seed.
@@ -334,6 +359,7 @@ func New(seed uint64, bug Bug) *World {
 		rng:            rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)),
 		shared:         rand.New(rand.NewPCG(seed, 23)),
 		revocations:    rand.New(rand.NewPCG(seed, 31)),
+		budget:         rand.New(rand.NewPCG(seed, 37)),
 		bug:            bug,
 		clock:          clock.NewFake(start),
 		faults:         true,
@@ -348,11 +374,15 @@ func New(seed uint64, bug Bug) *World {
 		claimedUIDs:    map[string]bool{},
 		handed:         map[string]int64{},
 		edges:          map[reconcile.Edge]int{},
+		owed:           map[string]int{},
 	}
 	// Member uids (and so names, which order the members) are drawn from
 	// the seed, so a schedule replays.
 	uuid.SetRand(seeded{rand.New(rand.NewPCG(seed, 29))})
 	w.store = storefake.New(w.clock)
+	if _, err := w.store.CreateNamespace(context.Background(), rules.NewNamespace(namespace, nil, limits.Quota, limits.Quota, start)); err != nil {
+		panic(err)
+	}
 	w.mock = mock.New(mock.Options{Clock: w.clock, ProvisioningDelay: time.Duration(5+w.rng.IntN(60)) * time.Second, CallHome: w.callHome,
 		ReconfigureDelay: time.Duration(1+w.shared.IntN(20)) * time.Second})
 	w.other = w.mock.InDeployment("other")
@@ -362,7 +392,7 @@ func New(seed uint64, bug Bug) *World {
 	q := &simQueue{w: w}
 	w.rec = reconcile.New(st, simProviders{prov}, q, nil, &simClock{w: w}, log,
 		reconcile.Options{Rand: rand.New(rand.NewPCG(seed, 7)), BootTimeout: bootTimeout, MaxBootFailures: maxBootFailures,
-			ReconfigureTimeout: reconfigureTimeout, Bootstrap: bootstrapConfig})
+			ReconfigureTimeout: reconfigureTimeout, Bootstrap: bootstrapConfig, CreatesPerHour: createsPerHour})
 	w.pools = pools.New(st, &simClock{w: w}, log)
 	grace := gracePeriod
 	if bug == NoGracePeriod {

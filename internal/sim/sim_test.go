@@ -64,3 +64,15 @@ func TestRelabelBeforeClaimIsFound(t *testing.T) {
 		t.Errorf("%d seeds exercised too little: %s", n, r.PoolCounts())
 	}
 }
+
+// TestLateChangeIsNoBootFailure replays the schedule in which the budget's
+// invariant first found a hole: a live change reached a booting VM whose
+// call-home was lost, late in its boot, and the boot timeout passed while
+// the VM applied it, so the boot counted as failed and the proxy got a VM
+// no request counted. A VM handed a configuration has RECONFIGURE_TIMEOUT
+// from then before its boot fails.
+func TestLateChangeIsNoBootFailure(t *testing.T) {
+	if errs, _ := New(9617, NoBug).Run(); len(errs) > 0 {
+		t.Errorf("seed 9617 breaks the invariants:\n%s", strings.Join(errs, "\n"))
+	}
+}
