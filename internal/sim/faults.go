@@ -101,6 +101,7 @@ func (w *World) maybeFault() {
 	if w.shared.Float64() < 0.006 {
 		w.foreignResource()
 	}
+	w.hetznerFault()
 	switch r := w.rng.Float64(); {
 	case r < 0.04:
 		w.userAction()
@@ -235,6 +236,7 @@ func (w *World) userAction() {
 			// Pinned: no other zone is tried.
 			spec.Placement.Zone = zones[w.rng.IntN(len(zones))]
 		}
+		w.hetznerSpec(&spec)
 		w.store.Create(ctx, &proxy.Proxy{
 			Namespace: namespace, Name: name, UID: uid, Generation: 1,
 			Spec:       spec,

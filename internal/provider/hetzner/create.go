@@ -43,6 +43,12 @@ func (p *Provider) Create(ctx context.Context, req provider.CreateRequest) (stri
 	pinned := false
 	if req.StaticIP {
 		ip, err := p.ensurePrimaryIP(ctx, req, loc)
+		if errors.Is(err, errAssigned) {
+			// On a server already: this proxy's of this name, made by a
+			// try whose answer was lost (adopted), or an older one on its
+			// way out (the next try finds the IP free).
+			return p.adopt(ctx, req)
+		}
 		if err != nil {
 			return "", err
 		}
@@ -92,8 +98,10 @@ func (p *Provider) adopt(ctx context.Context, req provider.CreateRequest) (strin
 	case err != nil:
 		return "", p.wrap("create", req.Name, err)
 	case sv == nil:
-		// Deleted between the create and this read: the next try makes it.
-		return "", provider.NewError(provider.KindTransient, "create", req.Name, errors.New("the server of that name was gone when read after uniqueness_error"))
+		// Deleted between the create and this read, or (a Static proxy's)
+		// the server that holds the Primary IP is an older one on its way
+		// out: the next try makes it.
+		return "", provider.NewError(provider.KindTransient, "create", req.Name, errors.New("no server of that name: the one that holds its name or its Primary IP is on its way out"))
 	case sv.Labels[provider.LabelUID] != req.UID:
 		return "", provider.NewError(provider.KindAlreadyExists, "create", req.Name,
 			fmt.Errorf("server %d exists with uid label %q, not %q: it belongs to something else", sv.ID, sv.Labels[provider.LabelUID], req.UID))
@@ -176,10 +184,11 @@ func (p *Provider) ensurePrimaryIP(ctx context.Context, req provider.CreateReque
 			fmt.Errorf("Primary IP %s exists with uid label %q, not %q: it belongs to something else", req.Name, ip.Labels[provider.LabelUID], req.UID))
 	}
 	if ip.AssigneeID != 0 {
-		// Still on a server of this proxy's on its way out: the next try
-		// finds it free.
 		return nil, provider.NewError(provider.KindTransient, "reserve address", primaryIPID(ip.ID),
-			fmt.Errorf("Primary IP %s is still assigned to server %d", ip.IP, ip.AssigneeID))
+			fmt.Errorf("Primary IP %s is still assigned to server %d: %w", ip.IP, ip.AssigneeID, errAssigned))
 	}
 	return ip, nil
 }
+
+// errAssigned says the proxy's Primary IP is on a server.
+var errAssigned = errors.New("assigned")

@@ -449,6 +449,11 @@ func TestStaticPrimaryIP(t *testing.T) {
 	if again, _ := e.p.Get(ctx, next); again.IP != in.IP || again.Zone != in.Zone {
 		t.Errorf("the replacement: %s in %s, want %s in %s", again.IP, again.Zone, in.IP, in.Zone)
 	}
+	// A retry of that create, whose answer was lost: the server that
+	// holds the Primary IP is the one of its name, adopted.
+	if again, err := e.p.Create(ctx, req); err != nil || again != next {
+		t.Errorf("a repeated create of a Static proxy: %q, %v; want %q (adopted)", again, err, next)
+	}
 	// Its location full: a Static proxy waits, it cannot move.
 	if err := e.p.Delete(ctx, next); err != nil {
 		t.Fatal(err)

@@ -233,3 +233,23 @@ func (s *Server) Advance(d time.Duration) {
 	defer s.mu.Unlock()
 	s.skew += d
 }
+
+// HTTPClient is a client whose requests the fake serves in-process,
+// without a socket: for a caller that makes many calls and must stay
+// deterministic (the simulation), or has no loopback port to spend.
+func (s *Server) HTTPClient() *http.Client {
+	return &http.Client{Transport: inProcess{s}}
+}
+
+type inProcess struct{ s *Server }
+
+func (t inProcess) RoundTrip(r *http.Request) (*http.Response, error) {
+	if err := r.Context().Err(); err != nil {
+		return nil, err
+	}
+	rec := httptest.NewRecorder()
+	t.s.ServeHTTP(rec, r)
+	resp := rec.Result()
+	resp.Request = r
+	return resp, nil
+}
