@@ -49,6 +49,10 @@ locals {
     GCP_ALLOWED_REGIONS        = join(",", var.gcp_allowed_regions)
     GCP_ALLOWED_MACHINE_TYPES  = join(",", var.gcp_allowed_machine_types)
     GCP_ALLOWED_IMAGES         = join(",", var.gcp_allowed_images)
+    # The hetzner provider's policy, read only when it is enabled.
+    HETZNER_ALLOWED_LOCATIONS    = join(",", var.hetzner_allowed_locations)
+    HETZNER_ALLOWED_SERVER_TYPES = join(",", var.hetzner_allowed_server_types)
+    HETZNER_ALLOWED_IMAGES       = join(",", var.hetzner_allowed_images)
   }
   # What the functions that call providers read, whichever provider: the
   # deployment whose resources are theirs.

@@ -36,10 +36,15 @@ type hetznerState struct {
 	// them: what each server was made to serve.
 	reqs map[string]provider.CreateRequest
 	// neverReady and bootError are servers (by id) that never serve, and
-	// those whose proxy says why it cannot.
-	neverReady map[int64]bool
-	bootError  map[int64]string
-	nextSettle time.Time
+	// those whose proxy says why it cannot; neverReadyNext and
+	// bootErrorNext, how many servers to come will be so. Faults of the
+	// boot: a server that served and stops has no way to say so that the
+	// provider reads (the VM side's call-home is to come), unlike the
+	// mock's VMs, which call home with their error.
+	neverReady                    map[string]bool
+	bootError                     map[string]string
+	neverReadyNext, bootErrorNext int
+	nextSettle                    time.Time
 	// full are the locations out of capacity while faults are on.
 	full []string
 	// lostCreates is how many creates to come succeed and lose their
@@ -55,7 +60,7 @@ var hetznerLocations = []string{"fsn1", "nbg1", "hel1"}
 
 func (w *World) newHetzner(seed uint64) {
 	h := &hetznerState{rng: rand.New(rand.NewPCG(seed, 31)), reqs: map[string]provider.CreateRequest{},
-		neverReady: map[int64]bool{}, bootError: map[int64]string{}}
+		neverReady: map[string]bool{}, bootError: map[string]string{}}
 	h.fake = hetznerfake.NewHandler(hetznerToken)
 	h.fake.SetClock(w.clock.Now)
 	h.boot = time.Duration(5+h.rng.IntN(60)) * time.Second
@@ -87,11 +92,12 @@ func (w *World) probeHetzner(_ context.Context, ip string, _ int32, _ string) (h
 		if sv.PublicNet.IPv4.IP != ip || sv.Status != "running" {
 			continue
 		}
+		id := "hcloud://" + strconv.FormatInt(sv.ID, 10)
 		switch {
-		case w.hz.neverReady[sv.ID] || w.clock.Now().Sub(sv.Created) < w.hz.boot:
+		case w.hz.neverReady[id] || w.clock.Now().Sub(sv.Created) < w.hz.boot:
 			return hetzner.Status{}, errors.New("connection refused")
-		case w.hz.bootError[sv.ID] != "":
-			return hetzner.Status{Error: w.hz.bootError[sv.ID]}, nil
+		case w.hz.bootError[id] != "":
+			return hetzner.Status{Error: w.hz.bootError[id]}, nil
 		}
 		req := w.hz.reqs[sv.Name]
 		if req.Engine == nil {
@@ -169,19 +175,31 @@ func (w *World) hetznerFault() {
 			h.fake.SetStatus(own[h.rng.IntN(len(own))], "off")
 		}
 	case 6:
-		if len(own) > 0 {
-			w.stats.NeverReady++
-			h.neverReady[own[h.rng.IntN(len(own))]] = true
-		}
+		w.stats.NeverReady++
+		h.neverReadyNext++
 	case 7:
-		if len(own) > 0 {
-			w.stats.BootErrors++
-			h.bootError[own[h.rng.IntN(len(own))]] = "the engine does not answer"
-		}
+		w.stats.BootErrors++
+		h.bootErrorNext++
 	case 8:
 		w.hetznerForeign()
 	case 9:
 		h.lostCreates++
+	}
+}
+
+// hetznerCreated gives a server the boot faults that wait for one.
+func (w *World) hetznerCreated(id string) {
+	h := w.hz
+	if h.neverReady[id] || h.bootError[id] != "" {
+		return // adopted: it has its fate already
+	}
+	switch {
+	case h.neverReadyNext > 0:
+		h.neverReadyNext--
+		h.neverReady[id] = true
+	case h.bootErrorNext > 0:
+		h.bootErrorNext--
+		h.bootError[id] = "the engine does not answer"
 	}
 }
 

@@ -60,6 +60,9 @@ func (w *World) Run() ([]string, Stats) {
 		for range 5 {
 			w.stats.OperatorRuns++
 			r, err := w.operator.Run(context.Background())
+			// Hetzner finishes the deletes by itself, in seconds: a
+			// Primary IP is free to go once its server is gone.
+			w.hz.fake.Settle()
 			orphaned := 0
 			for _, p := range r.Providers {
 				orphaned += p.Orphaned
