@@ -38,3 +38,42 @@ resource "google_secret_manager_secret_iam_member" "hetzner_token_gc" {
   role      = "roles/secretmanager.secretAccessor"
   member    = google_service_account.gc.member
 }
+
+# What Hetzner refuses, for the dashboard: creates a location had no room
+# for (the provider moves the proxy to another location of the network
+# zone), by location, and calls the rate limit refused (the reconciler
+# waits as long as the API said), by operation. Zero while no proxy runs
+# on Hetzner.
+resource "google_logging_metric" "hetzner_capacity" {
+  name        = "egress/hetzner_capacity"
+  description = "Hetzner server creates refused for capacity (resource_unavailable, placement_error), by location (the hetzner provider's location out of capacity line)."
+  filter      = "${local.function_logs} AND jsonPayload.message=\"hetzner location out of capacity\""
+  metric_descriptor {
+    metric_kind = "DELTA"
+    value_type  = "INT64"
+    unit        = "1"
+    labels {
+      key        = "location"
+      value_type = "STRING"
+    }
+  }
+  label_extractors = { location = "EXTRACT(jsonPayload.location)" }
+  depends_on       = [google_project_service.apis]
+}
+
+resource "google_logging_metric" "hetzner_rate_limited" {
+  name        = "egress/hetzner_rate_limited"
+  description = "Hetzner API calls refused for the rate limit (429 rate_limit_exceeded), by operation (the hetzner provider's rate limit line)."
+  filter      = "${local.function_logs} AND jsonPayload.message=\"hetzner rate limit reached; the call waits\""
+  metric_descriptor {
+    metric_kind = "DELTA"
+    value_type  = "INT64"
+    unit        = "1"
+    labels {
+      key        = "op"
+      value_type = "STRING"
+    }
+  }
+  label_extractors = { op = "EXTRACT(jsonPayload.op)" }
+  depends_on       = [google_project_service.apis]
+}

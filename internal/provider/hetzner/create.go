@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"slices"
 	"strconv"
 	"strings"
@@ -82,7 +83,7 @@ func (p *Provider) Create(ctx context.Context, req provider.CreateRequest) (stri
 		if !pinned && req.Placement.Zone == "" {
 			e.Zone = loc
 		}
-		p.cfg.Log.Info("hetzner location out of capacity", "location", loc, "server", req.Name, "error", err)
+		p.cfg.Log.Info("hetzner location out of capacity", slog.String("location", loc), slog.String("server", req.Name), slog.Any("error", err))
 		return "", e
 	case kind != provider.KindAlreadyExists:
 		return "", p.wrap("create", req.Name, err)
@@ -106,7 +107,7 @@ func (p *Provider) adopt(ctx context.Context, req provider.CreateRequest) (strin
 		return "", provider.NewError(provider.KindAlreadyExists, "create", req.Name,
 			fmt.Errorf("server %d exists with uid label %q, not %q: it belongs to something else", sv.ID, sv.Labels[provider.LabelUID], req.UID))
 	}
-	p.cfg.Log.Debug("hetzner server of that name adopted", "server", req.Name, "providerID", serverID(sv.ID))
+	p.cfg.Log.Debug("hetzner server of that name adopted", slog.String("server", req.Name), slog.String("providerID", serverID(sv.ID)))
 	return serverID(sv.ID), nil
 }
 

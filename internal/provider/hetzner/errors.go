@@ -3,6 +3,7 @@ package hetzner
 import (
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"time"
 
@@ -85,7 +86,7 @@ func (p *Provider) wrap(op, target string, err error) error {
 		e.Err = fmt.Errorf("%w: %w", provider.ErrNotFound, err)
 	case provider.KindRateLimited:
 		e.RetryAfter = retryAfter(err, p.cfg.Now())
-		p.cfg.Log.Warn("hetzner rate limit reached; the call waits", "op", op, "target", target, "retryAfter", e.RetryAfter)
+		p.cfg.Log.Warn("hetzner rate limit reached; the call waits", slog.String("op", op), slog.String("target", target), slog.Duration("retryAfter", e.RetryAfter))
 	}
 	return e
 }

@@ -3,6 +3,7 @@ package hetzner
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"strconv"
 
 	"github.com/hetznercloud/hcloud-go/v2/hcloud"
@@ -62,7 +63,7 @@ func (p *Provider) readiness(ctx context.Context, out *provider.Instance, port i
 	case ctx.Err() != nil:
 		return provider.NewError(provider.KindTransient, "get", out.ID, fmt.Errorf("probing %s:%d: %w", out.IP, port, ctx.Err()))
 	case err != nil:
-		p.cfg.Log.Debug("hetzner server does not answer its status request yet", "providerID", out.ID, "error", err)
+		p.cfg.Log.Debug("hetzner server does not answer its status request yet", slog.String("providerID", out.ID), slog.Any("error", err))
 		out.State = provider.StateProvisioning
 	case !st.Ready:
 		out.State, out.BootError = provider.StateProvisioning, st.Error
