@@ -72,6 +72,9 @@ func (w *World) Run() ([]string, Stats) {
 			}
 		}
 	}
+	// Hetzner finishes what it was asked by itself, in seconds: the
+	// deletes of the last runs.
+	w.hz.fake.Settle()
 	w.check()
 	return w.errs, w.stats
 }
