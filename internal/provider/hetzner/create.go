@@ -106,6 +106,12 @@ func (p *Provider) adopt(ctx context.Context, req provider.CreateRequest) (strin
 	case sv.Labels[provider.LabelUID] != req.UID:
 		return "", provider.NewError(provider.KindAlreadyExists, "create", req.Name,
 			fmt.Errorf("server %d exists with uid label %q, not %q: it belongs to something else", sv.ID, sv.Labels[provider.LabelUID], req.UID))
+	case sv.Status == hcloud.ServerStatusDeleting:
+		// The proxy's previous server, which Get already calls gone, still
+		// holds the name (a replacement's is its predecessor's): the next
+		// try, once Hetzner finished deleting it, makes the new one.
+		return "", provider.NewError(provider.KindTransient, "create", req.Name,
+			fmt.Errorf("server %d of that name is still being deleted", sv.ID))
 	}
 	p.cfg.Log.Debug("hetzner server of that name adopted", slog.String("server", req.Name), slog.String("providerID", serverID(sv.ID)))
 	return serverID(sv.ID), nil

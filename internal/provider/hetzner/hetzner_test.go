@@ -236,6 +236,19 @@ func TestCreateIsKeyedByName(t *testing.T) {
 	if got := e.fake.Calls("servers.create"); got != 3 {
 		t.Errorf("%d creates sent, want 3 (each try asks; Hetzner's uniqueness keeps it one)", got)
 	}
+	// A replacement has its predecessor's name: while Hetzner still
+	// deletes the old server (Get calls it gone), a create waits for it
+	// rather than adopt it, and makes the new one once it is gone.
+	if err := e.p.Delete(ctx, first); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.p.Create(ctx, req); provider.KindOf(err) != provider.KindTransient {
+		t.Errorf("a create while the server of its name is being deleted: %v, want transient", err)
+	}
+	e.fake.Settle()
+	if next, err := e.p.Create(ctx, req); err != nil || next == first {
+		t.Errorf("a create once it is gone: %q, %v; want a new server", next, err)
+	}
 	if !strings.Contains(e.logs.String(), "adopted") {
 		t.Errorf("the adoption is not logged:\n%s", e.logs)
 	}
