@@ -45,6 +45,7 @@ func defaults() app.Config {
 		Mock:      app.MockConfig{Deployment: "egress"},
 		GCP:       gcp.Config{Project: "demo-x", Deployment: "egress", Network: "default", StackType: gcp.StackIPv4, NetworkTag: "egress-proxy", Scopes: gcp.DefaultScopes, ProbeTarget: "www.google.com:443"},
 		GCPPolicy: gcp.Policy{MachineTypes: gcp.DefaultAllowedMachineTypes, Images: gcp.DefaultAllowedImages},
+		Hetzner:   app.HetznerConfig{Deployment: "egress"},
 	}
 }
 
@@ -100,7 +101,7 @@ func TestLoad(t *testing.T) {
 				c.Mock.CallHome = false
 				c.GC = gc.Options{GracePeriod: 30 * time.Minute, Parallelism: 4, DryRun: true, SweepThreshold: 90 * time.Second,
 					Deployment: "staging-eu", MaxDeletes: 200, AllowEmptyDatabase: true}
-				c.Deployment, c.Mock.Deployment, c.GCP.Deployment = "staging-eu", "staging-eu", "staging-eu"
+				c.Deployment, c.Mock.Deployment, c.GCP.Deployment, c.Hetzner.Deployment = "staging-eu", "staging-eu", "staging-eu", "staging-eu"
 				c.Mock.Serve, c.Mock.ServeAllow = true, []string{"127.0.0.1/32", "127.0.0.2/32"}
 				c.Mock.ProvisioningDelay = time.Second
 			}),
@@ -168,7 +169,7 @@ func TestLoad(t *testing.T) {
 		"UnknownProvider": {
 			reason:  "a provider this build lacks is refused at start-up",
 			env:     map[string]string{"GOOGLE_CLOUD_PROJECT": "demo-x", "PROVIDERS": "mock,aws"},
-			wantErr: `config: PROVIDERS names "aws", which this build does not have (known: gcp, mock)`,
+			wantErr: `config: PROVIDERS names "aws", which this build does not have (known: gcp, hetzner, mock)`,
 		},
 		"GCPEnabled": {
 			reason: "gcp with its defaults: the project falls back to GOOGLE_CLOUD_PROJECT",
@@ -290,7 +291,8 @@ func TestEachFunctionReadsItsVariables(t *testing.T) {
 			getenv := func(k string) string {
 				asked[k] = true
 				// Enough to switch every conditional variable on.
-				return map[string]string{"GOOGLE_CLOUD_PROJECT": "demo-x", "PROVIDERS": "gcp,mock"}[k]
+				return map[string]string{"GOOGLE_CLOUD_PROJECT": "demo-x", "PROVIDERS": "gcp,hetzner,mock",
+					"HETZNER_TOKEN_SECRET": "projects/demo-x/secrets/egress-hetzner-token/versions/latest"}[k]
 			}
 			if _, err := app.Load(getenv, f); err != nil {
 				t.Fatal(err)

@@ -6,6 +6,7 @@ import (
 	"github.com/egress-proxies/egress/internal/httpapi"
 	"github.com/egress-proxies/egress/internal/provider"
 	"github.com/egress-proxies/egress/internal/provider/gcp"
+	"github.com/egress-proxies/egress/internal/provider/hetzner"
 	"github.com/egress-proxies/egress/internal/proxy"
 	"github.com/egress-proxies/egress/internal/reconcile"
 	"github.com/egress-proxies/egress/internal/tenancy"
@@ -84,9 +85,10 @@ const localIdentity = "local-admin@localhost"
 var (
 	allFunctions = []Function{ProxyAPI, Reconcile, CollectGarbage}
 	// providerUsers make providers: they call Create, Get, Delete, ListByTag.
-	providerUsers = []Function{Reconcile, CollectGarbage}
-	gcpEnabled    = func(c *Config) bool { return slices.Contains(c.Providers, gcp.Type) }
-	mockEnabled   = func(c *Config) bool { return slices.Contains(c.Providers, MockType) }
+	providerUsers  = []Function{Reconcile, CollectGarbage}
+	gcpEnabled     = func(c *Config) bool { return slices.Contains(c.Providers, gcp.Type) }
+	mockEnabled    = func(c *Config) bool { return slices.Contains(c.Providers, MockType) }
+	hetznerEnabled = func(c *Config) bool { return slices.Contains(c.Providers, hetzner.Type) }
 )
 
 // Vars is every variable the product reads, in the order they are loaded:
@@ -139,7 +141,7 @@ var Vars = []Var{
 			if provider.ValidateDeployment(v) != nil {
 				return fmt.Errorf("is not an RFC 1035 label: want 1 to 63 lowercase letters, digits and '-', starting with a letter and ending with a letter or digit, such as %s", provider.DefaultDeployment)
 			}
-			c.Deployment, c.GC.Deployment, c.Mock.Deployment, c.GCP.Deployment = v, v, v, v
+			c.Deployment, c.GC.Deployment, c.Mock.Deployment, c.GCP.Deployment, c.Hetzner.Deployment = v, v, v, v, v
 			return nil
 		}},
 
@@ -229,6 +231,28 @@ var Vars = []Var{
 	{Name: "GCP_ALLOWED_IMAGES", Default: strings.Join(gcp.DefaultAllowedImages, ","), Readers: []Function{ProxyAPI}, when: gcpEnabled,
 		Meaning: "the images a placement may name, comma-separated: `projects/P/global/images/NAME`, `…/images/family/F` or `…/images/*`; it must allow the Debian 13 family, the image of a placement that names none",
 		set:     func(c *Config, v string) error { c.GCPPolicy.Images = splitList(v); return nil }},
+
+	// What the operator allows of the hetzner provider, read only when it
+	// is enabled. The hetzner package checks these (hetzner.Policy.Check).
+	// The locations are the reconciler's too: it chooses among them for a
+	// placement that names none.
+	{Name: "HETZNER_ALLOWED_LOCATIONS", DefaultDoc: "every location", Readers: allFunctions, when: hetznerEnabled,
+		Meaning: "the Hetzner locations a placement may name or be given, comma-separated (fsn1, nbg1, hel1, ash, hil, sin); a placement's region is a network zone, eu-central, us-east, us-west or ap-southeast",
+		set: func(c *Config, v string) error {
+			c.HetznerPolicy.Locations, c.Hetzner.Locations = splitList(v), splitList(v)
+			for _, l := range c.Hetzner.Locations {
+				if _, ok := hetzner.Locations()[l]; !ok {
+					return fmt.Errorf("holds %q, which is not a Hetzner location (fsn1, nbg1, hel1, ash, hil, sin)", l)
+				}
+			}
+			return nil
+		}},
+	{Name: "HETZNER_ALLOWED_SERVER_TYPES", Default: strings.Join(hetzner.DefaultAllowedServerTypes, ","), Readers: []Function{ProxyAPI}, when: hetznerEnabled,
+		Meaning: "the server types a placement may name, comma-separated; it must hold cx23, the type of a placement that names none (CX types are sold in eu-central only: a US or Singapore placement names a CPX type)",
+		set:     func(c *Config, v string) error { c.HetznerPolicy.ServerTypes = splitList(v); return nil }},
+	{Name: "HETZNER_ALLOWED_IMAGES", Default: strings.Join(hetzner.DefaultAllowedImages, ","), Readers: []Function{ProxyAPI}, when: hetznerEnabled,
+		Meaning: "the Hetzner images a placement may name, comma-separated; it must hold debian-13, the image of a placement that names none",
+		set:     func(c *Config, v string) error { c.HetznerPolicy.Images = splitList(v); return nil }},
 
 	// Reconcile.
 	{Name: "EGRESS_DENY_RANGES", DefaultDoc: "none beyond the built-in list", Readers: []Function{Reconcile},
@@ -407,6 +431,29 @@ var Vars = []Var{
 	{Name: "GCP_COMPUTE_ENDPOINT", Readers: providerUsers, Local: true, when: gcpEnabled,
 		Meaning: "a Compute API to use instead of Google's, without credentials: tests against a fake only",
 		set:     func(c *Config, v string) error { c.ComputeEndpoint = v; return nil }},
+
+	// The hetzner provider, read only when it is enabled.
+	{Name: "HETZNER_ENDPOINT", Readers: providerUsers, Local: true, when: hetznerEnabled,
+		Meaning: "a Hetzner Cloud API to use instead of Hetzner's, sent the token `" + LocalHetznerToken + "` and no other: tests against a fake only",
+		set: func(c *Config, v string) error {
+			if v != "" && !strings.HasPrefix(v, "http://127.0.0.1:") && !strings.HasPrefix(v, "http://localhost:") {
+				return fmt.Errorf("is not a loopback URL such as http://127.0.0.1:PORT/v1: it is for a fake on this machine")
+			}
+			c.Hetzner.Endpoint = v
+			return nil
+		}},
+	{Name: "HETZNER_TOKEN_SECRET", Readers: providerUsers, when: hetznerEnabled,
+		Meaning: "the Secret Manager version that holds the Hetzner Cloud API token (read & write), `projects/P/secrets/S/versions/latest`; the two functions that call Hetzner read it when they first do, and no environment variable, log line or document holds the token (Terraform makes the secret, you add its version)",
+		set: func(c *Config, v string) error {
+			switch {
+			case v == "" && c.Hetzner.Endpoint == "":
+				return fmt.Errorf("is required with hetzner in PROVIDERS: name the secret version of the API token, such as projects/P/secrets/egress-hetzner-token/versions/latest")
+			case v != "" && !proxy.IsSecretVersion(v):
+				return fmt.Errorf("is not a secret version: want projects/PROJECT/secrets/SECRET/versions/VERSION")
+			}
+			c.Hetzner.TokenSecret = v
+			return nil
+		}},
 
 	// The local stack's own settings.
 	{Name: "PORT", Default: "8080", Readers: []Function{LocalStack}, Local: true,

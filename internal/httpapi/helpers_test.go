@@ -24,6 +24,7 @@ import (
 	"github.com/egress-proxies/egress/internal/logging"
 	"github.com/egress-proxies/egress/internal/provider"
 	"github.com/egress-proxies/egress/internal/provider/gcp"
+	"github.com/egress-proxies/egress/internal/provider/hetzner"
 	"github.com/egress-proxies/egress/internal/provider/mock"
 	"github.com/egress-proxies/egress/internal/proxy"
 	"github.com/egress-proxies/egress/internal/store"
@@ -80,6 +81,9 @@ func options() httpapi.Options {
 	_ = reg.Register(gcp.Type, nop, provider.WithValidator(gcp.Validator(gcp.Policy{
 		MachineTypes: gcp.DefaultAllowedMachineTypes, Images: gcp.DefaultAllowedImages,
 	})), provider.InPlace())
+	_ = reg.Register(hetzner.Type, nop, provider.WithValidator(hetzner.Validator(hetzner.Policy{
+		ServerTypes: hetzner.DefaultAllowedServerTypes, Images: hetzner.DefaultAllowedImages,
+	})))
 	return httpapi.Options{
 		Quota: 20, DefaultProvider: mock.Type, Providers: provider.NewSet(reg), Admins: admins, Project: "demo-test",
 		Policy: proxy.Policy{MinPrefixIPv4: 8, MinPrefixIPv6: 32, CloudInitSecretPrefix: "projects/demo-test/secrets/egress-"},

@@ -99,12 +99,14 @@ func (a *API) validateSpec(namespace string, spec proxy.Spec) proxy.FieldErrors 
 		errs = append(errs, proxy.FieldError{Field: "spec.maxAge", Reason: proxy.ReasonMaxAgeTooShort,
 			Description: fmt.Sprintf("%s is shorter than ROTATE_MIN_INTERVAL (%s), the least time between two VMs of a proxy", d, a.opts.RotateMinInterval)})
 	}
-	return append(errs, a.providerRules("spec.", spec.Provider, spec.Placement, spec.CloudInit)...)
+	return append(errs, a.providerRules("spec.", spec.Provider, spec.Placement, spec.CloudInit, false)...)
 }
 
 // validatePlacement holds a warm pool's provider and placement to the
 // rules a proxy's are held to: the provider enabled, a region, and the
-// provider's own rules; fields are named under prefix.
+// provider's own rules, which may refuse a pool outright (one that cannot
+// reconfigure a VM cannot hand a warm one to a proxy); fields are named
+// under prefix.
 func (a *API) validatePlacement(prefix, typ string, pl proxy.Placement, cloudInit string) proxy.FieldErrors {
 	var errs proxy.FieldErrors
 	if !a.opts.Providers.Has(typ) {
@@ -113,18 +115,20 @@ func (a *API) validatePlacement(prefix, typ string, pl proxy.Placement, cloudIni
 	if pl.Region == "" {
 		errs = append(errs, proxy.FieldError{Field: prefix + "placement.region", Reason: proxy.ReasonRegionRequired, Description: "is required, e.g. us-central1"})
 	}
-	return append(errs, a.providerRules(prefix, typ, pl, cloudInit)...)
+	return append(errs, a.providerRules(prefix, typ, pl, cloudInit, true)...)
 }
 
 // providerRules are the rules of an enabled provider type (none for one
-// not enabled: the neutral rules say so), fields named under prefix.
-func (a *API) providerRules(prefix, typ string, pl proxy.Placement, cloudInit string) proxy.FieldErrors {
+// not enabled: the neutral rules say so), fields named under prefix; pool
+// says the placement is a warm pool's.
+func (a *API) providerRules(prefix, typ string, pl proxy.Placement, cloudInit string, pool bool) proxy.FieldErrors {
 	if !a.opts.Providers.Has(typ) {
 		return nil
 	}
 	violations, err := a.opts.Providers.Validate(typ, provider.ValidateRequest{
 		Placement: provider.Placement{Region: pl.Region, Zone: pl.Zone, MachineType: pl.MachineType, Image: pl.Image},
 		CloudInit: cloudInit,
+		Pool:      pool,
 	})
 	if err != nil {
 		return proxy.FieldErrors{{Field: prefix + "provider", Reason: proxy.ReasonProviderNotEnabled, Description: err.Error()}}

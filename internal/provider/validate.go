@@ -9,6 +9,10 @@ type ValidateRequest struct {
 	// CloudInit is the spec's inline user-data, which the provider sends
 	// the way its VMs read it (gcp: a metadata value, of bounded size).
 	CloudInit string
+	// Pool says the placement is a warm pool's: its VMs are claimed by
+	// Reconfigure (provider.Reconfigurer), so a provider that cannot
+	// reconfigure a VM refuses it.
+	Pool bool
 }
 
 // Violation is one rule of a provider that a request breaks.

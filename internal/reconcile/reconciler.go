@@ -234,6 +234,9 @@ type run struct {
 	created string
 	// deleteSent is set once this run's Delete of the VM succeeded.
 	deleteSent bool
+	// retryAfter is the wait the provider's cloud asked for before the
+	// next call (a rate limit's), which the next backoff is at least.
+	retryAfter time.Duration
 }
 
 // maxRereads bounds how often one run reads a document that keeps changing

@@ -153,6 +153,7 @@ func (run *run) providerError(ctx context.Context, what string, err error) (outc
 	next.Reconciler.Attempts++
 	next.Status.Message = msg
 	setReady(next, "False", "Provider"+string(kind), msg, run.r.clock.Now())
+	run.retryAfter = provider.RetryAfter(err)
 	run.log.WarnContext(ctx, "provider call failed; retrying after a backoff", slog.String("kind", string(kind)), slog.Any("error", err))
 	if err := run.write(ctx, next, true); err != nil {
 		return done, err

@@ -104,6 +104,7 @@ func (w *World) maybeFault() {
 		w.foreignResource()
 	}
 	w.revocation()
+	w.hetznerFault()
 	switch r := w.rng.Float64(); {
 	case r < 0.04:
 		w.userAction()
@@ -309,6 +310,7 @@ func (w *World) userAction() {
 		if w.budget.IntN(3) == 0 {
 			spec.MaxAge = simMaxAge.String()
 		}
+		w.hetznerSpec(&spec)
 		_, err := w.store.CreateInNamespace(ctx, &proxy.Proxy{
 			Namespace: namespace, Name: name, UID: uid, Generation: 1,
 			Spec:       spec,

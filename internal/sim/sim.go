@@ -1,7 +1,8 @@
 // Package sim is a deterministic, seeded simulation of the whole system:
 // the real reconciler and garbage collector (the code the functions run)
 // over the in-memory store (which passes the same contract as Firestore)
-// and the mock provider, under a scheduler that owns time, event delivery
+// and two providers, the mock and the hetzner provider itself over the
+// Hetzner fake (hetzner.go), under a scheduler that owns time, event delivery
 // and the interleaving of concurrent invocations.
 //
 // Every store, provider, queue and clock call of an invocation is a step;
@@ -136,6 +137,12 @@ type Stats struct {
 	// Waits the rotations by maxAge that waited for it, Excused the VMs
 	// born to replace ones the world harmed.
 	Causes, AgeRotations, Refused429, Waits, Excused int
+	// HetznerProxies are the proxies made on the hetzner provider;
+	// HetznerFaults, Hetzner's faults injected (locations out of
+	// capacity, the rate limit spent, the server limit, 5xx and locked,
+	// lost, stopped and never-ready servers, lost create answers, another
+	// deployment's servers).
+	HetznerProxies, HetznerFaults, HetznerReadyAtEnd int
 	// ReadyAtEnd, FailedAtEnd and InstancesAtEnd are what the invariants
 	// were checked over.
 	ReadyAtEnd, FailedAtEnd, InstancesAtEnd int
@@ -146,7 +153,7 @@ func (s Stats) Faults() int {
 	return s.Crashes + s.Dropped + s.Duplicated + s.ProviderFaults + s.Lost + s.Stopped +
 		s.CallHomesLost + s.CallHomesDuplicated + s.CallHomesDelayed + s.CallHomesForged + s.NeverReady + s.BootErrors +
 		s.AsyncCreateFailures + s.Stockouts + s.OtherDeployment + s.Unlabelled + s.EmptyDocumentSets +
-		s.ReconfigureErrors + s.ReconfigureStuck + s.ReconfigureRefused + s.PoolEventsDropped + s.PoolEventsDuplicated + s.ClaimsCrashed
+		s.ReconfigureErrors + s.ReconfigureStuck + s.ReconfigureRefused + s.PoolEventsDropped + s.PoolEventsDuplicated + s.ClaimsCrashed + s.HetznerFaults
 }
 
 // PoolFaults is the number of pool and claim events the schedule made
@@ -209,6 +216,9 @@ func (s *Stats) Add(o Stats) {
 	s.Refused429 += o.Refused429
 	s.Waits += o.Waits
 	s.Excused += o.Excused
+	s.HetznerProxies += o.HetznerProxies
+	s.HetznerFaults += o.HetznerFaults
+	s.HetznerReadyAtEnd += o.HetznerReadyAtEnd
 	s.ReadyAtEnd += o.ReadyAtEnd
 	s.FailedAtEnd += o.FailedAtEnd
 	s.InstancesAtEnd += o.InstancesAtEnd
@@ -350,6 +360,8 @@ type World struct {
 	// no cause answers for (budget.go).
 	causes []*cause
 	owed   map[string]int
+	// hz is the fleets' second provider, Hetzner (hetzner.go).
+	hz *hetznerState
 }
 
 // New builds the world of a seed.
@@ -386,11 +398,13 @@ func New(seed uint64, bug Bug) *World {
 	w.mock = mock.New(mock.Options{Clock: w.clock, ProvisioningDelay: time.Duration(5+w.rng.IntN(60)) * time.Second, CallHome: w.callHome,
 		ReconfigureDelay: time.Duration(1+w.shared.IntN(20)) * time.Second})
 	w.other = w.mock.InDeployment("other")
+	w.newHetzner(seed)
 	log := slog.New(slog.DiscardHandler)
 	st := &simStore{w: w}
 	prov := &simProvider{w: w}
+	provs := simProviders{p: prov, h: simHetzner{&simProvider{w: w, hetzner: true}}}
 	q := &simQueue{w: w}
-	w.rec = reconcile.New(st, simProviders{prov}, q, nil, &simClock{w: w}, log,
+	w.rec = reconcile.New(st, provs, q, nil, &simClock{w: w}, log,
 		reconcile.Options{Rand: rand.New(rand.NewPCG(seed, 7)), BootTimeout: bootTimeout, MaxBootFailures: maxBootFailures,
 			ReconfigureTimeout: reconfigureTimeout, Bootstrap: bootstrapConfig, CreatesPerHour: createsPerHour})
 	w.pools = pools.New(st, &simClock{w: w}, log)
@@ -402,9 +416,9 @@ func New(seed uint64, bug Bug) *World {
 	if bug == NoDeleteGuard {
 		opts.MaxDeletes, opts.AllowEmptyDatabase = 1<<30, true
 	}
-	w.col = gc.New(simProviders{prov}, st, q, &simClock{w: w}, log, opts)
+	w.col = gc.New(provs, st, q, &simClock{w: w}, log, opts)
 	opts.AllowEmptyDatabase = true
-	w.operator = gc.New(simProviders{prov}, st, q, &simClock{w: w}, log, opts)
+	w.operator = gc.New(provs, st, q, &simClock{w: w}, log, opts)
 	w.nextGC = start.Add(gcInterval)
 	w.store.Watch(w.changed)
 	w.addPools()

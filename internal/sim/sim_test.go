@@ -27,6 +27,9 @@ func TestSimulation(t *testing.T) {
 		t.Error(f)
 	}
 	t.Logf("%s in %s; %s", r.Summary(), time.Since(start).Round(time.Millisecond), r.Counts())
+	if *seed == 0 && (r.Stats.HetznerProxies == 0 || r.Stats.HetznerReadyAtEnd == 0 || r.Stats.HetznerFaults == 0) {
+		t.Errorf("the schedules exercised the hetzner provider too little: %d proxies, %d faults, %d Ready at the end", r.Stats.HetznerProxies, r.Stats.HetznerFaults, r.Stats.HetznerReadyAtEnd)
+	}
 }
 
 // TestPlantedBugsAreFound switches off one safety rule at a time: the
