@@ -228,7 +228,7 @@ func bindings(t *testing.T, ev *evaluation) map[string][]grant {
 		if strings.HasPrefix(role, "projects/") {
 			g.custom = role
 		}
-		for _, attr := range []string{"topic", "subscription", "service_account_id", "service", "bucket", "crypto_key_id"} {
+		for _, attr := range []string{"topic", "subscription", "service_account_id", "service", "bucket", "secret_id", "crypto_key_id"} {
 			if a, ok := i.block.Body.Attributes[attr]; ok {
 				g.on = resourceNamed(a.Expr)
 			}
@@ -267,9 +267,12 @@ func tryString(i instance, name string) (string, bool) {
 
 // resourceGrant are the permissions of deploy.ResourceGrants a predefined
 // role's binding grants, if it is one of those, bound where the table says
-// (the secret accessor on the project with its condition): none if it is
-// not.
+// (the secret accessor on the project with its condition, or on a
+// secret of deploy.SecretGrants): none if it is not.
 func resourceGrant(g grant) []string {
+	if r := deploy.ResourceGrants["secretmanager.versions.access"]; g.role == r.Role && slices.Contains(deploy.SecretGrants, g.on) {
+		return []string{"secretmanager.versions.access"}
+	}
 	var out []string
 	for p, r := range deploy.ResourceGrants {
 		if r.Role != g.role {

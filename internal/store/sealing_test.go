@@ -13,6 +13,7 @@ import (
 	"github.com/egress-proxies/egress/internal/sealing"
 	"github.com/egress-proxies/egress/internal/store"
 	"github.com/egress-proxies/egress/internal/store/storetest"
+	"github.com/egress-proxies/egress/internal/tenancy"
 )
 
 func sealedStore(t *testing.T) (*store.Store, *firestore.Client) {
@@ -78,7 +79,7 @@ func TestPasswordsAreSealed(t *testing.T) {
 	}
 	check("after a status update", creds.Password)
 
-	rotated, err := s.RotateCredentials(ctx, p.Key(), time.Now())
+	rotated, err := s.RotateCredentials(ctx, p.Key(), time.Now(), tenancy.Limits{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -95,7 +96,7 @@ func TestPasswordsAreSealed(t *testing.T) {
 	if read.Reconciler.Credentials.Password != "" {
 		t.Error("a store without the key opened the password")
 	}
-	if _, err := keyless.RotateCredentials(ctx, p.Key(), time.Now()); err == nil || !strings.Contains(err.Error(), "no key to seal them with") {
+	if _, err := keyless.RotateCredentials(ctx, p.Key(), time.Now(), tenancy.Limits{}); err == nil || !strings.Contains(err.Error(), "no key to seal them with") {
 		t.Errorf("a rotation without the key: %v, want a refusal that writes nothing", err)
 	}
 	check("after the keyless store's refused rotation", rotated.Reconciler.Credentials.Password)
