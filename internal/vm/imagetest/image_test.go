@@ -15,6 +15,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -79,6 +80,30 @@ type run struct {
 	compute    *computefake.Server
 	providerID string
 	instance   string // the VM's name
+
+	// engine is the engine's configuration the VM was last given.
+	engine vmconfig.Config
+	// bandwidth is the bandwidth limit the next handOver gives, in bits a
+	// second (0: none).
+	bandwidth int64
+}
+
+// Socks5Port is the SOCKS5 port of the test's proxy.
+const Socks5Port = 1080
+
+// withDataPlane adds to an engine configuration what the test's proxy's
+// spec asks for beside what internal/bootstrap renders from it: SOCKS5 on
+// Socks5Port, the access log, and the bench's bandwidth limit. (The
+// control plane's rendering of spec.socks5Port, spec.accessLog and
+// spec.bandwidthLimit lands with the data-plane API; until then the test
+// writes them into the rendered configuration itself.)
+func (r *run) withDataPlane(c *vmconfig.Config) {
+	if c.Generation == 0 {
+		return // a warm pool's member serves no one
+	}
+	c.Socks5Listen = ":" + strconv.Itoa(Socks5Port)
+	c.AccessLog = true
+	c.BandwidthBitsPerSecond = r.bandwidth
 }
 
 // result is what the summary line says of one release.
@@ -245,6 +270,10 @@ func testRelease(t *testing.T, ctx context.Context, rel Release, runDir string, 
 	})
 	checks.run("the metadata server saw no request through the proxy", func(t *testing.T) { checkMetadataUntouched(t, r) })
 	checks.run("the traffic report grows with the bytes and connections sent", func(t *testing.T) { checkTraffic(t, ctx, r, c) })
+	checks.run("Socks5Through", func(t *testing.T) { checkSocks5Through(t, ctx, r) })
+	checks.run("Socks5WrongPassword", func(t *testing.T) { checkSocks5WrongPassword(t, ctx, r) })
+	checks.run("ZoneIDRefused", func(t *testing.T) { checkZoneIDRefused(t, ctx, r) })
+	checks.run("AccessLogLine", func(t *testing.T) { checkAccessLogLine(t, ctx, r, c) })
 	checks.run("the password is in no metadata value and no log line", func(t *testing.T) { checkNoSecret(t, ctx, r, c, console1) })
 
 	// A reboot from inside: nspawn exits 133 and the same root boots

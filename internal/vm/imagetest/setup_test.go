@@ -161,6 +161,8 @@ func insertMetadata(t *testing.T, ctx context.Context, r *run, cfg bootstrap.Con
 	if err != nil {
 		t.Fatal(err)
 	}
+	r.withDataPlane(&engine)
+	r.engine = engine
 	fake := computefake.New()
 	t.Cleanup(fake.Close)
 	clients, err := gcp.NewClients(ctx, option.WithEndpoint(fake.URL), option.WithoutAuthentication())

@@ -16,6 +16,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/netip"
 	"os"
 	"slices"
 	"strconv"
@@ -28,20 +29,40 @@ import (
 type Proxy struct {
 	// Addr is its host:port.
 	Addr string
-	// User and Password are its Basic credentials; empty sends none.
+	// User and Password are its credentials (Basic, or SOCKS5's
+	// username/password); empty sends none.
 	User, Password string
+	// Socks5 asks for tunnels with SOCKS5 (RFC 1928, the CONNECT command)
+	// instead of HTTP CONNECT.
+	Socks5 bool
+	// Dial opens the connection to the proxy, from wherever the client
+	// stands (a network namespace of the image test's); nil dials from
+	// here.
+	Dial func(ctx context.Context, network, addr string) (net.Conn, error)
 }
 
-// connect opens a connection to the proxy and a CONNECT tunnel through it
-// to target, returning the connection ready to carry bytes.
+// connect opens a connection to the proxy and a tunnel through it to
+// target, returning the connection ready to carry bytes.
 func (p Proxy) connect(ctx context.Context, target string) (net.Conn, error) {
-	var d net.Dialer
-	c, err := d.DialContext(ctx, "tcp", p.Addr)
+	dial := p.Dial
+	if dial == nil {
+		var d net.Dialer
+		dial = d.DialContext
+	}
+	c, err := dial(ctx, "tcp", p.Addr)
 	if err != nil {
 		return nil, err
 	}
 	if dl, ok := ctx.Deadline(); ok {
 		c.SetDeadline(dl)
+	}
+	if p.Socks5 {
+		if err := Socks5Connect(c, p.User, p.Password, target); err != nil {
+			c.Close()
+			return nil, err
+		}
+		c.SetDeadline(time.Time{})
+		return c, nil
 	}
 	head := "CONNECT " + target + " HTTP/1.1\r\nHost: " + target + "\r\n"
 	if p.User != "" {
@@ -133,6 +154,11 @@ func accept(ln net.Listener, serve func(net.Conn)) {
 	}
 }
 
+// Connect opens a tunnel to target through the proxy.
+func (p Proxy) Connect(ctx context.Context, target string) (net.Conn, error) {
+	return p.connect(ctx, target)
+}
+
 // reach connects to target through the proxy, or directly if p is nil.
 func reach(ctx context.Context, p *Proxy, target string) (net.Conn, error) {
 	if p != nil {
@@ -140,6 +166,93 @@ func reach(ctx context.Context, p *Proxy, target string) (net.Conn, error) {
 	}
 	var d net.Dialer
 	return d.DialContext(ctx, "tcp", target)
+}
+
+// SocksError is a SOCKS5 proxy's refusal: the stage (method,
+// authentication or request) and the code it answered.
+type SocksError struct {
+	Stage string
+	Code  byte
+}
+
+func (e *SocksError) Error() string {
+	return fmt.Sprintf("socks5 %s refused: code %d", e.Stage, e.Code)
+}
+
+// Socks5Connect runs a SOCKS5 client's handshake on c (RFC 1928, with
+// RFC 1929 username and password when user is set) for a CONNECT to
+// target, host:port, the host sent as a name unless it is an address.
+// It reads exactly the handshake's bytes, so c then carries the tunnel.
+func Socks5Connect(c net.Conn, user, password, target string) error {
+	host, portText, err := net.SplitHostPort(target)
+	if err != nil {
+		return err
+	}
+	port, err := strconv.Atoi(portText)
+	if err != nil {
+		return err
+	}
+	method := byte(0x00)
+	if user != "" {
+		method = 0x02
+	}
+	if _, err := c.Write([]byte{5, 1, method}); err != nil {
+		return err
+	}
+	var b [2]byte
+	if _, err := io.ReadFull(c, b[:]); err != nil {
+		return fmt.Errorf("socks5 method selection: %w", err)
+	}
+	if b[1] != method {
+		return &SocksError{Stage: "method", Code: b[1]}
+	}
+	if user != "" {
+		auth := append([]byte{1, byte(len(user))}, user...)
+		auth = append(append(auth, byte(len(password))), password...)
+		if _, err := c.Write(auth); err != nil {
+			return err
+		}
+		if _, err := io.ReadFull(c, b[:]); err != nil {
+			return fmt.Errorf("socks5 authentication: %w", err)
+		}
+		if b[1] != 0 {
+			return &SocksError{Stage: "authentication", Code: b[1]}
+		}
+	}
+	req := []byte{5, 1, 0}
+	if a, err := netip.ParseAddr(host); err == nil && a.Zone() == "" && a.Is4() {
+		req = append(append(req, 1), a.AsSlice()...)
+	} else if err == nil && a.Zone() == "" {
+		req = append(append(req, 4), a.AsSlice()...)
+	} else {
+		req = append(append(req, 3, byte(len(host))), host...)
+	}
+	req = append(req, byte(port>>8), byte(port))
+	if _, err := c.Write(req); err != nil {
+		return err
+	}
+	var rep [4]byte
+	if _, err := io.ReadFull(c, rep[:]); err != nil {
+		return fmt.Errorf("socks5 reply: %w", err)
+	}
+	n := 4
+	switch rep[3] {
+	case 4:
+		n = 16
+	case 3:
+		var l [1]byte
+		if _, err := io.ReadFull(c, l[:]); err != nil {
+			return err
+		}
+		n = int(l[0])
+	}
+	if _, err := io.ReadFull(c, make([]byte, n+2)); err != nil {
+		return fmt.Errorf("socks5 reply: %w", err)
+	}
+	if rep[1] != 0 {
+		return &SocksError{Stage: "request", Code: rep[1]}
+	}
+	return nil
 }
 
 // Download reads n bytes from the source, through the proxy if p is not
