@@ -276,14 +276,15 @@ func TestWarmToProxy(t *testing.T) {
 	}
 	type after struct {
 		Alice, Bob int
-		OpenTunnel bool
-		Error      string
-		CallHomes  []string
+		// AliceTunnel is the tunnel alice opened: revoked with her.
+		AliceTunnel bool
+		Error       string
+		CallHomes   []string
 	}
 	alice, _ := f.connect(t, "alice")
 	bob, _ := f.connect(t, "bob")
 	got := after{alice, bob, echoes(open, "still here"), f.md.GuestAttributes()["egress/error"], f.ps.reasons()}
-	want := after{Alice: 407, Bob: 200, OpenTunnel: true,
+	want := after{Alice: 407, Bob: 200, AliceTunnel: false,
 		CallHomes: []string{"pools/ci/warm-1:ready", "namespaces/team-a/egress-1:ready", "namespaces/team-a/egress-1:ready"}}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("after the rotation (-want +got):\n%s", diff)

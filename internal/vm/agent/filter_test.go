@@ -54,9 +54,9 @@ func TestFilter(t *testing.T) {
 	}
 	for name, bad := range map[string]vmconfig.Config{
 		"bad SOCKS5 port": {Listen: ":3128", Socks5Listen: ":0", ConnectPorts: []int{443}},
-		"no port":    {Listen: "3128", ConnectPorts: []int{443}},
-		"bad range":  {Listen: ":3128", ConnectPorts: []int{443}, AllowedSourceRanges: []string{"10.0.0.1; flush ruleset"}},
-		"no CONNECT": {Listen: ":3128"},
+		"no port":         {Listen: "3128", ConnectPorts: []int{443}},
+		"bad range":       {Listen: ":3128", ConnectPorts: []int{443}, AllowedSourceRanges: []string{"10.0.0.1; flush ruleset"}},
+		"no CONNECT":      {Listen: ":3128"},
 	} {
 		if f, err := agent.Filter(bad, 998, nil); err == nil {
 			t.Errorf("%s: rendered:\n%s", name, f)
