@@ -236,9 +236,9 @@ func (f *fixture) waitReady(t *testing.T, want string) {
 // TestWarmToProxy: a warm VM (generation 0, no users) is proven and serves
 // no one; a change of egress-config with its identity makes it a proxy
 // (generation 1), then a rotation with a range removed (generation 2)
-// applies live: the tunnel opened before still carries data, the old
-// password gets 407 and the new one 200; each reports its generation and
-// calls home with the identity of the moment.
+// applies live: the tunnel alice opened before is closed (her password is
+// revoked), the old password gets 407 and the new one 200; each reports
+// its generation and calls home with the identity of the moment.
 func TestWarmToProxy(t *testing.T) {
 	f := setUp(t)
 	ctx, cancel := context.WithCancel(context.Background())
