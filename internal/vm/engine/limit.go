@@ -10,7 +10,7 @@ import (
 // plain request. A copy asks for up to the bytes it would move, moves at
 // most what it was granted, and gives back what it did not use, so the
 // bytes moved over any second are the rate, give or take a burst. The
-// rate changes live (SetRate, on a reload).
+// rate changes live (setRate, on a reload).
 type bucket struct {
 	mu     sync.Mutex
 	rate   float64 // bytes a second; 0 is no limit
@@ -46,27 +46,31 @@ func (b *bucket) refill() {
 	b.last = now
 }
 
-// take grants up to want bytes, waiting until the bucket can pay for
-// them: a grant may leave the bucket in debt, which the wait then pays
-// off, so many small copies and one large one see the same rate.
+// take grants up to want bytes, at least one, waiting until the bucket
+// holds some: what it grants is what it holds (at most want), so a copy
+// that moves less than its grant and gives the rest back has waited for
+// nothing it did not use. A wait is for a small quantum, so many copies
+// share the rate in small turns.
 func (b *bucket) take(want int) int {
 	b.mu.Lock()
-	if b.rate == 0 {
+	for {
+		if b.rate == 0 {
+			b.mu.Unlock()
+			return want
+		}
+		b.refill()
+		if b.tokens >= 1 {
+			grant := min(want, int(b.tokens))
+			b.tokens -= float64(grant)
+			b.mu.Unlock()
+			return grant
+		}
+		quantum := min(float64(want), b.burst/8)
+		wait := time.Duration((quantum - b.tokens) / b.rate * float64(time.Second))
 		b.mu.Unlock()
-		return want
-	}
-	b.refill()
-	grant := min(want, int(b.burst))
-	b.tokens -= float64(grant)
-	var wait time.Duration
-	if b.tokens < 0 {
-		wait = time.Duration(-b.tokens / b.rate * float64(time.Second))
-	}
-	b.mu.Unlock()
-	if wait > 0 {
 		b.sleep(wait)
+		b.mu.Lock()
 	}
-	return grant
 }
 
 // giveBack returns the part of a grant that was not used.

@@ -136,18 +136,22 @@ func (f *flow) run() (int64, error) {
 	}
 }
 
-// move splices what src has now into dst, through a pipe held only for
-// this: it returns when src has nothing more to give for the moment (or
-// ends, eof), with every byte it took out of src written to dst.
+// busyHold is how long a flow that is moving bytes keeps its pipe while
+// it waits for the next ones: a stream's next segment is usually a few
+// microseconds away, and waiting with the pipe in hand makes a busy
+// tunnel's loop the same as io.Copy's (splice in, splice out, wait);
+// after busyHold of silence the pipe goes back to the pool.
+const busyHold = 50 * time.Millisecond
+
+// move splices src into dst through a pipe held only while bytes come: it
+// returns when src has given nothing for busyHold (or ends, eof), with
+// every byte it took out of src written to dst.
 func (f *flow) move(src, dst syscall.RawConn) (moved int64, eof bool, err error) {
 	p, err := pipes.get()
 	if err != nil {
 		return 0, false, err
 	}
 	defer pipes.put(p)
-	// No read here waits (each splice returns EAGAIN instead), so the
-	// waiting's deadline is lifted; a write waits for dst at most idle.
-	f.src.SetReadDeadline(time.Time{})
 	for {
 		want := maxSplice
 		if f.limit != nil {
@@ -155,19 +159,19 @@ func (f *flow) move(src, dst syscall.RawConn) (moved int64, eof bool, err error)
 		}
 		var n int
 		var serr error
+		f.src.SetReadDeadline(time.Now().Add(busyHold))
 		rerr := src.Read(func(fd uintptr) bool {
 			n, serr = spliceOnce(int(fd), p.w, want)
-			return true
+			return serr != unix.EAGAIN
 		})
 		if f.limit != nil {
 			f.limit.giveBack(want - max(n, 0))
 		}
-		if rerr != nil {
-			return moved, false, rerr
-		}
 		switch {
-		case serr == unix.EAGAIN:
+		case errors.Is(rerr, os.ErrDeadlineExceeded):
 			return moved, false, nil
+		case rerr != nil:
+			return moved, false, rerr
 		case serr != nil:
 			return moved, false, os.NewSyscallError("splice", serr)
 		case n == 0:
@@ -176,13 +180,20 @@ func (f *flow) move(src, dst syscall.RawConn) (moved int64, eof bool, err error)
 		p.data += n
 		f.dst.SetWriteDeadline(time.Now().Add(f.idle))
 		if err := drain(p, dst); err != nil {
-			return moved, false, err
+			return moved, false, &writeError{err}
 		}
 		moved += int64(n)
 		f.count(int64(n))
 		f.last.Store(time.Now().UnixNano())
 	}
 }
+
+// writeError is a flow's failure to write to its destination: for the
+// tunnel's account, the other side went away, not this one.
+type writeError struct{ err error }
+
+func (e *writeError) Error() string { return "writing: " + e.err.Error() }
+func (e *writeError) Unwrap() error { return e.err }
 
 // drain splices everything in p into dst, waiting for dst to take it.
 func drain(p *pipe, dst syscall.RawConn) error {

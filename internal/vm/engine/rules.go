@@ -141,11 +141,15 @@ func (r *rules) destinationAllowed(addr netip.Addr) bool {
 // prompts for credentials instead of blaming the site.
 var errUnauthorized = errors.New("no valid Proxy-Authorization")
 
-// credential is who a connection authenticated as: the user's name and
-// the hash its password matched. A configuration that no longer holds
-// both (the user removed, or its password rotated) revokes it.
+// credential is who a connection authenticated as: the user's name, the
+// hash its password matched and the password itself, kept in memory for
+// the connection's life (never logged): the control plane salts a hash
+// afresh each time it renders a configuration, so only the password can
+// tell a new hash of the same password (a PATCH of the ranges) from a
+// rotation. A configuration under which the name and password no longer
+// match revokes it.
 type credential struct {
-	name, hash string
+	name, hash, password string
 }
 
 // authorize checks a Proxy-Authorization header value and returns the
@@ -169,12 +173,13 @@ func (r *rules) check(name, password string) (credential, error) {
 	if !vmconfig.Matches(hash, password) {
 		return credential{}, errUnauthorized
 	}
-	return credential{name: name, hash: hash}, nil
+	return credential{name: name, hash: hash, password: password}, nil
 }
 
 // holds reports whether c is still a credential of these rules.
 func (r *rules) holds(c credential) bool {
-	return c.name != "" && r.users[c.name] == c.hash
+	hash, ok := r.users[c.name]
+	return ok && c.name != "" && (hash == c.hash || vmconfig.Matches(hash, c.password))
 }
 
 // unknownUserHash is what a password of an unknown user is checked

@@ -408,13 +408,24 @@ func (s *Server) Apply(cfg vmconfig.Config) error {
 func (s *Server) closeTakenAway(r *rules) (revoked, removed int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	// Each credential is checked once, however many connections share it.
+	held := map[credential]bool{}
 	for cc := range s.conns {
 		if !r.sourceAllowed(cc.source) {
 			cc.end(endSourceGone)
 			removed++
 			continue
 		}
-		if c := cc.cred.Load(); c != nil && !r.holds(*c) {
+		c := cc.cred.Load()
+		if c == nil {
+			continue
+		}
+		ok, seen := held[*c]
+		if !seen {
+			ok = r.holds(*c)
+			held[*c] = ok
+		}
+		if !ok {
 			cc.end(endRevoked)
 			revoked++
 		}

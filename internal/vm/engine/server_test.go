@@ -291,9 +291,14 @@ func TestReload(t *testing.T) {
 	}
 	_, open := connectThrough(t, proxy, target, old, nil)
 
+	// The control plane salts each rendering afresh: a new hash of the
+	// same password (a PATCH of the ranges, say) is not a rotation.
 	kept := cfg
 	kept.Generation = 2
-	kept.IdleTimeout = vmconfig.Duration(time.Hour)
+	kept.Users = []vmconfig.User{{Name: testUser, PasswordHash: hashOf(t, testPassword)}}
+	if kept.Users[0].PasswordHash == cfg.Users[0].PasswordHash {
+		t.Fatal("two hashes of one password are the same: the salt is not fresh")
+	}
 	if err := s.Apply(kept); err != nil {
 		t.Fatal(err)
 	}

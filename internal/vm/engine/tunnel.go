@@ -110,15 +110,18 @@ func (s *Server) runTunnel(cc *clientConn, up *net.TCPConn, r *rules) (in, out i
 	clientErr := <-upErr
 	client.Close()
 	up.Close()
+	// A flow fails reading its source or writing its destination: the
+	// side at fault is the source's, or the destination's (writeError).
+	var we *writeError
 	switch {
 	case cc.endReason() != "":
 		reason = cc.endReason()
 	case errors.Is(clientErr, errIdle) || errors.Is(downErr, errIdle):
 		reason = endIdle
-	case downErr != nil:
-		reason = endUpstreamGone
-	case clientErr != nil:
+	case errors.As(downErr, &we), clientErr != nil && !errors.As(clientErr, &we):
 		reason = endClientGone
+	case downErr != nil, clientErr != nil:
+		reason = endUpstreamGone
 	}
 	return in, out, reason
 }

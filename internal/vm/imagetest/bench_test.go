@@ -6,7 +6,9 @@ import (
 	"fmt"
 	"io"
 	"math"
+	"net"
 	"net/http"
+	"net/netip"
 	"net/url"
 	"os"
 	"os/exec"
@@ -19,6 +21,7 @@ import (
 
 	"github.com/egress-proxies/egress/internal/bootstrap"
 	"github.com/egress-proxies/egress/internal/vm/engine/loadtest"
+	"github.com/egress-proxies/egress/internal/vm/vmconfig"
 )
 
 // Targets of make image-bench: the bench fails on these alone.
@@ -123,8 +126,14 @@ func TestImageBench(t *testing.T) {
 	case "tinyproxy":
 		res.Engine, res.Release = "tinyproxy", "host"
 		proxyAddr, rss = runTinyproxy(t, ctx, runDir)
+	case "egress-proxy-netns":
+		res.Engine, res.Release = "egress-proxy-netns", "host"
+		proxyAddr, rss = runEngineInNetns(t, ctx, runDir)
+	case "relay":
+		res.Engine, res.Release = "relay", "host"
+		proxyAddr, rss = runRelay(t, ctx)
 	default:
-		t.Fatalf("IMAGE_BENCH_ENGINE=%q: want egress-proxy or tinyproxy", os.Getenv("IMAGE_BENCH_ENGINE"))
+		t.Fatalf("IMAGE_BENCH_ENGINE=%q: want egress-proxy, egress-proxy-netns, relay or tinyproxy", os.Getenv("IMAGE_BENCH_ENGINE"))
 	}
 	b := newBench(t, proxyAddr)
 
@@ -139,7 +148,7 @@ func TestImageBench(t *testing.T) {
 		proxied := b.bulk(ctx, b.http)
 		sample := bulkSample{ProxiedMBps: proxied, DirectMBps: direct}
 		ratios = append(ratios, proxied/direct)
-		if r != nil {
+		if r != nil || res.Engine == "egress-proxy-netns" {
 			sample.Socks5MBps = b.bulk(ctx, b.socks5())
 			socksRatios = append(socksRatios, sample.Socks5MBps/direct)
 		}
@@ -262,16 +271,7 @@ func runTinyproxy(t *testing.T, ctx context.Context, runDir string) (string, fun
 	if err != nil {
 		t.Fatalf("tinyproxy is not installed: %v (scripts/install-deps.sh installs it)", err)
 	}
-	topo, err := NewBenchTopology(prefix)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := topo.Close(); err != nil {
-			t.Error(err)
-		}
-	})
-	benchServers(t, topo)
+	topo := benchTopology(t)
 	user, password := "bench", "benchpassword0123456789"
 	conf := filepath.Join(runDir, "tinyproxy.conf")
 	body := fmt.Sprintf("Port %d\nTimeout 600\nMaxClients %d\nLogLevel Warning\nDisableViaHeader Yes\nBasicAuth %s %s\nAllow %s\nConnectPort 443\nConnectPort 80\n",
@@ -287,34 +287,127 @@ func runTinyproxy(t *testing.T, ctx context.Context, runDir string) (string, fun
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	addr := waitListening(t, ctx, topo)
+	// tinyproxy 1.11 is one process with a thread per client; ip and sh
+	// exec it, so the command's PID is tinyproxy's.
+	rss := func() (float64, error) { return loadtest.RSSMiB(cmd.Process.Pid) }
+	return "http://" + user + ":" + password + "@" + addr, rss
+}
+
+// runEngineInNetns runs the engine binary built from the tree in the VM's
+// namespace of the benchmark's topology, without a boot (no container, no
+// systemd unit, no nftables): the same engine as the booted VM's, so that
+// the two runs' difference is what the booted VM adds.
+func runEngineInNetns(t *testing.T, ctx context.Context, runDir string) (string, func() (float64, error)) {
+	root, err := filepath.Abs("../../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := BuildEngine(root, runDir); err != nil {
+		t.Fatal(err)
+	}
+	topo := benchTopology(t)
+	user, password := "bench", "benchpassword0123456789"
+	hash, err := vmconfig.NewPasswordHash(password)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg, _ := json.Marshal(vmconfig.Config{Generation: 1, Listen: ":" + strconv.Itoa(ProxyPort), Socks5Listen: ":" + strconv.Itoa(Socks5Port),
+		Users: []vmconfig.User{{Name: user, PasswordHash: hash}}, AllowedSourceRanges: []string{BenchClientPrefix.Masked().String()},
+		ConnectPorts: []int{443, 80}, DenyDestinations: []string{"169.254.0.0/16", "10.0.0.0/8"}})
+	conf := filepath.Join(runDir, "engine.json")
+	if err := os.WriteFile(conf, cfg, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("ip", "netns", "exec", topo.VM.Name, "sh", "-c", `ulimit -n 65536 && exec "$0" -config "$1"`, filepath.Join(runDir, "egress-proxy"), conf)
+	cmd.Stdout, cmd.Stderr = io.Discard, io.Discard
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	addr := waitListening(t, ctx, topo)
+	return "http://" + user + ":" + password + "@" + addr, func() (float64, error) { return loadtest.RSSMiB(cmd.Process.Pid) }
+}
+
+// runRelay serves, in the VM's namespace, the least a CONNECT proxy can
+// be: no credentials, no rule, the head read byte by byte, a 200, then
+// io.Copy both ways between the two *net.TCPConn (splice). It is the
+// yardstick of what the topology allows a spliced tunnel, for the
+// engine's figures beside it.
+func runRelay(t *testing.T, ctx context.Context) (string, func() (float64, error)) {
+	topo := benchTopology(t)
+	ln, err := topo.VM.Listen(HostPort(BenchVMClientSide.Addr(), ProxyPort))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	dial := topo.VM.Dialer(netip.Addr{})
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				var head []byte
+				one := make([]byte, 1)
+				for !strings.HasSuffix(string(head), "\r\n\r\n") && len(head) < 4096 {
+					if _, err := c.Read(one); err != nil {
+						return
+					}
+					head = append(head, one[0])
+				}
+				f := strings.Fields(string(head))
+				if len(f) < 2 || f[0] != http.MethodConnect {
+					return
+				}
+				up, err := dial(ctx, "tcp", f[1])
+				if err != nil {
+					return
+				}
+				defer up.Close()
+				io.WriteString(c, "HTTP/1.1 200 Connection established\r\n\r\n")
+				go func() { io.Copy(up, c); up.(*net.TCPConn).CloseWrite() }()
+				io.Copy(c, up)
+			}()
+		}
+	}()
+	return "http://" + waitListening(t, ctx, topo), func() (float64, error) { return loadtest.RSSMiB(0) }
+}
+
+// benchTopology makes the benchmark's namespaces and its upstream
+// servers, for a proxy run without a boot.
+func benchTopology(t *testing.T) *Topology {
+	topo, err := NewBenchTopology(prefix)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := topo.Close(); err != nil {
+			t.Error(err)
+		}
+	})
+	benchServers(t, topo)
+	return topo
+}
+
+// waitListening waits for the proxy port to answer the client, and
+// returns its address.
+func waitListening(t *testing.T, ctx context.Context, topo *Topology) string {
 	addr := HostPort(BenchVMClientSide.Addr(), ProxyPort)
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		c, err := topo.Client.Dialer(BenchClientPrefix.Addr())(ctx, "tcp", addr)
 		if err == nil {
 			c.Close()
-			break
+			return addr
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("tinyproxy does not answer on %s: %v", addr, err)
+			t.Fatalf("nothing answers on %s: %v", addr, err)
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	rss := func() (float64, error) {
-		// tinyproxy 1.11 is one process with a thread per client; ip and
-		// sh exec it, so the command's PID is tinyproxy's.
-		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", cmd.Process.Pid))
-		if err != nil {
-			return 0, err
-		}
-		for _, l := range strings.Split(string(b), "\n") {
-			if strings.HasPrefix(l, "VmRSS:") {
-				return parseRSS(l)
-			}
-		}
-		return 0, fmt.Errorf("no VmRSS for tinyproxy")
-	}
-	return "http://" + user + ":" + password + "@" + addr, rss
 }
 
 // parseRSS reads "VmRSS:   12345 kB" as MiB.
