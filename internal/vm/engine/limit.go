@@ -31,10 +31,11 @@ func (b *bucket) setRate(bitsPerSecond int64) {
 	defer b.mu.Unlock()
 	b.refill()
 	b.rate = float64(bitsPerSecond) / 8
-	// A burst of 50 ms of the rate, between 16 KiB and 1 MiB: a splice
-	// of at most that, so a limit holds over a fraction of a second and a
-	// high one costs few waits.
-	b.burst = min(max(b.rate/20, 16<<10), 1<<20)
+	// What the bucket holds at most: 200 ms of the rate, between 64 KiB
+	// and 16 MiB. A copy that could not run for a moment (a busy
+	// machine) catches up within it instead of losing its share, and a
+	// burst above the rate lasts no longer than it.
+	b.burst = min(max(b.rate/5, 64<<10), 16<<20)
 	b.tokens = min(b.tokens, b.burst)
 }
 
