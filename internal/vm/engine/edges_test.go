@@ -381,3 +381,31 @@ func TestRevocation(t *testing.T) {
 		t.Errorf("carrying after alice's removal: -want +got:\n%s", diff)
 	}
 }
+
+// TestExpectContinue: a client that waits for 100 Continue before its
+// body gets it from the proxy, and its request is carried whole.
+func TestExpectContinue(t *testing.T) {
+	httpPort, seen := upstreamSeen(t)
+	_, proxy := startProxy(t, testConfig(t, httpPort))
+	c, err := net.Dial("tcp", proxy)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(30 * time.Second))
+	io.WriteString(c, "POST http://127.0.0.1:"+strconv.Itoa(httpPort)+"/upload HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\nExpect: 100-continue\r\nProxy-Authorization: "+basic(testUser, testPassword)+"\r\n\r\n")
+	br := bufio.NewReader(c)
+	line, err := br.ReadString('\n')
+	if err != nil || line != "HTTP/1.1 100 Continue\r\n" {
+		t.Fatalf("before the body: %q %v, want 100 Continue", line, err)
+	}
+	br.ReadString('\n')
+	io.WriteString(c, "hello")
+	resp, err := http.ReadResponse(br, nil)
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("after the body: %v %v", resp, err)
+	}
+	if r := <-seen; r.URL.Path != "/upload" || r.ContentLength != 5 {
+		t.Errorf("the destination got %s %s of %d bytes", r.Method, r.URL.Path, r.ContentLength)
+	}
+}
