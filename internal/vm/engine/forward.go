@@ -38,8 +38,8 @@ func (s *Server) forward(hc *httpConn, req *http.Request, r *rules, rec *record)
 	bodyless := req.ContentLength == 0
 	refuseWith := func(a reply) bool {
 		keep := keepable && bodyless
-		hc.answer(a, !keep, nil)
 		rec.done(a.Status, a.Code, 0, 0)
+		hc.answer(a, !keep, nil)
 		return keep
 	}
 	if !strings.EqualFold(req.URL.Scheme, "http") || req.URL.Host == "" {
@@ -118,12 +118,12 @@ func (s *Server) forward(hc *httpConn, req *http.Request, r *rules, rec *record)
 		if body != nil && !body.done() {
 			keepable = false
 		}
-		hc.answer(a, !keepable, nil)
 		var in int64
 		if body != nil {
 			in = body.n
 		}
 		rec.done(a.Status, a.Code, in, 0)
+		hc.answer(a, !keepable, nil)
 		return keepable
 	}
 	defer resp.Body.Close()

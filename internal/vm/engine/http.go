@@ -111,9 +111,8 @@ func (hc *httpConn) serveOne(r *rules) bool {
 			a = ansZoneNotAllowed
 		}
 		s.reqHTTP.Add(1)
-		rec := s.newRecord(cc.remote, vmconfig.ProtocolHTTP, "")
+		s.newRecord(cc.remote, vmconfig.ProtocolHTTP, "").done(a.Status, a.Code, 0, 0)
 		hc.answer(a, true, nil)
-		rec.done(a.Status, a.Code, 0, 0)
 		return false
 	}
 	if req.Method == http.MethodConnect {
@@ -132,9 +131,11 @@ func (hc *httpConn) serveOne(r *rules) bool {
 	// send them before the answer). A request with a body that is not
 	// read ends it too.
 	closeAfterRefusal := req.Method == http.MethodConnect || req.ContentLength != 0 || req.Close || !req.ProtoAtLeast(1, 1)
+	// The line is written before the answer, so that a client that has
+	// its answer finds its line.
 	refuseWith := func(a reply, extra http.Header) bool {
-		hc.answer(a, closeAfterRefusal, extra)
 		rec.done(a.Status, a.Code, 0, 0)
+		hc.answer(a, closeAfterRefusal, extra)
 		return !closeAfterRefusal
 	}
 	if !r.sourceAllowed(cc.source) {

@@ -178,12 +178,14 @@ func (f *flow) move(src, dst syscall.RawConn) (moved int64, eof bool, err error)
 			return moved, true, nil
 		}
 		p.data += n
+		// Counted as taken, before the other side can see them: a
+		// client that got its bytes finds them in the counters.
+		moved += int64(n)
+		f.count(int64(n))
 		f.dst.SetWriteDeadline(time.Now().Add(f.idle))
 		if err := drain(p, dst); err != nil {
 			return moved, false, &writeError{err}
 		}
-		moved += int64(n)
-		f.count(int64(n))
 		f.last.Store(time.Now().UnixNano())
 	}
 }

@@ -195,8 +195,8 @@ func (s *Server) serveSOCKS5(cc *clientConn) {
 	if err != nil {
 		a := answerOf(err)
 		s.log.Debug("SOCKS5 CONNECT refused", slog.String("user", req.cred.name), slog.String("destination", req.host), slog.String("reason", err.Error()))
-		writeSocksReply(cc.conn, a.Socks, nil)
 		rec.done(int(a.Socks), a.Code, 0, 0)
+		writeSocksReply(cc.conn, a.Socks, nil)
 		return
 	}
 	cc.up.Store(up)
@@ -210,8 +210,7 @@ func (s *Server) serveSOCKS5(cc *clientConn) {
 		rec.done(socksSucceeded, endClientGone, 0, 0)
 		return
 	}
-	in, out, reason := s.runTunnel(cc, up, r)
-	rec.done(socksSucceeded, reason, in, out)
+	s.runTunnel(cc, up, r, rec, socksSucceeded, 0)
 }
 
 func socksCommandName(c byte) string {

@@ -22,8 +22,8 @@ func (s *Server) connect(hc *httpConn, req *http.Request, r *rules, rec *record)
 	host, port, err := r.target(req.RequestURI, 0)
 	if err != nil {
 		a := answerOf(err)
-		hc.answer(a, true, nil)
 		rec.done(a.Status, a.Code, 0, 0)
+		hc.answer(a, true, nil)
 		return
 	}
 	rec.destination(host, port)
@@ -31,8 +31,8 @@ func (s *Server) connect(hc *httpConn, req *http.Request, r *rules, rec *record)
 	if err != nil {
 		a := answerOf(err)
 		s.log.Debug("CONNECT refused", slog.String("user", rec.line.User), slog.String("destination", host), slog.String("reason", err.Error()))
-		hc.answer(a, true, nil)
 		rec.done(a.Status, a.Code, 0, 0)
+		hc.answer(a, true, nil)
 		return
 	}
 	cc.up.Store(up)
@@ -66,19 +66,22 @@ func (s *Server) connect(hc *httpConn, req *http.Request, r *rules, rec *record)
 	// The tunnel holds no buffer of the HTTP side.
 	hc.releaseReader()
 	hc.releaseWriter()
-	in, out, reason := s.runTunnel(cc, up, r)
-	rec.done(http.StatusOK, reason, in+pipelined, out)
+	s.runTunnel(cc, up, r, rec, http.StatusOK, pipelined)
 }
 
 // runTunnel carries bytes both ways between the client's connection and
 // the destination's until both are done, closing the writing half of
 // each side whose source ended, so a client that half-closes still gets
-// its answer. It returns the bytes from the client (in) and to it (out),
-// and why it ended if not by both sides closing (the access line's
-// reason).
-func (s *Server) runTunnel(cc *clientConn, up *net.TCPConn, r *rules) (in, out int64, reason string) {
+// its answer. It then writes the tunnel's access line with status, the
+// bytes from the client (in, after the pipelined ones) and to it (out),
+// and why it ended if not by both sides closing; the line is written
+// before the tunnel is counted closed.
+func (s *Server) runTunnel(cc *clientConn, up *net.TCPConn, r *rules, rec *record, status int, pipelined int64) {
 	s.activeTuns.Add(1)
 	defer s.activeTuns.Add(-1)
+	var in, out int64
+	var reason string
+	defer func() { rec.done(status, reason, in+pipelined, out) }()
 	client := cc.conn
 	client.SetDeadline(time.Time{})
 	up.SetDeadline(time.Time{})
@@ -105,7 +108,8 @@ func (s *Server) runTunnel(cc *clientConn, up *net.TCPConn, r *rules) (in, out i
 		ended(toUp, err)
 		upErr <- err
 	}()
-	out, downErr := toClient.run()
+	var downErr error
+	out, downErr = toClient.run()
 	ended(toClient, downErr)
 	clientErr := <-upErr
 	client.Close()
@@ -123,5 +127,4 @@ func (s *Server) runTunnel(cc *clientConn, up *net.TCPConn, r *rules) (in, out i
 	case downErr != nil, clientErr != nil:
 		reason = endUpstreamGone
 	}
-	return in, out, reason
 }
