@@ -57,19 +57,19 @@ type Server struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 
-	since                         time.Time
-	bytesIn, bytesOut             atomic.Int64
-	connections, activeTuns       atomic.Int64
-	activeConns, refused          atomic.Int64
-	reqHTTP, reqConnect, reqSocks atomic.Int64
-	overCapAnswering              atomic.Int64
-	statsOnce                     sync.Once
-	mu                            sync.Mutex
-	conns                         map[*clientConn]struct{}
-	listeners                     map[net.Listener]struct{}
-	closing                       bool
-	wg                            sync.WaitGroup
-	stats                         *http.Server
+	since                           time.Time
+	bytesIn, bytesOut               atomic.Int64
+	connections, activeTuns         atomic.Int64
+	activeConns, refused            atomic.Int64
+	reqHTTP, reqConnect, reqSocks   atomic.Int64
+	overCapAnswering, overCapLogged atomic.Int64
+	statsOnce                       sync.Once
+	mu                              sync.Mutex
+	conns                           map[*clientConn]struct{}
+	listeners                       map[net.Listener]struct{}
+	closing                         bool
+	wg                              sync.WaitGroup
+	stats                           *http.Server
 }
 
 // New checks cfg and returns a Server for it; Serve or ListenAndServe
@@ -322,7 +322,12 @@ func (s *Server) overCap(c *net.TCPConn, isHTTP bool) {
 			}
 		}
 	}()
-	s.log.Warn("connection refused: maxConnections open", slog.Int64("maxConnections", s.maxConns))
+	// One line a second at most: a flood past the cap would otherwise
+	// fill the journal, which is in memory.
+	if now := time.Now().UnixNano(); now-s.overCapLogged.Load() > int64(time.Second) {
+		s.overCapLogged.Store(now)
+		s.log.Warn("connections refused: maxConnections open", slog.Int64("maxConnections", s.maxConns), slog.Int64("refused", s.refused.Load()))
+	}
 }
 
 func (s *Server) trackListener(ln net.Listener) bool {
