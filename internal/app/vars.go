@@ -34,7 +34,7 @@ const (
 var Functions = []Function{ProxyAPI, Reconcile, CollectGarbage}
 
 // Var is one configuration variable: the one place its name, default,
-// meaning and readers are written down. The README's tables and
+// meaning and readers are written down. The docs' configuration reference and
 // deploy/terraform are checked against this table (internal/app and
 // deploy tests), so a variable cannot be read without being documented and
 // deployed.
@@ -44,7 +44,7 @@ type Var struct {
 	// variable's own syntax; "" means there is none (or it is derived, as
 	// DefaultDoc says).
 	Default string
-	// DefaultDoc is the default as the README gives it, when Default alone
+	// DefaultDoc is the default as the docs give it, when Default alone
 	// does not say it ("the first of PROVIDERS").
 	DefaultDoc string
 	// LocalDefault is the default `make run` gives the variable, when it is
@@ -158,6 +158,15 @@ var Vars = []Var{
 			a, err := tenancy.ParseAdmins(v)
 			c.API.Admins = a
 			return err
+		}},
+	{Name: "IAP_AUDIENCE", DefaultDoc: "none: the console is off, and a request with an IAP assertion is refused", Readers: []Function{ProxyAPI},
+		Meaning: "the audience of Identity-Aware Proxy's signed header for this service, `/projects/PROJECT_NUMBER/locations/REGION/services/proxy-api`: set (Terraform's `console_enabled`), the API verifies `x-goog-iap-jwt-assertion` as a second identity beside the ID token, so people sign in to the web console at `/console/` with their Google account",
+		set: func(c *Config, v string) error {
+			if v != "" && !strings.HasPrefix(v, "/projects/") {
+				return fmt.Errorf("is not an IAP audience: want /projects/PROJECT_NUMBER/locations/REGION/services/SERVICE")
+			}
+			c.API.IAPAudience = v
+			return nil
 		}},
 	{Name: "LOCAL_IDENTITY", LocalDefault: localIdentity, Readers: []Function{ProxyAPI, LocalStack}, Local: true,
 		Meaning: "the email of a request that carries no identity; never set in production, where such a request is refused (401), and where it stops the function at start-up (Cloud Run sets `K_SERVICE`)",

@@ -9,11 +9,11 @@ import (
 	"syscall"
 )
 
-// answer is one way the engine refuses a request or ends a connection
-// early: the HTTP status, a short and stable code (the X-Egress-Error
-// header, the access line's reason), a sentence for the one-line body, and
-// the SOCKS5 reply code (RFC 1928 §6) of the same refusal. The codes are
-// documented in the README's table of answers; a client or an operator may
+// reply is one way the engine refuses a request: the HTTP status, a
+// short and stable code (the X-Egress-Error header, the access line's
+// reason), a sentence for the one-line body, and the SOCKS5 reply code
+// (RFC 1928 §6) of the same refusal. The codes are documented in the
+// table of answers of docs/concepts/vm.md; a client or an operator may
 // match on them, so they never change meaning.
 type reply struct {
 	Status int
@@ -86,7 +86,7 @@ const (
 	endUpstreamGone = "upstream-failed"
 )
 
-// Answers lists every answer, for the README's table and its test.
+// answers lists every answer, for the docs' table and its test.
 func answers() []reply {
 	return []reply{ansCredentialsMissing, ansCredentialsWrong, ansSourceNotAllowed, ansPortNotAllowed, ansDestinationDenied,
 		ansZoneNotAllowed, ansMethodNotAllowed, ansBadRequest, ansBadTarget, ansNotAProxyRequest, ansBadFraming, ansBadBody,

@@ -8,10 +8,10 @@ import (
 	"testing"
 )
 
-var updateDocs = flag.Bool("update-docs", false, "rewrite the README's table of answers from the code")
+var updateDocs = flag.Bool("update-docs", false, "rewrite the table of answers in docs/concepts/vm.md from the code")
 
-// answersTable is the README's table of answers, row by row, from
-// answers().
+// answersTable is the table of answers of docs/concepts/vm.md, row by
+// row, from answers().
 func answersTable() string {
 	var b strings.Builder
 	b.WriteString("| status | `X-Egress-Error` | body text | SOCKS5 reply |\n| --- | --- | --- | --- |\n")
@@ -21,7 +21,7 @@ func answersTable() string {
 	return b.String()
 }
 
-// TestAnswersDocumented: the README's table of answers is the code's
+// TestAnswersDocumented: the docs' table of answers is the code's
 // (go test -run TestAnswersDocumented -update-docs rewrites it), and no
 // two answers share a code.
 func TestAnswersDocumented(t *testing.T) {
@@ -32,7 +32,7 @@ func TestAnswersDocumented(t *testing.T) {
 		}
 		seen[a.Code] = true
 	}
-	const path = "../../../README.md"
+	const path = "../../../docs/concepts/vm.md"
 	readme, err := os.ReadFile(path)
 	if err != nil {
 		t.Fatal(err)
@@ -50,6 +50,6 @@ func TestAnswersDocumented(t *testing.T) {
 			}
 			return
 		}
-		t.Errorf("the README's table of answers is not the code's; go test ./internal/vm/engine -run TestAnswersDocumented -update-docs rewrites it. Want:\n%s", want)
+		t.Errorf("the table of answers in %s is not the code's; go test ./internal/vm/engine -run TestAnswersDocumented -update-docs rewrites it. Want:\n%s", path, want)
 	}
 }
