@@ -178,7 +178,7 @@ func TestMetadata(t *testing.T) {
 			},
 			want: []*computepb.Items{
 				item("startup-script", script),
-				item("egress-config", `{"generation":0,"listen":":3128","users":null,"allowedSourceRanges":null,"connectPorts":[443],"denyDestinations":null}`),
+				item("egress-config", `{"generation":0,"listen":":3128","users":null,"allowedSourceRanges":null,"connectPorts":[443],"denyDestinations":null,"accessLog":false}`),
 				item("egress-engine-url", "https://storage.googleapis.com/b/egress-proxy"),
 				item("egress-engine-sha256", strings.Repeat("ab", 32)),
 				item("enable-guest-attributes", "TRUE"),
