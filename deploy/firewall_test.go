@@ -2,6 +2,7 @@ package deploy_test
 
 import (
 	"net/netip"
+	"slices"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -14,31 +15,67 @@ import (
 
 // TestTheAPIKnowsWhatTheFirewallOpens: the ports and sources the ProxyAPI
 // holds every spec to (PROXY_PORTS, FIREWALL_SOURCE_RANGES) are those the
-// firewall rule opens, as Terraform sends both, read as the function reads
+// firewall rules open, as Terraform sends both, read as the function reads
 // its environment. A spec the API takes is then one a client can reach.
+// Each rule holds the sources of one address family, as a VPC firewall
+// rule must (one holding both is refused at apply time), and every rule
+// opens the same ports (a SOCKS5 port among them, for clients of either
+// family).
 func TestTheAPIKnowsWhatTheFirewallOpens(t *testing.T) {
 	m := parseModule(t)
-	for name, vars := range map[string]map[string]cty.Value{
-		"Defaults": nil,
-		"PortsRangesAndSources": {
+	for name, tc := range map[string]struct {
+		vars  map[string]cty.Value
+		rules int
+	}{
+		"Defaults": {rules: 1},
+		"PortsRangesAndSources": {vars: map[string]cty.Value{
 			"proxy_ports":           cty.ListVal([]cty.Value{cty.StringVal("3128"), cty.StringVal("8080-8090")}),
-			"allowed_source_ranges": cty.ListVal([]cty.Value{cty.StringVal("203.0.113.0/24"), cty.StringVal("2001:db8::/32")}),
-		},
+			"allowed_source_ranges": cty.ListVal([]cty.Value{cty.StringVal("203.0.113.0/24"), cty.StringVal("2001:db8::/32"), cty.StringVal("198.51.100.0/24")}),
+		}, rules: 2},
+		"IPv6Only": {vars: map[string]cty.Value{
+			"allowed_source_ranges": cty.ListVal([]cty.Value{cty.StringVal("2001:db8::/32")}),
+		}, rules: 1},
 	} {
 		t.Run(name, func(t *testing.T) {
-			e := evaluate(t, m, vars)
-			fw := e.one(t, "google_compute_firewall", "proxy")
-			var ports []string
-			for _, allow := range nested(fw.block.Body, "allow") {
-				v, _ := fw.attr(t, allow.Body, "ports")
-				ports = append(ports, stringList(t, "the firewall's ports", v)...)
+			e := evaluate(t, m, tc.vars)
+			var ports, sources []string
+			rules := 0
+			for _, fw := range e.of("google_compute_firewall") {
+				if fw.name != "proxy" {
+					continue
+				}
+				rules++
+				var rulePorts []string
+				for _, allow := range nested(fw.block.Body, "allow") {
+					v, _ := fw.attr(t, allow.Body, "ports")
+					rulePorts = append(rulePorts, stringList(t, "the firewall's ports", v)...)
+				}
+				if ports != nil && !slices.Equal(ports, rulePorts) {
+					t.Errorf("%s opens ports %v, another rule %v", fw.address(), rulePorts, ports)
+				}
+				ports = rulePorts
+				v, _ := fw.attr(t, fw.block.Body, "source_ranges")
+				ranges, err := proxy.ParsePrefixes(stringList(t, "the firewall's source_ranges", v))
+				if err != nil {
+					t.Fatalf("%s's source ranges: %v", fw.address(), err)
+				}
+				families := map[bool]bool{}
+				for _, r := range ranges {
+					families[r.Addr().Is4()] = true
+					sources = append(sources, r.String())
+				}
+				if len(families) != 1 {
+					t.Errorf("%s holds IPv4 and IPv6 source ranges, which a VPC firewall rule may not: %v", fw.address(), ranges)
+				}
 			}
-			sources, _ := fw.attr(t, fw.block.Body, "source_ranges")
+			if rules != tc.rules {
+				t.Errorf("%d firewall rules for the proxy ports, want %d", rules, tc.rules)
+			}
 			wantPorts, err := proxy.ParsePortRanges(ports)
 			if err != nil {
 				t.Fatalf("the firewall's ports: %v", err)
 			}
-			wantSources, err := proxy.ParsePrefixes(stringList(t, "the firewall's source_ranges", sources))
+			wantSources, err := proxy.ParsePrefixes(sources)
 			if err != nil {
 				t.Fatalf("the firewall's source ranges: %v", err)
 			}
@@ -59,7 +96,8 @@ func TestTheAPIKnowsWhatTheFirewallOpens(t *testing.T) {
 			if diff := cmp.Diff(wantPorts, cfg.API.Policy.ProxyPorts); diff != "" {
 				t.Errorf("PROXY_PORTS (-the firewall's ports +what the API holds specs to):\n%s", diff)
 			}
-			if diff := cmp.Diff(wantSources, cfg.API.Policy.FirewallSourceRanges, cmpopts.EquateComparable(netip.Prefix{})); diff != "" {
+			if diff := cmp.Diff(wantSources, cfg.API.Policy.FirewallSourceRanges, cmpopts.EquateComparable(netip.Prefix{}),
+				cmpopts.SortSlices(func(a, b netip.Prefix) bool { return a.String() < b.String() })); diff != "" {
 				t.Errorf("FIREWALL_SOURCE_RANGES (-the firewall's source_ranges +what the API holds specs to):\n%s", diff)
 			}
 		})

@@ -52,12 +52,14 @@ func (c *cli) createCommand(pf *proxyFlags) *cobra.Command {
 		spec          proxy.Spec
 		static        bool
 		cloudInitFile string
+		accessLog     bool
 	)
 	cmd := &cobra.Command{
 		Use:   "create NAME --region REGION --allow CIDR [--allow CIDR…]",
 		Short: "Ask for a proxy; with --wait, until it is Ready",
 		Example: `  egress proxies create partner-api -n payments --region europe-west1 --allow 203.0.113.0/24 --static --wait
-  egress proxies create scraper -n data --region us-central1 --zone us-central1-b --allow 198.51.100.7/32 --max-age 24h`,
+  egress proxies create scraper -n data --region us-central1 --zone us-central1-b --allow 198.51.100.7/32 --max-age 24h
+  egress proxies create socks -n data --region us-central1 --allow 198.51.100.7/32 --socks5-port 1080 --bandwidth-limit 100Mbit`,
 		Args: names(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ns, err := pf.ns()
@@ -66,6 +68,9 @@ func (c *cli) createCommand(pf *proxyFlags) *cobra.Command {
 			}
 			if static {
 				spec.IPPolicy = proxy.IPStatic
+			}
+			if cmd.Flags().Changed("access-log") {
+				spec.AccessLog = &accessLog
 			}
 			if cloudInitFile != "" {
 				b, err := os.ReadFile(cloudInitFile)
@@ -95,6 +100,9 @@ func (c *cli) createCommand(pf *proxyFlags) *cobra.Command {
 	f.StringVar(&spec.MaxAge, "max-age", "", "rotate the VM (and its IP, unless static) once it is this old, e.g. 24h")
 	f.Int32Var(&spec.Port, "port", 0, "the proxy's port, one the platform's firewall opens (default 3128)")
 	f.Int32SliceVar(&spec.ConnectPorts, "connect-port", nil, "a port CONNECT may reach; repeat (default 443 and 80)")
+	f.Int32Var(&spec.Socks5Port, "socks5-port", 0, "a second port serving SOCKS5 with the same credentials, one the platform's firewall opens (default: no SOCKS5)")
+	f.StringVar(&spec.BandwidthLimit, "bandwidth-limit", "", "a bound on the proxy's traffic, both ways together: a whole number and Kbit, Mbit or Gbit, e.g. 100Mbit (default: none)")
+	f.BoolVar(&accessLog, "access-log", true, "keep one access line per connection and request (--access-log=false for tenants that must not)")
 	f.StringVar(&spec.Provider, "provider", "", "the cloud provider (default: the deployment's)")
 	f.StringVar(&spec.Placement.MachineType, "machine-type", "", "the VM's machine type (default: the provider's)")
 	f.StringVar(&spec.Placement.Image, "image", "", "the VM's image (default: the provider's)")

@@ -56,6 +56,16 @@ variable "subnetwork" {
   default     = ""
 }
 
+variable "proxy_stack_type" {
+  description = "The proxy VMs' network stack (GCP_STACK_TYPE): IPV4_ONLY, or IPV4_IPV6 for an external IPv6 address on each VM, which they reach IPv6 destinations from. IPV4_IPV6 needs subnetwork to be, in every region proxies run in, a dual-stack subnet with external IPv6 (stack_type = \"IPV4_IPV6\", ipv6_access_type = \"EXTERNAL\"), which only a custom-mode network has; clients reach a proxy over IPv6 only from allowed_source_ranges' IPv6 ranges."
+  type        = string
+  default     = "IPV4_ONLY"
+  validation {
+    condition     = contains(["IPV4_ONLY", "IPV4_IPV6"], var.proxy_stack_type)
+    error_message = "proxy_stack_type must be IPV4_ONLY or IPV4_IPV6."
+  }
+}
+
 variable "proxy_vm_scopes" {
   description = "OAuth scopes of the proxy VMs' service account (GCP_SCOPES): what its token may be used for at all, on top of its roles. pubsub is for the call-home; the account's only Pub/Sub role is publisher on proxy-callhome."
   type        = list(string)

@@ -45,7 +45,7 @@ func defaults() app.Config {
 			Deployment: "egress", MaxDeletes: 50},
 		// Not enabled, so not read, but for the deployment.
 		Mock:      app.MockConfig{Deployment: "egress"},
-		GCP:       gcp.Config{Project: "demo-x", Deployment: "egress", Network: "default", NetworkTag: "egress-proxy", Scopes: gcp.DefaultScopes, ProbeTarget: "www.google.com:443"},
+		GCP:       gcp.Config{Project: "demo-x", Deployment: "egress", Network: "default", StackType: gcp.StackIPv4, NetworkTag: "egress-proxy", Scopes: gcp.DefaultScopes, ProbeTarget: "www.google.com:443"},
 		GCPPolicy: gcp.Policy{MachineTypes: gcp.DefaultAllowedMachineTypes, Images: gcp.DefaultAllowedImages},
 	}
 }
@@ -188,6 +188,23 @@ func TestLoad(t *testing.T) {
 				c.GCPPolicy = gcp.Policy{Regions: []string{"europe-west4", "europe-west1"}, MachineTypes: []string{"e2-micro", "e2-standard-2"},
 					Images: []string{gcp.DefaultImage, "projects/acme-images/global/images/*"}}
 			}),
+		},
+		"DualStack": {
+			reason: "IPV4_IPV6 in a subnetwork gives the VMs an external IPv6 address",
+			env:    map[string]string{"GOOGLE_CLOUD_PROJECT": "demo-x", "PROVIDERS": "gcp", "GCP_SUBNETWORK": "proxies", "GCP_STACK_TYPE": "IPV4_IPV6"},
+			want: with(defaults, func(c *app.Config) {
+				c.GCP.Subnetwork, c.GCP.StackType = "proxies", gcp.StackDual
+			}),
+		},
+		"DualStackWithoutSubnetwork": {
+			reason:  "an auto-mode network's subnets cannot be dual-stack: every VM's insert would be refused",
+			env:     map[string]string{"GOOGLE_CLOUD_PROJECT": "demo-x", "PROVIDERS": "gcp", "GCP_STACK_TYPE": "IPV4_IPV6"},
+			wantErr: `config: GCP_STACK_TYPE="IPV4_IPV6" is IPV4_IPV6, which needs GCP_SUBNETWORK: a dual-stack subnet with external IPv6, in a custom-mode network (an auto-mode network's subnets cannot be dual-stack)`,
+		},
+		"StackTypeUnknown": {
+			reason:  "Compute's two stacks of a VM with an IPv4 address",
+			env:     map[string]string{"GOOGLE_CLOUD_PROJECT": "demo-x", "PROVIDERS": "gcp", "GCP_STACK_TYPE": "IPV6_ONLY"},
+			wantErr: `config: GCP_STACK_TYPE="IPV6_ONLY" is neither IPV4_ONLY nor IPV4_IPV6`,
 		},
 		"GCPPolicyWithoutDefault": {
 			reason:  "a machine-type list without the type Create uses would refuse every placement that names none",

@@ -330,6 +330,21 @@ var Vars = []Var{
 			}
 			return gceName(func(c *Config) *string { return &c.GCP.Subnetwork })(c, v)
 		}},
+	{Name: "GCP_STACK_TYPE", Default: gcp.StackIPv4, Readers: providerUsers, when: gcpEnabled,
+		Meaning: "the VMs' network stack: `IPV4_ONLY`, or `IPV4_IPV6` for an external IPv6 address on each VM (`status.ipv6`), which needs `GCP_SUBNETWORK` to be dual-stack with external IPv6 (see IPv6 egress)",
+		set: func(c *Config, v string) error {
+			switch v {
+			case gcp.StackIPv4:
+			case gcp.StackDual:
+				if c.GCP.Subnetwork == "" {
+					return fmt.Errorf("is %s, which needs GCP_SUBNETWORK: a dual-stack subnet with external IPv6, in a custom-mode network (an auto-mode network's subnets cannot be dual-stack)", gcp.StackDual)
+				}
+			default:
+				return fmt.Errorf("is neither %s nor %s", gcp.StackIPv4, gcp.StackDual)
+			}
+			c.GCP.StackType = v
+			return nil
+		}},
 	{Name: "GCP_NETWORK_TAG", Default: gcp.DefaultNetworkTag, Readers: providerUsers, when: gcpEnabled,
 		Meaning: "the tag the firewall rule targets", set: gceName(func(c *Config) *string { return &c.GCP.NetworkTag })},
 	{Name: "GCP_SERVICE_ACCOUNT", Readers: providerUsers, when: gcpEnabled,

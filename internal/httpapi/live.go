@@ -10,15 +10,23 @@ import (
 	"github.com/egress-proxies/egress/internal/tenancy"
 )
 
-// The live changes of a proxy: a PATCH of its source ranges and CONNECT
-// ports, and new credentials. Each is one transaction on the document
-// that counts a generation; the reconciler gives the VM the new
-// configuration in place where its provider can (provider.Reconfigurer),
-// and the endpoint stays.
+// The live changes of a proxy: a PATCH of its source ranges, CONNECT
+// ports, bandwidth limit and access log, and new credentials. Each is one
+// transaction on the document that counts a generation; the reconciler
+// gives the VM the new configuration in place where its provider can
+// (provider.Reconfigurer), and the endpoint stays.
+//
+// The access log may be turned off and on by a PATCH, as an engine's
+// reload applies it to the next connection: a tenant that must stop
+// keeping it should not have to give up its IP for that, and one asked to
+// start keeping it should not wait for a new VM. Turning it off leaves a
+// gap an operator can see: the PATCH is audited (who, which proxy, when),
+// and the lines before it stay where they were shipped.
 
 // proxyPatch is the body of a proxy's PATCH, a JSON merge patch (RFC
-// 7396) of the two fields a PATCH changes: a list replaces the proxy's,
-// null (or an empty list) goes back to the default, and a field left out
+// 7396) of the fields a PATCH changes: a value replaces the proxy's, null
+// (or an empty list or string) goes back to the default (no CONNECT port
+// of its own, no bandwidth limit, the access log on), and a field left out
 // stays as it is.
 type proxyPatch struct {
 	Spec *specPatch `json:"spec"`
@@ -27,6 +35,8 @@ type proxyPatch struct {
 type specPatch struct {
 	AllowedSourceRanges []string `json:"allowedSourceRanges"`
 	ConnectPorts        []int32  `json:"connectPorts"`
+	BandwidthLimit      *string  `json:"bandwidthLimit"`
+	AccessLog           *bool    `json:"accessLog"`
 }
 
 // given reports which of a patch's spec members the body gave, null
@@ -59,7 +69,7 @@ func (a *API) patchProxy(x *exchange) {
 	}
 	members, specNull := given(raw)
 	if specNull {
-		x.fail(invalid(proxy.FieldError{Field: "spec", Reason: ReasonFieldNotPatchable, Description: "is not removed by a PATCH: give the fields it changes, spec.allowedSourceRanges and spec.connectPorts"}))
+		x.fail(invalid(proxy.FieldError{Field: "spec", Reason: ReasonFieldNotPatchable, Description: "is not removed by a PATCH: give the fields it changes, spec.allowedSourceRanges, spec.connectPorts, spec.bandwidthLimit and spec.accessLog"}))
 		return
 	}
 	p, err := a.store.UpdateSpec(x.ctx, key, a.now(), func(spec proxy.Spec) (proxy.Spec, error) {
@@ -68,6 +78,15 @@ func (a *API) patchProxy(x *exchange) {
 		}
 		if _, ok := members["connectPorts"]; ok {
 			spec.ConnectPorts = req.Spec.ConnectPorts
+		}
+		if _, ok := members["bandwidthLimit"]; ok {
+			spec.BandwidthLimit = ""
+			if req.Spec.BandwidthLimit != nil {
+				spec.BandwidthLimit = *req.Spec.BandwidthLimit
+			}
+		}
+		if _, ok := members["accessLog"]; ok {
+			spec.AccessLog = req.Spec.AccessLog // null: the default, on
 		}
 		if errs := a.validateSpec(key.Namespace, spec); len(errs) > 0 {
 			return spec, invalid(errs...)

@@ -6,12 +6,14 @@ import (
 	"errors"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 	"google.golang.org/api/googleapi"
 
+	"github.com/egress-proxies/egress/internal/httpapi"
 	"github.com/egress-proxies/egress/internal/proxy"
 )
 
@@ -53,12 +55,102 @@ func TestPatchProxy(t *testing.T) {
 		got := decodeProxy(t, b)
 		want := seeded.Spec
 		want.AllowedSourceRanges, want.ConnectPorts = st.ranges, st.ports
+		// A change writes the access log as it is: on, as the seeded
+		// document (from before the field) had it.
+		on := true
+		want.AccessLog = &on
 		if diff := cmp.Diff(want, got.Spec); diff != "" || got.Generation != st.wantGen {
 			t.Errorf("step %d (%s): generation %d, want %d; spec (-want +got):\n%s", i, st.reason, got.Generation, st.wantGen, diff)
 		}
 	}
 	if resp, b := e.doContent(owner, "PATCH", "/v1/namespaces/team-a", "application/merge-patch+json", `{"members":{"new@example.com":"viewer"}}`); resp.StatusCode != 200 {
 		t.Errorf("a namespace's PATCH as application/merge-patch+json: %d, want 200\n%s", resp.StatusCode, b)
+	}
+}
+
+// TestPatchBandwidthAndAccessLog: a PATCH sets and removes the bandwidth
+// limit and turns the access log off and back on (null is the default,
+// on), each change a generation; a limit the create's rules refuse is
+// refused by a PATCH too, naming the field, and changes nothing.
+func TestPatchBandwidthAndAccessLog(t *testing.T) {
+	e := memEnv(t)
+	seeded := e.seed()
+	path := "/v1/" + seeded.Key().Path()
+	type state struct {
+		Generation int64
+		Bandwidth  string
+		AccessLog  bool
+	}
+	for i, st := range []struct {
+		reason, body string
+		want         state
+	}{
+		{reason: "a limit", body: `{"spec":{"bandwidthLimit":"100Mbit"}}`, want: state{2, "100Mbit", true}},
+		{reason: "the access log off, the limit left out stays", body: `{"spec":{"accessLog":false}}`, want: state{3, "100Mbit", false}},
+		{reason: "the same again: no change", body: `{"spec":{"accessLog":false,"bandwidthLimit":"100Mbit"}}`, want: state{3, "100Mbit", false}},
+		{reason: "null: the access log back on, the default", body: `{"spec":{"accessLog":null}}`, want: state{4, "100Mbit", true}},
+		{reason: "null: no limit", body: `{"spec":{"bandwidthLimit":null}}`, want: state{5, "", true}},
+	} {
+		resp, b := e.doContent(editor, "PATCH", path, "application/merge-patch+json", st.body)
+		if resp.StatusCode != 200 {
+			t.Fatalf("step %d (%s): %d\n%s", i, st.reason, resp.StatusCode, b)
+		}
+		p := decodeProxy(t, b)
+		got := state{p.Generation, p.Spec.BandwidthLimit, p.Spec.AccessLogOn()}
+		if diff := cmp.Diff(st.want, got); diff != "" {
+			t.Errorf("step %d (%s) (-want +got):\n%s", i, st.reason, diff)
+		}
+	}
+	for body, reason := range map[string]string{
+		`{"spec":{"bandwidthLimit":"100MB"}}`:  proxy.ReasonBandwidthInvalid,
+		`{"spec":{"bandwidthLimit":"10Kbit"}}`: proxy.ReasonBandwidthOutOfRange,
+	} {
+		resp, b := e.doContent(editor, "PATCH", path, "application/merge-patch+json", body)
+		if got := decodeErr(t, b); resp.StatusCode != 400 || got.reason() != reason || !slices.Equal(got.fields(), []string{"spec.bandwidthLimit"}) {
+			t.Errorf("PATCH %s: %d %s %v, want 400 %s naming spec.bandwidthLimit", body, resp.StatusCode, got.reason(), got.fields(), reason)
+		}
+	}
+	if p, _ := e.store.Get(context.Background(), seeded.Key()); p.Generation != 5 || p.Spec.BandwidthLimit != "" {
+		t.Errorf("refused PATCHes changed the proxy: generation %d, bandwidthLimit %q", p.Generation, p.Spec.BandwidthLimit)
+	}
+}
+
+// TestSocks5URLForMembers: a proxy with a socks5Port shows, to the
+// namespace's members only, socks5h://USER:PASSWORD@ip:socks5Port beside
+// its proxyURL, once it has an endpoint; one without shows none.
+func TestSocks5URLForMembers(t *testing.T) {
+	e := memEnv(t, func(o *httpapi.Options) {
+		o.Policy.ProxyPorts = []proxy.PortRange{{First: 3128, Last: 3128}, {First: 1080, Last: 1080}}
+	})
+	e.seed()
+	resp, b := e.do(editor, "POST", "/v1/namespaces/team-a/proxies",
+		`{"name":"s","spec":{"placement":{"region":"us-central1"},"allowedSourceRanges":["203.0.113.0/24"],"socks5Port":1080}}`)
+	if resp.StatusCode != 201 {
+		t.Fatalf("create with a socks5Port: %d\n%s", resp.StatusCode, b)
+	}
+	if p := decodeProxy(t, b); p.Spec.Socks5Port != 1080 || p.Status.Socks5URL != "" || !p.Spec.AccessLogOn() {
+		t.Errorf("as created: socks5Port %d, socks5URL %q, accessLog %v; want 1080, none before an endpoint, on", p.Spec.Socks5Port, p.Status.Socks5URL, p.Spec.AccessLogOn())
+	}
+	ctx := context.Background()
+	for _, name := range []string{"s", "p"} {
+		p, err := e.store.Get(ctx, proxy.Key{Namespace: "team-a", Name: name})
+		if err != nil {
+			t.Fatal(err)
+		}
+		p.Status.Phase, p.Status.IP, p.Status.Endpoint = proxy.PhaseReady, "192.0.2.9", "192.0.2.9:3128"
+		p.Reconciler.Credentials = proxy.Credentials{Username: "u" + name, Password: "Pw0123456789abcdef"}
+		if _, err := e.store.UpdateStatus(ctx, p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for who, want := range map[string]string{viewer: "socks5h://us:Pw0123456789abcdef@192.0.2.9:1080", admin: ""} {
+		_, b := e.do(who, "GET", "/v1/namespaces/team-a/proxies/s", "")
+		if got := decodeProxy(t, b).Status.Socks5URL; got != want {
+			t.Errorf("socks5URL as %s: %q, want %q", who, got, want)
+		}
+	}
+	if _, b := e.do(viewer, "GET", "/v1/namespaces/team-a/proxies/p", ""); decodeProxy(t, b).Status.Socks5URL != "" {
+		t.Errorf("a proxy without a socks5Port shows a socks5URL: %s", b)
 	}
 }
 

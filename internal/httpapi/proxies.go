@@ -159,7 +159,8 @@ func (a *API) repeatedCreate(x *exchange, want, existing *proxy.Proxy, member vi
 }
 
 // normalize makes specs comparable: an empty list and a missing one are the
-// same request.
+// same request, and so are an access log left out (a document from before
+// the field) and one on.
 func normalize(s proxy.Spec) proxy.Spec {
 	if len(s.AllowedSourceRanges) == 0 {
 		s.AllowedSourceRanges = nil
@@ -167,6 +168,8 @@ func normalize(s proxy.Spec) proxy.Spec {
 	if len(s.ConnectPorts) == 0 {
 		s.ConnectPorts = nil
 	}
+	on := s.AccessLogOn()
+	s.AccessLog = &on
 	return s
 }
 
@@ -350,15 +353,17 @@ func viewOf(c caller, ns *tenancy.Namespace) view {
 	}
 }
 
-// shown is the resource as the caller may see it. The proxy URL, with its
-// credentials, is filled in from the document's private part for members
-// of the namespace only (tenancy.ReadProxyURL), once there is an endpoint;
-// the console's last lines, the output of the VM's software, are kept
-// for its editors and owners only (tenancy.ReadConsoleTail).
+// shown is the resource as the caller may see it. The proxy URLs, with
+// its credentials (HTTP, and SOCKS5 when the spec has a socks5Port), are
+// filled in from the document's private part for members of the
+// namespace only (tenancy.ReadProxyURL), once there is an endpoint; the
+// console's last lines, the output of the VM's software, are kept for its
+// editors and owners only (tenancy.ReadConsoleTail).
 func shown(p *proxy.Proxy, v view) *proxy.Proxy {
-	p.Status.ProxyURL = ""
+	p.Status.ProxyURL, p.Status.Socks5URL = "", ""
 	if v.credentials {
 		p.Status.ProxyURL = p.Reconciler.Credentials.URL(p.Status.Endpoint)
+		p.Status.Socks5URL = p.Reconciler.Credentials.Socks5URL(p.Socks5Endpoint())
 	}
 	if !v.console {
 		p.Status.ConsoleTail = nil

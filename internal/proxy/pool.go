@@ -127,14 +127,16 @@ func ParsePoolPath(path string) (string, error) {
 
 // Serves reports whether a proxy of spec s may be served by a VM of a pool
 // of this spec: the same provider and placement, the default bootstrap
-// (no cloud-init of its own), an ephemeral address and the default port.
-// Everything else about a proxy (its ranges, ports and credentials) is
-// configuration the claimed VM is given.
+// (no cloud-init of its own), an ephemeral address, the default port and
+// no SOCKS5 port: a warm VM's engine listens on the default port alone,
+// and a listener is what a live change does not open. Everything else
+// about a proxy (its ranges, ports, bandwidth, access log and
+// credentials) is configuration the claimed VM is given.
 func (ps PoolSpec) Serves(s Spec) bool {
 	return s.Provider == ps.Provider && s.Placement == ps.Placement &&
 		s.CloudInit == "" && s.CloudInitSecret == "" &&
 		(s.IPPolicy == "" || s.IPPolicy == IPEphemeral) &&
-		(s.Port == 0 || s.Port == DefaultPort)
+		(s.Port == 0 || s.Port == DefaultPort) && s.Socks5Port == 0
 }
 
 // MemberSpec is the spec of a pool member's proxy document: the pool's

@@ -6,6 +6,8 @@
 package proxy
 
 import (
+	"net"
+	"strconv"
 	"time"
 )
 
@@ -74,7 +76,8 @@ type Placement struct {
 
 // Spec is what the user asked for. A POST with another spec for an existing
 // name is a conflict; a PATCH changes the reconfigurable fields
-// (allowedSourceRanges, connectPorts) only, and counts a generation.
+// (allowedSourceRanges, connectPorts, bandwidthLimit, accessLog) only, and
+// counts a generation.
 type Spec struct {
 	// Provider is the registry type of the cloud backend ("mock", "gcp").
 	Provider  string    `json:"provider,omitempty" firestore:"provider"`
@@ -97,7 +100,27 @@ type Spec struct {
 	// MaxAge, a Go duration of at least MinMaxAge ("24h"), rotates the
 	// proxy's VM once it is that old; empty never rotates by age.
 	MaxAge string `json:"maxAge,omitempty" firestore:"maxAge,omitempty"`
+	// Socks5Port, when set, is a second port of the proxy's engine that
+	// serves SOCKS5 (RFC 1928, with RFC 1929's username and password: the
+	// proxy's credentials) to the same sources, destinations and CONNECT
+	// ports as HTTP. 0 serves none. Like Port it must be a port the
+	// firewall opens (PROXY_PORTS), and not Port itself.
+	Socks5Port int32 `json:"socks5Port,omitempty" firestore:"socks5Port,omitempty"`
+	// BandwidthLimit bounds the proxy's traffic as a whole, both ways
+	// together, as ParseBandwidth reads it ("100Mbit"); empty is no
+	// bound. A PATCH changes it on the VM.
+	BandwidthLimit string `json:"bandwidthLimit,omitempty" firestore:"bandwidthLimit,omitempty"`
+	// AccessLog says whether the proxy keeps one access line per tunnel
+	// and per plain-HTTP request (who reached which host and port, when,
+	// and how much): on unless a tenant that must not keep them turns it
+	// off. Nil is on (WithDefaults writes it); a PATCH changes it on the
+	// VM (AccessLogOn).
+	AccessLog *bool `json:"accessLog,omitempty" firestore:"accessLog,omitempty"`
 }
+
+// AccessLogOn reports whether the proxy keeps an access log: the spec
+// says so, or says nothing (a document from before the field).
+func (s Spec) AccessLogOn() bool { return s.AccessLog == nil || *s.AccessLog }
 
 // ConditionReady is the type of the condition that says whether the proxy
 // serves, and why not.
@@ -125,6 +148,17 @@ type Status struct {
 	// It is never stored: the API fills it in from the credentials in the
 	// document's private part, for those allowed to see them.
 	ProxyURL string `json:"proxyURL,omitempty" firestore:"-"`
+	// Socks5URL, for a spec with a socks5Port, is
+	// socks5h://USER:PASSWORD@ip:socks5Port, the form curl's -x and the
+	// ALL_PROXY variable take (socks5h: the proxy resolves names, so its
+	// destination filter sees what the name resolves to). Never stored,
+	// and shown as ProxyURL is.
+	Socks5URL string `json:"socks5URL,omitempty" firestore:"-"`
+	// IPv6 is the current VM's external IPv6 address, when it has one (a
+	// dual-stack subnet: GCP_STACK_TYPE=IPV4_IPV6): the proxy then
+	// reaches IPv6 destinations from it, and clients may reach the proxy
+	// there too.
+	IPv6 string `json:"ipv6,omitempty" firestore:"ipv6,omitempty"`
 	// State is the provider's InstanceState as last observed.
 	State              string      `json:"state,omitempty" firestore:"state,omitempty"`
 	Conditions         []Condition `json:"conditions,omitempty" firestore:"conditions,omitempty"`
@@ -222,6 +256,11 @@ type Bookkeeping struct {
 	// replaced with a warm pool's VM: deleted once the new one is Ready,
 	// and with the proxy.
 	Retiring string `firestore:"retiring,omitempty"`
+	// RetiringGeneration is the generation of the configuration the
+	// Retiring VM was last given. It serves clients until it goes, so a
+	// later generation (new credentials above all: a leaked password is
+	// revoked on every VM that takes it) is handed to it too.
+	RetiringGeneration int64 `firestore:"retiringGeneration,omitempty"`
 	// ProgressTime is when the status last changed, kept only while the
 	// phase is not settled (zero, and so absent from the document, once it
 	// is). The GC sweep queries for an old ProgressTime to re-drive stuck
@@ -274,6 +313,16 @@ type ClaimRef struct {
 	Name      string    `json:"name" firestore:"name"`
 	UID       string    `json:"uid" firestore:"uid"`
 	Time      time.Time `json:"time" firestore:"time"`
+}
+
+// Socks5Endpoint is "ip:socks5Port" once the proxy has an endpoint and
+// its spec serves SOCKS5, else "".
+func (p *Proxy) Socks5Endpoint() string {
+	host, _, err := net.SplitHostPort(p.Status.Endpoint)
+	if p.Spec.Socks5Port == 0 || err != nil {
+		return ""
+	}
+	return net.JoinHostPort(host, strconv.Itoa(int(p.Spec.Socks5Port)))
 }
 
 // Key returns the key of the proxy's document.

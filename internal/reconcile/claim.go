@@ -78,6 +78,9 @@ func (run *run) claim(ctx context.Context, retiring string) (bool, outcome, erro
 	next.Reconciler.Retiring = retiring
 	if retiring != "" {
 		next.Status.Rotations++
+		// What the old VM serves: a later generation is handed to it
+		// too while it still serves (reconfigureRetiring).
+		next.Reconciler.RetiringGeneration = sentGeneration(run.doc)
 	}
 	next.Status.Message = ""
 	setReady(next, "False", "Provisioning", "Instance claimed from warm pool "+pool+"; configuring it.", now)
@@ -136,7 +139,7 @@ func (run *run) retire(ctx context.Context, prov provider.Provider) error {
 		return nil
 	}
 	next := run.next()
-	next.Reconciler.Retiring = ""
+	next.Reconciler.Retiring, next.Reconciler.RetiringGeneration = "", 0
 	return run.write(ctx, next, false)
 }
 

@@ -45,7 +45,9 @@
 //	Ready,         a new generation (any event: a      render it with the document's          Reconfiguring
 //	Reconfiguring  PATCH, new credentials); the        credentials, Reconfigure, record
 //	               provider is a Reconfigurer and the  SentGeneration; endpoint, IP and
-//	               spec has no cloud-init of its own   rotations stay
+//	               spec has no cloud-init of its own   rotations stay; a Retiring VM is
+//	                                                   given it too (RetiringGeneration),
+//	                                                   or deleted at once if it cannot be
 //	Provisioning   a new generation (a VM claimed      the same                               Provisioning
 //	               from a warm pool: SentGeneration
 //	               0; a change while booting)
@@ -58,6 +60,11 @@
 //	               generation
 //	Reconfiguring  a request; it serves another,       nothing                                Reconfiguring
 //	               within ReconfigureTimeout
+//	Reconfiguring  the VM refused the generation it    count a replacement, record            Replacing
+//	               was given and serves the previous   Replacing with the VM's reason, Delete
+//	               (RefusedGeneration, egress/error)   it: at once, not at the timeout
+//	Provisioning   the VM refused the generation it    count a boot failure; replace, or at   Replacing
+//	               was given (a claimed warm VM)       MaxBootFailures fail                   or Failed
 //	Reconfiguring  past ReconfigureTimeout             count a replacement, record            Replacing
 //	                                                   Replacing, Delete it
 //	Provisioning,  a rotate request after the VM was   count a rotation; a warm pool's VM:    Provisioning
@@ -72,6 +79,9 @@
 //	Replacing      the old VM still there              Delete it again, wait for it to go     Replacing
 //	Replacing      the old VM gone                     Create again, a new attempt (request   Provisioning
 //	                                                   id); a Static proxy's address reused
+//	Replacing      the old VM gone, a Retiring VM      Delete the Retiring VM (it may carry   Replacing
+//	               (the claim of a make-before-break   the name the Create uses), wait for
+//	               rotation was lost)                  it to go, forget it, then Create
 //	(any)          a retryable provider error          record it, retry after a backoff       same
 //	(any)          a permanent provider error (or a    record Failed with the provider's      Failed
 //	               create's operation that says so)    message, still naming the VM; then
@@ -82,8 +92,8 @@
 //	Failed         no VM                               nothing, until the proxy is deleted    Failed
 //
 // Generations. A change of the configuration a VM serves (a PATCH of
-// allowedSourceRanges or connectPorts, a :rotateCredentials) is a new
-// generation of the document. Bookkeeping.SentGeneration is the generation
+// allowedSourceRanges, connectPorts, bandwidthLimit or accessLog, a
+// :rotateCredentials) is a new generation of the document. Bookkeeping.SentGeneration is the generation
 // the current VM was given, at its Create or by the last Reconfigure; a
 // document whose generation differs has a change to hand over, and that is
 // the one thing a write's event acts on in Ready, Provisioning and

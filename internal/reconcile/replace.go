@@ -75,7 +75,7 @@ func (run *run) startReplacing(ctx context.Context, reason, message string, kind
 			slog.Int64("replacements", next.Reconciler.Replacements))
 	}
 	next.Status.Phase = proxy.PhaseReplacing
-	next.Status.IP, next.Status.Endpoint = "", ""
+	next.Status.IP, next.Status.IPv6, next.Status.Endpoint = "", "", ""
 	setReady(next, "False", reason, message, now)
 	if err := run.write(ctx, next, true); err != nil {
 		return done, err
@@ -102,7 +102,7 @@ func (run *run) replacing(ctx context.Context) (outcome, error) {
 	case errors.Is(err, provider.ErrNotFound):
 		// Gone: make the new one.
 		next := run.next()
-		next.Status.ProviderID, next.Status.IP, next.Status.Endpoint, next.Status.State = "", "", "", ""
+		next.Status.ProviderID, next.Status.IP, next.Status.IPv6, next.Status.Endpoint, next.Status.State = "", "", "", "", ""
 		run.doc = next
 		return run.create(ctx)
 	case err != nil:

@@ -216,6 +216,9 @@ func (p *simProvider) Create(ctx context.Context, req provider.CreateRequest) (s
 	if in, _ := ctx.Value(invKey{}).(*inv); in != nil {
 		delete(in.deleted, id) // a new VM under that name boots
 	}
+	if err == nil && req.Engine != nil {
+		p.w.handed[id] = req.Engine.Generation
+	}
 	p.w.observed(ctx, id, err == nil)
 	if aerr := p.w.after(ctx, nil); aerr != nil {
 		return "", aerr
@@ -268,6 +271,17 @@ func (p *simProvider) Reconfigure(ctx context.Context, id string, req provider.R
 	// generation than it was given (staleGeneration).
 	p.w.staleGeneration(ctx, id, req)
 	p.w.observed(ctx, "", false)
+	if p.w.bug == RetiringKeepsOldConfiguration && p.w.retiringOf(ctx, id) {
+		// Never reaches the VM, and the reconciler never learns.
+		return p.w.after(ctx, nil)
+	}
+	if p.w.refuse && req.Engine != nil && p.w.running(id) {
+		// Its agent will refuse what it is handed now.
+		p.w.refuse = false
+		p.w.stats.ReconfigureRefused++
+		p.w.mock.RefuseReconfigures(1, "the self-test's CONNECT to the probe target got 403")
+	}
+	handed := req.Engine
 	if p.w.stuck > 0 && req.Engine != nil {
 		// The VM takes the new owner, never the configuration: it keeps
 		// reporting the generation it served.
@@ -275,6 +289,12 @@ func (p *simProvider) Reconfigure(ctx context.Context, id string, req provider.R
 		req.Engine = nil
 	}
 	err := p.w.mock.Reconfigure(ctx, id, req)
+	if err == nil && handed != nil {
+		p.w.handed[id] = handed.Generation
+		if p.w.retiringOf(ctx, id) {
+			p.w.stats.RetiringReconfigured++
+		}
+	}
 	if !errors.Is(err, provider.ErrNotFound) {
 		// A run that read the document before a replacement may hand over
 		// to the VM being deleted, which takes nothing (NotFound).
@@ -284,6 +304,17 @@ func (p *simProvider) Reconfigure(ctx context.Context, id string, req provider.R
 		in.claimed = false // what a claim owes its VM is handed over
 	}
 	return p.w.after(ctx, err)
+}
+
+// running reports whether VM id is running: only a running VM's agent
+// refuses a configuration (one still booting takes it into its boot).
+func (w *World) running(id string) bool {
+	for _, in := range w.mock.Instances() {
+		if in.ID == id {
+			return in.State == provider.StateRunning
+		}
+	}
+	return false
 }
 
 func (p *simProvider) ListByTag(ctx context.Context) ([]provider.Instance, error) {

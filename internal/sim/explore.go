@@ -46,8 +46,8 @@ func (r Result) Counts() string {
 // and warm pools.
 func (r Result) PoolCounts() string {
 	s := r.Stats
-	return fmt.Sprintf("reconfigurations: %d patches, %d credential rotations, %d Reconfigure errors, %d VMs that never served theirs; pools: %d resizes (%d shrinks), %d deletions, %d creations, %d pool events dropped, %d duplicated, %d pool runs; %d claims (%d make-before-break rotations), %d claims crashed mid-way, %d members refilled, %d member deletions",
-		s.Patches, s.CredentialRotations, s.ReconfigureErrors, s.ReconfigureStuck,
+	return fmt.Sprintf("reconfigurations: %d patches, %d credential rotations, %d Reconfigure errors, %d VMs that never served theirs, %d that refused and said so, %d handed to a retiring VM (%d credential rotations while one served); pools: %d resizes (%d shrinks), %d deletions, %d creations, %d pool events dropped, %d duplicated, %d pool runs; %d claims (%d make-before-break rotations), %d claims crashed mid-way, %d members refilled, %d member deletions",
+		s.Patches, s.CredentialRotations, s.ReconfigureErrors, s.ReconfigureStuck, s.ReconfigureRefused, s.RetiringReconfigured, s.RevokedWhileRetiring,
 		s.PoolResizes, s.Shrinks, s.PoolDeletions, s.PoolCreations, s.PoolEventsDropped, s.PoolEventsDuplicated, s.PoolRuns,
 		s.Claims, s.WarmRotations, s.ClaimsCrashed, s.Refills, s.MemberDeletions)
 }
@@ -87,7 +87,7 @@ func Find(seeds int, bug Bug) (Failure, bool) {
 }
 
 // PlantedBugs are the safety rules the simulation must catch switched off.
-var PlantedBugs = []Bug{NoPrecondition, NoLease, NoGracePeriod, NoCreatePending, OneRequestID, RotationByEventOnly, NoDeleteGuard, RelabelBeforeClaim}
+var PlantedBugs = []Bug{NoPrecondition, NoLease, NoGracePeriod, NoCreatePending, OneRequestID, RotationByEventOnly, NoDeleteGuard, RelabelBeforeClaim, RetiringKeepsOldConfiguration}
 
 func (f Failure) String() string {
 	return fmt.Sprintf("seed %d breaks the invariants:\n  %s", f.Seed, strings.Join(f.Violations, "\n  "))

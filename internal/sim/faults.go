@@ -11,6 +11,7 @@ import (
 	"github.com/egress-proxies/egress/internal/provider/mock"
 	"github.com/egress-proxies/egress/internal/proxy"
 	"github.com/egress-proxies/egress/internal/reconcile"
+	"github.com/egress-proxies/egress/internal/store/rules"
 	"github.com/egress-proxies/egress/internal/store/storefake"
 	"github.com/egress-proxies/egress/internal/tenancy"
 )
@@ -46,6 +47,7 @@ func (w *World) changed(c storefake.Change) {
 		if c.Key.Pool != "" {
 			w.memberOf[n.UID] = c.Key.Pool
 		}
+		w.revoked(c.Key, n)
 	}
 	if w.pools != nil {
 		w.owners(context.Background())
@@ -101,6 +103,7 @@ func (w *World) maybeFault() {
 	if w.shared.Float64() < 0.006 {
 		w.foreignResource()
 	}
+	w.revocation()
 	switch r := w.rng.Float64(); {
 	case r < 0.04:
 		w.userAction()
@@ -169,6 +172,64 @@ func (w *World) maybeFault() {
 	case r < 0.11:
 		w.poolAction()
 	}
+}
+
+// revocation, from a stream of its own (so that the other faults'
+// schedules are as they were until one of these happens), now and then:
+// arms a refusal (the next running VM handed a configuration refuses it,
+// rolls back and says so at once: egress/error and a call-home); asks
+// for the rotation of a Ready proxy a pool serves, which a warm VM makes
+// before it breaks; and rotates the credentials of a proxy whose
+// make-before-break rotation still keeps its old VM, as a user who finds
+// the password leaked right then does.
+func (w *World) revocation() {
+	ctx := context.Background()
+	switch r := w.revocations.Float64(); {
+	case r < 0.004:
+		w.refuse = true
+	case r < 0.1:
+		for _, key := range w.store.Keys() {
+			p, err := w.store.Get(ctx, key)
+			if err != nil || key.Pool != "" || p.Status.Phase != proxy.PhaseReady || !w.warmFor(ctx, p.Spec) {
+				continue
+			}
+			if _, err := w.store.RequestRotation(ctx, key, w.clock.Now(), tenancy.Limits{}); err == nil {
+				w.stats.Rotations++
+			}
+			return
+		}
+	case r < 0.3:
+		for _, key := range w.store.Keys() {
+			p, err := w.store.Get(ctx, key)
+			if err != nil || p.Reconciler.Retiring == "" || p.DeleteRequestTime != nil {
+				continue
+			}
+			w.rotatingCreds = p.UID
+			if _, err := w.store.RotateCredentials(ctx, key, w.clock.Now()); err == nil {
+				w.stats.CredentialRotations++
+				w.stats.RevokedWhileRetiring++
+			}
+			w.rotatingCreds = ""
+			return
+		}
+	}
+}
+
+// warmFor reports whether a pool that serves spec has a warm member now:
+// a rotation then makes its new VM before it breaks the old one.
+func (w *World) warmFor(ctx context.Context, spec proxy.Spec) bool {
+	for _, name := range poolNames {
+		if ps, ok := w.poolSpecs[name]; !ok || !ps.Serves(spec) {
+			continue
+		}
+		members, _ := w.store.Members(ctx, name)
+		for _, m := range members {
+			if rules.Warm(m) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // own are this deployment's VMs: the ones the faults above lose, stop and

@@ -38,7 +38,7 @@ func (w *World) Run() ([]string, Stats) {
 		w.tick()
 	}
 	w.faults = false
-	w.stuck = 0
+	w.stuck, w.refuse = 0, false
 	w.mock.ClearCreateFailures()
 	end := w.clock.Now().Add(quiesceFor)
 	for guard := 0; guard < 200_000; guard++ {

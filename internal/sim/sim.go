@@ -67,10 +67,16 @@ const (
 	// that does not own it. Planted in the sim's store adapter, so neither
 	// the reconciler nor the store knows of it.
 	RelabelBeforeClaim
+	// RetiringKeepsOldConfiguration hands a change to the current VM only,
+	// never to the VM a make-before-break rotation is retiring, as the
+	// reconciler did before: new credentials leave the old password
+	// working there until the new VM is Ready. Planted in the sim's
+	// provider adapter.
+	RetiringKeepsOldConfiguration
 )
 
 func (b Bug) String() string {
-	return [...]string{"none", "no update-time precondition", "no lease", "no GC grace period", "no create-pending record", "one request id per proxy", "rotations by their event only", "no guard on mass deletion", "relabel before the claim commits"}[b]
+	return [...]string{"none", "no update-time precondition", "no lease", "no GC grace period", "no create-pending record", "one request id per proxy", "rotations by their event only", "no guard on mass deletion", "relabel before the claim commits", "a change never reaches the retiring VM"}[b]
 }
 
 // Stats counts what a schedule did.
@@ -99,8 +105,12 @@ type Stats struct {
 	// Patches (new ranges or ports) and CredentialRotations, each a new
 	// generation. ReconfigureErrors are Reconfigure calls that failed
 	// (before or after they took effect); ReconfigureStuck, VMs that took a
-	// Reconfigure and never served it (the agent refused it).
-	Patches, CredentialRotations, ReconfigureErrors, ReconfigureStuck int
+	// Reconfigure and never served it, saying nothing; ReconfigureRefused,
+	// VMs whose agent refused it, rolled back and said so (egress/error);
+	// RetiringReconfigured, changes handed to the old VM of a
+	// make-before-break rotation too; RevokedWhileRetiring, credentials
+	// rotated while such a VM was kept.
+	Patches, CredentialRotations, ReconfigureErrors, ReconfigureStuck, ReconfigureRefused, RetiringReconfigured, RevokedWhileRetiring int
 	// Warm pools: PoolResizes are the admins' changes of a pool's size
 	// (Shrinks among them), PoolDeletions and PoolCreations the deletions
 	// and re-creations of a pool, PoolRuns the pool reconciles run,
@@ -121,7 +131,7 @@ func (s Stats) Faults() int {
 	return s.Crashes + s.Dropped + s.Duplicated + s.ProviderFaults + s.Lost + s.Stopped +
 		s.CallHomesLost + s.CallHomesDuplicated + s.CallHomesDelayed + s.CallHomesForged + s.NeverReady + s.BootErrors +
 		s.AsyncCreateFailures + s.Stockouts + s.OtherDeployment + s.Unlabelled + s.EmptyDocumentSets +
-		s.ReconfigureErrors + s.ReconfigureStuck + s.PoolEventsDropped + s.PoolEventsDuplicated + s.ClaimsCrashed
+		s.ReconfigureErrors + s.ReconfigureStuck + s.ReconfigureRefused + s.PoolEventsDropped + s.PoolEventsDuplicated + s.ClaimsCrashed
 }
 
 // PoolFaults is the number of pool and claim events the schedule made
@@ -164,6 +174,9 @@ func (s *Stats) Add(o Stats) {
 	s.CredentialRotations += o.CredentialRotations
 	s.ReconfigureErrors += o.ReconfigureErrors
 	s.ReconfigureStuck += o.ReconfigureStuck
+	s.ReconfigureRefused += o.ReconfigureRefused
+	s.RetiringReconfigured += o.RetiringReconfigured
+	s.RevokedWhileRetiring += o.RevokedWhileRetiring
 	s.PoolResizes += o.PoolResizes
 	s.Shrinks += o.Shrinks
 	s.PoolDeletions += o.PoolDeletions
@@ -249,12 +262,15 @@ type World struct {
 	// shared draws the faults of resources this deployment does not own
 	// (another deployment's, an empty document set): a stream of its
 	// own, so that adding them left the other faults' schedules as they
-	// were until one of them happens.
-	shared *rand.Rand
-	bug    Bug
-	clock  *clock.Fake
-	store  *storefake.Store
-	mock   *mock.Provider
+	// were until one of them happens. revocations draws, likewise, the
+	// revocation faults and actions (revocation): agents that refuse a
+	// configuration, and credentials rotated while a make-before-break
+	// rotation keeps the old VM.
+	shared, revocations *rand.Rand
+	bug                 Bug
+	clock               *clock.Fake
+	store               *storefake.Store
+	mock                *mock.Provider
 	// other is a second deployment's view of the same project; foreign
 	// are the resources it (or a release before the deployment label)
 	// made, which this deployment's collector must never delete.
@@ -300,6 +316,13 @@ type World struct {
 	rotatingCreds string
 	// stuck is how many Reconfigures to come the VM takes and never serves.
 	stuck int
+	// refuse makes the next Reconfigure of a running VM one its agent
+	// refuses (mock.RefuseReconfigures).
+	refuse bool
+	// handed is the generation of the engine configuration each VM was
+	// last handed (at its create, or by a Reconfigure), by providerID:
+	// what the revocation invariant holds a retiring VM to.
+	handed map[string]int64
 }
 
 // New builds the world of a seed.
@@ -308,6 +331,7 @@ func New(seed uint64, bug Bug) *World {
 	w := &World{
 		rng:            rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)),
 		shared:         rand.New(rand.NewPCG(seed, 23)),
+		revocations:    rand.New(rand.NewPCG(seed, 31)),
 		bug:            bug,
 		clock:          clock.NewFake(start),
 		faults:         true,
@@ -320,6 +344,7 @@ func New(seed uint64, bug Bug) *World {
 		deletedPools:   map[string]bool{},
 		memberOf:       map[string]string{},
 		claimedUIDs:    map[string]bool{},
+		handed:         map[string]int64{},
 	}
 	// Member uids (and so names, which order the members) are drawn from
 	// the seed, so a schedule replays.

@@ -188,6 +188,19 @@ func (p *Provider) Print(providerID string, lines ...string) bool {
 	return ok
 }
 
+// RefuseReconfigures makes the agents of the next n running instances
+// handed a new configuration refuse it, for reason, as an agent whose
+// self-test of the new configuration fails does: after the reconfigure
+// delay the instance still serves the generation it served, reports the
+// one it refused (Instance.RefusedGeneration) with a BootError as the
+// agent writes egress/error, and calls home with it. It replaces the
+// refusals not used yet: 0 ends them.
+func (p *Provider) RefuseReconfigures(n int, reason string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.refuse, p.refuseReason = max(n, 0), reason
+}
+
 // NeverReady makes the next n new instances hang in their boot: they stay
 // Provisioning, report nothing and never call home, as a VM whose startup
 // script never ran would.

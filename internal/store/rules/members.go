@@ -122,7 +122,7 @@ func Claim(p, member *proxy.Proxy, now time.Time) error {
 	member.ClaimedBy = &proxy.ClaimRef{Namespace: p.Namespace, Name: p.Name, UID: p.UID, Time: now}
 	member.Status.Message = "VM claimed by " + p.Key().Path() + "."
 	s := &p.Status
-	s.ProviderID, s.IP, s.Zone, s.State = member.Status.ProviderID, member.Status.IP, member.Status.Zone, member.Status.State
+	s.ProviderID, s.IP, s.IPv6, s.Zone, s.State = member.Status.ProviderID, member.Status.IP, member.Status.IPv6, member.Status.Zone, member.Status.State
 	s.Endpoint = ""
 	s.Phase = proxy.PhaseProvisioning
 	b := &p.Reconciler

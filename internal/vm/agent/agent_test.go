@@ -337,6 +337,10 @@ func TestFailedChangeKeepsServing(t *testing.T) {
 	}
 	if e := f.md.GuestAttributes()["egress/error"]; !strings.Contains(e, "generation 2") || !strings.Contains(e, "served before is served still") {
 		t.Errorf("egress/error %q does not name the generation and the rollback", e)
+	} else if g, ok := vmconfig.RefusedGeneration(e); !ok || g != 2 {
+		// The control plane reads the refused generation from it
+		// (the gcp provider's Get), and acts on the refusal at once.
+		t.Errorf("egress/error %q: vmconfig.RefusedGeneration reads %d, %v; want 2", e, g, ok)
 	}
 	f.md.SetAttributes(map[string]string{vmconfig.KeyConfig: f.config(t, 3, nil, "bob"), vmconfig.KeyProbeTarget: f.target})
 	f.waitReady(t, "3")

@@ -300,7 +300,7 @@ func TestBounds(t *testing.T) {
 	cfg.UnauthenticatedIdleTimeout = vmconfig.Duration(100 * time.Millisecond)
 	cfg.BodyIdleTimeout = vmconfig.Duration(100 * time.Millisecond)
 	cfg.MaxConnections = 2
-	_, proxy := startProxy(t, cfg)
+	s, proxy := startProxy(t, cfg)
 	hp := strconv.Itoa(httpPort)
 
 	t.Run("unauthenticated keep-alive", func(t *testing.T) {
@@ -317,6 +317,9 @@ func TestBounds(t *testing.T) {
 		}
 	})
 	t.Run("connection cap", func(t *testing.T) {
+		// The connections of the cases before are closed by now, and
+		// counted out a moment later.
+		waitUntil(t, "no connection open", func() bool { return s.Stats().ActiveConnections == 0 })
 		var held []net.Conn
 		for range 2 {
 			c, err := net.Dial("tcp", proxy)

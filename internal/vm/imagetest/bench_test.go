@@ -183,7 +183,7 @@ func TestImageBench(t *testing.T) {
 	// The bandwidth limit: a reload gives the proxy bandwidthLimit, and a
 	// download of 8 s of it measures what the proxy lets through.
 	if r != nil {
-		r.bandwidth = bandwidthLimit
+		r.bandwidth = strconv.Itoa(bandwidthLimit/1_000_000) + "Mbit"
 		handOver(t, ctx, r, 2, bootstrap.Config{Port: ProxyPort, AllowedSourceRanges: []string{AllowedRange.String()}, Credentials: r.creds})
 		limitMBps := float64(bandwidthLimit) / 8 / 1e6
 		mbps, err := loadtest.Download(ctx, &b.http, HostPort(BulkAddr, TLSPort), int64(limitMBps*1e6*8))

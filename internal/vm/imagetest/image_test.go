@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"github.com/egress-proxies/egress/internal/bootstrap"
 	"github.com/egress-proxies/egress/internal/provider/gcp"
 	"github.com/egress-proxies/egress/internal/provider/gcp/computefake"
 	"github.com/egress-proxies/egress/internal/proxy"
@@ -15,7 +16,6 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -83,27 +83,25 @@ type run struct {
 
 	// engine is the engine's configuration the VM was last given.
 	engine vmconfig.Config
-	// bandwidth is the bandwidth limit the next handOver gives, in bits a
-	// second (0: none).
-	bandwidth int64
+	// bandwidth is the bandwidth limit the next handOver gives, as a
+	// spec says it ("200Mbit"; empty: none).
+	bandwidth string
 }
 
 // Socks5Port is the SOCKS5 port of the test's proxy.
 const Socks5Port = 1080
 
-// withDataPlane adds to an engine configuration what the test's proxy's
-// spec asks for beside what internal/bootstrap renders from it: SOCKS5 on
-// Socks5Port, the access log, and the bench's bandwidth limit. (The
-// control plane's rendering of spec.socks5Port, spec.accessLog and
-// spec.bandwidthLimit lands with the data-plane API; until then the test
-// writes them into the rendered configuration itself.)
-func (r *run) withDataPlane(c *vmconfig.Config) {
+// withDataPlane adds to a proxy's bootstrap configuration what the test's
+// proxy's spec asks for besides its port, ranges and credentials: SOCKS5
+// on Socks5Port and the bench's bandwidth limit (the access log is on, as
+// a spec has it unless a tenant turns it off). A warm pool's member
+// (generation 0) serves no one and gets neither.
+func (r *run) withDataPlane(c *bootstrap.Config) {
 	if c.Generation == 0 {
-		return // a warm pool's member serves no one
+		return
 	}
-	c.Socks5Listen = ":" + strconv.Itoa(Socks5Port)
-	c.AccessLog = true
-	c.BandwidthBitsPerSecond = r.bandwidth
+	c.Socks5Port = Socks5Port
+	c.BandwidthLimit = r.bandwidth
 }
 
 // result is what the summary line says of one release.

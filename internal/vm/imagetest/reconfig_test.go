@@ -37,11 +37,11 @@ func reconfigure(t *testing.T, ctx context.Context, r *run, gen int64, ranges []
 func handOver(t *testing.T, ctx context.Context, r *run, gen int64, cfg bootstrap.Config) {
 	t.Helper()
 	cfg.Generation = gen
+	r.withDataPlane(&cfg)
 	engine, err := bootstrap.EngineConfig(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	r.withDataPlane(&engine)
 	r.engine = engine
 	calls := len(r.compute.SetMetadataCalls())
 	err = r.provider.Reconfigure(ctx, r.providerID, provider.ReconfigureRequest{UID: uid, Namespace: namespace, ProxyName: proxyName, Engine: &engine})

@@ -60,18 +60,20 @@ type Config struct {
 	// Socks5Listen, when set, is the address the same engine serves SOCKS5
 	// on (RFC 1928, username/password per RFC 1929), such as ":1080": the
 	// same users, source ranges, destination filter, ports, counters and
-	// access log as HTTP. Empty: SOCKS5 is off.
+	// access log as HTTP. Empty: SOCKS5 is off (a spec asks for it with
+	// spec.socks5Port).
 	Socks5Listen string `json:"socks5Listen,omitempty"`
 	// BandwidthBitsPerSecond bounds the proxy's traffic as a whole, every
 	// tunnel, SOCKS5 connection and plain request together, in bits a
-	// second; each direction is bounded by it on its own (the bytes from
-	// the clients, and the bytes to them). 0 is no limit. A reload applies
-	// a new value to the traffic already flowing.
+	// second (spec.bandwidthLimit); each direction is bounded by it on its
+	// own (the bytes from the clients, and the bytes to them). 0 is no
+	// limit. A reload applies a new value to the traffic already flowing.
 	BandwidthBitsPerSecond int64 `json:"bandwidthBitsPerSecond,omitempty"`
 	// AccessLog keeps one AccessLine per tunnel, SOCKS5 connection and
 	// plain-HTTP request (served at StatsListen's /access and written to
-	// the engine's log); false keeps none. The control plane always writes
-	// it.
+	// the engine's log); false keeps none (spec.accessLog, on unless a
+	// tenant turns it off). The control plane always writes it, true or
+	// false, so that an engine never has to guess what a missing key meant.
 	AccessLog bool `json:"accessLog"`
 
 	// The bounds; zero takes the Default… value. MaxConnections waits for

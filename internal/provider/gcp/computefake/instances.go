@@ -62,6 +62,9 @@ func (s *Server) insert(w http.ResponseWriter, r *http.Request, project, zone st
 		return
 	}
 	nats, fault := s.natAddresses(inst, zone)
+	if fault == nil {
+		fault = s.stackFault(inst, zone)
+	}
 	if fault != nil {
 		writeError(w, *fault)
 		return
@@ -192,6 +195,7 @@ func (s *Server) Settle() {
 					}
 				}
 			}
+			s.assignIPv6(inst)
 		}
 	}
 	s.settleAddresses()
