@@ -3,6 +3,7 @@ package deploy_test
 import (
 	"net/netip"
 	"slices"
+	"path/filepath"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -10,6 +11,7 @@ import (
 	"github.com/zclconf/go-cty/cty"
 
 	"github.com/egress-proxies/egress/internal/app"
+	"github.com/egress-proxies/egress/internal/provider/hetzner"
 	"github.com/egress-proxies/egress/internal/proxy"
 )
 
@@ -101,5 +103,76 @@ func TestTheAPIKnowsWhatTheFirewallOpens(t *testing.T) {
 				t.Errorf("FIREWALL_SOURCE_RANGES (-the firewall's source_ranges +what the API holds specs to):\n%s", diff)
 			}
 		})
+	}
+}
+
+// TestTheHetznerFirewallOpensWhatTheAPIHolds: the Hetzner firewall's
+// module (terraform/hetzner-firewall, applied with the main module's
+// variables file) takes the main module's variables by the same names,
+// opens one inbound TCP rule per port of proxy_ports from
+// allowed_source_ranges (the GCE rule's variables, which the API's
+// PROXY_PORTS and FIREWALL_SOURCE_RANGES come from), and is applied by
+// the label selector of the deployment's servers, as the hetzner provider
+// labels them.
+func TestTheHetznerFirewallOpensWhatTheAPIHolds(t *testing.T) {
+	main := parseModule(t)
+	fwm := parseModuleAt(t, filepath.Join(terraformDir, "hetzner-firewall"))
+	declared := func(m *module) map[string]string {
+		out := map[string]string{}
+		for _, b := range m.blocks {
+			if b.Type == "variable" {
+				if a, ok := b.Body.Attributes["type"]; ok {
+					out[b.Labels[0]] = m.source(t, a.Expr.Range())
+				}
+			}
+		}
+		return out
+	}
+	mainVars, fwVars := declared(main), declared(fwm)
+	for name, typ := range fwVars {
+		if mainVars[name] != typ {
+			t.Errorf("the firewall module's variable %s (%s) is not the main module's (%q): the one variables file would not fit both", name, typ, mainVars[name])
+		}
+	}
+	for _, name := range []string{"deployment", "proxy_ports", "allowed_source_ranges"} {
+		if _, ok := fwVars[name]; !ok {
+			t.Errorf("the firewall module has no variable %s", name)
+		}
+	}
+
+	ev := evaluate(t, fwm, map[string]cty.Value{
+		"deployment":            cty.StringVal("staging"),
+		"allowed_source_ranges": cty.ListVal([]cty.Value{cty.StringVal("203.0.113.0/24")}),
+	})
+	fw := ev.one(t, "hcloud_firewall", "proxy")
+	for _, at := range nested(fw.block.Body, "apply_to") {
+		if got, want := fw.str(t, at.Body, "label_selector"), hetzner.FirewallSelector("staging"); got != want {
+			t.Errorf("the firewall applies to %q, want %q: the servers the hetzner provider makes", got, want)
+		}
+	}
+	var dynamics int
+	for _, d := range nested(fw.block.Body, "dynamic") {
+		if len(d.Labels) != 1 || d.Labels[0] != "rule" {
+			continue
+		}
+		dynamics++
+		if src := fwm.source(t, d.Body.Attributes["for_each"].Expr.Range()); src != "var.proxy_ports" {
+			t.Errorf("the rules are one per %s, want one per var.proxy_ports", src)
+		}
+		for _, c := range nested(d.Body, "content") {
+			want := map[string]string{"direction": `"in"`, "protocol": `"tcp"`, "port": "rule.value", "source_ips": "var.allowed_source_ranges"}
+			got := map[string]string{}
+			for k := range want {
+				if a, ok := c.Body.Attributes[k]; ok {
+					got[k] = fwm.source(t, a.Expr.Range())
+				}
+			}
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("a rule of the firewall (-want +got):\n%s", diff)
+			}
+		}
+	}
+	if dynamics != 1 {
+		t.Errorf("%d dynamic rule blocks, want the one over proxy_ports", dynamics)
 	}
 }

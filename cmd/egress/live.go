@@ -90,10 +90,11 @@ func (c *cli) poolsCommand() *cobra.Command {
 func (c *cli) poolPutCommand() *cobra.Command {
 	var spec proxy.PoolSpec
 	cmd := &cobra.Command{
-		Use:     "put POOL --region REGION [--zone ZONE] --size N",
-		Short:   "Make a warm pool, or change its size",
-		Example: `  egress pools put eu-warm --region europe-west1 --zone europe-west1-b --size 5`,
-		Args:    names(1),
+		Use:   "put POOL --region REGION [--zone ZONE] --size N [--claims-per-namespace-per-hour N]",
+		Short: "Make a warm pool, or change its size and its bound of claims per namespace",
+		Example: `  egress pools put eu-warm --region europe-west1 --zone europe-west1-b --size 5
+  egress pools put eu-warm --region europe-west1 --zone europe-west1-b --size 5 --claims-per-namespace-per-hour 2`,
+		Args: names(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			p, created, err := c.client.PutPool(cmd.Context(), args[0], spec)
 			if err != nil {
@@ -112,6 +113,8 @@ func (c *cli) poolPutCommand() *cobra.Command {
 	f.StringVar(&spec.Placement.MachineType, "machine-type", "", "the VMs' machine type (default: the provider's)")
 	f.StringVar(&spec.Placement.Image, "image", "", "the VMs' image (default: the provider's)")
 	f.IntVar(&spec.Size, "size", 0, "how many warm VMs to keep, 0-100 (required)")
+	f.IntVar(&spec.ClaimsPerNamespacePerHour, "claims-per-namespace-per-hour", 0,
+		"how many VMs one namespace's proxies may claim from the pool in any hour; past it they boot their own (default: no bound; a put without it lifts one)")
 	_ = cmd.MarkFlagRequired("region")
 	_ = cmd.MarkFlagRequired("size")
 	return cmd

@@ -17,6 +17,7 @@ import (
 	"github.com/egress-proxies/egress/internal/clock"
 	"github.com/egress-proxies/egress/internal/httpapi"
 	"github.com/egress-proxies/egress/internal/provider"
+	"github.com/egress-proxies/egress/internal/provider/hetzner"
 	"github.com/egress-proxies/egress/internal/provider/mock"
 	"github.com/egress-proxies/egress/internal/proxy"
 	"github.com/egress-proxies/egress/internal/store/rules"
@@ -45,7 +46,9 @@ func localAPI(t *testing.T) (string, *storefake.Store) {
 		t.Fatal(err)
 	}
 	reg := provider.NewRegistry()
-	_ = reg.Register(mock.Type, func(context.Context) (provider.Provider, error) { return nil, fmt.Errorf("unused") }, provider.WithValidator(mock.Validate))
+	_ = reg.Register(mock.Type, func(context.Context) (provider.Provider, error) { return nil, fmt.Errorf("unused") }, provider.WithValidator(mock.Validate), provider.InPlace())
+	_ = reg.Register(hetzner.Type, func(context.Context) (provider.Provider, error) { return nil, fmt.Errorf("unused") },
+		provider.WithValidator(hetzner.Validator(hetzner.Policy{ServerTypes: hetzner.DefaultAllowedServerTypes, Images: hetzner.DefaultAllowedImages})))
 	admins, _ := tenancy.ParseAdmins(who)
 	api := httpapi.New(st, clock.Real{}, slog.New(slog.NewTextHandler(io.Discard, nil)), httpapi.Options{
 		DefaultProvider: mock.Type, Providers: provider.NewSet(reg), Admins: admins, LocalIdentity: who,
@@ -62,6 +65,35 @@ func egress(api string, args ...string) (int, string, string) {
 		return map[string]string{"EGRESS_API": api, "EGRESS_NAMESPACE": "demo"}[k]
 	})
 	return code, stdout.String(), stderr.String()
+}
+
+// TestCreateOnHetzner: --provider hetzner takes a network zone and a
+// location of it, as the help lists them; a location of another zone, or
+// a warm pool on Hetzner, is the API's 400, each violation on its line.
+func TestCreateOnHetzner(t *testing.T) {
+	api, st := localAPI(t)
+	code, out, errOut := egress(api, "proxies", "create", "eu", "--provider", "hetzner", "--region", "eu-central", "--zone", "fsn1", "--allow", "203.0.113.0/24", "--static")
+	if code != 0 {
+		t.Fatalf("create on hetzner: %d\n%s%s", code, out, errOut)
+	}
+	p, err := st.Get(context.Background(), proxy.Key{Namespace: "demo", Name: "eu"})
+	if err != nil || p.Spec.Provider != hetzner.Type || p.Spec.Placement.Zone != "fsn1" || p.Spec.IPPolicy != proxy.IPStatic {
+		t.Errorf("the stored spec: %+v, %v", p, err)
+	}
+	code, _, errOut = egress(api, "proxies", "create", "us", "--provider", "hetzner", "--region", "eu-central", "--zone", "ash", "--allow", "203.0.113.0/24")
+	if code != 2 || !strings.Contains(errOut, "spec.placement.zone") || !strings.Contains(errOut, "is not a location of network zone") {
+		t.Errorf("a location of another network zone: %d\n%s", code, errOut)
+	}
+	code, _, errOut = egress(api, "pools", "put", "eu", "--provider", "hetzner", "--region", "eu-central", "--size", "1")
+	if code != 2 || !strings.Contains(errOut, "provider: hetzner cannot") || !strings.Contains(errOut, "warm pool") {
+		t.Errorf("a warm pool on hetzner: %d\n%s", code, errOut)
+	}
+	_, help, _ := egress(api, "proxies", "create", "--help")
+	for _, want := range []string{"eu-central     fsn1 (Falkenstein), nbg1 (Nuremberg), hel1 (Helsinki)", "--provider hetzner --region eu-central --zone fsn1"} {
+		if !strings.Contains(help, want) {
+			t.Errorf("egress proxies create --help says nothing of %q:\n%s", want, help)
+		}
+	}
 }
 
 // TestLiveChangesCommands: update and rotate-credentials change the proxy
@@ -125,6 +157,8 @@ func TestPoolsCommands(t *testing.T) {
 		{args: []string{"pools", "put", "warm", "--region", "us-central1", "--zone", "us-central1-b", "--size", "2"}, wantCode: exitInvalid, want: "spec.placement: pool warm has placement"},
 		{args: []string{"pools", "put", "cold", "--region", "us-central1", "--size", "101"}, wantCode: exitInvalid, want: "size: 101 is outside 0-100"},
 		{args: []string{"pools", "put", "warm", "--region", "us-central1", "--zone", "us-central1-a", "--size", "3", "-o", "json"}, wantCode: exitOK, want: `"size": 3`},
+		{args: []string{"pools", "put", "warm", "--region", "us-central1", "--zone", "us-central1-a", "--size", "3", "--claims-per-namespace-per-hour", "2"}, wantCode: exitOK, want: "claimsPerNamespacePerHour:  2"},
+		{args: []string{"pools", "put", "warm", "--region", "us-central1", "--zone", "us-central1-a", "--size", "3", "--claims-per-namespace-per-hour", "-1"}, wantCode: exitInvalid, want: "claimsPerNamespacePerHour: -1 is outside 0-6000"},
 		{args: []string{"pools", "list"}, wantCode: exitOK, want: "warm  mock      us-central1  us-central1-a  3"},
 		{args: []string{"pools", "get", "warm", "-o", "json"}, wantCode: exitOK, want: `"claimsLastHour": 0`},
 		{args: []string{"pools", "delete", "warm"}, wantCode: exitOK, want: "deleting since:"},

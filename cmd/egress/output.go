@@ -106,9 +106,11 @@ func (c *cli) printPool(p *proxy.Pool) error {
 		{"machineType", p.Spec.Placement.MachineType},
 		{"image", p.Spec.Placement.Image},
 		{"size", fmt.Sprint(p.Spec.Size)},
+		{"claimsPerNamespacePerHour", positive(p.Spec.ClaimsPerNamespacePerHour)},
 		{"warm", fmt.Sprint(p.Status.Warm)},
 		{"booting", fmt.Sprint(p.Status.Booting)},
 		{"claimsLastHour", fmt.Sprint(p.Status.ClaimsLastHour)},
+		{"claimsLastHourByNamespace", byNamespace(p.Status.ClaimsLastHourByNamespace)},
 		{"message", p.Status.Message},
 		{"created", p.CreateTime.Format(time.RFC3339)},
 	}
@@ -122,6 +124,24 @@ func (c *cli) printPool(p *proxy.Pool) error {
 		}
 	}
 	return tw.Flush()
+}
+
+// positive is n in decimal, or "" (a row not shown) for none.
+func positive(n int) string {
+	if n <= 0 {
+		return ""
+	}
+	return fmt.Sprint(n)
+}
+
+// byNamespace is a count by namespace as one line, "team-a=2 team-b=1",
+// ordered by namespace.
+func byNamespace(counts map[string]int) string {
+	parts := make([]string, 0, len(counts))
+	for _, ns := range slices.Sorted(maps.Keys(counts)) {
+		parts = append(parts, fmt.Sprintf("%s=%d", ns, counts[ns]))
+	}
+	return strings.Join(parts, " ")
 }
 
 func (c *cli) printPools(list []proxy.Pool) error {

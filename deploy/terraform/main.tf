@@ -50,6 +50,10 @@ locals {
     GCP_ALLOWED_MACHINE_TYPES  = join(",", var.gcp_allowed_machine_types)
     GCP_ALLOWED_IMAGES         = join(",", var.gcp_allowed_images)
     IAP_AUDIENCE               = local.iap_audience
+    # The hetzner provider's policy, read only when it is enabled.
+    HETZNER_ALLOWED_LOCATIONS    = join(",", var.hetzner_allowed_locations)
+    HETZNER_ALLOWED_SERVER_TYPES = join(",", var.hetzner_allowed_server_types)
+    HETZNER_ALLOWED_IMAGES       = join(",", var.hetzner_allowed_images)
   }
   # The audience IAP signs its header with for the API's Cloud Run service
   # (IAP for Cloud Run: /projects/NUMBER/locations/REGION/services/NAME);

@@ -210,6 +210,54 @@ locals {
             }
           }
         },
+        {
+          # Hetzner's refusals, which the provider works around by
+          # itself: a location without room (the next location of the
+          # network zone is tried) and the rate limit (the call waits).
+          # Steady bars mean a location is short of the server type, or
+          # the project's 3600 requests an hour are too few for the fleet.
+          xPos = 0, yPos = 16, width = 6, height = 4
+          widget = {
+            title = "Hetzner: locations out of capacity and rate limits (per 5 minutes)"
+            xyChart = {
+              dataSets = [
+                {
+                  plotType           = "STACKED_BAR"
+                  legendTemplate     = "no room in $${metric.labels.location}"
+                  minAlignmentPeriod = "300s"
+                  timeSeriesQuery = {
+                    timeSeriesFilter = {
+                      filter = "metric.type=\"${local.user_metric}/${google_logging_metric.hetzner_capacity.name}\" AND ${local.on_cloud_run}"
+                      aggregation = {
+                        alignmentPeriod    = "300s"
+                        perSeriesAligner   = "ALIGN_SUM"
+                        crossSeriesReducer = "REDUCE_SUM"
+                        groupByFields      = ["metric.label.location"]
+                      }
+                    }
+                  }
+                },
+                {
+                  plotType           = "STACKED_BAR"
+                  legendTemplate     = "rate limited: $${metric.labels.op}"
+                  minAlignmentPeriod = "300s"
+                  timeSeriesQuery = {
+                    timeSeriesFilter = {
+                      filter = "metric.type=\"${local.user_metric}/${google_logging_metric.hetzner_rate_limited.name}\" AND ${local.on_cloud_run}"
+                      aggregation = {
+                        alignmentPeriod    = "300s"
+                        perSeriesAligner   = "ALIGN_SUM"
+                        crossSeriesReducer = "REDUCE_SUM"
+                        groupByFields      = ["metric.label.op"]
+                      }
+                    }
+                  }
+                },
+              ]
+              yAxis = { label = "lines", scale = "LINEAR" }
+            }
+          }
+        },
         ],
         # Each proxy's traffic, as Compute counts its VM's network
         # interface (written by the platform for every VM, so it needs no

@@ -31,6 +31,9 @@
 //	poolClaim  -pool proxies the pool serves, each claiming a warm VM:
 //	           POST → Ready, and the cost of a claimed lifecycle (POST to
 //	           gone, and the pool's refill) against its floor.
+//	hetzner    -lifecycles lifecycles on the hetzner provider over the
+//	           Hetzner fake, without the stack: Hetzner API requests per
+//	           lifecycle, and a ListByTag of 1000 servers (hetzner.go).
 //
 // It prints a table and writes the figures as JSON to -out.
 package main

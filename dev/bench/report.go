@@ -39,6 +39,8 @@ type results struct {
 	PoolClaim   poolClaimResult   `json:"poolClaim"`
 	Cold        coldResult        `json:"cold"`
 	Reconfigure reconfigureResult `json:"reconfigure"`
+	// Hetzner is the hetzner provider's phase (hetzner.go).
+	Hetzner hetznerResult `json:"hetzner"`
 }
 
 // poolClaimResult is the claim phase: proxies a warm pool serves.
@@ -343,6 +345,7 @@ func (r *results) table(w io.Writer) {
 	g := r.GC
 	fmt.Fprintf(w, "garbage collection over %d instances and %d documents: one run %.2f s, peak RSS %s (%s before the run); %d claimed, %d deleted, %d document reads\n",
 		g.Instances, g.Documents, g.Seconds, mib(g.PeakRSSBytes), mib(g.BaselineRSSBytes), g.Claimed, g.Deleted, g.FirestoreReads)
+	r.Hetzner.table(w)
 }
 
 // poolTable prints the warm-pool phases.

@@ -97,6 +97,10 @@ func run(ctx context.Context, s settings, log *slog.Logger) (*results, error) {
 	if err := b.poolPhases(ctx, r); err != nil {
 		return nil, err
 	}
+	log.Info("hetzner phase", "lifecycles", s.lifecycles)
+	if r.Hetzner, err = hetznerPhase(ctx, s.lifecycles); err != nil {
+		return nil, fmt.Errorf("hetzner phase: %w", err)
+	}
 	if err := b.stack.Stop(30 * time.Second); err != nil {
 		return nil, fmt.Errorf("stopping the stack: %w", err)
 	}

@@ -301,6 +301,39 @@ func TestActionsRedirect(t *testing.T) {
 	}
 }
 
+// TestDeletedBeforeTheRedirectIsRead: the page a deletion redirects to,
+// read once the proxy is already gone (a quick VM, a slow browser), says it
+// is gone; it is the outcome asked for, not a refusal. Without the redirect
+// mark, a missing proxy is still the API's refusal.
+func TestDeletedBeforeTheRedirectIsRead(t *testing.T) {
+	e := newEnv(t)
+	key := proxy.Key{Namespace: "team-a", Name: "p"}
+	p, err := e.store.Get(context.Background(), key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.store.Delete(context.Background(), key, p.UpdateTime); err != nil {
+		t.Fatal(err)
+	}
+	cases := map[string]struct {
+		reason, path  string
+		want, notWant string
+	}{
+		"AfterDelete": {reason: "the deletion's redirect", path: "/console/namespaces/team-a/proxies/p?done=proxies-delete",
+			want: "Proxy p is gone: its VM was deleted.", notWant: "Refused"},
+		"Otherwise": {reason: "a plain visit", path: "/console/namespaces/team-a/proxies/p",
+			want: "Refused", notWant: "is gone"},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			resp, page := e.send(editor, "GET", tc.path, nil)
+			if resp.StatusCode != http.StatusNotFound || !strings.Contains(page, tc.want) || strings.Contains(page, tc.notWant) {
+				t.Errorf("%s: %d, want 404 saying %q and not %q:\n%s", tc.reason, resp.StatusCode, tc.want, tc.notWant, page)
+			}
+		})
+	}
+}
+
 // TestSignedInThroughIAP: a browser that came through IAP is its signed
 // assertion's email, with that person's role; the banner of the local
 // stack is not shown; an assertion with an ID token beside it is refused

@@ -386,6 +386,16 @@ func (c *Console) renderProxy(w http.ResponseWriter, r *http.Request, code int, 
 		return
 	}
 	p, role, err := c.readProxy(r, caller)
+	if client.IsNotFound(err) && r.URL.Query().Get("done") == "proxies-delete" {
+		// The deletion finished before the page it redirects to was read
+		// (a fast VM, or a slow browser): that is the outcome asked for,
+		// not a refusal.
+		name := r.PathValue("name")
+		c.render(w, http.StatusNotFound, "error", "", page{Title: "Proxy " + name + " is gone", Caller: caller, IAP: c.opts.IAP,
+			Flash:  flashOf(r) + " " + fmt.Sprintf("Proxy %s is gone: its VM was deleted.", name),
+			Crumbs: []crumb{{"Namespaces", Prefix}, {r.PathValue("ns"), nsURL(r.PathValue("ns"))}}})
+		return
+	}
 	if err != nil {
 		c.failAPI(w, r, caller, err)
 		return

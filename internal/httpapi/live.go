@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
+	"time"
 
 	"github.com/egress-proxies/egress/internal/proxy"
 	"github.com/egress-proxies/egress/internal/tenancy"
@@ -14,7 +15,11 @@ import (
 // ports, bandwidth limit and access log, and new credentials. Each is one
 // transaction on the document that counts a generation; the reconciler
 // gives the VM the new configuration in place where its provider can
-// (provider.Reconfigurer), and the endpoint stays.
+// (provider.Reconfigurer), and the endpoint stays. Where it cannot
+// (another provider, a spec with its own cloud-init) the change makes a
+// new VM: it is held to ROTATE_MIN_INTERVAL and counted against
+// NAMESPACE_CREATES_PER_HOUR as a rotation is, in the same transaction
+// (rules.LiveReplacement), and past either is 429 with when to retry.
 //
 // The access log may be turned off and on by a PATCH, as an engine's
 // reload applies it to the next connection: a tenant that must stop
@@ -72,7 +77,8 @@ func (a *API) patchProxy(x *exchange) {
 		x.fail(invalid(proxy.FieldError{Field: "spec", Reason: ReasonFieldNotPatchable, Description: "is not removed by a PATCH: give the fields it changes, spec.allowedSourceRanges, spec.connectPorts, spec.bandwidthLimit and spec.accessLog"}))
 		return
 	}
-	p, err := a.store.UpdateSpec(x.ctx, key, a.now(), func(spec proxy.Spec) (proxy.Spec, error) {
+	now := a.now()
+	p, err := a.store.UpdateSpec(x.ctx, key, now, a.limits(), func(spec proxy.Spec) (proxy.Spec, error) {
 		if _, ok := members["allowedSourceRanges"]; ok {
 			spec.AllowedSourceRanges = req.Spec.AllowedSourceRanges
 		}
@@ -93,27 +99,33 @@ func (a *API) patchProxy(x *exchange) {
 		}
 		return spec, nil
 	})
-	a.answerLive(x, key, p, err, member)
+	a.answerLive(x, key, now, p, err, member)
 }
 
-// rotateCredentials gives the proxy a new username and password. The
-// rotation limits (ROTATE_MIN_INTERVAL, NAMESPACE_CREATES_PER_HOUR) are
-// not held to it: they bound the VMs requests make, and new credentials
-// are a reconfiguration of the VM the proxy has; a leaked password must
-// be revocable at once, however recently the last was.
+// rotateCredentials gives the proxy a new username and password. Where
+// its VM takes them in place the rotation limits (ROTATE_MIN_INTERVAL,
+// NAMESPACE_CREATES_PER_HOUR) are not held to it: they bound the VMs
+// requests make, and a leaked password must be revocable at once, however
+// recently the last was. Where new credentials need a new VM, they bound
+// it as any other.
 func (a *API) rotateCredentials(x *exchange) {
 	key, member, ok := a.inNamespace(x, tenancy.RotateCredentials)
 	if !ok {
 		return
 	}
-	p, err := a.store.RotateCredentials(x.ctx, key, a.now())
-	a.answerLive(x, key, p, err, member)
+	now := a.now()
+	p, err := a.store.RotateCredentials(x.ctx, key, now, a.limits())
+	a.answerLive(x, key, now, p, err, member)
 }
 
 // answerLive is the answer to a live change: the proxy as it now is, or
 // why the change was refused.
-func (a *API) answerLive(x *exchange, key proxy.Key, p *proxy.Proxy, err error, member view) {
+func (a *API) answerLive(x *exchange, key proxy.Key, now time.Time, p *proxy.Proxy, err error, member view) {
 	switch {
+	case errors.Is(err, proxy.ErrRotatedRecently):
+		x.fail(a.rotatedRecently(key, now, err))
+	case errors.Is(err, proxy.ErrCreatesPerHour):
+		x.fail(a.tooManyCreates(key.Namespace, now, err))
 	case errors.Is(err, proxy.ErrBeingDeleted):
 		e := failedPrecondition(ReasonProxyBeingDeleted, "proxy %s is being deleted; a proxy on its way out takes no change", key)
 		e.metadata = map[string]string{"resource": key.Path()}

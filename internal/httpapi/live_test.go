@@ -6,6 +6,7 @@ import (
 	"errors"
 	"net/http"
 	"net/url"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -115,10 +116,11 @@ func TestPatchBandwidthAndAccessLog(t *testing.T) {
 	}
 }
 
-// TestSocks5URLForMembers: a proxy with a socks5Port shows, to the
-// namespace's members only, socks5h://USER:PASSWORD@ip:socks5Port beside
-// its proxyURL, once it has an endpoint; one without shows none.
-func TestSocks5URLForMembers(t *testing.T) {
+// TestSocks5URLForEditors: a proxy with a socks5Port shows, to those who
+// may read its credentials only (tenancy.ReadProxyURL: its namespace's
+// editors and owners, not its viewers), socks5h://USER:PASSWORD@ip:socks5Port
+// beside its proxyURL, once it has an endpoint; one without shows none.
+func TestSocks5URLForEditors(t *testing.T) {
 	e := memEnv(t, func(o *httpapi.Options) {
 		o.Policy.ProxyPorts = []proxy.PortRange{{First: 3128, Last: 3128}, {First: 1080, Last: 1080}}
 	})
@@ -143,13 +145,13 @@ func TestSocks5URLForMembers(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	for who, want := range map[string]string{viewer: "socks5h://us:Pw0123456789abcdef@192.0.2.9:1080", admin: ""} {
+	for who, want := range map[string]string{editor: "socks5h://us:Pw0123456789abcdef@192.0.2.9:1080", viewer: "", admin: ""} {
 		_, b := e.do(who, "GET", "/v1/namespaces/team-a/proxies/s", "")
 		if got := decodeProxy(t, b).Status.Socks5URL; got != want {
 			t.Errorf("socks5URL as %s: %q, want %q", who, got, want)
 		}
 	}
-	if _, b := e.do(viewer, "GET", "/v1/namespaces/team-a/proxies/p", ""); decodeProxy(t, b).Status.Socks5URL != "" {
+	if _, b := e.do(editor, "GET", "/v1/namespaces/team-a/proxies/p", ""); decodeProxy(t, b).Status.Socks5URL != "" {
 		t.Errorf("a proxy without a socks5Port shows a socks5URL: %s", b)
 	}
 }
@@ -267,6 +269,27 @@ func TestPools(t *testing.T) {
 	resp, b := e.do(admin, "PUT", "/v1/pools/warm", `{`+spec+`,"size":3}`)
 	if got := decodeErr(t, b); resp.StatusCode != 409 || got.Error.Status != "FAILED_PRECONDITION" || got.reason() != "POOL_BEING_DELETED" {
 		t.Errorf("PUT of a pool being deleted: %d %s %s, want 409 FAILED_PRECONDITION POOL_BEING_DELETED", resp.StatusCode, got.Error.Status, got.reason())
+	}
+}
+
+// TestAPoolNeedsAProviderThatReconfigures: a warm pool's VMs are handed
+// to proxies by Reconfigure, so a pool of a provider that cannot do it
+// (hetzner) is refused at the PUT with a 400 naming the provider and why,
+// and nothing is stored; a proxy of that provider is taken.
+func TestAPoolNeedsAProviderThatReconfigures(t *testing.T) {
+	e := memEnv(t)
+	e.seed()
+	resp, b := e.do(admin, "PUT", "/v1/pools/eu", `{"provider":"hetzner","placement":{"region":"eu-central"},"size":2}`)
+	got := decodeErr(t, b)
+	if resp.StatusCode != 400 || got.Error.Status != "INVALID_ARGUMENT" || got.reason() != "PROVIDER_CANNOT_RECONFIGURE" ||
+		!regexp.MustCompile(`"field":\s*"provider"`).Match(b) || !strings.Contains(string(b), "new server for a change") {
+		t.Errorf("PUT of a hetzner pool: %d %s", resp.StatusCode, b)
+	}
+	if resp, _ := e.do(admin, "GET", "/v1/pools/eu", ""); resp.StatusCode != 404 {
+		t.Errorf("GET of the refused pool: %d, want 404 (nothing stored)", resp.StatusCode)
+	}
+	if resp, b := e.do(admin, "POST", "/v1/namespaces/team-a/proxies", `{"name":"eu","spec":{"provider":"hetzner","placement":{"region":"eu-central","zone":"fsn1"},"allowedSourceRanges":["198.51.100.0/24"]}}`); resp.StatusCode != 201 {
+		t.Errorf("POST of a hetzner proxy: %d %s, want 201", resp.StatusCode, b)
 	}
 }
 

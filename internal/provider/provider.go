@@ -1,7 +1,7 @@
 // Package provider defines the contract every cloud provider backend
 // implements: Create/Get/Delete/ListByTag for a single VM, keyed by an
 // opaque providerID. Concrete implementations live in subpackages (mock,
-// gcp); this package has no dependency on any of them, so a type→
+// gcp, hetzner); this package has no dependency on any of them, so a type→
 // constructor registry (Registry) can be assembled at the composition root
 // (internal/app) without an import cycle.
 //

@@ -23,7 +23,9 @@ const (
 	PhaseProvisioning Phase = "Provisioning"
 	// PhaseReady: the VM runs and status.endpoint is usable.
 	PhaseReady Phase = "Ready"
-	// PhaseReplacing: the VM was lost or stopped and is being replaced.
+	// PhaseReplacing: the VM is being replaced, after it was lost, stopped
+	// or failed to boot, on a rotation, or for a change it cannot take in
+	// place: the old VM is deleted, then a new one created.
 	PhaseReplacing Phase = "Replacing"
 	// PhaseReconfiguring: the VM serves and was handed a new
 	// configuration (a PATCH, new credentials); the endpoint stays, and the
@@ -32,7 +34,9 @@ const (
 	// PhaseDeleting: deletion was requested; the document goes once the VM
 	// is gone.
 	PhaseDeleting Phase = "Deleting"
-	// PhaseFailed: a permanent provider error; status.message says which.
+	// PhaseFailed: a permanent provider error, or MaxBootFailures VMs in a
+	// row that did not become ready; status.message says which. Its VM is
+	// deleted (a Static proxy keeps its address until it is deleted).
 	PhaseFailed Phase = "Failed"
 )
 
@@ -61,10 +65,6 @@ const (
 	// it survives a lost VM; released after the last VM on deletion.
 	IPStatic IPPolicy = "Static"
 )
-
-// MinMaxAge is the shortest maxAge a spec may ask for: a VM rotated more
-// often would spend more of its life booting than serving.
-const MinMaxAge = 10 * time.Minute
 
 // Placement says where the VM runs and what it is made of.
 type Placement struct {
@@ -97,8 +97,11 @@ type Spec struct {
 	ConnectPorts []int32 `json:"connectPorts,omitempty" firestore:"connectPorts,omitempty"`
 	// IPPolicy is Ephemeral (the default) or Static.
 	IPPolicy IPPolicy `json:"ipPolicy,omitempty" firestore:"ipPolicy,omitempty"`
-	// MaxAge, a Go duration of at least MinMaxAge ("24h"), rotates the
-	// proxy's VM once it is that old; empty never rotates by age.
+	// MaxAge, a Go duration ("24h"), rotates the proxy's VM once it is
+	// that old; empty never rotates by age. The API holds it to at least
+	// ROTATE_MIN_INTERVAL, the least time between two rotations a user
+	// asks for: a rotation by age is one the spec asks for, and counts
+	// against the namespace's NAMESPACE_CREATES_PER_HOUR like one.
 	MaxAge string `json:"maxAge,omitempty" firestore:"maxAge,omitempty"`
 	// Socks5Port, when set, is a second port of the proxy's engine that
 	// serves SOCKS5 (RFC 1928, with RFC 1929's username and password: the
@@ -121,6 +124,10 @@ type Spec struct {
 // AccessLogOn reports whether the proxy keeps an access log: the spec
 // says so, or says nothing (a document from before the field).
 func (s Spec) AccessLogOn() bool { return s.AccessLog == nil || *s.AccessLog }
+// OwnCloudInit reports whether the spec brings its own cloud-init (inline
+// or from a secret): its VM runs that, not the default bootstrap, so no
+// live change reaches it in place and no warm pool serves it.
+func (s Spec) OwnCloudInit() bool { return s.CloudInit != "" || s.CloudInitSecret != "" }
 
 // ConditionReady is the type of the condition that says whether the proxy
 // serves, and why not.
@@ -180,6 +187,11 @@ type Status struct {
 	// Traffic is what the current VM last reported of the traffic it
 	// carried since its proxy started, as the reconciler last read it.
 	Traffic *Traffic `json:"traffic,omitempty" firestore:"traffic,omitempty"`
+	// RotationWaitUntil, set while the VM is past its maxAge but its
+	// namespace asked for NAMESPACE_CREATES_PER_HOUR VMs within the last
+	// hour, is when the rotation may be counted: the VM serves on until
+	// then, and Message says why.
+	RotationWaitUntil *time.Time `json:"rotationWaitUntil,omitempty" firestore:"rotationWaitUntil,omitempty"`
 }
 
 // Traffic is one VM's report of its proxy's traffic: bytes received from
@@ -288,6 +300,11 @@ type Proxy struct {
 	// RotateRequestTime is when a rotation was last asked for (POST
 	// …:rotate); the reconciler rotates a VM created before it.
 	RotateRequestTime *time.Time `json:"rotateRequestTime,omitempty" firestore:"rotateRequestTime,omitempty"`
+	// ReplaceRequestTime is when a live change (a PATCH, new credentials)
+	// last asked for a new VM: one the proxy's VM cannot take in place (its
+	// provider cannot reconfigure, or the spec brings its own cloud-init).
+	// It and RotateRequestTime are held ROTATE_MIN_INTERVAL apart.
+	ReplaceRequestTime *time.Time `json:"replaceRequestTime,omitempty" firestore:"replaceRequestTime,omitempty"`
 
 	// Pool, set only on a warm pool's member document
 	// (pools/{pool}/proxies/{name}), is the pool's name. A member's VM
@@ -345,6 +362,9 @@ type Claim struct {
 	MaxAge            string
 	RotateRequestTime *time.Time
 	BootStart         time.Time
+	// RotationWaitUntil is the status's: a rotation by age held back by
+	// the namespace's budget is not due before it.
+	RotationWaitUntil *time.Time
 	// Claimed is set for a warm pool's member whose VM a proxy claimed (a
 	// tombstone): its uid keeps the VM from the collector until the
 	// proxy's Reconfigure relabels it, but the VM is the proxy's, so no
@@ -354,16 +374,30 @@ type Claim struct {
 
 // RotationDue reports whether a VM created at bootStart is due for
 // rotation at now: a rotation was asked for (at rotateRequested) after it
-// was created, or it is older than maxAge. The reconciler rotates by this
-// rule, and the garbage collector re-drives a settled proxy by it, so a
-// rotate request whose event was lost is not lost with it.
-func RotationDue(maxAge string, rotateRequested *time.Time, bootStart, now time.Time) bool {
+// was created (RotationRequested), or it is older than maxAge and its
+// namespace's budget does not hold the rotation back (waitUntil, the
+// status's RotationWaitUntil, is after now). The reconciler rotates by
+// this rule, and the garbage collector re-drives a settled proxy by it, so
+// a rotate request whose event was lost is not lost with it, and a
+// rotation that waited for the budget is tried again once it may be.
+func RotationDue(maxAge string, rotateRequested *time.Time, bootStart, now time.Time, waitUntil *time.Time) bool {
 	if bootStart.IsZero() {
 		return false
 	}
-	if rotateRequested != nil && bootStart.Before(*rotateRequested) {
+	if RotationRequested(rotateRequested, bootStart) {
 		return true
+	}
+	if waitUntil != nil && now.Before(*waitUntil) {
+		return false
 	}
 	d, err := time.ParseDuration(maxAge)
 	return maxAge != "" && err == nil && now.Sub(bootStart) >= d
+}
+
+// RotationRequested reports whether a user asked for a rotation (at
+// rotateRequested) after the VM created at bootStart: its rotation was
+// counted against the namespace's budget by the request, where a rotation
+// by age is counted by the reconciler.
+func RotationRequested(rotateRequested *time.Time, bootStart time.Time) bool {
+	return rotateRequested != nil && !bootStart.IsZero() && bootStart.Before(*rotateRequested)
 }

@@ -195,12 +195,10 @@ func (s Spec) Validate(namespace string, pol Policy, enabled func(string) bool) 
 	default:
 		add("spec.ipPolicy", ReasonIPPolicyInvalid, "%q is neither %s nor %s", s.IPPolicy, IPEphemeral, IPStatic)
 	}
-	if s.MaxAge != "" {
-		if d, err := time.ParseDuration(s.MaxAge); err != nil {
-			add("spec.maxAge", ReasonMaxAgeInvalid, "%q is not a duration such as 24h", s.MaxAge)
-		} else if d < MinMaxAge {
-			add("spec.maxAge", ReasonMaxAgeTooShort, "%s is shorter than the %s a VM must serve at the least", d, MinMaxAge)
-		}
+	// How short a maxAge may be is the API's rule (ReasonMaxAgeTooShort):
+	// it knows ROTATE_MIN_INTERVAL, the floor.
+	if d, err := time.ParseDuration(s.MaxAge); s.MaxAge != "" && (err != nil || d <= 0) {
+		add("spec.maxAge", ReasonMaxAgeInvalid, "%q is not a positive duration such as 24h", s.MaxAge)
 	}
 	if len(s.ConnectPorts) > MaxConnectPorts {
 		add("spec.connectPorts", ReasonConnectPortsTooMany, "has %d ports, over the limit of %d", len(s.ConnectPorts), MaxConnectPorts)

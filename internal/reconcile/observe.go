@@ -63,7 +63,11 @@ func (run *run) observe(ctx context.Context) (outcome, error) {
 	case p.Status.Phase == proxy.PhaseReconfiguring:
 		// Still applying it: its call-home, or the sweep, comes back.
 		return done, run.write(ctx, next, false)
-	case now.Sub(run.bootStart(inst)) > run.r.opts.BootTimeout:
+	case now.Sub(run.bootStart(inst)) > run.r.opts.BootTimeout && (p.Reconciler.ReconfigureStart.IsZero() || now.Sub(p.Reconciler.ReconfigureStart) > run.r.opts.ReconfigureTimeout):
+		// A booting VM handed a configuration (a live change, or a claim)
+		// has ReconfigureTimeout from then to serve it too: a change that
+		// comes late in a boot must not turn the boot into a failure, and
+		// so into a new VM no request counted.
 		return run.bootFailed(ctx, "BootTimeout", fmt.Sprintf("Instance %s was not ready within %s.", p.Status.ProviderID, run.r.opts.BootTimeout))
 	default:
 		next.Status.Phase = proxy.PhaseProvisioning
@@ -83,7 +87,10 @@ func (run *run) ready(ctx context.Context, next *proxy.Proxy, inst *provider.Ins
 	next.Reconciler.ReconfigureStart = time.Time{}
 	next.Status.IP, next.Status.IPv6 = inst.IP, inst.IPv6
 	next.Status.Endpoint = net.JoinHostPort(inst.IP, strconv.Itoa(int(port(p.Spec))))
-	next.Status.Message = ""
+	if next.Status.RotationWaitUntil == nil {
+		// A rotation waiting for the namespace's budget keeps saying why.
+		next.Status.Message = ""
+	}
 	next.Reconciler.Attempts = 0
 	next.Reconciler.BootFailures = 0
 	msg := "Proxy is serving at " + next.Status.Endpoint

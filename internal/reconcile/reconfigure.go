@@ -58,10 +58,7 @@ func reconfiguringPhase(phase proxy.Phase) proxy.Phase {
 
 // defaultBootstrap reports whether the proxy's VM runs the default
 // bootstrap: the spec brings no cloud-init of its own.
-func (run *run) defaultBootstrap() bool {
-	s := run.doc.Spec
-	return s.CloudInit == "" && s.CloudInitSecret == ""
-}
+func (run *run) defaultBootstrap() bool { return !run.doc.Spec.OwnCloudInit() }
 
 // reconfigure hands the current VM the document's generation of the proxy
 // engine's configuration, rendered with the document's credentials as they
@@ -74,7 +71,10 @@ func (run *run) defaultBootstrap() bool {
 // A proxy whose VM cannot be reconfigured (its provider is no
 // Reconfigurer, or the spec brings its own cloud-init) gets a new VM with
 // the new configuration instead: break before make, as a rotation, but
-// counted neither as a rotation nor as a replacement.
+// counted neither as a rotation nor as a replacement. The API counted that
+// VM against the namespace's NAMESPACE_CREATES_PER_HOUR, and held it to
+// ROTATE_MIN_INTERVAL, when it took the change (rules.LiveReplaces is the
+// same rule as this one's).
 //
 // Reconfigure is idempotent, so a duplicate run that calls it again
 // changes nothing; a VM that is gone takes the path of a lost one

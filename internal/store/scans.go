@@ -18,7 +18,7 @@ import (
 // selects only those fields: memory grows with the number of documents,
 // never with their size.
 func (s *Store) LiveUIDs(ctx context.Context) (map[string]proxy.Claim, error) {
-	it := s.client.CollectionGroup(ProxiesCollection).Select("uid", "status.phase", "spec.provider", "status.providerID", "spec.maxAge", "rotateRequestTime", "reconciler.bootStart", "claimedBy.uid").Documents(ctx)
+	it := s.client.CollectionGroup(ProxiesCollection).Select("uid", "status.phase", "spec.provider", "status.providerID", "spec.maxAge", "rotateRequestTime", "reconciler.bootStart", "status.rotationWaitUntil", "claimedBy.uid").Documents(ctx)
 	defer it.Stop()
 	uids := map[string]proxy.Claim{}
 	for n := 0; ; n++ {
@@ -56,6 +56,11 @@ func (s *Store) LiveUIDs(ctx context.Context) (map[string]proxy.Claim, error) {
 		}
 		if v, err := snap.DataAt("reconciler.bootStart"); err == nil {
 			claim.BootStart, _ = v.(time.Time)
+		}
+		if v, err := snap.DataAt("status.rotationWaitUntil"); err == nil {
+			if t, ok := v.(time.Time); ok {
+				claim.RotationWaitUntil = &t
+			}
 		}
 		if _, err := snap.DataAt("claimedBy.uid"); err == nil {
 			claim.Claimed = true

@@ -22,6 +22,7 @@ import (
 	"github.com/egress-proxies/egress/internal/proxy"
 	"github.com/egress-proxies/egress/internal/reconcile"
 	"github.com/egress-proxies/egress/internal/store/storefake"
+	"github.com/egress-proxies/egress/internal/tenancy"
 	"github.com/egress-proxies/egress/internal/vm/vmconfig"
 )
 
@@ -352,7 +353,7 @@ func TestLiveChangeOnCompute(t *testing.T) {
 		t.Fatalf("before the change: %s at generation %d, want Ready at 1", ready.Status.Phase, ready.Status.ObservedGeneration)
 	}
 
-	if _, err := l.store.UpdateSpec(ctx, l.key, l.clock.Now(), func(s proxy.Spec) (proxy.Spec, error) {
+	if _, err := l.store.UpdateSpec(ctx, l.key, l.clock.Now(), tenancy.Limits{}, func(s proxy.Spec) (proxy.Spec, error) {
 		s.AllowedSourceRanges = []string{"198.51.100.0/24"}
 		return s, nil
 	}); err != nil {
@@ -464,7 +465,7 @@ func TestRefusalOnComputeSaidAtOnce(t *testing.T) {
 	name := l.fake.Inserts()[0].Instance.GetName()
 	l.fake.SetGuestAttribute("us-central1-b", name, "egress/ready", "1")
 	l.run(proxy.ReasonReady)
-	if _, err := l.store.RotateCredentials(context.Background(), l.key, l.clock.Now()); err != nil {
+	if _, err := l.store.RotateCredentials(context.Background(), l.key, l.clock.Now(), tenancy.Limits{}); err != nil {
 		t.Fatal(err)
 	}
 	l.run(proxy.ReasonWritten)

@@ -141,13 +141,13 @@ func Claim(p, member *proxy.Proxy, now time.Time) error {
 	return nil
 }
 
-// PoolServing returns the name of the first pool of pools that serves
-// spec (proxy.PoolSpec.Serves) and is not being deleted, or "".
-func PoolServing(pools []*proxy.Pool, spec proxy.Spec) string {
+// PoolServing returns the first pool of pools that serves spec
+// (proxy.PoolSpec.Serves) and is not being deleted, or nil.
+func PoolServing(pools []*proxy.Pool, spec proxy.Spec) *proxy.Pool {
 	for _, p := range pools {
 		if p.DeleteRequestTime == nil && p.Spec.Size > 0 && p.Spec.Serves(spec) {
-			return p.Name
+			return p
 		}
 	}
-	return ""
+	return nil
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/egress-proxies/egress/internal/proxy"
+	"github.com/egress-proxies/egress/internal/tenancy"
 )
 
 // testLiveChanges: a PATCH of the reconfigurable fields (ranges, ports,
@@ -78,7 +79,7 @@ func testLiveChanges(t *testing.T, s Store) {
 			wantSpec: func(s *proxy.Spec) { s.AllowedSourceRanges, s.AccessLog = []string{"198.51.100.0/24"}, &on }},
 	}
 	for i, st := range steps {
-		got, err := s.UpdateSpec(ctx, p.Key(), at, set(st.ranges, st.ports, st.bandwidth...))
+		got, err := s.UpdateSpec(ctx, p.Key(), at, tenancy.Limits{}, set(st.ranges, st.ports, st.bandwidth...))
 		if err != nil {
 			t.Fatalf("step %d (%s): UpdateSpec: %v", i, st.reason, err)
 		}
@@ -97,14 +98,14 @@ func testLiveChanges(t *testing.T, s Store) {
 		p = got
 	}
 	refuse := errors.New("the policy refuses it")
-	if _, err := s.UpdateSpec(ctx, p.Key(), at, func(proxy.Spec) (proxy.Spec, error) { return proxy.Spec{}, refuse }); !errors.Is(err, refuse) {
+	if _, err := s.UpdateSpec(ctx, p.Key(), at, tenancy.Limits{}, func(proxy.Spec) (proxy.Spec, error) { return proxy.Spec{}, refuse }); !errors.Is(err, refuse) {
 		t.Errorf("UpdateSpec whose update refuses: %v, want its error", err)
 	}
 	same("a refused update", p)
 
 	var passwords []string
 	for i := range 2 {
-		got, err := s.RotateCredentials(ctx, p.Key(), at)
+		got, err := s.RotateCredentials(ctx, p.Key(), at, tenancy.Limits{})
 		if err != nil {
 			t.Fatalf("RotateCredentials %d: %v", i+1, err)
 		}
@@ -116,10 +117,10 @@ func testLiveChanges(t *testing.T, s Store) {
 		p = got
 	}
 	for _, key := range []proxy.Key{{Namespace: "team-p", Name: "absent"}} {
-		if _, err := s.UpdateSpec(ctx, key, at, set(nil, nil)); !errors.Is(err, proxy.ErrNotFound) {
+		if _, err := s.UpdateSpec(ctx, key, at, tenancy.Limits{}, set(nil, nil)); !errors.Is(err, proxy.ErrNotFound) {
 			t.Errorf("UpdateSpec of an absent proxy: %v, want ErrNotFound", err)
 		}
-		if _, err := s.RotateCredentials(ctx, key, at); !errors.Is(err, proxy.ErrNotFound) {
+		if _, err := s.RotateCredentials(ctx, key, at, tenancy.Limits{}); !errors.Is(err, proxy.ErrNotFound) {
 			t.Errorf("RotateCredentials of an absent proxy: %v, want ErrNotFound", err)
 		}
 	}
@@ -129,10 +130,10 @@ func testLiveChanges(t *testing.T, s Store) {
 	if failed.UpdateTime, err = s.UpdateStatus(ctx, &failed); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.UpdateSpec(ctx, p.Key(), at, set([]string{"192.0.2.0/24"}, nil)); !errors.Is(err, proxy.ErrFailed) {
+	if _, err := s.UpdateSpec(ctx, p.Key(), at, tenancy.Limits{}, set([]string{"192.0.2.0/24"}, nil)); !errors.Is(err, proxy.ErrFailed) {
 		t.Errorf("UpdateSpec of a Failed proxy: %v, want ErrFailed", err)
 	}
-	if _, err := s.RotateCredentials(ctx, p.Key(), at); !errors.Is(err, proxy.ErrFailed) {
+	if _, err := s.RotateCredentials(ctx, p.Key(), at, tenancy.Limits{}); !errors.Is(err, proxy.ErrFailed) {
 		t.Errorf("RotateCredentials of a Failed proxy: %v, want ErrFailed", err)
 	}
 	p, _ = s.Get(ctx, p.Key())
@@ -140,10 +141,10 @@ func testLiveChanges(t *testing.T, s Store) {
 	if p, err = s.RequestDeletion(ctx, p.Key(), at); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.UpdateSpec(ctx, p.Key(), at, set([]string{"192.0.2.0/24"}, nil)); !errors.Is(err, proxy.ErrBeingDeleted) {
+	if _, err := s.UpdateSpec(ctx, p.Key(), at, tenancy.Limits{}, set([]string{"192.0.2.0/24"}, nil)); !errors.Is(err, proxy.ErrBeingDeleted) {
 		t.Errorf("UpdateSpec of a proxy being deleted: %v, want ErrBeingDeleted", err)
 	}
-	if _, err := s.RotateCredentials(ctx, p.Key(), at); !errors.Is(err, proxy.ErrBeingDeleted) {
+	if _, err := s.RotateCredentials(ctx, p.Key(), at, tenancy.Limits{}); !errors.Is(err, proxy.ErrBeingDeleted) {
 		t.Errorf("RotateCredentials of a proxy being deleted: %v, want ErrBeingDeleted", err)
 	}
 	same("the refused changes of a proxy being deleted", p)

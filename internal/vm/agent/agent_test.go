@@ -180,6 +180,20 @@ func (f *fixture) config(t *testing.T, gen int64, sources []string, users ...str
 	return string(b)
 }
 
+// withPort is the configuration text with port added to its connectPorts.
+func withPort(t *testing.T, text string, port int) string {
+	var c vmconfig.Config
+	if err := json.Unmarshal([]byte(text), &c); err != nil {
+		t.Fatal(err)
+	}
+	c.ConnectPorts = append(c.ConnectPorts, port)
+	b, err := json.Marshal(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
 func mustPort(hostport string) int {
 	_, p, _ := net.SplitHostPort(hostport)
 	n, _ := strconv.Atoi(p)
@@ -313,7 +327,9 @@ func TestFailedChangeKeepsServing(t *testing.T) {
 		t.Fatal(err)
 	}
 	closed.Close()
-	f.md.SetAttributes(map[string]string{vmconfig.KeyConfig: f.config(t, 2, nil, "bob"), vmconfig.KeyProbeTarget: closed.Addr().String()})
+	// The closed port allowed: the self-test expects the probe carried.
+	f.md.SetAttributes(map[string]string{vmconfig.KeyConfig: withPort(t, f.config(t, 2, nil, "bob"), mustPort(closed.Addr().String())),
+		vmconfig.KeyProbeTarget: closed.Addr().String()})
 	wctx, wcancel := context.WithTimeout(ctx, 90*time.Second)
 	defer wcancel()
 	if _, err := f.md.WaitGuest(wctx, time.Time{}, "egress/error"); err != nil {
