@@ -22,6 +22,7 @@ import (
 	"google.golang.org/api/option"
 
 	"github.com/egress-proxies/egress/internal/callhome"
+	"github.com/egress-proxies/egress/internal/vm/vmconfig"
 )
 
 // LogID is the log the lines go to.
@@ -57,7 +58,7 @@ func (c *CloudLogging) service(ctx context.Context) (*logging.Service, error) {
 }
 
 // Write writes the lines in one entries.write.
-func (c *CloudLogging) Write(ctx context.Context, l callhome.Labels, lines []callhome.AccessLine) error {
+func (c *CloudLogging) Write(ctx context.Context, l callhome.Labels, lines []vmconfig.AccessLine) error {
 	svc, err := c.service(ctx)
 	if err != nil {
 		return err
@@ -95,7 +96,7 @@ func labels(l callhome.Labels) map[string]string {
 type Local struct{ Log *slog.Logger }
 
 // Write logs the lines.
-func (s Local) Write(ctx context.Context, l callhome.Labels, lines []callhome.AccessLine) error {
+func (s Local) Write(ctx context.Context, l callhome.Labels, lines []vmconfig.AccessLine) error {
 	for _, line := range lines {
 		s.Log.InfoContext(ctx, "proxy access", slog.String("log", LogID), slog.Any("labels", labels(l)), slog.Any("line", line))
 	}

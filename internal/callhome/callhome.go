@@ -72,7 +72,7 @@ type Labels struct {
 
 // Sink writes a proxy's access lines to the log egress-proxy-access.
 type Sink interface {
-	Write(ctx context.Context, l Labels, lines []AccessLine) error
+	Write(ctx context.Context, l Labels, lines []vmconfig.AccessLine) error
 }
 
 // Handler handles call-home messages.
@@ -137,7 +137,7 @@ func (h *Handler) access(ctx context.Context, m queue.Message, inst vmidentity.I
 	case p.UID != b.UID || !isVMOf(p, inst.Name):
 		return fmt.Errorf("%w: message %s: VM %s sent access lines of %s (uid %s), whose VM it is not", ErrRefused, m.MessageID, inst.Name, key, p.UID)
 	}
-	lines := make([]AccessLine, 0, len(b.Lines))
+	lines := make([]vmconfig.AccessLine, 0, len(b.Lines))
 	bad := 0
 	for _, raw := range b.Lines {
 		l, err := parseLine(raw)

@@ -65,10 +65,10 @@ func (d *docs) Get(_ context.Context, k proxy.Key) (*proxy.Proxy, error) {
 
 type sink struct {
 	labels []callhome.Labels
-	lines  [][]callhome.AccessLine
+	lines  [][]vmconfig.AccessLine
 }
 
-func (s *sink) Write(_ context.Context, l callhome.Labels, lines []callhome.AccessLine) error {
+func (s *sink) Write(_ context.Context, l callhome.Labels, lines []vmconfig.AccessLine) error {
 	s.labels, s.lines = append(s.labels, l), append(s.lines, lines)
 	return nil
 }
