@@ -73,11 +73,14 @@ func (s *Store) changeCounted(ctx context.Context, key proxy.Key, rule func(*pro
 		if err != nil {
 			return err
 		}
-		if out, err = decode(snap); err != nil {
+		if out, err = s.decode(ctx, snap); err != nil {
 			return err
 		}
 		fields, counted, err := rule(out, ns)
 		if err != nil {
+			return err
+		}
+		if fields, err = s.sealFields(ctx, out, fields); err != nil {
 			return err
 		}
 		if len(fields) > 0 {
@@ -105,7 +108,14 @@ func (s *Store) changeCounted(ctx context.Context, key proxy.Key, rule func(*pro
 // change reads the document and writes what rule changes of it, in one
 // transaction; a rule that changes nothing writes nothing.
 func (s *Store) change(ctx context.Context, key proxy.Key, rule func(*proxy.Proxy) ([]rules.Field, error)) (*proxy.Proxy, error) {
-	out, at, err := changeDoc(ctx, s.client, s.ref(key), decode, rule)
+	sealed := func(p *proxy.Proxy) ([]rules.Field, error) {
+		fields, err := rule(p)
+		if err != nil {
+			return nil, err
+		}
+		return s.sealFields(ctx, p, fields)
+	}
+	out, at, err := changeDoc(ctx, s.client, s.ref(key), s.decoder(ctx), sealed)
 	if err != nil {
 		return nil, err
 	}

@@ -54,12 +54,19 @@ const (
 // concurrent use.
 type Store struct {
 	client *firestore.Client
+	// sealer seals and opens the proxies' passwords; nil in a process
+	// that reads none (the collector).
+	sealer Sealer
 	// counters queues the transactions on one namespace's counter.
 	counters keyedLock
 }
 
-// New returns a Store over client.
-func New(client *firestore.Client) *Store { return &Store{client: client} }
+// New returns a Store over client, which seals and opens the proxies'
+// passwords with sealer (nil: it opens none, and refuses to write new
+// ones).
+func New(client *firestore.Client, sealer Sealer) *Store {
+	return &Store{client: client, sealer: sealer}
+}
 
 func (s *Store) ref(key proxy.Key) *firestore.DocumentRef {
 	if key.IsMember() {
@@ -109,6 +116,9 @@ func (s *Store) create(ctx context.Context, p *proxy.Proxy, needNamespace bool, 
 	if key.IsMember() {
 		return s.createMember(ctx, p)
 	}
+	if err := s.seal(ctx, p); err != nil {
+		return nil, err
+	}
 	ref, counter := s.ref(key), s.namespace(key.Namespace)
 	release, err := s.counters.acquire(ctx, key.Namespace)
 	if err != nil {
@@ -149,7 +159,7 @@ func (s *Store) create(ctx context.Context, p *proxy.Proxy, needNamespace bool, 
 		snap, err := tx.Get(ref)
 		switch {
 		case err == nil:
-			existing, err = decode(snap)
+			existing, err = s.decode(ctx, snap)
 			if err != nil {
 				return err
 			}
@@ -188,7 +198,12 @@ func (s *Store) Get(ctx context.Context, key proxy.Key) (*proxy.Proxy, error) {
 	if err != nil {
 		return nil, wrap(key, "reading", err)
 	}
-	return decode(snap)
+	p, err := s.decode(ctx, snap)
+	if err != nil {
+		return nil, err
+	}
+	s.resealLegacy(ctx, p)
+	return p, nil
 }
 
 // get reads a document, counted as Firestore bills it: one read whether
@@ -218,7 +233,7 @@ func (s *Store) List(ctx context.Context, namespace string, pageSize int, pageTo
 		return nil, "", fmt.Errorf("listing the proxies of namespace %q: %w", namespace, err)
 	}
 	queried(ctx, len(snaps))
-	return page(snaps, pageSize, decode, func(p *proxy.Proxy) string { return p.Name })
+	return page(snaps, pageSize, s.decoder(ctx), func(p *proxy.Proxy) string { return p.Name })
 }
 
 // page decodes a page of a query's documents, asked for with one more than
@@ -244,6 +259,9 @@ func page[T any](snaps []*firestore.DocumentSnapshot, pageSize int, decode func(
 // document's update time is still p.UpdateTime, and returns the new update
 // time. ErrConflict means the document changed since it was read.
 func (s *Store) UpdateStatus(ctx context.Context, p *proxy.Proxy) (time.Time, error) {
+	if err := s.seal(ctx, p); err != nil {
+		return time.Time{}, err
+	}
 	wr, err := s.ref(p.Key()).Update(ctx, []firestore.Update{
 		{Path: "status", Value: p.Status},
 		{Path: "reconciler", Value: p.Reconciler},

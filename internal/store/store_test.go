@@ -13,6 +13,7 @@ import (
 	"github.com/egress-proxies/egress/emulators/emulatortest"
 	"github.com/egress-proxies/egress/internal/metering"
 	"github.com/egress-proxies/egress/internal/proxy"
+	"github.com/egress-proxies/egress/internal/sealing"
 	"github.com/egress-proxies/egress/internal/store"
 	"github.com/egress-proxies/egress/internal/store/rules"
 	"github.com/egress-proxies/egress/internal/store/storetest"
@@ -31,7 +32,7 @@ func TestFirestoreStore(t *testing.T) {
 			t.Fatal(err)
 		}
 		t.Cleanup(func() { client.Close() })
-		return store.New(client)
+		return store.New(client, sealing.NewKeyring(sealing.LocalKEK(), sealing.Firestore{Client: client}))
 	})
 }
 
@@ -180,7 +181,7 @@ func TestUsageCounted(t *testing.T) {
 				t.Fatal(err)
 			}
 			t.Cleanup(func() { client.Close() })
-			s := store.New(client)
+			s := store.New(client, sealing.NewKeyring(sealing.LocalKEK(), sealing.Firestore{Client: client}))
 			var p *proxy.Proxy
 			if tc.setup != nil {
 				p = tc.setup(t, s)

@@ -139,7 +139,7 @@ func (p *Provider) ready(in *instance) {
 	}
 	p.mu.Unlock()
 	if live {
-		p.callHome(CallHome{Namespace: in.req.Namespace, Name: in.req.ProxyName, UID: in.req.UID, Pool: in.req.Pool})
+		p.callHome(CallHome{Namespace: in.req.Namespace, Name: in.req.ProxyName, UID: in.req.UID, Pool: in.req.Pool, Instance: in.name})
 	}
 }
 

@@ -166,7 +166,7 @@ func (p *Provider) FailBoot(providerID, reason string) bool {
 	}
 	p.mu.Unlock()
 	if ok && p.callHome != nil {
-		p.callHome(CallHome{Namespace: in.req.Namespace, Name: in.req.ProxyName, UID: in.req.UID, Pool: in.req.Pool, BootError: reason})
+		p.callHome(CallHome{Namespace: in.req.Namespace, Name: in.req.ProxyName, UID: in.req.UID, Pool: in.req.Pool, Instance: in.name, BootError: reason})
 	}
 	return ok
 }

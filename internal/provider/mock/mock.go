@@ -101,6 +101,8 @@ type Options struct {
 // which proxy it serves, and, when the test failed, why.
 type CallHome struct {
 	Namespace, Name, UID string
+	// Instance is the VM's own name, which its identity token names.
+	Instance string
 	// Pool is a warm pool's VM's pool (CreateRequest.Pool), until a
 	// Reconfigure gives the VM to a proxy.
 	Pool string

@@ -106,7 +106,7 @@ func (p *Provider) reconfigured(in *instance, seq int) {
 	refused := in.req.Engine != nil && in.inst.RefusedGeneration == in.req.Engine.Generation
 	live := ok && cur == in && in.reconfigs == seq && (applied || refused) && in.bootError == "" &&
 		in.goneAt.IsZero() && in.inst.State == provider.StateRunning
-	call := CallHome{Namespace: in.req.Namespace, Name: in.req.ProxyName, UID: in.req.UID, Pool: in.req.Pool}
+	call := CallHome{Namespace: in.req.Namespace, Name: in.req.ProxyName, UID: in.req.UID, Pool: in.req.Pool, Instance: in.name}
 	if refused && !applied {
 		call.BootError = in.inst.BootError
 	}
