@@ -1,6 +1,7 @@
 package mock
 
 import (
+	"container/heap"
 	"context"
 	"fmt"
 	"log/slog"
@@ -223,6 +224,7 @@ func (p *Provider) Delete(ctx context.Context, providerID string) error {
 	} else if ok && in.goneAt.IsZero() {
 		// It stops, and is gone once the deletion delay has passed.
 		in.goneAt = p.clock.Now().Add(p.deletionDelay)
+		heap.Push(&p.deleted, in)
 		in.inst.State, in.inst.IP = provider.StateStopped, ""
 		p.unserve(in)
 		p.purge()
@@ -233,16 +235,37 @@ func (p *Provider) Delete(ctx context.Context, providerID string) error {
 	return nil
 }
 
-// purge removes the deleted instances whose deletion delay has passed.
-// p.mu must be held.
+// purge removes the deleted instances whose deletion delay has passed:
+// the earliest first, off the heap of deletions, so a call pays for the
+// instances it removes and never walks the fleet. A record the heap holds
+// that is no longer the instance of its name (lost, or made again after a
+// failed create) is dropped. p.mu must be held.
 func (p *Provider) purge() {
 	now := p.clock.Now()
-	for name, in := range p.instances {
-		if !in.goneAt.IsZero() && !now.Before(in.goneAt) {
+	for p.deleted.Len() > 0 && !now.Before(p.deleted[0].goneAt) {
+		in := heap.Pop(&p.deleted).(*instance)
+		p.visits++
+		if p.instances[in.name] == in {
 			p.unserve(in)
-			delete(p.instances, name)
+			delete(p.instances, in.name)
 		}
 	}
+}
+
+// deletions is a min-heap of deleted instances by the time they are gone
+// (container/heap).
+type deletions []*instance
+
+func (d deletions) Len() int           { return len(d) }
+func (d deletions) Less(i, j int) bool { return d[i].goneAt.Before(d[j].goneAt) }
+func (d deletions) Swap(i, j int)      { d[i], d[j] = d[j], d[i] }
+func (d *deletions) Push(x any)        { *d = append(*d, x.(*instance)) }
+func (d *deletions) Pop() any {
+	old := *d
+	in := old[len(old)-1]
+	old[len(old)-1] = nil
+	*d = old[:len(old)-1]
+	return in
 }
 
 // ListByTag returns every instance labelled LabelManaged=LabelManagedYes
@@ -261,6 +284,7 @@ func (p *Provider) ListByTag(ctx context.Context) ([]provider.Instance, error) {
 	out := p.snapshot(true)
 	addrs := make([]*address, 0, len(p.addresses))
 	for _, a := range p.addresses {
+		p.visits++
 		if a.deployment == p.deployment && !p.inUse(a) {
 			addrs = append(addrs, a)
 		}
@@ -289,6 +313,7 @@ func (p *Provider) Addresses() []provider.Instance {
 	p.purge()
 	out := make([]provider.Instance, 0, len(p.addresses))
 	for _, a := range p.addresses {
+		p.visits++
 		out = append(out, p.addressInstance(a))
 	}
 	slices.SortFunc(out, func(a, b provider.Instance) int { return strings.Compare(a.ID, b.ID) })
@@ -301,6 +326,7 @@ func (p *Provider) snapshot(listed bool) []provider.Instance {
 	p.purge()
 	list := make([]*instance, 0, len(p.instances))
 	for _, in := range p.instances {
+		p.visits++
 		if in.createErr != nil {
 			continue
 		}
@@ -383,6 +409,17 @@ func (p *Provider) CreateRequest(providerID string) (provider.CreateRequest, boo
 		return provider.CreateRequest{}, false
 	}
 	return in.req, true
+}
+
+// Visits returns how many stored records (instances, addresses) the
+// provider's calls have looked at beyond the one each call names: a list
+// looks at what it lists, and a purge at what it removes. It makes no call
+// count. A test bounds it to hold the mock's calls to constant work each,
+// whatever the fleet (work_test.go).
+func (p *Provider) Visits() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.visits
 }
 
 // Calls returns how many times m was called, failed calls included.

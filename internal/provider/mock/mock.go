@@ -183,6 +183,11 @@ type project struct {
 	async     []*asyncFailure
 	latency   map[Method]time.Duration
 	calls     map[Method]int
+	// deleted holds the deleted instances until they are gone, earliest
+	// first (purge).
+	deleted deletions
+	// visits counts the records calls looked at (Visits).
+	visits int
 	// neverReady and skipCallHome count the next new instances that will
 	// never be ready, or that will be ready without calling home.
 	neverReady, skipCallHome int
