@@ -82,11 +82,6 @@ func (p *Provider) create(req provider.CreateRequest) (*instance, bool, error) {
 		name: req.Name,
 		seq:  p.nextSeq,
 		req:  req,
-		labels: map[string]string{
-			provider.LabelManaged:    provider.LabelManagedYes,
-			provider.LabelUID:        req.UID,
-			provider.LabelDeployment: p.deployment,
-		},
 		inst: provider.Instance{
 			ID:         idPrefix + req.Name,
 			State:      provider.StateProvisioning,
@@ -95,7 +90,6 @@ func (p *Provider) create(req provider.CreateRequest) (*instance, bool, error) {
 			Zone:       zone,
 			Deployment: p.deployment,
 		},
-		console: []string{"mock: instance " + req.Name + " created; booting"},
 	}
 	if e := p.takeAsync(zone); e != nil {
 		// Accepted, and failed since: Get will say why, and nothing runs.
@@ -195,7 +189,11 @@ func (p *Provider) Console(ctx context.Context, providerID string) (string, erro
 	if !ok {
 		return "", provider.NewError(provider.KindNotFound, "console", providerID, provider.ErrNotFound)
 	}
-	return strings.Join(in.console, "\n") + "\n", nil
+	lines := in.console
+	if in.req.Name != "" { // made by Create, not planted (AddForeign)
+		lines = append([]string{"mock: instance " + in.name + " created; booting"}, lines...)
+	}
+	return strings.Join(lines, "\n") + "\n", nil
 }
 
 // Delete removes the instance, or releases an address no VM uses.
@@ -330,7 +328,7 @@ func (p *Provider) snapshot(listed bool) []provider.Instance {
 		if in.createErr != nil {
 			continue
 		}
-		if d := in.labels[provider.LabelDeployment]; listed && (in.labels[provider.LabelManaged] != provider.LabelManagedYes || (d != "" && d != p.deployment)) {
+		if d := in.inst.Deployment; listed && (in.unmanaged || (d != "" && d != p.deployment)) {
 			continue
 		}
 		list = append(list, in)
