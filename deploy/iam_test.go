@@ -32,7 +32,7 @@ func TestEachAccountHoldsWhatItsCallsNeed(t *testing.T) {
 	grants := bindings(t, ev)
 	roles := customRoles(t, ev)
 
-	readmeCalls(t, calls)
+	docsCalls(t, calls)
 	if len(calls) != len(accounts) {
 		t.Errorf("the code registers %d functions and Terraform deploys %d", len(calls), len(accounts))
 	}
@@ -338,17 +338,18 @@ func uniq(s []string) []string {
 	return slices.Compact(s)
 }
 
-// readmeCalls: the README's table of the API methods each function calls
-// is what the code calls, so an operator reading it reads the code.
-func readmeCalls(t *testing.T, calls map[string][]call) {
+// docsCalls: the deploy page's table of the API methods each function
+// calls (docs/operations/deploy.md) is what the code calls, so an operator
+// reading it reads the code.
+func docsCalls(t *testing.T, calls map[string][]call) {
 	t.Helper()
-	readme, err := os.ReadFile("../README.md")
+	page, err := os.ReadFile("../docs/operations/deploy.md")
 	if err != nil {
 		t.Fatal(err)
 	}
 	got := map[string]string{}
 	row := regexp.MustCompile("^\\| (ProxyAPI|Reconcile|CollectGarbage) \\| (`.*`) \\|$")
-	for _, l := range strings.Split(string(readme), "\n") {
+	for _, l := range strings.Split(string(page), "\n") {
 		if m := row.FindStringSubmatch(l); m != nil {
 			got[m[1]] = m[2]
 		}
@@ -362,6 +363,6 @@ func readmeCalls(t *testing.T, calls map[string][]call) {
 		want[name] = "`" + strings.Join(uniq(methods), "`, `") + "`"
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
-		t.Errorf("the README's rows of the API methods each function calls (-what the code calls +the README):\n%s", diff)
+		t.Errorf("docs/operations/deploy.md's rows of the API methods each function calls (-what the code calls +the page):\n%s", diff)
 	}
 }

@@ -20,7 +20,8 @@ var beforeTerraform = []string{
 	"storage.googleapis.com",
 }
 
-// TestRunbookEnablesTheAPIs: the README's runbook enables, before the first
+// TestRunbookEnablesTheAPIs: the first deploy's runbook
+// (docs/getting-started/first-deploy.md) enables, before the first
 // apply, exactly the APIs main.tf enables and the ones Terraform needs to
 // begin with, so an API added to the module is added to the runbook too.
 func TestRunbookEnablesTheAPIs(t *testing.T) {
@@ -28,11 +29,11 @@ func TestRunbookEnablesTheAPIs(t *testing.T) {
 	want := append(stringList(t, "local.services", ev.local(t, "services")), beforeTerraform...)
 	sort.Strings(want)
 
-	readme, err := os.ReadFile("../README.md")
+	page, err := os.ReadFile("../docs/getting-started/first-deploy.md")
 	if err != nil {
 		t.Fatal(err)
 	}
-	lines := strings.Split(string(readme), "\n")
+	lines := strings.Split(string(page), "\n")
 	api := regexp.MustCompile(`[a-z0-9]+\.googleapis\.com`)
 	var got []string
 	for i, l := range lines {
@@ -48,10 +49,10 @@ func TestRunbookEnablesTheAPIs(t *testing.T) {
 		break
 	}
 	if got == nil {
-		t.Fatal("the README's runbook has no `gcloud services enable` line")
+		t.Fatal("docs/getting-started/first-deploy.md has no `gcloud services enable` line")
 	}
 	sort.Strings(got)
 	if diff := cmp.Diff(want, got); diff != "" {
-		t.Errorf("APIs the runbook enables (-main.tf's and the ones Terraform needs first +the README's):\n%s", diff)
+		t.Errorf("APIs the runbook enables (-main.tf's and the ones Terraform needs first +the runbook's):\n%s", diff)
 	}
 }

@@ -10,8 +10,8 @@ func init() {
 	functions.HTTP("ProxyAPI", proxyAPI)
 }
 
-// proxyAPI is the ProxyAPI entry point: the HTTP API of the README's
-// quick start.
+// proxyAPI is the ProxyAPI entry point: the HTTP API of
+// docs/reference/api.md.
 func proxyAPI(w http.ResponseWriter, r *http.Request) {
 	a, err := process.get(r.Context())
 	if err != nil {

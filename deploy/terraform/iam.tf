@@ -144,7 +144,7 @@ resource "google_project_iam_member" "trigger_receiver" {
 # self-test ends, and may publish there and nowhere else; Reconcile takes
 # from it only what names a proxy's uid. Only VMs that run the default
 # bootstrap hold this account: one that runs a spec's own cloud-init has
-# none (README, "Custom cloud-init").
+# none (docs/concepts/vm.md, "Custom cloud-init").
 resource "google_pubsub_topic_iam_member" "reconcile_publishers" {
   for_each = {
     reconcile = google_service_account.reconcile.member

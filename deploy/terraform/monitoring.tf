@@ -1,7 +1,7 @@
 # The operator's view: one Cloud Monitoring dashboard over the log-based
 # metrics of metrics.tf and the dead-letter subscription, and the alert
-# policies that page when something needs a person. The README's Deploy
-# section says what each chart and alert shows.
+# policies that page when something needs a person. docs/operations/alerts.md
+# says what each chart and alert shows.
 locals {
   # The garbage collector's tick, in seconds, read off gc_schedule
   # ("*/N * * * *"; its validation takes no other form). The GC alerts wait

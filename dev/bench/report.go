@@ -191,7 +191,7 @@ type gcResult struct {
 }
 
 // Floors of one lifecycle, the least the design allows (the reconciler's
-// package doc, the README's Metrics section).
+// package doc, docs/development/benchmarks.md).
 const (
 	// floorInvocations: ProxyAPI's POST and DELETE, one Reconcile per
 	// document write, and the one the VM's call-home brings.

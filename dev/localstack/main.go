@@ -13,7 +13,7 @@
 // would.
 //
 // Its configuration is the functions' own (internal/app's table of
-// variables, documented in the README), with the local stack's defaults
+// variables, documented in docs/reference/configuration.md), with the local stack's defaults
 // underneath: the demo-egress project, text logs, the emulators on their
 // usual ports, and a caller for requests that bring no identity
 // (LOCAL_IDENTITY, local-admin@localhost, an admin by API_ADMINS' local

@@ -4,7 +4,7 @@
 // proxy and direct; concurrent tunnels held; and the proxy's resident
 // memory at 1,000 of them. Any proxy that speaks CONNECT with Basic
 // credentials can be measured (the engine, tinyproxy, squid), which is how
-// the engine was chosen (README, "The proxy engine").
+// the engine was chosen (docs/development/benchmarks.md, "Chosen by measurement").
 //
 //	proxy-bench -proxy 127.0.0.1:3128 -user U -password P -pid 1234
 //

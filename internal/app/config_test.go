@@ -292,12 +292,13 @@ func TestEachFunctionReadsItsVariables(t *testing.T) {
 	}
 }
 
-// TestTheREADMEDocumentsEveryVariable: every variable of the table is a row
-// of a variable table in the README, with its default (the production one,
+// TestTheDocsDocumentEveryVariable: every variable of the table is a row
+// of a variable table in the configuration reference
+// (docs/reference/configuration.md), with its default (the production one,
 // or the local stack's for the local stack's own table), and every such row
 // names a variable of the table.
-func TestTheREADMEDocumentsEveryVariable(t *testing.T) {
-	raw, err := os.ReadFile("../../README.md")
+func TestTheDocsDocumentEveryVariable(t *testing.T) {
+	raw, err := os.ReadFile(configurationPage)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -312,23 +313,26 @@ func TestTheREADMEDocumentsEveryVariable(t *testing.T) {
 	for name, v := range vars {
 		defaults, ok := documented[name]
 		if !ok {
-			t.Errorf("%s is not in a variable table of the README; add:\n| `%s` | %s | %s |", name, name, quoteDefault(v.DocDefault()), v.Meaning)
+			t.Errorf("%s is not in a variable table of %s; add:\n| `%s` | %s | %s |", name, configurationPage, name, quoteDefault(v.DocDefault()), v.Meaning)
 			continue
 		}
 		for _, d := range defaults {
 			if d != quoteDefault(v.DocDefault()) && (v.LocalDefault == "" || d != quoteDefault(v.LocalDefault)) {
-				t.Errorf("the README gives %s the default %s; the table's is %s", name, d, quoteDefault(v.DocDefault()))
+				t.Errorf("%s gives %s the default %s; the table's is %s", configurationPage, name, d, quoteDefault(v.DocDefault()))
 			}
 		}
 	}
 	for name := range documented {
 		if _, ok := vars[name]; !ok {
-			t.Errorf("the README documents %s, which no function reads (it is not in app.Vars)", name)
+			t.Errorf("%s documents %s, which no function reads (it is not in app.Vars)", configurationPage, name)
 		}
 	}
 }
 
-// quoteDefault is a default as a README cell shows it: code, unless it is
+// configurationPage is the configuration reference, relative to this package.
+const configurationPage = "../../docs/reference/configuration.md"
+
+// quoteDefault is a default as a docs table cell shows it: code, unless it is
 // prose or none.
 func quoteDefault(d string) string {
 	if d == "—" || strings.Contains(d, " ") || strings.Contains(d, "`") {
@@ -378,7 +382,7 @@ func TestNoVariableIsReadAroundTheTable(t *testing.T) {
 				}
 				name := strings.Trim(lit.Value, `"`)
 				if _, ok := vars[name]; !ok && outside[name] == "" {
-					t.Errorf("%s reads %s around app.Vars: add it to the table (and the README and Terraform) or say here why not", fset.Position(call.Pos()), name)
+					t.Errorf("%s reads %s around app.Vars: add it to the table (and the docs and Terraform) or say here why not", fset.Position(call.Pos()), name)
 				}
 				return true
 			})

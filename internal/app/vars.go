@@ -34,7 +34,7 @@ const (
 var Functions = []Function{ProxyAPI, Reconcile, CollectGarbage}
 
 // Var is one configuration variable: the one place its name, default,
-// meaning and readers are written down. The README's tables and
+// meaning and readers are written down. The docs' configuration reference and
 // deploy/terraform are checked against this table (internal/app and
 // deploy tests), so a variable cannot be read without being documented and
 // deployed.
@@ -44,7 +44,7 @@ type Var struct {
 	// variable's own syntax; "" means there is none (or it is derived, as
 	// DefaultDoc says).
 	Default string
-	// DefaultDoc is the default as the README gives it, when Default alone
+	// DefaultDoc is the default as the docs give it, when Default alone
 	// does not say it ("the first of PROVIDERS").
 	DefaultDoc string
 	// LocalDefault is the default `make run` gives the variable, when it is

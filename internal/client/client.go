@@ -1,8 +1,8 @@
-// Package client is the API's Go client: the calls of the README's API table over HTTP,
-// and the API's errors (AIP-193) as values a program can act on. The
-// egress CLI and the benchmark use it; who the caller is rides in the
-// http.Client it is given (an ID token's transport, or none for the local
-// stack).
+// Package client is the API's Go client: the calls of the API reference's
+// table (docs/reference/api.md) over HTTP, and the API's errors (AIP-193)
+// as values a program can act on. The egress CLI and the benchmark use it;
+// who the caller is rides in the http.Client it is given (an ID token's
+// transport, or none for the local stack).
 package client
 
 import (

@@ -137,7 +137,7 @@ func (c *Collector) guard(ctx context.Context, orphans []orphan, uids map[string
 		slog.Any("byProvider", byProvider),
 		slog.String("deployment", c.opts.Deployment),
 		slog.Bool("dryRun", c.opts.DryRun),
-		slog.String("todo", "nothing was deleted; if these resources are garbage, run once with GC_MAX_DELETES above wouldDelete (or GC_ALLOW_EMPTY_DATABASE=true when no document exists), then set it back (README, Garbage collection)"))
+		slog.String("todo", "nothing was deleted; if these resources are garbage, run once with GC_MAX_DELETES above wouldDelete (or GC_ALLOW_EMPTY_DATABASE=true when no document exists), then set it back (docs/operations/garbage-collection.md)"))
 	return why
 }
 
@@ -180,7 +180,7 @@ func (c *Collector) decide(ctx context.Context, now time.Time, s *Summary, inst 
 		// Made before the label, by this deployment or by anything else
 		// that used the two older labels: a person must say whose.
 		s.Unowned++
-		c.log.WarnContext(ctx, "managed resource has no deployment label; kept, never collected (README: Garbage collection, adopting)",
+		c.log.WarnContext(ctx, "managed resource has no deployment label; kept, never collected (docs/operations/garbage-collection.md, adopting)",
 			slog.String("provider", s.Provider), slog.String("providerID", inst.ID), slog.String("uid", inst.UID),
 			slog.String("deployment", c.opts.Deployment))
 		return false

@@ -1,5 +1,5 @@
 // Package httpapi is the ProxyAPI: the HTTP interface over the store of
-// namespace and proxy documents (the README's API section). It creates,
+// namespace and proxy documents (docs/reference/api.md). It creates,
 // changes and reads documents; it never calls a provider, since a
 // document's events drive the reconciler.
 //

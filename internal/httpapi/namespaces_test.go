@@ -34,7 +34,7 @@ func decodeNS(t *testing.T, b []byte) nsResource {
 }
 
 // TestNamespaces: what an admin and an owner do with namespaces, step by
-// step, as the README tells it.
+// step, as the docs tell it.
 func TestNamespaces(t *testing.T) {
 	e := memEnv(t)
 	const path = "/v1/namespaces/team-b"
@@ -136,10 +136,11 @@ func TestErrorsParseAsGoogleErrors(t *testing.T) {
 	}
 }
 
-// TestTheREADMEDocumentsEveryRoute: each route of the API is a row of the
-// README's API table, as `METHOD PATH`, and each such row is a route.
-func TestTheREADMEDocumentsEveryRoute(t *testing.T) {
-	raw, err := os.ReadFile("../../README.md")
+// TestTheDocsDocumentEveryRoute: each route of the API is a row of the
+// API reference's table (docs/reference/api.md), as `METHOD PATH`, and each
+// such row is a route.
+func TestTheDocsDocumentEveryRoute(t *testing.T) {
+	raw, err := os.ReadFile("../../docs/reference/api.md")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -155,7 +156,7 @@ func TestTheREADMEDocumentsEveryRoute(t *testing.T) {
 		routes = append(routes, r.Method+" "+r.Path)
 	}
 	if diff := cmp.Diff(routes, documented, cmpopts.SortSlices(func(a, b string) bool { return a < b })); diff != "" {
-		t.Errorf("routes (-httpapi.Routes() +the README's API table):\n%s", diff)
+		t.Errorf("routes (-httpapi.Routes() +docs/reference/api.md's table):\n%s", diff)
 	}
 }
 

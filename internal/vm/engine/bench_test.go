@@ -95,7 +95,7 @@ func BenchmarkTunnelThroughput(b *testing.B) {
 // and checks every one still carries bytes. It opens 200 under go test (a
 // count a CI runner's file limits and the race detector's goroutine limit
 // allow) and EGRESS_ENGINE_TUNNELS of them when set (2000 for the
-// figures in the README), logging this process's resident memory, which
+// figures in docs/development/benchmarks.md), logging this process's resident memory, which
 // here includes the clients and the echo as well as the engine.
 func TestTunnelCapacity(t *testing.T) {
 	n := 200

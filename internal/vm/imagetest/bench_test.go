@@ -68,7 +68,7 @@ type bulkSample struct {
 // With IMAGE_BENCH_ENGINE=tinyproxy it measures, on the same harness, the
 // host's tinyproxy (Debian's, as the VMs ran it before the engine) with
 // the configuration the startup script used to write, run in the VM's
-// namespace without a boot: figures for the README's comparison, judged
+// namespace without a boot: figures for the comparison in docs/development/benchmarks.md, judged
 // against no target.
 //
 // It prints one line:
