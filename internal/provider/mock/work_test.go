@@ -3,16 +3,12 @@ package mock_test
 import (
 	"context"
 	"fmt"
-	"go/ast"
-	"go/parser"
-	"go/token"
-	"path/filepath"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/egress-proxies/egress/internal/clock"
 	"github.com/egress-proxies/egress/internal/provider/mock"
+	"github.com/egress-proxies/egress/internal/worktest"
 )
 
 // TestWorkIsLinearInTheFleet creates 100,000 VMs, half with a static
@@ -93,50 +89,5 @@ func TestWorkIsLinearInTheFleet(t *testing.T) {
 // instances or addresses counts each record it looks at, so a new walk of
 // the fleet cannot escape TestWorkIsLinearInTheFleet's bound.
 func TestEveryWalkIsCounted(t *testing.T) {
-	files, err := filepath.Glob("*.go")
-	if err != nil {
-		t.Fatal(err)
-	}
-	fset := token.NewFileSet()
-	walks := 0
-	for _, name := range files {
-		if strings.HasSuffix(name, "_test.go") {
-			continue
-		}
-		f, err := parser.ParseFile(fset, name, nil, 0)
-		if err != nil {
-			t.Fatal(err)
-		}
-		ast.Inspect(f, func(n ast.Node) bool {
-			r, ok := n.(*ast.RangeStmt)
-			if !ok {
-				return true
-			}
-			sel, ok := r.X.(*ast.SelectorExpr)
-			if !ok || (sel.Sel.Name != "instances" && sel.Sel.Name != "addresses") {
-				return true
-			}
-			walks++
-			if !countsVisit(r.Body) {
-				t.Errorf("%s: a loop over %s does not begin with p.visits++: Visits would not see its work", fset.Position(r.Pos()), sel.Sel.Name)
-			}
-			return true
-		})
-	}
-	if walks == 0 {
-		t.Fatal("found no loop over the instances or addresses: the check looks at nothing")
-	}
-}
-
-// countsVisit reports whether a loop body begins with p.visits++.
-func countsVisit(body *ast.BlockStmt) bool {
-	if len(body.List) == 0 {
-		return false
-	}
-	inc, ok := body.List[0].(*ast.IncDecStmt)
-	if !ok || inc.Tok != token.INC {
-		return false
-	}
-	sel, ok := inc.X.(*ast.SelectorExpr)
-	return ok && sel.Sel.Name == "visits"
+	worktest.WalksCounted(t, ".", "visits", "instances", "addresses")
 }
