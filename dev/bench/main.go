@@ -10,27 +10,35 @@
 // metering) — the lines that production's log-based metrics read, so the
 // figures here are the ones an operator sees.
 //
-// Phases:
+// Phases, each timed:
 //
 //	lifecycle  -lifecycles proxies at once, each in its own namespace:
 //	           create → Ready → delete → gone. Usage per lifecycle against
 //	           its floor, billed function-seconds; latency from the VM ready
 //	           to the API showing Ready, and from DELETE to the proxy gone.
-//	bulk       -bulk proxies requested by -concurrency clients at once, over
-//	           namespaces of 20 (the default quota), at the deployed
-//	           concurrency: time until all are Ready, after the first request
-//	           and after the last VM's boot; the functions' peak memory; API
-//	           latency of the creates and of as many gets; then all deleted.
-//	gc         -gc documents and as many instances, one CollectGarbage run
-//	           in a process of its own on the same Firestore emulator: its
-//	           time and peak memory.
-//	cold       -pool proxies whose placement no pool serves, beside a pool
-//	           of -pool warm VMs: POST → Ready, a whole boot.
-//	reconfigure  a PATCH of each cold proxy's allowedSourceRanges: PATCH →
-//	           Ready serving the new generation.
-//	poolClaim  -pool proxies the pool serves, each claiming a warm VM:
-//	           POST → Ready, and the cost of a claimed lifecycle (POST to
-//	           gone, and the pool's refill) against its floor.
+//	bulk       -bulk/10, then -bulk proxies requested by -concurrency
+//	           clients at once, over namespaces of 20 (the default quota), at
+//	           the deployed concurrency: time until all are Ready, after the
+//	           first request and after the last VM's boot; the functions'
+//	           peak memory and CPU time; API latency of the creates and of as
+//	           many gets; then all deleted.
+//	gc         -gc/100, -gc/10, then -gc documents and as many instances,
+//	           one CollectGarbage run each in a process of its own on the
+//	           same Firestore emulator: its time, its own CPU time and the
+//	           emulator's, and its memory above what it held before.
+//	pool       -pool proxies whose placement no pool serves, beside a pool
+//	           of -pool warm VMs (POST → Ready, a whole boot); a PATCH of
+//	           each (PATCH → Ready serving the new generation); then -pool
+//	           proxies the pool serves, each claiming a warm VM: POST →
+//	           Ready, and the cost of a claimed lifecycle (POST to gone,
+//	           and the pool's refill) against its floor.
+//
+// The bulk phase and the collector at each of their sizes are the scaling
+// table: an item's cost (time, CPU time, memory) at each size, which may
+// grow by at most a fifth from the smallest size to the largest.
+// -phases runs some of the phases (what `make bench-scale` runs: bulk and
+// gc), -gc-cpuprofile profiles the largest collection, and -keep keeps the
+// stack's log of every invocation.
 //
 // It prints a table and writes the figures as JSON to -out.
 package main
@@ -42,7 +50,9 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"slices"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 )
@@ -63,7 +73,11 @@ func main() {
 	flag.IntVar(&s.concurrency, "concurrency", 64, "HTTP clients at once in the bulk phase")
 	flag.IntVar(&s.gc, "gc", 100_000, "documents and instances of the garbage-collection run")
 	flag.IntVar(&s.pool, "pool", 20, "warm VMs in the pool, and proxies in each of the pool phases")
+	phases := flag.String("phases", strings.Join(allPhases, ","), "the phases to run, of "+strings.Join(allPhases, ", ")+" (a target of a phase not run is not held)")
+	flag.StringVar(&s.gcProfile, "gc-cpuprofile", "", "write a CPU profile of the largest garbage-collection run to this file (go tool pprof reads it)")
+	flag.BoolVar(&s.keep, "keep", false, "keep the stack's log (every invocation line) and the collector's, and say where")
 	flag.Parse()
+	s.phases = strings.Split(*phases, ",")
 	if err := s.validate(); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(2)
@@ -83,7 +97,7 @@ func main() {
 		os.Exit(1)
 	}
 	fmt.Printf("\nwritten to %s\n", s.out)
-	missed := append(r.countsMissed(s), r.timesMissed()...)
+	missed := append(r.countsMissed(s), r.timesMissed(s)...)
 	for _, m := range missed {
 		fmt.Fprintln(os.Stderr, "bench: target missed:", m)
 	}
@@ -98,7 +112,35 @@ type settings struct {
 	scale                             float64
 	lifecycles, bulk, concurrency, gc int
 	pool                              int
+	// phases are the phases to run, of allPhases.
+	phases []string
+	// gcProfile, if set, is where the largest collection run's CPU
+	// profile goes.
+	gcProfile string
+	// keep keeps the logs of a run that succeeded too.
+	keep bool
 }
+
+// The phases, in the order they run.
+const (
+	phaseLifecycle = "lifecycle"
+	phaseBulk      = "bulk"
+	phaseGC        = "gc"
+	phasePool      = "pool"
+)
+
+var allPhases = []string{phaseLifecycle, phaseBulk, phaseGC, phasePool}
+
+// runs reports whether the run includes the phase.
+func (s settings) runs(phase string) bool { return slices.Contains(s.phases, phase) }
+
+// gcSizes are the sizes the collector runs at, for the scaling table: a
+// hundredth and a tenth of -gc, then -gc, the phase's figure.
+func (s settings) gcSizes() []int { return []int{max(s.gc/100, 1), max(s.gc/10, 1), s.gc} }
+
+// bulkSizes are the sizes of the bulk phase, for the scaling table: a
+// tenth of -bulk, then -bulk, the phase's figure.
+func (s settings) bulkSizes() []int { return []int{max(s.bulk/10, 1), s.bulk} }
 
 // realisticBoot is how long a Compute Engine VM takes from insert to
 // running with its external IP, as the benchmark assumes it.
@@ -117,6 +159,11 @@ func (s settings) validate() error {
 		return fmt.Errorf("-lifecycles %d, -bulk %d, -gc %d, -pool %d: want at least 1, 1, 100 and 1", s.lifecycles, s.bulk, s.gc, s.pool)
 	case s.concurrency < 1:
 		return fmt.Errorf("-concurrency %d: want at least 1", s.concurrency)
+	}
+	for _, p := range s.phases {
+		if !slices.Contains(allPhases, p) {
+			return fmt.Errorf("-phases: no phase %q; the phases are %s", p, strings.Join(allPhases, ", "))
+		}
 	}
 	return nil
 }

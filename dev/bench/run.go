@@ -19,8 +19,8 @@ import (
 // Projects of the benchmark on the stack's emulators: one for the stack,
 // one for the garbage-collection run, so neither sees the other's documents.
 const (
-	stackProject = "demo-bench"
-	gcProject    = "demo-bench-gc"
+	stackProject    = "demo-bench"
+	gcProjectPrefix = "demo-bench-gc"
 )
 
 // bench is a running benchmark: the stack, and what watches it.
@@ -47,11 +47,14 @@ func run(ctx context.Context, s settings, log *slog.Logger) (*results, error) {
 	defer stackLog.Close()
 	failed := true
 	defer func() {
-		if failed {
+		switch {
+		case failed:
 			log.Error("the stack's log is kept", "path", stackLog.Name())
-			return
+		case s.keep:
+			log.Info("the stack's and the collector's logs are kept", "dir", dir)
+		default:
+			os.RemoveAll(dir)
 		}
-		os.RemoveAll(dir)
 	}()
 
 	log.Info("building the local stack")
@@ -73,6 +76,7 @@ func run(ctx context.Context, s settings, log *slog.Logger) (*results, error) {
 	}
 
 	r := &results{Machine: machine{CPUs: runtime.NumCPU(), Go: runtime.Version(), Date: time.Now().UTC().Format(time.DateOnly)}, Settings: s.report()}
+	r.phase("start", time.Since(begun))
 	// The namespaces first, as the local admin, before any phase counts.
 	if err := b.namespaces(ctx); err != nil {
 		return nil, fmt.Errorf("creating the namespaces: %w", err)
@@ -80,26 +84,29 @@ func run(ctx context.Context, s settings, log *slog.Logger) (*results, error) {
 	if err := b.quiet(ctx); err != nil {
 		return nil, err
 	}
-	log.Info("lifecycle phase", "proxies", s.lifecycles)
-	if err := b.lifecycle(ctx, r); err != nil {
-		return nil, fmt.Errorf("lifecycle phase: %w", err)
-	}
-	log.Info("bulk phase", "proxies", s.bulk, "concurrency", s.concurrency)
-	if err := b.bulk(ctx, r); err != nil {
-		return nil, fmt.Errorf("bulk phase: %w", err)
-	}
-	log.Info("garbage-collection phase", "instances", s.gc, "documents", s.gc)
-	if err := b.collect(ctx, r); err != nil {
-		return nil, fmt.Errorf("garbage-collection phase: %w", err)
-	}
-	// Last: once the pool exists, it serves the other phases' spec.
-	log.Info("warm pool phases", "pool", s.pool)
-	if err := b.poolPhases(ctx, r); err != nil {
-		return nil, err
+	for _, ph := range []struct {
+		name string
+		run  func(context.Context, *results) error
+	}{
+		// The pool phases last: once the pool exists, it serves the other
+		// phases' spec.
+		{phaseLifecycle, b.lifecycle}, {phaseBulk, b.bulkAtEachSize}, {phaseGC, b.collect}, {phasePool, b.poolPhases},
+	} {
+		if !s.runs(ph.name) {
+			continue
+		}
+		log.Info("phase", "phase", ph.name)
+		t := time.Now()
+		if err := ph.run(ctx, r); err != nil {
+			return nil, fmt.Errorf("%s phase: %w", ph.name, err)
+		}
+		r.phase(ph.name, time.Since(t))
+		log.Info("phase done", "phase", ph.name, "seconds", round(time.Since(t).Seconds(), 1))
 	}
 	if err := b.stack.Stop(30 * time.Second); err != nil {
 		return nil, fmt.Errorf("stopping the stack: %w", err)
 	}
+	r.TotalSeconds = round(time.Since(begun).Seconds(), 1)
 	failed = false
 	return r, nil
 }
@@ -134,14 +141,22 @@ func (b *bench) quietAfter(ctx context.Context, since tally, atLeast int) error 
 // default caller, an admin. The benchmark acts as that admin throughout.
 func (b *bench) namespaces(ctx context.Context) error {
 	var names []string
-	for i := range b.s.lifecycles {
-		names = append(names, lifecycleNamespace(i))
+	if b.s.runs(phaseLifecycle) {
+		for i := range b.s.lifecycles {
+			names = append(names, lifecycleNamespace(i))
+		}
 	}
-	for i := range bulkNamespaces(b.s.bulk) {
-		names = append(names, bulkNamespace(i))
+	if b.s.runs(phaseBulk) {
+		for _, n := range b.s.bulkSizes() {
+			for i := range bulkNamespaces(n) {
+				names = append(names, bulkNamespace(n, i))
+			}
+		}
 	}
-	for i := range b.s.pool {
-		names = append(names, coldNamespace(i), claimNamespace(i))
+	if b.s.runs(phasePool) {
+		for i := range b.s.pool {
+			names = append(names, coldNamespace(i), claimNamespace(i))
+		}
 	}
 	_, err := parallel(ctx, len(names), b.s.concurrency, func(i int) error {
 		_, created, err := b.api.CreateNamespace(ctx, names[i], nil, nil)
@@ -154,7 +169,10 @@ func (b *bench) namespaces(ctx context.Context) error {
 }
 
 func lifecycleNamespace(i int) string { return fmt.Sprintf("life-%03d", i) }
-func bulkNamespace(i int) string      { return fmt.Sprintf("bulk-%03d", i) }
+
+// bulkNamespace is the i-th namespace of the bulk phase of n proxies: each
+// size its own, so that no document path is Ready or gone twice.
+func bulkNamespace(n, i int) string { return fmt.Sprintf("bulk%d-%03d", n, i) }
 
 // bulkNamespaces is how many namespaces of twenty (the default quota) the
 // bulk phase spreads n proxies over.
@@ -217,19 +235,57 @@ func (b *bench) lifecycle(ctx context.Context, r *results) error {
 	return nil
 }
 
-// bulk runs the bulk phase: s.bulk proxies requested at once.
-func (b *bench) bulk(ctx context.Context, r *results) error {
-	n := b.s.bulk
+// bulkAtEachSize runs the bulk phase at each of s.bulkSizes(), the largest
+// last: its figures are the phase's (bulk1000), and each size is a row of
+// the scaling table.
+func (b *bench) bulkAtEachSize(ctx context.Context, r *results) error {
+	for _, n := range b.s.bulkSizes() {
+		run, err := b.bulk(ctx, n)
+		if err != nil {
+			return fmt.Errorf("%d proxies: %w", n, err)
+		}
+		b.log.Info("bulk", "proxies", n, "seconds", run.result.Seconds, "cpuMsPerProxy", run.scale.CPUMicrosecondsPerItem/1000,
+			"bytesPerProxy", run.scale.BytesPerItem, "functionSecondsPerProxy", run.scale.FunctionSecondsPerItem)
+		r.Bulk, r.BulkProduction, r.API = run.result, run.production, run.api
+		r.Scaling.Bulk = append(r.Scaling.Bulk, run.scale)
+	}
+	return nil
+}
+
+// bulkRun is what one bulk run measured.
+type bulkRun struct {
+	result     bulkResult
+	production bulkProduction
+	api        apiResult
+	scale      scaleRow
+}
+
+// bulk runs the bulk phase once: n proxies requested at once.
+func (b *bench) bulk(ctx context.Context, n int) (bulkRun, error) {
 	keys := make([]proxy.Key, n)
 	namespaces := bulkNamespaces(n)
 	for i := range keys {
 		// Twenty a namespace, the default quota, and one request after
 		// another to a different namespace, as many teams asking at once
 		// would.
-		keys[i] = proxy.Key{Namespace: bulkNamespace(i % namespaces), Name: fmt.Sprintf("proxy-%02d", i/namespaces)}
+		keys[i] = proxy.Key{Namespace: bulkNamespace(n, i%namespaces), Name: fmt.Sprintf("proxy-%02d", i/namespaces)}
 	}
-	if err := resetPeakRSS(b.stack.Pid()); err != nil {
-		return err
+	pid := b.stack.Pid()
+	// The functions process's memory from what it holds live, so that
+	// what the phase adds is the phase's, not room an earlier phase left.
+	if err := b.api.freeMemory(ctx); err != nil {
+		return bulkRun{}, err
+	}
+	baseline, err := procBytes(pid, "VmRSS")
+	if err != nil {
+		return bulkRun{}, err
+	}
+	if err := resetPeakRSS(pid); err != nil {
+		return bulkRun{}, err
+	}
+	cpuStart, err := cpuTime(pid)
+	if err != nil {
+		return bulkRun{}, err
 	}
 	before := b.lines.snapshot()
 	start := time.Now()
@@ -240,75 +296,98 @@ func (b *bench) bulk(ctx context.Context, r *results) error {
 		return err
 	})
 	if err != nil {
-		return err
+		return bulkRun{}, err
 	}
 	requested := time.Since(start)
 	readyAt, err := b.lines.await(ctx, ready, paths(keys), 5*time.Minute)
 	if err != nil {
-		return err
+		return bulkRun{}, err
 	}
 	lastReady := slices.MaxFunc(readyAt, time.Time.Compare)
 	allReady := lastReady.Sub(start)
 	booted, err := b.bootedAt(ctx, uids, keys)
 	if err != nil {
-		return err
+		return bulkRun{}, err
 	}
 	lastBoot := slices.MaxFunc(booted, time.Time.Compare)
-	peak, err := procBytes(b.stack.Pid(), "VmHWM")
+	peak, err := procBytes(pid, "VmHWM")
 	if err != nil {
-		return err
+		return bulkRun{}, err
 	}
 	if err := b.quiet(ctx); err != nil {
-		return err
+		return bulkRun{}, err
 	}
 	converged := b.lines.snapshot()
+	cpuConverged, err := cpuTime(pid)
+	if err != nil {
+		return bulkRun{}, err
+	}
 
 	gets, err := parallel(ctx, n, b.s.concurrency, func(i int) error { return b.api.get(ctx, keys[i]) })
 	if err != nil {
-		return err
+		return bulkRun{}, err
 	}
 	if err := b.quiet(ctx); err != nil {
-		return err
+		return bulkRun{}, err
 	}
 	afterGets := b.lines.snapshot()
+	cpuAfterGets, err := cpuTime(pid)
+	if err != nil {
+		return bulkRun{}, err
+	}
 
 	deleteStart := time.Now()
 	if _, err := parallel(ctx, n, b.s.concurrency, func(i int) error { return b.api.delete(ctx, keys[i]) }); err != nil {
-		return err
+		return bulkRun{}, err
 	}
 	goneAt, err := b.lines.await(ctx, gone, paths(keys), 5*time.Minute)
 	if err != nil {
-		return err
+		return bulkRun{}, err
 	}
 	allGone := slices.MaxFunc(goneAt, time.Time.Compare).Sub(deleteStart)
 	if err := b.quiet(ctx); err != nil {
-		return err
+		return bulkRun{}, err
+	}
+	cpuEnd, err := cpuTime(pid)
+	if err != nil {
+		return bulkRun{}, err
 	}
 	// What the proxies cost, without the gets the benchmark made.
 	cost := converged.minus(before).plus(b.lines.snapshot().minus(afterGets))
+	cpu := (cpuConverged - cpuStart) + (cpuEnd - cpuAfterGets)
 
-	r.Bulk = bulkResult{
-		Proxies:          n,
-		Concurrency:      b.s.concurrency,
-		RequestSeconds:   round(requested.Seconds(), 3),
-		Seconds:          round(allReady.Seconds(), 3),
-		PeakRSSBytes:     peak,
-		DeleteSeconds:    round(allGone.Seconds(), 3),
-		PerProxy:         perProxy(cost, n),
-		ReadyLatencyMs:   summarize(readyAfter(readyAt, start)),
-		InvocationsTotal: cost.total(),
-	}
-	r.BulkProduction = bulkProduction{
-		SecondsAfterLastBoot: round(lastReady.Sub(lastBoot).Seconds(), 3),
-		Concurrency:          deployedScale(),
-	}
-	r.API = apiResult{
-		Concurrency: b.s.concurrency,
-		CreateP50Ms: ms(percentile(creates, 50)), CreateP99Ms: ms(percentile(creates, 99)),
-		GetP50Ms: ms(percentile(gets, 50)), GetP99Ms: ms(percentile(gets, 99)),
-		Requests: n,
-	}
-	return nil
+	return bulkRun{
+		result: bulkResult{
+			Proxies:          n,
+			Concurrency:      b.s.concurrency,
+			RequestSeconds:   round(requested.Seconds(), 3),
+			Seconds:          round(allReady.Seconds(), 3),
+			PeakRSSBytes:     peak,
+			BaselineRSSBytes: baseline,
+			CPUSeconds:       round(cpu.Seconds(), 3),
+			DeleteSeconds:    round(allGone.Seconds(), 3),
+			PerProxy:         perProxy(cost, n),
+			ReadyLatencyMs:   summarize(readyAfter(readyAt, start)),
+			InvocationsTotal: cost.total(),
+		},
+		production: bulkProduction{
+			SecondsAfterLastBoot: round(lastReady.Sub(lastBoot).Seconds(), 3),
+			Concurrency:          deployedScale(),
+		},
+		api: apiResult{
+			Concurrency: b.s.concurrency,
+			CreateP50Ms: ms(percentile(creates, 50)), CreateP99Ms: ms(percentile(creates, 99)),
+			GetP50Ms: ms(percentile(gets, 50)), GetP99Ms: ms(percentile(gets, 99)),
+			Requests: n,
+		},
+		scale: scaleRow{
+			Items:                  n,
+			Seconds:                round(allReady.Seconds(), 3),
+			CPUMicrosecondsPerItem: round(float64(cpu.Microseconds())/float64(n), 1),
+			FunctionSecondsPerItem: round(cost.Billed.Seconds()/float64(n), 3),
+			BytesPerItem:           max(peak-baseline, 0) / int64(n),
+		},
+	}, nil
 }
 
 // bootedAt is when each proxy's VM ended its boot: the mock's CreatedAt
