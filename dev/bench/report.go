@@ -278,11 +278,12 @@ const (
 	// floorFirestoreReads: the create's namespace (its members, quota and
 	// counter, in one document) and name, the deletion request's namespace
 	// (who may delete) and document, a fresh read for each Reconcile
-	// invocation, the read under the document's deletion, and the create's
-	// query of the warm pools that could serve the spec (one read when
-	// none does: a create that no pool serves pays it, so that one that a
-	// pool serves is served in seconds).
-	floorFirestoreReads = 2 + 2 + floorStatusWrites + 1 + 1 + 1
+	// invocation, and the create's query of the warm pools that could
+	// serve the spec (one read when none does: a create that no pool
+	// serves pays it, so that one that a pool serves is served in
+	// seconds). The document's deletion reads nothing: it is conditioned
+	// on the update time its run read.
+	floorFirestoreReads = 2 + 2 + floorStatusWrites + 1 + 1
 	// billingUnit is what Cloud Run bills a request that runs alone at the
 	// least: its time rounded up to 100 ms.
 	billingUnit = 100 * time.Millisecond
