@@ -45,7 +45,7 @@ func TestBenchOnTheLocalStack(t *testing.T) {
 	if _, err := emulator.SDKRoot(); err != nil && os.Getenv("CI") != "true" {
 		t.Skipf("%v\n%s", err, emulator.InstallHint)
 	}
-	s := settings{scale: 25, lifecycles: 3, bulk: 40, concurrency: 8, gc: 1000, pool: 3, phases: allPhases, out: filepath.Join(t.TempDir(), "bench.json")}
+	s := settings{scale: 25, lifecycles: 3, bulk: 40, concurrency: 8, gc: 1000, pool: 3, phases: allPhases, warmup: true, out: filepath.Join(t.TempDir(), "bench.json")}
 	// A bound against a hang, far above any run on a loaded machine; no
 	// measure.
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
@@ -89,7 +89,7 @@ func TestBenchOnTheLocalStack(t *testing.T) {
 	paths = append(paths, "readyLatencyMs.p50", "readyLatencyMs.p99", "bulk1000.seconds", "bulk1000.peakRSSBytes",
 		"bulk1000Production.secondsAfterLastBoot", "bulk1000Production.concurrency.Reconcile.concurrency",
 		"bulk1000Production.concurrency.Reconcile.maxInstances", "bulk1000Production.concurrency.ProxyAPI.concurrency",
-		"gc100k.seconds", "gc100k.peakRSSBytes", "gc100k.cpuSeconds", "gc100k.emulatorCPUSeconds", "gc100k.bytesPerInstance", "totalSeconds", "api.createP50Ms", "api.createP99Ms", "api.concurrency",
+		"warmUp.invocations", "warmUp.functionSecondsPerInvocation", "gc100k.seconds", "gc100k.peakRSSBytes", "gc100k.cpuSeconds", "gc100k.emulatorCPUSeconds", "gc100k.bytesPerInstance", "totalSeconds", "api.createP50Ms", "api.createP99Ms", "api.concurrency",
 		"poolClaim.readyMs.p50", "poolClaim.readyMs.p99", "cold.readyMs.p50", "cold.readyMs.p99",
 		"reconfigure.readyMs.p50", "reconfigure.readyMs.p99")
 	for _, m := range lifecycleOrder {
@@ -101,8 +101,8 @@ func TestBenchOnTheLocalStack(t *testing.T) {
 		}
 	}
 	// The scaling table has a row for each size, and the phases' times
-	// one for each phase and the stack's start.
-	for p, want := range map[string]int{"scaling.gc": len(s.gcSizes()), "scaling.bulk": len(s.bulkSizes()), "phases": len(allPhases) + 1} {
+	// one for each phase, the stack's start and the warm-up.
+	for p, want := range map[string]int{"scaling.gc": len(s.gcSizes()), "scaling.bulk": len(s.bulkSizes()), "phases": len(allPhases) + 2} {
 		if rows, _ := lookup(doc, p).([]any); len(rows) != want {
 			t.Errorf("%s: %s has %d rows, want %d", s.out, p, len(rows), want)
 		}
@@ -393,6 +393,8 @@ func TestStackLogPools(t *testing.T) {
 		`{"time":"2026-12-03T10:00:02Z","message":"warm VM claimed","document":"namespaces/a/proxies/q","pool":"bench"}`,
 		`{"time":"2026-12-03T10:00:03Z","message":"proxy reconfigured","document":"namespaces/a/proxies/p","generation":2}`,
 		`{"time":"2026-12-03T10:00:04Z","message":"proxy reconfigured","document":"namespaces/a/proxies/p","generation":2}`,
+		`{"time":"2026-12-03T10:00:05Z","message":"invocation","function":"Reconcile","trigger":"ready","document":"namespaces/a/proxies/p","latencyMs":30}`,
+		`{"time":"2026-12-03T10:00:06Z","message":"invocation","function":"Reconcile","trigger":"ready","document":"namespaces/a/proxies/p","latencyMs":10}`,
 	} {
 		l.Write([]byte(ln + "\n"))
 	}
@@ -406,6 +408,13 @@ func TestStackLogPools(t *testing.T) {
 	}
 	if _, err := l.await(ctx, reconfigured, []string{generationKey("namespaces/a/proxies/p", 3)}, 10*time.Millisecond); err == nil {
 		t.Error("await of a generation never served returned no error")
+	}
+	// The first call-home's run: it ended at its line's time and started
+	// its latency before.
+	start, _ := time.Parse(time.RFC3339Nano, "2026-12-03T10:00:04.97Z")
+	if diff := cmp.Diff([]invocation{{start: start, took: 30 * time.Millisecond}, {}},
+		l.callHomeRuns([]string{"namespaces/a/proxies/p", "namespaces/a/proxies/q"}), cmp.AllowUnexported(invocation{})); diff != "" {
+		t.Errorf("call-home runs (-want +got):\n%s", diff)
 	}
 	if n, c := l.readyUnder("pools/bench/"), l.claimCount(); n != 1 || c != 1 {
 		t.Errorf("%d members Ready and %d claims, want 1 and 1", n, c)

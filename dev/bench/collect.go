@@ -62,10 +62,7 @@ func gcProject(n int) string { return fmt.Sprintf("%s-%d", gcProjectPrefix, n) }
 func (b *bench) collect(ctx context.Context, r *results) error {
 	// The benchmark's own client writes to the stack's emulator.
 	os.Setenv(emulator.Firestore.EnvVar(), b.stack.FirestoreHost)
-	emulatorPid, err := childNamed(b.stack.Pid(), "cloud-firestore-emulator")
-	if err != nil {
-		return fmt.Errorf("finding the Firestore emulator, whose CPU time the run is charged apart: %w", err)
-	}
+	emulatorPid := b.cpu.firestore
 	sizes := b.s.gcSizes()
 	for i, n := range sizes {
 		profile := ""

@@ -10,7 +10,7 @@
 // metering) — the lines that production's log-based metrics read, so the
 // figures here are the ones an operator sees.
 //
-// Phases, each timed:
+// Phases, each timed, after a warm-up of the emulators (warmup.go):
 //
 //	lifecycle  -lifecycles proxies at once, each in its own namespace:
 //	           create → Ready → delete → gone. Usage per lifecycle against
@@ -22,16 +22,16 @@
 //	           first request and after the last VM's boot; the functions'
 //	           peak memory and CPU time; API latency of the creates and of as
 //	           many gets; then all deleted.
-//	gc         -gc/100, -gc/10, then -gc documents and as many instances,
-//	           one CollectGarbage run each in a process of its own on the
-//	           same Firestore emulator: its time, its own CPU time and the
-//	           emulator's, and its memory above what it held before.
 //	pool       -pool proxies whose placement no pool serves, beside a pool
 //	           of -pool warm VMs (POST → Ready, a whole boot); a PATCH of
 //	           each (PATCH → Ready serving the new generation); then -pool
 //	           proxies the pool serves, each claiming a warm VM: POST →
 //	           Ready, and the cost of a claimed lifecycle (POST to gone,
 //	           and the pool's refill) against its floor.
+//	gc         -gc/100, -gc/10, then -gc documents and as many instances,
+//	           one CollectGarbage run each in a process of its own on the
+//	           same Firestore emulator: its time, its own CPU time and the
+//	           emulator's, and its memory above what it held before.
 //
 // The bulk phase and the collector at each of their sizes are the scaling
 // table: an item's cost (time, CPU time, memory) at each size, which may
@@ -76,6 +76,7 @@ func main() {
 	phases := flag.String("phases", strings.Join(allPhases, ","), "the phases to run, of "+strings.Join(allPhases, ", ")+" (a target of a phase not run is not held)")
 	flag.StringVar(&s.gcProfile, "gc-cpuprofile", "", "write a CPU profile of the largest garbage-collection run to this file (go tool pprof reads it)")
 	flag.BoolVar(&s.keep, "keep", false, "keep the stack's log (every invocation line) and the collector's, and say where")
+	flag.BoolVar(&s.warmup, "warmup", true, "warm the emulators up with a lifecycle of each proxy cut short before the phases (false: the first phase pays their start)")
 	flag.Parse()
 	s.phases = strings.Split(*phases, ",")
 	if err := s.validate(); err != nil {
@@ -119,17 +120,19 @@ type settings struct {
 	gcProfile string
 	// keep keeps the logs of a run that succeeded too.
 	keep bool
+	// warmup warms the emulators up before the phases (warmup.go).
+	warmup bool
 }
 
 // The phases, in the order they run.
 const (
 	phaseLifecycle = "lifecycle"
 	phaseBulk      = "bulk"
-	phaseGC        = "gc"
 	phasePool      = "pool"
+	phaseGC        = "gc"
 )
 
-var allPhases = []string{phaseLifecycle, phaseBulk, phaseGC, phasePool}
+var allPhases = []string{phaseLifecycle, phaseBulk, phasePool, phaseGC}
 
 // runs reports whether the run includes the phase.
 func (s settings) runs(phase string) bool { return slices.Contains(s.phases, phase) }

@@ -162,6 +162,10 @@ func (b *bench) claims(ctx context.Context, r *results) error {
 		keys[i] = proxy.Key{Namespace: claimNamespace(i), Name: "proxy"}
 	}
 	before := b.lines.snapshot()
+	cpuBefore, err := b.cpu.read()
+	if err != nil {
+		return err
+	}
 	claimsBefore := b.lines.claimCount()
 	readyMs, err := b.requestReady(ctx, keys, spec)
 	if err != nil {
@@ -184,7 +188,12 @@ func (b *bench) claims(ctx context.Context, r *results) error {
 	if err := b.quietAfter(ctx, before, claimProxyInvocations*n); err != nil {
 		return err
 	}
+	cpuAfter, err := b.cpu.read()
+	if err != nil {
+		return err
+	}
 	r.PoolClaim = poolClaimResult{
+		CPU:     cpuAfter.minus(cpuBefore).per(n),
 		ReadyMs: readyMs, Proxies: n, PoolSize: b.s.pool, Claimed: claimed,
 		Lifecycle: lifecycleMetrics(b.lines.snapshot().minus(before), n, claimLifecycleFloors(b.s.pool)),
 	}

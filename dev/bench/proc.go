@@ -97,3 +97,60 @@ func childNamed(parent int, name string) (int, error) {
 	}
 	return 0, fmt.Errorf("process %d has no child whose command line holds %q", parent, name)
 }
+
+// cpuMeter reads the CPU time of the local stack's processes: the
+// functions' own (the stack's process: the functions, the event relays,
+// the mock's VMs) and each emulator's apart, so that a phase's time can be
+// said to be ours or the emulators'.
+type cpuMeter struct {
+	stack, firestore, pubsub int
+}
+
+// cpuUse is the CPU time of each process since a reading.
+type cpuUse struct {
+	Functions, Firestore, PubSub time.Duration
+}
+
+func newCPUMeter(stackPid int) (cpuMeter, error) {
+	fs, err := childNamed(stackPid, "cloud-firestore-emulator")
+	if err != nil {
+		return cpuMeter{}, err
+	}
+	ps, err := childNamed(stackPid, "pubsub-emulator")
+	if err != nil {
+		return cpuMeter{}, err
+	}
+	return cpuMeter{stack: stackPid, firestore: fs, pubsub: ps}, nil
+}
+
+// read returns each process's CPU time so far.
+func (m cpuMeter) read() (cpuUse, error) {
+	var u cpuUse
+	for _, p := range []struct {
+		pid int
+		to  *time.Duration
+	}{{m.stack, &u.Functions}, {m.firestore, &u.Firestore}, {m.pubsub, &u.PubSub}} {
+		d, err := cpuTime(p.pid)
+		if err != nil {
+			return cpuUse{}, err
+		}
+		*p.to = d
+	}
+	return u, nil
+}
+
+func (u cpuUse) minus(v cpuUse) cpuUse {
+	return cpuUse{Functions: u.Functions - v.Functions, Firestore: u.Firestore - v.Firestore, PubSub: u.PubSub - v.PubSub}
+}
+
+// cpuShare is CPU time per item, in milliseconds, by process.
+type cpuShare struct {
+	FunctionsMs float64 `json:"functionsMs"`
+	FirestoreMs float64 `json:"firestoreEmulatorMs"`
+	PubSubMs    float64 `json:"pubsubEmulatorMs"`
+}
+
+func (u cpuUse) per(n int) cpuShare {
+	ms := func(d time.Duration) float64 { return round(d.Seconds()*1000/float64(n), 1) }
+	return cpuShare{FunctionsMs: ms(u.Functions), FirestoreMs: ms(u.Firestore), PubSubMs: ms(u.PubSub)}
+}

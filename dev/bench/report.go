@@ -21,12 +21,19 @@ type results struct {
 	Lifecycle map[string]metric `json:"lifecycle"`
 	// LifecycleInvocations splits the lifecycle's invocations by function.
 	LifecycleInvocations map[string]float64 `json:"lifecycleInvocationsByFunction"`
+	// LifecycleCPU is the CPU time of a lifecycle, by process: what of
+	// its billed function-seconds the functions spent working, and what
+	// the emulators did meanwhile.
+	LifecycleCPU cpuShare `json:"lifecycleCPU"`
 	// ReadyLatencyMs is from the VM running to the API showing Ready;
 	// DeleteLatencyMs from the DELETE to the document gone, which happens
 	// only once the provider says the VM is gone.
-	ReadyLatencyMs  latency    `json:"readyLatencyMs"`
-	DeleteLatencyMs latency    `json:"deleteLatencyMs"`
-	Bulk            bulkResult `json:"bulk1000"`
+	ReadyLatencyMs  latency `json:"readyLatencyMs"`
+	DeleteLatencyMs latency `json:"deleteLatencyMs"`
+	// ReadySplitMs splits ReadyLatencyMs at the start of the call-home's
+	// run.
+	ReadySplitMs readySplit `json:"readySplitMs"`
+	Bulk         bulkResult `json:"bulk1000"`
 	// BulkProduction is the bulk phase read as production would run it:
 	// the local stack serves each function at its deployed concurrency.
 	BulkProduction bulkProduction `json:"bulk1000Production"`
@@ -38,6 +45,8 @@ type results struct {
 	Reconfigure reconfigureResult `json:"reconfigure"`
 	// Scaling is the collector and the bulk phase at each of their sizes.
 	Scaling scaling `json:"scaling"`
+	// WarmUp is what the warm-up cost, untimed by any phase.
+	WarmUp warmUpResult `json:"warmUp"`
 	// Phases is how long each phase took, in the order they ran, the
 	// stack's start first; TotalSeconds the whole run, from the stack's
 	// start to its stop.
@@ -87,6 +96,15 @@ type scaleRow struct {
 	BytesPerItem int64 `json:"bytesPerItem"`
 }
 
+// readySplit is the time from a VM ready to the API showing Ready in its
+// two parts: Delivery, until the call-home's run starts (the VM's publish,
+// the Pub/Sub emulator's push, the local relay); Run, the run itself (a
+// read, a Get, a write).
+type readySplit struct {
+	Delivery latency `json:"delivery"`
+	Run      latency `json:"run"`
+}
+
 // poolClaimResult is the claim phase: proxies a warm pool serves.
 type poolClaimResult struct {
 	// ReadyMs is from each POST's send to the proxy Ready.
@@ -99,6 +117,8 @@ type poolClaimResult struct {
 	// Lifecycle is the mean usage of one claimed lifecycle, its refill
 	// included, against its floor (claimLifecycleFloors).
 	Lifecycle map[string]metric `json:"lifecycle"`
+	// CPU is the CPU time of a claimed lifecycle, by process.
+	CPU cpuShare `json:"cpu"`
 }
 
 // coldResult is the proxies no pool serves, requested beside the pool.
@@ -375,6 +395,9 @@ func (r *results) write(path string) error {
 
 // summarize gives the percentiles of a sample.
 func summarize(ds []time.Duration) latency {
+	if len(ds) == 0 {
+		return latency{}
+	}
 	return latency{P50: ms(percentile(ds, 50)), P99: ms(percentile(ds, 99)), Max: ms(slices.Max(ds)), N: len(ds)}
 }
 

@@ -31,6 +31,7 @@ type bench struct {
 	api   *api
 	lines *stackLog
 	dir   string
+	cpu   cpuMeter
 }
 
 // run starts the stack, runs the phases and returns the results. The
@@ -71,6 +72,9 @@ func run(ctx context.Context, s settings, log *slog.Logger) (*results, error) {
 	}
 	defer b.stack.Stop(30 * time.Second)
 	log.Info("local stack ready", "after", time.Since(begun).Round(time.Millisecond), "url", b.stack.URL)
+	if b.cpu, err = newCPUMeter(b.stack.Pid()); err != nil {
+		return nil, fmt.Errorf("finding the local stack's emulators, whose CPU time the phases report apart: %w", err)
+	}
 	if b.api, err = newAPI(b.stack.URL, s.concurrency); err != nil {
 		return nil, err
 	}
@@ -84,13 +88,23 @@ func run(ctx context.Context, s settings, log *slog.Logger) (*results, error) {
 	if err := b.quiet(ctx); err != nil {
 		return nil, err
 	}
+	if s.warmup {
+		log.Info("warm-up", "proxies", s.lifecycles)
+		t := time.Now()
+		if err := b.warmUp(ctx, r); err != nil {
+			return nil, fmt.Errorf("warming the emulators up: %w", err)
+		}
+		r.phase("warmup", time.Since(t))
+	}
 	for _, ph := range []struct {
 		name string
 		run  func(context.Context, *results) error
 	}{
-		// The pool phases last: once the pool exists, it serves the other
-		// phases' spec.
-		{phaseLifecycle, b.lifecycle}, {phaseBulk, b.bulkAtEachSize}, {phaseGC, b.collect}, {phasePool, b.poolPhases},
+		// The pool phases after the lifecycle and bulk phases: once the
+		// pool exists, it serves their spec. The collector last: its
+		// hundred thousand documents would weigh on the emulator every
+		// later phase talks to.
+		{phaseLifecycle, b.lifecycle}, {phaseBulk, b.bulkAtEachSize}, {phasePool, b.poolPhases}, {phaseGC, b.collect},
 	} {
 		if !s.runs(ph.name) {
 			continue
@@ -141,6 +155,11 @@ func (b *bench) quietAfter(ctx context.Context, since tally, atLeast int) error 
 // default caller, an admin. The benchmark acts as that admin throughout.
 func (b *bench) namespaces(ctx context.Context) error {
 	var names []string
+	if b.s.warmup {
+		for i := range b.s.lifecycles {
+			names = append(names, warmUpNamespace(i))
+		}
+	}
 	if b.s.runs(phaseLifecycle) {
 		for i := range b.s.lifecycles {
 			names = append(names, lifecycleNamespace(i))
@@ -188,6 +207,10 @@ func (b *bench) lifecycle(ctx context.Context, r *results) error {
 		keys[i] = proxy.Key{Namespace: lifecycleNamespace(i), Name: "proxy"}
 	}
 	before := b.lines.snapshot()
+	cpuBefore, err := b.cpu.read()
+	if err != nil {
+		return err
+	}
 	uids := make([]string, n)
 	if _, err := parallel(ctx, n, n, func(i int) error {
 		var err error
@@ -205,8 +228,15 @@ func (b *bench) lifecycle(ctx context.Context, r *results) error {
 		return err
 	}
 	readyLag := make([]time.Duration, n)
+	// Split at the start of the call-home's run: before it the VM's
+	// publish, the Pub/Sub emulator's push and the relay; then the run.
+	runs := b.lines.callHomeRuns(paths(keys))
+	var delivery, runTook []time.Duration
 	for i := range uids {
 		readyLag[i] = readyAt[i].Sub(booted[i])
+		if !runs[i].start.IsZero() { // else made Ready by another run
+			delivery, runTook = append(delivery, runs[i].start.Sub(booted[i])), append(runTook, runs[i].took)
+		}
 	}
 
 	sent := make([]time.Time, n)
@@ -229,8 +259,14 @@ func (b *bench) lifecycle(ctx context.Context, r *results) error {
 	if err := b.quietAfter(ctx, before, floorInvocations*n); err != nil {
 		return err
 	}
+	cpuAfter, err := b.cpu.read()
+	if err != nil {
+		return err
+	}
 	r.lifecycle(b.s, b.lines.snapshot().minus(before), n)
+	r.LifecycleCPU = cpuAfter.minus(cpuBefore).per(n)
 	r.ReadyLatencyMs = summarize(readyLag)
+	r.ReadySplitMs = readySplit{Delivery: summarize(delivery), Run: summarize(runTook)}
 	r.DeleteLatencyMs = summarize(deleteLag)
 	return nil
 }
@@ -240,7 +276,12 @@ func (b *bench) lifecycle(ctx context.Context, r *results) error {
 // the scaling table.
 func (b *bench) bulkAtEachSize(ctx context.Context, r *results) error {
 	for _, n := range b.s.bulkSizes() {
-		run, err := b.bulk(ctx, n)
+		// As many clients for each namespace at every size (the largest
+		// size's -concurrency over its namespaces): a smaller size at the
+		// same -concurrency would put more creates on each namespace's
+		// counter at once, and measure their queue, not the fleet.
+		clients := max(1, b.s.concurrency*n/b.s.bulk)
+		run, err := b.bulk(ctx, n, clients)
 		if err != nil {
 			return fmt.Errorf("%d proxies: %w", n, err)
 		}
@@ -260,8 +301,9 @@ type bulkRun struct {
 	scale      scaleRow
 }
 
-// bulk runs the bulk phase once: n proxies requested at once.
-func (b *bench) bulk(ctx context.Context, n int) (bulkRun, error) {
+// bulk runs the bulk phase once: n proxies requested at once by clients
+// clients.
+func (b *bench) bulk(ctx context.Context, n, clients int) (bulkRun, error) {
 	keys := make([]proxy.Key, n)
 	namespaces := bulkNamespaces(n)
 	for i := range keys {
@@ -290,7 +332,7 @@ func (b *bench) bulk(ctx context.Context, n int) (bulkRun, error) {
 	before := b.lines.snapshot()
 	start := time.Now()
 	uids := make([]string, n)
-	creates, err := parallel(ctx, n, b.s.concurrency, func(i int) error {
+	creates, err := parallel(ctx, n, clients, func(i int) error {
 		var err error
 		uids[i], err = b.api.create(ctx, keys[i])
 		return err
@@ -323,7 +365,7 @@ func (b *bench) bulk(ctx context.Context, n int) (bulkRun, error) {
 		return bulkRun{}, err
 	}
 
-	gets, err := parallel(ctx, n, b.s.concurrency, func(i int) error { return b.api.get(ctx, keys[i]) })
+	gets, err := parallel(ctx, n, clients, func(i int) error { return b.api.get(ctx, keys[i]) })
 	if err != nil {
 		return bulkRun{}, err
 	}
@@ -337,7 +379,7 @@ func (b *bench) bulk(ctx context.Context, n int) (bulkRun, error) {
 	}
 
 	deleteStart := time.Now()
-	if _, err := parallel(ctx, n, b.s.concurrency, func(i int) error { return b.api.delete(ctx, keys[i]) }); err != nil {
+	if _, err := parallel(ctx, n, clients, func(i int) error { return b.api.delete(ctx, keys[i]) }); err != nil {
 		return bulkRun{}, err
 	}
 	goneAt, err := b.lines.await(ctx, gone, paths(keys), 5*time.Minute)
@@ -359,7 +401,7 @@ func (b *bench) bulk(ctx context.Context, n int) (bulkRun, error) {
 	return bulkRun{
 		result: bulkResult{
 			Proxies:          n,
-			Concurrency:      b.s.concurrency,
+			Concurrency:      clients,
 			RequestSeconds:   round(requested.Seconds(), 3),
 			Seconds:          round(allReady.Seconds(), 3),
 			PeakRSSBytes:     peak,
@@ -375,7 +417,7 @@ func (b *bench) bulk(ctx context.Context, n int) (bulkRun, error) {
 			Concurrency:          deployedScale(),
 		},
 		api: apiResult{
-			Concurrency: b.s.concurrency,
+			Concurrency: clients,
 			CreateP50Ms: ms(percentile(creates, 50)), CreateP99Ms: ms(percentile(creates, 99)),
 			GetP50Ms: ms(percentile(gets, 50)), GetP99Ms: ms(percentile(gets, 99)),
 			Requests: n,

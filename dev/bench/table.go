@@ -66,13 +66,23 @@ func (r *results) lifecycleTable(w io.Writer) {
 	if fs.Unrounded != nil {
 		unrounded = *fs.Unrounded
 	}
-	fmt.Fprintf(w, "billed function-seconds (each request rounded up to 100 ms; %.3f s unrounded): %s\n\n", unrounded, strings.Join(bySeconds, ", "))
+	fmt.Fprintf(w, "billed function-seconds (each request rounded up to 100 ms; %.3f s unrounded): %s\n", unrounded, strings.Join(bySeconds, ", "))
+	c := r.LifecycleCPU
+	fmt.Fprintf(w, "CPU time of a lifecycle: the functions' process %.1f ms, the Firestore emulator %.1f ms, the Pub/Sub emulator %.1f ms\n\n", c.FunctionsMs, c.FirestoreMs, c.PubSubMs)
 
 	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintf(tw, "latency (ms)\tp50\tp99\tmax\tn\t\n")
 	fmt.Fprintf(tw, "VM ready → API shows Ready\t%.0f\t%.0f\t%.0f\t%d\t\n", r.ReadyLatencyMs.P50, r.ReadyLatencyMs.P99, r.ReadyLatencyMs.Max, r.ReadyLatencyMs.N)
+	fmt.Fprintf(tw, "  of which until the call-home's run starts (publish, Pub/Sub emulator's push, relay)\t%.0f\t%.0f\t%.0f\t%d\t\n", r.ReadySplitMs.Delivery.P50, r.ReadySplitMs.Delivery.P99, r.ReadySplitMs.Delivery.Max, r.ReadySplitMs.Delivery.N)
+	fmt.Fprintf(tw, "  and the call-home's run (a read, a Get, a write)\t%.0f\t%.0f\t%.0f\t%d\t\n", r.ReadySplitMs.Run.P50, r.ReadySplitMs.Run.P99, r.ReadySplitMs.Run.Max, r.ReadySplitMs.Run.N)
 	fmt.Fprintf(tw, "DELETE → proxy and VM gone\t%.0f\t%.0f\t%.0f\t%d\t\n", r.DeleteLatencyMs.P50, r.DeleteLatencyMs.P99, r.DeleteLatencyMs.Max, r.DeleteLatencyMs.N)
 	tw.Flush()
+	if wu := r.WarmUp; wu.Invocations > 0 {
+		inv := r.Lifecycle["invocations"].Measured
+		fmt.Fprintf(w, "before the phases, a warm-up on the emulators as they started (%d proxies deleted before their boot, and their call-homes): %d invocations billed %.3f s each; the lifecycle's, on the warm emulators, %.3f s each;\n",
+			wu.Proxies, wu.Invocations, wu.PerInvocation, r.Lifecycle["functionSeconds"].Measured/max(inv, 1))
+		fmt.Fprintf(w, "  a call-home from its publish to its run's start on the cold Pub/Sub emulator: p50 %.0f ms, p99 %.0f ms\n", wu.CallHomeDeliveryMs.P50, wu.CallHomeDeliveryMs.P99)
+	}
 }
 
 // bulkTable prints the bulk phase at its largest size.
@@ -161,5 +171,7 @@ func (r *results) poolTable(w io.Writer) {
 		fmt.Fprintf(tw, "%s\t%.2f\t%g\t%s\t\n", k, m.Measured, m.Floor, ratio)
 	}
 	tw.Flush()
+	c := pc.CPU
+	fmt.Fprintf(w, "CPU time of a claimed lifecycle: the functions' process %.1f ms, the Firestore emulator %.1f ms, the Pub/Sub emulator %.1f ms\n", c.FunctionsMs, c.FirestoreMs, c.PubSubMs)
 	fmt.Fprintln(w)
 }

@@ -86,7 +86,8 @@ func (r *results) claimTimesMissed() []string {
 	var out []string
 	pc := r.PoolClaim
 	if pc.ReadyMs.P50 > maxClaimP50Ms || pc.ReadyMs.P99 > maxClaimP99Ms {
-		out = append(out, fmt.Sprintf("poolClaim POST → Ready p50 %v ms and p99 %v ms, want at most %d and %d", pc.ReadyMs.P50, pc.ReadyMs.P99, maxClaimP50Ms, maxClaimP99Ms))
+		out = append(out, fmt.Sprintf("poolClaim POST → Ready p50 %v ms and p99 %v ms, want at most %d and %d (of which %v ms the VM's applying its configuration, MOCK_RECONFIGURE_DELAY; a claimed lifecycle's CPU: the functions %v ms, the Firestore emulator %v ms, the Pub/Sub emulator %v ms)",
+			pc.ReadyMs.P50, pc.ReadyMs.P99, maxClaimP50Ms, maxClaimP99Ms, r.Settings.ReconfigureMs, pc.CPU.FunctionsMs, pc.CPU.FirestoreMs, pc.CPU.PubSubMs))
 	}
 	if p := r.Reconfigure.ReadyMs.P99; p > maxReconfigureP99Ms {
 		out = append(out, fmt.Sprintf("reconfigure PATCH → Ready p99 %v ms, want at most %d", p, maxReconfigureP99Ms))
@@ -145,10 +146,13 @@ func (r *results) timesMissed(s settings) []string {
 	var out []string
 	if s.runs(phaseLifecycle) {
 		if m := r.Lifecycle["functionSeconds"]; m.Ratio == nil || *m.Ratio > maxFunctionSecondsRatio {
-			out = append(out, fmt.Sprintf("lifecycle functionSeconds: measured %v against a floor of %v, want at most %g times it", m.Measured, m.Floor, maxFunctionSecondsRatio))
+			c := r.LifecycleCPU
+			out = append(out, fmt.Sprintf("lifecycle functionSeconds: measured %v against a floor of %v, want at most %g times it (a lifecycle's CPU: the functions %v ms, the Firestore emulator %v ms, the Pub/Sub emulator %v ms)",
+				m.Measured, m.Floor, maxFunctionSecondsRatio, c.FunctionsMs, c.FirestoreMs, c.PubSubMs))
 		}
 		if p := r.ReadyLatencyMs.P99; p > maxReadyLatencyMs {
-			out = append(out, fmt.Sprintf("VM ready → API shows Ready p99 %v ms, want at most %d", p, maxReadyLatencyMs))
+			out = append(out, fmt.Sprintf("VM ready → API shows Ready p99 %v ms, want at most %d (until the call-home's run starts, the VM's publish and the Pub/Sub emulator's push: p99 %v ms; the run: p99 %v ms)",
+				p, maxReadyLatencyMs, r.ReadySplitMs.Delivery.P99, r.ReadySplitMs.Run.P99))
 		}
 	}
 	if s.runs(phaseBulk) {
