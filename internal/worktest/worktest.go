@@ -16,6 +16,34 @@ import (
 	"testing"
 )
 
+// Budget holds a double's count of the records it looked at to what its
+// calls may look at, checked after every call, so that a call walking the
+// whole fleet fails at once rather than after minutes of quadratic work.
+type Budget struct {
+	t       testing.TB
+	visits  func() int
+	calls   int
+	allowed int
+}
+
+// NewBudget returns a budget of the double's visits (its Visits method),
+// which may look at slack records beyond what the calls are allowed.
+func NewBudget(t testing.TB, visits func() int, slack int) *Budget {
+	return &Budget{t: t, visits: visits, allowed: slack}
+}
+
+// Spend allows the call just made (what) to have looked at looks records,
+// and fails the test if the double looked at more than every call so far
+// was allowed.
+func (b *Budget) Spend(what string, looks int) {
+	b.t.Helper()
+	b.calls++
+	b.allowed += looks
+	if v := b.visits(); v > b.allowed {
+		b.t.Fatalf("after %d calls (the last: %s), the double looked at %d records, want at most %d: a call walks more than it touches", b.calls, what, v, b.allowed)
+	}
+}
+
 // WalksCounted checks the non-test Go files of the package in dir: every
 // range loop over one of the stores (fields of a struct, ranged as
 // x.field or x.field[key]) must begin with x.counter++. It fails the test

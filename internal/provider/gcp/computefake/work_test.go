@@ -40,15 +40,7 @@ func TestWorkIsBoundedByWhatACallTouches(t *testing.T) {
 		fake.Put(zone, &computepb.Instance{Name: proto.String(fmt.Sprintf("fleet-%06d", i)), Status: proto.String("RUNNING"),
 			Labels: map[string]string{managed: "true"}})
 	}
-	calls, allowed := 0, 0
-	check := func(what string, looks int) {
-		t.Helper()
-		calls++
-		allowed += looks
-		if v := fake.Visits(); v > allowed {
-			t.Fatalf("after %d calls (%s), the fake looked at %d resources, want at most %d: a call walks the fleet", calls, what, v, allowed)
-		}
-	}
+	check := worktest.NewBudget(t, fake.Visits, 0).Spend
 	call := func(method, path, body string) {
 		t.Helper()
 		req, err := http.NewRequest(method, fake.URL+"/compute/v1/projects/"+project+"/"+path, strings.NewReader(body))
