@@ -202,21 +202,13 @@ func bulkNamespaces(n int) int { return (n + 19) / 20 }
 // to gone.
 func (b *bench) lifecycle(ctx context.Context, r *results) error {
 	n := b.s.lifecycles
-	keys := make([]proxy.Key, n)
-	for i := range keys {
-		keys[i] = proxy.Key{Namespace: lifecycleNamespace(i), Name: "proxy"}
-	}
 	before := b.lines.snapshot()
 	cpuBefore, err := b.cpu.read()
 	if err != nil {
 		return err
 	}
-	uids := make([]string, n)
-	if _, err := parallel(ctx, n, n, func(i int) error {
-		var err error
-		uids[i], err = b.api.create(ctx, keys[i])
-		return err
-	}); err != nil {
+	keys, uids, err := b.createOneEach(ctx, n, lifecycleNamespace)
+	if err != nil {
 		return err
 	}
 	readyAt, err := b.lines.await(ctx, ready, paths(keys), 5*time.Minute+2*b.s.boot())
@@ -269,6 +261,21 @@ func (b *bench) lifecycle(ctx context.Context, r *results) error {
 	r.ReadySplitMs = readySplit{Delivery: summarize(delivery), Run: summarize(runTook)}
 	r.DeleteLatencyMs = summarize(deleteLag)
 	return nil
+}
+
+// createOneEach creates a proxy named proxy in each of n namespaces,
+// namespace(0)…, all at once, and returns their keys and uids.
+func (b *bench) createOneEach(ctx context.Context, n int, namespace func(int) string) ([]proxy.Key, []string, error) {
+	keys, uids := make([]proxy.Key, n), make([]string, n)
+	for i := range keys {
+		keys[i] = proxy.Key{Namespace: namespace(i), Name: "proxy"}
+	}
+	_, err := parallel(ctx, n, n, func(i int) error {
+		var err error
+		uids[i], err = b.api.create(ctx, keys[i])
+		return err
+	})
+	return keys, uids, err
 }
 
 // bulkAtEachSize runs the bulk phase at each of s.bulkSizes(), the largest

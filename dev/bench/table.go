@@ -41,17 +41,7 @@ func (r *results) table(w io.Writer) {
 func (r *results) lifecycleTable(w io.Writer) {
 	s := r.Settings
 
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintf(tw, "per proxy lifecycle, mean of %d\tmeasured\tfloor\tratio\t\n", s.Lifecycles)
-	for _, k := range lifecycleOrder {
-		m := r.Lifecycle[k]
-		ratio := "–"
-		if m.Ratio != nil {
-			ratio = fmt.Sprintf("%.2f", *m.Ratio)
-		}
-		fmt.Fprintf(tw, "%s\t%.2f\t%g\t%s\t\n", k, m.Measured, m.Floor, ratio)
-	}
-	tw.Flush()
+	metricTable(w, fmt.Sprintf("per proxy lifecycle, mean of %d", s.Lifecycles), r.Lifecycle)
 	var by []string
 	for _, f := range []string{"ProxyAPI", "Reconcile", "CollectGarbage"} {
 		by = append(by, fmt.Sprintf("%s %.2f", f, r.LifecycleInvocations[f]))
@@ -67,10 +57,10 @@ func (r *results) lifecycleTable(w io.Writer) {
 		unrounded = *fs.Unrounded
 	}
 	fmt.Fprintf(w, "billed function-seconds (each request rounded up to 100 ms; %.3f s unrounded): %s\n", unrounded, strings.Join(bySeconds, ", "))
-	c := r.LifecycleCPU
-	fmt.Fprintf(w, "CPU time of a lifecycle: the functions' process %.1f ms, the Firestore emulator %.1f ms, the Pub/Sub emulator %.1f ms\n\n", c.FunctionsMs, c.FirestoreMs, c.PubSubMs)
+	cpuLine(w, "a lifecycle", r.LifecycleCPU)
+	fmt.Fprintln(w)
 
-	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintf(tw, "latency (ms)\tp50\tp99\tmax\tn\t\n")
 	fmt.Fprintf(tw, "VM ready → API shows Ready\t%.0f\t%.0f\t%.0f\t%d\t\n", r.ReadyLatencyMs.P50, r.ReadyLatencyMs.P99, r.ReadyLatencyMs.Max, r.ReadyLatencyMs.N)
 	fmt.Fprintf(tw, "  of which until the call-home's run starts (publish, Pub/Sub emulator's push, relay)\t%.0f\t%.0f\t%.0f\t%d\t\n", r.ReadySplitMs.Delivery.P50, r.ReadySplitMs.Delivery.P99, r.ReadySplitMs.Delivery.Max, r.ReadySplitMs.Delivery.N)
@@ -139,6 +129,26 @@ func (r *results) phaseTable(w io.Writer) {
 	fmt.Fprintf(w, "\nphases: %s; in all %.1f s\n", strings.Join(parts, ", "), r.TotalSeconds)
 }
 
+// metricTable prints metrics against their floors, in lifecycleOrder.
+func metricTable(w io.Writer, title string, metrics map[string]metric) {
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintf(tw, "%s\tmeasured\tfloor\tratio\t\n", title)
+	for _, k := range lifecycleOrder {
+		m := metrics[k]
+		ratio := "–"
+		if m.Ratio != nil {
+			ratio = fmt.Sprintf("%.2f", *m.Ratio)
+		}
+		fmt.Fprintf(tw, "%s\t%.2f\t%g\t%s\t\n", k, m.Measured, m.Floor, ratio)
+	}
+	tw.Flush()
+}
+
+// cpuLine prints the CPU time of what, by process.
+func cpuLine(w io.Writer, what string, c cpuShare) {
+	fmt.Fprintf(w, "CPU time of %s: the functions' process %.1f ms, the Firestore emulator %.1f ms, the Pub/Sub emulator %.1f ms\n", what, c.FunctionsMs, c.FirestoreMs, c.PubSubMs)
+}
+
 // orDash formats v, or a dash where it was not measured.
 func orDash(v float64, format string) string {
 	if v == 0 {
@@ -160,18 +170,7 @@ func (r *results) poolTable(w io.Writer) {
 		fmt.Fprintf(tw, "%s\t%.0f\t%.0f\t%.0f\t%d\t\n", row.name, row.l.P50, row.l.P99, row.l.Max, row.l.N)
 	}
 	tw.Flush()
-	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintf(tw, "per claimed lifecycle, refill included\tmeasured\tfloor\tratio\t\n")
-	for _, k := range lifecycleOrder {
-		m := pc.Lifecycle[k]
-		ratio := "–"
-		if m.Ratio != nil {
-			ratio = fmt.Sprintf("%.2f", *m.Ratio)
-		}
-		fmt.Fprintf(tw, "%s\t%.2f\t%g\t%s\t\n", k, m.Measured, m.Floor, ratio)
-	}
-	tw.Flush()
-	c := pc.CPU
-	fmt.Fprintf(w, "CPU time of a claimed lifecycle: the functions' process %.1f ms, the Firestore emulator %.1f ms, the Pub/Sub emulator %.1f ms\n", c.FunctionsMs, c.FirestoreMs, c.PubSubMs)
+	metricTable(w, "per claimed lifecycle, refill included", pc.Lifecycle)
+	cpuLine(w, "a claimed lifecycle", pc.CPU)
 	fmt.Fprintln(w)
 }

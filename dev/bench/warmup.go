@@ -34,17 +34,9 @@ func warmUpNamespace(i int) string { return fmt.Sprintf("warm-%03d", i) }
 // topic, push and relay.
 func (b *bench) warmUp(ctx context.Context, r *results) error {
 	n := b.s.lifecycles
-	keys := make([]proxy.Key, n)
-	for i := range keys {
-		keys[i] = proxy.Key{Namespace: warmUpNamespace(i), Name: "proxy"}
-	}
 	before := b.lines.snapshot()
-	uids := make([]string, n)
-	if _, err := parallel(ctx, n, n, func(i int) error {
-		var err error
-		uids[i], err = b.api.create(ctx, keys[i])
-		return err
-	}); err != nil {
+	keys, uids, err := b.createOneEach(ctx, n, warmUpNamespace)
+	if err != nil {
 		return err
 	}
 	// The create's runs first (Creating, Create, Provisioning), so that
