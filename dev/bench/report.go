@@ -48,8 +48,8 @@ type results struct {
 	// WarmUp is what the warm-up cost, untimed by any phase.
 	WarmUp warmUpResult `json:"warmUp"`
 	// Phases is how long each phase took, in the order they ran, the
-	// stack's start first; TotalSeconds the whole run, from the stack's
-	// start to its stop.
+	// start first (the stack's build and start, the namespaces);
+	// TotalSeconds the whole run, from the stack's build to its stop.
 	Phases       []phaseTime `json:"phases"`
 	TotalSeconds float64     `json:"totalSeconds"`
 }

@@ -58,6 +58,9 @@ func run(ctx context.Context, s settings, log *slog.Logger) (*results, error) {
 		}
 	}()
 
+	// The run's time counts from here: the stack's build, its start, and
+	// the namespaces are its "start" phase.
+	begun := time.Now()
 	log.Info("building the local stack")
 	bin, err := stack.Build(ctx, dir)
 	if err != nil {
@@ -65,7 +68,6 @@ func run(ctx context.Context, s settings, log *slog.Logger) (*results, error) {
 	}
 	logw := &syncWriter{w: stackLog}
 	b := &bench{s: s, log: log, dir: dir, lines: newStackLog(logw)}
-	begun := time.Now()
 	b.stack, err = stack.Start(ctx, bin, stack.Options{Project: stackProject, Env: s.stackEnv(), Stdout: b.lines, Stderr: logw})
 	if err != nil {
 		return nil, err
@@ -80,7 +82,6 @@ func run(ctx context.Context, s settings, log *slog.Logger) (*results, error) {
 	}
 
 	r := &results{Machine: machine{CPUs: runtime.NumCPU(), Go: runtime.Version(), Date: time.Now().UTC().Format(time.DateOnly)}, Settings: s.report()}
-	r.phase("start", time.Since(begun))
 	// The namespaces first, as the local admin, before any phase counts.
 	if err := b.namespaces(ctx); err != nil {
 		return nil, fmt.Errorf("creating the namespaces: %w", err)
@@ -88,6 +89,7 @@ func run(ctx context.Context, s settings, log *slog.Logger) (*results, error) {
 	if err := b.quiet(ctx); err != nil {
 		return nil, err
 	}
+	r.phase("start", time.Since(begun))
 	if s.warmup {
 		log.Info("warm-up", "proxies", s.lifecycles)
 		t := time.Now()

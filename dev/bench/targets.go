@@ -47,8 +47,10 @@ const (
 	// maxScaleGrowth is how much an item's cost may grow from the smallest
 	// size of a scaled phase to the largest.
 	maxScaleGrowth = 0.2
-	// maxTotalSeconds bounds the whole benchmark, from the stack's start
-	// to its stop, with every phase run.
+	// maxTotalSeconds bounds the whole benchmark, from the stack's build
+	// to its stop, with every phase run (the go command's build of the
+	// benchmark itself, before it starts, is not in it: seconds when
+	// cached).
 	maxTotalSeconds = 6 * 60
 )
 
