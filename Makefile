@@ -9,7 +9,7 @@ GOTEST   ?= $(GO) test -race -count=1 -timeout 30m
 WITH_EMULATORS = env -u FIRESTORE_EMULATOR_HOST -u PUBSUB_EMULATOR_HOST \
 	$(GO) run ./dev/with-emulators --
 
-.PHONY: deps test image-test image-bench run bench bench-scale lint package tf-check sim cli fuzz
+.PHONY: deps test image-test image-bench run bench bench-scale lint package tf-check sim cli fuzz screenshots
 
 ## deps: install what the other targets need and is missing (scripts/install-deps.sh;
 ## test, run, image-test and bench run it first: a no-op, a fraction of a second, when all is there)
@@ -19,6 +19,11 @@ deps:
 ## test: every test, with -race, against the real emulators
 test: deps
 	$(WITH_EMULATORS) $(GOTEST) ./...
+
+## screenshots: the web console's pictures in docs/images/console, as its
+## browser test takes them (the end-to-end test, with EGRESS_SCREENSHOTS=1)
+screenshots: deps
+	EGRESS_SCREENSHOTS=1 $(WITH_EMULATORS) $(GO) test -count=1 -timeout 30m -run '^TestEndToEnd$$' ./dev/localstack
 
 ## image-test: the startup script on a really booted Debian 13 and Debian 12
 ## (systemd-nspawn, as root), each from an image shaped like Google's, checked

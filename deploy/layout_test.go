@@ -93,6 +93,8 @@ func TestDependenciesPointOneWay(t *testing.T) {
 		{"what runs on the VM is imported by no part of the control plane: it sees the contract (internal/vm/vmconfig) only",
 			[]string{"internal/vm/engine", "internal/vm/agent", "internal/vm/imagetest"},
 			[]string{"internal/vm", "cmd/egress-proxy", "internal/provider/mock", "dev"}},
+		{"the web console is mounted by the composition root alone, over the API", []string{"internal/console"},
+			[]string{"internal/app", "dev"}},
 		{"the doubles are linked by the local stack, the simulation and tests only",
 			[]string{"internal/provider/mock", "internal/store/storefake", "internal/provider/gcp/computefake"},
 			[]string{"internal/provider", "internal/store", "internal/app/mockprovider", "internal/sim", "dev", "internal/vm/imagetest"}},

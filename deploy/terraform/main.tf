@@ -49,7 +49,12 @@ locals {
     GCP_ALLOWED_REGIONS        = join(",", var.gcp_allowed_regions)
     GCP_ALLOWED_MACHINE_TYPES  = join(",", var.gcp_allowed_machine_types)
     GCP_ALLOWED_IMAGES         = join(",", var.gcp_allowed_images)
+    IAP_AUDIENCE               = local.iap_audience
   }
+  # The audience IAP signs its header with for the API's Cloud Run service
+  # (IAP for Cloud Run: /projects/NUMBER/locations/REGION/services/NAME);
+  # empty, the console is off and the API takes no IAP assertion.
+  iap_audience = var.console_enabled ? "/projects/${data.google_project.this.number}/locations/${var.region}/services/proxy-api" : ""
   # What the functions that call providers read, whichever provider: the
   # deployment whose resources are theirs.
   provider_env = {

@@ -31,3 +31,8 @@ output "service_accounts" {
     proxy_vm  = google_service_account.proxy_vm.email
   }
 }
+
+output "console_url" {
+  description = "The web console, behind IAP when console_enabled; empty otherwise."
+  value       = var.console_enabled ? "${google_cloudfunctions2_function.api.service_config[0].uri}/console/" : ""
+}

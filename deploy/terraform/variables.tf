@@ -270,3 +270,15 @@ variable "gcp_allowed_images" {
   type        = list(string)
   default     = ["projects/debian-cloud/global/images/family/debian-13", "projects/debian-cloud/global/images/family/debian-12"]
 }
+
+variable "console_enabled" {
+  description = "Serve the web console to people through Identity-Aware Proxy for Cloud Run: IAP on the API's service, and the API verifying IAP's signed header (IAP_AUDIENCE). Needs the project in an organization, and gcloud where Terraform runs."
+  type        = bool
+  default     = false
+}
+
+variable "console_users" {
+  description = "IAM members who may pass IAP to the console, such as group:data-team@example.com. What each sees and does is still their role in each namespace."
+  type        = list(string)
+  default     = []
+}

@@ -3,7 +3,7 @@ terraform {
   required_providers {
     google = {
       source  = "hashicorp/google"
-      version = ">= 6.10, < 8.0"
+      version = ">= 6.36, < 8.0"
     }
   }
 }

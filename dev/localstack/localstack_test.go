@@ -58,6 +58,8 @@ func TestEndToEnd(t *testing.T) {
 	t.Run("CLI", s.driveCLI)
 	// Issue 25's warm pool, in a placement of its own.
 	t.Run("WarmPool", s.warmPool)
+	// The web console in headless Chromium, with axe-core on each page.
+	t.Run("Console", s.console)
 
 	// Create and wait for Ready with an endpoint.
 	first := s.create(t, "demo", "first")

@@ -118,7 +118,10 @@ func New(ctx context.Context, getenv Getenv, opts Options) (*App, error) {
 	a.Providers = provider.NewSet(reg)
 	now := clock.Real{}
 	if cfg.serves(ProxyAPI) {
-		a.api = newProxyAPI(a)
+		if a.api, err = newProxyAPI(ctx, a); err != nil {
+			a.Close()
+			return nil, err
+		}
 	}
 	if cfg.serves(Reconcile) {
 		a.reconciler = reconcile.New(a.store, a.Providers, a.publisher, a.secrets, now, a.Log, a.reconcileOptions())

@@ -71,6 +71,9 @@ type APIConfig struct {
 	// LocalIdentity is the caller of a request without an identity: the
 	// local stack's only.
 	LocalIdentity string
+	// IAPAudience, when set, is the audience of Identity-Aware Proxy's
+	// signed header: the API verifies it as a second source of identity.
+	IAPAudience string
 	// Policy is what the operator allows of every spec; its secret prefix
 	// is CloudInitSecretPrefix.
 	Policy proxy.Policy

@@ -159,6 +159,15 @@ var Vars = []Var{
 			c.API.Admins = a
 			return err
 		}},
+	{Name: "IAP_AUDIENCE", DefaultDoc: "none: the console is off, and a request with an IAP assertion is refused", Readers: []Function{ProxyAPI},
+		Meaning: "the audience of Identity-Aware Proxy's signed header for this service, `/projects/PROJECT_NUMBER/locations/REGION/services/proxy-api`: set (Terraform's `console_enabled`), the API verifies `x-goog-iap-jwt-assertion` as a second identity beside the ID token, so people sign in to the web console at `/console/` with their Google account",
+		set: func(c *Config, v string) error {
+			if v != "" && !strings.HasPrefix(v, "/projects/") {
+				return fmt.Errorf("is not an IAP audience: want /projects/PROJECT_NUMBER/locations/REGION/services/SERVICE")
+			}
+			c.API.IAPAudience = v
+			return nil
+		}},
 	{Name: "LOCAL_IDENTITY", LocalDefault: localIdentity, Readers: []Function{ProxyAPI, LocalStack}, Local: true,
 		Meaning: "the email of a request that carries no identity; never set in production, where such a request is refused (401), and where it stops the function at start-up (Cloud Run sets `K_SERVICE`)",
 		set: func(c *Config, v string) error {

@@ -85,6 +85,10 @@ type Options struct {
 	// LocalIdentity, set only by the local stack, is the email of a request
 	// that carries no identity; empty, such a request is refused (401).
 	LocalIdentity string
+	// IAP, when set, verifies Identity-Aware Proxy's signed header as a
+	// second source of identity beside the ID token (IAP_AUDIENCE); nil,
+	// a request with that header is refused.
+	IAP IAPVerifier
 	// Project is used to link log lines to the request's trace.
 	Project string
 }
@@ -122,6 +126,15 @@ func New(store Store, clk clock.Clock, log *slog.Logger, opts Options) *API {
 	a.route()
 	return a
 }
+
+// Handle serves h at pattern beside the API's routes, under the API's
+// request line: the web console (package console) is mounted so.
+func (a *API) Handle(pattern string, h http.Handler) { a.mux.Handle(pattern, h) }
+
+// Routes is the API's routes without its request line, for a caller in
+// the same process (the console): the outer request logs the one line,
+// and an action's audit line goes on it too.
+func (a *API) Routes() http.Handler { return a.mux }
 
 // note is what a request's handlers tell ServeHTTP for the audit line.
 type note struct {

@@ -5,8 +5,11 @@
 //
 // # Who may do what
 //
-// The caller is the email of the ID token Cloud Run verified (identify);
-// a request without one is 401. Platform admins (Options.Admins) act
+// The caller is the email of the ID token Cloud Run verified, or, for a
+// browser that came through Identity-Aware Proxy (the web console), of
+// IAP's signed header, verified here against Google's keys (identify,
+// package iap); one identity per request, and a request without one is
+// 401. Platform admins (Options.Admins) act
 // everywhere and alone create and delete namespaces and change quotas;
 // otherwise a caller's role in a namespace (package tenancy: viewer,
 // editor, owner) decides, by the permission each route needs (Routes).
@@ -21,8 +24,8 @@
 // anyone else, the 403 above.
 //
 // status.proxyURL, the proxy's credentials, is shown to the namespace's
-// members only, every role included; an admin who is not a member sees
-// the resource without it.
+// editors and owners only; a viewer, and an admin who is not a member,
+// see the resource without it.
 //
 // # Answers
 //

@@ -50,6 +50,10 @@ const (
 	ReasonCreatesPerHour         = "NAMESPACE_CREATES_PER_HOUR_EXCEEDED"
 	ReasonNamespaceNeedsOwner    = "NAMESPACE_NEEDS_OWNER"
 	ReasonIdentityHeaderRepeated = "IDENTITY_HEADER_REPEATED"
+	ReasonIdentityAmbiguous      = "IDENTITY_AMBIGUOUS"
+	ReasonIAPNotEnabled          = "IAP_NOT_ENABLED"
+	ReasonIAPAssertionInvalid    = "IAP_ASSERTION_INVALID"
+	ReasonIAPUnavailable         = "IAP_KEYS_UNAVAILABLE"
 	ReasonInternal               = "INTERNAL"
 )
 
@@ -70,6 +74,9 @@ type apiError struct {
 }
 
 func (e *apiError) Error() string { return e.message }
+
+// HTTPStatus is the answer's HTTP status code.
+func (e *apiError) HTTPStatus() int { return e.code }
 
 // statusNames are the canonical statuses of the codes, where the code
 // alone says which.

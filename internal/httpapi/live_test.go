@@ -63,7 +63,7 @@ func TestPatchProxy(t *testing.T) {
 }
 
 // TestRotateCredentials: new credentials at once in the answer's
-// proxyURL, for members only, a generation each, whatever the rotation
+// proxyURL, for its editors and owners only, a generation each, whatever the rotation
 // limits; a proxy being deleted or Failed takes no live change.
 func TestRotateCredentials(t *testing.T) {
 	e := memEnv(t)

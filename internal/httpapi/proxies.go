@@ -334,7 +334,8 @@ func badPageToken(of string) *apiError {
 
 // view is what of a proxy's private part a caller may see.
 type view struct {
-	// credentials: status.proxyURL (tenancy.ReadProxyURL).
+	// credentials: status.proxyURL (tenancy.ReadProxyURL: editors and
+	// owners).
 	credentials bool
 	// console: status.consoleTail (tenancy.ReadConsoleTail).
 	console bool

@@ -45,8 +45,10 @@ const (
 // permission; ListNamespaces is every caller's, and shows each the
 // namespaces they are a member of (admins: all).
 //
-// ReadProxyURL (the credentials in status.proxyURL) is every member's and
-// no one else's: an admin who is not a member sees a proxy without them.
+// ReadProxyURL (the credentials in status.proxyURL) is an editor's and an
+// owner's and no one else's: an admin who is not a member sees a proxy
+// without them, and so does a viewer, who reads what the namespace has
+// but does not use it (as Kubernetes' view role reads no Secret).
 // ReadConsoleTail (the output of the VM's software, which a custom
 // cloud-init controls) is an editor's and an owner's, and likewise no
 // one else's.
@@ -62,7 +64,7 @@ var Permissions = map[Permission]Role{
 	CreateProxy:     Editor,
 	DeleteProxy:     Editor,
 	RotateProxy:     Editor,
-	ReadProxyURL:    Viewer,
+	ReadProxyURL:    Editor,
 	ReadConsoleTail: Editor,
 
 	UpdateProxy:       Editor,

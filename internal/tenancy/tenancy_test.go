@@ -31,8 +31,9 @@ func TestAllowed(t *testing.T) {
 		tenancy.GetPool:    {true, false, false, false, false},
 		tenancy.PutPool:    {true, false, false, false, false},
 		tenancy.DeletePool: {true, false, false, false, false},
-		// Credentials are the members': an admin outside sees none.
-		tenancy.ReadProxyURL: {false, true, true, true, false},
+		// Credentials are the editors' and owners': an admin outside sees
+		// none, and a viewer reads the proxy without them.
+		tenancy.ReadProxyURL: {false, true, true, false, false},
 		// What a VM printed: its editors' and owners', no admin's outside.
 		tenancy.ReadConsoleTail: {false, true, true, false, false},
 	}
