@@ -343,3 +343,29 @@ func TestSignedInThroughIAP(t *testing.T) {
 		t.Errorf("no identity on a local stack: %d, want the local identity's page with its banner", code)
 	}
 }
+
+// TestDeletionThatEndedBeforeItsPage: the page a deletion redirects to
+// follows the proxy until it is gone; when the proxy went before the page
+// was asked for (a mock VM goes at once), the page says the deletion was
+// asked for and that the proxy is gone, not that there is no such proxy.
+// Any other page of a proxy that does not exist still says it does not.
+func TestDeletionThatEndedBeforeItsPage(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	key := proxy.Key{Namespace: "team-a", Name: "p"}
+	p, err := e.store.Get(ctx, key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.store.Delete(ctx, key, p.UpdateTime); err != nil {
+		t.Fatal(err)
+	}
+	resp, page := e.send(editor, "GET", "/console/namespaces/team-a/proxies/p?done=proxies-delete", nil)
+	if resp.StatusCode != http.StatusOK || !strings.Contains(page, "Deletion asked for") || !strings.Contains(page, "Proxy p is gone") {
+		t.Errorf("the page after a deletion that ended: %d, want 200 saying the deletion was asked for and the proxy is gone:\n%s", resp.StatusCode, page)
+	}
+	resp, page = e.send(editor, "GET", "/console/namespaces/team-a/proxies/p", nil)
+	if resp.StatusCode != http.StatusNotFound || strings.Contains(page, "is gone") {
+		t.Errorf("the page of a proxy that does not exist: %d, want 404 saying it is not found:\n%s", resp.StatusCode, page)
+	}
+}
