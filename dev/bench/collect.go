@@ -95,6 +95,10 @@ func (b *bench) collectOnce(ctx context.Context, n, emulatorPid int, profile str
 		return gcResult{}, err
 	}
 	seeded := time.Since(begun)
+	settled, err := b.settle(ctx, emulatorPid)
+	if err != nil {
+		return gcResult{}, err
+	}
 
 	exe, err := os.Executable()
 	if err != nil {
@@ -151,6 +155,7 @@ func (b *bench) collectOnce(ctx context.Context, n, emulatorPid int, profile str
 		CPUSeconds:         round(res.CPUSeconds, 3),
 		EmulatorCPUSeconds: round((emulatorAfter - emulatorBefore).Seconds(), 3),
 		SeedSeconds:        round(seeded.Seconds(), 3),
+		SettleSeconds:      round(settled.Seconds(), 3),
 		PeakRSSBytes:       res.PeakRSSBytes,
 		BaselineRSSBytes:   res.BaselineRSSBytes,
 		BytesPerInstance:   (res.PeakRSSBytes - res.BaselineRSSBytes) / int64(n),
@@ -158,6 +163,37 @@ func (b *bench) collectOnce(ctx context.Context, n, emulatorPid int, profile str
 		Deleted:            summary.Deleted,
 		FirestoreReads:     usage.FirestoreReads,
 	}, nil
+}
+
+// settle waits until the emulator has digested the documents just
+// written: until its CPU time grows by less than a tenth of the time
+// passing (its Java virtual machine collects the garbage of 100,000
+// writes for seconds after them), at most 30 s. A collection begun before
+// would be charged the emulator's digestion of the benchmark's own
+// writes. It returns how long it waited.
+func (b *bench) settle(ctx context.Context, pid int) (time.Duration, error) {
+	const step, limit = 500 * time.Millisecond, 30 * time.Second
+	begun := time.Now()
+	prev, err := cpuTime(pid)
+	if err != nil {
+		return 0, err
+	}
+	for time.Since(begun) < limit {
+		select {
+		case <-ctx.Done():
+			return 0, ctx.Err()
+		case <-time.After(step):
+		}
+		cur, err := cpuTime(pid)
+		if err != nil {
+			return 0, err
+		}
+		if cur-prev < step/10 {
+			break
+		}
+		prev = cur
+	}
+	return time.Since(begun), nil
 }
 
 // seedDocuments writes n proxy documents: all but gcOrphans(n) Ready and

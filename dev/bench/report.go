@@ -260,8 +260,11 @@ type gcResult struct {
 	// run's reads.
 	CPUSeconds         float64 `json:"cpuSeconds"`
 	EmulatorCPUSeconds float64 `json:"emulatorCPUSeconds"`
-	// SeedSeconds is how long the benchmark took to write the documents.
-	SeedSeconds float64 `json:"seedSeconds"`
+	// SeedSeconds is how long the benchmark took to write the documents,
+	// SettleSeconds how long it then waited for the emulator to be idle
+	// again before the run.
+	SeedSeconds   float64 `json:"seedSeconds"`
+	SettleSeconds float64 `json:"settleSeconds"`
 	// PeakRSSBytes is the worker's peak resident memory during the run;
 	// BaselineRSSBytes its memory before it, which holds the mock
 	// provider's instances; BytesPerInstance the difference per instance.

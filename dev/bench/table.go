@@ -96,8 +96,9 @@ func (r *results) gcTable(w io.Writer) {
 	g := r.GC
 	fmt.Fprintf(w, "\ngarbage collection over %d instances and %d documents: one run %.2f s, %.2f s of its own CPU (the Firestore emulator's %.2f s);\n",
 		g.Instances, g.Documents, g.Seconds, g.CPUSeconds, g.EmulatorCPUSeconds)
-	fmt.Fprintf(w, "  peak RSS %s (%s before the run: %d bytes per instance above); %d claimed, %d deleted, %d document reads; the documents written in %.1f s\n",
-		mib(g.PeakRSSBytes), mib(g.BaselineRSSBytes), g.BytesPerInstance, g.Claimed, g.Deleted, g.FirestoreReads, g.SeedSeconds)
+	fmt.Fprintf(w, "  peak RSS %s (%s before the run: %d bytes per instance above); %d claimed, %d deleted, %d document reads;\n",
+		mib(g.PeakRSSBytes), mib(g.BaselineRSSBytes), g.BytesPerInstance, g.Claimed, g.Deleted, g.FirestoreReads)
+	fmt.Fprintf(w, "  the documents written in %.1f s, and the emulator idle again %.1f s after\n", g.SeedSeconds, g.SettleSeconds)
 }
 
 // scalingTable prints the cost per item of the scaled phases at each size.
