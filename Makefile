@@ -9,7 +9,7 @@ GOTEST   ?= $(GO) test -race -count=1 -timeout 30m
 WITH_EMULATORS = env -u FIRESTORE_EMULATOR_HOST -u PUBSUB_EMULATOR_HOST \
 	$(GO) run ./dev/with-emulators --
 
-.PHONY: deps test image-test image-bench run bench bench-scale lint package tf-check sim cli fuzz screenshots
+.PHONY: deps test image-test image-bench run bench bench-scale lint package tf-check sim cli fuzz docs screenshots
 
 ## deps: install what the other targets need and is missing (scripts/install-deps.sh;
 ## test, run, image-test and bench run it first: a no-op, a fraction of a second, when all is there)
@@ -46,8 +46,10 @@ image-bench: deps
 
 ## run: the local stack (emulators, event stand-ins, all three functions, mock provider)
 # Built, then exec'd, so that Ctrl-C reaches the stack itself, which stops
-# the emulators before it exits.
+# the emulators before it exits. The build says it starts: the first one,
+# with an empty Go build cache, printed nothing for minutes.
 run: deps
+	@echo "make run: building the local stack (the first build compiles every dependency: minutes)"
 	@$(GO) build -o "$${TMPDIR:-/tmp}/egress-localstack" ./dev/localstack
 	@exec "$${TMPDIR:-/tmp}/egress-localstack"
 
@@ -81,6 +83,11 @@ fuzz:
 		echo "fuzz: $$fn in $$pkg for $(FUZZTIME)"; \
 		$(GO) test -run '^$$' -fuzz "^$$fn$$" -fuzztime $(FUZZTIME) "$$pkg"; \
 	done
+
+## docs: write the pages of docs/ the code knows (configuration, API, CLI,
+## phases, pools' runs) from the code; make test fails while one is stale
+docs:
+	$(GO) run ./dev/gendocs
 
 ## cli: the egress CLI, as bin/egress (or: go install ./cmd/egress)
 cli:

@@ -27,6 +27,7 @@ import (
 	"github.com/hashicorp/hcl/v2/hclparse"
 	"github.com/hashicorp/hcl/v2/hclsyntax"
 
+	"github.com/egress-proxies/egress/deploy"
 	"github.com/egress-proxies/egress/emulators/eventarc"
 	"github.com/egress-proxies/egress/internal/app"
 	"github.com/egress-proxies/egress/internal/events"
@@ -45,9 +46,15 @@ type module struct {
 
 func parseModule(t *testing.T) *module {
 	t.Helper()
-	paths, err := filepath.Glob(filepath.Join(terraformDir, "*.tf"))
+	return parseModuleAt(t, terraformDir)
+}
+
+// parseModuleAt parses the module of dir.
+func parseModuleAt(t *testing.T, dir string) *module {
+	t.Helper()
+	paths, err := filepath.Glob(filepath.Join(dir, "*.tf"))
 	if err != nil || len(paths) == 0 {
-		t.Fatalf("no Terraform files in %s: %v", terraformDir, err)
+		t.Fatalf("no Terraform files in %s: %v", dir, err)
 	}
 	p := hclparse.NewParser()
 	m := &module{files: map[string]*hcl.File{}}
@@ -274,6 +281,17 @@ func TestTerraformMatchesTheCode(t *testing.T) {
 		t.Errorf("Firestore trigger document patterns (-code +Terraform):\n%s", diff)
 	}
 
+	// The event flow's page names every topic and every trigger, so a new
+	// one is not left out of what a reader is told reaches the functions.
+	flow, err := os.ReadFile("../docs/concepts/event-flow.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range append(wantTopics, wantPatterns...) {
+		if !strings.Contains(string(flow), "`"+name+"`") {
+			t.Errorf("docs/concepts/event-flow.md does not name `%s`, a topic or trigger pattern of Terraform and the code", name)
+		}
+	}
 }
 
 // TestTerraformSetsEveryVariable: each function's environment in Terraform
@@ -644,18 +662,36 @@ func waitListening(t *testing.T, addr string) {
 
 // TestSecretAccessIsConditionedOnThePrefix: the reconciler may read only
 // the secrets under the operator's prefix. Every grant of the secret
-// accessor role carries an IAM condition on resource.name's start, built
-// from the same variable that gives the functions CLOUD_INIT_SECRET_PREFIX,
-// so the code's check and IAM's cannot name different secrets.
+// accessor role on the project carries an IAM condition on
+// resource.name's start, built from the same variable that gives the
+// functions CLOUD_INIT_SECRET_PREFIX, so the code's check and IAM's
+// cannot name different secrets. The one other kind of grant is on a
+// single secret of the module's own (deploy.SecretGrants: the Hetzner API
+// token's), to Reconcile's and CollectGarbage's accounts only, which
+// call Hetzner.
 func TestSecretAccessIsConditionedOnThePrefix(t *testing.T) {
 	m := parseModule(t)
 	const role, variable = "roles/secretmanager.secretAccessor", "var.cloud_init_secret_prefix"
-	grants := 0
+	grants, onSecrets := 0, map[string][]string{}
 	for _, b := range m.blocks {
 		var visit func(b *hclsyntax.Block)
 		visit = func(blk *hclsyntax.Block) {
 			for _, a := range blk.Body.Attributes {
 				if !strings.Contains(m.source(t, a.Expr.Range()), role) {
+					continue
+				}
+				if blk.Type == "resource" && blk.Labels[0] == "google_secret_manager_secret_iam_member" {
+					secret := blk.Body.Attributes["secret_id"]
+					member := blk.Body.Attributes["member"]
+					if secret == nil || member == nil {
+						t.Errorf("%s.%s names no secret or member", blk.Labels[0], blk.Labels[1])
+						continue
+					}
+					on := m.source(t, secret.Expr.Range())
+					if !slices.ContainsFunc(deploy.SecretGrants, func(g string) bool { return strings.HasPrefix(on, g+"[") || on == g+".secret_id" }) {
+						t.Errorf("%s.%s grants %s on %s, which is not one of deploy.SecretGrants %v", blk.Labels[0], blk.Labels[1], role, on, deploy.SecretGrants)
+					}
+					onSecrets[on] = append(onSecrets[on], m.source(t, member.Expr.Range()))
 					continue
 				}
 				grants++
@@ -691,7 +727,16 @@ func TestSecretAccessIsConditionedOnThePrefix(t *testing.T) {
 		visit(b)
 	}
 	if grants != 1 {
-		t.Errorf("%d grants of %s, want the reconciler's one", grants, role)
+		t.Errorf("%d grants of %s on the project, want the reconciler's one", grants, role)
+	}
+	for on, members := range onSecrets {
+		slices.Sort(members)
+		if want := []string{"google_service_account.gc.member", "google_service_account.reconcile.member"}; !slices.Equal(want, members) {
+			t.Errorf("%s may be read by %v, want %v: the two functions that call the provider, and no one else", on, members, want)
+		}
+	}
+	if len(onSecrets) != len(deploy.SecretGrants) {
+		t.Errorf("grants on single secrets: %v, want one set for each of %v", onSecrets, deploy.SecretGrants)
 	}
 	// The functions that check the prefix get it from the same variable.
 	for _, fn := range m.resources("google_cloudfunctions2_function") {

@@ -110,6 +110,7 @@ var functions = map[string]function.Function{
 	"format":     stdlib.FormatFunc,
 	"join":       stdlib.JoinFunc,
 	"jsonencode": stdlib.JSONEncodeFunc,
+	"length":     stdlib.LengthFunc,
 	"merge":      stdlib.MergeFunc,
 	"regex":      stdlib.RegexFunc,
 	"tonumber":   to(cty.Number),

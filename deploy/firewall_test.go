@@ -2,6 +2,8 @@ package deploy_test
 
 import (
 	"net/netip"
+	"slices"
+	"path/filepath"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -9,36 +11,73 @@ import (
 	"github.com/zclconf/go-cty/cty"
 
 	"github.com/egress-proxies/egress/internal/app"
+	"github.com/egress-proxies/egress/internal/provider/hetzner"
 	"github.com/egress-proxies/egress/internal/proxy"
 )
 
 // TestTheAPIKnowsWhatTheFirewallOpens: the ports and sources the ProxyAPI
 // holds every spec to (PROXY_PORTS, FIREWALL_SOURCE_RANGES) are those the
-// firewall rule opens, as Terraform sends both, read as the function reads
+// firewall rules open, as Terraform sends both, read as the function reads
 // its environment. A spec the API takes is then one a client can reach.
+// Each rule holds the sources of one address family, as a VPC firewall
+// rule must (one holding both is refused at apply time), and every rule
+// opens the same ports (a SOCKS5 port among them, for clients of either
+// family).
 func TestTheAPIKnowsWhatTheFirewallOpens(t *testing.T) {
 	m := parseModule(t)
-	for name, vars := range map[string]map[string]cty.Value{
-		"Defaults": nil,
-		"PortsRangesAndSources": {
+	for name, tc := range map[string]struct {
+		vars  map[string]cty.Value
+		rules int
+	}{
+		"Defaults": {rules: 1},
+		"PortsRangesAndSources": {vars: map[string]cty.Value{
 			"proxy_ports":           cty.ListVal([]cty.Value{cty.StringVal("3128"), cty.StringVal("8080-8090")}),
-			"allowed_source_ranges": cty.ListVal([]cty.Value{cty.StringVal("203.0.113.0/24"), cty.StringVal("2001:db8::/32")}),
-		},
+			"allowed_source_ranges": cty.ListVal([]cty.Value{cty.StringVal("203.0.113.0/24"), cty.StringVal("2001:db8::/32"), cty.StringVal("198.51.100.0/24")}),
+		}, rules: 2},
+		"IPv6Only": {vars: map[string]cty.Value{
+			"allowed_source_ranges": cty.ListVal([]cty.Value{cty.StringVal("2001:db8::/32")}),
+		}, rules: 1},
 	} {
 		t.Run(name, func(t *testing.T) {
-			e := evaluate(t, m, vars)
-			fw := e.one(t, "google_compute_firewall", "proxy")
-			var ports []string
-			for _, allow := range nested(fw.block.Body, "allow") {
-				v, _ := fw.attr(t, allow.Body, "ports")
-				ports = append(ports, stringList(t, "the firewall's ports", v)...)
+			e := evaluate(t, m, tc.vars)
+			var ports, sources []string
+			rules := 0
+			for _, fw := range e.of("google_compute_firewall") {
+				if fw.name != "proxy" {
+					continue
+				}
+				rules++
+				var rulePorts []string
+				for _, allow := range nested(fw.block.Body, "allow") {
+					v, _ := fw.attr(t, allow.Body, "ports")
+					rulePorts = append(rulePorts, stringList(t, "the firewall's ports", v)...)
+				}
+				if ports != nil && !slices.Equal(ports, rulePorts) {
+					t.Errorf("%s opens ports %v, another rule %v", fw.address(), rulePorts, ports)
+				}
+				ports = rulePorts
+				v, _ := fw.attr(t, fw.block.Body, "source_ranges")
+				ranges, err := proxy.ParsePrefixes(stringList(t, "the firewall's source_ranges", v))
+				if err != nil {
+					t.Fatalf("%s's source ranges: %v", fw.address(), err)
+				}
+				families := map[bool]bool{}
+				for _, r := range ranges {
+					families[r.Addr().Is4()] = true
+					sources = append(sources, r.String())
+				}
+				if len(families) != 1 {
+					t.Errorf("%s holds IPv4 and IPv6 source ranges, which a VPC firewall rule may not: %v", fw.address(), ranges)
+				}
 			}
-			sources, _ := fw.attr(t, fw.block.Body, "source_ranges")
+			if rules != tc.rules {
+				t.Errorf("%d firewall rules for the proxy ports, want %d", rules, tc.rules)
+			}
 			wantPorts, err := proxy.ParsePortRanges(ports)
 			if err != nil {
 				t.Fatalf("the firewall's ports: %v", err)
 			}
-			wantSources, err := proxy.ParsePrefixes(stringList(t, "the firewall's source_ranges", sources))
+			wantSources, err := proxy.ParsePrefixes(sources)
 			if err != nil {
 				t.Fatalf("the firewall's source ranges: %v", err)
 			}
@@ -59,9 +98,81 @@ func TestTheAPIKnowsWhatTheFirewallOpens(t *testing.T) {
 			if diff := cmp.Diff(wantPorts, cfg.API.Policy.ProxyPorts); diff != "" {
 				t.Errorf("PROXY_PORTS (-the firewall's ports +what the API holds specs to):\n%s", diff)
 			}
-			if diff := cmp.Diff(wantSources, cfg.API.Policy.FirewallSourceRanges, cmpopts.EquateComparable(netip.Prefix{})); diff != "" {
+			if diff := cmp.Diff(wantSources, cfg.API.Policy.FirewallSourceRanges, cmpopts.EquateComparable(netip.Prefix{}),
+				cmpopts.SortSlices(func(a, b netip.Prefix) bool { return a.String() < b.String() })); diff != "" {
 				t.Errorf("FIREWALL_SOURCE_RANGES (-the firewall's source_ranges +what the API holds specs to):\n%s", diff)
 			}
 		})
+	}
+}
+
+// TestTheHetznerFirewallOpensWhatTheAPIHolds: the Hetzner firewall's
+// module (terraform/hetzner-firewall, applied with the main module's
+// variables file) takes the main module's variables by the same names,
+// opens one inbound TCP rule per port of proxy_ports from
+// allowed_source_ranges (the GCE rule's variables, which the API's
+// PROXY_PORTS and FIREWALL_SOURCE_RANGES come from), and is applied by
+// the label selector of the deployment's servers, as the hetzner provider
+// labels them.
+func TestTheHetznerFirewallOpensWhatTheAPIHolds(t *testing.T) {
+	main := parseModule(t)
+	fwm := parseModuleAt(t, filepath.Join(terraformDir, "hetzner-firewall"))
+	declared := func(m *module) map[string]string {
+		out := map[string]string{}
+		for _, b := range m.blocks {
+			if b.Type == "variable" {
+				if a, ok := b.Body.Attributes["type"]; ok {
+					out[b.Labels[0]] = m.source(t, a.Expr.Range())
+				}
+			}
+		}
+		return out
+	}
+	mainVars, fwVars := declared(main), declared(fwm)
+	for name, typ := range fwVars {
+		if mainVars[name] != typ {
+			t.Errorf("the firewall module's variable %s (%s) is not the main module's (%q): the one variables file would not fit both", name, typ, mainVars[name])
+		}
+	}
+	for _, name := range []string{"deployment", "proxy_ports", "allowed_source_ranges"} {
+		if _, ok := fwVars[name]; !ok {
+			t.Errorf("the firewall module has no variable %s", name)
+		}
+	}
+
+	ev := evaluate(t, fwm, map[string]cty.Value{
+		"deployment":            cty.StringVal("staging"),
+		"allowed_source_ranges": cty.ListVal([]cty.Value{cty.StringVal("203.0.113.0/24")}),
+	})
+	fw := ev.one(t, "hcloud_firewall", "proxy")
+	for _, at := range nested(fw.block.Body, "apply_to") {
+		if got, want := fw.str(t, at.Body, "label_selector"), hetzner.FirewallSelector("staging"); got != want {
+			t.Errorf("the firewall applies to %q, want %q: the servers the hetzner provider makes", got, want)
+		}
+	}
+	var dynamics int
+	for _, d := range nested(fw.block.Body, "dynamic") {
+		if len(d.Labels) != 1 || d.Labels[0] != "rule" {
+			continue
+		}
+		dynamics++
+		if src := fwm.source(t, d.Body.Attributes["for_each"].Expr.Range()); src != "var.proxy_ports" {
+			t.Errorf("the rules are one per %s, want one per var.proxy_ports", src)
+		}
+		for _, c := range nested(d.Body, "content") {
+			want := map[string]string{"direction": `"in"`, "protocol": `"tcp"`, "port": "rule.value", "source_ips": "var.allowed_source_ranges"}
+			got := map[string]string{}
+			for k := range want {
+				if a, ok := c.Body.Attributes[k]; ok {
+					got[k] = fwm.source(t, a.Expr.Range())
+				}
+			}
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("a rule of the firewall (-want +got):\n%s", diff)
+			}
+		}
+	}
+	if dynamics != 1 {
+		t.Errorf("%d dynamic rule blocks, want the one over proxy_ports", dynamics)
 	}
 }

@@ -226,7 +226,7 @@ func bindings(t *testing.T, ev *evaluation) map[string][]grant {
 		if strings.HasPrefix(role, "projects/") {
 			g.custom = role
 		}
-		for _, attr := range []string{"topic", "subscription", "service_account_id", "service", "bucket"} {
+		for _, attr := range []string{"topic", "subscription", "service_account_id", "service", "bucket", "secret_id"} {
 			if a, ok := i.block.Body.Attributes[attr]; ok {
 				g.on = resourceNamed(a.Expr)
 			}
@@ -267,6 +267,9 @@ func tryString(i instance, name string) (string, bool) {
 // role's binding grants, if it is one of those, bound where the table says
 // (the secret accessor on the project with its condition).
 func resourceGrant(g grant) (string, bool) {
+	if r := deploy.ResourceGrants["secretmanager.versions.access"]; g.role == r.Role && slices.Contains(deploy.SecretGrants, g.on) {
+		return "secretmanager.versions.access", true
+	}
 	for p, r := range deploy.ResourceGrants {
 		if r.Role != g.role {
 			continue

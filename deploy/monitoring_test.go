@@ -16,6 +16,7 @@ import (
 
 	"github.com/egress-proxies/egress/internal/app"
 	"github.com/egress-proxies/egress/internal/metering"
+	"github.com/egress-proxies/egress/internal/provider"
 )
 
 // userMetricPrefix is how Cloud Monitoring names a log-based metric.
@@ -25,7 +26,9 @@ const userMetricPrefix = "logging.googleapis.com/user/"
 // dashboard and the alerts may use, with the monitored resource type each
 // is written for.
 var platformMetrics = map[string]string{
-	"pubsub.googleapis.com/subscription/num_undelivered_messages": "pubsub_subscription",
+	"pubsub.googleapis.com/subscription/num_undelivered_messages":  "pubsub_subscription",
+	"compute.googleapis.com/instance/network/sent_bytes_count":     "gce_instance",
+	"compute.googleapis.com/instance/network/received_bytes_count": "gce_instance",
 }
 
 var (
@@ -35,6 +38,7 @@ var (
 	metricLabel   = regexp.MustCompile(`metric\.labels?\.([A-Za-z0-9_]+)(="([^"]*)")?`)
 	resourceLabel = regexp.MustCompile(`resource\.labels?\.([A-Za-z0-9_]+)="([^"]*)"`)
 	resourceType  = regexp.MustCompile(`resource\.type="([^"]*)"`)
+	userLabel     = regexp.MustCompile(`metadata\.user_labels\."([^"]*)"(="([^"]*)")?`)
 )
 
 // logMetric is a log-based metric as Terraform defines it.
@@ -191,6 +195,10 @@ func alertUses(t *testing.T, e *evaluation) []metricUse {
 	return uses
 }
 
+// vmLabels are the labels every VM and address a provider makes carries
+// (package provider's contract).
+var vmLabels = []string{provider.LabelManaged, provider.LabelUID, provider.LabelDeployment}
+
 // TestChartsAndAlertsUseDefinedMetrics: every metric a chart or an alert
 // reads is a log-based metric of the module or a platform metric this test
 // names, with only labels that metric has, and label values the code and
@@ -251,6 +259,20 @@ func TestChartsAndAlertsUseDefinedMetrics(t *testing.T) {
 		for _, r := range resourceLabel.FindAllStringSubmatch(u.filter, -1) {
 			if r[1] == "subscription_id" && !slices.Contains(subscriptions, r[2]) {
 				t.Errorf("%s: subscription %q is not one the module creates (%v)", u.where, r[2], subscriptions)
+			}
+		}
+		// A VM's labels are the providers' to set: a chart of a label
+		// no VM carries, or of another deployment's, is empty.
+		users := userLabel.FindAllStringSubmatch(u.filter, -1)
+		for _, g := range u.groupBy {
+			users = append(users, userLabel.FindAllStringSubmatch(g, -1)...)
+		}
+		for _, r := range users {
+			if !slices.Contains(vmLabels, r[1]) {
+				t.Errorf("%s: VM label %q is none the providers set (%v)", u.where, r[1], vmLabels)
+			}
+			if r[1] == provider.LabelDeployment && r[2] != "" && r[3] != provider.DefaultDeployment {
+				t.Errorf("%s: %s=%q is not the deployment's name (%s by default)", u.where, r[1], r[3], provider.DefaultDeployment)
 			}
 		}
 	}
@@ -342,6 +364,8 @@ func TestDashboardIsAMonitoringDashboard(t *testing.T) {
 		"egress/gc_deleted",    // GC deletions
 		"egress/gc_failed",     // and failures
 		"pubsub.googleapis.com/subscription/num_undelivered_messages", // dead-lettered messages
+		"compute.googleapis.com/instance/network/sent_bytes_count",    // each proxy's traffic
+		"compute.googleapis.com/instance/network/received_bytes_count",
 	} {
 		if !charted[want] {
 			missing = append(missing, want)

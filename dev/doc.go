@@ -7,5 +7,6 @@
 //     bench);
 //   - sim: the seeded fault simulation (make sim);
 //   - proxy-bench: the proxy engine measured from outside;
-//   - render-bootstrap: a proxy's startup script, printed.
+//   - render-bootstrap: a proxy's startup script, printed;
+//   - gendocs: the pages of docs/ the code knows, written (make docs).
 package dev

@@ -4,10 +4,12 @@
 # drives against the Compute fake; shellcheck, which checks the rendered
 # startup script; for `make image-test`, which boots that script on a
 # Debian 13 and a Debian 12 in a container, debootstrap, systemd-container
-# (systemd-nspawn) and iproute2 (network namespaces); and tinyproxy, which
+# (systemd-nspawn) and iproute2 (network namespaces); tinyproxy, which
 # `IMAGE_BENCH_ENGINE=tinyproxy make image-bench` measures beside the
-# project's engine; and Debian's Chromium, which the web console's browser
-# test drives headless (dev/localstack, through the Go module chromedp). It installs only what is missing, so it is cheap to run
+# project's engine; Debian's Chromium, which the web console's browser
+# test drives headless (dev/localstack, through the Go module chromedp);
+# and Hetzner's own CLI (Debian's hcloud-cli), which a test drives against
+# the Hetzner fake. It installs only what is missing, so it is cheap to run
 # every time: make test, run, image-test and bench run it first. Without
 # root it stops with the one command that installs the rest.
 set -euo pipefail
@@ -28,6 +30,7 @@ command -v debootstrap >/dev/null || [ -x /usr/sbin/debootstrap ] || missing+=(d
 command -v systemd-nspawn >/dev/null || missing+=(systemd-container)
 command -v ip >/dev/null || [ -x /usr/sbin/ip ] || [ -x /sbin/ip ] || missing+=(iproute2)
 command -v chromium >/dev/null || missing+=(chromium)
+command -v hcloud >/dev/null || missing+=(hcloud-cli)
 
 if [ ${#missing[@]} -eq 0 ]; then
   exit 0
@@ -42,7 +45,7 @@ echo "install-deps: installing ${missing[*]}" >&2
 apt-get update -qq
 if ! DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}"; then
   echo "install-deps: apt-get could not install ${missing[*]}." >&2
-  echo "  tinyproxy, shellcheck, debootstrap, systemd-container, iproute2 and chromium come from Debian's own repository." >&2
+  echo "  tinyproxy, shellcheck, debootstrap, systemd-container, iproute2, chromium and hcloud-cli come from Debian's own repository." >&2
   echo "  The emulators come from Google's Cloud CLI apt repository," >&2
   echo "  or: gcloud components install cloud-firestore-emulator pubsub-emulator" >&2
   exit 1

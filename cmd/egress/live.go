@@ -11,13 +11,28 @@ import (
 	"github.com/egress-proxies/egress/internal/proxy"
 )
 
-// updateCommand changes a proxy's source ranges and CONNECT ports live;
-// --wait waits until the VM serves the change.
+// updateCommand changes a proxy's source ranges, CONNECT ports, bandwidth
+// limit and access log live; --wait waits until the VM serves the change.
 func (c *cli) updateCommand(pf *proxyFlags) *cobra.Command {
-	var patch client.SpecPatch
-	cmd := c.onProxy(pf, "update NAME [--allowed-source-range CIDR…] [--connect-port PORT…|--default-connect-ports]",
-		"Change a proxy's source ranges or CONNECT ports on its VM, keeping its endpoint",
+	var (
+		patch       client.SpecPatch
+		bandwidth   string
+		noBandwidth bool
+		accessLog   bool
+	)
+	var cmd *cobra.Command
+	cmd = c.onProxy(pf, "update NAME [--allowed-source-range CIDR…] [--connect-port PORT…|--default-connect-ports] [--bandwidth-limit RATE|--no-bandwidth-limit] [--access-log=true|false]",
+		"Change a proxy's source ranges, CONNECT ports, bandwidth limit or access log on its VM, keeping its endpoint",
 		func(ctx context.Context, ns, name string) (*proxy.Proxy, client.Condition, error) {
+			switch {
+			case noBandwidth:
+				patch.BandwidthLimit = new(string)
+			case cmd.Flags().Changed("bandwidth-limit"):
+				patch.BandwidthLimit = &bandwidth
+			}
+			if cmd.Flags().Changed("access-log") {
+				patch.AccessLog = &accessLog
+			}
 			p, err := c.client.UpdateProxy(ctx, ns, name, patch)
 			if err != nil {
 				return nil, nil, err
@@ -25,13 +40,18 @@ func (c *cli) updateCommand(pf *proxyFlags) *cobra.Command {
 			return p, client.Reconfigured(p.Generation), nil
 		})
 	cmd.Example = `  egress proxies update partner-api -n payments --allowed-source-range 203.0.113.0/24,198.51.100.0/24 --wait
-  egress proxies update partner-api -n payments --connect-port 443 --connect-port 8443`
+  egress proxies update partner-api -n payments --connect-port 443 --connect-port 8443
+  egress proxies update scraper -n data --bandwidth-limit 50Mbit --access-log=false`
 	f := cmd.Flags()
 	f.StringSliceVar(&patch.AllowedSourceRanges, "allowed-source-range", nil, "a CIDR that may use the proxy; the list replaces the proxy's (repeat, or separate with commas)")
 	f.Int32SliceVar(&patch.ConnectPorts, "connect-port", nil, "a port CONNECT may reach; the list replaces the proxy's (repeat)")
 	f.BoolVar(&patch.DefaultConnectPorts, "default-connect-ports", false, "back to the default CONNECT ports, 443 and 80")
+	f.StringVar(&bandwidth, "bandwidth-limit", "", "a bound on the proxy's traffic, both ways together, e.g. 100Mbit (Kbit, Mbit or Gbit)")
+	f.BoolVar(&noBandwidth, "no-bandwidth-limit", false, "remove the proxy's bandwidth limit")
+	f.BoolVar(&accessLog, "access-log", true, "keep the proxy's access log (--access-log=false stops it)")
 	cmd.MarkFlagsMutuallyExclusive("connect-port", "default-connect-ports")
-	cmd.MarkFlagsOneRequired("allowed-source-range", "connect-port", "default-connect-ports")
+	cmd.MarkFlagsMutuallyExclusive("bandwidth-limit", "no-bandwidth-limit")
+	cmd.MarkFlagsOneRequired("allowed-source-range", "connect-port", "default-connect-ports", "bandwidth-limit", "no-bandwidth-limit", "access-log")
 	waitFlags(cmd, pf, "is Ready serving the change", 5*time.Minute)
 	return cmd
 }
@@ -70,10 +90,11 @@ func (c *cli) poolsCommand() *cobra.Command {
 func (c *cli) poolPutCommand() *cobra.Command {
 	var spec proxy.PoolSpec
 	cmd := &cobra.Command{
-		Use:     "put POOL --region REGION [--zone ZONE] --size N",
-		Short:   "Make a warm pool, or change its size",
-		Example: `  egress pools put eu-warm --region europe-west1 --zone europe-west1-b --size 5`,
-		Args:    names(1),
+		Use:   "put POOL --region REGION [--zone ZONE] --size N [--claims-per-namespace-per-hour N]",
+		Short: "Make a warm pool, or change its size and its bound of claims per namespace",
+		Example: `  egress pools put eu-warm --region europe-west1 --zone europe-west1-b --size 5
+  egress pools put eu-warm --region europe-west1 --zone europe-west1-b --size 5 --claims-per-namespace-per-hour 2`,
+		Args: names(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			p, created, err := c.client.PutPool(cmd.Context(), args[0], spec)
 			if err != nil {
@@ -92,6 +113,8 @@ func (c *cli) poolPutCommand() *cobra.Command {
 	f.StringVar(&spec.Placement.MachineType, "machine-type", "", "the VMs' machine type (default: the provider's)")
 	f.StringVar(&spec.Placement.Image, "image", "", "the VMs' image (default: the provider's)")
 	f.IntVar(&spec.Size, "size", 0, "how many warm VMs to keep, 0-100 (required)")
+	f.IntVar(&spec.ClaimsPerNamespacePerHour, "claims-per-namespace-per-hour", 0,
+		"how many VMs one namespace's proxies may claim from the pool in any hour; past it they boot their own (default: no bound; a put without it lifts one)")
 	_ = cmd.MarkFlagRequired("region")
 	_ = cmd.MarkFlagRequired("size")
 	return cmd

@@ -17,6 +17,7 @@ import (
 	"github.com/egress-proxies/egress/internal/clock"
 	"github.com/egress-proxies/egress/internal/httpapi"
 	"github.com/egress-proxies/egress/internal/provider"
+	"github.com/egress-proxies/egress/internal/provider/hetzner"
 	"github.com/egress-proxies/egress/internal/provider/mock"
 	"github.com/egress-proxies/egress/internal/proxy"
 	"github.com/egress-proxies/egress/internal/store/rules"
@@ -45,7 +46,9 @@ func localAPI(t *testing.T) (string, *storefake.Store) {
 		t.Fatal(err)
 	}
 	reg := provider.NewRegistry()
-	_ = reg.Register(mock.Type, func(context.Context) (provider.Provider, error) { return nil, fmt.Errorf("unused") }, provider.WithValidator(mock.Validate))
+	_ = reg.Register(mock.Type, func(context.Context) (provider.Provider, error) { return nil, fmt.Errorf("unused") }, provider.WithValidator(mock.Validate), provider.InPlace())
+	_ = reg.Register(hetzner.Type, func(context.Context) (provider.Provider, error) { return nil, fmt.Errorf("unused") },
+		provider.WithValidator(hetzner.Validator(hetzner.Policy{ServerTypes: hetzner.DefaultAllowedServerTypes, Images: hetzner.DefaultAllowedImages})))
 	admins, _ := tenancy.ParseAdmins(who)
 	api := httpapi.New(st, clock.Real{}, slog.New(slog.NewTextHandler(io.Discard, nil)), httpapi.Options{
 		DefaultProvider: mock.Type, Providers: provider.NewSet(reg), Admins: admins, LocalIdentity: who,
@@ -64,6 +67,35 @@ func egress(api string, args ...string) (int, string, string) {
 	return code, stdout.String(), stderr.String()
 }
 
+// TestCreateOnHetzner: --provider hetzner takes a network zone and a
+// location of it, as the help lists them; a location of another zone, or
+// a warm pool on Hetzner, is the API's 400, each violation on its line.
+func TestCreateOnHetzner(t *testing.T) {
+	api, st := localAPI(t)
+	code, out, errOut := egress(api, "proxies", "create", "eu", "--provider", "hetzner", "--region", "eu-central", "--zone", "fsn1", "--allow", "203.0.113.0/24", "--static")
+	if code != 0 {
+		t.Fatalf("create on hetzner: %d\n%s%s", code, out, errOut)
+	}
+	p, err := st.Get(context.Background(), proxy.Key{Namespace: "demo", Name: "eu"})
+	if err != nil || p.Spec.Provider != hetzner.Type || p.Spec.Placement.Zone != "fsn1" || p.Spec.IPPolicy != proxy.IPStatic {
+		t.Errorf("the stored spec: %+v, %v", p, err)
+	}
+	code, _, errOut = egress(api, "proxies", "create", "us", "--provider", "hetzner", "--region", "eu-central", "--zone", "ash", "--allow", "203.0.113.0/24")
+	if code != 2 || !strings.Contains(errOut, "spec.placement.zone") || !strings.Contains(errOut, "is not a location of network zone") {
+		t.Errorf("a location of another network zone: %d\n%s", code, errOut)
+	}
+	code, _, errOut = egress(api, "pools", "put", "eu", "--provider", "hetzner", "--region", "eu-central", "--size", "1")
+	if code != 2 || !strings.Contains(errOut, "provider: hetzner cannot") || !strings.Contains(errOut, "warm pool") {
+		t.Errorf("a warm pool on hetzner: %d\n%s", code, errOut)
+	}
+	_, help, _ := egress(api, "proxies", "create", "--help")
+	for _, want := range []string{"eu-central     fsn1 (Falkenstein), nbg1 (Nuremberg), hel1 (Helsinki)", "--provider hetzner --region eu-central --zone fsn1"} {
+		if !strings.Contains(help, want) {
+			t.Errorf("egress proxies create --help says nothing of %q:\n%s", want, help)
+		}
+	}
+}
+
 // TestLiveChangesCommands: update and rotate-credentials change the proxy
 // as the API answers, and a flag-less update is refused before any call.
 func TestLiveChangesCommands(t *testing.T) {
@@ -73,8 +105,9 @@ func TestLiveChangesCommands(t *testing.T) {
 	if code != exitOK || json.Unmarshal([]byte(stdout), &p) != nil {
 		t.Fatalf("update: exit %d\n%s\n%s", code, stdout, stderr)
 	}
+	on := true // a change writes the access log as it is: on
 	want := proxy.Spec{Provider: mock.Type, Port: 3128, IPPolicy: proxy.IPEphemeral, Placement: proxy.Placement{Region: "us-central1"},
-		AllowedSourceRanges: []string{"198.51.100.0/24", "203.0.113.0/24"}, ConnectPorts: []int32{443, 8443}}
+		AllowedSourceRanges: []string{"198.51.100.0/24", "203.0.113.0/24"}, ConnectPorts: []int32{443, 8443}, AccessLog: &on}
 	if diff := cmp.Diff(want, p.Spec); diff != "" || p.Generation != 2 {
 		t.Errorf("after update: generation %d, want 2; spec (-want +got):\n%s", p.Generation, diff)
 	}
@@ -124,6 +157,8 @@ func TestPoolsCommands(t *testing.T) {
 		{args: []string{"pools", "put", "warm", "--region", "us-central1", "--zone", "us-central1-b", "--size", "2"}, wantCode: exitInvalid, want: "spec.placement: pool warm has placement"},
 		{args: []string{"pools", "put", "cold", "--region", "us-central1", "--size", "101"}, wantCode: exitInvalid, want: "size: 101 is outside 0-100"},
 		{args: []string{"pools", "put", "warm", "--region", "us-central1", "--zone", "us-central1-a", "--size", "3", "-o", "json"}, wantCode: exitOK, want: `"size": 3`},
+		{args: []string{"pools", "put", "warm", "--region", "us-central1", "--zone", "us-central1-a", "--size", "3", "--claims-per-namespace-per-hour", "2"}, wantCode: exitOK, want: "claimsPerNamespacePerHour:  2"},
+		{args: []string{"pools", "put", "warm", "--region", "us-central1", "--zone", "us-central1-a", "--size", "3", "--claims-per-namespace-per-hour", "-1"}, wantCode: exitInvalid, want: "claimsPerNamespacePerHour: -1 is outside 0-6000"},
 		{args: []string{"pools", "list"}, wantCode: exitOK, want: "warm  mock      us-central1  us-central1-a  3"},
 		{args: []string{"pools", "get", "warm", "-o", "json"}, wantCode: exitOK, want: `"claimsLastHour": 0`},
 		{args: []string{"pools", "delete", "warm"}, wantCode: exitOK, want: "deleting since:"},
@@ -134,6 +169,58 @@ func TestPoolsCommands(t *testing.T) {
 		code, stdout, stderr := egress(api, st.args...)
 		if code != st.wantCode || !strings.Contains(stdout+stderr, st.want) {
 			t.Errorf("step %d: egress %s: exit %d, want %d and %q\nstdout:\n%s\nstderr:\n%s", i, strings.Join(st.args, " "), code, st.wantCode, st.want, stdout, stderr)
+		}
+	}
+}
+
+// TestDataPlaneCommands: create sends --socks5-port, --bandwidth-limit and
+// --access-log; update changes the limit and the access log live; get
+// shows what the VM last reported of its traffic.
+func TestDataPlaneCommands(t *testing.T) {
+	api, st := localAPI(t)
+	steps := []struct {
+		args     []string
+		wantCode int
+		want     string
+	}{
+		{args: []string{"proxies", "create", "s", "--region", "us-central1", "--allow", "203.0.113.0/24", "--socks5-port", "3128"}, wantCode: exitInvalid,
+			want: "spec.socks5Port: 3128 is spec.port"},
+		{args: []string{"proxies", "create", "b", "--region", "us-central1", "--allow", "203.0.113.0/24", "--bandwidth-limit", "100MB"}, wantCode: exitInvalid,
+			want: `spec.bandwidthLimit: "100MB" is not a bandwidth such as 100Mbit`},
+		{args: []string{"proxies", "create", "quiet", "--region", "us-central1", "--allow", "203.0.113.0/24", "--bandwidth-limit", "20Mbit", "--access-log=false", "-o", "json"}, wantCode: exitOK,
+			want: `"bandwidthLimit": "20Mbit",` + "\n" + `    "accessLog": false`},
+		{args: []string{"proxies", "create", "loud", "--region", "us-central1", "--allow", "203.0.113.0/24"}, wantCode: exitOK, want: "accessLog:            on"},
+		{args: []string{"proxies", "update", "p", "--bandwidth-limit", "100Mbit", "--access-log=false"}, wantCode: exitOK, want: "bandwidthLimit:       100Mbit\naccessLog:            off"},
+		{args: []string{"proxies", "update", "p", "--no-bandwidth-limit", "-o", "json"}, wantCode: exitOK, want: `"generation": 3`},
+		{args: []string{"proxies", "update", "p", "--bandwidth-limit", "1Mbit", "--no-bandwidth-limit"}, wantCode: exitInvalid, want: "none of the others can be"},
+		{args: []string{"proxies", "update", "p", "--bandwidth-limit", "lots"}, wantCode: exitInvalid, want: "spec.bandwidthLimit"},
+	}
+	for i, s := range steps {
+		code, stdout, stderr := egress(api, s.args...)
+		if code != s.wantCode || !strings.Contains(stdout+stderr, s.want) {
+			t.Errorf("step %d: egress %s: exit %d, want %d and %q\nstdout:\n%s\nstderr:\n%s", i, strings.Join(s.args, " "), code, s.wantCode, s.want, stdout, stderr)
+		}
+	}
+	if p, _ := st.Get(context.Background(), proxy.Key{Namespace: "demo", Name: "p"}); p.Spec.BandwidthLimit != "" || p.Spec.AccessLogOn() {
+		t.Errorf("after the updates: bandwidthLimit %q, access log on %v; want none and off", p.Spec.BandwidthLimit, p.Spec.AccessLogOn())
+	}
+
+	p, _ := st.Get(context.Background(), proxy.Key{Namespace: "demo", Name: "p"})
+	p.Status.Traffic = &proxy.Traffic{BytesIn: 1_234_567, BytesOut: 9_876_543_210, Connections: 42, ReportTime: time.Date(2026, 12, 3, 10, 0, 0, 0, time.UTC)}
+	p.Status.IPv6 = "2600:1900:4000:1::"
+	if _, err := st.UpdateStatus(context.Background(), p); err != nil {
+		t.Fatal(err)
+	}
+	code, stdout, stderr := egress(api, "proxies", "get", "p")
+	for _, want := range []string{
+		"ipv6:                 2600:1900:4000:1::\n",
+		"bytesIn:              1234567 (1.2 MB, from clients)\n",
+		"bytesOut:             9876543210 (9.9 GB, to clients)\n",
+		"connections:          42\n",
+		"trafficReported:      2026-12-03T10:00:00Z\n",
+	} {
+		if code != exitOK || !strings.Contains(stdout, want) {
+			t.Errorf("proxies get: exit %d, want %q in\n%s\n%s", code, want, stdout, stderr)
 		}
 	}
 }

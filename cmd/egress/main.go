@@ -1,7 +1,8 @@
 // Command egress is the product's CLI: proxies and namespaces from a
 // terminal or from CI, over the API, as gcloud and kubectl users expect
-// (`egress proxies create NAME --namespace NS --region R --allow CIDR
-// --wait`). `go install github.com/egress-proxies/egress/cmd/egress` or
+// (`egress proxies create NAME --namespace NS --region R
+// --allowed-source-range CIDR --wait`). Its flags are the API's field
+// names (aliases.go). `go install github.com/egress-proxies/egress/cmd/egress` or
 // `make cli` builds it.
 //
 // Exit codes: 0 done; 1 the API or the network failed, or a wait ended on
@@ -118,7 +119,7 @@ Failed proxy or its timeout; 2 the request was invalid (a flag, or the API's
 	flags.StringVar(&c.token, "token", c.getenv("EGRESS_TOKEN"), "an ID token for the API, instead of Application Default Credentials (EGRESS_TOKEN)")
 	flags.StringVarP(&c.output, "output", "o", "table", "output format: table or json")
 	_ = root.RegisterFlagCompletionFunc("output", cobra.FixedCompletions([]string{"table", "json"}, cobra.ShellCompDirectiveNoFileComp))
-	root.AddCommand(c.proxiesCommand(), c.namespacesCommand(), c.poolsCommand())
+	root.AddCommand(c.proxiesCommand(), c.namespacesCommand(), c.poolsCommand(), c.docsCommand())
 	// Cobra's own completion command needs no API.
 	root.InitDefaultCompletionCmd()
 	for _, sub := range root.Commands() {

@@ -24,6 +24,10 @@ func (c *cli) printProxy(p *proxy.Proxy) error {
 	if ipPolicy == "" {
 		ipPolicy = proxy.IPEphemeral
 	}
+	accessLog := "on"
+	if !p.Spec.AccessLogOn() {
+		accessLog = "off"
+	}
 	rows := [][2]string{
 		{"name", p.Namespace + "/" + p.Name},
 		{"uid", p.UID},
@@ -31,15 +35,29 @@ func (c *cli) printProxy(p *proxy.Proxy) error {
 		{"message", client.Message(p)},
 		{"endpoint", p.Status.Endpoint},
 		{"proxyURL", p.Status.ProxyURL},
+		{"socks5URL", p.Status.Socks5URL},
+		{"ipv6", p.Status.IPv6},
 		{"region", p.Spec.Placement.Region},
 		{"zone", p.Status.Zone},
 		{"ipPolicy", string(ipPolicy)},
 		{"allowedSourceRanges", strings.Join(p.Spec.AllowedSourceRanges, ", ")},
+		{"bandwidthLimit", p.Spec.BandwidthLimit},
+		{"accessLog", accessLog},
 		{"maxAge", p.Spec.MaxAge},
 		{"rotations", fmt.Sprint(p.Status.Rotations)},
-		{"requestedBy", p.RequestedBy},
-		{"created", p.CreateTime.Format(time.RFC3339)},
 	}
+	// What the VM last reported of its traffic since its proxy started
+	// (every 30 s, read when the reconciler looks at the VM).
+	if t := p.Status.Traffic; t != nil {
+		rows = append(rows,
+			[2]string{"bytesIn", fmt.Sprintf("%d (%s, from clients)", t.BytesIn, byteSize(t.BytesIn))},
+			[2]string{"bytesOut", fmt.Sprintf("%d (%s, to clients)", t.BytesOut, byteSize(t.BytesOut))},
+			[2]string{"connections", fmt.Sprint(t.Connections)},
+			[2]string{"trafficReported", t.ReportTime.Format(time.RFC3339)})
+	}
+	rows = append(rows,
+		[2]string{"requestedBy", p.RequestedBy},
+		[2]string{"created", p.CreateTime.Format(time.RFC3339)})
 	tw := tabwriter.NewWriter(c.stdout, 0, 4, 2, ' ', 0)
 	for _, r := range rows {
 		if r[1] != "" {
@@ -88,9 +106,11 @@ func (c *cli) printPool(p *proxy.Pool) error {
 		{"machineType", p.Spec.Placement.MachineType},
 		{"image", p.Spec.Placement.Image},
 		{"size", fmt.Sprint(p.Spec.Size)},
+		{"claimsPerNamespacePerHour", positive(p.Spec.ClaimsPerNamespacePerHour)},
 		{"warm", fmt.Sprint(p.Status.Warm)},
 		{"booting", fmt.Sprint(p.Status.Booting)},
 		{"claimsLastHour", fmt.Sprint(p.Status.ClaimsLastHour)},
+		{"claimsLastHourByNamespace", byNamespace(p.Status.ClaimsLastHourByNamespace)},
 		{"message", p.Status.Message},
 		{"created", p.CreateTime.Format(time.RFC3339)},
 	}
@@ -104,6 +124,24 @@ func (c *cli) printPool(p *proxy.Pool) error {
 		}
 	}
 	return tw.Flush()
+}
+
+// positive is n in decimal, or "" (a row not shown) for none.
+func positive(n int) string {
+	if n <= 0 {
+		return ""
+	}
+	return fmt.Sprint(n)
+}
+
+// byNamespace is a count by namespace as one line, "team-a=2 team-b=1",
+// ordered by namespace.
+func byNamespace(counts map[string]int) string {
+	parts := make([]string, 0, len(counts))
+	for _, ns := range slices.Sorted(maps.Keys(counts)) {
+		parts = append(parts, fmt.Sprintf("%s=%d", ns, counts[ns]))
+	}
+	return strings.Join(parts, " ")
 }
 
 func (c *cli) printPools(list []proxy.Pool) error {
@@ -162,6 +200,21 @@ func writeJSON(w io.Writer, v any) error {
 	enc := json.NewEncoder(w)
 	enc.SetIndent("", "  ")
 	return enc.Encode(v)
+}
+
+// byteSize is n bytes for a person: 1.5 MB, in SI multiples as the
+// traffic of a link is counted.
+func byteSize(n int64) string {
+	const unit = 1000
+	if n < unit {
+		return fmt.Sprintf("%d B", n)
+	}
+	div, exp := int64(unit), 0
+	for m := n / unit; m >= unit && exp < 4; m /= unit {
+		div *= unit
+		exp++
+	}
+	return fmt.Sprintf("%.1f %cB", float64(n)/float64(div), "kMGTP"[exp])
 }
 
 func dash(s string) string {

@@ -50,22 +50,42 @@ func waitFlags(cmd *cobra.Command, pf *proxyFlags, what string, timeout time.Dur
 func (c *cli) createCommand(pf *proxyFlags) *cobra.Command {
 	var (
 		spec          proxy.Spec
-		static        bool
+		ipPolicy      string
 		cloudInitFile string
+		accessLog     bool
 	)
 	cmd := &cobra.Command{
-		Use:   "create NAME --region REGION --allow CIDR [--allow CIDR…]",
+		Use:   "create NAME --region REGION --allowed-source-range CIDR [--allowed-source-range CIDR…]",
 		Short: "Ask for a proxy; with --wait, until it is Ready",
-		Example: `  egress proxies create partner-api -n payments --region europe-west1 --allow 203.0.113.0/24 --static --wait
-  egress proxies create scraper -n data --region us-central1 --zone us-central1-b --allow 198.51.100.7/32 --max-age 24h`,
+		Long: `Ask for a proxy; with --wait, until it is Ready.
+
+Where it runs is the provider's: on gcp (Compute Engine) a region such as
+europe-west1 and, if you like, a zone of it (europe-west1-b); on hetzner
+(Hetzner Cloud) a network zone and, if you like, a location of it:
+
+  eu-central     fsn1 (Falkenstein), nbg1 (Nuremberg), hel1 (Helsinki)
+  us-east        ash (Ashburn, VA)
+  us-west        hil (Hillsboro, OR)
+  ap-southeast   sin (Singapore)
+
+A hetzner proxy's machine type is a server type (cx23 when you name none;
+outside eu-central a CPX type such as cpx22), its image a Hetzner image
+(debian-13). Hetzner serves no warm pool, and a change of a hetzner
+proxy's ranges or ports gets it a new server. The platform may allow less
+of each: the API names what it refuses.`,
+		Example: `  egress proxies create partner-api -n payments --region europe-west1 --allowed-source-range 203.0.113.0/24 --ip-policy Static --wait
+  egress proxies create scraper -n data --region us-central1 --zone us-central1-b --allowed-source-range 198.51.100.7/32 --max-age 24h
+  egress proxies create socks -n data --region us-central1 --allowed-source-range 198.51.100.7/32 --socks5-port 1080 --bandwidth-limit 100Mbit
+  egress proxies create eu-egress -n data --provider hetzner --region eu-central --zone fsn1 --allowed-source-range 203.0.113.0/24 --ip-policy Static`,
 		Args: names(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ns, err := pf.ns()
 			if err != nil {
 				return err
 			}
-			if static {
-				spec.IPPolicy = proxy.IPStatic
+			spec.IPPolicy = proxy.IPPolicy(ipPolicy)
+			if cmd.Flags().Changed("access-log") {
+				spec.AccessLog = &accessLog
 			}
 			if cloudInitFile != "" {
 				b, err := os.ReadFile(cloudInitFile)
@@ -88,23 +108,29 @@ func (c *cli) createCommand(pf *proxyFlags) *cobra.Command {
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&spec.Placement.Region, "region", "", "the region the proxy's traffic leaves from (required)")
-	f.StringVar(&spec.Placement.Zone, "zone", "", "a zone of the region; without it the provider picks one, and another if it is full")
-	f.StringSliceVar(&spec.AllowedSourceRanges, "allow", nil, "a CIDR that may use the proxy, within what the platform's firewall lets in; repeat, or separate with commas (required)")
-	f.BoolVar(&static, "static", false, "a static IP that survives the proxy's VMs, for a partner's allowlist")
-	f.StringVar(&spec.MaxAge, "max-age", "", "rotate the VM (and its IP, unless static) once it is this old, e.g. 24h")
+	f.StringVar(&spec.Placement.Region, "region", "", "the region the proxy's traffic leaves from (required): a Google Cloud region, or a Hetzner network zone (eu-central, us-east, us-west, ap-southeast)")
+	f.StringVar(&spec.Placement.Zone, "zone", "", "a zone of the region (hetzner: a location, fsn1, nbg1, hel1, ash, hil or sin); without it the provider picks one, and another if it is full")
+	f.StringSliceVar(&spec.AllowedSourceRanges, "allowed-source-range", nil, "a CIDR that may use the proxy, within what the platform's firewall lets in; repeat, or separate with commas (required)")
+	f.StringVar(&ipPolicy, "ip-policy", "", "Ephemeral (each VM its own IP) or Static (one IP kept across the proxy's VMs, for a partner's allowlist) (default Ephemeral)")
+	f.StringVar(&spec.MaxAge, "max-age", "", "rotate the VM (and its IP, unless Static) once it is this old, e.g. 24h")
 	f.Int32Var(&spec.Port, "port", 0, "the proxy's port, one the platform's firewall opens (default 3128)")
 	f.Int32SliceVar(&spec.ConnectPorts, "connect-port", nil, "a port CONNECT may reach; repeat (default 443 and 80)")
-	f.StringVar(&spec.Provider, "provider", "", "the cloud provider (default: the deployment's)")
-	f.StringVar(&spec.Placement.MachineType, "machine-type", "", "the VM's machine type (default: the provider's)")
+	f.Int32Var(&spec.Socks5Port, "socks5-port", 0, "a second port serving SOCKS5 with the same credentials, one the platform's firewall opens (default: no SOCKS5)")
+	f.StringVar(&spec.BandwidthLimit, "bandwidth-limit", "", "a bound on the proxy's traffic, both ways together: a whole number and Kbit, Mbit or Gbit, e.g. 100Mbit (default: none)")
+	f.BoolVar(&accessLog, "access-log", true, "keep one access line per connection and request (--access-log=false for tenants that must not)")
+	f.StringVar(&spec.Provider, "provider", "", "the cloud provider, gcp or hetzner (default: the deployment's)")
+	f.StringVar(&spec.Placement.MachineType, "machine-type", "", "the VM's machine type, on hetzner its server type (default: the provider's, e2-micro or cx23)")
 	f.StringVar(&spec.Placement.Image, "image", "", "the VM's image (default: the provider's)")
 	f.StringVar(&spec.CloudInitSecret, "cloud-init-secret", "", "a Secret Manager version with your own cloud-init, if the deployment allows it")
 	f.StringVar(&cloudInitFile, "cloud-init-file", "", "a file with your own cloud-init, if the deployment allows it")
 	waitFlags(cmd, pf, "is Ready", 10*time.Minute)
+	_ = cmd.RegisterFlagCompletionFunc("ip-policy", cobra.FixedCompletions([]string{string(proxy.IPEphemeral), string(proxy.IPStatic)}, cobra.ShellCompDirectiveNoFileComp))
+	c.deprecatedAlias(f, "allow", "allowed-source-range")
+	c.deprecatedSwitch(f, "static", "ip-policy", string(proxy.IPStatic))
 	// The API checks every rule and names each broken one; the CLI only
 	// says what it cannot do without.
 	_ = cmd.MarkFlagRequired("region")
-	_ = cmd.MarkFlagRequired("allow")
+	_ = cmd.MarkFlagRequired("allowed-source-range")
 	return cmd
 }
 

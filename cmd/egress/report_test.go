@@ -92,7 +92,7 @@ func TestCommandLineRefusedBeforeAnyCall(t *testing.T) {
 		"UnknownCommand":   {args: []string{"proxy", "launch"}, want: `unknown command "launch"`},
 		"UnknownTopLevel":  {args: []string{"proxiez"}, want: `unknown command "proxiez"`},
 		"UnknownFlag":      {args: []string{"proxies", "list", "-n", "d", "--regoin", "x"}, want: "unknown flag: --regoin"},
-		"MissingFlags":     {args: []string{"proxies", "create", "p", "-n", "d"}, want: `required flag(s) "allow", "region" not set`},
+		"MissingFlags":     {args: []string{"proxies", "create", "p", "-n", "d"}, want: `required flag(s) "allowed-source-range", "region" not set`},
 		"NoNamespace":      {args: []string{"proxies", "get", "p"}, want: "no namespace: pass --namespace NS or set EGRESS_NAMESPACE"},
 		"ArgumentCount":    {args: []string{"proxies", "get", "-n", "d"}, want: "egress proxies get takes 1 argument(s), got 0"},
 		"Output":           {args: []string{"proxies", "list", "-n", "d", "-o", "yaml"}, want: `--output "yaml": want table or json`},
@@ -102,7 +102,7 @@ func TestCommandLineRefusedBeforeAnyCall(t *testing.T) {
 		"BadDuration":      {args: []string{"proxies", "wait", "p", "-n", "d", "--timeout", "soon"}, want: `invalid argument "soon" for "--timeout"`},
 		"API URL":          {args: []string{"--api", "ftp://x", "proxies", "list", "-n", "d"}, want: `API URL "ftp://x": want http(s)://HOST[:PORT]`},
 		"AddMemberNoRole":  {args: []string{"namespaces", "add-member", "d", "bob@example.com"}, want: `required flag(s) "role" not set`},
-		"CreateWithoutArg": {args: []string{"proxies", "create", "--region", "r", "--allow", "1.2.3.4/32", "-n", "d"}, want: "takes 1 argument(s), got 0"},
+		"CreateWithoutArg": {args: []string{"proxies", "create", "--region", "r", "--allowed-source-range", "1.2.3.4/32", "-n", "d"}, want: "takes 1 argument(s), got 0"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			var stdout, stderr bytes.Buffer

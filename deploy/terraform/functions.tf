@@ -78,15 +78,16 @@ resource "google_cloudfunctions2_function" "reconcile" {
     max_instance_count               = 20
     max_instance_request_concurrency = 20
     ingress_settings                 = "ALLOW_INTERNAL_ONLY"
-    environment_variables = merge(local.common_env, local.provider_env, local.gcp_env, {
-      RECONCILE_WAIT_BUDGET     = "60s"
-      RECONCILE_INITIAL_BACKOFF = "2s"
-      RECONCILE_MAX_BACKOFF     = "10s"
-      BOOT_TIMEOUT              = var.boot_timeout
-      RECONFIGURE_TIMEOUT       = var.reconfigure_timeout
-      MAX_BOOT_FAILURES         = tostring(var.max_boot_failures)
-      CLOUD_INIT_SECRET_PREFIX  = local.cloud_init_secret_prefix
-      EGRESS_DENY_RANGES        = join(",", var.egress_deny_ranges)
+    environment_variables = merge(local.common_env, local.provider_env, local.gcp_env, local.hetzner_env, {
+      RECONCILE_WAIT_BUDGET      = "60s"
+      RECONCILE_INITIAL_BACKOFF  = "2s"
+      RECONCILE_MAX_BACKOFF      = "10s"
+      BOOT_TIMEOUT               = var.boot_timeout
+      RECONFIGURE_TIMEOUT        = var.reconfigure_timeout
+      MAX_BOOT_FAILURES          = tostring(var.max_boot_failures)
+      NAMESPACE_CREATES_PER_HOUR = tostring(var.namespace_creates_per_hour)
+      CLOUD_INIT_SECRET_PREFIX   = local.cloud_init_secret_prefix
+      EGRESS_DENY_RANGES         = join(",", var.egress_deny_ranges)
     })
   }
   event_trigger {
@@ -129,7 +130,7 @@ resource "google_cloudfunctions2_function" "gc" {
     max_instance_count               = 1
     max_instance_request_concurrency = 1
     ingress_settings                 = "ALLOW_INTERNAL_ONLY"
-    environment_variables = merge(local.common_env, local.provider_env, local.gcp_env, {
+    environment_variables = merge(local.common_env, local.provider_env, local.gcp_env, local.hetzner_env, {
       GC_GRACE_PERIOD         = var.gc_grace_period
       GC_DRY_RUN              = tostring(var.gc_dry_run)
       GC_PARALLELISM          = "16"

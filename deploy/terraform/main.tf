@@ -50,6 +50,10 @@ locals {
     GCP_ALLOWED_MACHINE_TYPES  = join(",", var.gcp_allowed_machine_types)
     GCP_ALLOWED_IMAGES         = join(",", var.gcp_allowed_images)
     IAP_AUDIENCE               = local.iap_audience
+    # The hetzner provider's policy, read only when it is enabled.
+    HETZNER_ALLOWED_LOCATIONS    = join(",", var.hetzner_allowed_locations)
+    HETZNER_ALLOWED_SERVER_TYPES = join(",", var.hetzner_allowed_server_types)
+    HETZNER_ALLOWED_IMAGES       = join(",", var.hetzner_allowed_images)
   }
   # The audience IAP signs its header with for the API's Cloud Run service
   # (IAP for Cloud Run: /projects/NUMBER/locations/REGION/services/NAME);
@@ -65,6 +69,7 @@ locals {
     GCP_PROJECT         = var.project_id
     GCP_NETWORK         = var.network
     GCP_SUBNETWORK      = var.subnetwork
+    GCP_STACK_TYPE      = var.proxy_stack_type
     GCP_NETWORK_TAG     = var.proxy_network_tag
     GCP_SERVICE_ACCOUNT = google_service_account.proxy_vm.email
     GCP_SCOPES          = join(",", var.proxy_vm_scopes)
@@ -104,14 +109,26 @@ resource "google_firestore_field" "progress_time" {
   }
 }
 
-# The firewall rule that opens the proxy ports of proxy VMs, by tag: one
-# rule per deployment, to which the API holds every spec, so the functions
-# need no right over firewalls.
+# The firewall rules that open the proxy ports of proxy VMs, by tag: one
+# per address family per deployment, to which the API holds every spec, so
+# the functions need no right over firewalls. Two, since a VPC firewall
+# rule holds IPv4 or IPv6 source ranges, never both
+# (https://cloud.google.com/firewall/docs/using-firewalls); a family with
+# no range gets no rule, and the implied deny keeps it out. The IPv6 rule
+# matters only to VMs with an IPv6 address (proxy_stack_type IPV4_IPV6).
+locals {
+  proxy_source_ranges = {
+    ipv4 = [for r in var.allowed_source_ranges : r if !can(regex(":", r))]
+    ipv6 = [for r in var.allowed_source_ranges : r if can(regex(":", r))]
+  }
+}
+
 resource "google_compute_firewall" "proxy" {
-  name          = "egress-proxy-allow"
+  for_each      = { for family, ranges in local.proxy_source_ranges : family => ranges if length(ranges) > 0 }
+  name          = each.key == "ipv4" ? "egress-proxy-allow" : "egress-proxy-allow-${each.key}"
   network       = var.network
   direction     = "INGRESS"
-  source_ranges = var.allowed_source_ranges
+  source_ranges = each.value
   target_tags   = [var.proxy_network_tag]
   allow {
     protocol = "tcp"

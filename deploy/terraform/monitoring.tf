@@ -27,7 +27,7 @@ locals {
     displayName = "Egress proxies"
     mosaicLayout = {
       columns = 12
-      tiles = [
+      tiles = concat([
         {
           # The fleet lines (one per phase per run): the mean of a run's
           # counts is the count. Reduced by mean, not sum, so that a window
@@ -210,9 +210,97 @@ locals {
             }
           }
         },
-      ]
+        {
+          # Hetzner's refusals, which the provider works around by
+          # itself: a location without room (the next location of the
+          # network zone is tried) and the rate limit (the call waits).
+          # Steady bars mean a location is short of the server type, or
+          # the project's 3600 requests an hour are too few for the fleet.
+          xPos = 0, yPos = 16, width = 6, height = 4
+          widget = {
+            title = "Hetzner: locations out of capacity and rate limits (per 5 minutes)"
+            xyChart = {
+              dataSets = [
+                {
+                  plotType           = "STACKED_BAR"
+                  legendTemplate     = "no room in $${metric.labels.location}"
+                  minAlignmentPeriod = "300s"
+                  timeSeriesQuery = {
+                    timeSeriesFilter = {
+                      filter = "metric.type=\"${local.user_metric}/${google_logging_metric.hetzner_capacity.name}\" AND ${local.on_cloud_run}"
+                      aggregation = {
+                        alignmentPeriod    = "300s"
+                        perSeriesAligner   = "ALIGN_SUM"
+                        crossSeriesReducer = "REDUCE_SUM"
+                        groupByFields      = ["metric.label.location"]
+                      }
+                    }
+                  }
+                },
+                {
+                  plotType           = "STACKED_BAR"
+                  legendTemplate     = "rate limited: $${metric.labels.op}"
+                  minAlignmentPeriod = "300s"
+                  timeSeriesQuery = {
+                    timeSeriesFilter = {
+                      filter = "metric.type=\"${local.user_metric}/${google_logging_metric.hetzner_rate_limited.name}\" AND ${local.on_cloud_run}"
+                      aggregation = {
+                        alignmentPeriod    = "300s"
+                        perSeriesAligner   = "ALIGN_SUM"
+                        crossSeriesReducer = "REDUCE_SUM"
+                        groupByFields      = ["metric.label.op"]
+                      }
+                    }
+                  }
+                },
+              ]
+              yAxis = { label = "lines", scale = "LINEAR" }
+            }
+          }
+        },
+        ],
+        # Each proxy's traffic, as Compute counts its VM's network
+        # interface (written by the platform for every VM, so it needs no
+        # right of the VM's own and no line of the functions'): this
+        # deployment's VMs by their egress-deployment label, one line per
+        # proxy by its uid label (status.uid, `egress proxies get`), which
+        # a replaced or rotated VM keeps. A proxy's interface carries both
+        # legs of every connection, client and destination, so each chart
+        # is about twice what its clients moved one way; the engine's own
+        # count of the client leg is status.traffic.
+        [for i, way in [
+          { metric = "sent_bytes_count", title = "sent" },
+          { metric = "received_bytes_count", title = "received" },
+          ] : {
+          xPos = 6 * i, yPos = 12, width = 6, height = 4
+          widget = {
+            title = "Proxy VMs: bytes ${way.title} per second, by proxy uid"
+            xyChart = {
+              dataSets = [{
+                plotType           = "LINE"
+                minAlignmentPeriod = "60s"
+                timeSeriesQuery = {
+                  timeSeriesFilter = {
+                    filter = "metric.type=\"compute.googleapis.com/instance/network/${way.metric}\" AND ${local.proxy_vms}"
+                    aggregation = {
+                      alignmentPeriod    = "60s"
+                      perSeriesAligner   = "ALIGN_RATE"
+                      crossSeriesReducer = "REDUCE_SUM"
+                      groupByFields      = ["metadata.user_labels.\"proxy-operator-uid\""]
+                    }
+                  }
+                }
+              }]
+              yAxis = { label = "bytes/s", scale = "LINEAR" }
+            }
+          }
+        }]
+      )
     }
   }
+
+  # This deployment's proxy VMs, by the labels every VM carries.
+  proxy_vms = "resource.type=\"gce_instance\" AND metadata.user_labels.\"egress-deployment\"=\"${var.deployment}\""
 
   dead_letter_filter = join(" AND ", [
     "metric.type=\"pubsub.googleapis.com/subscription/num_undelivered_messages\"",

@@ -20,8 +20,8 @@ variable "providers_enabled" {
   type        = list(string)
   default     = ["gcp"]
   validation {
-    condition     = length(var.providers_enabled) > 0 && alltrue([for p in var.providers_enabled : contains(["gcp"], p)])
-    error_message = "providers_enabled must list one or more of: gcp."
+    condition     = length(var.providers_enabled) > 0 && alltrue([for p in var.providers_enabled : contains(["gcp", "hetzner"], p)])
+    error_message = "providers_enabled must list one or more of: gcp, hetzner."
   }
 }
 
@@ -54,6 +54,16 @@ variable "subnetwork" {
   description = "Subnetwork, in each region, the proxy VMs join, for custom-mode networks (GCP_SUBNETWORK); empty for an auto-mode network."
   type        = string
   default     = ""
+}
+
+variable "proxy_stack_type" {
+  description = "The proxy VMs' network stack (GCP_STACK_TYPE): IPV4_ONLY, or IPV4_IPV6 for an external IPv6 address on each VM, which they reach IPv6 destinations from. IPV4_IPV6 needs subnetwork to be, in every region proxies run in, a dual-stack subnet with external IPv6 (stack_type = \"IPV4_IPV6\", ipv6_access_type = \"EXTERNAL\"), which only a custom-mode network has; clients reach a proxy over IPv6 only from allowed_source_ranges' IPv6 ranges."
+  type        = string
+  default     = "IPV4_ONLY"
+  validation {
+    condition     = contains(["IPV4_ONLY", "IPV4_IPV6"], var.proxy_stack_type)
+    error_message = "proxy_stack_type must be IPV4_ONLY or IPV4_IPV6."
+  }
 }
 
 variable "proxy_vm_scopes" {
@@ -120,13 +130,13 @@ variable "namespace_quota" {
 }
 
 variable "namespace_creates_per_hour" {
-  description = "VMs one namespace's requests may ask for in any hour, creates and rotations together (NAMESPACE_CREATES_PER_HOUR): they cost money and spend the Compute quotas every namespace shares."
+  description = "VMs one namespace may cause in any hour (NAMESPACE_CREATES_PER_HOUR): creates, rotations, live changes that need a new VM, rotations by maxAge; they cost money and spend the Compute quotas every namespace shares. Replacements of lost VMs are not counted."
   type        = number
   default     = 60
 }
 
 variable "rotate_min_interval" {
-  description = "The least time between two rotations of a proxy (ROTATE_MIN_INTERVAL), in Go's duration syntax."
+  description = "The least time between two VMs a user asks for one proxy, rotations and live changes that need a new VM, and the shortest maxAge (ROTATE_MIN_INTERVAL), in Go's duration syntax."
   type        = string
   default     = "10m"
 }
@@ -281,4 +291,32 @@ variable "console_users" {
   description = "IAM members who may pass IAP to the console, such as group:data-team@example.com. What each sees and does is still their role in each namespace."
   type        = list(string)
   default     = []
+}
+
+variable "hetzner_token_secret" {
+  description = "The id of the Secret Manager secret Terraform makes for the Hetzner Cloud API token (a read & write token of the Hetzner project), when providers_enabled names hetzner; you add its value as a version (HETZNER_TOKEN_SECRET names its latest)."
+  type        = string
+  default     = "egress-hetzner-token"
+  validation {
+    condition     = can(regex("^[A-Za-z0-9_-]{1,255}$", var.hetzner_token_secret))
+    error_message = "hetzner_token_secret must be a secret id: letters, digits, '-' and '_'."
+  }
+}
+
+variable "hetzner_allowed_locations" {
+  description = "Hetzner locations a proxy's placement may name or be given (HETZNER_ALLOWED_LOCATIONS): fsn1, nbg1, hel1, ash, hil, sin; empty allows every location."
+  type        = list(string)
+  default     = []
+}
+
+variable "hetzner_allowed_server_types" {
+  description = "Hetzner server types a proxy's placement may name (HETZNER_ALLOWED_SERVER_TYPES); must hold cx23, the type of a placement that names none."
+  type        = list(string)
+  default     = ["cx23", "cx33", "cpx22"]
+}
+
+variable "hetzner_allowed_images" {
+  description = "Hetzner images a proxy's placement may name (HETZNER_ALLOWED_IMAGES); must hold debian-13, the image of a placement that names none."
+  type        = list(string)
+  default     = ["debian-13", "debian-12"]
 }

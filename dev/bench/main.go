@@ -28,6 +28,9 @@
 //	           proxies the pool serves, each claiming a warm VM: POST →
 //	           Ready, and the cost of a claimed lifecycle (POST to gone,
 //	           and the pool's refill) against its floor.
+//	hetzner    -lifecycles lifecycles on the hetzner provider over the
+//	           Hetzner fake, without the stack: Hetzner API requests per
+//	           lifecycle, and a ListByTag of 1000 servers (hetzner.go).
 //	gc         -gc/100, -gc/10, then -gc documents and as many instances,
 //	           one CollectGarbage run each in a process of its own on the
 //	           same Firestore emulator: its time, its own CPU time and the
@@ -129,10 +132,11 @@ const (
 	phaseLifecycle = "lifecycle"
 	phaseBulk      = "bulk"
 	phasePool      = "pool"
+	phaseHetzner   = "hetzner"
 	phaseGC        = "gc"
 )
 
-var allPhases = []string{phaseLifecycle, phaseBulk, phasePool, phaseGC}
+var allPhases = []string{phaseLifecycle, phaseBulk, phasePool, phaseHetzner, phaseGC}
 
 // runs reports whether the run includes the phase.
 func (s settings) runs(phase string) bool { return slices.Contains(s.phases, phase) }

@@ -52,6 +52,8 @@ type results struct {
 	// TotalSeconds the whole run, from the stack's build to its stop.
 	Phases       []phaseTime `json:"phases"`
 	TotalSeconds float64     `json:"totalSeconds"`
+	// Hetzner is the hetzner provider's phase (hetzner.go).
+	Hetzner hetznerResult `json:"hetzner"`
 }
 
 // phaseTime is how long one phase took.

@@ -106,7 +106,7 @@ func run(ctx context.Context, s settings, log *slog.Logger) (*results, error) {
 		// pool exists, it serves their spec. The collector last: its
 		// hundred thousand documents would weigh on the emulator every
 		// later phase talks to.
-		{phaseLifecycle, b.lifecycle}, {phaseBulk, b.bulkAtEachSize}, {phasePool, b.poolPhases}, {phaseGC, b.collect},
+		{phaseLifecycle, b.lifecycle}, {phaseBulk, b.bulkAtEachSize}, {phasePool, b.poolPhases}, {phaseHetzner, b.hetzner}, {phaseGC, b.collect},
 	} {
 		if !s.runs(ph.name) {
 			continue

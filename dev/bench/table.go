@@ -30,6 +30,9 @@ func (r *results) table(w io.Writer) {
 	if slices.Contains(s.Phases, phasePool) {
 		r.poolTable(w)
 	}
+	if slices.Contains(s.Phases, phaseHetzner) {
+		r.Hetzner.table(w)
+	}
 	if slices.Contains(s.Phases, phaseGC) {
 		r.gcTable(w)
 	}

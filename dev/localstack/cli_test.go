@@ -146,7 +146,7 @@ func (s *liveStack) driveCLI(t *testing.T) {
 	cli := buildCLI(t, s.front.URL, unsignedToken("alice@example.com"))
 	ns := []string{"--namespace", "demo"}
 
-	stdout, stderr := cli.must(t, append([]string{"proxies", "create", "cli", "--region", "us-central1", "--allow", "203.0.113.0/24", "--wait", "--timeout", "90s"}, ns...)...)
+	stdout, stderr := cli.must(t, append([]string{"proxies", "create", "cli", "--region", "us-central1", "--allowed-source-range", "203.0.113.0/24", "--wait", "--timeout", "90s"}, ns...)...)
 	if !regexp.MustCompile(`(?m)^proxyURL:\s+http://[^:@\s]+:[^@\s]{22,}@\S+:3128$`).MatchString(stdout) || !regexp.MustCompile(`(?m)^phase:\s+Ready$`).MatchString(stdout) {
 		t.Errorf("create --wait did not show a Ready proxy with its proxyURL:\n%s", stdout)
 	}
@@ -196,7 +196,7 @@ func (s *liveStack) driveCLI(t *testing.T) {
 	}
 
 	// A bad request: each broken rule on a line of its own, exit 2.
-	_, stderr, code := cli.run(t, append([]string{"proxies", "create", "bad", "--region", "us-central1", "--zone", "europe-west1-b", "--allow", "10.0.0.0/33", "--max-age", "1m"}, ns...)...)
+	_, stderr, code := cli.run(t, append([]string{"proxies", "create", "bad", "--region", "us-central1", "--zone", "europe-west1-b", "--allowed-source-range", "10.0.0.0/33", "--max-age", "1m"}, ns...)...)
 	if code != 2 {
 		t.Errorf("a bad create: exit %d, want 2\n%s", code, stderr)
 	}

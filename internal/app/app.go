@@ -53,6 +53,10 @@ type Options struct {
 	// LogOutput receives the logs; nil is standard output for JSON (where
 	// Cloud Run reads them) and standard error for text.
 	LogOutput io.Writer
+	// HetznerVM is what the hetzner provider needs of the VM side: the
+	// servers' user-data and the question whether they serve. Without
+	// both, New refuses a PROVIDERS that names hetzner.
+	HetznerVM HetznerVM
 }
 
 // App is one process's composition: the configuration and the services of
@@ -70,7 +74,10 @@ type App struct {
 	// do).
 	callHome *queue.Publisher
 	secrets  *secretManager
-	store    *store.Store
+	// readSecret, when set, reads a secret version instead of Secret
+	// Manager: tests of the hetzner provider's token.
+	readSecret func(ctx context.Context, version string) (string, error)
+	store      *store.Store
 
 	api        http.Handler
 	reconciler *reconcile.Reconciler
@@ -110,7 +117,7 @@ func New(ctx context.Context, getenv Getenv, opts Options) (*App, error) {
 	}
 	reg := opts.Registry
 	if reg == nil {
-		if reg, err = a.registry(opts.Linked); err != nil {
+		if reg, err = a.registry(opts.Linked, opts.HetznerVM); err != nil {
 			a.Close()
 			return nil, err
 		}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/egress-proxies/egress/internal/gc"
 	"github.com/egress-proxies/egress/internal/provider/gcp"
+	"github.com/egress-proxies/egress/internal/provider/hetzner"
 	"github.com/egress-proxies/egress/internal/proxy"
 	"github.com/egress-proxies/egress/internal/reconcile"
 	"github.com/egress-proxies/egress/internal/tenancy"
@@ -45,6 +46,10 @@ type Config struct {
 	GCP  gcp.Config
 	// GCPPolicy is what the operator allows of the gcp provider.
 	GCPPolicy gcp.Policy
+	// Hetzner is the hetzner provider's part, read only when PROVIDERS
+	// names it; HetznerPolicy is what the operator allows of it.
+	Hetzner       HetznerConfig
+	HetznerPolicy hetzner.Policy
 	// CloudInitSecretPrefix is what a cloudInitSecret must start with:
 	// the API refuses others, the reconciler reads no other.
 	CloudInitSecretPrefix string
@@ -96,6 +101,26 @@ type MockConfig struct {
 	ServeAllow []string
 }
 
+// HetznerConfig is the hetzner provider's settings (the HETZNER_
+// variables). The token itself is no setting: the provider reads it from
+// Secret Manager (TokenSecret) when it is first made.
+type HetznerConfig struct {
+	// Deployment is DEPLOYMENT's value.
+	Deployment string
+	// TokenSecret is the Secret Manager version holding the API token.
+	TokenSecret string
+	// Endpoint replaces Hetzner's API, with LocalHetznerToken: tests
+	// against a fake only.
+	Endpoint string
+	// Locations are the locations a placement without one may be given.
+	Locations []string
+}
+
+// LocalHetznerToken is the token the hetzner provider sends to a
+// HETZNER_ENDPOINT (a fake: the local stack's and the tests'), which
+// holds no secret of anyone's.
+const LocalHetznerToken = "egress-local-hetzner-token"
+
 // LocalConfig is the local stack's own part.
 type LocalConfig struct {
 	Port                      string
@@ -117,7 +142,7 @@ var (
 const MockType = "mock"
 
 // knownProviders are the provider types PROVIDERS may name.
-var knownProviders = []string{gcp.Type, MockType}
+var knownProviders = []string{gcp.Type, hetzner.Type, MockType}
 
 // Load reads the variables of Vars that the functions fns read, in the
 // table's order, and validates them. An error names the variable, the
@@ -170,6 +195,11 @@ func (c Config) check() error {
 	if c.serves(ProxyAPI) && gcpEnabled(&c) {
 		if err := c.GCPPolicy.Check(); err != nil {
 			return fmt.Errorf("config: GCP_ALLOWED_REGIONS, GCP_ALLOWED_MACHINE_TYPES and GCP_ALLOWED_IMAGES: the policy %w", err)
+		}
+	}
+	if c.serves(ProxyAPI) && hetznerEnabled(&c) {
+		if err := c.HetznerPolicy.Check(); err != nil {
+			return fmt.Errorf("config: HETZNER_ALLOWED_LOCATIONS, HETZNER_ALLOWED_SERVER_TYPES and HETZNER_ALLOWED_IMAGES: the policy %w", err)
 		}
 	}
 	if r := c.Reconcile; r.MaxBackoff < r.InitialBackoff {

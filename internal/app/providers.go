@@ -4,14 +4,19 @@ import (
 	"context"
 	"fmt"
 	"log/slog"
+	"strings"
+
+	secretmanager "cloud.google.com/go/secretmanager/apiv1"
 
 	"google.golang.org/api/option"
 
 	"github.com/egress-proxies/egress/internal/metering"
 	"github.com/egress-proxies/egress/internal/provider"
 	"github.com/egress-proxies/egress/internal/provider/gcp"
+	"github.com/egress-proxies/egress/internal/provider/hetzner"
 	"github.com/egress-proxies/egress/internal/proxy"
 	"github.com/egress-proxies/egress/internal/queue"
+	"github.com/egress-proxies/egress/internal/secrets"
 )
 
 // Linked is a provider type a binary links beside the ones every
@@ -20,6 +25,9 @@ import (
 type Linked struct {
 	Type      string
 	Validator provider.Validator
+	// InPlace says the provider's VMs take live changes in place
+	// (provider.InPlace).
+	InPlace bool
 	// New makes the provider's constructor for env.
 	New func(env ProviderEnv) provider.Constructor
 }
@@ -41,23 +49,35 @@ type ProviderEnv struct {
 // constructor. Each provider's settings were read and checked by Load only
 // when it is enabled, so a missing GCP_* setting never stops a mock run and
 // always stops a gcp one at start-up.
-func (a *App) registry(linked []Linked) (*provider.Registry, error) {
+func (a *App) registry(linked []Linked, vm HetznerVM) (*provider.Registry, error) {
 	c := a.Config
 	ctors := map[string]provider.Constructor{gcp.Type: c.gcpConstructor()}
 	rules := map[string]provider.Validator{gcp.Type: gcp.Validator(c.GCPPolicy)}
+	inPlace := map[string]bool{gcp.Type: true}
+	if hetznerEnabled(&c) {
+		if missing := vm.missing(); missing != "" {
+			return nil, fmt.Errorf("config: PROVIDERS names %q, but this build has no %s: the VM side of the hetzner provider (its cloud-init bootstrap and its readiness) is not built yet, so a server could neither boot the proxy nor be seen serving (docs/operations/hetzner.md)", hetzner.Type, missing)
+		}
+		ctors[hetzner.Type] = a.hetznerConstructor(vm)
+		rules[hetzner.Type] = hetzner.Validator(c.HetznerPolicy)
+	}
 	env := ProviderEnv{Config: c, Log: a.Log}
 	if a.callHome != nil {
 		env.CallHome = a.callHome.Publish
 	}
 	for _, l := range linked {
-		ctors[l.Type], rules[l.Type] = l.New(env), l.Validator
+		ctors[l.Type], rules[l.Type], inPlace[l.Type] = l.New(env), l.Validator, l.InPlace
 	}
 	reg := provider.NewRegistry()
 	for _, typ := range c.Providers {
 		if ctors[typ] == nil {
-			return nil, fmt.Errorf("config: PROVIDERS names %q, which this binary does not link: the mock is the local stack's and the tests' only, and the deployed functions serve %s", typ, gcp.Type)
+			return nil, fmt.Errorf("config: PROVIDERS names %q, which this binary does not link: the mock is the local stack's and the tests' only, and the deployed functions serve %s and %s", typ, gcp.Type, hetzner.Type)
 		}
-		if err := reg.Register(typ, metered(ctors[typ]), provider.WithValidator(rules[typ])); err != nil {
+		opts := []provider.Option{provider.WithValidator(rules[typ])}
+		if inPlace[typ] {
+			opts = append(opts, provider.InPlace())
+		}
+		if err := reg.Register(typ, metered(ctors[typ]), opts...); err != nil {
 			return nil, fmt.Errorf("config: PROVIDERS: %w", err)
 		}
 	}
@@ -91,4 +111,70 @@ func (c Config) gcpConstructor() provider.Constructor {
 		}
 		return gcp.New(clients, cfg)
 	}
+}
+
+// HetznerVM is what the hetzner provider needs of the VM side: the
+// renderer of a server's user-data (cloud-init) from the request's
+// engine configuration and startup script, and the prober that asks a
+// server's proxy whether it serves. The VM side provides both; until it
+// does, a deployment cannot enable hetzner.
+type HetznerVM struct {
+	Renderer hetzner.Renderer
+	Prober   hetzner.Prober
+}
+
+// missing names what is missing, or "".
+func (vm HetznerVM) missing() string {
+	var out []string
+	if vm.Renderer == nil {
+		out = append(out, "renderer of the servers' user-data (hetzner.Renderer)")
+	}
+	if vm.Prober == nil {
+		out = append(out, "prober of their readiness (hetzner.Prober)")
+	}
+	return strings.Join(out, " and no ")
+}
+
+// hetznerConstructor reads the API token from Secret Manager when the
+// provider is first used, and makes the provider with it; a failed read
+// is not remembered (provider.Set), so the next use tries again. Against
+// HETZNER_ENDPOINT (a fake) without a HETZNER_TOKEN_SECRET it sends
+// LocalHetznerToken, and reads no secret.
+func (a *App) hetznerConstructor(vm HetznerVM) provider.Constructor {
+	cfg := a.Config.Hetzner
+	log := a.Log.With(slog.String("provider", hetzner.Type))
+	return func(ctx context.Context) (provider.Provider, error) {
+		token := LocalHetznerToken
+		if cfg.TokenSecret != "" {
+			var err error
+			if token, err = a.hetznerToken(ctx, cfg.TokenSecret); err != nil {
+				return nil, err
+			}
+		}
+		return hetzner.New(hetzner.NewClient(token, cfg.Endpoint, nil), hetzner.Config{
+			Deployment: cfg.Deployment, Locations: cfg.Locations, Renderer: vm.Renderer, Prober: vm.Prober, Log: log,
+		})
+	}
+}
+
+// hetznerToken reads the API token from its Secret Manager version,
+// dialling the client for that read alone. Errors name the version,
+// never the token.
+func (a *App) hetznerToken(ctx context.Context, version string) (string, error) {
+	if a.readSecret != nil {
+		return a.readSecret(ctx, version)
+	}
+	c, err := secretmanager.NewClient(context.WithoutCancel(ctx))
+	if err != nil {
+		return "", fmt.Errorf("hetzner: secret manager client: %w", err)
+	}
+	defer c.Close()
+	token, err := secrets.New(c).Access(ctx, version)
+	if err != nil {
+		return "", fmt.Errorf("hetzner: the API token (HETZNER_TOKEN_SECRET): %w", err)
+	}
+	if token = strings.TrimSpace(token); token == "" {
+		return "", fmt.Errorf("hetzner: the API token (HETZNER_TOKEN_SECRET) %s is empty", version)
+	}
+	return token, nil
 }

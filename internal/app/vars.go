@@ -6,6 +6,7 @@ import (
 	"github.com/egress-proxies/egress/internal/httpapi"
 	"github.com/egress-proxies/egress/internal/provider"
 	"github.com/egress-proxies/egress/internal/provider/gcp"
+	"github.com/egress-proxies/egress/internal/provider/hetzner"
 	"github.com/egress-proxies/egress/internal/proxy"
 	"github.com/egress-proxies/egress/internal/reconcile"
 	"github.com/egress-proxies/egress/internal/tenancy"
@@ -34,7 +35,8 @@ const (
 var Functions = []Function{ProxyAPI, Reconcile, CollectGarbage}
 
 // Var is one configuration variable: the one place its name, default,
-// meaning and readers are written down. The docs' configuration reference and
+// meaning and readers are written down. The docs' configuration reference
+// (docs/reference/configuration.md, written from it by `make docs`) and
 // deploy/terraform are checked against this table (internal/app and
 // deploy tests), so a variable cannot be read without being documented and
 // deployed.
@@ -83,9 +85,10 @@ const localIdentity = "local-admin@localhost"
 var (
 	allFunctions = []Function{ProxyAPI, Reconcile, CollectGarbage}
 	// providerUsers make providers: they call Create, Get, Delete, ListByTag.
-	providerUsers = []Function{Reconcile, CollectGarbage}
-	gcpEnabled    = func(c *Config) bool { return slices.Contains(c.Providers, gcp.Type) }
-	mockEnabled   = func(c *Config) bool { return slices.Contains(c.Providers, MockType) }
+	providerUsers  = []Function{Reconcile, CollectGarbage}
+	gcpEnabled     = func(c *Config) bool { return slices.Contains(c.Providers, gcp.Type) }
+	mockEnabled    = func(c *Config) bool { return slices.Contains(c.Providers, MockType) }
+	hetznerEnabled = func(c *Config) bool { return slices.Contains(c.Providers, hetzner.Type) }
 )
 
 // Vars is every variable the product reads, in the order they are loaded:
@@ -138,7 +141,7 @@ var Vars = []Var{
 			if provider.ValidateDeployment(v) != nil {
 				return fmt.Errorf("is not an RFC 1035 label: want 1 to 63 lowercase letters, digits and '-', starting with a letter and ending with a letter or digit, such as %s", provider.DefaultDeployment)
 			}
-			c.Deployment, c.GC.Deployment, c.Mock.Deployment, c.GCP.Deployment = v, v, v, v
+			c.Deployment, c.GC.Deployment, c.Mock.Deployment, c.GCP.Deployment, c.Hetzner.Deployment = v, v, v, v, v
 			return nil
 		}},
 
@@ -146,11 +149,15 @@ var Vars = []Var{
 	{Name: "NAMESPACE_QUOTA", Default: strconv.Itoa(httpapi.DefaultQuota), Readers: []Function{ProxyAPI},
 		Meaning: "proxies a namespace may hold when an admin creates it without a quota of its own",
 		set:     atLeast(1, func(c *Config) *int { return &c.API.Quota })},
-	{Name: "NAMESPACE_CREATES_PER_HOUR", Default: strconv.Itoa(httpapi.DefaultCreatesPerHour), Readers: []Function{ProxyAPI},
-		Meaning: "VMs a namespace's requests may ask for in any hour, creates and rotations together (past it: 429 with when to retry); replacements of lost or failed VMs are never refused",
-		set:     atLeast(1, func(c *Config) *int { return &c.API.CreatesPerHour })},
+	{Name: "NAMESPACE_CREATES_PER_HOUR", Default: strconv.Itoa(httpapi.DefaultCreatesPerHour), Readers: []Function{ProxyAPI, Reconcile},
+		Meaning: "VMs a namespace may cause in any hour: creates, rotations, live changes that need a new VM and warm VMs claimed for them (past it: 429 with when to retry), and rotations by `maxAge` (past it: the rotation waits, the proxy's status says until when); replacements of lost or failed VMs are never counted nor refused",
+		set: func(c *Config, v string) error {
+			err := atLeast(1, func(c *Config) *int { return &c.API.CreatesPerHour })(c, v)
+			c.Reconcile.CreatesPerHour = c.API.CreatesPerHour
+			return err
+		}},
 	{Name: "ROTATE_MIN_INTERVAL", Default: durationText(httpapi.DefaultRotateMinInterval), Readers: []Function{ProxyAPI},
-		Meaning: "the least time between two rotations of a proxy (sooner: 429 with when to retry), the least a VM serves under `maxAge` too",
+		Meaning: "the least time between two VMs a user asks for one proxy, rotations and live changes that need a new VM (sooner: 429 with when to retry), and the shortest `maxAge`",
 		set:     positive(func(c *Config) *time.Duration { return &c.API.RotateMinInterval })},
 	{Name: "API_ADMINS", DefaultDoc: "no one", LocalDefault: localIdentity, Readers: []Function{ProxyAPI},
 		Meaning: "the platform admins, comma-separated emails and `domain:example.com`: they act in every namespace and alone create and delete namespaces and change quotas",
@@ -224,6 +231,28 @@ var Vars = []Var{
 	{Name: "GCP_ALLOWED_IMAGES", Default: strings.Join(gcp.DefaultAllowedImages, ","), Readers: []Function{ProxyAPI}, when: gcpEnabled,
 		Meaning: "the images a placement may name, comma-separated: `projects/P/global/images/NAME`, `…/images/family/F` or `…/images/*`; it must allow the Debian 13 family, the image of a placement that names none",
 		set:     func(c *Config, v string) error { c.GCPPolicy.Images = splitList(v); return nil }},
+
+	// What the operator allows of the hetzner provider, read only when it
+	// is enabled. The hetzner package checks these (hetzner.Policy.Check).
+	// The locations are the reconciler's too: it chooses among them for a
+	// placement that names none.
+	{Name: "HETZNER_ALLOWED_LOCATIONS", DefaultDoc: "every location", Readers: allFunctions, when: hetznerEnabled,
+		Meaning: "the Hetzner locations a placement may name or be given, comma-separated (fsn1, nbg1, hel1, ash, hil, sin); a placement's region is a network zone, eu-central, us-east, us-west or ap-southeast",
+		set: func(c *Config, v string) error {
+			c.HetznerPolicy.Locations, c.Hetzner.Locations = splitList(v), splitList(v)
+			for _, l := range c.Hetzner.Locations {
+				if _, ok := hetzner.Locations()[l]; !ok {
+					return fmt.Errorf("holds %q, which is not a Hetzner location (fsn1, nbg1, hel1, ash, hil, sin)", l)
+				}
+			}
+			return nil
+		}},
+	{Name: "HETZNER_ALLOWED_SERVER_TYPES", Default: strings.Join(hetzner.DefaultAllowedServerTypes, ","), Readers: []Function{ProxyAPI}, when: hetznerEnabled,
+		Meaning: "the server types a placement may name, comma-separated; it must hold cx23, the type of a placement that names none (CX types are sold in eu-central only: a US or Singapore placement names a CPX type)",
+		set:     func(c *Config, v string) error { c.HetznerPolicy.ServerTypes = splitList(v); return nil }},
+	{Name: "HETZNER_ALLOWED_IMAGES", Default: strings.Join(hetzner.DefaultAllowedImages, ","), Readers: []Function{ProxyAPI}, when: hetznerEnabled,
+		Meaning: "the Hetzner images a placement may name, comma-separated; it must hold debian-13, the image of a placement that names none",
+		set:     func(c *Config, v string) error { c.HetznerPolicy.Images = splitList(v); return nil }},
 
 	// Reconcile.
 	{Name: "EGRESS_DENY_RANGES", DefaultDoc: "none beyond the built-in list", Readers: []Function{Reconcile},
@@ -330,6 +359,21 @@ var Vars = []Var{
 			}
 			return gceName(func(c *Config) *string { return &c.GCP.Subnetwork })(c, v)
 		}},
+	{Name: "GCP_STACK_TYPE", Default: gcp.StackIPv4, Readers: providerUsers, when: gcpEnabled,
+		Meaning: "the VMs' network stack: `IPV4_ONLY`, or `IPV4_IPV6` for an external IPv6 address on each VM (`status.ipv6`), which needs `GCP_SUBNETWORK` to be dual-stack with external IPv6 (see IPv6 egress)",
+		set: func(c *Config, v string) error {
+			switch v {
+			case gcp.StackIPv4:
+			case gcp.StackDual:
+				if c.GCP.Subnetwork == "" {
+					return fmt.Errorf("is %s, which needs GCP_SUBNETWORK: a dual-stack subnet with external IPv6, in a custom-mode network (an auto-mode network's subnets cannot be dual-stack)", gcp.StackDual)
+				}
+			default:
+				return fmt.Errorf("is neither %s nor %s", gcp.StackIPv4, gcp.StackDual)
+			}
+			c.GCP.StackType = v
+			return nil
+		}},
 	{Name: "GCP_NETWORK_TAG", Default: gcp.DefaultNetworkTag, Readers: providerUsers, when: gcpEnabled,
 		Meaning: "the tag the firewall rule targets", set: gceName(func(c *Config) *string { return &c.GCP.NetworkTag })},
 	{Name: "GCP_SERVICE_ACCOUNT", Readers: providerUsers, when: gcpEnabled,
@@ -341,7 +385,7 @@ var Vars = []Var{
 			c.GCP.ServiceAccount = v
 			return nil
 		}},
-	{Name: "GCP_SCOPES", Default: strings.Join(gcp.DefaultScopes, ","), DefaultDoc: "logging.write, monitoring.write, pubsub", Readers: providerUsers, when: gcpEnabled,
+	{Name: "GCP_SCOPES", Default: strings.Join(gcp.DefaultScopes, ","), DefaultDoc: strings.ReplaceAll(strings.Join(gcp.DefaultScopes, ", "), "https://www.googleapis.com/auth/", ""), Readers: providerUsers, when: gcpEnabled,
 		Meaning: "that account's OAuth scopes, comma-separated",
 		set: func(c *Config, v string) error {
 			c.GCP.Scopes = splitList(v)
@@ -387,6 +431,29 @@ var Vars = []Var{
 	{Name: "GCP_COMPUTE_ENDPOINT", Readers: providerUsers, Local: true, when: gcpEnabled,
 		Meaning: "a Compute API to use instead of Google's, without credentials: tests against a fake only",
 		set:     func(c *Config, v string) error { c.ComputeEndpoint = v; return nil }},
+
+	// The hetzner provider, read only when it is enabled.
+	{Name: "HETZNER_ENDPOINT", Readers: providerUsers, Local: true, when: hetznerEnabled,
+		Meaning: "a Hetzner Cloud API to use instead of Hetzner's, sent the token `" + LocalHetznerToken + "` and no other: tests against a fake only",
+		set: func(c *Config, v string) error {
+			if v != "" && !strings.HasPrefix(v, "http://127.0.0.1:") && !strings.HasPrefix(v, "http://localhost:") {
+				return fmt.Errorf("is not a loopback URL such as http://127.0.0.1:PORT/v1: it is for a fake on this machine")
+			}
+			c.Hetzner.Endpoint = v
+			return nil
+		}},
+	{Name: "HETZNER_TOKEN_SECRET", Readers: providerUsers, when: hetznerEnabled,
+		Meaning: "the Secret Manager version that holds the Hetzner Cloud API token (read & write), `projects/P/secrets/S/versions/latest`; the two functions that call Hetzner read it when they first do, and no environment variable, log line or document holds the token (Terraform makes the secret, you add its version)",
+		set: func(c *Config, v string) error {
+			switch {
+			case v == "" && c.Hetzner.Endpoint == "":
+				return fmt.Errorf("is required with hetzner in PROVIDERS: name the secret version of the API token, such as projects/P/secrets/egress-hetzner-token/versions/latest")
+			case v != "" && !proxy.IsSecretVersion(v):
+				return fmt.Errorf("is not a secret version: want projects/PROJECT/secrets/SECRET/versions/VERSION")
+			}
+			c.Hetzner.TokenSecret = v
+			return nil
+		}},
 
 	// The local stack's own settings.
 	{Name: "PORT", Default: "8080", Readers: []Function{LocalStack}, Local: true,

@@ -87,10 +87,23 @@ const statsPort = 9901
 var DefaultConnectPorts = []int32{443, 80}
 
 // Config is what the script and the engine's configuration are rendered
-// from: one proxy's port, sources, CONNECT ports and credentials, and the
-// operator's deny ranges.
+// from: one proxy's ports, sources, CONNECT ports, bandwidth limit, access
+// log and credentials, and the operator's deny ranges. Its zero value
+// asks for no SOCKS5, no bandwidth limit and the access log on, as a spec
+// that says nothing does.
 type Config struct {
-	Port                int32
+	Port int32
+	// Socks5Port, when set, is the port the engine serves SOCKS5 on
+	// (spec.socks5Port); 0 serves none.
+	Socks5Port int32
+	// BandwidthLimit bounds the proxy's traffic as
+	// proxy.ParseBandwidth reads it ("100Mbit", spec.bandwidthLimit);
+	// empty is no bound.
+	BandwidthLimit string
+	// AccessLogOff turns the engine's access log off (spec.accessLog
+	// false). Off rather than on, so that a Config that does not say
+	// keeps the log, as a spec that does not say does.
+	AccessLogOff        bool
 	AllowedSourceRanges []string
 	// ConnectPorts are the ports a CONNECT may reach, and the only ports
 	// the proxy may open connections to; empty means DefaultConnectPorts.
@@ -114,13 +127,15 @@ func ForProxy(spec proxy.Spec, creds proxy.Credentials, denyRanges []string) Con
 	if port == 0 {
 		port = proxy.DefaultPort
 	}
-	return Config{Port: port, AllowedSourceRanges: spec.AllowedSourceRanges, ConnectPorts: spec.ConnectPorts,
-		Credentials: creds, DenyRanges: denyRanges}
+	return Config{Port: port, Socks5Port: spec.Socks5Port, BandwidthLimit: spec.BandwidthLimit, AccessLogOff: !spec.AccessLogOn(),
+		AllowedSourceRanges: spec.AllowedSourceRanges, ConnectPorts: spec.ConnectPorts, Credentials: creds, DenyRanges: denyRanges}
 }
 
 // rendered is Config checked and in the form the template writes.
 type rendered struct {
 	Port               int32
+	Socks5Port         int32
+	BandwidthBPS       int64
 	Allow4, Allow6     []string
 	Deny4, Deny6       []string
 	ConnectPorts       []int32
@@ -131,13 +146,28 @@ type rendered struct {
 }
 
 func (c Config) check() (rendered, error) {
-	r := rendered{Port: c.Port, DefaultProbeTarget: vmconfig.DefaultProbeTarget, TrafficInterval: vmconfig.TrafficInterval,
+	r := rendered{Port: c.Port, Socks5Port: c.Socks5Port, DefaultProbeTarget: vmconfig.DefaultProbeTarget, TrafficInterval: vmconfig.TrafficInterval,
 		EnginePath: vmconfig.EnginePath, StatsPort: statsPort}
 	if c.Port < 1 || c.Port > 65535 {
 		return r, fmt.Errorf("bootstrap: port %d is outside 1-65535", c.Port)
 	}
-	if c.Port == statsPort {
-		r.StatsPort = statsPort + 1
+	switch {
+	case c.Socks5Port < 0 || c.Socks5Port > 65535:
+		return r, fmt.Errorf("bootstrap: SOCKS5 port %d is outside 1-65535", c.Socks5Port)
+	case c.Socks5Port == c.Port:
+		return r, fmt.Errorf("bootstrap: SOCKS5 port %d is the HTTP port", c.Socks5Port)
+	}
+	// The counters take the first loopback port from statsPort on that
+	// neither proxy port holds.
+	for int32(r.StatsPort) == c.Port || int32(r.StatsPort) == c.Socks5Port {
+		r.StatsPort++
+	}
+	if c.BandwidthLimit != "" {
+		bps, err := proxy.ParseBandwidth(c.BandwidthLimit)
+		if err != nil {
+			return r, fmt.Errorf("bootstrap: %w", err)
+		}
+		r.BandwidthBPS = bps
 	}
 	// A warm pool's VM (generation 0, no credentials) serves no one, so it
 	// has no source to admit either: its member's spec names none

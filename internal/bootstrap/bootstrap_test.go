@@ -101,6 +101,7 @@ func TestRenderedValues(t *testing.T) {
 		ConnectPorts:        []int{443, 8443},
 		DenyDestinations:    canonical(vmconfig.DefaultDenyDestinations),
 		StatsListen:         "127.0.0.1:9901",
+		AccessLog:           true,
 	}
 	if diff := cmp.Diff(want, got, cmpopts.SortSlices(func(a, b string) bool { return a < b })); diff != "" {
 		t.Errorf("the engine's configuration (-want +got):\n%s", diff)

@@ -38,15 +38,21 @@ func EngineConfig(c Config) (vmconfig.Config, error) {
 	for i, p := range r.ConnectPorts {
 		ports[i] = int(p)
 	}
-	return vmconfig.Config{
+	cfg := vmconfig.Config{
 		Generation: c.Generation,
 		Listen:     ":" + strconv.Itoa(int(c.Port)),
 		Users:      users,
 		// The VM itself, for the script's self-test; the nftables input
 		// rule admits loopback for the same reason.
-		AllowedSourceRanges: slices.Concat(SelfTestSources, r.Allow4, r.Allow6),
-		ConnectPorts:        ports,
-		DenyDestinations:    slices.Concat(r.Deny4, r.Deny6),
-		StatsListen:         "127.0.0.1:" + strconv.Itoa(r.StatsPort),
-	}, nil
+		AllowedSourceRanges:    slices.Concat(SelfTestSources, r.Allow4, r.Allow6),
+		ConnectPorts:           ports,
+		DenyDestinations:       slices.Concat(r.Deny4, r.Deny6),
+		StatsListen:            "127.0.0.1:" + strconv.Itoa(r.StatsPort),
+		BandwidthBitsPerSecond: r.BandwidthBPS,
+		AccessLog:              !c.AccessLogOff,
+	}
+	if r.Socks5Port != 0 {
+		cfg.Socks5Listen = ":" + strconv.Itoa(int(r.Socks5Port))
+	}
+	return cfg, nil
 }

@@ -2,6 +2,7 @@ package bootstrap_test
 
 import (
 	"encoding/json"
+	"fmt"
 	"net/netip"
 	"slices"
 	"strings"
@@ -37,6 +38,7 @@ func TestEngineConfig(t *testing.T) {
 		ConnectPorts:        []int{443, 8443},
 		DenyDestinations:    deny,
 		StatsListen:         "127.0.0.1:9901",
+		AccessLog:           true,
 	}
 	if diff := cmp.Diff(want, got, cmpopts.IgnoreFields(vmconfig.User{}, "PasswordHash")); diff != "" {
 		t.Errorf("the engine's configuration: -want +got:\n%s", diff)
@@ -100,5 +102,92 @@ func TestWarmMember(t *testing.T) {
 	c.Generation = -1
 	if _, err := bootstrap.EngineConfig(c); err == nil {
 		t.Error("a negative generation was accepted")
+	}
+}
+
+// TestEngineConfigOfASpec: what a spec says of SOCKS5, bandwidth and the
+// access log reaches the engine's configuration through ForProxy, as the
+// reconciler renders it (and the image test, which renders through the
+// same two functions): socks5Listen on its port, the limit in bits per
+// second, accessLog written whatever it is, and the counters off both
+// proxy ports.
+func TestEngineConfigOfASpec(t *testing.T) {
+	off := false
+	base := proxy.Spec{Port: 3128, AllowedSourceRanges: []string{"203.0.113.0/24"}}
+	type dataPlane struct {
+		Listen, Socks5Listen, StatsListen string
+		BandwidthBitsPerSecond            int64
+		AccessLog                         bool
+	}
+	for name, tc := range map[string]struct {
+		reason string
+		spec   func(*proxy.Spec)
+		want   dataPlane
+	}{
+		"Defaults": {
+			reason: "A spec that says nothing: no SOCKS5, no bound, the access log on.",
+			spec:   func(*proxy.Spec) {},
+			want:   dataPlane{Listen: ":3128", StatsListen: "127.0.0.1:9901", AccessLog: true},
+		},
+		"Socks5": {
+			reason: "A socks5Port is the engine's second listener.",
+			spec:   func(s *proxy.Spec) { s.Socks5Port = 1080 },
+			want:   dataPlane{Listen: ":3128", Socks5Listen: ":1080", StatsListen: "127.0.0.1:9901", AccessLog: true},
+		},
+		"BandwidthInBits": {
+			reason: "100Mbit is 100,000,000 bits per second.",
+			spec:   func(s *proxy.Spec) { s.BandwidthLimit = "100Mbit" },
+			want:   dataPlane{Listen: ":3128", StatsListen: "127.0.0.1:9901", BandwidthBitsPerSecond: 100_000_000, AccessLog: true},
+		},
+		"AccessLogOff": {
+			reason: "A tenant that must not keep the log gets accessLog false, written, not left out.",
+			spec:   func(s *proxy.Spec) { s.AccessLog = &off },
+			want:   dataPlane{Listen: ":3128", StatsListen: "127.0.0.1:9901"},
+		},
+		"StatsPortTaken": {
+			reason: "The counters move off a port either proxy port holds.",
+			spec:   func(s *proxy.Spec) { s.Port, s.Socks5Port = 9901, 9902 },
+			want:   dataPlane{Listen: ":9901", Socks5Listen: ":9902", StatsListen: "127.0.0.1:9903", AccessLog: true},
+		},
+	} {
+		t.Run(name, func(t *testing.T) {
+			spec := base
+			tc.spec(&spec)
+			c := bootstrap.ForProxy(spec, creds, nil)
+			c.Generation = 1
+			got, err := bootstrap.EngineConfig(c)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tc.want, dataPlane{Listen: got.Listen, Socks5Listen: got.Socks5Listen, StatsListen: got.StatsListen,
+				BandwidthBitsPerSecond: got.BandwidthBitsPerSecond, AccessLog: got.AccessLog}); diff != "" {
+				t.Errorf("%s\n(-want +got):\n%s", tc.reason, diff)
+			}
+			text, err := json.Marshal(got)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !strings.Contains(string(text), fmt.Sprintf(`"accessLog":%t`, tc.want.AccessLog)) {
+				t.Errorf("accessLog is not written: %s", text)
+			}
+			if _, err := engine.ReadConfig(text); err != nil {
+				t.Errorf("the engine does not load the configuration: %v", err)
+			}
+		})
+	}
+	for name, c := range map[string]bootstrap.Config{
+		"Socks5OnTheHTTPPort": {Socks5Port: 3128},
+		"Socks5PortTooHigh":   {Socks5Port: 65536},
+		"BandwidthInBytes":    {BandwidthLimit: "100MB"},
+		"BandwidthTooLow":     {BandwidthLimit: "10Kbit"},
+	} {
+		cfg := config()
+		cfg.Socks5Port, cfg.BandwidthLimit = c.Socks5Port, c.BandwidthLimit
+		if _, err := bootstrap.EngineConfig(cfg); err == nil {
+			t.Errorf("%s: EngineConfig took it", name)
+		}
+		if _, err := bootstrap.Render(cfg); err == nil {
+			t.Errorf("%s: Render took it", name)
+		}
 	}
 }

@@ -1,5 +1,5 @@
-// Package client is the API's Go client: the calls of the API reference's
-// table (docs/reference/api.md) over HTTP, and the API's errors (AIP-193)
+// Package client is the API's Go client: the calls of the API
+// (docs/reference/api.md) over HTTP, and the API's errors (AIP-193)
 // as values a program can act on. The egress CLI and the benchmark use it;
 // who the caller is rides in the http.Client it is given (an ID token's
 // transport, or none for the local stack).

@@ -15,6 +15,11 @@ type SpecPatch struct {
 	AllowedSourceRanges []string
 	ConnectPorts        []int32
 	DefaultConnectPorts bool
+	// BandwidthLimit replaces the proxy's bandwidth limit ("100Mbit");
+	// "" sends null, no limit.
+	BandwidthLimit *string
+	// AccessLog turns the proxy's access log on or off.
+	AccessLog *bool
 }
 
 // UpdateProxy sends the change as a JSON merge patch and returns the
@@ -31,6 +36,15 @@ func (c *Client) UpdateProxy(ctx context.Context, ns, name string, patch SpecPat
 		spec["connectPorts"] = nil
 	case patch.ConnectPorts != nil:
 		spec["connectPorts"] = patch.ConnectPorts
+	}
+	if b := patch.BandwidthLimit; b != nil {
+		spec["bandwidthLimit"] = nil
+		if *b != "" {
+			spec["bandwidthLimit"] = *b
+		}
+	}
+	if patch.AccessLog != nil {
+		spec["accessLog"] = *patch.AccessLog
 	}
 	p := &proxy.Proxy{}
 	if _, err := c.call(ctx, http.MethodPatch, proxyPath(ns, name), nil, mergePatch{"spec": spec}, p); err != nil {

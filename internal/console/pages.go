@@ -387,11 +387,13 @@ func (c *Console) renderProxy(w http.ResponseWriter, r *http.Request, code int, 
 	}
 	p, role, err := c.readProxy(r, caller)
 	if client.IsNotFound(err) && r.URL.Query().Get("done") == "proxies-delete" {
-		// The deletion this page was to follow ended before the page was
-		// asked for (a mock VM goes at once): say so, as its poll would
-		// have, rather than that there is no such proxy.
-		c.render(w, http.StatusOK, "error", "", page{Title: "Proxy " + r.PathValue("name"), Caller: caller, IAP: c.opts.IAP,
-			Flash: flashOf(r) + " " + goneMessage(r.PathValue("name"))})
+		// The deletion finished before the page it redirects to was read
+		// (a fast VM, or a slow browser): that is the outcome asked for,
+		// not a refusal.
+		name := r.PathValue("name")
+		c.render(w, http.StatusNotFound, "error", "", page{Title: "Proxy " + name + " is gone", Caller: caller, IAP: c.opts.IAP,
+			Flash:  flashOf(r) + " " + fmt.Sprintf("Proxy %s is gone: its VM was deleted.", name),
+			Crumbs: []crumb{{"Namespaces", Prefix}, {r.PathValue("ns"), nsURL(r.PathValue("ns"))}}})
 		return
 	}
 	if err != nil {
@@ -417,11 +419,6 @@ func (c *Console) renderProxy(w http.ResponseWriter, r *http.Request, code int, 
 		Crumbs: []crumb{{"Namespaces", Prefix}, {p.Namespace, nsURL(p.Namespace)}}})
 }
 
-// goneMessage says that the proxy named name went.
-func goneMessage(name string) string {
-	return fmt.Sprintf("Proxy %s is gone: its VM was deleted.", name)
-}
-
 // liveStatus is the live part of p's page; it never carries the proxy URL.
 func (c *Console) liveStatus(p *proxy.Proxy, perms can) statusBody {
 	s := statusBody{Proxy: *p, Can: perms, Unsettled: !p.Status.Phase.Settled() || p.Status.ObservedGeneration < p.Generation && p.Status.Phase != proxy.PhaseFailed,
@@ -437,7 +434,7 @@ func (c *Console) status(w http.ResponseWriter, r *http.Request) {
 	}
 	p, role, err := c.readProxy(r, caller)
 	if client.IsNotFound(err) {
-		c.render(w, http.StatusNotFound, "error", "fragment-gone", page{Flash: goneMessage(r.PathValue("name"))})
+		c.render(w, http.StatusNotFound, "error", "fragment-gone", page{Flash: fmt.Sprintf("Proxy %s is gone: its VM was deleted.", r.PathValue("name"))})
 		return
 	}
 	if err != nil {

@@ -180,7 +180,7 @@ func (c *Collector) decide(ctx context.Context, now time.Time, s *Summary, inst 
 		// Made before the label, by this deployment or by anything else
 		// that used the two older labels: a person must say whose.
 		s.Unowned++
-		c.log.WarnContext(ctx, "managed resource has no deployment label; kept, never collected (docs/operations/garbage-collection.md, adopting)",
+		c.log.WarnContext(ctx, "managed resource has no deployment label; kept, never collected (docs/operations/garbage-collection.md#adopting-what-was-made-before-the-label)",
 			slog.String("provider", s.Provider), slog.String("providerID", inst.ID), slog.String("uid", inst.UID),
 			slog.String("deployment", c.opts.Deployment))
 		return false

@@ -107,9 +107,11 @@ func (c *Collector) drift(ctx context.Context, now time.Time, listings []listing
 		}
 		if state, ok := states[uid]; !ok || state != provider.StateRunning {
 			keys, reasons = append(keys, claim.Key), append(reasons, proxy.ReasonDrift)
-		} else if proxy.RotationDue(claim.MaxAge, claim.RotateRequestTime, claim.BootStart, now) {
+		} else if proxy.RotationDue(claim.MaxAge, claim.RotateRequestTime, claim.BootStart, now, claim.RotationWaitUntil) {
 			// Nothing else would look at a settled proxy whose VM reached
-			// its maxAge, or whose rotate request's event was lost.
+			// its maxAge (or, over its namespace's budget, the time its
+			// rotation waited for), or whose rotate request's event was
+			// lost.
 			keys, reasons = append(keys, claim.Key), append(reasons, proxy.ReasonAge)
 		}
 	}

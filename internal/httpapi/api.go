@@ -25,8 +25,8 @@ type Store interface {
 	List(ctx context.Context, namespace string, pageSize int, pageToken string) ([]*proxy.Proxy, string, error)
 	RequestDeletion(ctx context.Context, key proxy.Key, now time.Time) (*proxy.Proxy, error)
 	RequestRotation(ctx context.Context, key proxy.Key, now time.Time, limits tenancy.Limits) (*proxy.Proxy, error)
-	UpdateSpec(ctx context.Context, key proxy.Key, now time.Time, update func(proxy.Spec) (proxy.Spec, error)) (*proxy.Proxy, error)
-	RotateCredentials(ctx context.Context, key proxy.Key, now time.Time) (*proxy.Proxy, error)
+	UpdateSpec(ctx context.Context, key proxy.Key, now time.Time, limits tenancy.Limits, update func(proxy.Spec) (proxy.Spec, error)) (*proxy.Proxy, error)
+	RotateCredentials(ctx context.Context, key proxy.Key, now time.Time, limits tenancy.Limits) (*proxy.Proxy, error)
 
 	GetNamespace(ctx context.Context, name string) (*tenancy.Namespace, error)
 	ListNamespaces(ctx context.Context, member string, pageSize int, pageToken string) ([]*tenancy.Namespace, string, error)
@@ -44,6 +44,9 @@ type Store interface {
 // satisfies it.
 type Providers interface {
 	Has(typ string) bool
+	// InPlace reports whether the VMs of the type take a live change
+	// without being replaced (provider.InPlace).
+	InPlace(typ string) bool
 	Validate(typ string, req provider.ValidateRequest) ([]provider.Violation, error)
 }
 
@@ -53,12 +56,14 @@ const (
 	MaxPageSize     = 500
 	// DefaultQuota is the default number of proxies a namespace may hold.
 	DefaultQuota = 20
-	// DefaultCreatesPerHour is the default bound of the VMs a namespace's
-	// requests ask for in any hour.
+	// DefaultCreatesPerHour is the default bound of the VMs a namespace
+	// causes in any hour.
 	DefaultCreatesPerHour = 60
-	// DefaultRotateMinInterval is the default least time between two
-	// rotations of a proxy: the least a VM serves under maxAge too.
-	DefaultRotateMinInterval = proxy.MinMaxAge
+	// DefaultRotateMinInterval is the default least time between two VMs
+	// a user asks for one proxy: the shortest maxAge too, since a VM
+	// rotated more often would spend more of its life booting than
+	// serving.
+	DefaultRotateMinInterval = 10 * time.Minute
 )
 
 // Options configure the API.
@@ -76,11 +81,13 @@ type Options struct {
 	Policy proxy.Policy
 	// Admins are the platform admins.
 	Admins tenancy.Admins
-	// CreatesPerHour bounds the VMs a namespace's requests — creates and
-	// rotations — ask for in any hour (tenancy.Limits).
+	// CreatesPerHour bounds the VMs a namespace causes in any hour
+	// (tenancy.Limits): the API counts its creates, rotations and live
+	// changes that need a new VM, the reconciler its rotations by maxAge.
 	CreatesPerHour int
-	// RotateMinInterval is the least time between two rotations of a
-	// proxy.
+	// RotateMinInterval is the least time between two VMs a user asks for
+	// one proxy (rotations, live changes that need a new VM), and the
+	// shortest maxAge a spec may have.
 	RotateMinInterval time.Duration
 	// LocalIdentity, set only by the local stack, is the email of a request
 	// that carries no identity; empty, such a request is refused (401).
@@ -135,6 +142,10 @@ func (a *API) Handle(pattern string, h http.Handler) { a.mux.Handle(pattern, h) 
 // the same process (the console): the outer request logs the one line,
 // and an action's audit line goes on it too.
 func (a *API) Routes() http.Handler { return a.mux }
+// limits are what a request that may cause a VM is held to.
+func (a *API) limits() tenancy.Limits {
+	return tenancy.Limits{CreatesPerHour: a.opts.CreatesPerHour, RotateMinInterval: a.opts.RotateMinInterval, InPlace: a.opts.Providers.InPlace}
+}
 
 // note is what a request's handlers tell ServeHTTP for the audit line.
 type note struct {

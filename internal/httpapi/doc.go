@@ -38,8 +38,11 @@
 // enabled is 403, anything else outside the rules or the policy 400.
 //
 // Each request logs one line, the invocation line of package metering
-// with the request in Cloud Logging's httpRequest shape; each change asked
-// for (creating, deleting or rotating a proxy; creating, changing or
-// deleting a namespace), allowed or refused, logs one audit line: who,
-// the action, the resource and the outcome, never a body.
+// with the request in Cloud Logging's httpRequest shape; each call of a
+// route marked Audited (every one that changes something: a proxy's
+// create, PATCH, rotation, new credentials and deletion, a namespace's
+// create, change and deletion, a pool's PUT and deletion), allowed or
+// refused, logs one audit line: who, the action (the route's Permission),
+// the resource and the outcome, never a body. docs/reference/api.md lists
+// them, written from Routes.
 package httpapi

@@ -38,6 +38,7 @@ const (
 	ReasonPoolNotFound           = "POOL_NOT_FOUND"
 	ReasonPoolBeingDeleted       = "POOL_BEING_DELETED"
 	ReasonPoolSizeInvalid        = "POOL_SIZE_INVALID"
+	ReasonPoolClaimsBoundInvalid = "POOL_CLAIMS_BOUND_INVALID"
 	ReasonPoolSpecTwice          = "POOL_SPEC_TWICE"
 	ReasonPageSizeInvalid        = "PAGE_SIZE_INVALID"
 	ReasonPageTokenInvalid       = "PAGE_TOKEN_INVALID"

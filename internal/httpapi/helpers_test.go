@@ -24,6 +24,7 @@ import (
 	"github.com/egress-proxies/egress/internal/logging"
 	"github.com/egress-proxies/egress/internal/provider"
 	"github.com/egress-proxies/egress/internal/provider/gcp"
+	"github.com/egress-proxies/egress/internal/provider/hetzner"
 	"github.com/egress-proxies/egress/internal/provider/mock"
 	"github.com/egress-proxies/egress/internal/proxy"
 	"github.com/egress-proxies/egress/internal/store"
@@ -74,9 +75,14 @@ func options() httpapi.Options {
 	nop := func(context.Context) (provider.Provider, error) {
 		return nil, fmt.Errorf("the API never makes a provider")
 	}
-	_ = reg.Register(mock.Type, nop, provider.WithValidator(mock.Validate))
+	// Both take live changes in place, as their registrations in
+	// internal/app say.
+	_ = reg.Register(mock.Type, nop, provider.WithValidator(mock.Validate), provider.InPlace())
 	_ = reg.Register(gcp.Type, nop, provider.WithValidator(gcp.Validator(gcp.Policy{
 		MachineTypes: gcp.DefaultAllowedMachineTypes, Images: gcp.DefaultAllowedImages,
+	})), provider.InPlace())
+	_ = reg.Register(hetzner.Type, nop, provider.WithValidator(hetzner.Validator(hetzner.Policy{
+		ServerTypes: hetzner.DefaultAllowedServerTypes, Images: hetzner.DefaultAllowedImages,
 	})))
 	return httpapi.Options{
 		Quota: 20, DefaultProvider: mock.Type, Providers: provider.NewSet(reg), Admins: admins, Project: "demo-test",

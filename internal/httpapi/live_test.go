@@ -6,12 +6,15 @@ import (
 	"errors"
 	"net/http"
 	"net/url"
+	"regexp"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 	"google.golang.org/api/googleapi"
 
+	"github.com/egress-proxies/egress/internal/httpapi"
 	"github.com/egress-proxies/egress/internal/proxy"
 )
 
@@ -53,12 +56,103 @@ func TestPatchProxy(t *testing.T) {
 		got := decodeProxy(t, b)
 		want := seeded.Spec
 		want.AllowedSourceRanges, want.ConnectPorts = st.ranges, st.ports
+		// A change writes the access log as it is: on, as the seeded
+		// document (from before the field) had it.
+		on := true
+		want.AccessLog = &on
 		if diff := cmp.Diff(want, got.Spec); diff != "" || got.Generation != st.wantGen {
 			t.Errorf("step %d (%s): generation %d, want %d; spec (-want +got):\n%s", i, st.reason, got.Generation, st.wantGen, diff)
 		}
 	}
 	if resp, b := e.doContent(owner, "PATCH", "/v1/namespaces/team-a", "application/merge-patch+json", `{"members":{"new@example.com":"viewer"}}`); resp.StatusCode != 200 {
 		t.Errorf("a namespace's PATCH as application/merge-patch+json: %d, want 200\n%s", resp.StatusCode, b)
+	}
+}
+
+// TestPatchBandwidthAndAccessLog: a PATCH sets and removes the bandwidth
+// limit and turns the access log off and back on (null is the default,
+// on), each change a generation; a limit the create's rules refuse is
+// refused by a PATCH too, naming the field, and changes nothing.
+func TestPatchBandwidthAndAccessLog(t *testing.T) {
+	e := memEnv(t)
+	seeded := e.seed()
+	path := "/v1/" + seeded.Key().Path()
+	type state struct {
+		Generation int64
+		Bandwidth  string
+		AccessLog  bool
+	}
+	for i, st := range []struct {
+		reason, body string
+		want         state
+	}{
+		{reason: "a limit", body: `{"spec":{"bandwidthLimit":"100Mbit"}}`, want: state{2, "100Mbit", true}},
+		{reason: "the access log off, the limit left out stays", body: `{"spec":{"accessLog":false}}`, want: state{3, "100Mbit", false}},
+		{reason: "the same again: no change", body: `{"spec":{"accessLog":false,"bandwidthLimit":"100Mbit"}}`, want: state{3, "100Mbit", false}},
+		{reason: "null: the access log back on, the default", body: `{"spec":{"accessLog":null}}`, want: state{4, "100Mbit", true}},
+		{reason: "null: no limit", body: `{"spec":{"bandwidthLimit":null}}`, want: state{5, "", true}},
+	} {
+		resp, b := e.doContent(editor, "PATCH", path, "application/merge-patch+json", st.body)
+		if resp.StatusCode != 200 {
+			t.Fatalf("step %d (%s): %d\n%s", i, st.reason, resp.StatusCode, b)
+		}
+		p := decodeProxy(t, b)
+		got := state{p.Generation, p.Spec.BandwidthLimit, p.Spec.AccessLogOn()}
+		if diff := cmp.Diff(st.want, got); diff != "" {
+			t.Errorf("step %d (%s) (-want +got):\n%s", i, st.reason, diff)
+		}
+	}
+	for body, reason := range map[string]string{
+		`{"spec":{"bandwidthLimit":"100MB"}}`:  proxy.ReasonBandwidthInvalid,
+		`{"spec":{"bandwidthLimit":"10Kbit"}}`: proxy.ReasonBandwidthOutOfRange,
+	} {
+		resp, b := e.doContent(editor, "PATCH", path, "application/merge-patch+json", body)
+		if got := decodeErr(t, b); resp.StatusCode != 400 || got.reason() != reason || !slices.Equal(got.fields(), []string{"spec.bandwidthLimit"}) {
+			t.Errorf("PATCH %s: %d %s %v, want 400 %s naming spec.bandwidthLimit", body, resp.StatusCode, got.reason(), got.fields(), reason)
+		}
+	}
+	if p, _ := e.store.Get(context.Background(), seeded.Key()); p.Generation != 5 || p.Spec.BandwidthLimit != "" {
+		t.Errorf("refused PATCHes changed the proxy: generation %d, bandwidthLimit %q", p.Generation, p.Spec.BandwidthLimit)
+	}
+}
+
+// TestSocks5URLForEditors: a proxy with a socks5Port shows, to those who
+// may read its credentials only (tenancy.ReadProxyURL: its namespace's
+// editors and owners, not its viewers), socks5h://USER:PASSWORD@ip:socks5Port
+// beside its proxyURL, once it has an endpoint; one without shows none.
+func TestSocks5URLForEditors(t *testing.T) {
+	e := memEnv(t, func(o *httpapi.Options) {
+		o.Policy.ProxyPorts = []proxy.PortRange{{First: 3128, Last: 3128}, {First: 1080, Last: 1080}}
+	})
+	e.seed()
+	resp, b := e.do(editor, "POST", "/v1/namespaces/team-a/proxies",
+		`{"name":"s","spec":{"placement":{"region":"us-central1"},"allowedSourceRanges":["203.0.113.0/24"],"socks5Port":1080}}`)
+	if resp.StatusCode != 201 {
+		t.Fatalf("create with a socks5Port: %d\n%s", resp.StatusCode, b)
+	}
+	if p := decodeProxy(t, b); p.Spec.Socks5Port != 1080 || p.Status.Socks5URL != "" || !p.Spec.AccessLogOn() {
+		t.Errorf("as created: socks5Port %d, socks5URL %q, accessLog %v; want 1080, none before an endpoint, on", p.Spec.Socks5Port, p.Status.Socks5URL, p.Spec.AccessLogOn())
+	}
+	ctx := context.Background()
+	for _, name := range []string{"s", "p"} {
+		p, err := e.store.Get(ctx, proxy.Key{Namespace: "team-a", Name: name})
+		if err != nil {
+			t.Fatal(err)
+		}
+		p.Status.Phase, p.Status.IP, p.Status.Endpoint = proxy.PhaseReady, "192.0.2.9", "192.0.2.9:3128"
+		p.Reconciler.Credentials = proxy.Credentials{Username: "u" + name, Password: "Pw0123456789abcdef"}
+		if _, err := e.store.UpdateStatus(ctx, p); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for who, want := range map[string]string{editor: "socks5h://us:Pw0123456789abcdef@192.0.2.9:1080", viewer: "", admin: ""} {
+		_, b := e.do(who, "GET", "/v1/namespaces/team-a/proxies/s", "")
+		if got := decodeProxy(t, b).Status.Socks5URL; got != want {
+			t.Errorf("socks5URL as %s: %q, want %q", who, got, want)
+		}
+	}
+	if _, b := e.do(editor, "GET", "/v1/namespaces/team-a/proxies/p", ""); decodeProxy(t, b).Status.Socks5URL != "" {
+		t.Errorf("a proxy without a socks5Port shows a socks5URL: %s", b)
 	}
 }
 
@@ -175,6 +269,27 @@ func TestPools(t *testing.T) {
 	resp, b := e.do(admin, "PUT", "/v1/pools/warm", `{`+spec+`,"size":3}`)
 	if got := decodeErr(t, b); resp.StatusCode != 409 || got.Error.Status != "FAILED_PRECONDITION" || got.reason() != "POOL_BEING_DELETED" {
 		t.Errorf("PUT of a pool being deleted: %d %s %s, want 409 FAILED_PRECONDITION POOL_BEING_DELETED", resp.StatusCode, got.Error.Status, got.reason())
+	}
+}
+
+// TestAPoolNeedsAProviderThatReconfigures: a warm pool's VMs are handed
+// to proxies by Reconfigure, so a pool of a provider that cannot do it
+// (hetzner) is refused at the PUT with a 400 naming the provider and why,
+// and nothing is stored; a proxy of that provider is taken.
+func TestAPoolNeedsAProviderThatReconfigures(t *testing.T) {
+	e := memEnv(t)
+	e.seed()
+	resp, b := e.do(admin, "PUT", "/v1/pools/eu", `{"provider":"hetzner","placement":{"region":"eu-central"},"size":2}`)
+	got := decodeErr(t, b)
+	if resp.StatusCode != 400 || got.Error.Status != "INVALID_ARGUMENT" || got.reason() != "PROVIDER_CANNOT_RECONFIGURE" ||
+		!regexp.MustCompile(`"field":\s*"provider"`).Match(b) || !strings.Contains(string(b), "new server for a change") {
+		t.Errorf("PUT of a hetzner pool: %d %s", resp.StatusCode, b)
+	}
+	if resp, _ := e.do(admin, "GET", "/v1/pools/eu", ""); resp.StatusCode != 404 {
+		t.Errorf("GET of the refused pool: %d, want 404 (nothing stored)", resp.StatusCode)
+	}
+	if resp, b := e.do(admin, "POST", "/v1/namespaces/team-a/proxies", `{"name":"eu","spec":{"provider":"hetzner","placement":{"region":"eu-central","zone":"fsn1"},"allowedSourceRanges":["198.51.100.0/24"]}}`); resp.StatusCode != 201 {
+		t.Errorf("POST of a hetzner proxy: %d %s, want 201", resp.StatusCode, b)
 	}
 }
 

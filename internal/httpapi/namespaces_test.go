@@ -4,8 +4,6 @@ import (
 	"encoding/json"
 	"errors"
 	"net/http"
-	"os"
-	"regexp"
 	"strings"
 	"testing"
 
@@ -133,30 +131,6 @@ func TestErrorsParseAsGoogleErrors(t *testing.T) {
 	}
 	if diff := cmp.Diff(want, gerr.Details); diff != "" {
 		t.Errorf("details as googleapi reads them (-want +got):\n%s", diff)
-	}
-}
-
-// TestTheDocsDocumentEveryRoute: each route of the API is a row of the
-// API reference's table (docs/reference/api.md), as `METHOD PATH`, and each
-// such row is a route.
-func TestTheDocsDocumentEveryRoute(t *testing.T) {
-	raw, err := os.ReadFile("../../docs/reference/api.md")
-	if err != nil {
-		t.Fatal(err)
-	}
-	row := regexp.MustCompile("^\\| `(GET|PUT|POST|PATCH|DELETE) (/v1/[^` ]*)`")
-	var documented []string
-	for _, l := range strings.Split(string(raw), "\n") {
-		if m := row.FindStringSubmatch(l); m != nil {
-			documented = append(documented, m[1]+" "+m[2])
-		}
-	}
-	var routes []string
-	for _, r := range httpapi.Routes() {
-		routes = append(routes, r.Method+" "+r.Path)
-	}
-	if diff := cmp.Diff(routes, documented, cmpopts.SortSlices(func(a, b string) bool { return a < b })); diff != "" {
-		t.Errorf("routes (-httpapi.Routes() +docs/reference/api.md's table):\n%s", diff)
 	}
 }
 

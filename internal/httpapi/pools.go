@@ -19,6 +19,9 @@ type poolSpecBody struct {
 	Provider  string          `json:"provider"`
 	Placement proxy.Placement `json:"placement"`
 	Size      *int            `json:"size"`
+	// ClaimsPerNamespacePerHour is the pool's bound of claims by one
+	// namespace's proxies in any hour; left out, none.
+	ClaimsPerNamespacePerHour int `json:"claimsPerNamespacePerHour"`
 }
 
 // poolRequest is the body of a pool's PUT: the spec's fields at the top
@@ -48,7 +51,8 @@ func poolName(x *exchange, perm tenancy.Permission) (string, *apiError) {
 	return name, nil
 }
 
-// putPool creates a pool or changes its size. Its provider and placement
+// putPool creates a pool or changes its size and its bound of claims per
+// namespace (claimsPerNamespacePerHour). Its provider and placement
 // are held to the rules of a proxy's (the provider enabled, a region, the
 // provider's own rules of the placement), and stay what they are once it
 // exists (400 naming the field: a pool of another placement is another
@@ -93,11 +97,11 @@ func (a *API) poolSpec(req poolRequest) (proxy.PoolSpec, *apiError) {
 	if req.Spec != nil {
 		if body != (poolSpecBody{}) {
 			return proxy.PoolSpec{}, invalid(proxy.FieldError{Field: "spec", Reason: ReasonPoolSpecTwice,
-				Description: "is given beside provider, placement or size at the top: give the spec one way, {provider, placement, size} or {spec: {…}}"})
+				Description: "is given beside provider, placement, size or claimsPerNamespacePerHour at the top: give the spec one way, {provider, placement, size, …} or {spec: {…}}"})
 		}
 		body, prefix = *req.Spec, "spec."
 	}
-	spec := proxy.PoolSpec{Provider: body.Provider, Placement: body.Placement}
+	spec := proxy.PoolSpec{Provider: body.Provider, Placement: body.Placement, ClaimsPerNamespacePerHour: body.ClaimsPerNamespacePerHour}
 	if spec.Provider == "" {
 		spec.Provider = a.opts.DefaultProvider
 	}
@@ -109,6 +113,10 @@ func (a *API) poolSpec(req poolRequest) (proxy.PoolSpec, *apiError) {
 		errs = append(errs, proxy.FieldError{Field: prefix + "size", Reason: ReasonPoolSizeInvalid, Description: fmt.Sprintf("%d is outside 0-%d", *body.Size, MaxPoolSize)})
 	default:
 		spec.Size = *body.Size
+	}
+	if n := body.ClaimsPerNamespacePerHour; n < 0 || n > MaxPoolSize*60 {
+		errs = append(errs, proxy.FieldError{Field: prefix + "claimsPerNamespacePerHour", Reason: ReasonPoolClaimsBoundInvalid,
+			Description: fmt.Sprintf("%d is outside 0-%d: how many VMs one namespace's proxies may claim from the pool in any hour (0: no bound)", n, MaxPoolSize*60)})
 	}
 	errs = append(errs, a.validatePlacement(prefix, spec.Provider, spec.Placement, "")...)
 	if len(errs) > 0 {

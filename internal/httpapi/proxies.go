@@ -92,12 +92,21 @@ func (a *API) createProxy(x *exchange) {
 // fields of the spec.
 func (a *API) validateSpec(namespace string, spec proxy.Spec) proxy.FieldErrors {
 	errs := spec.Validate(namespace, a.opts.Policy, a.opts.Providers.Has)
-	return append(errs, a.providerRules("spec.", spec.Provider, spec.Placement, spec.CloudInit)...)
+	// maxAge is floored at ROTATE_MIN_INTERVAL, which the API alone knows:
+	// a rotation by age is one the spec asks for, held to the interval the
+	// user's own are.
+	if d, err := time.ParseDuration(spec.MaxAge); spec.MaxAge != "" && err == nil && d > 0 && d < a.opts.RotateMinInterval {
+		errs = append(errs, proxy.FieldError{Field: "spec.maxAge", Reason: proxy.ReasonMaxAgeTooShort,
+			Description: fmt.Sprintf("%s is shorter than ROTATE_MIN_INTERVAL (%s), the least time between two VMs of a proxy", d, a.opts.RotateMinInterval)})
+	}
+	return append(errs, a.providerRules("spec.", spec.Provider, spec.Placement, spec.CloudInit, false)...)
 }
 
 // validatePlacement holds a warm pool's provider and placement to the
 // rules a proxy's are held to: the provider enabled, a region, and the
-// provider's own rules; fields are named under prefix.
+// provider's own rules, which may refuse a pool outright (one that cannot
+// reconfigure a VM cannot hand a warm one to a proxy); fields are named
+// under prefix.
 func (a *API) validatePlacement(prefix, typ string, pl proxy.Placement, cloudInit string) proxy.FieldErrors {
 	var errs proxy.FieldErrors
 	if !a.opts.Providers.Has(typ) {
@@ -106,18 +115,20 @@ func (a *API) validatePlacement(prefix, typ string, pl proxy.Placement, cloudIni
 	if pl.Region == "" {
 		errs = append(errs, proxy.FieldError{Field: prefix + "placement.region", Reason: proxy.ReasonRegionRequired, Description: "is required, e.g. us-central1"})
 	}
-	return append(errs, a.providerRules(prefix, typ, pl, cloudInit)...)
+	return append(errs, a.providerRules(prefix, typ, pl, cloudInit, true)...)
 }
 
 // providerRules are the rules of an enabled provider type (none for one
-// not enabled: the neutral rules say so), fields named under prefix.
-func (a *API) providerRules(prefix, typ string, pl proxy.Placement, cloudInit string) proxy.FieldErrors {
+// not enabled: the neutral rules say so), fields named under prefix; pool
+// says the placement is a warm pool's.
+func (a *API) providerRules(prefix, typ string, pl proxy.Placement, cloudInit string, pool bool) proxy.FieldErrors {
 	if !a.opts.Providers.Has(typ) {
 		return nil
 	}
 	violations, err := a.opts.Providers.Validate(typ, provider.ValidateRequest{
 		Placement: provider.Placement{Region: pl.Region, Zone: pl.Zone, MachineType: pl.MachineType, Image: pl.Image},
 		CloudInit: cloudInit,
+		Pool:      pool,
 	})
 	if err != nil {
 		return proxy.FieldErrors{{Field: prefix + "provider", Reason: proxy.ReasonProviderNotEnabled, Description: err.Error()}}
@@ -159,7 +170,8 @@ func (a *API) repeatedCreate(x *exchange, want, existing *proxy.Proxy, member vi
 }
 
 // normalize makes specs comparable: an empty list and a missing one are the
-// same request.
+// same request, and so are an access log left out (a document from before
+// the field) and one on.
 func normalize(s proxy.Spec) proxy.Spec {
 	if len(s.AllowedSourceRanges) == 0 {
 		s.AllowedSourceRanges = nil
@@ -167,6 +179,8 @@ func normalize(s proxy.Spec) proxy.Spec {
 	if len(s.ConnectPorts) == 0 {
 		s.ConnectPorts = nil
 	}
+	on := s.AccessLogOn()
+	s.AccessLog = &on
 	return s
 }
 
@@ -228,8 +242,7 @@ func (a *API) rotateProxy(x *exchange) {
 		return
 	}
 	now := a.now()
-	p, err := a.store.RequestRotation(x.ctx, key, now, tenancy.Limits{CreatesPerHour: a.opts.CreatesPerHour, RotateMinInterval: a.opts.RotateMinInterval})
-	var retry *proxy.RetryError
+	p, err := a.store.RequestRotation(x.ctx, key, now, a.limits())
 	switch {
 	case errors.Is(err, proxy.ErrBeingDeleted):
 		x.fail(failedPrecondition(ReasonProxyBeingDeleted, "proxy %s is being deleted; a proxy on its way out is not rotated", key))
@@ -237,12 +250,8 @@ func (a *API) rotateProxy(x *exchange) {
 		e := failedPrecondition(ReasonProxyNotReady, "proxy %s is not Ready; a proxy rotates once Ready: a VM still booting, or being replaced, is not replaced again", key)
 		e.metadata = map[string]string{"resource": key.Path()}
 		x.fail(e)
-	case errors.Is(err, proxy.ErrRotatedRecently) && errors.As(err, &retry):
-		e := newError(http.StatusTooManyRequests, ReasonRotatedRecently, "proxy %s was rotated less than %s ago (ROTATE_MIN_INTERVAL); retry in %s",
-			key, a.opts.RotateMinInterval, retryDelay(now, retry.At))
-		e.metadata = map[string]string{"resource": key.Path(), "rotateMinInterval": a.opts.RotateMinInterval.String()}
-		e.retry = retry.At.Sub(now)
-		x.fail(e)
+	case errors.Is(err, proxy.ErrRotatedRecently):
+		x.fail(a.rotatedRecently(key, now, err))
 	case errors.Is(err, proxy.ErrCreatesPerHour):
 		x.fail(a.tooManyCreates(key.Namespace, now, err))
 	default:
@@ -250,11 +259,26 @@ func (a *API) rotateProxy(x *exchange) {
 	}
 }
 
-// tooManyCreates is the answer to a create or rotation past the
-// namespace's NAMESPACE_CREATES_PER_HOUR, saying when one more fits.
+// rotatedRecently is the answer to a request for a new VM of a proxy (a
+// rotation, a live change that needs one) within ROTATE_MIN_INTERVAL of
+// the last, saying when the next may be.
+func (a *API) rotatedRecently(key proxy.Key, now time.Time, err error) *apiError {
+	e := newError(http.StatusTooManyRequests, ReasonRotatedRecently, "proxy %s was given a new VM at its users' request less than %s ago (ROTATE_MIN_INTERVAL)",
+		key, a.opts.RotateMinInterval)
+	e.metadata = map[string]string{"resource": key.Path(), "rotateMinInterval": a.opts.RotateMinInterval.String()}
+	var retry *proxy.RetryError
+	if errors.As(err, &retry) {
+		e.message += "; retry in " + retryDelay(now, retry.At)
+		e.retry = retry.At.Sub(now)
+	}
+	return e
+}
+
+// tooManyCreates is the answer to a request past the namespace's
+// NAMESPACE_CREATES_PER_HOUR, saying when one more VM fits.
 func (a *API) tooManyCreates(namespace string, now time.Time, err error) *apiError {
 	e := newError(http.StatusTooManyRequests, ReasonCreatesPerHour,
-		"namespace %s asked for %d VMs (creates and rotations) within the last hour, its bound (NAMESPACE_CREATES_PER_HOUR)", namespace, a.opts.CreatesPerHour)
+		"namespace %s caused %d VMs (creates, rotations, live changes that need a new VM, rotations by maxAge) within the last hour, its bound (NAMESPACE_CREATES_PER_HOUR)", namespace, a.opts.CreatesPerHour)
 	e.metadata = map[string]string{"namespace": namespace, "createsPerHour": strconv.Itoa(a.opts.CreatesPerHour)}
 	var retry *proxy.RetryError
 	if errors.As(err, &retry) {
@@ -350,15 +374,17 @@ func viewOf(c caller, ns *tenancy.Namespace) view {
 	}
 }
 
-// shown is the resource as the caller may see it. The proxy URL, with its
-// credentials, is filled in from the document's private part for members
-// of the namespace only (tenancy.ReadProxyURL), once there is an endpoint;
-// the console's last lines, the output of the VM's software, are kept
-// for its editors and owners only (tenancy.ReadConsoleTail).
+// shown is the resource as the caller may see it. The proxy URLs, with
+// its credentials (HTTP, and SOCKS5 when the spec has a socks5Port), are
+// filled in from the document's private part for members of the
+// namespace only (tenancy.ReadProxyURL), once there is an endpoint; the
+// console's last lines, the output of the VM's software, are kept for its
+// editors and owners only (tenancy.ReadConsoleTail).
 func shown(p *proxy.Proxy, v view) *proxy.Proxy {
-	p.Status.ProxyURL = ""
+	p.Status.ProxyURL, p.Status.Socks5URL = "", ""
 	if v.credentials {
 		p.Status.ProxyURL = p.Reconciler.Credentials.URL(p.Status.Endpoint)
+		p.Status.Socks5URL = p.Reconciler.Credentials.Socks5URL(p.Socks5Endpoint())
 	}
 	if !v.console {
 		p.Status.ConsoleTail = nil

@@ -232,3 +232,15 @@ func pick(lines []map[string]any, fields ...string) []map[string]any {
 	}
 	return out
 }
+
+// TestEveryChangeIsAudited: a route audits exactly when it may change
+// something, which is every method but GET, so a new route that writes
+// cannot go without its audit line (the package doc and the API reference
+// say every change is audited).
+func TestEveryChangeIsAudited(t *testing.T) {
+	for _, r := range httpapi.Routes() {
+		if want := r.Method != "GET"; r.Audited != want {
+			t.Errorf("%s %s: Audited %v, want %v: every call that may change something, and no other, writes an audit line", r.Method, r.Path, r.Audited, want)
+		}
+	}
+}

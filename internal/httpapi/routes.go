@@ -27,8 +27,9 @@ type Route struct {
 	handle func(*API, *exchange)
 }
 
-// routes are every call of the API: the table of docs/reference/api.md,
-// which a test holds to this one.
+// routes are every call of the API. A test holds the OpenAPI document
+// (openapi.json) to them both ways, and `make docs` writes the API
+// reference (docs/reference/api.md) from the document.
 var routes = []Route{
 	{Method: "GET", Path: "/v1/namespaces", Permission: tenancy.ListNamespaces, handle: (*API).listNamespaces},
 	{Method: "PUT", Path: "/v1/namespaces/{namespace}", Permission: tenancy.CreateNamespace, Audited: true, handle: (*API).createNamespace},

@@ -12,30 +12,9 @@
 // collector until the proxy's run has relabelled it.
 //
 // It is level-triggered: a run reads the pool and its members and does
-// what closes the gap (pool × what the run sees → what it does):
-//
-//	pool            sees                                 does
-//	(any)           no pool document                     nothing
-//	(any)           a member claimed over TombstoneTTL   delete its document (never its VM)
-//	                ago
-//	being deleted   a member whose claim is done (the    delete its document (never its VM)
-//	                proxy relabelled the VM, moved on
-//	                or is gone)
-//	(any)           a Failed unclaimed member            request its deletion (its reconcile
-//	                                                     deletes the VM, then the document);
-//	                                                     RefillAfter = now + RefillBackoff
-//	live            fewer live members than size, a      nothing until RefillAfter (the sweep
-//	                member failed less than              brings the run after it); the message
-//	                RefillBackoff ago                    says why
-//	live            fewer live members than size         create the missing ones, in one
-//	                                                     transaction with the query of the
-//	                                                     members (never overfilled)
-//	live            more live members than size          request the deletion of the excess,
-//	                                                     booting ones first
-//	being deleted   unclaimed members                    request the deletion of each
-//	being deleted   no member document left              delete the pool document
-//	(any)           a status that differs from what      write it (warm, booting,
-//	                it sees                              claimsLastHour, message)
+// what closes the gap, as the table Runs (runs.go) says: pool × what the
+// run sees → what it does. `make docs` writes it into
+// docs/concepts/warm-pools.md.
 //
 // Live members are the unclaimed ones neither failed nor being deleted.
 // Every step is idempotent and safe under duplicate and concurrent runs: a

@@ -72,7 +72,7 @@ func New(store Store, clk clock.Clock, log *slog.Logger) *Reconciler {
 	return &Reconciler{store: store, clock: clk, log: log, TombstoneTTL: DefaultTombstoneTTL, running: map[string]bool{}}
 }
 
-// Reconcile runs one reconcile of the pool: the table of the package doc.
+// Reconcile runs one reconcile of the pool: the table Runs.
 // It returns an error only when the store could not be read or written, so
 // that the event is delivered again. While a run of the same pool runs in
 // this process it returns at once, and that run runs once more when it
@@ -148,12 +148,16 @@ func (r *Reconciler) reconcile(ctx context.Context, name string) error {
 	// The claims of the last hour whose member documents went, and those
 	// of the claimed members whose claim is done (done): their documents
 	// go once the status counts them.
-	claims := map[string]time.Time{}
+	claims, namespaces := map[string]time.Time{}, map[string]string{}
 	for member, t := range pool.Status.Claims {
 		if now.Sub(t) < time.Hour {
 			claims[member] = t
+			if ns, ok := pool.Status.ClaimNamespaces[member]; ok {
+				namespaces[member] = ns
+			}
 		}
 	}
+	byNamespace := map[string]int{}
 	var done []*proxy.Proxy
 	var live []*proxy.Proxy
 	left := 0 // member documents that stay after this run
@@ -162,13 +166,14 @@ func (r *Reconciler) reconcile(ctx context.Context, name string) error {
 		case m.ClaimedBy != nil:
 			if now.Sub(m.ClaimedBy.Time) >= ttl || r.claimDone(ctx, m) {
 				if now.Sub(m.ClaimedBy.Time) < time.Hour {
-					claims[m.Name] = m.ClaimedBy.Time
+					claims[m.Name], namespaces[m.Name] = m.ClaimedBy.Time, m.ClaimedBy.Namespace
 				}
 				done = append(done, m)
 				continue
 			}
 			if now.Sub(m.ClaimedBy.Time) < time.Hour {
 				status.ClaimsLastHour++
+				byNamespace[m.ClaimedBy.Namespace]++
 			}
 		case m.DeleteRequestTime != nil:
 		case m.Status.Phase == proxy.PhaseFailed:
@@ -231,6 +236,19 @@ func (r *Reconciler) reconcile(ctx context.Context, name string) error {
 	status.ClaimsLastHour += len(claims)
 	if len(claims) > 0 {
 		status.Claims = claims
+	}
+	for member := range claims {
+		// A claim counted before the pool kept its namespace counts in the
+		// total only, for the hour it has left.
+		if ns, ok := namespaces[member]; ok {
+			byNamespace[ns]++
+		}
+	}
+	if len(namespaces) > 0 {
+		status.ClaimNamespaces = namespaces
+	}
+	if len(byNamespace) > 0 {
+		status.ClaimsLastHourByNamespace = byNamespace
 	}
 	if !status.Equal(pool.Status) {
 		next := *pool

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"maps"
 	"math/rand/v2"
 	"slices"
 	"strings"
@@ -350,8 +351,8 @@ func TestClaim(t *testing.T) {
 		t.Errorf("after the call-home the proxy is %s, want Ready", ph)
 	}
 	w.converge()
-	if st := w.pool().Status; st.Warm != 1 || st.ClaimsLastHour != 1 {
-		t.Errorf("the pool after a claim and its refill: %+v, want 1 warm and 1 claim", st)
+	if st := w.pool().Status; st.Warm != 1 || st.ClaimsLastHour != 1 || !maps.Equal(st.ClaimsLastHourByNamespace, map[string]int{"team-a": 1}) {
+		t.Errorf("the pool after a claim and its refill: %+v, want 1 warm and 1 claim, team-a's", st)
 	}
 	// The claimed member's document goes once the proxy relabelled the VM
 	// (the pool's status counts the claim for the hour), and never the VM.
@@ -363,8 +364,46 @@ func TestClaim(t *testing.T) {
 	}
 	w.clock.Advance(time.Hour)
 	w.converge()
-	if st := w.pool().Status; st.ClaimsLastHour != 0 || len(st.Claims) != 0 {
+	if st := w.pool().Status; st.ClaimsLastHour != 0 || len(st.Claims) != 0 || len(st.ClaimsLastHourByNamespace) != 0 || len(st.ClaimNamespaces) != 0 {
 		t.Errorf("the pool an hour after the claim: %+v, want no claim counted or kept", st)
+	}
+}
+
+// TestClaimsPerNamespaceBound: a pool that lets one namespace claim one VM
+// an hour serves that namespace's first proxy warm and its second cold,
+// and keeps its other warm VM for the other namespaces: their proxies
+// claim it.
+func TestClaimsPerNamespaceBound(t *testing.T) {
+	w := newWorld(t)
+	ctx := context.Background()
+	pl := storetest.NewPool("ci", 2)
+	pl.Spec.ClaimsPerNamespacePerHour = 1
+	storetest.PutPool(t, w.store, pl)
+	w.converge()
+	warm := map[string]bool{}
+	for _, m := range w.members() {
+		warm[m.Status.ProviderID] = true
+	}
+	claimed := func(key proxy.Key) bool {
+		t.Helper()
+		if err := w.r.Reconcile(ctx, key, reconcile.Trigger{}); err != nil {
+			t.Fatal(err)
+		}
+		return warm[w.get(key).Status.ProviderID]
+	}
+	first, second := w.newProxy("p-01"), w.newProxy("p-02")
+	other := storetest.New("team-b", "p-03")
+	other.UID = "00000000-0000-4000-8000-000000000003"
+	if _, err := w.store.Create(ctx, other, 20); err != nil {
+		t.Fatal(err)
+	}
+	type served struct{ First, Second, Other bool }
+	got := served{claimed(first), claimed(second), claimed(other.Key())}
+	if diff := cmp.Diff(served{First: true, Second: false, Other: true}, got); diff != "" {
+		t.Errorf("which proxies a warm VM served (-want +got):\n%s", diff)
+	}
+	if ph := w.get(second).Status.Phase; ph != proxy.PhaseProvisioning {
+		t.Errorf("team-a's second proxy, past the pool's bound: %s, want Provisioning on a VM of its own", ph)
 	}
 }
 
@@ -437,7 +476,11 @@ func TestCrashBetweenClaimAndReconfigure(t *testing.T) {
 	key := w.newProxy("p-01")
 	p := w.get(key)
 	// What the claiming run's transaction wrote before it was cut short.
-	member, _, err := w.store.ClaimWarm(ctx, p, "ci", w.clock.Now())
+	pool, err := w.store.GetPool(ctx, "ci")
+	if err != nil {
+		t.Fatal(err)
+	}
+	member, _, err := w.store.ClaimWarm(ctx, p, pool, w.clock.Now(), 0)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,6 +3,7 @@ package provider
 import (
 	"errors"
 	"fmt"
+	"time"
 )
 
 // ErrNotFound is what Get returns (wrapped or not) for an instance that does
@@ -53,6 +54,10 @@ type Error struct {
 	// Zone, for a KindCapacity error, is the zone that had no room, so the
 	// caller can ask for another (CreateRequest.AvoidZones).
 	Zone string
+	// RetryAfter, for a KindRateLimited error, is how long the cloud said
+	// to wait before the next call (Hetzner's RateLimit-* headers); zero
+	// when it said nothing, and the caller's backoff decides.
+	RetryAfter time.Duration
 	// Err is the underlying error, as the provider's client returned it.
 	Err error
 }
@@ -115,6 +120,15 @@ func FullZone(err error) string {
 		return pe.Zone
 	}
 	return ""
+}
+
+// RetryAfter is how long a rate-limited call's cloud said to wait, or 0.
+func RetryAfter(err error) time.Duration {
+	var pe *Error
+	if errors.As(err, &pe) && pe.Kind == KindRateLimited {
+		return pe.RetryAfter
+	}
+	return 0
 }
 
 // Retryable reports whether an operation that failed with err may succeed if

@@ -1,7 +1,7 @@
 // Package provider defines the contract every cloud provider backend
 // implements: Create/Get/Delete/ListByTag for a single VM, keyed by an
 // opaque providerID. Concrete implementations live in subpackages (mock,
-// gcp); this package has no dependency on any of them, so a type→
+// gcp, hetzner); this package has no dependency on any of them, so a type→
 // constructor registry (Registry) can be assembled at the composition root
 // (internal/app) without an import cycle.
 //
@@ -73,10 +73,17 @@ type Instance struct {
 
 	// BootError, added to the original contract, is the reason the VM's
 	// bootstrap reported that it cannot serve (the gcp provider reads it
-	// from the guest attribute egress/error). A VM with a BootError stays in
-	// StateProvisioning and will not become Running by itself. Empty when
-	// nothing went wrong or the provider cannot tell.
+	// from the guest attribute egress/error). A VM with a BootError and no
+	// RefusedGeneration stays in StateProvisioning and will not become
+	// Running by itself. Empty when nothing went wrong or the provider
+	// cannot tell.
 	BootError string
+	// RefusedGeneration, added with Reconfigurer, is the generation of a
+	// configuration the VM was handed and could not serve: it put back the
+	// one it served before, and serves that still (Generation, Running),
+	// and BootError says why. 0 when it refused none since its last
+	// successful apply.
+	RefusedGeneration int64
 	// Zone, added to the original contract, is where the VM runs, when the
 	// provider has zones: the one it chose for a placement that names only
 	// a region.
@@ -95,6 +102,10 @@ type Instance struct {
 	// provider reads the guest attribute egress/traffic); nil when the VM
 	// reported nothing or the provider cannot tell.
 	Traffic *Traffic
+	// IPv6, added to the original contract, is the VM's external IPv6
+	// address, when it has one (gcp: a dual-stack interface's
+	// ipv6AccessConfigs); "" when it has none or the provider cannot tell.
+	IPv6 string
 	// Generation, added with Reconfigurer, is the generation of the proxy
 	// engine's configuration the VM last reported serving (the gcp provider
 	// reads it from the guest attribute egress/ready); 0 when it reported

@@ -324,3 +324,29 @@ func TestUnwrap(t *testing.T) {
 		t.Errorf("Unwrap of an undecorated provider = %#v, want itself", got)
 	}
 }
+
+// plain is a provider that cannot reconfigure a VM.
+type plain struct{ provider.Provider }
+
+// TestRegistryInPlace: a type registered as taking live changes in place
+// says so to the API, which constructs no provider; a Set refuses to hand
+// out one registered so that cannot reconfigure a VM, whose every live
+// change would make a VM no request counted.
+func TestRegistryInPlace(t *testing.T) {
+	ctx := context.Background()
+	r := provider.NewRegistry()
+	_ = r.Register("mock", func(context.Context) (provider.Provider, error) { return mock.New(mock.Options{}), nil }, provider.InPlace())
+	_ = r.Register("plain", func(context.Context) (provider.Provider, error) { return plain{mock.New(mock.Options{})}, nil }, provider.InPlace())
+	_ = r.Register("other", func(context.Context) (provider.Provider, error) { return plain{mock.New(mock.Options{})}, nil })
+	set := provider.NewSet(r)
+	type got struct {
+		InPlace  bool
+		GetFails bool
+	}
+	for typ, want := range map[string]got{"mock": {InPlace: true}, "plain": {InPlace: true, GetFails: true}, "other": {}, "absent": {GetFails: true}} {
+		_, err := set.Get(ctx, typ)
+		if diff := cmp.Diff(want, got{InPlace: set.InPlace(typ), GetFails: err != nil}); diff != "" {
+			t.Errorf("type %s (-want +got):\n%s (%v)", typ, diff, err)
+		}
+	}
+}

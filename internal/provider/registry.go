@@ -102,6 +102,14 @@ func (r *Registry) New(ctx context.Context, typ string) (Provider, error) {
 	return p, nil
 }
 
+// InPlace reports whether typ was registered as taking live changes in
+// place (InPlace); false for an unknown type.
+func (r *Registry) InPlace(typ string) bool {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	return r.regs[typ].inPlace
+}
+
 // Has reports whether typ is registered.
 func (r *Registry) Has(typ string) bool {
 	r.mu.RLock()
@@ -149,6 +157,9 @@ func (s *Set) Get(ctx context.Context, typ string) (Provider, error) {
 	if err != nil {
 		return nil, err
 	}
+	if _, ok := AsReconfigurer(p); s.reg.InPlace(typ) && !ok {
+		return nil, fmt.Errorf("provider registry: type %q is registered as taking live changes in place (InPlace), but its provider %T cannot reconfigure a VM", typ, p)
+	}
 	s.made[typ] = p
 	return p, nil
 }
@@ -158,6 +169,10 @@ func (s *Set) Types() []string { return s.reg.Types() }
 
 // Has reports whether the set can hand out a provider of type typ.
 func (s *Set) Has(typ string) bool { return s.reg.Has(typ) }
+
+// InPlace reports whether the VMs of provider type typ take live changes
+// in place (the registration's InPlace).
+func (s *Set) InPlace(typ string) bool { return s.reg.InPlace(typ) }
 
 // Validate checks a request against the rules of provider type typ, as
 // its registration gave them.

@@ -9,6 +9,10 @@ type ValidateRequest struct {
 	// CloudInit is the spec's inline user-data, which the provider sends
 	// the way its VMs read it (gcp: a metadata value, of bounded size).
 	CloudInit string
+	// Pool says the placement is a warm pool's: its VMs are claimed by
+	// Reconfigure (provider.Reconfigurer), so a provider that cannot
+	// reconfigure a VM refuses it.
+	Pool bool
 }
 
 // Violation is one rule of a provider that a request breaks.
@@ -36,8 +40,17 @@ type Option func(*registration)
 // constructor.
 func WithValidator(v Validator) Option { return func(r *registration) { r.validate = v } }
 
+// InPlace registers that the provider type's VMs take a live change (a
+// PATCH, new credentials) in place: its providers are Reconfigurers. The
+// API, which constructs no provider, decides by it whether a live change
+// makes a new VM, and so counts against its namespace's VMs; Set.Get
+// refuses a provider registered so that is no Reconfigurer, whose every
+// live change would make a VM no one counted.
+func InPlace() Option { return func(r *registration) { r.inPlace = true } }
+
 // registration is what the registry holds of a provider type.
 type registration struct {
 	ctor     Constructor
 	validate Validator
+	inPlace  bool
 }

@@ -75,6 +75,17 @@ func (c Credentials) URL(endpoint string) string {
 	return "http://" + c.Username + ":" + c.Password + "@" + endpoint
 }
 
+// Socks5URL is the SOCKS5 URL a client configures,
+// socks5h://USER:PASSWORD@ENDPOINT (Proxy.Socks5Endpoint): what curl's
+// -x and ALL_PROXY take, the proxy resolving names. It is empty while
+// there is no endpoint or no credentials.
+func (c Credentials) Socks5URL(endpoint string) string {
+	if endpoint == "" || c.IsZero() {
+		return ""
+	}
+	return "socks5h://" + c.Username + ":" + c.Password + "@" + endpoint
+}
+
 // String never shows the password, so credentials that reach a log line by
 // accident give nothing away.
 func (c Credentials) String() string {

@@ -36,6 +36,10 @@ var (
 	// ErrCreatesPerHour: the namespace's requests asked for as many VMs
 	// within the last hour as it may.
 	ErrCreatesPerHour = errors.New("namespace asked for its VMs of the hour")
+	// ErrPoolClaimsPerHour: the namespace claimed as many VMs from the pool
+	// within the last hour as the pool lets one namespace
+	// (PoolSpec.ClaimsPerNamespacePerHour); its proxy boots a VM of its own.
+	ErrPoolClaimsPerHour = errors.New("namespace claimed its VMs of the hour from the pool")
 	// ErrNoWarmVM: the pool has no member whose VM may be claimed now
 	// (Ready, unclaimed, not being deleted); the proxy is created cold.
 	ErrNoWarmVM = errors.New("pool has no warm VM")

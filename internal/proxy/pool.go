@@ -22,6 +22,11 @@ type PoolSpec struct {
 	Provider  string    `json:"provider" firestore:"provider"`
 	Placement Placement `json:"placement" firestore:"placement"`
 	Size      int       `json:"size" firestore:"size"`
+	// ClaimsPerNamespacePerHour, when positive, is how many VMs the
+	// proxies of one namespace may claim from the pool in any hour: past
+	// it, they boot VMs of their own, and the pool stays for the others.
+	// Zero lets any namespace claim every warm VM.
+	ClaimsPerNamespacePerHour int `json:"claimsPerNamespacePerHour,omitempty" firestore:"claimsPerNamespacePerHour,omitempty"`
 }
 
 // PoolStatus is what the pool's reconciler last saw and did.
@@ -31,8 +36,11 @@ type PoolStatus struct {
 	Warm    int `json:"warm" firestore:"warm"`
 	Booting int `json:"booting" firestore:"booting"`
 	// ClaimsLastHour counts the VMs proxies claimed from the pool in the
-	// last hour.
-	ClaimsLastHour int `json:"claimsLastHour" firestore:"claimsLastHour"`
+	// last hour; ClaimsLastHourByNamespace, the same by the claiming
+	// proxies' namespace (pools are the admins' alone, so only they see
+	// it).
+	ClaimsLastHour            int            `json:"claimsLastHour" firestore:"claimsLastHour"`
+	ClaimsLastHourByNamespace map[string]int `json:"claimsLastHourByNamespace,omitempty" firestore:"claimsLastHourByNamespace,omitempty"`
 	// Message says why the pool cannot fill, when it cannot.
 	Message string `json:"message,omitempty" firestore:"message,omitempty"`
 	// Claims are the claims of the last hour whose member documents are
@@ -41,6 +49,10 @@ type PoolStatus struct {
 	// as soon as its proxy relabelled the VM, so that the pool's runs,
 	// which read every member, do not read an hour of claims.
 	Claims map[string]time.Time `json:"-" firestore:"claims,omitempty"`
+	// ClaimNamespaces are the namespaces of Claims' claims, by member
+	// name: what ClaimsLastHourByNamespace counts them by. (A map of its
+	// own: pools written before it keep Claims as they were.)
+	ClaimNamespaces map[string]string `json:"-" firestore:"claimNamespaces,omitempty"`
 	// RefillAfter, after a member failed, is when the pool makes new
 	// members again: a pool whose members cannot boot (a missing image,
 	// a bootstrap that cannot render) would otherwise make and fail them
@@ -53,11 +65,13 @@ type PoolStatus struct {
 // only when it changed.
 func (s PoolStatus) Equal(o PoolStatus) bool {
 	return s.Warm == o.Warm && s.Booting == o.Booting && s.ClaimsLastHour == o.ClaimsLastHour &&
-		s.Message == o.Message && maps.EqualFunc(s.Claims, o.Claims, time.Time.Equal) && s.RefillAfter.Equal(o.RefillAfter)
+		maps.Equal(s.ClaimsLastHourByNamespace, o.ClaimsLastHourByNamespace) &&
+		s.Message == o.Message && maps.EqualFunc(s.Claims, o.Claims, time.Time.Equal) &&
+		maps.Equal(s.ClaimNamespaces, o.ClaimNamespaces) && s.RefillAfter.Equal(o.RefillAfter)
 }
 
 // Pool is one warm pool's document, pools/{name}. The API shows it with
-// its spec's fields at the top (MarshalJSON), as the issue of a PUT gives
+// its spec's fields at the top (MarshalJSON), as a PUT gives
 // them.
 type Pool struct {
 	Name   string     `json:"name" firestore:"name"`
@@ -76,21 +90,23 @@ type Pool struct {
 // poolJSON is a pool as the API shows it: its spec's fields at the top,
 // as a PUT gives them ({provider, placement, size}), beside its status.
 type poolJSON struct {
-	Name              string     `json:"name"`
-	Provider          string     `json:"provider"`
-	Placement         Placement  `json:"placement"`
-	Size              int        `json:"size"`
-	Status            PoolStatus `json:"status"`
-	Generation        int64      `json:"generation"`
-	CreateTime        time.Time  `json:"createTime"`
-	UpdateTime        time.Time  `json:"updateTime"`
-	DeleteRequestTime *time.Time `json:"deleteRequestTime,omitempty"`
+	Name      string    `json:"name"`
+	Provider  string    `json:"provider"`
+	Placement Placement `json:"placement"`
+	Size      int       `json:"size"`
+	// ClaimsPerNamespacePerHour is the spec's.
+	ClaimsPerNamespacePerHour int        `json:"claimsPerNamespacePerHour,omitempty"`
+	Status                    PoolStatus `json:"status"`
+	Generation                int64      `json:"generation"`
+	CreateTime                time.Time  `json:"createTime"`
+	UpdateTime                time.Time  `json:"updateTime"`
+	DeleteRequestTime         *time.Time `json:"deleteRequestTime,omitempty"`
 }
 
 // MarshalJSON writes the pool as the API shows it (poolJSON).
 func (p Pool) MarshalJSON() ([]byte, error) {
 	return json.Marshal(poolJSON{Name: p.Name, Provider: p.Spec.Provider, Placement: p.Spec.Placement, Size: p.Spec.Size,
-		Status: p.Status, Generation: p.Generation, CreateTime: p.CreateTime, UpdateTime: p.UpdateTime, DeleteRequestTime: p.DeleteRequestTime})
+		ClaimsPerNamespacePerHour: p.Spec.ClaimsPerNamespacePerHour, Status: p.Status, Generation: p.Generation, CreateTime: p.CreateTime, UpdateTime: p.UpdateTime, DeleteRequestTime: p.DeleteRequestTime})
 }
 
 // UnmarshalJSON reads the pool as the API shows it (poolJSON).
@@ -99,7 +115,7 @@ func (p *Pool) UnmarshalJSON(b []byte) error {
 	if err := json.Unmarshal(b, &j); err != nil {
 		return err
 	}
-	*p = Pool{Name: j.Name, Spec: PoolSpec{Provider: j.Provider, Placement: j.Placement, Size: j.Size},
+	*p = Pool{Name: j.Name, Spec: PoolSpec{Provider: j.Provider, Placement: j.Placement, Size: j.Size, ClaimsPerNamespacePerHour: j.ClaimsPerNamespacePerHour},
 		Status: j.Status, Generation: j.Generation, CreateTime: j.CreateTime, UpdateTime: j.UpdateTime, DeleteRequestTime: j.DeleteRequestTime}
 	return nil
 }
@@ -127,14 +143,15 @@ func ParsePoolPath(path string) (string, error) {
 
 // Serves reports whether a proxy of spec s may be served by a VM of a pool
 // of this spec: the same provider and placement, the default bootstrap
-// (no cloud-init of its own), an ephemeral address and the default port.
-// Everything else about a proxy (its ranges, ports and credentials) is
-// configuration the claimed VM is given.
+// (no cloud-init of its own), an ephemeral address, the default port and
+// no SOCKS5 port: a warm VM's engine listens on the default port alone,
+// and a listener is what a live change does not open. Everything else
+// about a proxy (its ranges, ports, bandwidth, access log and
+// credentials) is configuration the claimed VM is given.
 func (ps PoolSpec) Serves(s Spec) bool {
-	return s.Provider == ps.Provider && s.Placement == ps.Placement &&
-		s.CloudInit == "" && s.CloudInitSecret == "" &&
+	return s.Provider == ps.Provider && s.Placement == ps.Placement && !s.OwnCloudInit() &&
 		(s.IPPolicy == "" || s.IPPolicy == IPEphemeral) &&
-		(s.Port == 0 || s.Port == DefaultPort)
+		(s.Port == 0 || s.Port == DefaultPort) && s.Socks5Port == 0
 }
 
 // MemberSpec is the spec of a pool member's proxy document: the pool's

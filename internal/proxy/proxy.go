@@ -6,6 +6,8 @@
 package proxy
 
 import (
+	"net"
+	"strconv"
 	"time"
 )
 
@@ -21,7 +23,9 @@ const (
 	PhaseProvisioning Phase = "Provisioning"
 	// PhaseReady: the VM runs and status.endpoint is usable.
 	PhaseReady Phase = "Ready"
-	// PhaseReplacing: the VM was lost or stopped and is being replaced.
+	// PhaseReplacing: the VM is being replaced, after it was lost, stopped
+	// or failed to boot, on a rotation, or for a change it cannot take in
+	// place: the old VM is deleted, then a new one created.
 	PhaseReplacing Phase = "Replacing"
 	// PhaseReconfiguring: the VM serves and was handed a new
 	// configuration (a PATCH, new credentials); the endpoint stays, and the
@@ -30,7 +34,9 @@ const (
 	// PhaseDeleting: deletion was requested; the document goes once the VM
 	// is gone.
 	PhaseDeleting Phase = "Deleting"
-	// PhaseFailed: a permanent provider error; status.message says which.
+	// PhaseFailed: a permanent provider error, or MaxBootFailures VMs in a
+	// row that did not become ready; status.message says which. Its VM is
+	// deleted (a Static proxy keeps its address until it is deleted).
 	PhaseFailed Phase = "Failed"
 )
 
@@ -60,10 +66,6 @@ const (
 	IPStatic IPPolicy = "Static"
 )
 
-// MinMaxAge is the shortest maxAge a spec may ask for: a VM rotated more
-// often would spend more of its life booting than serving.
-const MinMaxAge = 10 * time.Minute
-
 // Placement says where the VM runs and what it is made of.
 type Placement struct {
 	Region      string `json:"region,omitempty" firestore:"region,omitempty"`
@@ -74,7 +76,8 @@ type Placement struct {
 
 // Spec is what the user asked for. A POST with another spec for an existing
 // name is a conflict; a PATCH changes the reconfigurable fields
-// (allowedSourceRanges, connectPorts) only, and counts a generation.
+// (allowedSourceRanges, connectPorts, bandwidthLimit, accessLog) only, and
+// counts a generation.
 type Spec struct {
 	// Provider is the registry type of the cloud backend ("mock", "gcp").
 	Provider  string    `json:"provider,omitempty" firestore:"provider"`
@@ -94,10 +97,37 @@ type Spec struct {
 	ConnectPorts []int32 `json:"connectPorts,omitempty" firestore:"connectPorts,omitempty"`
 	// IPPolicy is Ephemeral (the default) or Static.
 	IPPolicy IPPolicy `json:"ipPolicy,omitempty" firestore:"ipPolicy,omitempty"`
-	// MaxAge, a Go duration of at least MinMaxAge ("24h"), rotates the
-	// proxy's VM once it is that old; empty never rotates by age.
+	// MaxAge, a Go duration ("24h"), rotates the proxy's VM once it is
+	// that old; empty never rotates by age. The API holds it to at least
+	// ROTATE_MIN_INTERVAL, the least time between two rotations a user
+	// asks for: a rotation by age is one the spec asks for, and counts
+	// against the namespace's NAMESPACE_CREATES_PER_HOUR like one.
 	MaxAge string `json:"maxAge,omitempty" firestore:"maxAge,omitempty"`
+	// Socks5Port, when set, is a second port of the proxy's engine that
+	// serves SOCKS5 (RFC 1928, with RFC 1929's username and password: the
+	// proxy's credentials) to the same sources, destinations and CONNECT
+	// ports as HTTP. 0 serves none. Like Port it must be a port the
+	// firewall opens (PROXY_PORTS), and not Port itself.
+	Socks5Port int32 `json:"socks5Port,omitempty" firestore:"socks5Port,omitempty"`
+	// BandwidthLimit bounds the proxy's traffic as a whole, both ways
+	// together, as ParseBandwidth reads it ("100Mbit"); empty is no
+	// bound. A PATCH changes it on the VM.
+	BandwidthLimit string `json:"bandwidthLimit,omitempty" firestore:"bandwidthLimit,omitempty"`
+	// AccessLog says whether the proxy keeps one access line per tunnel
+	// and per plain-HTTP request (who reached which host and port, when,
+	// and how much): on unless a tenant that must not keep them turns it
+	// off. Nil is on (WithDefaults writes it); a PATCH changes it on the
+	// VM (AccessLogOn).
+	AccessLog *bool `json:"accessLog,omitempty" firestore:"accessLog,omitempty"`
 }
+
+// AccessLogOn reports whether the proxy keeps an access log: the spec
+// says so, or says nothing (a document from before the field).
+func (s Spec) AccessLogOn() bool { return s.AccessLog == nil || *s.AccessLog }
+// OwnCloudInit reports whether the spec brings its own cloud-init (inline
+// or from a secret): its VM runs that, not the default bootstrap, so no
+// live change reaches it in place and no warm pool serves it.
+func (s Spec) OwnCloudInit() bool { return s.CloudInit != "" || s.CloudInitSecret != "" }
 
 // ConditionReady is the type of the condition that says whether the proxy
 // serves, and why not.
@@ -125,6 +155,17 @@ type Status struct {
 	// It is never stored: the API fills it in from the credentials in the
 	// document's private part, for those allowed to see them.
 	ProxyURL string `json:"proxyURL,omitempty" firestore:"-"`
+	// Socks5URL, for a spec with a socks5Port, is
+	// socks5h://USER:PASSWORD@ip:socks5Port, the form curl's -x and the
+	// ALL_PROXY variable take (socks5h: the proxy resolves names, so its
+	// destination filter sees what the name resolves to). Never stored,
+	// and shown as ProxyURL is.
+	Socks5URL string `json:"socks5URL,omitempty" firestore:"-"`
+	// IPv6 is the current VM's external IPv6 address, when it has one (a
+	// dual-stack subnet: GCP_STACK_TYPE=IPV4_IPV6): the proxy then
+	// reaches IPv6 destinations from it, and clients may reach the proxy
+	// there too.
+	IPv6 string `json:"ipv6,omitempty" firestore:"ipv6,omitempty"`
 	// State is the provider's InstanceState as last observed.
 	State              string      `json:"state,omitempty" firestore:"state,omitempty"`
 	Conditions         []Condition `json:"conditions,omitempty" firestore:"conditions,omitempty"`
@@ -146,6 +187,11 @@ type Status struct {
 	// Traffic is what the current VM last reported of the traffic it
 	// carried since its proxy started, as the reconciler last read it.
 	Traffic *Traffic `json:"traffic,omitempty" firestore:"traffic,omitempty"`
+	// RotationWaitUntil, set while the VM is past its maxAge but its
+	// namespace asked for NAMESPACE_CREATES_PER_HOUR VMs within the last
+	// hour, is when the rotation may be counted: the VM serves on until
+	// then, and Message says why.
+	RotationWaitUntil *time.Time `json:"rotationWaitUntil,omitempty" firestore:"rotationWaitUntil,omitempty"`
 }
 
 // Traffic is one VM's report of its proxy's traffic: bytes received from
@@ -222,6 +268,11 @@ type Bookkeeping struct {
 	// replaced with a warm pool's VM: deleted once the new one is Ready,
 	// and with the proxy.
 	Retiring string `firestore:"retiring,omitempty"`
+	// RetiringGeneration is the generation of the configuration the
+	// Retiring VM was last given. It serves clients until it goes, so a
+	// later generation (new credentials above all: a leaked password is
+	// revoked on every VM that takes it) is handed to it too.
+	RetiringGeneration int64 `firestore:"retiringGeneration,omitempty"`
 	// ProgressTime is when the status last changed, kept only while the
 	// phase is not settled (zero, and so absent from the document, once it
 	// is). The GC sweep queries for an old ProgressTime to re-drive stuck
@@ -249,6 +300,11 @@ type Proxy struct {
 	// RotateRequestTime is when a rotation was last asked for (POST
 	// …:rotate); the reconciler rotates a VM created before it.
 	RotateRequestTime *time.Time `json:"rotateRequestTime,omitempty" firestore:"rotateRequestTime,omitempty"`
+	// ReplaceRequestTime is when a live change (a PATCH, new credentials)
+	// last asked for a new VM: one the proxy's VM cannot take in place (its
+	// provider cannot reconfigure, or the spec brings its own cloud-init).
+	// It and RotateRequestTime are held ROTATE_MIN_INTERVAL apart.
+	ReplaceRequestTime *time.Time `json:"replaceRequestTime,omitempty" firestore:"replaceRequestTime,omitempty"`
 
 	// Pool, set only on a warm pool's member document
 	// (pools/{pool}/proxies/{name}), is the pool's name. A member's VM
@@ -276,6 +332,16 @@ type ClaimRef struct {
 	Time      time.Time `json:"time" firestore:"time"`
 }
 
+// Socks5Endpoint is "ip:socks5Port" once the proxy has an endpoint and
+// its spec serves SOCKS5, else "".
+func (p *Proxy) Socks5Endpoint() string {
+	host, _, err := net.SplitHostPort(p.Status.Endpoint)
+	if p.Spec.Socks5Port == 0 || err != nil {
+		return ""
+	}
+	return net.JoinHostPort(host, strconv.Itoa(int(p.Spec.Socks5Port)))
+}
+
 // Key returns the key of the proxy's document.
 func (p *Proxy) Key() Key { return Key{Namespace: p.Namespace, Name: p.Name, Pool: p.Pool} }
 
@@ -296,6 +362,9 @@ type Claim struct {
 	MaxAge            string
 	RotateRequestTime *time.Time
 	BootStart         time.Time
+	// RotationWaitUntil is the status's: a rotation by age held back by
+	// the namespace's budget is not due before it.
+	RotationWaitUntil *time.Time
 	// Claimed is set for a warm pool's member whose VM a proxy claimed (a
 	// tombstone): its uid keeps the VM from the collector until the
 	// proxy's Reconfigure relabels it, but the VM is the proxy's, so no
@@ -305,16 +374,30 @@ type Claim struct {
 
 // RotationDue reports whether a VM created at bootStart is due for
 // rotation at now: a rotation was asked for (at rotateRequested) after it
-// was created, or it is older than maxAge. The reconciler rotates by this
-// rule, and the garbage collector re-drives a settled proxy by it, so a
-// rotate request whose event was lost is not lost with it.
-func RotationDue(maxAge string, rotateRequested *time.Time, bootStart, now time.Time) bool {
+// was created (RotationRequested), or it is older than maxAge and its
+// namespace's budget does not hold the rotation back (waitUntil, the
+// status's RotationWaitUntil, is after now). The reconciler rotates by
+// this rule, and the garbage collector re-drives a settled proxy by it, so
+// a rotate request whose event was lost is not lost with it, and a
+// rotation that waited for the budget is tried again once it may be.
+func RotationDue(maxAge string, rotateRequested *time.Time, bootStart, now time.Time, waitUntil *time.Time) bool {
 	if bootStart.IsZero() {
 		return false
 	}
-	if rotateRequested != nil && bootStart.Before(*rotateRequested) {
+	if RotationRequested(rotateRequested, bootStart) {
 		return true
+	}
+	if waitUntil != nil && now.Before(*waitUntil) {
+		return false
 	}
 	d, err := time.ParseDuration(maxAge)
 	return maxAge != "" && err == nil && now.Sub(bootStart) >= d
+}
+
+// RotationRequested reports whether a user asked for a rotation (at
+// rotateRequested) after the VM created at bootStart: its rotation was
+// counted against the namespace's budget by the request, where a rotation
+// by age is counted by the reconciler.
+func RotationRequested(rotateRequested *time.Time, bootStart time.Time) bool {
+	return rotateRequested != nil && !bootStart.IsZero() && bootStart.Before(*rotateRequested)
 }

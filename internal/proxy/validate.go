@@ -1,6 +1,7 @@
 package proxy
 
 import (
+	"errors"
 	"fmt"
 	"net/netip"
 	"regexp"
@@ -79,6 +80,9 @@ const (
 	ReasonConnectPortsTooMany     = "CONNECT_PORTS_TOO_MANY"
 	ReasonConnectPortOutOfRange   = "CONNECT_PORT_OUT_OF_RANGE"
 	ReasonConnectPortRepeated     = "CONNECT_PORT_REPEATED"
+	ReasonSocks5PortIsPort        = "SOCKS5_PORT_SAME_AS_PORT"
+	ReasonBandwidthInvalid        = "BANDWIDTH_LIMIT_INVALID"
+	ReasonBandwidthOutOfRange     = "BANDWIDTH_LIMIT_OUT_OF_RANGE"
 )
 
 // Policy is what the operator lets every tenant ask for, whatever the
@@ -177,6 +181,13 @@ func (s Spec) Validate(namespace string, pol Policy, enabled func(string) bool) 
 	} else if !pol.PortOpen(s.Port) {
 		add("spec.port", ReasonPortNotOpen, "%d is not a port the firewall opens to proxies (PROXY_PORTS: %s): no client could reach the proxy", s.Port, pol.portsText())
 	}
+	errs = append(errs, s.validateSocks5Port(pol)...)
+	if s.BandwidthLimit != "" {
+		var be *BandwidthError
+		if _, err := ParseBandwidth(s.BandwidthLimit); errors.As(err, &be) {
+			add("spec.bandwidthLimit", be.Reason, "%q %s", s.BandwidthLimit, be.Description)
+		}
+	}
 	errs = append(errs, s.validateCloudInit(namespace, pol)...)
 	errs = append(errs, s.validateSourceRanges(pol)...)
 	switch s.IPPolicy {
@@ -184,12 +195,10 @@ func (s Spec) Validate(namespace string, pol Policy, enabled func(string) bool) 
 	default:
 		add("spec.ipPolicy", ReasonIPPolicyInvalid, "%q is neither %s nor %s", s.IPPolicy, IPEphemeral, IPStatic)
 	}
-	if s.MaxAge != "" {
-		if d, err := time.ParseDuration(s.MaxAge); err != nil {
-			add("spec.maxAge", ReasonMaxAgeInvalid, "%q is not a duration such as 24h", s.MaxAge)
-		} else if d < MinMaxAge {
-			add("spec.maxAge", ReasonMaxAgeTooShort, "%s is shorter than the %s a VM must serve at the least", d, MinMaxAge)
-		}
+	// How short a maxAge may be is the API's rule (ReasonMaxAgeTooShort):
+	// it knows ROTATE_MIN_INTERVAL, the floor.
+	if d, err := time.ParseDuration(s.MaxAge); s.MaxAge != "" && (err != nil || d <= 0) {
+		add("spec.maxAge", ReasonMaxAgeInvalid, "%q is not a positive duration such as 24h", s.MaxAge)
 	}
 	if len(s.ConnectPorts) > MaxConnectPorts {
 		add("spec.connectPorts", ReasonConnectPortsTooMany, "has %d ports, over the limit of %d", len(s.ConnectPorts), MaxConnectPorts)
@@ -205,6 +214,26 @@ func (s Spec) Validate(namespace string, pol Policy, enabled func(string) bool) 
 		seen[p] = true
 	}
 	return errs
+}
+
+// validateSocks5Port holds a SOCKS5 port to the rules of the proxy's own
+// port (a port the firewall opens: else no client reaches it), and apart
+// from it: one port serves one protocol. 0 asks for no SOCKS5.
+func (s Spec) validateSocks5Port(pol Policy) FieldErrors {
+	const field = "spec.socks5Port"
+	p := s.Socks5Port
+	switch {
+	case p == 0:
+		return nil
+	case p < 1 || p > 65535:
+		return FieldErrors{{Field: field, Reason: ReasonPortOutOfRange, Description: fmt.Sprintf("%d is outside 1-65535 (leave it out, or 0, for no SOCKS5)", p)}}
+	case p == s.Port:
+		return FieldErrors{{Field: field, Reason: ReasonSocks5PortIsPort, Description: fmt.Sprintf("%d is spec.port, which serves HTTP: give SOCKS5 a port of its own", p)}}
+	case !pol.PortOpen(p):
+		return FieldErrors{{Field: field, Reason: ReasonPortNotOpen,
+			Description: fmt.Sprintf("%d is not a port the firewall opens to proxies (PROXY_PORTS: %s): no client could reach the proxy's SOCKS5", p, pol.portsText())}}
+	}
+	return nil
 }
 
 // validateCloudInit holds the operator's say over what a VM runs as root:
@@ -277,7 +306,7 @@ func (s Spec) validateSourceRanges(pol Policy) FieldErrors {
 }
 
 // WithDefaults fills in what a request may leave out: the provider, the
-// port (Policy.DefaultPort) and the IP policy.
+// port (Policy.DefaultPort), the IP policy and the access log (on).
 func (s Spec) WithDefaults(defaultProvider string, defaultPort int32) Spec {
 	if s.Provider == "" {
 		s.Provider = defaultProvider
@@ -287,6 +316,10 @@ func (s Spec) WithDefaults(defaultProvider string, defaultPort int32) Spec {
 	}
 	if s.IPPolicy == "" {
 		s.IPPolicy = IPEphemeral
+	}
+	if s.AccessLog == nil {
+		on := true
+		s.AccessLog = &on
 	}
 	return s
 }

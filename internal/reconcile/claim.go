@@ -15,41 +15,46 @@ import (
 // proxy, and a rotation, take a warm VM instead of booting one; without it
 // every VM is created cold.
 type Claimer interface {
-	// PoolServing returns the name of a pool that serves spec, or "". It
-	// is one query, and so one read, even when there is no pool.
-	PoolServing(ctx context.Context, spec proxy.Spec) (string, error)
+	// PoolServing returns a pool that serves spec, or nil. It is one
+	// query, and so one read, even when there is no pool.
+	PoolServing(ctx context.Context, spec proxy.Spec) (*proxy.Pool, error)
 	// ClaimWarm passes a warm member's VM of the pool to p in one
-	// transaction (p's update time its precondition) and returns the
-	// member and p as written; an error wrapping proxy.ErrNoWarmVM when
-	// the pool has none.
-	ClaimWarm(ctx context.Context, p *proxy.Proxy, pool string, now time.Time) (member, claimed *proxy.Proxy, err error)
+	// transaction (p's update time its precondition), logging the claim
+	// in p's namespace against the pool's ClaimsPerNamespacePerHour and,
+	// with perHour positive, counting it against the namespace's bound of
+	// perHour VMs, and returns the member and p as written. Its error
+	// wraps proxy.ErrNoWarmVM when the pool has none,
+	// proxy.ErrPoolClaimsPerHour or proxy.ErrCreatesPerHour past a bound;
+	// then nothing is written.
+	ClaimWarm(ctx context.Context, p *proxy.Proxy, pool *proxy.Pool, now time.Time, perHour int) (member, claimed *proxy.Proxy, err error)
 }
 
 // claimer returns the pool to claim a warm VM from for this document, or
-// "" when it takes none: a member, a store or provider that cannot, a
+// nil when it takes none: a member, a store or provider that cannot, a
 // custom bootstrap, a create already decided (its VM may be on its way,
 // and would be left with this document's uid), or no pool serving the
 // spec.
-func (run *run) claimer(ctx context.Context) (Claimer, string, error) {
+func (run *run) claimer(ctx context.Context) (Claimer, *proxy.Pool, error) {
 	p := run.doc
 	c, ok := run.r.store.(Claimer)
 	if !ok || p.Pool != "" || p.Reconciler.CreatePending != "" || run.r.opts.Bootstrap == nil || !run.defaultBootstrap() {
-		return nil, "", nil
+		return nil, nil, nil
 	}
 	if _, ok := provider.AsReconfigurer(run.prov); !ok {
-		return nil, "", nil
+		return nil, nil, nil
 	}
 	pool, err := c.PoolServing(ctx, p.Spec)
 	if err != nil {
-		return nil, "", err
+		return nil, nil, err
 	}
 	return c, pool, nil
 }
 
 // createOrClaim gives a document with no VM one: a warm pool's, when a
-// pool serves its spec and has one, or else a new one (create).
+// pool serves its spec and has one, or else a new one (create). Either is
+// the VM of the create, which the API counted.
 func (run *run) createOrClaim(ctx context.Context) (outcome, error) {
-	claimed, out, err := run.claim(ctx, "")
+	claimed, out, err := run.claim(ctx, "", 0)
 	if claimed || err != nil {
 		return out, err
 	}
@@ -58,7 +63,11 @@ func (run *run) createOrClaim(ctx context.Context) (outcome, error) {
 
 // claim takes a warm VM for the document, retiring (for a make-before-break
 // rotation) the VM it has. It reports false, having written nothing, when
-// no pool serves the spec or the pool has no warm VM.
+// no pool serves the spec, the pool has no warm VM, or the namespace
+// claimed its bound of the pool's VMs within the hour (the pool stays for
+// the other namespaces). With perHour positive (a rotation by maxAge, see
+// rotate) the claim's transaction counts the VM against the namespace's
+// bound of perHour; past it the rotation waits (waitForBudget).
 //
 // The claim is one transaction (Claimer.ClaimWarm): the VM passes from the
 // member to this document with the lease, so a crash after it leaves a
@@ -66,11 +75,12 @@ func (run *run) createOrClaim(ctx context.Context) (outcome, error) {
 // the next run past the lease (the sweep) reconfigures. Until the
 // Reconfigure relabels it, the VM carries the member's uid, which the
 // member's document (a tombstone now) still claims for the collector.
-func (run *run) claim(ctx context.Context, retiring string) (bool, outcome, error) {
-	c, pool, err := run.claimer(ctx)
-	if err != nil || pool == "" {
+func (run *run) claim(ctx context.Context, retiring string, perHour int) (bool, outcome, error) {
+	c, pl, err := run.claimer(ctx)
+	if err != nil || pl == nil {
 		return false, done, err
 	}
+	pool := pl.Name
 	now := run.r.clock.Now()
 	next := run.next()
 	next.Reconciler.LeaseHolder = run.holder
@@ -78,15 +88,26 @@ func (run *run) claim(ctx context.Context, retiring string) (bool, outcome, erro
 	next.Reconciler.Retiring = retiring
 	if retiring != "" {
 		next.Status.Rotations++
+		// What the old VM serves: a later generation is handed to it
+		// too while it still serves (reconfigureRetiring).
+		next.Reconciler.RetiringGeneration = sentGeneration(run.doc)
 	}
 	next.Status.Message = ""
+	next.Status.RotationWaitUntil = nil
 	setReady(next, "False", "Provisioning", "Instance claimed from warm pool "+pool+"; configuring it.", now)
-	member, claimed, err := c.ClaimWarm(ctx, next, pool, now)
-	if errors.Is(err, proxy.ErrNoWarmVM) {
+	member, claimed, err := c.ClaimWarm(ctx, next, pl, now, perHour)
+	switch {
+	case errors.Is(err, proxy.ErrNoWarmVM):
 		run.log.InfoContext(ctx, "no warm VM in the pool; creating one", slog.String("pool", pool))
 		return false, done, nil
-	}
-	if err != nil {
+	case errors.Is(err, proxy.ErrPoolClaimsPerHour):
+		run.log.InfoContext(ctx, "the namespace claimed its bound of the pool's VMs within the hour; creating one", slog.String("pool", pool),
+			slog.Int("claimsPerNamespacePerHour", pl.Spec.ClaimsPerNamespacePerHour))
+		return false, done, nil
+	case errors.Is(err, proxy.ErrCreatesPerHour):
+		out, err := run.waitForBudget(ctx, err)
+		return true, out, err
+	case err != nil:
 		return true, done, err
 	}
 	run.writes++
@@ -110,12 +131,12 @@ func (run *run) claim(ctx context.Context, retiring string) (bool, outcome, erro
 // has a warm VM: the new VM is claimed, the old one kept in Retiring and
 // deleted once the new one is Ready. It reports false, having written
 // nothing, when it cannot (the rotation then breaks before it makes).
-func (run *run) rotateWarm(ctx context.Context) (bool, outcome, error) {
+func (run *run) rotateWarm(ctx context.Context, kind replacement) (bool, outcome, error) {
 	p := run.doc
 	if p.Reconciler.Retiring != "" {
 		return false, done, nil
 	}
-	return run.claim(ctx, p.Status.ProviderID)
+	return run.claim(ctx, p.Status.ProviderID, run.counts(kind))
 }
 
 // retire deletes the VM a make-before-break rotation replaced, once the
@@ -136,7 +157,7 @@ func (run *run) retire(ctx context.Context, prov provider.Provider) error {
 		return nil
 	}
 	next := run.next()
-	next.Reconciler.Retiring = ""
+	next.Reconciler.Retiring, next.Reconciler.RetiringGeneration = "", 0
 	return run.write(ctx, next, false)
 }
 

@@ -2,6 +2,7 @@ package reconcile
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"slices"
@@ -19,6 +20,9 @@ import (
 // sweep, brings the run that sees it ready.
 func (run *run) create(ctx context.Context) (outcome, error) {
 	p := run.doc
+	if id := p.Reconciler.Retiring; id != "" {
+		return run.retireFirst(ctx, id)
+	}
 	name := provider.NameFromUID(p.UID)
 	phase := proxy.PhaseCreating
 	if p.Status.Phase == proxy.PhaseReplacing {
@@ -96,6 +100,38 @@ func (run *run) create(ctx context.Context) (outcome, error) {
 	next.Reconciler.ReconfigureStart = time.Time{}
 	setReady(next, "False", "Provisioning", "Instance "+id+" is provisioning.", now)
 	return done, run.write(ctx, next, false)
+}
+
+// retireFirst deletes the VM a make-before-break rotation was retiring
+// when a new VM is to be created instead of the one it claimed (that one
+// was lost, or did not become ready), waits for it to go, forgets it, and
+// then creates. The old VM may carry the very name the create uses (it
+// was created under it), and a Create of that name would adopt it, with
+// the configuration and credentials it was made with, only for it to be
+// deleted again as the retiring VM once Ready. So this replacement
+// breaks before it makes, as a rotation with no warm VM does.
+func (run *run) retireFirst(ctx context.Context, id string) (outcome, error) {
+	if err := run.prov.Delete(ctx, id); err != nil && !errors.Is(err, provider.ErrNotFound) {
+		return run.providerError(ctx, "deleting the retiring instance "+id, err)
+	}
+	_, err := run.prov.Get(ctx, id)
+	switch {
+	case errors.Is(err, provider.ErrNotFound):
+		run.log.InfoContext(ctx, "retiring instance deleted before its replacement is created", slog.String("providerID", id))
+		next := run.next()
+		next.Reconciler.Retiring, next.Reconciler.RetiringGeneration = "", 0
+		if err := run.write(ctx, next, true); err != nil {
+			return done, err
+		}
+		return run.create(ctx)
+	case err != nil:
+		return run.providerError(ctx, "reading the retiring instance "+id, err)
+	}
+	// Still going: wait with the lease, as for a VM being replaced.
+	if err := run.write(ctx, run.next(), true); err != nil {
+		return done, err
+	}
+	return wait, nil
 }
 
 // bootstrap resolves what the VM boots with: the spec's own cloud-init
@@ -177,7 +213,7 @@ func (run *run) createFailed(ctx context.Context, what string, err error) (outco
 	now := run.r.clock.Now()
 	next := run.next()
 	endAttempt := func() {
-		next.Status.ProviderID, next.Status.IP, next.Status.Endpoint, next.Status.State = "", "", "", ""
+		next.Status.ProviderID, next.Status.IP, next.Status.IPv6, next.Status.Endpoint, next.Status.State = "", "", "", "", ""
 		next.Reconciler.CreatePending, next.Reconciler.CreateRequestID = "", ""
 		if next.Status.Phase != proxy.PhaseReplacing {
 			next.Status.Phase = proxy.PhaseCreating

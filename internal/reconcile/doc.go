@@ -9,81 +9,16 @@
 // the VM's call-home (its startup script's self-test passed) or the garbage
 // collector's sweep brings the run that sees it ready.
 //
-// The state machine, as step dispatches it (phase × what the run sees →
-// what it does → the next phase):
-//
-//	phase          sees                                does                                   next
-//	(any)          deletion requested                  Delete the VM; once Get says gone,     (gone)
-//	                                                   release a Static address, delete the
-//	                                                   document
-//	(any)          a call-home of another uid          nothing (one read)                     same
-//	(any)          another run's lease                 nothing                                same
-//	(a member)     claimed by a proxy (a tombstone)    nothing: the VM is the proxy's; a      same, or
-//	                                                   deletion deletes the document only     (gone)
-//	Pending,       a warm pool serves the spec and     in one transaction take the VM and     Provisioning
-//	Creating       has a warm member; no create        mark the member claimed; Reconfigure
-//	               pending                             (configuration and uid, below); ask
-//	                                                   the pool to refill
-//	Pending        —                                   record Creating and the create-pending Creating
-//	Creating       (no providerID)                     name (and the credentials), Create     → Provisioning
-//	Creating       the zone is full, the provider      note the zone; Create in another one   → Provisioning
-//	               chooses zones and one is left
-//	Creating       quota, or no capacity anywhere      record why, and NotBefore: events do   Creating
-//	                                                   nothing until the sweep's retry
-//	Provisioning   a write's event                     nothing: the VM calls home, or the     Provisioning
-//	                                                   sweep looks
-//	Provisioning   a request; Running with an IP, and  record the endpoint and                 Ready
-//	               serving the generation (below)      observedGeneration
-//	Provisioning   a request; still booting, or        nothing                                Provisioning
-//	               serving another generation
-//	Provisioning   booting past BootTimeout, or a      count a boot failure; replace, or at   Replacing
-//	               BootError                           MaxBootFailures fail (below) with its  or Failed
-//	                                                   console's last lines
-//	Provisioning   not found, within NotFoundGrace     record when it went missing            Provisioning
-//	Ready          a write's event                     nothing                                Ready
-//	Ready          a request; Running                  nothing                                Ready
-//	Ready,         a new generation (any event: a      render it with the document's          Reconfiguring
-//	Reconfiguring  PATCH, new credentials); the        credentials, Reconfigure, record
-//	               provider is a Reconfigurer and the  SentGeneration; endpoint, IP and
-//	               spec has no cloud-init of its own   rotations stay
-//	Provisioning   a new generation (a VM claimed      the same                               Provisioning
-//	               from a warm pool: SentGeneration
-//	               0; a change while booting)
-//	Provisioning,  a new generation; no Reconfigurer,  record Replacing (neither a rotation   Replacing
-//	Ready,         or the spec's own cloud-init        nor a replacement), Delete it
-//	Reconfiguring
-//	Reconfiguring  a write's event                     nothing: the VM calls home once it     Reconfiguring
-//	                                                   serves it, or the sweep looks
-//	Reconfiguring  a request; the VM serves the        record observedGeneration              Ready
-//	               generation
-//	Reconfiguring  a request; it serves another,       nothing                                Reconfiguring
-//	               within ReconfigureTimeout
-//	Reconfiguring  past ReconfigureTimeout             count a replacement, record            Replacing
-//	                                                   Replacing, Delete it
-//	Provisioning,  a rotate request after the VM was   count a rotation; a warm pool's VM:    Provisioning
-//	Ready,         made, or the VM older than maxAge   claim it, keep the old in Retiring
-//	Reconfiguring                                      (make before break); else record       or Replacing
-//	                                                   Replacing, Delete it (break before
-//	                                                   make)
-//	Ready          a Retiring VM                       Delete it, forget it                   Ready
-//	Provisioning,  stopped or terminated; not found    count a replacement, record Replacing, Replacing
-//	Ready,         (past the grace, or once Ready);    Delete it
-//	Reconfiguring  Reconfigure says not found
-//	Replacing      the old VM still there              Delete it again, wait for it to go     Replacing
-//	Replacing      the old VM gone                     Create again, a new attempt (request   Provisioning
-//	                                                   id); a Static proxy's address reused
-//	(any)          a retryable provider error          record it, retry after a backoff       same
-//	(any)          a permanent provider error (or a    record Failed with the provider's      Failed
-//	               create's operation that says so)    message, still naming the VM; then
-//	                                                   as Failed with a VM
-//	Failed         a VM still named (the run that      Delete it; once Get says gone, forget  Failed
-//	               failed it, or one cut short)        it (a Static proxy's address stays);
-//	                                                   a refused Delete waits for the sweep
-//	Failed         no VM                               nothing, until the proxy is deleted    Failed
+// The state machine is the table Transitions (transitions.go): phase ×
+// what the run sees → what it does → the next phase, as step dispatches
+// it, with the changes the API and the pools make to the same documents.
+// `make docs` draws it in docs/concepts/phases.md, and the simulation
+// holds the code to it (every change of phase it makes is an edge of the
+// table).
 //
 // Generations. A change of the configuration a VM serves (a PATCH of
-// allowedSourceRanges or connectPorts, a :rotateCredentials) is a new
-// generation of the document. Bookkeeping.SentGeneration is the generation
+// allowedSourceRanges, connectPorts, bandwidthLimit or accessLog, a
+// :rotateCredentials) is a new generation of the document. Bookkeeping.SentGeneration is the generation
 // the current VM was given, at its Create or by the last Reconfigure; a
 // document whose generation differs has a change to hand over, and that is
 // the one thing a write's event acts on in Ready, Provisioning and

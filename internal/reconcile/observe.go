@@ -51,7 +51,9 @@ func (run *run) observe(ctx context.Context) (outcome, error) {
 		return run.reconfigure(ctx, reconfiguringPhase(p.Status.Phase))
 	case running && run.serves(inst):
 		return run.ready(ctx, next, inst)
-	case inst.BootError != "":
+	case inst.RefusedGeneration != 0 && inst.RefusedGeneration == p.Reconciler.SentGeneration:
+		return run.refused(ctx, inst)
+	case inst.BootError != "" && inst.RefusedGeneration == 0:
 		return run.bootFailed(ctx, "BootFailed", fmt.Sprintf("Instance %s reported that it cannot serve: %s.", p.Status.ProviderID, inst.BootError))
 	case p.Status.Phase == proxy.PhaseReconfiguring && now.Sub(p.Reconciler.ReconfigureStart) > run.r.opts.ReconfigureTimeout:
 		// Not a boot failure: the VM served, and a new one with the
@@ -61,7 +63,11 @@ func (run *run) observe(ctx context.Context) (outcome, error) {
 	case p.Status.Phase == proxy.PhaseReconfiguring:
 		// Still applying it: its call-home, or the sweep, comes back.
 		return done, run.write(ctx, next, false)
-	case now.Sub(run.bootStart(inst)) > run.r.opts.BootTimeout:
+	case now.Sub(run.bootStart(inst)) > run.r.opts.BootTimeout && (p.Reconciler.ReconfigureStart.IsZero() || now.Sub(p.Reconciler.ReconfigureStart) > run.r.opts.ReconfigureTimeout):
+		// A booting VM handed a configuration (a live change, or a claim)
+		// has ReconfigureTimeout from then to serve it too: a change that
+		// comes late in a boot must not turn the boot into a failure, and
+		// so into a new VM no request counted.
 		return run.bootFailed(ctx, "BootTimeout", fmt.Sprintf("Instance %s was not ready within %s.", p.Status.ProviderID, run.r.opts.BootTimeout))
 	default:
 		next.Status.Phase = proxy.PhaseProvisioning
@@ -79,9 +85,12 @@ func (run *run) ready(ctx context.Context, next *proxy.Proxy, inst *provider.Ins
 	next.Status.Phase = proxy.PhaseReady
 	next.Status.ObservedGeneration = p.Generation
 	next.Reconciler.ReconfigureStart = time.Time{}
-	next.Status.IP = inst.IP
+	next.Status.IP, next.Status.IPv6 = inst.IP, inst.IPv6
 	next.Status.Endpoint = net.JoinHostPort(inst.IP, strconv.Itoa(int(port(p.Spec))))
-	next.Status.Message = ""
+	if next.Status.RotationWaitUntil == nil {
+		// A rotation waiting for the namespace's budget keeps saying why.
+		next.Status.Message = ""
+	}
 	next.Reconciler.Attempts = 0
 	next.Reconciler.BootFailures = 0
 	msg := "Proxy is serving at " + next.Status.Endpoint
@@ -149,6 +158,26 @@ func (run *run) bootFailed(ctx context.Context, reason, message string) (outcome
 	next.Status.ConsoleTail = tail
 	run.doc = next
 	return run.fail(ctx, reason, msg)
+}
+
+// refused handles a VM that refused the generation it was handed (its
+// agent could not serve it, put back the one it served before, and said
+// so at once: Instance.RefusedGeneration). Nothing will change by itself:
+// the agent does not try the same configuration again. So the proxy says
+// why now, and acts now rather than at its reconfigure timeout: a VM that
+// never served this proxy (a claimed warm VM, or one given a change while
+// booting) is a boot that failed; one that served it is replaced by a VM
+// made with the generation it refused, since until then it serves the
+// previous one, the previous credentials and sources among it.
+func (run *run) refused(ctx context.Context, inst *provider.Instance) (outcome, error) {
+	p := run.doc
+	why := strings.TrimPrefix(inst.BootError, fmt.Sprintf("generation %d: ", inst.RefusedGeneration))
+	msg := fmt.Sprintf("Instance %s could not serve generation %d of the configuration (%s) and serves generation %d still.",
+		p.Status.ProviderID, inst.RefusedGeneration, why, inst.Generation)
+	if p.Status.Phase == proxy.PhaseProvisioning {
+		return run.bootFailed(ctx, "ConfigurationRefused", msg)
+	}
+	return run.replace(ctx, "ConfigurationRefused", msg+" Replacing it with an instance made with that generation.")
 }
 
 // missing handles a Get that found no VM.

@@ -49,11 +49,13 @@ type sleepCountingClock struct {
 	*clock.Fake
 	mu     sync.Mutex
 	sleeps int
+	slept  []time.Duration
 }
 
 func (c *sleepCountingClock) Sleep(ctx context.Context, d time.Duration) error {
 	c.mu.Lock()
 	c.sleeps++
+	c.slept = append(c.slept, d)
 	c.mu.Unlock()
 	return c.Fake.Sleep(ctx, d)
 }
@@ -639,6 +641,35 @@ func TestWhatALookCosts(t *testing.T) {
 // TestNoRunWaitsForABoot: the run that creates a VM returns once it has
 // recorded Provisioning, and a look at a booting VM returns at once; no run
 // sleeps on the clock while a VM boots.
+// TestARateLimitIsWaitedOut: a provider call refused for the rate limit,
+// with the wait its cloud asked for (Hetzner's RateLimit-Reset), is tried
+// again no sooner than that, even past the backoff's cap; without one,
+// the backoff alone decides.
+func TestARateLimitIsWaitedOut(t *testing.T) {
+	for name, tc := range map[string]struct {
+		retryAfter             time.Duration
+		wantAtLeast, wantBelow time.Duration
+	}{
+		"CloudSaid":   {retryAfter: 40 * time.Second, wantAtLeast: 40 * time.Second, wantBelow: 41 * time.Second},
+		"CloudSilent": {wantAtLeast: time.Second, wantBelow: 10 * time.Second},
+	} {
+		t.Run(name, func(t *testing.T) {
+			w := newWorld(t, reconcile.Options{WaitBudget: time.Minute, InitialBackoff: 2 * time.Second, MaxBackoff: 10 * time.Second})
+			e := provider.NewError(provider.KindRateLimited, "create", "", errors.New("rate_limit_exceeded"))
+			e.RetryAfter = tc.retryAfter
+			w.mock.FailNext(mock.MethodCreate, 1, e)
+			w.create(proxy.Spec{})
+			w.reconcile(reconcile.Trigger{})
+			if len(w.clock.slept) != 1 || w.clock.slept[0] < tc.wantAtLeast || w.clock.slept[0] >= tc.wantBelow {
+				t.Errorf("the run waited %v before the next create, want one wait in [%v, %v)", w.clock.slept, tc.wantAtLeast, tc.wantBelow)
+			}
+			if p := w.doc(); p.Status.ProviderID == "" {
+				t.Errorf("no VM after the wait: %+v", p.Status)
+			}
+		})
+	}
+}
+
 func TestNoRunWaitsForABoot(t *testing.T) {
 	w := newWorld(t, reconcile.Options{})
 	w.mock.NeverReady(1)

@@ -26,6 +26,12 @@ type Store interface {
 	UpdateStatus(ctx context.Context, p *proxy.Proxy) (time.Time, error)
 	// Delete removes the document if its update time is still updateTime.
 	Delete(ctx context.Context, key proxy.Key, updateTime time.Time) error
+	// UpdateStatusCounted is UpdateStatus that also counts a VM caused at
+	// at against the namespace's bound of perHour VMs in any hour, in the
+	// same transaction: both are written or neither. Past the bound it
+	// writes nothing and its error wraps a *proxy.RetryError
+	// (proxy.ErrCreatesPerHour) saying when one more fits.
+	UpdateStatusCounted(ctx context.Context, p *proxy.Proxy, at time.Time, perHour int) (time.Time, error)
 }
 
 // Providers hands out the provider of a spec's type. *provider.Set
@@ -108,6 +114,11 @@ type Options struct {
 	// capacity that another zone cannot help, waits before it is tried
 	// again.
 	QuotaBackoff time.Duration
+	// CreatesPerHour is NAMESPACE_CREATES_PER_HOUR: the VMs a namespace
+	// may cause in any hour. The reconciler counts against it the VMs no
+	// request counted, its rotations by maxAge (a rotation over it waits);
+	// zero counts none.
+	CreatesPerHour int
 	// CloudInitSecretPrefix is CLOUD_INIT_SECRET_PREFIX: a document's
 	// cloudInitSecret is read only when it is one of its own namespace's
 	// secrets under it (proxy.Policy.NamespaceSecret), whatever wrote the
@@ -223,6 +234,9 @@ type run struct {
 	created string
 	// deleteSent is set once this run's Delete of the VM succeeded.
 	deleteSent bool
+	// retryAfter is the wait the provider's cloud asked for before the
+	// next call (a rate limit's), which the next backoff is at least.
+	retryAfter time.Duration
 }
 
 // maxRereads bounds how often one run reads a document that keeps changing

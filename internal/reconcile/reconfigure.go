@@ -11,12 +11,12 @@ import (
 	"github.com/egress-proxies/egress/internal/proxy"
 )
 
-// A change of a proxy's configuration (a PATCH of its ranges or ports, new
-// credentials) is a new generation of its document. The VM learns it
-// without being replaced where it can: the provider is a
-// provider.Reconfigurer and the VM runs the default bootstrap, whose agent
-// applies what Reconfigure hands it and reports the generation it then
-// serves (provider.Instance.Generation). Elsewhere — a provider without
+// A change of a proxy's configuration (a PATCH of its ranges, ports,
+// bandwidth limit or access log, new credentials) is a new generation of
+// its document. The VM learns it without being replaced where it can: the
+// provider is a provider.Reconfigurer and the VM runs the default
+// bootstrap, whose agent applies what Reconfigure hands it and reports the
+// generation it then serves (provider.Instance.Generation). Elsewhere — a provider without
 // Reconfigure, a spec that brings its own cloud-init — the VM is replaced
 // by one made with the new configuration.
 //
@@ -58,10 +58,7 @@ func reconfiguringPhase(phase proxy.Phase) proxy.Phase {
 
 // defaultBootstrap reports whether the proxy's VM runs the default
 // bootstrap: the spec brings no cloud-init of its own.
-func (run *run) defaultBootstrap() bool {
-	s := run.doc.Spec
-	return s.CloudInit == "" && s.CloudInitSecret == ""
-}
+func (run *run) defaultBootstrap() bool { return !run.doc.Spec.OwnCloudInit() }
 
 // reconfigure hands the current VM the document's generation of the proxy
 // engine's configuration, rendered with the document's credentials as they
@@ -74,7 +71,10 @@ func (run *run) defaultBootstrap() bool {
 // A proxy whose VM cannot be reconfigured (its provider is no
 // Reconfigurer, or the spec brings its own cloud-init) gets a new VM with
 // the new configuration instead: break before make, as a rotation, but
-// counted neither as a rotation nor as a replacement.
+// counted neither as a rotation nor as a replacement. The API counted that
+// VM against the namespace's NAMESPACE_CREATES_PER_HOUR, and held it to
+// ROTATE_MIN_INTERVAL, when it took the change (rules.LiveReplaces is the
+// same rule as this one's).
 //
 // Reconfigure is idempotent, so a duplicate run that calls it again
 // changes nothing; a VM that is gone takes the path of a lost one
@@ -119,17 +119,28 @@ func (run *run) reconfigure(ctx context.Context, phase proxy.Phase) (outcome, er
 		}
 		p = run.doc
 	}
-	err = rc.Reconfigure(ctx, id, provider.ReconfigureRequest{UID: p.UID, Namespace: p.Namespace, ProxyName: p.Name, Engine: engine})
+	req := provider.ReconfigureRequest{UID: p.UID, Namespace: p.Namespace, ProxyName: p.Name, Engine: engine}
+	err = rc.Reconfigure(ctx, id, req)
 	switch {
 	case errors.Is(err, provider.ErrNotFound):
 		return run.missing(ctx)
 	case err != nil:
 		return run.providerError(ctx, "reconfiguring instance "+id, err)
 	}
+	retiring, err := run.reconfigureRetiring(ctx, rc, req)
+	if err != nil {
+		return run.providerError(ctx, "deleting the retiring instance "+p.Reconciler.Retiring, err)
+	}
 	now := run.r.clock.Now()
 	next := run.next()
 	next.Status.Phase = phase
 	next.Status.Message = ""
+	next.Reconciler.Retiring = retiring
+	if retiring != "" {
+		next.Reconciler.RetiringGeneration = p.Generation
+	} else {
+		next.Reconciler.RetiringGeneration = 0
+	}
 	next.Reconciler.SentGeneration = p.Generation
 	next.Reconciler.NotFoundSince = time.Time{}
 	next.Reconciler.Attempts = 0
@@ -142,6 +153,41 @@ func (run *run) reconfigure(ctx context.Context, phase proxy.Phase) (outcome, er
 	run.log.InfoContext(ctx, "instance reconfigured", slog.String("providerID", id),
 		slog.Int64("generation", p.Generation), slog.String("phase", string(phase)))
 	return done, run.write(ctx, next, false)
+}
+
+// reconfigureRetiring hands req, the generation the current VM was just
+// given, to the VM a make-before-break rotation is retiring, if there is
+// one that was not given it yet, and returns the Retiring VM there is
+// then ("" when none is left). That VM serves its clients until the new
+// one is Ready, so a change must reach it as it reaches the current one:
+// new credentials above all, which a user makes because the old password
+// leaked, and which must not keep working on the VM on its way out. One
+// that cannot take the change (gone, or Reconfigure refused) is deleted
+// at once rather than left serving the old configuration: a Delete the
+// provider accepted completes by itself. A Delete refused is the error
+// returned, and nothing is recorded: the run's retry hands the change to
+// both VMs again.
+func (run *run) reconfigureRetiring(ctx context.Context, rc provider.Reconfigurer, req provider.ReconfigureRequest) (string, error) {
+	p := run.doc
+	id := p.Reconciler.Retiring
+	if id == "" || p.Reconciler.RetiringGeneration == p.Generation {
+		return id, nil
+	}
+	err := rc.Reconfigure(ctx, id, req)
+	switch {
+	case err == nil:
+		run.log.InfoContext(ctx, "retiring instance reconfigured", slog.String("providerID", id), slog.Int64("generation", p.Generation))
+		return id, nil
+	case errors.Is(err, provider.ErrNotFound):
+		return "", nil
+	}
+	run.log.WarnContext(ctx, "the retiring instance cannot take the new configuration; deleting it now", slog.String("providerID", id),
+		slog.Int64("generation", p.Generation), slog.Any("error", err))
+	if derr := run.prov.Delete(ctx, id); derr != nil && !errors.Is(derr, provider.ErrNotFound) {
+		return id, derr
+	}
+	run.log.InfoContext(ctx, "retired instance deleted", slog.String("providerID", id))
+	return "", nil
 }
 
 // reconfiguringMessage is the Ready condition's message while p's VM takes

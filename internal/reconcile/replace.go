@@ -25,8 +25,12 @@ const (
 	// replaceLost: the VM was lost, stopped, or did not become ready
 	// (Bookkeeping.Replacements).
 	replaceLost replacement = iota
-	// replaceRotation: a rotation, on purpose (status.rotations).
+	// replaceRotation: a rotation a user asked for, on purpose
+	// (status.rotations), counted in the namespace by the request.
 	replaceRotation
+	// replaceAge: a rotation by the spec's maxAge (status.rotations),
+	// counted in the namespace by the write that starts it.
+	replaceAge
 	// replaceChange: a new configuration its VM cannot take (see
 	// reconfigure); neither the user's rotation nor a fault, so it
 	// counts as neither.
@@ -35,25 +39,72 @@ const (
 
 // rotationDue reports whether the proxy's VM is to be replaced on purpose:
 // a rotate request came after it was created, or it is older than the
-// spec's maxAge.
+// spec's maxAge and no longer waits for its namespace's budget.
 func (run *run) rotationDue() bool {
 	p := run.doc
-	return p.Status.ProviderID != "" && proxy.RotationDue(p.Spec.MaxAge, p.RotateRequestTime, p.Reconciler.BootStart, run.r.clock.Now())
+	return p.Status.ProviderID != "" &&
+		proxy.RotationDue(p.Spec.MaxAge, p.RotateRequestTime, p.Reconciler.BootStart, run.r.clock.Now(), p.Status.RotationWaitUntil)
 }
 
-// rotate replaces a VM that is fine, on purpose: break before make, with
+// rotate replaces a VM that is fine, on purpose: make before break with a
+// warm pool's VM where one serves the spec, else break before make, with
 // the same credentials and, for a Static proxy, the same address. It counts
 // a rotation, not a replacement.
+//
+// A rotation a user asked for was counted against the namespace's
+// NAMESPACE_CREATES_PER_HOUR by the request. One by maxAge is counted
+// here, in the transaction of the write that starts it: the claim of the
+// warm VM, or the record of Replacing. The crash window this guards: a
+// count in a transaction of its own, before that write, would be repeated
+// by the run after a crash between the two (a VM counted twice, or for
+// nothing); after it, lost (a VM that no count bounds). In one, a crash
+// leaves both or neither, and the run after it sees Replacing, or the
+// claimed VM, and counts nothing again. Past the bound the rotation waits
+// (waitForBudget).
 func (run *run) rotate(ctx context.Context) (outcome, error) {
-	if claimed, out, err := run.rotateWarm(ctx); claimed || err != nil {
+	p := run.doc
+	kind := replaceAge
+	if proxy.RotationRequested(p.RotateRequestTime, p.Reconciler.BootStart) {
+		kind = replaceRotation
+	}
+	if claimed, out, err := run.rotateWarm(ctx, kind); claimed || err != nil {
 		return out, err
 	}
-	p := run.doc
 	why := "a rotate request"
-	if t := p.RotateRequestTime; t == nil || !p.Reconciler.BootStart.Before(*t) {
+	if kind == replaceAge {
 		why = "its maxAge of " + p.Spec.MaxAge
 	}
-	return run.startReplacing(ctx, "Rotation", fmt.Sprintf("Rotating instance %s (%s); replacing it.", p.Status.ProviderID, why), replaceRotation)
+	return run.startReplacing(ctx, "Rotation", fmt.Sprintf("Rotating instance %s (%s); replacing it.", p.Status.ProviderID, why), kind)
+}
+
+// counts reports whether a VM of kind is counted by the reconciler (a
+// rotation by maxAge, when the namespace's VMs are bounded), and against
+// how many VMs in any hour.
+func (run *run) counts(kind replacement) int {
+	if kind != replaceAge {
+		return 0
+	}
+	return run.r.opts.CreatesPerHour
+}
+
+// waitForBudget records that a rotation by maxAge waits for its
+// namespace's budget (err wraps the *proxy.RetryError saying when one more
+// VM fits): the VM serves on, the status says why and until when
+// (RotationWaitUntil), and until then the rotation is not due, so neither
+// the document's events nor the collector's sweep bring a run for it.
+func (run *run) waitForBudget(ctx context.Context, err error) (outcome, error) {
+	var retry *proxy.RetryError
+	if !errors.As(err, &retry) {
+		return done, err
+	}
+	p := run.doc
+	next := run.next()
+	at := retry.At.UTC()
+	next.Status.RotationWaitUntil = &at
+	next.Status.Message = fmt.Sprintf("Rotation for maxAge %s waits until %s: namespace %s caused %d VMs within the last hour (NAMESPACE_CREATES_PER_HOUR); instance %s serves until then.",
+		p.Spec.MaxAge, at.Format(time.RFC3339), p.Namespace, run.r.opts.CreatesPerHour, p.Status.ProviderID)
+	run.log.InfoContext(ctx, "rotation by maxAge waits for the namespace's budget", slog.String("providerID", p.Status.ProviderID), slog.Time("until", at))
+	return done, run.write(ctx, next, false)
 }
 
 func (run *run) startReplacing(ctx context.Context, reason, message string, kind replacement) (outcome, error) {
@@ -61,11 +112,12 @@ func (run *run) startReplacing(ctx context.Context, reason, message string, kind
 	now := run.r.clock.Now()
 	next := run.next()
 	next.Reconciler.NotFoundSince = time.Time{}
+	next.Status.RotationWaitUntil = nil
 	switch {
 	case p.Status.Phase == proxy.PhaseReplacing:
 	case kind == replaceChange:
 		run.log.InfoContext(ctx, "replacing instance for a new configuration", slog.String("providerID", p.Status.ProviderID), slog.String("why", message))
-	case kind == replaceRotation:
+	case kind == replaceRotation, kind == replaceAge:
 		next.Status.Rotations++
 		run.log.InfoContext(ctx, "rotating instance", slog.String("providerID", p.Status.ProviderID), slog.String("why", message),
 			slog.Int64("rotations", next.Status.Rotations))
@@ -75,9 +127,13 @@ func (run *run) startReplacing(ctx context.Context, reason, message string, kind
 			slog.Int64("replacements", next.Reconciler.Replacements))
 	}
 	next.Status.Phase = proxy.PhaseReplacing
-	next.Status.IP, next.Status.Endpoint = "", ""
+	next.Status.IP, next.Status.IPv6, next.Status.Endpoint = "", "", ""
 	setReady(next, "False", reason, message, now)
-	if err := run.write(ctx, next, true); err != nil {
+	err := run.writeCounted(ctx, next, run.counts(kind))
+	if errors.Is(err, proxy.ErrCreatesPerHour) {
+		return run.waitForBudget(ctx, err)
+	}
+	if err != nil {
 		return done, err
 	}
 	return run.replacing(ctx)
@@ -102,7 +158,7 @@ func (run *run) replacing(ctx context.Context) (outcome, error) {
 	case errors.Is(err, provider.ErrNotFound):
 		// Gone: make the new one.
 		next := run.next()
-		next.Status.ProviderID, next.Status.IP, next.Status.Endpoint, next.Status.State = "", "", "", ""
+		next.Status.ProviderID, next.Status.IP, next.Status.IPv6, next.Status.Endpoint, next.Status.State = "", "", "", "", ""
 		run.doc = next
 		return run.create(ctx)
 	case err != nil:

@@ -14,9 +14,12 @@ import (
 
 // sleep waits the next backoff and reports whether the budget allowed it.
 // A run waits only for what takes seconds — a VM on its way out, a provider
-// call to retry — never for a boot.
+// call to retry — never for a boot. A cloud that said how long to wait (a
+// rate limit's reset) is waited for at least that long: an earlier call
+// would only be refused again, and spend the limit further.
 func (run *run) sleep(ctx context.Context) bool {
 	d := backoff(run.r.opts.InitialBackoff, run.r.opts.MaxBackoff, run.waits+int(run.doc.Reconciler.Attempts), run.r.jitter.float())
+	d, run.retryAfter = max(d, run.retryAfter), 0
 	if run.r.clock.Now().Add(d).After(run.deadline) {
 		return false
 	}

@@ -23,6 +23,19 @@ func (run *run) next() *proxy.Proxy {
 // whether the run goes on acting afterwards, and so holds the lease;
 // otherwise the write releases it.
 func (run *run) write(ctx context.Context, next *proxy.Proxy, hold bool) error {
+	return run.writeWith(ctx, next, hold, 0)
+}
+
+// writeCounted is the write, holding the lease, that starts a VM: with
+// perHour positive it counts the VM against the namespace's bound of
+// perHour in the same transaction (Store.UpdateStatusCounted), and past
+// the bound writes nothing (an error wrapping proxy.ErrCreatesPerHour).
+// Such a write always changes the document (its phase).
+func (run *run) writeCounted(ctx context.Context, next *proxy.Proxy, perHour int) error {
+	return run.writeWith(ctx, next, true, perHour)
+}
+
+func (run *run) writeWith(ctx context.Context, next *proxy.Proxy, hold bool, perHour int) error {
 	now := run.r.clock.Now()
 	if hold {
 		next.Reconciler.LeaseHolder = run.holder
@@ -41,7 +54,15 @@ func (run *run) write(ctx context.Context, next *proxy.Proxy, hold bool) error {
 	} else {
 		next.Reconciler.ProgressTime = now
 	}
-	ut, err := run.r.store.UpdateStatus(ctx, next)
+	var (
+		ut  time.Time
+		err error
+	)
+	if perHour > 0 {
+		ut, err = run.r.store.UpdateStatusCounted(ctx, next, now, perHour)
+	} else {
+		ut, err = run.r.store.UpdateStatus(ctx, next)
+	}
 	if err != nil {
 		return err
 	}
@@ -132,6 +153,7 @@ func (run *run) providerError(ctx context.Context, what string, err error) (outc
 	next.Reconciler.Attempts++
 	next.Status.Message = msg
 	setReady(next, "False", "Provider"+string(kind), msg, run.r.clock.Now())
+	run.retryAfter = provider.RetryAfter(err)
 	run.log.WarnContext(ctx, "provider call failed; retrying after a backoff", slog.String("kind", string(kind)), slog.Any("error", err))
 	if err := run.write(ctx, next, true); err != nil {
 		return done, err

@@ -8,6 +8,8 @@ import (
 	"time"
 
 	"github.com/egress-proxies/egress/internal/provider"
+	"github.com/egress-proxies/egress/internal/provider/hetzner"
+	"github.com/egress-proxies/egress/internal/provider/mock"
 	"github.com/egress-proxies/egress/internal/proxy"
 	"github.com/egress-proxies/egress/internal/reconcile"
 	"github.com/egress-proxies/egress/internal/store/rules"
@@ -43,6 +45,31 @@ func (s *simStore) UpdateStatus(ctx context.Context, p *proxy.Proxy) (time.Time,
 		// The run let the lease go: what it does after acts on no VM,
 		// and the next run may act at once.
 		delete(s.w.actor, p.UID)
+	}
+	return t, s.w.after(ctx, err)
+}
+
+// UpdateStatusCounted is the reconciler's write that starts a rotation by
+// maxAge and counts its VM in the namespace, one transaction. With
+// UncountedAgeRotation the count is left out: the status is written as
+// UpdateStatus writes it.
+func (s *simStore) UpdateStatusCounted(ctx context.Context, p *proxy.Proxy, at time.Time, perHour int) (time.Time, error) {
+	if err := s.w.yield(ctx); err != nil {
+		return time.Time{}, err
+	}
+	if s.w.bug == NoPrecondition {
+		if cur, err := s.w.store.Get(ctx, p.Key()); err == nil {
+			p.UpdateTime = cur.UpdateTime
+		}
+	}
+	var (
+		t   time.Time
+		err error
+	)
+	if s.w.bug == UncountedAgeRotation {
+		t, err = s.w.store.UpdateStatus(ctx, p)
+	} else {
+		t, err = s.w.store.UpdateStatusCounted(ctx, p, at, perHour)
 	}
 	return t, s.w.after(ctx, err)
 }
@@ -149,23 +176,27 @@ func (s *simStore) PoolNames(ctx context.Context) ([]string, error) {
 	return s.w.store.PoolNames(ctx)
 }
 
-func (s *simStore) PoolServing(ctx context.Context, spec proxy.Spec) (string, error) {
+func (s *simStore) PoolServing(ctx context.Context, spec proxy.Spec) (*proxy.Pool, error) {
 	if err := s.w.yield(ctx); err != nil {
-		return "", err
+		return nil, err
 	}
 	return s.w.store.PoolServing(ctx, spec)
 }
 
 // ClaimWarm is the claim's transaction. With RelabelBeforeClaim the VM
 // the transaction will take is relabelled for p first, a step (and a
-// crash point) before the commit.
-func (s *simStore) ClaimWarm(ctx context.Context, p *proxy.Proxy, pool string, now time.Time) (*proxy.Proxy, *proxy.Proxy, error) {
+// crash point) before the commit; with UncountedAgeRotation the claim
+// counts no VM.
+func (s *simStore) ClaimWarm(ctx context.Context, p *proxy.Proxy, pool *proxy.Pool, now time.Time, perHour int) (*proxy.Proxy, *proxy.Proxy, error) {
 	if err := s.w.yield(ctx); err != nil {
 		return nil, nil, err
 	}
+	if s.w.bug == UncountedAgeRotation {
+		perHour = 0
+	}
 	if s.w.bug == RelabelBeforeClaim {
 		// The member the claim will draw first.
-		members, _ := s.w.store.Members(ctx, pool)
+		members, _ := s.w.store.Members(ctx, pool.Name)
 		if m := rules.PickWarm(members, rules.DrawAfter(p.UID, 0)); m != nil {
 			req := provider.ReconfigureRequest{UID: p.UID, Namespace: p.Namespace, ProxyName: p.Name}
 			if err := (&simProvider{w: s.w}).Reconfigure(ctx, m.Status.ProviderID, req); err != nil {
@@ -173,8 +204,9 @@ func (s *simStore) ClaimWarm(ctx context.Context, p *proxy.Proxy, pool string, n
 			}
 		}
 	}
-	member, claimed, err := s.w.store.ClaimWarm(ctx, p, pool, now)
+	member, claimed, err := s.w.store.ClaimWarm(ctx, p, pool, now, perHour)
 	if err == nil {
+		s.w.claimed(ctx, member, claimed)
 		s.w.stats.Claims++
 		if claimed.Reconciler.Retiring != "" {
 			s.w.stats.WarmRotations++
@@ -196,7 +228,35 @@ func (w *World) after(ctx context.Context, err error) error {
 	return err
 }
 
-type simProvider struct{ w *World }
+// simProvider is a provider of the world, each call a step: the mock,
+// or, with hetzner set, the hetzner provider (simHetzner, which is no
+// Reconfigurer).
+type simProvider struct {
+	w       *World
+	hetzner bool
+}
+
+func (p *simProvider) backend() provider.Provider {
+	if p.hetzner {
+		return p.w.hz.prov
+	}
+	return p.w.mock
+}
+
+// simHetzner is the hetzner provider's adapter: simProvider's calls
+// without Reconfigure, as the provider has none.
+type simHetzner struct{ p *simProvider }
+
+func (h simHetzner) Create(ctx context.Context, req provider.CreateRequest) (string, error) {
+	return h.p.Create(ctx, req)
+}
+func (h simHetzner) Get(ctx context.Context, id string) (*provider.Instance, error) {
+	return h.p.Get(ctx, id)
+}
+func (h simHetzner) Delete(ctx context.Context, id string) error { return h.p.Delete(ctx, id) }
+func (h simHetzner) ListByTag(ctx context.Context) ([]provider.Instance, error) {
+	return h.p.ListByTag(ctx)
+}
 
 func (p *simProvider) Create(ctx context.Context, req provider.CreateRequest) (string, error) {
 	if err := p.w.yield(ctx); err != nil {
@@ -212,9 +272,21 @@ func (p *simProvider) Create(ctx context.Context, req provider.CreateRequest) (s
 	case OneRequestID:
 		req.RequestID = "request-of-" + req.UID
 	}
-	id, err := p.w.mock.Create(ctx, req)
+	born := p.w.birthOf(req)
+	id, err := p.backend().Create(ctx, req)
+	born()
+	if p.hetzner && err == nil && p.w.hz.lostCreates > 0 {
+		p.w.hz.lostCreates--
+		err = provider.NewError(provider.KindTransient, "create", req.Name, errors.New("the answer was lost"))
+	}
+	if p.hetzner && err == nil {
+		p.w.hetznerCreated(id)
+	}
 	if in, _ := ctx.Value(invKey{}).(*inv); in != nil {
 		delete(in.deleted, id) // a new VM under that name boots
+	}
+	if err == nil && req.Engine != nil {
+		p.w.handed[id] = req.Engine.Generation
 	}
 	p.w.observed(ctx, id, err == nil)
 	if aerr := p.w.after(ctx, nil); aerr != nil {
@@ -227,7 +299,7 @@ func (p *simProvider) Get(ctx context.Context, id string) (*provider.Instance, e
 	if err := p.w.yield(ctx); err != nil {
 		return nil, err
 	}
-	in, err := p.w.mock.Get(ctx, id)
+	in, err := p.backend().Get(ctx, id)
 	p.w.observed(ctx, id, err == nil && in.State == provider.StateProvisioning)
 	return in, err
 }
@@ -250,10 +322,15 @@ func (p *simProvider) Delete(ctx context.Context, id string) error {
 			p.w.deleting(ctx, id, in.UID)
 		}
 	}
+	if uid, ok := p.w.hetznerUID(id); ok && p.hetzner {
+		p.w.acting(ctx, uid)
+		p.w.collecting(ctx, uid)
+		p.w.deleting(ctx, id, uid)
+	}
 	if slices.Contains(p.w.foreign, id) {
 		p.w.violation("%s deleted %s, which another deployment made or which has no deployment label", p.w.who(ctx), id)
 	}
-	return p.w.after(ctx, p.w.mock.Delete(ctx, id))
+	return p.w.after(ctx, p.backend().Delete(ctx, id))
 }
 
 // Reconfigure is the mock's, a step; while faults are on a VM may take it
@@ -268,13 +345,45 @@ func (p *simProvider) Reconfigure(ctx context.Context, id string, req provider.R
 	// generation than it was given (staleGeneration).
 	p.w.staleGeneration(ctx, id, req)
 	p.w.observed(ctx, "", false)
-	if p.w.stuck > 0 && req.Engine != nil {
+	if p.w.bug == RetiringKeepsOldConfiguration && p.w.retiringOf(ctx, id) {
+		// Never reaches the VM, and the reconciler never learns.
+		return p.w.after(ctx, nil)
+	}
+	refused := p.w.refuse && req.Engine != nil && p.w.running(id)
+	if refused {
+		// Its agent will refuse what it is handed now.
+		p.w.refuse = false
+		p.w.stats.ReconfigureRefused++
+		p.w.mock.RefuseReconfigures(1, "the self-test's CONNECT to the probe target got 403")
+	}
+	handed := req.Engine
+	stuck := p.w.stuck > 0 && req.Engine != nil
+	if stuck {
 		// The VM takes the new owner, never the configuration: it keeps
 		// reporting the generation it served.
 		p.w.stuck--
 		req.Engine = nil
 	}
 	err := p.w.mock.Reconfigure(ctx, id, req)
+	if refused {
+		// Only a change that reached the running VM is refused (whatever
+		// the call answered: its answer may be lost), and a refusal this
+		// call left armed is withdrawn, lest it fall on another VM whose
+		// harm nobody records.
+		refused = p.w.mock.RefusalsArmed() == 0
+		p.w.mock.RefuseReconfigures(0, "")
+	}
+	if refused || stuck && err == nil {
+		// The world harmed the VM: the replacement it brings answers to
+		// no cause of the namespace's.
+		p.w.harmed(id)
+	}
+	if err == nil && handed != nil {
+		p.w.handed[id] = handed.Generation
+		if p.w.retiringOf(ctx, id) {
+			p.w.stats.RetiringReconfigured++
+		}
+	}
 	if !errors.Is(err, provider.ErrNotFound) {
 		// A run that read the document before a replacement may hand over
 		// to the VM being deleted, which takes nothing (NotFound).
@@ -286,17 +395,37 @@ func (p *simProvider) Reconfigure(ctx context.Context, id string, req provider.R
 	return p.w.after(ctx, err)
 }
 
+// running reports whether VM id is running: only a running VM's agent
+// refuses a configuration (one still booting takes it into its boot).
+func (w *World) running(id string) bool {
+	for _, in := range w.mock.Instances() {
+		if in.ID == id {
+			return in.State == provider.StateRunning
+		}
+	}
+	return false
+}
+
 func (p *simProvider) ListByTag(ctx context.Context) ([]provider.Instance, error) {
 	if err := p.w.yield(ctx); err != nil {
 		return nil, err
 	}
-	return p.w.mock.ListByTag(ctx)
+	return p.backend().ListByTag(ctx)
 }
 
-type simProviders struct{ p *simProvider }
+// simProviders hands out the world's two providers.
+type simProviders struct {
+	p *simProvider
+	h simHetzner
+}
 
-func (s simProviders) Get(context.Context, string) (provider.Provider, error) { return s.p, nil }
-func (s simProviders) Types() []string                                        { return []string{"mock"} }
+func (s simProviders) Get(_ context.Context, typ string) (provider.Provider, error) {
+	if typ == hetzner.Type {
+		return s.h, nil
+	}
+	return s.p, nil
+}
+func (s simProviders) Types() []string { return []string{hetzner.Type, mock.Type} }
 
 // simQueue is proxy-reconcile: requests become deliveries.
 type simQueue struct{ w *World }
@@ -356,10 +485,25 @@ func (w *World) acting(ctx context.Context, uid string) {
 	if in == nil || in.gc {
 		return
 	}
+	live := false
 	for _, key := range w.store.Keys() {
-		if p, err := w.store.Get(ctx, key); err == nil && p.UID == uid && p.DeleteRequestTime != nil {
+		p, err := w.store.Get(ctx, key)
+		if err != nil || p.UID != uid {
+			continue
+		}
+		if p.DeleteRequestTime != nil {
 			return
 		}
+		live = true
+	}
+	if !live {
+		// The document is gone: its deletion, which ignores the lease,
+		// deleted it, and a run of that deletion that read it before
+		// deletes what is left (a provider whose Get says a VM being
+		// deleted is gone, hetzner, lets the first run delete the
+		// document at once). A VM made for no document is the
+		// collector's, which the leak invariant holds to its grace.
+		return
 	}
 	if owner := w.actor[uid]; owner != nil && owner != in && !owner.crashed && w.isActive(owner) {
 		w.violation("uid %s: invocations %d (%s) and %d (%s) act on its VM at once", uid, owner.id, owner.key, in.id, in.key)
@@ -394,10 +538,12 @@ func (w *World) collecting(ctx context.Context, uid string) {
 
 // creating flags a new VM made for a change of configuration: the mock
 // reconfigures a running VM, so a new generation costs a new VM only once
-// the VM did not serve it in time (ReconfigureTimeout).
+// the VM did not serve it in time (ReconfigureTimeout). The hetzner
+// provider cannot, so its proxies get a new VM for each.
 func (w *World) creating(ctx context.Context, uid string) {
 	for _, key := range w.store.Keys() {
-		if p, err := w.store.Get(ctx, key); err == nil && p.UID == uid && readyReason(p) == "ConfigurationChanged" {
+		// A hetzner server cannot take a change: a new one is the way.
+		if p, err := w.store.Get(ctx, key); err == nil && p.UID == uid && readyReason(p) == "ConfigurationChanged" && p.Spec.Provider != hetzner.Type {
 			w.violation("%s: generation %d costs a new VM, though its VM could take it (%s)", key, p.Generation, p.Status.Message)
 		}
 	}

@@ -22,7 +22,13 @@ func readyReason(p *proxy.Proxy) string {
 // check states the invariants once faults have stopped and time has run on.
 func (w *World) check() {
 	ctx := context.Background()
+	hz := w.hetznerInstances()
 	instances := w.own()
+	for _, in := range hz {
+		if in.Deployment == provider.DefaultDeployment {
+			instances = append(instances, in)
+		}
+	}
 	w.stats.InstancesAtEnd = len(instances)
 	byUID := map[string][]provider.Instance{}
 	for _, in := range instances {
@@ -47,6 +53,9 @@ func (w *World) check() {
 		switch p.Status.Phase {
 		case proxy.PhaseReady:
 			w.stats.ReadyAtEnd++
+			if isHetzner(p.Status.ProviderID) {
+				w.stats.HetznerReadyAtEnd++
+			}
 		case proxy.PhaseFailed:
 			w.stats.FailedAtEnd++
 		}
@@ -89,9 +98,10 @@ func (w *World) check() {
 		}
 	}
 	w.checkPools(ctx, byUID)
+	w.checkBudget()
 	var leaked []string
 	present := map[string]bool{}
-	for _, in := range slices.Concat(w.mock.Instances(), w.mock.Addresses()) {
+	for _, in := range slices.Concat(w.mock.Instances(), w.mock.Addresses(), hz, w.hetznerAddresses()) {
 		present[in.ID] = true
 		if in.Deployment != provider.DefaultDeployment {
 			continue // another deployment's, or unlabelled: never ours to collect

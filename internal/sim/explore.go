@@ -3,6 +3,9 @@ package sim
 import (
 	"fmt"
 	"strings"
+
+	"github.com/egress-proxies/egress/internal/proxy"
+	"github.com/egress-proxies/egress/internal/reconcile"
 )
 
 // Failure is a schedule that broke the invariants.
@@ -16,6 +19,8 @@ type Result struct {
 	Seeds    int
 	Stats    Stats
 	Failures []Failure
+	// Edges counts the changes of phase the schedules made.
+	Edges map[reconcile.Edge]int
 }
 
 // Violations is the number of invariant violations across the schedules.
@@ -35,31 +40,43 @@ func (r Result) Summary() string {
 // Counts says, in a line, what the schedules did.
 func (r Result) Counts() string {
 	s := r.Stats
-	return fmt.Sprintf("faults: %d crashes, %d events dropped, %d duplicated, %d provider errors, %d VMs lost, %d stopped, %d never ready, %d boot errors, %d creates failed later, %d stockouts; call-homes %d lost, %d duplicated, %d delayed, %d forged; %d VMs of another deployment, %d without the label, %d empty document sets (%d GC runs refused, %d operator runs); %d user actions (%d Static proxies, %d rotations), %d invocations (%d GC runs), %d steps; checked at the end: %d Ready and %d Failed proxies, %d VMs",
+	return fmt.Sprintf("faults: %d crashes, %d events dropped, %d duplicated, %d provider errors, %d VMs lost, %d stopped, %d never ready, %d boot errors, %d creates failed later, %d stockouts; call-homes %d lost, %d duplicated, %d delayed, %d forged; %d VMs of another deployment, %d without the label, %d empty document sets (%d GC runs refused, %d operator runs); %d user actions (%d Static proxies, %d rotations), %d invocations (%d GC runs), %d steps; hetzner: %d proxies, %d of its faults, %d Ready at the end; checked at the end: %d Ready and %d Failed proxies, %d VMs",
 		s.Crashes, s.Dropped, s.Duplicated, s.ProviderFaults, s.Lost, s.Stopped, s.NeverReady, s.BootErrors, s.AsyncCreateFailures, s.Stockouts,
 		s.CallHomesLost, s.CallHomesDuplicated, s.CallHomesDelayed, s.CallHomesForged,
 		s.OtherDeployment, s.Unlabelled, s.EmptyDocumentSets, s.Refused, s.OperatorRuns,
-		s.UserActions, s.StaticProxies, s.Rotations, s.Invocations, s.GCRuns, s.Steps, s.ReadyAtEnd, s.FailedAtEnd, s.InstancesAtEnd)
+		s.UserActions, s.StaticProxies, s.Rotations, s.Invocations, s.GCRuns, s.Steps, s.HetznerProxies, s.HetznerFaults, s.HetznerReadyAtEnd, s.ReadyAtEnd, s.FailedAtEnd, s.InstancesAtEnd)
 }
 
 // PoolCounts says, in a line, what the schedules did with configurations
 // and warm pools.
 func (r Result) PoolCounts() string {
 	s := r.Stats
-	return fmt.Sprintf("reconfigurations: %d patches, %d credential rotations, %d Reconfigure errors, %d VMs that never served theirs; pools: %d resizes (%d shrinks), %d deletions, %d creations, %d pool events dropped, %d duplicated, %d pool runs; %d claims (%d make-before-break rotations), %d claims crashed mid-way, %d members refilled, %d member deletions",
-		s.Patches, s.CredentialRotations, s.ReconfigureErrors, s.ReconfigureStuck,
+	return fmt.Sprintf("reconfigurations: %d patches, %d credential rotations, %d Reconfigure errors, %d VMs that never served theirs, %d that refused and said so, %d handed to a retiring VM (%d credential rotations while one served); pools: %d resizes (%d shrinks), %d deletions, %d creations, %d pool events dropped, %d duplicated, %d pool runs; %d claims (%d make-before-break rotations), %d claims crashed mid-way, %d members refilled, %d member deletions",
+		s.Patches, s.CredentialRotations, s.ReconfigureErrors, s.ReconfigureStuck, s.ReconfigureRefused, s.RetiringReconfigured, s.RevokedWhileRetiring,
 		s.PoolResizes, s.Shrinks, s.PoolDeletions, s.PoolCreations, s.PoolEventsDropped, s.PoolEventsDuplicated, s.PoolRuns,
 		s.Claims, s.WarmRotations, s.ClaimsCrashed, s.Refills, s.MemberDeletions)
+}
+
+// BudgetCounts says, in a line, what the schedules did with the
+// namespace's budget of VMs.
+func (r Result) BudgetCounts() string {
+	s := r.Stats
+	return fmt.Sprintf("budget of %d VMs an hour: %d VMs caused (%d rotations by maxAge), %d requests refused past it, %d rotations by maxAge waited for it, %d VMs born to replace harmed ones",
+		createsPerHour, s.Causes, s.AgeRotations, s.Refused429, s.Waits, s.Excused)
 }
 
 // Explore plays the schedules of seeds from to to, inclusive, with bug
 // planted, and returns what they found.
 func Explore(from, to uint64, bug Bug) Result {
-	var r Result
+	r := Result{Edges: map[reconcile.Edge]int{}}
 	for s := from; s <= to; s++ {
-		errs, st := New(s, bug).Run()
+		w := New(s, bug)
+		errs, st := w.Run()
 		r.Seeds++
 		r.Stats.Add(st)
+		for e, n := range w.edges {
+			r.Edges[e] += n
+		}
 		if len(errs) > 0 {
 			r.Failures = append(r.Failures, Failure{Seed: s, Violations: errs})
 		}
@@ -72,8 +89,9 @@ func Explore(from, to uint64, bug Bug) Result {
 // seed. A lost rotation (a rotate request whose one event was dropped, and
 // no other event on its document after it) is the rarest: since users
 // also change proxies' ranges and credentials, whose writes bring events,
-// it was first found at seed 1539.
-const PlantedSeeds = 4000
+// and a namespace's budget refuses some of their rotations, it is first
+// found at seed 4101.
+const PlantedSeeds = 6000
 
 // Find plays seeds 1 to seeds with bug planted until one breaks an
 // invariant, and returns it.
@@ -87,8 +105,43 @@ func Find(seeds int, bug Bug) (Failure, bool) {
 }
 
 // PlantedBugs are the safety rules the simulation must catch switched off.
-var PlantedBugs = []Bug{NoPrecondition, NoLease, NoGracePeriod, NoCreatePending, OneRequestID, RotationByEventOnly, NoDeleteGuard, RelabelBeforeClaim}
+var PlantedBugs = []Bug{NoPrecondition, NoLease, NoGracePeriod, NoCreatePending, OneRequestID, RotationByEventOnly, NoDeleteGuard, RelabelBeforeClaim, RetiringKeepsOldConfiguration, UncountedAgeRotation}
 
 func (f Failure) String() string {
 	return fmt.Sprintf("seed %d breaks the invariants:\n  %s", f.Seed, strings.Join(f.Violations, "\n  "))
+}
+
+// Unsimulated are the changes of phase reconcile.Transitions lists that
+// the simulation does not make, with why: Unmade holds every other edge of
+// the table to a change some schedule made.
+var Unsimulated = map[reconcile.Edge]string{
+	{From: proxy.PhaseReconfiguring, To: proxy.PhaseProvisioning}: "a rotation that claims a warm VM while the old one applies a new generation: a rotation is due in the seconds a reconfiguration takes, with a warm member to claim, in no schedule of 10,000 seeds",
+	{From: proxy.PhasePending, To: proxy.PhaseFailed}:             permanentInOperation,
+	{From: proxy.PhaseCreating, To: proxy.PhaseFailed}:            permanentInOperation,
+	{From: proxy.PhaseReady, To: proxy.PhaseFailed}:               permanentInOperation,
+	{From: proxy.PhaseReconfiguring, To: proxy.PhaseFailed}:       permanentInOperation,
+	{From: proxy.PhaseReplacing, To: proxy.PhaseFailed}:           permanentInOperation,
+}
+
+// permanentInOperation: the simulated provider fails a call for good only
+// in a create's operation, which a run finds in Provisioning, and every
+// document names the one provider there is (internal/reconcile's
+// failed_test.go fails proxies on a permanent error of other calls).
+const permanentInOperation = "the simulated provider's permanent failures arrive in a create's operation, found in Provisioning"
+
+// Unmade returns the edges of reconcile.Transitions no schedule made and
+// Unsimulated does not name, and the edges Unsimulated names that a
+// schedule made after all: both mean the table, or the list, says
+// something the code does not do.
+func (r Result) Unmade() (unmade, made []reconcile.Edge) {
+	for _, e := range tableEdges {
+		_, un := Unsimulated[e]
+		switch {
+		case r.Edges[e] == 0 && !un:
+			unmade = append(unmade, e)
+		case r.Edges[e] > 0 && un:
+			made = append(made, e)
+		}
+	}
+	return unmade, made
 }

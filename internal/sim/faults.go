@@ -11,6 +11,7 @@ import (
 	"github.com/egress-proxies/egress/internal/provider/mock"
 	"github.com/egress-proxies/egress/internal/proxy"
 	"github.com/egress-proxies/egress/internal/reconcile"
+	"github.com/egress-proxies/egress/internal/store/rules"
 	"github.com/egress-proxies/egress/internal/store/storefake"
 	"github.com/egress-proxies/egress/internal/tenancy"
 )
@@ -19,6 +20,7 @@ import (
 // duplicated or late while faults are on. It also records what the API
 // shows, for the generation invariant.
 func (w *World) changed(c storefake.Change) {
+	w.phaseChanged(c)
 	if n := c.New; n != nil {
 		if g := n.Status.ObservedGeneration; g < w.obsGen[n.UID] {
 			w.violation("document %s (uid %s) went back from generation %d to %d", c.Key, n.UID, w.obsGen[n.UID], g)
@@ -46,12 +48,12 @@ func (w *World) changed(c storefake.Change) {
 		if c.Key.Pool != "" {
 			w.memberOf[n.UID] = c.Key.Pool
 		}
+		w.revoked(c.Key, n)
 	}
 	if w.pools != nil {
 		w.owners(context.Background())
 	}
-	if n := c.New; n != nil {
-	}
+	w.ageRotation(c.Old, c.New)
 	copies := 1
 	if w.faults {
 		switch r := w.rng.Float64(); {
@@ -101,6 +103,8 @@ func (w *World) maybeFault() {
 	if w.shared.Float64() < 0.006 {
 		w.foreignResource()
 	}
+	w.revocation()
+	w.hetznerFault()
 	switch r := w.rng.Float64(); {
 	case r < 0.04:
 		w.userAction()
@@ -117,12 +121,16 @@ func (w *World) maybeFault() {
 	case r < 0.06:
 		if ins := w.own(); len(ins) > 0 {
 			w.stats.Lost++
-			w.mock.Lose(ins[w.rng.IntN(len(ins))].ID)
+			id := ins[w.rng.IntN(len(ins))].ID
+			w.harmed(id)
+			w.mock.Lose(id)
 		}
 	case r < 0.065:
 		if ins := w.own(); len(ins) > 0 {
 			w.stats.Stopped++
-			w.mock.Stop(ins[w.rng.IntN(len(ins))].ID, provider.StateStopped)
+			id := ins[w.rng.IntN(len(ins))].ID
+			w.harmed(id)
+			w.mock.Stop(id, provider.StateStopped)
 		}
 	case r < 0.07:
 		w.stats.NeverReady++
@@ -130,7 +138,9 @@ func (w *World) maybeFault() {
 	case r < 0.075:
 		if ins := w.own(); len(ins) > 0 {
 			w.stats.BootErrors++
-			w.mock.FailBoot(ins[w.rng.IntN(len(ins))].ID, "tinyproxy does not answer")
+			id := ins[w.rng.IntN(len(ins))].ID
+			w.harmed(id)
+			w.mock.FailBoot(id, "tinyproxy does not answer")
 		}
 	case r < 0.0875:
 		w.stats.AsyncCreateFailures++
@@ -169,6 +179,68 @@ func (w *World) maybeFault() {
 	case r < 0.11:
 		w.poolAction()
 	}
+}
+
+// revocation, from a stream of its own (so that the other faults'
+// schedules are as they were until one of these happens), now and then:
+// arms a refusal (the next running VM handed a configuration refuses it,
+// rolls back and says so at once: egress/error and a call-home); asks
+// for the rotation of a Ready proxy a pool serves, which a warm VM makes
+// before it breaks; and rotates the credentials of a proxy whose
+// make-before-break rotation still keeps its old VM, as a user who finds
+// the password leaked right then does.
+func (w *World) revocation() {
+	ctx := context.Background()
+	switch r := w.revocations.Float64(); {
+	case r < 0.004:
+		w.refuse = true
+	case r < 0.1:
+		for _, key := range w.store.Keys() {
+			p, err := w.store.Get(ctx, key)
+			if err != nil || key.Pool != "" || p.Status.Phase != proxy.PhaseReady || !w.warmFor(ctx, p.Spec) {
+				continue
+			}
+			switch p, err := w.store.RequestRotation(ctx, key, w.clock.Now(), limits); {
+			case err == nil:
+				w.stats.Rotations++
+				w.caused(p.UID, "rotate request")
+			case errors.Is(err, proxy.ErrCreatesPerHour):
+				w.stats.Refused429++
+			}
+			return
+		}
+	case r < 0.3:
+		for _, key := range w.store.Keys() {
+			p, err := w.store.Get(ctx, key)
+			if err != nil || p.Reconciler.Retiring == "" || p.DeleteRequestTime != nil {
+				continue
+			}
+			w.rotatingCreds = p.UID
+			if _, err := w.store.RotateCredentials(ctx, key, w.clock.Now(), limits); err == nil {
+				w.stats.CredentialRotations++
+				w.stats.RevokedWhileRetiring++
+			}
+			w.rotatingCreds = ""
+			return
+		}
+	}
+}
+
+// warmFor reports whether a pool that serves spec has a warm member now:
+// a rotation then makes its new VM before it breaks the old one.
+func (w *World) warmFor(ctx context.Context, spec proxy.Spec) bool {
+	for _, name := range poolNames {
+		if ps, ok := w.poolSpecs[name]; !ok || !ps.Serves(spec) {
+			continue
+		}
+		members, _ := w.store.Members(ctx, name)
+		for _, m := range members {
+			if rules.Warm(m) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // own are this deployment's VMs: the ones the faults above lose, stop and
@@ -235,18 +307,32 @@ func (w *World) userAction() {
 			// Pinned: no other zone is tried.
 			spec.Placement.Zone = zones[w.rng.IntN(len(zones))]
 		}
-		w.store.Create(ctx, &proxy.Proxy{
+		if w.budget.IntN(3) == 0 {
+			spec.MaxAge = simMaxAge.String()
+		}
+		w.hetznerSpec(&spec)
+		_, err := w.store.CreateInNamespace(ctx, &proxy.Proxy{
 			Namespace: namespace, Name: name, UID: uid, Generation: 1,
 			Spec:       spec,
 			Status:     proxy.Status{Phase: proxy.PhasePending},
 			CreateTime: now, Reconciler: proxy.Bookkeeping{ProgressTime: now},
-		}, 100)
+		}, func(*tenancy.Namespace) (tenancy.Limits, error) { return limits, nil })
+		switch {
+		case err == nil:
+			w.caused(uid, "create")
+		case errors.Is(err, proxy.ErrCreatesPerHour):
+			w.stats.Refused429++
+		}
 		return
 	}
 	switch w.rng.IntN(6) {
 	case 0, 5:
-		if _, err := w.store.RequestRotation(ctx, key, w.clock.Now(), tenancy.Limits{}); err == nil {
+		switch p, err := w.store.RequestRotation(ctx, key, w.clock.Now(), limits); {
+		case err == nil:
 			w.stats.Rotations++
+			w.caused(p.UID, "rotate request")
+		case errors.Is(err, proxy.ErrCreatesPerHour):
+			w.stats.Refused429++
 		}
 	case 1:
 		// A PATCH of the ranges and ports: a new generation when it
@@ -254,7 +340,7 @@ func (w *World) userAction() {
 		before, _ := w.store.Get(ctx, key)
 		ranges := [][]string{{"203.0.113.0/24"}, {"198.51.100.0/24"}, {"203.0.113.0/24", "192.0.2.0/24"}}[w.rng.IntN(3)]
 		ports := [][]int32{nil, {443}, {443, 8443}}[w.rng.IntN(3)]
-		after, err := w.store.UpdateSpec(ctx, key, w.clock.Now(), func(s proxy.Spec) (proxy.Spec, error) {
+		after, err := w.store.UpdateSpec(ctx, key, w.clock.Now(), limits, func(s proxy.Spec) (proxy.Spec, error) {
 			s.AllowedSourceRanges, s.ConnectPorts = ranges, ports
 			return s, nil
 		})
@@ -264,12 +350,46 @@ func (w *World) userAction() {
 	case 2:
 		if p, err := w.store.Get(ctx, key); err == nil {
 			w.rotatingCreds = p.UID
-			if _, err := w.store.RotateCredentials(ctx, key, w.clock.Now()); err == nil {
+			if _, err := w.store.RotateCredentials(ctx, key, w.clock.Now(), limits); err == nil {
 				w.stats.CredentialRotations++
 			}
 			w.rotatingCreds = ""
 		}
 	default:
 		w.store.RequestDeletion(ctx, key, w.clock.Now())
+	}
+}
+
+// tableEdges are the changes of phase reconcile.Transitions lists, in its
+// order; inTable, the same as a set.
+var (
+	tableEdges = reconcile.Edges()
+	inTable    = func() map[reconcile.Edge]bool {
+		m := map[reconcile.Edge]bool{}
+		for _, e := range tableEdges {
+			m[e] = true
+		}
+		return m
+	}()
+)
+
+// phaseChanged counts each change of a document's phase (created, changed,
+// deleted), and holds it to the reconciler's table: a change the table
+// does not list is a violation, so the table (and the state diagram drawn
+// from it) cannot drift from the code.
+func (w *World) phaseChanged(c storefake.Change) {
+	e := reconcile.Edge{From: reconcile.Start, To: reconcile.Gone}
+	if c.Old != nil {
+		e.From = c.Old.Status.Phase
+	}
+	if c.New != nil {
+		e.To = c.New.Status.Phase
+	}
+	if e.From == e.To {
+		return
+	}
+	w.edges[e]++
+	if !inTable[e] {
+		w.violation("document %s went from %s to %s, a change of phase reconcile.Transitions does not list", c.Key, e.From, e.To)
 	}
 }

@@ -173,7 +173,9 @@ func (w *World) deleting(ctx context.Context, id, uid string) {
 
 // relabelling flags a Reconfigure of a VM its caller's document does not
 // own as committed: a warm VM changes hands by the claim's transaction,
-// and only then is it relabelled.
+// and only then is it relabelled. A document owns its VM and the VM its
+// make-before-break rotation is retiring, which is handed every change
+// too.
 func (w *World) relabelling(ctx context.Context, id string, req provider.ReconfigureRequest) {
 	in, _ := ctx.Value(invKey{}).(*inv)
 	if in == nil {
@@ -183,8 +185,39 @@ func (w *World) relabelling(ctx context.Context, id string, req provider.Reconfi
 	if err != nil || p.DeleteRequestTime != nil {
 		return // going: its deletion ignores the lease, and may have won
 	}
-	if p.UID != req.UID || p.Status.ProviderID != id {
+	if p.UID != req.UID || (p.Status.ProviderID != id && p.Reconciler.Retiring != id) {
 		w.violation("invocation %d reconfigured VM %s for %s (uid %s), whose document (uid %s) names %q: a VM is relabelled only by its owner", in.id, id, in.key, req.UID, p.UID, p.Status.ProviderID)
+	}
+}
+
+// retiringOf reports whether VM id is the one the calling run's document
+// is retiring.
+func (w *World) retiringOf(ctx context.Context, id string) bool {
+	in, _ := ctx.Value(invKey{}).(*inv)
+	if in == nil {
+		return false
+	}
+	p, err := w.store.Get(ctx, in.key)
+	return err == nil && p.Reconciler.Retiring == id
+}
+
+// revoked checks, at every write of a document, that the VM its
+// make-before-break rotation is retiring, while it is still there, was
+// handed at least the generation the document's current VM was: a
+// :rotateCredentials revokes the old password on both VMs, not on the new
+// one alone while the old one serves on. A document that has handed its
+// current VM nothing yet (SentGeneration 0: a claim not yet reconfigured)
+// is past no change.
+func (w *World) revoked(key proxy.Key, p *proxy.Proxy) {
+	r, sent := p.Reconciler.Retiring, p.Reconciler.SentGeneration
+	if r == "" || sent == 0 || p.DeleteRequestTime != nil {
+		return
+	}
+	for _, in := range w.mock.Instances() {
+		if in.ID == r && w.handed[r] < sent {
+			w.violation("%s (uid %s) handed generation %d to %s, but its retiring VM %s, which still serves, was handed only generation %d: what that change revoked (a password) works there still",
+				key, p.UID, sent, p.Status.ProviderID, r, w.handed[r])
+		}
 	}
 }
 
@@ -261,6 +294,9 @@ func (w *World) checkServed(key proxy.Key, p *proxy.Proxy, in provider.Instance)
 		w.violation("%s: Ready at generation %d, but its VM %s serves generation %d", key, p.Generation, in.ID, in.Generation)
 	}
 	req, ok := w.mock.CreateRequest(in.ID)
+	if isHetzner(in.ID) {
+		req, ok = w.hetznerRequest(in.ID)
+	}
 	if !ok || req.Engine == nil {
 		w.violation("%s: its VM %s was given no engine configuration", key, in.ID)
 		return

@@ -38,8 +38,9 @@ func (w *World) Run() ([]string, Stats) {
 		w.tick()
 	}
 	w.faults = false
-	w.stuck = 0
+	w.stuck, w.refuse = 0, false
 	w.mock.ClearCreateFailures()
+	w.clearHetznerFaults()
 	end := w.clock.Now().Add(quiesceFor)
 	for guard := 0; guard < 200_000; guard++ {
 		if !w.clock.Now().Before(end) && len(w.active) == 0 && len(w.duePending(true)) == 0 &&
@@ -59,11 +60,21 @@ func (w *World) Run() ([]string, Stats) {
 		for range 5 {
 			w.stats.OperatorRuns++
 			r, err := w.operator.Run(context.Background())
-			if orphaned := r.Providers[0].Orphaned; err == nil && orphaned == 0 {
+			// Hetzner finishes the deletes by itself, in seconds: a
+			// Primary IP is free to go once its server is gone.
+			w.hz.fake.Settle()
+			orphaned := 0
+			for _, p := range r.Providers {
+				orphaned += p.Orphaned
+			}
+			if err == nil && orphaned == 0 {
 				break
 			}
 		}
 	}
+	// Hetzner finishes what it was asked by itself, in seconds: the
+	// deletes of the last runs.
+	w.hz.fake.Settle()
 	w.check()
 	return w.errs, w.stats
 }
@@ -87,6 +98,7 @@ func (w *World) duePending(any bool) []int {
 // move time on to the next thing due.
 func (w *World) tick() {
 	w.stats.Steps++
+	w.settleHetzner()
 	due := w.duePending(false)
 	if !w.clock.Now().Before(w.nextGC) {
 		w.nextGC = w.clock.Now().Add(gcInterval)

@@ -1,7 +1,8 @@
 // Package sim is a deterministic, seeded simulation of the whole system:
 // the real reconciler and garbage collector (the code the functions run)
 // over the in-memory store (which passes the same contract as Firestore)
-// and the mock provider, under a scheduler that owns time, event delivery
+// and two providers, the mock and the hetzner provider itself over the
+// Hetzner fake (hetzner.go), under a scheduler that owns time, event delivery
 // and the interleaving of concurrent invocations.
 //
 // Every store, provider, queue and clock call of an invocation is a step;
@@ -16,6 +17,7 @@
 package sim
 
 import (
+	"context"
 	"errors"
 	"log/slog"
 	"math/rand/v2"
@@ -29,6 +31,7 @@ import (
 	"github.com/egress-proxies/egress/internal/provider/mock"
 	"github.com/egress-proxies/egress/internal/proxy"
 	"github.com/egress-proxies/egress/internal/reconcile"
+	"github.com/egress-proxies/egress/internal/store/rules"
 	"github.com/egress-proxies/egress/internal/store/storefake"
 )
 
@@ -67,10 +70,23 @@ const (
 	// that does not own it. Planted in the sim's store adapter, so neither
 	// the reconciler nor the store knows of it.
 	RelabelBeforeClaim
+	// RetiringKeepsOldConfiguration hands a change to the current VM only,
+	// never to the VM a make-before-break rotation is retiring, as the
+	// reconciler did before: new credentials leave the old password
+	// working there until the new VM is Ready. Planted in the sim's
+	// provider adapter.
+	RetiringKeepsOldConfiguration
+	// UncountedAgeRotation leaves the namespace's count out of the
+	// reconciler's rotations by maxAge (the write that starts one, the
+	// claim of a warm VM for one), as a reconciler that counted only what
+	// the API counts would: a spec with a short maxAge makes VMs past its
+	// namespace's budget. Planted in the sim's store adapter, so neither
+	// the reconciler nor the store knows of it.
+	UncountedAgeRotation
 )
 
 func (b Bug) String() string {
-	return [...]string{"none", "no update-time precondition", "no lease", "no GC grace period", "no create-pending record", "one request id per proxy", "rotations by their event only", "no guard on mass deletion", "relabel before the claim commits"}[b]
+	return [...]string{"none", "no update-time precondition", "no lease", "no GC grace period", "no create-pending record", "one request id per proxy", "rotations by their event only", "no guard on mass deletion", "relabel before the claim commits", "a change never reaches the retiring VM", "rotations by maxAge not counted"}[b]
 }
 
 // Stats counts what a schedule did.
@@ -99,8 +115,12 @@ type Stats struct {
 	// Patches (new ranges or ports) and CredentialRotations, each a new
 	// generation. ReconfigureErrors are Reconfigure calls that failed
 	// (before or after they took effect); ReconfigureStuck, VMs that took a
-	// Reconfigure and never served it (the agent refused it).
-	Patches, CredentialRotations, ReconfigureErrors, ReconfigureStuck int
+	// Reconfigure and never served it, saying nothing; ReconfigureRefused,
+	// VMs whose agent refused it, rolled back and said so (egress/error);
+	// RetiringReconfigured, changes handed to the old VM of a
+	// make-before-break rotation too; RevokedWhileRetiring, credentials
+	// rotated while such a VM was kept.
+	Patches, CredentialRotations, ReconfigureErrors, ReconfigureStuck, ReconfigureRefused, RetiringReconfigured, RevokedWhileRetiring int
 	// Warm pools: PoolResizes are the admins' changes of a pool's size
 	// (Shrinks among them), PoolDeletions and PoolCreations the deletions
 	// and re-creations of a pool, PoolRuns the pool reconciles run,
@@ -111,6 +131,18 @@ type Stats struct {
 	// member documents created, MemberDeletions the members asked to go.
 	PoolResizes, Shrinks, PoolDeletions, PoolCreations, PoolRuns, PoolEventsDropped, PoolEventsDuplicated int
 	Claims, WarmRotations, ClaimsCrashed, Refills, MemberDeletions                                        int
+	// The namespace's budget of VMs: Causes are the VMs its creates,
+	// rotate requests and maxAges asked for (AgeRotations among them),
+	// Refused the creates and rotate requests refused past the budget,
+	// Waits the rotations by maxAge that waited for it, Excused the VMs
+	// born to replace ones the world harmed.
+	Causes, AgeRotations, Refused429, Waits, Excused int
+	// HetznerProxies are the proxies made on the hetzner provider;
+	// HetznerFaults, Hetzner's faults injected (locations out of
+	// capacity, the rate limit spent, the server limit, 5xx and locked,
+	// lost, stopped and never-ready servers, lost create answers, another
+	// deployment's servers).
+	HetznerProxies, HetznerFaults, HetznerReadyAtEnd int
 	// ReadyAtEnd, FailedAtEnd and InstancesAtEnd are what the invariants
 	// were checked over.
 	ReadyAtEnd, FailedAtEnd, InstancesAtEnd int
@@ -121,7 +153,7 @@ func (s Stats) Faults() int {
 	return s.Crashes + s.Dropped + s.Duplicated + s.ProviderFaults + s.Lost + s.Stopped +
 		s.CallHomesLost + s.CallHomesDuplicated + s.CallHomesDelayed + s.CallHomesForged + s.NeverReady + s.BootErrors +
 		s.AsyncCreateFailures + s.Stockouts + s.OtherDeployment + s.Unlabelled + s.EmptyDocumentSets +
-		s.ReconfigureErrors + s.ReconfigureStuck + s.PoolEventsDropped + s.PoolEventsDuplicated + s.ClaimsCrashed
+		s.ReconfigureErrors + s.ReconfigureStuck + s.ReconfigureRefused + s.PoolEventsDropped + s.PoolEventsDuplicated + s.ClaimsCrashed + s.HetznerFaults
 }
 
 // PoolFaults is the number of pool and claim events the schedule made
@@ -164,6 +196,9 @@ func (s *Stats) Add(o Stats) {
 	s.CredentialRotations += o.CredentialRotations
 	s.ReconfigureErrors += o.ReconfigureErrors
 	s.ReconfigureStuck += o.ReconfigureStuck
+	s.ReconfigureRefused += o.ReconfigureRefused
+	s.RetiringReconfigured += o.RetiringReconfigured
+	s.RevokedWhileRetiring += o.RevokedWhileRetiring
 	s.PoolResizes += o.PoolResizes
 	s.Shrinks += o.Shrinks
 	s.PoolDeletions += o.PoolDeletions
@@ -176,6 +211,14 @@ func (s *Stats) Add(o Stats) {
 	s.ClaimsCrashed += o.ClaimsCrashed
 	s.Refills += o.Refills
 	s.MemberDeletions += o.MemberDeletions
+	s.Causes += o.Causes
+	s.AgeRotations += o.AgeRotations
+	s.Refused429 += o.Refused429
+	s.Waits += o.Waits
+	s.Excused += o.Excused
+	s.HetznerProxies += o.HetznerProxies
+	s.HetznerFaults += o.HetznerFaults
+	s.HetznerReadyAtEnd += o.HetznerReadyAtEnd
 	s.ReadyAtEnd += o.ReadyAtEnd
 	s.FailedAtEnd += o.FailedAtEnd
 	s.InstancesAtEnd += o.InstancesAtEnd
@@ -249,12 +292,15 @@ type World struct {
 	// shared draws the faults of resources this deployment does not own
 	// (another deployment's, an empty document set): a stream of its
 	// own, so that adding them left the other faults' schedules as they
-	// were until one of them happens.
-	shared *rand.Rand
-	bug    Bug
-	clock  *clock.Fake
-	store  *storefake.Store
-	mock   *mock.Provider
+	// were until one of them happens. revocations draws, likewise, the
+	// revocation faults and actions (revocation): agents that refuse a
+	// configuration, and credentials rotated while a make-before-break
+	// rotation keeps the old VM; budget, which proxies have a maxAge.
+	shared, revocations, budget *rand.Rand
+	bug                         Bug
+	clock                       *clock.Fake
+	store                       *storefake.Store
+	mock                        *mock.Provider
 	// other is a second deployment's view of the same project; foreign
 	// are the resources it (or a release before the deployment label)
 	// made, which this deployment's collector must never delete.
@@ -300,6 +346,22 @@ type World struct {
 	rotatingCreds string
 	// stuck is how many Reconfigures to come the VM takes and never serves.
 	stuck int
+	// refuse makes the next Reconfigure of a running VM one its agent
+	// refuses (mock.RefuseReconfigures).
+	refuse bool
+	// handed is the generation of the engine configuration each VM was
+	// last handed (at its create, or by a Reconfigure), by providerID:
+	// what the revocation invariant holds a retiring VM to.
+	handed map[string]int64
+	// edges counts the changes of phase the schedule made.
+	edges map[reconcile.Edge]int
+	// causes are the VMs the namespace's actions and specs asked for, in
+	// order; owed, by uid, the replacements of VMs the world harmed that
+	// no cause answers for (budget.go).
+	causes []*cause
+	owed   map[string]int
+	// hz is the fleets' second provider, Hetzner (hetzner.go).
+	hz *hetznerState
 }
 
 // New builds the world of a seed.
@@ -308,6 +370,8 @@ func New(seed uint64, bug Bug) *World {
 	w := &World{
 		rng:            rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)),
 		shared:         rand.New(rand.NewPCG(seed, 23)),
+		revocations:    rand.New(rand.NewPCG(seed, 31)),
+		budget:         rand.New(rand.NewPCG(seed, 37)),
 		bug:            bug,
 		clock:          clock.NewFake(start),
 		faults:         true,
@@ -320,21 +384,29 @@ func New(seed uint64, bug Bug) *World {
 		deletedPools:   map[string]bool{},
 		memberOf:       map[string]string{},
 		claimedUIDs:    map[string]bool{},
+		handed:         map[string]int64{},
+		edges:          map[reconcile.Edge]int{},
+		owed:           map[string]int{},
 	}
 	// Member uids (and so names, which order the members) are drawn from
 	// the seed, so a schedule replays.
 	uuid.SetRand(seeded{rand.New(rand.NewPCG(seed, 29))})
 	w.store = storefake.New(w.clock)
+	if _, err := w.store.CreateNamespace(context.Background(), rules.NewNamespace(namespace, nil, limits.Quota, limits.Quota, start)); err != nil {
+		panic(err)
+	}
 	w.mock = mock.New(mock.Options{Clock: w.clock, ProvisioningDelay: time.Duration(5+w.rng.IntN(60)) * time.Second, CallHome: w.callHome,
 		ReconfigureDelay: time.Duration(1+w.shared.IntN(20)) * time.Second})
 	w.other = w.mock.InDeployment("other")
+	w.newHetzner(seed)
 	log := slog.New(slog.DiscardHandler)
 	st := &simStore{w: w}
 	prov := &simProvider{w: w}
+	provs := simProviders{p: prov, h: simHetzner{&simProvider{w: w, hetzner: true}}}
 	q := &simQueue{w: w}
-	w.rec = reconcile.New(st, simProviders{prov}, q, nil, &simClock{w: w}, log,
+	w.rec = reconcile.New(st, provs, q, nil, &simClock{w: w}, log,
 		reconcile.Options{Rand: rand.New(rand.NewPCG(seed, 7)), BootTimeout: bootTimeout, MaxBootFailures: maxBootFailures,
-			ReconfigureTimeout: reconfigureTimeout, Bootstrap: bootstrapConfig})
+			ReconfigureTimeout: reconfigureTimeout, Bootstrap: bootstrapConfig, CreatesPerHour: createsPerHour})
 	w.pools = pools.New(st, &simClock{w: w}, log)
 	grace := gracePeriod
 	if bug == NoGracePeriod {
@@ -344,9 +416,9 @@ func New(seed uint64, bug Bug) *World {
 	if bug == NoDeleteGuard {
 		opts.MaxDeletes, opts.AllowEmptyDatabase = 1<<30, true
 	}
-	w.col = gc.New(simProviders{prov}, st, q, &simClock{w: w}, log, opts)
+	w.col = gc.New(provs, st, q, &simClock{w: w}, log, opts)
 	opts.AllowEmptyDatabase = true
-	w.operator = gc.New(simProviders{prov}, st, q, &simClock{w: w}, log, opts)
+	w.operator = gc.New(provs, st, q, &simClock{w: w}, log, opts)
 	w.nextGC = start.Add(gcInterval)
 	w.store.Watch(w.changed)
 	w.addPools()

@@ -27,6 +27,9 @@ func TestSimulation(t *testing.T) {
 		t.Error(f)
 	}
 	t.Logf("%s in %s; %s", r.Summary(), time.Since(start).Round(time.Millisecond), r.Counts())
+	if *seed == 0 && (r.Stats.HetznerProxies == 0 || r.Stats.HetznerReadyAtEnd == 0 || r.Stats.HetznerFaults == 0) {
+		t.Errorf("the schedules exercised the hetzner provider too little: %d proxies, %d faults, %d Ready at the end", r.Stats.HetznerProxies, r.Stats.HetznerFaults, r.Stats.HetznerReadyAtEnd)
+	}
 }
 
 // TestPlantedBugsAreFound switches off one safety rule at a time: the
@@ -62,5 +65,17 @@ func TestRelabelBeforeClaimIsFound(t *testing.T) {
 	}
 	if r.Stats.Claims == 0 || r.Stats.PoolRuns == 0 || r.Stats.Patches == 0 || r.Stats.CredentialRotations == 0 || r.Stats.Shrinks == 0 || r.Stats.PoolDeletions == 0 {
 		t.Errorf("%d seeds exercised too little: %s", n, r.PoolCounts())
+	}
+}
+
+// TestLateChangeIsNoBootFailure replays the schedule in which the budget's
+// invariant first found a hole: a live change reached a booting VM whose
+// call-home was lost, late in its boot, and the boot timeout passed while
+// the VM applied it, so the boot counted as failed and the proxy got a VM
+// no request counted. A VM handed a configuration has RECONFIGURE_TIMEOUT
+// from then before its boot fails.
+func TestLateChangeIsNoBootFailure(t *testing.T) {
+	if errs, _ := New(9617, NoBug).Run(); len(errs) > 0 {
+		t.Errorf("seed 9617 breaks the invariants:\n%s", strings.Join(errs, "\n"))
 	}
 }

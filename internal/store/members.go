@@ -121,32 +121,45 @@ func (s *Store) EnsureMembers(ctx context.Context, pool string, now time.Time) (
 // ClaimWarm passes a warm VM of the pool to p: it draws a claimable
 // member (rules.PickWarm, one query), holds it to rules.Warm (Ready with a
 // VM, unclaimed, not being deleted), and in one commit names p in the
-// member's ClaimedBy and writes p's status and bookkeeping as rules.Claim
-// makes them. Both writes carry the update time their document was read
-// at (the member's by the draw, p's by the run), so the commit is a
-// compare-and-swap of the two: it fails whole when either changed. A
-// member another claim took in the meantime is drawn again elsewhere, up
-// to rules.ClaimAttempts times, and then the run is told its document may
-// have changed (proxy.ErrConflict), so that it reads it again and decides
-// again. It returns the member and p as written; with no warm member it
-// writes nothing and returns an error wrapping proxy.ErrNoWarmVM.
+// member's ClaimedBy, writes p's status and bookkeeping as rules.Claim
+// makes them, and logs the claim in p's namespace (rules.CountClaim: the
+// pool's ClaimsPerNamespacePerHour), counting it against the namespace's
+// bound of perHour VMs too when perHour is positive (rules.CountCreation:
+// a rotation by maxAge, which no request counted). The two proxy documents'
+// writes carry the update time their document was read at (the member's
+// by the draw, p's by the run), so the commit is a compare-and-swap of the
+// two: it fails whole when either changed. A member another claim took in
+// the meantime is drawn again elsewhere, up to rules.ClaimAttempts times,
+// and then the run is told its document may have changed
+// (proxy.ErrConflict), so that it reads it again and decides again. It
+// returns the member and p as written; with no warm member it writes
+// nothing and returns an error wrapping proxy.ErrNoWarmVM, and past the
+// pool's bound for the namespace, or the namespace's bound of VMs, one
+// wrapping proxy.ErrPoolClaimsPerHour or proxy.ErrCreatesPerHour.
 //
-// The crash window it guards: the VM passes from the member to p in one
-// commit, so no instant has two documents that both own the VM, nor none.
-// The commit reads nothing, so it takes no lock: claims that run at once
-// never wait on each other, and two that drew the same member are decided
-// by which commits first. The VM keeps the member's uid until p's run
-// relabels it (Reconfigure); until then the member, a tombstone, still
-// claims it for the collector.
-func (s *Store) ClaimWarm(ctx context.Context, p *proxy.Proxy, pool string, now time.Time) (member, claimed *proxy.Proxy, err error) {
+// The crash window it guards: the VM passes from the member to p, and is
+// counted in p's namespace, in one commit, so no instant has two documents
+// that both own the VM, nor none, nor a claim the namespace's log misses.
+// The commit reads the namespace's document only: claims of one namespace
+// wait on each other (as its creates do), claims of different namespaces
+// never, and two that drew the same member are decided by which commits
+// first. The VM keeps the member's uid until p's run relabels it
+// (Reconfigure); until then the member, a tombstone, still claims it for
+// the collector.
+func (s *Store) ClaimWarm(ctx context.Context, p *proxy.Proxy, pool *proxy.Pool, now time.Time, perHour int) (member, claimed *proxy.Proxy, err error) {
 	key := p.Key()
-	doing := "claiming a warm VM of " + proxy.PoolPath(pool) + " for"
+	doing := "claiming a warm VM of " + pool.Path() + " for"
+	release, err := s.counters.acquire(ctx, key.Namespace)
+	if err != nil {
+		return nil, nil, wrap(key, doing, err)
+	}
+	defer release()
 	for attempt := range rules.ClaimAttempts {
-		snap, err := s.drawWarm(ctx, pool, rules.DrawAfter(p.UID, attempt))
+		snap, err := s.drawWarm(ctx, pool.Name, rules.DrawAfter(p.UID, attempt))
 		if err != nil {
 			return nil, nil, wrap(key, doing, err)
 		}
-		member, claimed, err = s.claim(ctx, p, snap, now)
+		member, claimed, err = s.claim(ctx, p, pool, snap, now, perHour)
 		if !errors.Is(err, errTaken) {
 			return member, claimed, wrap(key, doing, err)
 		}
@@ -180,9 +193,9 @@ func (s *Store) drawWarm(ctx context.Context, pool, after string) (*firestore.Do
 }
 
 // claim is ClaimWarm's commit of the member snap holds: a transaction
-// that reads nothing, whose two writes carry their documents' update
-// times as preconditions.
-func (s *Store) claim(ctx context.Context, p *proxy.Proxy, snap *firestore.DocumentSnapshot, now time.Time) (member, claimed *proxy.Proxy, err error) {
+// that reads p's namespace document, and whose two proxy documents' writes
+// carry their update times as preconditions.
+func (s *Store) claim(ctx context.Context, p *proxy.Proxy, pool *proxy.Pool, snap *firestore.DocumentSnapshot, now time.Time, perHour int) (member, claimed *proxy.Proxy, err error) {
 	m, err := decode(snap)
 	if err != nil {
 		return nil, nil, err
@@ -196,18 +209,39 @@ func (s *Store) claim(ctx context.Context, p *proxy.Proxy, snap *firestore.Docum
 		return nil, nil, err
 	}
 	member, claimed = m, &c
-	var commit firestore.CommitResponse
+	nsRef := s.namespace(p.Namespace)
+	var (
+		writes int64
+		commit firestore.CommitResponse
+	)
 	err = s.client.RunTransaction(ctx, func(ctx context.Context, tx *firestore.Transaction) error {
+		writes = 2
+		ns, err := s.readNamespace(ctx, tx, nsRef)
+		if err != nil {
+			return err
+		}
+		logged, err := rules.CountClaim(ns, pool, now)
+		if err != nil {
+			return err
+		}
+		counted, err := rules.CountCreation(ns, now, perHour)
+		if err != nil {
+			return err
+		}
 		if err := tx.Update(snap.Ref, []firestore.Update{
 			{Path: rules.ClaimedByField, Value: member.ClaimedBy},
 			{Path: "status.message", Value: member.Status.Message},
 		}, firestore.LastUpdateTime(snap.UpdateTime)); err != nil {
 			return err
 		}
-		return tx.Update(s.ref(p.Key()), []firestore.Update{
-			{Path: rules.StatusField, Value: claimed.Status},
-			{Path: rules.ReconcilerField, Value: claimed.Reconciler},
-		}, firestore.LastUpdateTime(p.UpdateTime))
+		if err := tx.Update(s.ref(p.Key()), updates(rules.StatusUpdate(claimed)), firestore.LastUpdateTime(p.UpdateTime)); err != nil {
+			return err
+		}
+		if nsFields := append(logged, counted...); len(nsFields) > 0 {
+			writes++
+			return tx.Update(nsRef, updates(nsFields))
+		}
+		return nil
 	}, firestore.MaxAttempts(transactionAttempts), firestore.WithCommitResponseTo(&commit))
 	if status.Code(err) == codes.FailedPrecondition {
 		return nil, nil, errTaken
@@ -215,26 +249,26 @@ func (s *Store) claim(ctx context.Context, p *proxy.Proxy, snap *firestore.Docum
 	if err != nil {
 		return nil, nil, err
 	}
-	metering.Add(ctx, metering.FirestoreWrite, 2)
+	metering.Add(ctx, metering.FirestoreWrite, writes)
 	member.UpdateTime, claimed.UpdateTime = commit.CommitTime(), commit.CommitTime()
 	return member, claimed, nil
 }
 
-// PoolServing returns the name of a pool that serves spec
-// (rules.PoolServing), or "" when none does. It is one query of the pools
-// of spec's provider, so it costs a read even when there is no pool: every
-// create of a proxy that could be served by one pays it.
-func (s *Store) PoolServing(ctx context.Context, spec proxy.Spec) (string, error) {
+// PoolServing returns a pool that serves spec (rules.PoolServing), or nil
+// when none does. It is one query of the pools of spec's provider, so it
+// costs a read even when there is no pool: every create of a proxy that
+// could be served by one pays it.
+func (s *Store) PoolServing(ctx context.Context, spec proxy.Spec) (*proxy.Pool, error) {
 	snaps, err := s.client.Collection(proxy.PoolsCollection).Where("spec.provider", "==", spec.Provider).Documents(ctx).GetAll()
 	if err != nil {
-		return "", fmt.Errorf("reading the pools of provider %q: %w", spec.Provider, err)
+		return nil, fmt.Errorf("reading the pools of provider %q: %w", spec.Provider, err)
 	}
 	queried(ctx, len(snaps))
 	pools := make([]*proxy.Pool, 0, len(snaps))
 	for _, snap := range snaps {
 		p, err := decodePool(snap)
 		if err != nil {
-			return "", err
+			return nil, err
 		}
 		pools = append(pools, p)
 	}

@@ -16,8 +16,9 @@ import (
 
 // The user's requests on a proxy that are not a create: its deletion, its
 // rotation, a PATCH and new credentials, each one change with its rule
-// (internal/store/rules): a rotation one transaction over the proxy and its
-// namespace, the others a read and a conditional write (changeDoc).
+// (internal/store/rules): a deletion request a read and a conditional
+// write (changeDoc), the others one transaction over the proxy and its
+// namespace (changeCounted), which they may count a VM in.
 
 // RequestDeletion marks the document for deletion (rules.RequestDeletion:
 // deleteRequestTime, kept from the first request, phase Deleting, and a
@@ -30,16 +31,34 @@ func (s *Store) RequestDeletion(ctx context.Context, key proxy.Key, now time.Tim
 
 // RequestRotation asks for the proxy's VM to be rotated
 // (rules.RequestRotation: rotateRequestTime is now, once Ready and not
-// within limits.RotateMinInterval of the last rotation) and counts the VM
-// against the namespace's limits.CreatesPerHour (rules.CountCreation),
+// within limits.RotateMinInterval of the last VM asked for) and counts the
+// VM against the namespace's limits.CreatesPerHour (rules.CountCreation),
 // in one transaction over both documents, and returns the proxy as it now
 // is. A refused rotation writes nothing: proxy.ErrBeingDeleted,
 // proxy.ErrNotReady, or a *proxy.RetryError saying when.
 func (s *Store) RequestRotation(ctx context.Context, key proxy.Key, now time.Time, limits tenancy.Limits) (*proxy.Proxy, error) {
+	p, err := s.changeCounted(ctx, key, func(p *proxy.Proxy, ns *tenancy.Namespace) ([]rules.Field, []rules.Field, error) {
+		fields, err := rules.RequestRotation(p, now, limits.RotateMinInterval)
+		if err != nil {
+			return nil, nil, err
+		}
+		counted, err := rules.CountCreation(ns, now, limits.CreatesPerHour)
+		return fields, counted, err
+	})
+	return p, wrap(key, "requesting the rotation of", err)
+}
+
+// changeCounted reads the namespace's document and the proxy's and writes
+// what rule changes of each, in one transaction; a rule that changes
+// neither writes nothing. The proxy's changes and the VM they count in
+// its namespace (rules.CountCreation) are both written or neither: a
+// crash cannot leave a VM asked for and not counted, nor counted and not
+// asked for.
+func (s *Store) changeCounted(ctx context.Context, key proxy.Key, rule func(*proxy.Proxy, *tenancy.Namespace) (proxyFields, nsFields []rules.Field, err error)) (*proxy.Proxy, error) {
 	ref, nsRef := s.ref(key), s.namespace(key.Namespace)
 	release, err := s.counters.acquire(ctx, key.Namespace)
 	if err != nil {
-		return nil, wrap(key, "requesting the rotation of", err)
+		return nil, err
 	}
 	defer release()
 	var (
@@ -62,17 +81,15 @@ func (s *Store) RequestRotation(ctx context.Context, key proxy.Key, now time.Tim
 		if out, err = decode(snap); err != nil {
 			return err
 		}
-		fields, err := rules.RequestRotation(out, now, limits.RotateMinInterval)
+		fields, counted, err := rule(out, ns)
 		if err != nil {
 			return err
 		}
-		counted, err := rules.CountCreation(ns, now, limits.CreatesPerHour)
-		if err != nil {
-			return err
-		}
-		writes = 1
-		if err := tx.Update(ref, updates(fields)); err != nil {
-			return err
+		if len(fields) > 0 {
+			writes++
+			if err := tx.Update(ref, updates(fields)); err != nil {
+				return err
+			}
 		}
 		if len(counted) > 0 {
 			writes++
@@ -81,10 +98,12 @@ func (s *Store) RequestRotation(ctx context.Context, key proxy.Key, now time.Tim
 		return nil
 	}, firestore.MaxAttempts(transactionAttempts), firestore.WithCommitResponseTo(&commit))
 	if err != nil {
-		return nil, wrap(key, "requesting the rotation of", err)
+		return nil, err
 	}
 	metering.Add(ctx, metering.FirestoreWrite, writes)
-	out.UpdateTime = commit.CommitTime()
+	if writes > 0 {
+		out.UpdateTime = commit.CommitTime()
+	}
 	return out, nil
 }
 
@@ -151,20 +170,28 @@ func updates(fields []rules.Field) []firestore.Update {
 }
 
 // UpdateSpec applies a change of the proxy's reconfigurable fields (a
-// PATCH) on the document as read (changeDoc): update is called with the
-// spec as read and returns the spec it wants (its error aborts the
+// PATCH) in one transaction: update is called with the spec as the
+// transaction read it and returns the spec it wants (its error aborts the
 // change and is returned as it is: the API's validation), and
 // rules.UpdateSpec writes what changed, generation + 1. No change writes
-// nothing and keeps the generation. It returns the proxy as it now is.
-func (s *Store) UpdateSpec(ctx context.Context, key proxy.Key, now time.Time, update func(proxy.Spec) (proxy.Spec, error)) (*proxy.Proxy, error) {
-	p, err := s.change(ctx, key, func(p *proxy.Proxy) ([]rules.Field, error) { return rules.UpdateSpec(p, now, update) })
+// nothing and keeps the generation. A change that gives the proxy a new VM
+// is held to limits and counted in its namespace in the same transaction
+// (rules.LiveReplacement). It returns the proxy as it now is.
+func (s *Store) UpdateSpec(ctx context.Context, key proxy.Key, now time.Time, limits tenancy.Limits, update func(proxy.Spec) (proxy.Spec, error)) (*proxy.Proxy, error) {
+	p, err := s.changeCounted(ctx, key, func(p *proxy.Proxy, ns *tenancy.Namespace) ([]rules.Field, []rules.Field, error) {
+		return rules.LiveChange(p, ns, now, limits, func() ([]rules.Field, error) { return rules.UpdateSpec(p, now, update) })
+	})
 	return p, wrap(key, "updating the spec of", err)
 }
 
 // RotateCredentials draws new credentials (proxy.NewCredentials) into the
 // proxy's bookkeeping and counts a generation (rules.RotateCredentials),
-// on the document as read (changeDoc), and returns the proxy as it now is, with them.
-func (s *Store) RotateCredentials(ctx context.Context, key proxy.Key, now time.Time) (*proxy.Proxy, error) {
-	p, err := s.change(ctx, key, func(p *proxy.Proxy) ([]rules.Field, error) { return rules.RotateCredentials(p, now) })
+// in one transaction, and returns the proxy as it now is, with them. A
+// rotation that gives the proxy a new VM is held to limits and counted in
+// its namespace in the same transaction (rules.LiveReplacement).
+func (s *Store) RotateCredentials(ctx context.Context, key proxy.Key, now time.Time, limits tenancy.Limits) (*proxy.Proxy, error) {
+	p, err := s.changeCounted(ctx, key, func(p *proxy.Proxy, ns *tenancy.Namespace) ([]rules.Field, []rules.Field, error) {
+		return rules.LiveChange(p, ns, now, limits, func() ([]rules.Field, error) { return rules.RotateCredentials(p, now) })
+	})
 	return p, wrap(key, "rotating the credentials of", err)
 }

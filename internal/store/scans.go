@@ -16,15 +16,16 @@ import (
 
 // The fields LiveUIDs reads of each document, parsed once.
 var (
-	uidPath         = firestore.FieldPath{"uid"}
-	phasePath       = firestore.FieldPath{"status", "phase"}
-	providerPath    = firestore.FieldPath{"spec", "provider"}
-	providerIDPath  = firestore.FieldPath{"status", "providerID"}
-	maxAgePath      = firestore.FieldPath{"spec", "maxAge"}
-	rotatePath      = firestore.FieldPath{"rotateRequestTime"}
-	bootStartPath   = firestore.FieldPath{"reconciler", "bootStart"}
-	claimedByUIDPth = firestore.FieldPath{"claimedBy", "uid"}
-	liveFields      = []firestore.FieldPath{uidPath, phasePath, providerPath, providerIDPath, maxAgePath, rotatePath, bootStartPath, claimedByUIDPth}
+	uidPath          = firestore.FieldPath{"uid"}
+	phasePath        = firestore.FieldPath{"status", "phase"}
+	providerPath     = firestore.FieldPath{"spec", "provider"}
+	providerIDPath   = firestore.FieldPath{"status", "providerID"}
+	maxAgePath       = firestore.FieldPath{"spec", "maxAge"}
+	rotatePath       = firestore.FieldPath{"rotateRequestTime"}
+	bootStartPath    = firestore.FieldPath{"reconciler", "bootStart"}
+	rotationWaitPath = firestore.FieldPath{"status", "rotationWaitUntil"}
+	claimedByUIDPth  = firestore.FieldPath{"claimedBy", "uid"}
+	liveFields       = []firestore.FieldPath{uidPath, phasePath, providerPath, providerIDPath, maxAgePath, rotatePath, bootStartPath, rotationWaitPath, claimedByUIDPth}
 )
 
 // LiveUIDs reads, by uid, the key, phase, provider and rotation fields of every
@@ -67,6 +68,11 @@ func (s *Store) LiveUIDs(ctx context.Context) (map[string]proxy.Claim, error) {
 		}
 		if v, err := snap.DataAtPath(bootStartPath); err == nil {
 			claim.BootStart, _ = v.(time.Time)
+		}
+		if v, err := snap.DataAtPath(rotationWaitPath); err == nil {
+			if t, ok := v.(time.Time); ok {
+				claim.RotationWaitUntil = &t
+			}
 		}
 		if _, err := snap.DataAtPath(claimedByUIDPth); err == nil {
 			claim.Claimed = true

@@ -252,6 +252,27 @@ func (s *Store) UpdateStatus(ctx context.Context, p *proxy.Proxy) (time.Time, er
 	return wr.UpdateTime, nil
 }
 
+// UpdateStatusCounted is UpdateStatus that also counts a VM caused at at
+// against the namespace's bound of perHour (rules.CountCreation), in one
+// transaction over both documents (changeCounted): the reconciler's
+// record that a rotation by maxAge starts, which costs the namespace a VM.
+// Both are written or neither. Past the bound nothing is written and the
+// error wraps a *proxy.RetryError (proxy.ErrCreatesPerHour) saying when
+// one more fits; ErrConflict means the proxy changed since it was read.
+func (s *Store) UpdateStatusCounted(ctx context.Context, p *proxy.Proxy, at time.Time, perHour int) (time.Time, error) {
+	out, err := s.changeCounted(ctx, p.Key(), func(cur *proxy.Proxy, ns *tenancy.Namespace) ([]rules.Field, []rules.Field, error) {
+		if !cur.UpdateTime.Equal(p.UpdateTime) {
+			return nil, nil, proxy.ErrConflict
+		}
+		counted, err := rules.CountCreation(ns, at, perHour)
+		return rules.StatusUpdate(p), counted, err
+	})
+	if err != nil {
+		return time.Time{}, wrap(p.Key(), "updating the status of", err)
+	}
+	return out.UpdateTime, nil
+}
+
 // Delete removes the document if its update time is still updateTime, and
 // uncounts it from the namespace's quota in the same transaction.
 func (s *Store) Delete(ctx context.Context, key proxy.Key, updateTime time.Time) error {

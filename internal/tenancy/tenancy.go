@@ -64,10 +64,16 @@ type Namespace struct {
 	// ProxyCount is how many proxy documents the namespace holds, changed
 	// in the transaction of each create and delete.
 	ProxyCount int64 `firestore:"proxyCount"`
-	// Creations are the times of the VMs its users' requests asked for
-	// (creates and rotations) within the last hour, oldest first, written
-	// in the transaction of each: what bounds Limits.CreatesPerHour.
+	// Creations are the times of the VMs the namespace caused within the
+	// last hour, oldest first, written in the transaction of each: its
+	// users' creates and rotations, its live changes that need a new VM,
+	// and its specs' rotations by maxAge. What bounds
+	// Limits.CreatesPerHour.
 	Creations []time.Time `firestore:"creations,omitempty"`
+	// PoolClaims are the times of the warm VMs its proxies claimed within
+	// the last hour, by pool, oldest first, written in the transaction of
+	// each claim: what bounds a pool's ClaimsPerNamespacePerHour.
+	PoolClaims map[string][]time.Time `firestore:"poolClaims,omitempty"`
 	// CreateTime is when an admin created the namespace.
 	CreateTime time.Time `firestore:"createTime,omitempty"`
 	// UpdateTime is the document's update time as the store reports it.
@@ -125,24 +131,41 @@ func (ns *Namespace) Clone() *Namespace {
 	c.Members = maps.Clone(ns.Members)
 	c.MemberEmails = slices.Clone(ns.MemberEmails)
 	c.Creations = slices.Clone(ns.Creations)
+	if ns.PoolClaims != nil {
+		c.PoolClaims = make(map[string][]time.Time, len(ns.PoolClaims))
+		for pool, ts := range ns.PoolClaims {
+			c.PoolClaims[pool] = slices.Clone(ts)
+		}
+	}
 	return &c
 }
 
 // Limits bound what a namespace's users make: the proxies it holds, and
-// how often their requests make VMs, which cost money and spend the
-// Compute quotas every namespace shares. The stores hold a create or a
-// rotation to them in its own transaction.
+// how often they cause VMs, which cost money and spend the Compute quotas
+// every namespace shares. The stores hold a create, a rotation or a live
+// change to them in its own transaction.
 type Limits struct {
 	// Quota is how many proxies the namespace may hold (creates only).
 	Quota int
-	// CreatesPerHour bounds the VMs its users' requests — creates,
-	// rotations — ask for in any hour; zero bounds none. VMs the
-	// reconciler replaces on its own (lost, failed to boot, past their
-	// maxAge) are never counted nor refused.
+	// CreatesPerHour bounds the VMs the namespace causes in any hour;
+	// zero bounds none. Every VM that follows from its users' actions or
+	// its specs counts: creates, rotations, live changes that need a new
+	// VM, rotations by maxAge (counted by the reconciler), and so the warm
+	// VMs its proxies claim, each the VM of one of those. VMs the
+	// reconciler replaces because they were lost, stopped or failed to
+	// boot are never counted nor refused.
 	CreatesPerHour int
-	// RotateMinInterval is the least time between two rotations of a
-	// proxy (rotations only); zero, none.
+	// RotateMinInterval is the least time between two VMs a user asks
+	// for one proxy (rotations, and live changes that need a new VM);
+	// zero, none.
 	RotateMinInterval time.Duration
+	// InPlace reports whether a VM of the provider type takes a live
+	// change (a PATCH, new credentials) without being replaced: its
+	// provider can reconfigure a VM (provider.Reconfigurer). A live change
+	// of any other proxy's VM, or of one whose spec brings its own
+	// cloud-init, makes a new VM, held to RotateMinInterval and counted in
+	// CreatesPerHour. Nil takes every live change as made in place.
+	InPlace func(providerType string) bool
 }
 
 // Admission decides, inside the transaction of a proxy's create, whether

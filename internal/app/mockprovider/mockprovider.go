@@ -17,7 +17,7 @@ import (
 
 // Linked is the mock provider as app.Options.Linked takes it.
 func Linked() app.Linked {
-	return app.Linked{Type: mock.Type, Validator: mock.Validate, New: constructor}
+	return app.Linked{Type: mock.Type, Validator: mock.Validate, InPlace: true, New: constructor}
 }
 
 // Options are the mock's options from the configuration's MOCK_ settings,

@@ -192,6 +192,14 @@ func (p *Provider) instance(req provider.CreateRequest, zone, natIP string) *com
 	if p.cfg.Subnetwork != "" {
 		nic.Subnetwork = proto.String("regions/" + regionOf(zone) + "/subnetworks/" + p.cfg.Subnetwork)
 	}
+	if p.cfg.StackType == StackDual {
+		// An external IPv6 address of the subnet's range, the first of
+		// the /96 Compute gives the interface; egress to IPv6
+		// destinations leaves from it.
+		nic.StackType = proto.String(StackDual)
+		nic.Ipv6AccessConfigs = []*computepb.AccessConfig{{Name: proto.String("External IPv6"),
+			Type: proto.String("DIRECT_IPV6"), NetworkTier: proto.String("PREMIUM")}}
+	}
 	inst := &computepb.Instance{
 		Name:        proto.String(req.Name),
 		Description: proto.String(fmt.Sprintf("Egress proxy namespaces/%s/proxies/%s", req.Namespace, req.ProxyName)),

@@ -178,7 +178,7 @@ func TestMetadata(t *testing.T) {
 			},
 			want: []*computepb.Items{
 				item("startup-script", script),
-				item("egress-config", `{"generation":0,"listen":":3128","users":null,"allowedSourceRanges":null,"connectPorts":[443],"denyDestinations":null}`),
+				item("egress-config", `{"generation":0,"listen":":3128","users":null,"allowedSourceRanges":null,"connectPorts":[443],"denyDestinations":null,"accessLog":false}`),
 				item("egress-engine-url", "https://storage.googleapis.com/b/egress-proxy"),
 				item("egress-engine-sha256", strings.Repeat("ab", 32)),
 				item("enable-guest-attributes", "TRUE"),
@@ -444,6 +444,23 @@ func TestReadiness(t *testing.T) {
 			reason: "the script clears both at every boot; a ready beside an error means a clear failed",
 			settle: true, attrs: map[string]string{"egress/ready": "serving", "egress/error": "from the boot before"},
 			want: provider.Instance{State: provider.StateRunning, IP: "198.51.100.1", Generation: 1},
+		},
+		"ChangeRefused": {
+			reason: "the agent refused generation 4 and serves 3 still: an error that names a later generation than the one served is read as a boot error is, at once",
+			settle: true, attrs: map[string]string{"egress/ready": "3", "egress/error": "generation 4: the self-test's CONNECT to www.google.com:443 got 403; the configuration served before is served still"},
+			want: provider.Instance{State: provider.StateRunning, IP: "198.51.100.1", Generation: 3, RefusedGeneration: 4,
+				BootError: "generation 4: the self-test's CONNECT to www.google.com:443 got 403; the configuration served before is served still"},
+		},
+		"StaleRefusal": {
+			reason: "an error of the generation served (or an earlier one) is one whose clear failed: the VM serves it",
+			settle: true, attrs: map[string]string{"egress/ready": "4", "egress/error": "generation 4: the filter did not load; the configuration served before is served still"},
+			want: provider.Instance{State: provider.StateRunning, IP: "198.51.100.1", Generation: 4},
+		},
+		"RefusalOfAWarmVM": {
+			reason: "a warm VM (generation 0) that refused its claim's configuration says so too",
+			settle: true, attrs: map[string]string{"egress/ready": "0", "egress/error": "generation 1: the engine did not reload; the configuration served before is served still"},
+			want: provider.Instance{State: provider.StateRunning, IP: "198.51.100.1", RefusedGeneration: 1,
+				BootError: "generation 1: the engine did not reload; the configuration served before is served still"},
 		},
 		"ServingWithTraffic": {
 			reason: "egress/traffic, the engine's counters with the report's time, is the instance's Traffic",

@@ -149,9 +149,16 @@ func bootstrapped(inst *computepb.Instance) bool {
 // egress/ready the VM stays Running, serving the generation it names;
 // otherwise it is Provisioning, with the reason of egress/error if the
 // script gave one. egress/traffic, when the VM reported it, is the
-// Instance's Traffic. The script clears both at the start of every boot,
-// so a ready beside a stale error means the clear failed, not that the
-// proxy does.
+// Instance's Traffic.
+//
+// An egress/error beside egress/ready is read as a boot error is when it
+// names a later generation than the one served: the agent refused that
+// configuration and rolled back (RefusedGeneration), and says so at once,
+// so the reconciler need not wait out its reconfigure timeout. The agent
+// deletes egress/error after every configuration it serves, and the
+// script clears both at every boot, so any other error beside a ready (of
+// the generation served, or of none) is one whose clear failed, not one
+// the proxy has now.
 func (p *Provider) readiness(ctx context.Context, id parsed, out *provider.Instance) error {
 	attrs, err := p.c.Instances.GetGuestAttributes(ctx, &computepb.GetGuestAttributesInstanceRequest{
 		Project: id.project, Zone: id.scope, Instance: id.name, QueryPath: proto.String(vmconfig.GuestNamespace + "/"),
@@ -173,6 +180,9 @@ func (p *Provider) readiness(ctx context.Context, id parsed, out *provider.Insta
 	out.Traffic = traffic(values[vmconfig.GuestTraffic])
 	if ready, ok := values[vmconfig.GuestReady]; ok {
 		out.Generation = generation(ready)
+		if refused, ok := vmconfig.RefusedGeneration(values[vmconfig.GuestError]); ok && refused > out.Generation {
+			out.RefusedGeneration, out.BootError = refused, values[vmconfig.GuestError]
+		}
 		return nil
 	}
 	out.State = provider.StateProvisioning
@@ -212,6 +222,9 @@ func convert(id, zone string, inst *computepb.Instance) provider.Instance {
 	if nics := inst.GetNetworkInterfaces(); len(nics) > 0 {
 		if acs := nics[0].GetAccessConfigs(); len(acs) > 0 {
 			out.IP = acs[0].GetNatIP()
+		}
+		if acs := nics[0].GetIpv6AccessConfigs(); len(acs) > 0 {
+			out.IPv6 = acs[0].GetExternalIpv6()
 		}
 	}
 	if t, err := time.Parse(time.RFC3339, inst.GetCreationTimestamp()); err == nil {

@@ -22,6 +22,7 @@ import (
 	"github.com/egress-proxies/egress/internal/proxy"
 	"github.com/egress-proxies/egress/internal/reconcile"
 	"github.com/egress-proxies/egress/internal/store/storefake"
+	"github.com/egress-proxies/egress/internal/tenancy"
 	"github.com/egress-proxies/egress/internal/vm/vmconfig"
 )
 
@@ -340,16 +341,7 @@ func requestIDs(ins []computefake.Insert) []string {
 func TestLiveChangeOnCompute(t *testing.T) {
 	l := newLifecycle(t, proxy.Placement{Region: "us-central1", Zone: "us-central1-b"}, proxy.IPEphemeral)
 	l.r = reconcile.New(l.store, gcpProviders{l.provider(t)}, noQueue{}, nil, l.clock, slog.New(slog.DiscardHandler),
-		reconcile.Options{Rand: rand.New(rand.NewPCG(1, 1)), Bootstrap: func(s proxy.Spec, c proxy.Credentials, g int64) (string, *vmconfig.Config, error) {
-			cfg := bootstrap.ForProxy(s, c, nil)
-			cfg.Generation = g
-			script, err := bootstrap.Render(cfg)
-			if err != nil {
-				return "", nil, err
-			}
-			engine, err := bootstrap.EngineConfig(cfg)
-			return script, &engine, err
-		}})
+		reconcile.Options{Rand: rand.New(rand.NewPCG(1, 1)), Bootstrap: renderBootstrap})
 	ctx := context.Background()
 	l.run(proxy.ReasonWritten)
 	l.fake.Settle()
@@ -361,7 +353,7 @@ func TestLiveChangeOnCompute(t *testing.T) {
 		t.Fatalf("before the change: %s at generation %d, want Ready at 1", ready.Status.Phase, ready.Status.ObservedGeneration)
 	}
 
-	if _, err := l.store.UpdateSpec(ctx, l.key, l.clock.Now(), func(s proxy.Spec) (proxy.Spec, error) {
+	if _, err := l.store.UpdateSpec(ctx, l.key, l.clock.Now(), tenancy.Limits{}, func(s proxy.Spec) (proxy.Spec, error) {
 		s.AllowedSourceRanges = []string{"198.51.100.0/24"}
 		return s, nil
 	}); err != nil {
@@ -415,4 +407,103 @@ func (l *lifecycle) provider(t *testing.T) provider.Provider {
 		t.Fatal(err)
 	}
 	return p
+}
+
+// TestIPv6InStatus: on a dual-stack deployment (GCP_STACK_TYPE=IPV4_IPV6)
+// the proxy's status shows its VM's external IPv6 address beside its IP
+// once Ready, and the new VM's after a replacement; the endpoint stays the
+// IPv4 address's.
+func TestIPv6InStatus(t *testing.T) {
+	l := newLifecycle(t, proxy.Placement{Region: "us-central1", Zone: "us-central1-b"}, proxy.IPEphemeral)
+	clients := fakeCompute(t, l.fake)
+	p, err := gcp.New(clients, gcp.Config{Project: lifecycleProject, Subnetwork: "proxies", StackType: gcp.StackDual})
+	if err != nil {
+		t.Fatal(err)
+	}
+	l.fake.SetDualStack("us-central1", "proxies")
+	l.r = reconcile.New(l.store, gcpProviders{p}, noQueue{}, nil, l.clock, slog.New(slog.DiscardHandler), reconcile.Options{Rand: rand.New(rand.NewPCG(1, 1))})
+	type seen struct {
+		Phase          proxy.Phase
+		Endpoint, IPv6 string
+	}
+	look := func() seen {
+		d := l.doc()
+		return seen{d.Status.Phase, d.Status.Endpoint, d.Status.IPv6}
+	}
+	l.run(proxy.ReasonWritten)
+	during := look()
+	l.settle()
+	first := look()
+	deleteByHand(l, "us-central1-b", provider.NameFromUID(lifecycleUID))
+	l.run(proxy.ReasonDrift)
+	replacing := look()
+	l.settle()
+	second := look()
+	got := []seen{during, first, replacing, second}
+	want := []seen{
+		{Phase: proxy.PhaseProvisioning},
+		{Phase: proxy.PhaseReady, Endpoint: "198.51.100.1:3128", IPv6: "2001:db8:4000:1::"},
+		{Phase: proxy.PhaseProvisioning},
+		{Phase: proxy.PhaseReady, Endpoint: "198.51.100.2:3128", IPv6: "2001:db8:4000:2::"},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("status through a replacement, created, Ready, replaced, Ready (-want +got):\n%s", diff)
+	}
+}
+
+// TestRefusalOnComputeSaidAtOnce: a VM whose agent refuses the generation
+// a PATCH brought (egress/ready still 1, egress/error naming generation 2)
+// is read by Get as a boot error is, and the run of its call-home says so
+// in the proxy's status and replaces it, with no time passing: not after
+// RECONFIGURE_TIMEOUT, as when the refusal went unread.
+func TestRefusalOnComputeSaidAtOnce(t *testing.T) {
+	l := newLifecycle(t, proxy.Placement{Region: "us-central1", Zone: "us-central1-b"}, proxy.IPEphemeral)
+	l.r = reconcile.New(l.store, gcpProviders{l.provider(t)}, noQueue{}, nil, l.clock, slog.New(slog.DiscardHandler),
+		reconcile.Options{Rand: rand.New(rand.NewPCG(1, 1)), Bootstrap: renderBootstrap})
+	l.run(proxy.ReasonWritten)
+	l.fake.Settle()
+	name := l.fake.Inserts()[0].Instance.GetName()
+	l.fake.SetGuestAttribute("us-central1-b", name, "egress/ready", "1")
+	l.run(proxy.ReasonReady)
+	if _, err := l.store.RotateCredentials(context.Background(), l.key, l.clock.Now(), tenancy.Limits{}); err != nil {
+		t.Fatal(err)
+	}
+	l.run(proxy.ReasonWritten)
+	// The agent tries generation 2, refuses it, keeps serving 1, and calls
+	// home boot-failed.
+	l.fake.SetGuestAttribute("us-central1-b", name, "egress/error", "generation 2: the self-test's CONNECT to www.google.com:443 got 403; the configuration served before is served still")
+	l.run(proxy.ReasonBootFailed)
+	p := l.doc()
+	reason := ""
+	for _, c := range p.Status.Conditions {
+		if c.Type == proxy.ConditionReady {
+			reason = c.Reason
+		}
+	}
+	got := []any{p.Status.Phase, reason, p.Reconciler.Replacements, strings.Contains(p.Status.Message+" "+conditionMessage(p), "could not serve generation 2")}
+	if diff := cmp.Diff([]any{proxy.PhaseReplacing, "ConfigurationRefused", int64(1), true}, got); diff != "" {
+		t.Errorf("[phase, Ready reason, replacements, says why] right after the refusal's call-home (-want +got):\n%s", diff)
+	}
+}
+
+func conditionMessage(p *proxy.Proxy) string {
+	for _, c := range p.Status.Conditions {
+		if c.Type == proxy.ConditionReady {
+			return c.Message
+		}
+	}
+	return ""
+}
+
+// renderBootstrap renders a proxy's default bootstrap as the composition
+// root does: the startup script and the engine's configuration.
+func renderBootstrap(s proxy.Spec, c proxy.Credentials, g int64) (string, *vmconfig.Config, error) {
+	cfg := bootstrap.ForProxy(s, c, nil)
+	cfg.Generation = g
+	script, err := bootstrap.Render(cfg)
+	if err != nil {
+		return "", nil, err
+	}
+	engine, err := bootstrap.EngineConfig(cfg)
+	return script, &engine, err
 }

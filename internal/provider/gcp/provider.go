@@ -36,6 +36,13 @@ import (
 // Type is the registry type of this provider.
 const Type = "gcp"
 
+// The stack types of Config.StackType, as Compute names a network
+// interface's.
+const (
+	StackIPv4 = "IPV4_ONLY"
+	StackDual = "IPV4_IPV6"
+)
+
 // Defaults of Config.
 const (
 	DefaultNetwork     = "default"
@@ -71,6 +78,12 @@ type Config struct {
 	// Network and Subnetwork place the VM's interface; Subnetwork may be
 	// empty for an auto-mode network.
 	Network, Subnetwork string
+	// StackType is the VMs' interface's stack: StackIPv4 (empty is the
+	// same), or StackDual, which gives each VM an external IPv6 address
+	// beside its IPv4 one (Instance.IPv6). Dual needs Subnetwork to be a
+	// dual-stack subnet with external IPv6 (stackType IPV4_IPV6,
+	// ipv6AccessType EXTERNAL), which only a custom-mode network has.
+	StackType string
 	// NetworkTag is the tag the firewall rule opens the proxy port for.
 	NetworkTag string
 	// ServiceAccount is the proxy VMs' own service account email, given
@@ -163,6 +176,17 @@ func New(c Clients, cfg Config) (*Provider, error) {
 	}
 	if cfg.Scopes == nil {
 		cfg.Scopes = DefaultScopes
+	}
+	switch cfg.StackType {
+	case "":
+		cfg.StackType = StackIPv4
+	case StackIPv4:
+	case StackDual:
+		if cfg.Subnetwork == "" {
+			return nil, fmt.Errorf("gcp provider: stack type %s needs a subnetwork: only a custom-mode network's subnet can be dual-stack", StackDual)
+		}
+	default:
+		return nil, fmt.Errorf("gcp provider: stack type %q is neither %s nor %s", cfg.StackType, StackIPv4, StackDual)
 	}
 	return &Provider{c: c, cfg: cfg, zones: map[string][]string{}}, nil
 }

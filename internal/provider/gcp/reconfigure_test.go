@@ -85,7 +85,7 @@ func TestReconfigureWrites(t *testing.T) {
 		Fingerprint: before.GetMetadata().Fingerprint,
 		Items: []*computepb.Items{
 			item("startup-script", request().StartupScript),
-			item("egress-config", `{"generation":3,"listen":":3128","users":null,"allowedSourceRanges":null,"connectPorts":[443],"denyDestinations":null}`),
+			item("egress-config", `{"generation":3,"listen":":3128","users":null,"allowedSourceRanges":null,"connectPorts":[443],"denyDestinations":null,"accessLog":false}`),
 			item("enable-guest-attributes", "TRUE"),
 			item("egress-call-home-topic", "projects/demo-proxies/topics/proxy-callhome"),
 			item("egress-namespace", "team-b"),

@@ -351,7 +351,17 @@ func (p *Provider) snapshot(listed bool) []provider.Instance {
 func (p *Provider) advance(in *instance) {
 	now := p.clock.Now()
 	if in.inst.State == provider.StateRunning && in.pending != nil && !now.Before(in.pendingAt) {
-		in.inst.Generation, in.pending = *in.pending, nil
+		if in.refusal != "" {
+			// It tried the generation, could not serve it, and serves the
+			// one before, saying so until it serves another.
+			in.inst.RefusedGeneration, in.inst.BootError = *in.pending, in.refusal
+		} else {
+			in.inst.Generation = *in.pending
+			if in.inst.RefusedGeneration != 0 {
+				in.inst.RefusedGeneration, in.inst.BootError = 0, ""
+			}
+		}
+		in.pending, in.refusal = nil, ""
 	}
 	if in.inst.State != provider.StateProvisioning || in.bootError != "" || in.neverReady {
 		return

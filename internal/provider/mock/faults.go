@@ -187,6 +187,29 @@ func (p *Provider) Print(providerID string, lines ...string) bool {
 	return ok
 }
 
+// RefuseReconfigures makes the agents of the next n running instances
+// handed a new configuration refuse it, for reason, as an agent whose
+// self-test of the new configuration fails does: after the reconfigure
+// delay the instance still serves the generation it served, reports the
+// one it refused (Instance.RefusedGeneration) with a BootError as the
+// agent writes egress/error, and calls home with it. It replaces the
+// refusals not used yet: 0 ends them.
+func (p *Provider) RefuseReconfigures(n int, reason string) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.refuse, p.refuseReason = max(n, 0), reason
+}
+
+// RefusalsArmed is how many refusals RefuseReconfigures armed are still to
+// come: a Reconfigure that changed nothing, or reached a VM not running,
+// leaves its refusal for the next one, and a test that plays faults tells
+// by this whether the VM it called refused.
+func (p *Provider) RefusalsArmed() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.refuse
+}
+
 // NeverReady makes the next n new instances hang in their boot: they stay
 // Provisioning, report nothing and never call home, as a VM whose startup
 // script never ran would.
@@ -194,6 +217,19 @@ func (p *Provider) NeverReady(n int) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.neverReady += n
+}
+
+// Hangs reports whether the instance hangs in its boot (NeverReady made
+// it so): a test that plays faults tells by it which VM one met.
+func (p *Provider) Hangs(providerID string) bool {
+	name, _, err := parseID(providerID)
+	if err != nil {
+		return false
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	in, ok := p.instances[name]
+	return ok && in.neverReady
 }
 
 // SkipCallHome makes the next n new instances become ready without calling

@@ -16,7 +16,9 @@
 //
 // It is a provider.Reconfigurer: a VM takes a new owner and engine
 // configuration in place, and reports the new generation and calls home
-// after Options.ReconfigureDelay, as a VM's agent does.
+// after Options.ReconfigureDelay, as a VM's agent does; or, as an agent
+// that cannot serve it does, refuses it, keeps serving the one before,
+// and says so (Instance.RefusedGeneration) and calls home.
 //
 // Faults are injected on purpose (faults.go) so that reconcile, GC and the
 // simulation can exercise every error path without a cloud. The files:
@@ -135,10 +137,13 @@ type instance struct {
 	// served is its running engine, with Options.Serve.
 	served *served
 	// reconfigs counts its Reconfigures; pending, after one, is the
-	// generation it reports from pendingAt on (Options.ReconfigureDelay).
+	// generation it reports from pendingAt on (Options.ReconfigureDelay),
+	// or, when refusal is set, the one it reports it refused, with that
+	// reason, still serving the one before (RefuseReconfigures).
 	reconfigs int
 	pending   *int64
 	pendingAt time.Time
+	refusal   string
 }
 
 // fault is an injected failure of the next calls to one method.
@@ -196,6 +201,10 @@ type project struct {
 	// neverReady and skipCallHome count the next new instances that will
 	// never be ready, or that will be ready without calling home.
 	neverReady, skipCallHome int
+	// refuse counts the next reconfigurations of running instances their
+	// agent refuses, for refuseReason (RefuseReconfigures).
+	refuse       int
+	refuseReason string
 	// serveOpts is Options.Serve; nextServed and nextStatic walk the
 	// loopback ranges the served instances' addresses come from.
 	serveOpts              *Serve

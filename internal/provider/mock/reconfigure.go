@@ -3,6 +3,7 @@ package mock
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"reflect"
 
@@ -74,29 +75,41 @@ func (p *Provider) reconfigure(in *instance, req provider.ReconfigureRequest) (i
 	engine := *req.Engine
 	in.req.Engine = &engine
 	generation := engine.Generation
-	in.pending, in.pendingAt = &generation, p.clock.Now().Add(p.reconfigureDelay)
-	if err := p.reapply(in); err != nil {
-		// The agent would report the refusal and keep the old rules: the
-		// new generation is never reported, and the reconciler's timeout
-		// replaces the VM.
-		in.pending = nil
-		in.console = append(in.console, "egress-agent: "+err.Error())
-		p.serveLog().Warn("mock VM refuses its reconfiguration", slog.String("instance", in.name), slog.Any("error", err))
+	in.pending, in.pendingAt, in.refusal = &generation, p.clock.Now().Add(p.reconfigureDelay), ""
+	var refusal error
+	if p.refuse > 0 && in.inst.State == provider.StateRunning {
+		p.refuse--
+		refusal = errors.New(p.refuseReason)
+	} else {
+		refusal = p.reapply(in)
+	}
+	if refusal != nil {
+		// As the agent does: the configuration served before is served
+		// still, and egress/error says which generation was refused, and
+		// why, once the VM has tried it.
+		in.refusal = fmt.Sprintf("generation %d: %v; the configuration served before is served still", generation, refusal)
+		in.console = append(in.console, "egress-agent: "+in.refusal)
+		p.serveLog().Warn("mock VM refuses its reconfiguration", slog.String("instance", in.name), slog.Any("error", refusal))
 	}
 	return in.reconfigs, true
 }
 
 // reconfigured ends a reconfiguration: the instance, if it is still there,
-// running, not reconfigured again since, and serving the new generation
-// (its engine took it), reports it and calls home.
+// running and not reconfigured again since, calls home: ready when it
+// serves the new generation (its engine took it), with the reason when it
+// refused it.
 func (p *Provider) reconfigured(in *instance, seq int) {
 	p.mu.Lock()
 	cur, ok := p.instances[in.name]
 	p.advance(in)
 	applied := in.req.Engine == nil || in.inst.Generation == in.req.Engine.Generation
-	live := ok && cur == in && in.reconfigs == seq && applied && in.bootError == "" &&
+	refused := in.req.Engine != nil && in.inst.RefusedGeneration == in.req.Engine.Generation
+	live := ok && cur == in && in.reconfigs == seq && (applied || refused) && in.bootError == "" &&
 		in.goneAt.IsZero() && in.inst.State == provider.StateRunning
 	call := CallHome{Namespace: in.req.Namespace, Name: in.req.ProxyName, UID: in.req.UID, Pool: in.req.Pool}
+	if refused && !applied {
+		call.BootError = in.inst.BootError
+	}
 	p.mu.Unlock()
 	if live && p.callHome != nil {
 		p.callHome(call)

@@ -40,15 +40,33 @@ func TestReconfigure(t *testing.T) {
 		Generations []int64 // Get's, before the delay ends and after
 		UID         string
 		Calls       []mock.CallHome
+		// Refused and BootError are what Get says of a refusal at the end.
+		Refused   int64
+		BootError string
 	}
 	home := mock.CallHome{Namespace: "team-a", Name: "egress-1", UID: claim.UID}
+	const refusal = "generation 2: the self-test failed; the configuration served before is served still"
+	refusedHome := home
+	refusedHome.BootError = refusal
 	cases := map[string]struct {
 		reason string
 		// boot lets the VM boot before the reconfigurations.
 		boot bool
-		reqs []provider.ReconfigureRequest
-		want observed
+		// refuse is how many reconfigurations the VMs' agents refuse.
+		refuse int
+		reqs   []provider.ReconfigureRequest
+		want   observed
 	}{
+		"Refused": {
+			reason: "an agent that refuses the change keeps serving generation 0, says it refused 2 and why, and calls home with it",
+			boot:   true, refuse: 1, reqs: []provider.ReconfigureRequest{claim},
+			want: observed{Generations: []int64{0, 0}, UID: claim.UID, Calls: []mock.CallHome{refusedHome}, Refused: 2, BootError: refusal},
+		},
+		"RefusalNotWhileBooting": {
+			reason: "a VM still booting takes the change into its boot: no agent refuses it",
+			refuse: 1, reqs: []provider.ReconfigureRequest{claim},
+			want: observed{Generations: []int64{2, 2}, UID: claim.UID, Calls: []mock.CallHome{home}},
+		},
 		"Claimed": {
 			reason: "a warm VM serves generation 0, then the claim's after the delay, and calls home as its new owner",
 			boot:   true, reqs: []provider.ReconfigureRequest{claim},
@@ -77,6 +95,7 @@ func TestReconfigure(t *testing.T) {
 			var calls []mock.CallHome
 			p := mock.New(mock.Options{Clock: clk, ProvisioningDelay: 10 * time.Second, ReconfigureDelay: time.Second,
 				CallHome: func(c mock.CallHome) { calls = append(calls, c) }})
+			p.RefuseReconfigures(tc.refuse, "the self-test failed")
 			req := request(warmUID)
 			req.Namespace, req.ProxyName, req.Pool = "", "pool-member", "ci"
 			req.Engine = &vmconfig.Config{Generation: 0, Listen: ":3128"}
@@ -108,6 +127,7 @@ func TestReconfigure(t *testing.T) {
 			clk.Advance(time.Hour)
 			in, _ = p.Get(ctx, id)
 			got.Generations, got.UID, got.Calls = append(got.Generations, in.Generation), in.UID, calls
+			got.Refused, got.BootError = in.RefusedGeneration, in.BootError
 			if diff := cmp.Diff(tc.want, got); diff != "" {
 				t.Errorf("%s\n(-want +got):\n%s", tc.reason, diff)
 			}
@@ -291,4 +311,38 @@ func exchange(t *testing.T, c net.Conn, msg string) string {
 		return "read: " + err.Error()
 	}
 	return string(buf)
+}
+
+// TestRefusalClearedByTheNextServed: a refusal stays said until the VM
+// serves a later configuration, as the agent deletes egress/error only
+// then.
+func TestRefusalClearedByTheNextServed(t *testing.T) {
+	ctx := context.Background()
+	clk := clock.NewFake(epoch)
+	p := mock.New(mock.Options{Clock: clk, ReconfigureDelay: time.Second})
+	req := request(warmUID)
+	req.Engine = &vmconfig.Config{Generation: 1, Listen: ":3128"}
+	id, err := p.Create(ctx, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.Get(ctx, id) // booted: no provisioning delay
+	p.RefuseReconfigures(1, "the filter does not load")
+	type seen struct {
+		Generation, Refused int64
+		BootError           string
+	}
+	var got []seen
+	for _, g := range []int64{2, 3} {
+		if err := p.Reconfigure(ctx, id, withGeneration(claim, g)); err != nil {
+			t.Fatal(err)
+		}
+		clk.Advance(time.Second)
+		in, _ := p.Get(ctx, id)
+		got = append(got, seen{in.Generation, in.RefusedGeneration, in.BootError})
+	}
+	want := []seen{{1, 2, "generation 2: the filter does not load; the configuration served before is served still"}, {3, 0, ""}}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("after a refused generation 2, then generation 3 (-want +got):\n%s", diff)
+	}
 }

@@ -122,16 +122,28 @@ func (p *Provider) serve(in *instance) error {
 // on listen: its request's, with the local stack's exceptions. p.mu must
 // be held.
 func (p *Provider) engineConfig(in *instance, listen string) vmconfig.Config {
-	cfg := *in.req.Engine
-	// The VM's own self-test sources would admit the whole developer
-	// machine here: the spec's ranges alone decide. Its counters are not
-	// served: every mock VM would want the same port.
+	return onLoopback(*in.req.Engine, listen, p.serveOpts.AllowDestinations)
+}
+
+// onLoopback is cfg as a mock VM of the local stack runs it: on listen,
+// one loopback address of its own, and its SOCKS5 port on the same
+// address (":1080" would be every mock VM's, and every interface of the
+// developer's machine); the VM's self-test sources dropped, since they
+// would admit the whole machine here and the spec's ranges alone decide;
+// no counters served, since every mock VM would want the same port; and
+// allow, the local test targets, excepted from the deny list.
+func onLoopback(cfg vmconfig.Config, listen string, allow []string) vmconfig.Config {
 	if n := len(bootstrap.SelfTestSources); len(cfg.AllowedSourceRanges) >= n && slices.Equal(cfg.AllowedSourceRanges[:n], bootstrap.SelfTestSources) {
 		cfg.AllowedSourceRanges = cfg.AllowedSourceRanges[n:]
 	}
 	cfg.StatsListen = ""
+	if _, port, err := net.SplitHostPort(cfg.Socks5Listen); err == nil && port != "" {
+		if host, _, err := net.SplitHostPort(listen); err == nil {
+			cfg.Socks5Listen = net.JoinHostPort(host, port)
+		}
+	}
 	cfg.Listen = listen
-	cfg.AllowDestinations = slices.Concat(cfg.AllowDestinations, p.serveOpts.AllowDestinations)
+	cfg.AllowDestinations = slices.Concat(cfg.AllowDestinations, allow)
 	return cfg
 }
 

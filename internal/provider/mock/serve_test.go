@@ -126,3 +126,28 @@ func freePort(t *testing.T) int {
 }
 
 func itoa(n int) string { return strconv.Itoa(n) }
+
+// TestServedConfiguration: a mock VM's engine runs its request's
+// configuration on its own loopback address, SOCKS5 included (on the same
+// address, its spec's port), with the VM's self-test sources dropped and
+// the local test targets allowed; the rest (bandwidth, access log) as the
+// reconciler rendered it.
+func TestServedConfiguration(t *testing.T) {
+	rendered := vmconfig.Config{
+		Generation: 3, Listen: ":3128", Socks5Listen: ":1080", StatsListen: "127.0.0.1:9901",
+		AllowedSourceRanges: []string{"127.0.0.1/32", "::1/128", "203.0.113.0/24"},
+		DenyDestinations:    []string{"127.0.0.0/8"}, BandwidthBitsPerSecond: 100_000_000, AccessLog: true,
+	}
+	want := vmconfig.Config{
+		Generation: 3, Listen: "127.0.16.7:3128", Socks5Listen: "127.0.16.7:1080",
+		AllowedSourceRanges: []string{"203.0.113.0/24"}, DenyDestinations: []string{"127.0.0.0/8"},
+		AllowDestinations: []string{"127.0.0.1/32"}, BandwidthBitsPerSecond: 100_000_000, AccessLog: true,
+	}
+	if diff := cmp.Diff(want, mock.OnLoopback(rendered, "127.0.16.7:3128", []string{"127.0.0.1/32"})); diff != "" {
+		t.Errorf("a mock VM's engine configuration (-want +got):\n%s", diff)
+	}
+	rendered.Socks5Listen = ""
+	if got := mock.OnLoopback(rendered, "127.0.16.7:3128", nil); got.Socks5Listen != "" {
+		t.Errorf("no SOCKS5 asked for, but the mock VM's engine listens for it on %q", got.Socks5Listen)
+	}
+}

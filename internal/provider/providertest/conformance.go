@@ -49,6 +49,20 @@ type Target struct {
 	// provider.Reconfigurer whose VMs a test must play. Nil for one whose
 	// VMs report it by themselves once settled.
 	ReportGeneration func(providerID string, generation int64)
+	// Placement is where the suite's VMs go, in the provider's own terms;
+	// zero is Compute Engine's us-central1-a with an e2-micro and Debian
+	// 12, which the mock takes too.
+	Placement provider.Placement
+}
+
+// request returns a CreateRequest for a distinct proxy per suffix, placed
+// where the target says.
+func (tg Target) request(suffix string) provider.CreateRequest {
+	req := request(suffix)
+	if tg.Placement != (provider.Placement{}) {
+		req.Placement = tg.Placement
+	}
+	return req
 }
 
 // Run runs the conformance suite. newTarget is called once per subtest and
@@ -59,7 +73,7 @@ func Run(t *testing.T, newTarget func(t *testing.T) Target) {
 
 	t.Run("CreateReturnsBeforeRunning", func(t *testing.T) {
 		tg := newTarget(t)
-		id := mustCreate(t, tg.Provider, request("a"))
+		id := mustCreate(t, tg.Provider, tg.request("a"))
 		got := mustGet(t, tg.Provider, id)
 		if got.State != provider.StateProvisioning {
 			t.Errorf("Get right after Create: state = %q, want %q (Create must not wait for the VM)", got.State, provider.StateProvisioning)
@@ -68,7 +82,7 @@ func Run(t *testing.T, newTarget func(t *testing.T) Target) {
 
 	t.Run("CreateIsIdempotentByName", func(t *testing.T) {
 		tg := newTarget(t)
-		req := request("a")
+		req := tg.request("a")
 		first := mustCreate(t, tg.Provider, req)
 		second := mustCreate(t, tg.Provider, req)
 		if first != second {
@@ -81,7 +95,7 @@ func Run(t *testing.T, newTarget func(t *testing.T) Target) {
 
 	t.Run("LabelsReadBack", func(t *testing.T) {
 		tg := newTarget(t)
-		req := request("a")
+		req := tg.request("a")
 		id := mustCreate(t, tg.Provider, req)
 		got := mustGet(t, tg.Provider, id)
 		if got.ID != id || got.UID != req.UID || got.Deployment != tg.Deployment {
@@ -103,7 +117,7 @@ func Run(t *testing.T, newTarget func(t *testing.T) Target) {
 
 	t.Run("GetDeletedIsNotFound", func(t *testing.T) {
 		tg := newTarget(t)
-		id := mustCreate(t, tg.Provider, request("a"))
+		id := mustCreate(t, tg.Provider, tg.request("a"))
 		if err := tg.Provider.Delete(ctx, id); err != nil {
 			t.Fatalf("Delete(%q): %v", id, err)
 		}
@@ -116,7 +130,7 @@ func Run(t *testing.T, newTarget func(t *testing.T) Target) {
 
 	t.Run("DeleteIsIdempotent", func(t *testing.T) {
 		tg := newTarget(t)
-		id := mustCreate(t, tg.Provider, request("a"))
+		id := mustCreate(t, tg.Provider, tg.request("a"))
 		for i := range 3 {
 			if err := tg.Provider.Delete(ctx, id); err != nil {
 				t.Errorf("Delete #%d of %q: %v, want nil (Delete is idempotent)", i+1, id, err)
@@ -135,7 +149,7 @@ func Run(t *testing.T, newTarget func(t *testing.T) Target) {
 		tg := newTarget(t)
 		want := map[string]string{}
 		for _, s := range []string{"a", "b", "c"} {
-			req := request(s)
+			req := tg.request(s)
 			want[mustCreate(t, tg.Provider, req)] = req.UID
 		}
 		tg.AddUnmanaged("foreign-vm", "11111111-2222-4333-8444-555555555555")
@@ -150,7 +164,7 @@ func Run(t *testing.T, newTarget func(t *testing.T) Target) {
 
 	t.Run("ListByTagReturnsThisDeploymentAndUnlabelledOnly", func(t *testing.T) {
 		tg := newTarget(t)
-		req := request("a")
+		req := tg.request("a")
 		own := mustCreate(t, tg.Provider, req)
 		tg.AddManaged("other-deployment-vm", "22222222-3333-4444-8555-666666666666", "other-"+tg.Deployment)
 		tg.AddManaged("unlabelled-vm", "33333333-4444-4555-8666-777777777777", "")
@@ -168,13 +182,13 @@ func Run(t *testing.T, newTarget func(t *testing.T) Target) {
 
 	t.Run("CreatedAtIsSetAndStable", func(t *testing.T) {
 		tg := newTarget(t)
-		id := mustCreate(t, tg.Provider, request("a"))
+		id := mustCreate(t, tg.Provider, tg.request("a"))
 		first := mustGet(t, tg.Provider, id).CreatedAt
 		if first.IsZero() {
 			t.Fatalf("Get(%q).CreatedAt is zero, want the creation time", id)
 		}
 		tg.Settle()
-		mustCreate(t, tg.Provider, request("a"))
+		mustCreate(t, tg.Provider, tg.request("a"))
 		if again := mustGet(t, tg.Provider, id).CreatedAt; !again.Equal(first) {
 			t.Errorf("CreatedAt changed from %v to %v after Settle and a repeated Create", first, again)
 		}
@@ -186,7 +200,7 @@ func Run(t *testing.T, newTarget func(t *testing.T) Target) {
 
 	t.Run("ProvisioningThenRunning", func(t *testing.T) {
 		tg := newTarget(t)
-		id := mustCreate(t, tg.Provider, request("a"))
+		id := mustCreate(t, tg.Provider, tg.request("a"))
 		if s := mustGet(t, tg.Provider, id).State; s != provider.StateProvisioning {
 			t.Fatalf("state after Create = %q, want %q", s, provider.StateProvisioning)
 		}
@@ -209,7 +223,7 @@ func Run(t *testing.T, newTarget func(t *testing.T) Target) {
 
 	t.Run("BootErrorIsReported", func(t *testing.T) {
 		tg := newTarget(t)
-		id := mustCreate(t, tg.Provider, request("a"))
+		id := mustCreate(t, tg.Provider, tg.request("a"))
 		tg.Settle()
 		const reason = "tinyproxy does not answer on port 3128"
 		tg.ReportBootError(id, reason)
@@ -226,11 +240,11 @@ func Run(t *testing.T, newTarget func(t *testing.T) Target) {
 
 	t.Run("ContextCancellationIsHonoured", func(t *testing.T) {
 		tg := newTarget(t)
-		id := mustCreate(t, tg.Provider, request("a"))
+		id := mustCreate(t, tg.Provider, tg.request("a"))
 		cctx, cancel := context.WithCancel(ctx)
 		cancel()
 		calls := map[string]error{}
-		_, calls["Create"] = tg.Provider.Create(cctx, request("b"))
+		_, calls["Create"] = tg.Provider.Create(cctx, tg.request("b"))
 		_, calls["Get"] = tg.Provider.Get(cctx, id)
 		calls["Delete"] = tg.Provider.Delete(cctx, id)
 		_, calls["ListByTag"] = tg.Provider.ListByTag(cctx)

@@ -24,7 +24,7 @@ func runReconfigure(t *testing.T, newTarget func(t *testing.T) Target) {
 		t.Skip("the provider is not a provider.Reconfigurer")
 	}
 	ctx := context.Background()
-	create := request("a")
+	create := tg.request("a")
 	create.Engine = &vmconfig.Config{Generation: 1, Listen: ":3128", ConnectPorts: []int{443}}
 	id := mustCreate(t, tg.Provider, create)
 	tg.Settle()

@@ -122,7 +122,7 @@ func Claim(p, member *proxy.Proxy, now time.Time) error {
 	member.ClaimedBy = &proxy.ClaimRef{Namespace: p.Namespace, Name: p.Name, UID: p.UID, Time: now}
 	member.Status.Message = "VM claimed by " + p.Key().Path() + "."
 	s := &p.Status
-	s.ProviderID, s.IP, s.Zone, s.State = member.Status.ProviderID, member.Status.IP, member.Status.Zone, member.Status.State
+	s.ProviderID, s.IP, s.IPv6, s.Zone, s.State = member.Status.ProviderID, member.Status.IP, member.Status.IPv6, member.Status.Zone, member.Status.State
 	s.Endpoint = ""
 	s.Phase = proxy.PhaseProvisioning
 	b := &p.Reconciler
@@ -141,13 +141,13 @@ func Claim(p, member *proxy.Proxy, now time.Time) error {
 	return nil
 }
 
-// PoolServing returns the name of the first pool of pools that serves
-// spec (proxy.PoolSpec.Serves) and is not being deleted, or "".
-func PoolServing(pools []*proxy.Pool, spec proxy.Spec) string {
+// PoolServing returns the first pool of pools that serves spec
+// (proxy.PoolSpec.Serves) and is not being deleted, or nil.
+func PoolServing(pools []*proxy.Pool, spec proxy.Spec) *proxy.Pool {
 	for _, p := range pools {
 		if p.DeleteRequestTime == nil && p.Spec.Size > 0 && p.Spec.Serves(spec) {
-			return p.Name
+			return p
 		}
 	}
-	return ""
+	return nil
 }

@@ -10,6 +10,8 @@ import (
 // Field paths of a pool document.
 const (
 	PoolSizeField = "spec.size"
+	// PoolClaimsBoundField is spec.claimsPerNamespacePerHour.
+	PoolClaimsBoundField = "spec.claimsPerNamespacePerHour"
 	// PoolDeleteRequestTimeField and GenerationField are a pool's as a
 	// proxy's.
 	PoolDeleteRequestTimeField = DeleteRequestTimeField
@@ -21,8 +23,8 @@ const ReasonPoolFieldImmutable = "POOL_FIELD_IMMUTABLE"
 
 // PutPool is what a PUT of spec for the pool name makes of existing (nil:
 // there is none) at now: a new pool (created), or the existing one with
-// its new size and generation + 1 (fields), or, when the size is the same,
-// the existing one and no field. A pool being deleted takes no PUT
+// its new size and bound of claims per namespace, and generation + 1
+// (fields), or, when both are the same, the existing one and no field. A pool being deleted takes no PUT
 // (proxy.ErrBeingDeleted); one whose provider or placement the PUT changes
 // is refused with proxy.FieldErrors naming each (ReasonPoolFieldImmutable).
 func PutPool(name string, existing *proxy.Pool, spec proxy.PoolSpec, now time.Time) (next *proxy.Pool, fields []Field, created bool, err error) {
@@ -45,12 +47,13 @@ func PutPool(name string, existing *proxy.Pool, spec proxy.PoolSpec, now time.Ti
 		return nil, nil, false, errs
 	}
 	next = ClonePool(existing)
-	if spec.Size == existing.Spec.Size {
+	if spec.Size == existing.Spec.Size && spec.ClaimsPerNamespacePerHour == existing.Spec.ClaimsPerNamespacePerHour {
 		return next, nil, false, nil
 	}
-	next.Spec.Size = spec.Size
+	next.Spec.Size, next.Spec.ClaimsPerNamespacePerHour = spec.Size, spec.ClaimsPerNamespacePerHour
 	next.Generation++
-	return next, []Field{{Path: PoolSizeField, Value: spec.Size}, {Path: GenerationField, Value: next.Generation}}, false, nil
+	return next, []Field{{Path: PoolSizeField, Value: spec.Size}, {Path: PoolClaimsBoundField, Value: spec.ClaimsPerNamespacePerHour},
+		{Path: GenerationField, Value: next.Generation}}, false, nil
 }
 
 // RequestPoolDeletion marks the pool for deletion at now: its reconcile

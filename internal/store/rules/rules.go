@@ -10,6 +10,7 @@ package rules
 import (
 	"encoding/base64"
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/egress-proxies/egress/internal/proxy"
@@ -55,19 +56,18 @@ func RequestDeletion(p *proxy.Proxy, now time.Time) []Field {
 
 // RequestRotation asks for p's VM to be rotated: rotateRequestTime is now,
 // and the reconciler rotates a VM created before it. A proxy being deleted
-// takes none (proxy.ErrBeingDeleted), nor one rotated less than
-// minInterval before now (*proxy.RetryError wrapping
-// proxy.ErrRotatedRecently, saying when), nor one that is not Ready
-// (proxy.ErrNotReady: its VM is still booting, or already being replaced).
+// takes none (proxy.ErrBeingDeleted), nor one given a new VM at a user's
+// request less than minInterval before now (Interval), nor one that is not
+// Ready (proxy.ErrNotReady: its VM is still booting, or already being
+// replaced).
 func RequestRotation(p *proxy.Proxy, now time.Time, minInterval time.Duration) ([]Field, error) {
 	if p.DeleteRequestTime != nil {
 		return nil, fmt.Errorf("%s was asked to be deleted at %s: %w", p.Key(), p.DeleteRequestTime.Format(time.RFC3339), proxy.ErrBeingDeleted)
 	}
 	// The interval first: a proxy being replaced after its last rotation
 	// is told when it may rotate again, not only that it is not Ready.
-	if last := p.RotateRequestTime; last != nil && now.Before(last.Add(minInterval)) {
-		return nil, &proxy.RetryError{At: last.Add(minInterval),
-			Err: fmt.Errorf("%s was rotated at %s, less than %s ago: %w", p.Key(), last.Format(time.RFC3339), minInterval, proxy.ErrRotatedRecently)}
+	if err := Interval(p, now, minInterval); err != nil {
+		return nil, err
 	}
 	if p.Status.Phase != proxy.PhaseReady {
 		return nil, fmt.Errorf("%s is %s: %w", p.Key(), p.Status.Phase, proxy.ErrNotReady)
@@ -76,13 +76,29 @@ func RequestRotation(p *proxy.Proxy, now time.Time, minInterval time.Duration) (
 	return []Field{{Path: RotateRequestTimeField, Value: now}}, nil
 }
 
-// CreationsField is the namespace document's log of the VMs its users
-// asked for within the last hour (tenancy.Namespace.Creations).
+// Interval refuses a user's request for a new VM of p (a rotation, a live
+// change that needs one) less than minInterval after the last
+// (RotateRequestTime or ReplaceRequestTime, the later): a
+// *proxy.RetryError wrapping proxy.ErrRotatedRecently, saying when.
+func Interval(p *proxy.Proxy, now time.Time, minInterval time.Duration) error {
+	last := p.RotateRequestTime
+	if r := p.ReplaceRequestTime; r != nil && (last == nil || r.After(*last)) {
+		last = r
+	}
+	if last == nil || !now.Before(last.Add(minInterval)) {
+		return nil
+	}
+	return &proxy.RetryError{At: last.Add(minInterval),
+		Err: fmt.Errorf("%s was given a new VM at its users' request at %s, less than %s ago: %w", p.Key(), last.Format(time.RFC3339), minInterval, proxy.ErrRotatedRecently)}
+}
+
+// CreationsField is the namespace document's log of the VMs it caused
+// within the last hour (tenancy.Namespace.Creations).
 const CreationsField = "creations"
 
-// CountCreation counts a VM asked for at now against ns's bound of perHour
+// CountCreation counts a VM caused at now against ns's bound of perHour
 // in any hour: the log keeps the creations of the last hour and this one,
-// or, when it holds perHour already, the request is refused with a
+// or, when it holds perHour already, the VM is refused with a
 // *proxy.RetryError wrapping proxy.ErrCreatesPerHour, saying when the
 // oldest leaves the hour. No bound (perHour 0) or no namespace document
 // counts nothing.
@@ -90,18 +106,131 @@ func CountCreation(ns *tenancy.Namespace, now time.Time, perHour int) ([]Field, 
 	if ns == nil || perHour <= 0 {
 		return nil, nil
 	}
+	kept, err := withinHour(ns.Creations, now, perHour, func(n int) error {
+		return fmt.Errorf("namespace %q caused %d VMs within the hour, its bound: %w", ns.Name, n, proxy.ErrCreatesPerHour)
+	})
+	if err != nil {
+		return nil, err
+	}
+	ns.Creations = kept
+	return []Field{{Path: CreationsField, Value: ns.Creations}}, nil
+}
+
+// withinHour is a log of times with now added, once the times of more
+// than an hour before now are dropped, or, when it holds bound times
+// already, refused (a *proxy.RetryError wrapping refused's error, saying
+// when the oldest leaves the hour).
+func withinHour(log []time.Time, now time.Time, bound int, refused func(n int) error) ([]time.Time, error) {
 	var kept []time.Time
-	for _, t := range ns.Creations {
+	for _, t := range log {
 		if t.After(now.Add(-time.Hour)) {
 			kept = append(kept, t)
 		}
 	}
-	if len(kept) >= perHour {
-		return nil, &proxy.RetryError{At: kept[len(kept)-perHour].Add(time.Hour),
-			Err: fmt.Errorf("namespace %q asked for %d VMs within the hour, its bound: %w", ns.Name, len(kept), proxy.ErrCreatesPerHour)}
+	if len(kept) >= bound {
+		return nil, &proxy.RetryError{At: kept[len(kept)-bound].Add(time.Hour), Err: refused(len(kept))}
 	}
-	ns.Creations = append(kept, now)
-	return []Field{{Path: CreationsField, Value: ns.Creations}}, nil
+	return append(kept, now), nil
+}
+
+// PoolClaimsField is the namespace document's log of the warm VMs its
+// proxies claimed within the last hour, by pool
+// (tenancy.Namespace.PoolClaims).
+const PoolClaimsField = "poolClaims"
+
+// CountClaim counts a claim at now of a warm VM of pool by a proxy of ns
+// against the pool's bound of ClaimsPerNamespacePerHour: the log of the
+// pool's claims keeps those of the last hour and this one, or, when it
+// holds the bound already, the claim is refused with a *proxy.RetryError
+// wrapping proxy.ErrPoolClaimsPerHour. Every claim is logged, bound or
+// not, so that a bound an admin sets holds from the claims of the hour
+// before it. No namespace document counts nothing.
+func CountClaim(ns *tenancy.Namespace, pool *proxy.Pool, now time.Time) ([]Field, error) {
+	if ns == nil {
+		return nil, nil
+	}
+	bound := pool.Spec.ClaimsPerNamespacePerHour
+	if bound <= 0 {
+		bound = math.MaxInt
+	}
+	kept, err := withinHour(ns.PoolClaims[pool.Name], now, bound, func(n int) error {
+		return fmt.Errorf("namespace %q claimed %d VMs of %s within the hour, its bound for one namespace: %w", ns.Name, n, pool.Path(), proxy.ErrPoolClaimsPerHour)
+	})
+	if err != nil {
+		return nil, err
+	}
+	claims := map[string][]time.Time{pool.Name: kept}
+	for name, ts := range ns.PoolClaims {
+		// Another pool's log keeps only its last hour's: a namespace's
+		// document does not grow with the pools it once used.
+		if name != pool.Name && len(ts) > 0 && ts[len(ts)-1].After(now.Add(-time.Hour)) {
+			claims[name] = ts
+		}
+	}
+	ns.PoolClaims = claims
+	return []Field{{Path: PoolClaimsField, Value: claims}}, nil
+}
+
+// LiveReplaces reports whether a live change of p (a PATCH, new
+// credentials) gives it a new VM: its VM, made or being made, cannot take
+// the change in place (inPlace says its provider cannot, or the spec
+// brings its own cloud-init), so the reconciler replaces it with one of
+// the new generation. A proxy with no VM yet (Pending; a create refused by
+// a quota and not yet tried again), or whose VM is being replaced anyway
+// (the new one takes the document's generation), gets no VM more. Nil
+// inPlace takes every change as made in place.
+func LiveReplaces(p *proxy.Proxy, inPlace func(providerType string) bool) bool {
+	if inPlace == nil {
+		return false
+	}
+	made := p.Reconciler.CreatePending != "" || (p.Status.ProviderID != "" && p.Status.Phase != proxy.PhaseReplacing)
+	return made && (!inPlace(p.Spec.Provider) || p.Spec.OwnCloudInit())
+}
+
+// LiveChange is a live change of p (change, its rule: UpdateSpec,
+// RotateCredentials) that, when it changed anything, is held to limits if
+// it gives p a new VM (LiveReplacement): the fields of p and of ns that
+// change, which both stores write in one transaction.
+func LiveChange(p *proxy.Proxy, ns *tenancy.Namespace, now time.Time, limits tenancy.Limits, change func() ([]Field, error)) (proxyFields, nsFields []Field, err error) {
+	fields, err := change()
+	if err != nil || len(fields) == 0 {
+		return nil, nil, err
+	}
+	replaced, counted, err := LiveReplacement(p, ns, now, limits)
+	if err != nil {
+		return nil, nil, err
+	}
+	return append(fields, replaced...), counted, nil
+}
+
+// StatusUpdate is the reconciler's write of p's status and bookkeeping
+// (as UpdateStatus makes it) as a rule's fields, for a store's
+// transaction that writes more beside it.
+func StatusUpdate(p *proxy.Proxy) []Field {
+	return []Field{{Path: StatusField, Value: p.Status}, {Path: ReconcilerField, Value: p.Reconciler}}
+}
+
+// ReplaceRequestTimeField is when a live change last asked for a new VM.
+const ReplaceRequestTimeField = "replaceRequestTime"
+
+// LiveReplacement holds a live change of p, which its rule has made (it
+// changed the generation), to limits when it gives p a new VM
+// (LiveReplaces): no sooner than RotateMinInterval after the last VM a
+// user asked for (Interval), and counted against ns's CreatesPerHour
+// (CountCreation). It returns what changes of p (replaceRequestTime) and
+// of ns (its creations); nothing when the change is made in place.
+func LiveReplacement(p *proxy.Proxy, ns *tenancy.Namespace, now time.Time, limits tenancy.Limits) (proxyFields, nsFields []Field, err error) {
+	if !LiveReplaces(p, limits.InPlace) {
+		return nil, nil, nil
+	}
+	if err := Interval(p, now, limits.RotateMinInterval); err != nil {
+		return nil, nil, err
+	}
+	if nsFields, err = CountCreation(ns, now, limits.CreatesPerHour); err != nil {
+		return nil, nil, err
+	}
+	p.ReplaceRequestTime = &now
+	return []Field{{Path: ReplaceRequestTimeField, Value: now}}, nsFields, nil
 }
 
 // PageToken is the token of the page after one that ended at name (a

@@ -12,6 +12,8 @@ import (
 const (
 	AllowedSourceRangesField = "spec.allowedSourceRanges"
 	ConnectPortsField        = "spec.connectPorts"
+	BandwidthLimitField      = "spec.bandwidthLimit"
+	AccessLogField           = "spec.accessLog"
 	GenerationField          = "generation"
 	CredentialsField         = "reconciler.credentials"
 )
@@ -29,14 +31,14 @@ func Live(p *proxy.Proxy) error {
 	return nil
 }
 
-// UpdateSpec changes p's reconfigurable fields (allowedSourceRanges and
-// connectPorts; nothing else of spec is taken from it) to those of the
-// spec update makes of p's (its error is returned as it is: the API's
-// validation of the result) at now, and returns the fields that changed:
-// both lists, generation + 1, and a progress time, so the sweep re-drives
-// a proxy whose change's event was lost. A spec that changes nothing
-// changes nothing: the result is nil and the generation stays. Live's
-// refusals come first.
+// UpdateSpec changes p's reconfigurable fields (allowedSourceRanges,
+// connectPorts, bandwidthLimit and accessLog; nothing else of spec is
+// taken from it) to those of the spec update makes of p's (its error is
+// returned as it is: the API's validation of the result) at now, and
+// returns the fields that changed: all four, generation + 1, and a
+// progress time, so the sweep re-drives a proxy whose change's event was
+// lost. A spec that changes nothing changes nothing: the result is nil and
+// the generation stays. Live's refusals come first.
 func UpdateSpec(p *proxy.Proxy, now time.Time, update func(proxy.Spec) (proxy.Spec, error)) ([]Field, error) {
 	if err := Live(p); err != nil {
 		return nil, err
@@ -46,15 +48,22 @@ func UpdateSpec(p *proxy.Proxy, now time.Time, update func(proxy.Spec) (proxy.Sp
 		return nil, err
 	}
 	ranges, ports := nilIfEmpty(spec.AllowedSourceRanges), nilIfEmpty(spec.ConnectPorts)
-	if slices.Equal(ranges, p.Spec.AllowedSourceRanges) && slices.Equal(ports, p.Spec.ConnectPorts) {
+	// Written as a value, never null: a document from before the field
+	// (nil, which is on) and one that says on are the same proxy.
+	accessLog := spec.AccessLogOn()
+	if slices.Equal(ranges, p.Spec.AllowedSourceRanges) && slices.Equal(ports, p.Spec.ConnectPorts) &&
+		spec.BandwidthLimit == p.Spec.BandwidthLimit && accessLog == p.Spec.AccessLogOn() {
 		return nil, nil
 	}
 	p.Spec.AllowedSourceRanges, p.Spec.ConnectPorts = ranges, ports
+	p.Spec.BandwidthLimit, p.Spec.AccessLog = spec.BandwidthLimit, &accessLog
 	p.Generation++
 	p.Reconciler.ProgressTime = now
 	return []Field{
 		{Path: AllowedSourceRangesField, Value: ranges},
 		{Path: ConnectPortsField, Value: ports},
+		{Path: BandwidthLimitField, Value: spec.BandwidthLimit},
+		{Path: AccessLogField, Value: accessLog},
 		{Path: GenerationField, Value: p.Generation},
 		{Path: ProgressTimeField, Value: now},
 	}, nil

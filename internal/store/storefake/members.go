@@ -82,8 +82,10 @@ func (s *Store) EnsureMembers(_ context.Context, pool string, now time.Time) ([]
 // ClaimWarm passes a warm VM of the pool to p at once, as the Firestore
 // store's draw and commit do (rules.PickWarm, rules.Warm, rules.Claim),
 // p's update time its precondition, counting the reads the draw's queries
-// cost; proxy.ErrNoWarmVM when the pool has none.
-func (s *Store) ClaimWarm(_ context.Context, p *proxy.Proxy, pool string, now time.Time) (member, claimed *proxy.Proxy, err error) {
+// cost, and logs (and with a positive perHour counts) the claim in p's
+// namespace (rules.CountClaim, rules.CountCreation) in the same commit;
+// proxy.ErrNoWarmVM when the pool has none.
+func (s *Store) ClaimWarm(_ context.Context, p *proxy.Proxy, pool *proxy.Pool, now time.Time, perHour int) (member, claimed *proxy.Proxy, err error) {
 	s.mu.Lock()
 	key := p.Key()
 	doc, ok := s.docs[key]
@@ -91,7 +93,7 @@ func (s *Store) ClaimWarm(_ context.Context, p *proxy.Proxy, pool string, now ti
 		s.mu.Unlock()
 		return nil, nil, fmt.Errorf("%s: %w", key, proxy.ErrNotFound)
 	}
-	members := s.memberDocs(pool)
+	members := s.memberDocs(pool.Name)
 	for attempt := range rules.ClaimAttempts {
 		after := rules.DrawAfter(p.UID, attempt)
 		// The draw's queries: the first at or after, else the first.
@@ -115,7 +117,7 @@ func (s *Store) ClaimWarm(_ context.Context, p *proxy.Proxy, pool string, now ti
 	switch {
 	case member == nil:
 		s.mu.Unlock()
-		return nil, nil, fmt.Errorf("claiming a warm VM of %s for %s: %w", proxy.PoolPath(pool), key, proxy.ErrNoWarmVM)
+		return nil, nil, fmt.Errorf("claiming a warm VM of %s for %s: %w", pool.Path(), key, proxy.ErrNoWarmVM)
 	case !doc.UpdateTime.Equal(p.UpdateTime):
 		s.mu.Unlock()
 		return nil, nil, fmt.Errorf("%s changed since %s: %w", key, p.UpdateTime.Format(time.RFC3339Nano), proxy.ErrConflict)
@@ -125,7 +127,19 @@ func (s *Store) ClaimWarm(_ context.Context, p *proxy.Proxy, pool string, now ti
 		s.mu.Unlock()
 		return nil, nil, err
 	}
+	ns, counted := s.copyOf(key.Namespace)
+	logged, err := rules.CountClaim(counted, pool, now)
+	if err == nil {
+		_, err = rules.CountCreation(counted, now, perHour)
+	}
+	if err != nil {
+		s.mu.Unlock()
+		return nil, nil, fmt.Errorf("claiming a warm VM of %s for %s: %w", pool.Path(), key, err)
+	}
 	t := s.tick()
+	if len(logged) > 0 {
+		s.countIn(ns, counted, t)
+	}
 	oldMember, oldDoc := clone(s.docs[member.Key()]), clone(doc)
 	member.UpdateTime, claimed.UpdateTime = t, t
 	m := s.docs[member.Key()]
@@ -138,10 +152,9 @@ func (s *Store) ClaimWarm(_ context.Context, p *proxy.Proxy, pool string, now ti
 	return clone(m), clone(doc), nil
 }
 
-// PoolServing returns the name of a pool that serves spec
-// (rules.PoolServing), or "", counting a read for the query as the
-// Firestore store's.
-func (s *Store) PoolServing(_ context.Context, spec proxy.Spec) (string, error) {
+// PoolServing returns a pool that serves spec (rules.PoolServing), or
+// nil, counting a read for the query as the Firestore store's.
+func (s *Store) PoolServing(_ context.Context, spec proxy.Spec) (*proxy.Pool, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var pools []*proxy.Pool

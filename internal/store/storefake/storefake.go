@@ -256,6 +256,38 @@ func (s *Store) RequestDeletion(_ context.Context, key proxy.Key, now time.Time)
 // (rules.RequestRotation) and counts it against the namespace's bound
 // (rules.CountCreation), as the Firestore store's: both or nothing.
 func (s *Store) RequestRotation(_ context.Context, key proxy.Key, now time.Time, limits tenancy.Limits) (*proxy.Proxy, error) {
+	return s.changeCounted(key, func(p *proxy.Proxy, ns *tenancy.Namespace) ([]rules.Field, []rules.Field, error) {
+		fields, err := rules.RequestRotation(p, now, limits.RotateMinInterval)
+		if err != nil {
+			return nil, nil, err
+		}
+		counted, err := rules.CountCreation(ns, now, limits.CreatesPerHour)
+		return fields, counted, err
+	})
+}
+
+// UpdateSpec applies a change of the proxy's reconfigurable fields, as
+// the Firestore store's (rules.UpdateSpec; rules.LiveReplacement when it
+// gives the proxy a new VM).
+func (s *Store) UpdateSpec(_ context.Context, key proxy.Key, now time.Time, limits tenancy.Limits, update func(proxy.Spec) (proxy.Spec, error)) (*proxy.Proxy, error) {
+	return s.changeCounted(key, func(p *proxy.Proxy, ns *tenancy.Namespace) ([]rules.Field, []rules.Field, error) {
+		return rules.LiveChange(p, ns, now, limits, func() ([]rules.Field, error) { return rules.UpdateSpec(p, now, update) })
+	})
+}
+
+// RotateCredentials draws new credentials and counts a generation, as
+// the Firestore store's (rules.RotateCredentials; rules.LiveReplacement
+// when it gives the proxy a new VM).
+func (s *Store) RotateCredentials(_ context.Context, key proxy.Key, now time.Time, limits tenancy.Limits) (*proxy.Proxy, error) {
+	return s.changeCounted(key, func(p *proxy.Proxy, ns *tenancy.Namespace) ([]rules.Field, []rules.Field, error) {
+		return rules.LiveChange(p, ns, now, limits, func() ([]rules.Field, error) { return rules.RotateCredentials(p, now) })
+	})
+}
+
+// changeCounted applies what rule changes of the document and of its
+// namespace's, both or neither, as the Firestore store's one transaction
+// over the two; a rule that changes neither writes nothing.
+func (s *Store) changeCounted(key proxy.Key, rule func(*proxy.Proxy, *tenancy.Namespace) ([]rules.Field, []rules.Field, error)) (*proxy.Proxy, error) {
 	s.mu.Lock()
 	doc, ok := s.docs[key]
 	if !ok {
@@ -264,34 +296,33 @@ func (s *Store) RequestRotation(_ context.Context, key proxy.Key, now time.Time,
 	}
 	ns, counted := s.copyOf(key.Namespace)
 	next := clone(doc)
-	_, err := rules.RequestRotation(next, now, limits.RotateMinInterval)
-	if err == nil {
-		_, err = rules.CountCreation(counted, now, limits.CreatesPerHour)
+	fields, nsFields, err := rule(next, counted)
+	if err != nil || len(fields)+len(nsFields) == 0 {
+		defer s.mu.Unlock()
+		if err != nil {
+			return nil, err
+		}
+		return clone(doc), nil
 	}
-	if err != nil {
-		s.mu.Unlock()
-		return nil, err
+	t := s.tick()
+	if len(nsFields) > 0 && ns != nil {
+		s.countIn(ns, counted, t)
+	}
+	if len(fields) == 0 {
+		defer s.mu.Unlock()
+		return clone(doc), nil
 	}
 	old := clone(doc)
-	next.UpdateTime = s.tick()
+	next.UpdateTime = t
 	s.index(next)
-	if ns != nil && !slices.Equal(ns.Creations, counted.Creations) {
-		ns.Creations, ns.UpdateTime = counted.Creations, next.UpdateTime
-		s.writes++
-	}
 	return clone(next), s.changed(Change{Key: key, Old: old, New: clone(next)})
 }
 
-// UpdateSpec applies a change of the proxy's reconfigurable fields, as
-// the Firestore store's (rules.UpdateSpec).
-func (s *Store) UpdateSpec(_ context.Context, key proxy.Key, now time.Time, update func(proxy.Spec) (proxy.Spec, error)) (*proxy.Proxy, error) {
-	return s.change(key, func(p *proxy.Proxy) ([]rules.Field, error) { return rules.UpdateSpec(p, now, update) })
-}
-
-// RotateCredentials draws new credentials and counts a generation, as
-// the Firestore store's (rules.RotateCredentials).
-func (s *Store) RotateCredentials(_ context.Context, key proxy.Key, now time.Time) (*proxy.Proxy, error) {
-	return s.change(key, func(p *proxy.Proxy) ([]rules.Field, error) { return rules.RotateCredentials(p, now) })
+// countIn writes what a rule counted in counted, a copy of ns, to ns at
+// t: its logs of VMs and of claims. s.mu must be held.
+func (s *Store) countIn(ns, counted *tenancy.Namespace, t time.Time) {
+	ns.Creations, ns.PoolClaims, ns.UpdateTime = counted.Creations, counted.PoolClaims, t
+	s.writes++
 }
 
 // change applies what rule changes of the document; a rule that changes
@@ -341,6 +372,25 @@ func (s *Store) UpdateStatus(_ context.Context, p *proxy.Proxy) (time.Time, erro
 	return t, s.changed(Change{Key: key, Old: old, New: clone(doc)})
 }
 
+// UpdateStatusCounted is UpdateStatus that also counts a VM caused at at
+// against the namespace's bound of perHour (rules.CountCreation), both or
+// neither, as the Firestore store's.
+func (s *Store) UpdateStatusCounted(_ context.Context, p *proxy.Proxy, at time.Time, perHour int) (time.Time, error) {
+	out, err := s.changeCounted(p.Key(), func(cur *proxy.Proxy, ns *tenancy.Namespace) ([]rules.Field, []rules.Field, error) {
+		if !cur.UpdateTime.Equal(p.UpdateTime) {
+			return nil, nil, fmt.Errorf("%s changed since %s: %w", p.Key(), p.UpdateTime.Format(time.RFC3339Nano), proxy.ErrConflict)
+		}
+		counted, err := rules.CountCreation(ns, at, perHour)
+		next := clone(p)
+		cur.Status, cur.Reconciler = next.Status, next.Reconciler
+		return rules.StatusUpdate(cur), counted, err
+	})
+	if err != nil {
+		return time.Time{}, err
+	}
+	return out.UpdateTime, nil
+}
+
 // Delete removes the document when updateTime is still its update time.
 func (s *Store) Delete(_ context.Context, key proxy.Key, updateTime time.Time) error {
 	s.mu.Lock()
@@ -372,11 +422,8 @@ func (s *Store) LiveUIDs(context.Context) (map[string]proxy.Claim, error) {
 		s.visits++
 		s.reads++
 		c := proxy.Claim{Key: k, Phase: d.Status.Phase, Provider: d.Spec.Provider, ProviderID: d.Status.ProviderID,
-			MaxAge: d.Spec.MaxAge, BootStart: d.Reconciler.BootStart, Claimed: d.ClaimedBy != nil}
-		if t := d.RotateRequestTime; t != nil {
-			rotate := *t
-			c.RotateRequestTime = &rotate
-		}
+			MaxAge: d.Spec.MaxAge, BootStart: d.Reconciler.BootStart, Claimed: d.ClaimedBy != nil,
+			RotateRequestTime: copyTime(d.RotateRequestTime), RotationWaitUntil: copyTime(d.Status.RotationWaitUntil)}
 		uids[d.UID] = c
 	}
 	return uids, nil
@@ -472,15 +519,23 @@ func clone(p *proxy.Proxy) *proxy.Proxy {
 		t := *p.DeleteRequestTime
 		c.DeleteRequestTime = &t
 	}
-	if p.RotateRequestTime != nil {
-		t := *p.RotateRequestTime
-		c.RotateRequestTime = &t
-	}
+	c.RotateRequestTime = copyTime(p.RotateRequestTime)
+	c.ReplaceRequestTime = copyTime(p.ReplaceRequestTime)
+	c.Status.RotationWaitUntil = copyTime(p.Status.RotationWaitUntil)
 	c.Spec.ConnectPorts = slices.Clone(p.Spec.ConnectPorts)
 	c.Reconciler.FullZones = slices.Clone(p.Reconciler.FullZones)
 	if p.ClaimedBy != nil {
 		cb := *p.ClaimedBy
 		c.ClaimedBy = &cb
 	}
+	return &c
+}
+
+// copyTime is a copy of *t, nil for nil.
+func copyTime(t *time.Time) *time.Time {
+	if t == nil {
+		return nil
+	}
+	c := *t
 	return &c
 }

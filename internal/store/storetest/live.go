@@ -10,10 +10,11 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/egress-proxies/egress/internal/proxy"
+	"github.com/egress-proxies/egress/internal/tenancy"
 )
 
-// testLiveChanges: a PATCH of the reconfigurable fields changes them and
-// counts a generation; the same values again write nothing; null (an
+// testLiveChanges: a PATCH of the reconfigurable fields (ranges, ports,
+// bandwidth limit, access log) changes them and counts a generation; the same values again write nothing; null (an
 // empty list) goes back to the default; the update's own error is
 // returned as it is and writes nothing. New credentials count a
 // generation each. A proxy being deleted, or Failed, takes neither.
@@ -24,14 +25,24 @@ func testLiveChanges(t *testing.T, s Store) {
 		t.Fatal(err)
 	}
 	at := base.Add(time.Hour)
-	set := func(ranges []string, ports []int32) func(proxy.Spec) (proxy.Spec, error) {
+	set := func(ranges []string, ports []int32, bandwidth ...string) func(proxy.Spec) (proxy.Spec, error) {
 		return func(s proxy.Spec) (proxy.Spec, error) {
 			s.AllowedSourceRanges, s.ConnectPorts = ranges, ports
+			if len(bandwidth) > 0 {
+				// A limit, and the access log off with it; none, and the
+				// access log back to its default (nil: on).
+				off := false
+				s.BandwidthLimit, s.AccessLog = bandwidth[0], &off
+				if bandwidth[0] == "" {
+					s.AccessLog = nil
+				}
+			}
 			// Only the reconfigurable fields are taken from the result.
-			s.Port, s.MaxAge = 9999, "1h"
+			s.Port, s.MaxAge, s.Socks5Port = 9999, "1h", 1080
 			return s, nil
 		}
 	}
+	on, off := true, false
 	same := func(what string, before *proxy.Proxy) {
 		t.Helper()
 		after, err := s.Get(ctx, p.Key())
@@ -43,25 +54,32 @@ func testLiveChanges(t *testing.T, s Store) {
 		}
 	}
 	steps := []struct {
-		reason   string
-		ranges   []string
-		ports    []int32
-		wantGen  int64
-		wantSpec func(*proxy.Spec)
+		reason    string
+		ranges    []string
+		ports     []int32
+		bandwidth []string
+		wantGen   int64
+		wantSpec  func(*proxy.Spec)
 	}{
 		{reason: "new ranges and ports", ranges: []string{"198.51.100.0/24", "203.0.113.0/24"}, ports: []int32{443, 8443}, wantGen: 2,
 			wantSpec: func(s *proxy.Spec) {
-				s.AllowedSourceRanges, s.ConnectPorts = []string{"198.51.100.0/24", "203.0.113.0/24"}, []int32{443, 8443}
+				s.AllowedSourceRanges, s.ConnectPorts, s.AccessLog = []string{"198.51.100.0/24", "203.0.113.0/24"}, []int32{443, 8443}, &on
 			}},
 		{reason: "the same again: no write, the same generation", ranges: []string{"198.51.100.0/24", "203.0.113.0/24"}, ports: []int32{443, 8443}, wantGen: 2,
 			wantSpec: func(s *proxy.Spec) {
-				s.AllowedSourceRanges, s.ConnectPorts = []string{"198.51.100.0/24", "203.0.113.0/24"}, []int32{443, 8443}
+				s.AllowedSourceRanges, s.ConnectPorts, s.AccessLog = []string{"198.51.100.0/24", "203.0.113.0/24"}, []int32{443, 8443}, &on
 			}},
 		{reason: "an empty list of ports is the default", ranges: []string{"198.51.100.0/24"}, ports: []int32{}, wantGen: 3,
-			wantSpec: func(s *proxy.Spec) { s.AllowedSourceRanges = []string{"198.51.100.0/24"} }},
+			wantSpec: func(s *proxy.Spec) { s.AllowedSourceRanges, s.AccessLog = []string{"198.51.100.0/24"}, &on }},
+		{reason: "a bandwidth limit and the access log off", ranges: []string{"198.51.100.0/24"}, bandwidth: []string{"100Mbit"}, wantGen: 4,
+			wantSpec: func(s *proxy.Spec) {
+				s.AllowedSourceRanges, s.BandwidthLimit, s.AccessLog = []string{"198.51.100.0/24"}, "100Mbit", &off
+			}},
+		{reason: "no limit, and the access log's default, written as on", ranges: []string{"198.51.100.0/24"}, bandwidth: []string{""}, wantGen: 5,
+			wantSpec: func(s *proxy.Spec) { s.AllowedSourceRanges, s.AccessLog = []string{"198.51.100.0/24"}, &on }},
 	}
 	for i, st := range steps {
-		got, err := s.UpdateSpec(ctx, p.Key(), at, set(st.ranges, st.ports))
+		got, err := s.UpdateSpec(ctx, p.Key(), at, tenancy.Limits{}, set(st.ranges, st.ports, st.bandwidth...))
 		if err != nil {
 			t.Fatalf("step %d (%s): UpdateSpec: %v", i, st.reason, err)
 		}
@@ -80,14 +98,14 @@ func testLiveChanges(t *testing.T, s Store) {
 		p = got
 	}
 	refuse := errors.New("the policy refuses it")
-	if _, err := s.UpdateSpec(ctx, p.Key(), at, func(proxy.Spec) (proxy.Spec, error) { return proxy.Spec{}, refuse }); !errors.Is(err, refuse) {
+	if _, err := s.UpdateSpec(ctx, p.Key(), at, tenancy.Limits{}, func(proxy.Spec) (proxy.Spec, error) { return proxy.Spec{}, refuse }); !errors.Is(err, refuse) {
 		t.Errorf("UpdateSpec whose update refuses: %v, want its error", err)
 	}
 	same("a refused update", p)
 
 	var passwords []string
 	for i := range 2 {
-		got, err := s.RotateCredentials(ctx, p.Key(), at)
+		got, err := s.RotateCredentials(ctx, p.Key(), at, tenancy.Limits{})
 		if err != nil {
 			t.Fatalf("RotateCredentials %d: %v", i+1, err)
 		}
@@ -99,10 +117,10 @@ func testLiveChanges(t *testing.T, s Store) {
 		p = got
 	}
 	for _, key := range []proxy.Key{{Namespace: "team-p", Name: "absent"}} {
-		if _, err := s.UpdateSpec(ctx, key, at, set(nil, nil)); !errors.Is(err, proxy.ErrNotFound) {
+		if _, err := s.UpdateSpec(ctx, key, at, tenancy.Limits{}, set(nil, nil)); !errors.Is(err, proxy.ErrNotFound) {
 			t.Errorf("UpdateSpec of an absent proxy: %v, want ErrNotFound", err)
 		}
-		if _, err := s.RotateCredentials(ctx, key, at); !errors.Is(err, proxy.ErrNotFound) {
+		if _, err := s.RotateCredentials(ctx, key, at, tenancy.Limits{}); !errors.Is(err, proxy.ErrNotFound) {
 			t.Errorf("RotateCredentials of an absent proxy: %v, want ErrNotFound", err)
 		}
 	}
@@ -112,10 +130,10 @@ func testLiveChanges(t *testing.T, s Store) {
 	if failed.UpdateTime, err = s.UpdateStatus(ctx, &failed); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.UpdateSpec(ctx, p.Key(), at, set([]string{"192.0.2.0/24"}, nil)); !errors.Is(err, proxy.ErrFailed) {
+	if _, err := s.UpdateSpec(ctx, p.Key(), at, tenancy.Limits{}, set([]string{"192.0.2.0/24"}, nil)); !errors.Is(err, proxy.ErrFailed) {
 		t.Errorf("UpdateSpec of a Failed proxy: %v, want ErrFailed", err)
 	}
-	if _, err := s.RotateCredentials(ctx, p.Key(), at); !errors.Is(err, proxy.ErrFailed) {
+	if _, err := s.RotateCredentials(ctx, p.Key(), at, tenancy.Limits{}); !errors.Is(err, proxy.ErrFailed) {
 		t.Errorf("RotateCredentials of a Failed proxy: %v, want ErrFailed", err)
 	}
 	p, _ = s.Get(ctx, p.Key())
@@ -123,10 +141,10 @@ func testLiveChanges(t *testing.T, s Store) {
 	if p, err = s.RequestDeletion(ctx, p.Key(), at); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := s.UpdateSpec(ctx, p.Key(), at, set([]string{"192.0.2.0/24"}, nil)); !errors.Is(err, proxy.ErrBeingDeleted) {
+	if _, err := s.UpdateSpec(ctx, p.Key(), at, tenancy.Limits{}, set([]string{"192.0.2.0/24"}, nil)); !errors.Is(err, proxy.ErrBeingDeleted) {
 		t.Errorf("UpdateSpec of a proxy being deleted: %v, want ErrBeingDeleted", err)
 	}
-	if _, err := s.RotateCredentials(ctx, p.Key(), at); !errors.Is(err, proxy.ErrBeingDeleted) {
+	if _, err := s.RotateCredentials(ctx, p.Key(), at, tenancy.Limits{}); !errors.Is(err, proxy.ErrBeingDeleted) {
 		t.Errorf("RotateCredentials of a proxy being deleted: %v, want ErrBeingDeleted", err)
 	}
 	same("the refused changes of a proxy being deleted", p)

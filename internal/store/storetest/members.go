@@ -19,8 +19,8 @@ type Pools interface {
 	Store
 	Members(ctx context.Context, pool string) ([]*proxy.Proxy, error)
 	EnsureMembers(ctx context.Context, pool string, now time.Time) ([]*proxy.Proxy, error)
-	ClaimWarm(ctx context.Context, p *proxy.Proxy, pool string, now time.Time) (member, claimed *proxy.Proxy, err error)
-	PoolServing(ctx context.Context, spec proxy.Spec) (string, error)
+	ClaimWarm(ctx context.Context, p *proxy.Proxy, pool *proxy.Pool, now time.Time, perHour int) (member, claimed *proxy.Proxy, err error)
+	PoolServing(ctx context.Context, spec proxy.Spec) (*proxy.Pool, error)
 	UpdatePoolStatus(ctx context.Context, p *proxy.Pool) (time.Time, error)
 	DeletePool(ctx context.Context, name string, updateTime time.Time) error
 }
@@ -160,7 +160,7 @@ func testConcurrentEnsure(t *testing.T, s Pools) {
 
 func testClaim(t *testing.T, s Pools) {
 	ctx := context.Background()
-	PutPool(t, s, NewPool("ci", 2))
+	pool := PutPool(t, s, NewPool("ci", 2))
 	if _, err := s.EnsureMembers(ctx, "ci", base); err != nil {
 		t.Fatal(err)
 	}
@@ -175,14 +175,14 @@ func testClaim(t *testing.T, s Pools) {
 	}
 	stale := *proxies[0]
 	stale.UpdateTime = stale.UpdateTime.Add(-time.Second)
-	if _, _, err := s.ClaimWarm(ctx, &stale, "ci", base); !errors.Is(err, proxy.ErrConflict) {
+	if _, _, err := s.ClaimWarm(ctx, &stale, pool, base, 0); !errors.Is(err, proxy.ErrConflict) {
 		t.Errorf("ClaimWarm for a proxy read before its last write: %v, want ErrConflict", err)
 	}
 	// Five proxies race for two warm VMs: two win, each a VM of its own.
 	type result struct{ member, claimed *proxy.Proxy }
 	results := make([]result, 5)
 	errs := parallel(5, func(i int) error {
-		m, c, err := s.ClaimWarm(ctx, proxies[i], "ci", base)
+		m, c, err := s.ClaimWarm(ctx, proxies[i], pool, base, 0)
 		results[i] = result{m, c}
 		return err
 	})
@@ -247,13 +247,13 @@ func testPoolDocuments(t *testing.T, s Pools) {
 	ctx := context.Background()
 	pl := PutPool(t, s, NewPool("ci", 2))
 	spec := New("a", "b").Spec
-	if got, err := s.PoolServing(ctx, spec); err != nil || got != "ci" {
-		t.Errorf("PoolServing of a matching spec: %q (%v), want ci", got, err)
+	if got, err := s.PoolServing(ctx, spec); err != nil || got == nil || got.Name != "ci" {
+		t.Errorf("PoolServing of a matching spec: %+v (%v), want ci", got, err)
 	}
 	other := spec
 	other.Placement.Zone = "us-central1-b"
-	if got, err := s.PoolServing(ctx, other); err != nil || got != "" {
-		t.Errorf("PoolServing of another zone: %q (%v), want none", got, err)
+	if got, err := s.PoolServing(ctx, other); err != nil || got != nil {
+		t.Errorf("PoolServing of another zone: %+v (%v), want none", got, err)
 	}
 	pl.Status = proxy.PoolStatus{Warm: 1, Booting: 1, Message: "quota", ClaimsLastHour: 1, Claims: map[string]time.Time{"w-1": base}}
 	ut, err := s.UpdatePoolStatus(ctx, pl)

@@ -29,9 +29,10 @@ type Store interface {
 	List(ctx context.Context, namespace string, pageSize int, pageToken string) ([]*proxy.Proxy, string, error)
 	RequestDeletion(ctx context.Context, key proxy.Key, now time.Time) (*proxy.Proxy, error)
 	RequestRotation(ctx context.Context, key proxy.Key, now time.Time, limits tenancy.Limits) (*proxy.Proxy, error)
-	UpdateSpec(ctx context.Context, key proxy.Key, now time.Time, update func(proxy.Spec) (proxy.Spec, error)) (*proxy.Proxy, error)
-	RotateCredentials(ctx context.Context, key proxy.Key, now time.Time) (*proxy.Proxy, error)
+	UpdateSpec(ctx context.Context, key proxy.Key, now time.Time, limits tenancy.Limits, update func(proxy.Spec) (proxy.Spec, error)) (*proxy.Proxy, error)
+	RotateCredentials(ctx context.Context, key proxy.Key, now time.Time, limits tenancy.Limits) (*proxy.Proxy, error)
 	UpdateStatus(ctx context.Context, p *proxy.Proxy) (time.Time, error)
+	UpdateStatusCounted(ctx context.Context, p *proxy.Proxy, at time.Time, perHour int) (time.Time, error)
 	Delete(ctx context.Context, key proxy.Key, updateTime time.Time) error
 	LiveUIDs(ctx context.Context) (map[string]proxy.Claim, error)
 	Stalled(ctx context.Context, before time.Time, limit int) ([]proxy.Key, error)
@@ -65,10 +66,13 @@ func Run(t *testing.T, newStore func(t *testing.T) Store) {
 	t.Run("CreateInNamespace", func(t *testing.T) { testCreateInNamespace(t, newStore(t)) })
 	t.Run("NamespaceDeletion", func(t *testing.T) { testNamespaceDeletion(t, newStore(t)) })
 	t.Run("LiveChanges", func(t *testing.T) { testLiveChanges(t, newStore(t)) })
+	t.Run("LiveReplacements", func(t *testing.T) { testLiveReplacements(t, newStore(t)) })
+	t.Run("StatusCounted", func(t *testing.T) { testStatusCounted(t, newStore(t)) })
 	t.Run("Pools", func(t *testing.T) { testPools(t, newStore(t)) })
 	t.Run("PoolMembers", func(t *testing.T) { testMembers(t, pools(t, newStore(t))) })
 	t.Run("PoolMembersConcurrent", func(t *testing.T) { testConcurrentEnsure(t, pools(t, newStore(t))) })
 	t.Run("PoolClaim", func(t *testing.T) { testClaim(t, pools(t, newStore(t))) })
+	t.Run("PoolClaimBounds", func(t *testing.T) { testClaimBounds(t, pools(t, newStore(t))) })
 	t.Run("PoolDocuments", func(t *testing.T) { testPoolDocuments(t, pools(t, newStore(t))) })
 }
 

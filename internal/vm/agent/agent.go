@@ -158,7 +158,7 @@ func (a *Agent) selfTest(ctx context.Context, cfg vmconfig.Config) (SelfTest, er
 	if !probePattern.MatchString(probe) {
 		return SelfTest{}, fmt.Errorf("egress-probe-target is not host:port")
 	}
-	return SelfTest{Proxy: net.JoinHostPort(host, port), Probe: probe, Forbidden: a.Forbidden,
+	return SelfTest{Proxy: net.JoinHostPort(host, port), Probe: probe, ConnectPorts: cfg.ConnectPorts, Forbidden: a.Forbidden,
 		User: "selftest" + randomWord(6), Password: randomWord(24)}, nil
 }
 

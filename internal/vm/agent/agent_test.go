@@ -180,6 +180,20 @@ func (f *fixture) config(t *testing.T, gen int64, sources []string, users ...str
 	return string(b)
 }
 
+// withPort is the configuration text with port added to its connectPorts.
+func withPort(t *testing.T, text string, port int) string {
+	var c vmconfig.Config
+	if err := json.Unmarshal([]byte(text), &c); err != nil {
+		t.Fatal(err)
+	}
+	c.ConnectPorts = append(c.ConnectPorts, port)
+	b, err := json.Marshal(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}
+
 func mustPort(hostport string) int {
 	_, p, _ := net.SplitHostPort(hostport)
 	n, _ := strconv.Atoi(p)
@@ -312,7 +326,9 @@ func TestFailedChangeKeepsServing(t *testing.T) {
 		t.Fatal(err)
 	}
 	closed.Close()
-	f.md.SetAttributes(map[string]string{vmconfig.KeyConfig: f.config(t, 2, nil, "bob"), vmconfig.KeyProbeTarget: closed.Addr().String()})
+	// The closed port allowed: the self-test expects the probe carried.
+	f.md.SetAttributes(map[string]string{vmconfig.KeyConfig: withPort(t, f.config(t, 2, nil, "bob"), mustPort(closed.Addr().String())),
+		vmconfig.KeyProbeTarget: closed.Addr().String()})
 	wctx, wcancel := context.WithTimeout(ctx, 90*time.Second)
 	defer wcancel()
 	if _, err := f.md.WaitGuest(wctx, time.Time{}, "egress/error"); err != nil {
@@ -336,6 +352,10 @@ func TestFailedChangeKeepsServing(t *testing.T) {
 	}
 	if e := f.md.GuestAttributes()["egress/error"]; !strings.Contains(e, "generation 2") || !strings.Contains(e, "served before is served still") {
 		t.Errorf("egress/error %q does not name the generation and the rollback", e)
+	} else if g, ok := vmconfig.RefusedGeneration(e); !ok || g != 2 {
+		// The control plane reads the refused generation from it
+		// (the gcp provider's Get), and acts on the refusal at once.
+		t.Errorf("egress/error %q: vmconfig.RefusedGeneration reads %d, %v; want 2", e, g, ok)
 	}
 	f.md.SetAttributes(map[string]string{vmconfig.KeyConfig: f.config(t, 3, nil, "bob"), vmconfig.KeyProbeTarget: f.target})
 	f.waitReady(t, "3")

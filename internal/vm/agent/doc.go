@@ -20,8 +20,10 @@
 //     from a source whose range was removed);
 //   - proves it (SelfTest): without credentials 407, with the self-test's a
 //     CONNECT to the metadata server refused and one to the probe target
-//     carried; a warm pool's VM (generation 0, no users) is proven the same
-//     way, so a claimed VM is known to reach the internet;
+//     carried, or, when the configuration's connectPorts leave the probe's
+//     port out, refused for its port (SelfTest.Plan); a warm pool's VM
+//     (generation 0, no users, the default ports) is proven the same way,
+//     so a claimed VM is known to reach the internet;
 //   - writes the configuration as the metadata carries it, reloads, waits
 //     until the self-test's credentials get 407;
 //   - deletes egress/error, writes egress/ready = the generation it now

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"net"
 	"net/http"
+	"slices"
+	"strconv"
 	"time"
 )
 
@@ -15,8 +17,11 @@ import (
 type SelfTest struct {
 	// Proxy is the engine's address on loopback.
 	Proxy string
-	// Probe is a host:port a CONNECT with credentials must reach.
+	// Probe is a host:port a CONNECT with credentials reaches when the
+	// configuration allows its port (see Plan).
 	Probe string
+	// ConnectPorts are the ports the configuration under test allows.
+	ConnectPorts []int
 	// Forbidden is a host:port a CONNECT with credentials must not reach:
 	// the metadata server.
 	Forbidden string
@@ -72,13 +77,32 @@ func (st SelfTest) poll(ctx context.Context, target string, withCredentials bool
 	return code, err
 }
 
+// Plan is what the self-test's first CONNECT, with its credentials, to
+// the probe target must get: 200 when the configuration allows the
+// probe's port, and otherwise 403, the engine refusing the port. A
+// proxy's spec may allow only ports the probe target does not serve (a
+// tenant who needs 8443 alone): such a configuration proves, instead of
+// a path to the internet, that its own ports are what the engine
+// enforces, and every spec the API accepts can be served. Either answer
+// proves the engine took the configuration: until it has, the self-test's
+// user gets 407.
+func (st SelfTest) Plan() int {
+	_, port, err := net.SplitHostPort(st.Probe)
+	if p, perr := strconv.Atoi(port); err == nil && perr == nil && slices.Contains(st.ConnectPorts, p) {
+		return http.StatusOK
+	}
+	return http.StatusForbidden
+}
+
 // Serving proves the configuration that carries the self-test's user is
-// served: a CONNECT with its credentials to the probe target gets 200
-// (polled: the engine reloads on a signal, or is just starting), one
-// without credentials 407, and one to the metadata server is refused.
+// served: a CONNECT with its credentials to the probe target gets what
+// Plan says (polled: the engine reloads on a signal, or is just
+// starting), one without credentials 407, and one to the metadata server
+// is refused.
 func (st SelfTest) Serving(ctx context.Context) error {
-	if code, err := st.poll(ctx, st.Probe, true, func(c int) bool { return c == http.StatusOK }); code != http.StatusOK {
-		return fmt.Errorf("a CONNECT with the self-test's credentials to %s got %d (%v), want 200", st.Probe, code, err)
+	want := st.Plan()
+	if code, err := st.poll(ctx, st.Probe, true, func(c int) bool { return c == want }); code != want {
+		return fmt.Errorf("a CONNECT with the self-test's credentials to %s got %d (%v), want %d", st.Probe, code, err, want)
 	}
 	if code, err := st.connect(ctx, st.Probe, false); code != http.StatusProxyAuthRequired {
 		return fmt.Errorf("a CONNECT without credentials got %d (%v), want 407", code, err)

@@ -56,6 +56,19 @@ type Config struct {
 	// StatsListen, when set, is a loopback address serving GET /stats with
 	// the Stats as JSON.
 	StatsListen string `json:"statsListen,omitempty"`
+	// Socks5Listen, when set (":PORT"), is a second address the engine
+	// serves SOCKS5 on, with the same users, source ranges, destination
+	// filter and CONNECT ports as HTTP; empty serves no SOCKS5 (a spec
+	// asks for it with spec.socks5Port).
+	Socks5Listen string `json:"socks5Listen,omitempty"`
+	// BandwidthBitsPerSecond bounds the proxy's traffic as a whole, both
+	// ways, in bits per second (spec.bandwidthLimit); 0 is no bound.
+	BandwidthBitsPerSecond int64 `json:"bandwidthBitsPerSecond,omitempty"`
+	// AccessLog keeps one access line per tunnel and per plain-HTTP
+	// request (spec.accessLog, on unless a tenant turns it off). The
+	// control plane always writes it, true or false, so that an engine
+	// never has to guess what a missing key meant.
+	AccessLog bool `json:"accessLog"`
 
 	// The timeouts of each phase; zero takes the Default… value. Listen,
 	// StatsListen, HeaderTimeout and ResponseHeaderTimeout wait for a

@@ -1,5 +1,10 @@
 package vmconfig
 
+import (
+	"regexp"
+	"strconv"
+)
+
 // Instance metadata keys: the script, the engine's configuration and the
 // attributes the script reads at run time. The gcp provider sets them; the
 // image test serves them from its stand-in metadata server.
@@ -43,7 +48,11 @@ const (
 	GuestNamespace = "egress"
 	// GuestReady is written once the self-test passed.
 	GuestReady = "ready"
-	// GuestError holds the one-line reason the proxy cannot serve.
+	// GuestError holds the one-line reason the proxy cannot serve, or
+	// could not serve the last configuration it was given. A reason about
+	// a configuration that loaded starts "generation N: " (RefusedGeneration
+	// reads it); beside a GuestReady of an earlier generation, it is a
+	// change the VM refused and rolled back from, still serving that one.
 	GuestError = "error"
 	// GuestTraffic holds the engine's counters, vmconfig.Stats as JSON
 	// with a "reportTime" added, rewritten every TrafficInterval.
@@ -61,3 +70,18 @@ const (
 	// EnginePath is where the script installs the engine binary.
 	EnginePath = "/usr/local/bin/egress-proxy"
 )
+
+var refusedRE = regexp.MustCompile(`^generation ([0-9]{1,18}): `)
+
+// RefusedGeneration reads the generation a GuestError names, as the VM's
+// agent writes it ("generation 7: the self-test …"), and reports false
+// for a reason that names none (a configuration that did not load, a
+// failure of the startup script itself).
+func RefusedGeneration(reason string) (int64, bool) {
+	m := refusedRE.FindStringSubmatch(reason)
+	if m == nil {
+		return 0, false
+	}
+	g, err := strconv.ParseInt(m[1], 10, 64)
+	return g, err == nil
+}

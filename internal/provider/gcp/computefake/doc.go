@@ -15,6 +15,7 @@
 //	operations.go  zoneOperations and regionOperations get, list and wait;
 //	               globalOperations.aggregatedList
 //	regions.go     regions.get, for the zones of a region
+//	ipv6.go        an instance's external IPv6 address, in a dual-stack subnet
 //	filter.go      the part of the list filter language the fake understands
 //	requestid.go   requestId de-duplication, for every insert and delete
 //	failures.go    inserts that are accepted and fail in their operation
@@ -32,6 +33,7 @@
 //
 //	Settle                        finish what is in progress
 //	Put, SetStatus                plant instances and states
+//	SetDualStack                  a subnet where instances may have an external IPv6
 //	Fail                          refuse the next calls of a method in their HTTP answer
 //	FailInserts, FailEveryInsert  accept inserts that fail in their operation (quota, stockout)
 //	SetUnreachable                zones an aggregated list cannot read

@@ -62,6 +62,9 @@ func (s *Server) insert(w http.ResponseWriter, r *http.Request, project, zone st
 		return
 	}
 	nats, fault := s.natAddresses(inst, zone)
+	if fault == nil {
+		fault = s.stackFault(inst, zone)
+	}
 	if fault != nil {
 		writeError(w, *fault)
 		return
@@ -198,6 +201,7 @@ func (s *Server) Settle() {
 					ac.NatIP = proto.String(fmt.Sprintf("198.51.100.%d", s.nextIP))
 				}
 			}
+			s.assignIPv6(inst)
 		}
 	}
 	s.settleAddresses()

@@ -54,6 +54,7 @@ type Server struct {
 	nextIP      int // of ephemeral NATs, 198.51.100.x
 	nextAddress int // of reserved addresses, 203.0.113.x
 	regionZones map[string][]string
+	dualStack   map[string]bool // region/subnetwork (SetDualStack)
 
 	// What tests set up and read.
 	faults         map[string][]Fault // by method (see Fail)
@@ -87,6 +88,7 @@ func New() *Server {
 		addresses:         map[string]*computepb.Address{},
 		deletingAddresses: map[string]bool{},
 		regionZones:       map[string][]string{},
+		dualStack:         map[string]bool{},
 		faults:            map[string][]Fault{},
 		calls:             map[string]int{},
 		settled:           make(chan struct{}),

@@ -1,0 +1,31 @@
+package main
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+)
+
+// TestHetznerPhase: a lifecycle at the reconciler's floor costs the
+// requests it must (one create, three gets, a delete and the get before
+// it), and the listing of 1000 servers reads them in pages of 50.
+func TestHetznerPhase(t *testing.T) {
+	r, err := hetznerPhase(context.Background(), 3)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]float64{"servers.create": 1, "servers.get": 4, "servers.delete": 1}
+	if diff := cmp.Diff(want, r.Requests); diff != "" {
+		t.Errorf("requests per lifecycle (-want +got):\n%s", diff)
+	}
+	if r.LifecyclesPerHour != 600 || r.ListRequests != 21 || r.CallMs.N != 15 {
+		t.Errorf("%.0f lifecycles an hour, %d list requests, %d calls timed; want 600, 21 (20 pages of servers, 1 of Primary IPs), 15", r.LifecyclesPerHour, r.ListRequests, r.CallMs.N)
+	}
+	var b strings.Builder
+	r.table(&b)
+	if !strings.Contains(b.String(), "6.0 API requests each") {
+		t.Errorf("the table: %s", b.String())
+	}
+}
