@@ -79,7 +79,7 @@ func main() {
 	phases := flag.String("phases", strings.Join(allPhases, ","), "the phases to run, of "+strings.Join(allPhases, ", ")+" (a target of a phase not run is not held)")
 	flag.StringVar(&s.gcProfile, "gc-cpuprofile", "", "write a CPU profile of the largest garbage-collection run to this file (go tool pprof reads it)")
 	flag.BoolVar(&s.keep, "keep", false, "keep the stack's log (every invocation line) and the collector's, and say where")
-	flag.BoolVar(&s.warmup, "warmup", true, "warm the emulators up with a lifecycle of each proxy cut short before the phases (false: the first phase pays their start)")
+	flag.BoolVar(&s.warmup, "warmup", true, "warm the emulators up with -lifecycles lifecycles before the phases (false: the first phase pays their start)")
 	flag.Parse()
 	s.phases = strings.Split(*phases, ",")
 	if err := s.validate(); err != nil {

@@ -203,33 +203,60 @@ func bulkNamespaces(n int) int { return (n + 19) / 20 }
 // namespace of its own so that no two share a quota counter, from create
 // to gone.
 func (b *bench) lifecycle(ctx context.Context, r *results) error {
+	m, err := b.lifecycles(ctx, lifecycleNamespace)
+	if err != nil {
+		return err
+	}
+	n := b.s.lifecycles
+	r.lifecycle(b.s, m.usage, n)
+	r.LifecycleCPU = m.cpu.per(n)
+	r.ReadyLatencyMs = summarize(m.readyLag)
+	r.ReadySplitMs = readySplit{Delivery: summarize(m.delivery), Run: summarize(m.run)}
+	r.DeleteLatencyMs = summarize(m.deleteLag)
+	return nil
+}
+
+// lifecyclesRun is what s.lifecycles lifecycles at once measured.
+type lifecyclesRun struct {
+	usage tally
+	cpu   cpuUse
+	// readyLag is from each VM ready to its proxy Ready, split at the
+	// start of the call-home's run: delivery before it (the VM's publish,
+	// the Pub/Sub emulator's push, the relay), run the run itself.
+	readyLag, delivery, run []time.Duration
+	// deleteLag is from each DELETE to the proxy gone.
+	deleteLag []time.Duration
+}
+
+// lifecycles runs s.lifecycles proxies at once, each in a namespace of its
+// own (namespace(i)), from create to Ready to gone, and waits for every
+// invocation the floor counts and then for quiet, so that nothing of them
+// runs after.
+func (b *bench) lifecycles(ctx context.Context, namespace func(int) string) (lifecyclesRun, error) {
 	n := b.s.lifecycles
 	before := b.lines.snapshot()
 	cpuBefore, err := b.cpu.read()
 	if err != nil {
-		return err
+		return lifecyclesRun{}, err
 	}
-	keys, uids, err := b.createOneEach(ctx, n, lifecycleNamespace)
+	keys, uids, err := b.createOneEach(ctx, n, namespace)
 	if err != nil {
-		return err
+		return lifecyclesRun{}, err
 	}
 	readyAt, err := b.lines.await(ctx, ready, paths(keys), 5*time.Minute+2*b.s.boot())
 	if err != nil {
-		return err
+		return lifecyclesRun{}, err
 	}
 	booted, err := b.bootedAt(ctx, uids, keys)
 	if err != nil {
-		return err
+		return lifecyclesRun{}, err
 	}
-	readyLag := make([]time.Duration, n)
-	// Split at the start of the call-home's run: before it the VM's
-	// publish, the Pub/Sub emulator's push and the relay; then the run.
+	var m lifecyclesRun
 	runs := b.lines.callHomeRuns(paths(keys))
-	var delivery, runTook []time.Duration
 	for i := range uids {
-		readyLag[i] = readyAt[i].Sub(booted[i])
+		m.readyLag = append(m.readyLag, readyAt[i].Sub(booted[i]))
 		if !runs[i].start.IsZero() { // else made Ready by another run
-			delivery, runTook = append(delivery, runs[i].start.Sub(booted[i])), append(runTook, runs[i].took)
+			m.delivery, m.run = append(m.delivery, runs[i].start.Sub(booted[i])), append(m.run, runs[i].took)
 		}
 	}
 
@@ -238,31 +265,26 @@ func (b *bench) lifecycle(ctx context.Context, r *results) error {
 		sent[i] = time.Now()
 		return b.api.delete(ctx, keys[i])
 	}); err != nil {
-		return err
+		return lifecyclesRun{}, err
 	}
 	goneAt, err := b.lines.await(ctx, gone, paths(keys), 5*time.Minute)
 	if err != nil {
-		return err
+		return lifecyclesRun{}, err
 	}
-	deleteLag := make([]time.Duration, n)
 	for i := range goneAt {
-		deleteLag[i] = goneAt[i].Sub(sent[i])
+		m.deleteLag = append(m.deleteLag, goneAt[i].Sub(sent[i]))
 	}
 	// The document's deletion still brings its Reconcile after the proxy is
 	// gone: wait for the floor's invocations, then for quiet.
 	if err := b.quietAfter(ctx, before, floorInvocations*n); err != nil {
-		return err
+		return lifecyclesRun{}, err
 	}
 	cpuAfter, err := b.cpu.read()
 	if err != nil {
-		return err
+		return lifecyclesRun{}, err
 	}
-	r.lifecycle(b.s, b.lines.snapshot().minus(before), n)
-	r.LifecycleCPU = cpuAfter.minus(cpuBefore).per(n)
-	r.ReadyLatencyMs = summarize(readyLag)
-	r.ReadySplitMs = readySplit{Delivery: summarize(delivery), Run: summarize(runTook)}
-	r.DeleteLatencyMs = summarize(deleteLag)
-	return nil
+	m.usage, m.cpu = b.lines.snapshot().minus(before), cpuAfter.minus(cpuBefore)
+	return m, nil
 }
 
 // createOneEach creates a proxy named proxy in each of n namespaces,

@@ -72,9 +72,9 @@ func (r *results) lifecycleTable(w io.Writer) {
 	tw.Flush()
 	if wu := r.WarmUp; wu.Invocations > 0 {
 		inv := r.Lifecycle["invocations"].Measured
-		fmt.Fprintf(w, "before the phases, a warm-up on the emulators as they started (%d proxies deleted before their boot, and their call-homes): %d invocations billed %.3f s each; the lifecycle's, on the warm emulators, %.3f s each;\n",
+		fmt.Fprintf(w, "before the phases, a warm-up on the emulators as they started (%d lifecycles as the phase's): %d invocations billed %.3f s each; the lifecycle's, on the warm emulators, %.3f s each;\n",
 			wu.Proxies, wu.Invocations, wu.PerInvocation, r.Lifecycle["functionSeconds"].Measured/max(inv, 1))
-		fmt.Fprintf(w, "  a call-home from its publish to its run's start on the cold Pub/Sub emulator: p50 %.0f ms, p99 %.0f ms\n", wu.CallHomeDeliveryMs.P50, wu.CallHomeDeliveryMs.P99)
+		fmt.Fprintf(w, "  a VM ready to its call-home's run's start on the cold emulators: p50 %.0f ms, p99 %.0f ms\n", wu.CallHomeDeliveryMs.P50, wu.CallHomeDeliveryMs.P99)
 	}
 }
 
