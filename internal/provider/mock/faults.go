@@ -2,7 +2,6 @@ package mock
 
 import (
 	"errors"
-	"maps"
 	"time"
 
 	"github.com/egress-proxies/egress/internal/provider"
@@ -251,9 +250,9 @@ func (p *Provider) AddForeign(name string, labels map[string]string) string {
 	p.nextSeq++
 	id := idPrefix + name
 	p.instances[name] = &instance{
-		name:   name,
-		seq:    p.nextSeq,
-		labels: maps.Clone(labels),
+		name:      name,
+		seq:       p.nextSeq,
+		unmanaged: labels[provider.LabelManaged] != provider.LabelManagedYes,
 		inst: provider.Instance{
 			ID:         id,
 			State:      provider.StateRunning,
