@@ -24,6 +24,13 @@
 // each change to the engine running under systemd (egress-proxy.service)
 // without a new VM. -once applies the value there is now and exits: the
 // startup script's first apply.
+//
+//	egress-proxy agent -boot /etc/egress-proxy/boot [-readiness /run/egress-proxy/readiness.json]
+//
+// is the agent of a cloud-init boot (Hetzner's servers): it applies the
+// egress-config the user-data wrote once, and says what the VM serves in
+// the readiness file, which the engine (its -readiness) serves with its
+// status on the proxy port, where the control plane asks.
 package main
 
 import (
