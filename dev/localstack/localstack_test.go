@@ -263,8 +263,8 @@ func startStack(t *testing.T) *liveStack {
 			"PROVIDERS=mock,hetzner", "HETZNER_ENDPOINT=" + hz.Endpoint(),
 			// Never downloaded: the fake runs the engine itself.
 			"PROXY_ENGINE_PUBLIC_URL=http://127.0.0.1/egress-proxy", "PROXY_ENGINE_SHA256=" + strings.Repeat("0", 64)},
-		Stdout:  out,
-		Stderr:  out,
+		Stdout: out,
+		Stderr: out,
 	})
 	if err != nil {
 		t.Fatalf("%v\n%s", err, out.String())
