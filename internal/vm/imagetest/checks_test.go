@@ -317,7 +317,13 @@ func checkEngineInstalled(t *testing.T, ctx context.Context, r *run, c *Containe
 // installTime is how long the script's install of the engine took, from
 // its two log lines; zero when it installed nothing.
 func installTime(ctx context.Context, c *Container) time.Duration {
-	out, err := c.Exec(ctx, "journalctl", "-b", "--no-pager", "-o", "short-unix", "-u", "google-startup-scripts.service")
+	return installTimeOf(ctx, c, "google-startup-scripts.service")
+}
+
+// installTimeOf is installTime from the journal of unit, the one that
+// ran the script.
+func installTimeOf(ctx context.Context, c *Container, unit string) time.Duration {
+	out, err := c.Exec(ctx, "journalctl", "-b", "--no-pager", "-o", "short-unix", "-u", unit)
 	if err != nil {
 		return 0
 	}
@@ -517,7 +523,7 @@ func checkMetadataUntouched(t *testing.T, r *run) {
 	if got := markedRequests(r); len(got) > 0 {
 		t.Errorf("the metadata server received requests sent through the proxy: %+v", got)
 	}
-	for _, q := range r.metadata.Requests() {
+	for _, q := range r.metadataRequests() {
 		if q.Forwarded != "" {
 			t.Errorf("the metadata server received a forwarded request: %+v", q)
 		}
@@ -530,9 +536,18 @@ func checkReboot(t *testing.T, r *run, since time.Time, ready GuestWrite) {
 	checkReady(t, r, since, ready, 1)
 }
 
+// metadataRequests are the requests the metadata server's stand-in got,
+// Google's or Hetzner's.
+func (r *run) metadataRequests() []Request {
+	if r.hetzner != nil {
+		return r.hetzner.metadata.Requests()
+	}
+	return r.metadata.Requests()
+}
+
 func markedRequests(r *run) []Request {
 	var out []Request
-	for _, q := range r.metadata.Requests() {
+	for _, q := range r.metadataRequests() {
 		if strings.Contains(q.URI, probeMarker) {
 			out = append(out, q)
 		}
