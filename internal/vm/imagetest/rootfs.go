@@ -56,6 +56,10 @@ var HetznerPackages = []string{
 	"systemd", "systemd-sysv", "dbus",
 	"curl", "ca-certificates", "iproute2", "nftables",
 	"cloud-init",
+	// What provides a virtual package cloud-init's dependencies need
+	// (python3-cryptography's python3-cffi-backend-api-*), which
+	// debootstrap does not resolve by itself.
+	"python3-cffi-backend",
 }
 
 // packages is what rel's root file system holds beyond the minimal base.
