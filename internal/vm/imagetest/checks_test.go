@@ -317,13 +317,13 @@ func checkEngineInstalled(t *testing.T, ctx context.Context, r *run, c *Containe
 // installTime is how long the script's install of the engine took, from
 // its two log lines; zero when it installed nothing.
 func installTime(ctx context.Context, c *Container) time.Duration {
-	return installTimeOf(ctx, c, "google-startup-scripts.service")
+	return installTimeOf(ctx, c, "-u", "google-startup-scripts.service")
 }
 
-// installTimeOf is installTime from the journal of unit, the one that
-// ran the script.
-func installTimeOf(ctx context.Context, c *Container, unit string) time.Duration {
-	out, err := c.Exec(ctx, "journalctl", "-b", "--no-pager", "-o", "short-unix", "-u", unit)
+// installTimeOf is installTime from the journal lines filter selects
+// (journalctl's -u UNIT or -t IDENTIFIER): those of what ran the script.
+func installTimeOf(ctx context.Context, c *Container, filter ...string) time.Duration {
+	out, err := c.Exec(ctx, append([]string{"journalctl", "-b", "--no-pager", "-o", "short-unix"}, filter...)...)
 	if err != nil {
 		return 0
 	}
