@@ -2,9 +2,7 @@ package engine
 
 import (
 	"bufio"
-	"context"
 	"encoding/json"
-	"errors"
 	"io"
 	"net"
 	"net/http"
@@ -33,25 +31,7 @@ func startStatusProxy(t *testing.T, cfg vmconfig.Config, ready vmconfig.Readines
 	cfg.AllowedSourceRanges = []string{"127.0.0.1/32"}
 	cfg.Status = &vmconfig.StatusAccess{User: vmconfig.User{Name: statusUser, PasswordHash: hashOf(t, statusPassword)},
 		Sources: []string{controlPlane + "/32"}}
-	s, err := New(cfg, Options{Resolver: names, Readiness: func() vmconfig.Readiness { return ready }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	served := make(chan error, 1)
-	go func() { served <- s.Serve(ln) }()
-	t.Cleanup(func() {
-		ctx, cancel := context.WithCancel(context.Background())
-		cancel()
-		s.Shutdown(ctx)
-		if err := <-served; !errors.Is(err, http.ErrServerClosed) {
-			t.Errorf("Serve: %v, want http.ErrServerClosed", err)
-		}
-	})
-	return s, ln.Addr().String()
+	return startProxyWith(t, cfg, Options{Resolver: names, Readiness: func() vmconfig.Readiness { return ready }})
 }
 
 // ask sends one request head from the address from and returns the

@@ -502,10 +502,16 @@ func checkRefused(t *testing.T, ctx context.Context, r *run, s *Sink, targets ..
 // checkMetadataGet: a plain GET for the metadata server, with the header
 // it wants, is not answered by it.
 func checkMetadataGet(t *testing.T, ctx context.Context, r *run) {
+	checkMetadataGetOf(t, ctx, r, "/computeMetadata/v1/instance/attributes/"+probeMarker, http.Header{"Metadata-Flavor": {"Google"}})
+}
+
+// checkMetadataGetOf: a plain GET of path on the metadata server, with
+// header, through the proxy is refused and never reaches it.
+func checkMetadataGetOf(t *testing.T, ctx context.Context, r *run, path string, header http.Header) {
 	ctx, cancel := checkTimeout(ctx)
 	defer cancel()
-	url := "http://" + HostPort(MetadataAddr, MetadataPort) + "/computeMetadata/v1/instance/attributes/" + probeMarker
-	status, body, err := r.client("client", r.creds.Username, r.creds.Password).Get(ctx, url, http.Header{"Metadata-Flavor": {"Google"}})
+	url := "http://" + HostPort(MetadataAddr, MetadataPort) + path
+	status, body, err := r.client("client", r.creds.Username, r.creds.Password).Get(ctx, url, header)
 	if err != nil {
 		t.Fatalf("GET %s: no answer from the proxy: %v", url, err)
 	}

@@ -225,25 +225,7 @@ func insertMetadata(t *testing.T, ctx context.Context, r *run, cfg bootstrap.Con
 // egress/error or on a container that stops.
 func boot(t *testing.T, ctx context.Context, r *run, root, consolePath string) (*Container, GuestWrite) {
 	t.Helper()
-	console, err := os.Create(consolePath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { console.Close() })
-	c, err := Boot(prefix+r.rel.Suite, root, r.topo.VM, console)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := c.Stop(30 * time.Second); err != nil {
-			t.Error(err)
-		}
-	})
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Logf("journal of %s:\n%s", c.Name, c.Journal(context.Background(), 150))
-		}
-	})
+	c := startContainer(t, prefix+r.rel.Suite, r, root, consolePath)
 	wctx, cancel := context.WithTimeout(ctx, bootTimeout)
 	defer cancel()
 	go func() {
@@ -261,6 +243,33 @@ func boot(t *testing.T, ctx context.Context, r *run, root, consolePath string) (
 		t.Fatalf("the startup script wrote egress/error: %q", w.Value)
 	}
 	return c, w
+}
+
+// startContainer boots root as the container name in the VM's namespace,
+// its console to consolePath, stopped when the test ends, with its
+// journal in the log if the test failed.
+func startContainer(t *testing.T, name string, r *run, root, consolePath string) *Container {
+	t.Helper()
+	console, err := os.Create(consolePath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { console.Close() })
+	c, err := Boot(name, root, r.topo.VM, console)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := c.Stop(30 * time.Second); err != nil {
+			t.Error(err)
+		}
+	})
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("journal of %s:\n%s", c.Name, c.Journal(context.Background(), 200))
+		}
+	})
+	return c
 }
 
 // serve runs an HTTP handler on addr inside ns until the test ends.
