@@ -2,6 +2,7 @@ package app_test
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/base64"
 	"errors"
@@ -57,9 +58,12 @@ func TestHetznerVMSettings(t *testing.T) {
 	cases := map[string]struct {
 		reason string
 		unset  string
-		want   string
+		// serve is the function the process serves; Reconcile when empty.
+		serve app.Function
+		want  string
 	}{
 		"all set":             {reason: "a deployment with every setting starts"},
+		"the API":             {reason: "the ProxyAPI reads none of them, and starts without", serve: app.ProxyAPI, unset: "PROXY_ENGINE_PUBLIC_URL"},
 		"no public URL":       {reason: "a server could not install the engine", unset: "PROXY_ENGINE_PUBLIC_URL", want: "PROXY_ENGINE_PUBLIC_URL"},
 		"no SHA-256":          {reason: "a server would not know which binary to install", unset: "PROXY_ENGINE_SHA256", want: "PROXY_ENGINE_SHA256"},
 		"no status key":       {reason: "no credential of the status could be made", unset: "VM_STATUS_KEY_SECRET", want: "VM_STATUS_KEY_SECRET"},
@@ -69,7 +73,8 @@ func TestHetznerVMSettings(t *testing.T) {
 		t.Run(name, func(t *testing.T) {
 			vars := maps.Clone(base)
 			delete(vars, tc.unset)
-			a, err := app.New(context.Background(), env(vars), app.Options{Serve: []app.Function{app.Reconcile}})
+			serve := cmp.Or(tc.serve, app.Reconcile)
+			a, err := app.New(context.Background(), env(vars), app.Options{Serve: []app.Function{serve}})
 			if a != nil {
 				a.Close()
 			}

@@ -144,8 +144,13 @@ func (a *App) cloudInitVM(vm HetznerVM) (HetznerVM, error) {
 				}
 				return k.Access(uid, cfg.StatusSources)
 			}}
-		if err := r.Check(); err != nil {
-			return vm, fmt.Errorf("config: PROXY_ENGINE_PUBLIC_URL and PROXY_ENGINE_SHA256: %w", err)
+		// Only the functions that make servers read the settings (the
+		// ProxyAPI registers the provider for its rules alone, and never
+		// renders a server).
+		if a.Config.serves(Reconcile) || a.Config.serves(CollectGarbage) {
+			if err := r.Check(); err != nil {
+				return vm, fmt.Errorf("config: PROXY_ENGINE_PUBLIC_URL and PROXY_ENGINE_SHA256: %w", err)
+			}
 		}
 		vm.Renderer = r
 	}
