@@ -92,7 +92,7 @@ func TestDependenciesPointOneWay(t *testing.T) {
 		{"emulator code serves only the developer's tools and tests", []string{"emulators"}, []string{"emulators", "dev"}},
 		{"what runs on the VM is imported by no part of the control plane: it sees the contract (internal/vm/vmconfig) only",
 			[]string{"internal/vm/engine", "internal/vm/agent", "internal/vm/imagetest"},
-			[]string{"internal/vm", "cmd/egress-proxy", "internal/provider/mock", "dev"}},
+			[]string{"internal/vm", "cmd/egress-proxy", "internal/provider/mock", "internal/provider/hetzner/hetznerfake", "dev"}},
 		{"the web console is mounted by the composition root alone, over the API", []string{"internal/console"},
 			[]string{"internal/app", "dev"}},
 		{"the doubles are linked by the local stack, the simulation and tests only",

@@ -298,7 +298,10 @@ func TestEachFunctionReadsItsVariables(t *testing.T) {
 				asked[k] = true
 				// Enough to switch every conditional variable on.
 				return map[string]string{"GOOGLE_CLOUD_PROJECT": "demo-x", "PROVIDERS": "gcp,hetzner,mock",
-					"HETZNER_TOKEN_SECRET": "projects/demo-x/secrets/egress-hetzner-token/versions/latest"}[k]
+					"HETZNER_TOKEN_SECRET": "projects/demo-x/secrets/egress-hetzner-token/versions/latest",
+					"PROXY_ENGINE_URL":     "https://storage.googleapis.com/b/egress-proxy", "PROXY_ENGINE_PUBLIC_URL": "https://storage.googleapis.com/p/egress-proxy",
+					"PROXY_ENGINE_SHA256":  "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef",
+					"VM_STATUS_KEY_SECRET": "projects/demo-x/secrets/egress-vm-status-key/versions/latest", "VM_STATUS_SOURCE_RANGES": "198.51.100.7/32"}[k]
 			}
 			if _, err := app.Load(getenv, f); err != nil {
 				t.Fatal(err)

@@ -2,14 +2,17 @@ package app
 
 import (
 	"context"
+	"crypto/rand"
 	"fmt"
 	"log/slog"
 	"strings"
+	"time"
 
 	secretmanager "cloud.google.com/go/secretmanager/apiv1"
 
 	"google.golang.org/api/option"
 
+	"github.com/egress-proxies/egress/internal/bootstrap/cloudinit"
 	"github.com/egress-proxies/egress/internal/metering"
 	"github.com/egress-proxies/egress/internal/provider"
 	"github.com/egress-proxies/egress/internal/provider/gcp"
@@ -17,6 +20,8 @@ import (
 	"github.com/egress-proxies/egress/internal/proxy"
 	"github.com/egress-proxies/egress/internal/queue"
 	"github.com/egress-proxies/egress/internal/secrets"
+	"github.com/egress-proxies/egress/internal/vm/vmconfig"
+	"github.com/egress-proxies/egress/internal/vmstatus"
 )
 
 // Linked is a provider type a binary links beside the ones every
@@ -56,8 +61,9 @@ func (a *App) registry(linked []Linked, vm HetznerVM) (*provider.Registry, error
 	rules := map[string]provider.Validator{gcp.Type: gcp.Validator(c.GCPPolicy)}
 	inPlace := map[string]bool{gcp.Type: true}
 	if hetznerEnabled(&c) {
-		if missing := vm.missing(); missing != "" {
-			return nil, fmt.Errorf("config: PROVIDERS names %q, but this build has no %s: the VM side of the hetzner provider (its cloud-init bootstrap and its readiness) is not built yet, so a server could neither boot the proxy nor be seen serving (docs/operations/hetzner.md)", hetzner.Type, missing)
+		vm, err := a.cloudInitVM(vm)
+		if err != nil {
+			return nil, err
 		}
 		ctors[hetzner.Type] = a.hetznerConstructor(vm)
 		rules[hetzner.Type] = hetzner.Validator(c.HetznerPolicy)
@@ -117,23 +123,78 @@ func (c Config) gcpConstructor() provider.Constructor {
 // HetznerVM is what the hetzner provider needs of the VM side: the
 // renderer of a server's user-data (cloud-init) from the request's
 // engine configuration and startup script, and the prober that asks a
-// server's proxy whether it serves. The VM side provides both; until it
-// does, a deployment cannot enable hetzner.
+// server's proxy whether it serves. Unset, they are the VM side's own
+// (cloudInitVM); the simulation and the benchmark bring doubles.
 type HetznerVM struct {
 	Renderer hetzner.Renderer
 	Prober   hetzner.Prober
 }
 
-// missing names what is missing, or "".
-func (vm HetznerVM) missing() string {
-	var out []string
+// cloudInitVM fills what vm leaves unset with the VM side's own: the
+// user-data of package cloudinit, with the engine binary's public URL and
+// the status access of each server's uid, and the prober of package
+// vmstatus, both with the status key (statusKey).
+func (a *App) cloudInitVM(vm HetznerVM) (HetznerVM, error) {
+	cfg := a.Config.CloudInitVM
 	if vm.Renderer == nil {
-		out = append(out, "renderer of the servers' user-data (hetzner.Renderer)")
+		r := cloudinit.Renderer{EngineURL: cfg.EngineURL, EngineSHA256: cfg.EngineSHA256,
+			Status: func(ctx context.Context, uid string) (*vmconfig.StatusAccess, error) {
+				k, err := a.statusKey(ctx)
+				if err != nil {
+					return nil, err
+				}
+				return k.Access(uid, cfg.StatusSources)
+			}}
+		// Only the functions that make servers read the settings (the
+		// ProxyAPI registers the provider for its rules alone, and never
+		// renders a server).
+		if a.Config.serves(Reconcile) || a.Config.serves(CollectGarbage) {
+			if err := r.Check(); err != nil {
+				return vm, fmt.Errorf("config: PROXY_ENGINE_PUBLIC_URL and PROXY_ENGINE_SHA256: %w", err)
+			}
+		}
+		vm.Renderer = r
 	}
 	if vm.Prober == nil {
-		out = append(out, "prober of their readiness (hetzner.Prober)")
+		vm.Prober = &vmstatus.Prober{Key: a.statusKey}
 	}
-	return strings.Join(out, " and no ")
+	return vm, nil
+}
+
+// statusKey is the key the VMs' status credentials are derived from: read
+// from VM_STATUS_KEY_SECRET's version when first needed, and kept once
+// read (a failed read is tried again at the next need); against a fake,
+// a key this process makes. Errors name the version, never the key.
+func (a *App) statusKey(ctx context.Context) (vmstatus.Key, error) {
+	a.statusMu.Lock()
+	defer a.statusMu.Unlock()
+	if a.status != nil {
+		return *a.status, nil
+	}
+	version := a.Config.CloudInitVM.StatusKeySecret
+	var k vmstatus.Key
+	if version == "" {
+		b := make([]byte, vmstatus.MinKeyBytes)
+		if _, err := rand.Read(b); err != nil {
+			return k, err
+		}
+		var err error
+		if k, err = vmstatus.NewKey(b); err != nil {
+			return k, err
+		}
+	} else {
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+		defer cancel()
+		text, err := a.readSecretVersion(ctx, version)
+		if err != nil {
+			return k, fmt.Errorf("the VM status key (VM_STATUS_KEY_SECRET): %w", err)
+		}
+		if k, err = vmstatus.ParseKey(strings.TrimSpace(text)); err != nil {
+			return k, fmt.Errorf("the VM status key (VM_STATUS_KEY_SECRET) %s: %w", version, err)
+		}
+	}
+	a.status = &k
+	return k, nil
 }
 
 // hetznerConstructor reads the API token from Secret Manager when the
@@ -158,19 +219,10 @@ func (a *App) hetznerConstructor(vm HetznerVM) provider.Constructor {
 	}
 }
 
-// hetznerToken reads the API token from its Secret Manager version,
-// dialling the client for that read alone. Errors name the version,
-// never the token.
+// hetznerToken reads the API token from its Secret Manager version.
+// Errors name the version, never the token.
 func (a *App) hetznerToken(ctx context.Context, version string) (string, error) {
-	if a.readSecret != nil {
-		return a.readSecret(ctx, version)
-	}
-	c, err := secretmanager.NewClient(context.WithoutCancel(ctx))
-	if err != nil {
-		return "", fmt.Errorf("hetzner: secret manager client: %w", err)
-	}
-	defer c.Close()
-	token, err := secrets.New(c).Access(ctx, version)
+	token, err := a.readSecretVersion(ctx, version)
 	if err != nil {
 		return "", fmt.Errorf("hetzner: the API token (HETZNER_TOKEN_SECRET): %w", err)
 	}
@@ -178,4 +230,18 @@ func (a *App) hetznerToken(ctx context.Context, version string) (string, error) 
 		return "", fmt.Errorf("hetzner: the API token (HETZNER_TOKEN_SECRET) %s is empty", version)
 	}
 	return token, nil
+}
+
+// readSecretVersion reads a secret version the functions hold, dialling
+// Secret Manager's client for that read alone.
+func (a *App) readSecretVersion(ctx context.Context, version string) (string, error) {
+	if a.readSecret != nil {
+		return a.readSecret(ctx, version)
+	}
+	c, err := secretmanager.NewClient(context.WithoutCancel(ctx))
+	if err != nil {
+		return "", fmt.Errorf("secret manager client: %w", err)
+	}
+	defer c.Close()
+	return secrets.New(c).Access(ctx, version)
 }

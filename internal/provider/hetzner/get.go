@@ -56,7 +56,7 @@ func probePort(sv *hcloud.Server) (int32, bool) {
 // readiness asks the server's proxy whether it serves: no answer yet is
 // Provisioning, an answer that it cannot serve is Provisioning with its
 // reason, and one that it serves stays Running, with the generation it
-// serves.
+// serves. Any answer carries the traffic its proxy carried.
 func (p *Provider) readiness(ctx context.Context, out *provider.Instance, port int32) error {
 	st, err := p.cfg.Prober.Probe(ctx, out.IP, port, out.UID)
 	switch {
@@ -70,6 +70,7 @@ func (p *Provider) readiness(ctx context.Context, out *provider.Instance, port i
 	default:
 		out.Generation = st.Generation
 	}
+	out.Traffic = st.Traffic
 	return nil
 }
 

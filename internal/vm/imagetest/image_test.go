@@ -81,6 +81,9 @@ type run struct {
 	providerID string
 	instance   string // the VM's name
 
+	// hetzner is the Hetzner-shaped boot's part, nil on GCE's.
+	hetzner *hetznerRun
+
 	// engine is the engine's configuration the VM was last given.
 	engine vmconfig.Config
 	// bandwidth is the bandwidth limit the next handOver gives, as a
@@ -148,7 +151,7 @@ type result struct {
 //	image-test: debian-13 N checks passed, boot to ready S s (install I s); debian-12 …
 func TestImage(t *testing.T) {
 	requireHost(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 40*time.Minute)
 	defer cancel()
 
 	cache, err := CacheDir()
@@ -172,6 +175,12 @@ func TestImage(t *testing.T) {
 		if ran { // -run 'TestImage/debian-13' boots one release
 			results = append(results, res)
 		}
+	}
+	// The Hetzner-shaped boot: cloud-init and the user-data (hetzner_test.go).
+	res, ran := result{family: HetznerRelease.Family}, false
+	t.Run(HetznerRelease.Family, func(t *testing.T) { ran = true; res = testHetzner(t, ctx, runDir, engine) })
+	if ran {
+		results = append(results, res)
 	}
 	var parts []string
 	failed := false

@@ -71,6 +71,23 @@ const (
 	EnginePath = "/usr/local/bin/egress-proxy"
 )
 
+// A cloud-init boot's places (internal/bootstrap/cloudinit writes the
+// user-data that makes them; the script and the agent read them).
+const (
+	// BootDir holds the settings the user-data carries, one file per
+	// metadata key of GCE's (KeyConfig, KeyEngineURL, KeyEngineSHA256,
+	// KeyProbeTarget): what a GCE VM reads from its metadata server.
+	BootDir = "/etc/egress-proxy/boot"
+	// BootScript is the bootstrap script, in cloud-init's per-boot
+	// scripts: cloud-init runs it at every boot, as Google's guest agent
+	// runs a startup script.
+	BootScript = "/var/lib/cloud/scripts/per-boot/egress-bootstrap"
+	// ReadinessFile is where the agent says what the VM serves
+	// (Readiness), and the engine reads it: on tmpfs, so each boot starts
+	// from "not ready".
+	ReadinessFile = "/run/egress-proxy/readiness.json"
+)
+
 var refusedRE = regexp.MustCompile(`^generation ([0-9]{1,18}): `)
 
 // RefusedGeneration reads the generation a GuestError names, as the VM's

@@ -41,6 +41,11 @@ type Server struct {
 	creates     []schema.ServerCreateRequest
 	tokens      map[string]int
 	onPoll      func()
+
+	// Serve's: the settings, the settling's stop, the running engines.
+	serve       *Serve
+	stopServing func()
+	engines     map[int64]*served
 }
 
 // New starts a fake on a loopback port that accepts token (as
@@ -66,6 +71,7 @@ func newServer(token string) *Server {
 		clock:      time.Now,
 		servers:    map[int64]*schema.Server{},
 		userData:   map[int64]string{},
+		engines:    map[int64]*served{},
 		primaryIPs: map[int64]*schema.PrimaryIP{},
 		actions:    map[int64]*schema.Action{},
 		nextID:     1000,
@@ -78,6 +84,7 @@ func newServer(token string) *Server {
 
 // Close stops the listener, if there is one.
 func (s *Server) Close() {
+	s.StopServing()
 	if s.Server != nil && s.Server.Listener != nil {
 		s.Server.Close()
 	}
