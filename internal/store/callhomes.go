@@ -23,38 +23,52 @@ type bucket struct {
 }
 
 // TakeCallHome takes one token from VM vm's bucket, refilled at one per
-// interval up to burst, in a transaction: false, and no write, when the
-// bucket is empty. A refused message costs the one read.
+// interval up to burst: false, and no write, when the bucket is empty. A
+// refused message costs the one read.
+//
+// It reads, then writes conditioned on what it read (a create where there
+// was no bucket, an update on the update time read), and reads again when
+// another take came between: two requests to Firestore where a
+// transaction needs three (begin, read, commit), on the path of every
+// VM's first call-home to Ready, where the Pub/Sub push that brings the
+// call-homes waits for each run before the next.
 func (s *Store) TakeCallHome(ctx context.Context, vm string, now time.Time, burst int, interval time.Duration) (bool, error) {
 	ref := s.client.Collection(CallHomesCollection).Doc(vm)
-	took := false
-	err := s.client.RunTransaction(ctx, func(ctx context.Context, tx *firestore.Transaction) error {
-		took = false
+	for range transactionAttempts {
 		metering.Add(ctx, metering.FirestoreRead, 1)
 		b := bucket{Tokens: float64(burst), At: now}
-		snap, err := tx.Get(ref)
+		snap, err := ref.Get(ctx)
+		exists := err == nil
 		switch {
-		case err == nil:
+		case exists:
 			if err := snap.DataTo(&b); err != nil {
-				return fmt.Errorf("decoding %s: %w", ref.Path, err)
+				return false, fmt.Errorf("decoding %s: %w", ref.Path, err)
 			}
 			if elapsed := now.Sub(b.At); elapsed > 0 {
 				b.Tokens = min(float64(burst), b.Tokens+elapsed.Seconds()/interval.Seconds())
 			}
 		case status.Code(err) != codes.NotFound:
-			return err
+			return false, wrapPath(ref.Path, "reading the call-home bucket", err)
 		}
 		if b.Tokens < 1 {
-			return nil
+			return false, nil
 		}
-		took = true
-		return tx.Set(ref, bucket{Tokens: b.Tokens - 1, At: now})
-	}, firestore.MaxAttempts(transactionAttempts))
-	if err != nil {
-		return false, wrapPath(ref.Path, "taking a call-home token of", err)
+		next := bucket{Tokens: b.Tokens - 1, At: now}
+		if exists {
+			_, err = ref.Update(ctx, []firestore.Update{{Path: "tokens", Value: next.Tokens}, {Path: "at", Value: next.At}},
+				firestore.LastUpdateTime(snap.UpdateTime))
+		} else {
+			_, err = ref.Create(ctx, next)
+		}
+		switch status.Code(err) {
+		case codes.OK:
+			metering.Add(ctx, metering.FirestoreWrite, 1)
+			return true, nil
+		case codes.FailedPrecondition, codes.AlreadyExists, codes.NotFound:
+			continue // another take came between, or the bucket went: read again
+		default:
+			return false, wrapPath(ref.Path, "taking a call-home token of", err)
+		}
 	}
-	if took {
-		metering.Add(ctx, metering.FirestoreWrite, 1)
-	}
-	return took, nil
+	return false, fmt.Errorf("taking a call-home token of %s: still contended after %d attempts", ref.Path, transactionAttempts)
 }

@@ -2,6 +2,8 @@ package store_test
 
 import (
 	"context"
+	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -43,5 +45,52 @@ func TestCallHomeBucket(t *testing.T) {
 	}
 	if ok, _ := take("proxy-a", now.Add(20*time.Second)); ok {
 		t.Error("two tokens an interval later")
+	}
+}
+
+// TestCallHomeBucketContended: takes at once from one bucket give out
+// exactly its tokens, whether they make the bucket or find it.
+func TestCallHomeBucketContended(t *testing.T) {
+	emulatortest.Firestore(t)
+	s, _ := sealedStore(t)
+	now := time.Date(2026, 12, 3, 10, 0, 0, 0, time.UTC)
+	for name, tc := range map[string]struct {
+		reason string
+		before int // takes before the contended ones
+		want   int
+	}{
+		"NoBucketYet": {"the first takes race to make the bucket: one creates it, the others read it again", 0, 3},
+		"BucketFound": {"the takes race on the update time of a bucket with two tokens left", 1, 2},
+	} {
+		t.Run(name, func(t *testing.T) {
+			vm := "proxy-contended-" + strings.ToLower(name)
+			for range tc.before {
+				if ok, err := s.TakeCallHome(context.Background(), vm, now, 3, time.Hour); !ok || err != nil {
+					t.Fatalf("a take before: %v, %v", ok, err)
+				}
+			}
+			var mu sync.Mutex
+			var wg sync.WaitGroup
+			took := 0
+			for range 8 {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					ok, err := s.TakeCallHome(context.Background(), vm, now, 3, time.Hour)
+					if err != nil {
+						t.Error(err)
+					}
+					if ok {
+						mu.Lock()
+						took++
+						mu.Unlock()
+					}
+				}()
+			}
+			wg.Wait()
+			if took != tc.want {
+				t.Errorf("%s: 8 takes at once got %d tokens, want %d", tc.reason, took, tc.want)
+			}
+		})
 	}
 }
