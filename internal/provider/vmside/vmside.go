@@ -1,0 +1,63 @@
+// Package vmside holds what a provider of a cloud whose VMs boot by
+// cloud-init needs of the VM side (the bootstrap and the proxy engine),
+// as two narrow interfaces: a Renderer of a VM's user-data and a Prober
+// of its readiness. The hetzner and aws providers consume them; the VM
+// side implements them, and the composition root (internal/app) enables
+// such a provider only once it has both.
+//
+// They exist because those clouds have what Google's guest attributes
+// and call-home topic give the gcp provider in neither form: the
+// control plane asks the VM, through the proxy port, on a host name no
+// one else may ask for, with a credential derived from a control-plane
+// key and the uid, of which the VM's configuration holds only a salted
+// hash. So nothing in a VM's user-data or metadata is a credential
+// anyone reading them could use.
+package vmside
+
+import (
+	"context"
+
+	"github.com/egress-proxies/egress/internal/provider"
+)
+
+// Prober asks a VM whether its proxy serves.
+type Prober interface {
+	// Probe asks the proxy at ip:port, serving the proxy of uid, for its
+	// status. An error means no answer (the VM still boots, or its proxy
+	// does not listen yet): the VM is Provisioning. An answer is its
+	// Status.
+	Probe(ctx context.Context, ip string, port int32, uid string) (Status, error)
+}
+
+// Status is what a VM's proxy says of itself.
+type Status struct {
+	// Generation is the generation of the engine configuration it serves.
+	Generation int64
+	// Ready says its self-test passed: it serves.
+	Ready bool
+	// Error, when it is not ready, is why (its bootstrap's reason).
+	Error string
+}
+
+// Renderer makes the user-data of a VM that runs the default bootstrap
+// (req.StartupScript and req.Engine set): what cloud-init runs on the
+// cloud's Debian images, holding nothing a reader of the VM's user-data
+// could use (the cloud's API returns it to anyone allowed to describe
+// the VM, and the VM's metadata service to any process on it).
+type Renderer interface {
+	UserData(req provider.CreateRequest) (string, error)
+}
+
+// RendererFunc is a function as a Renderer.
+type RendererFunc func(req provider.CreateRequest) (string, error)
+
+// UserData calls f.
+func (f RendererFunc) UserData(req provider.CreateRequest) (string, error) { return f(req) }
+
+// ProberFunc is a function as a Prober.
+type ProberFunc func(ctx context.Context, ip string, port int32, uid string) (Status, error)
+
+// Probe calls f.
+func (f ProberFunc) Probe(ctx context.Context, ip string, port int32, uid string) (Status, error) {
+	return f(ctx, ip, port, uid)
+}
