@@ -282,7 +282,9 @@ func exercise(t *testing.T, f *Server) {
 			t.Fatalf("%s: %v", action, err)
 		}
 	}
-	filter := func(name string, values ...string) types.Filter { return types.Filter{Name: sdk.String(name), Values: values} }
+	filter := func(name string, values ...string) types.Filter {
+		return types.Filter{Name: sdk.String(name), Values: values}
+	}
 	tags := func(typ types.ResourceType) types.TagSpecification {
 		return types.TagSpecification{ResourceType: typ, Tags: []types.Tag{{Key: sdk.String("k"), Value: sdk.String("v")}}}
 	}
