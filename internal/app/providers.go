@@ -8,12 +8,18 @@ import (
 
 	secretmanager "cloud.google.com/go/secretmanager/apiv1"
 
+	"golang.org/x/oauth2"
+	"google.golang.org/api/idtoken"
 	"google.golang.org/api/option"
+
+	sdkaws "github.com/aws/aws-sdk-go-v2/aws"
 
 	"github.com/egress-proxies/egress/internal/metering"
 	"github.com/egress-proxies/egress/internal/provider"
+	awsprovider "github.com/egress-proxies/egress/internal/provider/aws"
 	"github.com/egress-proxies/egress/internal/provider/gcp"
 	"github.com/egress-proxies/egress/internal/provider/hetzner"
+	"github.com/egress-proxies/egress/internal/provider/vmside"
 	"github.com/egress-proxies/egress/internal/proxy"
 	"github.com/egress-proxies/egress/internal/queue"
 	"github.com/egress-proxies/egress/internal/secrets"
@@ -49,17 +55,24 @@ type ProviderEnv struct {
 // constructor. Each provider's settings were read and checked by Load only
 // when it is enabled, so a missing GCP_* setting never stops a mock run and
 // always stops a gcp one at start-up.
-func (a *App) registry(linked []Linked, vm HetznerVM) (*provider.Registry, error) {
+func (a *App) registry(linked []Linked, vm HetznerVM, awsVM CloudInitVM) (*provider.Registry, error) {
 	c := a.Config
 	ctors := map[string]provider.Constructor{gcp.Type: c.gcpConstructor()}
 	rules := map[string]provider.Validator{gcp.Type: gcp.Validator(c.GCPPolicy)}
 	inPlace := map[string]bool{gcp.Type: true}
 	if hetznerEnabled(&c) {
-		if missing := vm.missing(); missing != "" {
+		if missing := vm.missing("servers'", "hetzner"); missing != "" {
 			return nil, fmt.Errorf("config: PROVIDERS names %q, but this build has no %s: the VM side of the hetzner provider (its cloud-init bootstrap and its readiness) is not built yet, so a server could neither boot the proxy nor be seen serving (docs/operations/hetzner.md)", hetzner.Type, missing)
 		}
 		ctors[hetzner.Type] = a.hetznerConstructor(vm)
 		rules[hetzner.Type] = hetzner.Validator(c.HetznerPolicy)
+	}
+	if awsEnabled(&c) {
+		if missing := awsVM.missing("instances'", "vmside"); missing != "" {
+			return nil, fmt.Errorf("config: PROVIDERS names %q, but this build has no %s: the VM side of the aws provider (its cloud-init bootstrap and its readiness) is not built yet, so an instance could neither boot the proxy nor be seen serving (docs/operations/aws.md)", awsprovider.Type, missing)
+		}
+		ctors[awsprovider.Type] = a.awsConstructor(awsVM)
+		rules[awsprovider.Type] = awsprovider.Validator(c.AWSPolicy)
 	}
 	env := ProviderEnv{Config: c, Log: a.Log}
 	if a.callHome != nil {
@@ -71,7 +84,7 @@ func (a *App) registry(linked []Linked, vm HetznerVM) (*provider.Registry, error
 	reg := provider.NewRegistry()
 	for _, typ := range c.Providers {
 		if ctors[typ] == nil {
-			return nil, fmt.Errorf("config: PROVIDERS names %q, which this binary does not link: the mock is the local stack's and the tests' only, and the deployed functions serve %s and %s", typ, gcp.Type, hetzner.Type)
+			return nil, fmt.Errorf("config: PROVIDERS names %q, which this binary does not link: the mock is the local stack's and the tests' only, and the deployed functions serve %s, %s and %s", typ, gcp.Type, hetzner.Type, awsprovider.Type)
 		}
 		opts := []provider.Option{provider.WithValidator(rules[typ])}
 		if inPlace[typ] {
@@ -113,24 +126,29 @@ func (c Config) gcpConstructor() provider.Constructor {
 	}
 }
 
-// HetznerVM is what the hetzner provider needs of the VM side: the
-// renderer of a server's user-data (cloud-init) from the request's
-// engine configuration and startup script, and the prober that asks a
-// server's proxy whether it serves. The VM side provides both; until it
-// does, a deployment cannot enable hetzner.
-type HetznerVM struct {
-	Renderer hetzner.Renderer
-	Prober   hetzner.Prober
+// CloudInitVM is what a provider of a cloud whose VMs boot by cloud-init
+// (hetzner, aws) needs of the VM side (package vmside): the renderer of
+// a VM's user-data from the request's engine configuration and startup
+// script, and the prober that asks a VM's proxy whether it serves. The
+// VM side provides both; until it does, a deployment cannot enable such
+// a provider.
+type CloudInitVM struct {
+	Renderer vmside.Renderer
+	Prober   vmside.Prober
 }
 
-// missing names what is missing, or "".
-func (vm HetznerVM) missing() string {
+// HetznerVM is the hetzner provider's CloudInitVM.
+type HetznerVM = CloudInitVM
+
+// missing names what is missing, or "": the VMs are what the provider
+// calls them (servers', instances'), the interfaces named as pkg does.
+func (vm CloudInitVM) missing(vms, pkg string) string {
 	var out []string
 	if vm.Renderer == nil {
-		out = append(out, "renderer of the servers' user-data (hetzner.Renderer)")
+		out = append(out, "renderer of the "+vms+" user-data ("+pkg+".Renderer)")
 	}
 	if vm.Prober == nil {
-		out = append(out, "prober of their readiness (hetzner.Prober)")
+		out = append(out, "prober of their readiness ("+pkg+".Prober)")
 	}
 	return strings.Join(out, " and no ")
 }
@@ -178,3 +196,54 @@ func (a *App) hetznerToken(ctx context.Context, version string) (string, error) 
 	}
 	return token, nil
 }
+
+// awsConstructor makes the aws provider when it is first used, with
+// credentials by federation: the function's Google ID token for
+// AWS_AUDIENCE (from the metadata server on Cloud Run), exchanged with
+// STS for AWS_ROLE_ARN's short-lived credentials, renewed before they
+// expire. No AWS key is read from anywhere. Against AWS_EC2_ENDPOINT (a
+// fake) without a role it signs with LocalAWSAccessKey, which no account
+// has.
+func (a *App) awsConstructor(vm CloudInitVM) provider.Constructor {
+	cfg := a.Config.AWS
+	log := a.Log.With(slog.String("provider", awsprovider.Type))
+	return func(ctx context.Context) (provider.Provider, error) {
+		var creds sdkaws.CredentialsProvider = awsLocalCredentials
+		if cfg.RoleARN != "" {
+			tokens, err := a.awsTokens(context.WithoutCancel(ctx), cfg.Audience)
+			if err != nil {
+				return nil, fmt.Errorf("aws: a source of Google ID tokens for AWS_AUDIENCE %q: %w", cfg.Audience, err)
+			}
+			if creds, err = awsprovider.WebIdentity(awsprovider.Federation{
+				RoleARN: cfg.RoleARN, SessionName: "egress-" + cfg.Deployment, Tokens: tokens, Region: cfg.Regions[0], Endpoint: cfg.STSEndpoint,
+			}); err != nil {
+				return nil, err
+			}
+		}
+		return awsprovider.New(awsprovider.NewClient(awsprovider.ClientOptions{Credentials: creds, Endpoint: cfg.Endpoint}), awsprovider.Config{
+			Deployment: cfg.Deployment, Regions: cfg.Regions, Zones: cfg.Zones, Renderer: vm.Renderer, Prober: vm.Prober, Log: log,
+		})
+	}
+}
+
+// awsTokens is the source of the function's Google ID tokens for
+// audience: the metadata server's on Cloud Run, a test's where it set
+// one.
+func (a *App) awsTokens(ctx context.Context, audience string) (oauth2.TokenSource, error) {
+	if a.idTokens != nil {
+		return a.idTokens(ctx, audience)
+	}
+	return idtoken.NewTokenSource(ctx, audience)
+}
+
+// awsLocalCredentials sign the requests to an AWS_EC2_ENDPOINT (a fake:
+// the local stack's and the tests') when no role is set: a key of no
+// account, written here, never read from the environment.
+var awsLocalCredentials = sdkaws.CredentialsProviderFunc(func(context.Context) (sdkaws.Credentials, error) {
+	return sdkaws.Credentials{AccessKeyID: LocalAWSAccessKey, SecretAccessKey: "egress-local-aws-fake", Source: "egress local fake"}, nil
+})
+
+// LocalAWSAccessKey is the access key id the aws provider signs with
+// against an AWS_EC2_ENDPOINT without AWS_ROLE_ARN: a fake's, no
+// account's.
+const LocalAWSAccessKey = "AKIAEGRESSLOCALFAKE0"

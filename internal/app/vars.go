@@ -5,6 +5,7 @@ import (
 	"github.com/egress-proxies/egress/internal/gc"
 	"github.com/egress-proxies/egress/internal/httpapi"
 	"github.com/egress-proxies/egress/internal/provider"
+	awsprovider "github.com/egress-proxies/egress/internal/provider/aws"
 	"github.com/egress-proxies/egress/internal/provider/gcp"
 	"github.com/egress-proxies/egress/internal/provider/hetzner"
 	"github.com/egress-proxies/egress/internal/proxy"
@@ -12,6 +13,7 @@ import (
 	"github.com/egress-proxies/egress/internal/tenancy"
 	"github.com/egress-proxies/egress/internal/vm/vmconfig"
 	"net/netip"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -89,7 +91,16 @@ var (
 	gcpEnabled     = func(c *Config) bool { return slices.Contains(c.Providers, gcp.Type) }
 	mockEnabled    = func(c *Config) bool { return slices.Contains(c.Providers, MockType) }
 	hetznerEnabled = func(c *Config) bool { return slices.Contains(c.Providers, hetzner.Type) }
+	awsEnabled     = func(c *Config) bool { return slices.Contains(c.Providers, awsprovider.Type) }
 )
+
+// roleARN is the form of an IAM role's ARN (any partition).
+var roleARN = regexp.MustCompile(`^arn:aws[a-z-]*:iam::\d{12}:role/[\w+=,.@/-]{1,512}$`)
+
+// loopback reports whether u is a URL of this machine, where a fake runs.
+func loopback(u string) bool {
+	return strings.HasPrefix(u, "http://127.0.0.1:") || strings.HasPrefix(u, "http://localhost:")
+}
 
 // Vars is every variable the product reads, in the order they are loaded:
 // a variable whose default derives from another comes after it.
@@ -141,7 +152,7 @@ var Vars = []Var{
 			if provider.ValidateDeployment(v) != nil {
 				return fmt.Errorf("is not an RFC 1035 label: want 1 to 63 lowercase letters, digits and '-', starting with a letter and ending with a letter or digit, such as %s", provider.DefaultDeployment)
 			}
-			c.Deployment, c.GC.Deployment, c.Mock.Deployment, c.GCP.Deployment, c.Hetzner.Deployment = v, v, v, v, v
+			c.Deployment, c.GC.Deployment, c.Mock.Deployment, c.GCP.Deployment, c.Hetzner.Deployment, c.AWS.Deployment = v, v, v, v, v, v
 			return nil
 		}},
 
@@ -253,6 +264,32 @@ var Vars = []Var{
 	{Name: "HETZNER_ALLOWED_IMAGES", Default: strings.Join(hetzner.DefaultAllowedImages, ","), Readers: []Function{ProxyAPI}, when: hetznerEnabled,
 		Meaning: "the Hetzner images a placement may name, comma-separated; it must hold debian-13, the image of a placement that names none",
 		set:     func(c *Config, v string) error { c.HetznerPolicy.Images = splitList(v); return nil }},
+
+	// What the operator allows of the aws provider, read only when it is
+	// enabled. The aws package checks these (aws.Policy.Check). The
+	// regions are the collector's too: it lists these, and the
+	// reconciler's zones are chosen among the allowed ones.
+	{Name: "AWS_ALLOWED_REGIONS", Readers: allFunctions, when: awsEnabled,
+		Meaning: "the AWS regions a placement may name, comma-separated (us-east-1, eu-central-1, …): required with aws in PROVIDERS, since the collector lists each of them and no other; Terraform's aws module makes the security group in each",
+		set: func(c *Config, v string) error {
+			c.AWSPolicy.Regions, c.AWS.Regions = splitList(v), splitList(v)
+			if len(c.AWS.Regions) == 0 {
+				return fmt.Errorf("is required with aws in PROVIDERS: name the regions it may use, such as us-east-1,eu-central-1")
+			}
+			return nil
+		}},
+	{Name: "AWS_ALLOWED_ZONES", DefaultDoc: "every zone of the allowed regions", Readers: allFunctions, when: awsEnabled,
+		Meaning: "the availability zones a placement may name or be given, comma-separated (us-east-1a, …), each of an allowed region",
+		set: func(c *Config, v string) error {
+			c.AWSPolicy.Zones, c.AWS.Zones = splitList(v), splitList(v)
+			return nil
+		}},
+	{Name: "AWS_ALLOWED_INSTANCE_TYPES", Default: strings.Join(awsprovider.DefaultAllowedInstanceTypes, ","), Readers: []Function{ProxyAPI}, when: awsEnabled,
+		Meaning: "the EC2 instance types a placement may name, comma-separated; it must hold t3.micro, the type of a placement that names none (x86: the proxy engine is built for linux/amd64)",
+		set:     func(c *Config, v string) error { c.AWSPolicy.InstanceTypes = splitList(v); return nil }},
+	{Name: "AWS_ALLOWED_IMAGES", Default: strings.Join(awsprovider.DefaultAllowedImages, ","), Readers: []Function{ProxyAPI}, when: awsEnabled,
+		Meaning: "the images a placement may name, comma-separated: a Debian release (debian-13, debian-12), which each region resolves to Debian's newest official amd64 AMI (owner 136693071363), or an AMI id (one region's); it must hold debian-13, the image of a placement that names none",
+		set:     func(c *Config, v string) error { c.AWSPolicy.Images = splitList(v); return nil }},
 
 	// Reconcile.
 	{Name: "EGRESS_DENY_RANGES", DefaultDoc: "none beyond the built-in list", Readers: []Function{Reconcile},
@@ -452,6 +489,48 @@ var Vars = []Var{
 				return fmt.Errorf("is not a secret version: want projects/PROJECT/secrets/SECRET/versions/VERSION")
 			}
 			c.Hetzner.TokenSecret = v
+			return nil
+		}},
+
+	// The aws provider, read only when it is enabled. No AWS key: the
+	// functions assume the role by federation.
+	{Name: "AWS_EC2_ENDPOINT", Readers: providerUsers, Local: true, when: awsEnabled,
+		Meaning: "an EC2 API to use instead of AWS's, for every region: tests against a fake only; without AWS_ROLE_ARN the provider signs with the key `" + LocalAWSAccessKey + "`, which no account has",
+		set: func(c *Config, v string) error {
+			if v != "" && !loopback(v) {
+				return fmt.Errorf("is not a loopback URL such as http://127.0.0.1:PORT: it is for a fake on this machine")
+			}
+			c.AWS.Endpoint = v
+			return nil
+		}},
+	{Name: "AWS_STS_ENDPOINT", Readers: providerUsers, Local: true, when: awsEnabled,
+		Meaning: "an STS API to use instead of AWS's for the exchange of the ID token: tests against a fake only",
+		set: func(c *Config, v string) error {
+			if v != "" && !loopback(v) {
+				return fmt.Errorf("is not a loopback URL such as http://127.0.0.1:PORT: it is for a fake on this machine")
+			}
+			c.AWS.STSEndpoint = v
+			return nil
+		}},
+	{Name: "AWS_ROLE_ARN", Readers: providerUsers, when: awsEnabled,
+		Meaning: "the AWS role the two functions that call EC2 assume, `arn:aws:iam::ACCOUNT:role/NAME` (Terraform's aws module makes it): each exchanges its Google ID token for AWS_AUDIENCE with STS AssumeRoleWithWebIdentity for the role's credentials, which last an hour; no AWS key is in any variable, secret, log line or document",
+		set: func(c *Config, v string) error {
+			switch {
+			case v == "" && c.AWS.Endpoint == "":
+				return fmt.Errorf("is required with aws in PROVIDERS: name the role the functions assume, such as arn:aws:iam::123456789012:role/egress-proxy-egress (deploy/terraform/aws makes it)")
+			case v != "" && !roleARN.MatchString(v):
+				return fmt.Errorf("is not a role ARN: want arn:aws:iam::ACCOUNT:role/NAME")
+			}
+			c.AWS.RoleARN = v
+			return nil
+		}},
+	{Name: "AWS_AUDIENCE", Readers: providerUsers, when: awsEnabled,
+		Meaning: "the audience of the Google ID token the functions exchange with STS: the role's trust policy accepts this audience only (Terraform's aws module writes both)",
+		set: func(c *Config, v string) error {
+			if v == "" && c.AWS.RoleARN != "" {
+				return fmt.Errorf("is required with AWS_ROLE_ARN: the audience the role's trust policy names, such as https://egress.example.com/aws")
+			}
+			c.AWS.Audience = v
 			return nil
 		}},
 

@@ -2,15 +2,8 @@ package aws
 
 import (
 	"context"
-	"crypto"
 	"crypto/rand"
 	"crypto/rsa"
-	"crypto/sha256"
-	"encoding/base64"
-	"encoding/json"
-	"math/big"
-	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -20,55 +13,6 @@ import (
 	"github.com/egress-proxies/egress/internal/provider"
 	"github.com/egress-proxies/egress/internal/provider/aws/ec2fake"
 )
-
-// googleIssuer is the iss of Google's ID tokens.
-const googleIssuer = "https://accounts.google.com"
-
-// issuer plays Google's token service: it signs ID tokens with its key
-// (RS256) and serves the key as a JWKS, as Google serves its certs.
-type issuer struct {
-	key  *rsa.PrivateKey
-	kid  string
-	jwks *httptest.Server
-}
-
-func newIssuer(t *testing.T) *issuer {
-	t.Helper()
-	key, err := rsa.GenerateKey(rand.Reader, 2048)
-	if err != nil {
-		t.Fatal(err)
-	}
-	is := &issuer{key: key, kid: "test-key-1"}
-	is.jwks = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-		_ = json.NewEncoder(w).Encode(map[string]any{"keys": []map[string]string{{
-			"kid": is.kid, "kty": "RSA", "alg": "RS256", "use": "sig",
-			"n": base64.RawURLEncoding.EncodeToString(key.N.Bytes()),
-			"e": base64.RawURLEncoding.EncodeToString(big.NewInt(int64(key.E)).Bytes()),
-		}}})
-	}))
-	t.Cleanup(is.jwks.Close)
-	return is
-}
-
-// sign makes a Google-style ID token of a service account: iss, aud, sub
-// (the account's unique id), azp, email, iat and exp.
-func (is *issuer) sign(t *testing.T, key *rsa.PrivateKey, claims map[string]any) string {
-	t.Helper()
-	enc := func(v any) string {
-		b, err := json.Marshal(v)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return base64.RawURLEncoding.EncodeToString(b)
-	}
-	head := enc(map[string]string{"alg": "RS256", "kid": is.kid, "typ": "JWT"}) + "." + enc(claims)
-	sum := sha256.Sum256([]byte(head))
-	sig, err := rsa.SignPKCS1v15(rand.Reader, key, crypto.SHA256, sum[:])
-	if err != nil {
-		t.Fatal(err)
-	}
-	return head + "." + base64.RawURLEncoding.EncodeToString(sig)
-}
 
 // tokenSource gives one ID token, as idtoken's source does: in the
 // AccessToken field.
@@ -91,12 +35,16 @@ func TestWebIdentityExchange(t *testing.T) {
 		subject  = "104729384756102938475" // the function account's unique id
 	)
 	now := time.Date(2026, 12, 4, 12, 0, 0, 0, time.UTC)
-	is := newIssuer(t)
+	is, err := ec2fake.NewIssuer()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(is.Close)
 	other, err := rsa.GenerateKey(rand.Reader, 2048)
 	if err != nil {
 		t.Fatal(err)
 	}
-	good := map[string]any{"iss": googleIssuer, "aud": audience, "sub": subject, "azp": subject,
+	good := map[string]any{"iss": ec2fake.GoogleIssuer, "aud": audience, "sub": subject, "azp": subject,
 		"email": "egress-reconcile@project.iam.gserviceaccount.com", "iat": now.Unix(), "exp": now.Add(time.Hour).Unix()}
 	with := func(k string, v any) map[string]any {
 		c := map[string]any{}
@@ -113,21 +61,25 @@ func TestWebIdentityExchange(t *testing.T) {
 		role   string
 		code   string // "" for success
 	}{
-		"Trusted":       {"the function's account, for the audience", is.key, good, roleARN, ""},
-		"OtherAudience": {"a token for another audience", is.key, with("aud", "https://elsewhere.example.com"), roleARN, "InvalidIdentityToken"},
-		"OtherIssuer":   {"a token of another issuer", is.key, with("iss", "https://issuer.example.com"), roleARN, "InvalidIdentityToken"},
-		"OtherSubject":  {"another account's token", is.key, with("sub", "999999999999999999999"), roleARN, "AccessDenied"},
+		"Trusted":       {"the function's account, for the audience", is.Key, good, roleARN, ""},
+		"OtherAudience": {"a token for another audience", is.Key, with("aud", "https://elsewhere.example.com"), roleARN, "InvalidIdentityToken"},
+		"OtherIssuer":   {"a token of another issuer", is.Key, with("iss", "https://issuer.example.com"), roleARN, "InvalidIdentityToken"},
+		"OtherSubject":  {"another account's token", is.Key, with("sub", "999999999999999999999"), roleARN, "AccessDenied"},
 		"OtherKey":      {"a token signed with a key not the issuer's", other, good, roleARN, "InvalidIdentityToken"},
-		"Expired":       {"an expired token", is.key, with("exp", now.Add(-time.Minute).Unix()), roleARN, "ExpiredTokenException"},
-		"OtherRole":     {"a role that does not trust it", is.key, good, "arn:aws:iam::123456789012:role/someone-else", "AccessDenied"},
+		"Expired":       {"an expired token", is.Key, with("exp", now.Add(-time.Minute).Unix()), roleARN, "ExpiredTokenException"},
+		"OtherRole":     {"a role that does not trust it", is.Key, good, "arn:aws:iam::123456789012:role/someone-else", "AccessDenied"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			fake := ec2fake.New()
 			t.Cleanup(fake.Close)
 			fake.SetClock(func() time.Time { return now })
-			fake.TrustWebIdentity(ec2fake.Trust{RoleARN: roleARN, Issuer: googleIssuer, Audience: audience, Subjects: []string{subject},
-				JWKSURL: is.jwks.URL, HTTPClient: is.jwks.Client(), Exclusive: true})
-			creds, err := WebIdentity(Federation{RoleARN: tc.role, SessionName: "egress-reconcile", Tokens: tokenSource(is.sign(t, tc.key, tc.claims)),
+			fake.TrustWebIdentity(ec2fake.Trust{RoleARN: roleARN, Issuer: ec2fake.GoogleIssuer, Audience: audience, Subjects: []string{subject},
+				JWKSURL: is.JWKSURL(), HTTPClient: is.Client(), Exclusive: true})
+			token, err := is.Sign(tc.key, tc.claims)
+			if err != nil {
+				t.Fatal(err)
+			}
+			creds, err := WebIdentity(Federation{RoleARN: tc.role, SessionName: "egress-reconcile", Tokens: tokenSource(token),
 				Region: "us-east-1", Endpoint: fake.Endpoint(), HTTPClient: fake.Client()})
 			if err != nil {
 				t.Fatal(err)
