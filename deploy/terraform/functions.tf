@@ -78,7 +78,7 @@ resource "google_cloudfunctions2_function" "reconcile" {
     max_instance_count               = 20
     max_instance_request_concurrency = 20
     ingress_settings                 = "ALLOW_INTERNAL_ONLY"
-    environment_variables = merge(local.common_env, local.provider_env, local.gcp_env, local.hetzner_env, {
+    environment_variables = merge(local.common_env, local.provider_env, local.gcp_env, local.hetzner_env, local.aws_env, {
       RECONCILE_WAIT_BUDGET      = "60s"
       RECONCILE_INITIAL_BACKOFF  = "2s"
       RECONCILE_MAX_BACKOFF      = "10s"
@@ -130,7 +130,7 @@ resource "google_cloudfunctions2_function" "gc" {
     max_instance_count               = 1
     max_instance_request_concurrency = 1
     ingress_settings                 = "ALLOW_INTERNAL_ONLY"
-    environment_variables = merge(local.common_env, local.provider_env, local.gcp_env, local.hetzner_env, {
+    environment_variables = merge(local.common_env, local.provider_env, local.gcp_env, local.hetzner_env, local.aws_env, {
       GC_GRACE_PERIOD         = var.gc_grace_period
       GC_DRY_RUN              = tostring(var.gc_dry_run)
       GC_PARALLELISM          = "16"

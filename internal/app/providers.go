@@ -246,4 +246,4 @@ var awsLocalCredentials = sdkaws.CredentialsProviderFunc(func(context.Context) (
 // LocalAWSAccessKey is the access key id the aws provider signs with
 // against an AWS_EC2_ENDPOINT without AWS_ROLE_ARN: a fake's, no
 // account's.
-const LocalAWSAccessKey = "AKIAEGRESSLOCALFAKE0"
+const LocalAWSAccessKey = "EGRESS-LOCAL-FAKE-KEY"
