@@ -602,3 +602,24 @@ func TestProviderIDs(t *testing.T) {
 		}
 	}
 }
+
+// TestAllocationIsNotRetried: AllocateAddress has no idempotency token,
+// so the SDK must not retry it after a lost answer (that would make a
+// second Elastic IP); the create fails, and its next try finds the one
+// that was made by its tags.
+func TestAllocationIsNotRetried(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	req := request()
+	req.StaticIP = true
+	e.fake.LoseAnswers("AllocateAddress", 1)
+	if _, err := e.p.Create(ctx, req); provider.KindOf(err) != provider.KindTransient {
+		t.Fatalf("a create whose allocation's answer was lost: %v, want a transient error", err)
+	}
+	if _, err := e.p.Create(ctx, req); err != nil {
+		t.Fatalf("its next try: %v", err)
+	}
+	if a := e.fake.Actions(); a["AllocateAddress"] != 1 || len(e.fake.Addresses()) != 1 || len(e.fake.Instances()) != 1 {
+		t.Errorf("%d AllocateAddress calls, %d Elastic IPs, %d instances; want one of each", a["AllocateAddress"], len(e.fake.Addresses()), len(e.fake.Instances()))
+	}
+}

@@ -15,6 +15,7 @@ import (
 	"strings"
 
 	sdk "github.com/aws/aws-sdk-go-v2/aws"
+	"github.com/aws/aws-sdk-go-v2/aws/retry"
 	"github.com/aws/aws-sdk-go-v2/service/ec2"
 	"github.com/aws/aws-sdk-go-v2/service/ec2/types"
 
@@ -306,7 +307,7 @@ func (p *Provider) ensureAddress(ctx context.Context, region string, req provide
 	res, err := p.c.AllocateAddress(ctx, &ec2.AllocateAddressInput{
 		Domain:            types.DomainTypeVpc,
 		TagSpecifications: []types.TagSpecification{tagSpec(types.ResourceTypeElasticIp, tags)},
-	}, inRegion(region))
+	}, inRegion(region), once)
 	if err != nil {
 		if classify(err) == provider.KindQuota {
 			p.cfg.Log.Warn("aws quota reached", slog.String("region", region), slog.String("instance", req.Name), slog.String("code", errorCode(err)))
@@ -319,6 +320,12 @@ func (p *Provider) ensureAddress(ctx context.Context, region string, req provide
 	p.cfg.Log.Info("aws elastic ip allocated", slog.String("instance", req.Name), slog.String("providerID", eipID(region, *res.AllocationId)))
 	return *res.AllocationId, *res.PublicIp, nil
 }
+
+// once is the per-call option of a call the SDK must not retry: one
+// without an idempotency token (AllocateAddress), whose retry after a
+// lost answer would make a second resource. The caller's next try finds
+// the first by its tags.
+func once(o *ec2.Options) { o.Retryer = retry.AddWithMaxAttempts(o.Retryer, 1) }
 
 // tagCreated is when an Elastic IP was allocated, which EC2 does not
 // say of one: the collector's grace period reads it.
