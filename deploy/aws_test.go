@@ -27,8 +27,8 @@ var awsClientPackages = map[string]string{
 // action of their own, or one counted by name: its constructor, and its
 // paginator, whose pages are DescribeInstances calls.
 var ec2NoAction = map[string][]string{
-	"ec2.New":                                        nil,
-	"ec2.NewDescribeInstancesPaginator":              nil,
+	"ec2.New":                           nil,
+	"ec2.NewDescribeInstancesPaginator": nil,
 	"ec2.(*DescribeInstancesPaginator).HasMorePages": nil,
 	"ec2.(*DescribeInstancesPaginator).NextPage":     {"ec2:DescribeInstances"},
 }

@@ -18,7 +18,9 @@ import (
 // AccessToken field.
 type tokenSource string
 
-func (s tokenSource) Token() (*oauth2.Token, error) { return &oauth2.Token{AccessToken: string(s)}, nil }
+func (s tokenSource) Token() (*oauth2.Token, error) {
+	return &oauth2.Token{AccessToken: string(s)}, nil
+}
 
 // TestWebIdentityExchange: the functions' only way to AWS, end to end. A
 // Google-style ID token for the configured audience is exchanged with
