@@ -2,8 +2,8 @@ package deploy_test
 
 import (
 	"net/netip"
-	"slices"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"

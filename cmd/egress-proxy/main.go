@@ -1,17 +1,18 @@
 // Command egress-proxy is the forward proxy each proxy VM runs (package
 // internal/vm/engine): HTTP CONNECT and plain HTTP with Basic
-// credentials, on the address and under the rules of one JSON
-// configuration file.
+// credentials, and SOCKS5 when the configuration asks for it, on the
+// addresses and under the rules of one JSON configuration file.
 //
 //	egress-proxy -config /etc/egress-proxy/engine.json
 //
-// SIGHUP reads the file again and applies it to new requests; the tunnels
-// already open keep going, and a file that does not load leaves the rules
-// in force. SIGTERM (or SIGINT) stops accepting and lets open tunnels
-// finish for -drain, then closes them. Logs are JSON lines on stderr in the
-// shape Cloud Logging reads, one per decision, never a password or a
-// Proxy-Authorization header. -check only loads the file and says whether
-// it would serve.
+// SIGHUP reads the file again and applies it: the tunnels and connections
+// of a user or a source it no longer allows are closed, the others keep
+// going, and a file that does not load leaves the rules in force. SIGTERM
+// (or SIGINT) stops accepting and lets open tunnels finish for -drain,
+// then closes them. Logs are JSON lines on stderr in the shape Cloud
+// Logging reads, one per decision (and, with accessLog, one "access" line
+// per request), never a password or a Proxy-Authorization header. -check
+// only loads the file and says whether it would serve.
 //
 //	egress-proxy agent [-once] [-dir /etc/egress-proxy] [-user egress-proxy]
 //
@@ -45,7 +46,7 @@ func main() {
 	}
 	configPath := flag.String("config", "", "the engine's JSON configuration (vmconfig.Config)")
 	drain := flag.Duration("drain", 30*time.Second, "how long SIGTERM lets open tunnels finish before closing them")
-	level := flag.String("log-level", "info", "debug (a line per tunnel), info, warn or error")
+	level := flag.String("log-level", "info", "debug (a line per refusal), info (and the access lines), warn or error")
 	check := flag.Bool("check", false, "load the configuration, say whether it would serve, and exit")
 	flag.Parse()
 	var lvl slog.Level

@@ -142,6 +142,7 @@ func (a *API) Handle(pattern string, h http.Handler) { a.mux.Handle(pattern, h) 
 // the same process (the console): the outer request logs the one line,
 // and an action's audit line goes on it too.
 func (a *API) Routes() http.Handler { return a.mux }
+
 // limits are what a request that may cause a VM is held to.
 func (a *API) limits() tenancy.Limits {
 	return tenancy.Limits{CreatesPerHour: a.opts.CreatesPerHour, RotateMinInterval: a.opts.RotateMinInterval, InPlace: a.opts.Providers.InPlace}

@@ -124,6 +124,7 @@ type Spec struct {
 // AccessLogOn reports whether the proxy keeps an access log: the spec
 // says so, or says nothing (a document from before the field).
 func (s Spec) AccessLogOn() bool { return s.AccessLog == nil || *s.AccessLog }
+
 // OwnCloudInit reports whether the spec brings its own cloud-init (inline
 // or from a secret): its VM runs that, not the default bootstrap, so no
 // live change reaches it in place and no warm pool serves it.

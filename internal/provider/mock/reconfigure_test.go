@@ -255,11 +255,12 @@ func TestServeReconfigure(t *testing.T) {
 	}
 	after, _ := p.Get(ctx, id)
 	type answers struct {
-		IP                   string
-		OldPassword, NewOne  string
-		OpenTunnelStillCarry string
+		IP                  string
+		OldPassword, NewOne string
+		// The tunnel opened with the old password: revoked, closed.
+		OldPasswordTunnel string
 	}
-	got := answers{IP: after.IP, OpenTunnelStillCarry: exchange(t, open, "after")}
+	got := answers{IP: after.IP, OldPasswordTunnel: exchange(t, open, "after")}
 	for pw, status := range map[string]*string{oldPW: &got.OldPassword, newPW: &got.NewOne} {
 		c, s := connect(t, endpoint, pw, echoPort)
 		if c != nil {
@@ -267,7 +268,7 @@ func TestServeReconfigure(t *testing.T) {
 		}
 		*status = s
 	}
-	want := answers{IP: before.IP, OldPassword: "407", NewOne: "200", OpenTunnelStillCarry: "after"}
+	want := answers{IP: before.IP, OldPassword: "407", NewOne: "200", OldPasswordTunnel: "read: EOF"}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("the served engine after Reconfigure (-want +got):\n%s", diff)
 	}

@@ -83,8 +83,8 @@ func TestServe(t *testing.T) {
 			}
 			p.Lose(id)
 			got.AfterLoss = get(t, "http://mockuser:mockPasswordOf24Chars000@"+endpoint)
-			want := answers{Loopback: true, Right: "200 OK target reached", None: "407 Proxy Authentication Required proxy authentication required\n",
-				Wrong: "407 Proxy Authentication Required proxy authentication required\n", AfterLoss: "error"}
+			want := answers{Loopback: true, Right: "200 OK target reached", None: "407 Proxy Authentication Required egress-proxy: credentials-missing: this proxy needs Basic credentials\n",
+				Wrong: "407 Proxy Authentication Required egress-proxy: credentials-wrong: the credentials are not this proxy's\n", AfterLoss: "error"}
 			if static {
 				// The VM that replaces the lost one has the same address,
 				// and serves there.

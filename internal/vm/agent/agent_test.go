@@ -250,9 +250,9 @@ func (f *fixture) waitReady(t *testing.T, want string) {
 // TestWarmToProxy: a warm VM (generation 0, no users) is proven and serves
 // no one; a change of egress-config with its identity makes it a proxy
 // (generation 1), then a rotation with a range removed (generation 2)
-// applies live: the tunnel opened before still carries data, the old
-// password gets 407 and the new one 200; each reports its generation and
-// calls home with the identity of the moment.
+// applies live: the tunnel alice opened before is closed (her password is
+// revoked), the old password gets 407 and the new one 200; each reports
+// its generation and calls home with the identity of the moment.
 func TestWarmToProxy(t *testing.T) {
 	f := setUp(t)
 	ctx, cancel := context.WithCancel(context.Background())
@@ -290,14 +290,15 @@ func TestWarmToProxy(t *testing.T) {
 	}
 	type after struct {
 		Alice, Bob int
-		OpenTunnel bool
-		Error      string
-		CallHomes  []string
+		// AliceTunnel is the tunnel alice opened: revoked with her.
+		AliceTunnel bool
+		Error       string
+		CallHomes   []string
 	}
 	alice, _ := f.connect(t, "alice")
 	bob, _ := f.connect(t, "bob")
 	got := after{alice, bob, echoes(open, "still here"), f.md.GuestAttributes()["egress/error"], f.ps.reasons()}
-	want := after{Alice: 407, Bob: 200, OpenTunnel: true,
+	want := after{Alice: 407, Bob: 200, AliceTunnel: false,
 		CallHomes: []string{"pools/ci/warm-1:ready", "namespaces/team-a/egress-1:ready", "namespaces/team-a/egress-1:ready"}}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("after the rotation (-want +got):\n%s", diff)

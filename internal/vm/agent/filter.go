@@ -22,13 +22,20 @@ import (
 // absent, and conntrack keeps every established connection through the
 // swap.
 func Filter(cfg vmconfig.Config, proxyUID int, resolvers []netip.Addr) (string, error) {
-	_, portText, err := net.SplitHostPort(cfg.Listen)
+	port, err := listenPort("listen", cfg.Listen)
 	if err != nil {
-		return "", fmt.Errorf("agent: listen %q is not host:port: %w", cfg.Listen, err)
+		return "", err
 	}
-	port, err := strconv.Atoi(portText)
-	if err != nil || port < 1 || port > 65535 {
-		return "", fmt.Errorf("agent: listen %q: the port is not 1-65535", cfg.Listen)
+	// The ports clients reach: the proxy's, and SOCKS5's when it is on.
+	listening := strconv.Itoa(port)
+	if cfg.Socks5Listen != "" {
+		socks, err := listenPort("socks5Listen", cfg.Socks5Listen)
+		if err != nil {
+			return "", err
+		}
+		if socks != port {
+			listening = strconv.Itoa(min(port, socks)) + ", " + strconv.Itoa(max(port, socks))
+		}
 	}
 	if len(cfg.ConnectPorts) == 0 {
 		return "", fmt.Errorf("agent: connectPorts: none")
@@ -62,14 +69,15 @@ func Filter(cfg vmconfig.Config, proxyUID int, resolvers []netip.Addr) (string, 
 	set(&b, "resolvers6", "ipv6_addr", res6)
 	set(&b, "blocked4", "ipv4_addr", deny4)
 	set(&b, "blocked6", "ipv6_addr", deny6)
-	fmt.Fprintf(&b, `	# Ingress: only the allowed sources reach the proxy port, whatever the
-	# cloud firewall lets through; the VM itself may (the self-test).
+	fmt.Fprintf(&b, `	# Ingress: only the allowed sources reach the proxy's ports (HTTP, and
+	# SOCKS5 when it is on), whatever the cloud firewall lets through; the
+	# VM itself may (the self-test).
 	chain input {
 		type filter hook input priority filter; policy accept;
-		tcp dport %[1]d iifname "lo" accept
-		tcp dport %[1]d ip saddr @allowed4 accept
-		tcp dport %[1]d ip6 saddr @allowed6 accept
-		tcp dport %[1]d drop
+		tcp dport { %[1]s } iifname "lo" accept
+		tcp dport { %[1]s } ip saddr @allowed4 accept
+		tcp dport { %[1]s } ip6 saddr @allowed6 accept
+		tcp dport { %[1]s } drop
 	}
 	# Egress of the proxy's own user: answers to its clients, DNS to the
 	# resolvers, its own counters on loopback, and new connections only to
@@ -90,8 +98,21 @@ func Filter(cfg vmconfig.Config, proxyUID int, resolvers []netip.Addr) (string, 
 		reject
 	}
 }
-`, port, proxyUID, strings.Join(ports, ", "))
+`, listening, proxyUID, strings.Join(ports, ", "))
 	return b.String(), nil
+}
+
+// listenPort reads the port of a listen address.
+func listenPort(field, hostport string) (int, error) {
+	_, portText, err := net.SplitHostPort(hostport)
+	if err != nil {
+		return 0, fmt.Errorf("agent: %s %q is not host:port: %w", field, hostport, err)
+	}
+	port, err := strconv.Atoi(portText)
+	if err != nil || port < 1 || port > 65535 {
+		return 0, fmt.Errorf("agent: %s %q: the port is not 1-65535", field, hostport)
+	}
+	return port, nil
 }
 
 // families parses CIDRs and splits them by family, each in its canonical

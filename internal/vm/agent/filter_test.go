@@ -26,8 +26,8 @@ func TestFilter(t *testing.T) {
 		"set resolvers4 { type ipv4_addr; flags interval; auto-merge; elements = { 169.254.169.254 } }",
 		"set resolvers6 { type ipv6_addr; flags interval; auto-merge; elements = { fd20:ce::254 } }",
 		"set blocked4 { type ipv4_addr; flags interval; auto-merge; elements = { 10.0.0.0/8 } }",
-		"tcp dport 3128 ip saddr @allowed4 accept",
-		"tcp dport 3128 drop",
+		"tcp dport { 3128 } ip saddr @allowed4 accept",
+		"tcp dport { 3128 } drop",
 		"meta skuid 998 jump proxy_egress",
 		"tcp dport { 443, 8443 } accept",
 	} {
@@ -35,10 +35,28 @@ func TestFilter(t *testing.T) {
 			t.Errorf("the filter lacks %q:\n%s", want, got)
 		}
 	}
+	// SOCKS5 on: its port is admitted from the same sources, and dropped
+	// from any other.
+	cfg.Socks5Listen = ":1080"
+	socks, err := agent.Filter(cfg, 998, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		`tcp dport { 1080, 3128 } iifname "lo" accept`,
+		"tcp dport { 1080, 3128 } ip saddr @allowed4 accept",
+		"tcp dport { 1080, 3128 } ip6 saddr @allowed6 accept",
+		"tcp dport { 1080, 3128 } drop",
+	} {
+		if !strings.Contains(socks, want) {
+			t.Errorf("with socks5Listen the filter lacks %q:\n%s", want, socks)
+		}
+	}
 	for name, bad := range map[string]vmconfig.Config{
-		"no port":    {Listen: "3128", ConnectPorts: []int{443}},
-		"bad range":  {Listen: ":3128", ConnectPorts: []int{443}, AllowedSourceRanges: []string{"10.0.0.1; flush ruleset"}},
-		"no CONNECT": {Listen: ":3128"},
+		"bad SOCKS5 port": {Listen: ":3128", Socks5Listen: ":0", ConnectPorts: []int{443}},
+		"no port":         {Listen: "3128", ConnectPorts: []int{443}},
+		"bad range":       {Listen: ":3128", ConnectPorts: []int{443}, AllowedSourceRanges: []string{"10.0.0.1; flush ruleset"}},
+		"no CONNECT":      {Listen: ":3128"},
 	} {
 		if f, err := agent.Filter(bad, 998, nil); err == nil {
 			t.Errorf("%s: rendered:\n%s", name, f)

@@ -1,17 +1,22 @@
 // Package engine is the forward proxy that runs on each proxy VM: HTTP
-// CONNECT and plain HTTP, Basic credentials checked against salted hashes,
-// CONNECT only to the allowed ports, the client's source and the tunnel's
-// destination checked against ranges, and counters of the traffic it
-// carries. The binary is cmd/egress-proxy; its configuration is
-// vmconfig.Config, which the VM's agent (internal/vm/agent) writes from
-// instance metadata, and the mock provider runs it on loopback for the
-// local stack.
+// CONNECT, plain HTTP and SOCKS5, Basic (or RFC 1929) credentials checked
+// against salted hashes, tunnels only to the allowed ports, the client's
+// source and the tunnel's destination checked against ranges, a bandwidth
+// limit, bounds on every wait, an access line per request and counters of
+// the traffic it carries. The binary is cmd/egress-proxy; its
+// configuration is vmconfig.Config, which the VM's agent
+// (internal/vm/agent) writes from instance metadata, and the mock provider
+// runs it on loopback for the local stack.
 //
 // This file reads a configuration. The others: rules.go (a Config checked,
 // and the decisions on credentials, sources, ports and destinations),
-// dial.go (resolve once, check every address, dial a checked one),
-// server.go (the Server: serving, reload, drain, stats), tunnel.go
-// (CONNECT, spliced by the kernel) and forward.go (plain HTTP).
+// answers.go (every refusal's status, reason and SOCKS5 reply), dial.go
+// (resolve once, check every address, race the checked ones), server.go
+// (the Server: accepting, reload and revocation, drain, stats), http.go
+// (the HTTP connection loop), tunnel.go (CONNECT, and the tunnel SOCKS5
+// shares), relay.go (splice, the pipe pool), forward.go (plain HTTP),
+// socks5.go (SOCKS5), limit.go (the bandwidth limit) and access.go (the
+// access log).
 package engine
 
 import (

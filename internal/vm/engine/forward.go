@@ -2,61 +2,344 @@ package engine
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httputil"
+	"net/textproto"
+	"os"
 	"strconv"
+	"strings"
 	"sync"
-	"sync/atomic"
 	"time"
 )
+
+// via is what the engine adds to Via (RFC 9110 §7.6.3), after the
+// protocol version of the message it received: a pseudonym, never the
+// VM's name or address.
+const via = "egress-proxy"
 
 // rulesKey carries a request's rules to the dial of its upstream
 // connection, so a request is dialled under the rules that authorised it.
 type rulesKey struct{}
 
-// forward carries a plain HTTP request (absolute-form, http://…) with
-// net/http/httputil's ReverseProxy, which strips the hop-by-hop headers
-// both ways: Proxy-Authorization, Proxy-Connection, Connection and the
-// headers it lists, Keep-Alive, TE, Trailer, Transfer-Encoding, Upgrade.
-func (s *Server) forward(w http.ResponseWriter, req *http.Request, r *rules, user string) {
-	if req.URL.Scheme != "http" || req.URL.Host == "" {
-		s.refuse(w, req, user, fmt.Errorf("%w: %s %q is not a proxy request (absolute http:// URL or CONNECT)", errBadRequest, req.Method, req.RequestURI))
-		return
+// forward carries a plain HTTP request (absolute-form, http://…) to its
+// destination with net/http's Transport, and its answer back: without the
+// hop-by-hop headers either way (Connection and the fields it names,
+// Proxy-Connection, Keep-Alive, Proxy-Authorization, Proxy-Authenticate,
+// TE, Trailer, Transfer-Encoding, Upgrade), with Via added both ways. It
+// reports whether the connection may carry another request.
+func (s *Server) forward(hc *httpConn, req *http.Request, r *rules, rec *record) bool {
+	cc := hc.cc
+	keepable := !req.Close && req.ProtoAtLeast(1, 1)
+	bodyless := req.ContentLength == 0
+	refuseWith := func(a reply) bool {
+		keep := keepable && bodyless
+		rec.done(a.Status, a.Code, 0, 0)
+		hc.answer(a, !keep, nil)
+		return keep
 	}
-	if _, _, err := r.target(req.URL.Host, 80); err != nil {
-		s.refuse(w, req, user, err)
-		return
+	if !strings.EqualFold(req.URL.Scheme, "http") || req.URL.Host == "" {
+		return refuseWith(ansNotAProxyRequest)
 	}
-	ctx := context.WithValue(req.Context(), rulesKey{}, r)
-	ctx = context.WithValue(ctx, userKey{}, user)
-	if req.Body != nil && req.Body != http.NoBody {
-		req.Body = countingBody{req.Body, &s.bytesIn}
+	host, port, err := r.target(req.URL.Host, 80)
+	if err != nil {
+		return refuseWith(answerOf(err))
 	}
-	s.forwarder.ServeHTTP(w, req.WithContext(ctx))
+	rec.destination(host, port)
+	if req.Method == http.MethodTrace {
+		// TRACE reflects the request, its cookies and authorization
+		// included, to whoever reads the answer (cross-site tracing); no
+		// client needs it through a proxy.
+		return refuseWith(ansMethodNotAllowed)
+	}
+	if upgrade := req.Header.Get("Upgrade"); upgrade != "" && hasToken(req.Header, "Connection", "upgrade") && !strings.EqualFold(upgrade, "h2c") {
+		// An upgraded connection is a tunnel; CONNECT asks for one (every
+		// WebSocket client behind a proxy can), and a tunnel of the
+		// engine's is spliced, counted and revocable in one place. h2c
+		// is only dropped: the destination answers in HTTP/1.1.
+		keepable = false
+		return refuseWith(ansUpgradeUnsupported)
+	}
+	out := req.Clone(context.Background())
+	removeHopByHop(out.Header)
+	out.Header.Del("Expect")
+	out.RequestURI, out.Close = "", false
+	out.Proto, out.ProtoMajor, out.ProtoMinor = "HTTP/1.1", 1, 1
+	out.Header["Via"] = append(out.Header["Via"], fmt.Sprintf("%d.%d %s", req.ProtoMajor, req.ProtoMinor, via))
+	if mf := req.Header.Get("Max-Forwards"); mf != "" && req.Method == http.MethodOptions {
+		n, err := strconv.Atoi(strings.TrimSpace(mf))
+		if err == nil && n <= 0 {
+			// RFC 9110 §7.6.2: the proxy is the final recipient.
+			hc.writer().WriteString("HTTP/1.1 200 OK\r\nVia: 1.1 " + via + "\r\nContent-Length: 0\r\n\r\n")
+			err := hc.writer().Flush()
+			rec.done(http.StatusOK, "", 0, 0)
+			return err == nil && keepable && bodyless
+		}
+		if err == nil {
+			out.Header.Set("Max-Forwards", strconv.Itoa(n-1))
+		}
+	}
+	ctx, cancel := context.WithCancel(context.WithValue(s.ctx, rulesKey{}, r))
+	defer cancel()
+	var body *requestBody
+	if !bodyless {
+		body = &requestBody{body: req.Body, conn: cc.conn, idle: r.bodyIdleTimeout, limit: s.up, count: func(n int64) { s.bytesIn.Add(n) },
+			expectContinue: strings.EqualFold(req.Header.Get("Expect"), "100-continue"), hc: hc}
+		out.Body = body
+	} else {
+		out.Body = nil
+	}
+	out = out.WithContext(ctx)
+	resp, err := s.transport.RoundTrip(out)
+	if body != nil {
+		defer body.detach()
+	}
+	if err != nil {
+		a := ansUpstreamFailed
+		var ne net.Error
+		var ref *refusal
+		switch {
+		case body != nil && body.failed() != nil:
+			a = ansBadBody
+			if errors.Is(body.failed(), os.ErrDeadlineExceeded) {
+				a = ansBodyTimeout
+			}
+		case errors.As(err, &ref):
+			a = ref.answer
+		case errors.As(err, &ne) && ne.Timeout():
+			a = ansUpstreamTimeout
+		}
+		s.log.Debug("request refused", slog.String("method", req.Method), slog.String("user", rec.line.User),
+			slog.String("destination", host), slog.String("reason", err.Error()))
+		if body != nil && !body.done() {
+			keepable = false
+		}
+		var in int64
+		if body != nil {
+			in = body.n
+		}
+		rec.done(a.Status, a.Code, in, 0)
+		hc.answer(a, !keepable, nil)
+		return keepable
+	}
+	defer resp.Body.Close()
+	// The response body gets bodyIdleTimeout between reads.
+	idle := time.AfterFunc(r.bodyIdleTimeout, cancel)
+	defer idle.Stop()
+	respBody := &idleReader{r: resp.Body, t: idle, d: r.bodyIdleTimeout}
+	keep, n, err := s.writeResponse(hc, req, resp, respBody)
+	var in int64
+	if body != nil {
+		// The transport may still hold the request body (an answer sent
+		// before the body was read): the connection is only reused once
+		// the body was read to its end.
+		body.detach()
+		in = body.n
+		keep = keep && body.done()
+	}
+	reason := ""
+	if err != nil {
+		keep = false
+		reason = endUpstreamGone
+		if errors.Is(err, context.Canceled) {
+			reason = ansBodyTimeout.Code
+		}
+		if cc.endReason() != "" {
+			reason = cc.endReason()
+		}
+	}
+	rec.done(resp.StatusCode, reason, in, n)
+	return keep && keepable
 }
 
-type userKey struct{}
-
-func (s *Server) newForwarder() *httputil.ReverseProxy {
-	return &httputil.ReverseProxy{
-		// The outgoing request is the incoming one, hop-by-hop headers
-		// gone; with Rewrite (not Director) no X-Forwarded-For is added, so
-		// the destination does not learn the client's address.
-		Rewrite:   func(*httputil.ProxyRequest) {},
-		Transport: s.transport,
-		ModifyResponse: func(resp *http.Response) error {
-			resp.Body = countingBody{resp.Body, &s.bytesOut}
-			return nil
-		},
-		BufferPool: bufferPool{},
-		ErrorHandler: func(w http.ResponseWriter, req *http.Request, err error) {
-			user, _ := req.Context().Value(userKey{}).(string)
-			s.refuse(w, req, user, err)
-		},
+// writeResponse writes resp's head and body to the client, framed for
+// it: the destination's length when it gave one, else chunked (or, to an
+// HTTP/1.0 client, until the close). It reports whether the connection
+// may go on and the body bytes written.
+func (s *Server) writeResponse(hc *httpConn, req *http.Request, resp *http.Response, body io.Reader) (bool, int64, error) {
+	w := hc.writer()
+	h := resp.Header.Clone()
+	removeHopByHop(h)
+	h.Del("Content-Length")
+	h["Via"] = append(h["Via"], fmt.Sprintf("%d.%d %s", resp.ProtoMajor, resp.ProtoMinor, via))
+	hasBody := req.Method != http.MethodHead && resp.StatusCode >= 200 && resp.StatusCode != http.StatusNoContent && resp.StatusCode != http.StatusNotModified
+	keep, chunked := true, false
+	switch {
+	case resp.ContentLength >= 0 && (hasBody || req.Method == http.MethodHead):
+		h.Set("Content-Length", strconv.FormatInt(resp.ContentLength, 10))
+	case !hasBody:
+	case req.ProtoAtLeast(1, 1):
+		h.Set("Transfer-Encoding", "chunked")
+		chunked = true
+	default:
+		keep = false
 	}
+	if !keep || req.Close || !req.ProtoAtLeast(1, 1) {
+		h.Set("Connection", "close")
+		keep = false
+	}
+	fmt.Fprintf(w, "HTTP/1.1 %s\r\n", resp.Status)
+	h.Write(w)
+	w.WriteString("\r\n")
+	if !hasBody {
+		return keep, 0, w.Flush()
+	}
+	var dst io.Writer = flushWriter{w}
+	var cw io.WriteCloser
+	if chunked {
+		cw = httputil.NewChunkedWriter(flushWriter{w})
+		dst = cw
+	}
+	n, err := copyLimited(dst, body, s.down, func(n int64) { s.bytesOut.Add(n) })
+	if err != nil {
+		w.Flush()
+		return false, n, err
+	}
+	if chunked {
+		cw.Close()
+		w.WriteString("\r\n")
+	}
+	if resp.ContentLength >= 0 && n != resp.ContentLength {
+		return false, n, io.ErrUnexpectedEOF
+	}
+	return keep, n, w.Flush()
+}
+
+// flushWriter writes through a bufio.Writer and flushes, so each piece of
+// a body reaches the client as it comes (an event stream, a slow
+// download).
+type flushWriter struct {
+	w interface {
+		io.Writer
+		Flush() error
+	}
+}
+
+func (f flushWriter) Write(p []byte) (int, error) {
+	n, err := f.w.Write(p)
+	if err == nil {
+		err = f.w.Flush()
+	}
+	return n, err
+}
+
+// idleReader resets t to d before each read: the timer cancels the
+// request when the destination sends nothing for d.
+type idleReader struct {
+	r io.Reader
+	t *time.Timer
+	d time.Duration
+}
+
+func (i *idleReader) Read(p []byte) (int, error) {
+	i.t.Reset(i.d)
+	return i.r.Read(p)
+}
+
+// hopByHop are the fields that concern one connection, never forwarded.
+var hopByHop = []string{"Connection", "Proxy-Connection", "Keep-Alive", "Proxy-Authenticate", "Proxy-Authorization",
+	"Te", "Trailer", "Transfer-Encoding", "Upgrade"}
+
+func removeHopByHop(h http.Header) {
+	for _, v := range h["Connection"] {
+		for _, f := range strings.Split(v, ",") {
+			if f = textproto.TrimString(f); f != "" {
+				h.Del(f)
+			}
+		}
+	}
+	for _, f := range hopByHop {
+		h.Del(f)
+	}
+}
+
+func hasToken(h http.Header, field, token string) bool {
+	for _, v := range h[textproto.CanonicalMIMEHeaderKey(field)] {
+		for _, f := range strings.Split(v, ",") {
+			if strings.EqualFold(textproto.TrimString(f), token) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// requestBody is a plain request's body as the transport reads it from
+// the client: bodyIdleTimeout between reads, counted, limited, a 100
+// Continue sent before the first read if the client waits for one, and
+// the first error kept, for the answer. detach ends the transport's use
+// of it, so that the connection's reader is never read by two.
+type requestBody struct {
+	body           io.ReadCloser
+	conn           *net.TCPConn
+	idle           time.Duration
+	limit          *bucket
+	count          func(int64)
+	expectContinue bool
+	hc             *httpConn
+
+	mu       sync.Mutex
+	n        int64
+	eof      bool
+	err      error
+	detached bool
+}
+
+func (b *requestBody) Read(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.detached {
+		return 0, io.ErrUnexpectedEOF
+	}
+	if b.expectContinue {
+		b.expectContinue = false
+		b.conn.SetWriteDeadline(time.Now().Add(b.idle))
+		if _, err := io.WriteString(b.conn, "HTTP/1.1 100 Continue\r\n\r\n"); err != nil {
+			b.err = err
+			return 0, err
+		}
+	}
+	b.conn.SetReadDeadline(time.Now().Add(b.idle))
+	want := b.limit.take(len(p))
+	n, err := b.body.Read(p[:want])
+	b.limit.giveBack(want - n)
+	b.n += int64(n)
+	b.count(int64(n))
+	switch {
+	case err == io.EOF:
+		b.eof = true
+	case err != nil && b.err == nil:
+		b.err = err
+	}
+	return n, err
+}
+
+// Close is the transport's; the engine ends the body with detach.
+func (b *requestBody) Close() error { return nil }
+
+// detach stops the transport's reads: one in flight is woken, and none
+// follows.
+func (b *requestBody) detach() {
+	b.conn.SetReadDeadline(time.Now())
+	b.mu.Lock()
+	b.detached = true
+	b.mu.Unlock()
+}
+
+func (b *requestBody) failed() error {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.err
+}
+
+func (b *requestBody) done() bool {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.eof
 }
 
 // newTransport is the upstream side of plain HTTP: every connection made
@@ -78,7 +361,13 @@ func (s *Server) newTransport(responseHeaderTimeout time.Duration) *http.Transpo
 			if err != nil {
 				return nil, err
 			}
-			return s.dial(ctx, r, host, port)
+			c, err := s.dial(ctx, r, host, port)
+			if err != nil {
+				// Tagged with its answer, so that it is not read as a
+				// failure of the exchange with the destination.
+				return nil, refuse(answerOf(err), err)
+			}
+			return c, nil
 		},
 		DisableCompression:    true,
 		MaxIdleConnsPerHost:   4,
@@ -86,24 +375,3 @@ func (s *Server) newTransport(responseHeaderTimeout time.Duration) *http.Transpo
 		ResponseHeaderTimeout: responseHeaderTimeout,
 	}
 }
-
-// countingBody counts the bytes read through a body.
-type countingBody struct {
-	io.ReadCloser
-	n *atomic.Int64
-}
-
-func (b countingBody) Read(p []byte) (int, error) {
-	n, err := b.ReadCloser.Read(p)
-	b.n.Add(int64(n))
-	return n, err
-}
-
-// bufferPool lends ReverseProxy its copy buffers, 32 KiB each, instead of
-// one new buffer per request.
-type bufferPool struct{}
-
-var buffers = sync.Pool{New: func() any { return new([32 << 10]byte) }}
-
-func (bufferPool) Get() []byte  { return buffers.Get().(*[32 << 10]byte)[:] }
-func (bufferPool) Put(b []byte) { buffers.Put((*[32 << 10]byte)(b)) }

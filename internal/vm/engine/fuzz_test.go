@@ -28,7 +28,7 @@ func FuzzRequestHead(f *testing.F) {
 		auth := req.Header.Get("Proxy-Authorization")
 		if user, err := r.authorize(auth); err == nil {
 			name, password, ok := parseBasic(auth)
-			if !ok || name != testUser || user != testUser || password != testPassword {
+			if !ok || name != testUser || user.name != testUser || password != testPassword {
 				t.Fatalf("%q authorised as %q: want only %s with its password", auth, user, testUser)
 			}
 		}

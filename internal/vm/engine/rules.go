@@ -25,7 +25,12 @@ type rules struct {
 	deny       []netip.Prefix
 	allow      []netip.Prefix
 
-	dialTimeout, idleTimeout time.Duration
+	dialTimeout, idleTimeout    time.Duration
+	bodyIdleTimeout, unauthIdle time.Duration
+	headerTimeout               time.Duration
+	responseHeaderTimeout       time.Duration
+	bandwidth                   int64 // bits a second, 0 unlimited
+	accessLog                   bool
 }
 
 // compile checks c and returns its rules. An error names the field and the
@@ -37,6 +42,27 @@ func compile(c vmconfig.Config) (*rules, error) {
 		ports:       map[int]bool{},
 		dialTimeout: c.DialTimeout.Or(vmconfig.DefaultDialTimeout),
 		idleTimeout: c.IdleTimeout.Or(vmconfig.DefaultIdleTimeout),
+
+		bodyIdleTimeout:       c.BodyIdleTimeout.Or(vmconfig.DefaultBodyIdleTimeout),
+		unauthIdle:            c.UnauthenticatedIdleTimeout.Or(vmconfig.DefaultUnauthenticatedIdleTimeout),
+		headerTimeout:         c.HeaderTimeout.Or(vmconfig.DefaultHeaderTimeout),
+		responseHeaderTimeout: c.ResponseHeaderTimeout.Or(vmconfig.DefaultResponseHeaderTimeout),
+		bandwidth:             c.BandwidthBitsPerSecond,
+		accessLog:             c.AccessLog,
+	}
+	if c.BandwidthBitsPerSecond < 0 {
+		return nil, fmt.Errorf("engine: bandwidthBitsPerSecond: %d is negative (0 is no limit)", c.BandwidthBitsPerSecond)
+	}
+	if c.MaxConnections < 0 {
+		return nil, fmt.Errorf("engine: maxConnections: %d is negative (0 sizes it to the descriptor limit)", c.MaxConnections)
+	}
+	if c.Socks5Listen != "" {
+		if _, _, err := net.SplitHostPort(c.Socks5Listen); err != nil {
+			return nil, fmt.Errorf("engine: socks5Listen %q is not host:port: %w", c.Socks5Listen, err)
+		}
+		if c.Socks5Listen == c.Listen {
+			return nil, fmt.Errorf("engine: socks5Listen %q is listen's address too", c.Socks5Listen)
+		}
 	}
 	// Only a warm pool's VM, generation 0, serves no one: it is proven and
 	// waits to be claimed. A proxy's configuration without users is a
@@ -115,23 +141,45 @@ func (r *rules) destinationAllowed(addr netip.Addr) bool {
 // prompts for credentials instead of blaming the site.
 var errUnauthorized = errors.New("no valid Proxy-Authorization")
 
+// credential is who a connection authenticated as: the user's name, the
+// hash its password matched and the password itself, kept in memory for
+// the connection's life (never logged): the control plane salts a hash
+// afresh each time it renders a configuration, so only the password can
+// tell a new hash of the same password (a PATCH of the ranges) from a
+// rotation. A configuration under which the name and password no longer
+// match revokes it.
+type credential struct {
+	name, hash, password string
+}
+
 // authorize checks a Proxy-Authorization header value and returns the
 // user it names.
-func (r *rules) authorize(header string) (string, error) {
+func (r *rules) authorize(header string) (credential, error) {
 	name, password, ok := parseBasic(header)
 	if !ok {
-		return "", errUnauthorized
+		return credential{}, errUnauthorized
 	}
+	return r.check(name, password)
+}
+
+// check checks a username and password (Basic's or SOCKS5's).
+func (r *rules) check(name, password string) (credential, error) {
 	hash, known := r.users[name]
 	if !known {
 		// Hash anyway, so a wrong name costs what a wrong password does.
 		vmconfig.Matches(unknownUserHash, password)
-		return "", errUnauthorized
+		return credential{}, errUnauthorized
 	}
 	if !vmconfig.Matches(hash, password) {
-		return "", errUnauthorized
+		return credential{}, errUnauthorized
 	}
-	return name, nil
+	return credential{name: name, hash: hash, password: password}, nil
+}
+
+// holds reports whether c is still a credential of these rules.
+func (r *rules) holds(c credential) bool {
+	hash, ok := r.users[c.name]
+	return ok && c.name != "" && (hash == c.hash || vmconfig.Matches(hash, c.password))
 }
 
 // unknownUserHash is what a password of an unknown user is checked
@@ -156,28 +204,61 @@ func parseBasic(header string) (user, password string, ok bool) {
 	return user, password, true
 }
 
-// errPort is a destination port the rules do not allow.
-var errPort = errors.New("port not allowed")
-
 // target parses a request's destination, host:port, and checks its port;
 // defaultPort fills a missing one (80 for plain http).
 func (r *rules) target(hostport string, defaultPort int) (host string, port int, err error) {
+	host, port, err = splitTarget(hostport, defaultPort)
+	if err != nil {
+		return "", 0, err
+	}
+	if !r.ports[port] {
+		return "", 0, refusef(ansPortNotAllowed, "destination %q", hostport)
+	}
+	return host, port, nil
+}
+
+// splitTarget reads host:port (a name, an IPv4 address or a bracketed
+// IPv6 one); defaultPort fills a missing port, or 0 requires one. A zone
+// ID, escaped or not, is refused here, before any range is checked: netip
+// finds a zoned address in no range, and Linux ignores the zone of an
+// address that is not link-local, so [::1%25x] would reach ::1.
+func splitTarget(hostport string, defaultPort int) (host string, port int, err error) {
+	if strings.Contains(hostport, "%") {
+		return "", 0, refusef(ansZoneNotAllowed, "destination %q", hostport)
+	}
 	host, portText, err := net.SplitHostPort(hostport)
 	if err != nil {
-		if defaultPort == 0 {
-			return "", 0, fmt.Errorf("destination %q is not host:port: %w", hostport, err)
+		if defaultPort == 0 || strings.HasSuffix(hostport, ":") {
+			return "", 0, refusef(ansBadTarget, "destination %q is not host:port: %w", hostport, err)
 		}
 		host, portText = strings.TrimSuffix(strings.TrimPrefix(hostport, "["), "]"), strconv.Itoa(defaultPort)
 	}
 	port, err = strconv.Atoi(portText)
-	if err != nil || port < 1 || port > 65535 {
-		return "", 0, fmt.Errorf("destination %q: port %q is not 1-65535", hostport, portText)
+	if err != nil || port < 1 || port > 65535 || strings.HasPrefix(portText, "+") {
+		return "", 0, refusef(ansBadTarget, "destination %q: port %q is not 1-65535", hostport, portText)
 	}
-	if host == "" {
-		return "", 0, fmt.Errorf("destination %q has no host", hostport)
-	}
-	if !r.ports[port] {
-		return "", 0, fmt.Errorf("destination %q: %w", hostport, errPort)
+	if !validHost(host) {
+		return "", 0, refusef(ansBadTarget, "destination %q has no host this proxy can name", hostport)
 	}
 	return host, port, nil
+}
+
+// validHost reports whether host is an IP address without a zone or a
+// DNS name (letters, digits, hyphens, underscores and dots, at most 253
+// bytes): the only hosts the engine dials, and the only text of a
+// destination an access line holds.
+func validHost(host string) bool {
+	if host == "" || len(host) > 253 {
+		return false
+	}
+	if a, err := netip.ParseAddr(host); err == nil {
+		return a.Zone() == ""
+	}
+	for i := 0; i < len(host); i++ {
+		c := host[i]
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '-' || c == '.' || c == '_') {
+			return false
+		}
+	}
+	return true
 }

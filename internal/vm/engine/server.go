@@ -8,10 +8,10 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
-	"net/http/httputil"
 	"net/netip"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/egress-proxies/egress/internal/vm/vmconfig"
@@ -26,7 +26,8 @@ const maxHeaderBytes = 64 << 10
 
 // Options are what a Server needs besides its vmconfig.Config.
 type Options struct {
-	// Log receives one line per decision; nil discards them.
+	// Log receives one line per decision, and the access lines; nil
+	// discards them.
 	Log *slog.Logger
 	// Resolver resolves destination names; nil is net.DefaultResolver.
 	Resolver interface {
@@ -34,29 +35,41 @@ type Options struct {
 	}
 }
 
-// Server is one proxy: it serves CONNECT and plain HTTP on vmconfig.Config.Listen
-// and the vmconfig.Stats on vmconfig.Config.StatsListen. Apply swaps its rules without
-// touching the tunnels it holds; Shutdown drains it.
+// Server is one proxy: it serves CONNECT and plain HTTP on
+// vmconfig.Config.Listen, SOCKS5 on Socks5Listen, and the vmconfig.Stats
+// and the access log on StatsListen. Apply swaps its rules, closing only
+// what the new rules take away; Shutdown drains it.
 type Server struct {
 	log      *slog.Logger
 	resolver resolver
 	rules    atomic.Pointer[rules]
-	// started is the vmconfig.Config the listeners were made from: what Apply
-	// cannot change.
-	started vmconfig.Config
+	// started is the vmconfig.Config the listeners were made from: what
+	// Apply cannot change.
+	started  vmconfig.Config
+	maxConns int64
 
-	http      *http.Server
-	forwarder *httputil.ReverseProxy
 	transport *http.Transport
+	// up and down bound the bytes from the clients and to them.
+	up, down *bucket
+	access   accessRing
+	// ctx is the server's life: every dial is under it, never under a
+	// client's request, and Shutdown ends it.
+	ctx    context.Context
+	cancel context.CancelFunc
 
-	since                   time.Time
-	bytesIn, bytesOut       atomic.Int64
-	connections, activeTuns atomic.Int64
-
-	mu       sync.Mutex
-	tunnels  map[*tunnel]struct{}
-	tunnelWG sync.WaitGroup
-	stats    *http.Server
+	since                           time.Time
+	bytesIn, bytesOut               atomic.Int64
+	connections, activeTuns         atomic.Int64
+	activeConns, refused            atomic.Int64
+	reqHTTP, reqConnect, reqSocks   atomic.Int64
+	overCapAnswering, overCapLogged atomic.Int64
+	statsOnce                       sync.Once
+	mu                              sync.Mutex
+	conns                           map[*clientConn]struct{}
+	listeners                       map[net.Listener]struct{}
+	closing                         bool
+	wg                              sync.WaitGroup
+	stats                           *http.Server
 }
 
 // New checks cfg and returns a Server for it; Serve or ListenAndServe
@@ -72,11 +85,14 @@ func New(cfg vmconfig.Config, opts Options) (*Server, error) {
 		}
 	}
 	s := &Server{
-		log:      opts.Log,
-		resolver: opts.Resolver,
-		started:  cfg,
-		since:    time.Now(),
-		tunnels:  map[*tunnel]struct{}{},
+		log:       opts.Log,
+		resolver:  opts.Resolver,
+		started:   cfg,
+		since:     time.Now(),
+		conns:     map[*clientConn]struct{}{},
+		listeners: map[net.Listener]struct{}{},
+		up:        newBucket(),
+		down:      newBucket(),
 	}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
@@ -84,21 +100,31 @@ func New(cfg vmconfig.Config, opts Options) (*Server, error) {
 	if s.resolver == nil {
 		s.resolver = net.DefaultResolver
 	}
-	s.rules.Store(r)
-	s.transport = s.newTransport(cfg.ResponseHeaderTimeout.Or(vmconfig.DefaultResponseHeaderTimeout))
-	s.forwarder = s.newForwarder()
-	s.http = &http.Server{
-		Handler:           s,
-		ReadHeaderTimeout: cfg.HeaderTimeout.Or(vmconfig.DefaultHeaderTimeout),
-		IdleTimeout:       r.idleTimeout,
-		MaxHeaderBytes:    maxHeaderBytes,
-		ErrorLog:          slog.NewLogLogger(s.log.Handler(), slog.LevelDebug),
+	s.ctx, s.cancel = context.WithCancel(context.Background())
+	s.maxConns = int64(cfg.MaxConnections)
+	if s.maxConns == 0 {
+		s.maxConns = defaultMaxConnections()
 	}
+	s.rules.Store(r)
+	s.up.setRate(r.bandwidth)
+	s.down.setRate(r.bandwidth)
+	s.transport = s.newTransport(r.responseHeaderTimeout)
 	return s, nil
 }
 
+// defaultMaxConnections sizes the connection cap to the descriptor limit
+// (vmconfig.Config.MaxConnections says how).
+func defaultMaxConnections() int64 {
+	var lim syscall.Rlimit
+	if err := syscall.Getrlimit(syscall.RLIMIT_NOFILE, &lim); err != nil {
+		return 16 << 10
+	}
+	n := (int64(lim.Cur) - vmconfig.ReservedDescriptors) / vmconfig.DescriptorsPerConnection
+	return max(n, 16)
+}
+
 // loopbackOnly refuses a stats address that is not on loopback: the
-// counters are for the VM itself.
+// counters and the access log are for the VM itself.
 func loopbackOnly(hostport string) error {
 	host, _, err := net.SplitHostPort(hostport)
 	if err != nil {
@@ -113,8 +139,8 @@ func loopbackOnly(hostport string) error {
 	return nil
 }
 
-// ListenAndServe listens on vmconfig.Config.Listen (and StatsListen) and serves
-// until Shutdown.
+// ListenAndServe listens on vmconfig.Config.Listen (and StatsListen and
+// Socks5Listen) and serves until Shutdown.
 func (s *Server) ListenAndServe() error {
 	ln, err := net.Listen("tcp", s.started.Listen)
 	if err != nil {
@@ -123,149 +149,221 @@ func (s *Server) ListenAndServe() error {
 	return s.Serve(ln)
 }
 
-// Serve serves on ln, which must be a TCP listener for tunnels to take the
-// kernel's splice path, and on StatsListen if the vmconfig.Config has one. It
-// returns http.ErrServerClosed after Shutdown.
+// Serve serves HTTP on ln, which must be a TCP listener for tunnels to
+// take the kernel's splice path, and SOCKS5 on Socks5Listen and the stats
+// on StatsListen if the vmconfig.Config has them. It returns
+// http.ErrServerClosed after Shutdown.
 func (s *Server) Serve(ln net.Listener) error {
-	if s.started.StatsListen != "" {
-		sl, err := net.Listen("tcp", s.started.StatsListen)
-		if err != nil {
-			ln.Close()
-			return fmt.Errorf("engine: listening on %s for stats: %w", s.started.StatsListen, err)
+	var err error
+	s.statsOnce.Do(func() { err = s.serveStats() })
+	if err == nil && s.started.Socks5Listen != "" {
+		var sl net.Listener
+		if sl, err = net.Listen("tcp", s.started.Socks5Listen); err == nil {
+			go s.ServeSOCKS5(sl)
+		} else {
+			err = fmt.Errorf("engine: listening on %s for SOCKS5: %w", s.started.Socks5Listen, err)
 		}
-		mux := http.NewServeMux()
-		mux.HandleFunc("GET /stats", s.serveStats)
-		s.mu.Lock()
-		s.stats = &http.Server{Handler: mux, ReadHeaderTimeout: vmconfig.DefaultHeaderTimeout}
-		s.mu.Unlock()
-		go s.stats.Serve(sl)
 	}
-	s.log.Info("proxy serving", slog.String("listen", ln.Addr().String()), slog.Int64("generation", s.rules.Load().generation))
-	return s.http.Serve(sourceFilter{Listener: ln, s: s})
-}
-
-// Apply replaces the rules for every request that starts from now on:
-// users, ranges, ports and the dial and idle timeouts. Tunnels already
-// open keep going. Listen, StatsListen, HeaderTimeout and
-// ResponseHeaderTimeout take effect at the next start, which the log line
-// says.
-func (s *Server) Apply(cfg vmconfig.Config) error {
-	r, err := compile(cfg)
 	if err != nil {
+		ln.Close()
 		return err
 	}
-	if cfg.Listen != s.started.Listen || cfg.StatsListen != s.started.StatsListen ||
-		cfg.HeaderTimeout != s.started.HeaderTimeout || cfg.ResponseHeaderTimeout != s.started.ResponseHeaderTimeout {
-		s.log.Warn("listen, statsListen, headerTimeout or responseHeaderTimeout changed: they take effect at the next start",
-			slog.String("listen", cfg.Listen), slog.String("statsListen", cfg.StatsListen))
+	s.log.Info("proxy serving", slog.String("listen", ln.Addr().String()), slog.String("socks5Listen", s.started.Socks5Listen),
+		slog.Int64("generation", s.rules.Load().generation), slog.Int64("maxConnections", s.maxConns))
+	return s.acceptLoop(ln, s.serveHTTP, true)
+}
+
+// ServeSOCKS5 serves SOCKS5 on ln until Shutdown, when it returns
+// http.ErrServerClosed.
+func (s *Server) ServeSOCKS5(ln net.Listener) error {
+	return s.acceptLoop(ln, s.serveSOCKS5, false)
+}
+
+func (s *Server) serveStats() error {
+	if s.started.StatsListen == "" {
+		return nil
 	}
-	old := s.rules.Swap(r)
-	// A kept-alive upstream connection was checked against the old rules.
-	s.transport.CloseIdleConnections()
-	cut := s.closeOutside(r)
-	s.log.Info("configuration applied", slog.Int64("generation", r.generation), slog.Int64("previousGeneration", old.generation),
-		slog.Int("users", len(r.users)), slog.Int64("activeTunnels", s.activeTuns.Load()), slog.Int("tunnelsClosed", cut))
+	sl, err := net.Listen("tcp", s.started.StatsListen)
+	if err != nil {
+		return fmt.Errorf("engine: listening on %s for stats: %w", s.started.StatsListen, err)
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /stats", func(w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		json.NewEncoder(w).Encode(s.Stats())
+	})
+	mux.HandleFunc("GET /access", s.serveAccess)
+	s.mu.Lock()
+	s.stats = &http.Server{Handler: mux, ReadHeaderTimeout: vmconfig.DefaultHeaderTimeout}
+	s.mu.Unlock()
+	go s.stats.Serve(sl)
 	return nil
 }
 
-// closeOutside closes the tunnels whose client is outside r's source
-// ranges, and returns how many. A range removed from allowedSourceRanges
-// is taken away from its clients now: the VM's kernel filter drops their
-// packets from the same moment, so such a tunnel could carry nothing more
-// anyway, and closing it says so at once instead of at the idle timeout.
-// Every other tunnel keeps going, under the credentials it opened with:
-// a rotation refuses the old password to new requests only.
-func (s *Server) closeOutside(r *rules) int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	n := 0
-	for t := range s.tunnels {
-		if c := t.clientSet.Load(); c != nil && !r.sourceAllowed(remoteAddr(c)) {
-			t.close()
-			n++
-		}
-	}
-	return n
+// clientConn is one client's connection, as Apply and Shutdown see it.
+type clientConn struct {
+	conn   *net.TCPConn
+	source netip.Addr
+	remote string
+	// cred is who the connection last authenticated as; nil before.
+	cred atomic.Pointer[credential]
+	// idle is true while an HTTP connection waits for its next request:
+	// Shutdown closes such a connection at once.
+	idle atomic.Bool
+	// up is the destination of the tunnel the connection became.
+	up atomic.Pointer[net.TCPConn]
+	// ended says why the engine closed the connection, if it did.
+	ended atomic.Pointer[string]
 }
 
-// Shutdown stops accepting, lets the requests and tunnels in flight finish
-// until ctx is done, then closes those left. It returns ctx's error if it
-// had to close any.
-func (s *Server) Shutdown(ctx context.Context) error {
-	err := s.http.Shutdown(ctx)
-	if err != nil {
-		// The deadline passed with plain requests in flight: cut them.
-		s.http.Close()
-	}
-	s.mu.Lock()
-	stats := s.stats
-	s.mu.Unlock()
-	if stats != nil {
-		stats.Close()
-	}
-	done := make(chan struct{})
-	go func() { s.tunnelWG.Wait(); close(done) }()
-	select {
-	case <-done:
-	case <-ctx.Done():
-		s.mu.Lock()
-		n := len(s.tunnels)
-		for t := range s.tunnels {
-			t.close()
-		}
-		s.mu.Unlock()
-		if n > 0 {
-			s.log.Warn("drain deadline passed: tunnels closed", slog.Int("tunnels", n))
-		}
-		<-done
-		err = ctx.Err()
-	}
-	s.transport.CloseIdleConnections()
-	s.log.Info("proxy stopped", slog.Int64("bytesIn", s.bytesIn.Load()), slog.Int64("bytesOut", s.bytesOut.Load()))
-	return err
-}
-
-// vmconfig.Stats returns the counters now.
-func (s *Server) Stats() vmconfig.Stats {
-	return vmconfig.Stats{
-		Generation:    s.rules.Load().generation,
-		Since:         s.since,
-		BytesIn:       s.bytesIn.Load(),
-		BytesOut:      s.bytesOut.Load(),
-		Connections:   s.connections.Load(),
-		ActiveTunnels: s.activeTuns.Load(),
+// end closes the connection and its tunnel's destination, saying why.
+func (c *clientConn) end(reason string) {
+	c.ended.CompareAndSwap(nil, &reason)
+	c.conn.Close()
+	if up := c.up.Load(); up != nil {
+		up.Close()
 	}
 }
 
-func (s *Server) serveStats(w http.ResponseWriter, _ *http.Request) {
-	w.Header().Set("Content-Type", "application/json")
-	json.NewEncoder(w).Encode(s.Stats())
+func (c *clientConn) endReason() string {
+	if r := c.ended.Load(); r != nil {
+		return *r
+	}
+	return ""
 }
 
-// sourceFilter closes a connection from outside AllowedSourceRanges before
-// reading a byte of it, and counts the others. It hands the
-// *net.TCPConn itself to the HTTP server, so a hijacked tunnel is still
-// one the kernel can splice.
-type sourceFilter struct {
-	net.Listener
-	s *Server
-}
-
-func (l sourceFilter) Accept() (net.Conn, error) {
+// acceptLoop accepts on ln until Shutdown: a client outside the source
+// ranges is closed before a byte is read, one past the connection cap is
+// told so (http) or closed, the others served each in a goroutine.
+func (s *Server) acceptLoop(ln net.Listener, serve func(*clientConn), isHTTP bool) error {
+	if !s.trackListener(ln) {
+		ln.Close()
+		return errServerClosed
+	}
+	var backoff time.Duration
 	for {
-		c, err := l.Listener.Accept()
+		c, err := ln.Accept()
 		if err != nil {
-			return nil, err
+			if s.isClosing() {
+				return errServerClosed
+			}
+			// Out of descriptors, or a connection reset before it was
+			// accepted: wait a little, as net/http does, and go on.
+			var ne net.Error
+			if errors.Is(err, syscall.EMFILE) || errors.Is(err, syscall.ENFILE) || errors.Is(err, syscall.ECONNABORTED) || errors.As(err, &ne) && ne.Timeout() {
+				backoff = min(max(2*backoff, 5*time.Millisecond), time.Second)
+				s.log.Warn("accept failed; retrying", slog.Any("error", err), slog.Duration("retryIn", backoff))
+				time.Sleep(backoff)
+				continue
+			}
+			return err
 		}
-		addr := remoteAddr(c)
-		if !l.s.rules.Load().sourceAllowed(addr) {
+		backoff = 0
+		tc, ok := c.(*net.TCPConn)
+		if !ok {
+			// Only a listener that is not TCP gets here (none this
+			// package makes): refuse rather than copy through user space.
 			c.Close()
-			l.s.log.Info("connection refused: source not in allowedSourceRanges", slog.String("source", addr.String()))
+			s.log.Error("connection refused: not TCP", slog.String("type", fmt.Sprintf("%T", c)))
 			continue
 		}
-		l.s.connections.Add(1)
-		return c, nil
+		addr := remoteAddr(c)
+		if !s.rules.Load().sourceAllowed(addr) {
+			c.Close()
+			s.log.Debug("connection refused: source not in allowedSourceRanges", slog.String("source", addr.String()))
+			continue
+		}
+		if s.activeConns.Load() >= s.maxConns {
+			s.refused.Add(1)
+			s.overCap(tc, isHTTP)
+			continue
+		}
+		cc := &clientConn{conn: tc, source: addr, remote: c.RemoteAddr().String()}
+		if !s.register(cc) {
+			c.Close()
+			continue
+		}
+		s.connections.Add(1)
+		go func() {
+			defer s.unregister(cc)
+			defer tc.Close()
+			serve(cc)
+		}()
 	}
+}
+
+// errServerClosed is what Serve returns after Shutdown, as net/http's
+// servers do.
+var errServerClosed = http.ErrServerClosed
+
+// overCap answers a connection past the cap: 503 and close for HTTP, a
+// close for SOCKS5. The answer is written by a few goroutines at most, so
+// a flood past the cap costs it nothing more than closes.
+func (s *Server) overCap(c *net.TCPConn, isHTTP bool) {
+	if !isHTTP || s.overCapAnswering.Add(1) > 64 {
+		if isHTTP {
+			s.overCapAnswering.Add(-1)
+		}
+		c.Close()
+		return
+	}
+	go func() {
+		defer s.overCapAnswering.Add(-1)
+		defer c.Close()
+		c.SetDeadline(time.Now().Add(time.Second))
+		writeAnswerTo(c, ansTooManyConnections, true, nil)
+		// Read what the client sent before closing, so the close is a FIN
+		// and not a reset that could destroy the answer in flight.
+		c.CloseWrite()
+		var b [4096]byte
+		for {
+			if _, err := c.Read(b[:]); err != nil {
+				return
+			}
+		}
+	}()
+	// One line a second at most: a flood past the cap would otherwise
+	// fill the journal, which is in memory.
+	if now := time.Now().UnixNano(); now-s.overCapLogged.Load() > int64(time.Second) {
+		s.overCapLogged.Store(now)
+		s.log.Warn("connections refused: maxConnections open", slog.Int64("maxConnections", s.maxConns), slog.Int64("refused", s.refused.Load()))
+	}
+}
+
+func (s *Server) trackListener(ln net.Listener) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closing {
+		return false
+	}
+	s.listeners[ln] = struct{}{}
+	return true
+}
+
+func (s *Server) register(cc *clientConn) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closing {
+		return false
+	}
+	s.conns[cc] = struct{}{}
+	s.activeConns.Add(1)
+	s.wg.Add(1)
+	return true
+}
+
+func (s *Server) unregister(cc *clientConn) {
+	s.mu.Lock()
+	delete(s.conns, cc)
+	s.mu.Unlock()
+	s.activeConns.Add(-1)
+	s.wg.Done()
+}
+
+func (s *Server) isClosing() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.closing
 }
 
 func remoteAddr(c net.Conn) netip.Addr {
@@ -275,54 +373,130 @@ func remoteAddr(c net.Conn) netip.Addr {
 	return netip.Addr{}
 }
 
-// ServeHTTP answers one request: 407 without valid credentials, then a
-// CONNECT tunnel or a forwarded plain HTTP request.
-func (s *Server) ServeHTTP(w http.ResponseWriter, req *http.Request) {
-	r := s.rules.Load()
-	if a, err := netip.ParseAddrPort(req.RemoteAddr); err == nil && !r.sourceAllowed(a.Addr().Unmap()) {
-		// A kept-alive connection accepted before a reload took its
-		// source's range away.
-		s.log.Info("request refused: source no longer in allowedSourceRanges", slog.String("source", req.RemoteAddr))
-		w.Header().Set("Connection", "close")
-		http.Error(w, http.StatusText(http.StatusForbidden), http.StatusForbidden)
-		return
-	}
-	user, err := r.authorize(req.Header.Get("Proxy-Authorization"))
+// Apply replaces the rules for every request that starts from now on, and
+// closes at once what they take away: the connections (tunnels, SOCKS5
+// connections and kept-alive HTTP connections) from a source no longer
+// allowed, and those authenticated with a credential the rules no longer
+// hold (a user removed, or a password rotated: revocation means the old
+// password carries nothing more). Every other tunnel keeps going. A new
+// bandwidth limit applies to the bytes already flowing. Listen,
+// StatsListen, Socks5Listen, MaxConnections and ResponseHeaderTimeout take
+// effect at the next start, which the log line says.
+func (s *Server) Apply(cfg vmconfig.Config) error {
+	r, err := compile(cfg)
 	if err != nil {
-		reason := "missing"
-		if req.Header.Get("Proxy-Authorization") != "" {
-			reason = "wrong"
+		return err
+	}
+	if cfg.Listen != s.started.Listen || cfg.StatsListen != s.started.StatsListen || cfg.Socks5Listen != s.started.Socks5Listen ||
+		cfg.MaxConnections != s.started.MaxConnections || cfg.ResponseHeaderTimeout != s.started.ResponseHeaderTimeout {
+		s.log.Warn("listen, statsListen, socks5Listen, maxConnections or responseHeaderTimeout changed: they take effect at the next start",
+			slog.String("listen", cfg.Listen), slog.String("statsListen", cfg.StatsListen), slog.String("socks5Listen", cfg.Socks5Listen))
+	}
+	old := s.rules.Swap(r)
+	s.up.setRate(r.bandwidth)
+	s.down.setRate(r.bandwidth)
+	// A kept-alive upstream connection was checked against the old rules.
+	s.transport.CloseIdleConnections()
+	revoked, removed := s.closeTakenAway(r)
+	s.log.Info("configuration applied", slog.Int64("generation", r.generation), slog.Int64("previousGeneration", old.generation),
+		slog.Int("users", len(r.users)), slog.Int64("activeTunnels", s.activeTuns.Load()),
+		slog.Int("connectionsRevoked", revoked), slog.Int("connectionsFromRemovedSources", removed),
+		slog.Int64("bandwidthBitsPerSecond", r.bandwidth), slog.Bool("accessLog", r.accessLog))
+	return nil
+}
+
+// closeTakenAway closes the connections r no longer allows. A range
+// removed from allowedSourceRanges is taken away from its clients now:
+// the VM's kernel filter drops their packets from the same moment, so
+// such a connection could carry nothing more anyway, and closing it says
+// so at once instead of at the idle timeout.
+func (s *Server) closeTakenAway(r *rules) (revoked, removed int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	// Each credential is checked once, however many connections share it.
+	held := map[credential]bool{}
+	for cc := range s.conns {
+		if !r.sourceAllowed(cc.source) {
+			cc.end(endSourceGone)
+			removed++
+			continue
 		}
-		// Never the header: it carries the password.
-		s.log.Info("request refused: credentials "+reason, slog.String("method", req.Method), slog.String("source", req.RemoteAddr))
-		w.Header().Set("Proxy-Authenticate", `Basic realm="`+Realm+`"`)
-		http.Error(w, "proxy authentication required", http.StatusProxyAuthRequired)
-		return
+		c := cc.cred.Load()
+		if c == nil {
+			continue
+		}
+		ok, seen := held[*c]
+		if !seen {
+			ok = r.holds(*c)
+			held[*c] = ok
+		}
+		if !ok {
+			cc.end(endRevoked)
+			revoked++
+		}
 	}
-	if req.Method == http.MethodConnect {
-		s.connect(w, req, r, user)
-		return
-	}
-	s.forward(w, req, r, user)
+	return revoked, removed
 }
 
-// refuse answers a request the proxy will not carry, with the status its
-// error calls for, and logs the decision.
-func (s *Server) refuse(w http.ResponseWriter, req *http.Request, user string, err error) {
-	code := http.StatusBadGateway
-	var ne net.Error
-	switch {
-	case errors.Is(err, errPort), errors.Is(err, errDenied):
-		code = http.StatusForbidden
-	case errors.Is(err, errBadRequest):
-		code = http.StatusBadRequest
-	case errors.As(err, &ne) && ne.Timeout(), errors.Is(err, context.DeadlineExceeded):
-		code = http.StatusGatewayTimeout
+// Shutdown stops accepting, closes the HTTP connections waiting for a
+// request, lets the requests and tunnels in flight finish until ctx is
+// done, then closes those left. It returns ctx's error if it had to close
+// any.
+func (s *Server) Shutdown(ctx context.Context) error {
+	s.mu.Lock()
+	s.closing = true
+	for ln := range s.listeners {
+		ln.Close()
 	}
-	s.log.Info("request refused", slog.String("method", req.Method), slog.String("user", user),
-		slog.String("source", req.RemoteAddr), slog.Int("status", code), slog.String("reason", err.Error()))
-	http.Error(w, http.StatusText(code), code)
+	for cc := range s.conns {
+		if cc.idle.Load() {
+			cc.end(endShutdown)
+		}
+	}
+	stats := s.stats
+	s.mu.Unlock()
+	if stats != nil {
+		stats.Close()
+	}
+	done := make(chan struct{})
+	go func() { s.wg.Wait(); close(done) }()
+	var err error
+	select {
+	case <-done:
+	case <-ctx.Done():
+		s.mu.Lock()
+		n := len(s.conns)
+		for cc := range s.conns {
+			cc.end(endShutdown)
+		}
+		s.mu.Unlock()
+		if n > 0 {
+			s.log.Warn("drain deadline passed: connections closed", slog.Int("connections", n), slog.Int64("tunnels", s.activeTuns.Load()))
+		}
+		<-done
+		err = ctx.Err()
+	}
+	s.cancel()
+	s.transport.CloseIdleConnections()
+	s.log.Info("proxy stopped", slog.Int64("bytesIn", s.bytesIn.Load()), slog.Int64("bytesOut", s.bytesOut.Load()))
+	return err
 }
 
-// errBadRequest is a request no proxy can carry.
-var errBadRequest = errors.New("bad request")
+// Stats returns the counters now.
+func (s *Server) Stats() vmconfig.Stats {
+	return vmconfig.Stats{
+		Generation:        s.rules.Load().generation,
+		Since:             s.since,
+		BytesIn:           s.bytesIn.Load(),
+		BytesOut:          s.bytesOut.Load(),
+		Connections:       s.connections.Load(),
+		ActiveTunnels:     s.activeTuns.Load(),
+		ActiveConnections: s.activeConns.Load(),
+		Refused:           s.refused.Load(),
+		Requests: vmconfig.ProtocolCounts{
+			HTTP:    s.reqHTTP.Load(),
+			Connect: s.reqConnect.Load(),
+			Socks5:  s.reqSocks.Load(),
+		},
+	}
+}

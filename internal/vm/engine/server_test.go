@@ -277,8 +277,9 @@ func TestPlainHTTP(t *testing.T) {
 	})
 }
 
-// TestReload: a new configuration applies to new requests and leaves the
-// tunnels already open alone.
+// TestReload: a new configuration applies to new requests; a tunnel
+// opened with a password the new one no longer holds is closed (see
+// TestRevocation), and one opened with a password it keeps goes on.
 func TestReload(t *testing.T) {
 	_, echoPort := startEcho(t)
 	cfg := testConfig(t, echoPort)
@@ -290,14 +291,29 @@ func TestReload(t *testing.T) {
 	}
 	_, open := connectThrough(t, proxy, target, old, nil)
 
+	// The control plane salts each rendering afresh: a new hash of the
+	// same password (a PATCH of the ranges, say) is not a rotation.
+	kept := cfg
+	kept.Generation = 2
+	kept.Users = []vmconfig.User{{Name: testUser, PasswordHash: hashOf(t, testPassword)}}
+	if kept.Users[0].PasswordHash == cfg.Users[0].PasswordHash {
+		t.Fatal("two hashes of one password are the same: the salt is not fresh")
+	}
+	if err := s.Apply(kept); err != nil {
+		t.Fatal(err)
+	}
+	if err := echoes(t, open, "still here"); err != nil {
+		t.Errorf("the tunnel opened before a reload that keeps its password: %v", err)
+	}
+
 	next := cfg
 	next.Generation = 2
 	next.Users = []vmconfig.User{{Name: "bob", PasswordHash: hashOf(t, "anotherPasswordOf24Chars")}}
 	if err := s.Apply(next); err != nil {
 		t.Fatal(err)
 	}
-	if err := echoes(t, open, "still here"); err != nil {
-		t.Errorf("the tunnel opened before the reload: %v", err)
+	if err := echoes(t, open, "revoked"); err == nil {
+		t.Errorf("the tunnel opened with the password the reload removed still carries data")
 	}
 	type after struct {
 		OldPassword, NewPassword answer
@@ -339,7 +355,7 @@ func TestCounters(t *testing.T) {
 	c.Close()
 	waitUntil(t, "the tunnel to close", func() bool { return s.Stats().ActiveTunnels == 0 })
 	// The five pipelined bytes count in, and out once echoed.
-	want := vmconfig.Stats{Generation: 1, BytesIn: 1<<20 + 5, BytesOut: 1<<20 + 5, Connections: 1}
+	want := vmconfig.Stats{Generation: 1, BytesIn: 1<<20 + 5, BytesOut: 1<<20 + 5, Connections: 1, Requests: vmconfig.ProtocolCounts{Connect: 1}}
 	if diff := cmp.Diff(want, s.Stats(), cmpopts.IgnoreFields(vmconfig.Stats{}, "Since")); diff != "" {
 		t.Errorf("counters after 1 MiB and 5 bytes each way: -want +got:\n%s", diff)
 	}

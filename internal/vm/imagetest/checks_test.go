@@ -156,8 +156,8 @@ func checkListeners(t *testing.T, ctx context.Context, c *Container) {
 		if a, err := netip.ParseAddr(addr); err == nil && a.IsLoopback() {
 			continue
 		}
-		if port != strconv.Itoa(ProxyPort) {
-			t.Errorf("something besides the proxy listens on %s: %s", local, line)
+		if port != strconv.Itoa(ProxyPort) && port != strconv.Itoa(Socks5Port) {
+			t.Errorf("something besides the proxy (HTTP and SOCKS5) listens on %s: %s", local, line)
 		}
 		sawProxy = sawProxy || port == strconv.Itoa(ProxyPort)
 	}

@@ -7,6 +7,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"github.com/egress-proxies/egress/internal/bootstrap"
 	"github.com/egress-proxies/egress/internal/provider/gcp"
 	"github.com/egress-proxies/egress/internal/provider/gcp/computefake"
 	"github.com/egress-proxies/egress/internal/proxy"
@@ -79,6 +80,28 @@ type run struct {
 	compute    *computefake.Server
 	providerID string
 	instance   string // the VM's name
+
+	// engine is the engine's configuration the VM was last given.
+	engine vmconfig.Config
+	// bandwidth is the bandwidth limit the next handOver gives, as a
+	// spec says it ("200Mbit"; empty: none).
+	bandwidth string
+}
+
+// Socks5Port is the SOCKS5 port of the test's proxy.
+const Socks5Port = 1080
+
+// withDataPlane adds to a proxy's bootstrap configuration what the test's
+// proxy's spec asks for besides its port, ranges and credentials: SOCKS5
+// on Socks5Port and the bench's bandwidth limit (the access log is on, as
+// a spec has it unless a tenant turns it off). A warm pool's member
+// (generation 0) serves no one and gets neither.
+func (r *run) withDataPlane(c *bootstrap.Config) {
+	if c.Generation == 0 {
+		return
+	}
+	c.Socks5Port = Socks5Port
+	c.BandwidthLimit = r.bandwidth
 }
 
 // result is what the summary line says of one release.
@@ -245,6 +268,10 @@ func testRelease(t *testing.T, ctx context.Context, rel Release, runDir string, 
 	})
 	checks.run("the metadata server saw no request through the proxy", func(t *testing.T) { checkMetadataUntouched(t, r) })
 	checks.run("the traffic report grows with the bytes and connections sent", func(t *testing.T) { checkTraffic(t, ctx, r, c) })
+	checks.run("Socks5Through", func(t *testing.T) { checkSocks5Through(t, ctx, r) })
+	checks.run("Socks5WrongPassword", func(t *testing.T) { checkSocks5WrongPassword(t, ctx, r) })
+	checks.run("ZoneIDRefused", func(t *testing.T) { checkZoneIDRefused(t, ctx, r) })
+	checks.run("AccessLogLine", func(t *testing.T) { checkAccessLogLine(t, ctx, r, c) })
 	checks.run("the password is in no metadata value and no log line", func(t *testing.T) { checkNoSecret(t, ctx, r, c, console1) })
 
 	// A reboot from inside: nspawn exits 133 and the same root boots

@@ -153,6 +153,7 @@ func setUp(t *testing.T, ctx context.Context, rel Release, engine []byte, newTop
 // wrote and for its Reconfigure.
 func insertMetadata(t *testing.T, ctx context.Context, r *run, cfg bootstrap.Config, req provider.CreateRequest) map[string]string {
 	t.Helper()
+	r.withDataPlane(&cfg)
 	script, err := bootstrap.Render(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -161,6 +162,7 @@ func insertMetadata(t *testing.T, ctx context.Context, r *run, cfg bootstrap.Con
 	if err != nil {
 		t.Fatal(err)
 	}
+	r.engine = engine
 	fake := computefake.New()
 	t.Cleanup(fake.Close)
 	clients, err := gcp.NewClients(ctx, option.WithEndpoint(fake.URL), option.WithoutAuthentication())

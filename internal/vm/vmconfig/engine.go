@@ -54,21 +54,47 @@ type Config struct {
 	// stack's own test targets on loopback; empty on a VM.
 	AllowDestinations []string `json:"allowDestinations,omitempty"`
 	// StatsListen, when set, is a loopback address serving GET /stats with
-	// the Stats as JSON.
+	// the Stats as JSON, and GET /access?after=SEQ with the access log's
+	// newest lines (AccessPage).
 	StatsListen string `json:"statsListen,omitempty"`
-	// Socks5Listen, when set (":PORT"), is a second address the engine
-	// serves SOCKS5 on, with the same users, source ranges, destination
-	// filter and CONNECT ports as HTTP; empty serves no SOCKS5 (a spec
-	// asks for it with spec.socks5Port).
+	// Socks5Listen, when set, is the address the same engine serves SOCKS5
+	// on (RFC 1928, username/password per RFC 1929), such as ":1080": the
+	// same users, source ranges, destination filter, ports, counters and
+	// access log as HTTP. Empty: SOCKS5 is off (a spec asks for it with
+	// spec.socks5Port).
 	Socks5Listen string `json:"socks5Listen,omitempty"`
-	// BandwidthBitsPerSecond bounds the proxy's traffic as a whole, both
-	// ways, in bits per second (spec.bandwidthLimit); 0 is no bound.
+	// BandwidthBitsPerSecond bounds the proxy's traffic as a whole, every
+	// tunnel, SOCKS5 connection and plain request together, in bits a
+	// second (spec.bandwidthLimit); each direction is bounded by it on its
+	// own (the bytes from the clients, and the bytes to them). 0 is no
+	// limit. A reload applies a new value to the traffic already flowing.
 	BandwidthBitsPerSecond int64 `json:"bandwidthBitsPerSecond,omitempty"`
-	// AccessLog keeps one access line per tunnel and per plain-HTTP
-	// request (spec.accessLog, on unless a tenant turns it off). The
-	// control plane always writes it, true or false, so that an engine
-	// never has to guess what a missing key meant.
+	// AccessLog keeps one AccessLine per tunnel, SOCKS5 connection and
+	// plain-HTTP request (served at StatsListen's /access and written to
+	// the engine's log); false keeps none (spec.accessLog, on unless a
+	// tenant turns it off). The control plane always writes it, true or
+	// false, so that an engine never has to guess what a missing key meant.
 	AccessLog bool `json:"accessLog"`
+
+	// The bounds; zero takes the Default… value. MaxConnections waits for
+	// a restart; the others apply to the next connection or request.
+
+	// MaxConnections bounds the client connections open at once, HTTP and
+	// SOCKS5 together; one more is answered 503 (HTTP) or closed (SOCKS5)
+	// at once. Zero sizes it to the engine's descriptor limit: each
+	// connection holds up to DescriptorsPerConnection descriptors, and
+	// ReservedDescriptors stay free for everything else.
+	MaxConnections int `json:"maxConnections,omitempty"`
+	// BodyIdleTimeout bounds the wait for the next byte of a plain-HTTP
+	// body in flight, both ways: a request body from the client, a
+	// response body from the destination, and the client's taking of the
+	// response.
+	BodyIdleTimeout Duration `json:"bodyIdleTimeout,omitempty"`
+	// UnauthenticatedIdleTimeout is how long a client connection that has
+	// not yet authenticated (it was answered 407, or another refusal) is
+	// kept open for its next request: long enough for a client to answer
+	// the challenge, short enough that probes do not hold descriptors.
+	UnauthenticatedIdleTimeout Duration `json:"unauthenticatedIdleTimeout,omitempty"`
 
 	// The timeouts of each phase; zero takes the Default… value. Listen,
 	// StatsListen, HeaderTimeout and ResponseHeaderTimeout wait for a
@@ -94,6 +120,18 @@ const (
 	DefaultDialTimeout           = 10 * time.Second
 	DefaultResponseHeaderTimeout = 60 * time.Second
 	DefaultIdleTimeout           = 10 * time.Minute
+
+	DefaultBodyIdleTimeout            = 60 * time.Second
+	DefaultUnauthenticatedIdleTimeout = 5 * time.Second
+)
+
+// The default MaxConnections is (the soft RLIMIT_NOFILE −
+// ReservedDescriptors) / DescriptorsPerConnection: a connection holds its
+// client's socket, the destination's, and while bytes move one way a
+// pipe (two descriptors) of the kernel's splice.
+const (
+	DescriptorsPerConnection = 4
+	ReservedDescriptors      = 128
 )
 
 // Duration is a time.Duration written in JSON as Go writes it, "10s".
@@ -208,4 +246,72 @@ type Stats struct {
 	// CONNECT tunnels open now.
 	Connections   int64 `json:"connections"`
 	ActiveTunnels int64 `json:"activeTunnels"`
+	// ActiveConnections are the client connections open now, HTTP and
+	// SOCKS5; Refused the connections closed or answered at once because
+	// MaxConnections were open.
+	ActiveConnections int64 `json:"activeConnections"`
+	Refused           int64 `json:"refused"`
+	// Requests counts what the clients asked for, by protocol: CONNECT
+	// tunnels, plain-HTTP requests and SOCKS5 connections, each whether
+	// carried or refused.
+	Requests ProtocolCounts `json:"requests"`
+}
+
+// ProtocolCounts are counts by the protocol of a request.
+type ProtocolCounts struct {
+	HTTP    int64 `json:"http"`
+	Connect int64 `json:"connect"`
+	Socks5  int64 `json:"socks5"`
+}
+
+// Protocols of an AccessLine.
+const (
+	ProtocolHTTP    = "http"
+	ProtocolConnect = "connect"
+	ProtocolSocks5  = "socks5"
+)
+
+// AccessLine is the account of one CONNECT tunnel, SOCKS5 connection or
+// plain-HTTP request: who, from where, to which host and port, with what
+// answer, how many bytes and for how long. It names the destination by
+// host and port only: never a path, a query or userinfo, which can carry
+// secrets.
+type AccessLine struct {
+	Time time.Time `json:"time"`
+	// Source is the client's address, host:port.
+	Source string `json:"source"`
+	// User is the authenticated user; empty if none was.
+	User string `json:"user,omitempty"`
+	// Protocol is ProtocolHTTP, ProtocolConnect or ProtocolSocks5.
+	Protocol string `json:"protocol"`
+	// Method is the HTTP method (CONNECT for a tunnel) or the SOCKS5
+	// command ("CONNECT", "BIND", "UDP ASSOCIATE").
+	Method string `json:"method,omitempty"`
+	// Host and Port are the destination as the client named it (a name
+	// or an address); empty when the request named none the engine could
+	// read.
+	Host string `json:"host,omitempty"`
+	Port int    `json:"port,omitempty"`
+	// Status is the HTTP status answered (200 for an open tunnel), or for
+	// SOCKS5 the reply code (0 succeeded).
+	Status int `json:"status"`
+	// BytesIn are the bytes from the client, BytesOut those to it.
+	BytesIn  int64 `json:"bytesIn"`
+	BytesOut int64 `json:"bytesOut"`
+	// DurationMs is from the request to the end of its answer or tunnel.
+	DurationMs int64 `json:"durationMs"`
+	// Reason is why the request was refused or ended early, one of the
+	// engine's short, stable reasons (the X-Egress-Error of an HTTP
+	// answer); empty when it was carried to its end.
+	Reason string `json:"reason,omitempty"`
+}
+
+// AccessPage is the answer of the stats listener's GET /access?after=SEQ:
+// the lines after SEQ that the engine still holds, Next the SEQ to ask
+// after next time, and Dropped how many lines the engine let go since it
+// started because nobody read them in time.
+type AccessPage struct {
+	Next    int64        `json:"next"`
+	Dropped int64        `json:"dropped"`
+	Lines   []AccessLine `json:"lines"`
 }

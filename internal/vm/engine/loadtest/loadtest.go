@@ -1,10 +1,12 @@
 // Package loadtest measures a forward proxy from outside, the same way
 // whatever the proxy is (this project's engine, tinyproxy, squid): the
-// throughput of one download through a CONNECT tunnel against the direct
-// path in the same run, the time of a request on a new connection, how
-// many concurrent tunnels the proxy holds, and its resident memory. The
-// engine's benchmark and cmd/proxy-bench use it; it serves its own
-// targets (a byte source and an echo) on any address it is given.
+// throughput of one download through a tunnel (HTTP CONNECT or SOCKS5)
+// against the direct path in the same run, read 1 MiB at a time, the time
+// of a request on a new connection, how many concurrent tunnels the proxy
+// holds, and its resident memory. It is the one harness of the engine's
+// benchmark, dev/proxy-bench and make image-bench
+// (internal/vm/imagetest); it serves its own targets (a byte source and
+// an echo) on any address or listener it is given.
 package loadtest
 
 import (
@@ -16,6 +18,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/netip"
 	"os"
 	"slices"
 	"strconv"
@@ -28,20 +31,40 @@ import (
 type Proxy struct {
 	// Addr is its host:port.
 	Addr string
-	// User and Password are its Basic credentials; empty sends none.
+	// User and Password are its credentials (Basic, or SOCKS5's
+	// username/password); empty sends none.
 	User, Password string
+	// Socks5 asks for tunnels with SOCKS5 (RFC 1928, the CONNECT command)
+	// instead of HTTP CONNECT.
+	Socks5 bool
+	// Dial opens the connection to the proxy, from wherever the client
+	// stands (a network namespace of the image test's); nil dials from
+	// here.
+	Dial func(ctx context.Context, network, addr string) (net.Conn, error)
 }
 
-// connect opens a connection to the proxy and a CONNECT tunnel through it
-// to target, returning the connection ready to carry bytes.
+// connect opens a connection to the proxy and a tunnel through it to
+// target, returning the connection ready to carry bytes.
 func (p Proxy) connect(ctx context.Context, target string) (net.Conn, error) {
-	var d net.Dialer
-	c, err := d.DialContext(ctx, "tcp", p.Addr)
+	dial := p.Dial
+	if dial == nil {
+		var d net.Dialer
+		dial = d.DialContext
+	}
+	c, err := dial(ctx, "tcp", p.Addr)
 	if err != nil {
 		return nil, err
 	}
 	if dl, ok := ctx.Deadline(); ok {
 		c.SetDeadline(dl)
+	}
+	if p.Socks5 {
+		if err := Socks5Connect(c, p.User, p.Password, target); err != nil {
+			c.Close()
+			return nil, err
+		}
+		c.SetDeadline(time.Time{})
+		return c, nil
 	}
 	head := "CONNECT " + target + " HTTP/1.1\r\nHost: " + target + "\r\n"
 	if p.User != "" {
@@ -89,7 +112,6 @@ type Targets struct {
 // Serve starts the targets on host, on the ports given (0: chosen by the
 // kernel).
 func Serve(host string, sourcePort, echoPort int) (*Targets, error) {
-	t := &Targets{}
 	src, err := net.Listen("tcp", net.JoinHostPort(host, strconv.Itoa(sourcePort)))
 	if err != nil {
 		return nil, err
@@ -99,7 +121,13 @@ func Serve(host string, sourcePort, echoPort int) (*Targets, error) {
 		src.Close()
 		return nil, err
 	}
-	t.lns = []net.Listener{src, echo}
+	return ServeListeners(src, echo), nil
+}
+
+// ServeListeners serves the targets on listeners the caller made (in a
+// network namespace of the image test's, say).
+func ServeListeners(src, echo net.Listener) *Targets {
+	t := &Targets{lns: []net.Listener{src, echo}}
 	t.Source, t.Echo = src.Addr().String(), echo.Addr().String()
 	go accept(src, func(c net.Conn) {
 		buf := make([]byte, 256<<10)
@@ -110,7 +138,7 @@ func Serve(host string, sourcePort, echoPort int) (*Targets, error) {
 		}
 	})
 	go accept(echo, func(c net.Conn) { io.Copy(c, c) })
-	return t, nil
+	return t
 }
 
 // Close stops the targets.
@@ -133,17 +161,116 @@ func accept(ln net.Listener, serve func(net.Conn)) {
 	}
 }
 
-// reach connects to target through the proxy, or directly if p is nil.
+// Connect opens a tunnel to target through the proxy.
+func (p Proxy) Connect(ctx context.Context, target string) (net.Conn, error) {
+	return p.connect(ctx, target)
+}
+
+// reach connects to target through the proxy, or directly if p is nil
+// or has no Addr (a Proxy with only Dial is the direct path from where
+// Dial stands).
 func reach(ctx context.Context, p *Proxy, target string) (net.Conn, error) {
-	if p != nil {
+	if p != nil && p.Addr != "" {
 		return p.connect(ctx, target)
+	}
+	if p != nil && p.Dial != nil {
+		return p.Dial(ctx, "tcp", target)
 	}
 	var d net.Dialer
 	return d.DialContext(ctx, "tcp", target)
 }
 
+// SocksError is a SOCKS5 proxy's refusal: the stage (method,
+// authentication or request) and the code it answered.
+type SocksError struct {
+	Stage string
+	Code  byte
+}
+
+func (e *SocksError) Error() string {
+	return fmt.Sprintf("socks5 %s refused: code %d", e.Stage, e.Code)
+}
+
+// Socks5Connect runs a SOCKS5 client's handshake on c (RFC 1928, with
+// RFC 1929 username and password when user is set) for a CONNECT to
+// target, host:port, the host sent as a name unless it is an address.
+// It reads exactly the handshake's bytes, so c then carries the tunnel.
+func Socks5Connect(c net.Conn, user, password, target string) error {
+	host, portText, err := net.SplitHostPort(target)
+	if err != nil {
+		return err
+	}
+	port, err := strconv.Atoi(portText)
+	if err != nil {
+		return err
+	}
+	method := byte(0x00)
+	if user != "" {
+		method = 0x02
+	}
+	if _, err := c.Write([]byte{5, 1, method}); err != nil {
+		return err
+	}
+	var b [2]byte
+	if _, err := io.ReadFull(c, b[:]); err != nil {
+		return fmt.Errorf("socks5 method selection: %w", err)
+	}
+	if b[1] != method {
+		return &SocksError{Stage: "method", Code: b[1]}
+	}
+	if user != "" {
+		auth := append([]byte{1, byte(len(user))}, user...)
+		auth = append(append(auth, byte(len(password))), password...)
+		if _, err := c.Write(auth); err != nil {
+			return err
+		}
+		if _, err := io.ReadFull(c, b[:]); err != nil {
+			return fmt.Errorf("socks5 authentication: %w", err)
+		}
+		if b[1] != 0 {
+			return &SocksError{Stage: "authentication", Code: b[1]}
+		}
+	}
+	req := []byte{5, 1, 0}
+	if a, err := netip.ParseAddr(host); err == nil && a.Zone() == "" && a.Is4() {
+		req = append(append(req, 1), a.AsSlice()...)
+	} else if err == nil && a.Zone() == "" {
+		req = append(append(req, 4), a.AsSlice()...)
+	} else {
+		req = append(append(req, 3, byte(len(host))), host...)
+	}
+	req = append(req, byte(port>>8), byte(port))
+	if _, err := c.Write(req); err != nil {
+		return err
+	}
+	var rep [4]byte
+	if _, err := io.ReadFull(c, rep[:]); err != nil {
+		return fmt.Errorf("socks5 reply: %w", err)
+	}
+	n := 4
+	switch rep[3] {
+	case 4:
+		n = 16
+	case 3:
+		var l [1]byte
+		if _, err := io.ReadFull(c, l[:]); err != nil {
+			return err
+		}
+		n = int(l[0])
+	}
+	if _, err := io.ReadFull(c, make([]byte, n+2)); err != nil {
+		return fmt.Errorf("socks5 reply: %w", err)
+	}
+	if rep[1] != 0 {
+		return &SocksError{Stage: "request", Code: rep[1]}
+	}
+	return nil
+}
+
 // Download reads n bytes from the source, through the proxy if p is not
-// nil, directly otherwise, and returns MB/s (10^6 bytes a second).
+// nil, directly otherwise, in reads of 1 MiB, and returns MB/s (10^6
+// bytes a second). The engine's benchmark and make image-bench both
+// measure with it.
 func Download(ctx context.Context, p *Proxy, source string, n int64) (float64, error) {
 	start := time.Now()
 	c, err := reach(ctx, p, source)

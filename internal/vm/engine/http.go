@@ -1,0 +1,314 @@
+package engine
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/egress-proxies/egress/internal/vm/vmconfig"
+)
+
+// The HTTP side of the engine is its own loop over each client
+// connection, not net/http's server: a proxy has to decide, per
+// connection, what net/http's server decides for it — when to close (after
+// a refused CONNECT, after a request with two framings: RFC 9112 §6.1 and
+// §9.6), how long to wait for the next request (a connection that has not
+// authenticated gets seconds, not the idle timeout), how long to wait for a
+// body, and whom the connection belongs to (a revoked user's kept-alive
+// connection is closed). net/http still parses every request
+// (http.ReadRequest: its smuggling defences, header limits and chunked
+// reader) and carries the plain requests to their destinations (its
+// Transport).
+
+// httpConn is the state of one HTTP client connection between requests.
+type httpConn struct {
+	s  *Server
+	cc *clientConn
+	// head limits and records what is read of a request's head.
+	head *headReader
+	// br reads the connection; held only while it has bytes buffered
+	// (pipelined requests), else in the pool.
+	br *bufio.Reader
+	bw *bufio.Writer
+}
+
+// serveHTTP serves one client connection's requests until it closes, a
+// request asks for a close or becomes a tunnel, or the engine ends it.
+func (s *Server) serveHTTP(cc *clientConn) {
+	hc := &httpConn{s: s, cc: cc, head: &headReader{c: cc.conn}}
+	defer hc.releaseReader()
+	defer hc.releaseWriter()
+	raw, err := cc.conn.SyscallConn()
+	if err != nil {
+		return
+	}
+	first := true
+	for {
+		r := s.rules.Load()
+		if hc.br == nil || hc.br.Buffered() == 0 {
+			hc.releaseReader()
+			hc.releaseWriter()
+			wait := r.idleTimeout
+			switch {
+			case first:
+				wait = r.headerTimeout
+			case cc.cred.Load() == nil:
+				// Answered (a 407 most often) but never authenticated:
+				// seconds for its next try, not minutes.
+				wait = r.unauthIdle
+			}
+			// Wait for the next request holding no buffer: a kept-alive
+			// connection costs its socket only.
+			cc.idle.Store(true)
+			if s.isClosing() {
+				return
+			}
+			cc.conn.SetReadDeadline(time.Now().Add(wait))
+			err := waitReadable(raw)
+			cc.idle.Store(false)
+			if err != nil {
+				return
+			}
+		}
+		first = false
+		if !hc.serveOne(s.rules.Load()) {
+			return
+		}
+	}
+}
+
+// serveOne reads and answers one request, and reports whether the
+// connection may carry another.
+func (hc *httpConn) serveOne(r *rules) bool {
+	s, cc := hc.s, hc.cc
+	cc.conn.SetReadDeadline(time.Now().Add(r.headerTimeout))
+	hc.head.start()
+	if hc.br == nil {
+		hc.br = getReader(hc.head)
+	}
+	req, err := http.ReadRequest(hc.br)
+	head := hc.head.stop()
+	if err != nil {
+		if len(head) == 0 || errors.Is(err, io.EOF) && len(bytes.TrimSpace(head)) == 0 {
+			return false // the client closed, or sent nothing in time
+		}
+		a := ansBadRequest
+		switch {
+		case hc.head.over:
+			a = ansHeaderTooLarge
+		case errors.Is(err, os.ErrDeadlineExceeded):
+			return false // a head that never ended: nothing to answer
+		case zonedTarget(head):
+			a = ansZoneNotAllowed
+		}
+		s.reqHTTP.Add(1)
+		s.newRecord(cc.remote, vmconfig.ProtocolHTTP, "").done(a.Status, a.Code, 0, 0)
+		hc.answer(a, true, nil)
+		return false
+	}
+	if req.Method == http.MethodConnect {
+		s.reqConnect.Add(1)
+	} else {
+		s.reqHTTP.Add(1)
+	}
+	protocol := vmconfig.ProtocolHTTP
+	if req.Method == http.MethodConnect {
+		protocol = vmconfig.ProtocolConnect
+	}
+	rec := s.newRecord(cc.remote, protocol, req.Method)
+	rec.destination(requestDestination(req.Method, req.RequestURI))
+	// A CONNECT refused ends its connection: the bytes after its head are
+	// the tunnel's, never a next request (RFC 9112 §9.3.6: a client may
+	// send them before the answer). A request with a body that is not
+	// read ends it too.
+	closeAfterRefusal := req.Method == http.MethodConnect || req.ContentLength != 0 || req.Close || !req.ProtoAtLeast(1, 1)
+	// The line is written before the answer, so that a client that has
+	// its answer finds its line.
+	refuseWith := func(a reply, extra http.Header) bool {
+		rec.done(a.Status, a.Code, 0, 0)
+		hc.answer(a, closeAfterRefusal, extra)
+		return !closeAfterRefusal
+	}
+	if !r.sourceAllowed(cc.source) {
+		// A kept-alive connection accepted before a reload took its
+		// source's range away.
+		closeAfterRefusal = true
+		return refuseWith(ansSourceNotAllowed, nil)
+	}
+	if len(req.TransferEncoding) > 0 && hasField(head, "Content-Length") {
+		closeAfterRefusal = true
+		return refuseWith(ansBadFraming, nil)
+	}
+	cred, err := r.authorize(req.Header.Get("Proxy-Authorization"))
+	if err != nil {
+		a := ansCredentialsMissing
+		if req.Header.Get("Proxy-Authorization") != "" {
+			a = ansCredentialsWrong
+		}
+		return refuseWith(a, http.Header{"Proxy-Authenticate": {`Basic realm="` + Realm + `"`}})
+	}
+	cc.cred.Store(&cred)
+	rec.line.User = cred.name
+	if req.Method == http.MethodConnect {
+		s.connect(hc, req, r, rec)
+		return false
+	}
+	return s.forward(hc, req, r, rec)
+}
+
+// answer writes a refusal: the status, X-Egress-Error with the answer's
+// code, and its one-line body. close adds Connection: close; the caller
+// then ends the connection.
+func (hc *httpConn) answer(a reply, close bool, extra http.Header) {
+	hc.cc.conn.SetWriteDeadline(time.Now().Add(hc.s.rules.Load().bodyIdleTimeout))
+	writeAnswerTo(hc.cc.conn, a, close, extra)
+}
+
+// writeAnswerTo writes a's answer to w in one write.
+func writeAnswerTo(w io.Writer, a reply, close bool, extra http.Header) error {
+	var b bytes.Buffer
+	body := a.body()
+	fmt.Fprintf(&b, "HTTP/1.1 %d %s\r\n", a.Status, http.StatusText(a.Status))
+	b.WriteString("Content-Type: text/plain; charset=utf-8\r\n")
+	b.WriteString("Content-Length: " + strconv.Itoa(len(body)) + "\r\n")
+	b.WriteString("X-Egress-Error: " + a.Code + "\r\n")
+	extra.Write(&b)
+	if close {
+		b.WriteString("Connection: close\r\n")
+	}
+	b.WriteString("\r\n")
+	b.WriteString(body)
+	_, err := w.Write(b.Bytes())
+	return err
+}
+
+// zonedTarget reports whether a request head that net/http could not
+// parse names a zoned address in its request line ("CONNECT [::1%x]:443"
+// is not a URL net/http reads): it is answered as the zone it is, not as
+// a malformed request.
+func zonedTarget(head []byte) bool {
+	line, _, _ := bytes.Cut(head, []byte("\n"))
+	f := strings.Fields(string(line))
+	return len(f) == 3 && strings.Contains(f[1], "[") && strings.Contains(f[1], "%")
+}
+
+// hasField reports whether a raw request head has a field named name:
+// net/http drops Content-Length from a request that also has
+// Transfer-Encoding, so the engine looks at what the client sent.
+func hasField(head []byte, name string) bool {
+	end := bytes.Index(head, []byte("\r\n\r\n"))
+	if end < 0 {
+		end = len(head)
+	}
+	for i, line := range bytes.Split(head[:end], []byte("\n")) {
+		if i == 0 {
+			continue
+		}
+		k, _, ok := bytes.Cut(line, []byte(":"))
+		if ok && strings.EqualFold(strings.TrimSpace(string(k)), name) {
+			return true
+		}
+	}
+	return false
+}
+
+// headReader is what the connection's bufio.Reader reads from: while a
+// head is read it allows maxHeaderBytes and records them (for hasField
+// and zonedTarget); otherwise it reads the connection as it is.
+type headReader struct {
+	c         *net.TCPConn
+	reading   bool
+	remaining int
+	over      bool
+	rec       []byte
+}
+
+func (h *headReader) start() {
+	h.reading, h.remaining, h.over, h.rec = true, maxHeaderBytes+4096, false, h.rec[:0]
+}
+
+// stop ends the head and returns what was read meanwhile (the head, and
+// maybe the start of a body).
+func (h *headReader) stop() []byte {
+	h.reading = false
+	rec := h.rec
+	if cap(h.rec) > 4096 {
+		h.rec = nil // a large head's record is not kept for the next one
+	}
+	return rec
+}
+
+func (h *headReader) Read(p []byte) (int, error) {
+	if !h.reading {
+		return h.c.Read(p)
+	}
+	if h.remaining <= 0 {
+		h.over = true
+		return 0, errors.New("request head over 64 KiB")
+	}
+	if len(p) > h.remaining {
+		p = p[:h.remaining]
+	}
+	n, err := h.c.Read(p)
+	h.remaining -= n
+	h.rec = append(h.rec, p[:n]...)
+	return n, err
+}
+
+// The bufio readers and writers, 4 KiB each, are pooled: a connection
+// holds one only while it reads a head or writes an answer.
+var (
+	readers = sync.Pool{New: func() any { return bufio.NewReaderSize(nil, 4096) }}
+	writers = sync.Pool{New: func() any { return bufio.NewWriterSize(nil, 4096) }}
+)
+
+func getReader(r io.Reader) *bufio.Reader {
+	br := readers.Get().(*bufio.Reader)
+	br.Reset(r)
+	return br
+}
+
+func (hc *httpConn) releaseReader() {
+	if hc.br != nil {
+		hc.br.Reset(nil)
+		readers.Put(hc.br)
+		hc.br = nil
+	}
+}
+
+func (hc *httpConn) writer() *bufio.Writer {
+	if hc.bw == nil {
+		hc.bw = writers.Get().(*bufio.Writer)
+		hc.bw.Reset(deadlineWriter{hc.cc.conn, hc.s.rules.Load().bodyIdleTimeout})
+	}
+	return hc.bw
+}
+
+func (hc *httpConn) releaseWriter() {
+	if hc.bw != nil {
+		hc.bw.Reset(nil)
+		writers.Put(hc.bw)
+		hc.bw = nil
+	}
+}
+
+// deadlineWriter gives each write to the client d to go through: a client
+// that stops taking a response is not waited for.
+type deadlineWriter struct {
+	c *net.TCPConn
+	d time.Duration
+}
+
+func (w deadlineWriter) Write(p []byte) (int, error) {
+	w.c.SetWriteDeadline(time.Now().Add(w.d))
+	return w.c.Write(p)
+}
