@@ -33,3 +33,61 @@ output "aws_function_account_ids" {
   description = "The unique ids of the service accounts of Reconcile and CollectGarbage, the functions that call EC2: the aws/ module's variable function_account_ids, the only subjects its role trusts."
   value       = [google_service_account.reconcile.unique_id, google_service_account.gc.unique_id]
 }
+
+# What EC2 refuses, for the dashboard: launches a zone had no room for or
+# does not offer the type for (the provider moves the proxy to another
+# zone of the region), by zone; calls RequestLimitExceeded refused past
+# the SDK's retries, by operation; and the account's limits reached
+# (InstanceLimitExceeded, VcpuLimitExceeded, AddressLimitExceeded), by
+# code, which only AWS raises (Service Quotas). Zero while no proxy runs
+# on AWS.
+resource "google_logging_metric" "aws_capacity" {
+  name        = "egress/aws_capacity"
+  description = "EC2 launches refused for capacity (InsufficientInstanceCapacity, Unsupported), by availability zone (the aws provider's zone out of capacity line)."
+  filter      = "${local.function_logs} AND jsonPayload.message=\"aws zone out of capacity\""
+  metric_descriptor {
+    metric_kind = "DELTA"
+    value_type  = "INT64"
+    unit        = "1"
+    labels {
+      key        = "zone"
+      value_type = "STRING"
+    }
+  }
+  label_extractors = { zone = "EXTRACT(jsonPayload.zone)" }
+  depends_on       = [google_project_service.apis]
+}
+
+resource "google_logging_metric" "aws_rate_limited" {
+  name        = "egress/aws_rate_limited"
+  description = "EC2 calls refused for the request rate (RequestLimitExceeded) after the SDK's retries, by operation (the aws provider's request limit line)."
+  filter      = "${local.function_logs} AND jsonPayload.message=\"aws request limit reached; the call waits\""
+  metric_descriptor {
+    metric_kind = "DELTA"
+    value_type  = "INT64"
+    unit        = "1"
+    labels {
+      key        = "op"
+      value_type = "STRING"
+    }
+  }
+  label_extractors = { op = "EXTRACT(jsonPayload.op)" }
+  depends_on       = [google_project_service.apis]
+}
+
+resource "google_logging_metric" "aws_quota" {
+  name        = "egress/aws_quota"
+  description = "EC2 launches and allocations refused for the account's limits (InstanceLimitExceeded, VcpuLimitExceeded, AddressLimitExceeded), by code (the aws provider's quota line)."
+  filter      = "${local.function_logs} AND jsonPayload.message=\"aws quota reached\""
+  metric_descriptor {
+    metric_kind = "DELTA"
+    value_type  = "INT64"
+    unit        = "1"
+    labels {
+      key        = "code"
+      value_type = "STRING"
+    }
+  }
+  label_extractors = { code = "EXTRACT(jsonPayload.code)" }
+  depends_on       = [google_project_service.apis]
+}

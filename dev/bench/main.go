@@ -34,6 +34,9 @@
 //	hetzner    -lifecycles lifecycles on the hetzner provider over the
 //	           Hetzner fake, without the stack: Hetzner API requests per
 //	           lifecycle, and a ListByTag of 1000 servers (hetzner.go).
+//	aws        -lifecycles lifecycles on the aws provider over the EC2
+//	           fake, without the stack: EC2 API requests per lifecycle,
+//	           by action, and a ListByTag of 1000 instances (aws.go).
 //
 // It prints a table and writes the figures as JSON to -out.
 package main

@@ -41,6 +41,8 @@ type results struct {
 	Reconfigure reconfigureResult `json:"reconfigure"`
 	// Hetzner is the hetzner provider's phase (hetzner.go).
 	Hetzner hetznerResult `json:"hetzner"`
+	// AWS is the aws provider's phase (aws.go).
+	AWS awsResult `json:"aws"`
 }
 
 // poolClaimResult is the claim phase: proxies a warm pool serves.
@@ -346,6 +348,7 @@ func (r *results) table(w io.Writer) {
 	fmt.Fprintf(w, "garbage collection over %d instances and %d documents: one run %.2f s, peak RSS %s (%s before the run); %d claimed, %d deleted, %d document reads\n",
 		g.Instances, g.Documents, g.Seconds, mib(g.PeakRSSBytes), mib(g.BaselineRSSBytes), g.Claimed, g.Deleted, g.FirestoreReads)
 	r.Hetzner.table(w)
+	r.AWS.table(w)
 }
 
 // poolTable prints the warm-pool phases.

@@ -101,6 +101,10 @@ func run(ctx context.Context, s settings, log *slog.Logger) (*results, error) {
 	if r.Hetzner, err = hetznerPhase(ctx, s.lifecycles); err != nil {
 		return nil, fmt.Errorf("hetzner phase: %w", err)
 	}
+	log.Info("aws phase", "lifecycles", s.lifecycles)
+	if r.AWS, err = awsPhase(ctx, s.lifecycles); err != nil {
+		return nil, fmt.Errorf("aws phase: %w", err)
+	}
 	if err := b.stack.Stop(30 * time.Second); err != nil {
 		return nil, fmt.Errorf("stopping the stack: %w", err)
 	}
