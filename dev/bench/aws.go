@@ -73,21 +73,7 @@ func awsPhase(ctx context.Context, n int) (awsResult, error) {
 		uid := fmt.Sprintf("00000000-0000-4000-8000-%012d", i)
 		req := provider.CreateRequest{Name: provider.NameFromUID(uid), UID: uid, Namespace: "bench", ProxyName: "p",
 			Placement: provider.Placement{Region: "us-east-1"}, StartupScript: "#!/bin/sh\n", Port: 3128}
-		var id string
-		steps := []func() error{
-			func() (err error) { id, err = p.Create(ctx, req); return err },
-			func() error { return expectState(p.Get(ctx, id))(provider.StateProvisioning) },
-			func() error { fake.Settle(); return expectState(p.Get(ctx, id))(provider.StateRunning) },
-			func() error { return p.Delete(ctx, id) },
-			func() error {
-				fake.Settle()
-				if _, err := p.Get(ctx, id); provider.KindOf(err) != provider.KindNotFound {
-					return fmt.Errorf("Get of a terminated instance: %v, want not found", err)
-				}
-				return nil
-			},
-		}
-		for _, step := range steps {
+		for _, step := range lifecycle(ctx, p, fake.Settle, req) {
 			if err := timed(step); err != nil {
 				return r, fmt.Errorf("lifecycle %d: %w", i, err)
 			}

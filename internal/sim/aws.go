@@ -39,13 +39,9 @@ type awsState struct {
 	// reqs are the create requests by uid, as the Renderer saw them last:
 	// what the proxy's newest instance was made to serve.
 	reqs map[string]provider.CreateRequest
-	// neverReady and bootError are instances (by EC2 id) that never
-	// serve, and those whose proxy says why it cannot; the Next counts,
-	// how many instances to come will be so.
-	neverReady                    map[string]bool
-	bootError                     map[string]string
-	neverReadyNext, bootErrorNext int
-	nextSettle                    time.Time
+	// bootFaults are by EC2 id.
+	bootFaults
+	nextSettle time.Time
 	// full are the zones out of capacity while faults are on.
 	full []string
 }
@@ -64,7 +60,7 @@ var awsKey = sdkaws.CredentialsProviderFunc(func(context.Context) (sdkaws.Creden
 
 func (w *World) newAWS(seed uint64) {
 	a := &awsState{rng: rand.New(rand.NewPCG(seed, 37)), reqs: map[string]provider.CreateRequest{},
-		neverReady: map[string]bool{}, bootError: map[string]string{}}
+		bootFaults: newBootFaults()}
 	a.fake = ec2fake.NewHandler()
 	a.fake.SetClock(w.clock.Now)
 	a.boot = time.Duration(5+a.rng.IntN(60)) * time.Second
@@ -193,26 +189,15 @@ func (w *World) awsFault() {
 
 // awsCreated gives an instance the boot faults that wait for one.
 func (w *World) awsCreated(providerID string) {
-	a := w.aws
-	id := providerID[strings.LastIndex(providerID, "/")+1:]
-	if a.neverReady[id] || a.bootError[id] != "" {
-		return // adopted: it has its fate already
-	}
-	switch {
-	case a.neverReadyNext > 0:
-		a.neverReadyNext--
-		a.neverReady[id] = true
-	case a.bootErrorNext > 0:
-		a.bootErrorNext--
-		a.bootError[id] = "the engine does not answer"
-	}
+	w.aws.created(providerID[strings.LastIndex(providerID, "/")+1:])
 }
 
-// awsOwn are the ids of this deployment's instances that are not gone.
+// awsOwn are the ids of this deployment's instances that are pending or
+// running: what EC2 may lose or someone may stop.
 func (w *World) awsOwn() []string {
 	var out []string
 	for _, in := range w.aws.fake.Instances() {
-		if in.Tags[provider.LabelDeployment] == provider.DefaultDeployment && in.State != "terminated" {
+		if in.Tags[provider.LabelDeployment] == provider.DefaultDeployment && (in.State == "pending" || in.State == "running") {
 			out = append(out, in.ID)
 		}
 	}

@@ -12,6 +12,7 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/ec2/types"
 
 	"github.com/egress-proxies/egress/internal/provider"
+	"github.com/egress-proxies/egress/internal/provider/vmside"
 )
 
 // Get reads the instance, or the Elastic IP an Elastic IP's ID names.
@@ -117,24 +118,13 @@ func probePort(tags []types.Tag) (int32, bool) {
 	return int32(n), err == nil && n > 0 && n < 65536
 }
 
-// readiness asks the instance's proxy whether it serves: no answer yet
-// is Provisioning, an answer that it cannot serve is Provisioning with
-// its reason, and one that it serves stays Running, with the generation
-// it serves.
+// readiness asks the VM's proxy whether it serves (vmside.Observe).
 func (p *Provider) readiness(ctx context.Context, out *provider.Instance, port int32) error {
-	st, err := p.cfg.Prober.Probe(ctx, out.IP, port, out.UID)
-	switch {
-	case ctx.Err() != nil:
-		return provider.NewError(provider.KindTransient, "get", out.ID, fmt.Errorf("probing %s:%d: %w", out.IP, port, ctx.Err()))
-	case err != nil:
-		p.cfg.Log.Debug("aws instance does not answer its status request yet", slog.String("providerID", out.ID), slog.Any("error", err))
-		out.State = provider.StateProvisioning
-	case !st.Ready:
-		out.State, out.BootError = provider.StateProvisioning, st.Error
-	default:
-		out.Generation = st.Generation
+	unanswered, err := vmside.Observe(ctx, p.cfg.Prober, out, port)
+	if unanswered != nil {
+		p.cfg.Log.Debug("aws instance does not answer its status request yet", slog.String("providerID", out.ID), slog.Any("error", unanswered))
 	}
-	return nil
+	return err
 }
 
 // convert maps an instance onto the provider's view. CreatedAt is when

@@ -16,6 +16,7 @@ package vmside
 
 import (
 	"context"
+	"fmt"
 
 	"github.com/egress-proxies/egress/internal/provider"
 )
@@ -60,4 +61,27 @@ type ProberFunc func(ctx context.Context, ip string, port int32, uid string) (St
 // Probe calls f.
 func (f ProberFunc) Probe(ctx context.Context, ip string, port int32, uid string) (Status, error) {
 	return f(ctx, ip, port, uid)
+}
+
+// Observe asks the VM out describes, Running and on its proxy port,
+// whether its proxy serves, and records the answer in out: no answer
+// yet is Provisioning (unanswered says why, for the caller's log), an
+// answer that it cannot serve is Provisioning with its reason
+// (BootError), and one that it serves stays Running, with the
+// generation it serves. A cancelled context is an error of its own:
+// nothing was learnt.
+func Observe(ctx context.Context, p Prober, out *provider.Instance, port int32) (unanswered, err error) {
+	st, perr := p.Probe(ctx, out.IP, port, out.UID)
+	switch {
+	case ctx.Err() != nil:
+		return nil, provider.NewError(provider.KindTransient, "get", out.ID, fmt.Errorf("probing %s:%d: %w", out.IP, port, ctx.Err()))
+	case perr != nil:
+		out.State = provider.StateProvisioning
+		return perr, nil
+	case !st.Ready:
+		out.State, out.BootError = provider.StateProvisioning, st.Error
+	default:
+		out.Generation = st.Generation
+	}
+	return nil, nil
 }

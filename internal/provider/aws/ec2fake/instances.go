@@ -318,29 +318,40 @@ func (s *Server) Settle() {
 		case "stopping":
 			in.State = "stopped"
 		case "shutting-down":
-			in.State, in.PublicIP = "terminated", ""
-			if a := s.addresses[in.AllocationID]; a != nil {
-				a.InstanceID, a.AssociationID = "", ""
-			}
-			in.AllocationID = ""
+			s.terminated(in)
 		}
 	}
 }
 
 // SetState puts an instance into an EC2 state, as EC2 or someone with
-// the console would (stopped, terminated, …).
+// the console would (stopped, terminated, …). An instance shutting down
+// only terminates, and a terminated one stays so, as in EC2: a state
+// asked of them otherwise is ignored.
 func (s *Server) SetState(id, state string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if _, ok := stateCodes[state]; !ok {
 		panic("ec2fake: no instance state " + state)
 	}
-	if in := s.instances[id]; in != nil {
+	if in := s.instances[id]; in != nil && (in.State != "terminated" && (in.State != "shutting-down" || state == "terminated")) {
 		if in.State == "stopped" && (state == "pending" || state == "running") {
 			in.LaunchTime = s.clock().UTC().Truncate(time.Millisecond) // a start is a new launch time
 		}
 		in.State = state
+		if state == "terminated" {
+			s.terminated(in)
+		}
 	}
+}
+
+// terminated ends an instance: no address, and its Elastic IP, if it
+// had one, free again.
+func (s *Server) terminated(in *Instance) {
+	in.State, in.PublicIP = "terminated", ""
+	if a := s.addresses[in.AllocationID]; a != nil {
+		a.InstanceID, a.AssociationID = "", ""
+	}
+	in.AllocationID = ""
 }
 
 // Put plants a running instance in region and zone with these tags, as
