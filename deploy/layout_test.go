@@ -61,7 +61,7 @@ func TestTheFunctionsLinkNoDouble(t *testing.T) {
 	if err != nil {
 		t.Fatalf("go list -deps ./functions: %v", err)
 	}
-	forbidden := []string{"internal/provider/mock", "internal/provider/gcp/computefake", "internal/provider/hetzner/hetznerfake", "internal/provider/aws/ec2fake", "internal/provider/providertest",
+	forbidden := []string{"internal/provider/mock", "internal/provider/gcp/computefake", "internal/provider/hetzner/hetznerfake", "internal/provider/aws/ec2fake", "internal/provider/providertest", "internal/provider/vmside/vmsidetest",
 		"internal/store/storefake", "internal/store/storetest", "internal/app/mockprovider", "emulators",
 		"internal/vm/engine", "internal/vm/agent", "internal/vm/imagetest", "internal/sim", "dev", "cmd"}
 	var linked []string

@@ -19,47 +19,14 @@ import (
 	"github.com/egress-proxies/egress/internal/provider/aws/ec2fake"
 	"github.com/egress-proxies/egress/internal/provider/providertest"
 	"github.com/egress-proxies/egress/internal/provider/vmside"
+	"github.com/egress-proxies/egress/internal/provider/vmside/vmsidetest"
 )
-
-// statuses is the Prober's double: what each uid's instance says when
-// asked. A uid it has no answer for does not answer (it still boots).
-type statuses struct {
-	mu     sync.Mutex
-	by     map[string]vmside.Status
-	probes []string // ip:port/uid
-}
-
-func (s *statuses) Probe(_ context.Context, ip string, port int32, uid string) (vmside.Status, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.probes = append(s.probes, fmt.Sprintf("%s:%d/%s", ip, port, uid))
-	if st, ok := s.by[uid]; ok {
-		return st, nil
-	}
-	return vmside.Status{}, fmt.Errorf("dial tcp %s:%d: connection refused", ip, port)
-}
-
-func (s *statuses) set(uid string, st vmside.Status) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.by[uid] = st
-}
-
-// testRenderer is the Renderer's double: a #cloud-config that names what
-// it was made from, and nothing a reader could use.
-var testRenderer = vmside.RendererFunc(func(req provider.CreateRequest) (string, error) {
-	gen := int64(0)
-	if req.Engine != nil {
-		gen = req.Engine.Generation
-	}
-	return fmt.Sprintf("#cloud-config\n# egress proxy %s, generation %d\n", req.UID, gen), nil
-})
 
 // testCredentials sign the tests' requests to the fake: a key no
 // account has, given in code, since the provider reads none from the
 // environment.
 var testCredentials = sdk.CredentialsProviderFunc(func(context.Context) (sdk.Credentials, error) {
-	return sdk.Credentials{AccessKeyID: "AKIAEGRESSFAKETEST01", SecretAccessKey: "not-a-secret", Source: "tests"}, nil
+	return sdk.Credentials{AccessKeyID: "EGRESS-FAKE-TEST-KEY", SecretAccessKey: "not-a-secret", Source: "tests"}, nil
 })
 
 // noWait is the retryer's backoff in tests: the attempts are counted,
@@ -69,7 +36,7 @@ var noWait = retry.BackoffDelayerFunc(func(int, error) (time.Duration, error) { 
 type env struct {
 	p    *Provider
 	fake *ec2fake.Server
-	st   *statuses
+	st   *vmsidetest.Statuses
 	logs *syncBuffer
 }
 
@@ -96,8 +63,8 @@ func newEnv(t *testing.T, change ...func(*Config, *ClientOptions)) *env {
 	t.Helper()
 	fake := ec2fake.New()
 	t.Cleanup(fake.Close)
-	e := &env{fake: fake, st: &statuses{by: map[string]vmside.Status{}}, logs: &syncBuffer{}}
-	cfg := Config{Regions: []string{"us-east-1", "eu-west-1"}, Renderer: testRenderer, Prober: e.st,
+	e := &env{fake: fake, st: vmsidetest.NewStatuses(), logs: &syncBuffer{}}
+	cfg := Config{Regions: []string{"us-east-1", "eu-west-1"}, Renderer: vmsidetest.Renderer, Prober: e.st,
 		Log: slog.New(slog.NewJSONHandler(e.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))}
 	opts := ClientOptions{Credentials: testCredentials, Endpoint: fake.Endpoint(), HTTPClient: fake.Client(), Backoff: noWait}
 	for _, c := range change {
@@ -146,10 +113,10 @@ func TestConformance(t *testing.T) {
 			},
 			UnknownID: instanceID("us-east-1", "i-0000000000000dead"),
 			ReportReady: func(id string) {
-				e.st.set(e.instance(t, id).Tags[provider.LabelUID], vmside.Status{Generation: 1, Ready: true})
+				e.st.Set(e.instance(t, id).Tags[provider.LabelUID], vmside.Status{Generation: 1, Ready: true})
 			},
 			ReportBootError: func(id, reason string) {
-				e.st.set(e.instance(t, id).Tags[provider.LabelUID], vmside.Status{Error: reason})
+				e.st.Set(e.instance(t, id).Tags[provider.LabelUID], vmside.Status{Error: reason})
 			},
 			Placement: provider.Placement{Region: "us-east-1", Zone: "us-east-1b", MachineType: "t3.micro", Image: "debian-12"},
 		}
@@ -411,7 +378,7 @@ func TestGetStates(t *testing.T) {
 			}
 			e.fake.SetState(e.instance(t, id).ID, tc.state)
 			if tc.status != nil {
-				e.st.set(req.UID, *tc.status)
+				e.st.Set(req.UID, *tc.status)
 			}
 			in, err := e.p.Get(context.Background(), id)
 			var got seen
@@ -459,7 +426,7 @@ func TestStaticElasticIP(t *testing.T) {
 	ctx := context.Background()
 	req := request()
 	req.StaticIP = true
-	e.st.set(req.UID, vmside.Status{Ready: true, Generation: 1})
+	e.st.Set(req.UID, vmside.Status{Ready: true, Generation: 1})
 	first, err := e.p.Create(ctx, req)
 	if err != nil {
 		t.Fatal(err)

@@ -216,7 +216,7 @@ func TestTheCollectorTakesAnAWSCLIOrphan(t *testing.T) {
 	orphan := cli.runInstance(t, e.fake, "eu-west-1", "0f0f0f0f-1111-4222-8333-444455556666", "egress")
 	other := cli.runInstance(t, e.fake, "us-east-1", "0e0e0e0e-1111-4222-8333-444455556666", "staging")
 	e.fake.Settle()
-	e.st.set(gone.UID, vmside.Status{Ready: true, Generation: 1})
+	e.st.Set(gone.UID, vmside.Status{Ready: true, Generation: 1})
 	if _, err := e.p.Get(ctx, instanceID("eu-west-1", e.instanceOf(t, gone.UID).ID)); err != nil {
 		t.Fatal(err) // associates its Elastic IP
 	}

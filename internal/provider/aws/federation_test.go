@@ -12,6 +12,7 @@ import (
 
 	"github.com/egress-proxies/egress/internal/provider"
 	"github.com/egress-proxies/egress/internal/provider/aws/ec2fake"
+	"github.com/egress-proxies/egress/internal/provider/vmside/vmsidetest"
 )
 
 // tokenSource gives one ID token, as idtoken's source does: in the
@@ -86,9 +87,9 @@ func TestWebIdentityExchange(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			e := &env{fake: fake, st: &statuses{}, logs: &syncBuffer{}}
+			e := &env{fake: fake, st: vmsidetest.NewStatuses(), logs: &syncBuffer{}}
 			p, err := New(NewClient(ClientOptions{Credentials: creds, Endpoint: fake.Endpoint(), HTTPClient: fake.Client(), Backoff: noWait}),
-				Config{Regions: []string{"us-east-1"}, Renderer: testRenderer, Prober: e.st})
+				Config{Regions: []string{"us-east-1"}, Renderer: vmsidetest.Renderer, Prober: e.st})
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -274,7 +274,7 @@ func exercise(t *testing.T, f *Server) {
 	ctx := context.Background()
 	c := ec2.New(ec2.Options{Region: "us-east-1", BaseEndpoint: sdk.String(f.Endpoint()), HTTPClient: f.Client(),
 		Credentials: sdk.CredentialsProviderFunc(func(context.Context) (sdk.Credentials, error) {
-			return sdk.Credentials{AccessKeyID: "AKIAEGRESSFAKETEST01", SecretAccessKey: "not-a-secret"}, nil
+			return sdk.Credentials{AccessKeyID: "EGRESS-FAKE-TEST-KEY", SecretAccessKey: "not-a-secret"}, nil
 		})})
 	must := func(action string, err error) {
 		t.Helper()
