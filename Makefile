@@ -9,7 +9,7 @@ GOTEST   ?= $(GO) test -race -count=1 -timeout 30m
 WITH_EMULATORS = env -u FIRESTORE_EMULATOR_HOST -u PUBSUB_EMULATOR_HOST \
 	$(GO) run ./dev/with-emulators --
 
-.PHONY: deps test image-test image-bench run bench lint package tf-check sim cli fuzz docs screenshots
+.PHONY: deps test image-test image-bench run bench bench-scale lint package tf-check sim cli fuzz docs screenshots
 
 ## deps: install what the other targets need and is missing (scripts/install-deps.sh;
 ## test, run, image-test and bench run it first: a no-op, a fraction of a second, when all is there)
@@ -54,11 +54,17 @@ run: deps
 	@exec "$${TMPDIR:-/tmp}/egress-localstack"
 
 ## bench: what a proxy costs and how fast the system converges, on the local
-## stack (a table, and JSON to $$BENCH_OUT, default bench-results.json; minutes:
-## docs/development/benchmarks.md has a dated run). It starts its own
-## emulators, like make test.
+## stack (a table, and JSON to $$BENCH_OUT, default bench-results.json; at
+## most six minutes, each phase's time printed). It starts its own emulators,
+## like make test.
 bench: deps
 	$(GO) run ./dev/bench
+
+## bench-scale: the scaling table alone: the bulk phase at 100 and 1,000
+## proxies and the collector at 1,000, 10,000 and 100,000 instances, an
+## item's time and memory at each size (make bench prints it too)
+bench-scale: deps
+	$(GO) run ./dev/bench -phases bulk,gc
 
 ## sim: the fault simulation over $(SEEDS) seeds, and the planted bugs it
 ## must catch; it ends with "sim: N seeds, M faults, P pool and claim events, V violations" (make test

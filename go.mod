@@ -3,6 +3,7 @@ module github.com/egress-proxies/egress
 go 1.26.8
 
 require (
+	cel.dev/cel-go v0.33.3
 	cloud.google.com/go/compute v1.75.0
 	cloud.google.com/go/firestore v1.29.2
 	cloud.google.com/go/monitoring v1.32.1
@@ -22,6 +23,8 @@ require (
 	github.com/hashicorp/hcl/v2 v2.25.0
 	github.com/hetznercloud/hcloud-go/v2 v2.52.0
 	github.com/spf13/cobra v1.10.2
+	github.com/tink-crypto/tink-go-gcpkms/v2 v2.4.0
+	github.com/tink-crypto/tink-go/v2 v2.9.0
 	github.com/zclconf/go-cty v1.19.0
 	go4.org/netipx v0.0.0-20260823151212-3075585bcbeb
 	golang.org/x/net v0.61.0
@@ -37,6 +40,9 @@ require (
 	github.com/aws/aws-sdk-go-v2/internal/v4a v1.5.12 // indirect
 	github.com/aws/aws-sdk-go-v2/service/internal/accept-encoding v1.13.25 // indirect
 	github.com/aws/aws-sdk-go-v2/service/internal/presigned-url v1.14.12 // indirect
+	cel.dev/expr v0.25.2 // indirect
+	cloud.google.com/go/kms v1.31.0 // indirect
+	github.com/antlr4-go/antlr/v4 v4.13.1 // indirect
 	github.com/beorn7/perks v1.0.1 // indirect
 	github.com/chromedp/cdproto v0.160.1 // indirect
 	github.com/chromedp/chromedp v0.23.1 // indirect
@@ -53,6 +59,7 @@ require (
 	github.com/santhosh-tekuri/jsonschema/v6 v6.0.3 // indirect
 	github.com/spf13/pflag v1.0.9 // indirect
 	go.yaml.in/yaml/v4 v4.0.0 // indirect
+	golang.org/x/exp v0.0.0-20240823005443-9b4947da3948 // indirect
 )
 
 require (

@@ -46,8 +46,8 @@ func ec2Actions(key string) []string {
 	return []string{"unknown:" + key}
 }
 
-// policy is an IAM policy document, as far as the test reads it.
-type policy struct {
+// awsPolicy is an IAM policy document, as far as the test reads it.
+type awsPolicy struct {
 	Version   string
 	Statement []struct {
 		Sid       string
@@ -76,7 +76,7 @@ func (s *strList) UnmarshalJSON(b []byte) error {
 
 // render fills a .tftpl of the aws/ module as Terraform's templatefile
 // would, with string values, and parses the policy.
-func render(t *testing.T, name string, vars map[string]string) policy {
+func render(t *testing.T, name string, vars map[string]string) awsPolicy {
 	t.Helper()
 	b, err := os.ReadFile(filepath.Join(terraformDir, "aws", name))
 	if err != nil {
@@ -89,7 +89,7 @@ func render(t *testing.T, name string, vars map[string]string) policy {
 	if strings.Contains(text, "${") {
 		t.Fatalf("%s has a template variable the test does not fill:\n%s", name, text)
 	}
-	var p policy
+	var p awsPolicy
 	if err := json.Unmarshal([]byte(text), &p); err != nil {
 		t.Fatalf("%s is no JSON policy once rendered: %v\n%s", name, err, text)
 	}

@@ -107,6 +107,7 @@ func (e *evaluation) local(t *testing.T, name string) cty.Value {
 var functions = map[string]function.Function{
 	"can":        tryfunc.CanFunc,
 	"concat":     stdlib.ConcatFunc,
+	"flatten":    stdlib.FlattenFunc,
 	"format":     stdlib.FormatFunc,
 	"join":       stdlib.JoinFunc,
 	"jsonencode": stdlib.JSONEncodeFunc,
@@ -244,6 +245,18 @@ func evaluate(t *testing.T, m *module, vars map[string]cty.Value) *evaluation {
 				email := id.AsString() + "@" + project.AsString() + ".iam.gserviceaccount.com"
 				a["email"] = cty.StringVal(email)
 				a["member"] = cty.StringVal("serviceAccount:" + email)
+				return true
+			}
+		case typ == "google_kms_key_ring" && a["id"] == cty.NilVal:
+			name, loc := a["name"], a["location"]
+			if name != cty.NilVal && loc != cty.NilVal && project != cty.NilVal {
+				a["id"] = cty.StringVal("projects/" + project.AsString() + "/locations/" + loc.AsString() + "/keyRings/" + name.AsString())
+				return true
+			}
+		case typ == "google_kms_crypto_key" && a["id"] == cty.NilVal:
+			name, ring := a["name"], a["key_ring"]
+			if name != cty.NilVal && ring != cty.NilVal {
+				a["id"] = cty.StringVal(ring.AsString() + "/cryptoKeys/" + name.AsString())
 				return true
 			}
 		case typ == "google_project_iam_custom_role" && a["id"] == cty.NilVal:

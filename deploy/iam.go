@@ -36,6 +36,8 @@ const (
 	firestoreIAM = "https://cloud.google.com/firestore/native/docs/security/iam"
 	pubsubIAM    = "https://cloud.google.com/pubsub/docs/access-control"
 	secretsIAM   = "https://cloud.google.com/secret-manager/docs/access-control"
+	kmsIAM       = "https://cloud.google.com/kms/docs/reference/permissions-and-roles"
+	loggingIAM   = "https://cloud.google.com/logging/docs/access-control"
 )
 
 // APIs are the Google API methods the functions' code may call. Compute's
@@ -104,6 +106,15 @@ var APIs = []API{
 	// Secret Manager: a spec's cloudInitSecret, granted under
 	// CLOUD_INIT_SECRET_PREFIX only.
 	{"secretmanager.versions.access", []string{"secretmanager.versions.access"}, secretsIAM},
+
+	// Cloud Logging: the VMs' access lines, which Reconcile writes to the
+	// log egress-proxy-access (internal/accesslog); the VMs write none.
+	{"logging.entries.write", []string{"logging.logEntries.create"}, loggingIAM},
+
+	// Cloud KMS: the key that wraps the credentials' keyset
+	// (internal/sealing), granted on that key only.
+	{"cloudkms.projects.locations.keyRings.cryptoKeys.encrypt", []string{"cloudkms.cryptoKeyVersions.useToEncrypt"}, kmsIAM},
+	{"cloudkms.projects.locations.keyRings.cryptoKeys.decrypt", []string{"cloudkms.cryptoKeyVersions.useToDecrypt"}, kmsIAM},
 }
 
 // ClientPackages are the Google client packages whose calls the deploy
@@ -116,6 +127,9 @@ var ClientPackages = map[string]string{
 	"cloud.google.com/go/firestore":           "firestore",
 	"cloud.google.com/go/pubsub/v2":           "pubsub",
 	"cloud.google.com/go/secretmanager/apiv1": "secretmanager",
+	"google.golang.org/api/logging/v2":        "logging",
+	// Tink's Cloud KMS extension, whose AEAD calls KMS's REST API.
+	"github.com/tink-crypto/tink-go-gcpkms/v2/integration/gcpkms": "gcpkms",
 }
 
 // ClientMethods are the API methods each client function the code calls
@@ -129,6 +143,7 @@ var ClientMethods = map[string][]string{
 	"firestore.(*Client).RunTransaction": {"firestore.documents.beginTransaction", "firestore.documents.rollback"},
 	"firestore.(*DocumentRef).Get":       {"firestore.documents.batchGet"},
 	"firestore.(*Transaction).Get":       {"firestore.documents.batchGet"},
+	"firestore.(*Transaction).GetAll":    {"firestore.documents.batchGet"},
 	"firestore.(Query).Documents":        {"firestore.documents.runQuery"},
 	"firestore.(*Transaction).Documents": {"firestore.documents.runQuery"},
 	"firestore.(*DocumentRef).Create":    {"firestore.documents.commit: create"},
@@ -140,28 +155,31 @@ var ClientMethods = map[string][]string{
 	"firestore.(*DocumentRef).Delete":    {"firestore.documents.commit: delete"},
 	"firestore.(*Transaction).Delete":    {"firestore.documents.commit: delete"},
 
-	"firestore.NewClient":                    nil,
-	"firestore.(*Client).Close":              nil,
-	"firestore.(*Client).Collection":         nil,
-	"firestore.(*Client).CollectionGroup":    nil,
-	"firestore.(*CollectionRef).Doc":         nil,
-	"firestore.(*DocumentRef).Collection":    nil,
-	"firestore.(Query).Where":                nil,
-	"firestore.(Query).OrderBy":              nil,
-	"firestore.(Query).Limit":                nil,
-	"firestore.(Query).Select":               nil,
-	"firestore.(Query).StartAfter":           nil,
-	"firestore.(*DocumentIterator).Next":     nil, // the pages of runQuery
-	"firestore.(*DocumentIterator).GetAll":   nil,
-	"firestore.(*DocumentIterator).Stop":     nil,
-	"firestore.(*DocumentSnapshot).DataTo":   nil,
-	"firestore.(*DocumentSnapshot).DataAt":   nil,
-	"firestore.(*CommitResponse).CommitTime": nil,
-	"firestore.(*FieldNotFoundError).Error":  nil,
-	"firestore.MaxAttempts":                  nil,
-	"firestore.WithCommitResponseTo":         nil,
-	"firestore.LastUpdateTime":               nil,
-	"firestore.Increment":                    nil,
+	"firestore.NewClient":                      nil,
+	"firestore.(*Client).Close":                nil,
+	"firestore.(*Client).Collection":           nil,
+	"firestore.(*Client).CollectionGroup":      nil,
+	"firestore.(*CollectionRef).Doc":           nil,
+	"firestore.(*DocumentRef).Collection":      nil,
+	"firestore.(Query).Where":                  nil,
+	"firestore.(Query).OrderBy":                nil,
+	"firestore.(Query).Limit":                  nil,
+	"firestore.(Query).Select":                 nil,
+	"firestore.(Query).SelectPaths":            nil,
+	"firestore.(Query).StartAfter":             nil,
+	"firestore.(*DocumentIterator).Next":       nil, // the pages of runQuery
+	"firestore.(*DocumentIterator).GetAll":     nil,
+	"firestore.(*DocumentIterator).Stop":       nil,
+	"firestore.(*DocumentSnapshot).DataTo":     nil,
+	"firestore.(*DocumentSnapshot).DataAt":     nil,
+	"firestore.(*DocumentSnapshot).DataAtPath": nil,
+	"firestore.(*DocumentSnapshot).Exists":     nil,
+	"firestore.(*CommitResponse).CommitTime":   nil,
+	"firestore.(*FieldNotFoundError).Error":    nil,
+	"firestore.MaxAttempts":                    nil,
+	"firestore.WithCommitResponseTo":           nil,
+	"firestore.LastUpdateTime":                 nil,
+	"firestore.Increment":                      nil,
 
 	// Pub/Sub (cloud.google.com/go/pubsub/v2): Publish sends; Stop only
 	// flushes what Publish queued.
@@ -176,6 +194,19 @@ var ClientMethods = map[string][]string{
 	"secretmanager.(*Client).AccessSecretVersion": {"secretmanager.versions.access"},
 	"secretmanager.NewClient":                     nil,
 	"secretmanager.(*Client).Close":               nil,
+
+	// Cloud Logging (google.golang.org/api/logging/v2).
+	"logging.(*EntriesWriteCall).Do":      {"logging.entries.write"},
+	"logging.(*EntriesWriteCall).Context": nil,
+	"logging.(*EntriesService).Write":     nil,
+	"logging.NewService":                  nil,
+
+	// Tink's Cloud KMS extension: the AEAD GetAEAD returns (an unexported
+	// type, called through tink.AEAD, which the analysis does not follow
+	// into it) encrypts and decrypts with the key, KMS's REST
+	// cryptoKeys.encrypt and decrypt.
+	"gcpkms.(*Client).GetAEAD":    {"cloudkms.projects.locations.keyRings.cryptoKeys.encrypt", "cloudkms.projects.locations.keyRings.cryptoKeys.decrypt"},
+	"gcpkms.NewClientWithOptions": nil,
 
 	// Compute (cloud.google.com/go/compute/apiv1): the clients' methods
 	// name their API methods; these send none of their own.
@@ -210,6 +241,11 @@ var ResourceGrants = map[string]Granted{
 		[]string{"pubsub.topics.publish"}},
 	"iam.serviceAccounts.actAs": {"roles/iam.serviceAccountUser", "google_service_account.proxy_vm",
 		[]string{"iam.serviceAccounts.actAs", "iam.serviceAccounts.get", "iam.serviceAccounts.list", "resourcemanager.projects.get", "resourcemanager.projects.list"}},
+	// On the credentials' key only (kms.tf).
+	"cloudkms.cryptoKeyVersions.useToEncrypt": {"roles/cloudkms.cryptoKeyEncrypterDecrypter", "google_kms_crypto_key.credentials",
+		[]string{"cloudkms.cryptoKeyVersions.useToDecrypt", "cloudkms.cryptoKeyVersions.useToEncrypt", "cloudkms.locations.get", "cloudkms.locations.list", "resourcemanager.projects.get"}},
+	"cloudkms.cryptoKeyVersions.useToDecrypt": {"roles/cloudkms.cryptoKeyEncrypterDecrypter", "google_kms_crypto_key.credentials",
+		[]string{"cloudkms.cryptoKeyVersions.useToDecrypt", "cloudkms.cryptoKeyVersions.useToEncrypt", "cloudkms.locations.get", "cloudkms.locations.list", "resourcemanager.projects.get"}},
 	// On the project, but conditioned on the secrets' names
 	// (CLOUD_INIT_SECRET_PREFIX): TestSecretAccessIsConditionedOnThePrefix.
 	"secretmanager.versions.access": {"roles/secretmanager.secretAccessor", "secrets under CLOUD_INIT_SECRET_PREFIX",
@@ -239,8 +275,10 @@ var ProxyVM = []struct {
 	// and nothing else of the functions' source bucket.
 	{"storage.objects.get", "the startup script's download of the proxy engine (GET …/b/BUCKET/o/egress-proxy-SHA256?alt=media)",
 		Granted{"roles/storage.objectViewer", "google_storage_bucket.source", []string{"storage.objects.get", "storage.objects.list"}}},
-	{"logging.entries.write", "Google's guest agent, which copies the startup script's output to Cloud Logging",
-		Granted{"roles/logging.logWriter", "project", []string{"logging.logEntries.create", "logging.logEntries.route"}}},
-	{"monitoring.timeSeries.create", "an Ops Agent, should the operator's image run one (the default bootstrap installs none)",
-		Granted{"roles/monitoring.metricWriter", "project", []string{"monitoring.metricDescriptors.create", "monitoring.metricDescriptors.get", "monitoring.metricDescriptors.list", "monitoring.monitoredResourceDescriptors.get", "monitoring.monitoredResourceDescriptors.list", "monitoring.timeSeries.create"}}},
+	// No log writer and no metric writer: root on one VM could write
+	// entries that look like the functions' (an audit line, a "gc
+	// refused" that fires an alert, the inputs of the log-based metrics).
+	// What a VM reports (its access lines) travels in its call-home, and
+	// Reconcile writes it, labelled with the VM's verified identity
+	// (internal/callhome). TestVMsWriteNoLogsOrMetrics.
 }

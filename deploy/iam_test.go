@@ -80,15 +80,17 @@ func TestEachAccountHoldsWhatItsCallsNeed(t *testing.T) {
 				}
 				custom = append(custom, perms...)
 			default:
-				narrow, ok := resourceGrant(g)
-				if !ok {
+				narrow := resourceGrant(g)
+				if len(narrow) == 0 {
 					t.Errorf("%s's account holds %s on %s: a predefined role no call of it needs so broadly; give it a custom role (iam.tf) or a grant of deploy.ResourceGrants", name, g.role, g.on)
 					continue
 				}
-				if _, needed := need[narrow]; !needed {
-					t.Errorf("%s's account holds %s on %s for %s, which none of its calls needs", name, g.role, g.on, narrow)
+				for _, p := range narrow {
+					if _, needed := need[p]; !needed {
+						t.Errorf("%s's account holds %s on %s for %s, which none of its calls needs", name, g.role, g.on, p)
+					}
+					onResources[p] = true
 				}
-				onResources[narrow] = true
 			}
 		}
 
@@ -229,7 +231,7 @@ func bindings(t *testing.T, ev *evaluation) map[string][]grant {
 		if strings.HasPrefix(role, "projects/") {
 			g.custom = role
 		}
-		for _, attr := range []string{"topic", "subscription", "service_account_id", "service", "bucket", "secret_id"} {
+		for _, attr := range []string{"topic", "subscription", "service_account_id", "service", "bucket", "secret_id", "crypto_key_id"} {
 			if a, ok := i.block.Body.Attributes[attr]; ok {
 				g.on = resourceNamed(a.Expr)
 			}
@@ -266,22 +268,25 @@ func tryString(i instance, name string) (string, bool) {
 	return v.AsString(), true
 }
 
-// resourceGrant is the permission of deploy.ResourceGrants a predefined
+// resourceGrant are the permissions of deploy.ResourceGrants a predefined
 // role's binding grants, if it is one of those, bound where the table says
-// (the secret accessor on the project with its condition).
-func resourceGrant(g grant) (string, bool) {
+// (the secret accessor on the project with its condition, or on a
+// secret of deploy.SecretGrants): none if it is not.
+func resourceGrant(g grant) []string {
 	if r := deploy.ResourceGrants["secretmanager.versions.access"]; g.role == r.Role && slices.Contains(deploy.SecretGrants, g.on) {
-		return "secretmanager.versions.access", true
+		return []string{"secretmanager.versions.access"}
 	}
+	var out []string
 	for p, r := range deploy.ResourceGrants {
 		if r.Role != g.role {
 			continue
 		}
 		if g.on == r.On || (g.on == "project" && g.cond && g.typ == "google_project_iam_member" && !strings.Contains(r.On, ".")) {
-			return p, true
+			out = append(out, p)
 		}
 	}
-	return "", false
+	sort.Strings(out)
+	return out
 }
 
 // functionAccounts are the members of the functions' accounts, by entry

@@ -52,7 +52,7 @@ func TestCollectGarbageThroughTheFramework(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer fs.Close()
-	st := store.New(fs)
+	st := store.New(fs, nil) // the collector opens no credentials
 	received := subscribe(ctx, t, project, queue.ReconcileTopic)
 
 	// One live proxy, stuck in Creating, with its VM; one VM of another tool.

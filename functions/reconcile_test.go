@@ -3,6 +3,7 @@ package functions
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"testing"
@@ -15,9 +16,11 @@ import (
 	"google.golang.org/protobuf/proto"
 
 	"github.com/egress-proxies/egress/emulators/emulatortest"
+	"github.com/egress-proxies/egress/internal/provider"
 	"github.com/egress-proxies/egress/internal/provider/mock"
 	"github.com/egress-proxies/egress/internal/proxy"
 	"github.com/egress-proxies/egress/internal/queue"
+	"github.com/egress-proxies/egress/internal/sealing"
 	"github.com/egress-proxies/egress/internal/store"
 )
 
@@ -32,13 +35,14 @@ func TestReconcileThroughTheFramework(t *testing.T) {
 	emulatortest.PubSub(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute) // a bound against a hang, generous for a busy machine
 	defer cancel()
-	project := useApp(t, nil).Config.Project
+	a := useApp(t, nil)
+	project := a.Config.Project
 	fs, err := firestore.NewClient(ctx, project)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer fs.Close()
-	st := store.New(fs)
+	st := store.New(fs, sealing.NewKeyring(sealing.LocalKEK(), sealing.Firestore{Client: fs}))
 	url := serveTarget(t, "Reconcile")
 
 	newDoc := func(name string) *proxy.Proxy {
@@ -82,9 +86,14 @@ func TestReconcileThroughTheFramework(t *testing.T) {
 			t.Fatalf("status %d, want 200", resp.StatusCode)
 		}
 	}
-	pubsubEvent := func(topic, id, data string) *http.Request {
-		body := fmt.Sprintf(`{"message":{"data":%q,"messageId":%q},"subscription":"projects/%s/subscriptions/eventarc-reconcile"}`,
-			b64(data), id, project)
+	pubsubEvent := func(topic, id, data string, attributes ...string) *http.Request {
+		attrs := map[string]string{}
+		for i := 0; i+1 < len(attributes); i += 2 {
+			attrs[attributes[i]] = attributes[i+1]
+		}
+		a, _ := json.Marshal(attrs)
+		body := fmt.Sprintf(`{"message":{"data":%q,"messageId":%q,"attributes":%s},"subscription":"projects/%s/subscriptions/eventarc-reconcile"}`,
+			b64(data), id, a, project)
 		r, _ := http.NewRequest(http.MethodPost, url+"/", bytes.NewBufferString(body))
 		r.Header.Set("Content-Type", "application/json")
 		r.Header.Set("ce-id", id)
@@ -103,13 +112,23 @@ func TestReconcileThroughTheFramework(t *testing.T) {
 			t.Fatalf("status %+v, want %s (with an endpoint once Ready)", got.Status, phase)
 		}
 	}
+	// identity is the token VM p's metadata server gives it.
+	identity := func(t *testing.T, p *proxy.Proxy) string {
+		t.Helper()
+		tok, err := a.IdentityToken(provider.NameFromUID(p.UID))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return tok
+	}
 	// wantReady delivers what the VM publishes once its boot (1 s, the
 	// mock's here) has ended.
 	wantReady := func(t *testing.T, p *proxy.Proxy) {
 		t.Helper()
 		wantPhase(t, p, proxy.PhaseProvisioning)
 		time.Sleep(time.Second)
-		post(t, pubsubEvent(queue.CallHomeTopic, "home-"+p.Name, fmt.Sprintf(`{"namespace":%q,"name":%q,"uid":%q,"reason":"ready"}`, p.Namespace, p.Name, p.UID)))
+		post(t, pubsubEvent(queue.CallHomeTopic, "home-"+p.Name, fmt.Sprintf(`{"namespace":%q,"name":%q,"uid":%q,"reason":"ready"}`, p.Namespace, p.Name, p.UID),
+			queue.IdentityAttribute, identity(t, p)))
 		wantPhase(t, p, proxy.PhaseReady)
 	}
 
@@ -140,7 +159,8 @@ func TestReconcileThroughTheFramework(t *testing.T) {
 		// A VM of the name's predecessor: acknowledged, and nothing done.
 		p := newDoc("stale-vm")
 		post(t, firestoreEvent(p, "application/protobuf", nil))
-		post(t, pubsubEvent(queue.CallHomeTopic, "stale", fmt.Sprintf(`{"namespace":%q,"name":%q,"uid":%q,"reason":"ready"}`, p.Namespace, p.Name, uuid.NewString())))
+		post(t, pubsubEvent(queue.CallHomeTopic, "stale", fmt.Sprintf(`{"namespace":%q,"name":%q,"uid":%q,"reason":"ready"}`, p.Namespace, p.Name, uuid.NewString()),
+			queue.IdentityAttribute, identity(t, p)))
 		wantPhase(t, p, proxy.PhaseProvisioning)
 	})
 	t.Run("CallHomeWithoutUID", func(t *testing.T) {
@@ -149,7 +169,17 @@ func TestReconcileThroughTheFramework(t *testing.T) {
 		p := newDoc("no-uid")
 		post(t, firestoreEvent(p, "application/protobuf", nil))
 		time.Sleep(time.Second)
-		post(t, pubsubEvent(queue.CallHomeTopic, "forged", fmt.Sprintf(`{"document":%q,"reason":"sweep"}`, p.Key().Path())))
+		post(t, pubsubEvent(queue.CallHomeTopic, "forged", fmt.Sprintf(`{"document":%q,"reason":"sweep"}`, p.Key().Path()),
+			queue.IdentityAttribute, identity(t, p)))
+		wantPhase(t, p, proxy.PhaseProvisioning)
+	})
+	t.Run("CallHomeWithoutIdentity", func(t *testing.T) {
+		// A ready hint with no identity token (anyone who may publish on
+		// proxy-callhome): acknowledged, and nothing read or done.
+		p := newDoc("no-identity")
+		post(t, firestoreEvent(p, "application/protobuf", nil))
+		time.Sleep(time.Second)
+		post(t, pubsubEvent(queue.CallHomeTopic, "anonymous", fmt.Sprintf(`{"namespace":%q,"name":%q,"uid":%q,"reason":"ready"}`, p.Namespace, p.Name, p.UID)))
 		wantPhase(t, p, proxy.PhaseProvisioning)
 	})
 	t.Run("MalformedEventsAcknowledged", func(t *testing.T) {

@@ -78,6 +78,9 @@ func agentMain(args []string) int {
 		return 0
 	}
 	log.Info("following egress-config", slog.String("metadata", *mdsURL))
+	// The access lines travel by the call-home, as the VM writes no log
+	// of the project.
+	go a.ShipAccess(ctx, vmconfig.AccessInterval)
 	a.Run(ctx)
 	return 0
 }

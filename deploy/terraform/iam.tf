@@ -23,7 +23,7 @@ resource "google_service_account" "trigger" {
 
 resource "google_service_account" "proxy_vm" {
   account_id   = "proxy-vm"
-  display_name = "The proxy VMs themselves: logs, metrics, and their call-home on proxy-callhome"
+  display_name = "The proxy VMs themselves: their call-home on proxy-callhome and the engine binary, nothing else"
 }
 
 # Each function's account holds one custom role with exactly the
@@ -52,23 +52,9 @@ resource "google_project_iam_custom_role" "api" {
 resource "google_project_iam_custom_role" "reconcile" {
   role_id     = "egress_proxy_reconcile"
   title       = "egress Reconcile"
-  description = "What Reconcile calls: proxy documents, and the VMs and static addresses of proxies (deploy/iam.go)."
+  description = "What Reconcile calls on no VM or address of its own: proxy documents, regions, zone operations, and the network and images a VM uses (deploy/iam.go)."
   permissions = [
-    "compute.addresses.create",
-    "compute.addresses.delete",
-    "compute.addresses.get",
-    "compute.addresses.use",
-    "compute.disks.create",
     "compute.images.useReadOnly",
-    "compute.instances.create",
-    "compute.instances.delete",
-    "compute.instances.get",
-    "compute.instances.getGuestAttributes",
-    "compute.instances.getSerialPortOutput",
-    "compute.instances.setLabels",
-    "compute.instances.setMetadata",
-    "compute.instances.setServiceAccount",
-    "compute.instances.setTags",
     "compute.regions.get",
     "compute.subnetworks.use",
     "compute.subnetworks.useExternalIp",
@@ -79,32 +65,63 @@ resource "google_project_iam_custom_role" "reconcile" {
     "datastore.entities.get",
     "datastore.entities.list",
     "datastore.entities.update",
+    "logging.logEntries.create",
+  ]
+}
+
+# What Reconcile may do to a VM, its boot disk and its static address:
+# bound with local.fleet_condition, so only on the fleet's names.
+resource "google_project_iam_custom_role" "reconcile_fleet" {
+  role_id     = "egress_proxy_reconcile_fleet"
+  title       = "egress Reconcile: the fleet"
+  description = "What Reconcile calls on the proxies' VMs, boot disks and static addresses, granted on their names only (deploy/iam.go)."
+  permissions = [
+    "compute.addresses.create",
+    "compute.addresses.delete",
+    "compute.addresses.get",
+    "compute.addresses.use",
+    "compute.disks.create",
+    "compute.instances.create",
+    "compute.instances.delete",
+    "compute.instances.get",
+    "compute.instances.getGuestAttributes",
+    "compute.instances.getSerialPortOutput",
+    "compute.instances.setLabels",
+    "compute.instances.setMetadata",
+    "compute.instances.setServiceAccount",
+    "compute.instances.setTags",
   ]
 }
 
 resource "google_project_iam_custom_role" "gc" {
   role_id     = "egress_proxy_gc"
   title       = "egress CollectGarbage"
-  description = "What CollectGarbage calls: lists of proxy documents, VMs and addresses, and the deletion of unclaimed ones (deploy/iam.go)."
+  description = "What CollectGarbage calls on no VM or address of its own: the lists of proxy documents, VMs and addresses (deploy/iam.go)."
   permissions = [
-    "compute.addresses.delete",
-    "compute.addresses.get",
     "compute.addresses.list",
-    "compute.instances.delete",
-    "compute.instances.get",
     "compute.instances.list",
     "datastore.entities.get",
     "datastore.entities.list",
   ]
 }
 
+resource "google_project_iam_custom_role" "gc_fleet" {
+  role_id     = "egress_proxy_gc_fleet"
+  title       = "egress CollectGarbage: the fleet"
+  description = "What CollectGarbage calls on the proxies' VMs and static addresses, the deletion of unclaimed ones, granted on their names only (deploy/iam.go)."
+  permissions = [
+    "compute.addresses.delete",
+    "compute.addresses.get",
+    "compute.instances.delete",
+    "compute.instances.get",
+  ]
+}
+
 locals {
   project_roles = {
-    api        = { member = google_service_account.api.member, role = google_project_iam_custom_role.api.id }
-    reconcile  = { member = google_service_account.reconcile.member, role = google_project_iam_custom_role.reconcile.id }
-    gc         = { member = google_service_account.gc.member, role = google_project_iam_custom_role.gc.id }
-    vm_logs    = { member = google_service_account.proxy_vm.member, role = "roles/logging.logWriter" }
-    vm_metrics = { member = google_service_account.proxy_vm.member, role = "roles/monitoring.metricWriter" }
+    api       = { member = google_service_account.api.member, role = google_project_iam_custom_role.api.id }
+    reconcile = { member = google_service_account.reconcile.member, role = google_project_iam_custom_role.reconcile.id }
+    gc        = { member = google_service_account.gc.member, role = google_project_iam_custom_role.gc.id }
   }
 }
 
@@ -113,6 +130,44 @@ resource "google_project_iam_member" "roles" {
   project  = var.project_id
   role     = each.value.role
   member   = each.value.member
+}
+
+# The functions' rights over VMs, disks and addresses hold only on the
+# names the product gives them (provider.NameFromUID: proxy-UUID, or
+# proxyh- and a hash), so neither function can touch another VM of the
+# project: not read its metadata, not set a startup script on it, not
+# delete it. Compute's IAM checks an instance's, disk's or address's own
+# permissions on that resource, named
+# projects/P/zones/Z/instances/NAME (disks likewise, addresses
+# projects/P/regions/R/addresses/NAME), creates included
+# (https://cloud.google.com/iam/docs/conditions-resource-attributes). What
+# is checked on the project instead (aggregatedList, zone operations) or
+# on another resource (the subnetwork, an image) stays in the unconditioned
+# roles above: a condition on the name would refuse it outright.
+locals {
+  # provider.NamePrefixes (a deploy test holds the two equal).
+  fleet_name_prefixes = ["proxy-", "proxyh-"]
+  fleet_condition = join(" || ", flatten([
+    for kind in ["instances", "disks", "addresses"] : [
+      for prefix in local.fleet_name_prefixes : "resource.name.extract(\"/${kind}/{name}\").startsWith(\"${prefix}\")"
+    ]
+  ]))
+  fleet_roles = {
+    reconcile = { member = google_service_account.reconcile.member, role = google_project_iam_custom_role.reconcile_fleet.id }
+    gc        = { member = google_service_account.gc.member, role = google_project_iam_custom_role.gc_fleet.id }
+  }
+}
+
+resource "google_project_iam_member" "fleet_roles" {
+  for_each = local.fleet_roles
+  project  = var.project_id
+  role     = each.value.role
+  member   = each.value.member
+  condition {
+    title       = "egress-fleet-names"
+    description = "Only the VMs, boot disks and static addresses named by the product (proxy-*, proxyh-*)."
+    expression  = local.fleet_condition
+  }
 }
 
 # The reconciler reads a spec's cloudInitSecret, and only the secrets under

@@ -5,6 +5,7 @@ locals {
     "artifactregistry.googleapis.com",
     "cloudbuild.googleapis.com",
     "cloudfunctions.googleapis.com",
+    "cloudkms.googleapis.com",
     "cloudscheduler.googleapis.com",
     "compute.googleapis.com",
     "eventarc.googleapis.com",
@@ -25,6 +26,11 @@ locals {
     DEFAULT_PROVIDER     = var.providers_enabled[0]
     LOG_LEVEL            = var.log_level
     LOG_FORMAT           = "json"
+  }
+  # The key of the proxies' credentials (kms.tf), for the two functions
+  # that read and write them.
+  credentials_env = {
+    CREDENTIALS_KEY = google_kms_crypto_key.credentials.id
   }
   # The secrets a spec's cloudInitSecret may name: the API refuses others,
   # the reconciler reads no other, and its IAM binding (iam.tf) is

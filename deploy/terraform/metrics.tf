@@ -12,7 +12,12 @@
 locals {
   # The lines of the three functions, as Cloud Run hands them to Cloud
   # Logging; each metric below narrows it to one message.
+  # Only what Cloud Run took from the functions' standard output: an entry
+  # written through the Logging API, by any account that may, goes to
+  # another log (the VMs' access lines Reconcile writes go to
+  # egress-proxy-access), so it feeds no metric and fires no alert.
   function_logs = join(" AND ", [
+    "logName=\"projects/${var.project_id}/logs/run.googleapis.com%2Fstdout\"",
     "resource.type=\"cloud_run_revision\"",
     "resource.labels.service_name=(\"${google_cloudfunctions2_function.api.name}\" OR \"${google_cloudfunctions2_function.reconcile.name}\" OR \"${google_cloudfunctions2_function.gc.name}\")",
   ])

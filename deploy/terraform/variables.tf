@@ -67,11 +67,9 @@ variable "proxy_stack_type" {
 }
 
 variable "proxy_vm_scopes" {
-  description = "OAuth scopes of the proxy VMs' service account (GCP_SCOPES): what its token may be used for at all, on top of its roles. pubsub is for the call-home; the account's only Pub/Sub role is publisher on proxy-callhome."
+  description = "OAuth scopes of the proxy VMs' service account (GCP_SCOPES): what its token may be used for at all, on top of its roles. pubsub is for the call-home (the account's only Pub/Sub role is publisher on proxy-callhome), devstorage.read_only for the engine binary; no logging or monitoring: the VMs write no log entry or metric of the project."
   type        = list(string)
   default = [
-    "https://www.googleapis.com/auth/logging.write",
-    "https://www.googleapis.com/auth/monitoring.write",
     "https://www.googleapis.com/auth/pubsub",
     "https://www.googleapis.com/auth/devstorage.read_only",
   ]
@@ -279,6 +277,16 @@ variable "gcp_allowed_images" {
   description = "Images a proxy's placement may name (GCP_ALLOWED_IMAGES): projects/P/global/images/NAME, .../images/family/F or .../images/*; must allow the Debian 13 family, the image of a placement that names none."
   type        = list(string)
   default     = ["projects/debian-cloud/global/images/family/debian-13", "projects/debian-cloud/global/images/family/debian-12"]
+}
+
+variable "credentials_key_rotation_period" {
+  description = "How often Cloud KMS makes a new primary version of the key that wraps the proxies' credentials' keyset (kms.tf), in seconds with an s: 7776000s is 90 days."
+  type        = string
+  default     = "7776000s"
+  validation {
+    condition     = can(regex("^[0-9]+s$", var.credentials_key_rotation_period)) && try(tonumber(trimsuffix(var.credentials_key_rotation_period, "s")) >= 86400, false)
+    error_message = "credentials_key_rotation_period must be seconds with an s, of at least a day (86400s), as Cloud KMS requires."
+  }
 }
 
 variable "console_enabled" {

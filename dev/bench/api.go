@@ -58,6 +58,24 @@ func (a *api) delete(ctx context.Context, k proxy.Key) error {
 	return err
 }
 
+// freeMemory asks the local stack to collect its garbage and return its
+// free memory to the system (POST /debug/memory).
+func (a *api) freeMemory(ctx context.Context) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, a.base+"/debug/memory", nil)
+	if err != nil {
+		return err
+	}
+	resp, err := a.http.Do(req)
+	if err != nil {
+		return err
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("POST /debug/memory: %s", resp.Status)
+	}
+	return nil
+}
+
 // instances returns the creation time of each of the mock provider's
 // instances, by uid, from the local stack's /debug/instances.
 func (a *api) instances(ctx context.Context) (map[string]time.Time, error) {

@@ -100,6 +100,13 @@ func awsPhase(ctx context.Context, n int) (awsResult, error) {
 	return r, nil
 }
 
+// aws is the phase as the benchmark runs it.
+func (b *bench) aws(ctx context.Context, r *results) error {
+	var err error
+	r.AWS, err = awsPhase(ctx, b.s.lifecycles)
+	return err
+}
+
 // awsActions are the actions of a lifecycle, in the order the table
 // shows them.
 var awsActions = []string{"DescribeAvailabilityZones", "DescribeImages", "RunInstances", "DescribeInstances", "TerminateInstances"}

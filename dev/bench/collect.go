@@ -11,8 +11,9 @@ import (
 	"path/filepath"
 	"runtime"
 	"runtime/debug"
+	"runtime/pprof"
 	"strconv"
-	"strings"
+	"syscall"
 	"time"
 
 	"cloud.google.com/go/firestore"
@@ -20,7 +21,6 @@ import (
 
 	"github.com/egress-proxies/egress/emulators/emulator"
 	"github.com/egress-proxies/egress/internal/app"
-	"github.com/egress-proxies/egress/internal/clock"
 	"github.com/egress-proxies/egress/internal/metering"
 	"github.com/egress-proxies/egress/internal/provider"
 	"github.com/egress-proxies/egress/internal/provider/mock"
@@ -29,16 +29,18 @@ import (
 )
 
 // The garbage-collection run happens in a process of its own, this command
-// run again with roleEnv set, so that its memory is its own: the mock
-// provider it lists lives in its process, and the benchmark's listener and
-// clients do not.
+// run again with roleEnv set, so that its memory and its CPU time are its
+// own: the mock provider it lists lives in its process, and the
+// benchmark's listener and clients do not.
 const (
 	roleEnv      = "EGRESS_BENCH_ROLE"
 	gcWorkerRole = "gc-worker"
 	// gcSizeEnv and gcResultEnv pass the worker its size and where to write
-	// its gcWorkerResult.
-	gcSizeEnv   = "EGRESS_BENCH_GC_SIZE"
-	gcResultEnv = "EGRESS_BENCH_GC_RESULT"
+	// its gcWorkerResult; gcProfileEnv, where to write a CPU profile of its
+	// run, if anywhere.
+	gcSizeEnv    = "EGRESS_BENCH_GC_SIZE"
+	gcResultEnv  = "EGRESS_BENCH_GC_RESULT"
+	gcProfileEnv = "EGRESS_BENCH_GC_CPUPROFILE"
 )
 
 // gcUID is the uid of the i-th document or instance of the run.
@@ -48,100 +50,186 @@ func gcUID(i int) string { return fmt.Sprintf("00000000-0000-4000-8000-%012d", i
 // hundred. As many documents have no VM yet.
 func gcOrphans(n int) int { return n / 100 }
 
-// collect runs the garbage-collection phase: n documents written to the
-// emulator, then one CollectGarbage run over them and n mock instances in
-// a worker process.
+// gcProject is the project of the collection run over n documents: each
+// size its own, so that no run reads another's documents.
+func gcProject(n int) string { return fmt.Sprintf("%s-%d", gcProjectPrefix, n) }
+
+// collect runs the garbage-collection phase at each size of
+// s.gcSizes(), the largest last: n documents written to the emulator, then
+// one CollectGarbage run over them and n mock instances in a worker
+// process. The largest run is the phase's figure (gc100k); every run is a
+// row of the scaling table.
 func (b *bench) collect(ctx context.Context, r *results) error {
-	n := b.s.gc
 	// The benchmark's own client writes to the stack's emulator.
 	os.Setenv(emulator.Firestore.EnvVar(), b.stack.FirestoreHost)
-	client, err := firestore.NewClient(ctx, gcProject)
+	emulatorPid := b.cpu.firestore
+	sizes := b.s.gcSizes()
+	for i, n := range sizes {
+		profile := ""
+		if i == len(sizes)-1 {
+			profile = b.s.gcProfile
+		}
+		g, err := b.collectOnce(ctx, n, emulatorPid, profile)
+		if err != nil {
+			return fmt.Errorf("the run over %d: %w", n, err)
+		}
+		b.log.Info("garbage collection", "instances", n, "seconds", g.Seconds, "cpuSeconds", g.CPUSeconds,
+			"emulatorCPUSeconds", g.EmulatorCPUSeconds, "bytesPerInstance", g.BytesPerInstance, "seedSeconds", g.SeedSeconds)
+		r.Scaling.GC = append(r.Scaling.GC, g.scaleRow())
+		r.GC = g
+	}
+	return nil
+}
+
+// collectOnce seeds n documents and runs the worker over them and n mock
+// instances.
+func (b *bench) collectOnce(ctx context.Context, n, emulatorPid int, profile string) (gcResult, error) {
+	project := gcProject(n)
+	client, err := firestore.NewClient(ctx, project)
 	if err != nil {
-		return err
+		return gcResult{}, err
 	}
 	defer client.Close()
 	begun := time.Now()
 	if err := seedDocuments(ctx, client, n); err != nil {
-		return err
+		return gcResult{}, err
 	}
-	b.log.Info("documents written", "documents", n, "after", time.Since(begun).Round(time.Millisecond))
+	seeded := time.Since(begun)
+	settled, err := b.settle(ctx, emulatorPid)
+	if err != nil {
+		return gcResult{}, err
+	}
 
 	exe, err := os.Executable()
 	if err != nil {
-		return err
+		return gcResult{}, err
 	}
-	resultPath := filepath.Join(b.dir, "gc-result.json")
-	outPath := filepath.Join(b.dir, "gc-worker.log")
+	resultPath := filepath.Join(b.dir, fmt.Sprintf("gc-result-%d.json", n))
+	outPath := filepath.Join(b.dir, fmt.Sprintf("gc-worker-%d.log", n))
 	out, err := os.Create(outPath)
 	if err != nil {
-		return err
+		return gcResult{}, err
 	}
 	defer out.Close()
 	cmd := exec.CommandContext(ctx, exe)
 	cmd.Env = append(os.Environ(),
-		roleEnv+"="+gcWorkerRole, gcSizeEnv+"="+strconv.Itoa(n), gcResultEnv+"="+resultPath,
-		"GOOGLE_CLOUD_PROJECT="+gcProject, "PROVIDERS="+mock.Type, "LOG_FORMAT=json", "LOG_LEVEL=info",
+		roleEnv+"="+gcWorkerRole, gcSizeEnv+"="+strconv.Itoa(n), gcResultEnv+"="+resultPath, gcProfileEnv+"="+profile,
+		"GOOGLE_CLOUD_PROJECT="+project, "PROVIDERS="+mock.Type, "LOG_FORMAT=json", "LOG_LEVEL=info",
 		// The run measures what deleting 1% of the fleet costs, which at
 		// 100,000 is more than the guard lets one run delete: the
 		// operator's one run with the limit raised.
 		"GC_MAX_DELETES="+strconv.Itoa(max(gcOrphans(n), 1)),
 		emulator.Firestore.EnvVar()+"="+b.stack.FirestoreHost, emulator.PubSub.EnvVar()+"="+b.stack.PubSubHost)
 	cmd.Stdout, cmd.Stderr = out, out
+	// The emulator works for the worker only during its run: its CPU time
+	// around the whole worker is the run's.
+	emulatorBefore, err := cpuTime(emulatorPid)
+	if err != nil {
+		return gcResult{}, err
+	}
 	if err := cmd.Run(); err != nil {
-		return fmt.Errorf("the gc worker failed: %w (its output: %s)", err, outPath)
+		return gcResult{}, fmt.Errorf("the gc worker failed: %w (its output: %s)", err, outPath)
+	}
+	emulatorAfter, err := cpuTime(emulatorPid)
+	if err != nil {
+		return gcResult{}, err
 	}
 	var res gcWorkerResult
 	raw, err := os.ReadFile(resultPath)
 	if err != nil {
-		return err
+		return gcResult{}, err
 	}
 	if err := json.Unmarshal(raw, &res); err != nil {
-		return fmt.Errorf("the gc worker's result: %w", err)
+		return gcResult{}, fmt.Errorf("the gc worker's result: %w", err)
 	}
 	summary, usage, err := readWorkerLog(outPath)
 	if err != nil {
-		return err
+		return gcResult{}, err
 	}
 	if want := gcOrphans(n); summary.Scanned != n || summary.Deleted != want {
-		return fmt.Errorf("the gc run scanned %d instances and deleted %d, want %d and %d (its output: %s)", summary.Scanned, summary.Deleted, n, want, outPath)
+		return gcResult{}, fmt.Errorf("the gc run scanned %d instances and deleted %d, want %d and %d (its output: %s)", summary.Scanned, summary.Deleted, n, want, outPath)
 	}
-	r.GC = gcResult{
+	return gcResult{
 		Instances: n, Documents: n,
-		Seconds:          round(res.Seconds, 3),
-		PeakRSSBytes:     res.PeakRSSBytes,
-		BaselineRSSBytes: res.BaselineRSSBytes,
-		Claimed:          summary.Claimed,
-		Deleted:          summary.Deleted,
-		FirestoreReads:   usage.FirestoreReads,
+		Seconds:            round(res.Seconds, 3),
+		CPUSeconds:         round(res.CPUSeconds, 3),
+		EmulatorCPUSeconds: round((emulatorAfter - emulatorBefore).Seconds(), 3),
+		SeedSeconds:        round(seeded.Seconds(), 3),
+		SettleSeconds:      round(settled.Seconds(), 3),
+		PeakRSSBytes:       res.PeakRSSBytes,
+		BaselineRSSBytes:   res.BaselineRSSBytes,
+		BytesPerInstance:   (res.PeakRSSBytes - res.BaselineRSSBytes) / int64(n),
+		Claimed:            summary.Claimed,
+		Deleted:            summary.Deleted,
+		FirestoreReads:     usage.FirestoreReads,
+	}, nil
+}
+
+// settle waits until the emulator has digested the documents just
+// written: until its CPU time grows by less than a tenth of the time
+// passing (its Java virtual machine collects the garbage of 100,000
+// writes for seconds after them), at most 30 s. A collection begun before
+// would be charged the emulator's digestion of the benchmark's own
+// writes. It returns how long it waited.
+func (b *bench) settle(ctx context.Context, pid int) (time.Duration, error) {
+	const step, limit = 500 * time.Millisecond, 30 * time.Second
+	begun := time.Now()
+	prev, err := cpuTime(pid)
+	if err != nil {
+		return 0, err
 	}
-	return nil
+	for time.Since(begun) < limit {
+		select {
+		case <-ctx.Done():
+			return 0, ctx.Err()
+		case <-time.After(step):
+		}
+		cur, err := cpuTime(pid)
+		if err != nil {
+			return 0, err
+		}
+		if cur-prev < step/10 {
+			break
+		}
+		prev = cur
+	}
+	return time.Since(begun), nil
 }
 
 // seedDocuments writes n proxy documents: all but gcOrphans(n) Ready and
 // claiming instances 0…, the rest Creating with uids no instance carries.
+// They go in transactions of seedBatch writes, which the emulator takes
+// about three times as fast as a BulkWriter's batches of twenty.
 func seedDocuments(ctx context.Context, client *firestore.Client, n int) error {
-	bw := client.BulkWriter(ctx)
+	const seedBatch = 500 // the most writes one commit takes
 	claimed := n - gcOrphans(n)
 	now := time.Now().UTC()
-	for i := range n {
-		p := &proxy.Proxy{
-			Namespace: fmt.Sprintf("gc-%04d", i/20), Name: fmt.Sprintf("proxy-%02d", i%20), UID: gcUID(i), Generation: 1,
-			Spec: proxy.Spec{Provider: mock.Type, Port: proxy.DefaultPort, Placement: proxy.Placement{Region: "us-central1", Zone: "us-central1-a"},
-				AllowedSourceRanges: []string{"203.0.113.0/24"}},
-			Status:     proxy.Status{Phase: proxy.PhaseReady},
-			CreateTime: now,
-		}
-		if i >= claimed {
-			p.UID = gcUID(n + i)
-			p.Status.Phase = proxy.PhaseCreating
-		}
-		ref := client.Collection("namespaces").Doc(p.Namespace).Collection("proxies").Doc(p.Name)
-		if _, err := bw.Set(ref, p); err != nil {
-			return fmt.Errorf("writing %s: %w", p.Key(), err)
+	for start := 0; start < n; start += seedBatch {
+		err := client.RunTransaction(ctx, func(ctx context.Context, tx *firestore.Transaction) error {
+			for i := start; i < min(start+seedBatch, n); i++ {
+				p := &proxy.Proxy{
+					Namespace: fmt.Sprintf("gc-%04d", i/20), Name: fmt.Sprintf("proxy-%02d", i%20), UID: gcUID(i), Generation: 1,
+					Spec: proxy.Spec{Provider: mock.Type, Port: proxy.DefaultPort, Placement: proxy.Placement{Region: "us-central1", Zone: "us-central1-a"},
+						AllowedSourceRanges: []string{"203.0.113.0/24"}},
+					Status:     proxy.Status{Phase: proxy.PhaseReady},
+					CreateTime: now,
+				}
+				if i >= claimed {
+					p.UID = gcUID(n + i)
+					p.Status.Phase = proxy.PhaseCreating
+				}
+				ref := client.Collection("namespaces").Doc(p.Namespace).Collection("proxies").Doc(p.Name)
+				if err := tx.Set(ref, p); err != nil {
+					return fmt.Errorf("writing %s: %w", p.Key(), err)
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			return fmt.Errorf("writing documents %d to %d: %w", start, min(start+seedBatch, n)-1, err)
 		}
 	}
-	bw.End()
-	// BulkWriter reports failures per job; a count says whether all landed.
+	// A count says whether all landed.
 	res, err := client.CollectionGroup("proxies").NewAggregationQuery().WithCount("n").Get(ctx)
 	if err != nil {
 		return err
@@ -161,28 +249,24 @@ func seedDocuments(ctx context.Context, client *firestore.Client, n int) error {
 
 // gcWorkerResult is what the worker measured of its run.
 type gcWorkerResult struct {
-	Seconds          float64 `json:"seconds"`
+	Seconds float64 `json:"seconds"`
+	// CPUSeconds is the worker's own CPU time during the run, user and
+	// system: the collector's, and its clients'.
+	CPUSeconds       float64 `json:"cpuSeconds"`
 	BaselineRSSBytes int64   `json:"baselineRSSBytes"`
 	PeakRSSBytes     int64   `json:"peakRSSBytes"`
 }
 
-// gcWorker is the worker process: n mock instances, one CollectGarbage run
+// gcWorker is the worker process: a fleet of n VMs, one CollectGarbage run
 // through the function's own handler, and its time and memory.
 func gcWorker(ctx context.Context) error {
 	n, err := atoiEnv(gcSizeEnv)
 	if err != nil {
 		return err
 	}
-	// An hour old, well past the grace period; booted at once.
-	m := mock.New(mock.Options{Clock: clock.NewFake(time.Now().Add(-time.Hour))})
-	for i := range n {
-		uid := gcUID(i)
-		if _, err := m.Create(ctx, provider.CreateRequest{Name: provider.NameFromUID(uid), UID: uid}); err != nil {
-			return err
-		}
-	}
+	f := newFleet(n, time.Now().Add(-time.Hour))
 	reg := provider.NewRegistry()
-	if err := reg.Register(mock.Type, func(context.Context) (provider.Provider, error) { return metering.Provider(m), nil }); err != nil {
+	if err := reg.Register(mock.Type, func(context.Context) (provider.Provider, error) { return metering.Provider(f), nil }); err != nil {
 		return err
 	}
 	a, err := app.New(ctx, os.Getenv, app.Options{Serve: []app.Function{app.CollectGarbage}, Registry: reg})
@@ -200,17 +284,39 @@ func gcWorker(ctx context.Context) error {
 	if err := resetPeakRSS(os.Getpid()); err != nil {
 		return err
 	}
+	if path := os.Getenv(gcProfileEnv); path != "" {
+		f, err := os.Create(path)
+		if err != nil {
+			return err
+		}
+		defer f.Close()
+		if err := pprof.StartCPUProfile(f); err != nil {
+			return err
+		}
+	}
+	cpu := ownCPU()
 	start := time.Now()
-	if err := a.CollectGarbage(ctx, tick(a.Config.Project)); err != nil {
+	err = a.CollectGarbage(ctx, tick(a.Config.Project))
+	took, cpuTook := time.Since(start), ownCPU()-cpu
+	pprof.StopCPUProfile()
+	if err != nil {
 		return err
 	}
-	took := time.Since(start)
 	peak, err := procBytes(os.Getpid(), "VmHWM")
 	if err != nil {
 		return err
 	}
-	raw, _ := json.Marshal(gcWorkerResult{Seconds: took.Seconds(), BaselineRSSBytes: baseline, PeakRSSBytes: peak})
+	raw, _ := json.Marshal(gcWorkerResult{Seconds: took.Seconds(), CPUSeconds: cpuTook.Seconds(), BaselineRSSBytes: baseline, PeakRSSBytes: peak})
 	return os.WriteFile(os.Getenv(gcResultEnv), raw, 0o644)
+}
+
+// ownCPU is the CPU time this process has used so far, user and system.
+func ownCPU() time.Duration {
+	var u syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &u); err != nil {
+		return 0
+	}
+	return time.Duration(u.Utime.Nano() + u.Stime.Nano())
 }
 
 // tick is a Cloud Scheduler tick on proxy-gc as Eventarc delivers it.
@@ -261,31 +367,4 @@ func readWorkerLog(path string) (gcSummary, metering.Usage, error) {
 		return summary, metering.Usage{}, fmt.Errorf("the gc worker's log %s has no gc summary or no CollectGarbage invocation line", path)
 	}
 	return summary, inv.snapshot().Usage, nil
-}
-
-// procBytes reads a size field (VmRSS, VmHWM) of /proc/PID/status.
-func procBytes(pid int, field string) (int64, error) {
-	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
-	if err != nil {
-		return 0, fmt.Errorf("reading the memory of process %d (Linux only): %w", pid, err)
-	}
-	for _, l := range strings.Split(string(raw), "\n") {
-		if v, ok := strings.CutPrefix(l, field+":"); ok {
-			kb, err := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(v), " kB"), 10, 64)
-			if err != nil {
-				return 0, fmt.Errorf("/proc/%d/status %s %q: %w", pid, field, v, err)
-			}
-			return kb << 10, nil
-		}
-	}
-	return 0, fmt.Errorf("/proc/%d/status has no %s", pid, field)
-}
-
-// resetPeakRSS starts the process's peak resident size (VmHWM) again from
-// its current size, so a phase's peak is its own.
-func resetPeakRSS(pid int) error {
-	if err := os.WriteFile(fmt.Sprintf("/proc/%d/clear_refs", pid), []byte("5"), 0); err != nil {
-		return fmt.Errorf("resetting the peak memory of process %d: %w", pid, err)
-	}
-	return nil
 }

@@ -153,3 +153,10 @@ func (h hetznerResult) table(w io.Writer) {
 		h.LifecyclesPerHour, h.CallMs.P50, h.CallMs.P99)
 	fmt.Fprintf(w, "  ListByTag of %d servers: %d requests, %.0f ms\n", h.Listed, h.ListRequests, h.ListMs)
 }
+
+// hetzner runs the hetzner phase (hetznerPhase) as a phase of the run.
+func (b *bench) hetzner(ctx context.Context, r *results) error {
+	var err error
+	r.Hetzner, err = hetznerPhase(ctx, b.s.lifecycles)
+	return err
+}

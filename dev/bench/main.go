@@ -10,33 +10,41 @@
 // metering) — the lines that production's log-based metrics read, so the
 // figures here are the ones an operator sees.
 //
-// Phases:
+// Phases, each timed, after a warm-up of the emulators (warmup.go):
 //
 //	lifecycle  -lifecycles proxies at once, each in its own namespace:
 //	           create → Ready → delete → gone. Usage per lifecycle against
 //	           its floor, billed function-seconds; latency from the VM ready
 //	           to the API showing Ready, and from DELETE to the proxy gone.
-//	bulk       -bulk proxies requested by -concurrency clients at once, over
-//	           namespaces of 20 (the default quota), at the deployed
-//	           concurrency: time until all are Ready, after the first request
-//	           and after the last VM's boot; the functions' peak memory; API
-//	           latency of the creates and of as many gets; then all deleted.
-//	gc         -gc documents and as many instances, one CollectGarbage run
-//	           in a process of its own on the same Firestore emulator: its
-//	           time and peak memory.
-//	cold       -pool proxies whose placement no pool serves, beside a pool
-//	           of -pool warm VMs: POST → Ready, a whole boot.
-//	reconfigure  a PATCH of each cold proxy's allowedSourceRanges: PATCH →
-//	           Ready serving the new generation.
-//	poolClaim  -pool proxies the pool serves, each claiming a warm VM:
-//	           POST → Ready, and the cost of a claimed lifecycle (POST to
-//	           gone, and the pool's refill) against its floor.
+//	bulk       -bulk/10, then -bulk proxies requested by -concurrency
+//	           clients at once, over namespaces of 20 (the default quota), at
+//	           the deployed concurrency: time until all are Ready, after the
+//	           first request and after the last VM's boot; the functions'
+//	           peak memory and CPU time; API latency of the creates and of as
+//	           many gets; then all deleted.
+//	pool       -pool proxies whose placement no pool serves, beside a pool
+//	           of -pool warm VMs (POST → Ready, a whole boot); a PATCH of
+//	           each (PATCH → Ready serving the new generation); then -pool
+//	           proxies the pool serves, each claiming a warm VM: POST →
+//	           Ready, and the cost of a claimed lifecycle (POST to gone,
+//	           and the pool's refill) against its floor.
 //	hetzner    -lifecycles lifecycles on the hetzner provider over the
 //	           Hetzner fake, without the stack: Hetzner API requests per
 //	           lifecycle, and a ListByTag of 1000 servers (hetzner.go).
 //	aws        -lifecycles lifecycles on the aws provider over the EC2
 //	           fake, without the stack: EC2 API requests per lifecycle,
 //	           by action, and a ListByTag of 1000 instances (aws.go).
+//	gc         -gc/100, -gc/10, then -gc documents and as many instances,
+//	           one CollectGarbage run each in a process of its own on the
+//	           same Firestore emulator: its time, its own CPU time and the
+//	           emulator's, and its memory above what it held before.
+//
+// The bulk phase and the collector at each of their sizes are the scaling
+// table: an item's cost (time, CPU time, memory) at each size, which may
+// grow by at most a fifth from the smallest size to the largest.
+// -phases runs some of the phases (what `make bench-scale` runs: bulk and
+// gc), -gc-cpuprofile profiles the largest collection, and -keep keeps the
+// stack's log of every invocation.
 //
 // It prints a table and writes the figures as JSON to -out.
 package main
@@ -48,7 +56,9 @@ import (
 	"log/slog"
 	"os"
 	"os/signal"
+	"slices"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 )
@@ -69,7 +79,12 @@ func main() {
 	flag.IntVar(&s.concurrency, "concurrency", 64, "HTTP clients at once in the bulk phase")
 	flag.IntVar(&s.gc, "gc", 100_000, "documents and instances of the garbage-collection run")
 	flag.IntVar(&s.pool, "pool", 20, "warm VMs in the pool, and proxies in each of the pool phases")
+	phases := flag.String("phases", strings.Join(allPhases, ","), "the phases to run, of "+strings.Join(allPhases, ", ")+" (a target of a phase not run is not held)")
+	flag.StringVar(&s.gcProfile, "gc-cpuprofile", "", "write a CPU profile of the largest garbage-collection run to this file (go tool pprof reads it)")
+	flag.BoolVar(&s.keep, "keep", false, "keep the stack's log (every invocation line) and the collector's, and say where")
+	flag.BoolVar(&s.warmup, "warmup", true, "warm the emulators up with -lifecycles lifecycles before the phases (false: the first phase pays their start)")
 	flag.Parse()
+	s.phases = strings.Split(*phases, ",")
 	if err := s.validate(); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(2)
@@ -89,7 +104,7 @@ func main() {
 		os.Exit(1)
 	}
 	fmt.Printf("\nwritten to %s\n", s.out)
-	missed := append(r.countsMissed(s), r.timesMissed()...)
+	missed := append(r.countsMissed(s), r.timesMissed(s)...)
 	for _, m := range missed {
 		fmt.Fprintln(os.Stderr, "bench: target missed:", m)
 	}
@@ -104,7 +119,39 @@ type settings struct {
 	scale                             float64
 	lifecycles, bulk, concurrency, gc int
 	pool                              int
+	// phases are the phases to run, of allPhases.
+	phases []string
+	// gcProfile, if set, is where the largest collection run's CPU
+	// profile goes.
+	gcProfile string
+	// keep keeps the logs of a run that succeeded too.
+	keep bool
+	// warmup warms the emulators up before the phases (warmup.go).
+	warmup bool
 }
+
+// The phases, in the order they run.
+const (
+	phaseLifecycle = "lifecycle"
+	phaseBulk      = "bulk"
+	phasePool      = "pool"
+	phaseHetzner   = "hetzner"
+	phaseAWS       = "aws"
+	phaseGC        = "gc"
+)
+
+var allPhases = []string{phaseLifecycle, phaseBulk, phasePool, phaseHetzner, phaseAWS, phaseGC}
+
+// runs reports whether the run includes the phase.
+func (s settings) runs(phase string) bool { return slices.Contains(s.phases, phase) }
+
+// gcSizes are the sizes the collector runs at, for the scaling table: a
+// hundredth and a tenth of -gc, then -gc, the phase's figure.
+func (s settings) gcSizes() []int { return []int{max(s.gc/100, 1), max(s.gc/10, 1), s.gc} }
+
+// bulkSizes are the sizes of the bulk phase, for the scaling table: a
+// tenth of -bulk, then -bulk, the phase's figure.
+func (s settings) bulkSizes() []int { return []int{max(s.bulk/10, 1), s.bulk} }
 
 // realisticBoot is how long a Compute Engine VM takes from insert to
 // running with its external IP, as the benchmark assumes it.
@@ -124,6 +171,11 @@ func (s settings) validate() error {
 	case s.concurrency < 1:
 		return fmt.Errorf("-concurrency %d: want at least 1", s.concurrency)
 	}
+	for _, p := range s.phases {
+		if !slices.Contains(allPhases, p) {
+			return fmt.Errorf("-phases: no phase %q; the phases are %s", p, strings.Join(allPhases, ", "))
+		}
+	}
 	return nil
 }
 
@@ -133,14 +185,21 @@ func (s settings) scaled(d time.Duration) time.Duration {
 }
 
 // stackEnv is the local stack's configuration for the benchmark: JSON logs
-// at info, which carry the invocation lines; the boot; and no scheduled
+// at info, which carry the invocation lines; the boot; no scheduled
 // collection, which is no part of a proxy's lifecycle and is measured on its
-// own (no lifecycle here needs the sweep: every VM calls home).
+// own (no lifecycle here needs the sweep: every VM calls home); and mock
+// VMs that run no proxy engine (MOCK_SERVE=false). The engine is what a
+// VM runs, not the control plane, and has its benchmark of its own (make
+// image-bench); run in the functions' process for each of 1,000 VMs, it
+// was most of that process's memory (381 MiB at the bulk phase's peak,
+// 352 KB a VM at 1,000 against 249 KB at 100) and charged its start to
+// the reconciler's runs, under the mock's lock.
 func (s settings) stackEnv() []string {
 	return []string{
 		"LOG_FORMAT=json", "LOG_LEVEL=info", "GC_INTERVAL=1h",
 		"MOCK_PROVISIONING_DELAY=" + s.boot().String(),
 		"MOCK_RECONFIGURE_DELAY=" + s.reconfigureDelay().String(),
+		"MOCK_SERVE=false",
 	}
 }
 

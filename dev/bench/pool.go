@@ -162,6 +162,10 @@ func (b *bench) claims(ctx context.Context, r *results) error {
 		keys[i] = proxy.Key{Namespace: claimNamespace(i), Name: "proxy"}
 	}
 	before := b.lines.snapshot()
+	cpuBefore, err := b.cpu.read()
+	if err != nil {
+		return err
+	}
 	claimsBefore := b.lines.claimCount()
 	readyMs, err := b.requestReady(ctx, keys, spec)
 	if err != nil {
@@ -184,7 +188,12 @@ func (b *bench) claims(ctx context.Context, r *results) error {
 	if err := b.quietAfter(ctx, before, claimProxyInvocations*n); err != nil {
 		return err
 	}
+	cpuAfter, err := b.cpu.read()
+	if err != nil {
+		return err
+	}
 	r.PoolClaim = poolClaimResult{
+		CPU:     cpuAfter.minus(cpuBefore).per(n),
 		ReadyMs: readyMs, Proxies: n, PoolSize: b.s.pool, Claimed: claimed,
 		Lifecycle: lifecycleMetrics(b.lines.snapshot().minus(before), n, claimLifecycleFloors(b.s.pool)),
 	}
@@ -265,8 +274,7 @@ func claimLifecycleFloors(poolSize int) map[string]float64 {
 		"firestoreWrites": claimProxyWrites + 1 + refillWrites + 2,
 		// The proxy's as a cold lifecycle's (the create's namespace and
 		// name, the deletion request's namespace and document, a fresh read
-		// for each of its seven Reconciles, the read under its deletion);
-		// the claim's query of the pools serving the spec (one read, a
+		// for each of its seven Reconciles); the claim's query of the pools serving the spec (one read, a
 		// query that finds one); the draw of a warm member (one query of
 		// one document; the commit reads nothing: both writes carry their
 		// read's update time); the member's Reconcile for the claim's
@@ -278,7 +286,7 @@ func claimLifecycleFloors(poolSize int) map[string]float64 {
 		// runs reads the pool and its S members (the claimed one gone,
 		// the new one there); the claimed member's deletion event's
 		// Reconcile one, and the new member's five Reconciles one each.
-		"firestoreReads": 2 + 2 + (claimProxyWrites + 1) + 1 + 1 + 1 + 1 +
+		"firestoreReads": 2 + 2 + (claimProxyWrites + 1) + 1 + 1 + 1 +
 			(2*(1+s) + 1) + 3*(1+s) + 1 + 5,
 		// The refill's new member's VM.
 		"providerCreate": 1,

@@ -3,12 +3,9 @@ package main
 import (
 	"encoding/json"
 	"fmt"
-	"io"
 	"math"
 	"os"
 	"slices"
-	"strings"
-	"text/tabwriter"
 	"time"
 
 	"github.com/egress-proxies/egress/internal/app"
@@ -24,12 +21,19 @@ type results struct {
 	Lifecycle map[string]metric `json:"lifecycle"`
 	// LifecycleInvocations splits the lifecycle's invocations by function.
 	LifecycleInvocations map[string]float64 `json:"lifecycleInvocationsByFunction"`
+	// LifecycleCPU is the CPU time of a lifecycle, by process: what of
+	// its billed function-seconds the functions spent working, and what
+	// the emulators did meanwhile.
+	LifecycleCPU cpuShare `json:"lifecycleCPU"`
 	// ReadyLatencyMs is from the VM running to the API showing Ready;
 	// DeleteLatencyMs from the DELETE to the document gone, which happens
 	// only once the provider says the VM is gone.
-	ReadyLatencyMs  latency    `json:"readyLatencyMs"`
-	DeleteLatencyMs latency    `json:"deleteLatencyMs"`
-	Bulk            bulkResult `json:"bulk1000"`
+	ReadyLatencyMs  latency `json:"readyLatencyMs"`
+	DeleteLatencyMs latency `json:"deleteLatencyMs"`
+	// ReadySplitMs splits ReadyLatencyMs at the start of the call-home's
+	// run.
+	ReadySplitMs readySplit `json:"readySplitMs"`
+	Bulk         bulkResult `json:"bulk1000"`
 	// BulkProduction is the bulk phase read as production would run it:
 	// the local stack serves each function at its deployed concurrency.
 	BulkProduction bulkProduction `json:"bulk1000Production"`
@@ -39,10 +43,70 @@ type results struct {
 	PoolClaim   poolClaimResult   `json:"poolClaim"`
 	Cold        coldResult        `json:"cold"`
 	Reconfigure reconfigureResult `json:"reconfigure"`
+	// Scaling is the collector and the bulk phase at each of their sizes.
+	Scaling scaling `json:"scaling"`
+	// WarmUp is what the warm-up cost, untimed by any phase.
+	WarmUp warmUpResult `json:"warmUp"`
+	// Phases is how long each phase took, in the order they ran, the
+	// start first (the stack's build and start, the namespaces);
+	// TotalSeconds the whole run, from the stack's build to its stop.
+	Phases       []phaseTime `json:"phases"`
+	TotalSeconds float64     `json:"totalSeconds"`
 	// Hetzner is the hetzner provider's phase (hetzner.go).
 	Hetzner hetznerResult `json:"hetzner"`
 	// AWS is the aws provider's phase (aws.go).
 	AWS awsResult `json:"aws"`
+}
+
+// phaseTime is how long one phase took.
+type phaseTime struct {
+	Phase   string  `json:"phase"`
+	Seconds float64 `json:"seconds"`
+}
+
+// phase records how long a phase took.
+func (r *results) phase(name string, d time.Duration) {
+	r.Phases = append(r.Phases, phaseTime{Phase: name, Seconds: round(d.Seconds(), 1)})
+}
+
+// scaling is how the cost of an item grows with the number of items: the
+// collector's run at each size, by instance, and the bulk phase's at each
+// size, by proxy. The smallest size comes first.
+type scaling struct {
+	GC   []scaleRow `json:"gc"`
+	Bulk []scaleRow `json:"bulk"`
+}
+
+// scaleRow is one size of a scaled phase, and its cost per item.
+type scaleRow struct {
+	Items int `json:"items"`
+	// Seconds is the run's time: the collection's, or the bulk phase's
+	// from the first request to the last proxy Ready (a boot, mostly).
+	Seconds float64 `json:"seconds"`
+	// MicrosecondsPerItem is Seconds per item, for the collector (the bulk
+	// phase's time is the boot's, whatever the size).
+	MicrosecondsPerItem float64 `json:"microsecondsPerItem,omitempty"`
+	// CPUMicrosecondsPerItem is the CPU time of the process measured (the
+	// collector's worker; the functions), its emulators apart, per item.
+	CPUMicrosecondsPerItem float64 `json:"cpuMicrosecondsPerItem"`
+	// EmulatorCPUMicrosecondsPerItem is the Firestore emulator's CPU time
+	// during the collector's run, per item.
+	EmulatorCPUMicrosecondsPerItem float64 `json:"emulatorCPUMicrosecondsPerItem,omitempty"`
+	// FunctionSecondsPerItem is the bulk phase's billed function-seconds
+	// per proxy.
+	FunctionSecondsPerItem float64 `json:"functionSecondsPerItem,omitempty"`
+	// BytesPerItem is the growth of the measured process's resident
+	// memory during the run, above what it held before, per item.
+	BytesPerItem int64 `json:"bytesPerItem"`
+}
+
+// readySplit is the time from a VM ready to the API showing Ready in its
+// two parts: Delivery, until the call-home's run starts (the VM's publish,
+// the Pub/Sub emulator's push, the local relay); Run, the run itself (a
+// read, a Get, a write).
+type readySplit struct {
+	Delivery latency `json:"delivery"`
+	Run      latency `json:"run"`
 }
 
 // poolClaimResult is the claim phase: proxies a warm pool serves.
@@ -57,6 +121,8 @@ type poolClaimResult struct {
 	// Lifecycle is the mean usage of one claimed lifecycle, its refill
 	// included, against its floor (claimLifecycleFloors).
 	Lifecycle map[string]metric `json:"lifecycle"`
+	// CPU is the CPU time of a claimed lifecycle, by process.
+	CPU cpuShare `json:"cpu"`
 }
 
 // coldResult is the proxies no pool serves, requested beside the pool.
@@ -110,6 +176,8 @@ type settingsReport struct {
 	BulkConcurrency int     `json:"bulkConcurrency"`
 	PoolSize        int     `json:"poolSize"`
 	ReconfigureMs   float64 `json:"reconfigureMs"`
+	// Phases are the phases run.
+	Phases []string `json:"phases"`
 }
 
 func (s settings) report() settingsReport {
@@ -121,6 +189,7 @@ func (s settings) report() settingsReport {
 		BulkConcurrency: s.concurrency,
 		PoolSize:        s.pool,
 		ReconfigureMs:   ms(s.reconfigureDelay()),
+		Phases:          s.phases,
 	}
 }
 
@@ -161,8 +230,14 @@ type bulkResult struct {
 	RequestSeconds float64 `json:"requestSeconds"`
 	Seconds        float64 `json:"seconds"`
 	// PeakRSSBytes is the functions process's peak resident memory during
-	// the creates and until all were Ready.
-	PeakRSSBytes  int64   `json:"peakRSSBytes"`
+	// the creates and until all were Ready; BaselineRSSBytes what it held
+	// before them, its garbage collected and returned to the system.
+	PeakRSSBytes     int64 `json:"peakRSSBytes"`
+	BaselineRSSBytes int64 `json:"baselineRSSBytes"`
+	// CPUSeconds is the functions process's CPU time (its emulators apart)
+	// from the first request to all Ready, and from the first DELETE to
+	// all gone.
+	CPUSeconds    float64 `json:"cpuSeconds"`
 	DeleteSeconds float64 `json:"deleteSeconds"`
 	// ReadyLatencyMs is from the first create to each proxy Ready.
 	ReadyLatencyMs latency `json:"readyAfterStartMs"`
@@ -184,14 +259,35 @@ type gcResult struct {
 	Instances int     `json:"instances"`
 	Documents int     `json:"documents"`
 	Seconds   float64 `json:"seconds"`
+	// CPUSeconds is the worker's own CPU time during the run;
+	// EmulatorCPUSeconds the Firestore emulator's, which serves the
+	// run's reads.
+	CPUSeconds         float64 `json:"cpuSeconds"`
+	EmulatorCPUSeconds float64 `json:"emulatorCPUSeconds"`
+	// SeedSeconds is how long the benchmark took to write the documents,
+	// SettleSeconds how long it then waited for the emulator to be idle
+	// again before the run.
+	SeedSeconds   float64 `json:"seedSeconds"`
+	SettleSeconds float64 `json:"settleSeconds"`
 	// PeakRSSBytes is the worker's peak resident memory during the run;
 	// BaselineRSSBytes its memory before it, which holds the mock
-	// provider's instances.
+	// provider's instances; BytesPerInstance the difference per instance.
 	PeakRSSBytes     int64 `json:"peakRSSBytes"`
 	BaselineRSSBytes int64 `json:"baselineRSSBytes"`
+	BytesPerInstance int64 `json:"bytesPerInstance"`
 	Claimed          int   `json:"claimed"`
 	Deleted          int   `json:"deleted"`
 	FirestoreReads   int64 `json:"firestoreReads"`
+}
+
+// scaleRow is the run as a row of the scaling table.
+func (g gcResult) scaleRow() scaleRow {
+	per := func(sec float64) float64 { return round(sec*1e6/float64(g.Instances), 2) }
+	return scaleRow{
+		Items: g.Instances, Seconds: g.Seconds, MicrosecondsPerItem: per(g.Seconds),
+		CPUMicrosecondsPerItem: per(g.CPUSeconds), EmulatorCPUMicrosecondsPerItem: per(g.EmulatorCPUSeconds),
+		BytesPerItem: g.BytesPerInstance,
+	}
 }
 
 // Floors of one lifecycle, the least the design allows (the reconciler's
@@ -209,11 +305,12 @@ const (
 	// floorFirestoreReads: the create's namespace (its members, quota and
 	// counter, in one document) and name, the deletion request's namespace
 	// (who may delete) and document, a fresh read for each Reconcile
-	// invocation, the read under the document's deletion, and the create's
-	// query of the warm pools that could serve the spec (one read when
-	// none does: a create that no pool serves pays it, so that one that a
-	// pool serves is served in seconds).
-	floorFirestoreReads = 2 + 2 + floorStatusWrites + 1 + 1 + 1
+	// invocation, and the create's query of the warm pools that could
+	// serve the spec (one read when none does: a create that no pool
+	// serves pays it, so that one that a pool serves is served in
+	// seconds). The document's deletion reads nothing: it is conditioned
+	// on the update time its run read.
+	floorFirestoreReads = 2 + 2 + floorStatusWrites + 1 + 1
 	// billingUnit is what Cloud Run bills a request that runs alone at the
 	// least: its time rounded up to 100 ms.
 	billingUnit = 100 * time.Millisecond
@@ -294,90 +391,6 @@ func perProxy(t tally, n int) map[string]float64 {
 // lifecycleOrder is the order of the lifecycle table.
 var lifecycleOrder = []string{"invocations", "statusWrites", "firestoreWrites", "firestoreReads", "providerCreate", "providerGet", "providerDelete", "providerReconfigure", "pubsubPublished", "functionSeconds"}
 
-// table prints the results for people.
-func (r *results) table(w io.Writer) {
-	s := r.Settings
-	fmt.Fprintf(w, "\negress benchmark, %s, %d CPUs, %s: local stack on the emulators, mock provider;\n", r.Machine.Date, r.Machine.CPUs, r.Machine.Go)
-	if s.TimeScale != 1 {
-		fmt.Fprintf(w, "time scaled down %g×: boot %s → %s\n", s.TimeScale, dur(s.RealisticBootMs), dur(s.BootMs))
-	} else {
-		fmt.Fprintf(w, "in real time: boot %s\n", dur(s.BootMs))
-	}
-	fmt.Fprintf(w, "deployed concurrency: ProxyAPI %d, Reconcile %d, CollectGarbage %d requests at once\n\n",
-		app.Deployed[app.ProxyAPI].InFlight(), app.Deployed[app.Reconcile].InFlight(), app.Deployed[app.CollectGarbage].InFlight())
-
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintf(tw, "per proxy lifecycle, mean of %d\tmeasured\tfloor\tratio\t\n", s.Lifecycles)
-	for _, k := range lifecycleOrder {
-		m := r.Lifecycle[k]
-		ratio := "–"
-		if m.Ratio != nil {
-			ratio = fmt.Sprintf("%.2f", *m.Ratio)
-		}
-		fmt.Fprintf(tw, "%s\t%.2f\t%g\t%s\t\n", k, m.Measured, m.Floor, ratio)
-	}
-	tw.Flush()
-	var by []string
-	for _, f := range []string{"ProxyAPI", "Reconcile", "CollectGarbage"} {
-		by = append(by, fmt.Sprintf("%s %.2f", f, r.LifecycleInvocations[f]))
-	}
-	fmt.Fprintf(w, "invocations by function: %s\n", strings.Join(by, ", "))
-	fs := r.Lifecycle["functionSeconds"]
-	var bySeconds []string
-	for _, f := range []string{"ProxyAPI", "Reconcile", "CollectGarbage"} {
-		bySeconds = append(bySeconds, fmt.Sprintf("%s %.3f", f, fs.ByFunction[f]))
-	}
-	fmt.Fprintf(w, "billed function-seconds (each request rounded up to 100 ms; %.3f s unrounded): %s\n\n", *fs.Unrounded, strings.Join(bySeconds, ", "))
-
-	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintf(tw, "latency (ms)\tp50\tp99\tmax\tn\t\n")
-	fmt.Fprintf(tw, "VM ready → API shows Ready\t%.0f\t%.0f\t%.0f\t%d\t\n", r.ReadyLatencyMs.P50, r.ReadyLatencyMs.P99, r.ReadyLatencyMs.Max, r.ReadyLatencyMs.N)
-	fmt.Fprintf(tw, "DELETE → proxy and VM gone\t%.0f\t%.0f\t%.0f\t%d\t\n", r.DeleteLatencyMs.P50, r.DeleteLatencyMs.P99, r.DeleteLatencyMs.Max, r.DeleteLatencyMs.N)
-	fmt.Fprintf(tw, "API create, %d clients\t%.1f\t%.1f\t\t%d\t\n", r.API.Concurrency, r.API.CreateP50Ms, r.API.CreateP99Ms, r.API.Requests)
-	fmt.Fprintf(tw, "API get, %d clients\t%.1f\t%.1f\t\t%d\t\n", r.API.Concurrency, r.API.GetP50Ms, r.API.GetP99Ms, r.API.Requests)
-	tw.Flush()
-
-	b := r.Bulk
-	fmt.Fprintf(w, "\n%d proxies requested by %d clients: answered in %.1f s, all Ready %.1f s after the first request (median %.1f s);\n",
-		b.Proxies, b.Concurrency, b.RequestSeconds, b.Seconds, b.ReadyLatencyMs.P50/1000)
-	fmt.Fprintf(w, "  all Ready %.1f s after the last VM's boot, at the deployed concurrency;\n", r.BulkProduction.SecondsAfterLastBoot)
-	fmt.Fprintf(w, "  functions process peak RSS %s; all deleted and gone in %.1f s; per proxy %.2f invocations, %.2f status writes, %.2f Gets\n",
-		mib(b.PeakRSSBytes), b.DeleteSeconds, b.PerProxy["invocations"], b.PerProxy["statusWrites"], b.PerProxy["providerGet"])
-	r.poolTable(w)
-	g := r.GC
-	fmt.Fprintf(w, "garbage collection over %d instances and %d documents: one run %.2f s, peak RSS %s (%s before the run); %d claimed, %d deleted, %d document reads\n",
-		g.Instances, g.Documents, g.Seconds, mib(g.PeakRSSBytes), mib(g.BaselineRSSBytes), g.Claimed, g.Deleted, g.FirestoreReads)
-	r.Hetzner.table(w)
-	r.AWS.table(w)
-}
-
-// poolTable prints the warm-pool phases.
-func (r *results) poolTable(w io.Writer) {
-	pc := r.PoolClaim
-	fmt.Fprintf(w, "\nwarm pool of %d: %d proxies requested at once, %d claimed a warm VM\n", pc.PoolSize, pc.Proxies, pc.Claimed)
-	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintf(tw, "latency (ms)\tp50\tp99\tmax\tn\t\n")
-	for _, row := range []struct {
-		name string
-		l    latency
-	}{{"POST → Ready, claimed from the pool", pc.ReadyMs}, {"POST → Ready, cold (zone " + r.Cold.Zone + ")", r.Cold.ReadyMs}, {"PATCH → Ready, new generation", r.Reconfigure.ReadyMs}} {
-		fmt.Fprintf(tw, "%s\t%.0f\t%.0f\t%.0f\t%d\t\n", row.name, row.l.P50, row.l.P99, row.l.Max, row.l.N)
-	}
-	tw.Flush()
-	tw = tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
-	fmt.Fprintf(tw, "per claimed lifecycle, refill included\tmeasured\tfloor\tratio\t\n")
-	for _, k := range lifecycleOrder {
-		m := pc.Lifecycle[k]
-		ratio := "–"
-		if m.Ratio != nil {
-			ratio = fmt.Sprintf("%.2f", *m.Ratio)
-		}
-		fmt.Fprintf(tw, "%s\t%.2f\t%g\t%s\t\n", k, m.Measured, m.Floor, ratio)
-	}
-	tw.Flush()
-	fmt.Fprintln(w)
-}
-
 // write writes the results as JSON to path.
 func (r *results) write(path string) error {
 	raw, err := json.MarshalIndent(r, "", "  ")
@@ -389,6 +402,9 @@ func (r *results) write(path string) error {
 
 // summarize gives the percentiles of a sample.
 func summarize(ds []time.Duration) latency {
+	if len(ds) == 0 {
+		return latency{}
+	}
 	return latency{P50: ms(percentile(ds, 50)), P99: ms(percentile(ds, 99)), Max: ms(slices.Max(ds)), N: len(ds)}
 }
 
@@ -415,119 +431,3 @@ func dur(msec float64) string {
 }
 
 func mib(b int64) string { return fmt.Sprintf("%.0f MiB", float64(b)/(1<<20)) }
-
-// The benchmark's targets. Counts do not depend on how busy the machine
-// is, so `make test`, which runs the benchmark small, holds a run to them;
-// times do, so only `make bench` holds a run to those, and reports them
-// either way.
-const (
-	// maxCountRatio is how far above its floor a lifecycle's count may be.
-	maxCountRatio = 1.5
-	// maxFunctionSecondsRatio is how far above its floor the billed
-	// function-seconds of a lifecycle may be: each invocation's latency
-	// rounded up to 100 ms.
-	maxFunctionSecondsRatio = 1.5
-	// maxReadyLatencyMs is the p99 from a VM's call-home to the API showing
-	// Ready: one Pub/Sub message, one Reconcile, one Get, one write.
-	maxReadyLatencyMs = 2000
-	// maxSecondsAfterLastBoot is how long after the last VM's boot the bulk
-	// phase's proxies may all be Ready.
-	maxSecondsAfterLastBoot = 30
-	// maxClaimRatio is how far above its floor a claimed lifecycle's
-	// figure may be.
-	maxClaimRatio = 1.25
-	// maxClaimP50Ms and maxClaimP99Ms bound POST → Ready of a proxy that
-	// claims a warm VM: a claim, a Reconfigure the VM applies in about a
-	// second, its call-home. maxReconfigureP99Ms bounds PATCH → Ready.
-	maxClaimP50Ms       = 3000
-	maxClaimP99Ms       = 5000
-	maxReconfigureP99Ms = 5000
-)
-
-// claimCountsMissed says which count targets the claim phase missed: every
-// proxy claimed a warm VM, and each count of a claimed lifecycle is within
-// maxClaimRatio of its floor; every cold proxy took its whole boot (one
-// that did not was served by a pool it should not match); every phase
-// measured each of its proxies. Function-seconds are a time
-// (claimTimesMissed).
-func (r *results) claimCountsMissed(s settings) []string {
-	var out []string
-	pc := r.PoolClaim
-	if pc.Claimed != s.pool {
-		out = append(out, fmt.Sprintf("poolClaim: %d of %d proxies claimed a warm VM", pc.Claimed, s.pool))
-	}
-	for _, k := range lifecycleOrder {
-		if k == "functionSeconds" {
-			continue
-		}
-		if m := pc.Lifecycle[k]; m.Ratio == nil || *m.Ratio > maxClaimRatio {
-			out = append(out, fmt.Sprintf("poolClaim.lifecycle %s: measured %v against a floor of %v, want at most %g times it", k, m.Measured, m.Floor, maxClaimRatio))
-		}
-	}
-	if boot := ms(s.boot()); r.Cold.ReadyMs.P50 < boot {
-		out = append(out, fmt.Sprintf("cold POST → Ready p50 %v ms, want at least the boot, %v ms", r.Cold.ReadyMs.P50, boot))
-	}
-	if pc.ReadyMs.N != s.pool || r.Cold.ReadyMs.N != s.pool || r.Reconfigure.ReadyMs.N != s.pool {
-		out = append(out, fmt.Sprintf("%d claimed, %d cold and %d reconfigured proxies Ready, want %d of each", pc.ReadyMs.N, r.Cold.ReadyMs.N, r.Reconfigure.ReadyMs.N, s.pool))
-	}
-	return out
-}
-
-// claimTimesMissed says which time targets the pool phases missed.
-func (r *results) claimTimesMissed() []string {
-	var out []string
-	pc := r.PoolClaim
-	if pc.ReadyMs.P50 > maxClaimP50Ms || pc.ReadyMs.P99 > maxClaimP99Ms {
-		out = append(out, fmt.Sprintf("poolClaim POST → Ready p50 %v ms and p99 %v ms, want at most %d and %d", pc.ReadyMs.P50, pc.ReadyMs.P99, maxClaimP50Ms, maxClaimP99Ms))
-	}
-	if p := r.Reconfigure.ReadyMs.P99; p > maxReconfigureP99Ms {
-		out = append(out, fmt.Sprintf("reconfigure PATCH → Ready p99 %v ms, want at most %d", p, maxReconfigureP99Ms))
-	}
-	if m := pc.Lifecycle["functionSeconds"]; m.Ratio == nil || *m.Ratio > maxClaimRatio {
-		out = append(out, fmt.Sprintf("poolClaim.lifecycle functionSeconds: measured %v against a floor of %v, want at most %g times it", m.Measured, m.Floor, maxClaimRatio))
-	}
-	return out
-}
-
-// countsMissed says which count targets a run missed: a lifecycle makes
-// exactly one Create and one Delete, and no more than maxCountRatio times
-// the floor of status writes, Gets, invocations, document reads and writes;
-// every phase measured what it should; the collection deleted exactly the
-// orphans.
-func (r *results) countsMissed(s settings) []string {
-	var out []string
-	for _, k := range []string{"providerCreate", "providerDelete"} {
-		if m := r.Lifecycle[k]; m.Measured != 1 {
-			out = append(out, fmt.Sprintf("lifecycle %s = %v, want exactly 1", k, m.Measured))
-		}
-	}
-	for _, k := range []string{"statusWrites", "providerGet", "invocations", "firestoreWrites", "firestoreReads"} {
-		if m := r.Lifecycle[k]; m.Ratio == nil || *m.Ratio < 1 || *m.Ratio > maxCountRatio {
-			out = append(out, fmt.Sprintf("lifecycle %s: measured %v against a floor of %v, want 1 to %g times it", k, m.Measured, m.Floor, maxCountRatio))
-		}
-	}
-	if r.ReadyLatencyMs.N != s.lifecycles || r.DeleteLatencyMs.N != s.lifecycles {
-		out = append(out, fmt.Sprintf("%d Ready and %d deleted lifecycles, want %d of each", r.ReadyLatencyMs.N, r.DeleteLatencyMs.N, s.lifecycles))
-	}
-	if r.GC.Deleted != gcOrphans(s.gc) || r.GC.FirestoreReads < int64(s.gc) {
-		out = append(out, fmt.Sprintf("garbage collection deleted %d and read %d documents, want %d deleted and every one of %d documents read",
-			r.GC.Deleted, r.GC.FirestoreReads, gcOrphans(s.gc), s.gc))
-	}
-	return append(out, r.claimCountsMissed(s)...)
-}
-
-// timesMissed says which time targets a run missed. Only `make bench`
-// holds a run to them: on a busy machine every one of them grows.
-func (r *results) timesMissed() []string {
-	var out []string
-	if m := r.Lifecycle["functionSeconds"]; m.Ratio == nil || *m.Ratio > maxFunctionSecondsRatio {
-		out = append(out, fmt.Sprintf("lifecycle functionSeconds: measured %v against a floor of %v, want at most %g times it", m.Measured, m.Floor, maxFunctionSecondsRatio))
-	}
-	if p := r.ReadyLatencyMs.P99; p > maxReadyLatencyMs {
-		out = append(out, fmt.Sprintf("VM ready → API shows Ready p99 %v ms, want at most %d", p, maxReadyLatencyMs))
-	}
-	if sec := r.BulkProduction.SecondsAfterLastBoot; sec > maxSecondsAfterLastBoot {
-		out = append(out, fmt.Sprintf("bulk phase all Ready %v s after the last boot, want at most %d", sec, maxSecondsAfterLastBoot))
-	}
-	return append(out, r.claimTimesMissed()...)
-}

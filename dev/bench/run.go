@@ -19,8 +19,8 @@ import (
 // Projects of the benchmark on the stack's emulators: one for the stack,
 // one for the garbage-collection run, so neither sees the other's documents.
 const (
-	stackProject = "demo-bench"
-	gcProject    = "demo-bench-gc"
+	stackProject    = "demo-bench"
+	gcProjectPrefix = "demo-bench-gc"
 )
 
 // bench is a running benchmark: the stack, and what watches it.
@@ -31,6 +31,7 @@ type bench struct {
 	api   *api
 	lines *stackLog
 	dir   string
+	cpu   cpuMeter
 }
 
 // run starts the stack, runs the phases and returns the results. The
@@ -47,13 +48,19 @@ func run(ctx context.Context, s settings, log *slog.Logger) (*results, error) {
 	defer stackLog.Close()
 	failed := true
 	defer func() {
-		if failed {
+		switch {
+		case failed:
 			log.Error("the stack's log is kept", "path", stackLog.Name())
-			return
+		case s.keep:
+			log.Info("the stack's and the collector's logs are kept", "dir", dir)
+		default:
+			os.RemoveAll(dir)
 		}
-		os.RemoveAll(dir)
 	}()
 
+	// The run's time counts from here: the stack's build, its start, and
+	// the namespaces are its "start" phase.
+	begun := time.Now()
 	log.Info("building the local stack")
 	bin, err := stack.Build(ctx, dir)
 	if err != nil {
@@ -61,13 +68,15 @@ func run(ctx context.Context, s settings, log *slog.Logger) (*results, error) {
 	}
 	logw := &syncWriter{w: stackLog}
 	b := &bench{s: s, log: log, dir: dir, lines: newStackLog(logw)}
-	begun := time.Now()
 	b.stack, err = stack.Start(ctx, bin, stack.Options{Project: stackProject, Env: s.stackEnv(), Stdout: b.lines, Stderr: logw})
 	if err != nil {
 		return nil, err
 	}
 	defer b.stack.Stop(30 * time.Second)
 	log.Info("local stack ready", "after", time.Since(begun).Round(time.Millisecond), "url", b.stack.URL)
+	if b.cpu, err = newCPUMeter(b.stack.Pid()); err != nil {
+		return nil, fmt.Errorf("finding the local stack's emulators, whose CPU time the phases report apart: %w", err)
+	}
 	if b.api, err = newAPI(b.stack.URL, s.concurrency); err != nil {
 		return nil, err
 	}
@@ -80,26 +89,35 @@ func run(ctx context.Context, s settings, log *slog.Logger) (*results, error) {
 	if err := b.quiet(ctx); err != nil {
 		return nil, err
 	}
-	log.Info("lifecycle phase", "proxies", s.lifecycles)
-	if err := b.lifecycle(ctx, r); err != nil {
-		return nil, fmt.Errorf("lifecycle phase: %w", err)
+	r.phase("start", time.Since(begun))
+	if s.warmup {
+		log.Info("warm-up", "proxies", s.lifecycles)
+		t := time.Now()
+		if err := b.warmUp(ctx, r); err != nil {
+			return nil, fmt.Errorf("warming the emulators up: %w", err)
+		}
+		r.phase("warmup", time.Since(t))
 	}
-	log.Info("bulk phase", "proxies", s.bulk, "concurrency", s.concurrency)
-	if err := b.bulk(ctx, r); err != nil {
-		return nil, fmt.Errorf("bulk phase: %w", err)
-	}
-	log.Info("garbage-collection phase", "instances", s.gc, "documents", s.gc)
-	if err := b.collect(ctx, r); err != nil {
-		return nil, fmt.Errorf("garbage-collection phase: %w", err)
-	}
-	// Last: once the pool exists, it serves the other phases' spec.
-	log.Info("warm pool phases", "pool", s.pool)
-	if err := b.poolPhases(ctx, r); err != nil {
-		return nil, err
-	}
-	log.Info("hetzner phase", "lifecycles", s.lifecycles)
-	if r.Hetzner, err = hetznerPhase(ctx, s.lifecycles); err != nil {
-		return nil, fmt.Errorf("hetzner phase: %w", err)
+	for _, ph := range []struct {
+		name string
+		run  func(context.Context, *results) error
+	}{
+		// The pool phases after the lifecycle and bulk phases: once the
+		// pool exists, it serves their spec. The collector last: its
+		// hundred thousand documents would weigh on the emulator every
+		// later phase talks to.
+		{phaseLifecycle, b.lifecycle}, {phaseBulk, b.bulkAtEachSize}, {phasePool, b.poolPhases}, {phaseHetzner, b.hetzner}, {phaseAWS, b.aws}, {phaseGC, b.collect},
+	} {
+		if !s.runs(ph.name) {
+			continue
+		}
+		log.Info("phase", "phase", ph.name)
+		t := time.Now()
+		if err := ph.run(ctx, r); err != nil {
+			return nil, fmt.Errorf("%s phase: %w", ph.name, err)
+		}
+		r.phase(ph.name, time.Since(t))
+		log.Info("phase done", "phase", ph.name, "seconds", round(time.Since(t).Seconds(), 1))
 	}
 	log.Info("aws phase", "lifecycles", s.lifecycles)
 	if r.AWS, err = awsPhase(ctx, s.lifecycles); err != nil {
@@ -108,6 +126,7 @@ func run(ctx context.Context, s settings, log *slog.Logger) (*results, error) {
 	if err := b.stack.Stop(30 * time.Second); err != nil {
 		return nil, fmt.Errorf("stopping the stack: %w", err)
 	}
+	r.TotalSeconds = round(time.Since(begun).Seconds(), 1)
 	failed = false
 	return r, nil
 }
@@ -142,14 +161,27 @@ func (b *bench) quietAfter(ctx context.Context, since tally, atLeast int) error 
 // default caller, an admin. The benchmark acts as that admin throughout.
 func (b *bench) namespaces(ctx context.Context) error {
 	var names []string
-	for i := range b.s.lifecycles {
-		names = append(names, lifecycleNamespace(i))
+	if b.s.warmup {
+		for i := range b.s.lifecycles {
+			names = append(names, warmUpNamespace(i))
+		}
 	}
-	for i := range bulkNamespaces(b.s.bulk) {
-		names = append(names, bulkNamespace(i))
+	if b.s.runs(phaseLifecycle) {
+		for i := range b.s.lifecycles {
+			names = append(names, lifecycleNamespace(i))
+		}
 	}
-	for i := range b.s.pool {
-		names = append(names, coldNamespace(i), claimNamespace(i))
+	if b.s.runs(phaseBulk) {
+		for _, n := range b.s.bulkSizes() {
+			for i := range bulkNamespaces(n) {
+				names = append(names, bulkNamespace(n, i))
+			}
+		}
+	}
+	if b.s.runs(phasePool) {
+		for i := range b.s.pool {
+			names = append(names, coldNamespace(i), claimNamespace(i))
+		}
 	}
 	_, err := parallel(ctx, len(names), b.s.concurrency, func(i int) error {
 		_, created, err := b.api.CreateNamespace(ctx, names[i], nil, nil)
@@ -162,7 +194,10 @@ func (b *bench) namespaces(ctx context.Context) error {
 }
 
 func lifecycleNamespace(i int) string { return fmt.Sprintf("life-%03d", i) }
-func bulkNamespace(i int) string      { return fmt.Sprintf("bulk-%03d", i) }
+
+// bulkNamespace is the i-th namespace of the bulk phase of n proxies: each
+// size its own, so that no document path is Ready or gone twice.
+func bulkNamespace(n, i int) string { return fmt.Sprintf("bulk%d-%03d", n, i) }
 
 // bulkNamespaces is how many namespaces of twenty (the default quota) the
 // bulk phase spreads n proxies over.
@@ -172,31 +207,61 @@ func bulkNamespaces(n int) int { return (n + 19) / 20 }
 // namespace of its own so that no two share a quota counter, from create
 // to gone.
 func (b *bench) lifecycle(ctx context.Context, r *results) error {
-	n := b.s.lifecycles
-	keys := make([]proxy.Key, n)
-	for i := range keys {
-		keys[i] = proxy.Key{Namespace: lifecycleNamespace(i), Name: "proxy"}
+	m, err := b.lifecycles(ctx, lifecycleNamespace)
+	if err != nil {
+		return err
 	}
+	n := b.s.lifecycles
+	r.lifecycle(b.s, m.usage, n)
+	r.LifecycleCPU = m.cpu.per(n)
+	r.ReadyLatencyMs = summarize(m.readyLag)
+	r.ReadySplitMs = readySplit{Delivery: summarize(m.delivery), Run: summarize(m.run)}
+	r.DeleteLatencyMs = summarize(m.deleteLag)
+	return nil
+}
+
+// lifecyclesRun is what s.lifecycles lifecycles at once measured.
+type lifecyclesRun struct {
+	usage tally
+	cpu   cpuUse
+	// readyLag is from each VM ready to its proxy Ready, split at the
+	// start of the call-home's run: delivery before it (the VM's publish,
+	// the Pub/Sub emulator's push, the relay), run the run itself.
+	readyLag, delivery, run []time.Duration
+	// deleteLag is from each DELETE to the proxy gone.
+	deleteLag []time.Duration
+}
+
+// lifecycles runs s.lifecycles proxies at once, each in a namespace of its
+// own (namespace(i)), from create to Ready to gone, and waits for every
+// invocation the floor counts and then for quiet, so that nothing of them
+// runs after.
+func (b *bench) lifecycles(ctx context.Context, namespace func(int) string) (lifecyclesRun, error) {
+	n := b.s.lifecycles
 	before := b.lines.snapshot()
-	uids := make([]string, n)
-	if _, err := parallel(ctx, n, n, func(i int) error {
-		var err error
-		uids[i], err = b.api.create(ctx, keys[i])
-		return err
-	}); err != nil {
-		return err
+	cpuBefore, err := b.cpu.read()
+	if err != nil {
+		return lifecyclesRun{}, err
+	}
+	keys, uids, err := b.createOneEach(ctx, n, namespace)
+	if err != nil {
+		return lifecyclesRun{}, err
 	}
 	readyAt, err := b.lines.await(ctx, ready, paths(keys), 5*time.Minute+2*b.s.boot())
 	if err != nil {
-		return err
+		return lifecyclesRun{}, err
 	}
 	booted, err := b.bootedAt(ctx, uids, keys)
 	if err != nil {
-		return err
+		return lifecyclesRun{}, err
 	}
-	readyLag := make([]time.Duration, n)
+	var m lifecyclesRun
+	runs := b.lines.callHomeRuns(paths(keys))
 	for i := range uids {
-		readyLag[i] = readyAt[i].Sub(booted[i])
+		m.readyLag = append(m.readyLag, readyAt[i].Sub(booted[i]))
+		if !runs[i].start.IsZero() { // else made Ready by another run
+			m.delivery, m.run = append(m.delivery, runs[i].start.Sub(booted[i])), append(m.run, runs[i].took)
+		}
 	}
 
 	sent := make([]time.Time, n)
@@ -204,119 +269,202 @@ func (b *bench) lifecycle(ctx context.Context, r *results) error {
 		sent[i] = time.Now()
 		return b.api.delete(ctx, keys[i])
 	}); err != nil {
-		return err
+		return lifecyclesRun{}, err
 	}
 	goneAt, err := b.lines.await(ctx, gone, paths(keys), 5*time.Minute)
 	if err != nil {
-		return err
+		return lifecyclesRun{}, err
 	}
-	deleteLag := make([]time.Duration, n)
 	for i := range goneAt {
-		deleteLag[i] = goneAt[i].Sub(sent[i])
+		m.deleteLag = append(m.deleteLag, goneAt[i].Sub(sent[i]))
 	}
 	// The document's deletion still brings its Reconcile after the proxy is
 	// gone: wait for the floor's invocations, then for quiet.
 	if err := b.quietAfter(ctx, before, floorInvocations*n); err != nil {
-		return err
+		return lifecyclesRun{}, err
 	}
-	r.lifecycle(b.s, b.lines.snapshot().minus(before), n)
-	r.ReadyLatencyMs = summarize(readyLag)
-	r.DeleteLatencyMs = summarize(deleteLag)
+	cpuAfter, err := b.cpu.read()
+	if err != nil {
+		return lifecyclesRun{}, err
+	}
+	m.usage, m.cpu = b.lines.snapshot().minus(before), cpuAfter.minus(cpuBefore)
+	return m, nil
+}
+
+// createOneEach creates a proxy named proxy in each of n namespaces,
+// namespace(0)…, all at once, and returns their keys and uids.
+func (b *bench) createOneEach(ctx context.Context, n int, namespace func(int) string) ([]proxy.Key, []string, error) {
+	keys, uids := make([]proxy.Key, n), make([]string, n)
+	for i := range keys {
+		keys[i] = proxy.Key{Namespace: namespace(i), Name: "proxy"}
+	}
+	_, err := parallel(ctx, n, n, func(i int) error {
+		var err error
+		uids[i], err = b.api.create(ctx, keys[i])
+		return err
+	})
+	return keys, uids, err
+}
+
+// bulkAtEachSize runs the bulk phase at each of s.bulkSizes(), the largest
+// last: its figures are the phase's (bulk1000), and each size is a row of
+// the scaling table.
+func (b *bench) bulkAtEachSize(ctx context.Context, r *results) error {
+	for _, n := range b.s.bulkSizes() {
+		// As many clients for each namespace at every size (the largest
+		// size's -concurrency over its namespaces): a smaller size at the
+		// same -concurrency would put more creates on each namespace's
+		// counter at once, and measure their queue, not the fleet.
+		clients := max(1, b.s.concurrency*n/b.s.bulk)
+		run, err := b.bulk(ctx, n, clients)
+		if err != nil {
+			return fmt.Errorf("%d proxies: %w", n, err)
+		}
+		b.log.Info("bulk", "proxies", n, "seconds", run.result.Seconds, "cpuMsPerProxy", run.scale.CPUMicrosecondsPerItem/1000,
+			"bytesPerProxy", run.scale.BytesPerItem, "functionSecondsPerProxy", run.scale.FunctionSecondsPerItem)
+		r.Bulk, r.BulkProduction, r.API = run.result, run.production, run.api
+		r.Scaling.Bulk = append(r.Scaling.Bulk, run.scale)
+	}
 	return nil
 }
 
-// bulk runs the bulk phase: s.bulk proxies requested at once.
-func (b *bench) bulk(ctx context.Context, r *results) error {
-	n := b.s.bulk
+// bulkRun is what one bulk run measured.
+type bulkRun struct {
+	result     bulkResult
+	production bulkProduction
+	api        apiResult
+	scale      scaleRow
+}
+
+// bulk runs the bulk phase once: n proxies requested at once by clients
+// clients.
+func (b *bench) bulk(ctx context.Context, n, clients int) (bulkRun, error) {
 	keys := make([]proxy.Key, n)
 	namespaces := bulkNamespaces(n)
 	for i := range keys {
 		// Twenty a namespace, the default quota, and one request after
 		// another to a different namespace, as many teams asking at once
 		// would.
-		keys[i] = proxy.Key{Namespace: bulkNamespace(i % namespaces), Name: fmt.Sprintf("proxy-%02d", i/namespaces)}
+		keys[i] = proxy.Key{Namespace: bulkNamespace(n, i%namespaces), Name: fmt.Sprintf("proxy-%02d", i/namespaces)}
 	}
-	if err := resetPeakRSS(b.stack.Pid()); err != nil {
-		return err
+	pid := b.stack.Pid()
+	// The functions process's memory from what it holds live, so that
+	// what the phase adds is the phase's, not room an earlier phase left.
+	if err := b.api.freeMemory(ctx); err != nil {
+		return bulkRun{}, err
+	}
+	baseline, err := procBytes(pid, "VmRSS")
+	if err != nil {
+		return bulkRun{}, err
+	}
+	if err := resetPeakRSS(pid); err != nil {
+		return bulkRun{}, err
+	}
+	cpuStart, err := cpuTime(pid)
+	if err != nil {
+		return bulkRun{}, err
 	}
 	before := b.lines.snapshot()
 	start := time.Now()
 	uids := make([]string, n)
-	creates, err := parallel(ctx, n, b.s.concurrency, func(i int) error {
+	creates, err := parallel(ctx, n, clients, func(i int) error {
 		var err error
 		uids[i], err = b.api.create(ctx, keys[i])
 		return err
 	})
 	if err != nil {
-		return err
+		return bulkRun{}, err
 	}
 	requested := time.Since(start)
 	readyAt, err := b.lines.await(ctx, ready, paths(keys), 5*time.Minute)
 	if err != nil {
-		return err
+		return bulkRun{}, err
 	}
 	lastReady := slices.MaxFunc(readyAt, time.Time.Compare)
 	allReady := lastReady.Sub(start)
 	booted, err := b.bootedAt(ctx, uids, keys)
 	if err != nil {
-		return err
+		return bulkRun{}, err
 	}
 	lastBoot := slices.MaxFunc(booted, time.Time.Compare)
-	peak, err := procBytes(b.stack.Pid(), "VmHWM")
+	peak, err := procBytes(pid, "VmHWM")
 	if err != nil {
-		return err
+		return bulkRun{}, err
 	}
 	if err := b.quiet(ctx); err != nil {
-		return err
+		return bulkRun{}, err
 	}
 	converged := b.lines.snapshot()
-
-	gets, err := parallel(ctx, n, b.s.concurrency, func(i int) error { return b.api.get(ctx, keys[i]) })
+	cpuConverged, err := cpuTime(pid)
 	if err != nil {
-		return err
+		return bulkRun{}, err
+	}
+
+	gets, err := parallel(ctx, n, clients, func(i int) error { return b.api.get(ctx, keys[i]) })
+	if err != nil {
+		return bulkRun{}, err
 	}
 	if err := b.quiet(ctx); err != nil {
-		return err
+		return bulkRun{}, err
 	}
 	afterGets := b.lines.snapshot()
+	cpuAfterGets, err := cpuTime(pid)
+	if err != nil {
+		return bulkRun{}, err
+	}
 
 	deleteStart := time.Now()
-	if _, err := parallel(ctx, n, b.s.concurrency, func(i int) error { return b.api.delete(ctx, keys[i]) }); err != nil {
-		return err
+	if _, err := parallel(ctx, n, clients, func(i int) error { return b.api.delete(ctx, keys[i]) }); err != nil {
+		return bulkRun{}, err
 	}
 	goneAt, err := b.lines.await(ctx, gone, paths(keys), 5*time.Minute)
 	if err != nil {
-		return err
+		return bulkRun{}, err
 	}
 	allGone := slices.MaxFunc(goneAt, time.Time.Compare).Sub(deleteStart)
 	if err := b.quiet(ctx); err != nil {
-		return err
+		return bulkRun{}, err
+	}
+	cpuEnd, err := cpuTime(pid)
+	if err != nil {
+		return bulkRun{}, err
 	}
 	// What the proxies cost, without the gets the benchmark made.
 	cost := converged.minus(before).plus(b.lines.snapshot().minus(afterGets))
+	cpu := (cpuConverged - cpuStart) + (cpuEnd - cpuAfterGets)
 
-	r.Bulk = bulkResult{
-		Proxies:          n,
-		Concurrency:      b.s.concurrency,
-		RequestSeconds:   round(requested.Seconds(), 3),
-		Seconds:          round(allReady.Seconds(), 3),
-		PeakRSSBytes:     peak,
-		DeleteSeconds:    round(allGone.Seconds(), 3),
-		PerProxy:         perProxy(cost, n),
-		ReadyLatencyMs:   summarize(readyAfter(readyAt, start)),
-		InvocationsTotal: cost.total(),
-	}
-	r.BulkProduction = bulkProduction{
-		SecondsAfterLastBoot: round(lastReady.Sub(lastBoot).Seconds(), 3),
-		Concurrency:          deployedScale(),
-	}
-	r.API = apiResult{
-		Concurrency: b.s.concurrency,
-		CreateP50Ms: ms(percentile(creates, 50)), CreateP99Ms: ms(percentile(creates, 99)),
-		GetP50Ms: ms(percentile(gets, 50)), GetP99Ms: ms(percentile(gets, 99)),
-		Requests: n,
-	}
-	return nil
+	return bulkRun{
+		result: bulkResult{
+			Proxies:          n,
+			Concurrency:      clients,
+			RequestSeconds:   round(requested.Seconds(), 3),
+			Seconds:          round(allReady.Seconds(), 3),
+			PeakRSSBytes:     peak,
+			BaselineRSSBytes: baseline,
+			CPUSeconds:       round(cpu.Seconds(), 3),
+			DeleteSeconds:    round(allGone.Seconds(), 3),
+			PerProxy:         perProxy(cost, n),
+			ReadyLatencyMs:   summarize(readyAfter(readyAt, start)),
+			InvocationsTotal: cost.total(),
+		},
+		production: bulkProduction{
+			SecondsAfterLastBoot: round(lastReady.Sub(lastBoot).Seconds(), 3),
+			Concurrency:          deployedScale(),
+		},
+		api: apiResult{
+			Concurrency: clients,
+			CreateP50Ms: ms(percentile(creates, 50)), CreateP99Ms: ms(percentile(creates, 99)),
+			GetP50Ms: ms(percentile(gets, 50)), GetP99Ms: ms(percentile(gets, 99)),
+			Requests: n,
+		},
+		scale: scaleRow{
+			Items:                  n,
+			Seconds:                round(allReady.Seconds(), 3),
+			CPUMicrosecondsPerItem: round(float64(cpu.Microseconds())/float64(n), 1),
+			FunctionSecondsPerItem: round(cost.Billed.Seconds()/float64(n), 3),
+			BytesPerItem:           max(peak-baseline, 0) / int64(n),
+		},
+	}, nil
 }
 
 // bootedAt is when each proxy's VM ended its boot: the mock's CreatedAt

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/egress-proxies/egress/internal/metering"
+	"github.com/egress-proxies/egress/internal/proxy"
 )
 
 // tally is a sum of invocation lines.
@@ -55,6 +56,9 @@ type stackLog struct {
 	reconfiguredAt map[string]time.Time
 	// claims counts the reconciler's "warm VM claimed" lines.
 	claims int
+	// callHomeRun is, by document, the first run a call-home brought (a
+	// Reconcile of trigger "ready"): when it started and how long it took.
+	callHomeRun map[string]invocation
 	// changed is closed and replaced whenever a proxy's time is noted.
 	changed chan struct{}
 }
@@ -67,6 +71,7 @@ func newStackLog(rest io.Writer) *stackLog {
 		readyAt:        map[string]time.Time{},
 		goneAt:         map[string]time.Time{},
 		reconfiguredAt: map[string]time.Time{},
+		callHomeRun:    map[string]invocation{},
 		changed:        make(chan struct{}),
 	}
 }
@@ -121,6 +126,11 @@ func (l *stackLog) take(b []byte) {
 		l.sum.Billed += billed
 		l.sum.BilledByFunction[ln.Function] += billed
 		l.last = time.Now()
+		if ln.Function == "Reconcile" && ln.Trigger == string(proxy.ReasonReady) {
+			if _, seen := l.callHomeRun[ln.Document]; !seen {
+				l.callHomeRun[ln.Document] = invocation{start: ln.Time.Add(-took), took: took}
+			}
+		}
 	case "proxy ready":
 		if _, seen := l.readyAt[ln.Document]; !seen {
 			l.readyAt[ln.Document] = ln.Time
@@ -143,6 +153,24 @@ func (l *stackLog) take(b []byte) {
 func (l *stackLog) notify() {
 	close(l.changed)
 	l.changed = make(chan struct{})
+}
+
+// invocation is one run of a function: when it started, and how long it took.
+type invocation struct {
+	start time.Time
+	took  time.Duration
+}
+
+// callHomeRuns returns the first call-home run of each document of paths
+// (a zero run for one that had none).
+func (l *stackLog) callHomeRuns(paths []string) []invocation {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	out := make([]invocation, len(paths))
+	for i, p := range paths {
+		out[i] = l.callHomeRun[p]
+	}
+	return out
 }
 
 // snapshot returns the sum of the invocations so far.

@@ -75,6 +75,7 @@ func TestEndToEnd(t *testing.T) {
 		t.Errorf("proxyURL %q: a password of %d characters, want at least 22 (128 bits)", ready.Status.ProxyURL, len(pass))
 	}
 	t.Run("ServesThroughTheProxy", func(t *testing.T) { s.serveThroughTheProxy(t, ready) })
+	t.Run("NoCredentialInClear", func(t *testing.T) { s.noCredentialInClear(t, ready) })
 	// The same POST again: 200 and the same uid.
 	code, again := s.post(t, "demo", "first")
 	if code != http.StatusOK || again.UID != first.UID {

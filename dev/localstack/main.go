@@ -10,7 +10,11 @@
 // registered function when no target is set, and the mock provider's VMs at
 // /debug/instances, which exists only here: GET lists the VMs and static
 // addresses, DELETE /debug/instances?id=ID loses a VM as a hand in the console
-// would.
+// would. Also only here, for the benchmark and for a developer's profile:
+// the process's profiles at /debug/pprof/ (go tool pprof
+// http://localhost:8080/debug/pprof/profile), and POST /debug/memory, which
+// collects the garbage and returns the free memory to the system, so that
+// what a phase adds to the resident size is what the phase holds.
 //
 // Its configuration is the functions' own (internal/app's table of
 // variables, documented in docs/reference/configuration.md), with the local stack's defaults
@@ -27,8 +31,11 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/pprof"
 	"os"
 	"os/signal"
+	"runtime"
+	"runtime/debug"
 	"syscall"
 	"time"
 
@@ -177,9 +184,12 @@ func run(ctx context.Context, log *slog.Logger) error {
 func register(ctx context.Context, a *app.App) error {
 	api := capped(app.Deployed[app.ProxyAPI].InFlight())
 	for path, h := range map[string]http.HandlerFunc{
-		"/":                api.http(a.ProxyAPI().ServeHTTP),
-		"/ProxyAPI":        api.http(a.ProxyAPI().ServeHTTP),
-		"/debug/instances": debugInstances(a).ServeHTTP,
+		"/":                    api.http(a.ProxyAPI().ServeHTTP),
+		"/ProxyAPI":            api.http(a.ProxyAPI().ServeHTTP),
+		"/debug/instances":     debugInstances(a).ServeHTTP,
+		"/debug/pprof/":        pprof.Index,
+		"/debug/pprof/profile": pprof.Profile,
+		"/debug/memory":        freeMemory,
 	} {
 		if err := funcframework.RegisterHTTPFunctionContext(ctx, path, h); err != nil {
 			return err
@@ -259,6 +269,21 @@ func debugInstances(a *app.App) http.Handler {
 			http.Error(w, "GET /debug/instances or DELETE /debug/instances?id=ID", http.StatusMethodNotAllowed)
 		}
 	})
+}
+
+// freeMemory, on POST, collects the garbage and returns the free memory to
+// the system, and answers the resident size it leaves.
+func freeMemory(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodPost {
+		w.Header().Set("Allow", "POST")
+		http.Error(w, "POST /debug/memory", http.StatusMethodNotAllowed)
+		return
+	}
+	debug.FreeOSMemory()
+	var m runtime.MemStats
+	runtime.ReadMemStats(&m)
+	w.Header().Set("Content-Type", "application/json")
+	_ = json.NewEncoder(w).Encode(map[string]uint64{"heapInuseBytes": m.HeapInuse, "heapReleasedBytes": m.HeapReleased})
 }
 
 // instanceView is provider.Instance as /debug/instances shows it.

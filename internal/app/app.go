@@ -28,6 +28,7 @@ import (
 	"cloud.google.com/go/pubsub/v2"
 
 	"github.com/egress-proxies/egress/internal/bootstrap"
+	"github.com/egress-proxies/egress/internal/callhome"
 	"github.com/egress-proxies/egress/internal/clock"
 	"github.com/egress-proxies/egress/internal/gc"
 	"github.com/egress-proxies/egress/internal/logging"
@@ -36,8 +37,10 @@ import (
 	"github.com/egress-proxies/egress/internal/proxy"
 	"github.com/egress-proxies/egress/internal/queue"
 	"github.com/egress-proxies/egress/internal/reconcile"
+	"github.com/egress-proxies/egress/internal/sealing"
 	"github.com/egress-proxies/egress/internal/store"
 	"github.com/egress-proxies/egress/internal/vm/vmconfig"
+	"github.com/egress-proxies/egress/internal/vmidentity"
 )
 
 // Options change what New builds, for the local stack, tests and the
@@ -88,6 +91,12 @@ type App struct {
 	// tests of the federation.
 	idTokens func(ctx context.Context, audience string) (oauth2.TokenSource, error)
 	store    *store.Store
+	// issuer signs the identity tokens of a linked provider's VMs (the
+	// mock's, locally) as Google's metadata server signs a real VM's; nil
+	// in the deployed functions, which trust Google's keys alone.
+	issuer *vmidentity.Issuer
+	// callhomes checks and handles the VMs' messages on proxy-callhome.
+	callhomes *callhome.Handler
 
 	api        http.Handler
 	reconciler *reconcile.Reconciler
@@ -121,6 +130,11 @@ func New(ctx context.Context, getenv Getenv, opts Options) (*App, error) {
 	}
 	a := &App{Config: cfg}
 	a.Log = newLogger(cfg, opts.LogOutput)
+	if len(opts.Linked) > 0 {
+		if a.issuer, err = vmidentity.NewIssuer(); err != nil {
+			return nil, err
+		}
+	}
 	if err := a.dial(ctx); err != nil {
 		a.Close()
 		return nil, err
@@ -143,6 +157,10 @@ func New(ctx context.Context, getenv Getenv, opts Options) (*App, error) {
 	if cfg.serves(Reconcile) {
 		a.reconciler = reconcile.New(a.store, a.Providers, a.publisher, a.secrets, now, a.Log, a.reconcileOptions())
 		a.pools = pools.New(a.store, now, a.Log)
+		if a.callhomes, err = a.callHomeHandler(ctx, now); err != nil {
+			a.Close()
+			return nil, err
+		}
 	}
 	if cfg.serves(CollectGarbage) {
 		a.collector = gc.New(a.Providers, a.store, a.publisher, now, a.Log, a.gcOptions())
@@ -158,7 +176,15 @@ func New(ctx context.Context, getenv Getenv, opts Options) (*App, error) {
 // an admin's by default: only Terraform's not setting it kept it off.
 func onCloudRun(getenv Getenv, cfg Config) error {
 	service := getenv("K_SERVICE")
-	if service == "" || cfg.API.LocalIdentity == "" {
+	if service == "" {
+		return nil
+	}
+	// The local key is in this source: a password sealed with it is
+	// sealed for no one.
+	if (cfg.serves(ProxyAPI) || cfg.serves(Reconcile)) && cfg.CredentialsKey == sealing.LocalKEKName {
+		return fmt.Errorf("config: CREDENTIALS_KEY=%s is set on Cloud Run (K_SERVICE=%q): the local key is no secret; set it to the deployment's Cloud KMS key (Terraform does)", sealing.LocalKEKName, service)
+	}
+	if cfg.API.LocalIdentity == "" {
 		return nil
 	}
 	return fmt.Errorf("config: LOCAL_IDENTITY=%q is set on Cloud Run (K_SERVICE=%q): it would make every request without a token %s's; unset it (only the local stack sets it)",
@@ -175,9 +201,21 @@ func (a *App) dial(ctx context.Context) error {
 	if a.firestore, err = firestore.NewClient(ctx, a.Config.Project); err != nil {
 		return fmt.Errorf("firestore client for project %s: %w", a.Config.Project, err)
 	}
+	// The credentials' keys, for the two functions that read and write
+	// them; the collector reads none.
+	var sealer store.Sealer
+	if a.Config.serves(ProxyAPI) || a.Config.serves(Reconcile) {
+		kek := sealing.LocalKEK()
+		if a.Config.CredentialsKey != sealing.LocalKEKName {
+			if kek, err = sealing.KMS(ctx, a.Config.CredentialsKey); err != nil {
+				return err
+			}
+		}
+		sealer = sealing.NewKeyring(kek, sealing.Firestore{Client: a.firestore})
+	}
 	// One store per process, so that the transactions it queues per
 	// namespace are queued across all the functions of the process.
-	a.store = store.New(a.firestore)
+	a.store = store.New(a.firestore, sealer)
 	if a.Config.serves(Reconcile) || a.Config.serves(CollectGarbage) {
 		if a.pubsub, err = pubsub.NewClient(ctx, a.Config.Project); err != nil {
 			return fmt.Errorf("pubsub client for project %s: %w", a.Config.Project, err)

@@ -47,6 +47,9 @@ type Config struct {
 	GCP  gcp.Config
 	// GCPPolicy is what the operator allows of the gcp provider.
 	GCPPolicy gcp.Policy
+	// CredentialsKey names the key-encryption key of the proxies'
+	// credentials: a Cloud KMS key, or sealing.LocalKEKName.
+	CredentialsKey string
 	// Hetzner is the hetzner provider's part, read only when PROVIDERS
 	// names it; HetznerPolicy is what the operator allows of it.
 	Hetzner       HetznerConfig

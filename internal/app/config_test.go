@@ -34,7 +34,8 @@ func defaults() app.Config {
 		Project:   "demo-x",
 		Providers: []string{"gcp"}, DefaultProvider: "gcp",
 		LogLevel: slog.LevelInfo, LogFormat: "json",
-		Deployment: "egress",
+		Deployment:     "egress",
+		CredentialsKey: "local",
 		API: app.APIConfig{Quota: 20, CreatesPerHour: 60, RotateMinInterval: 10 * time.Minute, Policy: proxy.Policy{MinPrefixIPv4: 8, MinPrefixIPv6: 32,
 			ProxyPorts: []proxy.PortRange{{First: 3128, Last: 3128}}, FirewallSourceRanges: []netip.Prefix{netip.MustParsePrefix("0.0.0.0/0"), netip.MustParsePrefix("::/0")}}},
 		Reconcile: reconcile.Options{WaitBudget: time.Minute, InitialBackoff: 2 * time.Second, MaxBackoff: 10 * time.Second,
@@ -136,6 +137,11 @@ func TestLoad(t *testing.T) {
 			reason:  "a deployment name that is no RFC 1035 label stops the start-up, saying what a label is",
 			env:     map[string]string{"GOOGLE_CLOUD_PROJECT": "demo-x", "DEPLOYMENT": "Prod_EU"},
 			wantErr: `config: DEPLOYMENT="Prod_EU" is not an RFC 1035 label: want 1 to 63 lowercase letters, digits and '-', starting with a letter and ending with a letter or digit, such as egress`,
+		},
+		"BadCredentialsKey": {
+			reason:  "a credentials key that is neither the local one nor a KMS key's name is refused, saying what a name is",
+			env:     map[string]string{"GOOGLE_CLOUD_PROJECT": "demo-x", "CREDENTIALS_KEY": "gcp-kms://projects/p/locations/l/keyRings/r/cryptoKeys/k"},
+			wantErr: `config: CREDENTIALS_KEY="gcp-kms://projects/p/locations/l/keyRings/r/cryptoKeys/k" is neither local nor a Cloud KMS key name (projects/P/locations/L/keyRings/R/cryptoKeys/K)`,
 		},
 		"ZeroMaxDeletes": {
 			reason:  "a run that may delete nothing at all would never collect: at least 1",

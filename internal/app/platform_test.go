@@ -15,6 +15,7 @@ import (
 // every service it runs) a configured one stops the function at start-up,
 // naming both, instead of serving anyone who strips their token.
 func TestLocalIdentityStopsACloudRunStart(t *testing.T) {
+	const kmsKey = "projects/demo-x/locations/us-central1/keyRings/egress-egress/cryptoKeys/proxy-credentials"
 	// The Firestore client then needs no credentials, and dials nothing
 	// until a request uses it.
 	t.Setenv("FIRESTORE_EMULATOR_HOST", "127.0.0.1:1")
@@ -24,10 +25,12 @@ func TestLocalIdentityStopsACloudRunStart(t *testing.T) {
 		env     map[string]string
 		wantErr string
 	}{
-		"OnCloudRun": {reason: "a deployed function with a local identity", env: map[string]string{"K_SERVICE": "proxyapi", "LOCAL_IDENTITY": "me@example.com"},
+		"OnCloudRun": {reason: "a deployed function with a local identity", env: map[string]string{"K_SERVICE": "proxyapi", "LOCAL_IDENTITY": "me@example.com", "CREDENTIALS_KEY": kmsKey},
 			wantErr: `config: LOCAL_IDENTITY="me@example.com" is set on Cloud Run (K_SERVICE="proxyapi"): it would make every request without a token me@example.com's; unset it (only the local stack sets it)`},
-		"CloudRunWithout": {reason: "a deployed function without one starts", env: map[string]string{"K_SERVICE": "proxyapi"}},
-		"Locally":         {reason: "the local stack's identity, off Cloud Run", env: map[string]string{"LOCAL_IDENTITY": "me@example.com"}},
+		"CloudRunWithout": {reason: "a deployed function without one starts", env: map[string]string{"K_SERVICE": "proxyapi", "CREDENTIALS_KEY": kmsKey}},
+		"CloudRunLocalKey": {reason: "the local key is in the source: a deployed function refuses it", env: map[string]string{"K_SERVICE": "proxyapi"},
+			wantErr: `config: CREDENTIALS_KEY=local is set on Cloud Run (K_SERVICE="proxyapi"): the local key is no secret; set it to the deployment's Cloud KMS key (Terraform does)`},
+		"Locally": {reason: "the local stack's identity, off Cloud Run", env: map[string]string{"LOCAL_IDENTITY": "me@example.com"}},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {

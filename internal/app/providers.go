@@ -42,10 +42,11 @@ type Linked struct {
 type ProviderEnv struct {
 	Config Config
 	Log    *slog.Logger
-	// CallHome publishes what a VM says when it calls home, as a real VM
-	// does on the call-home topic; nil when the process serves no function
-	// that publishes.
-	CallHome func(context.Context, proxy.ReconcileMessage) error
+	// CallHome publishes what the VM named instance says when it calls
+	// home, as a real VM does on the call-home topic, with an identity
+	// token the app signs for it as Google's metadata server would; nil
+	// when the process serves no function that publishes.
+	CallHome func(ctx context.Context, msg proxy.ReconcileMessage, instance string) error
 }
 
 // registry builds the registry of every enabled provider type, each behind
@@ -75,8 +76,8 @@ func (a *App) registry(linked []Linked, vm HetznerVM, awsVM CloudInitVM) (*provi
 		rules[awsprovider.Type] = awsprovider.Validator(c.AWSPolicy)
 	}
 	env := ProviderEnv{Config: c, Log: a.Log}
-	if a.callHome != nil {
-		env.CallHome = a.callHome.Publish
+	if a.callHome != nil && a.issuer != nil {
+		env.CallHome = a.publishCallHome
 	}
 	for _, l := range linked {
 		ctors[l.Type], rules[l.Type], inPlace[l.Type] = l.New(env), l.Validator, l.InPlace

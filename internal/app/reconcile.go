@@ -7,6 +7,7 @@ import (
 
 	"github.com/cloudevents/sdk-go/v2/event"
 
+	"github.com/egress-proxies/egress/internal/callhome"
 	"github.com/egress-proxies/egress/internal/events"
 	"github.com/egress-proxies/egress/internal/metering"
 	"github.com/egress-proxies/egress/internal/proxy"
@@ -53,7 +54,27 @@ func (a *App) Reconcile(ctx context.Context, e event.Event) error {
 		key, pool, err = events.Document(e)
 	case e.Type() == queue.MessagePublishedType:
 		var rm proxy.ReconcileMessage
-		if key, rm, err = queue.DecodeReconcileEvent(e); err == nil {
+		m, isCallHome, derr := queue.IsCallHome(e)
+		switch {
+		case derr != nil:
+			err = derr
+		case isCallHome:
+			// A VM's: who sent it, and whether it may, first.
+			key, rm, err = a.callhomes.Handle(ctx, m)
+			if err != nil && !errors.Is(err, callhome.ErrRefused) {
+				outcome = metering.Failed
+				log.ErrorContext(ctx, "Reconcile: call-home not handled; it will be delivered again", slog.Any("error", err))
+				return err
+			}
+			if err == nil && key == (proxy.Key{}) {
+				// Access lines, written; the invocation line's trigger.
+				t.Reason = proxy.Reason(queue.KindAccess)
+				return nil
+			}
+		default:
+			key, rm, err = queue.DecodeReconcileEvent(e)
+		}
+		if err == nil {
 			t = reconcile.TriggerOf(rm)
 			pool, _ = rm.PoolName()
 		}

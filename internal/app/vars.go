@@ -10,6 +10,7 @@ import (
 	"github.com/egress-proxies/egress/internal/provider/hetzner"
 	"github.com/egress-proxies/egress/internal/proxy"
 	"github.com/egress-proxies/egress/internal/reconcile"
+	"github.com/egress-proxies/egress/internal/sealing"
 	"github.com/egress-proxies/egress/internal/tenancy"
 	"github.com/egress-proxies/egress/internal/vm/vmconfig"
 	"net/netip"
@@ -197,6 +198,17 @@ var Vars = []Var{
 				return fmt.Errorf("is not an email")
 			}
 			c.API.LocalIdentity = e
+			return nil
+		}},
+
+	// The two functions that read and write the proxies' credentials.
+	{Name: "CREDENTIALS_KEY", Default: sealing.LocalKEKName, Readers: []Function{ProxyAPI, Reconcile},
+		Meaning: "the Cloud KMS key (`projects/P/locations/L/keyRings/R/cryptoKeys/K`) that wraps the keyset the proxies' passwords are sealed with, in Firestore (`keysets/credentials`); `local` is the local stack's fixed key, refused on Cloud Run, where Terraform sets its key",
+		set: func(c *Config, v string) error {
+			if v != sealing.LocalKEKName && !sealing.IsKMSKeyName(v) {
+				return fmt.Errorf("is neither %s nor a Cloud KMS key name (projects/P/locations/L/keyRings/R/cryptoKeys/K)", sealing.LocalKEKName)
+			}
+			c.CredentialsKey = v
 			return nil
 		}},
 

@@ -34,7 +34,7 @@ func TestCollectAgainstFirestore(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer fs.Close()
-	st := store.New(fs)
+	st := store.New(fs, nil) // the collector opens no credentials
 
 	start := time.Now().UTC().Truncate(time.Millisecond)
 	clk := clock.NewFake(start)

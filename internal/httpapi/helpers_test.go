@@ -28,6 +28,7 @@ import (
 	"github.com/egress-proxies/egress/internal/provider/hetzner"
 	"github.com/egress-proxies/egress/internal/provider/mock"
 	"github.com/egress-proxies/egress/internal/proxy"
+	"github.com/egress-proxies/egress/internal/sealing"
 	"github.com/egress-proxies/egress/internal/store"
 	"github.com/egress-proxies/egress/internal/store/rules"
 	"github.com/egress-proxies/egress/internal/store/storefake"
@@ -116,7 +117,7 @@ func firestoreEnvAt(t *testing.T, clk clock.Clock, change ...func(*httpapi.Optio
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { client.Close() })
-	return newEnv(t, store.New(client), clk, change...)
+	return newEnv(t, store.New(client, sealing.NewKeyring(sealing.LocalKEK(), sealing.Firestore{Client: client})), clk, change...)
 }
 
 func newEnv(t *testing.T, st testStore, clk clock.Clock, change ...func(*httpapi.Options)) *env {

@@ -25,6 +25,14 @@
 // an update-time precondition, so the event of the run's own write finds
 // nothing to do.
 //
+// Within one process a pool has one run at a time: a run asked for while
+// one runs is folded into one more run after it, and the invocation that
+// asked returns at once. Twenty claims at once each ask the pool to
+// refill; twenty runs at once would each read every member and race their
+// creates' transactions, which Firestore makes retry after backing off
+// (and the Firestore emulator, while a transaction that queried is open,
+// holds every other write), where one run and one more do the same.
+//
 // The package imports neither Firestore nor Compute: it sees the documents
 // through Store and time through an injected clock.
 package pools

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/egress-proxies/egress/internal/clock"
@@ -54,6 +55,10 @@ type Reconciler struct {
 	store Store
 	clock clock.Clock
 	log   *slog.Logger
+	// running holds the pools with a run in this process, each with
+	// whether another was asked for meanwhile (the package doc).
+	mu      sync.Mutex
+	running map[string]bool
 	// TombstoneTTL is how long after its claim a claimed member's document
 	// is deleted; zero takes DefaultTombstoneTTL.
 	TombstoneTTL time.Duration
@@ -64,13 +69,60 @@ type Reconciler struct {
 
 // New returns a Reconciler.
 func New(store Store, clk clock.Clock, log *slog.Logger) *Reconciler {
-	return &Reconciler{store: store, clock: clk, log: log, TombstoneTTL: DefaultTombstoneTTL}
+	return &Reconciler{store: store, clock: clk, log: log, TombstoneTTL: DefaultTombstoneTTL, running: map[string]bool{}}
 }
 
 // Reconcile runs one reconcile of the pool: the table Runs.
 // It returns an error only when the store could not be read or written, so
-// that the event is delivered again.
+// that the event is delivered again. While a run of the same pool runs in
+// this process it returns at once, and that run runs once more when it
+// ends: its next run sees what this one would have.
 func (r *Reconciler) Reconcile(ctx context.Context, name string) error {
+	if !r.begin(name) {
+		return nil
+	}
+	for {
+		err := r.reconcile(ctx, name)
+		if !r.more(name, err == nil) {
+			return err
+		}
+	}
+}
+
+// begin reports whether the caller runs the pool; if a run is under way,
+// it asks that run for one more and reports false.
+func (r *Reconciler) begin(name string) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.running == nil {
+		r.running = map[string]bool{}
+	}
+	if _, ok := r.running[name]; ok {
+		r.running[name] = true
+		return false
+	}
+	r.running[name] = false
+	return true
+}
+
+// more reports whether the caller runs the pool once more: another run was
+// asked for since the last began, and the last succeeded. Otherwise it
+// ends the pool's runs in this process, under the same lock, so that no
+// run asked for in between is lost. A failed run ends them: its event is
+// delivered again, and that run sees what the folded ones would have.
+func (r *Reconciler) more(name string, succeeded bool) bool {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if succeeded && r.running[name] {
+		r.running[name] = false
+		return true
+	}
+	delete(r.running, name)
+	return false
+}
+
+// reconcile is one run of the pool.
+func (r *Reconciler) reconcile(ctx context.Context, name string) error {
 	log := r.log.With(slog.String("document", proxy.PoolPath(name)))
 	pool, err := r.store.GetPool(ctx, name)
 	if errors.Is(err, proxy.ErrNotFound) {

@@ -566,3 +566,69 @@ func TestMakeBeforeBreak(t *testing.T) {
 		t.Error("the retired VM is still there once the new one is Ready")
 	}
 }
+
+// gatedStore holds each pool read until the test lets it through, and
+// counts them: one read a run.
+type gatedStore struct {
+	*storefake.Store
+	reads chan struct{}
+	gate  chan error
+}
+
+func (g *gatedStore) GetPool(ctx context.Context, name string) (*proxy.Pool, error) {
+	g.reads <- struct{}{}
+	if err := <-g.gate; err != nil {
+		return nil, err
+	}
+	return g.Store.GetPool(ctx, name)
+}
+
+// TestRunsOfAPoolFold: while a pool's run runs, the runs asked for
+// meanwhile return at once, and the run runs once more for all of them;
+// after a failed run, none more (its event is delivered again).
+func TestRunsOfAPoolFold(t *testing.T) {
+	ctx := context.Background()
+	st := &gatedStore{Store: storefake.New(clock.NewFake(start)), reads: make(chan struct{}), gate: make(chan error)}
+	if _, _, err := st.PutPool(ctx, "warm", proxy.PoolSpec{Provider: mock.Type, Size: 0}, start); err != nil {
+		t.Fatal(err)
+	}
+	r := pools.New(st, clock.NewFake(start), slog.New(slog.DiscardHandler))
+	for name, tc := range map[string]struct {
+		reason string
+		first  error
+		want   []error
+		reads  int
+	}{
+		"Succeeded": {reason: "Three runs asked for during one make one more run.", want: []error{nil}, reads: 2},
+		"Failed":    {reason: "A failed run runs no more: its event comes again.", first: errors.New("unavailable"), reads: 1},
+	} {
+		t.Run(name, func(t *testing.T) {
+			done := make(chan error)
+			go func() { done <- r.Reconcile(ctx, "warm") }()
+			<-st.reads // the first run reads the pool, and waits
+			for range 3 {
+				if err := r.Reconcile(ctx, "warm"); err != nil {
+					t.Fatalf("a run asked for during another: %v, want nil at once", err)
+				}
+			}
+			reads := 1
+			st.gate <- tc.first
+			for _, err := range tc.want {
+				<-st.reads
+				reads++
+				st.gate <- err
+			}
+			err := <-done
+			if (err != nil) != (tc.first != nil) || reads != tc.reads {
+				t.Errorf("%s\nthe first run: %v after %d reads of the pool, want error %v after %d", tc.reason, err, reads, tc.first, tc.reads)
+			}
+			// Nothing runs any more: the next run is a run of its own.
+			go func() { done <- r.Reconcile(ctx, "warm") }()
+			<-st.reads
+			st.gate <- nil
+			if err := <-done; err != nil {
+				t.Errorf("a run after them: %v", err)
+			}
+		})
+	}
+}

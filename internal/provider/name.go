@@ -23,8 +23,20 @@ var uuidPattern = regexp.MustCompile(`^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a
 // injective, and the second collides only if SHA-256 does.
 func NameFromUID(uid string) string {
 	if uuidPattern.MatchString(uid) {
-		return "proxy-" + uid
+		return NamePrefixUUID + uid
 	}
 	sum := sha256.Sum256([]byte(uid))
-	return "proxyh-" + hex.EncodeToString(sum[:])[:56]
+	return NamePrefixHash + hex.EncodeToString(sum[:])[:56]
 }
+
+// The two forms of NameFromUID's names. Every VM, boot disk and static
+// address the product makes is named by NameFromUID, so these prefixes
+// are the fleet's names: deploy/terraform's IAM conditions grant the
+// functions' Compute rights on these names only (NamePrefixes).
+const (
+	NamePrefixUUID = "proxy-"
+	NamePrefixHash = "proxyh-"
+)
+
+// NamePrefixes are the prefixes of every name NameFromUID gives.
+var NamePrefixes = []string{NamePrefixUUID, NamePrefixHash}

@@ -15,9 +15,20 @@ import (
 // Both are drawn from an alphabet of ASCII letters and digits: it needs no
 // escaping in the userinfo of a URL, in tinyproxy's configuration or in a
 // shell word, so neither can carry anything but itself.
+//
+// The password is never stored as it is: the store keeps it sealed
+// (package sealing: encrypted with a key the readers of the database do
+// not hold), in Sealed, and fills Password in when it reads a document it
+// may open. Password has no Firestore field at all, so no write, however
+// it is made, can put it in a document in clear; a document written before
+// sealing keeps it in the field "password", which the store reads, then
+// seals.
 type Credentials struct {
 	Username string `firestore:"username,omitempty"`
-	Password string `firestore:"password,omitempty"`
+	Password string `firestore:"-"`
+	// Sealed is the password sealed for this proxy's uid, as the store
+	// keeps it; "" for credentials not yet written.
+	Sealed string `firestore:"sealedPassword,omitempty"`
 }
 
 const (
@@ -52,6 +63,11 @@ func NewCredentials() (Credentials, error) {
 
 // IsZero reports whether no credentials have been made yet.
 func (c Credentials) IsZero() bool { return c == Credentials{} }
+
+// Unsealed reports whether the password is known but not yet sealed: new
+// credentials, or ones read in clear from a document written before
+// sealing. The store seals them before it writes them.
+func (c Credentials) Unsealed() bool { return c.Password != "" && c.Sealed == "" }
 
 // Validate checks that both parts are of the alphabet and length that make
 // them safe to write into a URL, a configuration file and a script.

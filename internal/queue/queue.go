@@ -20,6 +20,7 @@ import (
 
 	"github.com/egress-proxies/egress/internal/metering"
 	"github.com/egress-proxies/egress/internal/proxy"
+	"github.com/egress-proxies/egress/internal/vm/vmconfig"
 )
 
 // Topic names. Terraform creates topics of these names; a test checks that
@@ -36,6 +37,18 @@ const (
 	CallHomeTopic = "proxy-callhome"
 	// GCTopic carries Cloud Scheduler's ticks to CollectGarbage.
 	GCTopic = "proxy-gc"
+)
+
+// The attributes of a message on CallHomeTopic (internal/callhome).
+// They are the VM's contract (vmconfig).
+const (
+	// IdentityAttribute is the VM's identity token (package vmidentity),
+	// for the audience vmidentity.Audience(project, CallHomeTopic).
+	IdentityAttribute = vmconfig.IdentityAttribute
+	// KindAttribute is KindAccess for a batch of access lines; a message
+	// without it is a ReconcileMessage, a hint.
+	KindAttribute = vmconfig.KindAttribute
+	KindAccess    = vmconfig.KindAccess
 )
 
 // MessagePublishedType is the CloudEvent type of a Pub/Sub delivery.
@@ -106,7 +119,7 @@ func DecodeReconcileEvent(e cloudevents.Event) (proxy.Key, proxy.ReconcileMessag
 	case ReconcileTopic:
 		return DecodeReconcileMessage(d.Message)
 	case CallHomeTopic:
-		return decodeCallHome(d.Message)
+		return DecodeCallHome(d.Message)
 	default:
 		return proxy.Key{}, proxy.ReconcileMessage{}, fmt.Errorf("event %s comes from %q, neither %s nor %s", e.ID(), e.Source(), ReconcileTopic, CallHomeTopic)
 	}
@@ -121,9 +134,20 @@ func topicOf(source string) string {
 	return topic
 }
 
-// decodeCallHome reads a message on CallHomeTopic by the rules of
+// IsCallHome reports whether e is a delivery from CallHomeTopic, and
+// returns its message: a VM's, which internal/callhome checks before
+// anything acts on it.
+func IsCallHome(e cloudevents.Event) (Message, bool, error) {
+	if e.Type() != MessagePublishedType || topicOf(e.Source()) != CallHomeTopic {
+		return Message{}, false, nil
+	}
+	d, err := DecodeMessagePublished(e)
+	return d.Message, true, err
+}
+
+// DecodeCallHome reads a hint on CallHomeTopic by the rules of
 // DecodeReconcileEvent.
-func decodeCallHome(m Message) (proxy.Key, proxy.ReconcileMessage, error) {
+func DecodeCallHome(m Message) (proxy.Key, proxy.ReconcileMessage, error) {
 	var rm proxy.ReconcileMessage
 	if err := json.Unmarshal(m.Data, &rm); err != nil {
 		return proxy.Key{}, rm, fmt.Errorf("message %s on %s: body is not a ReconcileMessage: %w", m.MessageID, CallHomeTopic, err)
@@ -171,11 +195,16 @@ func NewCallHomePublisher(client *pubsub.Client) *Publisher {
 // Publish publishes a reconcile request, and waits until Pub/Sub has it: a
 // request that was not stored is a stranded proxy until the next sweep.
 func (p *Publisher) Publish(ctx context.Context, msg proxy.ReconcileMessage) error {
+	return p.PublishWith(ctx, msg, nil)
+}
+
+// PublishWith is Publish with attributes: a call-home's identity token.
+func (p *Publisher) PublishWith(ctx context.Context, msg proxy.ReconcileMessage, attributes map[string]string) error {
 	body, err := json.Marshal(msg)
 	if err != nil {
 		return err
 	}
-	if _, err := p.pub.Publish(ctx, &pubsub.Message{Data: body}).Get(ctx); err != nil {
+	if _, err := p.pub.Publish(ctx, &pubsub.Message{Data: body, Attributes: attributes}).Get(ctx); err != nil {
 		k, _ := msg.Key()
 		return fmt.Errorf("publishing a %s request for %s on %s: %w", msg.Reason, k, p.topic, err)
 	}

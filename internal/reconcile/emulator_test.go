@@ -21,6 +21,7 @@ import (
 	"github.com/egress-proxies/egress/internal/provider/mock"
 	"github.com/egress-proxies/egress/internal/proxy"
 	"github.com/egress-proxies/egress/internal/reconcile"
+	"github.com/egress-proxies/egress/internal/sealing"
 	"github.com/egress-proxies/egress/internal/store"
 )
 
@@ -65,7 +66,7 @@ func firestoreWorld(t *testing.T) (*reconcile.Reconciler, *countingStore, *mock.
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { client.Close() })
-	st := &countingStore{Store: store.New(client)}
+	st := &countingStore{Store: store.New(client, sealing.NewKeyring(sealing.LocalKEK(), sealing.Firestore{Client: client}))}
 	clk := clock.NewFake(time.Now())
 	q := &queue{}
 	m := mock.New(mock.Options{Clock: clk, ProvisioningDelay: boot, CallHome: func(c mock.CallHome) {

@@ -30,6 +30,9 @@ func (s *Store) members(pool string) firestore.Query {
 // is taken, as Create.
 func (s *Store) createMember(ctx context.Context, p *proxy.Proxy) (*proxy.Proxy, error) {
 	key := p.Key()
+	if err := s.seal(ctx, p); err != nil {
+		return nil, err
+	}
 	wr, err := s.ref(key).Create(ctx, p)
 	if status.Code(err) == codes.AlreadyExists {
 		existing, gerr := s.Get(ctx, key)
@@ -55,13 +58,13 @@ func (s *Store) Members(ctx context.Context, pool string) ([]*proxy.Proxy, error
 		return nil, fmt.Errorf("reading the members of %s: %w", proxy.PoolPath(pool), err)
 	}
 	queried(ctx, len(snaps))
-	return decodeAll(snaps)
+	return s.decodeAll(ctx, snaps)
 }
 
-func decodeAll(snaps []*firestore.DocumentSnapshot) ([]*proxy.Proxy, error) {
+func (s *Store) decodeAll(ctx context.Context, snaps []*firestore.DocumentSnapshot) ([]*proxy.Proxy, error) {
 	out := make([]*proxy.Proxy, 0, len(snaps))
 	for _, snap := range snaps {
-		p, err := decode(snap)
+		p, err := s.decode(ctx, snap)
 		if err != nil {
 			return nil, err
 		}
@@ -96,7 +99,7 @@ func (s *Store) EnsureMembers(ctx context.Context, pool string, now time.Time) (
 			return err
 		}
 		queried(ctx, len(snaps))
-		members, err := decodeAll(snaps)
+		members, err := s.decodeAll(ctx, snaps)
 		if err != nil {
 			return err
 		}
@@ -196,7 +199,7 @@ func (s *Store) drawWarm(ctx context.Context, pool, after string) (*firestore.Do
 // that reads p's namespace document, and whose two proxy documents' writes
 // carry their update times as preconditions.
 func (s *Store) claim(ctx context.Context, p *proxy.Proxy, pool *proxy.Pool, snap *firestore.DocumentSnapshot, now time.Time, perHour int) (member, claimed *proxy.Proxy, err error) {
-	m, err := decode(snap)
+	m, err := s.decode(ctx, snap)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -206,6 +209,9 @@ func (s *Store) claim(ctx context.Context, p *proxy.Proxy, pool *proxy.Pool, sna
 	}
 	c := *p
 	if err := rules.Claim(&c, m, now); err != nil {
+		return nil, nil, err
+	}
+	if err := s.seal(ctx, &c); err != nil {
 		return nil, nil, err
 	}
 	member, claimed = m, &c

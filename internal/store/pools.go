@@ -101,8 +101,8 @@ func (s *Store) ListPools(ctx context.Context, pageSize int, pageToken string) (
 }
 
 // RequestPoolDeletion marks the pool for deletion
-// (rules.RequestPoolDeletion), idempotently, in one transaction, and
-// returns it as it now is.
+// (rules.RequestPoolDeletion), idempotently, on the document as read
+// (changeDoc), and returns it as it now is.
 func (s *Store) RequestPoolDeletion(ctx context.Context, name string, now time.Time) (*proxy.Pool, error) {
 	out, at, err := changeDoc(ctx, s.client, s.pool(name), decodePool, func(p *proxy.Pool) ([]rules.Field, error) {
 		return rules.RequestPoolDeletion(p, now), nil

@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"cloud.google.com/go/firestore"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	"github.com/egress-proxies/egress/internal/metering"
 	"github.com/egress-proxies/egress/internal/proxy"
@@ -12,8 +14,11 @@ import (
 	"github.com/egress-proxies/egress/internal/tenancy"
 )
 
-// The user's requests on a proxy that are not a create: its deletion and
-// its rotation, each one transaction with its rule (internal/store/rules).
+// The user's requests on a proxy that are not a create: its deletion, its
+// rotation, a PATCH and new credentials, each one change with its rule
+// (internal/store/rules): a deletion request a read and a conditional
+// write (changeDoc), the others one transaction over the proxy and its
+// namespace (changeCounted), which they may count a VM in.
 
 // RequestDeletion marks the document for deletion (rules.RequestDeletion:
 // deleteRequestTime, kept from the first request, phase Deleting, and a
@@ -73,11 +78,14 @@ func (s *Store) changeCounted(ctx context.Context, key proxy.Key, rule func(*pro
 		if err != nil {
 			return err
 		}
-		if out, err = decode(snap); err != nil {
+		if out, err = s.decode(ctx, snap); err != nil {
 			return err
 		}
 		fields, counted, err := rule(out, ns)
 		if err != nil {
+			return err
+		}
+		if fields, err = s.sealFields(ctx, out, fields); err != nil {
 			return err
 		}
 		if len(fields) > 0 {
@@ -102,10 +110,18 @@ func (s *Store) changeCounted(ctx context.Context, key proxy.Key, rule func(*pro
 	return out, nil
 }
 
-// change reads the document and writes what rule changes of it, in one
-// transaction; a rule that changes nothing writes nothing.
+// change reads the document and writes what rule changes of it on the
+// read's update time (changeDoc); a rule that changes nothing writes
+// nothing.
 func (s *Store) change(ctx context.Context, key proxy.Key, rule func(*proxy.Proxy) ([]rules.Field, error)) (*proxy.Proxy, error) {
-	out, at, err := changeDoc(ctx, s.client, s.ref(key), decode, rule)
+	sealed := func(p *proxy.Proxy) ([]rules.Field, error) {
+		fields, err := rule(p)
+		if err != nil {
+			return nil, err
+		}
+		return s.sealFields(ctx, p, fields)
+	}
+	out, at, err := changeDoc(ctx, s.client, s.ref(key), s.decoder(ctx), sealed)
 	if err != nil {
 		return nil, err
 	}
@@ -116,37 +132,42 @@ func (s *Store) change(ctx context.Context, key proxy.Key, rule func(*proxy.Prox
 }
 
 // changeDoc reads the document ref names (decoded by decode) and writes
-// what rule changes of it, in one transaction; a rule that changes nothing
-// writes nothing. It returns the document as rule left it, and the
-// commit's time when it wrote (nil when it did not).
+// what rule changes of it, conditioned on the update time it read; a
+// document written in between fails the condition, and the change is read
+// and decided again, at most transactionAttempts times. It is a
+// transaction's guarantee for one document without the transaction: a
+// read and a write, where a transaction costs a round trip more to begin
+// and holds a lock on the document from its read to its commit. A rule
+// that changes nothing writes nothing. It returns the document as rule
+// left it, and the write's time when it wrote (nil when it did not).
 func changeDoc[T any](ctx context.Context, client *firestore.Client, ref *firestore.DocumentRef,
 	decode func(*firestore.DocumentSnapshot) (*T, error), rule func(*T) ([]rules.Field, error)) (*T, *time.Time, error) {
-	var (
-		out    *T
-		wrote  bool
-		commit firestore.CommitResponse
-	)
-	err := client.RunTransaction(ctx, func(ctx context.Context, tx *firestore.Transaction) error {
-		metering.Add(ctx, metering.FirestoreRead, 1)
-		snap, err := tx.Get(ref)
-		if err != nil {
-			return err
+	for attempt := 1; ; attempt++ {
+		snap, err := ref.Get(ctx)
+		if err == nil || status.Code(err) == codes.NotFound {
+			metering.Add(ctx, metering.FirestoreRead, 1)
 		}
-		if out, err = decode(snap); err != nil {
-			return err
+		if err != nil {
+			return nil, nil, err
+		}
+		out, err := decode(snap)
+		if err != nil {
+			return nil, nil, err
 		}
 		fields, err := rule(out)
-		if wrote = len(fields) > 0; err != nil || !wrote {
-			return err
+		if err != nil || len(fields) == 0 {
+			return out, nil, err
 		}
-		return tx.Update(ref, updates(fields))
-	}, firestore.MaxAttempts(transactionAttempts), firestore.WithCommitResponseTo(&commit))
-	if err != nil || !wrote {
-		return out, nil, err
+		wr, err := ref.Update(ctx, updates(fields), firestore.LastUpdateTime(snap.UpdateTime))
+		if status.Code(err) == codes.FailedPrecondition && attempt < transactionAttempts {
+			continue
+		}
+		if err != nil {
+			return nil, nil, err
+		}
+		metering.Add(ctx, metering.FirestoreWrite, 1)
+		return out, &wr.UpdateTime, nil
 	}
-	metering.Add(ctx, metering.FirestoreWrite, 1)
-	at := commit.CommitTime()
-	return out, &at, nil
 }
 
 // updates are a rule's fields as Firestore updates.

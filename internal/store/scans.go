@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"strings"
 	"time"
 
 	"cloud.google.com/go/firestore"
@@ -13,14 +14,33 @@ import (
 	"github.com/egress-proxies/egress/internal/proxy"
 )
 
+// The fields LiveUIDs reads of each document, parsed once.
+var (
+	uidPath          = firestore.FieldPath{"uid"}
+	phasePath        = firestore.FieldPath{"status", "phase"}
+	providerPath     = firestore.FieldPath{"spec", "provider"}
+	providerIDPath   = firestore.FieldPath{"status", "providerID"}
+	maxAgePath       = firestore.FieldPath{"spec", "maxAge"}
+	rotatePath       = firestore.FieldPath{"rotateRequestTime"}
+	bootStartPath    = firestore.FieldPath{"reconciler", "bootStart"}
+	rotationWaitPath = firestore.FieldPath{"status", "rotationWaitUntil"}
+	claimedByUIDPth  = firestore.FieldPath{"claimedBy", "uid"}
+	liveFields       = []firestore.FieldPath{uidPath, phasePath, providerPath, providerIDPath, maxAgePath, rotatePath, bootStartPath, rotationWaitPath, claimedByUIDPth}
+)
+
 // LiveUIDs reads, by uid, the key, phase, provider and rotation fields of every
 // proxy document of every namespace, with a collection-group query that
 // selects only those fields: memory grows with the number of documents,
-// never with their size.
+// never with their size. What it keeps of a document is its own: the
+// names of its key copied out of the document's path, and the phase,
+// provider and namespace shared with every other document that has the
+// same, so that the snapshots it read are garbage at once (the collector
+// holds the claims of a whole fleet).
 func (s *Store) LiveUIDs(ctx context.Context) (map[string]proxy.Claim, error) {
-	it := s.client.CollectionGroup(ProxiesCollection).Select("uid", "status.phase", "spec.provider", "status.providerID", "spec.maxAge", "rotateRequestTime", "reconciler.bootStart", "status.rotationWaitUntil", "claimedBy.uid").Documents(ctx)
+	it := s.client.CollectionGroup(ProxiesCollection).SelectPaths(liveFields...).Documents(ctx)
 	defer it.Stop()
 	uids := map[string]proxy.Claim{}
+	var shared interner
 	for n := 0; ; n++ {
 		snap, err := it.Next()
 		if errors.Is(err, iterator.Done) {
@@ -30,43 +50,64 @@ func (s *Store) LiveUIDs(ctx context.Context) (map[string]proxy.Claim, error) {
 		if err != nil {
 			return nil, fmt.Errorf("reading the uids of every proxy: %w", err)
 		}
-		v, err := snap.DataAt("uid")
+		v, err := snap.DataAtPath(uidPath)
 		if err != nil {
 			return nil, fmt.Errorf("%s has no uid: %w", snap.Ref.Path, err)
 		}
 		uid, _ := v.(string)
-		claim := proxy.Claim{Key: keyOf(snap.Ref)}
-		if ph, err := snap.DataAt("status.phase"); err == nil {
-			p, _ := ph.(string)
-			claim.Phase = proxy.Phase(p)
-		}
-		if v, err := snap.DataAt("spec.provider"); err == nil {
-			claim.Provider, _ = v.(string)
-		}
-		if v, err := snap.DataAt("status.providerID"); err == nil {
-			claim.ProviderID, _ = v.(string)
-		}
-		if v, err := snap.DataAt("spec.maxAge"); err == nil {
-			claim.MaxAge, _ = v.(string)
-		}
-		if v, err := snap.DataAt("rotateRequestTime"); err == nil {
+		k := keyOf(snap.Ref)
+		claim := proxy.Claim{Key: proxy.Key{Namespace: shared.of(k.Namespace), Pool: shared.of(k.Pool), Name: strings.Clone(k.Name)}}
+		claim.Phase = proxy.Phase(shared.of(stringAt(snap, phasePath)))
+		claim.Provider = shared.of(stringAt(snap, providerPath))
+		claim.ProviderID = stringAt(snap, providerIDPath)
+		claim.MaxAge = shared.of(stringAt(snap, maxAgePath))
+		if v, err := snap.DataAtPath(rotatePath); err == nil {
 			if t, ok := v.(time.Time); ok {
 				claim.RotateRequestTime = &t
 			}
 		}
-		if v, err := snap.DataAt("reconciler.bootStart"); err == nil {
+		if v, err := snap.DataAtPath(bootStartPath); err == nil {
 			claim.BootStart, _ = v.(time.Time)
 		}
-		if v, err := snap.DataAt("status.rotationWaitUntil"); err == nil {
+		if v, err := snap.DataAtPath(rotationWaitPath); err == nil {
 			if t, ok := v.(time.Time); ok {
 				claim.RotationWaitUntil = &t
 			}
 		}
-		if _, err := snap.DataAt("claimedBy.uid"); err == nil {
+		if _, err := snap.DataAtPath(claimedByUIDPth); err == nil {
 			claim.Claimed = true
 		}
 		uids[uid] = claim
 	}
+}
+
+// stringAt is the string at path of the snapshot, or "".
+func stringAt(snap *firestore.DocumentSnapshot, path firestore.FieldPath) string {
+	v, err := snap.DataAtPath(path)
+	if err != nil {
+		return ""
+	}
+	str, _ := v.(string)
+	return str
+}
+
+// interner hands out one copy of each string it is given: the phases,
+// providers and namespaces that many documents share.
+type interner map[string]string
+
+func (in *interner) of(s string) string {
+	if s == "" {
+		return ""
+	}
+	if *in == nil {
+		*in = map[string]string{}
+	}
+	if v, ok := (*in)[s]; ok {
+		return v
+	}
+	s = strings.Clone(s)
+	(*in)[s] = s
+	return s
 }
 
 // keyOf is the key of a proxy document reference: a namespace's proxy, or

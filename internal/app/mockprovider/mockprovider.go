@@ -44,7 +44,7 @@ func constructor(env app.ProviderEnv) provider.Constructor {
 			if h.BootError != "" {
 				msg.Reason = proxy.ReasonBootFailed
 			}
-			if err := publish(context.Background(), msg); err != nil {
+			if err := publish(context.Background(), msg, h.Instance); err != nil {
 				log.Warn("mock VM could not call home; the sweep will find it", slog.String("uid", h.UID), slog.Any("error", err))
 			}
 		}

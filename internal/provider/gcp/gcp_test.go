@@ -142,7 +142,7 @@ func TestInsertBody(t *testing.T) {
 		}},
 		ServiceAccounts: []*computepb.ServiceAccount{{
 			Email: proto.String("proxy-vm@demo-proxies.iam.gserviceaccount.com"),
-			Scopes: []string{"https://www.googleapis.com/auth/logging.write", "https://www.googleapis.com/auth/monitoring.write", "https://www.googleapis.com/auth/pubsub",
+			Scopes: []string{"https://www.googleapis.com/auth/pubsub",
 				"https://www.googleapis.com/auth/devstorage.read_only"},
 		}},
 	}

@@ -52,13 +52,12 @@ const (
 	DefaultDiskSizeGB  = 10
 )
 
-// DefaultScopes lets a proxy VM write its logs and metrics, call home on
-// Pub/Sub, where its account's only role is publisher on the reconcile
-// topic, and download the proxy engine, the one object it may read
-// (deploy/terraform).
+// DefaultScopes lets a proxy VM call home on Pub/Sub, where its account's
+// only role is publisher on the call-home topic, and download the proxy
+// engine, the one object it may read (deploy/terraform). It writes no log
+// entry and no metric of the project: what it reports travels in its
+// call-home (docs/concepts/security.md).
 var DefaultScopes = []string{
-	"https://www.googleapis.com/auth/logging.write",
-	"https://www.googleapis.com/auth/monitoring.write",
 	"https://www.googleapis.com/auth/pubsub",
 	"https://www.googleapis.com/auth/devstorage.read_only",
 }

@@ -43,14 +43,12 @@ func (p *Provider) ensureAddress(req provider.CreateRequest) (*address, error) {
 	return a, nil
 }
 
-// inUse reports whether a VM uses the address. p.mu must be held.
+// inUse reports whether a VM uses the address: the instance of its name
+// (an address is reserved under its VM's name, and a proxy's VMs share
+// that name), live. p.mu must be held.
 func (p *Provider) inUse(a *address) bool {
-	for _, in := range p.instances {
-		if in.address == a && in.createErr == nil && in.goneAt.IsZero() {
-			return true
-		}
-	}
-	return false
+	in, ok := p.instances[a.name]
+	return ok && in.address == a && in.createErr == nil && in.goneAt.IsZero()
 }
 
 // addressInstance is the address as the contract shows it: a Running

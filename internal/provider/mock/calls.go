@@ -1,6 +1,7 @@
 package mock
 
 import (
+	"container/heap"
 	"context"
 	"fmt"
 	"log/slog"
@@ -81,11 +82,6 @@ func (p *Provider) create(req provider.CreateRequest) (*instance, bool, error) {
 		name: req.Name,
 		seq:  p.nextSeq,
 		req:  req,
-		labels: map[string]string{
-			provider.LabelManaged:    provider.LabelManagedYes,
-			provider.LabelUID:        req.UID,
-			provider.LabelDeployment: p.deployment,
-		},
 		inst: provider.Instance{
 			ID:         idPrefix + req.Name,
 			State:      provider.StateProvisioning,
@@ -94,7 +90,6 @@ func (p *Provider) create(req provider.CreateRequest) (*instance, bool, error) {
 			Zone:       zone,
 			Deployment: p.deployment,
 		},
-		console: []string{"mock: instance " + req.Name + " created; booting"},
 	}
 	if e := p.takeAsync(zone); e != nil {
 		// Accepted, and failed since: Get will say why, and nothing runs.
@@ -139,7 +134,7 @@ func (p *Provider) ready(in *instance) {
 	}
 	p.mu.Unlock()
 	if live {
-		p.callHome(CallHome{Namespace: in.req.Namespace, Name: in.req.ProxyName, UID: in.req.UID, Pool: in.req.Pool})
+		p.callHome(CallHome{Namespace: in.req.Namespace, Name: in.req.ProxyName, UID: in.req.UID, Pool: in.req.Pool, Instance: in.name})
 	}
 }
 
@@ -194,7 +189,11 @@ func (p *Provider) Console(ctx context.Context, providerID string) (string, erro
 	if !ok {
 		return "", provider.NewError(provider.KindNotFound, "console", providerID, provider.ErrNotFound)
 	}
-	return strings.Join(in.console, "\n") + "\n", nil
+	lines := in.console
+	if in.req.Name != "" { // made by Create, not planted (AddForeign)
+		lines = append([]string{"mock: instance " + in.name + " created; booting"}, lines...)
+	}
+	return strings.Join(lines, "\n") + "\n", nil
 }
 
 // Delete removes the instance, or releases an address no VM uses.
@@ -223,6 +222,7 @@ func (p *Provider) Delete(ctx context.Context, providerID string) error {
 	} else if ok && in.goneAt.IsZero() {
 		// It stops, and is gone once the deletion delay has passed.
 		in.goneAt = p.clock.Now().Add(p.deletionDelay)
+		heap.Push(&p.deleted, in)
 		in.inst.State, in.inst.IP = provider.StateStopped, ""
 		p.unserve(in)
 		p.purge()
@@ -233,16 +233,37 @@ func (p *Provider) Delete(ctx context.Context, providerID string) error {
 	return nil
 }
 
-// purge removes the deleted instances whose deletion delay has passed.
-// p.mu must be held.
+// purge removes the deleted instances whose deletion delay has passed:
+// the earliest first, off the heap of deletions, so a call pays for the
+// instances it removes and never walks the fleet. A record the heap holds
+// that is no longer the instance of its name (lost, or made again after a
+// failed create) is dropped. p.mu must be held.
 func (p *Provider) purge() {
 	now := p.clock.Now()
-	for name, in := range p.instances {
-		if !in.goneAt.IsZero() && !now.Before(in.goneAt) {
+	for p.deleted.Len() > 0 && !now.Before(p.deleted[0].goneAt) {
+		in := heap.Pop(&p.deleted).(*instance)
+		p.visits++
+		if p.instances[in.name] == in {
 			p.unserve(in)
-			delete(p.instances, name)
+			delete(p.instances, in.name)
 		}
 	}
+}
+
+// deletions is a min-heap of deleted instances by the time they are gone
+// (container/heap).
+type deletions []*instance
+
+func (d deletions) Len() int           { return len(d) }
+func (d deletions) Less(i, j int) bool { return d[i].goneAt.Before(d[j].goneAt) }
+func (d deletions) Swap(i, j int)      { d[i], d[j] = d[j], d[i] }
+func (d *deletions) Push(x any)        { *d = append(*d, x.(*instance)) }
+func (d *deletions) Pop() any {
+	old := *d
+	in := old[len(old)-1]
+	old[len(old)-1] = nil
+	*d = old[:len(old)-1]
+	return in
 }
 
 // ListByTag returns every instance labelled LabelManaged=LabelManagedYes
@@ -261,6 +282,7 @@ func (p *Provider) ListByTag(ctx context.Context) ([]provider.Instance, error) {
 	out := p.snapshot(true)
 	addrs := make([]*address, 0, len(p.addresses))
 	for _, a := range p.addresses {
+		p.visits++
 		if a.deployment == p.deployment && !p.inUse(a) {
 			addrs = append(addrs, a)
 		}
@@ -289,6 +311,7 @@ func (p *Provider) Addresses() []provider.Instance {
 	p.purge()
 	out := make([]provider.Instance, 0, len(p.addresses))
 	for _, a := range p.addresses {
+		p.visits++
 		out = append(out, p.addressInstance(a))
 	}
 	slices.SortFunc(out, func(a, b provider.Instance) int { return strings.Compare(a.ID, b.ID) })
@@ -301,10 +324,11 @@ func (p *Provider) snapshot(listed bool) []provider.Instance {
 	p.purge()
 	list := make([]*instance, 0, len(p.instances))
 	for _, in := range p.instances {
+		p.visits++
 		if in.createErr != nil {
 			continue
 		}
-		if d := in.labels[provider.LabelDeployment]; listed && (in.labels[provider.LabelManaged] != provider.LabelManagedYes || (d != "" && d != p.deployment)) {
+		if d := in.inst.Deployment; listed && (in.unmanaged || (d != "" && d != p.deployment)) {
 			continue
 		}
 		list = append(list, in)
@@ -393,6 +417,17 @@ func (p *Provider) CreateRequest(providerID string) (provider.CreateRequest, boo
 		return provider.CreateRequest{}, false
 	}
 	return in.req, true
+}
+
+// Visits returns how many stored records (instances, addresses) the
+// provider's calls have looked at beyond the one each call names: a list
+// looks at what it lists, and a purge at what it removes. It makes no call
+// count. A test bounds it to hold the mock's calls to constant work each,
+// whatever the fleet (work_test.go).
+func (p *Provider) Visits() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.visits
 }
 
 // Calls returns how many times m was called, failed calls included.

@@ -2,7 +2,6 @@ package mock
 
 import (
 	"errors"
-	"maps"
 	"time"
 
 	"github.com/egress-proxies/egress/internal/provider"
@@ -166,7 +165,7 @@ func (p *Provider) FailBoot(providerID, reason string) bool {
 	}
 	p.mu.Unlock()
 	if ok && p.callHome != nil {
-		p.callHome(CallHome{Namespace: in.req.Namespace, Name: in.req.ProxyName, UID: in.req.UID, Pool: in.req.Pool, BootError: reason})
+		p.callHome(CallHome{Namespace: in.req.Namespace, Name: in.req.ProxyName, UID: in.req.UID, Pool: in.req.Pool, Instance: in.name, BootError: reason})
 	}
 	return ok
 }
@@ -251,9 +250,9 @@ func (p *Provider) AddForeign(name string, labels map[string]string) string {
 	p.nextSeq++
 	id := idPrefix + name
 	p.instances[name] = &instance{
-		name:   name,
-		seq:    p.nextSeq,
-		labels: maps.Clone(labels),
+		name:      name,
+		seq:       p.nextSeq,
+		unmanaged: labels[provider.LabelManaged] != provider.LabelManagedYes,
 		inst: provider.Instance{
 			ID:         id,
 			State:      provider.StateRunning,

@@ -101,6 +101,8 @@ type Options struct {
 // which proxy it serves, and, when the test failed, why.
 type CallHome struct {
 	Namespace, Name, UID string
+	// Instance is the VM's own name, which its identity token names.
+	Instance string
 	// Pool is a warm pool's VM's pool (CreateRequest.Pool), until a
 	// Reconfigure gives the VM to a proxy.
 	Pool string
@@ -110,22 +112,27 @@ type CallHome struct {
 
 // instance is the stored state of one VM.
 type instance struct {
-	inst   provider.Instance
-	name   string
-	labels map[string]string
-	seq    int
+	inst provider.Instance
+	name string
+	// unmanaged is set for a foreign instance not labelled
+	// LabelManaged=LabelManagedYes. The other two labels are inst's UID
+	// and Deployment: an instance carries no map of its own, so that a
+	// fleet of them costs what the collector's benchmark can afford.
+	unmanaged bool
+	// neverReady keeps it Provisioning with nothing reported (NeverReady).
+	neverReady bool
+	seq        int
 	// req is the request that created it: what a real VM would boot with.
 	req provider.CreateRequest
 	// createErr, for a create accepted and failed since, is what Get says
 	// of it; such an instance does not exist otherwise.
 	createErr error
-	// bootError is what its bootstrap reported (FailBoot); neverReady
-	// keeps it Provisioning with nothing reported (NeverReady).
-	bootError  string
-	neverReady bool
+	// bootError is what its bootstrap reported (FailBoot).
+	bootError string
 	// address is its static address, if it has one.
 	address *address
-	// console is what its serial console would show.
+	// console is what its serial console would show after the line of
+	// its creation (Console).
 	console []string
 	// goneAt, once it is deleted, is when it is gone.
 	goneAt time.Time
@@ -188,6 +195,11 @@ type project struct {
 	async     []*asyncFailure
 	latency   map[Method]time.Duration
 	calls     map[Method]int
+	// deleted holds the deleted instances until they are gone, earliest
+	// first (purge).
+	deleted deletions
+	// visits counts the records calls looked at (Visits).
+	visits int
 	// neverReady and skipCallHome count the next new instances that will
 	// never be ready, or that will be ready without calling home.
 	neverReady, skipCallHome int

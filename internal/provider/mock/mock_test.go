@@ -197,7 +197,7 @@ func TestCallHome(t *testing.T) {
 	}{
 		"Ready": {
 			reason: "a booted instance calls home once, even if it is created twice (adopted)",
-			want:   []mock.CallHome{{Namespace: "team-a", Name: "egress-1", UID: "6c1f0a5e-8d1b-4c59-9a53-1b7a2f3d4e5f"}},
+			want:   []mock.CallHome{{Namespace: "team-a", Name: "egress-1", UID: "6c1f0a5e-8d1b-4c59-9a53-1b7a2f3d4e5f", Instance: "proxy-6c1f0a5e-8d1b-4c59-9a53-1b7a2f3d4e5f"}},
 		},
 		"NeverReady": {
 			reason: "a hanging boot says nothing",
@@ -210,7 +210,7 @@ func TestCallHome(t *testing.T) {
 		"BootFailed": {
 			reason: "a failed self-test calls home to say so, once, and never says it is ready",
 			after:  func(p *mock.Provider, id string) { p.FailBoot(id, "tinyproxy does not answer") },
-			want:   []mock.CallHome{{Namespace: "team-a", Name: "egress-1", UID: "6c1f0a5e-8d1b-4c59-9a53-1b7a2f3d4e5f", BootError: "tinyproxy does not answer"}},
+			want:   []mock.CallHome{{Namespace: "team-a", Name: "egress-1", UID: "6c1f0a5e-8d1b-4c59-9a53-1b7a2f3d4e5f", Instance: "proxy-6c1f0a5e-8d1b-4c59-9a53-1b7a2f3d4e5f", BootError: "tinyproxy does not answer"}},
 		},
 		"LostBeforeReady": {
 			reason: "a VM gone before its boot ended calls nobody",

@@ -62,11 +62,11 @@ func (p *Provider) Reconfigure(ctx context.Context, providerID string, req provi
 // and returns the number of this reconfiguration and whether it changed
 // anything. p.mu must be held.
 func (p *Provider) reconfigure(in *instance, req provider.ReconfigureRequest) (int, bool) {
-	if in.labels[provider.LabelUID] == req.UID && in.req.Namespace == req.Namespace && in.req.Pool == "" &&
+	if in.inst.UID == req.UID && in.req.Namespace == req.Namespace && in.req.Pool == "" &&
 		in.req.ProxyName == req.ProxyName && reflect.DeepEqual(in.req.Engine, req.Engine) {
 		return in.reconfigs, false
 	}
-	in.labels[provider.LabelUID], in.inst.UID = req.UID, req.UID
+	in.inst.UID = req.UID
 	in.req.UID, in.req.Namespace, in.req.ProxyName, in.req.Pool = req.UID, req.Namespace, req.ProxyName, ""
 	in.reconfigs++
 	if req.Engine == nil {
@@ -106,7 +106,7 @@ func (p *Provider) reconfigured(in *instance, seq int) {
 	refused := in.req.Engine != nil && in.inst.RefusedGeneration == in.req.Engine.Generation
 	live := ok && cur == in && in.reconfigs == seq && (applied || refused) && in.bootError == "" &&
 		in.goneAt.IsZero() && in.inst.State == provider.StateRunning
-	call := CallHome{Namespace: in.req.Namespace, Name: in.req.ProxyName, UID: in.req.UID, Pool: in.req.Pool}
+	call := CallHome{Namespace: in.req.Namespace, Name: in.req.ProxyName, UID: in.req.UID, Pool: in.req.Pool, Instance: in.name}
 	if refused && !applied {
 		call.BootError = in.inst.BootError
 	}

@@ -44,7 +44,8 @@ func TestReconfigure(t *testing.T) {
 		Refused   int64
 		BootError string
 	}
-	home := mock.CallHome{Namespace: "team-a", Name: "egress-1", UID: claim.UID}
+	// The claimed VM keeps its own name, which its identity token names.
+	home := mock.CallHome{Namespace: "team-a", Name: "egress-1", UID: claim.UID, Instance: provider.NameFromUID(warmUID)}
 	const refusal = "generation 2: the self-test failed; the configuration served before is served still"
 	refusedHome := home
 	refusedHome.BootError = refusal
@@ -106,7 +107,7 @@ func TestReconfigure(t *testing.T) {
 			if tc.boot {
 				clk.Advance(10 * time.Second)
 				// A warm VM's boot calls home as its pool's member.
-				if diff := cmp.Diff([]mock.CallHome{{Pool: "ci", Name: "pool-member", UID: warmUID}}, calls); diff != "" {
+				if diff := cmp.Diff([]mock.CallHome{{Pool: "ci", Name: "pool-member", UID: warmUID, Instance: provider.NameFromUID(warmUID)}}, calls); diff != "" {
 					t.Errorf("the warm VM's boot call-home (-want +got):\n%s", diff)
 				}
 				calls = nil

@@ -182,6 +182,7 @@ func (p *Provider) Close() {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	for _, in := range p.instances {
+		p.visits++
 		p.unserve(in)
 	}
 }

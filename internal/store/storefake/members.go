@@ -25,7 +25,7 @@ func (s *Store) createMember(p *proxy.Proxy) (*proxy.Proxy, error) {
 	}
 	doc := clone(p)
 	doc.UpdateTime = s.tick()
-	s.docs[key] = doc
+	s.index(doc)
 	return clone(doc), s.changed(Change{Key: key, New: clone(doc)})
 }
 
@@ -49,10 +49,9 @@ func (s *Store) members(pool string) []*proxy.Proxy {
 // returns only some of them. Called with s.mu held.
 func (s *Store) memberDocs(pool string) []*proxy.Proxy {
 	var out []*proxy.Proxy
-	for k, d := range s.docs {
-		if k.Pool == pool {
-			out = append(out, clone(d))
-		}
+	for _, d := range s.byParent[proxy.PoolPath(pool)] {
+		s.visits++
+		out = append(out, clone(d))
 	}
 	slices.SortFunc(out, func(a, b *proxy.Proxy) int { return compare(a.Name, b.Name) })
 	return out
@@ -72,7 +71,7 @@ func (s *Store) EnsureMembers(_ context.Context, pool string, now time.Time) ([]
 	var changes []Change
 	for _, m := range created {
 		m.UpdateTime = s.tick()
-		s.docs[m.Key()] = clone(m)
+		s.index(clone(m))
 		s.writes++
 		changes = append(changes, Change{Key: m.Key(), New: clone(m)})
 	}
@@ -146,6 +145,8 @@ func (s *Store) ClaimWarm(_ context.Context, p *proxy.Proxy, pool *proxy.Pool, n
 	m := s.docs[member.Key()]
 	m.ClaimedBy, m.Status.Message, m.UpdateTime = member.ClaimedBy, member.Status.Message, t
 	doc.Status, doc.Reconciler, doc.UpdateTime = claimed.Status, claimed.Reconciler, t
+	s.index(m)
+	s.index(doc)
 	s.writes += 2
 	s.notify([]Change{{Key: member.Key(), Old: oldMember, New: clone(m)}, {Key: key, Old: oldDoc, New: clone(doc)}})
 	return clone(m), clone(doc), nil
@@ -170,6 +171,7 @@ func (s *Store) PoolServing(_ context.Context, spec proxy.Spec) (*proxy.Pool, er
 func (s *Store) sortedPools() []*proxy.Pool {
 	out := make([]*proxy.Pool, 0, len(s.pools))
 	for _, p := range s.pools {
+		s.visits++
 		out = append(out, clonePool(p))
 	}
 	slices.SortFunc(out, func(a, b *proxy.Pool) int { return compare(a.Name, b.Name) })

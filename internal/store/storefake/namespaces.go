@@ -32,6 +32,7 @@ func (s *Store) ListNamespaces(_ context.Context, member string, pageSize int, p
 	defer s.mu.Unlock()
 	var names []string
 	for name, ns := range s.namespaces {
+		s.visits++
 		if name > after && (member == "" || slices.Contains(ns.MemberEmails, member)) {
 			names = append(names, name)
 		}

@@ -55,6 +55,7 @@ func (s *Store) ListPools(_ context.Context, pageSize int, pageToken string) ([]
 	defer s.mu.Unlock()
 	var names []string
 	for name := range s.pools {
+		s.visits++
 		if name > after {
 			names = append(names, name)
 		}

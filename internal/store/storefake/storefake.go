@@ -40,8 +40,17 @@ type Change struct {
 type Store struct {
 	clock clock.Clock
 
-	mu         sync.Mutex
-	docs       map[proxy.Key]*proxy.Proxy
+	mu   sync.Mutex
+	docs map[proxy.Key]*proxy.Proxy
+	// byParent holds the documents of each namespace and pool (parentOf),
+	// by name, and progressing those with a progress time: what List,
+	// Members and Stalled read, as Firestore's indexes let a query read
+	// only what it returns. index and unindex keep them.
+	byParent    map[string]map[string]*proxy.Proxy
+	progressing map[proxy.Key]*proxy.Proxy
+	// visits counts the stored documents and namespaces calls looked at
+	// (Visits).
+	visits     int
 	namespaces map[string]*tenancy.Namespace
 	pools      map[string]*proxy.Pool
 	last       time.Time
@@ -52,7 +61,58 @@ type Store struct {
 
 // New returns an empty store whose update times come from clk.
 func New(clk clock.Clock) *Store {
-	return &Store{clock: clk, docs: map[proxy.Key]*proxy.Proxy{}, namespaces: map[string]*tenancy.Namespace{}, pools: map[string]*proxy.Pool{}}
+	return &Store{clock: clk, docs: map[proxy.Key]*proxy.Proxy{}, byParent: map[string]map[string]*proxy.Proxy{},
+		progressing: map[proxy.Key]*proxy.Proxy{}, namespaces: map[string]*tenancy.Namespace{}, pools: map[string]*proxy.Pool{}}
+}
+
+// parentOf names the namespace or pool a document is in.
+func parentOf(k proxy.Key) string {
+	if k.IsMember() {
+		return proxy.PoolPath(k.Pool)
+	}
+	return "namespaces/" + k.Namespace
+}
+
+// index stores doc as its key's document, or stores it again after a
+// change in place, in every index. Called with s.mu held.
+func (s *Store) index(doc *proxy.Proxy) {
+	k := doc.Key()
+	s.docs[k] = doc
+	siblings := s.byParent[parentOf(k)]
+	if siblings == nil {
+		siblings = map[string]*proxy.Proxy{}
+		s.byParent[parentOf(k)] = siblings
+	}
+	siblings[k.Name] = doc
+	if doc.Reconciler.ProgressTime.IsZero() {
+		delete(s.progressing, k)
+	} else {
+		s.progressing[k] = doc
+	}
+}
+
+// unindex removes the document of k from every index. Called with s.mu
+// held.
+func (s *Store) unindex(k proxy.Key) {
+	delete(s.docs, k)
+	if siblings := s.byParent[parentOf(k)]; siblings != nil {
+		delete(siblings, k.Name)
+		if len(siblings) == 0 {
+			delete(s.byParent, parentOf(k))
+		}
+	}
+	delete(s.progressing, k)
+}
+
+// Visits returns how many stored documents and namespaces the store's
+// calls have looked at: a query looks at the documents its index holds
+// (a namespace's, a pool's, the progressing ones), LiveUIDs at every
+// document. A test bounds it to hold the store's calls to the work
+// Firestore's would do, whatever the fleet (work_test.go).
+func (s *Store) Visits() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.visits
 }
 
 // Watch sets the function told of every change, after it is applied and
@@ -134,7 +194,7 @@ func (s *Store) create(_ context.Context, p *proxy.Proxy, needNamespace bool, ad
 	// neither store makes one up.
 	doc.UpdateTime = s.tick()
 	ns.UpdateTime = doc.UpdateTime
-	s.docs[key] = doc
+	s.index(doc)
 	return clone(doc), s.changed(Change{Key: key, New: clone(doc)})
 }
 
@@ -160,16 +220,18 @@ func (s *Store) List(_ context.Context, namespace string, pageSize int, pageToke
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var names []string
-	for k := range s.docs {
-		if k.Namespace == namespace && k.Name > after {
-			names = append(names, k.Name)
+	parent := parentOf(proxy.Key{Namespace: namespace})
+	for name := range s.byParent[parent] {
+		s.visits++
+		if name > after {
+			names = append(names, name)
 		}
 	}
 	names, next := page(names, pageSize)
 	var out []*proxy.Proxy
 	for _, n := range names {
 		s.reads++
-		out = append(out, clone(s.docs[proxy.Key{Namespace: namespace, Name: n}]))
+		out = append(out, clone(s.byParent[parent][n]))
 	}
 	return out, next, nil
 }
@@ -252,7 +314,7 @@ func (s *Store) changeCounted(key proxy.Key, rule func(*proxy.Proxy, *tenancy.Na
 	}
 	old := clone(doc)
 	next.UpdateTime = t
-	s.docs[key] = next
+	s.index(next)
 	return clone(next), s.changed(Change{Key: key, Old: old, New: clone(next)})
 }
 
@@ -283,7 +345,7 @@ func (s *Store) change(key proxy.Key, rule func(*proxy.Proxy) ([]rules.Field, er
 	}
 	old := clone(doc)
 	next.UpdateTime = s.tick()
-	s.docs[key] = next
+	s.index(next)
 	return clone(next), s.changed(Change{Key: key, Old: old, New: clone(next)})
 }
 
@@ -305,6 +367,7 @@ func (s *Store) UpdateStatus(_ context.Context, p *proxy.Proxy) (time.Time, erro
 	next := clone(p)
 	doc.Status, doc.Reconciler = next.Status, next.Reconciler
 	doc.UpdateTime = s.tick()
+	s.index(doc)
 	t := doc.UpdateTime
 	return t, s.changed(Change{Key: key, Old: old, New: clone(doc)})
 }
@@ -340,7 +403,7 @@ func (s *Store) Delete(_ context.Context, key proxy.Key, updateTime time.Time) e
 		s.mu.Unlock()
 		return fmt.Errorf("%s changed since %s: %w", key, updateTime.Format(time.RFC3339Nano), proxy.ErrConflict)
 	}
-	delete(s.docs, key)
+	s.unindex(key)
 	if ns := s.namespaces[key.Namespace]; ns != nil && !key.IsMember() {
 		ns.ProxyCount--
 	}
@@ -356,6 +419,7 @@ func (s *Store) LiveUIDs(context.Context) (map[string]proxy.Claim, error) {
 	defer s.mu.Unlock()
 	uids := make(map[string]proxy.Claim, len(s.docs))
 	for k, d := range s.docs {
+		s.visits++
 		s.reads++
 		c := proxy.Claim{Key: k, Phase: d.Status.Phase, Provider: d.Spec.Provider, ProviderID: d.Status.ProviderID,
 			MaxAge: d.Spec.MaxAge, BootStart: d.Reconciler.BootStart, Claimed: d.ClaimedBy != nil,
@@ -371,8 +435,9 @@ func (s *Store) Stalled(_ context.Context, before time.Time, limit int) ([]proxy
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	var docs []*proxy.Proxy
-	for _, d := range s.docs {
-		if t := d.Reconciler.ProgressTime; !t.IsZero() && t.Before(before) {
+	for _, d := range s.progressing {
+		s.visits++
+		if t := d.Reconciler.ProgressTime; t.Before(before) {
 			docs = append(docs, d)
 		}
 	}
@@ -394,6 +459,7 @@ func (s *Store) Keys() []proxy.Key {
 	defer s.mu.Unlock()
 	keys := make([]proxy.Key, 0, len(s.docs))
 	for k := range s.docs {
+		s.visits++
 		keys = append(keys, k)
 	}
 	slices.SortFunc(keys, func(a, b proxy.Key) int {

@@ -270,20 +270,31 @@ func (a *Agent) callHome(ctx context.Context, reason string) {
 		a.Log.Warn("the call-home attributes are not valid; not calling home")
 		return
 	}
-	if err := a.publish(ctx, endpoint, topic, msg); err != nil {
+	data, _ := json.Marshal(msg)
+	if err := a.publish(ctx, endpoint, topic, data, nil); err != nil {
 		a.Log.Warn("could not call home; the reconciler's sweep will look", slog.String("topic", topic), slog.Any("error", err))
 		return
 	}
 	a.Log.Info("called home", slog.String("topic", topic), slog.String("reason", reason))
 }
 
-func (a *Agent) publish(ctx context.Context, endpoint, topic string, msg map[string]string) error {
+// publish publishes data on topic with the VM's access token, and its
+// identity token for the topic as the message's "identity" attribute: the
+// control plane drops a call-home without one (internal/callhome).
+func (a *Agent) publish(ctx context.Context, endpoint, topic string, data []byte, attributes map[string]string) error {
 	token, err := a.Metadata.Token(ctx)
 	if err != nil {
 		return err
 	}
-	data, _ := json.Marshal(msg)
-	body, _ := json.Marshal(map[string]any{"messages": []map[string]string{{"data": base64.StdEncoding.EncodeToString(data)}}})
+	identity, err := a.Metadata.Identity(ctx, topic)
+	if err != nil {
+		return err
+	}
+	attrs := map[string]string{vmconfig.IdentityAttribute: identity}
+	for k, v := range attributes {
+		attrs[k] = v
+	}
+	body, _ := json.Marshal(map[string]any{"messages": []map[string]any{{"data": base64.StdEncoding.EncodeToString(data), "attributes": attrs}}})
 	c := a.HTTP
 	if c == nil {
 		c = http.DefaultClient

@@ -22,7 +22,9 @@ import (
 	"github.com/egress-proxies/egress/internal/vm/engine"
 	"github.com/egress-proxies/egress/internal/vm/imagetest"
 	"github.com/egress-proxies/egress/internal/vm/vmconfig"
+	"github.com/egress-proxies/egress/internal/vmidentity"
 	"github.com/google/go-cmp/cmp"
+	"google.golang.org/api/option"
 )
 
 // engineHost is the VM's system for the agent: the engine runs in this
@@ -71,12 +73,18 @@ func (h *engineHost) ReloadEngine(ctx context.Context) error {
 
 // pubsub records the call-home messages.
 type pubsub struct {
-	mu   sync.Mutex
-	msgs []map[string]string
+	mu    sync.Mutex
+	msgs  []map[string]string
+	attrs []map[string]string
 }
 
 func (p *pubsub) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	var body struct{ Messages []struct{ Data string } }
+	var body struct {
+		Messages []struct {
+			Data       string
+			Attributes map[string]string
+		}
+	}
 	json.NewDecoder(r.Body).Decode(&body)
 	p.mu.Lock()
 	defer p.mu.Unlock()
@@ -85,6 +93,7 @@ func (p *pubsub) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		var msg map[string]string
 		json.Unmarshal(data, &msg)
 		p.msgs = append(p.msgs, msg)
+		p.attrs = append(p.attrs, m.Attributes)
 	}
 	io.WriteString(w, `{"messageIds":["1"]}`)
 }
@@ -244,6 +253,35 @@ func (f *fixture) waitReady(t *testing.T, want string) {
 			t.Fatalf("egress/ready is %q, want %q: %v", f.md.GuestAttributes()["egress/ready"], want, err)
 		}
 		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// TestCallHomeCarriesTheVMsIdentity: the call-home carries the identity
+// token the metadata server signs for this VM, for the call-home topic,
+// which the control plane's verifier accepts as this VM's.
+func TestCallHomeCarriesTheVMsIdentity(t *testing.T) {
+	f := setUp(t)
+	ctx := context.Background()
+	warm := f.config(t, 0, nil)
+	f.md.SetAttributes(map[string]string{vmconfig.KeyConfig: warm})
+	if err := f.agent.Apply(ctx, warm, false); err != nil {
+		t.Fatal(err)
+	}
+	f.ps.mu.Lock()
+	attrs := f.ps.attrs
+	f.ps.mu.Unlock()
+	if len(attrs) == 0 {
+		t.Fatal("no call-home")
+	}
+	v, err := vmidentity.NewVerifier(ctx, "projects/demo-proxies/topics/proxy-callhome", "demo-proxies", "", option.WithHTTPClient(f.md.Issuer.KeysClient()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, a := range attrs {
+		in, err := v.Verify(ctx, a[vmconfig.IdentityAttribute])
+		if err != nil || in.Name != "vm" || in.Zone != "us-central1-b" {
+			t.Errorf("the call-home's identity: %+v, %v; want VM vm of us-central1-b", in, err)
+		}
 	}
 }
 

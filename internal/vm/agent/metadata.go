@@ -113,6 +113,23 @@ func (m *Metadata) DeleteGuest(ctx context.Context, key string) error {
 	return err
 }
 
+// Identity returns the VM's identity token for audience, in the full
+// format whose claims name the instance: what its call-home carries, so
+// the control plane knows which VM sent it (Google signs it; the VM cannot
+// make one for another).
+func (m *Metadata) Identity(ctx context.Context, audience string) (string, error) {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	v, _, err := m.do(ctx, http.MethodGet, "instance/service-accounts/default/identity", url.Values{"audience": {audience}, "format": {"full"}}, "")
+	if err != nil {
+		return "", err
+	}
+	if v = strings.TrimSpace(v); strings.Count(v, ".") != 2 {
+		return "", fmt.Errorf("agent: the metadata server's identity answer is not a JWT")
+	}
+	return v, nil
+}
+
 // Token returns an access token of the VM's own service account.
 func (m *Metadata) Token(ctx context.Context) (string, error) {
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)

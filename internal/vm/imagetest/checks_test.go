@@ -16,7 +16,9 @@ import (
 
 	"github.com/egress-proxies/egress/internal/provider"
 	"github.com/egress-proxies/egress/internal/vm/vmconfig"
+	"github.com/egress-proxies/egress/internal/vmidentity"
 	"github.com/google/go-cmp/cmp"
+	"google.golang.org/api/option"
 )
 
 func checkTimeout(ctx context.Context) (context.Context, context.CancelFunc) {
@@ -81,6 +83,16 @@ func checkCallHome(t *testing.T, ctx context.Context, r *run, want map[string]an
 	}
 	if len(p.Data) != 1 {
 		t.Fatalf("%d messages in the publish, want 1", len(p.Data))
+	}
+	// Who sent it: the identity token the metadata server signed for this
+	// instance, which the control plane's verifier accepts as this VM's
+	// and no other.
+	v, err := vmidentity.NewVerifier(ctx, topic, project, "proxy-vm@"+project+".iam.gserviceaccount.com", option.WithHTTPClient(r.metadata.Issuer.KeysClient()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if in, err := v.Verify(ctx, p.Attributes[0][vmconfig.IdentityAttribute]); err != nil || in.Name != r.instance || in.Zone != zone {
+		t.Errorf("the call-home's identity: %+v, %v; want instance %s of %s", in, err, r.instance, zone)
 	}
 	got, err := decodeJSON(p.Data[0])
 	if err != nil {

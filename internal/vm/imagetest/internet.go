@@ -106,6 +106,8 @@ type Publish struct {
 	Authorization string
 	// Data are the messages' payloads, decoded from base64.
 	Data [][]byte
+	// Attributes are the messages' attributes (the identity token).
+	Attributes []map[string]string
 	// Status is what the stand-in answered.
 	Status int
 }
@@ -157,7 +159,8 @@ func (p *PubSub) publish(r *http.Request, pub *Publish) int {
 	}
 	var body struct {
 		Messages []struct {
-			Data string `json:"data"`
+			Data       string            `json:"data"`
+			Attributes map[string]string `json:"attributes"`
 		} `json:"messages"`
 	}
 	if err := json.NewDecoder(io.LimitReader(r.Body, 1<<20)).Decode(&body); err != nil || len(body.Messages) == 0 {
@@ -169,6 +172,7 @@ func (p *PubSub) publish(r *http.Request, pub *Publish) int {
 			return http.StatusBadRequest
 		}
 		pub.Data = append(pub.Data, data)
+		pub.Attributes = append(pub.Attributes, m.Attributes)
 	}
 	return http.StatusOK
 }

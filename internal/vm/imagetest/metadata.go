@@ -13,6 +13,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/egress-proxies/egress/internal/vmidentity"
 	"unicode"
 
 	"github.com/egress-proxies/egress/internal/vm/vmconfig"
@@ -35,6 +37,11 @@ import (
 type Metadata struct {
 	// Token is the access token handed out for the default service account.
 	Token string
+	// Issuer signs the identity tokens handed out for the default service
+	// account, as Google does for a real VM; a test verifies them with
+	// vmidentity against its keys (Issuer.KeysClient).
+	Issuer *vmidentity.Issuer
+	inst   Instance
 
 	mu       sync.Mutex
 	instance map[string]any
@@ -79,8 +86,14 @@ func NewMetadata(inst Instance, token string) *Metadata {
 	for k, v := range inst.Attributes {
 		attrs[k] = v
 	}
+	iss, err := vmidentity.NewIssuer()
+	if err != nil {
+		panic(err) // crypto/rand failed: nothing works
+	}
 	return &Metadata{
-		Token: token,
+		Token:  token,
+		Issuer: iss,
+		inst:   inst,
 		instance: map[string]any{
 			"attributes":   attrs,
 			"hostname":     inst.Name + "." + inst.Zone + ".c." + inst.Project + ".internal",
@@ -229,6 +242,24 @@ func (m *Metadata) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	switch {
 	case strings.HasPrefix(path, "instance/guest-attributes/"):
 		m.serveGuest(w, r, strings.TrimPrefix(path, "instance/guest-attributes/"))
+	case strings.HasPrefix(path, "instance/service-accounts/") && strings.HasSuffix(path, "/identity"):
+		// As the real server: an audience is required; format=full adds
+		// the instance's claims, which a call-home needs.
+		aud := r.URL.Query().Get("audience")
+		if aud == "" {
+			http.Error(w, "non-empty audience parameter required", http.StatusBadRequest)
+			return
+		}
+		in := vmidentity.Instance{Project: m.inst.Project, Zone: m.inst.Zone, Name: m.inst.Name, ID: m.inst.ID, Email: m.inst.ServiceAccount}
+		if r.URL.Query().Get("format") != "full" {
+			in = vmidentity.Instance{Email: m.inst.ServiceAccount}
+		}
+		tok, err := m.Issuer.Token(aud, in, time.Now())
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusInternalServerError)
+			return
+		}
+		io.WriteString(w, tok)
 	case strings.HasPrefix(path, "instance/service-accounts/") && strings.HasSuffix(path, "/token"):
 		w.Header().Set("Content-Type", "application/json")
 		json.NewEncoder(w).Encode(map[string]any{"access_token": m.Token, "expires_in": 3599, "token_type": "Bearer"})

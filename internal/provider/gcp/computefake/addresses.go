@@ -91,6 +91,7 @@ func (s *Server) insertAddress(w http.ResponseWriter, r *http.Request, project, 
 	a.SelfLink = proto.String(link(project, "regions", region, "addresses", a.GetName()))
 	a.Status = proto.String("RESERVED")
 	s.addresses[key] = a
+	s.addressByIP[region+"/"+a.GetAddress()] = key
 	s.accept(w, project, "regions/"+region, "insert", a.GetSelfLink(), reqID, a.Id)
 }
 
@@ -161,6 +162,7 @@ func (s *Server) listAddresses(w http.ResponseWriter, r *http.Request, project s
 		Items:    map[string]*computepb.AddressesScopedList{},
 	}
 	for k, a := range s.addresses {
+		s.visits++
 		if key != "" && a.GetLabels()[key] != value {
 			continue
 		}
@@ -235,29 +237,38 @@ func claim(addrs []*computepb.Address, selfLink string) {
 	}
 }
 
+// addressWithIP is the address of region with ip that is not being
+// deleted, or nil. Called with s.mu held.
 func (s *Server) addressWithIP(region, ip string) *computepb.Address {
-	for k, a := range s.addresses {
-		if strings.HasPrefix(k, region+"/") && a.GetAddress() == ip && !s.deletingAddresses[k] {
-			return a
-		}
+	k, ok := s.addressByIP[region+"/"+ip]
+	if !ok || s.deletingAddresses[k] {
+		return nil
 	}
-	return nil
+	return s.addresses[k]
 }
 
-// releaseNATs makes the addresses a gone instance used RESERVED again.
-// Called with s.mu held, by Settle.
-func (s *Server) releaseNATs(selfLink string) {
-	for _, a := range s.addresses {
-		users := a.GetUsers()[:0]
-		for _, u := range a.GetUsers() {
-			if u != selfLink {
-				users = append(users, u)
+// releaseNATs makes the addresses a gone instance (of zone/name key) used
+// RESERVED again: those its natIPs name. Called with s.mu held, by Settle.
+func (s *Server) releaseNATs(key string, inst *computepb.Instance) {
+	region := regionOf(strings.SplitN(key, "/", 2)[0])
+	for _, ni := range inst.GetNetworkInterfaces() {
+		for _, ac := range ni.GetAccessConfigs() {
+			k, ok := s.addressByIP[region+"/"+ac.GetNatIP()]
+			if !ok {
+				continue // an ephemeral NAT
 			}
-		}
-		a.Users = users
-		if len(users) == 0 && a.GetStatus() == "IN_USE" {
-			a.Status = proto.String("RESERVED")
-			a.Users = nil
+			a := s.addresses[k]
+			users := a.GetUsers()[:0]
+			for _, u := range a.GetUsers() {
+				if u != inst.GetSelfLink() {
+					users = append(users, u)
+				}
+			}
+			a.Users = users
+			if len(users) == 0 && a.GetStatus() == "IN_USE" {
+				a.Status = proto.String("RESERVED")
+				a.Users = nil
+			}
 		}
 	}
 }
@@ -266,6 +277,11 @@ func (s *Server) releaseNATs(selfLink string) {
 // Settle.
 func (s *Server) settleAddresses() {
 	for key := range s.deletingAddresses {
+		s.visits++
+		if a, ok := s.addresses[key]; ok {
+			region, _, _ := strings.Cut(key, "/")
+			delete(s.addressByIP, region+"/"+a.GetAddress())
+		}
 		delete(s.addresses, key)
 		delete(s.deletingAddresses, key)
 	}

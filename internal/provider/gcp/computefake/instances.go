@@ -83,6 +83,7 @@ func (s *Server) insert(w http.ResponseWriter, r *http.Request, project, zone st
 	inst.SelfLink = proto.String(link(project, "zones", zone, "instances", inst.GetName()))
 	stampFingerprints(inst)
 	s.instances[key] = inst
+	s.booting[key] = true
 	claim(nats, inst.GetSelfLink())
 	s.accept(w, project, "zones/"+zone, "insert", inst.GetSelfLink(), reqID, inst.Id)
 }
@@ -120,6 +121,7 @@ func (s *Server) delete(w http.ResponseWriter, r *http.Request, project, zone, n
 	// A deleted VM stops first and is gone once it has (Settle).
 	inst.Status = proto.String("STOPPING")
 	s.deleting[key] = true
+	delete(s.booting, key)
 	s.accept(w, project, "zones/"+zone, "delete", link(project, "zones", zone, "instances", name), reqID, inst.Id)
 }
 
@@ -142,6 +144,7 @@ func (s *Server) list(w http.ResponseWriter, r *http.Request, project string) {
 		Items:    map[string]*computepb.InstancesScopedList{},
 	}
 	for k, inst := range s.instances {
+		s.visits++
 		if key != "" && inst.GetLabels()[key] != value {
 			continue
 		}
@@ -176,23 +179,26 @@ func (s *Server) Settle() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.finishOperations()
-	for key, inst := range s.instances {
-		if s.deleting[key] {
-			delete(s.instances, key)
-			delete(s.deleting, key)
-			s.releaseNATs(inst.GetSelfLink())
-			delete(s.guest, key)
-			delete(s.serial, key)
-			continue
+	for key := range s.deleting {
+		s.visits++
+		if inst, ok := s.instances[key]; ok {
+			s.releaseNATs(key, inst)
 		}
-		if inst.GetStatus() == "PROVISIONING" || inst.GetStatus() == "STAGING" {
-			inst.Status = proto.String("RUNNING")
-			s.nextIP++
-			for _, ni := range inst.GetNetworkInterfaces() {
-				for _, ac := range ni.GetAccessConfigs() {
-					if ac.GetNatIP() == "" {
-						ac.NatIP = proto.String(fmt.Sprintf("198.51.100.%d", s.nextIP))
-					}
+		delete(s.instances, key)
+		delete(s.deleting, key)
+		delete(s.guest, key)
+		delete(s.serial, key)
+	}
+	for key := range s.booting {
+		s.visits++
+		inst := s.instances[key]
+		delete(s.booting, key)
+		inst.Status = proto.String("RUNNING")
+		s.nextIP++
+		for _, ni := range inst.GetNetworkInterfaces() {
+			for _, ac := range ni.GetAccessConfigs() {
+				if ac.GetNatIP() == "" {
+					ac.NatIP = proto.String(fmt.Sprintf("198.51.100.%d", s.nextIP))
 				}
 			}
 			s.assignIPv6(inst)
@@ -209,6 +215,17 @@ func (s *Server) Put(zone string, inst *computepb.Instance) {
 	c := proto.Clone(inst).(*computepb.Instance)
 	stampFingerprints(c)
 	s.instances[zone+"/"+inst.GetName()] = c
+	s.noteStatus(zone+"/"+inst.GetName(), c)
+}
+
+// noteStatus keeps the instance of key among the booting ones when its
+// status says it boots. Called with s.mu held.
+func (s *Server) noteStatus(key string, inst *computepb.Instance) {
+	if st := inst.GetStatus(); (st == "PROVISIONING" || st == "STAGING") && !s.deleting[key] {
+		s.booting[key] = true
+	} else {
+		delete(s.booting, key)
+	}
 }
 
 // SetStatus sets an instance's status string.
@@ -217,6 +234,7 @@ func (s *Server) SetStatus(zone, name, status string) {
 	defer s.mu.Unlock()
 	if inst, ok := s.instances[zone+"/"+name]; ok {
 		inst.Status = proto.String(status)
+		s.noteStatus(zone+"/"+name, inst)
 	}
 }
 

@@ -107,6 +107,8 @@ func (s *Server) startOperation(project, scope, kind, target, requestID string) 
 	}
 	o := &operation{project: project, scope: scope, op: op}
 	s.operations[name] = o
+	s.running[name] = o
+	s.operationByID[strconv.FormatUint(op.GetId(), 10)] = o
 	return o
 }
 
@@ -116,10 +118,9 @@ func (s *Server) finishOperations() {
 	close(s.settled)
 	s.settled = make(chan struct{})
 	now := s.now().Format(stamp)
-	for _, o := range s.operations {
-		if o.op.GetStatus() == computepb.Operation_DONE {
-			continue
-		}
+	for name, o := range s.running {
+		s.visits++
+		delete(s.running, name)
 		o.op.Status = computepb.Operation_DONE.Enum()
 		o.op.Progress = proto.Int32(100)
 		o.op.EndTime = proto.String(now)
@@ -135,11 +136,7 @@ func (s *Server) finishOperations() {
 func (s *Server) operation(w http.ResponseWriter, project, scope, name string) *operation {
 	o, ok := s.operations[name]
 	if !ok {
-		for _, c := range s.operations {
-			if strconv.FormatUint(c.op.GetId(), 10) == name {
-				o, ok = c, true
-			}
-		}
+		o, ok = s.operationByID[name]
 	}
 	if !ok || o.project != project || o.scope != scope {
 		writeError(w, Fault{Code: http.StatusNotFound, Reason: "notFound",
@@ -259,6 +256,7 @@ func (s *Server) listOperations(w http.ResponseWriter, r *http.Request, project,
 		SelfLink: proto.String(link(project, scope, "operations")),
 	}
 	for _, o := range s.operations {
+		s.visits++
 		if o.project == project && o.scope == scope && matches(cs, operationField(o.op)) {
 			out.Items = append(out.Items, o.op)
 		}
@@ -287,6 +285,7 @@ func (s *Server) aggregatedOperations(w http.ResponseWriter, r *http.Request, pr
 		Items:    map[string]*computepb.OperationsScopedList{},
 	}
 	for _, o := range s.operations {
+		s.visits++
 		if o.project != project || !matches(cs, operationField(o.op)) {
 			continue
 		}

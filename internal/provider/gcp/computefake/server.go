@@ -31,19 +31,30 @@ type Server struct {
 	skew  time.Duration // what Advance added to clock
 
 	// What Compute keeps.
-	instances         map[string]*computepb.Instance // by zone/name
-	deleting          map[string]bool                // instances gone on Settle
-	addresses         map[string]*computepb.Address  // by region/name
+	instances map[string]*computepb.Instance // by zone/name
+	deleting  map[string]bool                // instances gone on Settle
+	// booting are the instances PROVISIONING or STAGING, which Settle
+	// runs: Settle looks at what is in progress, never the whole fleet.
+	booting           map[string]bool
+	addresses         map[string]*computepb.Address // by region/name
 	deletingAddresses map[string]bool
-	operations        map[string]*operation        // by name
-	requestIDs        map[string]seenRequest       // by project/request id
-	guest             map[string]map[string]string // by zone/name, then NAMESPACE/KEY
-	serial            map[string]*serialBuffer     // port 1, by zone/name
-	nextID            uint64
-	nextIP            int // of ephemeral NATs, 198.51.100.x
-	nextAddress       int // of reserved addresses, 203.0.113.x
-	regionZones       map[string][]string
-	dualStack         map[string]bool // region/subnetwork (SetDualStack)
+	// addressByIP finds an address's key by region/IP.
+	addressByIP map[string]string
+	operations  map[string]*operation // by name
+	// running are the operations not DONE, which Settle finishes;
+	// operationByID finds an operation by its numeric id.
+	running       map[string]*operation
+	operationByID map[string]*operation
+	// visits counts the stored resources calls looked at (Visits).
+	visits      int
+	requestIDs  map[string]seenRequest       // by project/request id
+	guest       map[string]map[string]string // by zone/name, then NAMESPACE/KEY
+	serial      map[string]*serialBuffer     // port 1, by zone/name
+	nextID      uint64
+	nextIP      int // of ephemeral NATs, 198.51.100.x
+	nextAddress int // of reserved addresses, 203.0.113.x
+	regionZones map[string][]string
+	dualStack   map[string]bool // region/subnetwork (SetDualStack)
 
 	// What tests set up and read.
 	faults         map[string][]Fault // by method (see Fail)
@@ -66,8 +77,12 @@ func New() *Server {
 		clock:             time.Now,
 		instances:         map[string]*computepb.Instance{},
 		deleting:          map[string]bool{},
+		booting:           map[string]bool{},
 		requestIDs:        map[string]seenRequest{},
 		operations:        map[string]*operation{},
+		running:           map[string]*operation{},
+		operationByID:     map[string]*operation{},
+		addressByIP:       map[string]string{},
 		serial:            map[string]*serialBuffer{},
 		guest:             map[string]map[string]string{},
 		addresses:         map[string]*computepb.Address{},
@@ -184,6 +199,17 @@ func (s *Server) SetUnreachable(zones ...string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.unreachable = zones
+}
+
+// Visits returns how many stored instances, addresses and operations the
+// fake's calls have looked at beyond the one each names: a list looks at
+// what it lists, Settle at what is in progress. A test bounds it to hold
+// the fake's calls to the work of what they touch, whatever the fleet
+// (work_test.go).
+func (s *Server) Visits() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.visits
 }
 
 // Calls returns how many calls of method the fake answered.

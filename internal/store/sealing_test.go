@@ -1,0 +1,137 @@
+package store_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"cloud.google.com/go/firestore"
+
+	"github.com/egress-proxies/egress/emulators/emulatortest"
+	"github.com/egress-proxies/egress/internal/proxy"
+	"github.com/egress-proxies/egress/internal/sealing"
+	"github.com/egress-proxies/egress/internal/store"
+	"github.com/egress-proxies/egress/internal/store/storetest"
+	"github.com/egress-proxies/egress/internal/tenancy"
+)
+
+func sealedStore(t *testing.T) (*store.Store, *firestore.Client) {
+	t.Helper()
+	client, err := firestore.NewClient(context.Background(), emulatortest.ProjectID(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { client.Close() })
+	return store.New(client, sealing.NewKeyring(sealing.LocalKEK(), sealing.Firestore{Client: client})), client
+}
+
+// credentialsField is what the document holds under
+// reconciler.credentials, as Firestore has it.
+func credentialsField(t *testing.T, client *firestore.Client, p *proxy.Proxy) map[string]any {
+	t.Helper()
+	snap, err := client.Doc(p.Key().Path()).Get(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	v, err := snap.DataAt("reconciler.credentials")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return v.(map[string]any)
+}
+
+// TestPasswordsAreSealed: every way the store writes credentials (a
+// create, a status update, a rotation) leaves the password sealed in the
+// document and readable through the store; a process without the key (the
+// collector's store) reads the document but not the password, and refuses
+// to write new credentials it could only lose.
+func TestPasswordsAreSealed(t *testing.T) {
+	emulatortest.Firestore(t)
+	ctx := context.Background()
+	s, client := sealedStore(t)
+	p := storetest.New("team", "sealed")
+	creds, _ := proxy.NewCredentials()
+	p.Reconciler.Credentials = creds
+	if _, err := s.Create(ctx, p, 20); err != nil {
+		t.Fatal(err)
+	}
+	check := func(when, want string) *proxy.Proxy {
+		t.Helper()
+		got, err := s.Get(ctx, p.Key())
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.Reconciler.Credentials.Password != want {
+			t.Errorf("%s: the store reads password %q, want %q", when, got.Reconciler.Credentials.Password, want)
+		}
+		stored := credentialsField(t, client, p)
+		if _, clear := stored["password"]; clear || stored["sealedPassword"] == nil || strings.Contains(stored["sealedPassword"].(string), want) {
+			t.Errorf("%s: the document holds %v, want the password sealed only", when, stored)
+		}
+		return got
+	}
+	got := check("after a create", creds.Password)
+
+	got.Status.Message = "changed"
+	if _, err := s.UpdateStatus(ctx, got); err != nil {
+		t.Fatal(err)
+	}
+	check("after a status update", creds.Password)
+
+	rotated, err := s.RotateCredentials(ctx, p.Key(), time.Now(), tenancy.Limits{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rotated.Reconciler.Credentials.Password == creds.Password {
+		t.Fatal("the rotation kept the password")
+	}
+	check("after a rotation", rotated.Reconciler.Credentials.Password)
+
+	keyless := store.New(client, nil)
+	read, err := keyless.Get(ctx, p.Key())
+	if err != nil {
+		t.Fatalf("the collector's store reads the document: %v", err)
+	}
+	if read.Reconciler.Credentials.Password != "" {
+		t.Error("a store without the key opened the password")
+	}
+	if _, err := keyless.RotateCredentials(ctx, p.Key(), time.Now(), tenancy.Limits{}); err == nil || !strings.Contains(err.Error(), "no key to seal them with") {
+		t.Errorf("a rotation without the key: %v, want a refusal that writes nothing", err)
+	}
+	check("after the keyless store's refused rotation", rotated.Reconciler.Credentials.Password)
+}
+
+// TestPlaintextDocumentIsResealed: a document written before sealing, its
+// password in reconciler.credentials.password, still works, and its first
+// read writes it back sealed.
+func TestPlaintextDocumentIsResealed(t *testing.T) {
+	emulatortest.Firestore(t)
+	ctx := context.Background()
+	s, client := sealedStore(t)
+	p := storetest.New("team", "legacy")
+	if _, err := s.Create(ctx, p, 20); err != nil {
+		t.Fatal(err)
+	}
+	const user, pass = "olduser", "OldPassword0123456789abc"
+	if _, err := client.Doc(p.Key().Path()).Update(ctx, []firestore.Update{
+		{Path: "reconciler.credentials", Value: map[string]any{"username": user, "password": pass}},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.Get(ctx, p.Key())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c := got.Reconciler.Credentials; c.Username != user || c.Password != pass {
+		t.Errorf("the old document reads as %s / %q, want %s / %q", c, c.Password, user, pass)
+	}
+	stored := credentialsField(t, client, p)
+	if _, clear := stored["password"]; clear || stored["sealedPassword"] == nil || stored["username"] != user {
+		t.Errorf("after the read, the document holds %v: want the password sealed, and no longer in clear", stored)
+	}
+	again, err := s.Get(ctx, p.Key())
+	if err != nil || again.Reconciler.Credentials.Password != pass {
+		t.Errorf("the resealed document reads as %q, %v; want %q", again.Reconciler.Credentials.Password, err, pass)
+	}
+}
