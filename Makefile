@@ -26,15 +26,16 @@ screenshots: deps
 	EGRESS_SCREENSHOTS=1 $(WITH_EMULATORS) $(GO) test -count=1 -timeout 30m -run '^TestEndToEnd$$' ./dev/localstack
 
 ## image-test: the startup script on a really booted Debian 13 and Debian 12
-## (systemd-nspawn, as root), each from an image shaped like Google's, checked
-## from outside; builds the root file systems once (minutes) and caches them
-## in $${XDG_CACHE_HOME:-~/.cache}/egress
+## (systemd-nspawn, as root), each from an image shaped like Google's, and the
+## cloud-init user-data on a Debian 13 shaped like Hetzner's and one like EC2's, checked from
+## outside; builds the root file systems once (minutes) and caches them in
+## $${XDG_CACHE_HOME:-~/.cache}/egress
 # A target of its own, and not part of `make test`: it needs root and boots a
 # whole system twice, so under `make test` the test skips itself (it runs
 # only with EGRESS_IMAGE_TEST=1, which this target sets) and one CI run boots
 # it once. -v shows each check as it passes, and the summary line.
 image-test: deps
-	EGRESS_IMAGE_TEST=1 $(GO) test -race -count=1 -v -timeout 30m -run '^TestImage$$' ./internal/vm/imagetest
+	EGRESS_IMAGE_TEST=1 $(GO) test -race -count=1 -v -timeout 45m -run '^TestImage$$' ./internal/vm/imagetest
 
 ## image-bench: the proxy's data path on the image test's topology against the
 ## direct path (one line, and JSON to $$IMAGE_BENCH_OUT); IMAGE_BENCH_ENGINE=tinyproxy

@@ -265,3 +265,45 @@ func TestNoAWSKeyAnywhere(t *testing.T) {
 		t.Errorf("the deployed functions do not link stscreds: how do they reach AWS?")
 	}
 }
+
+// TestTheAWSSecurityGroupAdmitsTheStatusRequest: the aws/ module's
+// security group opens every proxy port to the tenants' sources and to
+// the control plane's egress addresses (status_source_ranges, the main
+// module's output of that name), from which the control plane asks each
+// instance's proxy for its status, as the Hetzner firewall does; without
+// the second, no instance is ever seen serving.
+func TestTheAWSSecurityGroupAdmitsTheStatusRequest(t *testing.T) {
+	m := parseModuleAt(t, filepath.Join(terraformDir, "aws"))
+	main := parseModule(t)
+	outputs := map[string]bool{}
+	for _, b := range main.blocks {
+		if b.Type == "output" {
+			outputs[b.Labels[0]] = true
+		}
+	}
+	if !outputs["status_source_ranges"] {
+		t.Errorf("the main module has no output status_source_ranges for the aws/ module's variable")
+	}
+	var sources []string
+	for _, b := range m.blocks {
+		if b.Type != "resource" || !slices.Equal(b.Labels, []string{"aws_security_group", "proxy"}) {
+			continue
+		}
+		for _, d := range nested(b.Body, "dynamic") {
+			if len(d.Labels) != 1 || d.Labels[0] != "ingress" {
+				continue
+			}
+			if src := m.source(t, d.Body.Attributes["for_each"].Expr.Range()); src != "var.proxy_ports" {
+				t.Errorf("the ingress rules are one per %s, want one per var.proxy_ports", src)
+			}
+			for _, c := range nested(d.Body, "content") {
+				if a, ok := c.Body.Attributes["cidr_blocks"]; ok {
+					sources = append(sources, m.source(t, a.Expr.Range()))
+				}
+			}
+		}
+	}
+	if diff := cmp.Diff([]string{"local.ipv4_ranges", "var.status_source_ranges"}, sources); diff != "" {
+		t.Errorf("the IPv4 sources of the security group's rules over proxy_ports (-want +got):\n%s", diff)
+	}
+}

@@ -63,7 +63,7 @@ func TestTheFunctionsLinkNoDouble(t *testing.T) {
 	}
 	forbidden := []string{"internal/provider/mock", "internal/provider/gcp/computefake", "internal/provider/hetzner/hetznerfake", "internal/provider/aws/ec2fake", "internal/provider/providertest", "internal/provider/vmside/vmsidetest",
 		"internal/store/storefake", "internal/store/storetest", "internal/app/mockprovider", "internal/sealing/kmsfake", "emulators",
-		"internal/vm/engine", "internal/vm/agent", "internal/vm/imagetest", "internal/sim", "dev", "cmd"}
+		"internal/vm/engine", "internal/vm/agent", "internal/vm/imagetest", "internal/vm/loopback", "internal/vm/imds", "internal/sim", "dev", "cmd"}
 	var linked []string
 	for _, p := range strings.Fields(string(out)) {
 		if rel, ok := strings.CutPrefix(p, modulePath); ok && under(rel, forbidden...) {
@@ -91,8 +91,8 @@ func TestDependenciesPointOneWay(t *testing.T) {
 			[]string{"functions", "cmd", "dev", "internal/app", "emulators"}},
 		{"emulator code serves only the developer's tools and tests", []string{"emulators"}, []string{"emulators", "dev"}},
 		{"what runs on the VM is imported by no part of the control plane: it sees the contract (internal/vm/vmconfig) only",
-			[]string{"internal/vm/engine", "internal/vm/agent", "internal/vm/imagetest"},
-			[]string{"internal/vm", "cmd/egress-proxy", "internal/provider/mock", "dev"}},
+			[]string{"internal/vm/engine", "internal/vm/agent", "internal/vm/imagetest", "internal/vm/loopback", "internal/vm/imds"},
+			[]string{"internal/vm", "cmd/egress-proxy", "internal/provider/mock", "internal/provider/hetzner/hetznerfake", "internal/provider/aws/ec2fake", "dev"}},
 		{"the web console is mounted by the composition root alone, over the API", []string{"internal/console"},
 			[]string{"internal/app", "dev"}},
 		{"the doubles are linked by the local stack, the simulation and tests only",

@@ -47,6 +47,8 @@ func agentMain(args []string) int {
 	unit := fs.String("unit", "egress-proxy.service", "the engine's systemd unit")
 	mdsURL := fs.String("metadata", agent.DefaultMetadataURL, "the metadata server's API root")
 	wait := fs.Duration("wait", 60*time.Second, "timeout_sec of each wait for a change")
+	boot := fs.String("boot", "", "a cloud-init boot's settings directory ("+vmconfig.BootDir+"): apply its egress-config once, and say the result in -readiness, not on a metadata server")
+	readiness := fs.String("readiness", vmconfig.ReadinessFile, "with -boot, the readiness file the engine serves with its status")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
@@ -68,6 +70,28 @@ func agentMain(args []string) int {
 		WatchTimeout: *wait, Log: log}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
+	if *boot != "" {
+		// A cloud-init boot's configuration is fixed at boot: a change
+		// replaces the VM, so there is nothing to follow.
+		b := agent.Boot{Dir: *boot, Readiness: *readiness}
+		// On EC2, which instance this is, for the status: a VM that cannot
+		// tell still serves, and says nothing of it.
+		if err := b.Identify(ctx); err != nil {
+			log.Warn("the instance's identity not read", slog.Any("error", err))
+		} else if b.Instance != "" {
+			log.Info("instance identified", slog.String("instance", b.Instance), slog.String("zone", b.Zone))
+		}
+		a.Reporter = b
+		text, err := b.Attr(vmconfig.KeyConfig)
+		if err != nil {
+			log.Error("egress-config not read", slog.Any("error", err))
+		}
+		if err := a.Apply(ctx, text, false); err != nil {
+			log.Error("egress-config not applied", slog.Any("error", err))
+			return 1
+		}
+		return 0
+	}
 	if *once {
 		// A value it cannot read is "": Apply refuses it and reports why.
 		text, _ := a.Metadata.Attr(ctx, vmconfig.KeyConfig)

@@ -12,7 +12,10 @@
 // then closes them. Logs are JSON lines on stderr in the shape Cloud
 // Logging reads, one per decision (and, with accessLog, one "access" line
 // per request), never a password or a Proxy-Authorization header. -check
-// only loads the file and says whether it would serve.
+// only loads the file and says whether it would serve. -readiness names
+// the file a cloud-init boot's agent says its readiness in, which the
+// engine serves with its status on the proxy port
+// (vmconfig.StatusAccess).
 //
 //	egress-proxy agent [-once] [-dir /etc/egress-proxy] [-user egress-proxy]
 //
@@ -21,10 +24,18 @@
 // each change to the engine running under systemd (egress-proxy.service)
 // without a new VM. -once applies the value there is now and exits: the
 // startup script's first apply.
+//
+//	egress-proxy agent -boot /etc/egress-proxy/boot [-readiness /run/egress-proxy/readiness.json]
+//
+// is the agent of a cloud-init boot (Hetzner's servers): it applies the
+// egress-config the user-data wrote once, and says what the VM serves in
+// the readiness file, which the engine (its -readiness) serves with its
+// status on the proxy port, where the control plane asks.
 package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
@@ -48,6 +59,7 @@ func main() {
 	drain := flag.Duration("drain", 30*time.Second, "how long SIGTERM lets open tunnels finish before closing them")
 	level := flag.String("log-level", "info", "debug (a line per refusal), info (and the access lines), warn or error")
 	check := flag.Bool("check", false, "load the configuration, say whether it would serve, and exit")
+	readiness := flag.String("readiness", "", "the agent's readiness file (vmconfig.Readiness), served with the status on the proxy port when the configuration has status access: a cloud-init boot's")
 	flag.Parse()
 	var lvl slog.Level
 	if err := lvl.UnmarshalText([]byte(*level)); err != nil {
@@ -59,7 +71,7 @@ func main() {
 		fmt.Fprintln(os.Stderr, "egress-proxy: -config FILE is required")
 		os.Exit(2)
 	}
-	if err := run(log, *configPath, *drain, *check); err != nil {
+	if err := run(log, *configPath, *readiness, *drain, *check); err != nil {
 		log.Error("egress-proxy stopped", slog.Any("error", err))
 		os.Exit(1)
 	}
@@ -77,12 +89,27 @@ func load(path string) (vmconfig.Config, error) {
 	return c, nil
 }
 
-func run(log *slog.Logger, path string, drain time.Duration, check bool) error {
+// readinessFile reads the agent's readiness file at each status request:
+// a missing or unreadable one is not ready.
+func readinessFile(path string) func() vmconfig.Readiness {
+	if path == "" {
+		return nil
+	}
+	return func() vmconfig.Readiness {
+		var r vmconfig.Readiness
+		if b, err := os.ReadFile(path); err != nil || json.Unmarshal(b, &r) != nil {
+			return vmconfig.Readiness{}
+		}
+		return r
+	}
+}
+
+func run(log *slog.Logger, path, readiness string, drain time.Duration, check bool) error {
 	cfg, err := load(path)
 	if err != nil {
 		return err
 	}
-	s, err := engine.New(cfg, engine.Options{Log: log})
+	s, err := engine.New(cfg, engine.Options{Log: log, Readiness: readinessFile(readiness)})
 	if err != nil || check {
 		return err
 	}

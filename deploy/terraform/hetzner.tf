@@ -8,10 +8,19 @@
 # applies: a Google-only one never needs the hcloud provider or a token.
 locals {
   hetzner_enabled = contains(var.providers_enabled, "hetzner")
+  # The VMs of hetzner and aws boot with cloud-init and are asked for
+  # their status through the proxy port: the public engine binary, the
+  # status key and the functions' fixed egress below serve both.
+  cloud_init_enabled = local.hetzner_enabled || local.aws_enabled
   # What the hetzner provider reads, in the functions that call it.
   hetzner_env = {
     HETZNER_TOKEN_SECRET      = join("", [for s in google_secret_manager_secret.hetzner_token : "${s.id}/versions/latest"])
     HETZNER_ALLOWED_LOCATIONS = join(",", var.hetzner_allowed_locations)
+    # What the servers need of the control plane (cloud-init's user-data
+    # and the status through the proxy port; package vmstatus).
+    PROXY_ENGINE_PUBLIC_URL = join("", [for o in google_storage_bucket_object.proxy_engine_public : "https://storage.googleapis.com/${o.bucket}/${o.name}"])
+    VM_STATUS_KEY_SECRET    = join("", [for s in google_secret_manager_secret.vm_status_key : "${s.id}/versions/latest"])
+    VM_STATUS_SOURCE_RANGES = join(",", [for a in google_compute_address.control_egress : "${a.address}/32"])
   }
 }
 
@@ -76,4 +85,118 @@ resource "google_logging_metric" "hetzner_rate_limited" {
   }
   label_extractors = { op = "EXTRACT(jsonPayload.op)" }
   depends_on       = [google_project_service.apis]
+}
+
+# The key the control plane derives each server's status credential from
+# (VM_STATUS_KEY_SECRET; package vmstatus): a server's user-data holds a
+# salted hash of its credential, and the functions that read a server's
+# status, Reconcile and CollectGarbage, derive the password again from
+# this key and the proxy's uid. As with the token, Terraform makes the
+# secret and never its value: add 32 random bytes, base64, as a version
+# (docs/operations/hetzner.md).
+resource "google_secret_manager_secret" "vm_status_key" {
+  count     = local.cloud_init_enabled ? 1 : 0
+  secret_id = var.vm_status_key_secret
+  labels    = { "egress-deployment" = var.deployment }
+  replication {
+    auto {}
+  }
+  depends_on = [google_project_service.apis]
+}
+
+resource "google_secret_manager_secret_iam_member" "vm_status_key_reconcile" {
+  count     = local.cloud_init_enabled ? 1 : 0
+  secret_id = google_secret_manager_secret.vm_status_key[0].secret_id
+  role      = "roles/secretmanager.secretAccessor"
+  member    = google_service_account.reconcile.member
+}
+
+resource "google_secret_manager_secret_iam_member" "vm_status_key_gc" {
+  count     = local.cloud_init_enabled ? 1 : 0
+  secret_id = google_secret_manager_secret.vm_status_key[0].secret_id
+  role      = "roles/secretmanager.secretAccessor"
+  member    = google_service_account.gc.member
+}
+
+# The engine binary as a Hetzner server downloads it, with no Google
+# credential: a bucket of its own whose objects anyone may read, holding
+# the same binary the GCE VMs read from the source bucket
+# (PROXY_ENGINE_PUBLIC_URL). It holds nothing secret, and a server checks
+# what it downloads against PROXY_ENGINE_SHA256. An organisation policy
+# that enforces public access prevention refuses this bucket: put the
+# binary where your servers can read it and set the variable yourself.
+resource "google_storage_bucket" "engine_public" {
+  count                       = local.cloud_init_enabled ? 1 : 0
+  name                        = "${var.project_id}-egress-engine-public"
+  location                    = var.region
+  uniform_bucket_level_access = true
+  public_access_prevention    = "inherited"
+}
+
+resource "google_storage_bucket_iam_member" "engine_public_read" {
+  count  = local.cloud_init_enabled ? 1 : 0
+  bucket = google_storage_bucket.engine_public[0].name
+  role   = "roles/storage.objectViewer"
+  member = "allUsers"
+}
+
+resource "google_storage_bucket_object" "proxy_engine_public" {
+  count  = local.cloud_init_enabled ? 1 : 0
+  name   = "egress-proxy-${filesha256(var.proxy_engine_binary)}"
+  bucket = google_storage_bucket.engine_public[0].name
+  source = var.proxy_engine_binary
+}
+
+# The functions' fixed egress address. The control plane reads a VM's
+# status through its proxy port, and Hetzner's firewall (the
+# hetzner-firewall module), the EC2 instances' security group (the aws/
+# module), both from the output status_source_ranges, and the VM itself
+# admit only known addresses there; Cloud Run functions
+# have none of their own. So Reconcile and CollectGarbage send all their
+# egress through a Serverless VPC Access connector into a network of the
+# deployment's, and out through a Cloud NAT with one reserved address
+# (VM_STATUS_SOURCE_RANGES): their calls to Google's APIs, Hetzner's and
+# AWS's go that way too. The ProxyAPI calls no server and keeps its default
+# egress.
+resource "google_compute_network" "control_egress" {
+  count                   = local.cloud_init_enabled ? 1 : 0
+  name                    = "egress-control-${var.deployment}"
+  auto_create_subnetworks = false
+  depends_on              = [google_project_service.apis]
+}
+
+resource "google_vpc_access_connector" "control_egress" {
+  count         = local.cloud_init_enabled ? 1 : 0
+  name          = "egress-ctl-${var.deployment}"
+  region        = var.region
+  network       = google_compute_network.control_egress[0].name
+  ip_cidr_range = var.control_egress_connector_range
+  min_instances = 2
+  max_instances = 3
+  depends_on    = [google_project_service.apis]
+}
+
+resource "google_compute_address" "control_egress" {
+  count        = local.cloud_init_enabled ? 1 : 0
+  name         = "egress-control-${var.deployment}"
+  region       = var.region
+  address_type = "EXTERNAL"
+  depends_on   = [google_project_service.apis]
+}
+
+resource "google_compute_router" "control_egress" {
+  count   = local.cloud_init_enabled ? 1 : 0
+  name    = "egress-control-${var.deployment}"
+  region  = var.region
+  network = google_compute_network.control_egress[0].id
+}
+
+resource "google_compute_router_nat" "control_egress" {
+  count                              = local.cloud_init_enabled ? 1 : 0
+  name                               = "egress-control-${var.deployment}"
+  router                             = google_compute_router.control_egress[0].name
+  region                             = var.region
+  nat_ip_allocate_option             = "MANUAL_ONLY"
+  nat_ips                            = [google_compute_address.control_egress[0].self_link]
+  source_subnetwork_ip_ranges_to_nat = "ALL_SUBNETWORKS_ALL_IP_RANGES"
 }

@@ -16,6 +16,7 @@ locals {
     "pubsub.googleapis.com",
     "run.googleapis.com",
     "secretmanager.googleapis.com",
+    "vpcaccess.googleapis.com",
   ]
 
   # What every function reads (internal/app's table of variables; the

@@ -36,3 +36,8 @@ output "console_url" {
   description = "The web console, behind IAP when console_enabled; empty otherwise."
   value       = var.console_enabled ? "${google_cloudfunctions2_function.api.service_config[0].uri}/console/" : ""
 }
+
+output "status_source_ranges" {
+  description = "With hetzner or aws: the functions' fixed egress address (VM_STATUS_SOURCE_RANGES), which the hetzner-firewall module's and the aws/ module's status_source_ranges open to the proxy ports for the status request."
+  value       = [for a in google_compute_address.control_egress : "${a.address}/32"]
+}

@@ -311,6 +311,26 @@ variable "hetzner_token_secret" {
   }
 }
 
+variable "vm_status_key_secret" {
+  description = "The id of the Secret Manager secret Terraform makes for the key the control plane derives each Hetzner server's status credential from (32 random bytes, base64), when providers_enabled names hetzner; you add its value as a version (VM_STATUS_KEY_SECRET names its latest)."
+  type        = string
+  default     = "egress-vm-status-key"
+  validation {
+    condition     = can(regex("^[A-Za-z0-9_-]{1,255}$", var.vm_status_key_secret))
+    error_message = "vm_status_key_secret must be a secret id: letters, digits, '-' and '_'."
+  }
+}
+
+variable "control_egress_connector_range" {
+  description = "The unused /28 of the Serverless VPC Access connector through which Reconcile and CollectGarbage leave by a fixed address when providers_enabled names hetzner (hetzner.tf)."
+  type        = string
+  default     = "10.8.0.0/28"
+  validation {
+    condition     = can(cidrhost(var.control_egress_connector_range, 0)) && endswith(var.control_egress_connector_range, "/28")
+    error_message = "control_egress_connector_range must be a /28 CIDR."
+  }
+}
+
 variable "hetzner_allowed_locations" {
   description = "Hetzner locations a proxy's placement may name or be given (HETZNER_ALLOWED_LOCATIONS): fsn1, nbg1, hel1, ash, hil, sin; empty allows every location."
   type        = list(string)

@@ -22,6 +22,7 @@ import (
 	"net/http"
 	"os"
 	"slices"
+	"sync"
 	"time"
 
 	"cloud.google.com/go/firestore"
@@ -41,6 +42,7 @@ import (
 	"github.com/egress-proxies/egress/internal/store"
 	"github.com/egress-proxies/egress/internal/vm/vmconfig"
 	"github.com/egress-proxies/egress/internal/vmidentity"
+	"github.com/egress-proxies/egress/internal/vmstatus"
 )
 
 // Options change what New builds, for the local stack, tests and the
@@ -58,13 +60,14 @@ type Options struct {
 	// LogOutput receives the logs; nil is standard output for JSON (where
 	// Cloud Run reads them) and standard error for text.
 	LogOutput io.Writer
-	// HetznerVM is what the hetzner provider needs of the VM side: the
-	// servers' user-data and the question whether they serve. Without
-	// both, New refuses a PROVIDERS that names hetzner.
+	// HetznerVM replaces what the hetzner provider needs of the VM side:
+	// the servers' user-data and the question whether they serve (the
+	// simulation's and the benchmark's doubles). Unset, they are the VM
+	// side's own: packages cloudinit and vmstatus.
 	HetznerVM HetznerVM
 	// AWSVM is the same of the aws provider: the instances' user-data and
-	// the question whether they serve. Without both, New refuses a
-	// PROVIDERS that names aws.
+	// the question whether they serve; unset, the VM side's own, as
+	// hetzner's.
 	AWSVM CloudInitVM
 }
 
@@ -97,6 +100,9 @@ type App struct {
 	issuer *vmidentity.Issuer
 	// callhomes checks and handles the VMs' messages on proxy-callhome.
 	callhomes *callhome.Handler
+	// status is the VMs' status key once read (statusKey).
+	statusMu sync.Mutex
+	status   *vmstatus.Key
 
 	api        http.Handler
 	reconciler *reconcile.Reconciler

@@ -3,6 +3,8 @@ package app_test
 import (
 	"bytes"
 	"context"
+	"maps"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -10,35 +12,88 @@ import (
 	"golang.org/x/oauth2"
 
 	"github.com/egress-proxies/egress/internal/app"
+	"github.com/egress-proxies/egress/internal/bootstrap"
+	"github.com/egress-proxies/egress/internal/bootstrap/cloudinit"
 	"github.com/egress-proxies/egress/internal/provider"
 	awsprovider "github.com/egress-proxies/egress/internal/provider/aws"
 	"github.com/egress-proxies/egress/internal/provider/aws/ec2fake"
+	"github.com/egress-proxies/egress/internal/proxy"
+	"github.com/egress-proxies/egress/internal/vm/vmconfig"
 )
 
-// TestAWSWaitsForItsVMSide: until the VM side gives the provider a
-// renderer of user-data and a prober of readiness, a configuration that
-// enables aws stops at start-up, naming what is missing.
-func TestAWSWaitsForItsVMSide(t *testing.T) {
+// TestAWSInstancesBootTheVMSide: the aws provider gets the VM side's own
+// renderer and prober, as hetzner does: an instance's user-data is the
+// cloud-init bootstrap, compressed within EC2's 16 KiB, with the status
+// access of its uid and the setting that sends its agent to IMDS; an
+// instance whose proxy answers nothing is Provisioning. A deployment that
+// leaves out what the VMs need stops at start-up naming it.
+func TestAWSInstancesBootTheVMSide(t *testing.T) {
 	t.Setenv("FIRESTORE_EMULATOR_HOST", "127.0.0.1:1")
 	t.Setenv("PUBSUB_EMULATOR_HOST", "127.0.0.1:1")
-	getenv := env(map[string]string{"GOOGLE_CLOUD_PROJECT": "demo-x", "PROVIDERS": "gcp,aws", "AWS_ALLOWED_REGIONS": "us-east-1",
-		"AWS_ROLE_ARN": "arn:aws:iam::123456789012:role/egress-proxy-egress", "AWS_AUDIENCE": "https://egress.example.com/aws"})
-	cases := map[string]struct {
-		vm   app.CloudInitVM
-		want string
-	}{
-		"Neither":    {want: "no renderer of the instances' user-data (vmside.Renderer) and no prober of their readiness (vmside.Prober)"},
-		"NoProber":   {vm: app.CloudInitVM{Renderer: vmSide.Renderer}, want: "no prober of their readiness (vmside.Prober)"},
-		"NoRenderer": {vm: app.CloudInitVM{Prober: vmSide.Prober}, want: "no renderer of the instances' user-data (vmside.Renderer)"},
-	}
-	for name, tc := range cases {
-		t.Run(name, func(t *testing.T) {
-			_, err := app.New(context.Background(), getenv, app.Options{Serve: []app.Function{app.Reconcile}, AWSVM: tc.vm})
-			want := `config: PROVIDERS names "aws", but this build has ` + tc.want + `: the VM side of the aws provider (its cloud-init bootstrap and its readiness) is not built yet, so an instance could neither boot the proxy nor be seen serving (docs/operations/aws.md)`
-			if err == nil || err.Error() != want {
-				t.Errorf("error %v\nwant  %s", err, want)
+	fake := ec2fake.New()
+	defer fake.Close()
+	vars := withVars(engineVars, map[string]string{"GOOGLE_CLOUD_PROJECT": "demo-x", "PROVIDERS": "aws", "AWS_ALLOWED_REGIONS": "eu-west-1",
+		"AWS_EC2_ENDPOINT": fake.Endpoint()})
+	for _, unset := range []string{"PROXY_ENGINE_PUBLIC_URL", "PROXY_ENGINE_SHA256"} {
+		v := maps.Clone(vars)
+		delete(v, unset)
+		if a, err := app.New(context.Background(), env(v), app.Options{Serve: []app.Function{app.Reconcile}}); err == nil || !strings.Contains(err.Error(), unset) {
+			if a != nil {
+				a.Close()
 			}
-		})
+			t.Errorf("aws without %s: %v, want an error naming it", unset, err)
+		}
+	}
+	a, err := app.New(context.Background(), env(vars), app.Options{Serve: []app.Function{app.Reconcile}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	ctx := context.Background()
+	p, err := a.Providers.Get(ctx, awsprovider.Type)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := bootstrap.Config{Port: 3128, AllowedSourceRanges: []string{"203.0.113.0/24"}, Generation: 1,
+		Credentials: proxy.Credentials{Username: "tenant", Password: "Tenantpassword0123456789"}}
+	engine, _ := bootstrap.EngineConfig(cfg)
+	script, _ := bootstrap.Render(cfg)
+	const uid = "3f2c1b0a-9e8d-4c7b-a6f5-e4d3c2b1a098"
+	id, err := p.Create(ctx, provider.CreateRequest{Name: "proxy-3f2c1b0a", UID: uid, Port: 3128, StartupScript: script, Engine: &engine,
+		Placement: provider.Placement{Region: "eu-west-1"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	instances := fake.Instances()
+	if len(instances) != 1 {
+		t.Fatalf("%d instances, want 1", len(instances))
+	}
+	ud := instances[0].UserData
+	if len(ud) > awsprovider.MaxUserDataBytes || !strings.HasPrefix(ud, "\x1f\x8b") {
+		t.Errorf("the user-data is %d bytes, starting %q: want gzip within %d", len(ud), ud[:min(len(ud), 2)], awsprovider.MaxUserDataBytes)
+	}
+	boot, err := cloudinit.Parse(ud)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := boot.Engine()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Status == nil || !slices.Equal(got.Status.Sources, []string{"127.0.0.1/32"}) {
+		t.Errorf("the instance's status access %+v: want one from 127.0.0.1/32 (the fake's default)", got.Status)
+	}
+	if boot.Setting(vmconfig.KeyIMDS) != vmconfig.EC2MetadataURL || boot.Setting(vmconfig.KeyEngineURL) != engineVars["PROXY_ENGINE_PUBLIC_URL"] {
+		t.Errorf("the instance's settings %s=%q and %s=%q, want EC2's metadata service and PROXY_ENGINE_PUBLIC_URL",
+			vmconfig.KeyIMDS, boot.Setting(vmconfig.KeyIMDS), vmconfig.KeyEngineURL, boot.Setting(vmconfig.KeyEngineURL))
+	}
+	fake.Settle()
+	inst, err := p.Get(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if inst.State != provider.StateProvisioning {
+		t.Errorf("an instance whose proxy answers nothing is %s, want Provisioning", inst.State)
 	}
 }
 
@@ -65,9 +120,9 @@ func TestAWSReachesEC2ByFederation(t *testing.T) {
 	fake.TrustWebIdentity(ec2fake.Trust{RoleARN: role, Issuer: ec2fake.GoogleIssuer, Audience: audience, Subjects: []string{subject},
 		JWKSURL: is.JWKSURL(), HTTPClient: is.Client(), Exclusive: true})
 	var logs bytes.Buffer
-	a, err := app.New(context.Background(), env(map[string]string{"GOOGLE_CLOUD_PROJECT": "demo-x", "PROVIDERS": "aws",
+	a, err := app.New(context.Background(), env(withVars(engineVars, map[string]string{"GOOGLE_CLOUD_PROJECT": "demo-x", "PROVIDERS": "aws",
 		"AWS_ALLOWED_REGIONS": "us-east-1,eu-west-1", "AWS_ROLE_ARN": role, "AWS_AUDIENCE": audience,
-		"AWS_EC2_ENDPOINT": fake.Endpoint(), "AWS_STS_ENDPOINT": fake.Endpoint(), "LOG_LEVEL": "debug"}),
+		"AWS_EC2_ENDPOINT": fake.Endpoint(), "AWS_STS_ENDPOINT": fake.Endpoint(), "LOG_LEVEL": "debug"})),
 		app.Options{Serve: []app.Function{app.CollectGarbage}, AWSVM: vmSide, LogOutput: &logs})
 	if err != nil {
 		t.Fatal(err)

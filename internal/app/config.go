@@ -58,6 +58,9 @@ type Config struct {
 	// AWSPolicy is what the operator allows of it.
 	AWS       AWSConfig
 	AWSPolicy awsprovider.Policy
+	// CloudInitVM is what the VMs of the clouds that boot with cloud-init
+	// need (hetzner's), read only when such a provider is enabled.
+	CloudInitVM CloudInitVMConfig
 	// CloudInitSecretPrefix is what a cloudInitSecret must start with:
 	// the API refuses others, the reconciler reads no other.
 	CloudInitSecretPrefix string
@@ -138,6 +141,23 @@ type AWSConfig struct {
 	// Endpoint replaces EC2's endpoints, and STSEndpoint STS's: tests
 	// against a fake only.
 	Endpoint, STSEndpoint string
+}
+
+// CloudInitVMConfig is what the VMs of a cloud that boots them with
+// cloud-init (hetzner) need of the control plane: an engine binary they
+// read without Google credentials, and the status the control plane reads
+// through their proxy port (package vmstatus).
+type CloudInitVMConfig struct {
+	// EngineURL is the engine binary's public URL
+	// (PROXY_ENGINE_PUBLIC_URL); EngineSHA256 is PROXY_ENGINE_SHA256.
+	EngineURL, EngineSHA256 string
+	// StatusKeySecret is the Secret Manager version of the key the status
+	// credentials are derived from; empty against a fake, where the
+	// process makes a key of its own.
+	StatusKeySecret string
+	// StatusSources are the control plane's egress addresses, which the
+	// VMs admit for the status alone.
+	StatusSources []string
 }
 
 // LocalHetznerToken is the token the hetzner provider sends to a

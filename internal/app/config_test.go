@@ -185,18 +185,18 @@ func TestLoad(t *testing.T) {
 		},
 		"AWSNeedsItsRole": {
 			reason:  "aws reaches EC2 by a role assumed by federation, never a key",
-			env:     map[string]string{"GOOGLE_CLOUD_PROJECT": "demo-x", "PROVIDERS": "gcp,aws", "AWS_ALLOWED_REGIONS": "us-east-1"},
+			env:     withVars(awsEngineVars, map[string]string{"GOOGLE_CLOUD_PROJECT": "demo-x", "PROVIDERS": "gcp,aws", "AWS_ALLOWED_REGIONS": "us-east-1"}),
 			wantErr: `config: AWS_ROLE_ARN="" is required with aws in PROVIDERS: name the role the functions assume, such as arn:aws:iam::123456789012:role/egress-proxy-egress (deploy/terraform/aws makes it)`,
 		},
 		"AWSRoleNeedsAnAudience": {
 			reason: "the role's trust names the audience of the ID token",
-			env: map[string]string{"GOOGLE_CLOUD_PROJECT": "demo-x", "PROVIDERS": "gcp,aws", "AWS_ALLOWED_REGIONS": "us-east-1",
-				"AWS_ROLE_ARN": "arn:aws:iam::123456789012:role/egress-proxy-egress"},
+			env: withVars(awsEngineVars, map[string]string{"GOOGLE_CLOUD_PROJECT": "demo-x", "PROVIDERS": "gcp,aws", "AWS_ALLOWED_REGIONS": "us-east-1",
+				"AWS_ROLE_ARN": "arn:aws:iam::123456789012:role/egress-proxy-egress"}),
 			wantErr: `config: AWS_AUDIENCE="" is required with AWS_ROLE_ARN: the audience the role's trust policy names, such as https://egress.example.com/aws`,
 		},
 		"AWSEndpointIsAFake": {
 			reason:  "AWS_EC2_ENDPOINT is for a fake on this machine",
-			env:     map[string]string{"GOOGLE_CLOUD_PROJECT": "demo-x", "PROVIDERS": "gcp,aws", "AWS_ALLOWED_REGIONS": "us-east-1", "AWS_EC2_ENDPOINT": "https://ec2.us-east-1.amazonaws.com"},
+			env:     withVars(awsEngineVars, map[string]string{"GOOGLE_CLOUD_PROJECT": "demo-x", "PROVIDERS": "gcp,aws", "AWS_ALLOWED_REGIONS": "us-east-1", "AWS_EC2_ENDPOINT": "https://ec2.us-east-1.amazonaws.com"}),
 			wantErr: `config: AWS_EC2_ENDPOINT="https://ec2.us-east-1.amazonaws.com" is not a loopback URL such as http://127.0.0.1:PORT: it is for a fake on this machine`,
 		},
 		"GCPEnabled": {
@@ -308,6 +308,11 @@ func TestLoad(t *testing.T) {
 	}
 }
 
+// awsEngineVars are the engine's settings a deployment with gcp and aws
+// names: the VMs of both install it (PROXY_ENGINE_URL for gcp's, the
+// public URL for EC2's).
+var awsEngineVars = withVars(engineVars, map[string]string{"PROXY_ENGINE_URL": "https://storage.googleapis.com/egress-source/egress-proxy"})
+
 // TestEachFunctionReadsItsVariables loads the configuration of each reader
 // with a getenv that records what is asked of it: a function reads exactly
 // the variables the table gives it, and nothing outside the table. A
@@ -321,7 +326,10 @@ func TestEachFunctionReadsItsVariables(t *testing.T) {
 				// Enough to switch every conditional variable on.
 				return map[string]string{"GOOGLE_CLOUD_PROJECT": "demo-x", "PROVIDERS": "gcp,hetzner,aws,mock",
 					"HETZNER_TOKEN_SECRET": "projects/demo-x/secrets/egress-hetzner-token/versions/latest",
-					"AWS_ALLOWED_REGIONS":  "us-east-1", "AWS_ROLE_ARN": "arn:aws:iam::123456789012:role/egress-proxy-egress",
+					"PROXY_ENGINE_URL":     "https://storage.googleapis.com/b/egress-proxy", "PROXY_ENGINE_PUBLIC_URL": "https://storage.googleapis.com/p/egress-proxy",
+					"PROXY_ENGINE_SHA256":  "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef",
+					"VM_STATUS_KEY_SECRET": "projects/demo-x/secrets/egress-vm-status-key/versions/latest", "VM_STATUS_SOURCE_RANGES": "198.51.100.7/32",
+					"AWS_ALLOWED_REGIONS": "us-east-1", "AWS_ROLE_ARN": "arn:aws:iam::123456789012:role/egress-proxy-egress",
 					"AWS_AUDIENCE": "https://egress.example.com/aws"}[k]
 			}
 			if _, err := app.Load(getenv, f); err != nil {

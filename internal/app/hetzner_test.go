@@ -2,15 +2,24 @@ package app_test
 
 import (
 	"bytes"
+	"cmp"
 	"context"
+	"encoding/base64"
 	"errors"
+	"maps"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/egress-proxies/egress/internal/app"
+	"github.com/egress-proxies/egress/internal/bootstrap"
+	"github.com/egress-proxies/egress/internal/bootstrap/cloudinit"
 	"github.com/egress-proxies/egress/internal/provider"
 	"github.com/egress-proxies/egress/internal/provider/hetzner"
 	"github.com/egress-proxies/egress/internal/provider/hetzner/hetznerfake"
+	"github.com/egress-proxies/egress/internal/proxy"
+	"github.com/egress-proxies/egress/internal/vm/vmconfig"
+	"github.com/egress-proxies/egress/internal/vmstatus"
 )
 
 // vmSide is the VM side's part of the hetzner provider, as doubles.
@@ -21,31 +30,130 @@ var vmSide = app.HetznerVM{
 	}),
 }
 
-// TestHetznerWaitsForItsVMSide: until the VM side gives the provider a
-// renderer of user-data and a prober of readiness, a configuration that
-// enables hetzner stops at start-up, naming what is missing, rather than
-// making servers that cannot boot the proxy or never become Ready.
-func TestHetznerWaitsForItsVMSide(t *testing.T) {
+// The engine binary's public URL and SHA-256, as a deployment that
+// enables hetzner names them.
+var engineVars = map[string]string{
+	"PROXY_ENGINE_SHA256":     "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef",
+	"PROXY_ENGINE_PUBLIC_URL": "https://storage.googleapis.com/egress-engine-public/egress-proxy",
+}
+
+func withVars(m map[string]string, more map[string]string) map[string]string {
+	out := maps.Clone(m)
+	maps.Copy(out, more)
+	return out
+}
+
+// TestHetznerVMSettings: a deployment that enables hetzner names what its
+// servers need of the control plane, or stops at start-up saying which
+// variable is missing, rather than making servers that cannot install the
+// engine or never say they serve.
+func TestHetznerVMSettings(t *testing.T) {
 	t.Setenv("FIRESTORE_EMULATOR_HOST", "127.0.0.1:1")
 	t.Setenv("PUBSUB_EMULATOR_HOST", "127.0.0.1:1")
-	getenv := env(map[string]string{"GOOGLE_CLOUD_PROJECT": "demo-x", "PROVIDERS": "gcp,hetzner",
-		"HETZNER_TOKEN_SECRET": "projects/demo-x/secrets/egress-hetzner-token/versions/latest"})
+	base := withVars(engineVars, map[string]string{"GOOGLE_CLOUD_PROJECT": "demo-x", "PROVIDERS": "gcp,hetzner",
+		"PROXY_ENGINE_URL":        "https://storage.googleapis.com/egress-source/egress-proxy",
+		"HETZNER_TOKEN_SECRET":    "projects/demo-x/secrets/egress-hetzner-token/versions/latest",
+		"VM_STATUS_KEY_SECRET":    "projects/demo-x/secrets/egress-vm-status-key/versions/latest",
+		"VM_STATUS_SOURCE_RANGES": "198.51.100.7/32"})
 	cases := map[string]struct {
-		vm   app.HetznerVM
-		want string
+		reason string
+		unset  string
+		// serve is the function the process serves; Reconcile when empty.
+		serve app.Function
+		want  string
 	}{
-		"Neither":    {want: "no renderer of the servers' user-data (hetzner.Renderer) and no prober of their readiness (hetzner.Prober)"},
-		"NoProber":   {vm: app.HetznerVM{Renderer: vmSide.Renderer}, want: "no prober of their readiness (hetzner.Prober)"},
-		"NoRenderer": {vm: app.HetznerVM{Prober: vmSide.Prober}, want: "no renderer of the servers' user-data (hetzner.Renderer)"},
+		"all set":             {reason: "a deployment with every setting starts"},
+		"the API":             {reason: "the ProxyAPI reads none of them, and starts without", serve: app.ProxyAPI, unset: "PROXY_ENGINE_PUBLIC_URL"},
+		"no public URL":       {reason: "a server could not install the engine", unset: "PROXY_ENGINE_PUBLIC_URL", want: "PROXY_ENGINE_PUBLIC_URL"},
+		"no SHA-256":          {reason: "a server would not know which binary to install", unset: "PROXY_ENGINE_SHA256", want: "PROXY_ENGINE_SHA256"},
+		"no status key":       {reason: "no credential of the status could be made", unset: "VM_STATUS_KEY_SECRET", want: "VM_STATUS_KEY_SECRET"},
+		"no status addresses": {reason: "no server would let the control plane ask", unset: "VM_STATUS_SOURCE_RANGES", want: "VM_STATUS_SOURCE_RANGES"},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			_, err := app.New(context.Background(), getenv, app.Options{Serve: []app.Function{app.Reconcile}, HetznerVM: tc.vm})
-			want := `config: PROVIDERS names "hetzner", but this build has ` + tc.want + `: the VM side of the hetzner provider (its cloud-init bootstrap and its readiness) is not built yet, so a server could neither boot the proxy nor be seen serving (docs/operations/hetzner.md)`
-			if err == nil || err.Error() != want {
-				t.Errorf("error %v\nwant  %s", err, want)
+			vars := maps.Clone(base)
+			delete(vars, tc.unset)
+			serve := cmp.Or(tc.serve, app.Reconcile)
+			a, err := app.New(context.Background(), env(vars), app.Options{Serve: []app.Function{serve}})
+			if a != nil {
+				a.Close()
+			}
+			if (err == nil) != (tc.want == "") || err != nil && !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("%s\nerror %v, want one naming %q", tc.reason, err, tc.want)
 			}
 		})
+	}
+}
+
+// TestHetznerServersCarryTheStatusAccess: the composition root's own VM
+// side makes a server's user-data with the status access of its uid,
+// derived from the key of VM_STATUS_KEY_SECRET's version (read once, and
+// never logged), and asks the server with the same key: a server of the
+// fake that answers nothing is Provisioning.
+func TestHetznerServersCarryTheStatusAccess(t *testing.T) {
+	t.Setenv("FIRESTORE_EMULATOR_HOST", "127.0.0.1:1")
+	t.Setenv("PUBSUB_EMULATOR_HOST", "127.0.0.1:1")
+	const keyVersion = "projects/demo-x/secrets/egress-vm-status-key/versions/latest"
+	keyText := base64.StdEncoding.EncodeToString([]byte(strings.Repeat("k", 32)))
+	fake := hetznerfake.New(app.LocalHetznerToken)
+	t.Cleanup(fake.Close)
+	var logs bytes.Buffer
+	a, err := app.New(context.Background(), env(withVars(engineVars, map[string]string{"GOOGLE_CLOUD_PROJECT": "demo-x", "PROVIDERS": "hetzner",
+		"HETZNER_ENDPOINT": fake.Endpoint(), "VM_STATUS_KEY_SECRET": keyVersion, "LOG_LEVEL": "debug"})),
+		app.Options{Serve: []app.Function{app.Reconcile}, LogOutput: &logs})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer a.Close()
+	var reads []string
+	app.SetReadSecret(a, func(_ context.Context, v string) (string, error) { reads = append(reads, v); return keyText, nil })
+	ctx := context.Background()
+	p, err := a.Providers.Get(ctx, hetzner.Type)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := bootstrap.Config{Port: 3128, AllowedSourceRanges: []string{"203.0.113.0/24"}, Generation: 1,
+		Credentials: proxy.Credentials{Username: "tenant", Password: "Tenantpassword0123456789"}}
+	engine, _ := bootstrap.EngineConfig(cfg)
+	script, _ := bootstrap.Render(cfg)
+	const uid = "3f2c1b0a-9e8d-4c7b-a6f5-e4d3c2b1a098"
+	id, err := p.Create(ctx, provider.CreateRequest{Name: "proxy-3f2c1b0a", UID: uid, Port: 3128, StartupScript: script, Engine: &engine,
+		Placement: provider.Placement{Region: "eu-central"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	servers := fake.Servers()
+	if len(servers) != 1 {
+		t.Fatalf("%d servers, want 1", len(servers))
+	}
+	boot, err := cloudinit.Parse(fake.UserData(servers[0].ID))
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := boot.Engine()
+	if err != nil {
+		t.Fatal(err)
+	}
+	key, _ := vmstatus.ParseKey(keyText)
+	if got.Status == nil || !vmconfig.Matches(got.Status.User.PasswordHash, key.Password(uid)) || !slices.Equal(got.Status.Sources, []string{"127.0.0.1/32"}) {
+		t.Errorf("the server's status access %+v: want the key's credential of its uid, from 127.0.0.1/32 (the fake's default)", got.Status)
+	}
+	if boot.Setting(vmconfig.KeyEngineURL) != engineVars["PROXY_ENGINE_PUBLIC_URL"] {
+		t.Errorf("the server installs the engine from %q, want PROXY_ENGINE_PUBLIC_URL", boot.Setting(vmconfig.KeyEngineURL))
+	}
+	fake.Settle()
+	inst, err := p.Get(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if inst.State != provider.StateProvisioning {
+		t.Errorf("a server whose proxy answers nothing is %s, want Provisioning", inst.State)
+	}
+	if len(reads) != 1 || reads[0] != keyVersion {
+		t.Errorf("secret reads %v, want one of %s", reads, keyVersion)
+	}
+	if strings.Contains(logs.String(), keyText) || strings.Contains(logs.String(), key.Password(uid)) {
+		t.Errorf("the function logged the key or a status password")
 	}
 }
 
@@ -63,7 +171,8 @@ func TestHetznerTokenComesFromSecretManager(t *testing.T) {
 	t.Cleanup(fake.Close)
 	var logs bytes.Buffer
 	a, err := app.New(context.Background(), env(map[string]string{"GOOGLE_CLOUD_PROJECT": "demo-x", "PROVIDERS": "hetzner",
-		"HETZNER_TOKEN_SECRET": version, "HETZNER_ENDPOINT": fake.Endpoint(), "LOG_LEVEL": "debug"}),
+		"HETZNER_TOKEN_SECRET": version, "HETZNER_ENDPOINT": fake.Endpoint(), "LOG_LEVEL": "debug",
+		"PROXY_ENGINE_SHA256": engineVars["PROXY_ENGINE_SHA256"], "PROXY_ENGINE_PUBLIC_URL": engineVars["PROXY_ENGINE_PUBLIC_URL"]}),
 		app.Options{Serve: []app.Function{app.CollectGarbage}, HetznerVM: vmSide, LogOutput: &logs})
 	if err != nil {
 		t.Fatal(err)

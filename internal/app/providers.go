@@ -2,9 +2,11 @@ package app
 
 import (
 	"context"
+	"crypto/rand"
 	"fmt"
 	"log/slog"
 	"strings"
+	"time"
 
 	secretmanager "cloud.google.com/go/secretmanager/apiv1"
 
@@ -14,6 +16,7 @@ import (
 
 	sdkaws "github.com/aws/aws-sdk-go-v2/aws"
 
+	"github.com/egress-proxies/egress/internal/bootstrap/cloudinit"
 	"github.com/egress-proxies/egress/internal/metering"
 	"github.com/egress-proxies/egress/internal/provider"
 	awsprovider "github.com/egress-proxies/egress/internal/provider/aws"
@@ -23,6 +26,8 @@ import (
 	"github.com/egress-proxies/egress/internal/proxy"
 	"github.com/egress-proxies/egress/internal/queue"
 	"github.com/egress-proxies/egress/internal/secrets"
+	"github.com/egress-proxies/egress/internal/vm/vmconfig"
+	"github.com/egress-proxies/egress/internal/vmstatus"
 )
 
 // Linked is a provider type a binary links beside the ones every
@@ -62,15 +67,17 @@ func (a *App) registry(linked []Linked, vm HetznerVM, awsVM CloudInitVM) (*provi
 	rules := map[string]provider.Validator{gcp.Type: gcp.Validator(c.GCPPolicy)}
 	inPlace := map[string]bool{gcp.Type: true}
 	if hetznerEnabled(&c) {
-		if missing := vm.missing("servers'", "hetzner"); missing != "" {
-			return nil, fmt.Errorf("config: PROVIDERS names %q, but this build has no %s: the VM side of the hetzner provider (its cloud-init bootstrap and its readiness) is not built yet, so a server could neither boot the proxy nor be seen serving (docs/operations/hetzner.md)", hetzner.Type, missing)
+		vm, err := a.cloudInitVM(vm, false)
+		if err != nil {
+			return nil, err
 		}
 		ctors[hetzner.Type] = a.hetznerConstructor(vm)
 		rules[hetzner.Type] = hetzner.Validator(c.HetznerPolicy)
 	}
 	if awsEnabled(&c) {
-		if missing := awsVM.missing("instances'", "vmside"); missing != "" {
-			return nil, fmt.Errorf("config: PROVIDERS names %q, but this build has no %s: the VM side of the aws provider (its cloud-init bootstrap and its readiness) is not built yet, so an instance could neither boot the proxy nor be seen serving (docs/operations/aws.md)", awsprovider.Type, missing)
+		awsVM, err := a.cloudInitVM(awsVM, true)
+		if err != nil {
+			return nil, err
 		}
 		ctors[awsprovider.Type] = a.awsConstructor(awsVM)
 		rules[awsprovider.Type] = awsprovider.Validator(c.AWSPolicy)
@@ -130,9 +137,9 @@ func (c Config) gcpConstructor() provider.Constructor {
 // CloudInitVM is what a provider of a cloud whose VMs boot by cloud-init
 // (hetzner, aws) needs of the VM side (package vmside): the renderer of
 // a VM's user-data from the request's engine configuration and startup
-// script, and the prober that asks a VM's proxy whether it serves. The
-// VM side provides both; until it does, a deployment cannot enable such
-// a provider.
+// script, and the prober that asks a VM's proxy whether it serves. What
+// is unset is the VM side's own (cloudInitVM); the simulation and the
+// benchmark bring doubles.
 type CloudInitVM struct {
 	Renderer vmside.Renderer
 	Prober   vmside.Prober
@@ -141,17 +148,76 @@ type CloudInitVM struct {
 // HetznerVM is the hetzner provider's CloudInitVM.
 type HetznerVM = CloudInitVM
 
-// missing names what is missing, or "": the VMs are what the provider
-// calls them (servers', instances'), the interfaces named as pkg does.
-func (vm CloudInitVM) missing(vms, pkg string) string {
-	var out []string
+// cloudInitVM fills what vm leaves unset with the VM side's own: the
+// user-data of package cloudinit, with the engine binary's public URL and
+// the status access of each VM's uid, and the prober of package
+// vmstatus, both with the status key (statusKey). An EC2 instance's
+// user-data (ec2) is compressed, within EC2's 16 KiB, and names the
+// instance metadata service, which its agent asks which instance it is.
+func (a *App) cloudInitVM(vm CloudInitVM, ec2 bool) (CloudInitVM, error) {
+	cfg := a.Config.CloudInitVM
 	if vm.Renderer == nil {
-		out = append(out, "renderer of the "+vms+" user-data ("+pkg+".Renderer)")
+		r := cloudinit.Renderer{EngineURL: cfg.EngineURL, EngineSHA256: cfg.EngineSHA256, Gzip: ec2,
+			Status: func(ctx context.Context, uid string) (*vmconfig.StatusAccess, error) {
+				k, err := a.statusKey(ctx)
+				if err != nil {
+					return nil, err
+				}
+				return k.Access(uid, cfg.StatusSources)
+			}}
+		// Only the functions that make servers read the settings (the
+		// ProxyAPI registers the provider for its rules alone, and never
+		// renders a server).
+		if a.Config.serves(Reconcile) || a.Config.serves(CollectGarbage) {
+			if err := r.Check(); err != nil {
+				return vm, fmt.Errorf("config: PROXY_ENGINE_PUBLIC_URL and PROXY_ENGINE_SHA256: %w", err)
+			}
+		}
+		if ec2 {
+			r.IMDS = vmconfig.EC2MetadataURL
+		}
+		vm.Renderer = r
 	}
 	if vm.Prober == nil {
-		out = append(out, "prober of their readiness ("+pkg+".Prober)")
+		vm.Prober = &vmstatus.Prober{Key: a.statusKey}
 	}
-	return strings.Join(out, " and no ")
+	return vm, nil
+}
+
+// statusKey is the key the VMs' status credentials are derived from: read
+// from VM_STATUS_KEY_SECRET's version when first needed, and kept once
+// read (a failed read is tried again at the next need); against a fake,
+// a key this process makes. Errors name the version, never the key.
+func (a *App) statusKey(ctx context.Context) (vmstatus.Key, error) {
+	a.statusMu.Lock()
+	defer a.statusMu.Unlock()
+	if a.status != nil {
+		return *a.status, nil
+	}
+	version := a.Config.CloudInitVM.StatusKeySecret
+	var k vmstatus.Key
+	if version == "" {
+		b := make([]byte, vmstatus.MinKeyBytes)
+		if _, err := rand.Read(b); err != nil {
+			return k, err
+		}
+		var err error
+		if k, err = vmstatus.NewKey(b); err != nil {
+			return k, err
+		}
+	} else {
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+		defer cancel()
+		text, err := a.readSecretVersion(ctx, version)
+		if err != nil {
+			return k, fmt.Errorf("the VM status key (VM_STATUS_KEY_SECRET): %w", err)
+		}
+		if k, err = vmstatus.ParseKey(strings.TrimSpace(text)); err != nil {
+			return k, fmt.Errorf("the VM status key (VM_STATUS_KEY_SECRET) %s: %w", version, err)
+		}
+	}
+	a.status = &k
+	return k, nil
 }
 
 // hetznerConstructor reads the API token from Secret Manager when the
@@ -176,19 +242,10 @@ func (a *App) hetznerConstructor(vm HetznerVM) provider.Constructor {
 	}
 }
 
-// hetznerToken reads the API token from its Secret Manager version,
-// dialling the client for that read alone. Errors name the version,
-// never the token.
+// hetznerToken reads the API token from its Secret Manager version.
+// Errors name the version, never the token.
 func (a *App) hetznerToken(ctx context.Context, version string) (string, error) {
-	if a.readSecret != nil {
-		return a.readSecret(ctx, version)
-	}
-	c, err := secretmanager.NewClient(context.WithoutCancel(ctx))
-	if err != nil {
-		return "", fmt.Errorf("hetzner: secret manager client: %w", err)
-	}
-	defer c.Close()
-	token, err := secrets.New(c).Access(ctx, version)
+	token, err := a.readSecretVersion(ctx, version)
 	if err != nil {
 		return "", fmt.Errorf("hetzner: the API token (HETZNER_TOKEN_SECRET): %w", err)
 	}
@@ -248,3 +305,17 @@ var awsLocalCredentials = sdkaws.CredentialsProviderFunc(func(context.Context) (
 // against an AWS_EC2_ENDPOINT without AWS_ROLE_ARN: a fake's, no
 // account's.
 const LocalAWSAccessKey = "EGRESS-LOCAL-FAKE-KEY"
+
+// readSecretVersion reads a secret version the functions hold, dialling
+// Secret Manager's client for that read alone.
+func (a *App) readSecretVersion(ctx context.Context, version string) (string, error) {
+	if a.readSecret != nil {
+		return a.readSecret(ctx, version)
+	}
+	c, err := secretmanager.NewClient(context.WithoutCancel(ctx))
+	if err != nil {
+		return "", fmt.Errorf("secret manager client: %w", err)
+	}
+	defer c.Close()
+	return secrets.New(c).Access(ctx, version)
+}

@@ -93,6 +93,15 @@ var (
 	mockEnabled    = func(c *Config) bool { return slices.Contains(c.Providers, MockType) }
 	hetznerEnabled = func(c *Config) bool { return slices.Contains(c.Providers, hetzner.Type) }
 	awsEnabled     = func(c *Config) bool { return slices.Contains(c.Providers, awsprovider.Type) }
+	// cloudInitEnabled: a provider whose VMs boot with cloud-init and
+	// report through vmstatus is enabled.
+	cloudInitEnabled = func(c *Config) bool { return hetznerEnabled(c) || awsEnabled(c) }
+	// againstFakes: every enabled cloud-init provider is pointed at a
+	// fake on this machine (HETZNER_ENDPOINT, AWS_EC2_ENDPOINT), so the
+	// process makes its own status key and asks from loopback.
+	againstFakes = func(c *Config) bool {
+		return (!hetznerEnabled(c) || c.Hetzner.Endpoint != "") && (!awsEnabled(c) || c.AWS.Endpoint != "")
+	}
 )
 
 // roleARN is the form of an IAM role's ARN (any partition).
@@ -465,16 +474,28 @@ var Vars = []Var{
 			c.GCP.EngineURL = v
 			return nil
 		}},
-	{Name: "PROXY_ENGINE_SHA256", Readers: providerUsers, when: gcpEnabled,
-		Meaning: "that binary's SHA-256 in hex: a VM installs no other",
+	{Name: "PROXY_ENGINE_SHA256", Readers: providerUsers, when: func(c *Config) bool { return gcpEnabled(c) || cloudInitEnabled(c) },
+		Meaning: "that binary's SHA-256 in hex: a VM installs no other (required with hetzner or aws in `PROVIDERS`)",
 		set: func(c *Config, v string) error {
 			if v != "" && !engineSHARE.MatchString(v) {
 				return fmt.Errorf("is not a SHA-256 in lower-case hex")
 			}
-			if (v == "") != (c.GCP.EngineURL == "") {
+			if gcpEnabled(c) && (v == "") != (c.GCP.EngineURL == "") {
 				return fmt.Errorf("and PROXY_ENGINE_URL go together: set both or neither")
 			}
-			c.GCP.EngineSHA256 = v
+			if cloudInitEnabled(c) && v == "" {
+				return fmt.Errorf("is required with hetzner or aws in PROVIDERS: their VMs install only the binary of that SHA-256")
+			}
+			c.GCP.EngineSHA256, c.CloudInitVM.EngineSHA256 = v, v
+			return nil
+		}},
+	{Name: "PROXY_ENGINE_PUBLIC_URL", Readers: providerUsers, when: cloudInitEnabled,
+		Meaning: "the URL of the same binary (`PROXY_ENGINE_SHA256`) that a VM outside Google Cloud downloads without any credential: an object anyone may read (Terraform makes one in a public bucket when `providers_enabled` names hetzner or aws); it holds nothing secret, and a VM checks what it downloads against the SHA-256",
+		set: func(c *Config, v string) error {
+			if !engineURLRE.MatchString(v) {
+				return fmt.Errorf("is required with hetzner or aws in PROVIDERS, an http(s) URL of an object anyone may read, such as https://storage.googleapis.com/BUCKET/egress-proxy-SHA256")
+			}
+			c.CloudInitVM.EngineURL = v
 			return nil
 		}},
 	{Name: "GCP_COMPUTE_ENDPOINT", Readers: providerUsers, Local: true, when: gcpEnabled,
@@ -543,6 +564,37 @@ var Vars = []Var{
 				return fmt.Errorf("is required with AWS_ROLE_ARN: the audience the role's trust policy names, such as https://egress.example.com/aws")
 			}
 			c.AWS.Audience = v
+			return nil
+		}},
+	// The status of the VMs that boot with cloud-init (hetzner's, aws's), which
+	// the control plane reads through their proxy port (package vmstatus).
+	{Name: "VM_STATUS_KEY_SECRET", Readers: providerUsers, when: cloudInitEnabled,
+		Meaning: "the Secret Manager version of the key (32 random bytes, base64) from which the control plane derives each Hetzner server's and EC2 instance's status credential, `projects/P/secrets/S/versions/latest`; only Reconcile and CollectGarbage read it (Terraform makes the secret, you add its version); a VM's user-data holds only a salted hash of its credential. Against fakes (`HETZNER_ENDPOINT`, `AWS_EC2_ENDPOINT`) the process makes a key of its own",
+		set: func(c *Config, v string) error {
+			switch {
+			case v == "" && !againstFakes(c):
+				return fmt.Errorf("is required with hetzner or aws in PROVIDERS: name the secret version of the status key, such as projects/P/secrets/egress-vm-status-key/versions/latest")
+			case v != "" && !proxy.IsSecretVersion(v):
+				return fmt.Errorf("is not a secret version: want projects/PROJECT/secrets/SECRET/versions/VERSION")
+			}
+			c.CloudInitVM.StatusKeySecret = v
+			return nil
+		}},
+	{Name: "VM_STATUS_SOURCE_RANGES", DefaultDoc: "none (`127.0.0.1/32` against a fake)", Readers: providerUsers, when: cloudInitEnabled,
+		Meaning: "the control plane's egress addresses as CIDRs, comma-separated (the Cloud NAT addresses Terraform reserves for the functions' egress): a Hetzner server's firewall, an EC2 instance's security group and the VM itself admit them to the proxy port for the status request alone",
+		set: func(c *Config, v string) error {
+			if v == "" && againstFakes(c) {
+				v = "127.0.0.1/32"
+			}
+			c.CloudInitVM.StatusSources = splitList(v)
+			if len(c.CloudInitVM.StatusSources) == 0 {
+				return fmt.Errorf("is required with hetzner or aws in PROVIDERS: name the functions' egress addresses (the output status_source_ranges of deploy/terraform), or no VM is ever seen serving")
+			}
+			for _, s := range c.CloudInitVM.StatusSources {
+				if _, err := netip.ParsePrefix(s); err != nil {
+					return fmt.Errorf("holds %q, which is not a CIDR", s)
+				}
+			}
 			return nil
 		}},
 

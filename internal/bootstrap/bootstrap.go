@@ -68,6 +68,7 @@ package bootstrap
 import (
 	"bytes"
 	"fmt"
+	"net"
 	"net/netip"
 	"slices"
 	"strconv"
@@ -143,6 +144,11 @@ type rendered struct {
 	DefaultProbeTarget string
 	TrafficInterval    string
 	EnginePath         string
+	// CloudInit renders the script of a cloud-init boot (CloudInitScript)
+	// rather than GCE's startup script; BootDir and ReadinessFile are its
+	// places.
+	CloudInit              bool
+	BootDir, ReadinessFile string
 }
 
 func (c Config) check() (rendered, error) {
@@ -276,6 +282,47 @@ func Render(c Config) (string, error) {
 		return "", fmt.Errorf("bootstrap: rendering the startup script: %w", err)
 	}
 	return b.String(), nil
+}
+
+// CloudInitScript returns the bootstrap of a cloud-init boot (package
+// cloudinit puts it in the user-data) for the engine's configuration cfg:
+// the startup script's installation, filter, engine and agent, with its
+// settings read from the files the user-data writes (vmconfig.BootDir)
+// instead of the metadata server, and the result said in the readiness
+// file (vmconfig.ReadinessFile) the engine serves with its status on the
+// proxy port, instead of guest attributes and a call-home. cfg is
+// EngineConfig's output: its ports are read from it.
+func CloudInitScript(cfg vmconfig.Config) (string, error) {
+	port, err := portOf("listen", cfg.Listen)
+	if err != nil {
+		return "", err
+	}
+	stats := statsPort
+	if cfg.StatsListen != "" {
+		if stats, err = portOf("statsListen", cfg.StatsListen); err != nil {
+			return "", err
+		}
+	}
+	r := rendered{Port: int32(port), StatsPort: stats, DefaultProbeTarget: vmconfig.DefaultProbeTarget, TrafficInterval: vmconfig.TrafficInterval,
+		EnginePath: vmconfig.EnginePath, CloudInit: true, BootDir: vmconfig.BootDir, ReadinessFile: vmconfig.ReadinessFile}
+	var b bytes.Buffer
+	if err := script.Execute(&b, r); err != nil {
+		return "", fmt.Errorf("bootstrap: rendering the cloud-init boot's script: %w", err)
+	}
+	return b.String(), nil
+}
+
+// portOf reads the port of an engine's listen address.
+func portOf(field, hostport string) (int, error) {
+	_, p, err := net.SplitHostPort(hostport)
+	if err != nil {
+		return 0, fmt.Errorf("bootstrap: the engine's %s %q is not host:port: %w", field, hostport, err)
+	}
+	n, err := strconv.Atoi(p)
+	if err != nil || n < 1 || n > 65535 {
+		return 0, fmt.Errorf("bootstrap: the engine's %s %q has no port 1-65535", field, hostport)
+	}
+	return n, nil
 }
 
 var funcs = template.FuncMap{"q": shellQuote}

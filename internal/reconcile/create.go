@@ -17,7 +17,9 @@ import (
 
 // create records the intent, asks the provider for the VM and records that
 // it is provisioning. It does not wait for the VM: its call-home, or the
-// sweep, brings the run that sees it ready.
+// sweep, brings the run that sees it ready; a VM that cannot call home
+// (provider.Polled) is asked again by this run and the ones it hands on
+// to (pollBoot).
 func (run *run) create(ctx context.Context) (outcome, error) {
 	p := run.doc
 	if id := p.Reconciler.Retiring; id != "" {
@@ -99,7 +101,12 @@ func (run *run) create(ctx context.Context) (outcome, error) {
 	next.Reconciler.BootStart = now
 	next.Reconciler.ReconfigureStart = time.Time{}
 	setReady(next, "False", "Provisioning", "Instance "+id+" is provisioning.", now)
-	return done, run.write(ctx, next, false)
+	if err := run.write(ctx, next, false); err != nil {
+		return done, err
+	}
+	// A VM that cannot call home is asked from now on: its boot takes
+	// about a minute, and the sweep would come only minutes later.
+	return run.pollBoot(), nil
 }
 
 // retireFirst deletes the VM a make-before-break rotation was retiring

@@ -15,7 +15,8 @@ import (
 )
 
 // observe reads the VM and moves the document to what it sees. Nothing
-// here waits: a VM still booting is left to its call-home or the sweep.
+// here waits: a VM still booting is left to its call-home or the sweep,
+// or, when it cannot call home, asked again (pollBoot).
 func (run *run) observe(ctx context.Context) (outcome, error) {
 	p := run.doc
 	inst, err := run.prov.Get(ctx, p.Status.ProviderID)
@@ -72,8 +73,24 @@ func (run *run) observe(ctx context.Context) (outcome, error) {
 	default:
 		next.Status.Phase = proxy.PhaseProvisioning
 		setReady(next, "False", "Provisioning", "Instance "+p.Status.ProviderID+" is provisioning.", now)
-		return done, run.write(ctx, next, false)
+		if err := run.write(ctx, next, false); err != nil {
+			return done, err
+		}
+		return run.pollBoot(), nil
 	}
+}
+
+// pollBoot is what a run does after it saw its VM booting: nothing, for a
+// VM that calls home when it serves; for one that cannot
+// (provider.Polled), look again after the provider's PollInterval, within
+// the run's wait budget, and then hand on to the next run (a requeue), so
+// that a Ready proxy waits at most about an interval for the reconciler.
+func (run *run) pollBoot() outcome {
+	if d := provider.PollInterval(run.prov); d > 0 {
+		run.poll = d
+		return wait
+	}
+	return done
 }
 
 // ready records a VM that serves the document's generation, which is

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"log/slog"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -868,5 +869,64 @@ func TestCredentialsOutliveTheVM(t *testing.T) {
 	}
 	if diff := cmp.Diff([]proxy.Credentials{creds, creds}, rendered); diff != "" {
 		t.Errorf("credentials the two VMs' scripts were rendered with (-want +got):\n%s", diff)
+	}
+}
+
+// polledMock is the mock as a provider whose VMs cannot call home
+// (provider.Polled), as Hetzner's.
+type polledMock struct{ *mock.Provider }
+
+func (polledMock) PollInterval() time.Duration { return 10 * time.Second }
+
+// TestAVMThatCannotCallHomeIsAsked: a VM that cannot call home is asked
+// every PollInterval by the run that created it, which writes Ready as
+// soon as it serves, with no call-home and no sweep; one that does not
+// serve within the run's wait budget is handed on to the next run, which
+// goes on asking.
+func TestAVMThatCannotCallHomeIsAsked(t *testing.T) {
+	for name, neverReady := range map[string]bool{"serves": false, "still booting": true} {
+		t.Run(name, func(t *testing.T) {
+			w := newWorld(t, reconcile.Options{})
+			w.mock = mock.New(mock.Options{Clock: w.clock, ProvisioningDelay: boot})
+			if neverReady {
+				w.mock.NeverReady(1)
+			}
+			w.r = reconcile.New(w.store, providers{polledMock{w.mock}}, w.queue, secrets{}, w.clock, slog.New(slog.DiscardHandler),
+				reconcile.Options{Rand: rand.New(rand.NewPCG(1, 2))})
+			w.create(proxy.Spec{})
+			if err := w.r.Reconcile(context.Background(), w.key, reconcile.Trigger{}); err != nil {
+				t.Fatal(err)
+			}
+			w.clock.mu.Lock()
+			slept := slices.Clone(w.clock.slept)
+			w.clock.mu.Unlock()
+			for _, d := range slept {
+				if d != 10*time.Second {
+					t.Errorf("the run waited %s between looks, want the poll interval 10s: %v", d, slept)
+					break
+				}
+			}
+			handoffs := w.queue.take()
+			phase := w.doc().Status.Phase
+			if !neverReady {
+				if phase != proxy.PhaseReady || len(handoffs) != 0 || len(slept) == 0 {
+					t.Errorf("after the create's run: phase %s, hand-offs %v, %d looks; want Ready in that run, asked at least once", phase, handoffs, len(slept))
+				}
+				return
+			}
+			if phase != proxy.PhaseProvisioning || len(handoffs) != 1 || handoffs[0].Reason != proxy.ReasonRequeue {
+				t.Fatalf("a VM still booting past the budget: phase %s, hand-offs %+v; want Provisioning and one requeue", phase, handoffs)
+			}
+			before := len(slept)
+			if err := w.r.Reconcile(context.Background(), w.key, reconcile.TriggerOf(handoffs[0])); err != nil {
+				t.Fatal(err)
+			}
+			w.clock.mu.Lock()
+			after := len(w.clock.slept)
+			w.clock.mu.Unlock()
+			if after <= before {
+				t.Errorf("the run handed on to did not ask the VM again")
+			}
+		})
 	}
 }

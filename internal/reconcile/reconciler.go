@@ -237,6 +237,10 @@ type run struct {
 	// retryAfter is the wait the provider's cloud asked for before the
 	// next call (a rate limit's), which the next backoff is at least.
 	retryAfter time.Duration
+	// poll, once the run saw a VM that cannot call home booting, is how
+	// often it asks it again (pollBoot): each wait is that long, and each
+	// step looks at the VM as a requested run does.
+	poll time.Duration
 }
 
 // maxRereads bounds how often one run reads a document that keeps changing
@@ -317,7 +321,7 @@ func (run *run) step(ctx context.Context) (outcome, error) {
 		run.log.DebugContext(ctx, "a quota or a stockout refused the last create; waiting before the next", slog.Time("notBefore", p.Reconciler.NotBefore))
 		return done, nil
 	}
-	requested := run.trigger.Reason.Requested()
+	requested := run.trigger.Reason.Requested() || run.poll > 0
 	rotate := run.rotationDue()
 	switch p.Status.Phase {
 	case proxy.PhaseFailed:

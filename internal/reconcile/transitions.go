@@ -91,7 +91,7 @@ var Transitions = []Transition{
 		Does: "record the endpoint and observedGeneration",
 		To:   []proxy.Phase{proxy.PhaseReady}, Label: "serving"},
 	{From: []proxy.Phase{proxy.PhaseProvisioning}, Sees: "a request; still booting, or serving another generation",
-		Does: "nothing"},
+		Does: "nothing; for a VM that cannot call home (provider.Polled), look again every PollInterval within the run's wait budget, then hand on to the next run, as after its Create"},
 	{From: []proxy.Phase{proxy.PhaseProvisioning}, Sees: "booting past BootTimeout (and past ReconfigureTimeout since a configuration it was handed), or a BootError",
 		Does: "count a boot failure; replace it, or at MaxBootFailures fail with its console's last lines",
 		To:   []proxy.Phase{proxy.PhaseReplacing, proxy.PhaseFailed}, Label: "boot failed"},

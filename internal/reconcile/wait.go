@@ -19,6 +19,10 @@ import (
 // would only be refused again, and spend the limit further.
 func (run *run) sleep(ctx context.Context) bool {
 	d := backoff(run.r.opts.InitialBackoff, run.r.opts.MaxBackoff, run.waits+int(run.doc.Reconciler.Attempts), run.r.jitter.float())
+	if run.poll > 0 {
+		// Asking a booting VM is no retry of a failure: at its interval.
+		d = run.poll
+	}
 	d, run.retryAfter = max(d, run.retryAfter), 0
 	if run.r.clock.Now().Add(d).After(run.deadline) {
 		return false

@@ -390,7 +390,7 @@ func (p *simProvider) Reconfigure(ctx context.Context, id string, req provider.R
 		// no cause of the namespace's.
 		p.w.harmed(id)
 	}
-	if err == nil && handed != nil {
+	if (err == nil || errors.Is(err, errResponseLost)) && handed != nil {
 		p.w.handed[id] = handed.Generation
 		if p.w.retiringOf(ctx, id) {
 			p.w.stats.RetiringReconfigured++

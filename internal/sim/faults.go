@@ -118,7 +118,7 @@ func (w *World) maybeFault() {
 		w.mock.FailNext([]mock.Method{mock.MethodCreate, mock.MethodGet, mock.MethodDelete}[w.rng.IntN(3)], 1, err)
 	case r < 0.055:
 		w.stats.ProviderFaults++
-		w.mock.FailNextAfterEffect(mock.MethodCreate, 1, provider.NewError(provider.KindTransient, "sim", "", errors.New("response lost")))
+		w.mock.FailNextAfterEffect(mock.MethodCreate, 1, provider.NewError(provider.KindTransient, "sim", "", errResponseLost))
 	case r < 0.06:
 		if ins := w.own(); len(ins) > 0 {
 			w.stats.Lost++
@@ -170,7 +170,7 @@ func (w *World) maybeFault() {
 		w.stats.ReconfigureErrors++
 		err := provider.NewError(provider.KindTransient, "sim", "", errors.New("503"))
 		if w.rng.IntN(2) == 0 {
-			w.mock.FailNextAfterEffect(mock.MethodReconfigure, 1, provider.NewError(provider.KindTransient, "sim", "", errors.New("response lost")))
+			w.mock.FailNextAfterEffect(mock.MethodReconfigure, 1, provider.NewError(provider.KindTransient, "sim", "", errResponseLost))
 		} else {
 			w.mock.FailNext(mock.MethodReconfigure, 1, err)
 		}
@@ -181,6 +181,11 @@ func (w *World) maybeFault() {
 		w.poolAction()
 	}
 }
+
+// errResponseLost is the error of a provider call that took effect and
+// whose answer was lost (mock.FailNextAfterEffect): what the call did,
+// it did.
+var errResponseLost = errors.New("response lost")
 
 // revocation, from a stream of its own (so that the other faults'
 // schedules are as they were until one of these happens), now and then:

@@ -21,7 +21,8 @@ import (
 // over the Hetzner fake served in-process, with Hetzner's faults. Its
 // servers cannot be reconfigured (a change of configuration gets a new
 // server), are Ready only once the provider's Prober sees them serve,
-// and do not call home: the sweep finds them ready. A new proxy is a
+// and do not call home: the reconciler asks them every PollInterval
+// while they boot (provider.Polled). A new proxy is a
 // hetzner one a third of the time.
 
 // hetznerState is the world's part of Hetzner.

@@ -77,6 +77,15 @@ variable "allowed_source_ranges" {
   }
 }
 
+variable "status_source_ranges" {
+  description = "The control plane's egress addresses (the main module's output status_source_ranges): opened to the proxy ports too, where each instance answers them its status and nothing else."
+  type        = list(string)
+  validation {
+    condition     = length(var.status_source_ranges) > 0 && alltrue([for r in var.status_source_ranges : can(cidrhost(r, 0))])
+    error_message = "status_source_ranges must hold at least one valid CIDR: the main module's output status_source_ranges."
+  }
+}
+
 locals {
   security_group = "egress-proxy-${var.deployment}"
   ipv4_ranges    = [for r in var.allowed_source_ranges : r if !strcontains(r, ":")]
@@ -111,8 +120,9 @@ resource "aws_iam_role_policy" "ec2" {
 }
 
 # The proxies' security group in each region's default VPC (the provider
-# launches into it by name): the proxy ports from the allowed sources,
-# and every destination out, which the VM's own filter narrows.
+# launches into it by name): the proxy ports from the allowed sources and
+# from the control plane's egress addresses (its status request), and
+# every destination out, which the VM's own filter narrows.
 data "aws_vpc" "default" {
   for_each = toset(var.regions)
   region   = each.value
@@ -136,6 +146,18 @@ resource "aws_security_group" "proxy" {
       to_port          = tonumber(element(split("-", ingress.value), length(split("-", ingress.value)) - 1))
       cidr_blocks      = local.ipv4_ranges
       ipv6_cidr_blocks = local.ipv6_ranges
+    }
+  }
+  # The control plane's status request: the instance's engine answers
+  # these addresses the status alone (vmconfig.StatusAccess).
+  dynamic "ingress" {
+    for_each = var.proxy_ports
+    content {
+      description = "status of the proxy on port ${ingress.value}, from the control plane"
+      protocol    = "tcp"
+      from_port   = tonumber(split("-", ingress.value)[0])
+      to_port     = tonumber(element(split("-", ingress.value), length(split("-", ingress.value)) - 1))
+      cidr_blocks = var.status_source_ranges
     }
   }
   egress {

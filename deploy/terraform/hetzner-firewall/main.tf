@@ -42,6 +42,15 @@ variable "allowed_source_ranges" {
   }
 }
 
+variable "status_source_ranges" {
+  description = "The control plane's egress addresses (the main module's output status_source_ranges): opened to the proxy ports too, where each server answers them its status and nothing else."
+  type        = list(string)
+  validation {
+    condition     = length(var.status_source_ranges) > 0 && alltrue([for r in var.status_source_ranges : can(cidrhost(r, 0))])
+    error_message = "status_source_ranges must hold at least one valid CIDR: the main module's output status_source_ranges."
+  }
+}
+
 resource "hcloud_firewall" "proxy" {
   name   = "egress-proxy-allow-${var.deployment}"
   labels = { "egress-deployment" = var.deployment }
@@ -52,6 +61,17 @@ resource "hcloud_firewall" "proxy" {
       protocol   = "tcp"
       port       = rule.value
       source_ips = var.allowed_source_ranges
+    }
+  }
+  # The control plane's status request: the server's engine answers these
+  # addresses the status alone (vmconfig.StatusAccess).
+  dynamic "rule" {
+    for_each = var.proxy_ports
+    content {
+      direction  = "in"
+      protocol   = "tcp"
+      port       = rule.value
+      source_ips = var.status_source_ranges
     }
   }
   apply_to {

@@ -40,14 +40,17 @@
 //     it, for the collector.
 //   - Instance metadata: IMDSv2 only (HttpTokens required), hop limit 1,
 //     so no container or forwarded hop on the VM reaches it, and tags off
-//     in IMDS: the VM reads what it needs from its user-data.
+//     in IMDS: the VM reads its configuration from its user-data, and
+//     from IMDS, with a token, only which instance it is.
 //
 // What gcp reads from guest attributes, this provider asks the VM, as
 // hetzner does: an instance that runs the default bootstrap is Running
 // only once its proxy answers the control plane's status request
 // (vmside.Prober), and what it boots with is user-data made by a
-// vmside.Renderer. Both are the VM side's; the composition root enables
-// the provider only with both.
+// vmside.Renderer. Both are the VM side's, the same as hetzner's (the
+// cloud-init bootstrap of package cloudinit, compressed within EC2's
+// 16 KiB; the status through the proxy port of package vmstatus), which
+// the composition root gives the provider.
 //
 // It does not implement provider.Reconfigurer: EC2 changes an
 // instance's user-data only while it is stopped, and a running VM could

@@ -172,3 +172,13 @@ func (p *Provider) labels(req provider.CreateRequest) map[string]string {
 func FirewallSelector(deployment string) string {
 	return provider.LabelManaged + "=" + provider.LabelManagedYes + "," + provider.LabelDeployment + "=" + deployment
 }
+
+// DefaultPollInterval is how often the reconciler asks a booting server
+// whether its proxy serves (provider.Polled): a Hetzner server boots
+// the proxy in about a minute, and each ask is one API read of the
+// project's 3600 an hour and one status request to the server.
+const DefaultPollInterval = 10 * time.Second
+
+// PollInterval makes the provider a provider.Polled: its servers cannot
+// call home.
+func (p *Provider) PollInterval() time.Duration { return DefaultPollInterval }

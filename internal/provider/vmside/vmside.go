@@ -19,6 +19,7 @@ import (
 	"fmt"
 
 	"github.com/egress-proxies/egress/internal/provider"
+	"github.com/egress-proxies/egress/internal/vmstatus"
 )
 
 // Prober asks a VM whether its proxy serves.
@@ -30,15 +31,10 @@ type Prober interface {
 	Probe(ctx context.Context, ip string, port int32, uid string) (Status, error)
 }
 
-// Status is what a VM's proxy says of itself.
-type Status struct {
-	// Generation is the generation of the engine configuration it serves.
-	Generation int64
-	// Ready says its self-test passed: it serves.
-	Ready bool
-	// Error, when it is not ready, is why (its bootstrap's reason).
-	Error string
-}
+// Status is what a VM's proxy says of itself: the generation it serves,
+// whether it proved it serves it, why not, and its traffic. It is
+// vmstatus's, whose Prober asks for it.
+type Status = vmstatus.Status
 
 // Renderer makes the user-data of a VM that runs the default bootstrap
 // (req.StartupScript and req.Engine set): what cloud-init runs on the
@@ -68,7 +64,8 @@ func (f ProberFunc) Probe(ctx context.Context, ip string, port int32, uid string
 // yet is Provisioning (unanswered says why, for the caller's log), an
 // answer that it cannot serve is Provisioning with its reason
 // (BootError), and one that it serves stays Running, with the
-// generation it serves. A cancelled context is an error of its own:
+// generation it serves. Any answer carries the traffic its proxy
+// carried. A cancelled context is an error of its own:
 // nothing was learnt.
 func Observe(ctx context.Context, p Prober, out *provider.Instance, port int32) (unanswered, err error) {
 	st, perr := p.Probe(ctx, out.IP, port, out.UID)
@@ -79,9 +76,9 @@ func Observe(ctx context.Context, p Prober, out *provider.Instance, port int32) 
 		out.State = provider.StateProvisioning
 		return perr, nil
 	case !st.Ready:
-		out.State, out.BootError = provider.StateProvisioning, st.Error
+		out.State, out.BootError, out.Traffic = provider.StateProvisioning, st.Error, st.Traffic
 	default:
-		out.Generation = st.Generation
+		out.Generation, out.Traffic = st.Generation, st.Traffic
 	}
 	return nil, nil
 }

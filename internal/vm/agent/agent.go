@@ -32,7 +32,13 @@ type Host interface {
 
 // Agent applies the engine's configuration from the metadata server.
 type Agent struct {
+	// Metadata is GCE's metadata server: what Run follows, and, without a
+	// Reporter, where the agent reads the probe target, writes the guest
+	// attributes and calls home.
 	Metadata *Metadata
+	// Reporter, when set, is where the agent reads the probe target and
+	// says what the VM serves instead (a cloud-init boot's Boot).
+	Reporter Reporter
 	Host     Host
 	// Dir holds config.json (the engine's) and filter.nft.
 	Dir string
@@ -81,16 +87,62 @@ func (a *Agent) Apply(ctx context.Context, text string, rollback bool) error {
 		}
 		return a.failed(ctx, cfg.Generation, err, canRollBack)
 	}
-	ready := strconv.FormatInt(cfg.Generation, 10)
+	if err := a.reporter().Ready(ctx, cfg.Generation); err != nil {
+		return err
+	}
+	a.Log.Info("serving", slog.Int64("generation", cfg.Generation), slog.Int("users", len(cfg.Users)))
+	return nil
+}
+
+// Reporter is where the agent reads what its self-test probes and says
+// what the VM serves: on GCE the metadata server (the attribute
+// egress-probe-target; the guest attributes egress/ready and
+// egress/error, and a call-home), on a cloud-init boot files (Boot).
+type Reporter interface {
+	// ProbeTarget is the host:port the self-test reaches through the
+	// proxy, "" for vmconfig.DefaultProbeTarget.
+	ProbeTarget(ctx context.Context) (string, error)
+	// Ready says the VM serves generation.
+	Ready(ctx context.Context, generation int64) error
+	// Failed says why the VM cannot serve generation (-1: a configuration
+	// that did not load), in one line. It is best effort: a failure to
+	// say so is logged.
+	Failed(ctx context.Context, generation int64, reason string)
+}
+
+func (a *Agent) reporter() Reporter {
+	if a.Reporter != nil {
+		return a.Reporter
+	}
+	return guestAttributes{a}
+}
+
+// guestAttributes is GCE's Reporter: the metadata server's attributes and
+// guest attributes, and the call-home on Pub/Sub with the VM's token.
+type guestAttributes struct{ a *Agent }
+
+func (g guestAttributes) ProbeTarget(ctx context.Context) (string, error) {
+	return g.a.Metadata.Attr(ctx, vmconfig.KeyProbeTarget)
+}
+
+func (g guestAttributes) Ready(ctx context.Context, generation int64) error {
+	a := g.a
 	if err := a.Metadata.DeleteGuest(ctx, vmconfig.GuestError); err != nil {
 		a.Log.Warn("could not clear egress/error", slog.Any("error", err))
 	}
-	if err := a.Metadata.PutGuest(ctx, vmconfig.GuestReady, ready); err != nil {
+	if err := a.Metadata.PutGuest(ctx, vmconfig.GuestReady, strconv.FormatInt(generation, 10)); err != nil {
 		return fmt.Errorf("agent: writing egress/ready: %w", err)
 	}
-	a.Log.Info("serving", slog.Int64("generation", cfg.Generation), slog.Int("users", len(cfg.Users)))
 	a.callHome(ctx, "ready")
 	return nil
+}
+
+func (g guestAttributes) Failed(ctx context.Context, _ int64, reason string) {
+	a := g.a
+	if err := a.Metadata.PutGuest(ctx, vmconfig.GuestError, reason); err != nil {
+		a.Log.Error("cannot write egress/error", slog.Any("error", err))
+	}
+	a.callHome(ctx, "boot-failed")
 }
 
 // serve loads the filter and the configuration with a self-test user,
@@ -148,7 +200,7 @@ func (a *Agent) selfTest(ctx context.Context, cfg vmconfig.Config) (SelfTest, er
 	if host == "" || host == "0.0.0.0" || host == "::" {
 		host = "127.0.0.1"
 	}
-	probe, err := a.Metadata.Attr(ctx, vmconfig.KeyProbeTarget)
+	probe, err := a.reporter().ProbeTarget(ctx)
 	if err != nil {
 		return SelfTest{}, err
 	}
@@ -202,9 +254,9 @@ func (a *Agent) restore(ctx context.Context, config, filter []byte) error {
 	return errors.Join(a.Host.LoadFilter(ctx, filepath.Join(a.Dir, FilterFile)), a.Host.ReloadEngine(ctx))
 }
 
-// failed reports a configuration that could not be served: egress/error
-// with a one-line reason, a call-home boot-failed. generation -1 is one
-// that did not load.
+// failed reports a configuration that could not be served, with a
+// one-line reason (on GCE egress/error and a call-home boot-failed).
+// generation -1 is one that did not load.
 func (a *Agent) failed(ctx context.Context, generation int64, cause error, rolledBack bool) error {
 	reason := cause.Error()
 	if generation >= 0 {
@@ -215,10 +267,7 @@ func (a *Agent) failed(ctx context.Context, generation int64, cause error, rolle
 	}
 	reason = oneLine(reason)
 	a.Log.Error("configuration not applied", slog.String("reason", reason))
-	if err := a.Metadata.PutGuest(ctx, vmconfig.GuestError, reason); err != nil {
-		a.Log.Error("cannot write egress/error", slog.Any("error", err))
-	}
-	a.callHome(ctx, "boot-failed")
+	a.reporter().Failed(ctx, generation, reason)
 	return fmt.Errorf("agent: %s", reason)
 }
 

@@ -48,6 +48,12 @@ func Filter(cfg vmconfig.Config, proxyUID int, resolvers []netip.Addr) (string, 
 	if err != nil {
 		return "", err
 	}
+	var status4, status6 []string
+	if cfg.Status != nil {
+		if status4, status6, err = families("status.sources", cfg.Status.Sources); err != nil {
+			return "", err
+		}
+	}
 	var res4, res6 []string
 	for _, a := range resolvers {
 		if a.Unmap().Is4() {
@@ -65,18 +71,23 @@ func Filter(cfg vmconfig.Config, proxyUID int, resolvers []netip.Addr) (string, 
 	b.WriteString("table inet egress_proxy\ndelete table inet egress_proxy\ntable inet egress_proxy {\n")
 	set(&b, "allowed4", "ipv4_addr", allow4)
 	set(&b, "allowed6", "ipv6_addr", allow6)
+	set(&b, "status4", "ipv4_addr", status4)
+	set(&b, "status6", "ipv6_addr", status6)
 	set(&b, "resolvers4", "ipv4_addr", res4)
 	set(&b, "resolvers6", "ipv6_addr", res6)
 	set(&b, "blocked4", "ipv4_addr", deny4)
 	set(&b, "blocked6", "ipv6_addr", deny6)
 	fmt.Fprintf(&b, `	# Ingress: only the allowed sources reach the proxy's ports (HTTP, and
 	# SOCKS5 when it is on), whatever the cloud firewall lets through; the
-	# VM itself may (the self-test).
+	# VM itself may (the self-test), and the control plane's addresses
+	# reach the HTTP port, where the engine answers them the status only.
 	chain input {
 		type filter hook input priority filter; policy accept;
 		tcp dport { %[1]s } iifname "lo" accept
 		tcp dport { %[1]s } ip saddr @allowed4 accept
 		tcp dport { %[1]s } ip6 saddr @allowed6 accept
+		tcp dport %[4]d ip saddr @status4 accept
+		tcp dport %[4]d ip6 saddr @status6 accept
 		tcp dport { %[1]s } drop
 	}
 	# Egress of the proxy's own user: answers to its clients, DNS to the
@@ -98,7 +109,7 @@ func Filter(cfg vmconfig.Config, proxyUID int, resolvers []netip.Addr) (string, 
 		reject
 	}
 }
-`, listening, proxyUID, strings.Join(ports, ", "))
+`, listening, proxyUID, strings.Join(ports, ", "), port)
 	return b.String(), nil
 }
 

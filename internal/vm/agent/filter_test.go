@@ -52,11 +52,32 @@ func TestFilter(t *testing.T) {
 			t.Errorf("with socks5Listen the filter lacks %q:\n%s", want, socks)
 		}
 	}
+	// The control plane's status access: its addresses reach the HTTP
+	// port only, never SOCKS5's.
+	cfg.Status = &vmconfig.StatusAccess{Sources: []string{"198.51.100.9/32", "2001:db8:5::/48"}}
+	status, err := agent.Filter(cfg, 998, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{
+		"set status4 { type ipv4_addr; flags interval; auto-merge; elements = { 198.51.100.9/32 } }",
+		"set status6 { type ipv6_addr; flags interval; auto-merge; elements = { 2001:db8:5::/48 } }",
+		"tcp dport 3128 ip saddr @status4 accept",
+		"tcp dport 3128 ip6 saddr @status6 accept",
+	} {
+		if !strings.Contains(status, want) {
+			t.Errorf("with status sources the filter lacks %q:\n%s", want, status)
+		}
+	}
+	if strings.Contains(status, "1080 ip saddr @status4") || !strings.Contains(socks, "set status4 { type ipv4_addr; flags interval; auto-merge; }\n") {
+		t.Errorf("the status sources reach SOCKS5, or some are admitted without status access:\n%s", status)
+	}
 	for name, bad := range map[string]vmconfig.Config{
-		"bad SOCKS5 port": {Listen: ":3128", Socks5Listen: ":0", ConnectPorts: []int{443}},
-		"no port":         {Listen: "3128", ConnectPorts: []int{443}},
-		"bad range":       {Listen: ":3128", ConnectPorts: []int{443}, AllowedSourceRanges: []string{"10.0.0.1; flush ruleset"}},
-		"no CONNECT":      {Listen: ":3128"},
+		"bad SOCKS5 port":  {Listen: ":3128", Socks5Listen: ":0", ConnectPorts: []int{443}},
+		"no port":          {Listen: "3128", ConnectPorts: []int{443}},
+		"bad range":        {Listen: ":3128", ConnectPorts: []int{443}, AllowedSourceRanges: []string{"10.0.0.1; flush ruleset"}},
+		"no CONNECT":       {Listen: ":3128"},
+		"bad status range": {Listen: ":3128", ConnectPorts: []int{443}, Status: &vmconfig.StatusAccess{Sources: []string{"1.2.3.4 }; flush ruleset"}}},
 	} {
 		if f, err := agent.Filter(bad, 998, nil); err == nil {
 			t.Errorf("%s: rendered:\n%s", name, f)

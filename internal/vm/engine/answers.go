@@ -73,6 +73,7 @@ var (
 	ansUpstreamFailed     = reply{502, "upstream-failed", "the destination's answer was not HTTP this proxy can read", socksGeneralFailure}
 	ansUpstreamTimeout    = reply{504, "upstream-timeout", "the destination did not answer within responseHeaderTimeout", socksGeneralFailure}
 	ansTooManyConnections = reply{503, "too-many-connections", "the proxy holds maxConnections connections", socksGeneralFailure}
+	ansStatusNotFound     = reply{404, "status-not-found", "egress-status.invalid serves /status and /access only", socksGeneralFailure}
 )
 
 // Why a tunnel or a connection ended before either side closed it: the
@@ -92,7 +93,7 @@ func answers() []reply {
 		ansZoneNotAllowed, ansMethodNotAllowed, ansBadRequest, ansBadTarget, ansNotAProxyRequest, ansBadFraming, ansBadBody,
 		ansBodyTimeout, ansHeaderTooLarge, ansUpgradeUnsupported, ansCommandUnsupported, ansAddressUnsupported,
 		ansNameNotResolved, ansConnectRefused, ansConnectFailed, ansConnectTimeout, ansUpstreamFailed, ansUpstreamTimeout,
-		ansTooManyConnections}
+		ansTooManyConnections, ansStatusNotFound}
 }
 
 // body is the one-line body of an HTTP refusal.

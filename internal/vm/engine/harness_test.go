@@ -67,7 +67,14 @@ func testConfig(t testing.TB, ports ...int) vmconfig.Config {
 // startProxy serves cfg on a loopback port until the test ends.
 func startProxy(t testing.TB, cfg vmconfig.Config) (*Server, string) {
 	t.Helper()
-	s, err := New(cfg, Options{Resolver: names})
+	return startProxyWith(t, cfg, Options{Resolver: names})
+}
+
+// startProxyWith serves cfg with opts on a loopback port until the test
+// ends.
+func startProxyWith(t testing.TB, cfg vmconfig.Config, opts Options) (*Server, string) {
+	t.Helper()
+	s, err := New(cfg, opts)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -115,6 +115,16 @@ func (hc *httpConn) serveOne(r *rules) bool {
 		hc.answer(a, true, nil)
 		return false
 	}
+	if r.status != nil && isStatusRequest(req) {
+		s.serveStatus(hc, req, r)
+		return false
+	}
+	if cc.statusOnly {
+		// A status source asks for the status and nothing else: no line,
+		// no count, as the connection was never a tenant's.
+		hc.answer(ansSourceNotAllowed, true, nil)
+		return false
+	}
 	if req.Method == http.MethodConnect {
 		s.reqConnect.Add(1)
 	} else {

@@ -31,6 +31,8 @@ type rules struct {
 	responseHeaderTimeout       time.Duration
 	bandwidth                   int64 // bits a second, 0 unlimited
 	accessLog                   bool
+	// status is who may read the status on the proxy port; nil: nobody.
+	status *statusAccess
 }
 
 // compile checks c and returns its rules. An error names the field and the
@@ -103,6 +105,12 @@ func compile(c vmconfig.Config) (*rules, error) {
 	}
 	if r.allow, err = prefixes("allowDestinations", c.AllowDestinations); err != nil {
 		return nil, err
+	}
+	if r.status, err = compileStatus(c.Status); err != nil {
+		return nil, err
+	}
+	if r.status != nil && r.users[r.status.name] != "" {
+		return nil, fmt.Errorf("engine: status.user %s is a proxy user too: the status credential must carry nothing", r.status.name)
 	}
 	return r, nil
 }

@@ -33,6 +33,10 @@ type Options struct {
 	Resolver interface {
 		LookupNetIP(ctx context.Context, network, host string) ([]netip.Addr, error)
 	}
+	// Readiness is what the VM's agent last said of the configuration it
+	// applied (a cloud-init boot's readiness file): the status request's
+	// ready and error. Nil: never ready.
+	Readiness func() vmconfig.Readiness
 }
 
 // Server is one proxy: it serves CONNECT and plain HTTP on
@@ -40,9 +44,10 @@ type Options struct {
 // and the access log on StatsListen. Apply swaps its rules, closing only
 // what the new rules take away; Shutdown drains it.
 type Server struct {
-	log      *slog.Logger
-	resolver resolver
-	rules    atomic.Pointer[rules]
+	log       *slog.Logger
+	resolver  resolver
+	readiness func() vmconfig.Readiness
+	rules     atomic.Pointer[rules]
 	// started is the vmconfig.Config the listeners were made from: what
 	// Apply cannot change.
 	started  vmconfig.Config
@@ -87,6 +92,7 @@ func New(cfg vmconfig.Config, opts Options) (*Server, error) {
 	s := &Server{
 		log:       opts.Log,
 		resolver:  opts.Resolver,
+		readiness: opts.Readiness,
 		started:   cfg,
 		since:     time.Now(),
 		conns:     map[*clientConn]struct{}{},
@@ -214,6 +220,9 @@ type clientConn struct {
 	up atomic.Pointer[net.TCPConn]
 	// ended says why the engine closed the connection, if it did.
 	ended atomic.Pointer[string]
+	// statusOnly is a connection from a status source that is not an
+	// allowed source: it may ask for the status and nothing else.
+	statusOnly bool
 }
 
 // end closes the connection and its tunnel's destination, saying why.
@@ -268,7 +277,13 @@ func (s *Server) acceptLoop(ln net.Listener, serve func(*clientConn), isHTTP boo
 			continue
 		}
 		addr := remoteAddr(c)
-		if !s.rules.Load().sourceAllowed(addr) {
+		r := s.rules.Load()
+		statusOnly := false
+		if !r.sourceAllowed(addr) {
+			// The control plane asks for the status on the HTTP port only.
+			statusOnly = isHTTP && r.statusSource(addr)
+		}
+		if !statusOnly && !r.sourceAllowed(addr) {
 			c.Close()
 			s.log.Debug("connection refused: source not in allowedSourceRanges", slog.String("source", addr.String()))
 			continue
@@ -278,12 +293,14 @@ func (s *Server) acceptLoop(ln net.Listener, serve func(*clientConn), isHTTP boo
 			s.overCap(tc, isHTTP)
 			continue
 		}
-		cc := &clientConn{conn: tc, source: addr, remote: c.RemoteAddr().String()}
+		cc := &clientConn{conn: tc, source: addr, remote: c.RemoteAddr().String(), statusOnly: statusOnly}
 		if !s.register(cc) {
 			c.Close()
 			continue
 		}
-		s.connections.Add(1)
+		if !statusOnly {
+			s.connections.Add(1)
+		}
 		go func() {
 			defer s.unregister(cc)
 			defer tc.Close()
@@ -416,6 +433,9 @@ func (s *Server) closeTakenAway(r *rules) (revoked, removed int) {
 	// Each credential is checked once, however many connections share it.
 	held := map[credential]bool{}
 	for cc := range s.conns {
+		if cc.statusOnly && r.statusSource(cc.source) {
+			continue
+		}
 		if !r.sourceAllowed(cc.source) {
 			cc.end(endSourceGone)
 			removed++

@@ -329,7 +329,13 @@ func checkEngineInstalled(t *testing.T, ctx context.Context, r *run, c *Containe
 // installTime is how long the script's install of the engine took, from
 // its two log lines; zero when it installed nothing.
 func installTime(ctx context.Context, c *Container) time.Duration {
-	out, err := c.Exec(ctx, "journalctl", "-b", "--no-pager", "-o", "short-unix", "-u", "google-startup-scripts.service")
+	return installTimeOf(ctx, c, "-u", "google-startup-scripts.service")
+}
+
+// installTimeOf is installTime from the journal lines filter selects
+// (journalctl's -u UNIT or -t IDENTIFIER): those of what ran the script.
+func installTimeOf(ctx context.Context, c *Container, filter ...string) time.Duration {
+	out, err := c.Exec(ctx, append([]string{"journalctl", "-b", "--no-pager", "-o", "short-unix"}, filter...)...)
 	if err != nil {
 		return 0
 	}
@@ -508,10 +514,16 @@ func checkRefused(t *testing.T, ctx context.Context, r *run, s *Sink, targets ..
 // checkMetadataGet: a plain GET for the metadata server, with the header
 // it wants, is not answered by it.
 func checkMetadataGet(t *testing.T, ctx context.Context, r *run) {
+	checkMetadataGetOf(t, ctx, r, "/computeMetadata/v1/instance/attributes/"+probeMarker, http.Header{"Metadata-Flavor": {"Google"}})
+}
+
+// checkMetadataGetOf: a plain GET of path on the metadata server, with
+// header, through the proxy is refused and never reaches it.
+func checkMetadataGetOf(t *testing.T, ctx context.Context, r *run, path string, header http.Header) {
 	ctx, cancel := checkTimeout(ctx)
 	defer cancel()
-	url := "http://" + HostPort(MetadataAddr, MetadataPort) + "/computeMetadata/v1/instance/attributes/" + probeMarker
-	status, body, err := r.client("client", r.creds.Username, r.creds.Password).Get(ctx, url, http.Header{"Metadata-Flavor": {"Google"}})
+	url := "http://" + HostPort(MetadataAddr, MetadataPort) + path
+	status, body, err := r.client("client", r.creds.Username, r.creds.Password).Get(ctx, url, header)
 	if err != nil {
 		t.Fatalf("GET %s: no answer from the proxy: %v", url, err)
 	}
@@ -529,7 +541,7 @@ func checkMetadataUntouched(t *testing.T, r *run) {
 	if got := markedRequests(r); len(got) > 0 {
 		t.Errorf("the metadata server received requests sent through the proxy: %+v", got)
 	}
-	for _, q := range r.metadata.Requests() {
+	for _, q := range r.metadataRequests() {
 		if q.Forwarded != "" {
 			t.Errorf("the metadata server received a forwarded request: %+v", q)
 		}
@@ -542,9 +554,18 @@ func checkReboot(t *testing.T, r *run, since time.Time, ready GuestWrite) {
 	checkReady(t, r, since, ready, 1)
 }
 
+// metadataRequests are the requests the metadata server's stand-in got,
+// Google's or a cloud-init cloud's (Hetzner's, EC2's).
+func (r *run) metadataRequests() []Request {
+	if r.cloud != nil {
+		return r.cloud.metadata.Requests()
+	}
+	return r.metadata.Requests()
+}
+
 func markedRequests(r *run) []Request {
 	var out []Request
-	for _, q := range r.metadata.Requests() {
+	for _, q := range r.metadataRequests() {
 		if strings.Contains(q.URI, probeMarker) {
 			out = append(out, q)
 		}

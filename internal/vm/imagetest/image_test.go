@@ -81,6 +81,9 @@ type run struct {
 	providerID string
 	instance   string // the VM's name
 
+	// cloud is a cloud-init boot's part (Hetzner's, EC2's), nil on GCE's.
+	cloud *cloudRun
+
 	// engine is the engine's configuration the VM was last given.
 	engine vmconfig.Config
 	// bandwidth is the bandwidth limit the next handOver gives, as a
@@ -148,7 +151,7 @@ type result struct {
 //	image-test: debian-13 N checks passed, boot to ready S s (install I s); debian-12 …
 func TestImage(t *testing.T) {
 	requireHost(t)
-	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), 40*time.Minute)
 	defer cancel()
 
 	cache, err := CacheDir()
@@ -170,6 +173,15 @@ func TestImage(t *testing.T) {
 		res, ran := result{family: rel.Family}, false
 		t.Run(rel.Family, func(t *testing.T) { ran = true; res = testRelease(t, ctx, rel, runDir, engine) })
 		if ran { // -run 'TestImage/debian-13' boots one release
+			results = append(results, res)
+		}
+	}
+	// The Hetzner- and EC2-shaped boots: cloud-init and the user-data
+	// (cloudinit_test.go, hetzner_test.go, ec2_test.go).
+	for _, shape := range []cloudShape{hetznerShape, ec2Shape} {
+		res, ran := result{family: shape.rel.Family}, false
+		t.Run(shape.rel.Family, func(t *testing.T) { ran = true; res = testCloudInit(t, ctx, runDir, engine, shape) })
+		if ran {
 			results = append(results, res)
 		}
 	}

@@ -22,7 +22,21 @@ type Release struct {
 	Family string
 	// Suite is Debian's code name, what debootstrap builds.
 	Suite string
+	// Cloud is whose image the root file system is shaped like: "" for
+	// Google's (the guest agent runs the startup script), "hetzner" for
+	// Hetzner's and "ec2" for Debian's AWS image (cloud-init runs the
+	// user-data: HetznerPackages).
+	Cloud string
 }
+
+// HetznerRelease is the Hetzner-shaped boot: Debian 13 as Hetzner's
+// debian-13 image has it, with Debian's cloud-init and its Hetzner
+// datasource.
+var HetznerRelease = Release{Family: "hetzner-debian-13", Suite: "trixie", Cloud: "hetzner"}
+
+// EC2Release is the EC2-shaped boot: Debian 13 as Debian's AWS image has
+// it, with Debian's cloud-init and its Ec2 datasource.
+var EC2Release = Release{Family: "ec2-debian-13", Suite: "trixie", Cloud: "ec2"}
 
 // Releases are booted in this order.
 var Releases = []Release{{Family: "debian-13", Suite: "trixie"}, {Family: "debian-12", Suite: "bookworm"}}
@@ -41,9 +55,33 @@ var Packages = []string{
 	"google-guest-agent",
 }
 
+// HetznerPackages are Packages with Debian's cloud-init, which Hetzner's
+// images and Debian's AWS images run, in place of Google's guest
+// environment.
+var HetznerPackages = []string{
+	"systemd", "systemd-sysv", "dbus",
+	"curl", "ca-certificates", "iproute2", "nftables",
+	"cloud-init",
+	// What provides a virtual package cloud-init's dependencies need
+	// (python3-cryptography's python3-cffi-backend-api-*), which
+	// debootstrap does not resolve by itself.
+	"python3-cffi-backend",
+}
+
+// packages is what rel's root file system holds beyond the minimal base.
+func (rel Release) packages() []string {
+	if rel.Cloud != "" {
+		return HetznerPackages
+	}
+	return Packages
+}
+
 // setupVersion names what prepare does to the debootstrapped tree; change
 // it when prepare changes, so that the cache key changes with it.
 const setupVersion = "2: /etc/hosts with metadata.google.internal; resolv.conf to 169.254.169.254; hostname"
+
+// hetznerSetupVersion is setupVersion for the Hetzner shape.
+const hetznerSetupVersion = "1: hosts; resolv.conf to 169.254.169.254; hostname; cloud.cfg.d names the Hetzner datasource, network from outside; the DMI stand-in"
 
 // sourcesFile is where the host's APT sources name its Debian mirror.
 const sourcesFile = "/etc/apt/sources.list.d/debian.sources"
@@ -88,7 +126,14 @@ func Mirror() (string, error) {
 // CacheKey is a short hash of everything a release's root file system is
 // made of.
 func CacheKey(rel Release) string {
-	sum := sha256.Sum256([]byte(rel.Suite + "\n" + strings.Join(Packages, ",") + "\n" + setupVersion))
+	setup := setupVersion
+	switch rel.Cloud {
+	case "hetzner":
+		setup = "hetzner " + hetznerSetupVersion
+	case "ec2":
+		setup = "ec2 " + ec2SetupVersion
+	}
+	sum := sha256.Sum256([]byte(rel.Suite + "\n" + strings.Join(rel.packages(), ",") + "\n" + setup))
 	return hex.EncodeToString(sum[:6])
 }
 
@@ -104,7 +149,11 @@ func Rootfs(ctx context.Context, rel Release, log io.Writer) (dir string, built 
 	if err := os.MkdirAll(cache, 0o755); err != nil {
 		return "", false, fmt.Errorf("making the cache folder: %w", err)
 	}
-	dir = filepath.Join(cache, "rootfs-"+rel.Suite+"-"+CacheKey(rel))
+	dir = filepath.Join(cache, "rootfs-"+rel.Family+"-"+CacheKey(rel))
+	if rel.Cloud == "" {
+		// The name GCE's trees have always had in the cache.
+		dir = filepath.Join(cache, "rootfs-"+rel.Suite+"-"+CacheKey(rel))
+	}
 	lock, err := os.OpenFile(dir+".lock", os.O_CREATE|os.O_RDWR, 0o644)
 	if err != nil {
 		return "", false, fmt.Errorf("opening the cache lock: %w", err)
@@ -124,7 +173,7 @@ func Rootfs(ctx context.Context, rel Release, log io.Writer) (dir string, built 
 	if err := os.RemoveAll(tmp); err != nil {
 		return "", false, fmt.Errorf("removing a half-built root file system: %w", err)
 	}
-	args := []string{"--variant=minbase", "--include=" + strings.Join(Packages, ","), rel.Suite, tmp, mirror}
+	args := []string{"--variant=minbase", "--include=" + strings.Join(rel.packages(), ","), rel.Suite, tmp, mirror}
 	fmt.Fprintf(log, "imagetest: building a Debian %s root file system in %s (debootstrap, one to two minutes)\n", rel.Suite, dir)
 	cmd := exec.CommandContext(ctx, "debootstrap", args...)
 	tail := &tailWriter{max: 4 << 10}
@@ -132,7 +181,14 @@ func Rootfs(ctx context.Context, rel Release, log io.Writer) (dir string, built 
 	if err := cmd.Run(); err != nil {
 		return "", false, fmt.Errorf("debootstrap %s: %w\n%s", strings.Join(args, " "), err, tail)
 	}
-	if err := prepare(tmp); err != nil {
+	prep := prepare
+	switch rel.Cloud {
+	case "hetzner":
+		prep = prepareHetzner
+	case "ec2":
+		prep = prepareEC2
+	}
+	if err := prep(tmp); err != nil {
 		return "", false, err
 	}
 	if err := os.Rename(tmp, dir); err != nil {
@@ -147,16 +203,23 @@ func Rootfs(ctx context.Context, rel Release, log io.Writer) (dir string, built 
 // on Compute Engine (debootstrap copies the host's resolver, which the
 // container cannot reach).
 func prepare(root string) error {
-	files := map[string]string{
+	return writeFiles(root, map[string]string{
 		"etc/hosts":       "127.0.0.1 localhost\n::1 localhost ip6-localhost ip6-loopback\n169.254.169.254 metadata.google.internal metadata\n",
 		"etc/hostname":    "egress-proxy\n",
 		"etc/resolv.conf": "nameserver 169.254.169.254\n",
-	}
+	})
+}
+
+// writeFiles writes files into the tree at root, replacing what is there.
+func writeFiles(root string, files map[string]string) error {
 	for name, content := range files {
 		// Removed first: were it a symlink, writing through it would
 		// follow it out of the tree onto the host.
 		path := filepath.Join(root, name)
 		if err := os.Remove(path); err != nil && !os.IsNotExist(err) {
+			return fmt.Errorf("preparing the root file system: %w", err)
+		}
+		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 			return fmt.Errorf("preparing the root file system: %w", err)
 		}
 		if err := os.WriteFile(path, []byte(content), 0o644); err != nil {

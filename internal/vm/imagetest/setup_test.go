@@ -81,6 +81,36 @@ const (
 // provider's Create sent for a VM of role vm.
 func setUp(t *testing.T, ctx context.Context, rel Release, engine []byte, newTopology func(string) (*Topology, error), vm role) *run {
 	t.Helper()
+	r := newRun(t, rel, engine, newTopology)
+	r.storage.Token = r.token
+	r.storage.Path = "/" + project + "-egress-functions-source/egress-proxy-" + r.storage.SHA256()
+
+	cfg := bootstrap.Config{Port: ProxyPort, AllowedSourceRanges: []string{AllowedRange.String()}, Credentials: r.creds, Generation: 1}
+	req := provider.CreateRequest{UID: uid, Namespace: namespace, ProxyName: proxyName}
+	if vm == asMember {
+		// What the reconciler renders for a member document: its spec is
+		// the pool's MemberSpec, it has no credentials, generation 0.
+		cfg = bootstrap.ForProxy(proxy.PoolSpec{Provider: "gcp"}.MemberSpec(), proxy.Credentials{}, nil)
+		cfg.Port = ProxyPort
+		req = provider.CreateRequest{UID: memberUID, Pool: poolName, ProxyName: memberName}
+	}
+	req.Name = provider.NameFromUID(req.UID)
+	r.instance = req.Name
+	attrs := insertMetadata(t, ctx, r, cfg, req)
+	r.metadata = NewMetadata(Instance{Project: project, Zone: zone, Name: r.instance, ID: "4711",
+		ServiceAccount: "proxy-vm@" + project + ".iam.gserviceaccount.com", Attributes: attrs}, r.token)
+	serve(t, r.topo.Internet, HostPort(MetadataAddr, MetadataPort), r.metadata)
+	serve(t, r.topo.Internet, HostPort(PubSubAddr, PubSubPort), r.pubsub)
+	r.serveInternet(t)
+	return r
+}
+
+// newRun makes the network (newTopology, which NewTopology is unless the
+// caller needs more), the proxy's credentials and the stand-ins that do
+// not depend on the cloud, none of them serving yet: serveInternet
+// serves them once the caller has set the storage stand-in's object.
+func newRun(t *testing.T, rel Release, engine []byte, newTopology func(string) (*Topology, error)) *run {
+	t.Helper()
 	topo, err := newTopology(prefix)
 	if err != nil {
 		t.Fatal(err)
@@ -96,29 +126,19 @@ func setUp(t *testing.T, ctx context.Context, rel Release, engine []byte, newTop
 	}
 	r := &run{rel: rel, topo: topo, creds: creds, token: "ya29.image-test-" + randomHex(16)}
 	r.pubsub = &PubSub{Token: r.token}
-	r.storage = &Storage{Token: r.token, Binary: engine}
-	r.storage.Path = "/" + project + "-egress-functions-source/egress-proxy-" + r.storage.SHA256()
+	r.storage = &Storage{Binary: engine}
 	r.tlsHost = &Host{Body: "hello from the TLS host " + randomHex(4)}
 	r.httpHost = &Host{Body: "hello from the HTTP host " + randomHex(4)}
+	return r
+}
 
-	cfg := bootstrap.Config{Port: ProxyPort, AllowedSourceRanges: []string{AllowedRange.String()}, Credentials: creds, Generation: 1}
-	req := provider.CreateRequest{UID: uid, Namespace: namespace, ProxyName: proxyName}
-	if vm == asMember {
-		// What the reconciler renders for a member document: its spec is
-		// the pool's MemberSpec, it has no credentials, generation 0.
-		cfg = bootstrap.ForProxy(proxy.PoolSpec{Provider: "gcp"}.MemberSpec(), proxy.Credentials{}, nil)
-		cfg.Port = ProxyPort
-		req = provider.CreateRequest{UID: memberUID, Pool: poolName, ProxyName: memberName}
-	}
-	req.Name = provider.NameFromUID(req.UID)
-	r.instance = req.Name
-	attrs := insertMetadata(t, ctx, r, cfg, req)
-	r.metadata = NewMetadata(Instance{Project: project, Zone: zone, Name: r.instance, ID: "4711",
-		ServiceAccount: "proxy-vm@" + project + ".iam.gserviceaccount.com", Attributes: attrs}, r.token)
-
-	serve(t, topo.Internet, HostPort(MetadataAddr, MetadataPort), r.metadata)
+// serveInternet serves the hosts of the test's internet in it: the HTTP
+// and TLS hosts, the storage stand-in, the resolver, the private host and
+// the refused port.
+func (r *run) serveInternet(t *testing.T) {
+	t.Helper()
+	topo := r.topo
 	serve(t, topo.Internet, HostPort(HTTPHostAddr, HTTPPort), r.httpHost)
-	serve(t, topo.Internet, HostPort(PubSubAddr, PubSubPort), r.pubsub)
 	serve(t, topo.Internet, HostPort(StorageAddr, StoragePort), r.storage)
 
 	l, err := topo.Internet.Listen(HostPort(TLSHostAddr, TLSPort))
@@ -142,7 +162,6 @@ func setUp(t *testing.T, ctx context.Context, rel Release, engine []byte, newTop
 
 	r.private = sink(t, topo.Internet, HostPort(PrivateAddr, PrivatePort))
 	r.refused = sink(t, topo.Internet, HostPort(TLSHostAddr, RefusedPort))
-	return r
 }
 
 // insertMetadata is the metadata the gcp provider sends in its insert
@@ -206,25 +225,7 @@ func insertMetadata(t *testing.T, ctx context.Context, r *run, cfg bootstrap.Con
 // egress/error or on a container that stops.
 func boot(t *testing.T, ctx context.Context, r *run, root, consolePath string) (*Container, GuestWrite) {
 	t.Helper()
-	console, err := os.Create(consolePath)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { console.Close() })
-	c, err := Boot(prefix+r.rel.Suite, root, r.topo.VM, console)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := c.Stop(30 * time.Second); err != nil {
-			t.Error(err)
-		}
-	})
-	t.Cleanup(func() {
-		if t.Failed() {
-			t.Logf("journal of %s:\n%s", c.Name, c.Journal(context.Background(), 150))
-		}
-	})
+	c := startContainer(t, prefix+r.rel.Suite, r, root, consolePath)
 	wctx, cancel := context.WithTimeout(ctx, bootTimeout)
 	defer cancel()
 	go func() {
@@ -242,6 +243,33 @@ func boot(t *testing.T, ctx context.Context, r *run, root, consolePath string) (
 		t.Fatalf("the startup script wrote egress/error: %q", w.Value)
 	}
 	return c, w
+}
+
+// startContainer boots root as the container name in the VM's namespace,
+// its console to consolePath, stopped when the test ends, with its
+// journal in the log if the test failed.
+func startContainer(t *testing.T, name string, r *run, root, consolePath string) *Container {
+	t.Helper()
+	console, err := os.Create(consolePath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { console.Close() })
+	c, err := Boot(name, root, r.topo.VM, console)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := c.Stop(30 * time.Second); err != nil {
+			t.Error(err)
+		}
+	})
+	t.Cleanup(func() {
+		if t.Failed() {
+			t.Logf("journal of %s:\n%s", c.Name, c.Journal(context.Background(), 200))
+		}
+	})
+	return c
 }
 
 // serve runs an HTTP handler on addr inside ns until the test ends.

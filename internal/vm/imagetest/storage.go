@@ -19,6 +19,10 @@ import (
 // private object only to an account allowed to read it. It records every
 // download, so that a test can see that a second boot downloads nothing.
 type Storage struct {
+	// Token is the bearer token the object is served to; empty, the
+	// object is public (a Hetzner server reads it with no credential),
+	// and a request that brings a token anyway is refused, so that the
+	// test sees the server sends none.
 	Token string
 	// Path is the object's path, /BUCKET/OBJECT; Binary its content.
 	Path   string
@@ -35,7 +39,11 @@ func (s *Storage) SHA256() string {
 }
 
 func (s *Storage) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	if r.Header.Get("Authorization") != "Bearer "+s.Token {
+	if s.Token == "" && r.Header.Get("Authorization") != "" {
+		http.Error(w, "this public object takes no credential", http.StatusBadRequest)
+		return
+	}
+	if s.Token != "" && r.Header.Get("Authorization") != "Bearer "+s.Token {
 		http.Error(w, "Anonymous caller does not have storage.objects.get access", http.StatusUnauthorized)
 		return
 	}

@@ -75,6 +75,11 @@ type Config struct {
 	// tenant turns it off). The control plane always writes it, true or
 	// false, so that an engine never has to guess what a missing key meant.
 	AccessLog bool `json:"accessLog"`
+	// Status, when set, lets the control plane read the engine's status
+	// and access log through the proxy port (status.go): the VMs of a
+	// cloud that have no other way to say they serve. Nil on GCE, whose
+	// VMs write guest attributes.
+	Status *StatusAccess `json:"status,omitempty"`
 
 	// The bounds; zero takes the Default… value. MaxConnections waits for
 	// a restart; the others apply to the next connection or request.

@@ -41,7 +41,15 @@ const (
 	// its call-home names the member by pool and name (KeyName), as a
 	// member has no namespace. A claim's Reconfigure removes it.
 	KeyPool = "egress-pool"
+	// KeyIMDS, a cloud-init boot's setting on EC2 only, is the root URL
+	// of the instance metadata service (EC2MetadataURL), which the agent
+	// asks, IMDSv2 only, which instance it is (its id and zone), to say so
+	// beside its readiness.
+	KeyIMDS = "egress-imds"
 )
+
+// EC2MetadataURL is EC2's instance metadata service on every instance.
+const EC2MetadataURL = "http://169.254.169.254"
 
 // Guest attributes the script writes, in namespace GuestNamespace.
 const (
@@ -69,6 +77,23 @@ const (
 	TrafficInterval = "30s"
 	// EnginePath is where the script installs the engine binary.
 	EnginePath = "/usr/local/bin/egress-proxy"
+)
+
+// A cloud-init boot's places (internal/bootstrap/cloudinit writes the
+// user-data that makes them; the script and the agent read them).
+const (
+	// BootDir holds the settings the user-data carries, one file per
+	// metadata key of GCE's (KeyConfig, KeyEngineURL, KeyEngineSHA256,
+	// KeyProbeTarget): what a GCE VM reads from its metadata server.
+	BootDir = "/etc/egress-proxy/boot"
+	// BootScript is the bootstrap script, in cloud-init's per-boot
+	// scripts: cloud-init runs it at every boot, as Google's guest agent
+	// runs a startup script.
+	BootScript = "/var/lib/cloud/scripts/per-boot/egress-bootstrap"
+	// ReadinessFile is where the agent says what the VM serves
+	// (Readiness), and the engine reads it: on tmpfs, so each boot starts
+	// from "not ready".
+	ReadinessFile = "/run/egress-proxy/readiness.json"
 )
 
 var refusedRE = regexp.MustCompile(`^generation ([0-9]{1,18}): `)

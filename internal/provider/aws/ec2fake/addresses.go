@@ -26,7 +26,7 @@ func (s *Server) allocateAddress(r *request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	a := &Address{AllocationID: s.newID("eipalloc-", 17), Region: r.region, PublicIP: s.newIP("198.19"), Tags: specs["elastic-ip"], Allocated: s.clock()}
+	a := &Address{AllocationID: s.newID("eipalloc-", 17), Region: r.region, PublicIP: s.publicIP(true), Tags: specs["elastic-ip"], Allocated: s.clock()}
 	if a.Tags == nil {
 		a.Tags = map[string]string{}
 	}
@@ -70,12 +70,14 @@ func (s *Server) associateAddress(r *request) (any, error) {
 	}
 	if prev := s.instances[a.InstanceID]; prev != nil {
 		prev.AllocationID, prev.PublicIP = "", ""
+		s.unserve(prev.ID)
 	}
 	if old := s.addresses[in.AllocationID]; old != nil {
 		old.InstanceID, old.AssociationID = "", ""
 	}
 	a.InstanceID, a.AssociationID = id, s.newID("eipassoc-", 17)
 	in.AllocationID, in.PublicIP = a.AllocationID, a.PublicIP
+	s.serveAt(in)
 	return &associateResponse{AssociationID: a.AssociationID}, nil
 }
 

@@ -23,6 +23,7 @@
 //	filters.go    EC2's filters (tag:KEY, tag-key, instance-state-name, … with * and ? wildcards)
 //	faults.go     errors in the answer: capacity, quota, the request rate, any code by action, lost answers
 //	sts.go        STS AssumeRoleWithWebIdentity, checking the token's signature (a JWKS), issuer, audience and subject
+//	serve.go      the local stack's instances booting their engines on loopback (package loopback)
 //	server.go     routing, the region (from the request's signature), the access key, encoding, the clock
 //
 // The region of a request is the one its SigV4 signature names (the
@@ -45,6 +46,8 @@
 //	TrustWebIdentity                 STS's trust of a web identity (issuer, audience, subjects, keys)
 //	SetClock                         the fake's time
 //	Calls, Instances, Addresses      what the fake was asked, and what it holds
+//	StartServing, StopServing        the local stack's instances boot: each runs the proxy
+//	                                 engine of its user-data on a loopback address (serve.go)
 //
 // The comment beside each behaviour says which part of the EC2 API
 // reference it follows, and what the fake assumes where it is silent.

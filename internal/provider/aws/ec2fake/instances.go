@@ -313,8 +313,9 @@ func (s *Server) Settle() {
 		case "pending":
 			in.State = "running"
 			if in.PublicIP == "" {
-				in.PublicIP = s.newIP("198.18")
+				in.PublicIP = s.publicIP(false)
 			}
+			s.serveAt(in)
 		case "stopping":
 			in.State = "stopped"
 		case "shutting-down":
@@ -338,8 +339,13 @@ func (s *Server) SetState(id, state string) {
 			in.LaunchTime = s.clock().UTC().Truncate(time.Millisecond) // a start is a new launch time
 		}
 		in.State = state
-		if state == "terminated" {
+		switch {
+		case state == "terminated":
 			s.terminated(in)
+		case state == "stopping" || state == "stopped":
+			s.unserve(in.ID)
+		case state == "running" && in.PublicIP != "":
+			s.serveAt(in)
 		}
 	}
 }
@@ -347,6 +353,7 @@ func (s *Server) SetState(id, state string) {
 // terminated ends an instance: no address, and its Elastic IP, if it
 // had one, free again.
 func (s *Server) terminated(in *Instance) {
+	s.unserve(in.ID)
 	in.State, in.PublicIP = "terminated", ""
 	if a := s.addresses[in.AllocationID]; a != nil {
 		a.InstanceID, a.AssociationID = "", ""

@@ -14,6 +14,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/egress-proxies/egress/internal/vm/loopback"
 )
 
 // xmlns is EC2's namespace, which every answer of its query API carries.
@@ -50,6 +52,12 @@ type Server struct {
 	trust         *Trust
 	issued        map[string]time.Time // access key ids STS issued → expiry
 	reads         map[string]map[string]bool
+
+	// Serve's: the running engines, the addresses they are handed, the
+	// settling's stop; nil when the fake does not serve.
+	vms                   *loopback.VMs
+	servedIPs, servedEIPs *loopback.Range
+	stopServing           func()
 }
 
 // Call is one request the fake answered (or refused).
@@ -94,8 +102,9 @@ func newServer() *Server {
 	return s
 }
 
-// Close stops the listener, if there is one.
+// Close stops the engines of Serve, and the listener, if there is one.
 func (s *Server) Close() {
+	s.StopServing()
 	if s.Listener != nil {
 		s.Server.Close()
 	}

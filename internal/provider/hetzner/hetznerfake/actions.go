@@ -68,7 +68,9 @@ func (s *Server) settle() {
 		switch sv.Status {
 		case "initializing", "starting":
 			sv.Status = "running"
+			s.running(id)
 		case "deleting":
+			s.unserve(id)
 			delete(s.servers, id)
 			delete(s.userData, id)
 			for ipID, ip := range s.primaryIPs {

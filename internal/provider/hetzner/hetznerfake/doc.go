@@ -16,6 +16,7 @@
 //	faults.go      errors in the HTTP answer: capacity, quota, any fault by method
 //	ratelimit.go   the rate limit: a bucket refilled per second, RateLimit-* headers, 429
 //	server.go      routing, authentication, pagination, encoding, the clock
+//	serve.go       Serve: servers that boot the real engine, for the local stack
 //
 // Nothing finishes by itself. A create answers a server "initializing"
 // with a running create_server action and a running start_server next
@@ -35,6 +36,8 @@
 //	SetRateLimit                  the bucket: limit and what remains
 //	SetClock, Advance             the fake's time
 //	Calls, Creates, Tokens        what the fake was asked, and with which tokens
+//	StartServing, StopServing     the local stack's servers boot: each runs the proxy
+//	                              engine of its user-data on a loopback address (serve.go)
 //
 // The comment beside each behaviour says which part of Hetzner's API
 // reference (https://docs.hetzner.cloud) it follows, and what the fake

@@ -138,8 +138,11 @@ func (s *Server) createPrimaryIP(w http.ResponseWriter, r *http.Request, _ []str
 			return
 		}
 	}
-	s.nextStatic++
-	addr := fmt.Sprintf("203.0.113.%d", s.nextStatic%250+1)
+	addr, served := s.nextAddress(true)
+	if !served {
+		s.nextStatic++
+		addr = fmt.Sprintf("203.0.113.%d", s.nextStatic%250+1)
+	}
 	if req.Type == "ipv6" {
 		addr = fmt.Sprintf("2001:db8:ff%02x::/64", s.nextStatic%250)
 	}

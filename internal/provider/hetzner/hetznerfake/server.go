@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/hetznercloud/hcloud-go/v2/hcloud/schema"
+
+	"github.com/egress-proxies/egress/internal/vm/loopback"
 )
 
 // Server is the fake. Its methods are safe for concurrent use.
@@ -41,6 +43,12 @@ type Server struct {
 	creates     []schema.ServerCreateRequest
 	tokens      map[string]int
 	onPoll      func()
+
+	// Serve's: the running engines, the addresses they are handed, the
+	// settling's stop; nil when the fake does not serve.
+	vms                     *loopback.VMs
+	servedIPs, servedStatic *loopback.Range
+	stopServing             func()
 }
 
 // New starts a fake on a loopback port that accepts token (as
@@ -78,6 +86,7 @@ func newServer(token string) *Server {
 
 // Close stops the listener, if there is one.
 func (s *Server) Close() {
+	s.StopServing()
 	if s.Server != nil && s.Server.Listener != nil {
 		s.Server.Close()
 	}

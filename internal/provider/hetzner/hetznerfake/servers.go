@@ -83,8 +83,10 @@ var serverRoutes = []route{
 			writeError(w, Fault{Code: "protected", Status: http.StatusForbidden, Message: "server is delete protected"})
 			return
 		}
-		// The server stays, "deleting", until its action finishes.
+		// The server stays, "deleting", until its action finishes; its
+		// proxy stops at once.
 		sv.Status = "deleting"
+		s.unserve(sv.ID)
 		writeJSON(w, http.StatusOK, schema.ServerDeleteResponse{Action: *s.action("delete_server", "server", sv.ID)})
 	}},
 }
@@ -139,8 +141,12 @@ func (s *Server) createServer(w http.ResponseWriter, r *http.Request, _ []string
 		ip.AssigneeID, ip.AssigneeType = &sv.ID, "server"
 		sv.PublicNet.IPv4 = schema.ServerPublicNetIPv4{ID: ip.ID, IP: ip.IP}
 	} else if pn.EnableIPv4 {
-		s.nextIPv4++
-		ip := s.newPrimaryIP(fmt.Sprintf("primary_ip-%d", s.nextID+1), "ipv4", fmt.Sprintf("198.51.100.%d", s.nextIPv4%250+1), loc, nil, true)
+		addr, served := s.nextAddress(false)
+		if !served {
+			s.nextIPv4++
+			addr = fmt.Sprintf("198.51.100.%d", s.nextIPv4%250+1)
+		}
+		ip := s.newPrimaryIP(fmt.Sprintf("primary_ip-%d", s.nextID+1), "ipv4", addr, loc, nil, true)
 		ip.AssigneeID, ip.AssigneeType = &sv.ID, "server"
 		sv.PublicNet.IPv4 = schema.ServerPublicNetIPv4{ID: ip.ID, IP: ip.IP}
 	}
@@ -151,6 +157,7 @@ func (s *Server) createServer(w http.ResponseWriter, r *http.Request, _ []string
 	}
 	s.servers[sv.ID] = sv
 	s.userData[sv.ID] = req.UserData
+	s.boot(sv.ID, sv.PublicNet.IPv4.IP, req.UserData)
 	create := s.action("create_server", "server", sv.ID)
 	start := s.action("start_server", "server", sv.ID)
 	writeJSON(w, http.StatusCreated, struct {

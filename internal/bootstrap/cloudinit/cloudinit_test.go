@@ -1,0 +1,136 @@
+package cloudinit_test
+
+import (
+	"context"
+	"maps"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/egress-proxies/egress/internal/bootstrap"
+	"github.com/egress-proxies/egress/internal/bootstrap/cloudinit"
+	"github.com/egress-proxies/egress/internal/provider"
+	"github.com/egress-proxies/egress/internal/proxy"
+	"github.com/egress-proxies/egress/internal/vm/vmconfig"
+	"github.com/egress-proxies/egress/internal/vmstatus"
+)
+
+const (
+	uid      = "3f2c1b0a-9e8d-4c7b-a6f5-e4d3c2b1a098"
+	password = "Tenantpassword0123456789"
+	sha      = "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
+)
+
+func renderer(t *testing.T) (cloudinit.Renderer, vmstatus.Key) {
+	k, err := vmstatus.NewKey([]byte(strings.Repeat("k", 32)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cloudinit.Renderer{EngineURL: "https://storage.googleapis.com/egress-engine/egress-proxy-" + sha, EngineSHA256: sha, ProbeTarget: "example.com:443",
+		Status: func(_ context.Context, uid string) (*vmconfig.StatusAccess, error) {
+			return k.Access(uid, []string{"198.51.100.7/32"})
+		}}, k
+}
+
+func request(t *testing.T) provider.CreateRequest {
+	t.Helper()
+	cfg := bootstrap.Config{Port: 3128, AllowedSourceRanges: []string{"203.0.113.0/24"}, Generation: 1,
+		Credentials: proxy.Credentials{Username: "tenant", Password: password}}
+	engine, err := bootstrap.EngineConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	script, err := bootstrap.Render(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return provider.CreateRequest{Name: "proxy-3f2c1b0a", UID: uid, Port: 3128, StartupScript: script, Engine: &engine}
+}
+
+// TestUserData: the user-data writes the engine's configuration with the
+// status access of the VM's uid, the engine's URL and SHA-256, the probe
+// target and the per-boot script, and reads back as written; no password
+// is in it, the proxy's or the status's.
+func TestUserData(t *testing.T) {
+	r, k := renderer(t)
+	req := request(t)
+	ud, err := r.UserData(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.HasPrefix(ud, "#cloud-config\n") || len(ud) > 32<<10 {
+		t.Fatalf("the user-data is not a #cloud-config within 32 KiB (%d bytes):\n%.200s", len(ud), ud)
+	}
+	for _, secret := range []string{password, k.Password(uid)} {
+		if strings.Contains(ud, secret) {
+			t.Errorf("the user-data holds a password a reader could use")
+		}
+	}
+	boot, err := cloudinit.Parse(ud)
+	if err != nil {
+		t.Fatal(err)
+	}
+	paths := slices.Sorted(maps.Keys(boot.Files))
+	want := []string{"/etc/egress-proxy/boot/egress-config", "/etc/egress-proxy/boot/egress-engine-sha256", "/etc/egress-proxy/boot/egress-engine-url",
+		"/etc/egress-proxy/boot/egress-probe-target", "/var/lib/cloud/scripts/per-boot/egress-bootstrap"}
+	if diff := cmp.Diff(want, paths); diff != "" {
+		t.Errorf("the files the user-data writes (-want +got):\n%s", diff)
+	}
+	got, err := boot.Engine()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got.Status == nil || got.Status.User.Name != vmstatus.User || !vmconfig.Matches(got.Status.User.PasswordHash, k.Password(uid)) {
+		t.Errorf("the engine's status access %+v does not hold the status credential of the uid", got.Status)
+	}
+	got.Status = nil
+	if diff := cmp.Diff(*req.Engine, got); diff != "" {
+		t.Errorf("the engine's configuration, the status access apart (-want +got):\n%s", diff)
+	}
+	if boot.Setting(vmconfig.KeyEngineSHA256) != sha || boot.Setting(vmconfig.KeyProbeTarget) != "example.com:443" {
+		t.Errorf("the settings: sha %q, probe %q", boot.Setting(vmconfig.KeyEngineSHA256), boot.Setting(vmconfig.KeyProbeTarget))
+	}
+	script := boot.Files[vmconfig.BootScript]
+	for _, want := range []string{"readonly BOOT='/etc/egress-proxy/boot'", `agent -boot "$BOOT"`, "-readiness $READINESS"} {
+		if !strings.Contains(script, want) {
+			t.Errorf("the per-boot script lacks %q", want)
+		}
+	}
+	for _, gce := range []string{"guest-attributes", "service-accounts/default/token", ":publish"} {
+		if strings.Contains(script, gce) {
+			t.Errorf("the per-boot script uses GCE's %s", gce)
+		}
+	}
+}
+
+// TestRendererRefuses: settings the bootstrap would refuse at boot are
+// refused at render.
+func TestRendererRefuses(t *testing.T) {
+	cases := map[string]struct {
+		reason string
+		change func(*cloudinit.Renderer)
+	}{
+		"no URL":      {"a VM could not install the engine", func(r *cloudinit.Renderer) { r.EngineURL = "" }},
+		"a shell URL": {"the URL reaches a shell", func(r *cloudinit.Renderer) { r.EngineURL = "https://x/$(reboot)" }},
+		"no SHA-256":  {"a VM would install any binary", func(r *cloudinit.Renderer) { r.EngineSHA256 = "" }},
+		"bad probe":   {"the self-test could not reach it", func(r *cloudinit.Renderer) { r.ProbeTarget = "example.com" }},
+		"no status":   {"nobody could tell the VM serves", func(r *cloudinit.Renderer) { r.Status = nil }},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			r, _ := renderer(t)
+			tc.change(&r)
+			if ud, err := r.UserData(request(t)); err == nil {
+				t.Errorf("%s: rendered\n%.200s", tc.reason, ud)
+			}
+		})
+	}
+	r, _ := renderer(t)
+	req := request(t)
+	req.Engine = nil
+	if _, err := r.UserData(req); err == nil {
+		t.Error("a request without an engine configuration was rendered")
+	}
+}

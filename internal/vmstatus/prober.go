@@ -1,0 +1,137 @@
+package vmstatus
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"strconv"
+	"time"
+
+	"github.com/egress-proxies/egress/internal/provider"
+	"github.com/egress-proxies/egress/internal/vm/vmconfig"
+)
+
+// Status is what a VM's proxy says of itself, as a provider reads it.
+type Status struct {
+	// Generation is the generation of the engine configuration it serves.
+	Generation int64
+	// Ready says its self-test passed: it serves Generation.
+	Ready bool
+	// Error, when it is not ready, is why (its bootstrap's reason).
+	Error string
+	// Traffic is what it carried since its engine started.
+	Traffic *provider.Traffic
+	// Instance and Zone are which VM answered, as its cloud's metadata
+	// service told its agent (EC2's); empty where the VM reads none.
+	Instance, Zone string
+}
+
+// DefaultTimeout bounds one status request: a VM that does not answer in
+// that time is still booting, as far as the caller can tell.
+const DefaultTimeout = 5 * time.Second
+
+// Prober asks VMs for their status through their proxy port, with the
+// status credential derived from the key.
+type Prober struct {
+	// Key returns the key (read from Secret Manager on first use, in
+	// production); an error is returned by each call that needs it.
+	Key func(ctx context.Context) (Key, error)
+	// Timeout bounds one request; zero is DefaultTimeout.
+	Timeout time.Duration
+	// Now stamps the traffic's report time; nil is time.Now.
+	Now func() time.Time
+	// Dial opens the TCP connection to the VM; nil is a net.Dialer's.
+	Dial func(ctx context.Context, network, addr string) (net.Conn, error)
+}
+
+// Probe asks the proxy at ip:port, the VM of the proxy uid, for its
+// status. An error means no answer it could read (the VM still boots, its
+// engine does not listen yet, or the answer is not a status): the caller
+// takes it for Provisioning. An answer is the Status.
+func (p *Prober) Probe(ctx context.Context, ip string, port int32, uid string) (Status, error) {
+	var st vmconfig.Status
+	if err := p.get(ctx, ip, port, uid, vmconfig.StatusPath, &st); err != nil {
+		return Status{}, err
+	}
+	now := time.Now
+	if p.Now != nil {
+		now = p.Now
+	}
+	return Status{Generation: st.Generation, Ready: st.Ready, Error: st.Error, Instance: st.Instance, Zone: st.Zone,
+		Traffic: &provider.Traffic{BytesIn: st.Stats.BytesIn, BytesOut: st.Stats.BytesOut, Connections: st.Stats.Connections, ReportTime: now()}}, nil
+}
+
+// Access reads the VM's access log after the line after (0 from the
+// first it holds): the lines, the number to ask after next time, and how
+// many it let go unread (vmconfig.AccessPage). It is the pull that takes
+// a GCE VM's call-home's place for the access lines of these VMs.
+func (p *Prober) Access(ctx context.Context, ip string, port int32, uid string, after int64) (vmconfig.AccessPage, error) {
+	var page vmconfig.AccessPage
+	err := p.get(ctx, ip, port, uid, vmconfig.AccessPath+"?after="+strconv.FormatInt(after, 10), &page)
+	return page, err
+}
+
+// get sends GET http://egress-status.invalid/PATH to the proxy at
+// ip:port, as a client of the proxy (the absolute form, Proxy-Authorization
+// with the status credential), and reads its JSON answer into out.
+func (p *Prober) get(ctx context.Context, ip string, port int32, uid, path string, out any) error {
+	if p.Key == nil {
+		return fmt.Errorf("vmstatus: no status key")
+	}
+	key, err := p.Key(ctx)
+	if err != nil {
+		return fmt.Errorf("vmstatus: the status key: %w", err)
+	}
+	if net.ParseIP(ip) == nil || port < 1 || port > 65535 {
+		return fmt.Errorf("vmstatus: %q port %d is not an address to ask", ip, port)
+	}
+	timeout := p.Timeout
+	if timeout == 0 {
+		timeout = DefaultTimeout
+	}
+	ctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	proxyURL := &url.URL{Scheme: "http", User: url.UserPassword(User, key.Password(uid)), Host: net.JoinHostPort(ip, strconv.Itoa(int(port)))}
+	dial := p.Dial
+	if dial == nil {
+		dial = (&net.Dialer{}).DialContext
+	}
+	// One connection per question, never reused: the engine closes it
+	// after its answer, and no pool outlives the call.
+	tr := &http.Transport{Proxy: http.ProxyURL(proxyURL), DialContext: dial, DisableKeepAlives: true, ResponseHeaderTimeout: timeout}
+	defer tr.CloseIdleConnections()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+vmconfig.StatusHost+path, nil)
+	if err != nil {
+		return err
+	}
+	resp, err := tr.RoundTrip(req)
+	if err != nil {
+		// Never the URL: it holds the password.
+		return fmt.Errorf("vmstatus: asking %s for its status: %w", proxyURL.Host, unwrapURL(err))
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, 4<<20))
+	if err != nil {
+		return fmt.Errorf("vmstatus: reading %s's status: %w", proxyURL.Host, err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("vmstatus: %s answered its status request %s (%s)", proxyURL.Host, resp.Status, resp.Header.Get("X-Egress-Error"))
+	}
+	if err := json.Unmarshal(body, out); err != nil {
+		return fmt.Errorf("vmstatus: %s's status is not JSON: %w", proxyURL.Host, err)
+	}
+	return nil
+}
+
+// unwrapURL drops a *url.Error's URL, which names the proxy with its
+// credential.
+func unwrapURL(err error) error {
+	if u, ok := err.(*url.Error); ok {
+		return u.Err
+	}
+	return err
+}
