@@ -4,10 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"io"
-	"net/http"
-	"net/http/httptest"
-	"net/url"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -106,30 +102,7 @@ func (s *liveStack) awsProxy(t *testing.T) {
 	a := awsCLI{path: path, endpoint: s.ec2.Endpoint(), home: t.TempDir()}
 	cli := buildCLI(t, s.front.URL, unsignedToken("alice@example.com"))
 	ns := []string{"--namespace", "demo"}
-	target := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "reached through aws") }))
-	defer target.Close()
-	targetURL, _ := url.Parse(target.URL)
-
-	stdout, _ := cli.must(t, append([]string{"proxies", "create", "ec2", "--provider", "aws", "--region", awsRegion,
-		"--allowed-source-range", "127.0.0.1/32", "--connect-port", targetURL.Port(), "--wait", "--timeout", "90s", "-o", "json"}, ns...)...)
-	ready := decodeProxy(t, stdout)
-	if ready.Status.Phase != "Ready" || !strings.HasPrefix(ready.Status.Endpoint, "127.0.") {
-		t.Fatalf("create --wait of an aws proxy ended %s at %q, want Ready at an instance's loopback address", ready.Status.Phase, ready.Status.Endpoint)
-	}
-	proxyURL, err := url.Parse(ready.Status.ProxyURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	client := &http.Client{Transport: &http.Transport{Proxy: http.ProxyURL(proxyURL)}, Timeout: 30 * time.Second}
-	resp, err := client.Get(target.URL)
-	if err != nil {
-		t.Fatalf("a request through the aws proxy: %v", err)
-	}
-	body, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusOK || string(body) != "reached through aws" {
-		t.Errorf("through the aws proxy: %d %q, want 200 from the target", resp.StatusCode, body)
-	}
+	cloudProxy(t, cli, "ec2", "aws", awsRegion)
 
 	listed := a.instances(t, "Name=tag:proxy-operator-managed,Values=true")
 	if len(listed) != 1 {

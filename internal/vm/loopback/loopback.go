@@ -33,20 +33,51 @@ import (
 	"github.com/egress-proxies/egress/internal/vm/vmconfig"
 )
 
-// Options are how the VMs serve.
-type Options struct {
+// Serve is how a fake's VMs boot.
+type Serve struct {
 	// AllowDestinations are exceptions to the engine's deny list, which
 	// refuses loopback: the local test targets.
 	AllowDestinations []string
+	// Tick is how often the fake settles (Start); zero is a second.
+	Tick time.Duration
 	// Log receives the engines' lines; nil discards them.
 	Log *slog.Logger
+}
+
+// Serving is a fake's VMs booting: their engines, the loopback ranges
+// the fake hands their addresses from, and the fake's settling.
+type Serving struct {
+	VMs    *VMs
+	Ranges []*Range
+	stop   func()
+}
+
+// Start turns serving on for a fake: its VMs (New), a Range of each of
+// ranges, and settle called every opts.Tick, as a cloud finishes what it
+// has begun by itself.
+func Start(opts Serve, settle func(), ranges ...string) *Serving {
+	s := &Serving{VMs: New(opts), stop: Settling(opts.Tick, settle)}
+	for _, r := range ranges {
+		s.Ranges = append(s.Ranges, NewRange(r))
+	}
+	return s
+}
+
+// Stop stops the settling and every engine; a nil Serving has nothing
+// to stop.
+func (s *Serving) Stop() {
+	if s == nil {
+		return
+	}
+	s.stop()
+	s.VMs.StopAll()
 }
 
 // VMs are the running engines of a fake's VMs, by the fake's id of each.
 // Its methods are safe for concurrent use, and call nothing of the fake's,
 // so a fake may call them with its own lock held.
 type VMs struct {
-	opts Options
+	opts Serve
 
 	mu  sync.Mutex
 	vms map[string]*vm
@@ -59,7 +90,7 @@ type vm struct {
 }
 
 // New makes the VMs of a fake.
-func New(opts Options) *VMs {
+func New(opts Serve) *VMs {
 	if opts.Log == nil {
 		opts.Log = slog.New(slog.DiscardHandler)
 	}

@@ -53,11 +53,8 @@ type Server struct {
 	issued        map[string]time.Time // access key ids STS issued → expiry
 	reads         map[string]map[string]bool
 
-	// Serve's: the running engines, the addresses they are handed, the
-	// settling's stop; nil when the fake does not serve.
-	vms                   *loopback.VMs
-	servedIPs, servedEIPs *loopback.Range
-	stopServing           func()
+	// serving is Serve's, nil when the fake does not serve.
+	serving *loopback.Serving
 }
 
 // Call is one request the fake answered (or refused).

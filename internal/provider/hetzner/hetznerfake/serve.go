@@ -1,9 +1,7 @@
 package hetznerfake
 
 import (
-	"log/slog"
 	"strconv"
-	"time"
 
 	"github.com/egress-proxies/egress/internal/vm/loopback"
 )
@@ -15,15 +13,7 @@ import (
 // cloudinit's runs the proxy engine of the configuration in it on that
 // address, from its create until its delete; its engine is ready once the
 // server runs.
-type Serve struct {
-	// AllowDestinations are exceptions to the engine's deny list, which
-	// refuses loopback: the local test targets.
-	AllowDestinations []string
-	// Tick is how often the fake settles; zero is a second.
-	Tick time.Duration
-	// Log receives the engines' lines; nil discards them.
-	Log *slog.Logger
-}
+type Serve = loopback.Serve
 
 // StartServing turns Serve on: the servers made from now on boot, on
 // addresses of 127.0.48.0/20 (ephemeral) and 127.0.64.0/20 (Primary IPs
@@ -32,58 +22,50 @@ type Serve struct {
 func (s *Server) StartServing(opts Serve) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.vms = loopback.New(loopback.Options{AllowDestinations: opts.AllowDestinations, Log: opts.Log})
-	s.servedIPs, s.servedStatic = loopback.NewRange("127.0.48.0/20"), loopback.NewRange("127.0.64.0/20")
-	s.stopServing = loopback.Settling(opts.Tick, s.Settle)
+	s.serving = loopback.Start(opts, s.Settle, "127.0.48.0/20", "127.0.64.0/20")
 }
 
 // StopServing stops the settling and every engine.
 func (s *Server) StopServing() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if s.stopServing != nil {
-		s.stopServing()
-		s.stopServing = nil
-	}
-	if s.vms != nil {
-		s.vms.StopAll()
-		s.vms = nil
-	}
+	s.serving.Stop()
+	s.serving = nil
 }
 
 // nextAddress is the next address of a served range, or ok false when
 // the fake does not serve. Called with s.mu held.
 func (s *Server) nextAddress(static bool) (string, bool) {
-	if s.vms == nil {
+	if s.serving == nil {
 		return "", false
 	}
 	if static {
-		return s.servedStatic.Next(), true
+		return s.serving.Ranges[1].Next(), true
 	}
-	return s.servedIPs.Next(), true
+	return s.serving.Ranges[0].Next(), true
 }
 
 // boot starts the engine of a new server (loopback.VMs.Boot). Called
 // with s.mu held.
 func (s *Server) boot(id int64, ip, userData string) {
-	if s.vms != nil {
-		s.vms.Boot(strconv.FormatInt(id, 10), ip, userData)
+	if s.serving != nil {
+		s.serving.VMs.Boot(strconv.FormatInt(id, 10), ip, userData)
 	}
 }
 
 // running marks a served server's engine ready: its server runs. Called
 // with s.mu held.
 func (s *Server) running(id int64) {
-	if s.vms != nil {
-		s.vms.Running(strconv.FormatInt(id, 10))
+	if s.serving != nil {
+		s.serving.VMs.Running(strconv.FormatInt(id, 10))
 	}
 }
 
 // unserve stops a server's engine at once, as a deletion cuts a VM's
 // tunnels. Called with s.mu held.
 func (s *Server) unserve(id int64) {
-	if s.vms != nil {
-		s.vms.Stop(strconv.FormatInt(id, 10))
+	if s.serving != nil {
+		s.serving.VMs.Stop(strconv.FormatInt(id, 10))
 	}
 }
 
@@ -91,5 +73,5 @@ func (s *Server) unserve(id int64) {
 func (s *Server) Serving(id int64) bool {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.vms != nil && s.vms.Serving(strconv.FormatInt(id, 10))
+	return s.serving != nil && s.serving.VMs.Serving(strconv.FormatInt(id, 10))
 }

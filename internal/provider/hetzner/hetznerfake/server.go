@@ -44,11 +44,8 @@ type Server struct {
 	tokens      map[string]int
 	onPoll      func()
 
-	// Serve's: the running engines, the addresses they are handed, the
-	// settling's stop; nil when the fake does not serve.
-	vms                     *loopback.VMs
-	servedIPs, servedStatic *loopback.Range
-	stopServing             func()
+	// serving is Serve's, nil when the fake does not serve.
+	serving *loopback.Serving
 }
 
 // New starts a fake on a loopback port that accepts token (as
