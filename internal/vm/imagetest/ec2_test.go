@@ -75,7 +75,8 @@ func ec2Create(t *testing.T, ctx context.Context, r *run, create func(provider.P
 	}
 	// The mock logs every request with the standard logger.
 	log.SetOutput(io.Discard)
-	base, err := imdsmock.Start(ctx, t.TempDir(), imdsmock.Config{InstanceID: in.ID, Zone: in.Zone, Region: ec2Region, Hostname: r.instance, UserData: []byte(in.UserData)})
+	base, err := imdsmock.Start(ctx, t.TempDir(), imdsmock.Config{InstanceID: in.ID, Zone: in.Zone, Region: ec2Region, Hostname: r.instance,
+		ImageID: in.ImageID, InstanceType: in.Type, PrivateIP: in.PrivateIP, UserData: []byte(in.UserData)})
 	if err != nil {
 		t.Fatal(err)
 	}

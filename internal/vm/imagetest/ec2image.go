@@ -21,10 +21,10 @@ import "strings"
 // the per-boot scripts.
 //
 // At init-local, the datasource (its Ec2Local form) tries DHCP on the
-// interface first, as on an instance, and, the container having no DHCP
-// server (its network is set from outside), finds no lease and reads
-// IMDS over the interface as it is; cloud-init's own network
-// configuration is off.
+// interface first, as on an instance; in the container dhcpcd cannot set
+// the interface up (its /proc/sys is read-only) and ends at once, and
+// the datasource reads IMDS over the interface as it is, which the test
+// set from outside. cloud-init's own network configuration is off.
 
 // ec2SetupVersion is setupVersion for the EC2 shape.
 const ec2SetupVersion = "1: hosts; resolv.conf to 169.254.169.254; hostname; cloud.cfg.d names the Ec2 datasource and IMDS on IPv4, network from outside; the DMI stand-in of system-uuid"

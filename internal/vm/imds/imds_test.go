@@ -2,6 +2,7 @@ package imds_test
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"net/http"
 	"testing"
@@ -38,6 +39,27 @@ func TestIdentityFromAWSMetadataMock(t *testing.T) {
 	want := imds.Identity{InstanceID: instance.InstanceID, Zone: instance.Zone, Region: instance.Region}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("Identity (-want +got):\n%s", diff)
+	}
+	// The identity document, where cloud-init reads the instance id on
+	// AWS, names the same instance.
+	token, err := c.Token(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	req, _ := http.NewRequest(http.MethodGet, c.Base+"/latest/dynamic/instance-identity/document", nil)
+	req.Header.Set(imds.TokenHeader, token)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var doc struct{ InstanceID, AvailabilityZone, Region string }
+	if err := json.NewDecoder(resp.Body).Decode(&doc); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(imds.Identity{InstanceID: instance.InstanceID, Zone: instance.Zone, Region: instance.Region},
+		imds.Identity{InstanceID: doc.InstanceID, Zone: doc.AvailabilityZone, Region: doc.Region}); diff != "" {
+		t.Errorf("the instance identity document (-want +got):\n%s", diff)
 	}
 }
 

@@ -37,6 +37,11 @@ type Config struct {
 	// Hostname is meta-data/hostname and local-hostname; empty keeps the
 	// mock's.
 	Hostname string
+	// ImageID, InstanceType and PrivateIP are the instance's, in the
+	// instance identity document beside its id, zone and region (which
+	// cloud-init reads its instance id from on AWS); empty keeps the
+	// mock's.
+	ImageID, InstanceType, PrivateIP string
 	// UserData is /latest/user-data, as the instance was launched with.
 	UserData []byte
 	// IMDSv1 allows requests without a token; false is IMDSv2 only, as
@@ -77,8 +82,23 @@ func Start(ctx context.Context, dir string, cfg Config) (string, error) {
 	set("placement-region", cfg.Region)
 	set("hostname", cfg.Hostname)
 	set("local-hostname", cfg.Hostname)
+	// The identity document whole: the mock takes it as one value.
+	identity := map[string]any{"accountId": "123456789012", "imageId": "ami-0b69ea66ff7391e80", "availabilityZone": "us-east-1f",
+		"ramdiskId": nil, "kernelId": nil, "devpayProductCodes": nil, "marketplaceProductCodes": nil, "version": "2017-09-30",
+		"privateIp": "10.0.7.10", "billingProducts": nil, "instanceId": "i-1234567890abcdef0", "pendingTime": "2019-10-31T07:02:24Z",
+		"architecture": "x86_64", "instanceType": "m4.xlarge", "region": "us-east-1"}
+	for k, v := range map[string]string{"instanceId": cfg.InstanceID, "availabilityZone": cfg.Zone, "region": cfg.Region,
+		"imageId": cfg.ImageID, "instanceType": cfg.InstanceType, "privateIp": cfg.PrivateIP} {
+		if v != "" {
+			identity[k] = v
+		}
+	}
+	set("instance-type", cfg.InstanceType)
+	set("ami-id", cfg.ImageID)
+	set("local-ipv4", cfg.PrivateIP)
 	doc := map[string]any{
 		"metadata": map[string]any{"values": values},
+		"dynamic":  map[string]any{"values": map[string]any{"instance-identity-document": identity}},
 		"userdata": map[string]any{"values": map[string]any{"userdata": base64.StdEncoding.EncodeToString(cfg.UserData)}},
 		"imdsv2":   !cfg.IMDSv1,
 		"server":   map[string]any{"hostname": "127.0.0.1", "port": strconv.Itoa(port)},
