@@ -12,12 +12,10 @@ import (
 	"golang.org/x/oauth2"
 
 	"github.com/egress-proxies/egress/internal/app"
-	"github.com/egress-proxies/egress/internal/bootstrap"
 	"github.com/egress-proxies/egress/internal/bootstrap/cloudinit"
 	"github.com/egress-proxies/egress/internal/provider"
 	awsprovider "github.com/egress-proxies/egress/internal/provider/aws"
 	"github.com/egress-proxies/egress/internal/provider/aws/ec2fake"
-	"github.com/egress-proxies/egress/internal/proxy"
 	"github.com/egress-proxies/egress/internal/vm/vmconfig"
 )
 
@@ -54,13 +52,7 @@ func TestAWSInstancesBootTheVMSide(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg := bootstrap.Config{Port: 3128, AllowedSourceRanges: []string{"203.0.113.0/24"}, Generation: 1,
-		Credentials: proxy.Credentials{Username: "tenant", Password: "Tenantpassword0123456789"}}
-	engine, _ := bootstrap.EngineConfig(cfg)
-	script, _ := bootstrap.Render(cfg)
-	const uid = "3f2c1b0a-9e8d-4c7b-a6f5-e4d3c2b1a098"
-	id, err := p.Create(ctx, provider.CreateRequest{Name: "proxy-3f2c1b0a", UID: uid, Port: 3128, StartupScript: script, Engine: &engine,
-		Placement: provider.Placement{Region: "eu-west-1"}})
+	id, err := p.Create(ctx, bootRequest("eu-west-1"))
 	if err != nil {
 		t.Fatal(err)
 	}
