@@ -447,7 +447,9 @@ func implementers(prog *ssa.Program, mod []*ssa.Package) []types.Type {
 		add(p.Pkg)
 	}
 	for _, p := range prog.AllPackages() {
-		if _, ok := deploy.ClientPackages[p.Pkg.Path()]; ok {
+		_, google := deploy.ClientPackages[p.Pkg.Path()]
+		_, aws := awsClientPackages[p.Pkg.Path()]
+		if google || aws {
 			add(p.Pkg)
 		}
 	}
@@ -466,6 +468,9 @@ func clientKey(fn *ssa.Function) (string, bool) {
 		return "", false
 	}
 	short, ok := deploy.ClientPackages[obj.Pkg().Path()]
+	if !ok {
+		short, ok = awsClientPackages[obj.Pkg().Path()]
+	}
 	if !ok {
 		return "", false
 	}
@@ -489,6 +494,9 @@ func clientKey(fn *ssa.Function) (string, bool) {
 // generated REST clients the method's own name (InstancesClient.Insert is
 // compute.instances.insert), for the others deploy.ClientMethods.
 func apiMethods(key string) []string {
+	if strings.HasPrefix(key, "ec2.") {
+		return ec2Actions(key)
+	}
 	if api, ok := deploy.ClientMethods[key]; ok {
 		return api
 	}

@@ -51,6 +51,9 @@ func TestEachAccountHoldsWhatItsCallsNeed(t *testing.T) {
 		need := map[string][]string{}
 		for _, c := range calls[name] {
 			for _, m := range c.api {
+				if strings.HasPrefix(m, "ec2:") {
+					continue // AWS's: the role's policy holds them (TestTheAWSRoleHoldsWhatItsCallsNeed)
+				}
 				if strings.HasPrefix(m, "unknown:") {
 					t.Errorf("%s calls %s (in %s), which deploy.ClientMethods does not account for: add it with the API methods it sends, nil if none", name, c.client, c.where)
 					continue

@@ -61,9 +61,9 @@ func TestTheFunctionsLinkNoDouble(t *testing.T) {
 	if err != nil {
 		t.Fatalf("go list -deps ./functions: %v", err)
 	}
-	forbidden := []string{"internal/provider/mock", "internal/provider/gcp/computefake", "internal/provider/hetzner/hetznerfake", "internal/provider/providertest",
+	forbidden := []string{"internal/provider/mock", "internal/provider/gcp/computefake", "internal/provider/hetzner/hetznerfake", "internal/provider/aws/ec2fake", "internal/provider/providertest", "internal/provider/vmside/vmsidetest",
 		"internal/store/storefake", "internal/store/storetest", "internal/app/mockprovider", "internal/sealing/kmsfake", "emulators",
-		"internal/vm/engine", "internal/vm/agent", "internal/vm/imagetest", "internal/sim", "dev", "cmd"}
+		"internal/vm/engine", "internal/vm/agent", "internal/vm/imagetest", "internal/vm/loopback", "internal/vm/imds", "internal/sim", "dev", "cmd"}
 	var linked []string
 	for _, p := range strings.Fields(string(out)) {
 		if rel, ok := strings.CutPrefix(p, modulePath); ok && under(rel, forbidden...) {
@@ -91,12 +91,12 @@ func TestDependenciesPointOneWay(t *testing.T) {
 			[]string{"functions", "cmd", "dev", "internal/app", "emulators"}},
 		{"emulator code serves only the developer's tools and tests", []string{"emulators"}, []string{"emulators", "dev"}},
 		{"what runs on the VM is imported by no part of the control plane: it sees the contract (internal/vm/vmconfig) only",
-			[]string{"internal/vm/engine", "internal/vm/agent", "internal/vm/imagetest"},
-			[]string{"internal/vm", "cmd/egress-proxy", "internal/provider/mock", "internal/provider/hetzner/hetznerfake", "dev"}},
+			[]string{"internal/vm/engine", "internal/vm/agent", "internal/vm/imagetest", "internal/vm/loopback", "internal/vm/imds"},
+			[]string{"internal/vm", "cmd/egress-proxy", "internal/provider/mock", "internal/provider/hetzner/hetznerfake", "internal/provider/aws/ec2fake", "dev"}},
 		{"the web console is mounted by the composition root alone, over the API", []string{"internal/console"},
 			[]string{"internal/app", "dev"}},
 		{"the doubles are linked by the local stack, the simulation and tests only",
-			[]string{"internal/provider/mock", "internal/store/storefake", "internal/provider/gcp/computefake", "internal/provider/hetzner/hetznerfake", "internal/sealing/kmsfake"},
+			[]string{"internal/provider/mock", "internal/store/storefake", "internal/provider/gcp/computefake", "internal/provider/hetzner/hetznerfake", "internal/provider/aws/ec2fake", "internal/sealing/kmsfake"},
 			[]string{"internal/provider", "internal/store", "internal/sealing", "internal/app/mockprovider", "internal/sim", "dev", "internal/vm/imagetest"}},
 	}
 	for _, r := range rules {
@@ -113,12 +113,12 @@ func TestDependenciesPointOneWay(t *testing.T) {
 	domain := []string{"internal/reconcile", "internal/gc", "internal/pools"}
 	for _, pkg := range domain {
 		for _, d := range graph[pkg] {
-			if under(d, "internal/store", "internal/provider/gcp", "internal/provider/hetzner", "internal/provider/mock", "internal/app", "internal/httpapi") && d != "internal/store/rules" {
+			if under(d, "internal/store", "internal/provider/gcp", "internal/provider/hetzner", "internal/provider/aws", "internal/provider/mock", "internal/app", "internal/httpapi") && d != "internal/store/rules" {
 				t.Errorf("%s imports %s: the domain logic imports no store or provider implementation", pkg, d)
 			}
 		}
 		for _, d := range others[pkg] {
-			if strings.HasPrefix(d, "cloud.google.com/") || strings.HasPrefix(d, "google.golang.org/api") || strings.HasPrefix(d, "github.com/hetznercloud/") {
+			if strings.HasPrefix(d, "cloud.google.com/") || strings.HasPrefix(d, "google.golang.org/api") || strings.HasPrefix(d, "github.com/hetznercloud/") || strings.HasPrefix(d, "github.com/aws/") {
 				t.Errorf("%s imports %s: the domain logic imports no cloud's client", pkg, d)
 			}
 		}

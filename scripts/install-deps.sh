@@ -8,8 +8,10 @@
 # `IMAGE_BENCH_ENGINE=tinyproxy make image-bench` measures beside the
 # project's engine; Debian's Chromium, which the web console's browser
 # test drives headless (dev/localstack, through the Go module chromedp);
-# and Hetzner's own CLI (Debian's hcloud-cli), which a test drives against
-# the Hetzner fake. It installs only what is missing, so it is cheap to run
+# Hetzner's own CLI (Debian's hcloud-cli), which a test drives against
+# the Hetzner fake; and AWS's own CLI (Debian's awscli), which a test
+# drives against the EC2 fake, and whose botocore data holds the EC2 and
+# STS service models the fake is checked against. It installs only what is missing, so it is cheap to run
 # every time: make test, run, image-test and bench run it first. Without
 # root it stops with the one command that installs the rest.
 set -euo pipefail
@@ -31,6 +33,9 @@ command -v systemd-nspawn >/dev/null || missing+=(systemd-container)
 command -v ip >/dev/null || [ -x /usr/sbin/ip ] || [ -x /sbin/ip ] || missing+=(iproute2)
 command -v chromium >/dev/null || missing+=(chromium)
 command -v hcloud >/dev/null || missing+=(hcloud-cli)
+# Debian's awscli at /usr/bin/aws (a version manager's shim named aws may
+# stand for a CLI that is not installed), with its service models.
+[ -x /usr/bin/aws ] && [ -f /usr/lib/python3/dist-packages/awscli/botocore/data/ec2/2016-11-15/service-2.json ] || missing+=(awscli)
 
 if [ ${#missing[@]} -eq 0 ]; then
   exit 0
@@ -45,7 +50,7 @@ echo "install-deps: installing ${missing[*]}" >&2
 apt-get update -qq
 if ! DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "${missing[@]}"; then
   echo "install-deps: apt-get could not install ${missing[*]}." >&2
-  echo "  tinyproxy, shellcheck, debootstrap, systemd-container, iproute2, chromium and hcloud-cli come from Debian's own repository." >&2
+  echo "  tinyproxy, shellcheck, debootstrap, systemd-container, iproute2, chromium, hcloud-cli and awscli come from Debian's own repository." >&2
   echo "  The emulators come from Google's Cloud CLI apt repository," >&2
   echo "  or: gcloud components install cloud-firestore-emulator pubsub-emulator" >&2
   exit 1

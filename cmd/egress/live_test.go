@@ -17,6 +17,7 @@ import (
 	"github.com/egress-proxies/egress/internal/clock"
 	"github.com/egress-proxies/egress/internal/httpapi"
 	"github.com/egress-proxies/egress/internal/provider"
+	awsprovider "github.com/egress-proxies/egress/internal/provider/aws"
 	"github.com/egress-proxies/egress/internal/provider/hetzner"
 	"github.com/egress-proxies/egress/internal/provider/mock"
 	"github.com/egress-proxies/egress/internal/proxy"
@@ -49,6 +50,8 @@ func localAPI(t *testing.T) (string, *storefake.Store) {
 	_ = reg.Register(mock.Type, func(context.Context) (provider.Provider, error) { return nil, fmt.Errorf("unused") }, provider.WithValidator(mock.Validate), provider.InPlace())
 	_ = reg.Register(hetzner.Type, func(context.Context) (provider.Provider, error) { return nil, fmt.Errorf("unused") },
 		provider.WithValidator(hetzner.Validator(hetzner.Policy{ServerTypes: hetzner.DefaultAllowedServerTypes, Images: hetzner.DefaultAllowedImages})))
+	_ = reg.Register(awsprovider.Type, func(context.Context) (provider.Provider, error) { return nil, fmt.Errorf("unused") },
+		provider.WithValidator(awsprovider.Validator(awsprovider.Policy{Regions: []string{"us-east-1"}, InstanceTypes: awsprovider.DefaultAllowedInstanceTypes, Images: awsprovider.DefaultAllowedImages})))
 	admins, _ := tenancy.ParseAdmins(who)
 	api := httpapi.New(st, clock.Real{}, slog.New(slog.NewTextHandler(io.Discard, nil)), httpapi.Options{
 		DefaultProvider: mock.Type, Providers: provider.NewSet(reg), Admins: admins, LocalIdentity: who,
@@ -90,6 +93,39 @@ func TestCreateOnHetzner(t *testing.T) {
 	}
 	_, help, _ := egress(api, "proxies", "create", "--help")
 	for _, want := range []string{"eu-central     fsn1 (Falkenstein), nbg1 (Nuremberg), hel1 (Helsinki)", "--provider hetzner --region eu-central --zone fsn1"} {
+		if !strings.Contains(help, want) {
+			t.Errorf("egress proxies create --help says nothing of %q:\n%s", want, help)
+		}
+	}
+}
+
+// TestCreateOnAWS: --provider aws takes a region and an availability
+// zone of it, as the help lists them; a zone of another region, a region
+// the platform does not allow, or a warm pool on AWS, is the API's 400.
+func TestCreateOnAWS(t *testing.T) {
+	api, st := localAPI(t)
+	code, out, errOut := egress(api, "proxies", "create", "us", "--provider", "aws", "--region", "us-east-1", "--zone", "us-east-1c", "--allow", "203.0.113.0/24", "--static")
+	if code != 0 {
+		t.Fatalf("create on aws: %d\n%s%s", code, out, errOut)
+	}
+	p, err := st.Get(context.Background(), proxy.Key{Namespace: "demo", Name: "us"})
+	if err != nil || p.Spec.Provider != awsprovider.Type || p.Spec.Placement.Zone != "us-east-1c" || p.Spec.IPPolicy != proxy.IPStatic {
+		t.Errorf("the stored spec: %+v, %v", p, err)
+	}
+	code, _, errOut = egress(api, "proxies", "create", "eu", "--provider", "aws", "--region", "us-east-1", "--zone", "eu-west-1a", "--allow", "203.0.113.0/24")
+	if code != 2 || !strings.Contains(errOut, "spec.placement.zone") || !strings.Contains(errOut, "is not an availability zone of region") {
+		t.Errorf("a zone of another region: %d\n%s", code, errOut)
+	}
+	code, _, errOut = egress(api, "proxies", "create", "sg", "--provider", "aws", "--region", "ap-southeast-1", "--allow", "203.0.113.0/24")
+	if code != 2 || !strings.Contains(errOut, "spec.placement.region") || !strings.Contains(errOut, "not a region this platform allows") {
+		t.Errorf("a region the platform does not allow: %d\n%s", code, errOut)
+	}
+	code, _, errOut = egress(api, "pools", "put", "us", "--provider", "aws", "--region", "us-east-1", "--size", "1")
+	if code != 2 || !strings.Contains(errOut, "provider: aws cannot") || !strings.Contains(errOut, "warm pool") {
+		t.Errorf("a warm pool on aws: %d\n%s", code, errOut)
+	}
+	_, help, _ := egress(api, "proxies", "create", "--help")
+	for _, want := range []string{"us-east-1      N. Virginia    us-east-1a … us-east-1f", "--provider aws --region us-east-1"} {
 		if !strings.Contains(help, want) {
 			t.Errorf("egress proxies create --help says nothing of %q:\n%s", want, help)
 		}

@@ -74,15 +74,15 @@ resource "google_cloudfunctions2_function" "reconcile" {
     service_account_email = google_service_account.reconcile.email
     # With hetzner, a fixed egress address (hetzner.tf): the servers admit
     # it for their status.
-    vpc_connector                    = local.hetzner_enabled ? google_vpc_access_connector.control_egress[0].id : null
-    vpc_connector_egress_settings    = local.hetzner_enabled ? "ALL_TRAFFIC" : null
+    vpc_connector                    = local.cloud_init_enabled ? google_vpc_access_connector.control_egress[0].id : null
+    vpc_connector_egress_settings    = local.cloud_init_enabled ? "ALL_TRAFFIC" : null
     available_memory                 = "512M"
     available_cpu                    = "1"
     timeout_seconds                  = 300
     max_instance_count               = 20
     max_instance_request_concurrency = 20
     ingress_settings                 = "ALLOW_INTERNAL_ONLY"
-    environment_variables = merge(local.common_env, local.credentials_env, local.provider_env, local.gcp_env, local.hetzner_env, {
+    environment_variables = merge(local.common_env, local.credentials_env, local.provider_env, local.gcp_env, local.hetzner_env, local.aws_env, {
       RECONCILE_WAIT_BUDGET      = "60s"
       RECONCILE_INITIAL_BACKOFF  = "2s"
       RECONCILE_MAX_BACKOFF      = "10s"
@@ -131,14 +131,14 @@ resource "google_cloudfunctions2_function" "gc" {
     service_account_email = google_service_account.gc.email
     # With hetzner, a fixed egress address (hetzner.tf): the servers admit
     # it for their status.
-    vpc_connector                    = local.hetzner_enabled ? google_vpc_access_connector.control_egress[0].id : null
-    vpc_connector_egress_settings    = local.hetzner_enabled ? "ALL_TRAFFIC" : null
+    vpc_connector                    = local.cloud_init_enabled ? google_vpc_access_connector.control_egress[0].id : null
+    vpc_connector_egress_settings    = local.cloud_init_enabled ? "ALL_TRAFFIC" : null
     available_memory                 = "512M"
     timeout_seconds                  = 540
     max_instance_count               = 1
     max_instance_request_concurrency = 1
     ingress_settings                 = "ALLOW_INTERNAL_ONLY"
-    environment_variables = merge(local.common_env, local.provider_env, local.gcp_env, local.hetzner_env, {
+    environment_variables = merge(local.common_env, local.provider_env, local.gcp_env, local.hetzner_env, local.aws_env, {
       GC_GRACE_PERIOD         = var.gc_grace_period
       GC_DRY_RUN              = tostring(var.gc_dry_run)
       GC_PARALLELISM          = "16"

@@ -8,6 +8,10 @@
 # applies: a Google-only one never needs the hcloud provider or a token.
 locals {
   hetzner_enabled = contains(var.providers_enabled, "hetzner")
+  # The VMs of hetzner and aws boot with cloud-init and are asked for
+  # their status through the proxy port: the public engine binary, the
+  # status key and the functions' fixed egress below serve both.
+  cloud_init_enabled = local.hetzner_enabled || local.aws_enabled
   # What the hetzner provider reads, in the functions that call it.
   hetzner_env = {
     HETZNER_TOKEN_SECRET      = join("", [for s in google_secret_manager_secret.hetzner_token : "${s.id}/versions/latest"])
@@ -91,7 +95,7 @@ resource "google_logging_metric" "hetzner_rate_limited" {
 # secret and never its value: add 32 random bytes, base64, as a version
 # (docs/operations/hetzner.md).
 resource "google_secret_manager_secret" "vm_status_key" {
-  count     = local.hetzner_enabled ? 1 : 0
+  count     = local.cloud_init_enabled ? 1 : 0
   secret_id = var.vm_status_key_secret
   labels    = { "egress-deployment" = var.deployment }
   replication {
@@ -101,14 +105,14 @@ resource "google_secret_manager_secret" "vm_status_key" {
 }
 
 resource "google_secret_manager_secret_iam_member" "vm_status_key_reconcile" {
-  count     = local.hetzner_enabled ? 1 : 0
+  count     = local.cloud_init_enabled ? 1 : 0
   secret_id = google_secret_manager_secret.vm_status_key[0].secret_id
   role      = "roles/secretmanager.secretAccessor"
   member    = google_service_account.reconcile.member
 }
 
 resource "google_secret_manager_secret_iam_member" "vm_status_key_gc" {
-  count     = local.hetzner_enabled ? 1 : 0
+  count     = local.cloud_init_enabled ? 1 : 0
   secret_id = google_secret_manager_secret.vm_status_key[0].secret_id
   role      = "roles/secretmanager.secretAccessor"
   member    = google_service_account.gc.member
@@ -122,7 +126,7 @@ resource "google_secret_manager_secret_iam_member" "vm_status_key_gc" {
 # that enforces public access prevention refuses this bucket: put the
 # binary where your servers can read it and set the variable yourself.
 resource "google_storage_bucket" "engine_public" {
-  count                       = local.hetzner_enabled ? 1 : 0
+  count                       = local.cloud_init_enabled ? 1 : 0
   name                        = "${var.project_id}-egress-engine-public"
   location                    = var.region
   uniform_bucket_level_access = true
@@ -130,38 +134,39 @@ resource "google_storage_bucket" "engine_public" {
 }
 
 resource "google_storage_bucket_iam_member" "engine_public_read" {
-  count  = local.hetzner_enabled ? 1 : 0
+  count  = local.cloud_init_enabled ? 1 : 0
   bucket = google_storage_bucket.engine_public[0].name
   role   = "roles/storage.objectViewer"
   member = "allUsers"
 }
 
 resource "google_storage_bucket_object" "proxy_engine_public" {
-  count  = local.hetzner_enabled ? 1 : 0
+  count  = local.cloud_init_enabled ? 1 : 0
   name   = "egress-proxy-${filesha256(var.proxy_engine_binary)}"
   bucket = google_storage_bucket.engine_public[0].name
   source = var.proxy_engine_binary
 }
 
-# The functions' fixed egress address. The control plane reads a server's
-# status through its proxy port, and both Hetzner's firewall (the
-# hetzner-firewall module, from the output status_source_ranges) and the
-# server itself admit only known addresses there; Cloud Run functions
+# The functions' fixed egress address. The control plane reads a VM's
+# status through its proxy port, and Hetzner's firewall (the
+# hetzner-firewall module), the EC2 instances' security group (the aws/
+# module), both from the output status_source_ranges, and the VM itself
+# admit only known addresses there; Cloud Run functions
 # have none of their own. So Reconcile and CollectGarbage send all their
 # egress through a Serverless VPC Access connector into a network of the
 # deployment's, and out through a Cloud NAT with one reserved address
-# (VM_STATUS_SOURCE_RANGES): their calls to Google's APIs and to Hetzner's
-# go that way too. The ProxyAPI calls no server and keeps its default
+# (VM_STATUS_SOURCE_RANGES): their calls to Google's APIs, Hetzner's and
+# AWS's go that way too. The ProxyAPI calls no server and keeps its default
 # egress.
 resource "google_compute_network" "control_egress" {
-  count                   = local.hetzner_enabled ? 1 : 0
+  count                   = local.cloud_init_enabled ? 1 : 0
   name                    = "egress-control-${var.deployment}"
   auto_create_subnetworks = false
   depends_on              = [google_project_service.apis]
 }
 
 resource "google_vpc_access_connector" "control_egress" {
-  count         = local.hetzner_enabled ? 1 : 0
+  count         = local.cloud_init_enabled ? 1 : 0
   name          = "egress-ctl-${var.deployment}"
   region        = var.region
   network       = google_compute_network.control_egress[0].name
@@ -172,7 +177,7 @@ resource "google_vpc_access_connector" "control_egress" {
 }
 
 resource "google_compute_address" "control_egress" {
-  count        = local.hetzner_enabled ? 1 : 0
+  count        = local.cloud_init_enabled ? 1 : 0
   name         = "egress-control-${var.deployment}"
   region       = var.region
   address_type = "EXTERNAL"
@@ -180,14 +185,14 @@ resource "google_compute_address" "control_egress" {
 }
 
 resource "google_compute_router" "control_egress" {
-  count   = local.hetzner_enabled ? 1 : 0
+  count   = local.cloud_init_enabled ? 1 : 0
   name    = "egress-control-${var.deployment}"
   region  = var.region
   network = google_compute_network.control_egress[0].id
 }
 
 resource "google_compute_router_nat" "control_egress" {
-  count                              = local.hetzner_enabled ? 1 : 0
+  count                              = local.cloud_init_enabled ? 1 : 0
   name                               = "egress-control-${var.deployment}"
   router                             = google_compute_router.control_egress[0].name
   region                             = var.region

@@ -61,6 +61,11 @@ locals {
     HETZNER_ALLOWED_LOCATIONS    = join(",", var.hetzner_allowed_locations)
     HETZNER_ALLOWED_SERVER_TYPES = join(",", var.hetzner_allowed_server_types)
     HETZNER_ALLOWED_IMAGES       = join(",", var.hetzner_allowed_images)
+    # The aws provider's policy, read only when it is enabled.
+    AWS_ALLOWED_REGIONS        = join(",", var.aws_allowed_regions)
+    AWS_ALLOWED_ZONES          = join(",", var.aws_allowed_zones)
+    AWS_ALLOWED_INSTANCE_TYPES = join(",", var.aws_allowed_instance_types)
+    AWS_ALLOWED_IMAGES         = join(",", var.aws_allowed_images)
   }
   # The audience IAP signs its header with for the API's Cloud Run service
   # (IAP for Cloud Run: /projects/NUMBER/locations/REGION/services/NAME);

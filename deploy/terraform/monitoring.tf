@@ -258,6 +258,69 @@ locals {
             }
           }
         },
+        {
+          # EC2's refusals: a zone without room or without the type (the
+          # next zone of the region is tried), the request rate past the
+          # SDK's retries (the call waits), and the account's limits (a
+          # proxy waits, its status says which; only AWS raises them).
+          xPos = 6, yPos = 16, width = 6, height = 4
+          widget = {
+            title = "AWS: zones out of capacity, rate limits and quotas (per 5 minutes)"
+            xyChart = {
+              dataSets = [
+                {
+                  plotType           = "STACKED_BAR"
+                  legendTemplate     = "no room in $${metric.labels.zone}"
+                  minAlignmentPeriod = "300s"
+                  timeSeriesQuery = {
+                    timeSeriesFilter = {
+                      filter = "metric.type=\"${local.user_metric}/${google_logging_metric.aws_capacity.name}\" AND ${local.on_cloud_run}"
+                      aggregation = {
+                        alignmentPeriod    = "300s"
+                        perSeriesAligner   = "ALIGN_SUM"
+                        crossSeriesReducer = "REDUCE_SUM"
+                        groupByFields      = ["metric.label.zone"]
+                      }
+                    }
+                  }
+                },
+                {
+                  plotType           = "STACKED_BAR"
+                  legendTemplate     = "rate limited: $${metric.labels.op}"
+                  minAlignmentPeriod = "300s"
+                  timeSeriesQuery = {
+                    timeSeriesFilter = {
+                      filter = "metric.type=\"${local.user_metric}/${google_logging_metric.aws_rate_limited.name}\" AND ${local.on_cloud_run}"
+                      aggregation = {
+                        alignmentPeriod    = "300s"
+                        perSeriesAligner   = "ALIGN_SUM"
+                        crossSeriesReducer = "REDUCE_SUM"
+                        groupByFields      = ["metric.label.op"]
+                      }
+                    }
+                  }
+                },
+                {
+                  plotType           = "STACKED_BAR"
+                  legendTemplate     = "quota: $${metric.labels.code}"
+                  minAlignmentPeriod = "300s"
+                  timeSeriesQuery = {
+                    timeSeriesFilter = {
+                      filter = "metric.type=\"${local.user_metric}/${google_logging_metric.aws_quota.name}\" AND ${local.on_cloud_run}"
+                      aggregation = {
+                        alignmentPeriod    = "300s"
+                        perSeriesAligner   = "ALIGN_SUM"
+                        crossSeriesReducer = "REDUCE_SUM"
+                        groupByFields      = ["metric.label.code"]
+                      }
+                    }
+                  }
+                },
+              ]
+              yAxis = { label = "lines", scale = "LINEAR" }
+            }
+          }
+        },
         ],
         # Each proxy's traffic, as Compute counts its VM's network
         # interface (written by the platform for every VM, so it needs no

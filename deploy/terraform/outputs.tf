@@ -38,6 +38,6 @@ output "console_url" {
 }
 
 output "status_source_ranges" {
-  description = "With hetzner: the functions' fixed egress address (VM_STATUS_SOURCE_RANGES), which the hetzner-firewall module's status_source_ranges opens to the proxy ports for the status request."
+  description = "With hetzner or aws: the functions' fixed egress address (VM_STATUS_SOURCE_RANGES), which the hetzner-firewall module's and the aws/ module's status_source_ranges open to the proxy ports for the status request."
   value       = [for a in google_compute_address.control_egress : "${a.address}/32"]
 }

@@ -20,8 +20,8 @@ variable "providers_enabled" {
   type        = list(string)
   default     = ["gcp"]
   validation {
-    condition     = length(var.providers_enabled) > 0 && alltrue([for p in var.providers_enabled : contains(["gcp", "hetzner"], p)])
-    error_message = "providers_enabled must list one or more of: gcp, hetzner."
+    condition     = length(var.providers_enabled) > 0 && alltrue([for p in var.providers_enabled : contains(["gcp", "hetzner", "aws"], p)])
+    error_message = "providers_enabled must list one or more of: gcp, hetzner, aws."
   }
 }
 
@@ -345,6 +345,40 @@ variable "hetzner_allowed_server_types" {
 
 variable "hetzner_allowed_images" {
   description = "Hetzner images a proxy's placement may name (HETZNER_ALLOWED_IMAGES); must hold debian-13, the image of a placement that names none."
+  type        = list(string)
+  default     = ["debian-13", "debian-12"]
+}
+
+variable "aws_account_id" {
+  description = "The AWS account the aws provider's role is in (its 12 digits), when providers_enabled names aws: AWS_ROLE_ARN is arn:aws:iam::ACCOUNT:role/egress-proxy-DEPLOYMENT, which the aws/ module makes."
+  type        = string
+  default     = ""
+  validation {
+    condition     = var.aws_account_id == "" || can(regex("^[0-9]{12}$", var.aws_account_id))
+    error_message = "aws_account_id must be an AWS account id: 12 digits."
+  }
+}
+
+variable "aws_allowed_regions" {
+  description = "AWS regions a proxy's placement may name (AWS_ALLOWED_REGIONS), such as [\"us-east-1\", \"eu-central-1\"]; required when providers_enabled names aws: the collector lists each, and the aws/ module makes the security group in each."
+  type        = list(string)
+  default     = []
+}
+
+variable "aws_allowed_zones" {
+  description = "Availability zones a proxy's placement may name or be given (AWS_ALLOWED_ZONES), each of an allowed region; empty allows every zone of the allowed regions."
+  type        = list(string)
+  default     = []
+}
+
+variable "aws_allowed_instance_types" {
+  description = "EC2 instance types a proxy's placement may name (AWS_ALLOWED_INSTANCE_TYPES); must hold t3.micro, the type of a placement that names none."
+  type        = list(string)
+  default     = ["t3.micro", "t3.small", "t3a.micro", "t3a.small"]
+}
+
+variable "aws_allowed_images" {
+  description = "Images a proxy's placement may name (AWS_ALLOWED_IMAGES): Debian releases (debian-13, debian-12), resolved per region to Debian's newest official AMI, or AMI ids; must hold debian-13."
   type        = list(string)
   default     = ["debian-13", "debian-12"]
 }

@@ -74,21 +74,7 @@ func hetznerPhase(ctx context.Context, n int) (hetznerResult, error) {
 		uid := fmt.Sprintf("00000000-0000-4000-8000-%012d", i)
 		req := provider.CreateRequest{Name: provider.NameFromUID(uid), UID: uid, Namespace: "bench", ProxyName: "p",
 			Placement: provider.Placement{Region: "eu-central"}, StartupScript: "#!/bin/sh\n", Port: 3128}
-		var id string
-		steps := []func() error{
-			func() (err error) { id, err = p.Create(ctx, req); return err },
-			func() error { return expectState(p.Get(ctx, id))(provider.StateProvisioning) },
-			func() error { fake.Settle(); return expectState(p.Get(ctx, id))(provider.StateRunning) },
-			func() error { return p.Delete(ctx, id) },
-			func() error {
-				fake.Settle()
-				if _, err := p.Get(ctx, id); provider.KindOf(err) != provider.KindNotFound {
-					return fmt.Errorf("Get of a deleted server: %v, want not found", err)
-				}
-				return nil
-			},
-		}
-		for _, step := range steps {
+		for _, step := range lifecycle(ctx, p, fake.Settle, req) {
 			if err := timed(step); err != nil {
 				return r, fmt.Errorf("lifecycle %d: %w", i, err)
 			}
@@ -118,6 +104,27 @@ func hetznerPhase(ctx context.Context, n int) (hetznerResult, error) {
 	}
 	r.ListRequests = fake.Calls("servers.list") + fake.Calls("primary_ips.list") - before["servers.list"] - before["primary_ips.list"]
 	return r, nil
+}
+
+// lifecycle is one proxy's life at the reconciler's floor, as the cloud
+// phases drive it: Create, a Get while the VM boots, a Get once the
+// cloud settled that sees it serve, Delete, and a Get once the cloud
+// settled that finds it gone.
+func lifecycle(ctx context.Context, p provider.Provider, settle func(), req provider.CreateRequest) []func() error {
+	var id string
+	return []func() error{
+		func() (err error) { id, err = p.Create(ctx, req); return err },
+		func() error { return expectState(p.Get(ctx, id))(provider.StateProvisioning) },
+		func() error { settle(); return expectState(p.Get(ctx, id))(provider.StateRunning) },
+		func() error { return p.Delete(ctx, id) },
+		func() error {
+			settle()
+			if _, err := p.Get(ctx, id); provider.KindOf(err) != provider.KindNotFound {
+				return fmt.Errorf("Get of the deleted %s: %v, want not found", id, err)
+			}
+			return nil
+		},
+	}
 }
 
 // expectState checks what a Get said.

@@ -31,6 +31,9 @@
 //	hetzner    -lifecycles lifecycles on the hetzner provider over the
 //	           Hetzner fake, without the stack: Hetzner API requests per
 //	           lifecycle, and a ListByTag of 1000 servers (hetzner.go).
+//	aws        -lifecycles lifecycles on the aws provider over the EC2
+//	           fake, without the stack: EC2 API requests per lifecycle,
+//	           by action, and a ListByTag of 1000 instances (aws.go).
 //	gc         -gc/100, -gc/10, then -gc documents and as many instances,
 //	           one CollectGarbage run each in a process of its own on the
 //	           same Firestore emulator: its time, its own CPU time and the
@@ -133,10 +136,11 @@ const (
 	phaseBulk      = "bulk"
 	phasePool      = "pool"
 	phaseHetzner   = "hetzner"
+	phaseAWS       = "aws"
 	phaseGC        = "gc"
 )
 
-var allPhases = []string{phaseLifecycle, phaseBulk, phasePool, phaseHetzner, phaseGC}
+var allPhases = []string{phaseLifecycle, phaseBulk, phasePool, phaseHetzner, phaseAWS, phaseGC}
 
 // runs reports whether the run includes the phase.
 func (s settings) runs(phase string) bool { return slices.Contains(s.phases, phase) }

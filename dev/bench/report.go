@@ -54,6 +54,8 @@ type results struct {
 	TotalSeconds float64     `json:"totalSeconds"`
 	// Hetzner is the hetzner provider's phase (hetzner.go).
 	Hetzner hetznerResult `json:"hetzner"`
+	// AWS is the aws provider's phase (aws.go).
+	AWS awsResult `json:"aws"`
 }
 
 // phaseTime is how long one phase took.

@@ -106,7 +106,7 @@ func run(ctx context.Context, s settings, log *slog.Logger) (*results, error) {
 		// pool exists, it serves their spec. The collector last: its
 		// hundred thousand documents would weigh on the emulator every
 		// later phase talks to.
-		{phaseLifecycle, b.lifecycle}, {phaseBulk, b.bulkAtEachSize}, {phasePool, b.poolPhases}, {phaseHetzner, b.hetzner}, {phaseGC, b.collect},
+		{phaseLifecycle, b.lifecycle}, {phaseBulk, b.bulkAtEachSize}, {phasePool, b.poolPhases}, {phaseHetzner, b.hetzner}, {phaseAWS, b.aws}, {phaseGC, b.collect},
 	} {
 		if !s.runs(ph.name) {
 			continue
@@ -118,6 +118,10 @@ func run(ctx context.Context, s settings, log *slog.Logger) (*results, error) {
 		}
 		r.phase(ph.name, time.Since(t))
 		log.Info("phase done", "phase", ph.name, "seconds", round(time.Since(t).Seconds(), 1))
+	}
+	log.Info("aws phase", "lifecycles", s.lifecycles)
+	if r.AWS, err = awsPhase(ctx, s.lifecycles); err != nil {
+		return nil, fmt.Errorf("aws phase: %w", err)
 	}
 	if err := b.stack.Stop(30 * time.Second); err != nil {
 		return nil, fmt.Errorf("stopping the stack: %w", err)

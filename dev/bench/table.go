@@ -33,6 +33,9 @@ func (r *results) table(w io.Writer) {
 	if slices.Contains(s.Phases, phaseHetzner) {
 		r.Hetzner.table(w)
 	}
+	if slices.Contains(s.Phases, phaseAWS) {
+		r.AWS.table(w)
+	}
 	if slices.Contains(s.Phases, phaseGC) {
 		r.gcTable(w)
 	}

@@ -83,30 +83,7 @@ func (s *liveStack) hetznerProxy(t *testing.T) {
 	h := hcloudCLI{endpoint: s.hetzner.Endpoint(), config: filepath.Join(t.TempDir(), "cli.toml")}
 	cli := buildCLI(t, s.front.URL, unsignedToken("alice@example.com"))
 	ns := []string{"--namespace", "demo"}
-	target := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, "reached through hetzner") }))
-	defer target.Close()
-	targetURL, _ := url.Parse(target.URL)
-
-	stdout, _ := cli.must(t, append([]string{"proxies", "create", "hz", "--provider", "hetzner", "--region", "eu-central",
-		"--allowed-source-range", "127.0.0.1/32", "--connect-port", targetURL.Port(), "--wait", "--timeout", "90s", "-o", "json"}, ns...)...)
-	ready := decodeProxy(t, stdout)
-	if ready.Status.Phase != "Ready" || !strings.HasPrefix(ready.Status.Endpoint, "127.0.") {
-		t.Fatalf("create --wait of a hetzner proxy ended %s at %q, want Ready at a server's loopback address", ready.Status.Phase, ready.Status.Endpoint)
-	}
-	proxyURL, err := url.Parse(ready.Status.ProxyURL)
-	if err != nil {
-		t.Fatal(err)
-	}
-	client := &http.Client{Transport: &http.Transport{Proxy: http.ProxyURL(proxyURL)}, Timeout: 30 * time.Second}
-	resp, err := client.Get(target.URL)
-	if err != nil {
-		t.Fatalf("a request through the hetzner proxy: %v", err)
-	}
-	body, _ := io.ReadAll(resp.Body)
-	resp.Body.Close()
-	if resp.StatusCode != http.StatusOK || string(body) != "reached through hetzner" {
-		t.Errorf("through the hetzner proxy: %d %q, want 200 from the target", resp.StatusCode, body)
-	}
+	cloudProxy(t, cli, "hz", "hetzner", "eu-central")
 
 	listed := h.servers(t, "proxy-operator-managed=true")
 	if len(listed) != 1 {
@@ -142,4 +119,37 @@ func (s *liveStack) hetznerProxy(t *testing.T) {
 		t.Errorf("the collector deleted a server of another deployment")
 	}
 	h.run(t, "server", "delete", "server-of-staging")
+}
+
+// cloudProxy creates, with the CLI in namespace demo, the proxy name on
+// a cloud's fake (providerType in region), allowing this machine, waits
+// until it is Ready at its VM's loopback address, and checks that a
+// request through its proxyURL reaches a local target.
+func cloudProxy(t *testing.T, cli *egressCLI, name, providerType, region string) cliProxy {
+	t.Helper()
+	want := "reached through " + providerType
+	target := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, want) }))
+	defer target.Close()
+	targetURL, _ := url.Parse(target.URL)
+	stdout, _ := cli.must(t, "proxies", "create", name, "--provider", providerType, "--region", region, "--allowed-source-range", "127.0.0.1/32",
+		"--connect-port", targetURL.Port(), "--wait", "--timeout", "90s", "-o", "json", "--namespace", "demo")
+	ready := decodeProxy(t, stdout)
+	if ready.Status.Phase != "Ready" || !strings.HasPrefix(ready.Status.Endpoint, "127.0.") {
+		t.Fatalf("create --wait of a %s proxy ended %s at %q, want Ready at a VM's loopback address", providerType, ready.Status.Phase, ready.Status.Endpoint)
+	}
+	proxyURL, err := url.Parse(ready.Status.ProxyURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	client := &http.Client{Transport: &http.Transport{Proxy: http.ProxyURL(proxyURL)}, Timeout: 30 * time.Second}
+	resp, err := client.Get(target.URL)
+	if err != nil {
+		t.Fatalf("a request through the %s proxy: %v", providerType, err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusOK || string(body) != want {
+		t.Errorf("through the %s proxy: %d %q, want 200 from the target", providerType, resp.StatusCode, body)
+	}
+	return ready
 }

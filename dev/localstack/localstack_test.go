@@ -23,6 +23,7 @@ import (
 	"github.com/egress-proxies/egress/emulators/stack"
 	"github.com/egress-proxies/egress/internal/app"
 	"github.com/egress-proxies/egress/internal/httpapi/openapitest"
+	"github.com/egress-proxies/egress/internal/provider/aws/ec2fake"
 	"github.com/egress-proxies/egress/internal/provider/hetzner/hetznerfake"
 )
 
@@ -62,6 +63,8 @@ func TestEndToEnd(t *testing.T) {
 	t.Run("WarmPool", s.warmPool)
 	// Issue 34's second cloud, on the Hetzner fake, with Hetzner's CLI.
 	t.Run("Hetzner", s.hetznerProxy)
+	// Issue 35's third cloud, on the EC2 fake, with AWS's CLI.
+	t.Run("AWS", s.awsProxy)
 	// The web console in headless Chromium, with axe-core on each page.
 	t.Run("Console", s.console)
 
@@ -241,6 +244,9 @@ type liveStack struct {
 	// hetzner is the Hetzner fake the stack's hetzner provider is
 	// pointed at (HETZNER_ENDPOINT), its servers booting their engines.
 	hetzner *hetznerfake.Server
+	// ec2 is the EC2 fake of the aws provider (AWS_EC2_ENDPOINT), the
+	// same.
+	ec2 *ec2fake.Server
 }
 
 func startStack(t *testing.T) *liveStack {
@@ -252,16 +258,18 @@ func startStack(t *testing.T) *liveStack {
 	}
 	out := &syncBuffer{}
 	begun := time.Now()
-	// Hetzner beside the mock, the mock the default: its fake in this
-	// process, booting each server's engine on a loopback address of its
-	// own from the user-data the stack renders.
+	// Hetzner and AWS beside the mock, the mock the default: their fakes
+	// in this process, booting each VM's engine on a loopback address of
+	// its own from the user-data the stack renders.
 	hz := hetznerfake.New(app.LocalHetznerToken)
 	hz.StartServing(hetznerfake.Serve{AllowDestinations: []string{"127.0.0.1/32"}, Tick: 500 * time.Millisecond})
 	t.Cleanup(hz.Close)
+	ec2 := startEC2(t)
 	st, err := stack.Start(ctx, bin, stack.Options{
 		Project: "demo-e2e",
 		Env: []string{"CLOUD_INIT_SECRET_PREFIX=projects/demo-egress/secrets/egress-", "GC_INTERVAL=1s", "GC_GRACE_PERIOD=3s", "GC_SWEEP_THRESHOLD=30s", "MOCK_PROVISIONING_DELAY=1s", "LOG_LEVEL=warn",
-			"PROVIDERS=mock,hetzner", "HETZNER_ENDPOINT=" + hz.Endpoint(),
+			"PROVIDERS=mock,hetzner,aws", "HETZNER_ENDPOINT=" + hz.Endpoint(),
+			"AWS_EC2_ENDPOINT=" + ec2.Endpoint(), "AWS_ALLOWED_REGIONS=" + awsRegion,
 			// Never downloaded: the fake runs the engine itself.
 			"PROXY_ENGINE_PUBLIC_URL=http://127.0.0.1/egress-proxy", "PROXY_ENGINE_SHA256=" + strings.Repeat("0", 64)},
 		Stdout: out,
@@ -271,7 +279,7 @@ func startStack(t *testing.T) *liveStack {
 		t.Fatalf("%v\n%s", err, out.String())
 	}
 	t.Logf("stack ready in %s", time.Since(begun).Round(time.Millisecond))
-	s := &liveStack{Stack: st, url: st.URL, firestore: st.FirestoreHost, project: st.Project, out: out, hetzner: hz}
+	s := &liveStack{Stack: st, url: st.URL, firestore: st.FirestoreHost, project: st.Project, out: out, hetzner: hz, ec2: ec2}
 	s.checkTraffic(t)
 	t.Cleanup(func() {
 		if !st.Exited() {

@@ -12,6 +12,8 @@
 package app
 
 import (
+	"golang.org/x/oauth2"
+
 	"context"
 	"errors"
 	"fmt"
@@ -63,6 +65,10 @@ type Options struct {
 	// simulation's and the benchmark's doubles). Unset, they are the VM
 	// side's own: packages cloudinit and vmstatus.
 	HetznerVM HetznerVM
+	// AWSVM is the same of the aws provider: the instances' user-data and
+	// the question whether they serve; unset, the VM side's own, as
+	// hetzner's.
+	AWSVM CloudInitVM
 }
 
 // App is one process's composition: the configuration and the services of
@@ -83,7 +89,11 @@ type App struct {
 	// readSecret, when set, reads a secret version instead of Secret
 	// Manager: tests of the hetzner provider's token.
 	readSecret func(ctx context.Context, version string) (string, error)
-	store      *store.Store
+	// idTokens, when set, is the source of Google ID tokens the aws
+	// provider exchanges with STS, instead of the metadata server's:
+	// tests of the federation.
+	idTokens func(ctx context.Context, audience string) (oauth2.TokenSource, error)
+	store    *store.Store
 	// issuer signs the identity tokens of a linked provider's VMs (the
 	// mock's, locally) as Google's metadata server signs a real VM's; nil
 	// in the deployed functions, which trust Google's keys alone.
@@ -137,7 +147,7 @@ func New(ctx context.Context, getenv Getenv, opts Options) (*App, error) {
 	}
 	reg := opts.Registry
 	if reg == nil {
-		if reg, err = a.registry(opts.Linked, opts.HetznerVM); err != nil {
+		if reg, err = a.registry(opts.Linked, opts.HetznerVM, opts.AWSVM); err != nil {
 			a.Close()
 			return nil, err
 		}

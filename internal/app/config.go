@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/egress-proxies/egress/internal/gc"
+	awsprovider "github.com/egress-proxies/egress/internal/provider/aws"
 	"github.com/egress-proxies/egress/internal/provider/gcp"
 	"github.com/egress-proxies/egress/internal/provider/hetzner"
 	"github.com/egress-proxies/egress/internal/proxy"
@@ -53,6 +54,10 @@ type Config struct {
 	// names it; HetznerPolicy is what the operator allows of it.
 	Hetzner       HetznerConfig
 	HetznerPolicy hetzner.Policy
+	// AWS is the aws provider's part, read only when PROVIDERS names it;
+	// AWSPolicy is what the operator allows of it.
+	AWS       AWSConfig
+	AWSPolicy awsprovider.Policy
 	// CloudInitVM is what the VMs of the clouds that boot with cloud-init
 	// need (hetzner's), read only when such a provider is enabled.
 	CloudInitVM CloudInitVMConfig
@@ -122,6 +127,22 @@ type HetznerConfig struct {
 	Locations []string
 }
 
+// AWSConfig is the aws provider's settings (the AWS_ variables). It
+// holds no AWS key: the provider's credentials are the role's, by
+// federation (RoleARN, Audience).
+type AWSConfig struct {
+	// Deployment is DEPLOYMENT's value.
+	Deployment string
+	// Regions and Zones are what the provider may use and lists.
+	Regions, Zones []string
+	// RoleARN is the role the functions assume; Audience the audience of
+	// the Google ID token they exchange for its credentials.
+	RoleARN, Audience string
+	// Endpoint replaces EC2's endpoints, and STSEndpoint STS's: tests
+	// against a fake only.
+	Endpoint, STSEndpoint string
+}
+
 // CloudInitVMConfig is what the VMs of a cloud that boots them with
 // cloud-init (hetzner) need of the control plane: an engine binary they
 // read without Google credentials, and the status the control plane reads
@@ -165,7 +186,7 @@ var (
 const MockType = "mock"
 
 // knownProviders are the provider types PROVIDERS may name.
-var knownProviders = []string{gcp.Type, hetzner.Type, MockType}
+var knownProviders = []string{gcp.Type, hetzner.Type, awsprovider.Type, MockType}
 
 // Load reads the variables of Vars that the functions fns read, in the
 // table's order, and validates them. An error names the variable, the
@@ -223,6 +244,11 @@ func (c Config) check() error {
 	if c.serves(ProxyAPI) && hetznerEnabled(&c) {
 		if err := c.HetznerPolicy.Check(); err != nil {
 			return fmt.Errorf("config: HETZNER_ALLOWED_LOCATIONS, HETZNER_ALLOWED_SERVER_TYPES and HETZNER_ALLOWED_IMAGES: the policy %w", err)
+		}
+	}
+	if c.serves(ProxyAPI) && awsEnabled(&c) {
+		if err := c.AWSPolicy.Check(); err != nil {
+			return fmt.Errorf("config: AWS_ALLOWED_REGIONS, AWS_ALLOWED_ZONES, AWS_ALLOWED_INSTANCE_TYPES and AWS_ALLOWED_IMAGES: the policy %w", err)
 		}
 	}
 	if r := c.Reconcile; r.MaxBackoff < r.InitialBackoff {

@@ -47,6 +47,7 @@ func defaults() app.Config {
 		GCP:       gcp.Config{Project: "demo-x", Deployment: "egress", Network: "default", StackType: gcp.StackIPv4, NetworkTag: "egress-proxy", Scopes: gcp.DefaultScopes, ProbeTarget: "www.google.com:443"},
 		GCPPolicy: gcp.Policy{MachineTypes: gcp.DefaultAllowedMachineTypes, Images: gcp.DefaultAllowedImages},
 		Hetzner:   app.HetznerConfig{Deployment: "egress"},
+		AWS:       app.AWSConfig{Deployment: "egress"},
 	}
 }
 
@@ -102,7 +103,7 @@ func TestLoad(t *testing.T) {
 				c.Mock.CallHome = false
 				c.GC = gc.Options{GracePeriod: 30 * time.Minute, Parallelism: 4, DryRun: true, SweepThreshold: 90 * time.Second,
 					Deployment: "staging-eu", MaxDeletes: 200, AllowEmptyDatabase: true}
-				c.Deployment, c.Mock.Deployment, c.GCP.Deployment, c.Hetzner.Deployment = "staging-eu", "staging-eu", "staging-eu", "staging-eu"
+				c.Deployment, c.Mock.Deployment, c.GCP.Deployment, c.Hetzner.Deployment, c.AWS.Deployment = "staging-eu", "staging-eu", "staging-eu", "staging-eu", "staging-eu"
 				c.Mock.Serve, c.Mock.ServeAllow = true, []string{"127.0.0.1/32", "127.0.0.2/32"}
 				c.Mock.ProvisioningDelay = time.Second
 			}),
@@ -174,8 +175,29 @@ func TestLoad(t *testing.T) {
 		},
 		"UnknownProvider": {
 			reason:  "a provider this build lacks is refused at start-up",
-			env:     map[string]string{"GOOGLE_CLOUD_PROJECT": "demo-x", "PROVIDERS": "mock,aws"},
-			wantErr: `config: PROVIDERS names "aws", which this build does not have (known: gcp, hetzner, mock)`,
+			env:     map[string]string{"GOOGLE_CLOUD_PROJECT": "demo-x", "PROVIDERS": "mock,azure"},
+			wantErr: `config: PROVIDERS names "azure", which this build does not have (known: gcp, hetzner, aws, mock)`,
+		},
+		"AWSNeedsItsRegions": {
+			reason:  "aws lists the regions the operator allows, so it needs them",
+			env:     map[string]string{"GOOGLE_CLOUD_PROJECT": "demo-x", "PROVIDERS": "gcp,aws"},
+			wantErr: `config: AWS_ALLOWED_REGIONS="" is required with aws in PROVIDERS: name the regions it may use, such as us-east-1,eu-central-1`,
+		},
+		"AWSNeedsItsRole": {
+			reason:  "aws reaches EC2 by a role assumed by federation, never a key",
+			env:     withVars(awsEngineVars, map[string]string{"GOOGLE_CLOUD_PROJECT": "demo-x", "PROVIDERS": "gcp,aws", "AWS_ALLOWED_REGIONS": "us-east-1"}),
+			wantErr: `config: AWS_ROLE_ARN="" is required with aws in PROVIDERS: name the role the functions assume, such as arn:aws:iam::123456789012:role/egress-proxy-egress (deploy/terraform/aws makes it)`,
+		},
+		"AWSRoleNeedsAnAudience": {
+			reason: "the role's trust names the audience of the ID token",
+			env: withVars(awsEngineVars, map[string]string{"GOOGLE_CLOUD_PROJECT": "demo-x", "PROVIDERS": "gcp,aws", "AWS_ALLOWED_REGIONS": "us-east-1",
+				"AWS_ROLE_ARN": "arn:aws:iam::123456789012:role/egress-proxy-egress"}),
+			wantErr: `config: AWS_AUDIENCE="" is required with AWS_ROLE_ARN: the audience the role's trust policy names, such as https://egress.example.com/aws`,
+		},
+		"AWSEndpointIsAFake": {
+			reason:  "AWS_EC2_ENDPOINT is for a fake on this machine",
+			env:     withVars(awsEngineVars, map[string]string{"GOOGLE_CLOUD_PROJECT": "demo-x", "PROVIDERS": "gcp,aws", "AWS_ALLOWED_REGIONS": "us-east-1", "AWS_EC2_ENDPOINT": "https://ec2.us-east-1.amazonaws.com"}),
+			wantErr: `config: AWS_EC2_ENDPOINT="https://ec2.us-east-1.amazonaws.com" is not a loopback URL such as http://127.0.0.1:PORT: it is for a fake on this machine`,
 		},
 		"GCPEnabled": {
 			reason: "gcp with its defaults: the project falls back to GOOGLE_CLOUD_PROJECT",
@@ -286,6 +308,11 @@ func TestLoad(t *testing.T) {
 	}
 }
 
+// awsEngineVars are the engine's settings a deployment with gcp and aws
+// names: the VMs of both install it (PROXY_ENGINE_URL for gcp's, the
+// public URL for EC2's).
+var awsEngineVars = withVars(engineVars, map[string]string{"PROXY_ENGINE_URL": "https://storage.googleapis.com/egress-source/egress-proxy"})
+
 // TestEachFunctionReadsItsVariables loads the configuration of each reader
 // with a getenv that records what is asked of it: a function reads exactly
 // the variables the table gives it, and nothing outside the table. A
@@ -297,11 +324,13 @@ func TestEachFunctionReadsItsVariables(t *testing.T) {
 			getenv := func(k string) string {
 				asked[k] = true
 				// Enough to switch every conditional variable on.
-				return map[string]string{"GOOGLE_CLOUD_PROJECT": "demo-x", "PROVIDERS": "gcp,hetzner,mock",
+				return map[string]string{"GOOGLE_CLOUD_PROJECT": "demo-x", "PROVIDERS": "gcp,hetzner,aws,mock",
 					"HETZNER_TOKEN_SECRET": "projects/demo-x/secrets/egress-hetzner-token/versions/latest",
 					"PROXY_ENGINE_URL":     "https://storage.googleapis.com/b/egress-proxy", "PROXY_ENGINE_PUBLIC_URL": "https://storage.googleapis.com/p/egress-proxy",
 					"PROXY_ENGINE_SHA256":  "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef",
-					"VM_STATUS_KEY_SECRET": "projects/demo-x/secrets/egress-vm-status-key/versions/latest", "VM_STATUS_SOURCE_RANGES": "198.51.100.7/32"}[k]
+					"VM_STATUS_KEY_SECRET": "projects/demo-x/secrets/egress-vm-status-key/versions/latest", "VM_STATUS_SOURCE_RANGES": "198.51.100.7/32",
+					"AWS_ALLOWED_REGIONS": "us-east-1", "AWS_ROLE_ARN": "arn:aws:iam::123456789012:role/egress-proxy-egress",
+					"AWS_AUDIENCE": "https://egress.example.com/aws"}[k]
 			}
 			if _, err := app.Load(getenv, f); err != nil {
 				t.Fatal(err)

@@ -112,13 +112,7 @@ func TestHetznerServersCarryTheStatusAccess(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	cfg := bootstrap.Config{Port: 3128, AllowedSourceRanges: []string{"203.0.113.0/24"}, Generation: 1,
-		Credentials: proxy.Credentials{Username: "tenant", Password: "Tenantpassword0123456789"}}
-	engine, _ := bootstrap.EngineConfig(cfg)
-	script, _ := bootstrap.Render(cfg)
-	const uid = "3f2c1b0a-9e8d-4c7b-a6f5-e4d3c2b1a098"
-	id, err := p.Create(ctx, provider.CreateRequest{Name: "proxy-3f2c1b0a", UID: uid, Port: 3128, StartupScript: script, Engine: &engine,
-		Placement: provider.Placement{Region: "eu-central"}})
+	id, err := p.Create(ctx, bootRequest("eu-central"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -135,7 +129,7 @@ func TestHetznerServersCarryTheStatusAccess(t *testing.T) {
 		t.Fatal(err)
 	}
 	key, _ := vmstatus.ParseKey(keyText)
-	if got.Status == nil || !vmconfig.Matches(got.Status.User.PasswordHash, key.Password(uid)) || !slices.Equal(got.Status.Sources, []string{"127.0.0.1/32"}) {
+	if got.Status == nil || !vmconfig.Matches(got.Status.User.PasswordHash, key.Password(bootUID)) || !slices.Equal(got.Status.Sources, []string{"127.0.0.1/32"}) {
 		t.Errorf("the server's status access %+v: want the key's credential of its uid, from 127.0.0.1/32 (the fake's default)", got.Status)
 	}
 	if boot.Setting(vmconfig.KeyEngineURL) != engineVars["PROXY_ENGINE_PUBLIC_URL"] {
@@ -152,7 +146,7 @@ func TestHetznerServersCarryTheStatusAccess(t *testing.T) {
 	if len(reads) != 1 || reads[0] != keyVersion {
 		t.Errorf("secret reads %v, want one of %s", reads, keyVersion)
 	}
-	if strings.Contains(logs.String(), keyText) || strings.Contains(logs.String(), key.Password(uid)) {
+	if strings.Contains(logs.String(), keyText) || strings.Contains(logs.String(), key.Password(bootUID)) {
 		t.Errorf("the function logged the key or a status password")
 	}
 }
@@ -219,4 +213,18 @@ func TestHetznerTokenComesFromSecretManager(t *testing.T) {
 	if strings.Contains(logs.String(), token) {
 		t.Errorf("the function logged the token:\n%s", logs.String())
 	}
+}
+
+// bootUID is the uid of bootRequest's proxy.
+const bootUID = "3f2c1b0a-9e8d-4c7b-a6f5-e4d3c2b1a098"
+
+// bootRequest is the create request of a proxy in region with the
+// default bootstrap, as the reconciler makes it.
+func bootRequest(region string) provider.CreateRequest {
+	cfg := bootstrap.Config{Port: 3128, AllowedSourceRanges: []string{"203.0.113.0/24"}, Generation: 1,
+		Credentials: proxy.Credentials{Username: "tenant", Password: "Tenantpassword0123456789"}}
+	engine, _ := bootstrap.EngineConfig(cfg)
+	script, _ := bootstrap.Render(cfg)
+	return provider.CreateRequest{Name: "proxy-3f2c1b0a", UID: bootUID, Port: 3128, StartupScript: script, Engine: &engine,
+		Placement: provider.Placement{Region: region}}
 }

@@ -68,7 +68,7 @@ func TestTheMockIsLinkedOnlyWhereAsked(t *testing.T) {
 	getenv := env(map[string]string{"GOOGLE_CLOUD_PROJECT": "demo-x", "PROVIDERS": "mock"})
 	serve := []app.Function{app.Reconcile}
 	_, err := app.New(context.Background(), getenv, app.Options{Serve: serve})
-	want := `config: PROVIDERS names "mock", which this binary does not link: the mock is the local stack's and the tests' only, and the deployed functions serve gcp and hetzner`
+	want := `config: PROVIDERS names "mock", which this binary does not link: the mock is the local stack's and the tests' only, and the deployed functions serve gcp, hetzner and aws`
 	if err == nil || err.Error() != want {
 		t.Errorf("without the mock linked:\nerror %v\nwant  %s", err, want)
 	}

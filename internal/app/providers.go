@@ -10,13 +10,19 @@ import (
 
 	secretmanager "cloud.google.com/go/secretmanager/apiv1"
 
+	"golang.org/x/oauth2"
+	"google.golang.org/api/idtoken"
 	"google.golang.org/api/option"
+
+	sdkaws "github.com/aws/aws-sdk-go-v2/aws"
 
 	"github.com/egress-proxies/egress/internal/bootstrap/cloudinit"
 	"github.com/egress-proxies/egress/internal/metering"
 	"github.com/egress-proxies/egress/internal/provider"
+	awsprovider "github.com/egress-proxies/egress/internal/provider/aws"
 	"github.com/egress-proxies/egress/internal/provider/gcp"
 	"github.com/egress-proxies/egress/internal/provider/hetzner"
+	"github.com/egress-proxies/egress/internal/provider/vmside"
 	"github.com/egress-proxies/egress/internal/proxy"
 	"github.com/egress-proxies/egress/internal/queue"
 	"github.com/egress-proxies/egress/internal/secrets"
@@ -55,18 +61,26 @@ type ProviderEnv struct {
 // constructor. Each provider's settings were read and checked by Load only
 // when it is enabled, so a missing GCP_* setting never stops a mock run and
 // always stops a gcp one at start-up.
-func (a *App) registry(linked []Linked, vm HetznerVM) (*provider.Registry, error) {
+func (a *App) registry(linked []Linked, vm HetznerVM, awsVM CloudInitVM) (*provider.Registry, error) {
 	c := a.Config
 	ctors := map[string]provider.Constructor{gcp.Type: c.gcpConstructor()}
 	rules := map[string]provider.Validator{gcp.Type: gcp.Validator(c.GCPPolicy)}
 	inPlace := map[string]bool{gcp.Type: true}
 	if hetznerEnabled(&c) {
-		vm, err := a.cloudInitVM(vm)
+		vm, err := a.cloudInitVM(vm, false)
 		if err != nil {
 			return nil, err
 		}
 		ctors[hetzner.Type] = a.hetznerConstructor(vm)
 		rules[hetzner.Type] = hetzner.Validator(c.HetznerPolicy)
+	}
+	if awsEnabled(&c) {
+		awsVM, err := a.cloudInitVM(awsVM, true)
+		if err != nil {
+			return nil, err
+		}
+		ctors[awsprovider.Type] = a.awsConstructor(awsVM)
+		rules[awsprovider.Type] = awsprovider.Validator(c.AWSPolicy)
 	}
 	env := ProviderEnv{Config: c, Log: a.Log}
 	if a.callHome != nil && a.issuer != nil {
@@ -78,7 +92,7 @@ func (a *App) registry(linked []Linked, vm HetznerVM) (*provider.Registry, error
 	reg := provider.NewRegistry()
 	for _, typ := range c.Providers {
 		if ctors[typ] == nil {
-			return nil, fmt.Errorf("config: PROVIDERS names %q, which this binary does not link: the mock is the local stack's and the tests' only, and the deployed functions serve %s and %s", typ, gcp.Type, hetzner.Type)
+			return nil, fmt.Errorf("config: PROVIDERS names %q, which this binary does not link: the mock is the local stack's and the tests' only, and the deployed functions serve %s, %s and %s", typ, gcp.Type, hetzner.Type, awsprovider.Type)
 		}
 		opts := []provider.Option{provider.WithValidator(rules[typ])}
 		if inPlace[typ] {
@@ -120,24 +134,30 @@ func (c Config) gcpConstructor() provider.Constructor {
 	}
 }
 
-// HetznerVM is what the hetzner provider needs of the VM side: the
-// renderer of a server's user-data (cloud-init) from the request's
-// engine configuration and startup script, and the prober that asks a
-// server's proxy whether it serves. Unset, they are the VM side's own
-// (cloudInitVM); the simulation and the benchmark bring doubles.
-type HetznerVM struct {
-	Renderer hetzner.Renderer
-	Prober   hetzner.Prober
+// CloudInitVM is what a provider of a cloud whose VMs boot by cloud-init
+// (hetzner, aws) needs of the VM side (package vmside): the renderer of
+// a VM's user-data from the request's engine configuration and startup
+// script, and the prober that asks a VM's proxy whether it serves. What
+// is unset is the VM side's own (cloudInitVM); the simulation and the
+// benchmark bring doubles.
+type CloudInitVM struct {
+	Renderer vmside.Renderer
+	Prober   vmside.Prober
 }
+
+// HetznerVM is the hetzner provider's CloudInitVM.
+type HetznerVM = CloudInitVM
 
 // cloudInitVM fills what vm leaves unset with the VM side's own: the
 // user-data of package cloudinit, with the engine binary's public URL and
-// the status access of each server's uid, and the prober of package
-// vmstatus, both with the status key (statusKey).
-func (a *App) cloudInitVM(vm HetznerVM) (HetznerVM, error) {
+// the status access of each VM's uid, and the prober of package
+// vmstatus, both with the status key (statusKey). An EC2 instance's
+// user-data (ec2) is compressed, within EC2's 16 KiB, and names the
+// instance metadata service, which its agent asks which instance it is.
+func (a *App) cloudInitVM(vm CloudInitVM, ec2 bool) (CloudInitVM, error) {
 	cfg := a.Config.CloudInitVM
 	if vm.Renderer == nil {
-		r := cloudinit.Renderer{EngineURL: cfg.EngineURL, EngineSHA256: cfg.EngineSHA256,
+		r := cloudinit.Renderer{EngineURL: cfg.EngineURL, EngineSHA256: cfg.EngineSHA256, Gzip: ec2,
 			Status: func(ctx context.Context, uid string) (*vmconfig.StatusAccess, error) {
 				k, err := a.statusKey(ctx)
 				if err != nil {
@@ -152,6 +172,9 @@ func (a *App) cloudInitVM(vm HetznerVM) (HetznerVM, error) {
 			if err := r.Check(); err != nil {
 				return vm, fmt.Errorf("config: PROXY_ENGINE_PUBLIC_URL and PROXY_ENGINE_SHA256: %w", err)
 			}
+		}
+		if ec2 {
+			r.IMDS = vmconfig.EC2MetadataURL
 		}
 		vm.Renderer = r
 	}
@@ -231,6 +254,57 @@ func (a *App) hetznerToken(ctx context.Context, version string) (string, error) 
 	}
 	return token, nil
 }
+
+// awsConstructor makes the aws provider when it is first used, with
+// credentials by federation: the function's Google ID token for
+// AWS_AUDIENCE (from the metadata server on Cloud Run), exchanged with
+// STS for AWS_ROLE_ARN's short-lived credentials, renewed before they
+// expire. No AWS key is read from anywhere. Against AWS_EC2_ENDPOINT (a
+// fake) without a role it signs with LocalAWSAccessKey, which no account
+// has.
+func (a *App) awsConstructor(vm CloudInitVM) provider.Constructor {
+	cfg := a.Config.AWS
+	log := a.Log.With(slog.String("provider", awsprovider.Type))
+	return func(ctx context.Context) (provider.Provider, error) {
+		var creds sdkaws.CredentialsProvider = awsLocalCredentials
+		if cfg.RoleARN != "" {
+			tokens, err := a.awsTokens(context.WithoutCancel(ctx), cfg.Audience)
+			if err != nil {
+				return nil, fmt.Errorf("aws: a source of Google ID tokens for AWS_AUDIENCE %q: %w", cfg.Audience, err)
+			}
+			if creds, err = awsprovider.WebIdentity(awsprovider.Federation{
+				RoleARN: cfg.RoleARN, SessionName: "egress-" + cfg.Deployment, Tokens: tokens, Region: cfg.Regions[0], Endpoint: cfg.STSEndpoint,
+			}); err != nil {
+				return nil, err
+			}
+		}
+		return awsprovider.New(awsprovider.NewClient(awsprovider.ClientOptions{Credentials: creds, Endpoint: cfg.Endpoint}), awsprovider.Config{
+			Deployment: cfg.Deployment, Regions: cfg.Regions, Zones: cfg.Zones, Renderer: vm.Renderer, Prober: vm.Prober, Log: log,
+		})
+	}
+}
+
+// awsTokens is the source of the function's Google ID tokens for
+// audience: the metadata server's on Cloud Run, a test's where it set
+// one.
+func (a *App) awsTokens(ctx context.Context, audience string) (oauth2.TokenSource, error) {
+	if a.idTokens != nil {
+		return a.idTokens(ctx, audience)
+	}
+	return idtoken.NewTokenSource(ctx, audience)
+}
+
+// awsLocalCredentials sign the requests to an AWS_EC2_ENDPOINT (a fake:
+// the local stack's and the tests') when no role is set: a key of no
+// account, written here, never read from the environment.
+var awsLocalCredentials = sdkaws.CredentialsProviderFunc(func(context.Context) (sdkaws.Credentials, error) {
+	return sdkaws.Credentials{AccessKeyID: LocalAWSAccessKey, SecretAccessKey: "egress-local-aws-fake", Source: "egress local fake"}, nil
+})
+
+// LocalAWSAccessKey is the access key id the aws provider signs with
+// against an AWS_EC2_ENDPOINT without AWS_ROLE_ARN: a fake's, no
+// account's.
+const LocalAWSAccessKey = "EGRESS-LOCAL-FAKE-KEY"
 
 // readSecretVersion reads a secret version the functions hold, dialling
 // Secret Manager's client for that read alone.

@@ -5,6 +5,7 @@ import (
 	"github.com/egress-proxies/egress/internal/gc"
 	"github.com/egress-proxies/egress/internal/httpapi"
 	"github.com/egress-proxies/egress/internal/provider"
+	awsprovider "github.com/egress-proxies/egress/internal/provider/aws"
 	"github.com/egress-proxies/egress/internal/provider/gcp"
 	"github.com/egress-proxies/egress/internal/provider/hetzner"
 	"github.com/egress-proxies/egress/internal/proxy"
@@ -13,6 +14,7 @@ import (
 	"github.com/egress-proxies/egress/internal/tenancy"
 	"github.com/egress-proxies/egress/internal/vm/vmconfig"
 	"net/netip"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -90,10 +92,25 @@ var (
 	gcpEnabled     = func(c *Config) bool { return slices.Contains(c.Providers, gcp.Type) }
 	mockEnabled    = func(c *Config) bool { return slices.Contains(c.Providers, MockType) }
 	hetznerEnabled = func(c *Config) bool { return slices.Contains(c.Providers, hetzner.Type) }
+	awsEnabled     = func(c *Config) bool { return slices.Contains(c.Providers, awsprovider.Type) }
 	// cloudInitEnabled: a provider whose VMs boot with cloud-init and
 	// report through vmstatus is enabled.
-	cloudInitEnabled = hetznerEnabled
+	cloudInitEnabled = func(c *Config) bool { return hetznerEnabled(c) || awsEnabled(c) }
+	// againstFakes: every enabled cloud-init provider is pointed at a
+	// fake on this machine (HETZNER_ENDPOINT, AWS_EC2_ENDPOINT), so the
+	// process makes its own status key and asks from loopback.
+	againstFakes = func(c *Config) bool {
+		return (!hetznerEnabled(c) || c.Hetzner.Endpoint != "") && (!awsEnabled(c) || c.AWS.Endpoint != "")
+	}
 )
+
+// roleARN is the form of an IAM role's ARN (any partition).
+var roleARN = regexp.MustCompile(`^arn:aws[a-z-]*:iam::\d{12}:role/[\w+=,.@/-]{1,512}$`)
+
+// loopback reports whether u is a URL of this machine, where a fake runs.
+func loopback(u string) bool {
+	return strings.HasPrefix(u, "http://127.0.0.1:") || strings.HasPrefix(u, "http://localhost:")
+}
 
 // Vars is every variable the product reads, in the order they are loaded:
 // a variable whose default derives from another comes after it.
@@ -145,7 +162,7 @@ var Vars = []Var{
 			if provider.ValidateDeployment(v) != nil {
 				return fmt.Errorf("is not an RFC 1035 label: want 1 to 63 lowercase letters, digits and '-', starting with a letter and ending with a letter or digit, such as %s", provider.DefaultDeployment)
 			}
-			c.Deployment, c.GC.Deployment, c.Mock.Deployment, c.GCP.Deployment, c.Hetzner.Deployment = v, v, v, v, v
+			c.Deployment, c.GC.Deployment, c.Mock.Deployment, c.GCP.Deployment, c.Hetzner.Deployment, c.AWS.Deployment = v, v, v, v, v, v
 			return nil
 		}},
 
@@ -268,6 +285,32 @@ var Vars = []Var{
 	{Name: "HETZNER_ALLOWED_IMAGES", Default: strings.Join(hetzner.DefaultAllowedImages, ","), Readers: []Function{ProxyAPI}, when: hetznerEnabled,
 		Meaning: "the Hetzner images a placement may name, comma-separated; it must hold debian-13, the image of a placement that names none",
 		set:     func(c *Config, v string) error { c.HetznerPolicy.Images = splitList(v); return nil }},
+
+	// What the operator allows of the aws provider, read only when it is
+	// enabled. The aws package checks these (aws.Policy.Check). The
+	// regions are the collector's too: it lists these, and the
+	// reconciler's zones are chosen among the allowed ones.
+	{Name: "AWS_ALLOWED_REGIONS", Readers: allFunctions, when: awsEnabled,
+		Meaning: "the AWS regions a placement may name, comma-separated (us-east-1, eu-central-1, …): required with aws in PROVIDERS, since the collector lists each of them and no other; Terraform's aws module makes the security group in each",
+		set: func(c *Config, v string) error {
+			c.AWSPolicy.Regions, c.AWS.Regions = splitList(v), splitList(v)
+			if len(c.AWS.Regions) == 0 {
+				return fmt.Errorf("is required with aws in PROVIDERS: name the regions it may use, such as us-east-1,eu-central-1")
+			}
+			return nil
+		}},
+	{Name: "AWS_ALLOWED_ZONES", DefaultDoc: "every zone of the allowed regions", Readers: allFunctions, when: awsEnabled,
+		Meaning: "the availability zones a placement may name or be given, comma-separated (us-east-1a, …), each of an allowed region",
+		set: func(c *Config, v string) error {
+			c.AWSPolicy.Zones, c.AWS.Zones = splitList(v), splitList(v)
+			return nil
+		}},
+	{Name: "AWS_ALLOWED_INSTANCE_TYPES", Default: strings.Join(awsprovider.DefaultAllowedInstanceTypes, ","), Readers: []Function{ProxyAPI}, when: awsEnabled,
+		Meaning: "the EC2 instance types a placement may name, comma-separated; it must hold t3.micro, the type of a placement that names none (x86: the proxy engine is built for linux/amd64)",
+		set:     func(c *Config, v string) error { c.AWSPolicy.InstanceTypes = splitList(v); return nil }},
+	{Name: "AWS_ALLOWED_IMAGES", Default: strings.Join(awsprovider.DefaultAllowedImages, ","), Readers: []Function{ProxyAPI}, when: awsEnabled,
+		Meaning: "the images a placement may name, comma-separated: a Debian release (debian-13, debian-12), which each region resolves to Debian's newest official amd64 AMI (owner 136693071363), or an AMI id (one region's); it must hold debian-13, the image of a placement that names none",
+		set:     func(c *Config, v string) error { c.AWSPolicy.Images = splitList(v); return nil }},
 
 	// Reconcile.
 	{Name: "EGRESS_DENY_RANGES", DefaultDoc: "none beyond the built-in list", Readers: []Function{Reconcile},
@@ -432,7 +475,7 @@ var Vars = []Var{
 			return nil
 		}},
 	{Name: "PROXY_ENGINE_SHA256", Readers: providerUsers, when: func(c *Config) bool { return gcpEnabled(c) || cloudInitEnabled(c) },
-		Meaning: "that binary's SHA-256 in hex: a VM installs no other (required with hetzner in `PROVIDERS`)",
+		Meaning: "that binary's SHA-256 in hex: a VM installs no other (required with hetzner or aws in `PROVIDERS`)",
 		set: func(c *Config, v string) error {
 			if v != "" && !engineSHARE.MatchString(v) {
 				return fmt.Errorf("is not a SHA-256 in lower-case hex")
@@ -441,16 +484,16 @@ var Vars = []Var{
 				return fmt.Errorf("and PROXY_ENGINE_URL go together: set both or neither")
 			}
 			if cloudInitEnabled(c) && v == "" {
-				return fmt.Errorf("is required with hetzner in PROVIDERS: its servers install only the binary of that SHA-256")
+				return fmt.Errorf("is required with hetzner or aws in PROVIDERS: their VMs install only the binary of that SHA-256")
 			}
 			c.GCP.EngineSHA256, c.CloudInitVM.EngineSHA256 = v, v
 			return nil
 		}},
 	{Name: "PROXY_ENGINE_PUBLIC_URL", Readers: providerUsers, when: cloudInitEnabled,
-		Meaning: "the URL of the same binary (`PROXY_ENGINE_SHA256`) that a VM outside Google Cloud downloads without any credential: an object anyone may read (Terraform makes one in a public bucket when `providers_enabled` names hetzner); it holds nothing secret, and a VM checks what it downloads against the SHA-256",
+		Meaning: "the URL of the same binary (`PROXY_ENGINE_SHA256`) that a VM outside Google Cloud downloads without any credential: an object anyone may read (Terraform makes one in a public bucket when `providers_enabled` names hetzner or aws); it holds nothing secret, and a VM checks what it downloads against the SHA-256",
 		set: func(c *Config, v string) error {
 			if !engineURLRE.MatchString(v) {
-				return fmt.Errorf("is required with hetzner in PROVIDERS, an http(s) URL of an object anyone may read, such as https://storage.googleapis.com/BUCKET/egress-proxy-SHA256")
+				return fmt.Errorf("is required with hetzner or aws in PROVIDERS, an http(s) URL of an object anyone may read, such as https://storage.googleapis.com/BUCKET/egress-proxy-SHA256")
 			}
 			c.CloudInitVM.EngineURL = v
 			return nil
@@ -482,14 +525,55 @@ var Vars = []Var{
 			return nil
 		}},
 
-	// The status of the VMs that boot with cloud-init (hetzner's), which
-	// the control plane reads through their proxy port (package vmstatus).
-	{Name: "VM_STATUS_KEY_SECRET", Readers: providerUsers, when: cloudInitEnabled,
-		Meaning: "the Secret Manager version of the key (32 random bytes, base64) from which the control plane derives each Hetzner server's status credential, `projects/P/secrets/S/versions/latest`; only Reconcile and CollectGarbage read it (Terraform makes the secret, you add its version); a server's user-data holds only a salted hash of its credential. Against a fake (`HETZNER_ENDPOINT`) the process makes a key of its own",
+	// The aws provider, read only when it is enabled. No AWS key: the
+	// functions assume the role by federation.
+	{Name: "AWS_EC2_ENDPOINT", Readers: providerUsers, Local: true, when: awsEnabled,
+		Meaning: "an EC2 API to use instead of AWS's, for every region: tests against a fake only; without AWS_ROLE_ARN the provider signs with the key `" + LocalAWSAccessKey + "`, which no account has",
+		set: func(c *Config, v string) error {
+			if v != "" && !loopback(v) {
+				return fmt.Errorf("is not a loopback URL such as http://127.0.0.1:PORT: it is for a fake on this machine")
+			}
+			c.AWS.Endpoint = v
+			return nil
+		}},
+	{Name: "AWS_STS_ENDPOINT", Readers: providerUsers, Local: true, when: awsEnabled,
+		Meaning: "an STS API to use instead of AWS's for the exchange of the ID token: tests against a fake only",
+		set: func(c *Config, v string) error {
+			if v != "" && !loopback(v) {
+				return fmt.Errorf("is not a loopback URL such as http://127.0.0.1:PORT: it is for a fake on this machine")
+			}
+			c.AWS.STSEndpoint = v
+			return nil
+		}},
+	{Name: "AWS_ROLE_ARN", Readers: providerUsers, when: awsEnabled,
+		Meaning: "the AWS role the two functions that call EC2 assume, `arn:aws:iam::ACCOUNT:role/NAME` (Terraform's aws module makes it): each exchanges its Google ID token for AWS_AUDIENCE with STS AssumeRoleWithWebIdentity for the role's credentials, which last an hour; no AWS key is in any variable, secret, log line or document",
 		set: func(c *Config, v string) error {
 			switch {
-			case v == "" && c.Hetzner.Endpoint == "":
-				return fmt.Errorf("is required with hetzner in PROVIDERS: name the secret version of the status key, such as projects/P/secrets/egress-vm-status-key/versions/latest")
+			case v == "" && c.AWS.Endpoint == "":
+				return fmt.Errorf("is required with aws in PROVIDERS: name the role the functions assume, such as arn:aws:iam::123456789012:role/egress-proxy-egress (deploy/terraform/aws makes it)")
+			case v != "" && !roleARN.MatchString(v):
+				return fmt.Errorf("is not a role ARN: want arn:aws:iam::ACCOUNT:role/NAME")
+			}
+			c.AWS.RoleARN = v
+			return nil
+		}},
+	{Name: "AWS_AUDIENCE", Readers: providerUsers, when: awsEnabled,
+		Meaning: "the audience of the Google ID token the functions exchange with STS: the role's trust policy accepts this audience only (Terraform's aws module writes both)",
+		set: func(c *Config, v string) error {
+			if v == "" && c.AWS.RoleARN != "" {
+				return fmt.Errorf("is required with AWS_ROLE_ARN: the audience the role's trust policy names, such as https://egress.example.com/aws")
+			}
+			c.AWS.Audience = v
+			return nil
+		}},
+	// The status of the VMs that boot with cloud-init (hetzner's, aws's), which
+	// the control plane reads through their proxy port (package vmstatus).
+	{Name: "VM_STATUS_KEY_SECRET", Readers: providerUsers, when: cloudInitEnabled,
+		Meaning: "the Secret Manager version of the key (32 random bytes, base64) from which the control plane derives each Hetzner server's and EC2 instance's status credential, `projects/P/secrets/S/versions/latest`; only Reconcile and CollectGarbage read it (Terraform makes the secret, you add its version); a VM's user-data holds only a salted hash of its credential. Against fakes (`HETZNER_ENDPOINT`, `AWS_EC2_ENDPOINT`) the process makes a key of its own",
+		set: func(c *Config, v string) error {
+			switch {
+			case v == "" && !againstFakes(c):
+				return fmt.Errorf("is required with hetzner or aws in PROVIDERS: name the secret version of the status key, such as projects/P/secrets/egress-vm-status-key/versions/latest")
 			case v != "" && !proxy.IsSecretVersion(v):
 				return fmt.Errorf("is not a secret version: want projects/PROJECT/secrets/SECRET/versions/VERSION")
 			}
@@ -497,14 +581,14 @@ var Vars = []Var{
 			return nil
 		}},
 	{Name: "VM_STATUS_SOURCE_RANGES", DefaultDoc: "none (`127.0.0.1/32` against a fake)", Readers: providerUsers, when: cloudInitEnabled,
-		Meaning: "the control plane's egress addresses as CIDRs, comma-separated (the Cloud NAT addresses Terraform reserves for the functions' egress): a Hetzner server's firewall and the server itself admit them to the proxy port for the status request alone",
+		Meaning: "the control plane's egress addresses as CIDRs, comma-separated (the Cloud NAT addresses Terraform reserves for the functions' egress): a Hetzner server's firewall, an EC2 instance's security group and the VM itself admit them to the proxy port for the status request alone",
 		set: func(c *Config, v string) error {
-			if v == "" && c.Hetzner.Endpoint != "" {
+			if v == "" && againstFakes(c) {
 				v = "127.0.0.1/32"
 			}
 			c.CloudInitVM.StatusSources = splitList(v)
 			if len(c.CloudInitVM.StatusSources) == 0 {
-				return fmt.Errorf("is required with hetzner in PROVIDERS: name the functions' egress addresses (the output status_source_ranges of deploy/terraform), or no server is ever seen serving")
+				return fmt.Errorf("is required with hetzner or aws in PROVIDERS: name the functions' egress addresses (the output status_source_ranges of deploy/terraform), or no VM is ever seen serving")
 			}
 			for _, s := range c.CloudInitVM.StatusSources {
 				if _, err := netip.ParsePrefix(s); err != nil {

@@ -23,6 +23,7 @@ import (
 	"github.com/egress-proxies/egress/internal/httpapi/openapitest"
 	"github.com/egress-proxies/egress/internal/logging"
 	"github.com/egress-proxies/egress/internal/provider"
+	awsprovider "github.com/egress-proxies/egress/internal/provider/aws"
 	"github.com/egress-proxies/egress/internal/provider/gcp"
 	"github.com/egress-proxies/egress/internal/provider/hetzner"
 	"github.com/egress-proxies/egress/internal/provider/mock"
@@ -84,6 +85,9 @@ func options() httpapi.Options {
 	})), provider.InPlace())
 	_ = reg.Register(hetzner.Type, nop, provider.WithValidator(hetzner.Validator(hetzner.Policy{
 		ServerTypes: hetzner.DefaultAllowedServerTypes, Images: hetzner.DefaultAllowedImages,
+	})))
+	_ = reg.Register(awsprovider.Type, nop, provider.WithValidator(awsprovider.Validator(awsprovider.Policy{
+		Regions: []string{"us-east-1", "eu-central-1"}, InstanceTypes: awsprovider.DefaultAllowedInstanceTypes, Images: awsprovider.DefaultAllowedImages,
 	})))
 	return httpapi.Options{
 		Quota: 20, DefaultProvider: mock.Type, Providers: provider.NewSet(reg), Admins: admins, Project: "demo-test",

@@ -291,6 +291,14 @@ func TestAPoolNeedsAProviderThatReconfigures(t *testing.T) {
 	if resp, b := e.do(admin, "POST", "/v1/namespaces/team-a/proxies", `{"name":"eu","spec":{"provider":"hetzner","placement":{"region":"eu-central","zone":"fsn1"},"allowedSourceRanges":["198.51.100.0/24"]}}`); resp.StatusCode != 201 {
 		t.Errorf("POST of a hetzner proxy: %d %s, want 201", resp.StatusCode, b)
 	}
+	// aws: the same, in EC2's words.
+	resp, b = e.do(admin, "PUT", "/v1/pools/us", `{"provider":"aws","placement":{"region":"us-east-1"},"size":2}`)
+	if got := decodeErr(t, b); resp.StatusCode != 400 || got.reason() != "PROVIDER_CANNOT_RECONFIGURE" || !strings.Contains(string(b), "new instance for a change") {
+		t.Errorf("PUT of an aws pool: %d %s", resp.StatusCode, b)
+	}
+	if resp, b := e.do(admin, "POST", "/v1/namespaces/team-a/proxies", `{"name":"us","spec":{"provider":"aws","placement":{"region":"us-east-1","zone":"us-east-1b"},"allowedSourceRanges":["198.51.100.0/24"]}}`); resp.StatusCode != 201 {
+		t.Errorf("POST of an aws proxy: %d %s, want 201", resp.StatusCode, b)
+	}
 }
 
 // TestLiveErrorsParseAsGoogleErrors: the new refusals read as

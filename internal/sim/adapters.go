@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/egress-proxies/egress/internal/provider"
+	awsprovider "github.com/egress-proxies/egress/internal/provider/aws"
 	"github.com/egress-proxies/egress/internal/provider/hetzner"
 	"github.com/egress-proxies/egress/internal/provider/mock"
 	"github.com/egress-proxies/egress/internal/proxy"
@@ -229,32 +230,35 @@ func (w *World) after(ctx context.Context, err error) error {
 }
 
 // simProvider is a provider of the world, each call a step: the mock,
-// or, with hetzner set, the hetzner provider (simHetzner, which is no
-// Reconfigurer).
+// or, with hetzner or aws set, that provider (behind simFixed, which is
+// no Reconfigurer).
 type simProvider struct {
-	w       *World
-	hetzner bool
+	w            *World
+	hetzner, aws bool
 }
 
 func (p *simProvider) backend() provider.Provider {
-	if p.hetzner {
+	switch {
+	case p.hetzner:
 		return p.w.hz.prov
+	case p.aws:
+		return p.w.aws.prov
 	}
 	return p.w.mock
 }
 
-// simHetzner is the hetzner provider's adapter: simProvider's calls
-// without Reconfigure, as the provider has none.
-type simHetzner struct{ p *simProvider }
+// simFixed is the adapter of a provider whose VMs take no change (hetzner,
+// aws): simProvider's calls without Reconfigure, as the provider has none.
+type simFixed struct{ p *simProvider }
 
-func (h simHetzner) Create(ctx context.Context, req provider.CreateRequest) (string, error) {
+func (h simFixed) Create(ctx context.Context, req provider.CreateRequest) (string, error) {
 	return h.p.Create(ctx, req)
 }
-func (h simHetzner) Get(ctx context.Context, id string) (*provider.Instance, error) {
+func (h simFixed) Get(ctx context.Context, id string) (*provider.Instance, error) {
 	return h.p.Get(ctx, id)
 }
-func (h simHetzner) Delete(ctx context.Context, id string) error { return h.p.Delete(ctx, id) }
-func (h simHetzner) ListByTag(ctx context.Context) ([]provider.Instance, error) {
+func (h simFixed) Delete(ctx context.Context, id string) error { return h.p.Delete(ctx, id) }
+func (h simFixed) ListByTag(ctx context.Context) ([]provider.Instance, error) {
 	return h.p.ListByTag(ctx)
 }
 
@@ -281,6 +285,9 @@ func (p *simProvider) Create(ctx context.Context, req provider.CreateRequest) (s
 	}
 	if p.hetzner && err == nil {
 		p.w.hetznerCreated(id)
+	}
+	if p.aws && err == nil {
+		p.w.awsCreated(id)
 	}
 	if in, _ := ctx.Value(invKey{}).(*inv); in != nil {
 		delete(in.deleted, id) // a new VM under that name boots
@@ -323,6 +330,11 @@ func (p *simProvider) Delete(ctx context.Context, id string) error {
 		}
 	}
 	if uid, ok := p.w.hetznerUID(id); ok && p.hetzner {
+		p.w.acting(ctx, uid)
+		p.w.collecting(ctx, uid)
+		p.w.deleting(ctx, id, uid)
+	}
+	if uid, ok := p.w.awsUID(id); ok && p.aws {
 		p.w.acting(ctx, uid)
 		p.w.collecting(ctx, uid)
 		p.w.deleting(ctx, id, uid)
@@ -413,19 +425,22 @@ func (p *simProvider) ListByTag(ctx context.Context) ([]provider.Instance, error
 	return p.backend().ListByTag(ctx)
 }
 
-// simProviders hands out the world's two providers.
+// simProviders hands out the world's three providers.
 type simProviders struct {
-	p *simProvider
-	h simHetzner
+	p    *simProvider
+	h, a simFixed
 }
 
 func (s simProviders) Get(_ context.Context, typ string) (provider.Provider, error) {
-	if typ == hetzner.Type {
+	switch typ {
+	case hetzner.Type:
 		return s.h, nil
+	case awsprovider.Type:
+		return s.a, nil
 	}
 	return s.p, nil
 }
-func (s simProviders) Types() []string { return []string{hetzner.Type, mock.Type} }
+func (s simProviders) Types() []string { return []string{awsprovider.Type, hetzner.Type, mock.Type} }
 
 // simQueue is proxy-reconcile: requests become deliveries.
 type simQueue struct{ w *World }
@@ -538,12 +553,13 @@ func (w *World) collecting(ctx context.Context, uid string) {
 
 // creating flags a new VM made for a change of configuration: the mock
 // reconfigures a running VM, so a new generation costs a new VM only once
-// the VM did not serve it in time (ReconfigureTimeout). The hetzner
-// provider cannot, so its proxies get a new VM for each.
+// the VM did not serve it in time (ReconfigureTimeout). The hetzner and
+// aws providers cannot, so their proxies get a new VM for each.
 func (w *World) creating(ctx context.Context, uid string) {
 	for _, key := range w.store.Keys() {
-		// A hetzner server cannot take a change: a new one is the way.
-		if p, err := w.store.Get(ctx, key); err == nil && p.UID == uid && readyReason(p) == "ConfigurationChanged" && p.Spec.Provider != hetzner.Type {
+		// A hetzner server or an EC2 instance cannot take a change: a new
+		// one is the way.
+		if p, err := w.store.Get(ctx, key); err == nil && p.UID == uid && readyReason(p) == "ConfigurationChanged" && p.Spec.Provider != hetzner.Type && p.Spec.Provider != awsprovider.Type {
 			w.violation("%s: generation %d costs a new VM, though its VM could take it (%s)", key, p.Generation, p.Status.Message)
 		}
 	}

@@ -23,8 +23,9 @@ func readyReason(p *proxy.Proxy) string {
 func (w *World) check() {
 	ctx := context.Background()
 	hz := w.hetznerInstances()
+	ec2 := w.awsInstances()
 	instances := w.own()
-	for _, in := range hz {
+	for _, in := range slices.Concat(hz, ec2) {
 		if in.Deployment == provider.DefaultDeployment {
 			instances = append(instances, in)
 		}
@@ -55,6 +56,9 @@ func (w *World) check() {
 			w.stats.ReadyAtEnd++
 			if isHetzner(p.Status.ProviderID) {
 				w.stats.HetznerReadyAtEnd++
+			}
+			if isAWS(p.Status.ProviderID) {
+				w.stats.AWSReadyAtEnd++
 			}
 		case proxy.PhaseFailed:
 			w.stats.FailedAtEnd++
@@ -101,7 +105,7 @@ func (w *World) check() {
 	w.checkBudget()
 	var leaked []string
 	present := map[string]bool{}
-	for _, in := range slices.Concat(w.mock.Instances(), w.mock.Addresses(), hz, w.hetznerAddresses()) {
+	for _, in := range slices.Concat(w.mock.Instances(), w.mock.Addresses(), hz, w.hetznerAddresses(), ec2, w.awsAddresses()) {
 		present[in.ID] = true
 		if in.Deployment != provider.DefaultDeployment {
 			continue // another deployment's, or unlabelled: never ours to collect

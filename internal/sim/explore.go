@@ -40,11 +40,11 @@ func (r Result) Summary() string {
 // Counts says, in a line, what the schedules did.
 func (r Result) Counts() string {
 	s := r.Stats
-	return fmt.Sprintf("faults: %d crashes, %d events dropped, %d duplicated, %d provider errors, %d VMs lost, %d stopped, %d never ready, %d boot errors, %d creates failed later, %d stockouts; call-homes %d lost, %d duplicated, %d delayed, %d forged; %d VMs of another deployment, %d without the label, %d empty document sets (%d GC runs refused, %d operator runs); %d user actions (%d Static proxies, %d rotations), %d invocations (%d GC runs), %d steps; hetzner: %d proxies, %d of its faults, %d Ready at the end; checked at the end: %d Ready and %d Failed proxies, %d VMs",
+	return fmt.Sprintf("faults: %d crashes, %d events dropped, %d duplicated, %d provider errors, %d VMs lost, %d stopped, %d never ready, %d boot errors, %d creates failed later, %d stockouts; call-homes %d lost, %d duplicated, %d delayed, %d forged; %d VMs of another deployment, %d without the label, %d empty document sets (%d GC runs refused, %d operator runs); %d user actions (%d Static proxies, %d rotations), %d invocations (%d GC runs), %d steps; hetzner: %d proxies, %d of its faults, %d Ready at the end; aws: %d proxies, %d of its faults, %d Ready at the end; checked at the end: %d Ready and %d Failed proxies, %d VMs",
 		s.Crashes, s.Dropped, s.Duplicated, s.ProviderFaults, s.Lost, s.Stopped, s.NeverReady, s.BootErrors, s.AsyncCreateFailures, s.Stockouts,
 		s.CallHomesLost, s.CallHomesDuplicated, s.CallHomesDelayed, s.CallHomesForged,
 		s.OtherDeployment, s.Unlabelled, s.EmptyDocumentSets, s.Refused, s.OperatorRuns,
-		s.UserActions, s.StaticProxies, s.Rotations, s.Invocations, s.GCRuns, s.Steps, s.HetznerProxies, s.HetznerFaults, s.HetznerReadyAtEnd, s.ReadyAtEnd, s.FailedAtEnd, s.InstancesAtEnd)
+		s.UserActions, s.StaticProxies, s.Rotations, s.Invocations, s.GCRuns, s.Steps, s.HetznerProxies, s.HetznerFaults, s.HetznerReadyAtEnd, s.AWSProxies, s.AWSFaults, s.AWSReadyAtEnd, s.ReadyAtEnd, s.FailedAtEnd, s.InstancesAtEnd)
 }
 
 // PoolCounts says, in a line, what the schedules did with configurations

@@ -105,6 +105,7 @@ func (w *World) maybeFault() {
 	}
 	w.revocation()
 	w.hetznerFault()
+	w.awsFault()
 	switch r := w.rng.Float64(); {
 	case r < 0.04:
 		w.userAction()
@@ -316,6 +317,7 @@ func (w *World) userAction() {
 			spec.MaxAge = simMaxAge.String()
 		}
 		w.hetznerSpec(&spec)
+		w.awsSpec(&spec)
 		_, err := w.store.CreateInNamespace(ctx, &proxy.Proxy{
 			Namespace: namespace, Name: name, UID: uid, Generation: 1,
 			Spec:       spec,

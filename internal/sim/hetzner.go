@@ -36,16 +36,8 @@ type hetznerState struct {
 	// reqs are the create requests by server name, as the Renderer saw
 	// them: what each server was made to serve.
 	reqs map[string]provider.CreateRequest
-	// neverReady and bootError are servers (by id) that never serve, and
-	// those whose proxy says why it cannot; neverReadyNext and
-	// bootErrorNext, how many servers to come will be so. Faults of the
-	// boot: a server that served and stops has no way to say so that the
-	// provider reads (the VM side's call-home is to come), unlike the
-	// mock's VMs, which call home with their error.
-	neverReady                    map[string]bool
-	bootError                     map[string]string
-	neverReadyNext, bootErrorNext int
-	nextSettle                    time.Time
+	bootFaults
+	nextSettle time.Time
 	// full are the locations out of capacity while faults are on.
 	full []string
 	// lostCreates is how many creates to come succeed and lose their
@@ -61,7 +53,7 @@ var hetznerLocations = []string{"fsn1", "nbg1", "hel1"}
 
 func (w *World) newHetzner(seed uint64) {
 	h := &hetznerState{rng: rand.New(rand.NewPCG(seed, 31)), reqs: map[string]provider.CreateRequest{},
-		neverReady: map[string]bool{}, bootError: map[string]string{}}
+		bootFaults: newBootFaults()}
 	h.fake = hetznerfake.NewHandler(hetznerToken)
 	h.fake.SetClock(w.clock.Now)
 	h.boot = time.Duration(5+h.rng.IntN(60)) * time.Second
@@ -189,20 +181,7 @@ func (w *World) hetznerFault() {
 }
 
 // hetznerCreated gives a server the boot faults that wait for one.
-func (w *World) hetznerCreated(id string) {
-	h := w.hz
-	if h.neverReady[id] || h.bootError[id] != "" {
-		return // adopted: it has its fate already
-	}
-	switch {
-	case h.neverReadyNext > 0:
-		h.neverReadyNext--
-		h.neverReady[id] = true
-	case h.bootErrorNext > 0:
-		h.bootErrorNext--
-		h.bootError[id] = "the engine does not answer"
-	}
-}
+func (w *World) hetznerCreated(id string) { w.hz.created(id) }
 
 // hetznerOwn are the ids of this deployment's servers.
 func (w *World) hetznerOwn() []int64 {

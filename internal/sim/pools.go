@@ -297,6 +297,9 @@ func (w *World) checkServed(key proxy.Key, p *proxy.Proxy, in provider.Instance)
 	if isHetzner(in.ID) {
 		req, ok = w.hetznerRequest(in.ID)
 	}
+	if isAWS(in.ID) {
+		req, ok = w.awsRequest(in.ID)
+	}
 	if !ok || req.Engine == nil {
 		w.violation("%s: its VM %s was given no engine configuration", key, in.ID)
 		return

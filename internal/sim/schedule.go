@@ -41,6 +41,7 @@ func (w *World) Run() ([]string, Stats) {
 	w.stuck, w.refuse = 0, false
 	w.mock.ClearCreateFailures()
 	w.clearHetznerFaults()
+	w.clearAWSFaults()
 	end := w.clock.Now().Add(quiesceFor)
 	for guard := 0; guard < 200_000; guard++ {
 		if !w.clock.Now().Before(end) && len(w.active) == 0 && len(w.duePending(true)) == 0 &&
@@ -63,6 +64,7 @@ func (w *World) Run() ([]string, Stats) {
 			// Hetzner finishes the deletes by itself, in seconds: a
 			// Primary IP is free to go once its server is gone.
 			w.hz.fake.Settle()
+			w.aws.fake.Settle()
 			orphaned := 0
 			for _, p := range r.Providers {
 				orphaned += p.Orphaned
@@ -75,6 +77,7 @@ func (w *World) Run() ([]string, Stats) {
 	// Hetzner finishes what it was asked by itself, in seconds: the
 	// deletes of the last runs.
 	w.hz.fake.Settle()
+	w.aws.fake.Settle()
 	w.check()
 	return w.errs, w.stats
 }
@@ -99,6 +102,7 @@ func (w *World) duePending(any bool) []int {
 func (w *World) tick() {
 	w.stats.Steps++
 	w.settleHetzner()
+	w.settleAWS()
 	due := w.duePending(false)
 	if !w.clock.Now().Before(w.nextGC) {
 		w.nextGC = w.clock.Now().Add(gcInterval)

@@ -1,8 +1,9 @@
 // Package sim is a deterministic, seeded simulation of the whole system:
 // the real reconciler and garbage collector (the code the functions run)
 // over the in-memory store (which passes the same contract as Firestore)
-// and two providers, the mock and the hetzner provider itself over the
-// Hetzner fake (hetzner.go), under a scheduler that owns time, event delivery
+// and three providers, the mock, the hetzner provider itself over the
+// Hetzner fake (hetzner.go) and the aws provider itself over the EC2 fake
+// (aws.go), under a scheduler that owns time, event delivery
 // and the interleaving of concurrent invocations.
 //
 // Every store, provider, queue and clock call of an invocation is a step;
@@ -143,6 +144,10 @@ type Stats struct {
 	// lost, stopped and never-ready servers, lost create answers, another
 	// deployment's servers).
 	HetznerProxies, HetznerFaults, HetznerReadyAtEnd int
+	// AWSProxies, AWSFaults and AWSReadyAtEnd are the same of the aws
+	// provider (EC2's faults: zones out of capacity or without the type,
+	// the request rate, quotas, lost answers).
+	AWSProxies, AWSFaults, AWSReadyAtEnd int
 	// ReadyAtEnd, FailedAtEnd and InstancesAtEnd are what the invariants
 	// were checked over.
 	ReadyAtEnd, FailedAtEnd, InstancesAtEnd int
@@ -153,7 +158,7 @@ func (s Stats) Faults() int {
 	return s.Crashes + s.Dropped + s.Duplicated + s.ProviderFaults + s.Lost + s.Stopped +
 		s.CallHomesLost + s.CallHomesDuplicated + s.CallHomesDelayed + s.CallHomesForged + s.NeverReady + s.BootErrors +
 		s.AsyncCreateFailures + s.Stockouts + s.OtherDeployment + s.Unlabelled + s.EmptyDocumentSets +
-		s.ReconfigureErrors + s.ReconfigureStuck + s.ReconfigureRefused + s.PoolEventsDropped + s.PoolEventsDuplicated + s.ClaimsCrashed + s.HetznerFaults
+		s.ReconfigureErrors + s.ReconfigureStuck + s.ReconfigureRefused + s.PoolEventsDropped + s.PoolEventsDuplicated + s.ClaimsCrashed + s.HetznerFaults + s.AWSFaults
 }
 
 // PoolFaults is the number of pool and claim events the schedule made
@@ -219,6 +224,9 @@ func (s *Stats) Add(o Stats) {
 	s.HetznerProxies += o.HetznerProxies
 	s.HetznerFaults += o.HetznerFaults
 	s.HetznerReadyAtEnd += o.HetznerReadyAtEnd
+	s.AWSProxies += o.AWSProxies
+	s.AWSFaults += o.AWSFaults
+	s.AWSReadyAtEnd += o.AWSReadyAtEnd
 	s.ReadyAtEnd += o.ReadyAtEnd
 	s.FailedAtEnd += o.FailedAtEnd
 	s.InstancesAtEnd += o.InstancesAtEnd
@@ -362,6 +370,8 @@ type World struct {
 	owed   map[string]int
 	// hz is the fleets' second provider, Hetzner (hetzner.go).
 	hz *hetznerState
+	// aws is the fleets' third provider, EC2 (aws.go).
+	aws *awsState
 }
 
 // New builds the world of a seed.
@@ -399,10 +409,11 @@ func New(seed uint64, bug Bug) *World {
 		ReconfigureDelay: time.Duration(1+w.shared.IntN(20)) * time.Second})
 	w.other = w.mock.InDeployment("other")
 	w.newHetzner(seed)
+	w.newAWS(seed)
 	log := slog.New(slog.DiscardHandler)
 	st := &simStore{w: w}
 	prov := &simProvider{w: w}
-	provs := simProviders{p: prov, h: simHetzner{&simProvider{w: w, hetzner: true}}}
+	provs := simProviders{p: prov, h: simFixed{&simProvider{w: w, hetzner: true}}, a: simFixed{&simProvider{w: w, aws: true}}}
 	q := &simQueue{w: w}
 	w.rec = reconcile.New(st, provs, q, nil, &simClock{w: w}, log,
 		reconcile.Options{Rand: rand.New(rand.NewPCG(seed, 7)), BootTimeout: bootTimeout, MaxBootFailures: maxBootFailures,

@@ -30,6 +30,9 @@ func TestSimulation(t *testing.T) {
 	if *seed == 0 && (r.Stats.HetznerProxies == 0 || r.Stats.HetznerReadyAtEnd == 0 || r.Stats.HetznerFaults == 0) {
 		t.Errorf("the schedules exercised the hetzner provider too little: %d proxies, %d faults, %d Ready at the end", r.Stats.HetznerProxies, r.Stats.HetznerFaults, r.Stats.HetznerReadyAtEnd)
 	}
+	if *seed == 0 && (r.Stats.AWSProxies == 0 || r.Stats.AWSReadyAtEnd == 0 || r.Stats.AWSFaults == 0) {
+		t.Errorf("the schedules exercised the aws provider too little: %d proxies, %d faults, %d Ready at the end", r.Stats.AWSProxies, r.Stats.AWSFaults, r.Stats.AWSReadyAtEnd)
+	}
 }
 
 // TestPlantedBugsAreFound switches off one safety rule at a time: the

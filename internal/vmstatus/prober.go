@@ -25,6 +25,9 @@ type Status struct {
 	Error string
 	// Traffic is what it carried since its engine started.
 	Traffic *provider.Traffic
+	// Instance and Zone are which VM answered, as its cloud's metadata
+	// service told its agent (EC2's); empty where the VM reads none.
+	Instance, Zone string
 }
 
 // DefaultTimeout bounds one status request: a VM that does not answer in
@@ -58,7 +61,7 @@ func (p *Prober) Probe(ctx context.Context, ip string, port int32, uid string) (
 	if p.Now != nil {
 		now = p.Now
 	}
-	return Status{Generation: st.Generation, Ready: st.Ready, Error: st.Error,
+	return Status{Generation: st.Generation, Ready: st.Ready, Error: st.Error, Instance: st.Instance, Zone: st.Zone,
 		Traffic: &provider.Traffic{BytesIn: st.Stats.BytesIn, BytesOut: st.Stats.BytesOut, Connections: st.Stats.Connections, ReportTime: now()}}, nil
 }
 

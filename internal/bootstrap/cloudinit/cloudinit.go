@@ -21,14 +21,19 @@
 // #cloud-config line (YAML's flow style, which cloud-init reads), so that
 // Parse reads it back exactly, with no YAML library on either side.
 //
-// Renderer is the hetzner provider's hetzner.Renderer.
+// Renderer is the hetzner and aws providers' vmside.Renderer; on EC2 it
+// compresses the user-data (Gzip) and names the instance metadata
+// service the agent asks which instance it is (IMDS).
 package cloudinit
 
 import (
+	"bytes"
+	"compress/gzip"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"path"
 	"regexp"
 	"strings"
@@ -53,6 +58,16 @@ type Renderer struct {
 	// Status is the status access of the VM of uid (vmstatus.Key.Access
 	// with the control plane's addresses).
 	Status func(ctx context.Context, uid string) (*vmconfig.StatusAccess, error)
+	// IMDS is the instance metadata service the VM's agent asks which
+	// instance it is (vmconfig.KeyIMDS: EC2's, vmconfig.EC2MetadataURL);
+	// empty on a cloud whose VMs ask none.
+	IMDS string
+	// Gzip compresses the user-data, which cloud-init reads as well
+	// (it decompresses a user-data that starts with gzip's magic number):
+	// EC2 takes 16 KiB of user-data, and a proxy's is about 10 KB before
+	// its configuration grows with its ranges and users (about 4 KB
+	// compressed: TestEC2UserData logs both).
+	Gzip bool
 }
 
 var (
@@ -93,12 +108,26 @@ func (r Renderer) UserData(req provider.CreateRequest) (string, error) {
 		return "", fmt.Errorf("cloudinit: the status access of %s: %w", req.UID, err)
 	}
 	engine.Status = status
-	return Render(engine, Settings{EngineURL: r.EngineURL, EngineSHA256: r.EngineSHA256, ProbeTarget: r.ProbeTarget})
+	ud, err := Render(engine, Settings{EngineURL: r.EngineURL, EngineSHA256: r.EngineSHA256, ProbeTarget: r.ProbeTarget, IMDS: r.IMDS})
+	if err != nil || !r.Gzip {
+		return ud, err
+	}
+	var b bytes.Buffer
+	zw, _ := gzip.NewWriterLevel(&b, gzip.BestCompression)
+	if _, err := zw.Write([]byte(ud)); err != nil {
+		return "", fmt.Errorf("cloudinit: compressing the user-data: %w", err)
+	}
+	if err := zw.Close(); err != nil {
+		return "", fmt.Errorf("cloudinit: compressing the user-data: %w", err)
+	}
+	return b.String(), nil
 }
 
 // Settings are what the VM reads besides its engine's configuration.
 type Settings struct {
 	EngineURL, EngineSHA256, ProbeTarget string
+	// IMDS is the setting egress-imds (Renderer.IMDS), when set.
+	IMDS string
 }
 
 // file is one entry of cloud-init's write_files.
@@ -135,6 +164,9 @@ func Render(engine vmconfig.Config, s Settings) (string, error) {
 	if s.ProbeTarget != "" {
 		doc.WriteFiles = append(doc.WriteFiles, setting(vmconfig.KeyProbeTarget, s.ProbeTarget))
 	}
+	if s.IMDS != "" {
+		doc.WriteFiles = append(doc.WriteFiles, setting(vmconfig.KeyIMDS, s.IMDS))
+	}
 	doc.WriteFiles = append(doc.WriteFiles, file{Path: vmconfig.BootScript, Owner: "root:root", Permissions: "0700", Content: script})
 	b, err := json.MarshalIndent(doc, "", " ")
 	if err != nil {
@@ -143,14 +175,33 @@ func Render(engine vmconfig.Config, s Settings) (string, error) {
 	return Header + "\n" + string(b) + "\n", nil
 }
 
+// gzipMagic starts a gzip stream, which cloud-init decompresses.
+const gzipMagic = "\x1f\x8b"
+
+// maxUserData bounds what Parse decompresses: far over any user-data
+// this package renders.
+const maxUserData = 1 << 20
+
 // Boot is a user-data this package rendered, read back.
 type Boot struct {
 	// Files are the files it writes, by path.
 	Files map[string]string
 }
 
-// Parse reads a user-data Render made.
+// Parse reads a user-data Render made, compressed (Renderer.Gzip) or
+// not.
 func Parse(userData string) (Boot, error) {
+	if strings.HasPrefix(userData, gzipMagic) {
+		zr, err := gzip.NewReader(strings.NewReader(userData))
+		if err != nil {
+			return Boot{}, fmt.Errorf("cloudinit: the compressed user-data: %w", err)
+		}
+		b, err := io.ReadAll(io.LimitReader(zr, maxUserData))
+		if err != nil {
+			return Boot{}, fmt.Errorf("cloudinit: the compressed user-data: %w", err)
+		}
+		userData = string(b)
+	}
 	rest, ok := strings.CutPrefix(userData, Header+"\n")
 	if !ok {
 		return Boot{}, fmt.Errorf("cloudinit: the user-data does not start with %s", Header)

@@ -3,11 +3,13 @@ package cloudinit_test
 import (
 	"context"
 	"maps"
+	"path"
 	"slices"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"github.com/egress-proxies/egress/internal/bootstrap"
 	"github.com/egress-proxies/egress/internal/bootstrap/cloudinit"
@@ -132,5 +134,52 @@ func TestRendererRefuses(t *testing.T) {
 	req.Engine = nil
 	if _, err := r.UserData(req); err == nil {
 		t.Error("a request without an engine configuration was rendered")
+	}
+}
+
+// TestEC2UserData: the renderer as EC2's (Gzip, IMDS) makes a user-data
+// that starts with gzip's magic number, as cloud-init detects it, well
+// within EC2's 16 KiB, and that Parse reads back to the very files of
+// the plain one, the IMDS setting among them.
+func TestEC2UserData(t *testing.T) {
+	r, _ := renderer(t)
+	r.IMDS = vmconfig.EC2MetadataURL
+	plain, err := r.UserData(request(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.Gzip = true
+	compressed, err := r.UserData(request(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("the user-data of a proxy with one source range: %d bytes, %d compressed", len(plain), len(compressed))
+	if !strings.HasPrefix(compressed, "\x1f\x8b") || len(compressed) >= len(plain) || len(compressed) > 16<<10 {
+		t.Errorf("the compressed user-data is %d bytes (the plain one %d), starting %q: want gzip, smaller, within 16 KiB", len(compressed), len(plain), compressed[:2])
+	}
+	want, err := cloudinit.Parse(plain)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := cloudinit.Parse(compressed)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Each render salts its hashes anew: the engine's configuration is
+	// compared as read, without them.
+	config := path.Join(vmconfig.BootDir, vmconfig.KeyConfig)
+	if diff := cmp.Diff(want, got, cmpopts.IgnoreMapEntries(func(k, _ string) bool { return k == config })); diff != "" {
+		t.Errorf("the compressed user-data read back (-plain +compressed):\n%s", diff)
+	}
+	wantEngine, _ := want.Engine()
+	gotEngine, err := got.Engine()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(wantEngine.AllowedSourceRanges, gotEngine.AllowedSourceRanges); diff != "" || gotEngine.Status == nil || len(gotEngine.Users) != 1 {
+		t.Errorf("the compressed user-data's engine configuration %+v: want the plain one's ranges (%s), one user and the status access", gotEngine, diff)
+	}
+	if got.Setting(vmconfig.KeyIMDS) != vmconfig.EC2MetadataURL {
+		t.Errorf("the setting %s is %q, want %s", vmconfig.KeyIMDS, got.Setting(vmconfig.KeyIMDS), vmconfig.EC2MetadataURL)
 	}
 }

@@ -2,13 +2,13 @@ package hetzner
 
 import (
 	"context"
-	"fmt"
 	"log/slog"
 	"strconv"
 
 	"github.com/hetznercloud/hcloud-go/v2/hcloud"
 
 	"github.com/egress-proxies/egress/internal/provider"
+	"github.com/egress-proxies/egress/internal/provider/vmside"
 )
 
 // Get reads the server, or the Primary IP a Primary IP's ID names. A
@@ -53,25 +53,13 @@ func probePort(sv *hcloud.Server) (int32, bool) {
 	return int32(n), err == nil && n > 0 && n < 65536
 }
 
-// readiness asks the server's proxy whether it serves: no answer yet is
-// Provisioning, an answer that it cannot serve is Provisioning with its
-// reason, and one that it serves stays Running, with the generation it
-// serves. Any answer carries the traffic its proxy carried.
+// readiness asks the VM's proxy whether it serves (vmside.Observe).
 func (p *Provider) readiness(ctx context.Context, out *provider.Instance, port int32) error {
-	st, err := p.cfg.Prober.Probe(ctx, out.IP, port, out.UID)
-	switch {
-	case ctx.Err() != nil:
-		return provider.NewError(provider.KindTransient, "get", out.ID, fmt.Errorf("probing %s:%d: %w", out.IP, port, ctx.Err()))
-	case err != nil:
-		p.cfg.Log.Debug("hetzner server does not answer its status request yet", slog.String("providerID", out.ID), slog.Any("error", err))
-		out.State = provider.StateProvisioning
-	case !st.Ready:
-		out.State, out.BootError = provider.StateProvisioning, st.Error
-	default:
-		out.Generation = st.Generation
+	unanswered, err := vmside.Observe(ctx, p.cfg.Prober, out, port)
+	if unanswered != nil {
+		p.cfg.Log.Debug("hetzner server does not answer its status request yet", slog.String("providerID", out.ID), slog.Any("error", unanswered))
 	}
-	out.Traffic = st.Traffic
-	return nil
+	return err
 }
 
 // convert maps a server onto the provider's view.

@@ -3,7 +3,6 @@ package hetzner
 import (
 	"bytes"
 	"context"
-	"fmt"
 	"log/slog"
 	"strings"
 	"sync"
@@ -15,52 +14,17 @@ import (
 	"github.com/egress-proxies/egress/internal/provider"
 	"github.com/egress-proxies/egress/internal/provider/hetzner/hetznerfake"
 	"github.com/egress-proxies/egress/internal/provider/providertest"
+	"github.com/egress-proxies/egress/internal/provider/vmside/vmsidetest"
 )
 
 // testToken is the fake's token: one no real project has (Hetzner's are
 // 64 characters of letters and digits).
 const testToken = "test-token-0123456789abcdef"
 
-// statuses is the Prober's double: what each uid's server says when
-// asked, and how often it was asked. A uid it has no answer for does not
-// answer (the server still boots).
-type statuses struct {
-	mu     sync.Mutex
-	by     map[string]Status
-	probes []string // ip:port/uid
-}
-
-func (s *statuses) Probe(ctx context.Context, ip string, port int32, uid string) (Status, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.probes = append(s.probes, fmt.Sprintf("%s:%d/%s", ip, port, uid))
-	st, ok := s.by[uid]
-	if !ok {
-		return Status{}, fmt.Errorf("dial tcp %s:%d: connection refused", ip, port)
-	}
-	return st, nil
-}
-
-func (s *statuses) set(uid string, st Status) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.by[uid] = st
-}
-
-// testRenderer is the Renderer's double: a #cloud-config that names what
-// it was made from, and nothing a reader could use.
-var testRenderer = RendererFunc(func(req provider.CreateRequest) (string, error) {
-	gen := int64(0)
-	if req.Engine != nil {
-		gen = req.Engine.Generation
-	}
-	return fmt.Sprintf("#cloud-config\n# egress proxy %s, generation %d\n", req.UID, gen), nil
-})
-
 type env struct {
 	p    *Provider
 	fake *hetznerfake.Server
-	st   *statuses
+	st   *vmsidetest.Statuses
 	logs *syncBuffer
 }
 
@@ -86,8 +50,8 @@ func newEnv(t *testing.T, change ...func(*Config)) *env {
 	t.Helper()
 	fake := hetznerfake.New(testToken)
 	t.Cleanup(fake.Close)
-	e := &env{fake: fake, st: &statuses{by: map[string]Status{}}, logs: &syncBuffer{}}
-	cfg := Config{Renderer: testRenderer, Prober: e.st, Log: slog.New(slog.NewJSONHandler(e.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))}
+	e := &env{fake: fake, st: vmsidetest.NewStatuses(), logs: &syncBuffer{}}
+	cfg := Config{Renderer: vmsidetest.Renderer, Prober: e.st, Log: slog.New(slog.NewJSONHandler(e.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))}
 	for _, c := range change {
 		c(&cfg)
 	}
@@ -133,9 +97,9 @@ func TestConformance(t *testing.T) {
 				e.fake.Put(name, "hel1", labels)
 			},
 			UnknownID:   serverID(999999),
-			ReportReady: func(id string) { e.st.set(e.uidOf(t, id), Status{Generation: 1, Ready: true}) },
+			ReportReady: func(id string) { e.st.Set(e.uidOf(t, id), Status{Generation: 1, Ready: true}) },
 			ReportBootError: func(id, reason string) {
-				e.st.set(e.uidOf(t, id), Status{Error: reason})
+				e.st.Set(e.uidOf(t, id), Status{Error: reason})
 			},
 			Placement: provider.Placement{Region: "eu-central", Zone: "nbg1", MachineType: "cx23", Image: "debian-12"},
 		}
@@ -403,7 +367,7 @@ func TestGetStates(t *testing.T) {
 	for _, tc := range cases {
 		e.fake.SetStatus(pid.id, tc.status)
 		if tc.answer != nil {
-			e.st.set(uid, *tc.answer)
+			e.st.Set(uid, *tc.answer)
 		}
 		in, err := e.p.Get(ctx, id)
 		var got seen
@@ -416,8 +380,8 @@ func TestGetStates(t *testing.T) {
 			t.Errorf("%s (status %s) (-want +got):\n%s", tc.reason, tc.status, diff)
 		}
 	}
-	if len(e.st.probes) == 0 || !strings.HasSuffix(e.st.probes[0], ":3128/"+uid) {
-		t.Errorf("probes %v, want the server's IP on port 3128 for uid %s", e.st.probes, uid)
+	if len(e.st.Probes()) == 0 || !strings.HasSuffix(e.st.Probes()[0], ":3128/"+uid) {
+		t.Errorf("probes %v, want the server's IP on port 3128 for uid %s", e.st.Probes(), uid)
 	}
 }
 

@@ -9,7 +9,9 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strings"
 
+	"github.com/egress-proxies/egress/internal/vm/imds"
 	"github.com/egress-proxies/egress/internal/vm/vmconfig"
 )
 
@@ -29,6 +31,9 @@ type Boot struct {
 	// Readiness is the readiness file the engine reads (its -readiness):
 	// on tmpfs, so a reboot starts from "not ready".
 	Readiness string
+	// Instance and Zone say which VM this is, beside the readiness, when
+	// the cloud's metadata service said (EC2's IMDSv2: package imds).
+	Instance, Zone string
 }
 
 var keyPattern = regexp.MustCompile(`^[a-z0-9-]+$`)
@@ -48,6 +53,23 @@ func (b Boot) Attr(key string) (string, error) {
 	return string(v), nil
 }
 
+// Identify reads which instance the VM is from the metadata service the
+// setting egress-imds names (EC2's, IMDSv2 only: package imds) into
+// b.Instance and b.Zone, which the readiness file then says; without the
+// setting (a cloud whose VMs read none) it does nothing.
+func (b *Boot) Identify(ctx context.Context) error {
+	base, err := b.Attr(vmconfig.KeyIMDS)
+	if err != nil || base == "" {
+		return err
+	}
+	id, err := (&imds.Client{Base: strings.TrimSpace(base)}).Identity(ctx)
+	if err != nil {
+		return fmt.Errorf("agent: which instance this is: %w", err)
+	}
+	b.Instance, b.Zone = id.InstanceID, id.Zone
+	return nil
+}
+
 // ProbeTarget is the setting egress-probe-target.
 func (b Boot) ProbeTarget(context.Context) (string, error) {
 	return b.Attr(vmconfig.KeyProbeTarget)
@@ -55,7 +77,7 @@ func (b Boot) ProbeTarget(context.Context) (string, error) {
 
 // Ready writes that the VM serves generation.
 func (b Boot) Ready(_ context.Context, generation int64) error {
-	if err := b.write(vmconfig.Readiness{Generation: generation, Ready: true}); err != nil {
+	if err := b.write(vmconfig.Readiness{Generation: generation, Ready: true, Instance: b.Instance, Zone: b.Zone}); err != nil {
 		return fmt.Errorf("agent: writing the readiness file: %w", err)
 	}
 	return nil
@@ -65,7 +87,7 @@ func (b Boot) Ready(_ context.Context, generation int64) error {
 func (b Boot) Failed(_ context.Context, generation int64, reason string) {
 	// The reason is all a caller acts on: a write that fails leaves "not
 	// ready", which the control plane's boot timeout catches.
-	_ = b.write(vmconfig.Readiness{Generation: max(generation, 0), Error: reason})
+	_ = b.write(vmconfig.Readiness{Generation: max(generation, 0), Error: reason, Instance: b.Instance, Zone: b.Zone})
 }
 
 // write replaces the readiness file whole, readable by the engine's user:

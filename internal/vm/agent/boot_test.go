@@ -11,6 +11,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/egress-proxies/egress/internal/vm/agent"
+	"github.com/egress-proxies/egress/internal/vm/imds/imdsmock"
 	"github.com/egress-proxies/egress/internal/vm/vmconfig"
 )
 
@@ -93,5 +94,60 @@ func TestBootAttr(t *testing.T) {
 	}
 	if _, err := b.Attr("../../etc/shadow"); err == nil || !strings.Contains(err.Error(), "not a setting") {
 		t.Errorf("a path as a setting's name: %v, want refused", err)
+	}
+}
+
+// TestBootIdentifiesTheEC2Instance: on EC2 (the setting egress-imds),
+// the agent asks the metadata service, here AWS's own mock with IMDSv2
+// required, which instance it is, and the readiness file says it beside
+// the generation served; without the setting it asks nothing.
+func TestBootIdentifiesTheEC2Instance(t *testing.T) {
+	base, err := imdsmock.Start(context.Background(), t.TempDir(), imdsmock.Config{InstanceID: "i-0feedbeef1234567a", Zone: "eu-central-1a", Region: "eu-central-1", UserData: []byte("#cloud-config\n")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	cases := map[string]struct {
+		reason string
+		imds   string
+		want   vmconfig.Readiness
+	}{
+		"EC2":    {reason: "the instance's id and zone, read with a token", imds: base, want: vmconfig.Readiness{Generation: 4, Ready: true, Instance: "i-0feedbeef1234567a", Zone: "eu-central-1a"}},
+		"NoIMDS": {reason: "a cloud-init boot of another cloud reads no instance", want: vmconfig.Readiness{Generation: 4, Ready: true}},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			boot := agent.Boot{Dir: t.TempDir(), Readiness: filepath.Join(t.TempDir(), "readiness.json")}
+			if tc.imds != "" {
+				if err := os.WriteFile(filepath.Join(boot.Dir, vmconfig.KeyIMDS), []byte(tc.imds+"\n"), 0o600); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if err := boot.Identify(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			if err := boot.Ready(context.Background(), 4); err != nil {
+				t.Fatal(err)
+			}
+			b, err := os.ReadFile(boot.Readiness)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var got vmconfig.Readiness
+			if err := json.Unmarshal(b, &got); err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("%s\nreadiness (-want +got):\n%s", tc.reason, diff)
+			}
+		})
+	}
+	// A service that refuses (here: no such path on the mock's root) is
+	// an error naming it, never an identity.
+	boot := agent.Boot{Dir: t.TempDir()}
+	if err := os.WriteFile(filepath.Join(boot.Dir, vmconfig.KeyIMDS), []byte(base+"/nowhere"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := boot.Identify(context.Background()); err == nil || boot.Instance != "" {
+		t.Errorf("Identify against a path the service does not serve: %v, instance %q; want an error and none", err, boot.Instance)
 	}
 }

@@ -555,10 +555,10 @@ func checkReboot(t *testing.T, r *run, since time.Time, ready GuestWrite) {
 }
 
 // metadataRequests are the requests the metadata server's stand-in got,
-// Google's or Hetzner's.
+// Google's or a cloud-init cloud's (Hetzner's, EC2's).
 func (r *run) metadataRequests() []Request {
-	if r.hetzner != nil {
-		return r.hetzner.metadata.Requests()
+	if r.cloud != nil {
+		return r.cloud.metadata.Requests()
 	}
 	return r.metadata.Requests()
 }

@@ -25,7 +25,11 @@
 // the user-data the hetzner provider made from a stand-in of Hetzner's
 // metadata service (HetznerMetadata), and the control plane's prober
 // reads Ready through the proxy port (hetzner_test.go; what stands in
-// for what a container lacks is in hetznerimage.go).
+// for what a container lacks is in hetznerimage.go). And a Debian 13
+// shaped like Debian's AWS image (EC2Release), the same way with
+// cloud-init's Ec2 datasource and AWS's own metadata mock
+// (amazon-ec2-metadata-mock behind EC2Metadata; ec2_test.go,
+// ec2image.go); both boots are cloudinit_test.go's.
 //
 // The test itself (make image-test) then checks from outside, one
 // assertion each, what a user and an attacker would see: see TestImage.

@@ -81,8 +81,8 @@ type run struct {
 	providerID string
 	instance   string // the VM's name
 
-	// hetzner is the Hetzner-shaped boot's part, nil on GCE's.
-	hetzner *hetznerRun
+	// cloud is a cloud-init boot's part (Hetzner's, EC2's), nil on GCE's.
+	cloud *cloudRun
 
 	// engine is the engine's configuration the VM was last given.
 	engine vmconfig.Config
@@ -176,11 +176,14 @@ func TestImage(t *testing.T) {
 			results = append(results, res)
 		}
 	}
-	// The Hetzner-shaped boot: cloud-init and the user-data (hetzner_test.go).
-	res, ran := result{family: HetznerRelease.Family}, false
-	t.Run(HetznerRelease.Family, func(t *testing.T) { ran = true; res = testHetzner(t, ctx, runDir, engine) })
-	if ran {
-		results = append(results, res)
+	// The Hetzner- and EC2-shaped boots: cloud-init and the user-data
+	// (cloudinit_test.go, hetzner_test.go, ec2_test.go).
+	for _, shape := range []cloudShape{hetznerShape, ec2Shape} {
+		res, ran := result{family: shape.rel.Family}, false
+		t.Run(shape.rel.Family, func(t *testing.T) { ran = true; res = testCloudInit(t, ctx, runDir, engine, shape) })
+		if ran {
+			results = append(results, res)
+		}
 	}
 	var parts []string
 	failed := false

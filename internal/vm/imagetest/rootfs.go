@@ -24,7 +24,8 @@ type Release struct {
 	Suite string
 	// Cloud is whose image the root file system is shaped like: "" for
 	// Google's (the guest agent runs the startup script), "hetzner" for
-	// Hetzner's (cloud-init runs the user-data: HetznerPackages).
+	// Hetzner's and "ec2" for Debian's AWS image (cloud-init runs the
+	// user-data: HetznerPackages).
 	Cloud string
 }
 
@@ -32,6 +33,10 @@ type Release struct {
 // debian-13 image has it, with Debian's cloud-init and its Hetzner
 // datasource.
 var HetznerRelease = Release{Family: "hetzner-debian-13", Suite: "trixie", Cloud: "hetzner"}
+
+// EC2Release is the EC2-shaped boot: Debian 13 as Debian's AWS image has
+// it, with Debian's cloud-init and its Ec2 datasource.
+var EC2Release = Release{Family: "ec2-debian-13", Suite: "trixie", Cloud: "ec2"}
 
 // Releases are booted in this order.
 var Releases = []Release{{Family: "debian-13", Suite: "trixie"}, {Family: "debian-12", Suite: "bookworm"}}
@@ -51,7 +56,8 @@ var Packages = []string{
 }
 
 // HetznerPackages are Packages with Debian's cloud-init, which Hetzner's
-// images run, in place of Google's guest environment.
+// images and Debian's AWS images run, in place of Google's guest
+// environment.
 var HetznerPackages = []string{
 	"systemd", "systemd-sysv", "dbus",
 	"curl", "ca-certificates", "iproute2", "nftables",
@@ -64,7 +70,7 @@ var HetznerPackages = []string{
 
 // packages is what rel's root file system holds beyond the minimal base.
 func (rel Release) packages() []string {
-	if rel.Cloud == "hetzner" {
+	if rel.Cloud != "" {
 		return HetznerPackages
 	}
 	return Packages
@@ -121,8 +127,11 @@ func Mirror() (string, error) {
 // made of.
 func CacheKey(rel Release) string {
 	setup := setupVersion
-	if rel.Cloud == "hetzner" {
+	switch rel.Cloud {
+	case "hetzner":
 		setup = "hetzner " + hetznerSetupVersion
+	case "ec2":
+		setup = "ec2 " + ec2SetupVersion
 	}
 	sum := sha256.Sum256([]byte(rel.Suite + "\n" + strings.Join(rel.packages(), ",") + "\n" + setup))
 	return hex.EncodeToString(sum[:6])
@@ -173,8 +182,11 @@ func Rootfs(ctx context.Context, rel Release, log io.Writer) (dir string, built 
 		return "", false, fmt.Errorf("debootstrap %s: %w\n%s", strings.Join(args, " "), err, tail)
 	}
 	prep := prepare
-	if rel.Cloud == "hetzner" {
+	switch rel.Cloud {
+	case "hetzner":
 		prep = prepareHetzner
+	case "ec2":
+		prep = prepareEC2
 	}
 	if err := prep(tmp); err != nil {
 		return "", false, err

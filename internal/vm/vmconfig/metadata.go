@@ -41,7 +41,15 @@ const (
 	// its call-home names the member by pool and name (KeyName), as a
 	// member has no namespace. A claim's Reconfigure removes it.
 	KeyPool = "egress-pool"
+	// KeyIMDS, a cloud-init boot's setting on EC2 only, is the root URL
+	// of the instance metadata service (EC2MetadataURL), which the agent
+	// asks, IMDSv2 only, which instance it is (its id and zone), to say so
+	// beside its readiness.
+	KeyIMDS = "egress-imds"
 )
+
+// EC2MetadataURL is EC2's instance metadata service on every instance.
+const EC2MetadataURL = "http://169.254.169.254"
 
 // Guest attributes the script writes, in namespace GuestNamespace.
 const (

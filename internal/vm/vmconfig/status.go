@@ -46,6 +46,11 @@ type Readiness struct {
 	Ready bool `json:"ready"`
 	// Error is the one-line reason it cannot serve, when it is not ready.
 	Error string `json:"error,omitempty"`
+	// Instance and Zone are which VM the agent runs on, as its cloud's
+	// metadata service says (EC2's instance id and availability zone,
+	// KeyIMDS); empty where the agent reads none.
+	Instance string `json:"instance,omitempty"`
+	Zone     string `json:"zone,omitempty"`
 }
 
 // Status is the answer of GET http://egress-status.invalid/status: the
@@ -55,5 +60,8 @@ type Status struct {
 	Generation int64  `json:"generation"`
 	Ready      bool   `json:"ready"`
 	Error      string `json:"error,omitempty"`
-	Stats      Stats  `json:"stats"`
+	// Instance and Zone are the readiness's: which VM answers.
+	Instance string `json:"instance,omitempty"`
+	Zone     string `json:"zone,omitempty"`
+	Stats    Stats  `json:"stats"`
 }

@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/hetznercloud/hcloud-go/v2/hcloud/schema"
+
+	"github.com/egress-proxies/egress/internal/vm/loopback"
 )
 
 // Server is the fake. Its methods are safe for concurrent use.
@@ -42,10 +44,8 @@ type Server struct {
 	tokens      map[string]int
 	onPoll      func()
 
-	// Serve's: the settings, the settling's stop, the running engines.
-	serve       *Serve
-	stopServing func()
-	engines     map[int64]*served
+	// serving is Serve's, nil when the fake does not serve.
+	serving *loopback.Serving
 }
 
 // New starts a fake on a loopback port that accepts token (as
@@ -71,7 +71,6 @@ func newServer(token string) *Server {
 		clock:      time.Now,
 		servers:    map[int64]*schema.Server{},
 		userData:   map[int64]string{},
-		engines:    map[int64]*served{},
 		primaryIPs: map[int64]*schema.PrimaryIP{},
 		actions:    map[int64]*schema.Action{},
 		nextID:     1000,

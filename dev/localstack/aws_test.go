@@ -1,0 +1,157 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+	"github.com/google/uuid"
+
+	"github.com/egress-proxies/egress/internal/provider/aws/ec2fake"
+)
+
+// awsRegion is the region of the stack's aws proxies (AWS_ALLOWED_REGIONS).
+const awsRegion = "eu-west-1"
+
+// awsCLI is AWS's own CLI (Debian's awscli) against the stack's EC2 fake.
+type awsCLI struct{ path, endpoint, home string }
+
+// run runs aws in awsRegion and fails the test unless it exits 0.
+func (a awsCLI) run(t *testing.T, args ...string) string {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, a.path, append([]string{"--endpoint-url", a.endpoint, "--region", awsRegion, "--output", "json", "--no-cli-pager"}, args...)...)
+	// A key of no account: the fake reads the signature's scope only.
+	cmd.Env = append(os.Environ(), "AWS_ACCESS_KEY_ID=AKIAEGRESSLOCALSTACK1", "AWS_SECRET_ACCESS_KEY=not-a-secret",
+		"AWS_CONFIG_FILE="+filepath.Join(a.home, "config"), "AWS_SHARED_CREDENTIALS_FILE="+filepath.Join(a.home, "credentials"),
+		"HOME="+a.home, "AWS_EC2_METADATA_DISABLED=true", "AWS_PAGER=", "NO_PROXY=127.0.0.1", "no_proxy=127.0.0.1")
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	if err := cmd.Run(); err != nil {
+		t.Fatalf("aws %s: %v\nstdout:\n%s\nstderr:\n%s", strings.Join(args, " "), err, stdout.String(), stderr.String())
+	}
+	return stdout.String()
+}
+
+type awsInstance struct {
+	ID    string `json:"InstanceId"`
+	State struct{ Name string }
+	Tags  []struct{ Key, Value string }
+}
+
+func (in awsInstance) tags() map[string]string {
+	out := map[string]string{}
+	for _, t := range in.Tags {
+		out[t.Key] = t.Value
+	}
+	return out
+}
+
+// instances is `aws ec2 describe-instances [--filters FILTER]` of the
+// instances not terminated (EC2 lists a terminated one for about an
+// hour), by id.
+func (a awsCLI) instances(t *testing.T, filter ...string) map[string]awsInstance {
+	t.Helper()
+	args := []string{"ec2", "describe-instances"}
+	if len(filter) > 0 {
+		args = append(args, "--filters", filter[0])
+	}
+	var out struct {
+		Reservations []struct{ Instances []awsInstance }
+	}
+	if err := json.Unmarshal([]byte(a.run(t, args...)), &out); err != nil {
+		t.Fatal(err)
+	}
+	live := map[string]awsInstance{}
+	for _, r := range out.Reservations {
+		for _, in := range r.Instances {
+			if in.State.Name != "terminated" && in.State.Name != "shutting-down" {
+				live[in.ID] = in
+			}
+		}
+	}
+	return live
+}
+
+// awsProxy is issue 35's local-stack flow on the EC2 fake: the CLI makes
+// an aws proxy that becomes Ready (its instance's engine answers the
+// stack's status request through the proxy port) and serves a request;
+// aws ec2 describe-instances lists its instance with the three tags;
+// deleted, it leaves no instance and no Elastic IP; an instance aws ec2
+// run-instances makes with the tags and no proxy is collected after the
+// grace period, and one of another deployment is not.
+func (s *liveStack) awsProxy(t *testing.T) {
+	path := "/usr/bin/aws" // Debian's, before any version manager's shim
+	if _, err := os.Stat(path); err != nil {
+		if path, err = exec.LookPath("aws"); err != nil {
+			if os.Getenv("CI") == "true" {
+				t.Fatal("aws is not installed; under CI it must be (Debian's awscli: scripts/install-deps.sh)")
+			}
+			t.Skip("aws is not installed (Debian's awscli, which scripts/install-deps.sh installs)")
+		}
+	}
+	a := awsCLI{path: path, endpoint: s.ec2.Endpoint(), home: t.TempDir()}
+	cli := buildCLI(t, s.front.URL, unsignedToken("alice@example.com"))
+	ns := []string{"--namespace", "demo"}
+	cloudProxy(t, cli, "ec2", "aws", awsRegion)
+
+	listed := a.instances(t, "Name=tag:proxy-operator-managed,Values=true")
+	if len(listed) != 1 {
+		t.Fatalf("aws ec2 describe-instances --filters Name=tag:proxy-operator-managed,Values=true: %v, want the proxy's instance alone", listed)
+	}
+	for _, in := range listed {
+		tags := in.tags()
+		uid := tags["proxy-operator-uid"]
+		want := map[string]string{"proxy-operator-managed": "true", "proxy-operator-uid": uid, "egress-deployment": "egress", "egress-proxy-port": "3128", "Name": tags["Name"]}
+		if diff := cmp.Diff(want, tags); diff != "" || in.State.Name != "running" || !regexp.MustCompile(`^[0-9a-f-]{36}$`).MatchString(uid) || !strings.HasPrefix(tags["Name"], "proxy-") {
+			t.Errorf("the proxy's instance %s is %s with tags (-want +got):\n%s", in.ID, in.State.Name, diff)
+		}
+	}
+
+	cli.must(t, append([]string{"proxies", "delete", "ec2", "--wait", "--timeout", "90s"}, ns...)...)
+	waitFor(t, time.Minute, "aws ec2 describe-instances to list no live instance", func() bool { return len(a.instances(t)) == 0 })
+	var addrs struct{ Addresses []json.RawMessage }
+	if err := json.Unmarshal([]byte(a.run(t, "ec2", "describe-addresses")), &addrs); err != nil || len(addrs.Addresses) != 0 {
+		t.Errorf("aws ec2 describe-addresses after an Ephemeral proxy's deletion: %d left (%v), want none", len(addrs.Addresses), err)
+	}
+
+	// An orphan of this deployment, and an instance of another.
+	launch := func(deployment string) string {
+		var out struct{ Instances []awsInstance }
+		err := json.Unmarshal([]byte(a.run(t, "ec2", "run-instances", "--image-id", s.ec2.ImageID(awsRegion, "debian-13-amd64-20251117-2299"),
+			"--instance-type", "t3.micro", "--count", "1", "--tag-specifications",
+			"ResourceType=instance,Tags=[{Key=proxy-operator-managed,Value=true},{Key=proxy-operator-uid,Value="+uuid.NewString()+"},{Key=egress-deployment,Value="+deployment+"}]")), &out)
+		if err != nil || len(out.Instances) != 1 {
+			t.Fatalf("aws ec2 run-instances printed %+v (%v), want one instance", out, err)
+		}
+		return out.Instances[0].ID
+	}
+	orphan, staging := launch("egress"), launch("staging")
+	waitFor(t, time.Minute, "the orphan to be collected", func() bool { _, ok := a.instances(t)[orphan]; return !ok })
+	// Several collector runs later (GC_INTERVAL=1s), the other
+	// deployment's instance is there still.
+	time.Sleep(3 * time.Second)
+	if _, ok := a.instances(t)[staging]; !ok {
+		t.Errorf("the collector terminated an instance of another deployment")
+	}
+	a.run(t, "ec2", "terminate-instances", "--instance-ids", staging)
+}
+
+// startEC2 starts the stack's EC2 fake, its instances booting their
+// engines on loopback addresses from the user-data the stack renders.
+func startEC2(t *testing.T) *ec2fake.Server {
+	t.Helper()
+	f := ec2fake.New()
+	f.StartServing(ec2fake.Serve{AllowDestinations: []string{"127.0.0.1/32"}, Tick: 500 * time.Millisecond})
+	t.Cleanup(f.Close)
+	return f
+}

@@ -1,0 +1,527 @@
+package ec2fake
+
+import (
+	"encoding/base64"
+	"fmt"
+	"maps"
+	"regexp"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Instance is what the fake holds of an EC2 instance.
+type Instance struct {
+	ID, Region, Zone, ImageID, Type string
+	// State is EC2's: pending, running, stopping, stopped,
+	// shutting-down, terminated.
+	State       string
+	Tags        map[string]string
+	ClientToken string
+	Reservation string
+	LaunchTime  time.Time
+	// Created is when its primary interface was attached: its launch,
+	// which LaunchTime is until the instance is stopped and started.
+	Created        time.Time
+	Interface      string
+	PublicIP       string
+	PrivateIP      string
+	UserData       string // decoded
+	SecurityGroups []string
+	// MetadataOptions are the instance metadata options asked for at
+	// launch (HttpTokens, HttpPutResponseHopLimit, HttpEndpoint,
+	// InstanceMetadataTags), with EC2's defaults where the request named
+	// none.
+	MetadataOptions map[string]string
+	// AllocationID is the Elastic IP associated with it, if any.
+	AllocationID string
+}
+
+// tokenUse is what a ClientToken made: the instance, and a fingerprint
+// of the request, to tell a retry from another request with the token.
+type tokenUse struct {
+	instance    string
+	fingerprint string
+}
+
+// stateCodes are EC2's codes of the instance states.
+var stateCodes = map[string]int{"pending": 0, "running": 16, "shutting-down": 32, "terminated": 48, "stopping": 64, "stopped": 80}
+
+// MaxUserDataBytes is EC2's limit on user-data, before base64.
+const MaxUserDataBytes = 16 << 10
+
+// runInstances launches one instance, as the API reference's
+// RunInstances: idempotent by ClientToken (the same token and the same
+// parameters answer the instance the first call made, in its state of
+// now; the same token with other parameters is
+// IdempotentParameterMismatch), the tags of TagSpecifications set at
+// launch, the zone's capacity, the type's offer and the account's
+// limit checked first.
+func (s *Server) runInstances(r *request) (any, error) {
+	token := r.str("ClientToken")
+	imageID, typ := r.str("ImageId"), r.str("InstanceType")
+	zone := r.str("Placement.AvailabilityZone")
+	userData := r.str("UserData")
+	minCount, err := r.integer("MinCount", 0)
+	if err != nil {
+		return nil, err
+	}
+	maxCount, err := r.integer("MaxCount", 0)
+	if err != nil {
+		return nil, err
+	}
+	specs, err := r.tagSpecifications("instance", "volume", "network-interface")
+	if err != nil {
+		return nil, err
+	}
+	md := map[string]string{"HttpTokens": "optional", "HttpPutResponseHopLimit": "1", "HttpEndpoint": "enabled", "InstanceMetadataTags": "disabled"}
+	for k := range md {
+		if v := r.str("MetadataOptions." + k); v != "" {
+			md[k] = v
+		}
+	}
+	groups := append(r.list("SecurityGroup"), r.list("SecurityGroupId")...)
+
+	fingerprint := fingerprintOf(r)
+	if token != "" {
+		if len(token) > 64 {
+			return nil, errorf("InvalidParameterValue", "ClientToken is at most 64 ASCII characters")
+		}
+		if use, ok := s.tokens[r.region+"/"+token]; ok {
+			if use.fingerprint != fingerprint {
+				return nil, errorf("IdempotentParameterMismatch", "The client token you have provided is associated with a resource that is already deleted or has different parameters. Please use a different client token.")
+			}
+			in := s.instances[use.instance]
+			return &reservationResponse{ReservationID: in.Reservation, OwnerID: OwnerID, Instances: []instanceXML{s.instanceXML(in)}}, nil
+		}
+	}
+	switch {
+	case imageID == "":
+		return nil, errorf("MissingParameter", "The request must contain the parameter ImageId")
+	case minCount != 1 || maxCount != 1:
+		return nil, errorf("InvalidParameterValue", "the fake launches one instance a call: MinCount and MaxCount must be 1, not %d and %d", minCount, maxCount)
+	}
+	im, ok := s.imageByID(r.region, imageID)
+	if !ok {
+		return nil, errorf("InvalidAMIID.NotFound", "The image id '[%s]' does not exist", imageID)
+	}
+	if typ == "" {
+		typ = "m1.small" // EC2's default, which the fake does not sell
+	}
+	arch, ok := instanceTypes[typ]
+	switch {
+	case !ok:
+		return nil, errorf("InvalidParameterValue", "Invalid value '%s' for InstanceType.", typ)
+	case arch != im.Arch:
+		return nil, errorf("InvalidParameterValue", "The architecture '%s' of the specified instance type does not match the architecture '%s' of the specified AMI.", arch, im.Arch)
+	}
+	zones := s.regions[r.region]
+	switch {
+	case zone == "":
+		zone = zones[0]
+	case !slices.Contains(zones, zone):
+		return nil, errorf("InvalidParameterValue", "Invalid availability zone: [%s]", zone)
+	}
+	if userData != "" {
+		raw, err := base64.StdEncoding.DecodeString(userData)
+		if err != nil {
+			return nil, errorf("InvalidParameterValue", "Invalid BASE64 encoding of user data.")
+		}
+		if len(raw) > MaxUserDataBytes {
+			return nil, errorf("InvalidParameterValue", "User data is limited to %d bytes", MaxUserDataBytes)
+		}
+		userData = string(raw)
+	}
+	if hop, err := strconv.Atoi(md["HttpPutResponseHopLimit"]); err != nil || hop < 1 || hop > 64 {
+		return nil, errorf("InvalidParameterValue", "HttpPutResponseHopLimit must be 1 to 64, not %q", md["HttpPutResponseHopLimit"])
+	}
+	switch {
+	case s.noCapacity[zone]:
+		return nil, errorf("InsufficientInstanceCapacity", "We currently do not have sufficient %s capacity in the Availability Zone you requested (%s). Our system will be working on provisioning additional capacity. You can currently get %s capacity by not specifying an Availability Zone in your request or choosing %s.",
+			typ, zone, typ, strings.Join(slices.DeleteFunc(slices.Clone(zones), func(z string) bool { return z == zone || s.noCapacity[z] }), ", "))
+	case s.unsupported[zone+"/"+typ]:
+		return nil, errorf("Unsupported", "Your requested instance type (%s) is not supported in your requested Availability Zone (%s). Please retry your request by not specifying an Availability Zone or choosing %s.",
+			typ, zone, strings.Join(slices.DeleteFunc(slices.Clone(zones), func(z string) bool { return z == zone }), ", "))
+	case s.instanceLimit > 0 && s.live(r.region) >= s.instanceLimit:
+		return nil, errorf("InstanceLimitExceeded", "You have requested more instances (%d) than your current instance limit of %d allows for the specified instance type.", s.live(r.region)+1, s.instanceLimit)
+	}
+
+	in := &Instance{
+		ID: s.newID("i-", 17), Region: r.region, Zone: zone, ImageID: imageID, Type: typ, State: "pending",
+		Tags: specs["instance"], ClientToken: token, Reservation: s.newID("r-", 17), LaunchTime: s.clock().UTC().Truncate(time.Millisecond),
+		Interface: s.newID("eni-", 17),
+		PrivateIP: s.newIP("172.31"), UserData: userData, SecurityGroups: groups, MetadataOptions: md,
+	}
+	if in.Tags == nil {
+		in.Tags = map[string]string{}
+	}
+	in.Created = in.LaunchTime
+	s.instances[in.ID] = in
+	s.order = append(s.order, in.ID)
+	if token != "" {
+		s.tokens[r.region+"/"+token] = tokenUse{instance: in.ID, fingerprint: fingerprint}
+	}
+	return &reservationResponse{ReservationID: in.Reservation, OwnerID: OwnerID, Instances: []instanceXML{s.instanceXML(in)}}, nil
+}
+
+// fingerprintOf is what a request with a ClientToken asks, but the
+// token: two calls with one token and one fingerprint are one request.
+func fingerprintOf(r *request) string {
+	var parts []string
+	for _, k := range slices.Sorted(maps.Keys(r.form)) {
+		if k != "ClientToken" {
+			parts = append(parts, k+"="+strings.Join(r.form[k], ","))
+		}
+	}
+	return strings.Join(parts, "&")
+}
+
+// live counts a region's instances pending or running.
+func (s *Server) live(region string) int {
+	n := 0
+	for _, in := range s.instances {
+		if in.Region == region && (in.State == "pending" || in.State == "running") {
+			n++
+		}
+	}
+	return n
+}
+
+// newID is an EC2 id: the prefix and n hex digits.
+func (s *Server) newID(prefix string, n int) string {
+	s.seq++
+	return prefix + fmt.Sprintf("%0*x", n, s.seq)
+}
+
+// newIP is an address of a /16: 172.31.x.y (private), 198.18.x.y
+// (instances' public) or 198.19.x.y (Elastic IPs), from the benchmark
+// range no host of the internet has.
+func (s *Server) newIP(net16 string) string {
+	s.nextIP++
+	return fmt.Sprintf("%s.%d.%d", net16, (s.nextIP/250)%250, s.nextIP%250+1)
+}
+
+// idPattern is the form of an instance id.
+var idPattern = regexp.MustCompile(`^i-[0-9a-f]{8}([0-9a-f]{9})?$`)
+
+// describeInstances answers the region's instances by id or by filters,
+// in pages (the API reference's DescribeInstances: MaxResults is 5 to
+// 1000 and cannot go with InstanceIds; an unknown id fails the call with
+// InvalidInstanceID.NotFound). Terminated instances are listed, as EC2
+// lists them for about an hour.
+func (s *Server) describeInstances(r *request) (any, error) {
+	ids := r.list("InstanceId")
+	filters, err := r.filters("instance-id", "instance-state-name", "instance-state-code", "tag:", "tag-key", "client-token",
+		"availability-zone", "image-id", "instance-type", "reservation-id", "ip-address")
+	if err != nil {
+		return nil, err
+	}
+	maxResults, err := r.integer("MaxResults", 0)
+	if err != nil {
+		return nil, err
+	}
+	next := r.str("NextToken")
+	switch {
+	case maxResults != 0 && len(ids) > 0:
+		return nil, errorf("InvalidParameterCombination", "The parameter instancesSet cannot be used with the parameter maxResults")
+	case maxResults != 0 && (maxResults < 5 || maxResults > 1000):
+		return nil, errorf("InvalidParameterValue", "Value ( %d ) for parameter maxResults is invalid. Expecting a value between 5 and 1000.", maxResults)
+	}
+	for _, id := range ids {
+		if !idPattern.MatchString(id) {
+			return nil, errorf("InvalidInstanceID.Malformed", "Invalid id: \"%s\"", id)
+		}
+		if in, ok := s.instances[id]; !ok || in.Region != r.region {
+			return nil, errorf("InvalidInstanceID.NotFound", "The instance ID '%s' does not exist", id)
+		}
+	}
+	var match []*Instance
+	for _, id := range s.order {
+		in := s.instances[id]
+		if in.Region != r.region || (len(ids) > 0 && !slices.Contains(ids, id)) {
+			continue
+		}
+		fields := map[string]string{"instance-id": in.ID, "instance-state-name": in.State, "instance-state-code": strconv.Itoa(stateCodes[in.State]),
+			"client-token": in.ClientToken, "availability-zone": in.Zone, "image-id": in.ImageID, "instance-type": in.Type,
+			"reservation-id": in.Reservation, "ip-address": in.PublicIP}
+		if filters.match(fields, in.Tags) {
+			match = append(match, in)
+		}
+	}
+	from := 0
+	if next != "" {
+		n, err := strconv.Atoi(strings.TrimPrefix(next, "page-"))
+		if err != nil || !strings.HasPrefix(next, "page-") || n < 0 || n > len(match) {
+			return nil, errorf("InvalidParameterValue", "Invalid value '%s' for nextToken", next)
+		}
+		from = n
+	}
+	to := len(match)
+	if maxResults > 0 {
+		to = min(from+maxResults, len(match))
+	}
+	out := &describeInstancesResponse{}
+	for _, in := range match[from:to] {
+		out.Reservations = append(out.Reservations, reservationXML{ReservationID: in.Reservation, OwnerID: OwnerID, Instances: []instanceXML{s.instanceXML(in)}})
+	}
+	if to < len(match) {
+		out.NextToken = "page-" + strconv.Itoa(to)
+	}
+	return out, nil
+}
+
+// terminateInstances moves the instances to shutting-down, as the API
+// reference's TerminateInstances: idempotent (a terminated instance
+// answers terminated again), and an unknown id fails the whole call.
+func (s *Server) terminateInstances(r *request) (any, error) {
+	ids := r.list("InstanceId")
+	if len(ids) == 0 {
+		return nil, errorf("MissingParameter", "The request must contain the parameter InstanceId")
+	}
+	for _, id := range ids {
+		if !idPattern.MatchString(id) {
+			return nil, errorf("InvalidInstanceID.Malformed", "Invalid id: \"%s\"", id)
+		}
+		if in, ok := s.instances[id]; !ok || in.Region != r.region {
+			return nil, errorf("InvalidInstanceID.NotFound", "The instance ID '%s' does not exist", id)
+		}
+	}
+	out := &terminateResponse{}
+	for _, id := range ids {
+		in := s.instances[id]
+		prev := in.State
+		if in.State != "terminated" {
+			in.State = "shutting-down"
+		}
+		out.Changes = append(out.Changes, stateChangeXML{InstanceID: id, Current: stateXML{Code: stateCodes[in.State], Name: in.State},
+			Previous: stateXML{Code: stateCodes[prev], Name: prev}})
+	}
+	return out, nil
+}
+
+// Settle finishes what is in progress: pending instances run (with a
+// public address, unless an Elastic IP is theirs), stopping ones stop,
+// shutting-down ones are terminated and their Elastic IP disassociated.
+func (s *Server) Settle() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	for _, id := range s.order {
+		in := s.instances[id]
+		switch in.State {
+		case "pending":
+			in.State = "running"
+			if in.PublicIP == "" {
+				in.PublicIP = s.publicIP(false)
+			}
+			s.serveAt(in)
+		case "stopping":
+			in.State = "stopped"
+		case "shutting-down":
+			s.terminated(in)
+		}
+	}
+}
+
+// SetState puts an instance into an EC2 state, as EC2 or someone with
+// the console would (stopped, terminated, …). An instance shutting down
+// only terminates, and a terminated one stays so, as in EC2: a state
+// asked of them otherwise is ignored.
+func (s *Server) SetState(id, state string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := stateCodes[state]; !ok {
+		panic("ec2fake: no instance state " + state)
+	}
+	if in := s.instances[id]; in != nil && (in.State != "terminated" && (in.State != "shutting-down" || state == "terminated")) {
+		if in.State == "stopped" && (state == "pending" || state == "running") {
+			in.LaunchTime = s.clock().UTC().Truncate(time.Millisecond) // a start is a new launch time
+		}
+		in.State = state
+		switch {
+		case state == "terminated":
+			s.terminated(in)
+		case state == "stopping" || state == "stopped":
+			s.unserve(in.ID)
+		case state == "running" && in.PublicIP != "":
+			s.serveAt(in)
+		}
+	}
+}
+
+// terminated ends an instance: no address, and its Elastic IP, if it
+// had one, free again.
+func (s *Server) terminated(in *Instance) {
+	s.unserve(in.ID)
+	in.State, in.PublicIP = "terminated", ""
+	if a := s.addresses[in.AllocationID]; a != nil {
+		a.InstanceID, a.AssociationID = "", ""
+	}
+	in.AllocationID = ""
+}
+
+// Put plants a running instance in region and zone with these tags, as
+// another tool would make one; it returns its id.
+func (s *Server) Put(region, zone string, tags map[string]string) string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	in := &Instance{ID: s.newID("i-", 17), Region: region, Zone: zone, ImageID: amiID(region, "debian-13-amd64-20251117-2299"), Type: "t3.micro",
+		State: "running", Tags: maps.Clone(tags), Reservation: s.newID("r-", 17), LaunchTime: s.clock().UTC().Truncate(time.Millisecond),
+		Interface: s.newID("eni-", 17),
+		PrivateIP: s.newIP("172.31"), PublicIP: s.newIP("198.18"), MetadataOptions: map[string]string{}}
+	if in.Tags == nil {
+		in.Tags = map[string]string{}
+	}
+	in.Created = in.LaunchTime
+	s.instances[in.ID] = in
+	s.order = append(s.order, in.ID)
+	return in.ID
+}
+
+// Instances returns a copy of every instance, oldest first.
+func (s *Server) Instances() []Instance {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	var out []Instance
+	for _, id := range s.order {
+		in := *s.instances[id]
+		in.Tags = maps.Clone(in.Tags)
+		in.MetadataOptions = maps.Clone(in.MetadataOptions)
+		in.SecurityGroups = slices.Clone(in.SecurityGroups)
+		out = append(out, in)
+	}
+	sort.SliceStable(out, func(i, j int) bool { return out[i].LaunchTime.Before(out[j].LaunchTime) })
+	return out
+}
+
+func (s *Server) instanceXML(in *Instance) instanceXML {
+	out := instanceXML{
+		ID: in.ID, ImageID: in.ImageID, State: stateXML{Code: stateCodes[in.State], Name: in.State}, Type: in.Type,
+		LaunchTime: timestamp(in.LaunchTime), Placement: placementXML{AvailabilityZone: in.Zone, Tenancy: "default"},
+		PrivateIP: in.PrivateIP, PublicIP: in.PublicIP, ClientToken: in.ClientToken, Tags: tagSet(in.Tags),
+		Architecture: instanceTypes[in.Type],
+	}
+	if len(in.MetadataOptions) > 0 {
+		hop, _ := strconv.Atoi(in.MetadataOptions["HttpPutResponseHopLimit"])
+		out.MetadataOptions = &metadataOptionsXML{State: "applied", HTTPTokens: in.MetadataOptions["HttpTokens"], HopLimit: hop,
+			HTTPEndpoint: in.MetadataOptions["HttpEndpoint"], Tags: in.MetadataOptions["InstanceMetadataTags"]}
+	}
+	if in.Interface != "" {
+		ni := interfaceXML{ID: in.Interface, PrivateIP: in.PrivateIP, Status: "in-use",
+			Attachment: attachmentXML{ID: "eni-attach-" + strings.TrimPrefix(in.Interface, "eni-"), DeviceIndex: 0, Status: "attached",
+				AttachTime: timestamp(in.Created), DeleteOnTermination: true}}
+		if in.PublicIP != "" {
+			ni.Association = &interfaceAssociationXML{PublicIP: in.PublicIP, IPOwnerID: "amazon"}
+			if in.AllocationID != "" {
+				ni.Association.IPOwnerID = OwnerID
+			}
+		}
+		out.Interfaces = append(out.Interfaces, ni)
+	}
+	for _, g := range in.SecurityGroups {
+		out.Groups = append(out.Groups, groupXML{Name: g})
+	}
+	if in.State == "shutting-down" || in.State == "terminated" {
+		out.StateReason = &stateReasonXML{Code: "Client.UserInitiatedShutdown", Message: "Client.UserInitiatedShutdown: User initiated shutdown"}
+	}
+	return out
+}
+
+// The XML of the answers, by the service model's locationNames.
+
+type reservationResponse struct {
+	Meta
+	ReservationID string        `xml:"reservationId"`
+	OwnerID       string        `xml:"ownerId"`
+	Instances     []instanceXML `xml:"instancesSet>item"`
+}
+
+type describeInstancesResponse struct {
+	Meta
+	Reservations []reservationXML `xml:"reservationSet>item"`
+	NextToken    string           `xml:"nextToken,omitempty"`
+}
+
+type reservationXML struct {
+	ReservationID string        `xml:"reservationId"`
+	OwnerID       string        `xml:"ownerId"`
+	Instances     []instanceXML `xml:"instancesSet>item"`
+}
+
+type instanceXML struct {
+	ID              string              `xml:"instanceId"`
+	ImageID         string              `xml:"imageId"`
+	State           stateXML            `xml:"instanceState"`
+	Type            string              `xml:"instanceType"`
+	LaunchTime      string              `xml:"launchTime"`
+	Placement       placementXML        `xml:"placement"`
+	PrivateIP       string              `xml:"privateIpAddress,omitempty"`
+	PublicIP        string              `xml:"ipAddress,omitempty"`
+	ClientToken     string              `xml:"clientToken,omitempty"`
+	Groups          []groupXML          `xml:"groupSet>item"`
+	StateReason     *stateReasonXML     `xml:"stateReason,omitempty"`
+	Architecture    string              `xml:"architecture,omitempty"`
+	Interfaces      []interfaceXML      `xml:"networkInterfaceSet>item"`
+	Tags            []tagXML            `xml:"tagSet>item"`
+	MetadataOptions *metadataOptionsXML `xml:"metadataOptions,omitempty"`
+}
+
+type interfaceXML struct {
+	ID          string                   `xml:"networkInterfaceId"`
+	PrivateIP   string                   `xml:"privateIpAddress"`
+	Status      string                   `xml:"status"`
+	Attachment  attachmentXML            `xml:"attachment"`
+	Association *interfaceAssociationXML `xml:"association,omitempty"`
+}
+
+type attachmentXML struct {
+	ID                  string `xml:"attachmentId"`
+	DeviceIndex         int    `xml:"deviceIndex"`
+	Status              string `xml:"status"`
+	AttachTime          string `xml:"attachTime"`
+	DeleteOnTermination bool   `xml:"deleteOnTermination"`
+}
+
+type interfaceAssociationXML struct {
+	PublicIP  string `xml:"publicIp"`
+	IPOwnerID string `xml:"ipOwnerId"`
+}
+
+type stateXML struct {
+	Code int    `xml:"code"`
+	Name string `xml:"name"`
+}
+
+type placementXML struct {
+	AvailabilityZone string `xml:"availabilityZone"`
+	Tenancy          string `xml:"tenancy"`
+}
+
+type groupXML struct {
+	Name string `xml:"groupName"`
+}
+
+type stateReasonXML struct {
+	Code    string `xml:"code"`
+	Message string `xml:"message"`
+}
+
+type metadataOptionsXML struct {
+	State        string `xml:"state"`
+	HTTPTokens   string `xml:"httpTokens"`
+	HopLimit     int    `xml:"httpPutResponseHopLimit"`
+	HTTPEndpoint string `xml:"httpEndpoint"`
+	Tags         string `xml:"instanceMetadataTags"`
+}
+
+type terminateResponse struct {
+	Meta
+	Changes []stateChangeXML `xml:"instancesSet>item"`
+}
+
+type stateChangeXML struct {
+	InstanceID string   `xml:"instanceId"`
+	Current    stateXML `xml:"currentState"`
+	Previous   stateXML `xml:"previousState"`
+}

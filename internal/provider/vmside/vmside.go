@@ -1,0 +1,84 @@
+// Package vmside holds what a provider of a cloud whose VMs boot by
+// cloud-init needs of the VM side (the bootstrap and the proxy engine),
+// as two narrow interfaces: a Renderer of a VM's user-data and a Prober
+// of its readiness. The hetzner and aws providers consume them; the VM
+// side implements them, and the composition root (internal/app) enables
+// such a provider only once it has both.
+//
+// They exist because those clouds have what Google's guest attributes
+// and call-home topic give the gcp provider in neither form: the
+// control plane asks the VM, through the proxy port, on a host name no
+// one else may ask for, with a credential derived from a control-plane
+// key and the uid, of which the VM's configuration holds only a salted
+// hash. So nothing in a VM's user-data or metadata is a credential
+// anyone reading them could use.
+package vmside
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/egress-proxies/egress/internal/provider"
+	"github.com/egress-proxies/egress/internal/vmstatus"
+)
+
+// Prober asks a VM whether its proxy serves.
+type Prober interface {
+	// Probe asks the proxy at ip:port, serving the proxy of uid, for its
+	// status. An error means no answer (the VM still boots, or its proxy
+	// does not listen yet): the VM is Provisioning. An answer is its
+	// Status.
+	Probe(ctx context.Context, ip string, port int32, uid string) (Status, error)
+}
+
+// Status is what a VM's proxy says of itself: the generation it serves,
+// whether it proved it serves it, why not, and its traffic. It is
+// vmstatus's, whose Prober asks for it.
+type Status = vmstatus.Status
+
+// Renderer makes the user-data of a VM that runs the default bootstrap
+// (req.StartupScript and req.Engine set): what cloud-init runs on the
+// cloud's Debian images, holding nothing a reader of the VM's user-data
+// could use (the cloud's API returns it to anyone allowed to describe
+// the VM, and the VM's metadata service to any process on it).
+type Renderer interface {
+	UserData(req provider.CreateRequest) (string, error)
+}
+
+// RendererFunc is a function as a Renderer.
+type RendererFunc func(req provider.CreateRequest) (string, error)
+
+// UserData calls f.
+func (f RendererFunc) UserData(req provider.CreateRequest) (string, error) { return f(req) }
+
+// ProberFunc is a function as a Prober.
+type ProberFunc func(ctx context.Context, ip string, port int32, uid string) (Status, error)
+
+// Probe calls f.
+func (f ProberFunc) Probe(ctx context.Context, ip string, port int32, uid string) (Status, error) {
+	return f(ctx, ip, port, uid)
+}
+
+// Observe asks the VM out describes, Running and on its proxy port,
+// whether its proxy serves, and records the answer in out: no answer
+// yet is Provisioning (unanswered says why, for the caller's log), an
+// answer that it cannot serve is Provisioning with its reason
+// (BootError), and one that it serves stays Running, with the
+// generation it serves. Any answer carries the traffic its proxy
+// carried. A cancelled context is an error of its own:
+// nothing was learnt.
+func Observe(ctx context.Context, p Prober, out *provider.Instance, port int32) (unanswered, err error) {
+	st, perr := p.Probe(ctx, out.IP, port, out.UID)
+	switch {
+	case ctx.Err() != nil:
+		return nil, provider.NewError(provider.KindTransient, "get", out.ID, fmt.Errorf("probing %s:%d: %w", out.IP, port, ctx.Err()))
+	case perr != nil:
+		out.State = provider.StateProvisioning
+		return perr, nil
+	case !st.Ready:
+		out.State, out.BootError, out.Traffic = provider.StateProvisioning, st.Error, st.Traffic
+	default:
+		out.Generation, out.Traffic = st.Generation, st.Traffic
+	}
+	return nil, nil
+}

@@ -1,0 +1,56 @@
+package vmside
+
+import (
+	"context"
+	"errors"
+	"testing"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/egress-proxies/egress/internal/provider"
+)
+
+// TestObserve: what a VM's answer makes of it: no answer is
+// Provisioning, an answer that it cannot serve Provisioning with its
+// reason, one that it serves Running with its generation, and a
+// cancelled context nothing learnt.
+func TestObserve(t *testing.T) {
+	type seen struct {
+		State      provider.InstanceState
+		BootError  string
+		Generation int64
+		Unanswered bool
+		Err        provider.Kind
+	}
+	for name, tc := range map[string]struct {
+		reason string
+		st     Status
+		err    error
+		cancel bool
+		want   seen
+	}{
+		"NoAnswer":     {"the VM still boots", Status{}, errors.New("connection refused"), false, seen{State: provider.StateProvisioning, Unanswered: true}},
+		"CannotServe":  {"its bootstrap said why", Status{Error: "no engine"}, nil, false, seen{State: provider.StateProvisioning, BootError: "no engine"}},
+		"Serves":       {"it serves generation 4", Status{Ready: true, Generation: 4}, nil, false, seen{State: provider.StateRunning, Generation: 4}},
+		"CancelledCtx": {"the caller gave up", Status{}, context.Canceled, true, seen{State: provider.StateRunning, Err: provider.KindTransient}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			ctx, cancel := context.WithCancel(context.Background())
+			if tc.cancel {
+				cancel()
+			}
+			defer cancel()
+			var asked string
+			p := ProberFunc(func(_ context.Context, ip string, port int32, uid string) (Status, error) {
+				asked = ip + "/" + uid
+				return tc.st, tc.err
+			})
+			in := &provider.Instance{ID: "vm://1", IP: "198.51.100.7", UID: "u1", State: provider.StateRunning}
+			unanswered, err := Observe(ctx, p, in, 3128)
+			got := seen{State: in.State, BootError: in.BootError, Generation: in.Generation, Unanswered: unanswered != nil, Err: provider.KindOf(err)}
+			if diff := cmp.Diff(tc.want, got); diff != "" || asked != "198.51.100.7/u1" {
+				t.Errorf("%s: (-want +got):\n%s (asked %q)", tc.reason, diff, asked)
+			}
+		})
+	}
+}

@@ -1,0 +1,61 @@
+// Package vmsidetest holds doubles of the VM side (package vmside) for
+// the tests of the providers that consume it, hetzner's and aws's: a
+// Prober whose answers a test sets, and a Renderer.
+package vmsidetest
+
+import (
+	"context"
+	"fmt"
+	"slices"
+	"sync"
+
+	"github.com/egress-proxies/egress/internal/provider"
+	"github.com/egress-proxies/egress/internal/provider/vmside"
+)
+
+// Statuses is the Prober's double: what each uid's VM says when asked,
+// and who was asked. A uid it has no answer for does not answer (the VM
+// still boots).
+type Statuses struct {
+	mu     sync.Mutex
+	by     map[string]vmside.Status
+	probes []string // ip:port/uid
+}
+
+// NewStatuses returns a Prober no VM answers yet.
+func NewStatuses() *Statuses { return &Statuses{by: map[string]vmside.Status{}} }
+
+// Probe answers what Set said for uid, or no answer.
+func (s *Statuses) Probe(_ context.Context, ip string, port int32, uid string) (vmside.Status, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.probes = append(s.probes, fmt.Sprintf("%s:%d/%s", ip, port, uid))
+	if st, ok := s.by[uid]; ok {
+		return st, nil
+	}
+	return vmside.Status{}, fmt.Errorf("dial tcp %s:%d: connection refused", ip, port)
+}
+
+// Set makes the VM of uid answer st from now on.
+func (s *Statuses) Set(uid string, st vmside.Status) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.by[uid] = st
+}
+
+// Probes are the questions asked so far, as ip:port/uid.
+func (s *Statuses) Probes() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return slices.Clone(s.probes)
+}
+
+// Renderer is the Renderer's double: a #cloud-config that names what it
+// was made from, and nothing a reader could use.
+var Renderer = vmside.RendererFunc(func(req provider.CreateRequest) (string, error) {
+	gen := int64(0)
+	if req.Engine != nil {
+		gen = req.Engine.Generation
+	}
+	return fmt.Sprintf("#cloud-config\n# egress proxy %s, generation %d\n", req.UID, gen), nil
+})

@@ -1,0 +1,416 @@
+package imagetest
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"net/netip"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/egress-proxies/egress/internal/bootstrap"
+	"github.com/egress-proxies/egress/internal/bootstrap/cloudinit"
+	"github.com/egress-proxies/egress/internal/provider"
+	"github.com/egress-proxies/egress/internal/vm/vmconfig"
+	"github.com/egress-proxies/egress/internal/vmstatus"
+)
+
+// The boots of clouds whose VMs run cloud-init (Hetzner's, EC2's): the
+// cloud's provider makes the VM against the cloud's fake, with the VM
+// side's own renderer; Debian's cloud-init, finding the cloud's
+// datasource, reads that user-data from the metadata service (a
+// stand-in of Hetzner's, AWS's own mock of EC2's) and runs the bootstrap
+// it carries; the control plane's prober reads Ready through the proxy
+// port from the control plane's address; and the checks of the
+// GCE-shaped boot that do not depend on Google's metadata server are
+// made again, with those of the status's door.
+
+// controlPlaneAddr is the control plane's egress address in the test's
+// internet (its Cloud NAT's, in production): outside allowedSourceRanges,
+// admitted by the VM for the status request alone.
+var controlPlaneAddr = netip.MustParseAddr("203.0.113.7")
+
+// cloudBootTimeout bounds a cloud-init boot: cloud-init's stages come
+// before the script.
+const cloudBootTimeout = 5 * time.Minute
+
+// cloudShape is what one cloud's boot brings to testCloudInit.
+type cloudShape struct {
+	rel Release
+	// datasource starts the name of the datasource cloud-init must run
+	// on, as /run/cloud-init/result.json gives it.
+	datasource string
+	// create makes the VM with the cloud's provider (create, in
+	// createCloudVM) and serves its metadata (r.cloud.metadata); it
+	// returns the VM's id as cloud-init sees it (its instance-id).
+	create func(t *testing.T, ctx context.Context, r *run, create func(provider.Provider, provider.Placement) string) string
+	// firmware are the files the boot's tree gets, what the cloud's
+	// firmware would say (the DMI stand-in's: hetznerimage.go, ec2image.go).
+	firmware func(id string) map[string]string
+	// userDataPath is the metadata service's path of the user-data.
+	userDataPath string
+	// checks are the cloud's own checks after the first boot.
+	checks func(checks *checklist, ctx context.Context, r *run, c *Container)
+}
+
+// cloudRun is what a cloud-init boot adds to a run.
+type cloudRun struct {
+	// metadata serves the cloud's metadata service and records what it
+	// was asked.
+	metadata interface {
+		http.Handler
+		Requests() []Request
+	}
+	// key is the control plane's status key; prober asks the VM from
+	// controlPlaneAddr with it.
+	key      vmstatus.Key
+	prober   *vmstatus.Prober
+	userData string
+	// vmID and zone are the EC2 instance's, which its status names.
+	vmID, zone string
+}
+
+// status asks the VM's proxy for its status, as the control plane does.
+func (h *cloudRun) status(ctx context.Context) (vmstatus.Status, error) {
+	return h.prober.Probe(ctx, VMPrefix.Addr().String(), ProxyPort, uid)
+}
+
+// testCloudInit boots the cloud's Debian 13 twice and runs every check.
+func testCloudInit(t *testing.T, ctx context.Context, runDir string, engine []byte, shape cloudShape) (res result) {
+	rel := shape.rel
+	res.family = rel.Family
+	start := time.Now()
+	rootfs, built, err := Rootfs(ctx, rel, os.Stderr)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("root file system: %s in %.1f s (built: %t)", rootfs, time.Since(start).Seconds(), built)
+	checks := &checklist{t: t}
+	defer func() { res.passed, res.failed = checks.passed, checks.failed }()
+
+	r := newRun(t, rel, engine, NewTopology)
+	if err := r.topo.Internet.AddAddr("lo", netip.PrefixFrom(controlPlaneAddr, 32)); err != nil {
+		t.Fatal(err)
+	}
+	// A public object: the VM reads it with no credential.
+	r.storage.Path = "/egress-engine-public/egress-proxy-" + r.storage.SHA256()
+	vmID := shape.create(t, ctx, r, func(p provider.Provider, place provider.Placement) string { return createCloudVM(t, ctx, r, p, place) })
+	r.serveInternet(t)
+	serve(t, r.topo.Internet, HostPort(MetadataAddr, MetadataPort), r.cloud.metadata)
+
+	root := filepath.Join(runDir, rel.Cloud)
+	if err := Copy(ctx, rootfs, root); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := os.RemoveAll(root); err != nil {
+			t.Errorf("removing %s: %v", root, err)
+		}
+	})
+	if err := writeFiles(root, shape.firmware(vmID)); err != nil {
+		t.Fatal(err)
+	}
+
+	console1 := filepath.Join(runDir, rel.Cloud+"-console-1.log")
+	c, readyAt := cloudBoot(t, ctx, r, root, console1)
+	res.bootToReady = readyAt.Sub(c.Started)
+	res.install = installTimeOf(ctx, c, "-t", "cloud-init")
+	t.Logf("boot 1: Ready through the proxy port %.1f s after nspawn started, the install %.1f s of it", res.bootToReady.Seconds(), res.install.Seconds())
+
+	checks.run("the control plane's prober reads Ready at generation 1 through the proxy port", func(t *testing.T) { checkCloudReady(t, ctx, r) })
+	checks.run("cloud-init found the "+shape.datasource+" datasource and ran the user-data's script to exit status 0", func(t *testing.T) {
+		checkCloudInit(t, ctx, c, shape.datasource, vmID)
+	})
+	checks.run("the engine was downloaded once, with no credential, and is the one the user-data names", func(t *testing.T) {
+		checkEngineInstalled(t, ctx, r, c, 1)
+	})
+	checks.run("nothing but the proxy listens beyond loopback", func(t *testing.T) { checkListeners(t, ctx, c) })
+	checks.run("CONNECT with credentials reaches a TLS host", func(t *testing.T) { checkConnectTLS(t, ctx, r) })
+	checks.run("CONNECT by host name resolves through the VM's resolver", func(t *testing.T) { checkConnectByName(t, ctx, r) })
+	checks.run("no credentials: 407", func(t *testing.T) { checkAuth(t, ctx, r, "", "") })
+	checks.run("WrongPassword407", func(t *testing.T) { checkAuth(t, ctx, r, r.creds.Username, r.creds.Password+"x") })
+	checks.run("a source outside allowedSourceRanges cannot connect", func(t *testing.T) { checkIngress(t, ctx, r) })
+	checks.run("the control plane's address gets the status and nothing else", func(t *testing.T) { checkStatusOnly(t, ctx, r) })
+	checks.run("the status needs the control plane's credential", func(t *testing.T) { checkStatusCredential(t, ctx, r) })
+	checks.run("CONNECT to the metadata service is refused", func(t *testing.T) {
+		checkRefused(t, ctx, r, nil, HostPort(MetadataAddr, MetadataPort), "[::ffff:"+MetadataAddr.String()+"]:80", metadataAlias+":80")
+	})
+	checks.run("GET of the metadata service's user-data is refused", func(t *testing.T) {
+		checkMetadataGetOf(t, ctx, r, shape.userDataPath+"?"+probeMarker, nil)
+	})
+	checks.run("CONNECT to a private address is refused", func(t *testing.T) {
+		checkRefused(t, ctx, r, r.private, r.private.Addr(), privateAlias+":443")
+	})
+	checks.run("the metadata service saw no request through the proxy", func(t *testing.T) { checkMetadataUntouched(t, r) })
+	checks.run("the status's counters grow with the traffic", func(t *testing.T) { checkStatusTraffic(t, ctx, r) })
+	checks.run("the access log is read through the proxy port", func(t *testing.T) { checkStatusAccess(t, ctx, r) })
+	checks.run("no password in the user-data, the journal or the console", func(t *testing.T) { checkCloudNoSecret(t, ctx, r, c, console1) })
+	if shape.checks != nil {
+		shape.checks(checks, ctx, r, c)
+	}
+
+	if err := c.Reboot(ctx); err != nil {
+		t.Fatalf("reboot: %v\n%s", err, c.Journal(ctx, 100))
+	}
+	console2 := filepath.Join(runDir, rel.Cloud+"-console-2.log")
+	c2, ready2 := cloudBoot(t, ctx, r, root, console2)
+	t.Logf("boot 2: Ready %.1f s after nspawn started", ready2.Sub(c2.Started).Seconds())
+	checks.run("after a reboot the script starts clean and is ready again", func(t *testing.T) { checkCloudReady(t, ctx, r) })
+	checks.run("after a reboot nothing is installed", func(t *testing.T) { checkEngineInstalled(t, ctx, r, c2, 1) })
+	checks.run("after a reboot the proxy serves with the same credentials", func(t *testing.T) { checkConnectTLS(t, ctx, r) })
+	checks.run("after a reboot WrongPassword407", func(t *testing.T) { checkAuth(t, ctx, r, r.creds.Username, r.creds.Password+"x") })
+	checks.run("after a reboot no password in the journal or the console", func(t *testing.T) { checkCloudNoSecret(t, ctx, r, c2, console2) })
+	return res
+}
+
+// createCloudVM makes the proxy's VM with p against its cloud's fake,
+// its user-data rendered by the VM side's own renderer (package
+// cloudinit, as the composition root makes it for that cloud: p's
+// renderer) with the status access of the control plane's key, which
+// r.cloud holds. It returns the providerID.
+func createCloudVM(t *testing.T, ctx context.Context, r *run, p provider.Provider, place provider.Placement) string {
+	t.Helper()
+	cfg := bootstrap.Config{Port: ProxyPort, AllowedSourceRanges: []string{AllowedRange.String()}, Credentials: r.creds, Generation: 1}
+	script, err := bootstrap.Render(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	engine, err := bootstrap.EngineConfig(cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.engine = engine
+	req := provider.CreateRequest{Name: provider.NameFromUID(uid), UID: uid, Namespace: namespace, ProxyName: proxyName,
+		Port: ProxyPort, StartupScript: script, Engine: &engine, Placement: place}
+	r.instance = req.Name
+	id, err := p.Create(ctx, req)
+	if err != nil {
+		t.Fatalf("%s provider Create: %v", r.rel.Cloud, err)
+	}
+	return id
+}
+
+// cloudVMSide is the VM side a cloud's provider gets in the boot: the
+// renderer of package cloudinit, its engine at the test's storage and
+// its status access of a fresh control-plane key (shaped by ec2: the
+// IMDS setting and compression, as the composition root's), and the
+// prober from the control plane's address. r.cloud is set up with them.
+func cloudVMSide(t *testing.T, r *run, ec2 bool) (cloudinit.Renderer, *vmstatus.Prober) {
+	t.Helper()
+	key, err := vmstatus.NewKey([]byte(randomHex(32)))
+	if err != nil {
+		t.Fatal(err)
+	}
+	renderer := cloudinit.Renderer{
+		EngineURL: "http://" + HostPort(StorageAddr, StoragePort) + r.storage.Path, EngineSHA256: r.storage.SHA256(),
+		// A name, as the production default is: the self-test resolves it
+		// through the VM's resolver.
+		ProbeTarget: TLSHostName + ":" + strconv.Itoa(TLSPort),
+		Status: func(_ context.Context, uid string) (*vmconfig.StatusAccess, error) {
+			return key.Access(uid, []string{netip.PrefixFrom(controlPlaneAddr, 32).String()})
+		},
+	}
+	if ec2 {
+		renderer.IMDS, renderer.Gzip = vmconfig.EC2MetadataURL, true
+	}
+	prober := &vmstatus.Prober{Key: func(context.Context) (vmstatus.Key, error) { return key, nil }, Dial: r.topo.Internet.Dialer(controlPlaneAddr)}
+	r.cloud = &cloudRun{key: key, prober: prober}
+	return renderer, prober
+}
+
+// cloudBoot boots root and waits until the control plane's prober reads
+// Ready, failing at once on a reason the VM gives or a container that
+// stops. It returns when Ready was first read.
+func cloudBoot(t *testing.T, ctx context.Context, r *run, root, consolePath string) (*Container, time.Time) {
+	t.Helper()
+	c := startContainer(t, prefix+r.rel.Cloud, r, root, consolePath)
+	wctx, cancel := context.WithTimeout(ctx, cloudBootTimeout)
+	defer cancel()
+	go func() {
+		c.Wait(wctx)
+		cancel()
+	}()
+	var last error
+	for {
+		st, err := r.cloud.status(wctx)
+		switch {
+		case err == nil && st.Ready:
+			return c, time.Now()
+		case err == nil && st.Error != "":
+			t.Fatalf("the VM says it cannot serve: %s", st.Error)
+		case err != nil:
+			last = err
+		default:
+			last = errors.New("answered, not ready yet")
+		}
+		select {
+		case <-wctx.Done():
+			done, code := c.Exited()
+			t.Fatalf("not Ready through the proxy port within %s of boot (container stopped: %t, status %d): %v\nconsole tail:\n%s",
+				cloudBootTimeout, done, code, last, tailOf(consolePath))
+		case <-time.After(time.Second):
+		}
+	}
+}
+
+// checkCloudReady: the prober, from the control plane's address, reads
+// generation 1 served and ready, with no reason.
+func checkCloudReady(t *testing.T, ctx context.Context, r *run) {
+	ctx, cancel := checkTimeout(ctx)
+	defer cancel()
+	st, err := r.cloud.status(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Generation != 1 || !st.Ready || st.Error != "" || st.Traffic == nil {
+		t.Errorf("status %+v, want generation 1, ready, no error, with traffic", st)
+	}
+}
+
+// checkCloudInit: cloud-init's own record says it ran on the datasource,
+// with the VM's id as its instance id, with no error, and the per-boot
+// script (cloud-init's scripts_per_boot) said the proxy is ready.
+func checkCloudInit(t *testing.T, ctx context.Context, c *Container, datasource, vmID string) {
+	out, err := c.Exec(ctx, "cat", "/run/cloud-init/result.json")
+	if err != nil {
+		t.Fatalf("no /run/cloud-init/result.json: %v", err)
+	}
+	var result struct {
+		V1 struct {
+			Datasource string   `json:"datasource"`
+			Errors     []string `json:"errors"`
+		} `json:"v1"`
+	}
+	if err := json.Unmarshal(out, &result); err != nil {
+		t.Fatalf("result.json: %v\n%s", err, out)
+	}
+	if !strings.HasPrefix(result.V1.Datasource, datasource) || len(result.V1.Errors) > 0 {
+		t.Errorf("cloud-init ran on %q with errors %v, want %s and none", result.V1.Datasource, result.V1.Errors, datasource)
+	}
+	id, err := c.Exec(ctx, "cat", "/run/cloud-init/.instance-id")
+	if err != nil || strings.TrimSpace(string(id)) != vmID {
+		t.Errorf("cloud-init's instance id %q (%v), want the VM's %s", strings.TrimSpace(string(id)), err, vmID)
+	}
+	// cloud-init's lines, the per-boot script's output among them
+	// (cloud-init 25 runs its stages in cloud-init-main.service).
+	journal, err := c.Exec(ctx, "journalctl", "-b", "--no-pager", "-o", "cat", "-t", "cloud-init")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(string(journal), "egress-bootstrap: proxy ready on port "+strconv.Itoa(ProxyPort)) {
+		t.Errorf("cloud-init's journal does not say the script ended ready:\n%s", journal)
+	}
+}
+
+// checkStatusOnly: a client at the control plane's address, with a
+// tenant's credentials, is refused a tunnel: that address is the
+// status's, and nothing else.
+func checkStatusOnly(t *testing.T, ctx context.Context, r *run) {
+	ctx, cancel := checkTimeout(ctx)
+	defer cancel()
+	c := ProxyClient{Dial: r.topo.Internet.Dialer(controlPlaneAddr), Proxy: ProxyAddr(), User: r.creds.Username, Password: r.creds.Password}
+	before := len(r.tlsHost.Hits())
+	status, tunnel, err := c.Connect(ctx, HostPort(TLSHostAddr, TLSPort))
+	if tunnel != nil {
+		tunnel.Close()
+	}
+	if err != nil || status != http.StatusForbidden {
+		t.Errorf("a CONNECT from the control plane's address: %d (%v), want 403", status, err)
+	}
+	if n := len(r.tlsHost.Hits()) - before; n != 0 {
+		t.Errorf("the TLS host was reached %d times from the control plane's address", n)
+	}
+}
+
+// checkStatusCredential: a key that is not the control plane's reads
+// nothing, from the control plane's own address.
+func checkStatusCredential(t *testing.T, ctx context.Context, r *run) {
+	ctx, cancel := checkTimeout(ctx)
+	defer cancel()
+	other, _ := vmstatus.NewKey([]byte(randomHex(32)))
+	p := &vmstatus.Prober{Key: func(context.Context) (vmstatus.Key, error) { return other, nil }, Dial: r.topo.Internet.Dialer(controlPlaneAddr)}
+	if st, err := p.Probe(ctx, VMPrefix.Addr().String(), ProxyPort, uid); err == nil || !strings.Contains(err.Error(), "407") {
+		t.Errorf("another key's status request: %+v, %v; want 407", st, err)
+	}
+}
+
+// checkStatusTraffic: the counters the status carries grow with a tunnel.
+func checkStatusTraffic(t *testing.T, ctx context.Context, r *run) {
+	ctx, cancel := checkTimeout(ctx)
+	defer cancel()
+	before, err := r.cloud.status(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.client("client", r.creds.Username, r.creds.Password).GetTLS(ctx, HostPort(TLSHostAddr, TLSPort), TLSHostName, r.roots, "/counted"); err != nil {
+		t.Fatal(err)
+	}
+	after, err := r.cloud.status(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if after.Traffic.Connections <= before.Traffic.Connections || after.Traffic.BytesOut <= before.Traffic.BytesOut {
+		t.Errorf("traffic before %+v, after a tunnel %+v: want more connections and bytes", before.Traffic, after.Traffic)
+	}
+}
+
+// checkStatusAccess: the access log, read through the proxy port as the
+// control plane reads it, has the tunnel to the TLS host, as the tenant.
+func checkStatusAccess(t *testing.T, ctx context.Context, r *run) {
+	ctx, cancel := checkTimeout(ctx)
+	defer cancel()
+	page, err := r.cloud.prober.Access(ctx, VMPrefix.Addr().String(), ProxyPort, uid, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range page.Lines {
+		if l.Protocol == vmconfig.ProtocolConnect && l.Host == TLSHostAddr.String() && l.User == r.creds.Username && l.Status == http.StatusOK {
+			return
+		}
+	}
+	t.Errorf("the access page has no line of a tunnel to %s as %s: %+v", TLSHostAddr, r.creds.Username, page)
+}
+
+// checkCloudNoSecret: neither the proxy's password nor the status's is
+// in the user-data (which the cloud's API returns to any holder of the
+// project's credentials), the journal or the console.
+func checkCloudNoSecret(t *testing.T, ctx context.Context, r *run, c *Container, consolePath string) {
+	secrets := map[string]string{
+		"the proxy's password":          r.creds.Password,
+		"the proxy's Basic credentials": base64.StdEncoding.EncodeToString([]byte(r.creds.Username + ":" + r.creds.Password)),
+		"the status password":           r.cloud.key.Password(uid),
+	}
+	journal, err := c.Exec(ctx, "journalctl", "-b", "--no-pager", "-o", "cat")
+	if err != nil {
+		t.Fatal(err)
+	}
+	console, err := os.ReadFile(consolePath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The user-data as cloud-init reads it: decompressed, if it is.
+	boot, err := cloudinit.Parse(r.cloud.userData)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var userData strings.Builder
+	for _, content := range boot.Files {
+		userData.WriteString(content)
+	}
+	for where, text := range map[string]string{"user-data": userData.String(), "journal": string(journal), "console": string(console)} {
+		for what, s := range secrets {
+			if strings.Contains(text, s) {
+				t.Errorf("the %s holds %s", where, what)
+			}
+		}
+	}
+	if len(journal) < 1000 || userData.Len() < 1000 {
+		t.Errorf("the journal has %d bytes and the user-data %d: nothing to search", len(journal), userData.Len())
+	}
+}

@@ -1,0 +1,125 @@
+package imagetest
+
+import (
+	"context"
+	"io"
+	"log"
+	"strings"
+	"testing"
+
+	sdkaws "github.com/aws/aws-sdk-go-v2/aws"
+
+	"github.com/egress-proxies/egress/internal/provider"
+	awsprovider "github.com/egress-proxies/egress/internal/provider/aws"
+	"github.com/egress-proxies/egress/internal/provider/aws/ec2fake"
+	"github.com/egress-proxies/egress/internal/vm/imds"
+	"github.com/egress-proxies/egress/internal/vm/imds/imdsmock"
+)
+
+// The EC2 instance's placement in the boot.
+const (
+	ec2Region = "eu-west-1"
+	ec2Zone   = "eu-west-1b"
+)
+
+// ec2Shape is the EC2-shaped boot (testCloudInit): Debian's cloud-init,
+// finding its Ec2 datasource, reads the user-data the aws provider made
+// (its Create against the EC2 fake) from AWS's own metadata mock, with an
+// IMDSv2 token, and the agent asks it, with a token of its own, which
+// instance it is.
+var ec2Shape = cloudShape{
+	rel:          EC2Release,
+	datasource:   "DataSourceEc2",
+	create:       ec2Create,
+	userDataPath: "/latest/user-data",
+	// The SMBIOS a Nitro instance's firmware gives (ec2image.go): a
+	// system-uuid that starts with ec2.
+	firmware: func(string) map[string]string {
+		return map[string]string{hetznerDMIDir + "/sys_vendor": "Amazon EC2\n", hetznerDMIDir + "/product_uuid": "ec2e1916-9099-7caf-fd21-012345abcdef\n"}
+	},
+	checks: func(checks *checklist, ctx context.Context, r *run, c *Container) {
+		checks.run("the status names the instance and zone the agent read from IMDSv2", func(t *testing.T) { checkEC2Identity(t, ctx, r) })
+		checks.run("IMDS refuses a read without a token (IMDSv2 only)", func(t *testing.T) { checkIMDSv2Only(t, ctx, c) })
+	},
+}
+
+// ec2Create makes the instance with the aws provider against the EC2
+// fake, and AWS's metadata mock to serve it: the instance's id, zone,
+// region and the user-data it was launched with. It returns the
+// instance's id.
+func ec2Create(t *testing.T, ctx context.Context, r *run, create func(provider.Provider, provider.Placement) string) string {
+	t.Helper()
+	fake := ec2fake.New()
+	t.Cleanup(fake.Close)
+	renderer, prober := cloudVMSide(t, r, true)
+	// A key of no account: the fake reads the signature's scope only.
+	creds := sdkaws.CredentialsProviderFunc(func(context.Context) (sdkaws.Credentials, error) {
+		return sdkaws.Credentials{AccessKeyID: "EGRESS-IMAGETEST", SecretAccessKey: "not-a-secret", Source: "image test"}, nil
+	})
+	p, err := awsprovider.New(awsprovider.NewClient(awsprovider.ClientOptions{Credentials: creds, Endpoint: fake.Endpoint()}),
+		awsprovider.Config{Regions: []string{ec2Region}, Renderer: renderer, Prober: prober})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := create(p, provider.Placement{Region: ec2Region, Zone: ec2Zone})
+	instances := fake.Instances()
+	if len(instances) != 1 {
+		t.Fatalf("the EC2 fake holds %d instances, want 1", len(instances))
+	}
+	in := instances[0]
+	if want := "aws://" + ec2Region + "/" + in.ID; id != want {
+		t.Fatalf("Create returned %s, want %s", id, want)
+	}
+	if in.MetadataOptions["HttpTokens"] != "required" {
+		t.Fatalf("the instance was launched with HttpTokens %q, want required: the mock plays IMDSv2 only", in.MetadataOptions["HttpTokens"])
+	}
+	// The mock logs every request with the standard logger.
+	log.SetOutput(io.Discard)
+	base, err := imdsmock.Start(ctx, t.TempDir(), imdsmock.Config{InstanceID: in.ID, Zone: in.Zone, Region: ec2Region, Hostname: r.instance,
+		ImageID: in.ImageID, InstanceType: in.Type, PrivateIP: in.PrivateIP, UserData: []byte(in.UserData)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	front, err := NewEC2Metadata(base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.cloud.userData, r.cloud.metadata = in.UserData, front
+	r.cloud.vmID, r.cloud.zone = in.ID, in.Zone
+	return in.ID
+}
+
+// checkEC2Identity: the status the control plane reads names the
+// instance and the zone IMDS gave the agent.
+func checkEC2Identity(t *testing.T, ctx context.Context, r *run) {
+	ctx, cancel := checkTimeout(ctx)
+	defer cancel()
+	st, err := r.cloud.status(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Instance != r.cloud.vmID || st.Zone != r.cloud.zone {
+		t.Errorf("the status names instance %q in %q, want %s in %s", st.Instance, st.Zone, r.cloud.vmID, r.cloud.zone)
+	}
+}
+
+// checkIMDSv2Only: on the VM, a plain GET of IMDS (IMDSv1) is refused
+// with 401, and one with a token read with PUT /latest/api/token
+// answers the instance's id.
+func checkIMDSv2Only(t *testing.T, ctx context.Context, c *Container) {
+	ctx, cancel := checkTimeout(ctx)
+	defer cancel()
+	const md = "http://169.254.169.254/latest/meta-data/instance-id"
+	out, err := c.Exec(ctx, "curl", "-s", "-o", "/dev/null", "-w", "%{http_code}", md)
+	if err != nil || strings.TrimSpace(string(out)) != "401" {
+		t.Errorf("GET %s without a token on the VM: %q (%v), want 401", md, out, err)
+	}
+	token, err := c.Exec(ctx, "curl", "-sf", "-X", "PUT", "-H", imds.TTLHeader+": 60", "http://169.254.169.254/latest/api/token")
+	if err != nil {
+		t.Fatalf("PUT /latest/api/token on the VM: %v", err)
+	}
+	id, err := c.Exec(ctx, "curl", "-sf", "-H", imds.TokenHeader+": "+strings.TrimSpace(string(token)), md)
+	if err != nil || !strings.HasPrefix(strings.TrimSpace(string(id)), "i-") {
+		t.Errorf("GET %s with a token on the VM: %q (%v), want the instance's id", md, id, err)
+	}
+}
