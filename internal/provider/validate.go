@@ -27,6 +27,23 @@ type Violation struct {
 	Description string
 }
 
+// The reasons a provider's Validator gives (Violation.Reason): one
+// vocabulary across the clouds, since the API returns them and clients
+// switch on them. A cloud without a rule's concept never gives its reason.
+const (
+	ReasonRegionInvalid             = "REGION_INVALID"
+	ReasonRegionNotAllowed          = "REGION_NOT_ALLOWED"
+	ReasonZoneNotInRegion           = "ZONE_NOT_IN_REGION"
+	ReasonZoneNotAllowed            = "ZONE_NOT_ALLOWED"
+	ReasonMachineTypeInvalid        = "MACHINE_TYPE_INVALID"
+	ReasonMachineTypeNotAllowed     = "MACHINE_TYPE_NOT_ALLOWED"
+	ReasonMachineTypeNotInRegion    = "MACHINE_TYPE_NOT_IN_REGION"
+	ReasonImageInvalid              = "IMAGE_INVALID"
+	ReasonImageNotAllowed           = "IMAGE_NOT_ALLOWED"
+	ReasonCloudInitTooLarge         = "CLOUD_INIT_TOO_LARGE"
+	ReasonProviderCannotReconfigure = "PROVIDER_CANNOT_RECONFIGURE"
+)
+
 // Validator checks a request against a provider's rules: the forms its
 // regions, zones, machine types and images take, its limits, and what the
 // operator allows of it. It returns every broken rule, or none. It is

@@ -84,20 +84,6 @@ type Policy struct {
 	Images []string
 }
 
-// The reasons of the rules Validator holds.
-const (
-	ReasonRegionInvalid             = "REGION_INVALID"
-	ReasonRegionNotAllowed          = "REGION_NOT_ALLOWED"
-	ReasonZoneNotInRegion           = "ZONE_NOT_IN_REGION"
-	ReasonZoneNotAllowed            = "ZONE_NOT_ALLOWED"
-	ReasonMachineTypeInvalid        = "MACHINE_TYPE_INVALID"
-	ReasonMachineTypeNotAllowed     = "MACHINE_TYPE_NOT_ALLOWED"
-	ReasonImageInvalid              = "IMAGE_INVALID"
-	ReasonImageNotAllowed           = "IMAGE_NOT_ALLOWED"
-	ReasonCloudInitTooLarge         = "CLOUD_INIT_TOO_LARGE"
-	ReasonProviderCannotReconfigure = "PROVIDER_CANNOT_RECONFIGURE"
-)
-
 // Check validates the policy itself, for the configuration: every entry
 // of its form, and the defaults allowed. The error names the entry.
 func (pol Policy) Check() error {
@@ -155,39 +141,39 @@ func Validator(pol Policy) provider.Validator {
 			out = append(out, provider.Violation{Field: field, Reason: reason, Description: fmt.Sprintf(format, args...)})
 		}
 		if req.Pool {
-			add("provider", ReasonProviderCannotReconfigure,
+			add("provider", provider.ReasonProviderCannotReconfigure,
 				"aws cannot hand a running instance a new configuration (EC2 changes user-data only while an instance is stopped), so it cannot serve a warm pool, whose VMs are claimed that way; proxies on aws get a new instance for a change instead")
 		}
 		pl := req.Placement
 		switch {
 		case pl.Region == "":
 		case !regionPattern.MatchString(pl.Region):
-			add("placement.region", ReasonRegionInvalid, "%q is not an AWS region name such as us-east-1", pl.Region)
+			add("placement.region", provider.ReasonRegionInvalid, "%q is not an AWS region name such as us-east-1", pl.Region)
 		case !slices.Contains(pol.Regions, pl.Region):
-			add("placement.region", ReasonRegionNotAllowed, "%q is not a region this platform allows: %s", pl.Region, strings.Join(pol.Regions, ", "))
+			add("placement.region", provider.ReasonRegionNotAllowed, "%q is not a region this platform allows: %s", pl.Region, strings.Join(pol.Regions, ", "))
 		}
 		if pl.Zone != "" {
 			switch {
 			case regionOfZone(pl.Zone) != pl.Region:
-				add("placement.zone", ReasonZoneNotInRegion, "%q is not an availability zone of region %q: want the region's name and a letter, such as %sa", pl.Zone, pl.Region, pl.Region)
+				add("placement.zone", provider.ReasonZoneNotInRegion, "%q is not an availability zone of region %q: want the region's name and a letter, such as %sa", pl.Zone, pl.Region, pl.Region)
 			case len(pol.Zones) > 0 && !slices.Contains(pol.Zones, pl.Zone):
-				add("placement.zone", ReasonZoneNotAllowed, "%q is not an availability zone this platform allows: %s", pl.Zone, strings.Join(pol.Zones, ", "))
+				add("placement.zone", provider.ReasonZoneNotAllowed, "%q is not an availability zone this platform allows: %s", pl.Zone, strings.Join(pol.Zones, ", "))
 			}
 		}
 		switch t := cmp.Or(pl.MachineType, DefaultInstanceType); {
 		case !typeRE.MatchString(t):
-			add("placement.machineType", ReasonMachineTypeInvalid, "%q is not an EC2 instance type name such as %s", t, DefaultInstanceType)
+			add("placement.machineType", provider.ReasonMachineTypeInvalid, "%q is not an EC2 instance type name such as %s", t, DefaultInstanceType)
 		case !slices.Contains(pol.InstanceTypes, t):
-			add("placement.machineType", ReasonMachineTypeNotAllowed, "%q is not an instance type this platform allows: %s", t, strings.Join(pol.InstanceTypes, ", "))
+			add("placement.machineType", provider.ReasonMachineTypeNotAllowed, "%q is not an instance type this platform allows: %s", t, strings.Join(pol.InstanceTypes, ", "))
 		}
 		switch im := cmp.Or(pl.Image, DefaultImage); {
 		case debianReleases[im] == "" && !amiIDRE.MatchString(im):
-			add("placement.image", ReasonImageInvalid, "%q is neither a Debian release (%s) nor an AMI id", im, releaseList())
+			add("placement.image", provider.ReasonImageInvalid, "%q is neither a Debian release (%s) nor an AMI id", im, releaseList())
 		case !slices.Contains(pol.Images, im):
-			add("placement.image", ReasonImageNotAllowed, "%q is not an image this platform allows: %s", im, strings.Join(pol.Images, ", "))
+			add("placement.image", provider.ReasonImageNotAllowed, "%q is not an image this platform allows: %s", im, strings.Join(pol.Images, ", "))
 		}
 		if n := len(req.CloudInit); n > MaxUserDataBytes {
-			add("cloudInit", ReasonCloudInitTooLarge, "is %d bytes, over the %d-byte limit of an EC2 instance's user-data", n, MaxUserDataBytes)
+			add("cloudInit", provider.ReasonCloudInitTooLarge, "is %d bytes, over the %d-byte limit of an EC2 instance's user-data", n, MaxUserDataBytes)
 		}
 		return out
 	}

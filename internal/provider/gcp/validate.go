@@ -37,18 +37,6 @@ type Policy struct {
 	Images []string
 }
 
-// The reasons of the rules Validator holds.
-const (
-	ReasonRegionInvalid         = "REGION_INVALID"
-	ReasonRegionNotAllowed      = "REGION_NOT_ALLOWED"
-	ReasonZoneNotInRegion       = "ZONE_NOT_IN_REGION"
-	ReasonMachineTypeInvalid    = "MACHINE_TYPE_INVALID"
-	ReasonMachineTypeNotAllowed = "MACHINE_TYPE_NOT_ALLOWED"
-	ReasonImageInvalid          = "IMAGE_INVALID"
-	ReasonImageNotAllowed       = "IMAGE_NOT_ALLOWED"
-	ReasonCloudInitTooLarge     = "CLOUD_INIT_TOO_LARGE"
-)
-
 // IsName reports whether s is a GCE resource name: a lowercase letter,
 // then up to 62 lowercase letters, digits or '-', not ending in '-'.
 func IsName(s string) bool { return nameRE.MatchString(s) }
@@ -158,29 +146,29 @@ func Validator(pol Policy) provider.Validator {
 		case pl.Region == "":
 			// The API's neutral rules require one; nothing more to say.
 		case !regionOK:
-			add("placement.region", ReasonRegionInvalid, "%q is not a region name such as us-central1", pl.Region)
+			add("placement.region", provider.ReasonRegionInvalid, "%q is not a region name such as us-central1", pl.Region)
 		case len(pol.Regions) > 0 && !slices.Contains(pol.Regions, pl.Region):
-			add("placement.region", ReasonRegionNotAllowed, "%q is not a region this platform allows: %s", pl.Region, strings.Join(pol.Regions, ", "))
+			add("placement.region", provider.ReasonRegionNotAllowed, "%q is not a region this platform allows: %s", pl.Region, strings.Join(pol.Regions, ", "))
 		}
 		// The forms are ids.go's: a region (regionRE), a zone of it
 		// (zoneRE, and regionOf), machine types and images as GCE names.
 		if pl.Zone != "" && !(regionOK && zoneRE.MatchString(pl.Zone) && regionOf(pl.Zone) == pl.Region) {
-			add("placement.zone", ReasonZoneNotInRegion, "zone %q is not in region %q: want %s-a, %s-b, …", pl.Zone, pl.Region, pl.Region, pl.Region)
+			add("placement.zone", provider.ReasonZoneNotInRegion, "zone %q is not in region %q: want %s-a, %s-b, …", pl.Zone, pl.Region, pl.Region, pl.Region)
 		}
 		switch machineType := cmp.Or(pl.MachineType, DefaultMachineType); {
 		case !IsName(machineType):
-			add("placement.machineType", ReasonMachineTypeInvalid, "%q is not a machine type name such as e2-micro", machineType)
+			add("placement.machineType", provider.ReasonMachineTypeInvalid, "%q is not a machine type name such as e2-micro", machineType)
 		case !slices.Contains(pol.MachineTypes, machineType):
-			add("placement.machineType", ReasonMachineTypeNotAllowed, "%q is not a machine type this platform allows: %s", machineType, strings.Join(pol.MachineTypes, ", "))
+			add("placement.machineType", provider.ReasonMachineTypeNotAllowed, "%q is not a machine type this platform allows: %s", machineType, strings.Join(pol.MachineTypes, ", "))
 		}
 		name := cmp.Or(pl.Image, DefaultImage)
 		if im, ok := parseImage(name, false); !ok {
-			add("placement.image", ReasonImageInvalid, "%q is not an image: want projects/PROJECT/global/images/NAME or projects/PROJECT/global/images/family/FAMILY", name)
+			add("placement.image", provider.ReasonImageInvalid, "%q is not an image: want projects/PROJECT/global/images/NAME or projects/PROJECT/global/images/family/FAMILY", name)
 		} else if !pol.allowsImage(im) {
-			add("placement.image", ReasonImageNotAllowed, "%q is not an image this platform allows: %s", name, strings.Join(pol.Images, ", "))
+			add("placement.image", provider.ReasonImageNotAllowed, "%q is not an image this platform allows: %s", name, strings.Join(pol.Images, ", "))
 		}
 		if n := len(req.CloudInit); n > MaxMetadataValueBytes {
-			add("cloudInit", ReasonCloudInitTooLarge, "is %d bytes, over the %d-byte limit of a Compute Engine metadata value", n, MaxMetadataValueBytes)
+			add("cloudInit", provider.ReasonCloudInitTooLarge, "is %d bytes, over the %d-byte limit of a Compute Engine metadata value", n, MaxMetadataValueBytes)
 		}
 		return out
 	}

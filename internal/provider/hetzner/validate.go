@@ -80,21 +80,6 @@ type Policy struct {
 	Images []string
 }
 
-// The reasons of the rules Validator holds.
-const (
-	ReasonRegionInvalid             = "REGION_INVALID"
-	ReasonRegionNotAllowed          = "REGION_NOT_ALLOWED"
-	ReasonZoneNotInRegion           = "ZONE_NOT_IN_REGION"
-	ReasonZoneNotAllowed            = "ZONE_NOT_ALLOWED"
-	ReasonMachineTypeInvalid        = "MACHINE_TYPE_INVALID"
-	ReasonMachineTypeNotAllowed     = "MACHINE_TYPE_NOT_ALLOWED"
-	ReasonMachineTypeNotInRegion    = "MACHINE_TYPE_NOT_IN_REGION"
-	ReasonImageInvalid              = "IMAGE_INVALID"
-	ReasonImageNotAllowed           = "IMAGE_NOT_ALLOWED"
-	ReasonCloudInitTooLarge         = "CLOUD_INIT_TOO_LARGE"
-	ReasonProviderCannotReconfigure = "PROVIDER_CANNOT_RECONFIGURE"
-)
-
 // Check validates the policy itself, for the configuration: every entry
 // of its form, and the defaults allowed. The error names the entry.
 func (pol Policy) Check() error {
@@ -153,7 +138,7 @@ func Validator(pol Policy) provider.Validator {
 			out = append(out, provider.Violation{Field: field, Reason: reason, Description: fmt.Sprintf(format, args...)})
 		}
 		if req.Pool {
-			add("provider", ReasonProviderCannotReconfigure,
+			add("provider", provider.ReasonProviderCannotReconfigure,
 				"hetzner cannot hand a running server a new configuration (its user-data is fixed at create), so it cannot serve a warm pool, whose VMs are claimed that way; proxies on hetzner get a new server for a change instead")
 		}
 		pl := req.Placement
@@ -161,34 +146,34 @@ func Validator(pol Policy) provider.Validator {
 		switch {
 		case pl.Region == "":
 		case !zoneOK:
-			add("placement.region", ReasonRegionInvalid, "%q is not a Hetzner network zone: want one of %s", pl.Region, zoneList())
+			add("placement.region", provider.ReasonRegionInvalid, "%q is not a Hetzner network zone: want one of %s", pl.Region, zoneList())
 		case len(allowed(pl.Region, pol.Locations)) == 0:
-			add("placement.region", ReasonRegionNotAllowed, "%q has no location this platform allows: %s", pl.Region, strings.Join(pol.Locations, ", "))
+			add("placement.region", provider.ReasonRegionNotAllowed, "%q has no location this platform allows: %s", pl.Region, strings.Join(pol.Locations, ", "))
 		}
 		if pl.Zone != "" {
 			switch {
 			case !zoneOK || networkZoneOf[pl.Zone] != pl.Region:
-				add("placement.zone", ReasonZoneNotInRegion, "%q is not a location of network zone %q: want one of %s", pl.Zone, pl.Region, strings.Join(networkZones[pl.Region], ", "))
+				add("placement.zone", provider.ReasonZoneNotInRegion, "%q is not a location of network zone %q: want one of %s", pl.Zone, pl.Region, strings.Join(networkZones[pl.Region], ", "))
 			case len(pol.Locations) > 0 && !slices.Contains(pol.Locations, pl.Zone):
-				add("placement.zone", ReasonZoneNotAllowed, "%q is not a location this platform allows: %s", pl.Zone, strings.Join(pol.Locations, ", "))
+				add("placement.zone", provider.ReasonZoneNotAllowed, "%q is not a location this platform allows: %s", pl.Zone, strings.Join(pol.Locations, ", "))
 			}
 		}
 		switch st := cmp.Or(pl.MachineType, DefaultServerType); {
 		case !nameRE.MatchString(st):
-			add("placement.machineType", ReasonMachineTypeInvalid, "%q is not a server type name such as %s", st, DefaultServerType)
+			add("placement.machineType", provider.ReasonMachineTypeInvalid, "%q is not a server type name such as %s", st, DefaultServerType)
 		case !slices.Contains(pol.ServerTypes, st):
-			add("placement.machineType", ReasonMachineTypeNotAllowed, "%q is not a server type this platform allows: %s", st, strings.Join(pol.ServerTypes, ", "))
+			add("placement.machineType", provider.ReasonMachineTypeNotAllowed, "%q is not a server type this platform allows: %s", st, strings.Join(pol.ServerTypes, ", "))
 		case zoneOK && euOnly[st] && pl.Region != "eu-central":
-			add("placement.machineType", ReasonMachineTypeNotInRegion, "%q is sold in eu-central only: name a CPX type such as cpx22 for %s", st, pl.Region)
+			add("placement.machineType", provider.ReasonMachineTypeNotInRegion, "%q is sold in eu-central only: name a CPX type such as cpx22 for %s", st, pl.Region)
 		}
 		switch im := cmp.Or(pl.Image, DefaultImage); {
 		case !nameRE.MatchString(im):
-			add("placement.image", ReasonImageInvalid, "%q is not a Hetzner image name such as %s", im, DefaultImage)
+			add("placement.image", provider.ReasonImageInvalid, "%q is not a Hetzner image name such as %s", im, DefaultImage)
 		case !slices.Contains(pol.Images, im):
-			add("placement.image", ReasonImageNotAllowed, "%q is not an image this platform allows: %s", im, strings.Join(pol.Images, ", "))
+			add("placement.image", provider.ReasonImageNotAllowed, "%q is not an image this platform allows: %s", im, strings.Join(pol.Images, ", "))
 		}
 		if n := len(req.CloudInit); n > MaxUserDataBytes {
-			add("cloudInit", ReasonCloudInitTooLarge, "is %d bytes, over the %d-byte limit of a Hetzner server's user-data", n, MaxUserDataBytes)
+			add("cloudInit", provider.ReasonCloudInitTooLarge, "is %d bytes, over the %d-byte limit of a Hetzner server's user-data", n, MaxUserDataBytes)
 		}
 		return out
 	}
