@@ -132,8 +132,11 @@ func TestImageBench(t *testing.T) {
 	case "relay":
 		res.Engine, res.Release = "relay", "host"
 		proxyAddr, rss = runRelay(t, ctx)
+	case "relay-process":
+		res.Engine, res.Release = "relay-process", "host"
+		proxyAddr, rss = runRelayProcess(t, ctx)
 	default:
-		t.Fatalf("IMAGE_BENCH_ENGINE=%q: want egress-proxy, egress-proxy-netns, relay or tinyproxy", os.Getenv("IMAGE_BENCH_ENGINE"))
+		t.Fatalf("IMAGE_BENCH_ENGINE=%q: want egress-proxy, egress-proxy-netns, relay, relay-process or tinyproxy", os.Getenv("IMAGE_BENCH_ENGINE"))
 	}
 	b := newBench(t, proxyAddr)
 
@@ -158,7 +161,7 @@ func TestImageBench(t *testing.T) {
 	res.ThroughputRatio = median(ratios)
 	res.Socks5ThroughputRatio = median(socksRatios)
 
-	if res.Engine != "relay" { // it carries CONNECT only
+	if !strings.HasPrefix(res.Engine, "relay") { // it carries CONNECT only
 		res.DirectRequestMs = b.requests(ctx, false)
 		res.RequestMs = b.requests(ctx, true)
 	}
@@ -343,39 +346,83 @@ func runRelay(t *testing.T, ctx context.Context) (string, func() (float64, error
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { ln.Close() })
-	dial := topo.VM.Dialer(netip.Addr{})
-	go func() {
-		for {
-			c, err := ln.Accept()
+	go serveRelay(ctx, ln, topo.VM.Dialer(netip.Addr{}))
+	return "http://" + waitListening(t, ctx, topo), func() (float64, error) { return loadtest.RSSMiB(0) }
+}
+
+// relayProcessEnv makes this test binary the relay alone, listening on
+// the address it holds (see TestMain).
+const relayProcessEnv = "EGRESS_IMAGE_BENCH_RELAY_LISTEN"
+
+// runRelayProcess is runRelay in a process of its own in the VM's
+// namespace, as the engine runs (IMAGE_BENCH_ENGINE=relay-process): in
+// the test's own process the relay shares one Go scheduler with the
+// bench's client and servers, which a proxy in another process does not,
+// so only this one compares with the engine.
+func runRelayProcess(t *testing.T, ctx context.Context) (string, func() (float64, error)) {
+	topo := benchTopology(t)
+	self, err := os.Executable()
+	if err != nil {
+		t.Fatal(err)
+	}
+	cmd := exec.Command("ip", "netns", "exec", topo.VM.Name, self, "-test.run=^$")
+	cmd.Env = append(os.Environ(), relayProcessEnv+"="+HostPort(BenchVMClientSide.Addr(), ProxyPort))
+	cmd.Stdout, cmd.Stderr = io.Discard, os.Stderr
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	return "http://" + waitListening(t, ctx, topo), func() (float64, error) { return loadtest.RSSMiB(cmd.Process.Pid) }
+}
+
+// serveRelay serves ln as the least a CONNECT proxy can be, dialling
+// with dial, until ln closes.
+func serveRelay(ctx context.Context, ln net.Listener, dial func(ctx context.Context, network, addr string) (net.Conn, error)) {
+	for {
+		c, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		go func() {
+			defer c.Close()
+			var head []byte
+			one := make([]byte, 1)
+			for !strings.HasSuffix(string(head), "\r\n\r\n") && len(head) < 4096 {
+				if _, err := c.Read(one); err != nil {
+					return
+				}
+				head = append(head, one[0])
+			}
+			f := strings.Fields(string(head))
+			if len(f) < 2 || f[0] != http.MethodConnect {
+				return
+			}
+			up, err := dial(ctx, "tcp", f[1])
 			if err != nil {
 				return
 			}
-			go func() {
-				defer c.Close()
-				var head []byte
-				one := make([]byte, 1)
-				for !strings.HasSuffix(string(head), "\r\n\r\n") && len(head) < 4096 {
-					if _, err := c.Read(one); err != nil {
-						return
-					}
-					head = append(head, one[0])
-				}
-				f := strings.Fields(string(head))
-				if len(f) < 2 || f[0] != http.MethodConnect {
-					return
-				}
-				up, err := dial(ctx, "tcp", f[1])
-				if err != nil {
-					return
-				}
-				defer up.Close()
-				io.WriteString(c, "HTTP/1.1 200 Connection established\r\n\r\n")
-				go func() { io.Copy(up, c); up.(*net.TCPConn).CloseWrite() }()
-				io.Copy(c, up)
-			}()
+			defer up.Close()
+			io.WriteString(c, "HTTP/1.1 200 Connection established\r\n\r\n")
+			go func() { io.Copy(up, c); up.(*net.TCPConn).CloseWrite() }()
+			io.Copy(c, up)
+		}()
+	}
+}
+
+// TestMain runs the relay alone when runRelayProcess started this binary
+// for it, and the tests otherwise.
+func TestMain(m *testing.M) {
+	if addr := os.Getenv(relayProcessEnv); addr != "" {
+		ln, err := net.Listen("tcp", addr)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "relay:", err)
+			os.Exit(1)
 		}
-	}()
-	return "http://" + waitListening(t, ctx, topo), func() (float64, error) { return loadtest.RSSMiB(0) }
+		var d net.Dialer
+		serveRelay(context.Background(), ln, d.DialContext)
+		os.Exit(0)
+	}
+	os.Exit(m.Run())
 }
 
 // benchTopology makes the benchmark's namespaces and its upstream
