@@ -70,7 +70,7 @@ func (r *results) lifecycleTable(w io.Writer) {
 	fmt.Fprintf(tw, "latency (ms)\tp50\tp99\tmax\tn\t\n")
 	fmt.Fprintf(tw, "VM ready → API shows Ready\t%.0f\t%.0f\t%.0f\t%d\t\n", r.ReadyLatencyMs.P50, r.ReadyLatencyMs.P99, r.ReadyLatencyMs.Max, r.ReadyLatencyMs.N)
 	fmt.Fprintf(tw, "  of which until the call-home's run starts (publish, Pub/Sub emulator's push, relay)\t%.0f\t%.0f\t%.0f\t%d\t\n", r.ReadySplitMs.Delivery.P50, r.ReadySplitMs.Delivery.P99, r.ReadySplitMs.Delivery.Max, r.ReadySplitMs.Delivery.N)
-	fmt.Fprintf(tw, "  and the call-home's run (a read, a Get, a write)\t%.0f\t%.0f\t%.0f\t%d\t\n", r.ReadySplitMs.Run.P50, r.ReadySplitMs.Run.P99, r.ReadySplitMs.Run.Max, r.ReadySplitMs.Run.N)
+	fmt.Fprintf(tw, "  and the call-home's run (its token, a read, a Get, a write)\t%.0f\t%.0f\t%.0f\t%d\t\n", r.ReadySplitMs.Run.P50, r.ReadySplitMs.Run.P99, r.ReadySplitMs.Run.Max, r.ReadySplitMs.Run.N)
 	fmt.Fprintf(tw, "DELETE → proxy and VM gone\t%.0f\t%.0f\t%.0f\t%d\t\n", r.DeleteLatencyMs.P50, r.DeleteLatencyMs.P99, r.DeleteLatencyMs.Max, r.DeleteLatencyMs.N)
 	tw.Flush()
 	if wu := r.WarmUp; wu.Invocations > 0 {
