@@ -18,26 +18,21 @@ import (
 // collector's account does neither. The request carries what the
 // listings found, so the run lists nothing again. It is sent while a
 // provider of such VMs is configured (Options.PulledTypes) and was
-// listed, even with none of its VMs, so the run deletes the cursors of
-// VMs gone; otherwise only when a listing holds such a VM. It returns
-// how many VMs the request names.
+// listed, even with none of its VMs, so that the run deletes the cursors
+// of VMs gone. It returns how many VMs the request names.
 func (c *Collector) askAccessPull(ctx context.Context, listings []listing) (int, error) {
 	var req proxy.AccessPull
 	for _, l := range listings {
-		if l.err != nil {
+		if l.err != nil || !slices.Contains(c.opts.PulledTypes, l.typ) {
 			continue
 		}
-		pulled := false
+		req.Listed = append(req.Listed, l.typ)
 		for _, inst := range l.instances {
 			if inst.StatusPort == 0 || inst.UID == "" || inst.Deployment != c.opts.Deployment {
 				continue
 			}
-			pulled = true
 			req.VMs = append(req.VMs, proxy.PulledVM{Provider: l.typ, ProviderID: inst.ID, UID: inst.UID, IP: inst.IP, Zone: inst.Zone,
 				Port: inst.StatusPort, Running: inst.State == provider.StateRunning})
-		}
-		if pulled || slices.Contains(c.opts.PulledTypes, l.typ) {
-			req.Listed = append(req.Listed, l.typ)
 		}
 	}
 	if len(req.Listed) == 0 {

@@ -91,6 +91,10 @@ func TestAccessPullRequest(t *testing.T) {
 			reason:    "a deployment of GCE VMs alone asks nothing",
 			providers: map[string]provider.Provider{"gcp": listed{instances: []provider.Instance{gce}}},
 		},
+		"not read by pull here": {
+			reason:    "VMs with a status port of a provider this deployment does not read by pull (a double of the VM side, in the benchmark) are asked for by no one",
+			providers: map[string]provider.Provider{"hetzner": listed{instances: []provider.Instance{hz("1", "u1", provider.StateRunning)}}},
+		},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {

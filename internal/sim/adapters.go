@@ -449,11 +449,6 @@ func (q *simQueue) Publish(ctx context.Context, m proxy.ReconcileMessage) error 
 	if err := q.w.yield(ctx); err != nil {
 		return err
 	}
-	if m.Reason == proxy.ReasonAccessPull {
-		// The access lines are not the simulation's: no VM of it keeps
-		// any.
-		return nil
-	}
 	if pool, ok := m.PoolName(); ok {
 		q.w.enqueue(delivery{pool: pool, trigger: reconcile.TriggerOf(m)}, q.w.delay())
 		return q.w.after(ctx, nil)
