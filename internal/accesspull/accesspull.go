@@ -30,7 +30,9 @@
 //
 // One VM's failure (it does not answer, the log refuses a write) is
 // logged and leaves its cursor where the lines written left it; the
-// others go on, and the next tick asks again. The cursors of VMs no
+// others go on, and the next tick asks again. VMs are asked Parallelism
+// at a time, and none is begun once the run's Budget is spent, so that
+// a fleet of VMs that do not answer cannot outlast Reconcile's timeout. The cursors of VMs no
 // longer listed by a provider that was listed completely are deleted.
 //
 // The package is pure logic: it sees the VMs, the store and the log
@@ -38,12 +40,14 @@
 package accesspull
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"log/slog"
 	"slices"
 	"sync"
+	"time"
 
 	"github.com/egress-proxies/egress/internal/callhome"
 	"github.com/egress-proxies/egress/internal/proxy"
@@ -59,6 +63,11 @@ const (
 	// full pages are more than the engine holds (4096 lines), so a run
 	// reads all a VM has unless it writes faster than it is read.
 	DefaultMaxPages = 5
+	// DefaultBudget is how long a run starts asking VMs: Reconcile's
+	// timeout is 5 minutes (deploy/terraform/functions.tf), and a VM
+	// begun just before the budget ends still has its pages' time. The
+	// VMs not begun are the next tick's.
+	DefaultBudget = 4 * time.Minute
 )
 
 // Reader reads a VM's access lines through its proxy port.
@@ -98,6 +107,9 @@ type Puller struct {
 	// MaxPages bounds the pages read of one VM in one run; zero is
 	// DefaultMaxPages.
 	MaxPages int
+	// Budget is how long the run begins asking VMs; zero is
+	// DefaultBudget.
+	Budget time.Duration
 }
 
 // Summary is what one run did.
@@ -114,6 +126,9 @@ type Summary struct {
 	Skipped int
 	// Deleted is the number of cursors of VMs gone that were deleted.
 	Deleted int
+	// Deferred are the running VMs not asked because the run's Budget
+	// was spent: the next tick asks them.
+	Deferred int
 }
 
 // Pull reads the access lines of the running VMs of req and writes them
@@ -137,11 +152,18 @@ func (p *Puller) Pull(ctx context.Context, req proxy.AccessPull) (Summary, error
 			running = append(running, vm)
 		}
 	}
+	budget, cancel := context.WithTimeout(ctx, cmp.Or(p.Budget, DefaultBudget))
+	defer cancel()
 	var mu sync.Mutex
 	p.forEach(len(running), func(i int) {
-		vm := running[i]
-		c, ok := cursors[vm.ProviderID]
-		r := p.pullVM(ctx, vm, c, ok)
+		var r vmResult
+		if budget.Err() != nil {
+			r.deferred = true
+		} else {
+			vm := running[i]
+			c, ok := cursors[vm.ProviderID]
+			r = p.pullVM(ctx, vm, c, ok)
+		}
 		mu.Lock()
 		defer mu.Unlock()
 		s.add(r)
@@ -149,13 +171,14 @@ func (p *Puller) Pull(ctx context.Context, req proxy.AccessPull) (Summary, error
 	s.Deleted = p.deleteGone(ctx, req, list)
 	p.Log.InfoContext(ctx, "access pull summary", slog.Int("vms", len(req.VMs)), slog.Int("asked", s.Asked), slog.Int("failed", s.Failed),
 		slog.Int("skipped", s.Skipped), slog.Int64("lines", s.Lines), slog.Int64("dropped", s.Dropped), slog.Int64("refused", s.Refused),
-		slog.Int("cursorsDeleted", s.Deleted))
+		slog.Int("deferred", s.Deferred), slog.Int("cursorsDeleted", s.Deleted))
 	return s, nil
 }
 
 // vmResult is what the run did with one VM.
 type vmResult struct {
 	asked, failed, skipped  bool
+	deferred                bool
 	lines, dropped, refused int64
 }
 
@@ -168,6 +191,9 @@ func (s *Summary) add(r vmResult) {
 	}
 	if r.skipped {
 		s.Skipped++
+	}
+	if r.deferred {
+		s.Deferred++
 	}
 	s.Lines += r.lines
 	s.Dropped += r.dropped

@@ -147,6 +147,7 @@ func TestPull(t *testing.T) {
 		cursors  []proxy.AccessCursor
 		pages    map[string]map[int64]vmconfig.AccessPage
 		maxPages int
+		budget   time.Duration
 		failSink string
 		failPut  bool
 
@@ -248,6 +249,15 @@ func TestPull(t *testing.T) {
 			wantAsked:   []string{"192.0.2.1:3128 u1 after 0"},
 			wantSummary: accesspull.Summary{Asked: 1, Lines: 1, Refused: 1},
 		},
+		"budget spent": {
+			reason:      "once the run's budget is spent no VM is begun: they keep their cursors for the next tick",
+			req:         proxy.AccessPull{Listed: []string{"hetzner"}, VMs: []proxy.PulledVM{vm("u1", "192.0.2.1"), vm("u2", "192.0.2.2")}},
+			cursors:     []proxy.AccessCursor{cursor("u1", "web", 7)},
+			budget:      -time.Second,
+			pages:       map[string]map[int64]vmconfig.AccessPage{"192.0.2.1": {7: page(2, "a.example", 9, 0)}},
+			wantCursors: []proxy.AccessCursor{cursor("u1", "web", 7)},
+			wantSummary: accesspull.Summary{Deferred: 2},
+		},
 		"not running": {
 			reason:      "a VM its provider does not list running is not asked, and keeps its cursor",
 			req:         proxy.AccessPull{Listed: []string{"hetzner"}, VMs: []proxy.PulledVM{{Provider: "hetzner", ProviderID: "hcloud://u1", UID: "u1", IP: "192.0.2.1", Port: 3128}}},
@@ -284,7 +294,7 @@ func TestPull(t *testing.T) {
 			r := &reader{pages: tc.pages}
 			sk := &sink{failFor: tc.failSink}
 			var logs bytes.Buffer
-			p := &accesspull.Puller{Reader: r, Store: st, Sink: sk, Log: slog.New(slog.NewTextHandler(&logs, nil)), MaxPages: tc.maxPages}
+			p := &accesspull.Puller{Reader: r, Store: st, Sink: sk, Log: slog.New(slog.NewTextHandler(&logs, nil)), MaxPages: tc.maxPages, Budget: tc.budget}
 			got, err := p.Pull(context.Background(), tc.req)
 			if err != nil {
 				t.Fatal(err)
