@@ -358,16 +358,23 @@ func TestGetStates(t *testing.T) {
 		name   string
 		state  string
 		status *vmside.Status
-		want   seen
+		// names is the instance the answer names: "self", another's id,
+		// or "" for none.
+		names string
+		want  seen
 	}{
-		{"pending", "pending", nil, seen{State: provider.StateProvisioning}},
-		{"running, the proxy does not answer yet", "running", nil, seen{State: provider.StateProvisioning}},
-		{"running, the proxy says it cannot serve", "running", &vmside.Status{Error: "no engine binary"}, seen{State: provider.StateProvisioning, BootError: "no engine binary"}},
-		{"serving", "running", &vmside.Status{Ready: true, Generation: 3}, seen{State: provider.StateRunning, Generation: 3}},
-		{"stopping", "stopping", nil, seen{State: provider.StateStopped}},
-		{"stopped", "stopped", nil, seen{State: provider.StateStopped}},
-		{"shutting-down", "shutting-down", nil, seen{NotFound: true}},
-		{"terminated", "terminated", nil, seen{NotFound: true}},
+		{"pending", "pending", nil, "", seen{State: provider.StateProvisioning}},
+		{"running, the proxy does not answer yet", "running", nil, "", seen{State: provider.StateProvisioning}},
+		{"running, the proxy says it cannot serve", "running", &vmside.Status{Error: "no engine binary"}, "", seen{State: provider.StateProvisioning, BootError: "no engine binary"}},
+		{"serving", "running", &vmside.Status{Ready: true, Generation: 3}, "", seen{State: provider.StateRunning, Generation: 3}},
+		{"serving, naming itself", "running", &vmside.Status{Ready: true, Generation: 3}, "self", seen{State: provider.StateRunning, Generation: 3}},
+		// The Elastic IP still on the instance this one replaces, which
+		// holds the same uid's status credential.
+		{"another instance answers", "running", &vmside.Status{Ready: true, Generation: 2}, "i-0000000000000beef", seen{State: provider.StateProvisioning}},
+		{"stopping", "stopping", nil, "", seen{State: provider.StateStopped}},
+		{"stopped", "stopped", nil, "", seen{State: provider.StateStopped}},
+		{"shutting-down", "shutting-down", nil, "", seen{NotFound: true}},
+		{"terminated", "terminated", nil, "", seen{NotFound: true}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			e := newEnv(t)
@@ -378,7 +385,11 @@ func TestGetStates(t *testing.T) {
 			}
 			e.fake.SetState(e.instance(t, id).ID, tc.state)
 			if tc.status != nil {
-				e.st.Set(req.UID, *tc.status)
+				st := *tc.status
+				if st.Instance = tc.names; tc.names == "self" {
+					st.Instance = e.instance(t, id).ID
+				}
+				e.st.Set(req.UID, st)
 			}
 			in, err := e.p.Get(context.Background(), id)
 			var got seen

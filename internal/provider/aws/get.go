@@ -120,7 +120,7 @@ func probePort(tags []types.Tag) (int32, bool) {
 
 // readiness asks the VM's proxy whether it serves (vmside.Observe).
 func (p *Provider) readiness(ctx context.Context, out *provider.Instance, port int32) error {
-	unanswered, err := vmside.Observe(ctx, p.cfg.Prober, out, port)
+	unanswered, err := vmside.Observe(ctx, p.cfg.Prober, out, port, parsedInstance(out.ID))
 	if unanswered != nil {
 		p.cfg.Log.Debug("aws instance does not answer its status request yet", slog.String("providerID", out.ID), slog.Any("error", unanswered))
 	}

@@ -67,7 +67,15 @@ func (f ProberFunc) Probe(ctx context.Context, ip string, port int32, uid string
 // generation it serves. Any answer carries the traffic its proxy
 // carried. A cancelled context is an error of its own:
 // nothing was learnt.
-func Observe(ctx context.Context, p Prober, out *provider.Instance, port int32) (unanswered, err error) {
+//
+// instance is the cloud's id of the VM out describes, where its VMs can
+// tell theirs (EC2's, from IMDS), or "". An answer naming another
+// instance is no answer: the address still reaches another VM of the
+// same proxy (a static address not yet moved from the VM this one
+// replaces), which holds the same status credential, and what it says
+// is not this VM's. An answer naming none is taken: a VM that could not
+// read its identity still serves.
+func Observe(ctx context.Context, p Prober, out *provider.Instance, port int32, instance string) (unanswered, err error) {
 	st, perr := p.Probe(ctx, out.IP, port, out.UID)
 	switch {
 	case ctx.Err() != nil:
@@ -75,6 +83,9 @@ func Observe(ctx context.Context, p Prober, out *provider.Instance, port int32) 
 	case perr != nil:
 		out.State = provider.StateProvisioning
 		return perr, nil
+	case instance != "" && st.Instance != "" && st.Instance != instance:
+		out.State = provider.StateProvisioning
+		return fmt.Errorf("%s:%d answered as instance %q, not %q", out.IP, port, st.Instance, instance), nil
 	case !st.Ready:
 		out.State, out.BootError, out.Traffic = provider.StateProvisioning, st.Error, st.Traffic
 	default:

@@ -12,8 +12,9 @@ import (
 
 // TestObserve: what a VM's answer makes of it: no answer is
 // Provisioning, an answer that it cannot serve Provisioning with its
-// reason, one that it serves Running with its generation, and a
-// cancelled context nothing learnt.
+// reason, one that it serves Running with its generation, an answer
+// naming another instance no answer, and a cancelled context nothing
+// learnt.
 func TestObserve(t *testing.T) {
 	type seen struct {
 		State      provider.InstanceState
@@ -33,6 +34,9 @@ func TestObserve(t *testing.T) {
 		"CannotServe":  {"its bootstrap said why", Status{Error: "no engine"}, nil, false, seen{State: provider.StateProvisioning, BootError: "no engine"}},
 		"Serves":       {"it serves generation 4", Status{Ready: true, Generation: 4}, nil, false, seen{State: provider.StateRunning, Generation: 4}},
 		"CancelledCtx": {"the caller gave up", Status{}, context.Canceled, true, seen{State: provider.StateRunning, Err: provider.KindTransient}},
+		"ItsInstance":  {"it names the instance asked about", Status{Ready: true, Generation: 4, Instance: "i-1"}, nil, false, seen{State: provider.StateRunning, Generation: 4}},
+		"NoInstance":   {"it could not read its identity, and still serves", Status{Ready: true, Generation: 4}, nil, false, seen{State: provider.StateRunning, Generation: 4}},
+		"Another":      {"the address still reaches the VM this one replaces", Status{Ready: true, Generation: 3, Instance: "i-0"}, nil, false, seen{State: provider.StateProvisioning, Unanswered: true}},
 	} {
 		t.Run(name, func(t *testing.T) {
 			ctx, cancel := context.WithCancel(context.Background())
@@ -46,7 +50,7 @@ func TestObserve(t *testing.T) {
 				return tc.st, tc.err
 			})
 			in := &provider.Instance{ID: "vm://1", IP: "198.51.100.7", UID: "u1", State: provider.StateRunning}
-			unanswered, err := Observe(ctx, p, in, 3128)
+			unanswered, err := Observe(ctx, p, in, 3128, "i-1")
 			got := seen{State: in.State, BootError: in.BootError, Generation: in.Generation, Unanswered: unanswered != nil, Err: provider.KindOf(err)}
 			if diff := cmp.Diff(tc.want, got); diff != "" || asked != "198.51.100.7/u1" {
 				t.Errorf("%s: (-want +got):\n%s (asked %q)", tc.reason, diff, asked)

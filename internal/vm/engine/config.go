@@ -12,7 +12,8 @@
 // and the decisions on credentials, sources, ports and destinations),
 // answers.go (every refusal's status, reason and SOCKS5 reply), dial.go
 // (resolve once, check every address, race the checked ones), server.go
-// (the Server: accepting, reload and revocation, drain, stats), http.go
+// (the Server: listeners, reload and revocation, drain, stats), conns.go
+// (each client's connection, admitted within the cap and tracked), http.go
 // (the HTTP connection loop), tunnel.go (CONNECT, and the tunnel SOCKS5
 // shares), relay.go (splice, the pipe pool), forward.go (plain HTTP),
 // socks5.go (SOCKS5), limit.go (the bandwidth limit) and access.go (the

@@ -52,6 +52,14 @@ type benchResult struct {
 	// Socks5ThroughputRatio is the median of three runs' ratios of a
 	// download through a SOCKS5 tunnel to the direct path's.
 	Socks5ThroughputRatio float64 `json:"socks5ThroughputRatio"`
+	// RelayThroughputRatio is the same median for a bare splice relay
+	// (serveRelay) run as a process of its own in the booted VM's
+	// namespace, beside the engine, in the same rounds; EngineToRelayRatio
+	// is the median of the rounds' engine/relay ratios. They say what the
+	// topology allows any proxy placed as the engine is, and how much of it
+	// the engine takes; neither is a target. Booted runs only.
+	RelayThroughputRatio float64 `json:"relayThroughputRatio,omitempty"`
+	EngineToRelayRatio   float64 `json:"engineToRelayRatio,omitempty"`
 	// BandwidthLimitError is |measured/limit − 1| of a download through
 	// the proxy once a reload gave it BandwidthLimitBitsPerSecond.
 	BandwidthLimitError         float64      `json:"bandwidthLimitError"`
@@ -74,6 +82,7 @@ type bulkSample struct {
 	ProxiedMBps float64 `json:"proxiedMBps"`
 	DirectMBps  float64 `json:"directMBps"`
 	Socks5MBps  float64 `json:"socks5MBps,omitempty"`
+	RelayMBps   float64 `json:"relayMBps,omitempty"`
 }
 
 // median is the median of three or more values.
@@ -139,13 +148,20 @@ func TestImageBench(t *testing.T) {
 		t.Fatalf("IMAGE_BENCH_ENGINE=%q: want egress-proxy, egress-proxy-netns, relay, relay-process or tinyproxy", os.Getenv("IMAGE_BENCH_ENGINE"))
 	}
 	b := newBench(t, proxyAddr)
+	var relay *loadtest.Proxy
+	if r != nil {
+		addr := HostPort(BenchVMClientSide.Addr(), relayPort)
+		startRelayProcess(t, r.topo, addr)
+		waitListening(t, ctx, r.topo, addr)
+		relay = &loadtest.Proxy{Addr: addr, Dial: b.dial}
+	}
 
 	// Throughput: three rounds of one download each way (and through
 	// SOCKS5), alternating; the ratio of each round is its own, judged
 	// against the direct path in the same moment, and the median of the
 	// three is the figure (the one least disturbed by the rest of the
 	// machine, either way).
-	var ratios, socksRatios []float64
+	var ratios, socksRatios, relayRatios, toRelay []float64
 	for range 3 {
 		direct := b.bulk(ctx, b.direct)
 		proxied := b.bulk(ctx, b.http)
@@ -155,11 +171,17 @@ func TestImageBench(t *testing.T) {
 			sample.Socks5MBps = b.bulk(ctx, b.socks5())
 			socksRatios = append(socksRatios, sample.Socks5MBps/direct)
 		}
+		if relay != nil {
+			sample.RelayMBps = b.bulk(ctx, *relay)
+			relayRatios = append(relayRatios, sample.RelayMBps/direct)
+			toRelay = append(toRelay, proxied/sample.RelayMBps)
+		}
 		res.Runs = append(res.Runs, sample)
 		res.DirectMBps, res.ProxiedMBps = max(res.DirectMBps, direct), max(res.ProxiedMBps, proxied)
 	}
 	res.ThroughputRatio = median(ratios)
 	res.Socks5ThroughputRatio = median(socksRatios)
+	res.RelayThroughputRatio, res.EngineToRelayRatio = median(relayRatios), median(toRelay)
 
 	if !strings.HasPrefix(res.Engine, "relay") { // it carries CONNECT only
 		res.DirectRequestMs = b.requests(ctx, false)
@@ -197,8 +219,8 @@ func TestImageBench(t *testing.T) {
 		res.BandwidthLimitError = math.Abs(mbps/limitMBps - 1)
 	}
 
-	line := fmt.Sprintf("image-bench: proxied %.0f MB/s, direct %.0f MB/s (ratio %.2f, median of 3; SOCKS5 %.2f), p50/p99 new-connection request %.2f/%.2f ms (direct %.2f/%.2f), %d of %d tunnels held, RSS %.1f MiB at 1000 tunnels, bandwidth limit %d bit/s held within %.3f",
-		res.ProxiedMBps, res.DirectMBps, res.ThroughputRatio, res.Socks5ThroughputRatio, res.RequestMs.P50, res.RequestMs.P99,
+	line := fmt.Sprintf("image-bench: proxied %.0f MB/s, direct %.0f MB/s (ratio %.2f, median of 3; SOCKS5 %.2f; a bare relay beside it %.2f, the engine %.2f of it), p50/p99 new-connection request %.2f/%.2f ms (direct %.2f/%.2f), %d of %d tunnels held, RSS %.1f MiB at 1000 tunnels, bandwidth limit %d bit/s held within %.3f",
+		res.ProxiedMBps, res.DirectMBps, res.ThroughputRatio, res.Socks5ThroughputRatio, res.RelayThroughputRatio, res.EngineToRelayRatio, res.RequestMs.P50, res.RequestMs.P99,
 		res.DirectRequestMs.P50, res.DirectRequestMs.P99, res.TunnelsHeld, res.TunnelsTried, res.RSSMiBAt1000, res.BandwidthLimitBitsPerSecond, res.BandwidthLimitError)
 	if res.Engine != "egress-proxy" {
 		line = strings.Replace(line, "image-bench:", "image-bench ("+res.Engine+"):", 1)
@@ -263,7 +285,7 @@ func bootEngine(t *testing.T, ctx context.Context, rel Release, runDir string) (
 		return parseRSS(string(out))
 	}
 	creds := r.creds
-	return r, "http://" + creds.Username + ":" + creds.Password + "@" + HostPort(BenchVMClientSide.Addr(), ProxyPort), rss
+	return r, "http://" + creds.Username + ":" + creds.Password + "@" + benchProxyAddr, rss
 }
 
 // runTinyproxy runs the host's tinyproxy in the VM's namespace of the
@@ -292,7 +314,7 @@ func runTinyproxy(t *testing.T, ctx context.Context, runDir string) (string, fun
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-	addr := waitListening(t, ctx, topo)
+	addr := waitListening(t, ctx, topo, benchProxyAddr)
 	// tinyproxy 1.11 is one process with a thread per client; ip and sh
 	// exec it, so the command's PID is tinyproxy's.
 	rss := func() (float64, error) { return loadtest.RSSMiB(cmd.Process.Pid) }
@@ -330,7 +352,7 @@ func runEngineInNetns(t *testing.T, ctx context.Context, runDir string) (string,
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-	addr := waitListening(t, ctx, topo)
+	addr := waitListening(t, ctx, topo, benchProxyAddr)
 	return "http://" + user + ":" + password + "@" + addr, func() (float64, error) { return loadtest.RSSMiB(cmd.Process.Pid) }
 }
 
@@ -341,13 +363,13 @@ func runEngineInNetns(t *testing.T, ctx context.Context, runDir string) (string,
 // engine's figures beside it.
 func runRelay(t *testing.T, ctx context.Context) (string, func() (float64, error)) {
 	topo := benchTopology(t)
-	ln, err := topo.VM.Listen(HostPort(BenchVMClientSide.Addr(), ProxyPort))
+	ln, err := topo.VM.Listen(benchProxyAddr)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { ln.Close() })
 	go serveRelay(ctx, ln, topo.VM.Dialer(netip.Addr{}))
-	return "http://" + waitListening(t, ctx, topo), func() (float64, error) { return loadtest.RSSMiB(0) }
+	return "http://" + waitListening(t, ctx, topo, benchProxyAddr), func() (float64, error) { return loadtest.RSSMiB(0) }
 }
 
 // relayProcessEnv makes this test binary the relay alone, listening on
@@ -361,18 +383,33 @@ const relayProcessEnv = "EGRESS_IMAGE_BENCH_RELAY_LISTEN"
 // so only this one compares with the engine.
 func runRelayProcess(t *testing.T, ctx context.Context) (string, func() (float64, error)) {
 	topo := benchTopology(t)
+	cmd := startRelayProcess(t, topo, benchProxyAddr)
+	return "http://" + waitListening(t, ctx, topo, benchProxyAddr), func() (float64, error) { return loadtest.RSSMiB(cmd.Process.Pid) }
+}
+
+// benchProxyAddr is the proxy's address as the bench's client dials it.
+var benchProxyAddr = HostPort(BenchVMClientSide.Addr(), ProxyPort)
+
+// relayPort is the port of the bare relay make image-bench runs beside
+// the booted engine: one the VM's filter leaves alone, as it filters
+// only the proxy's ports and the proxy's own user.
+const relayPort = ProxyPort + 1
+
+// startRelayProcess starts this test binary as the bare relay alone, in
+// topo's VM namespace, listening on addr, until the test ends.
+func startRelayProcess(t *testing.T, topo *Topology, addr string) *exec.Cmd {
 	self, err := os.Executable()
 	if err != nil {
 		t.Fatal(err)
 	}
 	cmd := exec.Command("ip", "netns", "exec", topo.VM.Name, self, "-test.run=^$")
-	cmd.Env = append(os.Environ(), relayProcessEnv+"="+HostPort(BenchVMClientSide.Addr(), ProxyPort))
+	cmd.Env = append(os.Environ(), relayProcessEnv+"="+addr)
 	cmd.Stdout, cmd.Stderr = io.Discard, os.Stderr
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
-	return "http://" + waitListening(t, ctx, topo), func() (float64, error) { return loadtest.RSSMiB(cmd.Process.Pid) }
+	return cmd
 }
 
 // serveRelay serves ln as the least a CONNECT proxy can be, dialling
@@ -441,10 +478,9 @@ func benchTopology(t *testing.T) *Topology {
 	return topo
 }
 
-// waitListening waits for the proxy port to answer the client, and
-// returns its address.
-func waitListening(t *testing.T, ctx context.Context, topo *Topology) string {
-	addr := HostPort(BenchVMClientSide.Addr(), ProxyPort)
+// waitListening waits for addr in the VM's namespace to answer the
+// client, and returns it.
+func waitListening(t *testing.T, ctx context.Context, topo *Topology, addr string) string {
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		c, err := topo.Client.Dialer(BenchClientPrefix.Addr())(ctx, "tcp", addr)

@@ -308,6 +308,18 @@ func Latency(ctx context.Context, p *Proxy, echo string) (time.Duration, error) 
 	return time.Since(start), nil
 }
 
+// echoBound bounds one echo through a tunnel Tunnels holds: a proxy
+// that stops carrying a tunnel fails the measurement instead of hanging
+// it (one such run waited ten minutes for a byte).
+const echoBound = 30 * time.Second
+
+// echoWithin is echoOnce within d, leaving c without a deadline after.
+func echoWithin(c net.Conn, msg string, d time.Duration) error {
+	c.SetDeadline(time.Now().Add(d))
+	defer c.SetDeadline(time.Time{})
+	return echoOnce(c, msg)
+}
+
 func echoOnce(c net.Conn, msg string) error {
 	if _, err := io.WriteString(c, msg); err != nil {
 		return err
@@ -357,7 +369,7 @@ func Tunnels(ctx context.Context, p Proxy, echo string, n int, marks []int, atOp
 			defer cancel()
 			c, err := p.connect(cctx, echo)
 			if err == nil {
-				if err = echoOnce(c, "x"); err != nil {
+				if err = echoWithin(c, "x", echoBound); err != nil {
 					c.Close()
 				}
 			}
@@ -379,7 +391,7 @@ func Tunnels(ctx context.Context, p Proxy, echo string, n int, marks []int, atOp
 	// A tunnel that was cut while others opened is not held.
 	held := open[:0]
 	for _, c := range open {
-		if err := echoOnce(c, "y"); err != nil {
+		if err := echoWithin(c, "y", echoBound); err != nil {
 			c.Close()
 			if firstErr == nil {
 				firstErr = fmt.Errorf("a tunnel open earlier no longer echoes: %w", err)

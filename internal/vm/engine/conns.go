@@ -1,0 +1,201 @@
+package engine
+
+// The connections the Server holds: each client's, as Apply (revocation)
+// and Shutdown (drain) see it, the accept loop that admits them within the
+// connection cap, and the set they are tracked in.
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/netip"
+	"sync/atomic"
+	"syscall"
+	"time"
+)
+
+// clientConn is one client's connection, as Apply and Shutdown see it.
+type clientConn struct {
+	conn   *net.TCPConn
+	source netip.Addr
+	remote string
+	// cred is who the connection last authenticated as; nil before.
+	cred atomic.Pointer[credential]
+	// idle is true while an HTTP connection waits for its next request:
+	// Shutdown closes such a connection at once.
+	idle atomic.Bool
+	// up is the destination of the tunnel the connection became.
+	up atomic.Pointer[net.TCPConn]
+	// ended says why the engine closed the connection, if it did.
+	ended atomic.Pointer[string]
+	// statusOnly is a connection from a status source that is not an
+	// allowed source: it may ask for the status and nothing else.
+	statusOnly bool
+}
+
+// end closes the connection and its tunnel's destination, saying why.
+func (c *clientConn) end(reason string) {
+	c.ended.CompareAndSwap(nil, &reason)
+	c.conn.Close()
+	if up := c.up.Load(); up != nil {
+		up.Close()
+	}
+}
+
+func (c *clientConn) endReason() string {
+	if r := c.ended.Load(); r != nil {
+		return *r
+	}
+	return ""
+}
+
+// acceptLoop accepts on ln until Shutdown: a client outside the source
+// ranges is closed before a byte is read, one past the connection cap is
+// told so (http) or closed, the others served each in a goroutine.
+func (s *Server) acceptLoop(ln net.Listener, serve func(*clientConn), isHTTP bool) error {
+	if !s.trackListener(ln) {
+		ln.Close()
+		return errServerClosed
+	}
+	var backoff time.Duration
+	for {
+		c, err := ln.Accept()
+		if err != nil {
+			if s.isClosing() {
+				return errServerClosed
+			}
+			// Out of descriptors, or a connection reset before it was
+			// accepted: wait a little, as net/http does, and go on.
+			var ne net.Error
+			if errors.Is(err, syscall.EMFILE) || errors.Is(err, syscall.ENFILE) || errors.Is(err, syscall.ECONNABORTED) || errors.As(err, &ne) && ne.Timeout() {
+				backoff = min(max(2*backoff, 5*time.Millisecond), time.Second)
+				s.log.Warn("accept failed; retrying", slog.Any("error", err), slog.Duration("retryIn", backoff))
+				time.Sleep(backoff)
+				continue
+			}
+			return err
+		}
+		backoff = 0
+		tc, ok := c.(*net.TCPConn)
+		if !ok {
+			// Only a listener that is not TCP gets here (none this
+			// package makes): refuse rather than copy through user space.
+			c.Close()
+			s.log.Error("connection refused: not TCP", slog.String("type", fmt.Sprintf("%T", c)))
+			continue
+		}
+		addr := remoteAddr(c)
+		r := s.rules.Load()
+		statusOnly := false
+		if !r.sourceAllowed(addr) {
+			// The control plane asks for the status on the HTTP port only.
+			statusOnly = isHTTP && r.statusSource(addr)
+		}
+		if !statusOnly && !r.sourceAllowed(addr) {
+			c.Close()
+			s.log.Debug("connection refused: source not in allowedSourceRanges", slog.String("source", addr.String()))
+			continue
+		}
+		if s.activeConns.Load() >= s.maxConns {
+			s.refused.Add(1)
+			s.overCap(tc, isHTTP)
+			continue
+		}
+		cc := &clientConn{conn: tc, source: addr, remote: c.RemoteAddr().String(), statusOnly: statusOnly}
+		if !s.register(cc) {
+			c.Close()
+			continue
+		}
+		if !statusOnly {
+			s.connections.Add(1)
+		}
+		go func() {
+			defer s.unregister(cc)
+			defer tc.Close()
+			serve(cc)
+		}()
+	}
+}
+
+// errServerClosed is what Serve returns after Shutdown, as net/http's
+// servers do.
+var errServerClosed = http.ErrServerClosed
+
+// overCap answers a connection past the cap: 503 and close for HTTP, a
+// close for SOCKS5. The answer is written by a few goroutines at most, so
+// a flood past the cap costs it nothing more than closes.
+func (s *Server) overCap(c *net.TCPConn, isHTTP bool) {
+	if !isHTTP || s.overCapAnswering.Add(1) > 64 {
+		if isHTTP {
+			s.overCapAnswering.Add(-1)
+		}
+		c.Close()
+		return
+	}
+	go func() {
+		defer s.overCapAnswering.Add(-1)
+		defer c.Close()
+		c.SetDeadline(time.Now().Add(time.Second))
+		writeAnswerTo(c, ansTooManyConnections, true, nil)
+		// Read what the client sent before closing, so the close is a FIN
+		// and not a reset that could destroy the answer in flight.
+		c.CloseWrite()
+		var b [4096]byte
+		for {
+			if _, err := c.Read(b[:]); err != nil {
+				return
+			}
+		}
+	}()
+	// One line a second at most: a flood past the cap would otherwise
+	// fill the journal, which is in memory.
+	if now := time.Now().UnixNano(); now-s.overCapLogged.Load() > int64(time.Second) {
+		s.overCapLogged.Store(now)
+		s.log.Warn("connections refused: maxConnections open", slog.Int64("maxConnections", s.maxConns), slog.Int64("refused", s.refused.Load()))
+	}
+}
+
+func (s *Server) trackListener(ln net.Listener) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closing {
+		return false
+	}
+	s.listeners[ln] = struct{}{}
+	return true
+}
+
+func (s *Server) register(cc *clientConn) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closing {
+		return false
+	}
+	s.conns[cc] = struct{}{}
+	s.activeConns.Add(1)
+	s.wg.Add(1)
+	return true
+}
+
+func (s *Server) unregister(cc *clientConn) {
+	s.mu.Lock()
+	delete(s.conns, cc)
+	s.mu.Unlock()
+	s.activeConns.Add(-1)
+	s.wg.Done()
+}
+
+func (s *Server) isClosing() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.closing
+}
+
+func remoteAddr(c net.Conn) netip.Addr {
+	if a, ok := c.RemoteAddr().(*net.TCPAddr); ok {
+		return a.AddrPort().Addr().Unmap()
+	}
+	return netip.Addr{}
+}
