@@ -121,6 +121,7 @@ func TestModuleHasWhatProductionNeeds(t *testing.T) {
 		{"google_project_service", "apis"},
 		{"google_firestore_database", "default"},
 		{"google_firestore_field", "progress_time"},
+		{"google_firestore_field", "proxy_uid"},
 		{"google_pubsub_topic", "reconcile"},
 		{"google_pubsub_topic", "gc"},
 		{"google_pubsub_topic", "dead_letter"},

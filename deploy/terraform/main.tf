@@ -121,6 +121,26 @@ resource "google_firestore_field" "progress_time" {
   }
 }
 
+# The access pull's collection-group query on the uid, which finds the
+# proxy of a VM read by pull once, when it is first seen
+# (internal/store.ProxyOfUID). Naming the field's indexes replaces the
+# automatic ones, so the collection's own ascending index is kept beside.
+resource "google_firestore_field" "proxy_uid" {
+  database   = google_firestore_database.default.name
+  collection = "proxies"
+  field      = "uid"
+  index_config {
+    indexes {
+      order       = "ASCENDING"
+      query_scope = "COLLECTION"
+    }
+    indexes {
+      order       = "ASCENDING"
+      query_scope = "COLLECTION_GROUP"
+    }
+  }
+}
+
 # The firewall rules that open the proxy ports of proxy VMs, by tag: one
 # per address family per deployment, to which the API holds every spec, so
 # the functions need no right over firewalls. Two, since a VPC firewall

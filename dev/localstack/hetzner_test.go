@@ -12,6 +12,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	"regexp"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -83,19 +85,29 @@ func (s *liveStack) hetznerProxy(t *testing.T) {
 	h := hcloudCLI{endpoint: s.hetzner.Endpoint(), config: filepath.Join(t.TempDir(), "cli.toml")}
 	cli := buildCLI(t, s.front.URL, unsignedToken("alice@example.com"))
 	ns := []string{"--namespace", "demo"}
-	cloudProxy(t, cli, "hz", "hetzner", "eu-central")
+	_, targetPort := cloudProxy(t, cli, "hz", "hetzner", "eu-central")
 
 	listed := h.servers(t, "proxy-operator-managed=true")
 	if len(listed) != 1 {
 		t.Fatalf("hcloud server list -l proxy-operator-managed=true: %v, want the proxy's server alone", listed)
 	}
+	var uid string
 	for _, sv := range listed {
-		uid := sv.Labels["proxy-operator-uid"]
+		uid = sv.Labels["proxy-operator-uid"]
 		want := map[string]string{"proxy-operator-managed": "true", "proxy-operator-uid": uid, "egress-deployment": "egress", "egress-proxy-port": "3128"}
 		if diff := cmp.Diff(want, sv.Labels); diff != "" || sv.Status != "running" || !regexp.MustCompile(`^[0-9a-f-]{36}$`).MatchString(uid) {
 			t.Errorf("the proxy's server %s is %s with labels (-want +got):\n%s", sv.Name, sv.Status, diff)
 		}
 	}
+	// Issue 32: the request's access line, read from the server through
+	// its proxy port when a collector tick asks (GC_INTERVAL=1s), is
+	// written as a GCE VM's call-home's is: locally, one "proxy access"
+	// line of the stack's, under the proxy's labels.
+	want := accessEntry{Labels: map[string]string{"uid": uid, "namespace": "demo", "name": "hz"},
+		Line: accessLine{Method: "GET", Host: "127.0.0.1", Port: targetPort, Status: 200}}
+	waitFor(t, 30*time.Second, "the request's access line in the stack's log", func() bool {
+		return slices.ContainsFunc(s.accessEntries(t), func(e accessEntry) bool { return cmp.Equal(want, e) })
+	})
 
 	cli.must(t, append([]string{"proxies", "delete", "hz", "--wait", "--timeout", "90s"}, ns...)...)
 	waitFor(t, time.Minute, "hcloud server list to be empty", func() bool { return len(h.servers(t)) == 0 })
@@ -125,7 +137,7 @@ func (s *liveStack) hetznerProxy(t *testing.T) {
 // a cloud's fake (providerType in region), allowing this machine, waits
 // until it is Ready at its VM's loopback address, and checks that a
 // request through its proxyURL reaches a local target.
-func cloudProxy(t *testing.T, cli *egressCLI, name, providerType, region string) cliProxy {
+func cloudProxy(t *testing.T, cli *egressCLI, name, providerType, region string) (cliProxy, int) {
 	t.Helper()
 	want := "reached through " + providerType
 	target := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, want) }))
@@ -151,5 +163,57 @@ func cloudProxy(t *testing.T, cli *egressCLI, name, providerType, region string)
 	if resp.StatusCode != http.StatusOK || string(body) != want {
 		t.Errorf("through the %s proxy: %d %q, want 200 from the target", providerType, resp.StatusCode, body)
 	}
-	return ready
+	port, _ := strconv.Atoi(targetURL.Port())
+	return ready, port
 }
+
+// accessEntry is what a test checks of a "proxy access" line of the
+// stack (accesslog.Local): the proxy's labels, and the line's
+// destination, method and status (never its times).
+type accessEntry struct {
+	Labels map[string]string
+	Line   accessLine
+}
+
+type accessLine struct {
+	Method, Host string
+	Port, Status int
+}
+
+// accessEntries are the stack's "proxy access" lines so far (in the
+// stack's text format: labels.uid=… line.host=…), the VM's label left out
+// (its providerID).
+func (s *liveStack) accessEntries(t *testing.T) []accessEntry {
+	t.Helper()
+	var out []accessEntry
+	for _, l := range strings.Split(s.out.String(), "\n") {
+		if !strings.Contains(l, `msg="proxy access"`) {
+			continue
+		}
+		e := accessEntry{Labels: map[string]string{}}
+		for _, kv := range textAttr.FindAllStringSubmatch(l, -1) {
+			k, v := kv[1], kv[2]
+			if uq, err := strconv.Unquote(v); err == nil {
+				v = uq
+			}
+			switch k {
+			case "labels.uid", "labels.namespace", "labels.name":
+				e.Labels[strings.TrimPrefix(k, "labels.")] = v
+			case "line.method":
+				e.Line.Method = v
+			case "line.host":
+				e.Line.Host = v
+			case "line.port":
+				e.Line.Port, _ = strconv.Atoi(v)
+			case "line.status":
+				e.Line.Status, _ = strconv.Atoi(v)
+			}
+		}
+		out = append(out, e)
+	}
+	return out
+}
+
+// textAttr is one key=value of slog's text format, the value quoted when
+// it has a space or a quote.
+var textAttr = regexp.MustCompile(`(\S+?)=("(?:[^"\\]|\\.)*"|\S*)`)

@@ -1,8 +1,9 @@
 // Package accesslog writes the proxies' access lines (internal/callhome)
 // where operators read them: in production, Cloud Logging's log
 // egress-proxy-access of the project, one entry per line, on the VM's
-// monitored resource (gce_instance), labelled with the proxy's uid,
-// namespace and name; locally, the local stack's own log.
+// monitored resource (gce_instance; a generic_node for a VM of another
+// cloud), labelled with the proxy's uid, namespace and name; locally, the
+// local stack's own log.
 //
 // Reconcile writes them through the Logging API (entries.write), with its
 // own account: the VMs hold no log writer (docs/concepts/security.md).
@@ -11,10 +12,13 @@
 package accesslog
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"maps"
+	"slices"
 	"sync"
 	"time"
 
@@ -64,11 +68,9 @@ func (c *CloudLogging) Write(ctx context.Context, l callhome.Labels, lines []vmc
 		return err
 	}
 	req := &logging.WriteLogEntriesRequest{
-		LogName: "projects/" + c.project + "/logs/" + LogID,
-		Resource: &logging.MonitoredResource{Type: "gce_instance", Labels: map[string]string{
-			"project_id": l.Instance.Project, "zone": l.Instance.Zone, "instance_id": l.Instance.ID,
-		}},
-		Labels: labels(l),
+		LogName:  "projects/" + c.project + "/logs/" + LogID,
+		Resource: c.resource(l),
+		Labels:   labels(l),
 	}
 	for _, line := range lines {
 		payload, err := json.Marshal(line)
@@ -87,18 +89,43 @@ func (c *CloudLogging) Write(ctx context.Context, l callhome.Labels, lines []vmc
 	return nil
 }
 
+// resource is the monitored resource the lines are written on: a GCE
+// VM's gce_instance; for a VM of another cloud, read by pull, a
+// generic_node of the project, in the VM's location, in the namespace of
+// its provider type, named by its providerID.
+func (c *CloudLogging) resource(l callhome.Labels) *logging.MonitoredResource {
+	if l.Provider == "" {
+		return &logging.MonitoredResource{Type: "gce_instance", Labels: map[string]string{
+			"project_id": l.Instance.Project, "zone": l.Instance.Zone, "instance_id": l.Instance.ID,
+		}}
+	}
+	return &logging.MonitoredResource{Type: "generic_node", Labels: map[string]string{
+		"project_id": c.project, "location": cmp.Or(l.Instance.Zone, "global"), "namespace": l.Provider, "node_id": l.Instance.ID,
+	}}
+}
+
 func labels(l callhome.Labels) map[string]string {
 	return map[string]string{"uid": l.UID, "namespace": l.Namespace, "name": l.Name, "instance": l.Instance.Name}
 }
 
 // Local writes each line to a logger, as the local stack's own log: one
-// line "proxy access" with the labels and the line's fields.
+// line "proxy access" with the labels and the line's fields, each an
+// attribute of its group (labels.uid, line.host, in the text format).
 type Local struct{ Log *slog.Logger }
 
 // Write logs the lines.
 func (s Local) Write(ctx context.Context, l callhome.Labels, lines []vmconfig.AccessLine) error {
+	m := labels(l)
+	var ls []any
+	for _, k := range slices.Sorted(maps.Keys(m)) {
+		ls = append(ls, slog.String(k, m[k]))
+	}
 	for _, line := range lines {
-		s.Log.InfoContext(ctx, "proxy access", slog.String("log", LogID), slog.Any("labels", labels(l)), slog.Any("line", line))
+		s.Log.InfoContext(ctx, "proxy access", slog.String("log", LogID), slog.Group("labels", ls...), slog.Group("line",
+			slog.Time("time", line.Time), slog.String("source", line.Source), slog.String("user", line.User),
+			slog.String("protocol", line.Protocol), slog.String("method", line.Method), slog.String("host", line.Host),
+			slog.Int("port", line.Port), slog.Int("status", line.Status), slog.Int64("bytesIn", line.BytesIn),
+			slog.Int64("bytesOut", line.BytesOut), slog.Int64("durationMs", line.DurationMs), slog.String("reason", line.Reason)))
 	}
 	return nil
 }

@@ -71,3 +71,45 @@ func TestCloudLoggingWrite(t *testing.T) {
 		t.Errorf("the entries: %+v", b.Entries)
 	}
 }
+
+// TestCloudLoggingWriteOfAVMReadByPull: the lines of a VM of another
+// cloud (hetzner's, read by pull) go to the same log under the same
+// labels, on a generic_node of the project in its location, named by its
+// providerID, since it is no gce_instance.
+func TestCloudLoggingWriteOfAVMReadByPull(t *testing.T) {
+	var got struct {
+		Resource struct {
+			Type   string
+			Labels map[string]string
+		}
+		LogName string
+		Labels  map[string]string
+	}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		if err := json.Unmarshal(b, &got); err != nil {
+			t.Errorf("entries.write body: %v", err)
+		}
+		io.WriteString(w, "{}")
+	}))
+	defer srv.Close()
+	sink := accesslog.NewCloudLogging("demo-project", option.WithEndpoint(srv.URL), option.WithoutAuthentication())
+	l := callhome.Labels{UID: "u-1", Namespace: "team-a", Name: "web", Provider: "hetzner",
+		Instance: vmidentity.Instance{Zone: "fsn1", Name: "hcloud://1001", ID: "hcloud://1001"}}
+	if err := sink.Write(context.Background(), l, []vmconfig.AccessLine{
+		{Time: time.Date(2026, 12, 5, 3, 0, 0, 0, time.UTC), Protocol: vmconfig.ProtocolConnect, Method: "CONNECT", Host: "api.example.com", Port: 443, Status: 200},
+	}); err != nil {
+		t.Fatal(err)
+	}
+	type written struct {
+		Resource, LogName string
+		ResourceLabels    map[string]string
+		Labels            map[string]string
+	}
+	want := written{Resource: "generic_node", LogName: "projects/demo-project/logs/egress-proxy-access",
+		ResourceLabels: map[string]string{"project_id": "demo-project", "location": "fsn1", "namespace": "hetzner", "node_id": "hcloud://1001"},
+		Labels:         map[string]string{"uid": "u-1", "namespace": "team-a", "name": "web", "instance": "hcloud://1001"}}
+	if diff := cmp.Diff(want, written{got.Resource.Type, got.LogName, got.Resource.Labels, got.Labels}); diff != "" {
+		t.Errorf("the request's resource, log and labels (-want +got):\n%s", diff)
+	}
+}

@@ -28,6 +28,7 @@ import (
 	"cloud.google.com/go/firestore"
 	"cloud.google.com/go/pubsub/v2"
 
+	"github.com/egress-proxies/egress/internal/accesspull"
 	"github.com/egress-proxies/egress/internal/bootstrap"
 	"github.com/egress-proxies/egress/internal/callhome"
 	"github.com/egress-proxies/egress/internal/clock"
@@ -108,6 +109,15 @@ type App struct {
 	reconciler *reconcile.Reconciler
 	pools      *pools.Reconciler
 	collector  *gc.Collector
+	// puller reads the access lines of the VMs read by pull (hetzner's,
+	// aws's); nil when no enabled provider's VMs are.
+	puller *accesspull.Puller
+	// accessReader asks those VMs (their VM side's prober), and
+	// pulledTypes are their provider types, as registry found them.
+	accessReader accesspull.Reader
+	pulledTypes  []string
+	// logOutput is where the logs go (Options.LogOutput).
+	logOutput io.Writer
 }
 
 // ServedBy is what a process serves given its FUNCTION_TARGET: that entry
@@ -134,7 +144,7 @@ func New(ctx context.Context, getenv Getenv, opts Options) (*App, error) {
 	if err := onCloudRun(getenv, cfg); err != nil {
 		return nil, err
 	}
-	a := &App{Config: cfg}
+	a := &App{Config: cfg, logOutput: opts.LogOutput}
 	a.Log = newLogger(cfg, opts.LogOutput)
 	if len(opts.Linked) > 0 {
 		if a.issuer, err = vmidentity.NewIssuer(); err != nil {
@@ -166,6 +176,9 @@ func New(ctx context.Context, getenv Getenv, opts Options) (*App, error) {
 		if a.callhomes, err = a.callHomeHandler(ctx, now); err != nil {
 			a.Close()
 			return nil, err
+		}
+		if a.accessReader != nil {
+			a.puller = &accesspull.Puller{Reader: a.accessReader, Store: a.store, Sink: a.callhomes.Sink, Log: a.Log}
 		}
 	}
 	if cfg.serves(CollectGarbage) {
@@ -259,6 +272,7 @@ func (a *App) reconcileOptions() reconcile.Options {
 func (a *App) gcOptions() gc.Options {
 	o := a.Config.GC
 	o.SweepLimit = gc.DefaultSweepLimit
+	o.PulledTypes = a.pulledTypes
 	return o
 }
 

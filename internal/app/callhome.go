@@ -3,6 +3,7 @@ package app
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"time"
 
 	"google.golang.org/api/option"
@@ -27,7 +28,12 @@ func (a *App) callHomeHandler(ctx context.Context, now clock.Clock) (*callhome.H
 	var err error
 	if a.issuer != nil {
 		h.Verifier, err = vmidentity.NewVerifier(ctx, aud, a.Config.Project, "", option.WithHTTPClient(a.issuer.KeysClient()))
-		h.Sink = accesslog.Local{Log: a.Log}
+		// At Info whatever LOG_LEVEL says: the lines are the proxies'
+		// account, not the functions' log, and LOG_LEVEL does not hide
+		// Cloud Logging's entries either.
+		info := a.Config
+		info.LogLevel = slog.LevelInfo
+		h.Sink = accesslog.Local{Log: newLogger(info, a.logOutput)}
 	} else {
 		h.Verifier, err = vmidentity.NewVerifier(ctx, aud, a.Config.Project, a.Config.GCP.ServiceAccount)
 		h.Sink = accesslog.NewCloudLogging(a.Config.Project)

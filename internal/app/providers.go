@@ -16,6 +16,7 @@ import (
 
 	sdkaws "github.com/aws/aws-sdk-go-v2/aws"
 
+	"github.com/egress-proxies/egress/internal/accesspull"
 	"github.com/egress-proxies/egress/internal/bootstrap/cloudinit"
 	"github.com/egress-proxies/egress/internal/metering"
 	"github.com/egress-proxies/egress/internal/provider"
@@ -71,6 +72,7 @@ func (a *App) registry(linked []Linked, vm HetznerVM, awsVM CloudInitVM) (*provi
 		if err != nil {
 			return nil, err
 		}
+		a.readsByPull(hetzner.Type, vm)
 		ctors[hetzner.Type] = a.hetznerConstructor(vm)
 		rules[hetzner.Type] = hetzner.Validator(c.HetznerPolicy)
 	}
@@ -79,6 +81,7 @@ func (a *App) registry(linked []Linked, vm HetznerVM, awsVM CloudInitVM) (*provi
 		if err != nil {
 			return nil, err
 		}
+		a.readsByPull(awsprovider.Type, awsVM)
 		ctors[awsprovider.Type] = a.awsConstructor(awsVM)
 		rules[awsprovider.Type] = awsprovider.Validator(c.AWSPolicy)
 	}
@@ -182,6 +185,22 @@ func (a *App) cloudInitVM(vm CloudInitVM, ec2 bool) (CloudInitVM, error) {
 		vm.Prober = &vmstatus.Prober{Key: a.statusKey}
 	}
 	return vm, nil
+}
+
+// readsByPull notes that the VMs of provider typ are read by pull: the
+// collector asks for their access lines each tick, and Reconcile reads
+// them with the VM side's prober, when it reads access lines too (the
+// VM side's own, vmstatus.Prober, does; a double that does not leaves
+// the lines unread).
+func (a *App) readsByPull(typ string, vm CloudInitVM) {
+	r, ok := vm.Prober.(accesspull.Reader)
+	if !ok {
+		return
+	}
+	a.pulledTypes = append(a.pulledTypes, typ)
+	if a.accessReader == nil {
+		a.accessReader = r
+	}
 }
 
 // statusKey is the key the VMs' status credentials are derived from: read

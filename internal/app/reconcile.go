@@ -73,6 +73,10 @@ func (a *App) Reconcile(ctx context.Context, e event.Event) error {
 			}
 		default:
 			key, rm, err = queue.DecodeReconcileEvent(e)
+			if err == nil && rm.Reason == proxy.ReasonAccessPull {
+				t.Reason = rm.Reason
+				return a.pullAccess(ctx, log, rm.AccessPull, &outcome)
+			}
 		}
 		if err == nil {
 			t = reconcile.TriggerOf(rm)
@@ -103,6 +107,27 @@ func (a *App) reconcilePool(ctx context.Context, log *slog.Logger, pool string, 
 	if err := a.pools.Reconcile(ctx, pool); err != nil {
 		*outcome = metering.Failed
 		log.ErrorContext(ctx, "Reconcile: pool run failed; the event will be delivered again", slog.String("document", proxy.PoolPath(pool)), slog.Any("error", err))
+		return err
+	}
+	return nil
+}
+
+// pullAccess reads the access lines of the VMs read by pull that the
+// collector's request names (package accesspull) into the log the
+// call-homes' lines go to. Only a failure to read the cursors is worth
+// a redelivery: one VM's failure is logged, and the next tick asks again.
+func (a *App) pullAccess(ctx context.Context, log *slog.Logger, req *proxy.AccessPull, outcome *string) error {
+	if a.puller == nil {
+		*outcome = metering.Ignored
+		log.WarnContext(ctx, "Reconcile: access lines asked for, but this process reads no VM's (no provider whose VMs are read by pull)")
+		return nil
+	}
+	if req == nil {
+		req = &proxy.AccessPull{}
+	}
+	if _, err := a.puller.Pull(ctx, *req); err != nil {
+		*outcome = metering.Failed
+		log.ErrorContext(ctx, "Reconcile: access lines not read; the request will be delivered again", slog.Any("error", err))
 		return err
 	}
 	return nil

@@ -20,13 +20,23 @@ func parseLine(raw json.RawMessage) (vmconfig.AccessLine, error) {
 	if err := d.Decode(&l); err != nil {
 		return vmconfig.AccessLine{}, err
 	}
+	if err := CheckLine(l); err != nil {
+		return vmconfig.AccessLine{}, err
+	}
+	return l, nil
+}
+
+// CheckLine checks a VM's line against what the log takes: no text field
+// beyond maxField bytes, and a time and a protocol. A VM's line that
+// fails it is dropped, whichever way it came (a call-home, or a pull).
+func CheckLine(l vmconfig.AccessLine) error {
 	for _, f := range []string{l.Source, l.User, l.Protocol, l.Method, l.Host, l.Reason} {
 		if len(f) > maxField {
-			return vmconfig.AccessLine{}, fmt.Errorf("a field of %d bytes", len(f))
+			return fmt.Errorf("a field of %d bytes", len(f))
 		}
 	}
 	if l.Time.IsZero() || l.Protocol == "" {
-		return vmconfig.AccessLine{}, fmt.Errorf("a line without its time or protocol")
+		return fmt.Errorf("a line without its time or protocol")
 	}
-	return l, nil
+	return nil
 }

@@ -66,8 +66,13 @@ type Docs interface {
 // token names.
 type Labels struct {
 	UID, Namespace, Name string
-	// Instance is the VM, as its token names it.
+	// Instance is the VM, as its token names it. A VM read by pull
+	// (Provider set) has no token: its Name and ID are its providerID and
+	// its Zone its provider's, as its provider lists it.
 	Instance vmidentity.Instance
+	// Provider is the provider type of a VM read by pull (hetzner, aws);
+	// empty for a GCE VM that called home.
+	Provider string
 }
 
 // Sink writes a proxy's access lines to the log egress-proxy-access.

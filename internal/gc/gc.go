@@ -116,6 +116,12 @@ type Options struct {
 	// at all. Off, such a run deletes nothing: an empty document set is
 	// far likelier a wrong or empty database than a fleet of garbage.
 	AllowEmptyDatabase bool
+	// PulledTypes are the provider types whose VMs the control plane
+	// reads by asking them (hetzner, aws): while one is configured, each
+	// run asks once for their access lines to be read (askAccessPull),
+	// even when none of their VMs runs, so that the cursors of VMs gone
+	// are deleted.
+	PulledTypes []string
 }
 
 func (o Options) withDefaults() Options {
@@ -180,6 +186,9 @@ type SweepSummary struct {
 	Drifted, DriftFailed int
 	// Pools is the number of warm pools re-driven (every one, each run).
 	Pools int
+	// AccessPull is the number of VMs read by pull that the run's one
+	// request for their access lines names.
+	AccessPull int
 }
 
 // Report is the outcome of one run.
@@ -275,6 +284,9 @@ func (c *Collector) Run(ctx context.Context) (Report, error) {
 	var poolsErr error
 	report.Sweep.Pools, poolsErr = c.redrivePools(ctx)
 	errs = append(errs, poolsErr)
+	var pullErr error
+	report.Sweep.AccessPull, pullErr = c.askAccessPull(ctx, listings)
+	errs = append(errs, pullErr)
 	if err == nil {
 		var driftErr error
 		report.Sweep.Drifted, report.Sweep.DriftFailed, driftErr = c.drift(ctx, now, listings, uids)
@@ -305,6 +317,7 @@ func (c *Collector) Run(ctx context.Context) (Report, error) {
 		slog.Int("drifted", report.Sweep.Drifted),
 		slog.Int("requeued", report.Sweep.Requeued),
 		slog.Int("failed", report.Sweep.Failed),
+		slog.Int("accessPull", report.Sweep.AccessPull),
 		slog.String("threshold", c.opts.SweepThreshold.String()))
 	return report, errors.Join(errs...)
 }

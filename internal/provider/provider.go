@@ -112,6 +112,13 @@ type Instance struct {
 	// none or the provider cannot tell. A warm pool's unclaimed VM serves
 	// generation 0.
 	Generation int64
+	// StatusPort, added with the clouds whose VMs boot by cloud-init
+	// (package vmside), is the port on which the VM's proxy answers the
+	// control plane's status request: the control plane reads such a VM
+	// by asking it, its readiness and its access lines. 0 for a VM that
+	// runs no default bootstrap, and for a provider whose VMs report
+	// otherwise (gcp: guest attributes and the call-home).
+	StatusPort int32
 }
 
 // Traffic is a proxy VM's report of its traffic since its proxy started.

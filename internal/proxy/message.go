@@ -37,6 +37,11 @@ const (
 	// ReasonMember asks a warm pool to look again after one of its members
 	// became Ready or Failed, or went.
 	ReasonMember Reason = "member"
+	// ReasonAccessPull is the garbage collector asking, once a tick, for
+	// the access lines of the VMs read by pull (hetzner, aws) to be read
+	// and written to the log egress-proxy-access (AccessPull). It names
+	// no document.
+	ReasonAccessPull Reason = "access-pull"
 )
 
 // Requested reports whether the reason is a request to look at the
@@ -70,6 +75,9 @@ type ReconcileMessage struct {
 	// document on without releasing the lease (which would cost a write and
 	// an event).
 	Lease string `json:"lease,omitempty"`
+	// AccessPull, on a ReasonAccessPull message, is what the collector's
+	// listings found of the VMs read by pull.
+	AccessPull *AccessPull `json:"accessPull,omitempty"`
 }
 
 // PoolName is the pool whose document the message names

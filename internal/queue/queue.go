@@ -85,13 +85,19 @@ func DecodeMessagePublished(e cloudevents.Event) (MessagePublishedData, error) {
 // DecodeReconcileMessage reads the document key out of a message on
 // ReconcileTopic. A message naming a warm pool's document
 // ({"document":"pools/P"}, rm.PoolName) has no key: it asks for the
-// pool's reconcile.
+// pool's reconcile; nor has the collector's request for access lines
+// (proxy.ReasonAccessPull).
 func DecodeReconcileMessage(m Message) (proxy.Key, proxy.ReconcileMessage, error) {
 	var rm proxy.ReconcileMessage
 	if err := json.Unmarshal(m.Data, &rm); err != nil {
 		return proxy.Key{}, rm, fmt.Errorf("message %s on %s: body is not a ReconcileMessage: %w", m.MessageID, ReconcileTopic, err)
 	}
 	if _, ok := rm.PoolName(); ok {
+		return proxy.Key{}, rm, nil
+	}
+	if rm.Reason == proxy.ReasonAccessPull {
+		// The collector's request for the access lines of the VMs read
+		// by pull: it names no document.
 		return proxy.Key{}, rm, nil
 	}
 	k, err := rm.Key()

@@ -25,6 +25,8 @@ func TestOnlyTheFunctionsOmitTheUID(t *testing.T) {
 		body    string
 		want    proxy.ReconcileMessage
 		wantErr bool
+		// noKey: the message names no document.
+		noKey bool
 	}{
 		"FunctionsRequeue": {
 			reason: "the functions name a document and no uid",
@@ -68,6 +70,20 @@ func TestOnlyTheFunctionsOmitTheUID(t *testing.T) {
 			body:    fmt.Sprintf(`{"namespace":"team-a","name":"egress-1","uid":%q,"reason":"age"}`, uid),
 			wantErr: true,
 		},
+		"AccessPull": {
+			reason: "the collector's request for the access lines of the VMs read by pull names no document",
+			topic:  queue.ReconcileTopic,
+			noKey:  true,
+			body:   `{"reason":"access-pull","accessPull":{"listed":["hetzner"],"vms":[{"provider":"hetzner","providerID":"hcloud://1","uid":"u1","ip":"192.0.2.1","port":3128,"running":true}]}}`,
+			want: proxy.ReconcileMessage{Reason: proxy.ReasonAccessPull, AccessPull: &proxy.AccessPull{Listed: []string{"hetzner"},
+				VMs: []proxy.PulledVM{{Provider: "hetzner", ProviderID: "hcloud://1", UID: "u1", IP: "192.0.2.1", Port: 3128, Running: true}}}},
+		},
+		"CallHomeAccessPull": {
+			reason:  "where VMs publish, a request for access lines is refused: a VM cannot send Reconcile to other VMs",
+			topic:   queue.CallHomeTopic,
+			body:    fmt.Sprintf(`{"namespace":"team-a","name":"egress-1","uid":%q,"reason":"access-pull","accessPull":{"vms":[{"providerID":"hcloud://1","uid":"u1","ip":"192.0.2.1","port":3128,"running":true}]}}`, uid),
+			wantErr: true,
+		},
 		"OtherTopic": {
 			reason:  "a topic Reconcile does not serve",
 			topic:   "someone-elses",
@@ -92,8 +108,12 @@ func TestOnlyTheFunctionsOmitTheUID(t *testing.T) {
 			if tc.wantErr {
 				return
 			}
-			if gotKey != key {
-				t.Errorf("%s\nkey %v, want %v", tc.reason, gotKey, key)
+			wantKey := key
+			if tc.noKey {
+				wantKey = proxy.Key{}
+			}
+			if gotKey != wantKey {
+				t.Errorf("%s\nkey %v, want %v", tc.reason, gotKey, wantKey)
 			}
 			if diff := cmp.Diff(tc.want, got); diff != "" {
 				t.Errorf("%s\nmessage (-want +got):\n%s", tc.reason, diff)

@@ -149,6 +149,9 @@ func convert(region string, in types.Instance) provider.Instance {
 	if alloc, ok := lookupTag(in.Tags, tagEIP); ok {
 		out.AddressID = eipID(region, alloc)
 	}
+	if port, ok := probePort(in.Tags); ok {
+		out.StatusPort = port
+	}
 	return out
 }
 

@@ -75,6 +75,9 @@ func convert(sv *hcloud.Server) provider.Instance {
 	if sv.Labels[labelStaticIP] == "true" && sv.PublicNet.IPv4.ID != 0 {
 		out.AddressID = primaryIPID(sv.PublicNet.IPv4.ID)
 	}
+	if port, ok := probePort(sv); ok {
+		out.StatusPort = port
+	}
 	return out
 }
 

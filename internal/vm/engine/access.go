@@ -27,7 +27,7 @@ import (
 const accessRingSize = 4096
 
 // accessPageMax is the most lines one GET /access answers.
-const accessPageMax = 1000
+const accessPageMax = vmconfig.AccessPageMax
 
 // accessRing holds the newest lines, numbered from 1.
 type accessRing struct {

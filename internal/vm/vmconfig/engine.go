@@ -311,10 +311,15 @@ type AccessLine struct {
 	Reason string `json:"reason,omitempty"`
 }
 
+// AccessPageMax is the most lines one AccessPage holds: a reader that gets
+// a full page asks again for the rest.
+const AccessPageMax = 1000
+
 // AccessPage is the answer of the stats listener's GET /access?after=SEQ:
 // the lines after SEQ that the engine still holds, Next the SEQ to ask
-// after next time, and Dropped how many lines the engine let go since it
-// started because nobody read them in time.
+// after next time, and Dropped how many lines after SEQ the engine let go
+// because nobody read them in time (its ring holds the newest 4096): a
+// count of this answer's, not a total since the engine started.
 type AccessPage struct {
 	Next    int64        `json:"next"`
 	Dropped int64        `json:"dropped"`
