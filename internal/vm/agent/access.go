@@ -33,7 +33,7 @@ type accessPage struct {
 // dropped only by the engine, when no one read it in time, and the next
 // batch says how many.
 func (a *Agent) ShipAccess(ctx context.Context, interval time.Duration) {
-	var after, dropped int64
+	var after int64
 	t := time.NewTicker(interval)
 	defer t.Stop()
 	for {
@@ -42,29 +42,30 @@ func (a *Agent) ShipAccess(ctx context.Context, interval time.Duration) {
 			return
 		case <-t.C:
 		}
-		next, total, err := a.shipAccess(ctx, after, dropped)
+		next, err := a.shipAccess(ctx, after)
 		if err != nil {
 			a.Log.Warn("access lines not shipped; the next round tries again", slog.Any("error", err))
 			continue
 		}
-		after, dropped = next, total
+		after = next
 	}
 }
 
 // shipAccess ships the lines after seq, and returns the seq to ask after
-// next and the engine's count of dropped lines, as far as it shipped.
-func (a *Agent) shipAccess(ctx context.Context, seq, dropped int64) (int64, int64, error) {
+// next. The engine's Dropped is its count for this answer (the lines after
+// seq it let go), so a batch carries it as it is.
+func (a *Agent) shipAccess(ctx context.Context, seq int64) (int64, error) {
 	attr := func(k string) string { v, _ := a.Metadata.Attr(ctx, k); return v }
 	if attr(vmconfig.KeyPool) != "" {
-		return seq, dropped, nil
+		return seq, nil
 	}
 	raw, err := os.ReadFile(filepath.Join(a.Dir, ConfigFile))
 	if err != nil {
-		return seq, dropped, nil // nothing served yet
+		return seq, nil // nothing served yet
 	}
 	var cfg vmconfig.Config
 	if err := json.Unmarshal(raw, &cfg); err != nil || cfg.StatsListen == "" {
-		return seq, dropped, nil
+		return seq, nil
 	}
 	c := a.HTTP
 	if c == nil {
@@ -74,25 +75,25 @@ func (a *Agent) shipAccess(ctx context.Context, seq, dropped int64) (int64, int6
 	defer cancel()
 	req, err := http.NewRequestWithContext(rctx, http.MethodGet, "http://"+cfg.StatsListen+"/access?after="+strconv.FormatInt(seq, 10), nil)
 	if err != nil {
-		return seq, dropped, err
+		return seq, err
 	}
 	resp, err := c.Do(req)
 	if err != nil {
-		return seq, dropped, fmt.Errorf("reading the engine's access lines: %w", err)
+		return seq, fmt.Errorf("reading the engine's access lines: %w", err)
 	}
 	defer resp.Body.Close()
 	if resp.StatusCode == http.StatusNotFound {
-		return seq, dropped, nil // the proxy keeps no access log
+		return seq, nil // the proxy keeps no access log
 	}
 	if resp.StatusCode != http.StatusOK {
-		return seq, dropped, fmt.Errorf("reading the engine's access lines: %s", resp.Status)
+		return seq, fmt.Errorf("reading the engine's access lines: %s", resp.Status)
 	}
 	var page accessPage
 	if err := json.NewDecoder(resp.Body).Decode(&page); err != nil {
-		return seq, dropped, fmt.Errorf("reading the engine's access lines: %w", err)
+		return seq, fmt.Errorf("reading the engine's access lines: %w", err)
 	}
-	if len(page.Lines) == 0 && page.Dropped == dropped {
-		return page.Next, page.Dropped, nil
+	if len(page.Lines) == 0 && page.Dropped == 0 {
+		return page.Next, nil
 	}
 	// One page is one message: the engine bounds a page's lines, and the
 	// rest are the next round's.
@@ -103,17 +104,17 @@ func (a *Agent) shipAccess(ctx context.Context, seq, dropped int64) (int64, int6
 		endpoint = vmconfig.DefaultPubSubEndpoint
 	}
 	b := vmconfig.AccessBatch{Namespace: attr(vmconfig.KeyNamespace), Name: attr(vmconfig.KeyName), UID: attr(vmconfig.KeyUID),
-		Dropped: page.Dropped - dropped, Lines: page.Lines}
+		Dropped: page.Dropped, Lines: page.Lines}
 	if !topicPattern.MatchString(topic) || !endpointPattern.MatchString(endpoint) || !labelPattern.MatchString(b.Namespace) ||
 		!labelPattern.MatchString(b.Name) || !uidPattern.MatchString(b.UID) {
-		return seq, dropped, fmt.Errorf("the call-home attributes are not valid")
+		return seq, fmt.Errorf("the call-home attributes are not valid")
 	}
 	data, err := json.Marshal(b)
 	if err != nil {
-		return seq, dropped, err
+		return seq, err
 	}
 	if err := a.publish(ctx, endpoint, topic, data, map[string]string{vmconfig.KindAttribute: vmconfig.KindAccess}); err != nil {
-		return seq, dropped, fmt.Errorf("publishing %d access lines: %w", len(b.Lines), err)
+		return seq, fmt.Errorf("publishing %d access lines: %w", len(b.Lines), err)
 	}
-	return next, page.Dropped, nil
+	return next, nil
 }

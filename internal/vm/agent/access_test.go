@@ -28,6 +28,9 @@ type engineAccess struct {
 	lines  []string
 	off    bool
 	afters []string
+	// dropped is what the next answer says was lost after the line asked
+	// after, as the engine counts it: for that answer alone.
+	dropped int
 }
 
 func (e *engineAccess) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -45,19 +48,23 @@ func (e *engineAccess) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	for _, l := range e.lines[min(n, len(e.lines)):] {
 		lines = append(lines, json.RawMessage(l))
 	}
-	json.NewEncoder(w).Encode(map[string]any{"next": len(e.lines), "dropped": 0, "lines": lines})
+	json.NewEncoder(w).Encode(map[string]any{"next": len(e.lines), "dropped": e.dropped, "lines": lines})
+	e.dropped = 0
 }
 
 // TestAccessLinesShipped: the agent ships the engine's new access lines
 // on the call-home topic as one access batch of the proxy it serves, with
 // the VM's identity, and asks the engine only for lines after those it
-// shipped; a proxy without an access log ships nothing.
+// shipped; a batch says how many lines the engine lost before it; a
+// proxy without an access log ships nothing.
 func TestAccessLinesShipped(t *testing.T) {
 	const uid = "5f0c1d2e-3a4b-4c5d-8e6f-7a8b9c0d1e2f"
 	ps := &pubsub{}
 	pss := httptest.NewServer(ps)
 	defer pss.Close()
-	eng := &engineAccess{lines: []string{`{"time":"2026-12-03T10:00:00Z","protocol":"connect","host":"example.com","port":443,"status":200}`}}
+	// The first answer says 5 lines were lost before it, the engine's
+	// count for that answer: the first batch says 5, the next 0.
+	eng := &engineAccess{lines: []string{`{"time":"2026-12-03T10:00:00Z","protocol":"connect","host":"example.com","port":443,"status":200}`}, dropped: 5}
 	stats := httptest.NewServer(eng)
 	defer stats.Close()
 	md := imagetest.NewMetadata(imagetest.Instance{Project: "demo-proxies", Zone: "us-central1-b", Name: "vm", ID: "1",
@@ -107,10 +114,19 @@ func TestAccessLinesShipped(t *testing.T) {
 	if len(ps.attrs) != 2 {
 		t.Fatalf("%d messages, want 2 (nothing while the access log is off)", len(ps.attrs))
 	}
+	var dropped []int64
 	for i, attrs := range ps.attrs {
 		if attrs[vmconfig.KindAttribute] != vmconfig.KindAccess || attrs[vmconfig.IdentityAttribute] == "" {
 			t.Errorf("message %d: attributes %v, want kind=access and the VM's identity", i, attrs)
 		}
+		var b vmconfig.AccessBatch
+		if err := json.Unmarshal(ps.data[i], &b); err != nil {
+			t.Fatalf("message %d: %v", i, err)
+		}
+		dropped = append(dropped, b.Dropped)
+	}
+	if diff := cmp.Diff([]int64{5, 0}, dropped); diff != "" {
+		t.Errorf("the batches' dropped lines (-want +got):\n%s", diff)
 	}
 	eng.mu.Lock()
 	defer eng.mu.Unlock()

@@ -75,6 +75,7 @@ func (h *engineHost) ReloadEngine(ctx context.Context) error {
 type pubsub struct {
 	mu    sync.Mutex
 	msgs  []map[string]string
+	data  [][]byte
 	attrs []map[string]string
 }
 
@@ -93,6 +94,7 @@ func (p *pubsub) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		var msg map[string]string
 		json.Unmarshal(data, &msg)
 		p.msgs = append(p.msgs, msg)
+		p.data = append(p.data, data)
 		p.attrs = append(p.attrs, m.Attributes)
 	}
 	io.WriteString(w, `{"messageIds":["1"]}`)
