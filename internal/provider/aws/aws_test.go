@@ -601,3 +601,33 @@ func TestAllocationIsNotRetried(t *testing.T) {
 		t.Errorf("%d AllocateAddress calls, %d Elastic IPs, %d instances; want one of each", a["AllocateAddress"], len(e.fake.Addresses()), len(e.fake.Instances()))
 	}
 }
+
+// TestListByTagGivesTheStatusPort: an instance that runs the default
+// bootstrap lists with the port its proxy answers the status request on
+// (what the access pull asks it on); one that boots a cloud-init of its
+// own lists with none, and is never asked.
+func TestListByTagGivesTheStatusPort(t *testing.T) {
+	e := newEnv(t)
+	id, err := e.p.Create(context.Background(), request())
+	if err != nil {
+		t.Fatal(err)
+	}
+	own := request()
+	own.UID, own.Name, own.RequestID = "0c1d2e3f-4a5b-4c6d-8e7f-8091a2b3c4d5", provider.NameFromUID("0c1d2e3f-4a5b-4c6d-8e7f-8091a2b3c4d5"), "attempt-1"
+	own.StartupScript, own.CloudInit = "", "#cloud-config\n"
+	ownID, err := e.p.Create(context.Background(), own)
+	if err != nil {
+		t.Fatal(err)
+	}
+	list, err := e.p.ListByTag(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]int32{}
+	for _, in := range list {
+		got[in.ID] = in.StatusPort
+	}
+	if diff := cmp.Diff(map[string]int32{id: 3128, ownID: 0}, got); diff != "" {
+		t.Errorf("the listed instances' status ports (-want +got):\n%s", diff)
+	}
+}
