@@ -34,6 +34,7 @@ import (
 	"github.com/egress-proxies/egress/internal/metering"
 	"github.com/egress-proxies/egress/internal/proxy"
 	"github.com/egress-proxies/egress/internal/queue"
+	"github.com/egress-proxies/egress/internal/store"
 )
 
 const terraformDir = "terraform"
@@ -122,6 +123,7 @@ func TestModuleHasWhatProductionNeeds(t *testing.T) {
 		{"google_firestore_database", "default"},
 		{"google_firestore_field", "progress_time"},
 		{"google_firestore_field", "proxy_uid"},
+		{"google_firestore_field", "callhome_expiry"},
 		{"google_pubsub_topic", "reconcile"},
 		{"google_pubsub_topic", "gc"},
 		{"google_pubsub_topic", "dead_letter"},
@@ -206,6 +208,26 @@ func TestModuleHasWhatProductionNeeds(t *testing.T) {
 				t.Errorf("firewall rule has no %s", attr)
 			}
 		}
+	}
+}
+
+// TestCallHomeBucketsExpire: the TTL policy names the collection and the
+// field the store writes the call-home buckets' expiry to.
+func TestCallHomeBucketsExpire(t *testing.T) {
+	r := parseModule(t).resource("google_firestore_field", "callhome_expiry")
+	if r == nil {
+		t.Fatal("no google_firestore_field.callhome_expiry")
+	}
+	got := [2]string{literal(t, r.Body, "collection"), literal(t, r.Body, "field")}
+	if want := [2]string{store.CallHomesCollection, store.CallHomeExpiryField}; got != want {
+		t.Errorf("the TTL policy is on %v, the store writes the expiry to %v", got, want)
+	}
+	var ttl bool
+	for _, b := range r.Body.Blocks {
+		ttl = ttl || b.Type == "ttl_config"
+	}
+	if !ttl {
+		t.Error("google_firestore_field.callhome_expiry has no ttl_config")
 	}
 }
 

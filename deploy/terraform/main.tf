@@ -121,6 +121,19 @@ resource "google_firestore_field" "progress_time" {
   }
 }
 
+# The call-home token buckets expire a day after their last take
+# (internal/store.CallHomeBucketTTL): a bucket that old is full, as a new
+# one is, and without the policy the bucket of every VM ever made would
+# stay. Not indexed: no query reads the field, and an index of
+# timestamps that all move forward is a write hot spot.
+resource "google_firestore_field" "callhome_expiry" {
+  database   = google_firestore_database.default.name
+  collection = "callhomes"
+  field      = "expireAt"
+  ttl_config {}
+  index_config {}
+}
+
 # The access pull's collection-group query on the uid, which finds the
 # proxy of a VM read by pull once, when it is first seen
 # (internal/store.ProxyOfUID). Naming the field's indexes replaces the

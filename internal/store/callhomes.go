@@ -17,9 +17,23 @@ import (
 // watches it: taking a token starts no reconcile.
 const CallHomesCollection = "callhomes"
 
+// CallHomeExpiryField is the bucket's field that Firestore's TTL policy
+// on CallHomesCollection reads (deploy/terraform/main.tf): a bucket is
+// deleted once CallHomeBucketTTL passed without a token taken, so the
+// buckets of VMs gone do not stay, one document per VM ever made.
+const CallHomeExpiryField = "expireAt"
+
+// CallHomeBucketTTL is how long a bucket stays after its last take. Far
+// longer than a bucket takes to refill (burst × interval, minutes), so
+// one that expired was full, and the new bucket a later call-home makes
+// is the same: the deletion never changes an answer.
+const CallHomeBucketTTL = 24 * time.Hour
+
 type bucket struct {
 	Tokens float64   `firestore:"tokens"`
 	At     time.Time `firestore:"at"`
+	// ExpireAt is At plus CallHomeBucketTTL (CallHomeExpiryField).
+	ExpireAt time.Time `firestore:"expireAt"`
 }
 
 // TakeCallHome takes one token from VM vm's bucket, refilled at one per
@@ -53,9 +67,10 @@ func (s *Store) TakeCallHome(ctx context.Context, vm string, now time.Time, burs
 		if b.Tokens < 1 {
 			return false, nil
 		}
-		next := bucket{Tokens: b.Tokens - 1, At: now}
+		next := bucket{Tokens: b.Tokens - 1, At: now, ExpireAt: now.Add(CallHomeBucketTTL)}
 		if exists {
-			_, err = ref.Update(ctx, []firestore.Update{{Path: "tokens", Value: next.Tokens}, {Path: "at", Value: next.At}},
+			_, err = ref.Update(ctx, []firestore.Update{{Path: "tokens", Value: next.Tokens}, {Path: "at", Value: next.At},
+				{Path: CallHomeExpiryField, Value: next.ExpireAt}},
 				firestore.LastUpdateTime(snap.UpdateTime))
 		} else {
 			_, err = ref.Create(ctx, next)

@@ -11,6 +11,7 @@ import (
 
 	"github.com/egress-proxies/egress/emulators/emulatortest"
 	"github.com/egress-proxies/egress/internal/metering"
+	"github.com/egress-proxies/egress/internal/store"
 )
 
 // TestCallHomeBucket: a VM's bucket gives burst tokens, then one per
@@ -45,6 +46,42 @@ func TestCallHomeBucket(t *testing.T) {
 	}
 	if ok, _ := take("proxy-a", now.Add(20*time.Second)); ok {
 		t.Error("two tokens an interval later")
+	}
+}
+
+// TestCallHomeBucketExpires: a take sets the bucket's expiry, which
+// Firestore's TTL policy reads, a day after it, whether it made the
+// bucket or found it; a refused take leaves it.
+func TestCallHomeBucketExpires(t *testing.T) {
+	emulatortest.Firestore(t)
+	s, client := sealedStore(t)
+	now := time.Date(2026, 12, 5, 10, 0, 0, 0, time.UTC)
+	expiry := func() time.Time {
+		t.Helper()
+		snap, err := client.Collection(store.CallHomesCollection).Doc("proxy-expiring").Get(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		v, err := snap.DataAt(store.CallHomeExpiryField)
+		if err != nil {
+			t.Fatal(err)
+		}
+		at, _ := v.(time.Time)
+		return at.UTC()
+	}
+	for i, at := range []time.Time{now, now.Add(time.Hour)} { // makes it, then finds it
+		if ok, err := s.TakeCallHome(context.Background(), "proxy-expiring", at, 1, time.Minute); err != nil || !ok {
+			t.Fatalf("take %d: %v, %v; want a token", i+1, ok, err)
+		}
+		if got, want := expiry(), at.Add(store.CallHomeBucketTTL); !got.Equal(want) {
+			t.Errorf("after take %d the bucket expires at %v, want %v", i+1, got, want)
+		}
+	}
+	if ok, err := s.TakeCallHome(context.Background(), "proxy-expiring", now.Add(time.Hour), 1, time.Minute); err != nil || ok {
+		t.Fatalf("a take from the empty bucket: %v, %v; want none", ok, err)
+	}
+	if got, want := expiry(), now.Add(time.Hour+store.CallHomeBucketTTL); !got.Equal(want) {
+		t.Errorf("after a refused take the bucket expires at %v, want %v as before", got, want)
 	}
 }
 
