@@ -49,6 +49,8 @@ import (
 	"sync"
 	"time"
 
+	"golang.org/x/sync/errgroup"
+
 	"github.com/egress-proxies/egress/internal/callhome"
 	"github.com/egress-proxies/egress/internal/proxy"
 	"github.com/egress-proxies/egress/internal/vm/vmconfig"
@@ -326,14 +328,10 @@ func (p *Puller) forEach(n int, fn func(i int)) {
 	if par <= 0 {
 		par = DefaultParallelism
 	}
-	sem := make(chan struct{}, par)
-	var wg sync.WaitGroup
+	var g errgroup.Group
+	g.SetLimit(par)
 	for i := range n {
-		sem <- struct{}{}
-		wg.Go(func() {
-			defer func() { <-sem }()
-			fn(i)
-		})
+		g.Go(func() error { fn(i); return nil })
 	}
-	wg.Wait()
+	g.Wait()
 }

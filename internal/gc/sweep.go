@@ -10,6 +10,8 @@ import (
 	"sync"
 	"time"
 
+	"golang.org/x/sync/errgroup"
+
 	"github.com/egress-proxies/egress/internal/provider"
 	"github.com/egress-proxies/egress/internal/proxy"
 )
@@ -144,14 +146,10 @@ func (c *Collector) drift(ctx context.Context, now time.Time, listings []listing
 // forEach calls fn(0)…fn(n-1) with at most Parallelism calls running at
 // once, and returns when all have.
 func (c *Collector) forEach(n int, fn func(i int)) {
-	sem := make(chan struct{}, c.opts.Parallelism)
-	var wg sync.WaitGroup
+	var g errgroup.Group
+	g.SetLimit(c.opts.Parallelism)
 	for i := range n {
-		sem <- struct{}{}
-		wg.Go(func() {
-			defer func() { <-sem }()
-			fn(i)
-		})
+		g.Go(func() error { fn(i); return nil })
 	}
-	wg.Wait()
+	g.Wait()
 }
