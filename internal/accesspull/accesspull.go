@@ -99,10 +99,12 @@ type Store interface {
 
 // Puller reads the VMs' access lines into the Sink.
 type Puller struct {
-	Reader Reader
-	Store  Store
-	Sink   callhome.Sink
-	Log    *slog.Logger
+	// Readers ask the VMs, by provider type: each cloud's VM side has
+	// its own prober.
+	Readers map[string]Reader
+	Store   Store
+	Sink    callhome.Sink
+	Log     *slog.Logger
 	// Parallelism bounds the VMs asked at once; zero is
 	// DefaultParallelism.
 	Parallelism int
@@ -206,6 +208,12 @@ func (s *Summary) add(r vmResult) {
 // writes the cursor as far as the lines written took it.
 func (p *Puller) pullVM(ctx context.Context, vm proxy.PulledVM, c proxy.AccessCursor, found bool) (r vmResult) {
 	log := p.Log.With(slog.String("provider", vm.Provider), slog.String("providerID", vm.ProviderID), slog.String("uid", vm.UID))
+	reader, ok := p.Readers[vm.Provider]
+	if !ok {
+		log.ErrorContext(ctx, "no reader of access lines for this provider's VMs; its lines are not read")
+		r.failed = true
+		return r
+	}
 	fresh := !found || c.UID != vm.UID
 	if fresh {
 		key, on, err := p.Store.ProxyOfUID(ctx, vm.UID)
@@ -233,15 +241,15 @@ func (p *Puller) pullVM(ctx context.Context, vm proxy.PulledVM, c proxy.AccessCu
 		r.skipped = true
 		return r
 	}
+	log = log.With(slog.String("document", proxy.Key{Namespace: c.Namespace, Name: c.Name}.Path()))
 	r.asked = true
 	labels := callhome.Labels{UID: c.UID, Namespace: c.Namespace, Name: c.Name, Provider: vm.Provider,
 		Instance: vmidentity.Instance{Name: vm.ProviderID, ID: vm.ProviderID, Zone: vm.Zone}}
 	start := c.After
-	err := p.read(ctx, log, vm, &c, labels, &r)
+	err := p.read(ctx, log, reader, vm, &c, labels, &r)
 	if err != nil {
 		r.failed = true
-		log.WarnContext(ctx, "cannot read a VM's access lines; the next tick tries again", slog.String("document", proxy.Key{Namespace: c.Namespace, Name: c.Name}.Path()),
-			slog.Int64("after", c.After), slog.Any("error", err))
+		log.WarnContext(ctx, "cannot read a VM's access lines; the next tick tries again", slog.Int64("after", c.After), slog.Any("error", err))
 	}
 	if c.After == start && !fresh {
 		return r
@@ -256,16 +264,15 @@ func (p *Puller) pullVM(ctx context.Context, vm proxy.PulledVM, c proxy.AccessCu
 
 // read reads pages after c.After while they come back full, writes each
 // page's lines and moves c.After past them.
-func (p *Puller) read(ctx context.Context, log *slog.Logger, vm proxy.PulledVM, c *proxy.AccessCursor, labels callhome.Labels, r *vmResult) error {
-	for range p.maxPages() {
-		page, err := p.Reader.Access(ctx, vm.IP, vm.Port, vm.UID, c.After)
+func (p *Puller) read(ctx context.Context, log *slog.Logger, reader Reader, vm proxy.PulledVM, c *proxy.AccessCursor, labels callhome.Labels, r *vmResult) error {
+	for range cmp.Or(p.MaxPages, DefaultMaxPages) {
+		page, err := reader.Access(ctx, vm.IP, vm.Port, vm.UID, c.After)
 		if err != nil {
 			return err
 		}
 		if page.Dropped > 0 {
 			r.dropped += page.Dropped
-			log.InfoContext(ctx, "the engine dropped access lines nobody read in time", slog.String("document", proxy.Key{Namespace: c.Namespace, Name: c.Name}.Path()),
-				slog.Int64("dropped", page.Dropped))
+			log.InfoContext(ctx, "the engine dropped access lines nobody read in time", slog.Int64("dropped", page.Dropped))
 		}
 		lines := make([]vmconfig.AccessLine, 0, len(page.Lines))
 		for _, l := range page.Lines {
@@ -276,8 +283,7 @@ func (p *Puller) read(ctx context.Context, log *slog.Logger, vm proxy.PulledVM, 
 			lines = append(lines, l)
 		}
 		if bad := len(page.Lines) - len(lines); bad > 0 {
-			log.WarnContext(ctx, "access lines dropped: not of the AccessLine contract", slog.String("document", proxy.Key{Namespace: c.Namespace, Name: c.Name}.Path()),
-				slog.Int("dropped", bad))
+			log.WarnContext(ctx, "access lines dropped: not of the AccessLine contract", slog.Int("dropped", bad))
 		}
 		if len(lines) > 0 {
 			if err := p.Sink.Write(ctx, labels, lines); err != nil {
@@ -315,21 +321,10 @@ func (p *Puller) deleteGone(ctx context.Context, req proxy.AccessPull, cursors [
 	return n
 }
 
-func (p *Puller) maxPages() int {
-	if p.MaxPages > 0 {
-		return p.MaxPages
-	}
-	return DefaultMaxPages
-}
-
 // forEach calls fn(0)…fn(n-1) with at most Parallelism calls at once.
 func (p *Puller) forEach(n int, fn func(i int)) {
-	par := p.Parallelism
-	if par <= 0 {
-		par = DefaultParallelism
-	}
 	var g errgroup.Group
-	g.SetLimit(par)
+	g.SetLimit(cmp.Or(p.Parallelism, DefaultParallelism))
 	for i := range n {
 		g.Go(func() error { fn(i); return nil })
 	}

@@ -294,7 +294,7 @@ func TestPull(t *testing.T) {
 			r := &reader{pages: tc.pages}
 			sk := &sink{failFor: tc.failSink}
 			var logs bytes.Buffer
-			p := &accesspull.Puller{Reader: r, Store: st, Sink: sk, Log: slog.New(slog.NewTextHandler(&logs, nil)), MaxPages: tc.maxPages, Budget: tc.budget}
+			p := &accesspull.Puller{Readers: map[string]accesspull.Reader{"hetzner": r}, Store: st, Sink: sk, Log: slog.New(slog.NewTextHandler(&logs, nil)), MaxPages: tc.maxPages, Budget: tc.budget}
 			got, err := p.Pull(context.Background(), tc.req)
 			if err != nil {
 				t.Fatal(err)
@@ -320,3 +320,35 @@ func TestPull(t *testing.T) {
 }
 
 var cmpEmpty = cmpopts.EquateEmpty()
+
+// TestEachProviderItsReader: a VM is asked by its own provider's reader
+// (each cloud's VM side has its prober), and a VM of a provider with no
+// reader is not asked by another's: it fails, and the others go on.
+func TestEachProviderItsReader(t *testing.T) {
+	docs := map[string]proxyDoc{
+		"u1": {proxy.Key{Namespace: "team", Name: "web"}, true},
+		"u2": {proxy.Key{Namespace: "team", Name: "api"}, true},
+		"u3": {proxy.Key{Namespace: "team", Name: "db"}, true},
+	}
+	hetzner := &reader{pages: map[string]map[int64]vmconfig.AccessPage{"192.0.2.1": {0: page(1, "a.example", 1, 0)}}}
+	aws := &reader{pages: map[string]map[int64]vmconfig.AccessPage{"192.0.2.2": {0: page(1, "b.example", 1, 0)}}}
+	st := &store{cursors: map[string]proxy.AccessCursor{}, proxies: docs}
+	p := &accesspull.Puller{Readers: map[string]accesspull.Reader{"hetzner": hetzner, "aws": aws}, Store: st, Sink: &sink{}, Log: slog.New(slog.DiscardHandler)}
+	req := proxy.AccessPull{Listed: []string{"hetzner", "aws", "other"}, VMs: []proxy.PulledVM{
+		{Provider: "hetzner", ProviderID: "hcloud://1", UID: "u1", IP: "192.0.2.1", Port: 3128, Running: true},
+		{Provider: "aws", ProviderID: "aws://eu-west-1/i-2", UID: "u2", IP: "192.0.2.2", Port: 3128, Running: true},
+		{Provider: "other", ProviderID: "other://3", UID: "u3", IP: "192.0.2.3", Port: 3128, Running: true},
+	}}
+	got, err := p.Pull(context.Background(), req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(accesspull.Summary{Asked: 2, Failed: 1, Lines: 2}, got); diff != "" {
+		t.Errorf("summary (-want +got):\n%s", diff)
+	}
+	asked := map[string][]string{"hetzner": hetzner.asked, "aws": aws.asked}
+	want := map[string][]string{"hetzner": {"192.0.2.1:3128 u1 after 0"}, "aws": {"192.0.2.2:3128 u2 after 0"}}
+	if diff := cmp.Diff(want, asked); diff != "" {
+		t.Errorf("what each reader was asked (-want +got):\n%s", diff)
+	}
+}

@@ -19,6 +19,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net/http"
 	"os"
 	"slices"
@@ -112,10 +113,9 @@ type App struct {
 	// puller reads the access lines of the VMs read by pull (hetzner's,
 	// aws's); nil when no enabled provider's VMs are.
 	puller *accesspull.Puller
-	// accessReader asks those VMs (their VM side's prober), and
-	// pulledTypes are their provider types, as registry found them.
-	accessReader accesspull.Reader
-	pulledTypes  []string
+	// accessReaders ask those VMs (each provider's VM side's prober), by
+	// provider type, as registry found them.
+	accessReaders map[string]accesspull.Reader
 	// logOutput is where the logs go (Options.LogOutput).
 	logOutput io.Writer
 }
@@ -177,8 +177,8 @@ func New(ctx context.Context, getenv Getenv, opts Options) (*App, error) {
 			a.Close()
 			return nil, err
 		}
-		if a.accessReader != nil {
-			a.puller = &accesspull.Puller{Reader: a.accessReader, Store: a.store, Sink: a.callhomes.Sink, Log: a.Log}
+		if len(a.accessReaders) > 0 {
+			a.puller = &accesspull.Puller{Readers: a.accessReaders, Store: a.store, Sink: a.callhomes.Sink, Log: a.Log}
 		}
 	}
 	if cfg.serves(CollectGarbage) {
@@ -272,7 +272,7 @@ func (a *App) reconcileOptions() reconcile.Options {
 func (a *App) gcOptions() gc.Options {
 	o := a.Config.GC
 	o.SweepLimit = gc.DefaultSweepLimit
-	o.PulledTypes = a.pulledTypes
+	o.PulledTypes = slices.Sorted(maps.Keys(a.accessReaders))
 	return o
 }
 

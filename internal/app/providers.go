@@ -197,10 +197,10 @@ func (a *App) readsByPull(typ string, vm CloudInitVM) {
 	if !ok {
 		return
 	}
-	a.pulledTypes = append(a.pulledTypes, typ)
-	if a.accessReader == nil {
-		a.accessReader = r
+	if a.accessReaders == nil {
+		a.accessReaders = map[string]accesspull.Reader{}
 	}
+	a.accessReaders[typ] = r
 }
 
 // statusKey is the key the VMs' status credentials are derived from: read
