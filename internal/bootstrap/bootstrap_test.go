@@ -145,7 +145,7 @@ func TestNoSecretInTheBootstrap(t *testing.T) {
 // overlapping elements.
 func TestDenyRanges(t *testing.T) {
 	for _, r := range []string{"192.0.0.0/24", "192.0.2.0/24", "192.88.99.0/24", "198.18.0.0/15", "198.51.100.0/24",
-		"203.0.113.0/24", "::/128", "::ffff:0:0/96", "64:ff9b::/96", "64:ff9b:1::/48", "2002::/16", "2001:db8::/32"} {
+		"203.0.113.0/24", "::/96", "::ffff:0:0/96", "64:ff9b::/96", "64:ff9b:1::/48", "2002::/16", "2001:db8::/32"} {
 		if !slices.Contains(vmconfig.DefaultDenyDestinations, r) {
 			t.Errorf("DefaultDenyDestinations lacks %s", r)
 		}

@@ -104,6 +104,9 @@ func Filter(cfg vmconfig.Config, proxyUID int, resolvers []netip.Addr) (string, 
 		ip6 daddr @resolvers6 meta l4proto { tcp, udp } th dport 53 accept
 		ip daddr @blocked4 reject
 		ip6 daddr @blocked6 reject
+		# ::/96 (IPv4-compatible, with :: and ::1) whatever the list: a
+		# configuration from before it joined the default list holds it too.
+		ip6 daddr ::/96 reject
 		tcp dport { %[3]s } accept
 		meta l4proto tcp reject with tcp reset
 		reject

@@ -30,6 +30,9 @@ func TestFilter(t *testing.T) {
 		"tcp dport { 3128 } drop",
 		"meta skuid 998 jump proxy_egress",
 		"tcp dport { 443, 8443 } accept",
+		// Whatever the configuration's list, the IPv4-compatible range
+		// (a way back into IPv4) is never a destination.
+		"ip6 daddr ::/96 reject",
 	} {
 		if !strings.Contains(got, want) {
 			t.Errorf("the filter lacks %q:\n%s", want, got)

@@ -49,31 +49,34 @@ const (
 
 // The answers. Each refusal the engine makes is one of these.
 var (
-	ansCredentialsMissing = reply{407, "credentials-missing", "this proxy needs Basic credentials", socksNotAllowed}
-	ansCredentialsWrong   = reply{407, "credentials-wrong", "the credentials are not this proxy's", socksNotAllowed}
-	ansSourceNotAllowed   = reply{403, "source-not-allowed", "the client's address is not in allowedSourceRanges", socksNotAllowed}
-	ansPortNotAllowed     = reply{403, "port-not-allowed", "the destination port is not one this proxy allows", socksNotAllowed}
-	ansDestinationDenied  = reply{403, "destination-denied", "the destination is in a range this proxy never reaches", socksNotAllowed}
-	ansZoneNotAllowed     = reply{403, "zone-not-allowed", "an address with a zone ID is never a destination", socksNotAllowed}
-	ansMethodNotAllowed   = reply{405, "method-not-allowed", "TRACE is not carried", socksCommandNotSupported}
-	ansBadRequest         = reply{400, "bad-request", "the request is not HTTP/1.1 this proxy can read", socksGeneralFailure}
-	ansBadTarget          = reply{400, "bad-target", "the destination is not host:port", socksAddressNotSupported}
-	ansNotAProxyRequest   = reply{400, "not-a-proxy-request", "send CONNECT host:port or an absolute http:// URL", socksGeneralFailure}
-	ansBadFraming         = reply{400, "bad-framing", "Content-Length and Transfer-Encoding together", socksGeneralFailure}
-	ansBadBody            = reply{400, "bad-body", "the request body is malformed", socksGeneralFailure}
-	ansBodyTimeout        = reply{408, "body-timeout", "no byte of the body came for bodyIdleTimeout", socksGeneralFailure}
-	ansHeaderTooLarge     = reply{431, "header-too-large", "the request head is over 64 KiB", socksGeneralFailure}
-	ansUpgradeUnsupported = reply{501, "upgrade-not-supported", "send CONNECT for a WebSocket or another upgraded protocol", socksCommandNotSupported}
-	ansCommandUnsupported = reply{501, "command-not-supported", "only the CONNECT command is carried", socksCommandNotSupported}
-	ansAddressUnsupported = reply{501, "address-type-not-supported", "the address type is not IPv4, IPv6 or a name", socksAddressNotSupported}
-	ansNameNotResolved    = reply{502, "name-not-resolved", "the destination's name did not resolve", socksHostUnreachable}
-	ansConnectRefused     = reply{502, "connect-refused", "the destination refused the connection", socksConnectionRefused}
-	ansConnectFailed      = reply{502, "connect-failed", "the destination could not be reached", socksNetworkUnreachable}
-	ansConnectTimeout     = reply{504, "connect-timeout", "the destination did not answer within dialTimeout", socksHostUnreachable}
-	ansUpstreamFailed     = reply{502, "upstream-failed", "the destination's answer was not HTTP this proxy can read", socksGeneralFailure}
-	ansUpstreamTimeout    = reply{504, "upstream-timeout", "the destination did not answer within responseHeaderTimeout", socksGeneralFailure}
-	ansTooManyConnections = reply{503, "too-many-connections", "the proxy holds maxConnections connections", socksGeneralFailure}
-	ansStatusNotFound     = reply{404, "status-not-found", "egress-status.invalid serves /status and /access only", socksGeneralFailure}
+	ansCredentialsMissing  = reply{407, "credentials-missing", "this proxy needs Basic credentials", socksNotAllowed}
+	ansCredentialsWrong    = reply{407, "credentials-wrong", "the credentials are not this proxy's", socksNotAllowed}
+	ansSourceNotAllowed    = reply{403, "source-not-allowed", "the client's address is not in allowedSourceRanges", socksNotAllowed}
+	ansPortNotAllowed      = reply{403, "port-not-allowed", "the destination port is not one this proxy allows", socksNotAllowed}
+	ansDestinationDenied   = reply{403, "destination-denied", "the destination is in a range this proxy never reaches", socksNotAllowed}
+	ansZoneNotAllowed      = reply{403, "zone-not-allowed", "an address with a zone ID is never a destination", socksNotAllowed}
+	ansMethodNotAllowed    = reply{405, "method-not-allowed", "TRACE is not carried", socksCommandNotSupported}
+	ansBadRequest          = reply{400, "bad-request", "the request is not HTTP/1.1 this proxy can read", socksGeneralFailure}
+	ansBadTarget           = reply{400, "bad-target", "the destination is not host:port", socksAddressNotSupported}
+	ansNotAProxyRequest    = reply{400, "not-a-proxy-request", "send CONNECT host:port or an absolute http:// URL", socksGeneralFailure}
+	ansBadFraming          = reply{400, "bad-framing", "the request's length is ambiguous (RFC 9112 §6.3)", socksGeneralFailure}
+	ansBadBody             = reply{400, "bad-body", "the request body is malformed", socksGeneralFailure}
+	ansBodyTimeout         = reply{408, "body-timeout", "no byte of the body came for bodyIdleTimeout", socksGeneralFailure}
+	ansHeaderTooLarge      = reply{431, "header-too-large", "the request head is over 64 KiB", socksGeneralFailure}
+	ansUpgradeUnsupported  = reply{501, "upgrade-not-supported", "send CONNECT for a WebSocket or another upgraded protocol", socksCommandNotSupported}
+	ansCodingUnsupported   = reply{501, "transfer-coding-not-supported", "the only transfer coding carried is chunked", socksGeneralFailure}
+	ansVersionNotSupported = reply{505, "version-not-supported", "only HTTP/1.0 and HTTP/1.1 are served (no HTTP/2 prior knowledge)", socksGeneralFailure}
+	ansSocksVersion        = reply{400, "socks-version-not-supported", "only SOCKS5 is served; SOCKS4 and 4a get their reply 5B", socksGeneralFailure}
+	ansCommandUnsupported  = reply{501, "command-not-supported", "only the CONNECT command is carried", socksCommandNotSupported}
+	ansAddressUnsupported  = reply{501, "address-type-not-supported", "the address type is not IPv4, IPv6 or a name", socksAddressNotSupported}
+	ansNameNotResolved     = reply{502, "name-not-resolved", "the destination's name did not resolve", socksHostUnreachable}
+	ansConnectRefused      = reply{502, "connect-refused", "the destination refused the connection", socksConnectionRefused}
+	ansConnectFailed       = reply{502, "connect-failed", "the destination could not be reached", socksNetworkUnreachable}
+	ansConnectTimeout      = reply{504, "connect-timeout", "the destination did not answer within dialTimeout", socksHostUnreachable}
+	ansUpstreamFailed      = reply{502, "upstream-failed", "the destination's answer was not HTTP this proxy can read", socksGeneralFailure}
+	ansUpstreamTimeout     = reply{504, "upstream-timeout", "the destination did not answer within responseHeaderTimeout", socksGeneralFailure}
+	ansTooManyConnections  = reply{503, "too-many-connections", "the proxy holds maxConnections connections", socksGeneralFailure}
+	ansStatusNotFound      = reply{404, "status-not-found", "egress-status.invalid serves /status and /access only", socksGeneralFailure}
 )
 
 // Why a tunnel or a connection ended before either side closed it: the
@@ -91,7 +94,7 @@ const (
 func answers() []reply {
 	return []reply{ansCredentialsMissing, ansCredentialsWrong, ansSourceNotAllowed, ansPortNotAllowed, ansDestinationDenied,
 		ansZoneNotAllowed, ansMethodNotAllowed, ansBadRequest, ansBadTarget, ansNotAProxyRequest, ansBadFraming, ansBadBody,
-		ansBodyTimeout, ansHeaderTooLarge, ansUpgradeUnsupported, ansCommandUnsupported, ansAddressUnsupported,
+		ansBodyTimeout, ansHeaderTooLarge, ansUpgradeUnsupported, ansCodingUnsupported, ansVersionNotSupported, ansSocksVersion, ansCommandUnsupported, ansAddressUnsupported,
 		ansNameNotResolved, ansConnectRefused, ansConnectFailed, ansConnectTimeout, ansUpstreamFailed, ansUpstreamTimeout,
 		ansTooManyConnections, ansStatusNotFound}
 }

@@ -199,3 +199,34 @@ func remoteAddr(c net.Conn) netip.Addr {
 	}
 	return netip.Addr{}
 }
+
+// The bounds of a lingering close, nginx's defaults (lingering_time 30s,
+// lingering_timeout 5s): a client still sending after its answer is read
+// for at most lingerTotal, and given up after lingerQuiet without a byte.
+const (
+	lingerTotal = 30 * time.Second
+	lingerQuiet = 5 * time.Second
+)
+
+// lingeringClose ends a connection whose client may still be sending (a
+// body the engine refused before reading it): closing with unread bytes
+// makes the kernel send a reset, which destroys the answer in flight
+// (RFC 9112 §9.6). It half-closes, so the client reads the answer to its
+// end, and reads what comes until the client closes or the bounds pass.
+func lingeringClose(c *net.TCPConn) {
+	if err := c.CloseWrite(); err != nil {
+		return
+	}
+	until := time.Now().Add(lingerTotal)
+	var b [16 << 10]byte
+	for {
+		d := time.Now().Add(lingerQuiet)
+		if d.After(until) {
+			d = until
+		}
+		c.SetReadDeadline(d)
+		if _, err := c.Read(b[:]); err != nil {
+			return
+		}
+	}
+}

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"bufio"
+	"bytes"
 	"errors"
 	"io"
 	"net"
@@ -9,13 +10,16 @@ import (
 	"net/http/httptest"
 	"net/netip"
 	"os"
+	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"github.com/egress-proxies/egress/internal/vm/vmconfig"
 )
@@ -148,7 +152,7 @@ func TestAnswersAtTheEdges(t *testing.T) {
 		"Content-Length and Transfer-Encoding": {
 			reason:  "RFC 9112 §6.1: a server MUST close the connection after a request with both",
 			raw:     "POST http://127.0.0.1:" + hp + "/both HTTP/1.1\r\nHost: x\r\n" + auth + "Content-Length: 3\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\n",
-			want:    exchange{Status: 400, Reason: "bad-framing", Body: "egress-proxy: bad-framing: Content-Length and Transfer-Encoding together", Closed: true},
+			want:    exchange{Status: 400, Reason: "bad-framing", Body: "egress-proxy: bad-framing: the request's length is ambiguous (RFC 9112 §6.3)", Closed: true},
 			reached: false,
 		},
 		"malformed chunk size": {
@@ -190,6 +194,16 @@ func TestAnswersAtTheEdges(t *testing.T) {
 		"a denied destination": {
 			reason: "403 with the reason, not which range",
 			raw:    "CONNECT 169.254.169.254:" + strconv.Itoa(echoPort) + " HTTP/1.1\r\nHost: x\r\n" + auth + "\r\n",
+			want:   exchange{Status: 403, Reason: "destination-denied", Body: "egress-proxy: destination-denied: the destination is in a range this proxy never reaches", Closed: true},
+		},
+		"an IPv4-compatible address of the metadata server": {
+			reason: "::/96 (RFC 4291 §2.5.5.1, deprecated) is a way back into IPv4: denied as the mapped and NAT64 forms are",
+			raw:    "CONNECT [::a9fe:a9fe]:" + strconv.Itoa(echoPort) + " HTTP/1.1\r\nHost: x\r\n" + auth + "\r\n",
+			want:   exchange{Status: 403, Reason: "destination-denied", Body: "egress-proxy: destination-denied: the destination is in a range this proxy never reaches", Closed: true},
+		},
+		"an IPv4-compatible address of loopback": {
+			reason: "::127.0.0.1 is not ::1, but it is in ::/96",
+			raw:    "CONNECT [::127.0.0.1]:" + strconv.Itoa(echoPort) + " HTTP/1.1\r\nHost: x\r\n" + auth + "\r\n",
 			want:   exchange{Status: 403, Reason: "destination-denied", Body: "egress-proxy: destination-denied: the destination is in a range this proxy never reaches", Closed: true},
 		},
 		"no credentials": {
@@ -410,5 +424,381 @@ func TestExpectContinue(t *testing.T) {
 	}
 	if r := <-seen; r.URL.Path != "/upload" || r.ContentLength != 5 {
 		t.Errorf("the destination got %s %s of %d bytes", r.Method, r.URL.Path, r.ContentLength)
+	}
+}
+
+// recordingOrigin is a destination on loopback that records the request
+// targets it serves, in order, and answers each "hello".
+func recordingOrigin(t *testing.T) (port int, served func() []string) {
+	t.Helper()
+	var mu sync.Mutex
+	var seen []string
+	up := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		mu.Lock()
+		seen = append(seen, r.Method+" "+r.URL.RequestURI())
+		mu.Unlock()
+		io.WriteString(w, "hello\n")
+	}))
+	t.Cleanup(up.Close)
+	return up.Listener.Addr().(*net.TCPAddr).Port, func() []string {
+		mu.Lock()
+		defer mu.Unlock()
+		return slices.Clone(seen)
+	}
+}
+
+// pipelined is what a client saw of requests sent in one write: the
+// status and X-Egress-Error of each answer, in order, and whether the
+// connection was closed after the last.
+type pipelined struct {
+	Answers []string
+	Closed  bool
+}
+
+// sendPipelined writes raw in one write and reads answers until the
+// connection closes or stays silent.
+func sendPipelined(t *testing.T, proxy, raw string) pipelined {
+	t.Helper()
+	c, err := net.Dial("tcp", proxy)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	if _, err := io.WriteString(c, raw); err != nil {
+		t.Fatal(err)
+	}
+	br := bufio.NewReader(c)
+	var got pipelined
+	for {
+		c.SetReadDeadline(time.Now().Add(3 * time.Second))
+		resp, err := http.ReadResponse(br, nil)
+		if err != nil {
+			got.Closed = !errors.Is(err, os.ErrDeadlineExceeded)
+			return got
+		}
+		io.Copy(io.Discard, resp.Body)
+		got.Answers = append(got.Answers, strconv.Itoa(resp.StatusCode)+" "+resp.Header.Get("X-Egress-Error"))
+	}
+}
+
+// TestPipelinedFraming: a request with two framings is refused and its
+// connection closed wherever it stands in a pipeline (RFC 9112 §6.1,
+// §6.3), so the bytes after it are never read as a request of their own.
+func TestPipelinedFraming(t *testing.T) {
+	port, served := recordingOrigin(t)
+	origin := "http://127.0.0.1:" + strconv.Itoa(port)
+	auth := "Proxy-Authorization: " + basic(testUser, testPassword) + "\r\n"
+	get := func(q string) string {
+		return "GET " + origin + "/echo?" + q + " HTTP/1.1\r\nHost: x\r\n" + auth + "\r\n"
+	}
+	smuggler := "POST " + origin + "/upload HTTP/1.1\r\nHost: x\r\n" + auth + "Content-Length: 6\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\nG"
+	third := "ET " + origin + "/echo?third=1 HTTP/1.1\r\nHost: x\r\n" + auth + "\r\n"
+	cases := map[string]struct {
+		reason string
+		raw    string
+		want   pipelined
+		served []string
+	}{
+		"second of three": {
+			reason: "the issue's stream: request 2 carries both framings, its 'body' starts request 3",
+			raw:    get("n=1") + smuggler + third,
+			want:   pipelined{Answers: []string{"200 ", "400 bad-framing"}, Closed: true},
+			served: []string{"GET /echo?n=1"},
+		},
+		"third of three": {
+			reason: "the position in the pipeline does not matter",
+			raw:    get("n=1") + get("n=2") + smuggler + third,
+			want:   pipelined{Answers: []string{"200 ", "200 ", "400 bad-framing"}, Closed: true},
+			served: []string{"GET /echo?n=1", "GET /echo?n=2"},
+		},
+		"first": {
+			reason: "sent alone or first, as before",
+			raw:    smuggler + third,
+			want:   pipelined{Answers: []string{"400 bad-framing"}, Closed: true},
+		},
+		"Transfer-Encoding first, Content-Length after, pipelined": {
+			reason: "the order of the two fields does not matter",
+			raw:    get("n=1") + "POST " + origin + "/upload HTTP/1.1\r\nHost: x\r\n" + auth + "Transfer-Encoding: chunked\r\nContent-Length: 6\r\n\r\n0\r\n\r\nG" + third,
+			want:   pipelined{Answers: []string{"200 ", "400 bad-framing"}, Closed: true},
+			served: []string{"GET /echo?n=1"},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			before := len(served())
+			_, proxy := startProxy(t, testConfig(t, port))
+			got := sendPipelined(t, proxy, tc.raw)
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("%s\nthe client saw -want +got:\n%s", tc.reason, diff)
+			}
+			if diff := cmp.Diff(tc.served, served()[before:], cmpopts.EquateEmpty()); diff != "" {
+				t.Errorf("%s\nthe origin served -want +got:\n%s", tc.reason, diff)
+			}
+		})
+	}
+}
+
+// TestRefusalBeforeTheBody: a request refused before its body is read
+// (no credentials, a denied destination) gets its answer however big the
+// body: the engine half-closes and reads what the client still sends,
+// rather than closing on unread bytes, which sends a reset that destroys
+// the answer in flight (RFC 9112 §9.6). The client here writes its whole
+// body before it reads, as many do.
+func TestRefusalBeforeTheBody(t *testing.T) {
+	port, served := recordingOrigin(t)
+	_, proxy := startProxy(t, testConfig(t, port))
+	body := bytes.Repeat([]byte("x"), 30<<20)
+	cases := map[string]string{
+		"no credentials":     "POST http://127.0.0.1:" + strconv.Itoa(port) + "/up HTTP/1.1\r\nHost: x\r\nContent-Length: " + strconv.Itoa(len(body)) + "\r\n\r\n",
+		"denied destination": "POST http://169.254.169.254:" + strconv.Itoa(port) + "/up HTTP/1.1\r\nHost: x\r\nProxy-Authorization: " + basic(testUser, testPassword) + "\r\nContent-Length: " + strconv.Itoa(len(body)) + "\r\n\r\n",
+		"wrong credentials":  "POST http://127.0.0.1:" + strconv.Itoa(port) + "/up HTTP/1.1\r\nHost: x\r\nProxy-Authorization: " + basic(testUser, "nope") + "\r\nContent-Length: " + strconv.Itoa(len(body)) + "\r\n\r\n",
+	}
+	const tries = 20
+	for name, head := range cases {
+		t.Run(name, func(t *testing.T) {
+			answered := map[string]int{}
+			for range tries {
+				c, err := net.Dial("tcp", proxy)
+				if err != nil {
+					t.Fatal(err)
+				}
+				c.SetDeadline(time.Now().Add(30 * time.Second))
+				// A client such as curl gives up with "connection reset"
+				// when its upload is reset, and never reads the answer.
+				if _, err := c.Write(append([]byte(head), body...)); err != nil {
+					answered["reset while sending"]++
+					c.Close()
+					continue
+				}
+				resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+				if err != nil {
+					answered["no answer"]++
+				} else {
+					answered[strconv.Itoa(resp.StatusCode)]++
+				}
+				c.Close()
+			}
+			want := map[string]int{"407": tries}
+			if name == "denied destination" {
+				want = map[string]int{"403": tries}
+			}
+			if diff := cmp.Diff(want, answered); diff != "" {
+				t.Errorf("answers the client read, of %d tries: -want +got:\n%s", tries, diff)
+			}
+		})
+	}
+	if got := served(); len(got) != 0 {
+		t.Errorf("the origin served %q", got)
+	}
+}
+
+// TestExpectContinueEndToEnd: Expect: 100-continue goes to the origin,
+// and the client gets the origin's 100 or its final answer (RFC 9110
+// §10.1.1): an origin that refuses the upload at once receives none of it.
+func TestExpectContinueEndToEnd(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	type origin struct {
+		Expect    string
+		BodyBytes int64
+	}
+	seen := make(chan origin, 1)
+	go func() {
+		c, err := ln.Accept()
+		if err != nil {
+			return
+		}
+		defer c.Close()
+		c.SetDeadline(time.Now().Add(30 * time.Second))
+		br := bufio.NewReader(c)
+		req, err := http.ReadRequest(br)
+		if err != nil {
+			seen <- origin{Expect: "unreadable: " + err.Error()}
+			return
+		}
+		io.WriteString(c, "HTTP/1.1 413 Content Too Large\r\nContent-Length: 0\r\nConnection: close\r\n\r\n")
+		// Whatever comes before the proxy closes is body the origin
+		// refused.
+		c.SetReadDeadline(time.Now().Add(2 * time.Second))
+		n, _ := io.Copy(io.Discard, br)
+		seen <- origin{Expect: req.Header.Get("Expect"), BodyBytes: n}
+	}()
+	port := ln.Addr().(*net.TCPAddr).Port
+	_, proxy := startProxy(t, testConfig(t, port))
+	c, err := net.Dial("tcp", proxy)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(30 * time.Second))
+	const size = 4 << 20
+	io.WriteString(c, "POST http://127.0.0.1:"+strconv.Itoa(port)+"/upload HTTP/1.1\r\nHost: x\r\nContent-Length: "+strconv.Itoa(size)+
+		"\r\nExpect: 100-continue\r\nProxy-Authorization: "+basic(testUser, testPassword)+"\r\n\r\n")
+	br := bufio.NewReader(c)
+	var statuses []int
+	for {
+		resp, err := http.ReadResponse(br, nil)
+		if err != nil {
+			t.Fatalf("after %v: %v", statuses, err)
+		}
+		statuses = append(statuses, resp.StatusCode)
+		if resp.StatusCode != http.StatusContinue {
+			break
+		}
+		// The client sends its body once told to.
+		go c.Write(bytes.Repeat([]byte("x"), size))
+	}
+	type result struct {
+		Statuses []int
+		Origin   origin
+	}
+	want := result{Statuses: []int{413}, Origin: origin{Expect: "100-continue"}}
+	if diff := cmp.Diff(want, result{statuses, <-seen}); diff != "" {
+		t.Errorf("an upload the origin refuses at once: -want +got:\n%s", diff)
+	}
+}
+
+// TestOriginRelayedContinue: the origin's 100 Continue is relayed, and the
+// upload carried whole after it.
+func TestOriginRelayedContinue(t *testing.T) {
+	httpPort, seen := upstreamSeen(t)
+	_, proxy := startProxy(t, testConfig(t, httpPort))
+	c, err := net.Dial("tcp", proxy)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	c.SetDeadline(time.Now().Add(30 * time.Second))
+	io.WriteString(c, "POST http://127.0.0.1:"+strconv.Itoa(httpPort)+"/upload HTTP/1.1\r\nHost: x\r\nContent-Length: 5\r\nExpect: 100-continue\r\nProxy-Authorization: "+basic(testUser, testPassword)+"\r\n\r\n")
+	br := bufio.NewReader(c)
+	resp, err := http.ReadResponse(br, nil)
+	if err != nil || resp.StatusCode != http.StatusContinue {
+		t.Fatalf("before the body: %v %v, want 100 Continue", resp, err)
+	}
+	io.WriteString(c, "hello")
+	resp, err = http.ReadResponse(br, nil)
+	if err != nil || resp.StatusCode != 200 {
+		t.Fatalf("after the body: %v %v", resp, err)
+	}
+	r := <-seen
+	if got := []string{r.URL.Path, strconv.FormatInt(r.ContentLength, 10), r.Header.Get("Expect")}; !slices.Equal(got, []string{"/upload", "5", "100-continue"}) {
+		t.Errorf("the destination got %q, want /upload of 5 bytes with its Expect", got)
+	}
+}
+
+// TestOriginSeesWhatTheClientSent: the engine adds no field the client
+// did not send (net/http's Transport would add its User-Agent).
+func TestOriginSeesWhatTheClientSent(t *testing.T) {
+	httpPort, seen := upstreamSeen(t)
+	_, proxy := startProxy(t, testConfig(t, httpPort))
+	got := rawExchange(t, proxy, "GET http://127.0.0.1:"+strconv.Itoa(httpPort)+"/ HTTP/1.1\r\nHost: x\r\nProxy-Authorization: "+basic(testUser, testPassword)+"\r\n\r\n", false)
+	if got.Status != 200 {
+		t.Fatalf("GET: %+v", got)
+	}
+	r := <-seen
+	if ua, ok := r.Header["User-Agent"]; ok {
+		t.Errorf("the destination saw User-Agent %q; the client sent none", ua)
+	}
+}
+
+// TestUnsolicitedSwitch: a 101 to a request that asked for no upgrade is
+// not HTTP the engine can relay: 502, and the connection closes.
+func TestUnsolicitedSwitch(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ln.Close()
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				http.ReadRequest(bufio.NewReader(c))
+				io.WriteString(c, "HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: mine\r\n\r\n")
+				time.Sleep(5 * time.Second)
+			}()
+		}
+	}()
+	port := ln.Addr().(*net.TCPAddr).Port
+	_, proxy := startProxy(t, testConfig(t, port))
+	got := rawExchange(t, proxy, "GET http://127.0.0.1:"+strconv.Itoa(port)+"/ HTTP/1.1\r\nHost: x\r\nProxy-Authorization: "+basic(testUser, testPassword)+"\r\n\r\n", false)
+	want := exchange{Status: 502, Reason: "upstream-failed", Body: "egress-proxy: upstream-failed: the destination's answer was not HTTP this proxy can read", Closed: true}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("an origin's 101 to a plain GET: -want +got:\n%s", diff)
+	}
+}
+
+// TestRequestsTheEngineCannotRead: requests that are the client's fault
+// or not HTTP/1.x get an answer that says so, never a gateway error, and
+// their access line names no destination (none was contacted).
+func TestRequestsTheEngineCannotRead(t *testing.T) {
+	httpPort, seen := upstreamSeen(t)
+	hp := strconv.Itoa(httpPort)
+	auth := "Proxy-Authorization: " + basic(testUser, testPassword) + "\r\n"
+	type line struct {
+		Protocol, Method, Host, Reason string
+		Status                         int
+	}
+	cases := map[string]struct {
+		reason string
+		raw    string
+		want   exchange
+		line   line
+	}{
+		"space before the colon": {
+			reason: "RFC 9112 §5.1: no whitespace between a field name and its colon; a server MUST answer 400",
+			raw:    "GET http://127.0.0.1:" + hp + "/ HTTP/1.1\r\nHost: x\r\nX-Foo : bar\r\n" + auth + "\r\n",
+			want:   exchange{Status: 400, Reason: "bad-request", Body: "egress-proxy: bad-request: the request is not HTTP/1.1 this proxy can read", Closed: true},
+			line:   line{Protocol: "http", Method: "GET", Reason: "bad-request", Status: 400},
+		},
+		"HTTP/2 prior knowledge": {
+			reason: "the HTTP/2 preface is answered for what it is, as Squid does (505)",
+			raw:    "PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n",
+			want:   exchange{Status: 505, Reason: "version-not-supported", Body: "egress-proxy: version-not-supported: only HTTP/1.0 and HTTP/1.1 are served (no HTTP/2 prior knowledge)", Closed: true},
+			line:   line{Protocol: "http", Method: "PRI", Reason: "version-not-supported", Status: 505},
+		},
+		"a transfer coding besides chunked": {
+			reason: "RFC 9112 §6.1: a transfer coding the server does not understand is 501",
+			raw:    "POST http://127.0.0.1:" + hp + "/gz HTTP/1.1\r\nHost: x\r\n" + auth + "Transfer-Encoding: gzip, chunked\r\n\r\n0\r\n\r\n",
+			want:   exchange{Status: 501, Reason: "transfer-coding-not-supported", Body: "egress-proxy: transfer-coding-not-supported: the only transfer coding carried is chunked", Closed: true},
+			line:   line{Protocol: "http", Method: "POST", Reason: "transfer-coding-not-supported", Status: 501},
+		},
+		"chunked not last": {
+			reason: "RFC 9112 §6.3: chunked not the final coding of a request is 400, and close",
+			raw:    "POST http://127.0.0.1:" + hp + "/gz HTTP/1.1\r\nHost: x\r\n" + auth + "Transfer-Encoding: chunked, gzip\r\n\r\n0\r\n\r\n",
+			want:   exchange{Status: 400, Reason: "bad-framing", Body: "egress-proxy: bad-framing: the request's length is ambiguous (RFC 9112 §6.3)", Closed: true},
+			line:   line{Protocol: "http", Method: "POST", Reason: "bad-framing", Status: 400},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			cfg := testConfig(t, httpPort)
+			cfg.AccessLog = true
+			s, proxy := startProxy(t, cfg)
+			got := rawExchange(t, proxy, tc.raw, false)
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("%s\n-want +got:\n%s", tc.reason, diff)
+			}
+			var lines []line
+			for _, l := range s.access.page(0).Lines {
+				lines = append(lines, line{l.Protocol, l.Method, l.Host, l.Reason, l.Status})
+			}
+			if diff := cmp.Diff([]line{tc.line}, lines); diff != "" {
+				t.Errorf("%s\naccess lines -want +got:\n%s", tc.reason, diff)
+			}
+			select {
+			case r := <-seen:
+				t.Errorf("the destination got %s %s", r.Method, r.URL)
+			default:
+			}
+		})
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/httptrace"
 	"net/http/httputil"
 	"net/textproto"
 	"os"
@@ -66,7 +67,19 @@ func (s *Server) forward(hc *httpConn, req *http.Request, r *rules, rec *record)
 	}
 	out := req.Clone(context.Background())
 	removeHopByHop(out.Header)
+	// Expect: 100-continue is end to end (RFC 9110 §10.1.1): the origin
+	// decides whether it wants the body, and its 100 or its final answer
+	// reaches the client before the body is sent. Other expectations
+	// are dropped.
+	expectContinue := strings.EqualFold(req.Header.Get("Expect"), "100-continue") && req.ProtoAtLeast(1, 1) && !bodyless
 	out.Header.Del("Expect")
+	if expectContinue {
+		out.Header.Set("Expect", "100-continue")
+	}
+	if _, ok := req.Header["User-Agent"]; !ok {
+		// An empty value makes the Transport send none, not its own.
+		out.Header["User-Agent"] = []string{""}
+	}
 	out.RequestURI, out.Close = "", false
 	out.Proto, out.ProtoMajor, out.ProtoMinor = "HTTP/1.1", 1, 1
 	out.Header["Via"] = append(out.Header["Via"], fmt.Sprintf("%d.%d %s", req.ProtoMajor, req.ProtoMinor, via))
@@ -88,13 +101,28 @@ func (s *Server) forward(hc *httpConn, req *http.Request, r *rules, rec *record)
 	var body *requestBody
 	if !bodyless {
 		body = &requestBody{body: req.Body, conn: cc.conn, idle: r.bodyIdleTimeout, limit: s.up, count: func(n int64) { s.bytesIn.Add(n) },
-			expectContinue: strings.EqualFold(req.Header.Get("Expect"), "100-continue"), hc: hc}
+			expectContinue: expectContinue}
 		out.Body = body
+		if expectContinue {
+			// The origin's 100 is relayed as it comes, before the
+			// Transport sends the body; if the origin says nothing
+			// within the Transport's ExpectContinueTimeout, the first
+			// read of the body sends one instead.
+			ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{Got100Continue: func() { body.sendContinue() }})
+		}
 	} else {
 		out.Body = nil
 	}
 	out = out.WithContext(ctx)
 	resp, err := s.transport.RoundTrip(out)
+	if err == nil && resp.StatusCode == http.StatusSwitchingProtocols {
+		// No request the engine forwards asks for an upgrade: a 101 is
+		// not an answer to it, and relaying one leaves the client
+		// waiting on a protocol nobody speaks.
+		resp.Body.Close()
+		err = errors.New("an unsolicited 101 Switching Protocols")
+		keepable = false
+	}
 	if body != nil {
 		defer body.detach()
 	}
@@ -280,7 +308,8 @@ type requestBody struct {
 	limit          *bucket
 	count          func(int64)
 	expectContinue bool
-	hc             *httpConn
+	continued      sync.Once
+	continueErr    error
 
 	mu       sync.Mutex
 	n        int64
@@ -295,13 +324,9 @@ func (b *requestBody) Read(p []byte) (int, error) {
 	if b.detached {
 		return 0, io.ErrUnexpectedEOF
 	}
-	if b.expectContinue {
-		b.expectContinue = false
-		b.conn.SetWriteDeadline(time.Now().Add(b.idle))
-		if _, err := io.WriteString(b.conn, "HTTP/1.1 100 Continue\r\n\r\n"); err != nil {
-			b.err = err
-			return 0, err
-		}
+	if err := b.sendContinue(); err != nil {
+		b.err = err
+		return 0, err
 	}
 	b.conn.SetReadDeadline(time.Now().Add(b.idle))
 	want := b.limit.take(len(p))
@@ -316,6 +341,21 @@ func (b *requestBody) Read(p []byte) (int, error) {
 		b.err = err
 	}
 	return n, err
+}
+
+// sendContinue tells a client that waits for it to send its body, once:
+// on the origin's 100 or at the body's first read, whichever is first.
+// The Transport calls the two from different goroutines but never at the
+// same time (the body is read only after the 100, or its timeout).
+func (b *requestBody) sendContinue() error {
+	if !b.expectContinue {
+		return nil
+	}
+	b.continued.Do(func() {
+		b.conn.SetWriteDeadline(time.Now().Add(b.idle))
+		_, b.continueErr = io.WriteString(b.conn, "HTTP/1.1 100 Continue\r\n\r\n")
+	})
+	return b.continueErr
 }
 
 // Close is the transport's; the engine ends the body with detach.
@@ -369,7 +409,10 @@ func (s *Server) newTransport(responseHeaderTimeout time.Duration) *http.Transpo
 			}
 			return c, nil
 		},
-		DisableCompression:    true,
+		DisableCompression: true,
+		// How long an origin has to answer Expect: 100-continue before
+		// the body goes anyway (net/http's DefaultTransport's value).
+		ExpectContinueTimeout: time.Second,
 		MaxIdleConnsPerHost:   4,
 		IdleConnTimeout:       90 * time.Second,
 		ResponseHeaderTimeout: responseHeaderTimeout,

@@ -8,11 +8,14 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/textproto"
 	"os"
 	"strconv"
 	"strings"
 	"sync"
 	"time"
+
+	"golang.org/x/net/http/httpguts"
 
 	"github.com/egress-proxies/egress/internal/vm/vmconfig"
 )
@@ -39,12 +42,21 @@ type httpConn struct {
 	// (pipelined requests), else in the pool.
 	br *bufio.Reader
 	bw *bufio.Writer
+	// linger is set once an answer ended the connection: the client may
+	// still be sending (a body not read), so the close is a lingering one.
+	linger bool
 }
 
 // serveHTTP serves one client connection's requests until it closes, a
 // request asks for a close or becomes a tunnel, or the engine ends it.
 func (s *Server) serveHTTP(cc *clientConn) {
 	hc := &httpConn{s: s, cc: cc, head: &headReader{c: cc.conn}}
+	defer func() {
+		if hc.linger && cc.endReason() == "" {
+			cc.idle.Store(true)
+			lingeringClose(cc.conn)
+		}
+	}()
 	defer hc.releaseReader()
 	defer hc.releaseWriter()
 	raw, err := cc.conn.SyscallConn()
@@ -94,6 +106,12 @@ func (hc *httpConn) serveOne(r *rules) bool {
 	hc.head.start()
 	if hc.br == nil {
 		hc.br = getReader(hc.head)
+	} else if n := hc.br.Buffered(); n > 0 {
+		// A pipelined request's head may sit whole in the buffer, read
+		// from the socket with the request before it: the framing checks
+		// below see it from its first byte all the same.
+		p, _ := hc.br.Peek(n)
+		hc.head.rec = append(hc.head.rec, p...)
 	}
 	req, err := http.ReadRequest(hc.br)
 	head := hc.head.stop()
@@ -109,10 +127,29 @@ func (hc *httpConn) serveOne(r *rules) bool {
 			return false // a head that never ended: nothing to answer
 		case zonedTarget(head):
 			a = ansZoneNotAllowed
+		default:
+			if f := framingOf(head); f != nil {
+				a = *f
+			}
 		}
-		s.reqHTTP.Add(1)
-		s.newRecord(cc.remote, vmconfig.ProtocolHTTP, "").done(a.Status, a.Code, 0, 0)
-		hc.answer(a, true, nil)
+		hc.refuseUnread(head, a)
+		return false
+	}
+	// What net/http reads leniently but RFC 9112 does not allow: a field
+	// name that is not a token ("X-Foo : bar", §5.1), a value with
+	// control bytes, two framings (§6.1: net/http drops Content-Length
+	// then), a transfer coding other than chunked, and a version other
+	// than 1.x (the HTTP/2 preface parses as "PRI * HTTP/2.0").
+	if f := framingOf(head); f != nil {
+		hc.refuseUnread(head, *f)
+		return false
+	}
+	if !validFields(req.Header) {
+		hc.refuseUnread(head, ansBadRequest)
+		return false
+	}
+	if req.ProtoMajor != 1 {
+		hc.refuseUnread(head, ansVersionNotSupported)
 		return false
 	}
 	if r.status != nil && isStatusRequest(req) {
@@ -154,10 +191,6 @@ func (hc *httpConn) serveOne(r *rules) bool {
 		closeAfterRefusal = true
 		return refuseWith(ansSourceNotAllowed, nil)
 	}
-	if len(req.TransferEncoding) > 0 && hasField(head, "Content-Length") {
-		closeAfterRefusal = true
-		return refuseWith(ansBadFraming, nil)
-	}
 	cred, err := r.authorize(req.Header.Get("Proxy-Authorization"))
 	if err != nil {
 		a := ansCredentialsMissing
@@ -172,7 +205,11 @@ func (hc *httpConn) serveOne(r *rules) bool {
 		s.connect(hc, req, r, rec)
 		return false
 	}
-	return s.forward(hc, req, r, rec)
+	if !s.forward(hc, req, r, rec) {
+		hc.linger = true
+		return false
+	}
+	return true
 }
 
 // answer writes a refusal: the status, X-Egress-Error with the answer's
@@ -181,6 +218,95 @@ func (hc *httpConn) serveOne(r *rules) bool {
 func (hc *httpConn) answer(a reply, close bool, extra http.Header) {
 	hc.cc.conn.SetWriteDeadline(time.Now().Add(hc.s.rules.Load().bodyIdleTimeout))
 	writeAnswerTo(hc.cc.conn, a, close, extra)
+	hc.linger = hc.linger || close
+}
+
+// refuseUnread answers a request whose head the engine does not carry
+// further (unreadable, ambiguous, not HTTP/1.x) and ends the connection:
+// its line names the protocol and method its request line shows, and no
+// destination, since none was contacted.
+func (hc *httpConn) refuseUnread(head []byte, a reply) {
+	method := requestMethod(head)
+	protocol := vmconfig.ProtocolHTTP
+	if method == http.MethodConnect {
+		protocol = vmconfig.ProtocolConnect
+		hc.s.reqConnect.Add(1)
+	} else {
+		hc.s.reqHTTP.Add(1)
+	}
+	hc.s.newRecord(hc.cc.remote, protocol, method).done(a.Status, a.Code, 0, 0)
+	hc.answer(a, true, nil)
+}
+
+// requestMethod is the method of a request line, if it is a token of
+// capitals (every method a proxy carries): nothing else a client wrote
+// reaches the log.
+func requestMethod(head []byte) string {
+	m, _, ok := bytes.Cut(head, []byte(" "))
+	if !ok || len(m) == 0 || len(m) > 16 {
+		return ""
+	}
+	for _, c := range m {
+		if c < 'A' || c > 'Z' {
+			return ""
+		}
+	}
+	return string(m)
+}
+
+// framingOf reads the framing fields of a raw request head as the client
+// sent them and returns the answer to a request whose body length
+// is ambiguous (RFC 9112 §6.1, §6.3: Content-Length with
+// Transfer-Encoding, chunked not the final coding or applied twice) or
+// has a coding the engine does not carry (501); nil if the framing is
+// one a reader cannot mistake.
+func framingOf(head []byte) *reply {
+	te, hasTE := fieldValues(head, "Transfer-Encoding")
+	_, hasCL := fieldValues(head, "Content-Length")
+	if !hasTE {
+		return nil
+	}
+	if hasCL {
+		return &ansBadFraming
+	}
+	var codings []string
+	for _, v := range te {
+		for _, c := range strings.Split(v, ",") {
+			if c = strings.ToLower(textproto.TrimString(c)); c != "" {
+				codings = append(codings, c)
+			}
+		}
+	}
+	chunked := 0
+	for _, c := range codings {
+		if c == "chunked" {
+			chunked++
+		}
+	}
+	switch {
+	case len(codings) == 0 || codings[len(codings)-1] != "chunked" || chunked > 1:
+		return &ansBadFraming
+	case len(codings) > 1:
+		return &ansCodingUnsupported
+	}
+	return nil
+}
+
+// validFields reports whether every field name is a token and every
+// value free of control bytes, as RFC 9110 §5 has them (net/http's
+// server checks the same; http.ReadRequest alone does not).
+func validFields(h http.Header) bool {
+	for k, vs := range h {
+		if !httpguts.ValidHeaderFieldName(k) {
+			return false
+		}
+		for _, v := range vs {
+			if !httpguts.ValidHeaderFieldValue(v) {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // writeAnswerTo writes a's answer to w in one write.
@@ -211,24 +337,27 @@ func zonedTarget(head []byte) bool {
 	return len(f) == 3 && strings.Contains(f[1], "[") && strings.Contains(f[1], "%")
 }
 
-// hasField reports whether a raw request head has a field named name:
+// fieldValues returns the values of the fields named name in a raw
+// request head, up to its first empty line, and whether there is one:
 // net/http drops Content-Length from a request that also has
-// Transfer-Encoding, so the engine looks at what the client sent.
-func hasField(head []byte, name string) bool {
-	end := bytes.Index(head, []byte("\r\n\r\n"))
-	if end < 0 {
-		end = len(head)
-	}
-	for i, line := range bytes.Split(head[:end], []byte("\n")) {
+// Transfer-Encoding, so the engine looks at what the client sent. A name
+// followed by whitespace before its colon counts too: some reader down
+// the line may trim it.
+func fieldValues(head []byte, name string) (values []string, found bool) {
+	for i, line := range bytes.Split(head, []byte("\n")) {
+		line = bytes.TrimSuffix(line, []byte("\r"))
 		if i == 0 {
 			continue
 		}
-		k, _, ok := bytes.Cut(line, []byte(":"))
+		if len(line) == 0 {
+			break
+		}
+		k, v, ok := bytes.Cut(line, []byte(":"))
 		if ok && strings.EqualFold(strings.TrimSpace(string(k)), name) {
-			return true
+			values, found = append(values, string(v)), true
 		}
 	}
-	return false
+	return values, found
 }
 
 // headReader is what the connection's bufio.Reader reads from: while a

@@ -1,6 +1,8 @@
 package engine
 
 import (
+	"bufio"
+	"bytes"
 	"encoding/binary"
 	"errors"
 	"fmt"
@@ -174,7 +176,18 @@ func (s *Server) serveSOCKS5(cc *clientConn) {
 	s.reqSocks.Add(1)
 	rec := s.newRecord(cc.remote, vmconfig.ProtocolSocks5, "")
 	cc.conn.SetDeadline(time.Now().Add(r.headerTimeout))
-	req, err := socksHandshake(cc.conn, r)
+	var version [1]byte
+	if _, err := io.ReadFull(cc.conn, version[:]); err != nil {
+		return
+	}
+	if version[0] == socks4Version {
+		s.refuseSocks4(cc, rec)
+		return
+	}
+	req, err := socksHandshake(struct {
+		io.Reader
+		io.Writer
+	}{io.MultiReader(bytes.NewReader(version[:]), cc.conn), cc.conn}, r)
 	rec.line.Method = socksCommandName(req.command)
 	rec.line.User = req.cred.name
 	if req.host != "" {
@@ -211,6 +224,59 @@ func (s *Server) serveSOCKS5(cc *clientConn) {
 		return
 	}
 	s.runTunnel(cc, up, r, rec, socksSucceeded, 0)
+}
+
+// SOCKS4 (and 4a, its extension for names): VN CD DSTPORT DSTIP USERID
+// NUL, and for 4a, DSTIP 0.0.0.x (x not 0) and the name, NUL-terminated.
+// Its reply is VN 0, CD, and six bytes the client ignores.
+const (
+	socks4Version  = 0x04
+	socks4Rejected = 0x5b
+	// socks4FieldMax bounds the USERID and the 4a name the engine reads.
+	socks4FieldMax = 255
+)
+
+// refuseSocks4 answers a SOCKS4 or 4a request on the SOCKS5 port with
+// SOCKS4's own "request rejected or failed" (0x5B), so that the client
+// says the proxy refused rather than that it reset; SOCKS4 has no
+// password, so it is never carried. The line names the destination the
+// request named, never its USERID.
+func (s *Server) refuseSocks4(cc *clientConn, rec *record) {
+	br := bufio.NewReaderSize(io.LimitReader(cc.conn, 8+2*(socks4FieldMax+1)), 64)
+	var head [7]byte
+	if _, err := io.ReadFull(br, head[:]); err == nil {
+		rec.line.Method = socksCommandName(head[0])
+		ip := netip.AddrFrom4([4]byte(head[3:7]))
+		host := ip.String()
+		if _, err := readNulTerminated(br); err == nil && head[3] == 0 && head[4] == 0 && head[5] == 0 && head[6] != 0 {
+			name, err := readNulTerminated(br)
+			host = name
+			if err != nil {
+				host = ""
+			}
+		}
+		rec.destination(host, int(binary.BigEndian.Uint16(head[1:3])))
+	}
+	rec.done(socks4Rejected, ansSocksVersion.Code, 0, 0)
+	cc.conn.Write([]byte{0x00, socks4Rejected, 0, 0, 0, 0, 0, 0})
+	lingeringClose(cc.conn)
+}
+
+// readNulTerminated reads a SOCKS4 field up to its NUL, at most
+// socks4FieldMax bytes.
+func readNulTerminated(br *bufio.Reader) (string, error) {
+	var b []byte
+	for len(b) <= socks4FieldMax {
+		c, err := br.ReadByte()
+		if err != nil {
+			return "", err
+		}
+		if c == 0 {
+			return string(b), nil
+		}
+		b = append(b, c)
+	}
+	return "", errors.New("socks4: field over 255 bytes")
 }
 
 func socksCommandName(c byte) string {

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"github.com/egress-proxies/egress/internal/vm/vmconfig"
 )
@@ -257,4 +258,49 @@ func FuzzSocks5Handshake(f *testing.F) {
 			t.Fatalf("the first answer %q is not SOCKS5's", b)
 		}
 	})
+}
+
+// TestSocks4Refused: a SOCKS4 or 4a client on the SOCKS5 port gets
+// SOCKS4's own "request rejected" (0x5B) rather than a reset, and leaves
+// an access line.
+func TestSocks4Refused(t *testing.T) {
+	cases := map[string]struct {
+		request []byte
+		line    vmconfig.AccessLine
+	}{
+		"SOCKS4 by address": {
+			request: []byte{4, 1, 0, 80, 169, 254, 169, 254, 'u', 0},
+			line:    vmconfig.AccessLine{Protocol: "socks5", Method: "CONNECT", Host: "169.254.169.254", Port: 80, Status: 0x5b, Reason: "socks-version-not-supported"},
+		},
+		"SOCKS4a by name": {
+			request: append([]byte{4, 1, 1, 187, 0, 0, 0, 1, 0}, "target.test\x00"...),
+			line:    vmconfig.AccessLine{Protocol: "socks5", Method: "CONNECT", Host: "target.test", Port: 443, Status: 0x5b, Reason: "socks-version-not-supported"},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			cfg := testConfig(t, 443)
+			cfg.AccessLog = true
+			s, _ := startProxy(t, cfg)
+			c, err := net.Dial("tcp", startSocks(t, s))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			c.SetDeadline(time.Now().Add(30 * time.Second))
+			c.Write(tc.request)
+			got := make([]byte, 8)
+			if _, err := io.ReadFull(c, got); err != nil {
+				t.Fatalf("SOCKS4 reply: %v", err)
+			}
+			if diff := cmp.Diff([]byte{0, 0x5b, 0, 0, 0, 0, 0, 0}, got); diff != "" {
+				t.Errorf("SOCKS4 reply -want +got:\n%s", diff)
+			}
+			waitUntil(t, "an access line", func() bool { return len(s.access.page(0).Lines) > 0 })
+			lines := s.access.page(0).Lines
+			if diff := cmp.Diff([]vmconfig.AccessLine{tc.line}, lines, cmpopts.IgnoreFields(vmconfig.AccessLine{}, "Time", "Source", "DurationMs", "BytesIn", "BytesOut")); diff != "" {
+				t.Errorf("access lines -want +got:\n%s", diff)
+			}
+		})
+	}
 }

@@ -170,14 +170,15 @@ func (d Duration) Or(def time.Duration) time.Duration {
 // the metadata server and link-local, RFC 1918, CGNAT, loopback, "this
 // network", multicast and reserved space, the documentation and
 // benchmarking ranges, IPv6 ULA and link-local (fd20:ce::254 is the
-// metadata server's IPv6), IPv4-mapped, NAT64 and 6to4 space (each a way
-// back into IPv4 ranges denied above). The VM's nftables filter holds the
-// same list in the kernel.
+// metadata server's IPv6), IPv4-compatible (::/96, deprecated by RFC 4291
+// §2.5.5.1, which holds :: and ::1 too), IPv4-mapped, NAT64 and 6to4 space (each a way back into IPv4
+// ranges denied above). The VM's nftables filter holds the same list in
+// the kernel.
 var DefaultDenyDestinations = []string{
 	"0.0.0.0/8", "10.0.0.0/8", "100.64.0.0/10", "127.0.0.0/8", "169.254.0.0/16",
 	"172.16.0.0/12", "192.0.0.0/24", "192.0.2.0/24", "192.88.99.0/24", "192.168.0.0/16",
 	"198.18.0.0/15", "198.51.100.0/24", "203.0.113.0/24", "224.0.0.0/4", "240.0.0.0/4",
-	"::/128", "::1/128", "::ffff:0:0/96", "64:ff9b::/96", "64:ff9b:1::/48", "2001:db8::/32",
+	"::/96", "::ffff:0:0/96", "64:ff9b::/96", "64:ff9b:1::/48", "2001:db8::/32",
 	"2002::/16", "fc00::/7", "fe80::/10", "ff00::/8",
 }
 
