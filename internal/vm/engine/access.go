@@ -80,16 +80,39 @@ func (s *Server) serveAccess(w http.ResponseWriter, req *http.Request) {
 }
 
 // record is the access line of one request in the making: who and what
-// are filled as they are known, and done writes it.
+// are filled as they are known, and done writes it. Its bytes are the
+// client connection's counters from the record's start to its done (see
+// vmconfig.AccessLine.BytesIn).
 type record struct {
 	s     *Server
 	start time.Time
 	line  vmconfig.AccessLine
+	cc    *clientConn
+	// read0 and written0 are cc's counters at the start.
+	read0, written0 int64
+	// unread is what was read from the socket but not yet taken by a
+	// request (an HTTP connection's buffer, holding a pipelined
+	// request): bytes of the request that takes them, not the one that
+	// read them. unread0 is its value at the start.
+	unread  func() int
+	unread0 int
+	// answer is a refusal's bytes, written right after the line.
+	answer int
 }
 
-func (s *Server) newRecord(source, protocol, method string) *record {
+func (s *Server) newRecord(cc *clientConn, protocol, method string) *record {
 	now := time.Now()
-	return &record{s: s, start: now, line: vmconfig.AccessLine{Time: now.UTC(), Source: source, Protocol: protocol, Method: method}}
+	return &record{s: s, start: now, cc: cc, read0: cc.read.Load(), written0: cc.written.Load(),
+		line: vmconfig.AccessLine{Time: now.UTC(), Source: cc.remote, Protocol: protocol, Method: method}}
+}
+
+// newRecord starts the line of a request on an HTTP connection, whose
+// reader may hold bytes of it already.
+func (hc *httpConn) newRecord(protocol, method string) *record {
+	rec := hc.s.newRecord(hc.cc, protocol, method)
+	rec.unread = hc.buffered
+	rec.read0, rec.unread0 = hc.headRead0, hc.headStart
+	return rec
 }
 
 // destination names the destination in the line: host and port only, and
@@ -106,23 +129,32 @@ func (r *record) destination(host string, port int) {
 
 // done writes the line with its status and reason (empty when the
 // request was carried to its end), if the rules keep an access log.
-func (r *record) done(status int, reason string, in, out int64) {
+func (r *record) done(status int, reason string) {
 	if r == nil {
 		return
 	}
 	r.line.Status, r.line.Reason = status, reason
-	r.line.BytesIn, r.line.BytesOut = in, out
-	r.line.DurationMs = time.Since(r.start).Milliseconds()
+	if r.cc != nil {
+		r.line.BytesIn = r.cc.read.Load() - r.read0 + int64(r.unread0)
+		if r.unread != nil {
+			r.line.BytesIn -= int64(r.unread())
+		}
+		r.line.BytesOut = r.cc.written.Load() - r.written0 + int64(r.answer)
+	}
+	end := time.Now()
+	r.line.End = end.UTC()
+	r.line.DurationMs = end.Sub(r.start).Milliseconds()
 	if !r.s.rules.Load().accessLog {
 		return
 	}
 	r.s.access.add(r.line)
-	l := r.line
-	r.s.log.LogAttrs(context.Background(), slog.LevelInfo, "access",
-		slog.String("source", l.Source), slog.String("user", l.User), slog.String("protocol", l.Protocol),
-		slog.String("method", l.Method), slog.String("host", l.Host), slog.Int("port", l.Port),
-		slog.Int("status", l.Status), slog.Int64("bytesIn", l.BytesIn), slog.Int64("bytesOut", l.BytesOut),
-		slog.Int64("durationMs", l.DurationMs), slog.String("reason", l.Reason))
+	// The journal's line carries the same object as /access, under
+	// "access": one shape, whichever an operator reads.
+	js, err := json.Marshal(r.line)
+	if err != nil {
+		return
+	}
+	r.s.log.LogAttrs(context.Background(), slog.LevelInfo, "access", slog.Any("access", json.RawMessage(js)))
 }
 
 // requestDestination is what an access line names of an HTTP request's

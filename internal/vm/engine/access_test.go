@@ -2,9 +2,13 @@ package engine
 
 import (
 	"encoding/json"
+	"io"
+	"log/slog"
+	"net"
 	"net/http"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -59,12 +63,13 @@ func TestAccessLog(t *testing.T) {
 		}
 	}
 	want := vmconfig.AccessPage{Next: 4, Lines: []vmconfig.AccessLine{
-		{User: testUser, Protocol: "connect", Method: "CONNECT", Host: "127.0.0.1", Port: echoPort, Status: 200, BytesIn: 5, BytesOut: 5},
-		{User: testUser, Protocol: "http", Method: "GET", Host: "127.0.0.1", Port: httpPort, Status: 200, BytesOut: 6},
+		{User: testUser, Protocol: "connect", Method: "CONNECT", Host: "127.0.0.1", Port: echoPort, Status: 200},
+		{User: testUser, Protocol: "http", Method: "GET", Host: "127.0.0.1", Port: httpPort, Status: 200},
 		{User: testUser, Protocol: "connect", Method: "CONNECT", Host: "169.254.169.254", Port: echoPort, Status: 403, Reason: "destination-denied"},
 		{Protocol: "connect", Method: "CONNECT", Host: "127.0.0.1", Port: echoPort, Status: 407, Reason: "credentials-missing"},
 	}}
-	if diff := cmp.Diff(want, page, cmpopts.IgnoreFields(vmconfig.AccessLine{}, "Time", "Source", "DurationMs")); diff != "" {
+	// The bytes are TestAccessBytes's.
+	if diff := cmp.Diff(want, page, cmpopts.IgnoreFields(vmconfig.AccessLine{}, "Time", "End", "Source", "DurationMs", "BytesIn", "BytesOut")); diff != "" {
 		t.Errorf("the access log: -want +got:\n%s", diff)
 	}
 	js, _ := json.Marshal(page)
@@ -188,5 +193,203 @@ func TestBucket(t *testing.T) {
 	b.setRate(0)
 	if got := b.take(1 << 30); got != 1<<30 {
 		t.Errorf("without a limit: granted %d of %d", got, 1<<30)
+	}
+}
+
+// countedConn counts the bytes a client wrote and read.
+type countedConn struct {
+	*net.TCPConn
+	written, read int64
+}
+
+func (c *countedConn) Write(p []byte) (int, error) {
+	n, err := c.TCPConn.Write(p)
+	c.written += int64(n)
+	return n, err
+}
+
+func (c *countedConn) Read(p []byte) (int, error) {
+	n, err := c.TCPConn.Read(p)
+	c.read += int64(n)
+	return n, err
+}
+
+// TestAccessBytes: an access line's bytes are the bytes on the client's
+// connection each way, whatever the protocol, refusals and heads
+// included: what the client wrote and read, counted by the client.
+func TestAccessBytes(t *testing.T) {
+	_, echoPort := startEcho(t)
+	httpPort, _ := upstreamSeen(t)
+	auth := "Proxy-Authorization: " + basic(testUser, testPassword) + "\r\n"
+	get := "GET http://127.0.0.1:" + strconv.Itoa(httpPort) + "/ HTTP/1.1\r\nHost: x\r\n" + auth + "\r\n"
+	socksAuth := append([]byte{5, 1, 2, 1, byte(len(testUser))}, testUser...)
+	socksAuth = append(append(socksAuth, byte(len(testPassword))), testPassword...)
+	cases := map[string]struct {
+		socks bool
+		// send is what the client writes, in one write; it then
+		// half-closes and reads to the end.
+		send  string
+		lines int
+	}{
+		"plain GET":            {send: get, lines: 1},
+		"two pipelined GETs":   {send: get + get, lines: 2},
+		"HEAD":                 {send: "HEAD http://127.0.0.1:" + strconv.Itoa(httpPort) + "/ HTTP/1.1\r\nHost: x\r\n" + auth + "\r\n", lines: 1},
+		"407":                  {send: "GET http://127.0.0.1:" + strconv.Itoa(httpPort) + "/ HTTP/1.1\r\nHost: x\r\n\r\n", lines: 1},
+		"unreadable head":      {send: "GET http://127.0.0.1/ HTTP/1.1\r\nX-Foo : bar\r\n\r\n", lines: 1},
+		"CONNECT with payload": {send: "CONNECT 127.0.0.1:" + strconv.Itoa(echoPort) + " HTTP/1.1\r\nHost: x\r\n" + auth + "\r\nhello", lines: 1},
+		"refused CONNECT":      {send: "CONNECT 169.254.169.254:" + strconv.Itoa(echoPort) + " HTTP/1.1\r\nHost: x\r\n" + auth + "\r\n", lines: 1},
+		"SOCKS5 tunnel": {socks: true, lines: 1,
+			send: string(socksAuth) + string([]byte{5, 1, 0, 1, 127, 0, 0, 1, byte(echoPort >> 8), byte(echoPort)}) + "hello"},
+		"SOCKS5 refused": {socks: true, lines: 1,
+			send: string(socksAuth) + string([]byte{5, 1, 0, 1, 169, 254, 169, 254, byte(echoPort >> 8), byte(echoPort)})},
+		"SOCKS4": {socks: true, lines: 1, send: string([]byte{4, 1, 0, 80, 1, 2, 3, 4, 'u', 0})},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			cfg := testConfig(t, echoPort, httpPort)
+			cfg.AccessLog = true
+			s, proxy := startProxy(t, cfg)
+			if tc.socks {
+				proxy = startSocks(t, s)
+			}
+			c, err := net.Dial("tcp", proxy)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			c.SetDeadline(time.Now().Add(30 * time.Second))
+			cc := &countedConn{TCPConn: c.(*net.TCPConn)}
+			io.WriteString(cc, tc.send)
+			cc.CloseWrite()
+			io.Copy(io.Discard, struct{ io.Reader }{cc})
+			waitUntil(t, "the lines", func() bool { return len(s.access.page(0).Lines) >= tc.lines })
+			type bytes struct{ Lines, In, Out int64 }
+			got := bytes{}
+			for _, l := range s.access.page(0).Lines {
+				got.Lines++
+				got.In += l.BytesIn
+				got.Out += l.BytesOut
+			}
+			if diff := cmp.Diff(bytes{int64(tc.lines), cc.written, cc.read}, got); diff != "" {
+				t.Errorf("the lines' bytes against the client's: -want +got:\n%s", diff)
+			}
+		})
+	}
+}
+
+// TestAccessLineShape: the journal's access line carries the very object
+// /access serves: one shape, whichever an operator reads.
+func TestAccessLineShape(t *testing.T) {
+	httpPort, _ := upstreamSeen(t)
+	cfg := testConfig(t, httpPort)
+	cfg.AccessLog = true
+	cfg.StatsListen = hostPort("127.0.0.1", freePort(t))
+	var journal syncBuffer
+	_, proxy := startProxyWith(t, cfg, Options{Resolver: names, Log: slog.New(slog.NewJSONHandler(&journal, nil))})
+	rawExchange(t, proxy, "GET http://127.0.0.1:"+strconv.Itoa(httpPort)+"/ HTTP/1.1\r\nHost: x\r\n\r\n", false)
+	rawExchange(t, proxy, "GET http://127.0.0.1:"+strconv.Itoa(httpPort)+"/ HTTP/1.1\r\nHost: x\r\nProxy-Authorization: "+basic(testUser, testPassword)+"\r\n\r\n", false)
+	page := readAccess(t, cfg.StatsListen, 0)
+	var served []map[string]any
+	for _, l := range page.Lines {
+		js, _ := json.Marshal(l)
+		var m map[string]any
+		json.Unmarshal(js, &m)
+		served = append(served, m)
+	}
+	var logged []map[string]any
+	for _, line := range strings.Split(strings.TrimSpace(journal.String()), "\n") {
+		var entry struct {
+			Msg    string         `json:"msg"`
+			Access map[string]any `json:"access"`
+		}
+		if err := json.Unmarshal([]byte(line), &entry); err != nil {
+			t.Fatalf("journal line %q: %v", line, err)
+		}
+		if entry.Msg == "access" {
+			logged = append(logged, entry.Access)
+		}
+	}
+	if len(served) != 2 {
+		t.Fatalf("/access served %d lines, want 2", len(served))
+	}
+	if diff := cmp.Diff(served, logged); diff != "" {
+		t.Errorf("the journal's lines against /access's: -want +got:\n%s", diff)
+	}
+}
+
+// syncBuffer is a bytes.Buffer for a logger's goroutines.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.b.String()
+}
+
+// TestAccessReasons: a line says what happened as an operator reads it:
+// an unreadable CONNECT is still a CONNECT, a client that hangs up is
+// client-closed (nothing was answered), and a source outside the allowed
+// ranges leaves a line, once a window however often it connects.
+func TestAccessReasons(t *testing.T) {
+	type line struct {
+		Protocol, Method, Reason string
+		Status                   int
+	}
+	cases := map[string]struct {
+		sources []string
+		sends   []string
+		want    []line
+	}{
+		"a 70 KiB CONNECT head": {
+			sends: []string{"CONNECT example.test:443 HTTP/1.1\r\nX-Pad: " + strings.Repeat("a", 70<<10) + "\r\n\r\n"},
+			want:  []line{{Protocol: "connect", Method: "CONNECT", Reason: "header-too-large", Status: 431}},
+		},
+		"a client that hangs up in its head": {
+			sends: []string{"GET http://127.0.0.1/ HTTP/1.1\r\nHost: x\r\n"},
+			want:  []line{{Protocol: "http", Method: "GET", Reason: "client-closed"}},
+		},
+		"a source outside the allowed ranges, three times": {
+			sources: []string{"10.0.0.0/8"},
+			sends:   []string{"GET / HTTP/1.1\r\n\r\n", "GET / HTTP/1.1\r\n\r\n", "GET / HTTP/1.1\r\n\r\n"},
+			want:    []line{{Protocol: "http", Reason: "source-not-allowed"}},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			cfg := testConfig(t, 443)
+			cfg.AccessLog = true
+			if tc.sources != nil {
+				cfg.AllowedSourceRanges = tc.sources
+			}
+			s, proxy := startProxy(t, cfg)
+			for _, send := range tc.sends {
+				c, err := net.Dial("tcp", proxy)
+				if err != nil {
+					t.Fatal(err)
+				}
+				c.SetDeadline(time.Now().Add(30 * time.Second))
+				io.WriteString(c, send)
+				c.(*net.TCPConn).CloseWrite()
+				io.Copy(io.Discard, c)
+				c.Close()
+			}
+			waitUntil(t, "the lines", func() bool { return len(s.access.page(0).Lines) >= len(tc.want) })
+			var got []line
+			for _, l := range s.access.page(0).Lines {
+				got = append(got, line{l.Protocol, l.Method, l.Reason, l.Status})
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("-want +got:\n%s", diff)
+			}
+		})
 	}
 }

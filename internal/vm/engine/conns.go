@@ -11,9 +11,12 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
+	"sync"
 	"sync/atomic"
 	"syscall"
 	"time"
+
+	"github.com/egress-proxies/egress/internal/vm/vmconfig"
 )
 
 // clientConn is one client's connection, as Apply and Shutdown see it.
@@ -33,6 +36,24 @@ type clientConn struct {
 	// statusOnly is a connection from a status source that is not an
 	// allowed source: it may ask for the status and nothing else.
 	statusOnly bool
+	// read and written are the bytes read from the client's socket and
+	// written to it, for the access lines: Read and Write count them,
+	// and a tunnel adds what it spliced.
+	read, written atomic.Int64
+}
+
+// Read reads from the client's socket, counting.
+func (c *clientConn) Read(p []byte) (int, error) {
+	n, err := c.conn.Read(p)
+	c.read.Add(int64(n))
+	return n, err
+}
+
+// Write writes to the client's socket, counting.
+func (c *clientConn) Write(p []byte) (int, error) {
+	n, err := c.conn.Write(p)
+	c.written.Add(int64(n))
+	return n, err
 }
 
 // end closes the connection and its tunnel's destination, saying why.
@@ -96,6 +117,13 @@ func (s *Server) acceptLoop(ln net.Listener, serve func(*clientConn), isHTTP boo
 		if !statusOnly && !r.sourceAllowed(addr) {
 			c.Close()
 			s.log.Debug("connection refused: source not in allowedSourceRanges", slog.String("source", addr.String()))
+			if s.outsiders.allow(addr, time.Now()) {
+				protocol := vmconfig.ProtocolSocks5
+				if isHTTP {
+					protocol = vmconfig.ProtocolHTTP
+				}
+				s.newRecord(&clientConn{remote: c.RemoteAddr().String()}, protocol, "").done(0, ansSourceNotAllowed.Code)
+			}
 			continue
 		}
 		if s.activeConns.Load() >= s.maxConns {
@@ -117,6 +145,36 @@ func (s *Server) acceptLoop(ln net.Listener, serve func(*clientConn), isHTTP boo
 			serve(cc)
 		}()
 	}
+}
+
+// outsiderWindow is how often a source outside allowedSourceRanges leaves
+// an access line: once a minute each, however often it connects, so a
+// scan costs the log a line per address (as Squid's operators expect a
+// denied client to show), not one per SYN.
+const outsiderWindow = time.Minute
+
+// outsiderLimit is the most sources outsiders remembers; a scan from
+// more addresses than that within a window starts the memory afresh.
+const outsiderLimit = 4096
+
+// outsiders rate-limits the lines of sources outside the allowed ranges.
+type outsiders struct {
+	mu   sync.Mutex
+	last map[netip.Addr]time.Time
+}
+
+// allow reports whether a's connection at now gets a line.
+func (o *outsiders) allow(a netip.Addr, now time.Time) bool {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	if t, ok := o.last[a]; ok && now.Sub(t) < outsiderWindow {
+		return false
+	}
+	if o.last == nil || len(o.last) >= outsiderLimit {
+		o.last = map[netip.Addr]time.Time{}
+	}
+	o.last[a] = now
+	return true
 }
 
 // errServerClosed is what Serve returns after Shutdown, as net/http's

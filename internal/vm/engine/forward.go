@@ -39,8 +39,7 @@ func (s *Server) forward(hc *httpConn, req *http.Request, r *rules, rec *record)
 	bodyless := req.ContentLength == 0
 	refuseWith := func(a reply) bool {
 		keep := keepable && bodyless
-		rec.done(a.Status, a.Code, 0, 0)
-		hc.answer(a, !keep, nil)
+		hc.refuse(rec, a, !keep, nil)
 		return keep
 	}
 	if !strings.EqualFold(req.URL.Scheme, "http") || req.URL.Host == "" {
@@ -89,7 +88,7 @@ func (s *Server) forward(hc *httpConn, req *http.Request, r *rules, rec *record)
 			// RFC 9110 §7.6.2: the proxy is the final recipient.
 			hc.writer().WriteString("HTTP/1.1 200 OK\r\nVia: 1.1 " + via + "\r\nContent-Length: 0\r\n\r\n")
 			err := hc.writer().Flush()
-			rec.done(http.StatusOK, "", 0, 0)
+			rec.done(http.StatusOK, "")
 			return err == nil && keepable && bodyless
 		}
 		if err == nil {
@@ -100,7 +99,7 @@ func (s *Server) forward(hc *httpConn, req *http.Request, r *rules, rec *record)
 	defer cancel()
 	var body *requestBody
 	if !bodyless {
-		body = &requestBody{body: req.Body, conn: cc.conn, idle: r.bodyIdleTimeout, limit: s.up, count: func(n int64) { s.bytesIn.Add(n) },
+		body = &requestBody{body: req.Body, conn: cc.conn, w: cc, idle: r.bodyIdleTimeout, limit: s.up, count: func(n int64) { s.bytesIn.Add(n) },
 			expectContinue: expectContinue}
 		out.Body = body
 		if expectContinue {
@@ -146,12 +145,12 @@ func (s *Server) forward(hc *httpConn, req *http.Request, r *rules, rec *record)
 		if body != nil && !body.done() {
 			keepable = false
 		}
-		var in int64
-		if body != nil {
-			in = body.n
+		if body != nil && body.failed() != nil && clientGone(body.failed()) {
+			// The client hung up in its body: nobody to answer.
+			rec.done(0, endClientGone)
+			return false
 		}
-		rec.done(a.Status, a.Code, in, 0)
-		hc.answer(a, !keepable, nil)
+		hc.refuse(rec, a, !keepable, nil)
 		return keepable
 	}
 	defer resp.Body.Close()
@@ -159,28 +158,30 @@ func (s *Server) forward(hc *httpConn, req *http.Request, r *rules, rec *record)
 	idle := time.AfterFunc(r.bodyIdleTimeout, cancel)
 	defer idle.Stop()
 	respBody := &idleReader{r: resp.Body, t: idle, d: r.bodyIdleTimeout}
-	keep, n, err := s.writeResponse(hc, req, resp, respBody)
-	var in int64
+	keep, _, err := s.writeResponse(hc, req, resp, respBody)
 	if body != nil {
 		// The transport may still hold the request body (an answer sent
 		// before the body was read): the connection is only reused once
 		// the body was read to its end.
 		body.detach()
-		in = body.n
 		keep = keep && body.done()
 	}
 	reason := ""
 	if err != nil {
 		keep = false
-		reason = endUpstreamGone
-		if errors.Is(err, context.Canceled) {
-			reason = ansBodyTimeout.Code
-		}
-		if cc.endReason() != "" {
+		var we *writeError
+		switch {
+		case cc.endReason() != "":
 			reason = cc.endReason()
+		case errors.As(err, &we):
+			reason = endClientGone
+		case errors.Is(err, context.Canceled):
+			reason = ansBodyTimeout.Code
+		default:
+			reason = endUpstreamGone
 		}
 	}
-	rec.done(resp.StatusCode, reason, in, n)
+	rec.done(resp.StatusCode, reason)
 	return keep && keepable
 }
 
@@ -302,8 +303,10 @@ func hasToken(h http.Header, field, token string) bool {
 // the first error kept, for the answer. detach ends the transport's use
 // of it, so that the connection's reader is never read by two.
 type requestBody struct {
-	body           io.ReadCloser
-	conn           *net.TCPConn
+	body io.ReadCloser
+	conn *net.TCPConn
+	// w is the client's connection as written to, counted.
+	w              io.Writer
 	idle           time.Duration
 	limit          *bucket
 	count          func(int64)
@@ -353,7 +356,7 @@ func (b *requestBody) sendContinue() error {
 	}
 	b.continued.Do(func() {
 		b.conn.SetWriteDeadline(time.Now().Add(b.idle))
-		_, b.continueErr = io.WriteString(b.conn, "HTTP/1.1 100 Continue\r\n\r\n")
+		_, b.continueErr = io.WriteString(b.w, "HTTP/1.1 100 Continue\r\n\r\n")
 	})
 	return b.continueErr
 }

@@ -13,6 +13,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"golang.org/x/net/http/httpguts"
@@ -45,12 +46,26 @@ type httpConn struct {
 	// linger is set once an answer ended the connection: the client may
 	// still be sending (a body not read), so the close is a lingering one.
 	linger bool
+	// headRead0 and headStart are the connection's bytes read and its
+	// reader's buffered bytes when the current request's head began:
+	// where its access line's count starts.
+	headRead0 int64
+	headStart int
+}
+
+// buffered is what the connection's reader holds beyond what requests
+// took.
+func (hc *httpConn) buffered() int {
+	if hc.br == nil {
+		return 0
+	}
+	return hc.br.Buffered()
 }
 
 // serveHTTP serves one client connection's requests until it closes, a
 // request asks for a close or becomes a tunnel, or the engine ends it.
 func (s *Server) serveHTTP(cc *clientConn) {
-	hc := &httpConn{s: s, cc: cc, head: &headReader{c: cc.conn}}
+	hc := &httpConn{s: s, cc: cc, head: &headReader{c: cc}}
 	defer func() {
 		if hc.linger && cc.endReason() == "" {
 			cc.idle.Store(true)
@@ -104,6 +119,7 @@ func (hc *httpConn) serveOne(r *rules) bool {
 	s, cc := hc.s, hc.cc
 	cc.conn.SetReadDeadline(time.Now().Add(r.headerTimeout))
 	hc.head.start()
+	hc.headRead0, hc.headStart = cc.read.Load(), hc.buffered()
 	if hc.br == nil {
 		hc.br = getReader(hc.head)
 	} else if n := hc.br.Buffered(); n > 0 {
@@ -121,6 +137,11 @@ func (hc *httpConn) serveOne(r *rules) bool {
 		}
 		a := ansBadRequest
 		switch {
+		case clientGone(err) && !hc.head.over:
+			// Part of a head, then the client hung up: nobody to
+			// answer, and not a request the engine refused.
+			hc.newRecord(protocolOf(requestMethod(head)), requestMethod(head)).done(0, endClientGone)
+			return false
 		case hc.head.over:
 			a = ansHeaderTooLarge
 		case errors.Is(err, os.ErrDeadlineExceeded):
@@ -167,11 +188,7 @@ func (hc *httpConn) serveOne(r *rules) bool {
 	} else {
 		s.reqHTTP.Add(1)
 	}
-	protocol := vmconfig.ProtocolHTTP
-	if req.Method == http.MethodConnect {
-		protocol = vmconfig.ProtocolConnect
-	}
-	rec := s.newRecord(cc.remote, protocol, req.Method)
+	rec := hc.newRecord(protocolOf(req.Method), req.Method)
 	rec.destination(requestDestination(req.Method, req.RequestURI))
 	// A CONNECT refused ends its connection: the bytes after its head are
 	// the tunnel's, never a next request (RFC 9112 §9.3.6: a client may
@@ -181,8 +198,7 @@ func (hc *httpConn) serveOne(r *rules) bool {
 	// The line is written before the answer, so that a client that has
 	// its answer finds its line.
 	refuseWith := func(a reply, extra http.Header) bool {
-		rec.done(a.Status, a.Code, 0, 0)
-		hc.answer(a, closeAfterRefusal, extra)
+		hc.refuse(rec, a, closeAfterRefusal, extra)
 		return !closeAfterRefusal
 	}
 	if !r.sourceAllowed(cc.source) {
@@ -216,9 +232,37 @@ func (hc *httpConn) serveOne(r *rules) bool {
 // code, and its one-line body. close adds Connection: close; the caller
 // then ends the connection.
 func (hc *httpConn) answer(a reply, close bool, extra http.Header) {
+	hc.refuse(nil, a, close, extra)
+}
+
+// refuse writes rec's line, counting the answer's bytes, then the answer
+// (the line comes first, so that a client that has its answer finds its
+// line).
+func (hc *httpConn) refuse(rec *record, a reply, close bool, extra http.Header) {
+	b := answerBytes(a, close, extra)
+	if rec != nil {
+		rec.answer = len(b)
+		rec.done(a.Status, a.Code)
+		hc.cc.written.Add(-int64(len(b))) // counted once, in rec.answer
+	}
 	hc.cc.conn.SetWriteDeadline(time.Now().Add(hc.s.rules.Load().bodyIdleTimeout))
-	writeAnswerTo(hc.cc.conn, a, close, extra)
+	hc.cc.Write(b)
 	hc.linger = hc.linger || close
+}
+
+// protocolOf is the access line's protocol of a request on the HTTP
+// listener with method.
+func protocolOf(method string) string {
+	if method == http.MethodConnect {
+		return vmconfig.ProtocolConnect
+	}
+	return vmconfig.ProtocolHTTP
+}
+
+// clientGone reports whether err is the client's connection ending (a
+// close or a reset) rather than bytes the engine could not read.
+func clientGone(err error) bool {
+	return errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, syscall.ECONNRESET) || errors.Is(err, net.ErrClosed)
 }
 
 // refuseUnread answers a request whose head the engine does not carry
@@ -227,15 +271,12 @@ func (hc *httpConn) answer(a reply, close bool, extra http.Header) {
 // destination, since none was contacted.
 func (hc *httpConn) refuseUnread(head []byte, a reply) {
 	method := requestMethod(head)
-	protocol := vmconfig.ProtocolHTTP
 	if method == http.MethodConnect {
-		protocol = vmconfig.ProtocolConnect
 		hc.s.reqConnect.Add(1)
 	} else {
 		hc.s.reqHTTP.Add(1)
 	}
-	hc.s.newRecord(hc.cc.remote, protocol, method).done(a.Status, a.Code, 0, 0)
-	hc.answer(a, true, nil)
+	hc.refuse(hc.newRecord(protocolOf(method), method), a, true, nil)
 }
 
 // requestMethod is the method of a request line, if it is a token of
@@ -311,6 +352,13 @@ func validFields(h http.Header) bool {
 
 // writeAnswerTo writes a's answer to w in one write.
 func writeAnswerTo(w io.Writer, a reply, close bool, extra http.Header) error {
+	_, err := w.Write(answerBytes(a, close, extra))
+	return err
+}
+
+// answerBytes is a's answer: the status line, X-Egress-Error, extra and
+// the one-line body.
+func answerBytes(a reply, close bool, extra http.Header) []byte {
 	var b bytes.Buffer
 	body := a.body()
 	fmt.Fprintf(&b, "HTTP/1.1 %d %s\r\n", a.Status, http.StatusText(a.Status))
@@ -323,8 +371,7 @@ func writeAnswerTo(w io.Writer, a reply, close bool, extra http.Header) error {
 	}
 	b.WriteString("\r\n")
 	b.WriteString(body)
-	_, err := w.Write(b.Bytes())
-	return err
+	return b.Bytes()
 }
 
 // zonedTarget reports whether a request head that net/http could not
@@ -364,7 +411,7 @@ func fieldValues(head []byte, name string) (values []string, found bool) {
 // head is read it allows maxHeaderBytes and records them (for hasField
 // and zonedTarget); otherwise it reads the connection as it is.
 type headReader struct {
-	c         *net.TCPConn
+	c         *clientConn
 	reading   bool
 	remaining int
 	over      bool
@@ -427,7 +474,7 @@ func (hc *httpConn) releaseReader() {
 func (hc *httpConn) writer() *bufio.Writer {
 	if hc.bw == nil {
 		hc.bw = writers.Get().(*bufio.Writer)
-		hc.bw.Reset(deadlineWriter{hc.cc.conn, hc.s.rules.Load().bodyIdleTimeout})
+		hc.bw.Reset(deadlineWriter{hc.cc, hc.s.rules.Load().bodyIdleTimeout})
 	}
 	return hc.bw
 }
@@ -443,11 +490,11 @@ func (hc *httpConn) releaseWriter() {
 // deadlineWriter gives each write to the client d to go through: a client
 // that stops taking a response is not waited for.
 type deadlineWriter struct {
-	c *net.TCPConn
+	c *clientConn
 	d time.Duration
 }
 
 func (w deadlineWriter) Write(p []byte) (int, error) {
-	w.c.SetWriteDeadline(time.Now().Add(w.d))
+	w.c.conn.SetWriteDeadline(time.Now().Add(w.d))
 	return w.c.Write(p)
 }

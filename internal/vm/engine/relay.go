@@ -266,7 +266,7 @@ func copyLimited(dst io.Writer, src io.Reader, limit *bucket, count func(int64))
 			w, werr := dst.Write(buf[:n])
 			total += int64(w)
 			if werr != nil {
-				return total, werr
+				return total, &writeError{werr}
 			}
 		}
 		if rerr == io.EOF {

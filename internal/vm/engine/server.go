@@ -67,6 +67,7 @@ type Server struct {
 	activeConns, refused            atomic.Int64
 	reqHTTP, reqConnect, reqSocks   atomic.Int64
 	overCapAnswering, overCapLogged atomic.Int64
+	outsiders                       outsiders
 	statsOnce                       sync.Once
 	mu                              sync.Mutex
 	conns                           map[*clientConn]struct{}

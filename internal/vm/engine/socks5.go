@@ -150,6 +150,10 @@ func socksHandshake(rw io.ReadWriter, r *rules) (socksRequest, error) {
 	return req, nil
 }
 
+// socksRefusalLen is the bytes of a refusal's reply: an IPv4 zero
+// address and port.
+const socksRefusalLen = 10
+
 // writeSocksReply writes a reply with code and the bound address (zeros
 // when there is none: a refusal).
 func writeSocksReply(w io.Writer, code byte, bound *net.TCPAddr) error {
@@ -174,10 +178,10 @@ func writeSocksReply(w io.Writer, code byte, bound *net.TCPAddr) error {
 func (s *Server) serveSOCKS5(cc *clientConn) {
 	r := s.rules.Load()
 	s.reqSocks.Add(1)
-	rec := s.newRecord(cc.remote, vmconfig.ProtocolSocks5, "")
+	rec := s.newRecord(cc, vmconfig.ProtocolSocks5, "")
 	cc.conn.SetDeadline(time.Now().Add(r.headerTimeout))
 	var version [1]byte
-	if _, err := io.ReadFull(cc.conn, version[:]); err != nil {
+	if _, err := io.ReadFull(cc, version[:]); err != nil {
 		return
 	}
 	if version[0] == socks4Version {
@@ -187,7 +191,7 @@ func (s *Server) serveSOCKS5(cc *clientConn) {
 	req, err := socksHandshake(struct {
 		io.Reader
 		io.Writer
-	}{io.MultiReader(bytes.NewReader(version[:]), cc.conn), cc.conn}, r)
+	}{io.MultiReader(bytes.NewReader(version[:]), cc), cc}, r)
 	rec.line.Method = socksCommandName(req.command)
 	rec.line.User = req.cred.name
 	if req.host != "" {
@@ -196,10 +200,14 @@ func (s *Server) serveSOCKS5(cc *clientConn) {
 	if err != nil {
 		var ref *refusal
 		if errors.As(err, &ref) {
-			rec.done(int(ref.answer.Socks), ref.answer.Code, 0, 0)
+			rec.done(int(ref.answer.Socks), ref.answer.Code)
 		} else if rec.line.User != "" {
 			// Authenticated, then the request broke off: worth a line.
-			rec.done(int(socksGeneralFailure), ansBadRequest.Code, 0, 0)
+			reason := ansBadRequest.Code
+			if clientGone(err) {
+				reason = endClientGone
+			}
+			rec.done(int(socksGeneralFailure), reason)
 		}
 		return
 	}
@@ -208,22 +216,23 @@ func (s *Server) serveSOCKS5(cc *clientConn) {
 	if err != nil {
 		a := answerOf(err)
 		s.log.Debug("SOCKS5 CONNECT refused", slog.String("user", req.cred.name), slog.String("destination", req.host), slog.String("reason", err.Error()))
-		rec.done(int(a.Socks), a.Code, 0, 0)
+		rec.answer = socksRefusalLen
+		rec.done(int(a.Socks), a.Code)
 		writeSocksReply(cc.conn, a.Socks, nil)
 		return
 	}
 	cc.up.Store(up)
 	if cc.endReason() != "" {
 		up.Close()
-		rec.done(socksSucceeded, cc.endReason(), 0, 0)
+		rec.done(socksSucceeded, cc.endReason())
 		return
 	}
-	if err := writeSocksReply(cc.conn, socksSucceeded, up.LocalAddr().(*net.TCPAddr)); err != nil {
+	if err := writeSocksReply(cc, socksSucceeded, up.LocalAddr().(*net.TCPAddr)); err != nil {
 		up.Close()
-		rec.done(socksSucceeded, endClientGone, 0, 0)
+		rec.done(socksSucceeded, endClientGone)
 		return
 	}
-	s.runTunnel(cc, up, r, rec, socksSucceeded, 0)
+	s.runTunnel(cc, up, r, rec, socksSucceeded)
 }
 
 // SOCKS4 (and 4a, its extension for names): VN CD DSTPORT DSTIP USERID
@@ -242,7 +251,7 @@ const (
 // password, so it is never carried. The line names the destination the
 // request named, never its USERID.
 func (s *Server) refuseSocks4(cc *clientConn, rec *record) {
-	br := bufio.NewReaderSize(io.LimitReader(cc.conn, 8+2*(socks4FieldMax+1)), 64)
+	br := bufio.NewReaderSize(io.LimitReader(cc, 8+2*(socks4FieldMax+1)), 64)
 	var head [7]byte
 	if _, err := io.ReadFull(br, head[:]); err == nil {
 		rec.line.Method = socksCommandName(head[0])
@@ -257,8 +266,10 @@ func (s *Server) refuseSocks4(cc *clientConn, rec *record) {
 		}
 		rec.destination(host, int(binary.BigEndian.Uint16(head[1:3])))
 	}
-	rec.done(socks4Rejected, ansSocksVersion.Code, 0, 0)
-	cc.conn.Write([]byte{0x00, socks4Rejected, 0, 0, 0, 0, 0, 0})
+	reply := []byte{0x00, socks4Rejected, 0, 0, 0, 0, 0, 0}
+	rec.answer = len(reply)
+	rec.done(socks4Rejected, ansSocksVersion.Code)
+	cc.conn.Write(reply)
 	lingeringClose(cc.conn)
 }
 

@@ -22,8 +22,7 @@ func (s *Server) connect(hc *httpConn, req *http.Request, r *rules, rec *record)
 	host, port, err := r.target(req.RequestURI, 0)
 	if err != nil {
 		a := answerOf(err)
-		rec.done(a.Status, a.Code, 0, 0)
-		hc.answer(a, true, nil)
+		hc.refuse(rec, a, true, nil)
 		return
 	}
 	rec.destination(host, port)
@@ -31,57 +30,58 @@ func (s *Server) connect(hc *httpConn, req *http.Request, r *rules, rec *record)
 	if err != nil {
 		a := answerOf(err)
 		s.log.Debug("CONNECT refused", slog.String("user", rec.line.User), slog.String("destination", host), slog.String("reason", err.Error()))
-		rec.done(a.Status, a.Code, 0, 0)
-		hc.answer(a, true, nil)
+		hc.refuse(rec, a, true, nil)
 		return
 	}
 	cc.up.Store(up)
 	if cc.endReason() != "" {
 		// Revoked while it dialled.
 		up.Close()
-		rec.done(http.StatusOK, cc.endReason(), 0, 0)
+		rec.done(http.StatusOK, cc.endReason())
 		return
 	}
 	cc.conn.SetDeadline(time.Time{})
-	if _, err := cc.conn.Write([]byte(established)); err != nil {
+	if _, err := cc.Write([]byte(established)); err != nil {
 		up.Close()
-		rec.done(http.StatusOK, endClientGone, 0, 0)
+		rec.done(http.StatusOK, endClientGone)
 		return
 	}
 	// Bytes the client sent after its CONNECT head without waiting for the
 	// 200 (a TLS ClientHello, often) sit in the reader's buffer: they go
 	// upstream first, or the tunnel would lose them.
-	var pipelined int64
 	if n := hc.br.Buffered(); n > 0 {
 		b, _ := hc.br.Peek(n)
 		up.SetWriteDeadline(time.Now().Add(r.idleTimeout))
 		if _, err := up.Write(b); err != nil {
 			up.Close()
-			rec.done(http.StatusOK, endUpstreamGone, 0, 0)
+			rec.done(http.StatusOK, endUpstreamGone)
 			return
 		}
-		pipelined = int64(n)
-		s.bytesIn.Add(pipelined)
+		s.bytesIn.Add(int64(n))
 	}
 	// The tunnel holds no buffer of the HTTP side.
 	hc.releaseReader()
 	hc.releaseWriter()
-	s.runTunnel(cc, up, r, rec, http.StatusOK, pipelined)
+	s.runTunnel(cc, up, r, rec, http.StatusOK)
 }
 
 // runTunnel carries bytes both ways between the client's connection and
 // the destination's until both are done, closing the writing half of
 // each side whose source ended, so a client that half-closes still gets
 // its answer. It then writes the tunnel's access line with status, the
-// bytes from the client (in, after the pipelined ones) and to it (out),
-// and why it ended if not by both sides closing; the line is written
-// before the tunnel is counted closed.
-func (s *Server) runTunnel(cc *clientConn, up *net.TCPConn, r *rules, rec *record, status int, pipelined int64) {
+// bytes spliced each way added to the connection's counts, and why it
+// ended if not by both sides closing; the line is written before the
+// tunnel is counted closed.
+func (s *Server) runTunnel(cc *clientConn, up *net.TCPConn, r *rules, rec *record, status int) {
 	s.activeTuns.Add(1)
 	defer s.activeTuns.Add(-1)
 	var in, out int64
 	var reason string
-	defer func() { rec.done(status, reason, in+pipelined, out) }()
+	defer func() {
+		cc.read.Add(in)
+		cc.written.Add(out)
+		rec.done(status, reason)
+	}()
 	client := cc.conn
 	client.SetDeadline(time.Time{})
 	up.SetDeadline(time.Time{})

@@ -283,12 +283,20 @@ const (
 // host and port only: never a path, a query or userinfo, which can carry
 // secrets.
 type AccessLine struct {
+	// Time is when the engine accepted the request (for a tunnel, its
+	// CONNECT or SOCKS5 greeting), End when its line was made: the
+	// answer written, or the tunnel closed. Lines come in the order of
+	// End, so a long tunnel's line follows lines of requests that started
+	// after it.
 	Time time.Time `json:"time"`
+	End  time.Time `json:"end"`
 	// Source is the client's address, host:port.
 	Source string `json:"source"`
 	// User is the authenticated user; empty if none was.
 	User string `json:"user,omitempty"`
-	// Protocol is ProtocolHTTP, ProtocolConnect or ProtocolSocks5.
+	// Protocol is ProtocolHTTP, ProtocolConnect or ProtocolSocks5: the
+	// listener's, and on the HTTP one, CONNECT's whenever the request
+	// line says CONNECT, even of a head the engine could not read.
 	Protocol string `json:"protocol"`
 	// Method is the HTTP method (CONNECT for a tunnel) or the SOCKS5
 	// command ("CONNECT", "BIND", "UDP ASSOCIATE").
@@ -299,9 +307,15 @@ type AccessLine struct {
 	Host string `json:"host,omitempty"`
 	Port int    `json:"port,omitempty"`
 	// Status is the HTTP status answered (200 for an open tunnel), or for
-	// SOCKS5 the reply code (0 succeeded).
+	// SOCKS5 the reply code (0 succeeded; for SOCKS4, its 0x5B); 0 when
+	// nothing was answered (the client closed first, or its source is
+	// not allowed).
 	Status int `json:"status"`
-	// BytesIn are the bytes from the client, BytesOut those to it.
+	// BytesIn are the bytes the engine read from the client's connection
+	// for this request, BytesOut those it wrote to it, whatever the
+	// protocol: heads, bodies, answers (a refusal's included), SOCKS
+	// handshakes and tunnel bytes alike; what an operator can reconcile
+	// with the cloud's traffic bill, less TCP and IP headers.
 	BytesIn  int64 `json:"bytesIn"`
 	BytesOut int64 `json:"bytesOut"`
 	// DurationMs is from the request to the end of its answer or tunnel.
