@@ -307,7 +307,10 @@ func framingOf(head []byte) *reply {
 	if !hasTE {
 		return nil
 	}
-	if hasCL {
+	line, _, _ := bytes.Cut(head, []byte("\n"))
+	if hasCL || bytes.HasSuffix(bytes.TrimSuffix(line, []byte("\r")), []byte("HTTP/1.0")) {
+		// HTTP/1.0 has no Transfer-Encoding: a reader may ignore it
+		// (net/http does), another may not (§6.1: faulty framing).
 		return &ansBadFraming
 	}
 	var codings []string
