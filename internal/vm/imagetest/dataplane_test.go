@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"strconv"
@@ -166,5 +167,79 @@ func checkAccessLogLine(t *testing.T, ctx context.Context, r *run, c *Container)
 	}
 	if !strings.Contains(string(journal), `"message":"access"`) || !strings.Contains(string(journal), `"host":"`+TLSHostAddr.String()+`"`) {
 		t.Errorf("the engine's journal has no access line for the tunnel")
+	}
+}
+
+// checkPipelinedSmugglingRefused: issue 41's stream, three requests in one
+// write where the second carries Content-Length and Transfer-Encoding and
+// its "body" starts a third: the first is carried, the second answered
+// 400 bad-framing and the connection closed, and the HTTP host never sees
+// the third (RFC 9112 §6.1, §6.3: whatever the position in the pipeline).
+func checkPipelinedSmugglingRefused(t *testing.T, ctx context.Context, r *run) {
+	ctx, cancel := checkTimeout(ctx)
+	defer cancel()
+	c := r.client("client", r.creds.Username, r.creds.Password)
+	conn, err := c.Dial(ctx, "tcp", c.Proxy)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	conn.SetDeadline(time.Now().Add(20 * time.Second))
+	before := len(r.httpHost.Hits())
+	origin := "http://" + HostPort(HTTPHostAddr, HTTPPort)
+	auth := "Proxy-Authorization: Basic " + base64.StdEncoding.EncodeToString([]byte(r.creds.Username+":"+r.creds.Password)) + "\r\n"
+	io.WriteString(conn, "GET "+origin+"/pipelined?n=1 HTTP/1.1\r\nHost: x\r\n"+auth+"\r\n"+
+		"POST "+origin+"/pipelined-upload HTTP/1.1\r\nHost: x\r\n"+auth+"Content-Length: 6\r\nTransfer-Encoding: chunked\r\n\r\n0\r\n\r\nG"+
+		"ET "+origin+"/pipelined?smuggled=1 HTTP/1.1\r\nHost: x\r\n"+auth+"\r\n")
+	br := bufio.NewReader(conn)
+	var answers []string
+	for {
+		resp, err := http.ReadResponse(br, nil)
+		if err != nil {
+			if !errors.Is(err, io.EOF) && !errors.Is(err, io.ErrUnexpectedEOF) {
+				t.Errorf("after %q: %v, want the connection closed", answers, err)
+			}
+			break
+		}
+		io.Copy(io.Discard, resp.Body)
+		answers = append(answers, strconv.Itoa(resp.StatusCode)+" "+resp.Header.Get("X-Egress-Error"))
+	}
+	if want := []string{"200 ", "400 bad-framing"}; strings.Join(answers, "|") != strings.Join(want, "|") {
+		t.Errorf("answers %q, want %q and the connection closed", answers, want)
+	}
+	var uris []string
+	for _, h := range r.httpHost.Hits()[before:] {
+		uris = append(uris, h.URI)
+	}
+	if len(uris) != 1 || uris[0] != "/pipelined?n=1" {
+		t.Errorf("the HTTP host saw %q, want only /pipelined?n=1", uris)
+	}
+}
+
+// checkSocks4Refused: a SOCKS4a client on the SOCKS5 port gets SOCKS4's
+// "request rejected" (00 5B and six bytes), not a reset, and nothing is
+// carried.
+func checkSocks4Refused(t *testing.T, ctx context.Context, r *run) {
+	ctx, cancel := checkTimeout(ctx)
+	defer cancel()
+	c := r.client("client", r.creds.Username, r.creds.Password)
+	conn, err := c.Dial(ctx, "tcp", HostPort(VMPrefix.Addr(), Socks5Port))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	conn.SetDeadline(time.Now().Add(20 * time.Second))
+	before := len(r.httpHost.Hits())
+	a := HTTPHostAddr.As4()
+	conn.Write(append([]byte{4, 1, 0, HTTPPort, a[0], a[1], a[2], a[3]}, r.creds.Username+"\x00"...))
+	got := make([]byte, 8)
+	if _, err := io.ReadFull(conn, got); err != nil {
+		t.Fatalf("SOCKS4 reply: %v", err)
+	}
+	if want := []byte{0, 0x5b, 0, 0, 0, 0, 0, 0}; string(got) != string(want) {
+		t.Errorf("SOCKS4 reply % x, want % x", got, want)
+	}
+	if hits := r.httpHost.Hits()[before:]; len(hits) != 0 {
+		t.Errorf("the HTTP host saw %+v", hits)
 	}
 }

@@ -283,6 +283,8 @@ func testRelease(t *testing.T, ctx context.Context, rel Release, runDir string, 
 	checks.run("Socks5Through", func(t *testing.T) { checkSocks5Through(t, ctx, r) })
 	checks.run("Socks5WrongPassword", func(t *testing.T) { checkSocks5WrongPassword(t, ctx, r) })
 	checks.run("ZoneIDRefused", func(t *testing.T) { checkZoneIDRefused(t, ctx, r) })
+	checks.run("PipelinedSmugglingRefused", func(t *testing.T) { checkPipelinedSmugglingRefused(t, ctx, r) })
+	checks.run("Socks4Refused", func(t *testing.T) { checkSocks4Refused(t, ctx, r) })
 	checks.run("AccessLogLine", func(t *testing.T) { checkAccessLogLine(t, ctx, r, c) })
 	checks.run("the password is in no metadata value and no log line", func(t *testing.T) { checkNoSecret(t, ctx, r, c, console1) })
 
