@@ -127,3 +127,35 @@ func TestTunnelCapacity(t *testing.T) {
 	rss, err := loadtest.RSSMiB(0)
 	t.Logf("%d of %d tunnels held; this process's RSS %.1f MiB at 1000 (%v), %.1f at %d (%v)", len(open), n, rssAt1000, rssErr, rss, n, err)
 }
+
+// BenchmarkNewConnection is a new connection's first request through the
+// engine on loopback: a CONNECT to the echo target, a byte there and
+// back, the close. `go test -run '^$' -bench NewConnection -cpuprofile`
+// shows where a new connection's time goes.
+func BenchmarkNewConnection(b *testing.B) {
+	src, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	echo, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	targets := loadtest.ServeListeners(src, echo)
+	b.Cleanup(targets.Close)
+	p := serveOnLoopback(b, targets)
+	ctx := context.Background()
+	one := []byte{'x'}
+	b.ResetTimer()
+	for range b.N {
+		c, err := p.Connect(ctx, targets.Echo)
+		if err != nil {
+			b.Fatal(err)
+		}
+		c.Write(one)
+		if _, err := c.Read(one); err != nil {
+			b.Fatal(err)
+		}
+		c.Close()
+	}
+}
