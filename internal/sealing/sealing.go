@@ -95,35 +95,59 @@ var keysetAssociatedData = []byte("egress-proxies keysets/" + KeysetName)
 // Seal encrypts a proxy's password for the proxy of uid, in the text form
 // the store keeps (base64).
 func (k *Keyring) Seal(ctx context.Context, password, uid string) (string, error) {
-	a, err := k.load(ctx)
-	if err != nil {
-		return "", err
-	}
-	ct, err := a.Encrypt([]byte(password), associated(uid))
-	if err != nil {
-		return "", fmt.Errorf("sealing the password of uid %s: %w", uid, err)
-	}
-	return base64.StdEncoding.EncodeToString(ct), nil
+	return k.SealAs(ctx, PurposeCredentials, password, uid)
 }
 
 // Open decrypts what Seal made for the same uid.
 func (k *Keyring) Open(ctx context.Context, sealed, uid string) (string, error) {
+	return k.OpenAs(ctx, PurposeCredentials, sealed, uid)
+}
+
+// Purposes of what the keyring seals. Each is bound into the sealed value
+// (associated data) with the proxy's uid, so a value sealed for one
+// purpose opens for no other: a sealed console tail copied over a sealed
+// password does not open as a password.
+const (
+	PurposeCredentials = "credentials"
+	PurposeConsoleTail = "consoleTail"
+)
+
+// SealAs encrypts plaintext for purpose and the proxy of uid, in the text
+// form the store keeps (base64).
+func (k *Keyring) SealAs(ctx context.Context, purpose, plaintext, uid string) (string, error) {
+	a, err := k.load(ctx)
+	if err != nil {
+		return "", err
+	}
+	ct, err := a.Encrypt([]byte(plaintext), associated(purpose, uid))
+	if err != nil {
+		return "", fmt.Errorf("sealing the %s of uid %s: %w", purpose, uid, err)
+	}
+	return base64.StdEncoding.EncodeToString(ct), nil
+}
+
+// OpenAs decrypts what SealAs made for the same purpose and uid.
+func (k *Keyring) OpenAs(ctx context.Context, purpose, sealed, uid string) (string, error) {
 	a, err := k.load(ctx)
 	if err != nil {
 		return "", err
 	}
 	ct, err := base64.StdEncoding.DecodeString(sealed)
 	if err != nil {
-		return "", fmt.Errorf("opening the password of uid %s: it is not base64: %w", uid, err)
+		return "", fmt.Errorf("opening the %s of uid %s: it is not base64: %w", purpose, uid, err)
 	}
-	pt, err := a.Decrypt(ct, associated(uid))
+	pt, err := a.Decrypt(ct, associated(purpose, uid))
 	if err != nil {
-		return "", fmt.Errorf("opening the password of uid %s: it was not sealed for this uid with this keyset: %w", uid, err)
+		return "", fmt.Errorf("opening the %s of uid %s: it was not sealed for this uid with this keyset: %w", purpose, uid, err)
 	}
 	return string(pt), nil
 }
 
-func associated(uid string) []byte { return []byte("egress-proxies credentials uid=" + uid) }
+// associated is what a sealed value is bound to. The credentials' form is
+// the one every sealed password was made with.
+func associated(purpose, uid string) []byte {
+	return []byte("egress-proxies " + purpose + " uid=" + uid)
+}
 
 // load returns the keyset's AEAD: the one loaded before, or the stored
 // keyset unwrapped, or a new keyset, wrapped and stored.

@@ -2,12 +2,14 @@ package store
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 
 	"cloud.google.com/go/firestore"
 
 	"github.com/egress-proxies/egress/internal/metering"
 	"github.com/egress-proxies/egress/internal/proxy"
+	"github.com/egress-proxies/egress/internal/sealing"
 	"github.com/egress-proxies/egress/internal/store/rules"
 )
 
@@ -23,11 +25,23 @@ import (
 // on working), Get writes it back sealed at once, and any other write of
 // the credentials seals it too.
 
+// A Failed proxy's console tail is sealed the same way, for the API
+// shows it to editors only while a project Viewer reads every document:
+// status.sealedConsoleTail holds it, bound to the uid and to its purpose
+// (sealing.PurposeConsoleTail), so it opens neither in another document
+// nor as a password. A store with the key seals the tail afresh on each
+// write that carries the status (with the keyset's primary key of the
+// day) and drops the field when the tail is cleared; a store without it
+// writes the sealed value it read untouched.
+
 // Sealer seals and opens a proxy's password, bound to the proxy's uid
-// (package sealing's Keyring).
+// (package sealing's Keyring), and SealAs and OpenAs the same for another
+// purpose (sealing.PurposeConsoleTail).
 type Sealer interface {
 	Seal(ctx context.Context, password, uid string) (string, error)
 	Open(ctx context.Context, sealed, uid string) (string, error)
+	SealAs(ctx context.Context, purpose, plaintext, uid string) (string, error)
+	OpenAs(ctx context.Context, purpose, sealed, uid string) (string, error)
 }
 
 // legacyPasswordField is where documents written before sealing keep the
@@ -39,6 +53,9 @@ func (s *Store) decode(ctx context.Context, snap *firestore.DocumentSnapshot) (*
 	p, err := decode(snap)
 	if err != nil {
 		return nil, err
+	}
+	if err := s.openTail(ctx, p); err != nil {
+		return nil, fmt.Errorf("opening the console tail of %s: %w", snap.Ref.Path, err)
 	}
 	c := &p.Reconciler.Credentials
 	switch {
@@ -66,6 +83,9 @@ func (s *Store) decoder(ctx context.Context) func(*firestore.DocumentSnapshot) (
 // document's from before sealing), in place, so that what the caller keeps
 // of p is what the store wrote.
 func (s *Store) seal(ctx context.Context, p *proxy.Proxy) error {
+	if err := s.sealTail(ctx, p); err != nil {
+		return err
+	}
 	c := &p.Reconciler.Credentials
 	if !c.Unsealed() {
 		return nil
@@ -97,6 +117,14 @@ func (s *Store) sealFields(ctx context.Context, p *proxy.Proxy, fields []rules.F
 				return nil, err
 			}
 			fields[i].Value = p.Reconciler
+		case proxy.Status:
+			// The field's own status, which may be the caller's and not
+			// p's: its tail is what is written.
+			st := f.Value.(proxy.Status)
+			if err := s.sealStatusTail(ctx, &st, p.Key(), p.UID); err != nil {
+				return nil, err
+			}
+			fields[i].Value = st
 		}
 	}
 	return fields, nil
@@ -123,4 +151,47 @@ func (s *Store) resealLegacy(ctx context.Context, p *proxy.Proxy) {
 	}
 	metering.Add(ctx, metering.FirestoreWrite, 1)
 	p.UpdateTime = wr.UpdateTime
+}
+
+// sealTail seals p's console tail into status.sealedConsoleTail, or
+// clears that field when p has no tail. Without a key it leaves what it
+// read, and refuses a new tail it could only lose.
+func (s *Store) sealTail(ctx context.Context, p *proxy.Proxy) error {
+	return s.sealStatusTail(ctx, &p.Status, p.Key(), p.UID)
+}
+
+// sealStatusTail is sealTail of a status of the proxy key, of uid.
+func (s *Store) sealStatusTail(ctx context.Context, st *proxy.Status, key proxy.Key, uid string) error {
+	if s.sealer == nil {
+		if len(st.ConsoleTail) > 0 && st.SealedConsoleTail == "" {
+			return fmt.Errorf("%s has a console tail and this process has no key to seal it with (CREDENTIALS_KEY): nothing is written", key)
+		}
+		return nil
+	}
+	if len(st.ConsoleTail) == 0 {
+		st.SealedConsoleTail = ""
+		return nil
+	}
+	lines, err := json.Marshal(st.ConsoleTail)
+	if err != nil {
+		return fmt.Errorf("the console tail of %s: %w", key, err)
+	}
+	sealed, err := s.sealer.SealAs(ctx, sealing.PurposeConsoleTail, string(lines), uid)
+	if err != nil {
+		return fmt.Errorf("sealing the console tail of %s: %w", key, err)
+	}
+	st.SealedConsoleTail = sealed
+	return nil
+}
+
+// openTail opens p's sealed console tail, where this store has the key.
+func (s *Store) openTail(ctx context.Context, p *proxy.Proxy) error {
+	if p.Status.SealedConsoleTail == "" || s.sealer == nil {
+		return nil
+	}
+	lines, err := s.sealer.OpenAs(ctx, sealing.PurposeConsoleTail, p.Status.SealedConsoleTail, p.UID)
+	if err != nil {
+		return err
+	}
+	return json.Unmarshal([]byte(lines), &p.Status.ConsoleTail)
 }
