@@ -1,6 +1,8 @@
 package httpapi
 
 import (
+	"bufio"
+	"io"
 	"mime"
 	"net/http"
 )
@@ -39,7 +41,7 @@ func contentType(r *http.Request) *apiError {
 		want += " or " + MergePatchType
 	}
 	if ct == "" {
-		if r.ContentLength != 0 {
+		if hasBody(r) {
 			return newError(http.StatusUnsupportedMediaType, ReasonContentType,
 				"the request has a body and no Content-Type: a body must be sent as %s", want)
 		}
@@ -75,4 +77,23 @@ func browserSession(r *http.Request, c caller) *apiError {
 		}
 	}
 	return nil
+}
+
+// hasBody reports whether r carries a body of at least one byte. A body of
+// unknown length (chunked, as some clients send even an empty one) is
+// peeked at, and r.Body put back whole.
+func hasBody(r *http.Request) bool {
+	switch {
+	case r.ContentLength > 0:
+		return true
+	case r.ContentLength == 0 || r.Body == nil || r.Body == http.NoBody:
+		return false
+	}
+	br := bufio.NewReader(r.Body)
+	_, err := br.Peek(1)
+	r.Body = struct {
+		io.Reader
+		io.Closer
+	}{br, r.Body}
+	return err == nil
 }

@@ -79,6 +79,14 @@ func TestCrossSiteRequests(t *testing.T) {
 			method: "POST", path: create, body: body("made", goodSpec),
 			headers: map[string]string{"Authorization": "Bearer " + token(editor), "Content-Type": "application/json; charset=utf-8"},
 			want:    201, changed: true},
+		"CLIRotateEmptyChunked": {reason: "an empty body of unknown length is no body",
+			method: "POST", path: rotateCreds, body: chunkedEmpty,
+			headers: map[string]string{"Authorization": "Bearer " + token(editor)},
+			want:    200, changed: true},
+		"ChunkedWithoutContentType": {reason: "a body of unknown length says what it is too",
+			method: "POST", path: create, body: chunked + body("planted", goodSpec),
+			headers: map[string]string{"Authorization": "Bearer " + token(editor)},
+			want:    415, wantReason: httpapi.ReasonContentType},
 		"CLIRotateNoBody": {reason: "a custom method without a body needs no Content-Type",
 			method: "POST", path: rotateCreds,
 			headers: map[string]string{"Authorization": "Bearer " + token(editor)},
@@ -132,12 +140,25 @@ func (e *env) siteState() siteState {
 	return s
 }
 
+// chunked, before a body given to raw, sends it as a reader of unknown
+// length; chunkedEmpty is such a reader with nothing in it.
+const (
+	chunked      = "\x00chunked:"
+	chunkedEmpty = chunked
+)
+
 // raw sends a request with exactly these headers (and the body, when
 // not empty) and nothing the client adds.
 func (e *env) raw(method, path string, headers map[string]string, body string) (*http.Response, []byte) {
 	e.t.Helper()
 	var rd io.Reader
-	if body != "" {
+	switch rest, ok := strings.CutPrefix(body, chunked); {
+	case body == chunkedEmpty:
+		rd = io.NopCloser(strings.NewReader(""))
+	case ok:
+		// A reader of unknown length: the client sends it chunked.
+		rd = io.NopCloser(strings.NewReader(rest))
+	case body != "":
 		rd = strings.NewReader(body)
 	}
 	req, err := http.NewRequest(method, e.url+path, rd)
