@@ -35,6 +35,7 @@ import (
 	"fmt"
 	"regexp"
 	"sync"
+	"time"
 
 	"github.com/tink-crypto/tink-go-gcpkms/v2/integration/gcpkms"
 	"github.com/tink-crypto/tink-go/v2/aead"
@@ -79,8 +80,21 @@ type Keyring struct {
 	kek   KEK
 	store KeysetStore
 
-	mu   sync.Mutex
-	aead tink.AEAD
+	// RotateEvery, when positive, is how old the keyset's primary key
+	// may get before a load rotates it (RotationPeriod; rotate.go).
+	RotateEvery time.Duration
+	// Now is the clock of loads and rotations; time.Now when nil.
+	Now func() time.Time
+
+	// loading is held through a load from the store, so that the
+	// instance's first uses make one KMS call, not one each.
+	loading  sync.Mutex
+	mu       sync.Mutex
+	aead     tink.AEAD
+	primary  uint32
+	loadedAt time.Time
+	// reloadedAt is when an Open that failed last read the keyset again.
+	reloadedAt time.Time
 }
 
 // NewKeyring returns a Keyring over store, whose keyset kek wraps.
@@ -137,6 +151,13 @@ func (k *Keyring) OpenAs(ctx context.Context, purpose, sealed, uid string) (stri
 		return "", fmt.Errorf("opening the %s of uid %s: it is not base64: %w", purpose, uid, err)
 	}
 	pt, err := a.Decrypt(ct, associated(purpose, uid))
+	if err != nil && k.reload() {
+		// Sealed with a key another process added since this one
+		// loaded the keyset: read it again, once a minute at most.
+		if a, lerr := k.load(ctx); lerr == nil {
+			pt, err = a.Decrypt(ct, associated(purpose, uid))
+		}
+	}
 	if err != nil {
 		return "", fmt.Errorf("opening the %s of uid %s: it was not sealed for this uid with this keyset: %w", purpose, uid, err)
 	}
@@ -149,13 +170,20 @@ func associated(purpose, uid string) []byte {
 	return []byte("egress-proxies " + purpose + " uid=" + uid)
 }
 
-// load returns the keyset's AEAD: the one loaded before, or the stored
-// keyset unwrapped, or a new keyset, wrapped and stored.
+// load returns the keyset's AEAD: the one loaded before (for ReloadAfter),
+// or the stored keyset unwrapped, or a new keyset, wrapped and stored. A
+// load that reads the store rotates the keyset first when it is due
+// (RotateEvery).
 func (k *Keyring) load(ctx context.Context) (tink.AEAD, error) {
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	if k.aead != nil {
-		return k.aead, nil
+	now := k.now()
+	if a := k.loaded(now); a != nil {
+		return a, nil
+	}
+	k.loading.Lock()
+	defer k.loading.Unlock()
+	if a := k.loaded(now); a != nil {
+		// Another goroutine loaded it meanwhile.
+		return a, nil
 	}
 	h, err := k.read(ctx)
 	if errors.Is(err, ErrNoKeyset) {
@@ -168,12 +196,46 @@ func (k *Keyring) load(ctx context.Context) (tink.AEAD, error) {
 	if err != nil {
 		return nil, err
 	}
-	a, err := aead.New(h)
-	if err != nil {
-		return nil, fmt.Errorf("keysets/%s: %w", KeysetName, err)
+	if err := k.use(h, now); err != nil {
+		return nil, err
 	}
-	k.aead = a
-	return a, nil
+	if k.RotateEvery > 0 {
+		// A rotation that fails leaves the keyset as it was, usable.
+		_, _ = k.RotateIfDue(ctx, now, k.RotateEvery)
+	}
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return k.aead, nil
+}
+
+// loaded is the keyset loaded less than ReloadAfter before now, or nil.
+func (k *Keyring) loaded(now time.Time) tink.AEAD {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.aead != nil && now.Sub(k.loadedAt) < ReloadAfter {
+		return k.aead
+	}
+	return nil
+}
+
+func (k *Keyring) now() time.Time {
+	if k.Now != nil {
+		return k.Now()
+	}
+	return time.Now()
+}
+
+// reload reports whether an Open that failed may read the keyset again
+// (once a minute at most), and forgets the loaded one if so.
+func (k *Keyring) reload() bool {
+	now := k.now()
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if now.Sub(k.reloadedAt) < time.Minute {
+		return false
+	}
+	k.reloadedAt, k.aead = now, nil
+	return true
 }
 
 func (k *Keyring) read(ctx context.Context) (*keyset.Handle, error) {

@@ -44,6 +44,12 @@ type Sealer interface {
 	OpenAs(ctx context.Context, purpose, sealed, uid string) (string, error)
 }
 
+// staler tells a value sealed with a key that is no longer the keyset's
+// primary (sealing.Keyring, after a rotation).
+type staler interface {
+	Stale(sealed string) bool
+}
+
 // legacyPasswordField is where documents written before sealing keep the
 // password, in clear.
 const legacyPasswordField = rules.CredentialsField + ".password"
@@ -65,6 +71,12 @@ func (s *Store) decode(ctx context.Context, snap *firestore.DocumentSnapshot) (*
 		}
 		if c.Password, err = s.sealer.Open(ctx, c.Sealed, p.UID); err != nil {
 			return nil, fmt.Errorf("opening the credentials of %s: %w", snap.Ref.Path, err)
+		}
+		if st, ok := s.sealer.(staler); ok && st.Stale(c.Sealed) {
+			// Sealed with a key older than the keyset's primary: sealed
+			// again by this document's next write of its credentials
+			// (Get writes it at once, as resealLegacy does).
+			c.Sealed = ""
 		}
 	case c.Username != "":
 		if v, err := snap.DataAt(legacyPasswordField); err == nil {
@@ -131,7 +143,8 @@ func (s *Store) sealFields(ctx context.Context, p *proxy.Proxy, fields []rules.F
 }
 
 // resealLegacy writes back sealed the password of a document read in
-// clear, if the document has not changed since: the one write it costs is
+// clear, or sealed with a key older than the primary, if the document has
+// not changed since: the one write it costs is
 // made once per such document. A conflict leaves it to the next read or
 // write.
 func (s *Store) resealLegacy(ctx context.Context, p *proxy.Proxy) {

@@ -135,3 +135,54 @@ func TestPlaintextDocumentIsResealed(t *testing.T) {
 		t.Errorf("the resealed document reads as %q, %v; want %q", again.Reconciler.Credentials.Password, err, pass)
 	}
 }
+
+// TestRotatedKeysetResealsOnRead: after the keyset gains a new primary key
+// (sealing.Keyring.Rotate), a password sealed with the old key still opens,
+// and the first Get writes it back sealed with the new one; the keyset
+// document says when it was rotated, and a second process opens both.
+func TestRotatedKeysetResealsOnRead(t *testing.T) {
+	emulatortest.Firestore(t)
+	ctx := context.Background()
+	client, err := firestore.NewClient(ctx, emulatortest.ProjectID(t))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { client.Close() })
+	keys := sealing.Firestore{Client: client}
+	kr := sealing.NewKeyring(sealing.LocalKEK(), keys)
+	s := store.New(client, kr)
+	p := storetest.New("team", "rotated")
+	creds, _ := proxy.NewCredentials()
+	p.Reconciler.Credentials = creds
+	if _, err := s.Create(ctx, p, 20); err != nil {
+		t.Fatal(err)
+	}
+	before := credentialsField(t, client, p)["sealedPassword"].(string)
+	made, err := keys.KeysetTime(ctx, sealing.KeysetName)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := kr.Rotate(ctx, made.Add(sealing.RotationPeriod)); err != nil {
+		t.Fatalf("Rotate: %v", err)
+	}
+	if !kr.Stale(before) {
+		t.Error("the password sealed before the rotation is not stale")
+	}
+	got, err := s.Get(ctx, p.Key())
+	if err != nil || got.Reconciler.Credentials.Password != creds.Password {
+		t.Fatalf("Get after the rotation: %v, %v", got, err)
+	}
+	after := credentialsField(t, client, p)["sealedPassword"].(string)
+	if after == before || kr.Stale(after) {
+		t.Errorf("the first Get after the rotation left the password sealed with the old key")
+	}
+	if at, err := keys.KeysetTime(ctx, sealing.KeysetName); err != nil || !at.Equal(made.Add(sealing.RotationPeriod)) {
+		t.Errorf("the keyset's time after the rotation: %s, %v; want %s", at, err, made.Add(sealing.RotationPeriod))
+	}
+	other := sealing.NewKeyring(sealing.LocalKEK(), keys)
+	for what, sealed := range map[string]string{"old": before, "new": after} {
+		if pw, err := other.Open(ctx, sealed, p.UID); err != nil || pw != creds.Password {
+			t.Errorf("another process opens the %s sealed password: %q, %v", what, pw, err)
+		}
+	}
+}
