@@ -79,7 +79,7 @@ func (s *liveStack) crossSite(t *testing.T, tab context.Context) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	create := `{"name":"planted","spec":{"placement":{"region":"us-central1","zone":"us-central1-a"},"allowedSourceRanges":["0.0.0.0/0"]}}`
+	create := `{"name":"planted","spec":{"placement":{"region":"us-central1","zone":"us-central1-a"},"allowedSourceRanges":["127.0.0.1/32"]}}`
 	scripts := map[string]string{
 		attacks[0].path: `document.getElementById("a").submit(), true`,
 		attacks[1].path: fmt.Sprintf(`fetch(%q, {method: "POST", mode: "no-cors", credentials: "include", body: new TextEncoder().encode(%q)}).then(() => true, () => true)`, api, create),
