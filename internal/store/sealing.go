@@ -61,7 +61,10 @@ func (s *Store) decode(ctx context.Context, snap *firestore.DocumentSnapshot) (*
 		return nil, err
 	}
 	if err := s.openTail(ctx, p); err != nil {
-		return nil, fmt.Errorf("opening the console tail of %s: %w", snap.Ref.Path, err)
+		// A tail sealed with a keyset that is gone (the KMS key lost,
+		// docs/operations/key-rotation.md) is shown no more, and is
+		// dropped by the document's next status write.
+		p.Status.ConsoleTail = nil
 	}
 	c := &p.Reconciler.Credentials
 	switch {
@@ -70,6 +73,13 @@ func (s *Store) decode(ctx context.Context, snap *firestore.DocumentSnapshot) (*
 			return p, nil
 		}
 		if c.Password, err = s.sealer.Open(ctx, c.Sealed, p.UID); err != nil {
+			if replacingCredentials(ctx) {
+				// :rotateCredentials needs no old password: it is how
+				// a proxy whose password no key opens any more gets a
+				// new one.
+				c.Password = ""
+				return p, nil
+			}
 			return nil, fmt.Errorf("opening the credentials of %s: %w", snap.Ref.Path, err)
 		}
 		if st, ok := s.sealer.(staler); ok && st.Stale(c.Sealed) {
@@ -207,4 +217,17 @@ func (s *Store) openTail(ctx context.Context, p *proxy.Proxy) error {
 		return err
 	}
 	return json.Unmarshal([]byte(lines), &p.Status.ConsoleTail)
+}
+
+type replacingKey struct{}
+
+// replacing marks ctx as a write that replaces the credentials, which
+// reads a document whose password does not open.
+func replacing(ctx context.Context) context.Context {
+	return context.WithValue(ctx, replacingKey{}, true)
+}
+
+func replacingCredentials(ctx context.Context) bool {
+	v, _ := ctx.Value(replacingKey{}).(bool)
+	return v
 }

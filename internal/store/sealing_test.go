@@ -186,3 +186,48 @@ func TestRotatedKeysetResealsOnRead(t *testing.T) {
 		}
 	}
 }
+
+// TestLostKeyRecoversByRotateCredentials: with the keyset gone (the KMS
+// key lost: the document keysets/credentials deleted, a new keyset made),
+// a proxy's sealed password opens no more and a Get fails; its sealed
+// console tail is shown no more; :rotateCredentials still gives the proxy
+// new credentials, sealed with the new keyset, which a Get then opens
+// (docs/operations/key-rotation.md).
+func TestLostKeyRecoversByRotateCredentials(t *testing.T) {
+	emulatortest.Firestore(t)
+	ctx := context.Background()
+	s, client := sealedStore(t)
+	p := storetest.New("team", "lost")
+	creds, _ := proxy.NewCredentials()
+	p.Reconciler.Credentials = creds
+	if _, err := s.Create(ctx, p, 20); err != nil {
+		t.Fatal(err)
+	}
+	got, err := s.Get(ctx, p.Key())
+	if err != nil {
+		t.Fatal(err)
+	}
+	got.Status.Phase, got.Status.ConsoleTail = proxy.PhaseReady, []string{"a line"}
+	if _, err := s.UpdateStatus(ctx, got); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := client.Collection(sealing.KeysetsCollection).Doc(sealing.KeysetName).Delete(ctx); err != nil {
+		t.Fatal(err)
+	}
+	after := store.New(client, sealing.NewKeyring(sealing.LocalKEK(), sealing.Firestore{Client: client}))
+	if _, err := after.Get(ctx, p.Key()); err == nil || !strings.Contains(err.Error(), "opening the credentials") {
+		t.Fatalf("Get with the keyset lost: %v, want the credentials not opened", err)
+	}
+	rotated, err := after.RotateCredentials(ctx, p.Key(), time.Now(), tenancy.Limits{})
+	if err != nil {
+		t.Fatalf("RotateCredentials with the keyset lost: %v, want new credentials", err)
+	}
+	read, err := after.Get(ctx, p.Key())
+	if err != nil {
+		t.Fatalf("Get after the new credentials: %v", err)
+	}
+	if read.Reconciler.Credentials.Password != rotated.Reconciler.Credentials.Password || read.Reconciler.Credentials.Password == creds.Password || len(read.Status.ConsoleTail) != 0 {
+		t.Errorf("after :rotateCredentials: password %q (rotation said %q, old %q), tail %q; want the new password and no tail",
+			read.Reconciler.Credentials.Password, rotated.Reconciler.Credentials.Password, creds.Password, read.Status.ConsoleTail)
+	}
+}
