@@ -2,8 +2,6 @@ package httpapi_test
 
 import (
 	"context"
-	"io"
-	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -138,41 +136,4 @@ func (e *env) siteState() siteState {
 	}
 	s.proxies = strings.Join(names, ",")
 	return s
-}
-
-// chunked, before a body given to raw, sends it as a reader of unknown
-// length; chunkedEmpty is such a reader with nothing in it.
-const (
-	chunked      = "\x00chunked:"
-	chunkedEmpty = chunked
-)
-
-// raw sends a request with exactly these headers (and the body, when
-// not empty) and nothing the client adds.
-func (e *env) raw(method, path string, headers map[string]string, body string) (*http.Response, []byte) {
-	e.t.Helper()
-	var rd io.Reader
-	switch rest, ok := strings.CutPrefix(body, chunked); {
-	case body == chunkedEmpty:
-		rd = io.NopCloser(strings.NewReader(""))
-	case ok:
-		// A reader of unknown length: the client sends it chunked.
-		rd = io.NopCloser(strings.NewReader(rest))
-	case body != "":
-		rd = strings.NewReader(body)
-	}
-	req, err := http.NewRequest(method, e.url+path, rd)
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	for k, v := range headers {
-		req.Header.Set(k, v)
-	}
-	resp, err := e.client.Do(req)
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	b, _ := io.ReadAll(resp.Body)
-	return resp, b
 }

@@ -26,6 +26,18 @@ func sealedStore(t *testing.T) (*store.Store, *firestore.Client) {
 	return store.New(client, sealing.NewKeyring(sealing.LocalKEK(), sealing.Firestore{Client: client})), client
 }
 
+// createSealed creates proxy team/name with credentials through s.
+func createSealed(t *testing.T, s *store.Store, name string) (*proxy.Proxy, proxy.Credentials) {
+	t.Helper()
+	p := storetest.New("team", name)
+	creds, _ := proxy.NewCredentials()
+	p.Reconciler.Credentials = creds
+	if _, err := s.Create(context.Background(), p, 20); err != nil {
+		t.Fatal(err)
+	}
+	return p, creds
+}
+
 // credentialsField is what the document holds under
 // reconciler.credentials, as Firestore has it.
 func credentialsField(t *testing.T, client *firestore.Client, p *proxy.Proxy) map[string]any {
@@ -151,12 +163,7 @@ func TestRotatedKeysetResealsOnRead(t *testing.T) {
 	keys := sealing.Firestore{Client: client}
 	kr := sealing.NewKeyring(sealing.LocalKEK(), keys)
 	s := store.New(client, kr)
-	p := storetest.New("team", "rotated")
-	creds, _ := proxy.NewCredentials()
-	p.Reconciler.Credentials = creds
-	if _, err := s.Create(ctx, p, 20); err != nil {
-		t.Fatal(err)
-	}
+	p, creds := createSealed(t, s, "rotated")
 	before := credentialsField(t, client, p)["sealedPassword"].(string)
 	made, err := keys.KeysetTime(ctx, sealing.KeysetName)
 	if err != nil {
@@ -197,12 +204,7 @@ func TestLostKeyRecoversByRotateCredentials(t *testing.T) {
 	emulatortest.Firestore(t)
 	ctx := context.Background()
 	s, client := sealedStore(t)
-	p := storetest.New("team", "lost")
-	creds, _ := proxy.NewCredentials()
-	p.Reconciler.Credentials = creds
-	if _, err := s.Create(ctx, p, 20); err != nil {
-		t.Fatal(err)
-	}
+	p, creds := createSealed(t, s, "lost")
 	got, err := s.Get(ctx, p.Key())
 	if err != nil {
 		t.Fatal(err)

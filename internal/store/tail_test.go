@@ -11,7 +11,6 @@ import (
 	"github.com/egress-proxies/egress/emulators/emulatortest"
 	"github.com/egress-proxies/egress/internal/proxy"
 	"github.com/egress-proxies/egress/internal/store"
-	"github.com/egress-proxies/egress/internal/store/storetest"
 )
 
 // TestConsoleTailIsSealed: a Failed proxy's console tail (what its VM's
@@ -25,12 +24,7 @@ func TestConsoleTailIsSealed(t *testing.T) {
 	emulatortest.Firestore(t)
 	ctx := context.Background()
 	s, client := sealedStore(t)
-	p := storetest.New("team", "tail")
-	creds, _ := proxy.NewCredentials()
-	p.Reconciler.Credentials = creds
-	if _, err := s.Create(ctx, p, 20); err != nil {
-		t.Fatal(err)
-	}
+	p, _ := createSealed(t, s, "tail")
 	got, err := s.Get(ctx, p.Key())
 	if err != nil {
 		t.Fatal(err)
