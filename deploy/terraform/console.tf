@@ -14,11 +14,14 @@ resource "google_project_service" "iap" {
 
 # Cloud Run functions manage the API's Cloud Run service, and their
 # resource has no IAP setting: the service is switched to IAP with gcloud
-# after each change of the function (IAP for Cloud Run's documented
-# `gcloud run services update --iap`).
+# (IAP for Cloud Run's documented `gcloud run services update --iap`), on
+# every apply. plantimestamp() changes at each plan, so the step is
+# replaced and runs each time: an update of the function, or a hand, that
+# turned IAP off is set right by the next apply, not only by the next
+# change of the function's id. The call is idempotent.
 resource "terraform_data" "api_iap" {
   count            = var.console_enabled ? 1 : 0
-  triggers_replace = [google_cloudfunctions2_function.api.id, google_cloudfunctions2_function.api.service_config[0].service]
+  triggers_replace = [google_cloudfunctions2_function.api.id, google_cloudfunctions2_function.api.service_config[0].service, plantimestamp()]
   provisioner "local-exec" {
     command = "gcloud beta run services update ${google_cloudfunctions2_function.api.name} --region=${var.region} --project=${var.project_id} --iap --quiet"
   }

@@ -405,6 +405,8 @@ func (s *liveStack) console(t *testing.T) {
 		}
 	})
 
+	t.Run("CrossSiteRefused", func(t *testing.T) { s.crossSite(t, admin) })
+
 	t.Run("ViewerSeesNoActionNorURL", func(t *testing.T) {
 		viewer := b.tab(t, "viewer@example.com")
 		for _, p := range []string{nsPage, proxyPage} {

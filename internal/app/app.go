@@ -230,7 +230,11 @@ func (a *App) dial(ctx context.Context) error {
 				return err
 			}
 		}
-		sealer = sealing.NewKeyring(kek, sealing.Firestore{Client: a.firestore})
+		kr := sealing.NewKeyring(kek, sealing.Firestore{Client: a.firestore})
+		// A new primary key each period, the keyset wrapped again with
+		// KMS's key version of the day (docs/operations/key-rotation.md).
+		kr.RotateEvery = sealing.RotationPeriod
+		sealer = kr
 	}
 	// One store per process, so that the transactions it queues per
 	// namespace are queued across all the functions of the process.

@@ -6,8 +6,10 @@
 //     by Google for the instance; a message without a valid one is dropped
 //     before anything is read;
 //   - each VM, by the name its token proves, has a token bucket
-//     (Limiter: Burst messages, one more every Interval), so a flood from
-//     one VM costs one document read per message past the bucket, and
+//     (Limiter: Burst messages, one more every Interval), spent first from
+//     a bucket of the same size in the instance's memory (local.go), so a
+//     flood from one VM costs an invocation per message and a document
+//     read only per message the instance's bucket lets through, and
 //     nothing else: no reconcile, no write, no log entry;
 //   - access lines are written to the log egress-proxy-access (Sink) with
 //     the labels of the proxy whose VM the token names (its uid, namespace
@@ -88,6 +90,10 @@ type Handler struct {
 	Sink     Sink
 	Clock    clock.Clock
 	Log      *slog.Logger
+
+	// local are this instance's buckets, spent before the store's
+	// (local.go).
+	local localBuckets
 }
 
 // ErrRefused wraps why a message was dropped: a redelivery would be
@@ -104,7 +110,11 @@ func (h *Handler) Handle(ctx context.Context, m queue.Message) (proxy.Key, proxy
 	if err != nil {
 		return proxy.Key{}, proxy.ReconcileMessage{}, fmt.Errorf("%w: message %s: %w", ErrRefused, m.MessageID, err)
 	}
-	ok, err := h.Limiter.TakeCallHome(ctx, inst.Name, h.Clock.Now(), Burst, Interval)
+	now := h.Clock.Now()
+	if !h.local.allow(inst.Name, now) {
+		return proxy.Key{}, proxy.ReconcileMessage{}, fmt.Errorf("%w: message %s: VM %s sent more than %d messages to this instance, one more each %s", ErrRefused, m.MessageID, inst.Name, Burst, Interval)
+	}
+	ok, err := h.Limiter.TakeCallHome(ctx, inst.Name, now, Burst, Interval)
 	if err != nil {
 		return proxy.Key{}, proxy.ReconcileMessage{}, fmt.Errorf("call-home bucket of VM %s: %w", inst.Name, err)
 	}

@@ -107,6 +107,9 @@ type API struct {
 	log   *slog.Logger
 	opts  Options
 	mux   *http.ServeMux
+	// handler is mux behind CrossOriginProtection: every route, the
+	// console's too.
+	handler http.Handler
 }
 
 // New returns the API handler.
@@ -131,6 +134,7 @@ func New(store Store, clk clock.Clock, log *slog.Logger, opts Options) *API {
 	}
 	a := &API{store: store, clock: clk, log: log, opts: opts, mux: http.NewServeMux()}
 	a.route()
+	a.handler = crossOrigin(a.mux)
 	return a
 }
 
@@ -166,7 +170,7 @@ func (a *API) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	ctx = logging.WithTrace(ctx, logging.TraceFromHeader(a.opts.Project, r.Header.Get("X-Cloud-Trace-Context")))
 	n := &note{}
 	rec := &recorder{ResponseWriter: w, status: http.StatusOK}
-	a.mux.ServeHTTP(rec, r.WithContext(context.WithValue(ctx, noteKey{}, n)))
+	a.handler.ServeHTTP(rec, r.WithContext(context.WithValue(ctx, noteKey{}, n)))
 	if n.action != "" {
 		a.audit(ctx, n, rec.status)
 	}

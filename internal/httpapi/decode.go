@@ -45,14 +45,8 @@ func decodePatch(w http.ResponseWriter, r *http.Request, v, resource any) (json.
 
 // decode is decodeBody, and decodePatch when resource is not nil.
 func decode(w http.ResponseWriter, r *http.Request, v, resource any) (json.RawMessage, *apiError) {
-	if ct := r.Header.Get("Content-Type"); ct != "" && !strings.HasPrefix(ct, "application/json") &&
-		(resource == nil || !strings.HasPrefix(ct, MergePatchType)) {
-		want := "application/json"
-		if resource != nil {
-			want += " or " + MergePatchType
-		}
-		return nil, newError(http.StatusUnsupportedMediaType, ReasonContentType, "Content-Type %q: the body must be %s", ct, want)
-	}
+	// The Content-Type was held to the route's before the handler ran
+	// (contentType).
 	raw, e := readJSON(w, r)
 	if e != nil {
 		return nil, e

@@ -56,6 +56,12 @@ const (
 	ReasonIAPAssertionInvalid    = "IAP_ASSERTION_INVALID"
 	ReasonIAPUnavailable         = "IAP_KEYS_UNAVAILABLE"
 	ReasonInternal               = "INTERNAL"
+	// ReasonCrossOrigin: a browser sent the request from a page of
+	// another origin (Sec-Fetch-Site, or an Origin that is not the host).
+	ReasonCrossOrigin = "CROSS_ORIGIN_REQUEST"
+	// ReasonBrowserOutsideConsole: a browser's IAP session used outside
+	// the console (/console/), where no page of the API's sends it.
+	ReasonBrowserOutsideConsole = "BROWSER_SESSION_OUTSIDE_CONSOLE"
 )
 
 // apiError is an error in the Google API shape (AIP-193): an HTTP code,

@@ -211,7 +211,31 @@ func (e *env) doContent(who, method, path, contentType, body string) (*http.Resp
 // doHeaders sends a request with these headers and no other.
 func (e *env) doHeaders(method, path string, headers map[string]string) (*http.Response, []byte) {
 	e.t.Helper()
-	req, err := http.NewRequest(method, e.url+path, nil)
+	return e.raw(method, path, headers, "")
+}
+
+// chunked, before a body given to raw, sends it as a reader of unknown
+// length; chunkedEmpty is such a reader with nothing in it.
+const (
+	chunked      = "\x00chunked:"
+	chunkedEmpty = chunked
+)
+
+// raw sends a request with exactly these headers (and the body, when
+// not empty) and nothing the client adds.
+func (e *env) raw(method, path string, headers map[string]string, body string) (*http.Response, []byte) {
+	e.t.Helper()
+	var rd io.Reader
+	switch rest, ok := strings.CutPrefix(body, chunked); {
+	case body == chunkedEmpty:
+		rd = io.NopCloser(strings.NewReader(""))
+	case ok:
+		// A reader of unknown length: the client sends it chunked.
+		rd = io.NopCloser(strings.NewReader(rest))
+	case body != "":
+		rd = strings.NewReader(body)
+	}
+	req, err := http.NewRequest(method, e.url+path, rd)
 	if err != nil {
 		e.t.Fatal(err)
 	}

@@ -24,6 +24,8 @@ type caller struct {
 	// local: the request carried no identity and acts as
 	// Options.LocalIdentity (the local stack).
 	local bool
+	// iap: the identity is IAP's signed assertion's.
+	iap bool
 }
 
 // Caller is who a request is, as the API decides it: what the console
@@ -148,7 +150,7 @@ func (a *API) identifyIAP(r *http.Request, assertion string) (caller, *apiError)
 	if !ok {
 		return caller{}, newError(http.StatusUnauthorized, ReasonIAPAssertionInvalid, "the IAP assertion's email %q is not an email", email)
 	}
-	return caller{email: e, admin: a.opts.Admins.Contains(e)}, nil
+	return caller{email: e, admin: a.opts.Admins.Contains(e), iap: true}, nil
 }
 
 // isIAPAgent reports whether email is IAP's service agent, which calls

@@ -154,7 +154,14 @@ func (a *API) dispatch(base string, rts []Route) http.HandlerFunc {
 		if match.Audited {
 			n.action, n.resource = string(match.Permission), resourceName(r)
 		}
+		if e := contentType(r); e != nil {
+			x.fail(e)
+			return
+		}
 		c, e := a.identify(r)
+		if e == nil {
+			e = browserSession(r, c)
+		}
 		if e != nil {
 			x.fail(e)
 			return

@@ -177,8 +177,13 @@ type Status struct {
 	// proxy's credentials or a value of its cloud-init removed before it
 	// was stored. The API shows it to the namespace's editors and owners
 	// only: it is the output of the VM's software, which a custom
-	// cloud-init controls.
-	ConsoleTail []string `json:"consoleTail,omitempty" firestore:"consoleTail,omitempty"`
+	// cloud-init controls. It has no Firestore field: a project Viewer
+	// reads every document, so the store keeps it sealed in
+	// SealedConsoleTail, as it keeps the password (package store).
+	ConsoleTail []string `json:"consoleTail,omitempty" firestore:"-"`
+	// SealedConsoleTail is ConsoleTail sealed for this proxy's uid, as the
+	// store keeps it; never shown by the API.
+	SealedConsoleTail string `json:"-" firestore:"sealedConsoleTail,omitempty"`
 	// Zone is where the current VM runs, the provider's choice when the
 	// placement names only a region.
 	Zone string `json:"zone,omitempty" firestore:"zone,omitempty"`

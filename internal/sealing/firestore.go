@@ -1,6 +1,7 @@
 package sealing
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"time"
@@ -23,6 +24,9 @@ type keysetDoc struct {
 	// KEK names the key that wraps it.
 	KEK        string    `firestore:"kek"`
 	CreateTime time.Time `firestore:"createTime"`
+	// RotateTime is when a new primary key was last added (rotate.go);
+	// zero before the first rotation.
+	RotateTime time.Time `firestore:"rotateTime,omitempty"`
 }
 
 // Keyset reads keysets/{name}.
@@ -51,6 +55,47 @@ func (f Firestore) CreateKeyset(ctx context.Context, name string, wrapped []byte
 		return fmt.Errorf("%s: %w", ref.Path, ErrKeysetExists)
 	case err != nil:
 		return fmt.Errorf("creating %s: %w", ref.Path, err)
+	}
+	return nil
+}
+
+// KeysetTime is when keysets/{name} was last rotated, or made.
+func (f Firestore) KeysetTime(ctx context.Context, name string) (time.Time, error) {
+	ref := f.Client.Collection(KeysetsCollection).Doc(name)
+	snap, err := ref.Get(ctx)
+	if err != nil {
+		return time.Time{}, fmt.Errorf("reading %s: %w", ref.Path, err)
+	}
+	var d keysetDoc
+	if err := snap.DataTo(&d); err != nil {
+		return time.Time{}, fmt.Errorf("decoding %s: %w", ref.Path, err)
+	}
+	if d.RotateTime.After(d.CreateTime) {
+		return d.RotateTime, nil
+	}
+	return d.CreateTime, nil
+}
+
+// ReplaceKeyset stores wrapped in keysets/{name} in a transaction that
+// finds prev still there, and returns ErrKeysetChanged otherwise.
+func (f Firestore) ReplaceKeyset(ctx context.Context, name string, prev, wrapped []byte, kek string, at time.Time) error {
+	ref := f.Client.Collection(KeysetsCollection).Doc(name)
+	err := f.Client.RunTransaction(ctx, func(ctx context.Context, tx *firestore.Transaction) error {
+		snap, err := tx.Get(ref)
+		if err != nil {
+			return err
+		}
+		var d keysetDoc
+		if err := snap.DataTo(&d); err != nil {
+			return err
+		}
+		if !bytes.Equal(d.Wrapped, prev) {
+			return ErrKeysetChanged
+		}
+		return tx.Update(ref, []firestore.Update{{Path: "wrapped", Value: wrapped}, {Path: "kek", Value: kek}, {Path: "rotateTime", Value: at.UTC()}})
+	})
+	if err != nil {
+		return fmt.Errorf("replacing %s: %w", ref.Path, err)
 	}
 	return nil
 }

@@ -35,6 +35,7 @@ import (
 	"fmt"
 	"regexp"
 	"sync"
+	"time"
 
 	"github.com/tink-crypto/tink-go-gcpkms/v2/integration/gcpkms"
 	"github.com/tink-crypto/tink-go/v2/aead"
@@ -79,8 +80,21 @@ type Keyring struct {
 	kek   KEK
 	store KeysetStore
 
-	mu   sync.Mutex
-	aead tink.AEAD
+	// RotateEvery, when positive, is how old the keyset's primary key
+	// may get before a load rotates it (RotationPeriod; rotate.go).
+	RotateEvery time.Duration
+	// Now is the clock of loads and rotations; time.Now when nil.
+	Now func() time.Time
+
+	// loading is held through a load from the store, so that the
+	// instance's first uses make one KMS call, not one each.
+	loading  sync.Mutex
+	mu       sync.Mutex
+	aead     tink.AEAD
+	primary  uint32
+	loadedAt time.Time
+	// reloadedAt is when an Open that failed last read the keyset again.
+	reloadedAt time.Time
 }
 
 // NewKeyring returns a Keyring over store, whose keyset kek wraps.
@@ -95,43 +109,81 @@ var keysetAssociatedData = []byte("egress-proxies keysets/" + KeysetName)
 // Seal encrypts a proxy's password for the proxy of uid, in the text form
 // the store keeps (base64).
 func (k *Keyring) Seal(ctx context.Context, password, uid string) (string, error) {
-	a, err := k.load(ctx)
-	if err != nil {
-		return "", err
-	}
-	ct, err := a.Encrypt([]byte(password), associated(uid))
-	if err != nil {
-		return "", fmt.Errorf("sealing the password of uid %s: %w", uid, err)
-	}
-	return base64.StdEncoding.EncodeToString(ct), nil
+	return k.SealAs(ctx, PurposeCredentials, password, uid)
 }
 
 // Open decrypts what Seal made for the same uid.
 func (k *Keyring) Open(ctx context.Context, sealed, uid string) (string, error) {
+	return k.OpenAs(ctx, PurposeCredentials, sealed, uid)
+}
+
+// Purposes of what the keyring seals. Each is bound into the sealed value
+// (associated data) with the proxy's uid, so a value sealed for one
+// purpose opens for no other: a sealed console tail copied over a sealed
+// password does not open as a password.
+const (
+	PurposeCredentials = "credentials"
+	PurposeConsoleTail = "consoleTail"
+)
+
+// SealAs encrypts plaintext for purpose and the proxy of uid, in the text
+// form the store keeps (base64).
+func (k *Keyring) SealAs(ctx context.Context, purpose, plaintext, uid string) (string, error) {
+	a, err := k.load(ctx)
+	if err != nil {
+		return "", err
+	}
+	ct, err := a.Encrypt([]byte(plaintext), associated(purpose, uid))
+	if err != nil {
+		return "", fmt.Errorf("sealing the %s of uid %s: %w", purpose, uid, err)
+	}
+	return base64.StdEncoding.EncodeToString(ct), nil
+}
+
+// OpenAs decrypts what SealAs made for the same purpose and uid.
+func (k *Keyring) OpenAs(ctx context.Context, purpose, sealed, uid string) (string, error) {
 	a, err := k.load(ctx)
 	if err != nil {
 		return "", err
 	}
 	ct, err := base64.StdEncoding.DecodeString(sealed)
 	if err != nil {
-		return "", fmt.Errorf("opening the password of uid %s: it is not base64: %w", uid, err)
+		return "", fmt.Errorf("opening the %s of uid %s: it is not base64: %w", purpose, uid, err)
 	}
-	pt, err := a.Decrypt(ct, associated(uid))
+	pt, err := a.Decrypt(ct, associated(purpose, uid))
+	if err != nil && k.reload() {
+		// Sealed with a key another process added since this one
+		// loaded the keyset: read it again, once a minute at most.
+		if a, lerr := k.load(ctx); lerr == nil {
+			pt, err = a.Decrypt(ct, associated(purpose, uid))
+		}
+	}
 	if err != nil {
-		return "", fmt.Errorf("opening the password of uid %s: it was not sealed for this uid with this keyset: %w", uid, err)
+		return "", fmt.Errorf("opening the %s of uid %s: it was not sealed for this uid with this keyset: %w", purpose, uid, err)
 	}
 	return string(pt), nil
 }
 
-func associated(uid string) []byte { return []byte("egress-proxies credentials uid=" + uid) }
+// associated is what a sealed value is bound to. The credentials' form is
+// the one every sealed password was made with.
+func associated(purpose, uid string) []byte {
+	return []byte("egress-proxies " + purpose + " uid=" + uid)
+}
 
-// load returns the keyset's AEAD: the one loaded before, or the stored
-// keyset unwrapped, or a new keyset, wrapped and stored.
+// load returns the keyset's AEAD: the one loaded before (for ReloadAfter),
+// or the stored keyset unwrapped, or a new keyset, wrapped and stored. A
+// load that reads the store rotates the keyset first when it is due
+// (RotateEvery).
 func (k *Keyring) load(ctx context.Context) (tink.AEAD, error) {
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	if k.aead != nil {
-		return k.aead, nil
+	now := k.now()
+	if a := k.loaded(now); a != nil {
+		return a, nil
+	}
+	k.loading.Lock()
+	defer k.loading.Unlock()
+	if a := k.loaded(now); a != nil {
+		// Another goroutine loaded it meanwhile.
+		return a, nil
 	}
 	h, err := k.read(ctx)
 	if errors.Is(err, ErrNoKeyset) {
@@ -144,12 +196,46 @@ func (k *Keyring) load(ctx context.Context) (tink.AEAD, error) {
 	if err != nil {
 		return nil, err
 	}
-	a, err := aead.New(h)
-	if err != nil {
-		return nil, fmt.Errorf("keysets/%s: %w", KeysetName, err)
+	if err := k.use(h, now); err != nil {
+		return nil, err
 	}
-	k.aead = a
-	return a, nil
+	if k.RotateEvery > 0 {
+		// A rotation that fails leaves the keyset as it was, usable.
+		_, _ = k.RotateIfDue(ctx, now, k.RotateEvery)
+	}
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	return k.aead, nil
+}
+
+// loaded is the keyset loaded less than ReloadAfter before now, or nil.
+func (k *Keyring) loaded(now time.Time) tink.AEAD {
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if k.aead != nil && now.Sub(k.loadedAt) < ReloadAfter {
+		return k.aead
+	}
+	return nil
+}
+
+func (k *Keyring) now() time.Time {
+	if k.Now != nil {
+		return k.Now()
+	}
+	return time.Now()
+}
+
+// reload reports whether an Open that failed may read the keyset again
+// (once a minute at most), and forgets the loaded one if so.
+func (k *Keyring) reload() bool {
+	now := k.now()
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if now.Sub(k.reloadedAt) < time.Minute {
+		return false
+	}
+	k.reloadedAt, k.aead = now, nil
+	return true
 }
 
 func (k *Keyring) read(ctx context.Context) (*keyset.Handle, error) {

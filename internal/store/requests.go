@@ -200,7 +200,7 @@ func (s *Store) UpdateSpec(ctx context.Context, key proxy.Key, now time.Time, li
 // rotation that gives the proxy a new VM is held to limits and counted in
 // its namespace in the same transaction (rules.LiveReplacement).
 func (s *Store) RotateCredentials(ctx context.Context, key proxy.Key, now time.Time, limits tenancy.Limits) (*proxy.Proxy, error) {
-	p, err := s.changeCounted(ctx, key, func(p *proxy.Proxy, ns *tenancy.Namespace) ([]rules.Field, []rules.Field, error) {
+	p, err := s.changeCounted(replacing(ctx), key, func(p *proxy.Proxy, ns *tenancy.Namespace) ([]rules.Field, []rules.Field, error) {
 		return rules.LiveChange(p, ns, now, limits, func() ([]rules.Field, error) { return rules.RotateCredentials(p, now) })
 	})
 	return p, wrap(key, "rotating the credentials of", err)
