@@ -245,7 +245,7 @@ var Vars = []Var{
 	{Name: "ALLOW_ANY_SOURCE", Default: "false", Readers: []Function{ProxyAPI},
 		Meaning: "whether a range may be the whole internet, `0.0.0.0/0` or `::/0`",
 		set:     boolean(func(c *Config) *bool { return &c.API.Policy.AllowAnySource })},
-	{Name: "PROXY_PORTS", Default: strconv.Itoa(proxy.DefaultPort), Readers: []Function{ProxyAPI},
+	{Name: "PROXY_PORTS", Default: strconv.Itoa(proxy.DefaultPort), LocalDefault: strconv.Itoa(proxy.DefaultPort) + ",1080", Readers: []Function{ProxyAPI},
 		Meaning: "the ports the firewall opens on proxy VMs, comma-separated ports or ranges (`3128,8080-8090`), as Terraform's `proxy_ports`: `spec.port` must be one of them; a spec without a port gets 3128, or the first of these when 3128 is not",
 		set:     nonEmptyList("port", proxy.ParsePortRanges, func(c *Config) *[]proxy.PortRange { return &c.API.Policy.ProxyPorts })},
 	{Name: "FIREWALL_SOURCE_RANGES", Default: "0.0.0.0/0,::/0", Readers: []Function{ProxyAPI},
