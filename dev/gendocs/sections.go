@@ -31,6 +31,7 @@ var sections = []section{
 	{page: "docs/reference/api.md", name: "audited", from: "httpapi.Routes", render: audited},
 	{page: "docs/development/layout.md", name: "packages", from: "each package's doc comment", render: packageMap},
 	{page: "docs/concepts/event-flow.md", name: "flow-diagram", from: "app.Clouds", render: eventFlowDiagram},
+	{page: "docs/operations/compatibility.md", name: "compatibility", from: "deploy/terraform, go.mod and the providers' images", render: compatibility},
 	{page: "README.md", name: "request-diagram", from: "app.Clouds", render: readmeDiagram},
 }
 
