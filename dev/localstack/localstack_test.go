@@ -60,6 +60,8 @@ func TestEndToEnd(t *testing.T) {
 
 	// The built CLI, from creation to deletion.
 	t.Run("CLI", s.driveCLI)
+	// The CLI's SOCKS5 example, on the ports make run opens.
+	t.Run("SOCKS5", s.socks5Proxy)
 	// Issue 25's warm pool, in a placement of its own.
 	t.Run("WarmPool", s.warmPool)
 	// Issue 34's second cloud, on the Hetzner fake, with Hetzner's CLI.
