@@ -31,7 +31,9 @@ func (s *liveStack) socks5Proxy(t *testing.T) {
 	if err := json.Unmarshal([]byte(stdout), &p); err != nil || p.Status.Phase != "Ready" || p.Status.Socks5URL == "" {
 		t.Fatalf("create --socks5-port 1080 --wait: phase %q, socks5URL %q (%v), want Ready with a socks5URL:\n%s", p.Status.Phase, p.Status.Socks5URL, err, stdout)
 	}
-	t.Cleanup(func() { cli.must(t, append([]string{"proxies", "delete", "socks", "--wait", "--timeout", "90s"}, ns...)...) })
+	t.Cleanup(func() {
+		cli.must(t, append([]string{"proxies", "delete", "socks", "--wait", "--timeout", "90s"}, ns...)...)
+	})
 	u, err := url.Parse(p.Status.Socks5URL)
 	if err != nil {
 		t.Fatal(err)
