@@ -187,7 +187,7 @@ var Vars = []Var{
 			c.API.Admins = a
 			return err
 		}},
-	{Name: "IAP_AUDIENCE", DefaultDoc: "none: the console is still served at `/console/` (the local stack uses it so), but a browser on Cloud Run sends no ID token, so every page there answers that it cannot tell who you are; a request with an IAP assertion is refused (401 `IAP_NOT_ENABLED`)", Readers: []Function{ProxyAPI},
+	{Name: "IAP_AUDIENCE", DefaultDoc: "none: the console is still served at `/console/` (the local stack uses it so), but a browser on Cloud Run sends no ID token, so every page there is the console's 401 page, \"Not available\", with the API's reason (`TestConsoleWithoutIAP`); a request with an IAP assertion is refused (401 `IAP_NOT_ENABLED`)", Readers: []Function{ProxyAPI},
 		Meaning: "the audience of Identity-Aware Proxy's signed header for this service, `/projects/PROJECT_NUMBER/locations/REGION/services/proxy-api`: set (Terraform's `console_enabled`), the API verifies `x-goog-iap-jwt-assertion` as a second identity beside the ID token, so people sign in to the web console at `/console/` with their Google account",
 		set: func(c *Config, v string) error {
 			if v != "" && !strings.HasPrefix(v, "/projects/") {
