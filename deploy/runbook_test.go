@@ -4,6 +4,7 @@ import (
 	"os"
 	"regexp"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -54,5 +55,26 @@ func TestRunbookEnablesTheAPIs(t *testing.T) {
 	sort.Strings(got)
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("APIs the runbook enables (-main.tf's and the ones Terraform needs first +the runbook's):\n%s", diff)
+	}
+}
+
+// TestRunbookStepsAreNumberedInOrder: the first deploy's steps are
+// numbered 1, 2, 3, … with none skipped, so a reader who follows them in
+// order misses none.
+func TestRunbookStepsAreNumberedInOrder(t *testing.T) {
+	page, err := os.ReadFile("../docs/getting-started/first-deploy.md")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got, want []string
+	for i, m := range regexp.MustCompile(`(?m)^\*\*(\d+)\. `).FindAllStringSubmatch(string(page), -1) {
+		got = append(got, m[1])
+		want = append(want, strconv.Itoa(i+1))
+	}
+	if len(got) < 5 {
+		t.Fatalf("docs/getting-started/first-deploy.md has %d numbered steps (**N. …), want at least 5", len(got))
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("the first deploy's step numbers (-in order +the page):\n%s", diff)
 	}
 }

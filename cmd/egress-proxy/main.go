@@ -47,6 +47,7 @@ import (
 	"time"
 
 	"github.com/egress-proxies/egress/internal/logging"
+	"github.com/egress-proxies/egress/internal/version"
 	"github.com/egress-proxies/egress/internal/vm/engine"
 	"github.com/egress-proxies/egress/internal/vm/vmconfig"
 )
@@ -60,7 +61,12 @@ func main() {
 	level := flag.String("log-level", "info", "debug (a line per refusal), info (and the access lines), warn or error")
 	check := flag.Bool("check", false, "load the configuration, say whether it would serve, and exit")
 	readiness := flag.String("readiness", "", "the agent's readiness file (vmconfig.Readiness), served with the status on the proxy port when the configuration has status access: a cloud-init boot's")
+	showVersion := flag.Bool("version", false, "print the version (CHANGELOG.md's release) and exit")
 	flag.Parse()
+	if *showVersion {
+		fmt.Println("egress-proxy " + version.Version)
+		os.Exit(0)
+	}
 	var lvl slog.Level
 	if err := lvl.UnmarshalText([]byte(*level)); err != nil {
 		fmt.Fprintf(os.Stderr, "egress-proxy: -log-level %q: want debug, info, warn or error\n", *level)

@@ -46,7 +46,7 @@ func (c *cli) updateCommand(pf *proxyFlags) *cobra.Command {
 	f.StringSliceVar(&patch.AllowedSourceRanges, "allowed-source-range", nil, "a CIDR that may use the proxy; the list replaces the proxy's (repeat, or separate with commas)")
 	f.Int32SliceVar(&patch.ConnectPorts, "connect-port", nil, "a port CONNECT may reach; the list replaces the proxy's (repeat)")
 	f.BoolVar(&patch.DefaultConnectPorts, "default-connect-ports", false, "back to the default CONNECT ports, 443 and 80")
-	f.StringVar(&bandwidth, "bandwidth-limit", "", "a bound on the proxy's traffic, both ways together, e.g. 100Mbit (Kbit, Mbit or Gbit)")
+	f.StringVar(&bandwidth, "bandwidth-limit", "", "a bound on each direction of the proxy's traffic, e.g. 100Mbit (Kbit, Mbit or Gbit)")
 	f.BoolVar(&noBandwidth, "no-bandwidth-limit", false, "remove the proxy's bandwidth limit")
 	f.BoolVar(&accessLog, "access-log", true, "keep the proxy's access log (--access-log=false stops it)")
 	cmd.MarkFlagsMutuallyExclusive("connect-port", "default-connect-ports")

@@ -260,3 +260,38 @@ func TestDataPlaneCommands(t *testing.T) {
 		}
 	}
 }
+
+// TestGetShowsConnectPorts: `proxies get` shows the ports a CONNECT may
+// reach, the ones the proxy was given, or the default with the word
+// default, so a 403 to a CONNECT can be read against the proxy itself.
+func TestGetShowsConnectPorts(t *testing.T) {
+	api, _ := localAPI(t)
+	cases := map[string]struct {
+		reason string
+		create []string
+		want   string
+	}{
+		"Given": {
+			reason: "the ports of --connect-port, in the order given",
+			create: []string{"--connect-port", "8443", "--connect-port", "443"},
+			want:   "connectPorts:         8443, 443\n",
+		},
+		"Default": {
+			reason: "a proxy given none reaches 443 and 80, and says that is the default",
+			want:   "connectPorts:         443, 80 (the default)\n",
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			n := strings.ToLower(name)
+			args := append([]string{"proxies", "create", n, "--region", "us-central1", "--allowed-source-range", "203.0.113.0/24"}, tc.create...)
+			if code, stdout, stderr := egress(api, args...); code != exitOK {
+				t.Fatalf("egress %s: exit %d\n%s%s", strings.Join(args, " "), code, stdout, stderr)
+			}
+			code, stdout, stderr := egress(api, "proxies", "get", n)
+			if code != exitOK || !strings.Contains(stdout, tc.want) {
+				t.Errorf("%s: proxies get %s: exit %d, want %q in\n%s%s", tc.reason, n, code, tc.want, stdout, stderr)
+			}
+		})
+	}
+}

@@ -119,7 +119,7 @@ Failed proxy or its timeout; 2 the request was invalid (a flag, or the API's
 	flags.StringVar(&c.token, "token", c.getenv("EGRESS_TOKEN"), "an ID token for the API, instead of Application Default Credentials (EGRESS_TOKEN)")
 	flags.StringVarP(&c.output, "output", "o", "table", "output format: table or json")
 	_ = root.RegisterFlagCompletionFunc("output", cobra.FixedCompletions([]string{"table", "json"}, cobra.ShellCompDirectiveNoFileComp))
-	root.AddCommand(c.proxiesCommand(), c.namespacesCommand(), c.poolsCommand(), c.docsCommand())
+	root.AddCommand(c.proxiesCommand(), c.namespacesCommand(), c.poolsCommand(), c.versionCommand(), c.docsCommand())
 	// Cobra's own completion command needs no API.
 	root.InitDefaultCompletionCmd()
 	for _, sub := range root.Commands() {

@@ -41,6 +41,7 @@ func (c *cli) printProxy(p *proxy.Proxy) error {
 		{"zone", p.Status.Zone},
 		{"ipPolicy", string(ipPolicy)},
 		{"allowedSourceRanges", strings.Join(p.Spec.AllowedSourceRanges, ", ")},
+		{"connectPorts", client.ConnectPorts(p)},
 		{"bandwidthLimit", p.Spec.BandwidthLimit},
 		{"accessLog", accessLog},
 		{"maxAge", p.Spec.MaxAge},

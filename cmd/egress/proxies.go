@@ -131,7 +131,7 @@ VM. The platform may allow less of each: the API names what it refuses.`,
 	f.Int32Var(&spec.Port, "port", 0, "the proxy's port, one the platform's firewall opens (default 3128)")
 	f.Int32SliceVar(&spec.ConnectPorts, "connect-port", nil, "a port CONNECT may reach; repeat (default 443 and 80)")
 	f.Int32Var(&spec.Socks5Port, "socks5-port", 0, "a second port serving SOCKS5 with the same credentials, one the platform's firewall opens (default: no SOCKS5)")
-	f.StringVar(&spec.BandwidthLimit, "bandwidth-limit", "", "a bound on the proxy's traffic, both ways together: a whole number and Kbit, Mbit or Gbit, e.g. 100Mbit (default: none)")
+	f.StringVar(&spec.BandwidthLimit, "bandwidth-limit", "", "a bound on each direction of the proxy's traffic: a whole number and Kbit, Mbit or Gbit, e.g. 100Mbit (default: none)")
 	f.BoolVar(&accessLog, "access-log", true, "keep one access line per connection and request (--access-log=false for tenants that must not)")
 	f.StringVar(&spec.Provider, "provider", "", "the cloud provider, gcp, hetzner or aws (default: the deployment's)")
 	f.StringVar(&spec.Placement.MachineType, "machine-type", "", "the VM's machine type, on hetzner its server type, on aws its instance type (default: the provider's, e2-micro, cx23 or t3.micro)")

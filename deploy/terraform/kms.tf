@@ -6,7 +6,7 @@
 #
 # Cloud KMS never deletes a key ring, and destroying a key only schedules
 # its versions for destruction: a deployment applied again after a
-# `terraform destroy` imports the two (docs/operations/deploy.md).
+# `terraform destroy` imports the two (docs/operations/backup-and-recovery.md).
 resource "google_kms_key_ring" "credentials" {
   name       = "egress-${var.deployment}"
   location   = var.region

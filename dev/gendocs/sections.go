@@ -29,6 +29,10 @@ var sections = []section{
 	{page: "docs/operations/alerts.md", name: "alerts", from: "deploy/terraform/monitoring.tf", render: alerts},
 	{page: "docs/development/simulation.md", name: "planted-bugs", from: "sim.PlantedBugs", render: plantedBugs},
 	{page: "docs/reference/api.md", name: "audited", from: "httpapi.Routes", render: audited},
+	{page: "docs/development/layout.md", name: "packages", from: "each package's doc comment", render: packageMap},
+	{page: "docs/concepts/event-flow.md", name: "flow-diagram", from: "app.Clouds", render: eventFlowDiagram},
+	{page: "docs/operations/compatibility.md", name: "compatibility", from: "deploy/terraform, go.mod and the providers' images", render: compatibility},
+	{page: "README.md", name: "request-diagram", from: "app.Clouds", render: readmeDiagram},
 }
 
 // A section lies between two lines: its begin marker, which names the

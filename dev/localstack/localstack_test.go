@@ -53,12 +53,15 @@ func TestEndToEnd(t *testing.T) {
 		t.Errorf("an outsider's list of demo: %d, want 403", resp.StatusCode)
 	}
 
-	// A port the firewall does not open (the stack's PROXY_PORTS is the
-	// default, 3128): 400 naming spec.port and the rule, nothing made.
+	// A port the firewall does not open (the stack's PROXY_PORTS is 3128
+	// and 1080, the CLI's SOCKS5 example): 400 naming spec.port and the
+	// rule, nothing made.
 	s.refused(t, "demo", "closed-port", `"port":8080`, "spec.port", "PORT_NOT_OPEN")
 
 	// The built CLI, from creation to deletion.
 	t.Run("CLI", s.driveCLI)
+	// The CLI's SOCKS5 example, on the ports make run opens.
+	t.Run("SOCKS5", s.socks5Proxy)
 	// Issue 25's warm pool, in a placement of its own.
 	t.Run("WarmPool", s.warmPool)
 	// Issue 34's second cloud, on the Hetzner fake, with Hetzner's CLI.

@@ -42,6 +42,7 @@ import (
 	"github.com/egress-proxies/egress/internal/reconcile"
 	"github.com/egress-proxies/egress/internal/sealing"
 	"github.com/egress-proxies/egress/internal/store"
+	"github.com/egress-proxies/egress/internal/version"
 	"github.com/egress-proxies/egress/internal/vm/vmconfig"
 	"github.com/egress-proxies/egress/internal/vmidentity"
 	"github.com/egress-proxies/egress/internal/vmstatus"
@@ -130,6 +131,9 @@ func ServedBy(target string) []Function {
 	return slices.Clone(Functions)
 }
 
+// StartMessage is the message of the line each instance logs first.
+const StartMessage = "egress starting"
+
 // New reads the configuration and builds the App. The clients it makes do
 // not dial until a request uses them.
 func New(ctx context.Context, getenv Getenv, opts Options) (*App, error) {
@@ -146,6 +150,9 @@ func New(ctx context.Context, getenv Getenv, opts Options) (*App, error) {
 	}
 	a := &App{Config: cfg, logOutput: opts.LogOutput}
 	a.Log = newLogger(cfg, opts.LogOutput)
+	// The first line of every instance: which release made the lines
+	// after it (the API's Egress-Version header says the same).
+	a.Log.Info(StartMessage, slog.String("version", version.Version), slog.Any("functions", serve))
 	if len(opts.Linked) > 0 {
 		if a.issuer, err = vmidentity.NewIssuer(); err != nil {
 			return nil, err

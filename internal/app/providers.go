@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"time"
 
@@ -30,6 +31,29 @@ import (
 	"github.com/egress-proxies/egress/internal/vm/vmconfig"
 	"github.com/egress-proxies/egress/internal/vmstatus"
 )
+
+// Cloud is a provider type a deployment may enable, and how Reconcile
+// learns of its VMs.
+type Cloud struct {
+	Type string
+	// Name is the cloud's own name for what the provider makes VMs on.
+	Name string
+	// CallsHome says its VMs publish on proxy-callhome with an identity
+	// token of the cloud's own (GCE's metadata server); else Reconcile
+	// reads each VM's readiness and access lines through the proxy port
+	// (the status door), and the VM needs no right in the project.
+	CallsHome bool
+}
+
+// Clouds are the provider types the deployed functions serve, in the order
+// the docs name them: registry refuses a type PROVIDERS names that is not
+// here nor linked, so a provider added to the registry is added here, and
+// `make docs` draws the diagrams from this table.
+var Clouds = []Cloud{
+	{Type: gcp.Type, Name: "Compute Engine", CallsHome: true},
+	{Type: hetzner.Type, Name: "Hetzner Cloud"},
+	{Type: awsprovider.Type, Name: "Amazon EC2"},
+}
 
 // Linked is a provider type a binary links beside the ones every
 // deployment may use (gcp): the local stack and the tests link the mock
@@ -93,9 +117,14 @@ func (a *App) registry(linked []Linked, vm HetznerVM, awsVM CloudInitVM) (*provi
 		ctors[l.Type], rules[l.Type], inPlace[l.Type] = l.New(env), l.Validator, l.InPlace
 	}
 	reg := provider.NewRegistry()
+	var served []string
+	for _, cl := range Clouds {
+		served = append(served, cl.Type)
+	}
 	for _, typ := range c.Providers {
-		if ctors[typ] == nil {
-			return nil, fmt.Errorf("config: PROVIDERS names %q, which this binary does not link: the mock is the local stack's and the tests' only, and the deployed functions serve %s, %s and %s", typ, gcp.Type, hetzner.Type, awsprovider.Type)
+		isLinked := slices.ContainsFunc(linked, func(l Linked) bool { return l.Type == typ })
+		if ctors[typ] == nil || !isLinked && !slices.Contains(served, typ) {
+			return nil, fmt.Errorf("config: PROVIDERS names %q, which this binary does not link: the mock is the local stack's and the tests' only, and the deployed functions serve %s", typ, strings.Join(served[:len(served)-1], ", ")+" and "+served[len(served)-1])
 		}
 		opts := []provider.Option{provider.WithValidator(rules[typ])}
 		if inPlace[typ] {

@@ -187,7 +187,7 @@ var Vars = []Var{
 			c.API.Admins = a
 			return err
 		}},
-	{Name: "IAP_AUDIENCE", DefaultDoc: "none: the console is off, and a request with an IAP assertion is refused", Readers: []Function{ProxyAPI},
+	{Name: "IAP_AUDIENCE", DefaultDoc: "none: the console is still served at `/console/` (the local stack uses it so), but a browser on Cloud Run sends no ID token, so every page there is the console's 401 page, \"Not available\", with the API's reason (`TestConsoleWithoutIAP`); a request with an IAP assertion is refused (401 `IAP_NOT_ENABLED`)", Readers: []Function{ProxyAPI},
 		Meaning: "the audience of Identity-Aware Proxy's signed header for this service, `/projects/PROJECT_NUMBER/locations/REGION/services/proxy-api`: set (Terraform's `console_enabled`), the API verifies `x-goog-iap-jwt-assertion` as a second identity beside the ID token, so people sign in to the web console at `/console/` with their Google account",
 		set: func(c *Config, v string) error {
 			if v != "" && !strings.HasPrefix(v, "/projects/") {
@@ -245,7 +245,7 @@ var Vars = []Var{
 	{Name: "ALLOW_ANY_SOURCE", Default: "false", Readers: []Function{ProxyAPI},
 		Meaning: "whether a range may be the whole internet, `0.0.0.0/0` or `::/0`",
 		set:     boolean(func(c *Config) *bool { return &c.API.Policy.AllowAnySource })},
-	{Name: "PROXY_PORTS", Default: strconv.Itoa(proxy.DefaultPort), Readers: []Function{ProxyAPI},
+	{Name: "PROXY_PORTS", Default: strconv.Itoa(proxy.DefaultPort), LocalDefault: strconv.Itoa(proxy.DefaultPort) + ",1080", Readers: []Function{ProxyAPI},
 		Meaning: "the ports the firewall opens on proxy VMs, comma-separated ports or ranges (`3128,8080-8090`), as Terraform's `proxy_ports`: `spec.port` must be one of them; a spec without a port gets 3128, or the first of these when 3128 is not",
 		set:     nonEmptyList("port", proxy.ParsePortRanges, func(c *Config) *[]proxy.PortRange { return &c.API.Policy.ProxyPorts })},
 	{Name: "FIREWALL_SOURCE_RANGES", Default: "0.0.0.0/0,::/0", Readers: []Function{ProxyAPI},

@@ -84,8 +84,8 @@ import (
 const statsPort = 9901
 
 // DefaultConnectPorts are the ports a CONNECT may reach when the spec names
-// none: HTTPS and HTTP.
-var DefaultConnectPorts = []int32{443, 80}
+// none (the proxy document's rule, proxy.DefaultConnectPorts).
+var DefaultConnectPorts = proxy.DefaultConnectPorts
 
 // Config is what the script and the engine's configuration are rendered
 // from: one proxy's ports, sources, CONNECT ports, bandwidth limit, access

@@ -6,6 +6,7 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/egress-proxies/egress/internal/proxy"
@@ -128,6 +129,20 @@ func Message(p *proxy.Proxy) string {
 		}
 	}
 	return ""
+}
+
+// ConnectPorts are the ports a CONNECT through p may reach, as a person
+// reads them: the spec's, or the default named so.
+func ConnectPorts(p *proxy.Proxy) string {
+	ports, suffix := p.Spec.ConnectPorts, ""
+	if len(ports) == 0 {
+		ports, suffix = proxy.DefaultConnectPorts, " (the default)"
+	}
+	parts := make([]string, len(ports))
+	for i, n := range ports {
+		parts[i] = strconv.Itoa(int(n))
+	}
+	return strings.Join(parts, ", ") + suffix
 }
 
 // Ready is over once the proxy is Ready, and fails once it is Failed.

@@ -15,6 +15,7 @@ import (
 	"github.com/egress-proxies/egress/internal/provider"
 	"github.com/egress-proxies/egress/internal/proxy"
 	"github.com/egress-proxies/egress/internal/tenancy"
+	"github.com/egress-proxies/egress/internal/version"
 )
 
 // Store is the part of the document store the API uses. *store.Store and
@@ -169,6 +170,9 @@ func (a *API) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	ctx, inv := metering.Start(r.Context(), a.opts.Function)
 	ctx = logging.WithTrace(ctx, logging.TraceFromHeader(a.opts.Project, r.Header.Get("X-Cloud-Trace-Context")))
 	n := &note{}
+	// The release serving, on every answer (the console's pages too): a
+	// caller can tell which release it talks to without a call of its own.
+	w.Header().Set(version.Header, version.Version)
 	rec := &recorder{ResponseWriter: w, status: http.StatusOK}
 	a.handler.ServeHTTP(rec, r.WithContext(context.WithValue(ctx, noteKey{}, n)))
 	if n.action != "" {

@@ -8,7 +8,8 @@ import (
 
 // A bandwidth limit is written as a whole number and a unit of bits per
 // second, in SI multiples as network links are rated: "100Mbit" is
-// 100,000,000 bits per second, through the proxy both ways together.
+// 100,000,000 bits per second through the proxy in each direction: the
+// engine keeps one bucket a direction.
 // Bytes are not accepted: a limit of "100M" or "100MB/s" would be read
 // eight times apart by two people, and a link's rating is in bits.
 const (

@@ -93,7 +93,8 @@ type Spec struct {
 	// AllowedSourceRanges are the CIDRs that may reach the proxy port.
 	AllowedSourceRanges []string `json:"allowedSourceRanges,omitempty" firestore:"allowedSourceRanges,omitempty"`
 	// ConnectPorts are the ports a CONNECT through the proxy may reach (and
-	// the only ports it opens connections to); empty means 443 and 80.
+	// the only ports it opens connections to); empty means
+	// DefaultConnectPorts.
 	ConnectPorts []int32 `json:"connectPorts,omitempty" firestore:"connectPorts,omitempty"`
 	// IPPolicy is Ephemeral (the default) or Static.
 	IPPolicy IPPolicy `json:"ipPolicy,omitempty" firestore:"ipPolicy,omitempty"`
@@ -109,8 +110,8 @@ type Spec struct {
 	// ports as HTTP. 0 serves none. Like Port it must be a port the
 	// firewall opens (PROXY_PORTS), and not Port itself.
 	Socks5Port int32 `json:"socks5Port,omitempty" firestore:"socks5Port,omitempty"`
-	// BandwidthLimit bounds the proxy's traffic as a whole, both ways
-	// together, as ParseBandwidth reads it ("100Mbit"); empty is no
+	// BandwidthLimit bounds each direction of the proxy's traffic, every
+	// tunnel and request together, as ParseBandwidth reads it ("100Mbit"); empty is no
 	// bound. A PATCH changes it on the VM.
 	BandwidthLimit string `json:"bandwidthLimit,omitempty" firestore:"bandwidthLimit,omitempty"`
 	// AccessLog says whether the proxy keeps one access line per tunnel
@@ -407,3 +408,7 @@ func RotationDue(maxAge string, rotateRequested *time.Time, bootStart, now time.
 func RotationRequested(rotateRequested *time.Time, bootStart time.Time) bool {
 	return rotateRequested != nil && !bootStart.IsZero() && bootStart.Before(*rotateRequested)
 }
+
+// DefaultConnectPorts are the ports a CONNECT may reach when the spec names
+// none: HTTPS and HTTP.
+var DefaultConnectPorts = []int32{443, 80}

@@ -1,0 +1,89 @@
+package main
+
+import (
+	"fmt"
+	"strings"
+
+	"github.com/egress-proxies/egress/internal/app"
+)
+
+// clouds are app.Clouds split by how Reconcile learns of their VMs:
+// the types whose VMs call home, the types read through the proxy port,
+// and each group's cloud names.
+func clouds() (home, pulled, homeNames, pulledNames []string) {
+	for _, c := range app.Clouds {
+		if c.CallsHome {
+			home, homeNames = append(home, c.Type), append(homeNames, c.Name)
+		} else {
+			pulled, pulledNames = append(pulled, c.Type), append(pulledNames, c.Name)
+		}
+	}
+	return home, pulled, homeNames, pulledNames
+}
+
+// or joins names as a sentence does: "a", "a or b", "a, b or c".
+func or(names []string) string {
+	if len(names) < 2 {
+		return strings.Join(names, "")
+	}
+	return strings.Join(names[:len(names)-1], ", ") + " or " + names[len(names)-1]
+}
+
+// providerTypes are every type the deployed functions serve, then the
+// local stack's mock.
+func providerTypes() []string {
+	var types []string
+	for _, c := range app.Clouds {
+		types = append(types, c.Type)
+	}
+	return append(types, app.MockType)
+}
+
+// eventFlowDiagram is the event flow page's diagram, its provider names
+// and the two ways a VM is heard from taken from app.Clouds.
+func eventFlowDiagram(string) (string, error) {
+	home, pulled, _, _ := clouds()
+	return fmt.Sprintf("```mermaid\n"+`flowchart TB
+  user([user, egress CLI]) -- "HTTPS + ID token" --> api[ProxyAPI]
+  api -- "writes" --> docs[("Firestore<br/>namespaces/{namespace}/proxies/{proxy}<br/>pools/{pool}<br/>pools/{pool}/proxies/{proxy}")]
+  docs -- "document written<br/>(3 Eventarc triggers)" --> rec[Reconcile]
+  rec -- "status, claims, members" --> docs
+  rec -- "Create, Get, Delete, Reconfigure" --> prov[provider: %s]
+  prov --> vm[proxy VM:<br/>startup script or cloud-init, agent, engine]
+  vm -- "reads the engine object<br/>(the deployment's bucket)" --> bucket[(bucket)]
+  vm -- "call-home (%s, and the local mock)" --> callhome{{proxy-callhome}}
+  callhome -- "push subscription" --> rec
+  rec -- "hand-on, refill, member changed" --> requeue{{proxy-reconcile}}
+  requeue -- "push subscription" --> rec
+  sched[Cloud Scheduler] --> gctopic{{proxy-gc}}
+  gctopic -- "Eventarc" --> gc[CollectGarbage]
+  gc -- "ListByTag, Delete orphans" --> prov
+  gc -- "sweep: re-drive stalled documents, every pool;<br/>access-pull: %s VMs" --> requeue
+  rec -. "readiness, access lines after a cursor<br/>(%s: the proxy port)" .-> vm
+  callhome -. "10 failed deliveries" .-> dead{{proxy-dead-letter}}
+  requeue -. "10 failed deliveries" .-> dead
+  client([a client]) -. "CONNECT with the proxy's credentials" .-> vm
+`+"```\n", strings.Join(providerTypes(), ", "), strings.Join(home, ", "), strings.Join(pulled, ", "), strings.Join(pulled, ", ")), nil
+}
+
+// readmeDiagram is the README's diagram of a request: which VMs call
+// home and which Reconcile reads through the proxy port, from
+// app.Clouds.
+func readmeDiagram(string) (string, error) {
+	_, _, homeNames, pulledNames := clouds()
+	return fmt.Sprintf("```mermaid\n"+`flowchart LR
+  client([client or egress CLI]) -- "POST /v1/namespaces/{ns}/proxies" --> api[ProxyAPI]
+  api -- "the document, phase Pending" --> fs[(Firestore<br/>namespaces/ns/proxies/name)]
+  fs -- "document written (Eventarc)" --> rec[Reconcile]
+  rec -- "Create, Get, Delete" --> prov[provider: %s]
+  prov --> home[proxy VM on %s]
+  prov --> pulled[proxy VM on %s]
+  home -- "ready: call-home on proxy-callhome" --> rec
+  rec -- "ready? read through the proxy port" --> pulled
+  rec -- "status: Ready, endpoint" --> fs
+  sched[Cloud Scheduler] -- "proxy-gc" --> gc[CollectGarbage]
+  gc -- "delete VMs no document claims" --> prov
+  client -. "CONNECT through ip:port" .-> home
+  client -. "CONNECT through ip:port" .-> pulled
+`+"```\n", or(providerTypes()), or(homeNames), or(pulledNames)), nil
+}
