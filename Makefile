@@ -41,8 +41,11 @@ screenshots: deps
 # whole system twice, so under `make test` the test skips itself (it runs
 # only with EGRESS_IMAGE_TEST=1, which this target sets) and one CI run boots
 # it once. -v shows each check as it passes, and the summary line.
+# TestFreshMachine runs scripts/install-deps.sh in a copy of the Debian 13
+# root: it completes, or stops with the one line naming the emulators'
+# packages and the command that adds Google's source.
 image-test: deps
-	EGRESS_IMAGE_TEST=1 $(GO) test -race -count=1 -v -timeout 45m -run '^TestImage$$' ./internal/vm/imagetest
+	EGRESS_IMAGE_TEST=1 $(GO) test -race -count=1 -v -timeout 45m -run '^(TestImage|TestFreshMachine)$$' ./internal/vm/imagetest
 
 ## image-bench: the proxy's data path on the image test's topology against the
 ## direct path (one line, and JSON to $$IMAGE_BENCH_OUT); IMAGE_BENCH_ENGINE=tinyproxy
