@@ -51,7 +51,13 @@ func TestFreshMachine(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	cmd := exec.CommandContext(ctx, "systemd-nspawn", "--quiet", "--pipe", "-D", root, "bash", "/root/install-deps.sh")
+	// As Boot starts a container: not registered with machined, no unit
+	// of its own, the resolver the test wrote, a name of its own.
+	nspawn := func(args ...string) *exec.Cmd {
+		return exec.CommandContext(ctx, "systemd-nspawn", append([]string{"--quiet", "--pipe", "--register=no", "--keep-unit",
+			"--resolv-conf=off", "--machine=egress-fresh-machine", "--directory=" + root}, args...)...)
+	}
+	cmd := nspawn("bash", "/root/install-deps.sh")
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	runErr := cmd.Run()
@@ -61,7 +67,7 @@ func TestFreshMachine(t *testing.T) {
 			own = append(own, l)
 		}
 	}
-	have := exec.CommandContext(ctx, "systemd-nspawn", "--quiet", "--pipe", "-D", root, "sh", "-c", "command -v make gcc java chromium hcloud aws && test -f /usr/include/stdio.h")
+	have := nspawn("sh", "-c", "command -v make gcc java chromium hcloud aws && test -f /usr/include/stdio.h")
 	if runErr == nil {
 		if out, err := have.CombinedOutput(); err != nil {
 			t.Errorf("install-deps completed, and what make test needs is not all there: %v\n%s", err, out)
