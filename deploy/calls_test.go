@@ -6,6 +6,7 @@ import (
 	"go/types"
 	"sort"
 	"strings"
+	"sync"
 	"testing"
 	"unicode"
 
@@ -58,7 +59,35 @@ type call struct {
 // serves(target) allows, so in internal/app a branch on serves(F) is taken
 // for F the entry point only. Without that every function would be
 // credited with the others' calls, since one App builds them all locally.
+//
+// The walk loads and type-checks every package the entry points reach and
+// builds their SSA: the slowest thing the package's tests do (a minute and
+// more under -race on two cores). Two tests ask it of the functions' entry
+// package, so the answer is kept, per package, for the test binary's life;
+// its callers only read it.
 func reachedCalls(t *testing.T, entryPkg string) map[string][]call {
+	t.Helper()
+	reached.mu.Lock()
+	defer reached.mu.Unlock()
+	if calls, ok := reached.calls[entryPkg]; ok {
+		return calls
+	}
+	calls := walkCalls(t, entryPkg)
+	if reached.calls == nil {
+		reached.calls = map[string]map[string][]call{}
+	}
+	reached.calls[entryPkg] = calls
+	return calls
+}
+
+// reached holds reachedCalls' answers by entry package.
+var reached struct {
+	mu    sync.Mutex
+	calls map[string]map[string][]call
+}
+
+// walkCalls is reachedCalls without the cache.
+func walkCalls(t *testing.T, entryPkg string) map[string][]call {
 	t.Helper()
 	prog, modPkgs := loadProgram(t, entryPkg)
 	roots := registered(t, modPkgs, entryPkg)

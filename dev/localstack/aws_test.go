@@ -16,6 +16,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/egress-proxies/egress/internal/provider/aws/ec2fake"
+	"github.com/egress-proxies/egress/internal/testenv"
 )
 
 // awsRegion is the region of the stack's aws proxies (AWS_ALLOWED_REGIONS).
@@ -90,15 +91,7 @@ func (a awsCLI) instances(t *testing.T, filter ...string) map[string]awsInstance
 // run-instances makes with the tags and no proxy is collected after the
 // grace period, and one of another deployment is not.
 func (s *liveStack) awsProxy(t *testing.T) {
-	path := "/usr/bin/aws" // Debian's, before any version manager's shim
-	if _, err := os.Stat(path); err != nil {
-		if path, err = exec.LookPath("aws"); err != nil {
-			if os.Getenv("CI") == "true" {
-				t.Fatal("aws is not installed; under CI it must be (Debian's awscli: scripts/install-deps.sh)")
-			}
-			t.Skip("aws is not installed (Debian's awscli, which scripts/install-deps.sh installs)")
-		}
-	}
+	path := testenv.Require(t, testenv.AWSCLI)
 	a := awsCLI{path: path, endpoint: s.ec2.Endpoint(), home: t.TempDir()}
 	cli := buildCLI(t, s.front.URL, unsignedToken("alice@example.com"))
 	ns := []string{"--namespace", "demo"}

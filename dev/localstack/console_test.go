@@ -11,7 +11,6 @@ import (
 	"net/http/httptest"
 	"net/url"
 	"os"
-	"os/exec"
 	"path"
 	"path/filepath"
 	"strings"
@@ -24,6 +23,8 @@ import (
 	"github.com/chromedp/cdproto/network"
 	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
+
+	"github.com/egress-proxies/egress/internal/testenv"
 )
 
 // axeSource is axe-core, pinned by axe/package.json and its lockfile and
@@ -40,18 +41,10 @@ var axeSource string
 // and to a folder of its own otherwise.
 const screenshotsDir = "../../docs/images/console"
 
-// browserPath is Debian's Chromium (scripts/install-deps.sh installs it).
+// browserPath is Debian's Chromium (scripts/install-deps.sh installs it),
+// or another Chromium or Chrome that names its version.
 func browserPath(t *testing.T) string {
-	for _, name := range []string{"chromium", "chromium-browser", "google-chrome"} {
-		if p, err := exec.LookPath(name); err == nil {
-			return p
-		}
-	}
-	if os.Getenv("CI") == "true" {
-		t.Fatal("no Chromium: the console's browser test runs in CI; scripts/install-deps.sh installs Debian's chromium")
-	}
-	t.Skip("no Chromium on this machine: the console's browser test is skipped (scripts/install-deps.sh installs Debian's chromium)")
-	return ""
+	return testenv.Require(t, testenv.Chromium)
 }
 
 // browserSession is one headless Chromium shared by the console's

@@ -22,18 +22,19 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/egress-proxies/egress/internal/app"
+	"github.com/egress-proxies/egress/internal/testenv"
 )
 
 // hcloudCLI is Hetzner's own CLI (Debian's hcloud-cli) against the
 // stack's Hetzner fake.
-type hcloudCLI struct{ endpoint, config string }
+type hcloudCLI struct{ path, endpoint, config string }
 
 // run runs hcloud and fails the test unless it exits 0.
 func (h hcloudCLI) run(t *testing.T, args ...string) string {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
-	cmd := exec.CommandContext(ctx, "hcloud", append([]string{"--poll-interval", "50ms"}, args...)...)
+	cmd := exec.CommandContext(ctx, h.path, append([]string{"--poll-interval", "50ms"}, args...)...)
 	cmd.Env = append(os.Environ(), "HCLOUD_TOKEN="+app.LocalHetznerToken, "HCLOUD_ENDPOINT="+h.endpoint, "HCLOUD_CONFIG="+h.config,
 		"NO_PROXY=127.0.0.1", "no_proxy=127.0.0.1")
 	var stdout, stderr bytes.Buffer
@@ -76,13 +77,7 @@ func (h hcloudCLI) servers(t *testing.T, selector ...string) map[string]hcloudSe
 // proxy is collected after the grace period, and one of another
 // deployment is not.
 func (s *liveStack) hetznerProxy(t *testing.T) {
-	if _, err := exec.LookPath("hcloud"); err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("hcloud is not installed; under CI it must be (Debian's hcloud-cli: scripts/install-deps.sh)")
-		}
-		t.Skip("hcloud is not installed (Debian's hcloud-cli, which scripts/install-deps.sh installs)")
-	}
-	h := hcloudCLI{endpoint: s.hetzner.Endpoint(), config: filepath.Join(t.TempDir(), "cli.toml")}
+	h := hcloudCLI{path: testenv.Require(t, testenv.Hcloud), endpoint: s.hetzner.Endpoint(), config: filepath.Join(t.TempDir(), "cli.toml")}
 	cli := buildCLI(t, s.front.URL, unsignedToken("alice@example.com"))
 	ns := []string{"--namespace", "demo"}
 	_, targetPort := cloudProxy(t, cli, "hz", "hetzner", "eu-central")

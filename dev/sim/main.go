@@ -59,6 +59,11 @@ func main() {
 				continue
 			}
 			fmt.Printf("planted bug %q: found at seed %d: %s\n", bug, f.Seed, f.Violations[0])
+			if at := sim.PlantedAt[bug]; at != f.Seed {
+				// make test searches from the recorded seed; a bug first
+				// found elsewhere now may fall out of its window.
+				fmt.Printf("planted bug %q: sim.PlantedAt, where make test looks for it, says seed %d: set it to %d\n", bug, at, f.Seed)
+			}
 		}
 	}
 	switch {

@@ -90,13 +90,47 @@ func Explore(from, to uint64, bug Bug) Result {
 // no other event on its document after it) is the rarest: since users
 // also change proxies' ranges and credentials, whose writes bring events,
 // and a namespace's budget refuses some of their rotations, it is first
-// found at seed 4101.
+// found at seed 1549 (it was 4101 before the clouds' providers joined the
+// schedules).
 const PlantedSeeds = 6000
+
+// PlantedAt is, for each planted bug, the first seed Find found it at, as
+// `make sim` prints them (2026-12-06). make test searches from there, up
+// to PlantedWindow seeds on, a few seconds where the search from seed 1
+// takes minutes; the search from seed 1 is make sim's, which says when
+// the first seed has moved. A change that moves a bug past its window
+// fails make test, and `make sim` then prints the new first seed.
+var PlantedAt = map[Bug]uint64{
+	NoPrecondition:                5,
+	NoLease:                       1,
+	NoGracePeriod:                 1,
+	NoCreatePending:               4,
+	OneRequestID:                  1,
+	RotationByEventOnly:           1549,
+	NoDeleteGuard:                 203,
+	RelabelBeforeClaim:            2,
+	RetiringKeepsOldConfiguration: 127,
+	UncountedAgeRotation:          8,
+}
+
+// PlantedWindow is how many seeds make test searches from a bug's
+// PlantedAt. A schedule is not exactly the same on every run (a few
+// outcomes hang on the order of a map's iteration): with the lease
+// switched off, seed 1 broke an invariant in seven runs of eight, so the
+// search goes on a little past the recorded seed rather than replaying it
+// alone.
+const PlantedWindow = 100
 
 // Find plays seeds 1 to seeds with bug planted until one breaks an
 // invariant, and returns it.
 func Find(seeds int, bug Bug) (Failure, bool) {
-	for s := uint64(1); s <= uint64(seeds); s++ {
+	return FindFrom(1, uint64(seeds), bug)
+}
+
+// FindFrom plays seeds from to to, inclusive, with bug planted until one
+// breaks an invariant, and returns it.
+func FindFrom(from, to uint64, bug Bug) (Failure, bool) {
+	for s := from; s <= to; s++ {
 		if errs, _ := New(s, bug).Run(); len(errs) > 0 {
 			return Failure{Seed: s, Violations: errs}, true
 		}

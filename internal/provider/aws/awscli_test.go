@@ -23,6 +23,7 @@ import (
 	"github.com/egress-proxies/egress/internal/provider/vmside"
 	"github.com/egress-proxies/egress/internal/proxy"
 	"github.com/egress-proxies/egress/internal/store/storefake"
+	"github.com/egress-proxies/egress/internal/testenv"
 )
 
 // cliInstances is what `aws ec2 describe-instances` prints, as far as
@@ -298,17 +299,9 @@ type awsCLI struct {
 
 func newAWSCLI(t *testing.T) *awsCLI {
 	t.Helper()
-	// Debian's awscli; a version manager's shim earlier in PATH may
-	// stand for a CLI that is not there.
-	path := "/usr/bin/aws"
-	if _, err := os.Stat(path); err != nil {
-		if path, err = exec.LookPath("aws"); err != nil {
-			if os.Getenv("CI") == "true" {
-				t.Fatal("aws is not installed; under CI it must be (Debian's awscli: scripts/install-deps.sh)")
-			}
-			t.Skip("skipping: aws is not installed (Debian's awscli, which scripts/install-deps.sh installs)")
-		}
-	}
+	// AWS CLI v2, Debian's awscli; AWS CLI v1 (pip's) or a version
+	// manager's shim for a CLI that is not there skips the test.
+	path := testenv.Require(t, testenv.AWSCLI)
 	return &awsCLI{path: path, home: t.TempDir(), region: "us-east-1"}
 }
 

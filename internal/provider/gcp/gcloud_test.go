@@ -26,6 +26,7 @@ import (
 	"github.com/egress-proxies/egress/internal/provider"
 	"github.com/egress-proxies/egress/internal/provider/gcp"
 	"github.com/egress-proxies/egress/internal/provider/gcp/computefake"
+	"github.com/egress-proxies/egress/internal/testenv"
 )
 
 const gcloudProject = "demo-gcloud"
@@ -247,13 +248,7 @@ type gcloud struct {
 
 func newGcloud(t *testing.T) *gcloud {
 	t.Helper()
-	path, err := exec.LookPath("gcloud")
-	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("gcloud is not installed; under CI it must be (it comes with the emulators: scripts/install-deps.sh)")
-		}
-		t.Skip("skipping: gcloud is not installed (Google's Cloud CLI, which scripts/install-deps.sh installs with the emulators)")
-	}
+	path := testenv.Require(t, testenv.Gcloud)
 	g := &gcloud{t: t, path: path}
 	// The properties `gcloud config set` would write, as the environment
 	// variables gcloud reads them from (CLOUDSDK_SECTION_PROPERTY): each

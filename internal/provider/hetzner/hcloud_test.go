@@ -21,6 +21,7 @@ import (
 	"github.com/egress-proxies/egress/internal/provider"
 	"github.com/egress-proxies/egress/internal/proxy"
 	"github.com/egress-proxies/egress/internal/store/storefake"
+	"github.com/egress-proxies/egress/internal/testenv"
 )
 
 // TestHcloudAgainstTheFake holds the Hetzner fake to a client the project
@@ -235,13 +236,7 @@ type hcloudCLI struct {
 
 func newHcloud(t *testing.T) *hcloudCLI {
 	t.Helper()
-	path, err := exec.LookPath("hcloud")
-	if err != nil {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("hcloud is not installed; under CI it must be (Debian's hcloud-cli: scripts/install-deps.sh)")
-		}
-		t.Skip("skipping: hcloud is not installed (Debian's hcloud-cli, which scripts/install-deps.sh installs)")
-	}
+	path := testenv.Require(t, testenv.Hcloud)
 	return &hcloudCLI{path: path, config: filepath.Join(t.TempDir(), "cli.toml")}
 }
 
