@@ -37,6 +37,7 @@ func readAccess(t *testing.T, statsAddr string, after int64) vmconfig.AccessPage
 // TestAccessLog: one line per tunnel and plain request, refused or
 // carried, naming the destination by host and port only.
 func TestAccessLog(t *testing.T) {
+	t.Parallel() // seconds of waiting on the wire, none of it CPU
 	_, echoPort := startEcho(t)
 	httpPort, _ := upstreamSeen(t)
 	cfg := testConfig(t, echoPort, httpPort)
@@ -280,6 +281,7 @@ func TestAccessBytes(t *testing.T) {
 // TestAccessLineShape: the journal's access line carries the very object
 // /access serves: one shape, whichever an operator reads.
 func TestAccessLineShape(t *testing.T) {
+	t.Parallel() // seconds of waiting on the wire, none of it CPU
 	httpPort, _ := upstreamSeen(t)
 	cfg := testConfig(t, httpPort)
 	cfg.AccessLog = true
