@@ -58,16 +58,32 @@ func TestEndToEnd(t *testing.T) {
 	// rule, nothing made.
 	s.refused(t, "demo", "closed-port", `"port":8080`, "spec.port", "PORT_NOT_OPEN")
 
-	// The built CLI, from creation to deletion.
-	t.Run("CLI", s.driveCLI)
-	// The CLI's SOCKS5 example, on the ports make run opens.
-	t.Run("SOCKS5", s.socks5Proxy)
-	// Issue 25's warm pool, in a placement of its own.
-	t.Run("WarmPool", s.warmPool)
-	// Issue 34's second cloud, on the Hetzner fake, with Hetzner's CLI.
-	t.Run("Hetzner", s.hetznerProxy)
-	// Issue 35's third cloud, on the EC2 fake, with AWS's CLI.
-	t.Run("AWS", s.awsProxy)
+	// Flows of proxies of their own names, each on its own cloud or
+	// placement, side by side: most of each is waiting (for a VM, for the
+	// collector's grace period, for a CLI's start), and one after another
+	// they were two thirds of this test's minutes.
+	t.Run("Flows", func(t *testing.T) {
+		for _, flow := range []struct {
+			name string
+			run  func(*testing.T)
+		}{
+			// The built CLI, from creation to deletion.
+			{"CLI", s.driveCLI},
+			// The CLI's SOCKS5 example, on the ports make run opens.
+			{"SOCKS5", s.socks5Proxy},
+			// Issue 25's warm pool, in a placement of its own.
+			{"WarmPool", s.warmPool},
+			// Issue 34's second cloud, on the Hetzner fake, with Hetzner's CLI.
+			{"Hetzner", s.hetznerProxy},
+			// Issue 35's third cloud, on the EC2 fake, with AWS's CLI.
+			{"AWS", s.awsProxy},
+		} {
+			t.Run(flow.name, func(t *testing.T) {
+				t.Parallel()
+				flow.run(t)
+			})
+		}
+	})
 	// The web console in headless Chromium, with axe-core on each page.
 	t.Run("Console", s.console)
 
