@@ -23,7 +23,8 @@ import (
 // renderer and prober, as hetzner does: an instance's user-data is the
 // cloud-init bootstrap, compressed within EC2's 16 KiB, with the status
 // access of its uid and the setting that sends its agent to IMDS; an
-// instance whose proxy answers nothing is Provisioning. A deployment that
+// instance whose proxy answers nothing is Provisioning, and is asked again
+// while it boots (provider.Polled). A deployment that
 // leaves out what the VMs need stops at start-up naming it.
 func TestAWSInstancesBootTheVMSide(t *testing.T) {
 	t.Setenv("FIRESTORE_EMULATOR_HOST", "127.0.0.1:1")
@@ -51,6 +52,10 @@ func TestAWSInstancesBootTheVMSide(t *testing.T) {
 	p, err := a.Providers.Get(ctx, awsprovider.Type)
 	if err != nil {
 		t.Fatal(err)
+	}
+	// An instance cannot call home: the reconciler asks it while it boots.
+	if d := provider.PollInterval(p); d <= 0 {
+		t.Errorf("the aws provider's poll interval is %v: want it a provider.Polled, or a booting instance is asked again only when something else wakes the reconciler", d)
 	}
 	id, err := p.Create(ctx, bootRequest("eu-west-1"))
 	if err != nil {

@@ -272,6 +272,18 @@ var (
 	_ provider.Scoped   = (*Provider)(nil)
 )
 
+// DefaultPollInterval is how often the reconciler asks a booting
+// instance whether its proxy serves (provider.Polled): an EC2 instance
+// boots the proxy in about a minute, and each ask is one
+// DescribeInstances, from the account's non-mutating bucket (EC2 refills
+// it at 20 a second), and one status request to the instance.
+const DefaultPollInterval = 10 * time.Second
+
+// PollInterval makes the provider a provider.Polled: its instances cannot
+// call home, so without it a booting instance would be looked at again
+// only when something else woke the reconciler.
+func (p *Provider) PollInterval() time.Duration { return DefaultPollInterval }
+
 // Lists reports whether ListByTag lists what providerID names: what is
 // in a region the operator allows. An instance of a region removed from
 // AWS_ALLOWED_REGIONS is still served, replaced and deleted through its
