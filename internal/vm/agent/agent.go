@@ -53,6 +53,10 @@ type Agent struct {
 	Forbidden string
 	// WatchTimeout is timeout_sec of each wait for a change.
 	WatchTimeout time.Duration
+	// SelfTestWindow is how long a self-test waits for the engine to
+	// answer as a configuration says (SelfTest.Window); 0 is
+	// DefaultSelfTestWindow.
+	SelfTestWindow time.Duration
 	// HTTP publishes the call-home; nil is http.DefaultClient.
 	HTTP *http.Client
 	Log  *slog.Logger
@@ -211,7 +215,7 @@ func (a *Agent) selfTest(ctx context.Context, cfg vmconfig.Config) (SelfTest, er
 		return SelfTest{}, fmt.Errorf("egress-probe-target is not host:port")
 	}
 	return SelfTest{Proxy: net.JoinHostPort(host, port), Probe: probe, ConnectPorts: cfg.ConnectPorts, Forbidden: a.Forbidden,
-		User: "selftest" + randomWord(6), Password: randomWord(24)}, nil
+		User: "selftest" + randomWord(6), Password: randomWord(24), Window: a.SelfTestWindow}, nil
 }
 
 var probePattern = regexp.MustCompile(`^[A-Za-z0-9.-]+:[0-9]{1,5}$`)

@@ -167,7 +167,10 @@ func setUp(t *testing.T) *fixture {
 	f.host = &engineHost{t: t, dir: dir, ln: ln}
 	f.agent = &agent.Agent{Metadata: &agent.Metadata{Base: mds.URL + "/computeMetadata/v1"}, Host: f.host, Dir: dir,
 		ProxyUID: 1000, ConfigGID: -1, Forbidden: "10.1.2.3:80", WatchTimeout: 2 * time.Second,
-		Log: slog.New(slog.DiscardHandler)}
+		// A refused configuration waits out the whole window: 30 s
+		// by default, a test's five.
+		SelfTestWindow: 5 * time.Second,
+		Log:            slog.New(slog.DiscardHandler)}
 	return f
 }
 

@@ -27,7 +27,19 @@ type SelfTest struct {
 	Forbidden string
 	// User and Password are the self-test's credentials.
 	User, Password string
+	// Window is how long each of its questions is asked again until the
+	// engine answers as it should (a restarted engine takes a moment to
+	// listen); 0 is DefaultSelfTestWindow.
+	Window time.Duration
 }
+
+// DefaultSelfTestWindow is how long a self-test waits for the engine: a
+// configuration it has not taken by then is refused and the one served
+// before is put back.
+const DefaultSelfTestWindow = 30 * time.Second
+
+// selfTestPause is the pause between two asks of a self-test's question.
+const selfTestPause = 500 * time.Millisecond
 
 // connect sends one CONNECT to target, with credentials when user is set,
 // and returns the answer's status.
@@ -63,7 +75,11 @@ func (st SelfTest) connect(ctx context.Context, target string, withCredentials b
 func (st SelfTest) poll(ctx context.Context, target string, withCredentials bool, ok func(int) bool) (int, error) {
 	var code int
 	var err error
-	for range 60 {
+	window := st.Window
+	if window <= 0 {
+		window = DefaultSelfTestWindow
+	}
+	for range max(1, int(window/selfTestPause)) {
 		code, err = st.connect(ctx, target, withCredentials)
 		if err == nil && ok(code) {
 			return code, nil
@@ -71,7 +87,7 @@ func (st SelfTest) poll(ctx context.Context, target string, withCredentials bool
 		select {
 		case <-ctx.Done():
 			return code, ctx.Err()
-		case <-time.After(500 * time.Millisecond):
+		case <-time.After(selfTestPause):
 		}
 	}
 	return code, err
