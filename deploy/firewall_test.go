@@ -4,6 +4,7 @@ import (
 	"net/netip"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -325,4 +326,45 @@ func gcpEnv(t *testing.T, m *module, e *evaluation, key string) string {
 	}
 	t.Fatalf("local.gcp_env has no %s", key)
 	return ""
+}
+
+// TestCloudFirewallsOpenOnlyTheProxyPorts: on Hetzner and EC2 the only
+// inbound rules are those made over proxy_ports (which
+// TestTheHetznerFirewallOpensWhatTheAPIHolds and
+// TestTheAWSSecurityGroupAdmitsTheStatusRequest hold to their sources):
+// no rule written out by hand (an SSH port, say), and no second firewall,
+// security group or rule resource beside them. Both clouds deny what no
+// rule opens, so that is all a proxy takes from outside.
+func TestCloudFirewallsOpenOnlyTheProxyPorts(t *testing.T) {
+	for dir, c := range map[string]struct{ resource, block string }{
+		"hetzner-firewall": {"hcloud_firewall", "rule"},
+		"aws":              {"aws_security_group", "ingress"},
+	} {
+		m := parseModuleAt(t, filepath.Join(terraformDir, dir))
+		var inbound []string
+		for _, b := range m.blocks {
+			if b.Type != "resource" {
+				continue
+			}
+			typ := b.Labels[0]
+			if strings.Contains(typ, "firewall") || strings.Contains(typ, "security_group") {
+				inbound = append(inbound, typ+"."+b.Labels[1])
+			}
+			if typ != c.resource {
+				continue
+			}
+			for _, r := range nested(b.Body, c.block) {
+				direction := ""
+				if a, ok := r.Body.Attributes["direction"]; ok {
+					direction = m.source(t, a.Expr.Range())
+				}
+				if direction != `"out"` {
+					t.Errorf("%s: %s.%s has an inbound %s block of its own, beside those over proxy_ports: %s", dir, typ, b.Labels[1], c.block, m.source(t, r.Body.SrcRange))
+				}
+			}
+		}
+		if diff := cmp.Diff([]string{c.resource + ".proxy"}, inbound); diff != "" {
+			t.Errorf("%s: the resources that open ports (-want +got):\n%s", dir, diff)
+		}
+	}
 }
