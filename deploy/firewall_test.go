@@ -4,10 +4,13 @@ import (
 	"net/netip"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
+	"github.com/hashicorp/hcl/v2"
+	"github.com/hashicorp/hcl/v2/hclsyntax"
 	"github.com/zclconf/go-cty/cty"
 
 	"github.com/egress-proxies/egress/internal/app"
@@ -189,5 +192,184 @@ func TestTheHetznerFirewallOpensWhatTheAPIHolds(t *testing.T) {
 	// request (vmstatus), each on every proxy port.
 	if diff := cmp.Diff([]string{"var.allowed_source_ranges", "var.status_source_ranges"}, sources); diff != "" {
 		t.Errorf("the sources of the firewall's rules over proxy_ports (-want +got):\n%s", diff)
+	}
+}
+
+// TestProxiesRelyOnNoRuleOfTheNetwork: whichever network the proxies join,
+// the module's own rules decide what reaches them: a deny of every
+// protocol from every IPv4 and IPv6 source, on the proxy tag, at a
+// precedence above every rule a network is made with (Google's
+// default-allow-ssh, -rdp, -icmp and -internal are at 65534) and below the
+// proxy ports' rules. By default the network is the deployment's own,
+// which the module makes, and the gcp provider (GCP_NETWORK) puts the VMs
+// in the network the rules are on.
+func TestProxiesRelyOnNoRuleOfTheNetwork(t *testing.T) {
+	// The priority of the rules Google makes with a network (the default
+	// network's default-allow-*): https://cloud.google.com/firewall/docs/firewalls#more_rules_default_vpc
+	const defaultRules = 65534
+	m := parseModule(t)
+	cases := map[string]struct {
+		reason  string
+		vars    map[string]cty.Value
+		network string
+		made    bool
+	}{
+		"Defaults": {
+			reason:  "the variable's default is the project's default network, where an existing deployment's VMs run: the module makes none, and its deny rules shadow the network's default-allow-*",
+			network: "default",
+		},
+		"TheDeploymentsOwnNetwork": {
+			reason:  "network = \"\" (as terraform.tfvars.example sets it): the deployment gets its own, with no rule of Google's",
+			vars:    map[string]cty.Value{"network": cty.StringVal("")},
+			network: "egress-proxies-egress", made: true,
+		},
+		"ANamedNetwork": {
+			reason:  "on a network the operator names, the module makes none, and its deny rules hold there too",
+			vars:    map[string]cty.Value{"network": cty.StringVal("shared-vpc")},
+			network: "shared-vpc",
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			e := evaluate(t, m, tc.vars)
+			net := e.one(t, "google_compute_network", "proxies")
+			count, diags := net.block.Body.Attributes["count"].Expr.Value(net.ctx)
+			if diags.HasErrors() {
+				t.Fatalf("%s's count: %s", net.address(), diags.Error())
+			}
+			if made := count.Equals(cty.NumberIntVal(1)).True(); made != tc.made {
+				t.Errorf("%s: the module makes a network: %t, want %t", tc.reason, made, tc.made)
+			}
+			if tc.made {
+				if got := net.str(t, net.block.Body, "name"); got != tc.network {
+					t.Errorf("the module's network is %q, want %q", got, tc.network)
+				}
+				if v, _ := net.attr(t, net.block.Body, "auto_create_subnetworks"); !v.True() {
+					t.Errorf("%s is not auto-mode: the proxies would find no subnet in a region", net.address())
+				}
+			}
+			if got := gcpEnv(t, m, e, "GCP_NETWORK"); got != tc.network {
+				t.Errorf("GCP_NETWORK %q, want %q, the network the rules are on", got, tc.network)
+			}
+			allowPriority := 0
+			for _, fw := range e.of("google_compute_firewall") {
+				if fw.name != "proxy" {
+					continue
+				}
+				if got := fw.str(t, fw.block.Body, "network"); got != tc.network {
+					t.Errorf("%s is on %q, want %q", fw.address(), got, tc.network)
+				}
+				p, _ := fw.attr(t, fw.block.Body, "priority")
+				n, _ := p.AsBigFloat().Int64()
+				allowPriority = max(allowPriority, int(n))
+			}
+			type deny struct {
+				Network, Protocol string
+				Sources, Tags     []string
+			}
+			var got []deny
+			for _, fw := range e.of("google_compute_firewall") {
+				if fw.name != "proxy_deny" {
+					continue
+				}
+				if fw.str(t, fw.block.Body, "direction") != "INGRESS" {
+					t.Errorf("%s is not an ingress rule", fw.address())
+				}
+				p, _ := fw.attr(t, fw.block.Body, "priority")
+				n, _ := p.AsBigFloat().Int64()
+				if int(n) <= allowPriority || int(n) >= defaultRules {
+					t.Errorf("%s is at priority %d, want above the proxy ports' rules (%d) and below Google's default rules (%d)", fw.address(), n, allowPriority, defaultRules)
+				}
+				src, _ := fw.attr(t, fw.block.Body, "source_ranges")
+				tags, _ := fw.attr(t, fw.block.Body, "target_tags")
+				d := deny{Network: fw.str(t, fw.block.Body, "network"), Sources: stringList(t, "source_ranges", src), Tags: stringList(t, "target_tags", tags)}
+				for _, b := range nested(fw.block.Body, "deny") {
+					d.Protocol = fw.str(t, b.Body, "protocol")
+				}
+				if len(nested(fw.block.Body, "allow")) > 0 {
+					t.Errorf("%s allows something", fw.address())
+				}
+				got = append(got, d)
+			}
+			want := []deny{
+				{Network: tc.network, Protocol: "all", Sources: []string{"0.0.0.0/0"}, Tags: []string{"egress-proxy"}},
+				{Network: tc.network, Protocol: "all", Sources: []string{"::/0"}, Tags: []string{"egress-proxy"}},
+			}
+			if diff := cmp.Diff(want, got, cmpopts.SortSlices(func(a, b deny) bool { return a.Sources[0] < b.Sources[0] })); diff != "" {
+				t.Errorf("%s\nthe deny rules (-want +got):\n%s", tc.reason, diff)
+			}
+		})
+	}
+}
+
+// gcpEnv evaluates one entry of local.gcp_env, which as a whole needs a
+// provider (a bucket's name, a file's hash).
+func gcpEnv(t *testing.T, m *module, e *evaluation, key string) string {
+	t.Helper()
+	for _, b := range m.blocks {
+		if b.Type != "locals" {
+			continue
+		}
+		a, ok := b.Body.Attributes["gcp_env"]
+		if !ok {
+			continue
+		}
+		obj, ok := a.Expr.(*hclsyntax.ObjectConsExpr)
+		if !ok {
+			t.Fatalf("local.gcp_env is not an object literal")
+		}
+		for _, item := range obj.Items {
+			if hcl.ExprAsKeyword(item.KeyExpr) != key {
+				continue
+			}
+			v, diags := item.ValueExpr.Value(e.ctx)
+			if diags.HasErrors() {
+				t.Fatalf("local.gcp_env's %s: %s", key, diags.Error())
+			}
+			return v.AsString()
+		}
+	}
+	t.Fatalf("local.gcp_env has no %s", key)
+	return ""
+}
+
+// TestCloudFirewallsOpenOnlyTheProxyPorts: on Hetzner and EC2 the only
+// inbound rules are those made over proxy_ports (which
+// TestTheHetznerFirewallOpensWhatTheAPIHolds and
+// TestTheAWSSecurityGroupAdmitsTheStatusRequest hold to their sources):
+// no rule written out by hand (an SSH port, say), and no second firewall,
+// security group or rule resource beside them. Both clouds deny what no
+// rule opens, so that is all a proxy takes from outside.
+func TestCloudFirewallsOpenOnlyTheProxyPorts(t *testing.T) {
+	for dir, c := range map[string]struct{ resource, block string }{
+		"hetzner-firewall": {"hcloud_firewall", "rule"},
+		"aws":              {"aws_security_group", "ingress"},
+	} {
+		m := parseModuleAt(t, filepath.Join(terraformDir, dir))
+		var inbound []string
+		for _, b := range m.blocks {
+			if b.Type != "resource" {
+				continue
+			}
+			typ := b.Labels[0]
+			if strings.Contains(typ, "firewall") || strings.Contains(typ, "security_group") {
+				inbound = append(inbound, typ+"."+b.Labels[1])
+			}
+			if typ != c.resource {
+				continue
+			}
+			for _, r := range nested(b.Body, c.block) {
+				direction := ""
+				if a, ok := r.Body.Attributes["direction"]; ok {
+					direction = m.source(t, a.Expr.Range())
+				}
+				if direction != `"out"` {
+					t.Errorf("%s: %s.%s has an inbound %s block of its own, beside those over proxy_ports: %s", dir, typ, b.Labels[1], c.block, m.source(t, r.Body.SrcRange))
+				}
+			}
+		}
+		if diff := cmp.Diff([]string{c.resource + ".proxy"}, inbound); diff != "" {
+			t.Errorf("%s: the resources that open ports (-want +got):\n%s", dir, diff)
+		}
 	}
 }

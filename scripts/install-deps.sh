@@ -6,7 +6,8 @@
 # against the Compute fake; shellcheck, which checks the rendered startup
 # script; for `make image-test`, which boots that script on a Debian 13 and
 # a Debian 12 in a container, debootstrap, systemd-container
-# (systemd-nspawn) and iproute2 (network namespaces); tinyproxy, which
+# (systemd-nspawn) and iproute2 (network namespaces); nftables, whose nft
+# a test loads the VM's rendered filter with; tinyproxy, which
 # `IMAGE_BENCH_ENGINE=tinyproxy make image-bench` measures beside the
 # project's engine; Debian's Chromium, which the web console's browser
 # test drives headless (dev/localstack, through the Go module chromedp);
@@ -49,6 +50,9 @@ has shellcheck || debian+=(shellcheck)
 has debootstrap || debian+=(debootstrap)
 has systemd-nspawn || debian+=(systemd-container)
 has ip || debian+=(iproute2)
+# nft, which a test loads the VM's rendered filter with (in a network
+# namespace of its own; internal/vm/agent's TestFilterLoads).
+has nft || debian+=(nftables)
 has chromium || debian+=(chromium)
 has hcloud || debian+=(hcloud-cli)
 # Debian's awscli at /usr/bin/aws (a version manager's shim named aws may

@@ -79,7 +79,7 @@ locals {
   # What the gcp provider reads, in the functions that call it.
   gcp_env = {
     GCP_PROJECT         = var.project_id
-    GCP_NETWORK         = var.network
+    GCP_NETWORK         = local.proxy_network
     GCP_SUBNETWORK      = var.subnetwork
     GCP_STACK_TYPE      = var.proxy_stack_type
     GCP_NETWORK_TAG     = var.proxy_network_tag
@@ -154,30 +154,81 @@ resource "google_firestore_field" "proxy_uid" {
   }
 }
 
+# The proxies' network. By default the deployment's own, made here: an
+# auto-mode network (a subnet in every region, a route to the internet)
+# with no firewall rule but the ones below. A project's default network
+# carries default-allow-ssh, -rdp and -icmp from anywhere and
+# default-allow-internal from its other VMs; a proxy is a host on the
+# internet that other tenants' traffic passes through, and it should
+# share neither those rules nor a private network with the project's
+# other machines. An operator who names a network (a custom-mode one, for
+# IPv6) keeps that choice, and the deny rules below hold the proxies there
+# too.
+locals {
+  proxy_network = var.network != "" ? var.network : "egress-proxies-${var.deployment}"
+}
+
+resource "google_compute_network" "proxies" {
+  count                   = var.network == "" ? 1 : 0
+  name                    = local.proxy_network
+  description             = "The egress proxies' VMs of deployment ${var.deployment}: no rule but the deployment's (egress-proxy-allow*, egress-proxy-deny*)."
+  auto_create_subnetworks = true
+  depends_on              = [google_project_service.apis]
+}
+
 # The firewall rules that open the proxy ports of proxy VMs, by tag: one
 # per address family per deployment, to which the API holds every spec, so
 # the functions need no right over firewalls. Two, since a VPC firewall
 # rule holds IPv4 or IPv6 source ranges, never both
 # (https://cloud.google.com/firewall/docs/using-firewalls); a family with
-# no range gets no rule, and the implied deny keeps it out. The IPv6 rule
-# matters only to VMs with an IPv6 address (proxy_stack_type IPV4_IPV6).
+# no range gets no rule, and the deny rules below keep it out. The IPv6
+# rule matters only to VMs with an IPv6 address (proxy_stack_type
+# IPV4_IPV6).
 locals {
   proxy_source_ranges = {
     ipv4 = [for r in var.allowed_source_ranges : r if !can(regex(":", r))]
     ipv6 = [for r in var.allowed_source_ranges : r if can(regex(":", r))]
   }
+  # Lower numbers win. The proxy ports' rules win over the deny rules, and
+  # the deny rules over every rule a network is made with (Google's
+  # default-allow-* rules are at 65534) and over the implied allow of
+  # nothing: whatever else the network holds at a lower precedence, a proxy
+  # takes the proxy ports and nothing else.
+  proxy_allow_priority = 1000
+  proxy_deny_priority  = 65000
 }
 
 resource "google_compute_firewall" "proxy" {
   for_each      = { for family, ranges in local.proxy_source_ranges : family => ranges if length(ranges) > 0 }
   name          = each.key == "ipv4" ? "egress-proxy-allow" : "egress-proxy-allow-${each.key}"
-  network       = var.network
+  network       = local.proxy_network
   direction     = "INGRESS"
+  priority      = local.proxy_allow_priority
   source_ranges = each.value
   target_tags   = [var.proxy_network_tag]
   allow {
     protocol = "tcp"
     ports    = var.proxy_ports
   }
-  depends_on = [google_project_service.apis]
+  depends_on = [google_project_service.apis, google_compute_network.proxies]
+}
+
+# Every other inbound packet to a proxy, of either family, is denied at the
+# network's edge, so the proxies rely on no rule of the network's (SSH,
+# RDP, ICMP, the network's internal ranges) and on nothing but their own
+# filter (internal/vm/agent) behind it. Answers to the VMs' own
+# connections pass, since VPC firewall rules are stateful, and so does the
+# metadata server (DHCP, DNS, the metadata itself), which no rule governs.
+resource "google_compute_firewall" "proxy_deny" {
+  for_each      = { ipv4 = "0.0.0.0/0", ipv6 = "::/0" }
+  name          = each.key == "ipv4" ? "egress-proxy-deny" : "egress-proxy-deny-${each.key}"
+  network       = local.proxy_network
+  direction     = "INGRESS"
+  priority      = local.proxy_deny_priority
+  source_ranges = [each.value]
+  target_tags   = [var.proxy_network_tag]
+  deny {
+    protocol = "all"
+  }
+  depends_on = [google_project_service.apis, google_compute_network.proxies]
 }

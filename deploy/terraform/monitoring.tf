@@ -536,7 +536,7 @@ resource "google_monitoring_alert_policy" "boot_failures" {
 
       1. Find the VMs in the [Logs Explorer](${local.logs_explorer}): `jsonPayload.message="instance did not become ready"`; providerID names the VM, why the failure.
       2. While the VM exists, read its console: `gcloud compute instances get-serial-port-output VM --zone=ZONE --project=${var.project_id}`, and look for the `egress-bootstrap` lines.
-      3. Usual causes: the probe target (${var.probe_target}) unreachable through the proxy; no route to the internet from the network ${var.network}; the VMs' service account (${google_service_account.proxy_vm.email}) without the pubsub scope it calls home with.
+      3. Usual causes: the probe target (${var.probe_target}) unreachable through the proxy; no route to the internet from the proxies' network (GCP_NETWORK in Reconcile's environment); the VMs' service account (${google_service_account.proxy_vm.email}) without the pubsub scope it calls home with.
 
       The incident closes after half an hour without a boot failure.
     EOT

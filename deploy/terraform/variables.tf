@@ -45,13 +45,13 @@ variable "proxy_ports" {
 }
 
 variable "network" {
-  description = "VPC network the proxy VMs join (GCP_NETWORK)."
+  description = "VPC network the proxy VMs join (GCP_NETWORK). Empty: the deployment's own, egress-proxies-DEPLOYMENT, made by this module with no firewall rule but the proxies' (terraform.tfvars.example sets it, so a new deployment starts there). The default stays the project's default network, where a deployment's running VMs were before, so an apply never moves their rules away from them; this module's deny rules hold the proxies to the proxy ports on whichever network. Name an existing network (a custom-mode one for IPV4_IPV6) to use it instead."
   type        = string
   default     = "default"
 }
 
 variable "subnetwork" {
-  description = "Subnetwork, in each region, the proxy VMs join, for custom-mode networks (GCP_SUBNETWORK); empty for an auto-mode network."
+  description = "Subnetwork, in each region, the proxy VMs join, for a custom-mode network named in network (GCP_SUBNETWORK); empty for an auto-mode network, the deployment's own included."
   type        = string
   default     = ""
 }

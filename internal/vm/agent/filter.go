@@ -17,10 +17,12 @@ import (
 // the engine's own checks. proxyUID is the engine's system user, whose
 // packets the egress chain matches; resolvers are the addresses of
 // /etc/resolv.conf, which the engine may reach on port 53 only (on Compute
-// Engine the resolver is the metadata server itself). The ruleset deletes
-// and recreates its table in one transaction, so the filter is never
-// absent, and conntrack keeps every established connection through the
-// swap.
+// Engine the resolver is the metadata server itself). Ingress is closed
+// but for the proxy's ports from the allowed sources, the status from the
+// control plane's, answers to the VM's own connections and the ICMP and
+// DHCP the OS needs. The ruleset deletes and recreates its table in one
+// transaction, so the filter is never absent, and conntrack keeps every
+// established connection through the swap.
 func Filter(cfg vmconfig.Config, proxyUID int, resolvers []netip.Addr) (string, error) {
 	port, err := listenPort("listen", cfg.Listen)
 	if err != nil {
@@ -77,18 +79,58 @@ func Filter(cfg vmconfig.Config, proxyUID int, resolvers []netip.Addr) (string, 
 	set(&b, "resolvers6", "ipv6_addr", res6)
 	set(&b, "blocked4", "ipv4_addr", deny4)
 	set(&b, "blocked6", "ipv6_addr", deny6)
-	fmt.Fprintf(&b, `	# Ingress: only the allowed sources reach the proxy's ports (HTTP, and
-	# SOCKS5 when it is on), whatever the cloud firewall lets through; the
-	# VM itself may (the self-test), and the control plane's addresses
-	# reach the HTTP port, where the engine answers them the status only.
+	fmt.Fprintf(&b, `	# Ingress. The policy is drop: what no rule here admits never reaches
+	# a socket, so an sshd the image ships, or anything a package starts
+	# later, is closed to the internet whatever the cloud firewall lets
+	# through (a network's default-allow-ssh, a rule of the operator's).
+	# Dropped, not rejected: a reset or an ICMP error would tell a scanner
+	# the address is alive and which ports are not; silence tells it
+	# nothing, and costs a client that should not be here only its timeout.
 	chain input {
-		type filter hook input priority filter; policy accept;
-		tcp dport { %[1]s } iifname "lo" accept
+		type filter hook input priority filter; policy drop;
+		# The VM to itself: the self-test, the engine's counters and
+		# access log, the agent.
+		iifname "lo" accept
+		ct state invalid drop
+		# The proxy's ports (HTTP, and SOCKS5 when it is on) by source,
+		# whatever the connection's state, so a range removed from the
+		# configuration loses its connections at the kernel as well as
+		# in the engine: the allowed sources, and the control plane's
+		# addresses on the HTTP port, where the engine answers them the
+		# status only.
 		tcp dport { %[1]s } ip saddr @allowed4 accept
 		tcp dport { %[1]s } ip6 saddr @allowed6 accept
 		tcp dport %[4]d ip saddr @status4 accept
 		tcp dport %[4]d ip6 saddr @status6 accept
 		tcp dport { %[1]s } drop
+		# Answers to the VM's own connections: the metadata server's,
+		# DNS, the engine's downloads and its clients' destinations, the
+		# call-home. Conntrack holds them across a swap of this table,
+		# which is one transaction, so no answer meets a missing rule.
+		ct state established,related accept
+		# ICMP the OS needs (RFC 4890 §4.4.1 for ICMPv6): the errors
+		# path MTU discovery and failing connections rely on; neighbour
+		# and router discovery, which the kernel itself holds to hop
+		# limit 255 (a packet from off the link arrives with less);
+		# multicast listener queries from the link, without which a
+		# snooping switch stops forwarding neighbour solicitations.
+		icmp type { destination-unreachable, time-exceeded, parameter-problem } accept
+		icmpv6 type { destination-unreachable, packet-too-big, time-exceeded, parameter-problem } accept
+		icmpv6 type { nd-router-solicit, nd-router-advert, nd-neighbor-solicit, nd-neighbor-advert, ind-neighbor-solicit, ind-neighbor-advert } ip6 hoplimit 255 accept
+		icmpv6 type { mld-listener-query, mld-listener-report, mld-listener-done, mld2-listener-report } ip6 saddr fe80::/10 accept
+		# Echo (ping) only for those who have a use for it, the proxy's
+		# clients and the control plane, and at a bounded rate: to anyone
+		# else the VM is as silent as a closed port. (RFC 4890 keeps echo
+		# for connectivity checks; these are the ones who check.)
+		icmp type echo-request ip saddr @allowed4 limit rate 10/second burst 20 packets accept
+		icmp type echo-request ip saddr @status4 limit rate 10/second burst 20 packets accept
+		icmpv6 type echo-request ip6 saddr @allowed6 limit rate 10/second burst 20 packets accept
+		icmpv6 type echo-request ip6 saddr @status6 limit rate 10/second burst 20 packets accept
+		# DHCP, so a lease renews: a DHCPv4 server's answer may be a
+		# broadcast, which conntrack never ties to the request; DHCPv6's
+		# comes from the server's or relay's link-local address.
+		udp sport 67 udp dport 68 accept
+		ip6 saddr fe80::/10 udp sport 547 udp dport 546 accept
 	}
 	# Egress of the proxy's own user: answers to its clients, DNS to the
 	# resolvers, its own counters on loopback, and new connections only to

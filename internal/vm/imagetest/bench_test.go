@@ -310,6 +310,13 @@ func bootEngine(t *testing.T, ctx context.Context, rel Release, runDir string) (
 	t.Cleanup(func() { os.RemoveAll(dir) })
 	c, ready := boot(t, ctx, r, dir, filepath.Join(runDir, rel.Suite+"-console.log"))
 	t.Logf("%s: egress/ready %.1f s after nspawn started", rel.Family, ready.Time.Sub(c.Started).Seconds())
+	// The bare relay the bench runs beside the engine listens in the VM's
+	// namespace, whose filter drops every port but the proxy's: one rule,
+	// in the agent's own table (an accept in a table of the bench's would
+	// not outvote that table's drop), lets the clients reach it.
+	if out, err := c.Exec(ctx, "nft", "insert", "rule", "inet", "egress_proxy", "input", "tcp", "dport", strconv.Itoa(relayPort), "accept"); err != nil {
+		t.Fatalf("opening the relay's port %d in the VM's filter: %v: %s", relayPort, err, out)
+	}
 	benchServers(t, r.topo)
 	rss := func() (float64, error) {
 		out, err := c.Exec(ctx, "sh", "-c", "grep VmRSS /proc/$(systemctl show -p MainPID --value egress-proxy.service)/status")

@@ -136,6 +136,7 @@ func testCloudInit(t *testing.T, ctx context.Context, runDir string, engine []by
 	checks.run("no credentials: 407", func(t *testing.T) { checkAuth(t, ctx, r, "", "") })
 	checks.run("WrongPassword407", func(t *testing.T) { checkAuth(t, ctx, r, r.creds.Username, r.creds.Password+"x") })
 	checks.run("a source outside allowedSourceRanges cannot connect", func(t *testing.T) { checkIngress(t, ctx, r) })
+	checks.run("InboundOnlyProxyPorts", func(t *testing.T) { checkInboundOnlyProxyPorts(t, ctx, r) })
 	checks.run("the control plane's address gets the status and nothing else", func(t *testing.T) { checkStatusOnly(t, ctx, r) })
 	checks.run("the status needs the control plane's credential", func(t *testing.T) { checkStatusCredential(t, ctx, r) })
 	checks.run("CONNECT to the metadata service is refused", func(t *testing.T) {

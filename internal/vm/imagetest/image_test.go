@@ -137,7 +137,9 @@ type result struct {
 // credentials (a CONNECT to a TLS host, one by name through the VM's
 // resolver, a plain GET; 407 with Proxy-Authenticate without credentials
 // and with a wrong password, WrongPassword407), ingress (a source outside
-// allowedSourceRanges cannot open a connection), egress (CONNECT to the
+// allowedSourceRanges cannot open a connection; InboundOnlyProxyPorts:
+// port 22 and any other port with a listener get no answer from outside,
+// while the proxy port serves), egress (CONNECT to the
 // metadata server, to a private address and to a port not allowed is
 // refused, and the metadata server never sees a request through the
 // proxy), readiness (egress/ready after both guest attributes were
@@ -265,6 +267,7 @@ func testRelease(t *testing.T, ctx context.Context, rel Release, runDir string, 
 	checks.run("no credentials: 407", func(t *testing.T) { checkAuth(t, ctx, r, "", "") })
 	checks.run("WrongPassword407", func(t *testing.T) { checkAuth(t, ctx, r, r.creds.Username, r.creds.Password+"x") })
 	checks.run("a source outside allowedSourceRanges cannot connect", func(t *testing.T) { checkIngress(t, ctx, r) })
+	checks.run("InboundOnlyProxyPorts", func(t *testing.T) { checkInboundOnlyProxyPorts(t, ctx, r) })
 	checks.run("CONNECT to the metadata server is refused", func(t *testing.T) {
 		// By address, by the name the VM's /etc/hosts gives it, as an
 		// IPv4-mapped IPv6 address, and by a public name that resolves to it.
