@@ -9,8 +9,8 @@
 // naming the VMs its listings found: proxy.AccessPull), and Reconcile,
 // which holds the status key and the log writer, runs Puller.Pull. Each
 // running VM is asked through its proxy port (vmstatus.Prober.Access:
-// GET http://egress-status.invalid/access?after=N with the VM's status
-// credential) for the lines after its cursor, page after page while
+// GET http://egress-status.invalid/access?after=N with the VM's own status
+// credential, its answer signed by the VM) for the lines after its cursor, page after page while
 // pages come back full (vmconfig.AccessPageMax lines), at most MaxPages.
 //
 // Delivery is at least once: a VM's cursor (proxy.AccessCursor, one
@@ -89,9 +89,10 @@ const (
 type Reader interface {
 	// Access returns the lines after line number after (0: from the
 	// first the engine holds) of the proxy at ip:port serving the proxy
-	// uid: at most vmconfig.AccessPageMax, the number to ask after next,
-	// and how many lines after `after` the engine let go unread.
-	Access(ctx context.Context, ip string, port int32, uid string, after int64) (vmconfig.AccessPage, error)
+	// uid, the VM of status id id: at most vmconfig.AccessPageMax, the
+	// number to ask after next, and how many lines after `after` the
+	// engine let go unread. An answer not signed by that VM is an error.
+	Access(ctx context.Context, ip string, port int32, uid, id string, after int64) (vmconfig.AccessPage, error)
 }
 
 // Store keeps the cursors and finds a VM's proxy. *store.Store satisfies
@@ -297,7 +298,7 @@ func (p *Puller) pullVM(ctx context.Context, vm proxy.PulledVM, c proxy.AccessCu
 // page's lines and moves c.After past them.
 func (p *Puller) read(ctx context.Context, log *slog.Logger, reader Reader, vm proxy.PulledVM, c *proxy.AccessCursor, labels callhome.Labels, r *vmResult) error {
 	for range cmp.Or(p.MaxPages, DefaultMaxPages) {
-		page, err := reader.Access(ctx, vm.IP, vm.Port, vm.UID, c.After)
+		page, err := reader.Access(ctx, vm.IP, vm.Port, vm.UID, vm.StatusID, c.After)
 		if err != nil {
 			return err
 		}

@@ -31,9 +31,12 @@ type reader struct {
 	asked []string
 }
 
-func (r *reader) Access(_ context.Context, ip string, port int32, uid string, after int64) (vmconfig.AccessPage, error) {
+func (r *reader) Access(_ context.Context, ip string, port int32, uid, id string, after int64) (vmconfig.AccessPage, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if id != "" {
+		uid += "/" + id
+	}
 	r.asked = append(r.asked, fmt.Sprintf("%s:%d %s after %d", ip, port, uid, after))
 	p, ok := r.pages[ip][after]
 	if !ok {
@@ -379,7 +382,7 @@ func TestPull(t *testing.T) {
 var cmpEmpty = cmpopts.EquateEmpty()
 
 // TestEachProviderItsReader: a VM is asked by its own provider's reader
-// (each cloud's VM side has its prober), and a VM of a provider with no
+// (each cloud's VM side has its prober), with its status id, and a VM of a provider with no
 // reader is not asked by another's: it fails, and the others go on.
 func TestEachProviderItsReader(t *testing.T) {
 	docs := map[string]proxyDoc{
@@ -392,7 +395,7 @@ func TestEachProviderItsReader(t *testing.T) {
 	st := &store{cursors: map[string]proxy.AccessCursor{}, proxies: docs}
 	p := &accesspull.Puller{Readers: map[string]accesspull.Reader{"hetzner": hetzner, "aws": aws}, Store: st, Sink: &sink{}, Log: slog.New(slog.DiscardHandler)}
 	req := proxy.AccessPull{Listed: []string{"hetzner", "aws", "other"}, VMs: []proxy.PulledVM{
-		{Provider: "hetzner", ProviderID: "hcloud://1", UID: "u1", IP: "192.0.2.1", Port: 3128, Running: true},
+		{Provider: "hetzner", ProviderID: "hcloud://1", UID: "u1", StatusID: "s1", IP: "192.0.2.1", Port: 3128, Running: true},
 		{Provider: "aws", ProviderID: "aws://eu-west-1/i-2", UID: "u2", IP: "192.0.2.2", Port: 3128, Running: true},
 		{Provider: "other", ProviderID: "other://3", UID: "u3", IP: "192.0.2.3", Port: 3128, Running: true},
 	}}
@@ -404,7 +407,7 @@ func TestEachProviderItsReader(t *testing.T) {
 		t.Errorf("summary (-want +got):\n%s", diff)
 	}
 	asked := map[string][]string{"hetzner": hetzner.asked, "aws": aws.asked}
-	want := map[string][]string{"hetzner": {"192.0.2.1:3128 u1 after 0"}, "aws": {"192.0.2.2:3128 u2 after 0"}}
+	want := map[string][]string{"hetzner": {"192.0.2.1:3128 u1/s1 after 0"}, "aws": {"192.0.2.2:3128 u2 after 0"}}
 	if diff := cmp.Diff(want, asked); diff != "" {
 		t.Errorf("what each reader was asked (-want +got):\n%s", diff)
 	}

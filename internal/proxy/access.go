@@ -24,6 +24,10 @@ type PulledVM struct {
 	Zone       string `json:"zone,omitempty"`
 	// Port is the port its proxy answers the status request on.
 	Port int32 `json:"port"`
+	// StatusID is its status id (provider.Instance.StatusID), from which
+	// its own status credential and sign key are derived; "" for a VM
+	// made before them, which is not asked.
+	StatusID string `json:"statusID,omitempty"`
 	// Running says its provider lists it running: only such a VM is
 	// asked.
 	Running bool `json:"running,omitempty"`
