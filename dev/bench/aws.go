@@ -54,7 +54,7 @@ func awsPhase(ctx context.Context, n int) (awsResult, error) {
 		awsprovider.Config{
 			Regions:  []string{"us-east-1"},
 			Renderer: vmside.RendererFunc(func(provider.CreateRequest) (string, error) { return "#cloud-config\n", nil }),
-			Prober: vmside.ProberFunc(func(context.Context, string, int32, string) (vmside.Status, error) {
+			Prober: vmside.ProberFunc(func(context.Context, string, int32, string, string) (vmside.Status, error) {
 				return vmside.Status{Ready: true, Generation: 1}, nil
 			}),
 		})

@@ -51,7 +51,7 @@ func hetznerPhase(ctx context.Context, n int) (hetznerResult, error) {
 	defer fake.Close()
 	p, err := hetzner.New(hetzner.NewClient(token, fake.Endpoint(), nil), hetzner.Config{
 		Renderer: hetzner.RendererFunc(func(provider.CreateRequest) (string, error) { return "#cloud-config\n", nil }),
-		Prober: hetzner.ProberFunc(func(context.Context, string, int32, string) (hetzner.Status, error) {
+		Prober: hetzner.ProberFunc(func(context.Context, string, int32, string, string) (hetzner.Status, error) {
 			return hetzner.Status{Ready: true, Generation: 1}, nil
 		}),
 	})

@@ -104,8 +104,13 @@ func (s *liveStack) awsProxy(t *testing.T) {
 	for _, in := range listed {
 		tags := in.tags()
 		uid := tags["proxy-operator-uid"]
-		want := map[string]string{"proxy-operator-managed": "true", "proxy-operator-uid": uid, "egress-deployment": "egress", "egress-proxy-port": "3128", "Name": tags["Name"]}
-		if diff := cmp.Diff(want, tags); diff != "" || in.State.Name != "running" || !regexp.MustCompile(`^[0-9a-f-]{36}$`).MatchString(uid) || !strings.HasPrefix(tags["Name"], "proxy-") {
+		// The status id is the instance's own (a hash of its create
+		// attempt): its shape is what can be known here.
+		statusID := tags["egress-status-id"]
+		want := map[string]string{"proxy-operator-managed": "true", "proxy-operator-uid": uid, "egress-deployment": "egress", "egress-proxy-port": "3128", "Name": tags["Name"],
+			"egress-status-id": statusID}
+		if diff := cmp.Diff(want, tags); diff != "" || in.State.Name != "running" || !regexp.MustCompile(`^[0-9a-f-]{36}$`).MatchString(uid) || !strings.HasPrefix(tags["Name"], "proxy-") ||
+			!regexp.MustCompile(`^[0-9a-f]{32}$`).MatchString(statusID) {
 			t.Errorf("the proxy's instance %s is %s with tags (-want +got):\n%s", in.ID, in.State.Name, diff)
 		}
 	}

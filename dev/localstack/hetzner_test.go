@@ -89,8 +89,13 @@ func (s *liveStack) hetznerProxy(t *testing.T) {
 	var uid string
 	for _, sv := range listed {
 		uid = sv.Labels["proxy-operator-uid"]
-		want := map[string]string{"proxy-operator-managed": "true", "proxy-operator-uid": uid, "egress-deployment": "egress", "egress-proxy-port": "3128"}
-		if diff := cmp.Diff(want, sv.Labels); diff != "" || sv.Status != "running" || !regexp.MustCompile(`^[0-9a-f-]{36}$`).MatchString(uid) {
+		// The status id is the server's own (a hash of its create
+		// attempt): its shape is what can be known here.
+		statusID := sv.Labels["egress-status-id"]
+		want := map[string]string{"proxy-operator-managed": "true", "proxy-operator-uid": uid, "egress-deployment": "egress", "egress-proxy-port": "3128",
+			"egress-status-id": statusID}
+		if diff := cmp.Diff(want, sv.Labels); diff != "" || sv.Status != "running" || !regexp.MustCompile(`^[0-9a-f-]{36}$`).MatchString(uid) ||
+			!regexp.MustCompile(`^[0-9a-f]{32}$`).MatchString(statusID) {
 			t.Errorf("the proxy's server %s is %s with labels (-want +got):\n%s", sv.Name, sv.Status, diff)
 		}
 	}

@@ -9,8 +9,8 @@
 // naming the VMs its listings found: proxy.AccessPull), and Reconcile,
 // which holds the status key and the log writer, runs Puller.Pull. Each
 // running VM is asked through its proxy port (vmstatus.Prober.Access:
-// GET http://egress-status.invalid/access?after=N with the VM's status
-// credential) for the lines after its cursor, page after page while
+// GET http://egress-status.invalid/access?after=N with the VM's own status
+// credential, its answer signed by the VM) for the lines after its cursor, page after page while
 // pages come back full (vmconfig.AccessPageMax lines), at most MaxPages.
 //
 // Delivery is at least once: a VM's cursor (proxy.AccessCursor, one
@@ -27,6 +27,17 @@
 // with accessLog false is not asked: its engine keeps no line). On these
 // clouds a VM serves one proxy and one configuration for its life (a
 // change makes a new VM), so the labels cannot go stale.
+//
+// The uid label alone proves nothing: anyone who may create or tag
+// instances in the cloud's project can put a proxy's uid on one. So a VM
+// is asked only when the proxy document of its uid names it, as
+// status.providerID or as the VM a make-before-break rotation retires
+// (reconciler.retiring), the rule the call-home path holds a GCE VM's
+// lines to (internal/callhome). Any other VM with the uid gets no
+// request, so no status credential, and nothing is written under the
+// proxy's name; it is counted NotNamed and looked at again each tick (a
+// VM just made is named once its create is recorded). The cursor records
+// that the check passed (proxy.AccessCursor.Named).
 //
 // One VM's failure (it does not answer, the log refuses a write) is
 // logged and leaves its cursor where the lines written left it; the
@@ -78,9 +89,10 @@ const (
 type Reader interface {
 	// Access returns the lines after line number after (0: from the
 	// first the engine holds) of the proxy at ip:port serving the proxy
-	// uid: at most vmconfig.AccessPageMax, the number to ask after next,
-	// and how many lines after `after` the engine let go unread.
-	Access(ctx context.Context, ip string, port int32, uid string, after int64) (vmconfig.AccessPage, error)
+	// uid, the VM of status id id: at most vmconfig.AccessPageMax, the
+	// number to ask after next, and how many lines after `after` the
+	// engine let go unread. An answer not signed by that VM is an error.
+	Access(ctx context.Context, ip string, port int32, uid, id string, after int64) (vmconfig.AccessPage, error)
 }
 
 // Store keeps the cursors and finds a VM's proxy. *store.Store satisfies
@@ -92,9 +104,10 @@ type Store interface {
 	PutAccessCursor(ctx context.Context, c proxy.AccessCursor) error
 	// DeleteAccessCursor deletes a VM's cursor; one not there is no error.
 	DeleteAccessCursor(ctx context.Context, providerID string) error
-	// ProxyOfUID returns the proxy document of uid and whether it keeps
-	// an access log; proxy.ErrNotFound when there is none.
-	ProxyOfUID(ctx context.Context, uid string) (proxy.Key, bool, error)
+	// ProxyOfUID returns the proxy document of uid, whether it keeps an
+	// access log and the VMs it names; proxy.ErrNotFound when there is
+	// none.
+	ProxyOfUID(ctx context.Context, uid string) (proxy.UIDProxy, error)
 }
 
 // Puller reads the VMs' access lines into the Sink.
@@ -128,6 +141,10 @@ type Summary struct {
 	// Skipped are the running VMs not asked: of a proxy that keeps no
 	// access log, or whose proxy document was not found.
 	Skipped int
+	// NotNamed are the running VMs not asked because the proxy document
+	// of their uid does not name them (status.providerID,
+	// reconciler.retiring): one not recorded yet, or an impostor.
+	NotNamed int
 	// Deleted is the number of cursors of VMs gone that were deleted.
 	Deleted int
 	// Deferred are the running VMs not asked because the run's Budget
@@ -174,7 +191,7 @@ func (p *Puller) Pull(ctx context.Context, req proxy.AccessPull) (Summary, error
 	})
 	s.Deleted = p.deleteGone(ctx, req, list)
 	p.Log.InfoContext(ctx, "access pull summary", slog.Int("vms", len(req.VMs)), slog.Int("asked", s.Asked), slog.Int("failed", s.Failed),
-		slog.Int("skipped", s.Skipped), slog.Int64("lines", s.Lines), slog.Int64("dropped", s.Dropped), slog.Int64("refused", s.Refused),
+		slog.Int("skipped", s.Skipped), slog.Int("notNamed", s.NotNamed), slog.Int64("lines", s.Lines), slog.Int64("dropped", s.Dropped), slog.Int64("refused", s.Refused),
 		slog.Int("deferred", s.Deferred), slog.Int("cursorsDeleted", s.Deleted))
 	return s, nil
 }
@@ -182,7 +199,7 @@ func (p *Puller) Pull(ctx context.Context, req proxy.AccessPull) (Summary, error
 // vmResult is what the run did with one VM.
 type vmResult struct {
 	asked, failed, skipped  bool
-	deferred                bool
+	deferred, notNamed      bool
 	lines, dropped, refused int64
 }
 
@@ -199,6 +216,9 @@ func (s *Summary) add(r vmResult) {
 	if r.deferred {
 		s.Deferred++
 	}
+	if r.notNamed {
+		s.NotNamed++
+	}
 	s.Lines += r.lines
 	s.Dropped += r.dropped
 	s.Refused += r.refused
@@ -214,9 +234,9 @@ func (p *Puller) pullVM(ctx context.Context, vm proxy.PulledVM, c proxy.AccessCu
 		r.failed = true
 		return r
 	}
-	fresh := !found || c.UID != vm.UID
+	fresh := !found || c.UID != vm.UID || !c.Named
 	if fresh {
-		key, on, err := p.Store.ProxyOfUID(ctx, vm.UID)
+		doc, err := p.Store.ProxyOfUID(ctx, vm.UID)
 		switch {
 		case errors.Is(err, proxy.ErrNotFound):
 			// Its proxy is gone, and the VM with it soon: nothing to
@@ -228,9 +248,21 @@ func (p *Puller) pullVM(ctx context.Context, vm proxy.PulledVM, c proxy.AccessCu
 			log.WarnContext(ctx, "cannot find the proxy of a VM read by pull; the next tick tries again", slog.Any("error", err))
 			r.failed = true
 			return r
+		case !slices.Contains(doc.VMs, vm.ProviderID):
+			// Not asked, so no credential goes to it, and no cursor is
+			// kept: the next tick looks again.
+			log.WarnContext(ctx, "VM carries the uid of a proxy whose document does not name it as its VM (status.providerID or the one it retires); it is not asked for access lines",
+				slog.String("document", doc.Key.Path()), slog.Any("documentVMs", doc.VMs))
+			r.notNamed = true
+			return r
 		}
-		c = proxy.AccessCursor{Provider: vm.Provider, ProviderID: vm.ProviderID, UID: vm.UID, Namespace: key.Namespace, Name: key.Name, AccessLog: on}
-		if !on {
+		after := int64(0)
+		if found && c.UID == vm.UID {
+			after = c.After // a cursor from before the check: its place stands
+		}
+		c = proxy.AccessCursor{Provider: vm.Provider, ProviderID: vm.ProviderID, UID: vm.UID, Namespace: doc.Key.Namespace, Name: doc.Key.Name,
+			AccessLog: doc.AccessLog, After: after, Named: true}
+		if !doc.AccessLog {
 			// Kept, so the next ticks do not look again.
 			if err := p.Store.PutAccessCursor(ctx, c); err != nil {
 				log.WarnContext(ctx, "cannot write a VM's access cursor", slog.Any("error", err))
@@ -266,7 +298,7 @@ func (p *Puller) pullVM(ctx context.Context, vm proxy.PulledVM, c proxy.AccessCu
 // page's lines and moves c.After past them.
 func (p *Puller) read(ctx context.Context, log *slog.Logger, reader Reader, vm proxy.PulledVM, c *proxy.AccessCursor, labels callhome.Labels, r *vmResult) error {
 	for range cmp.Or(p.MaxPages, DefaultMaxPages) {
-		page, err := reader.Access(ctx, vm.IP, vm.Port, vm.UID, c.After)
+		page, err := reader.Access(ctx, vm.IP, vm.Port, vm.UID, vm.StatusID, c.After)
 		if err != nil {
 			return err
 		}

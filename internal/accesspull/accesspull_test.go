@@ -31,9 +31,12 @@ type reader struct {
 	asked []string
 }
 
-func (r *reader) Access(_ context.Context, ip string, port int32, uid string, after int64) (vmconfig.AccessPage, error) {
+func (r *reader) Access(_ context.Context, ip string, port int32, uid, id string, after int64) (vmconfig.AccessPage, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if id != "" {
+		uid += "/" + id
+	}
 	r.asked = append(r.asked, fmt.Sprintf("%s:%d %s after %d", ip, port, uid, after))
 	p, ok := r.pages[ip][after]
 	if !ok {
@@ -53,6 +56,9 @@ type store struct {
 type proxyDoc struct {
 	key       proxy.Key
 	accessLog bool
+	// vms are the VMs the document names (status.providerID,
+	// reconciler.retiring).
+	vms []string
 }
 
 func (s *store) AccessCursors(context.Context) ([]proxy.AccessCursor, error) {
@@ -78,12 +84,12 @@ func (s *store) DeleteAccessCursor(_ context.Context, id string) error {
 	return nil
 }
 
-func (s *store) ProxyOfUID(_ context.Context, uid string) (proxy.Key, bool, error) {
+func (s *store) ProxyOfUID(_ context.Context, uid string) (proxy.UIDProxy, error) {
 	d, ok := s.proxies[uid]
 	if !ok {
-		return proxy.Key{}, false, proxy.ErrNotFound
+		return proxy.UIDProxy{}, proxy.ErrNotFound
 	}
-	return d.key, d.accessLog, nil
+	return proxy.UIDProxy{Key: d.key, AccessLog: d.accessLog, VMs: d.vms}, nil
 }
 
 // sink records the lines written, as "uid namespace/name provider instance
@@ -123,7 +129,7 @@ func vm(uid, ip string) proxy.PulledVM {
 }
 
 func cursor(uid, name string, after int64) proxy.AccessCursor {
-	return proxy.AccessCursor{Provider: "hetzner", ProviderID: "hcloud://" + uid, UID: uid, Namespace: "team", Name: name, AccessLog: true, After: after}
+	return proxy.AccessCursor{Provider: "hetzner", ProviderID: "hcloud://" + uid, UID: uid, Namespace: "team", Name: name, AccessLog: true, After: after, Named: true}
 }
 
 // line is how sink records one line of page to host, of the VM of uid
@@ -136,10 +142,23 @@ func repeat(s string, n int) []string { return slices.Repeat([]string{s}, n) }
 
 func TestPull(t *testing.T) {
 	docs := map[string]proxyDoc{
-		"u1":  {key: proxy.Key{Namespace: "team", Name: "web"}, accessLog: true},
-		"u2":  {key: proxy.Key{Namespace: "team", Name: "api"}, accessLog: true},
-		"off": {key: proxy.Key{Namespace: "team", Name: "quiet"}, accessLog: false},
+		"u1":  {key: proxy.Key{Namespace: "team", Name: "web"}, accessLog: true, vms: []string{"hcloud://u1"}},
+		"u2":  {key: proxy.Key{Namespace: "team", Name: "api"}, accessLog: true, vms: []string{"hcloud://u2"}},
+		"off": {key: proxy.Key{Namespace: "team", Name: "quiet"}, accessLog: false, vms: []string{"hcloud://off"}},
+		// A make-before-break rotation: the new VM and the one it
+		// retires, both named.
+		"rot": {key: proxy.Key{Namespace: "team", Name: "rot"}, accessLog: true, vms: []string{"hcloud://rot-new", "hcloud://rot-old"}},
 	}
+	// impostor is an instance someone made in the project with u1's uid
+	// label: the document names another VM.
+	impostor := proxy.PulledVM{Provider: "hetzner", ProviderID: "hcloud://evil", UID: "u1", IP: "198.51.100.9", Zone: "fsn1", Port: 3128, Running: true}
+	rotVM := func(id, ip string) proxy.PulledVM {
+		return proxy.PulledVM{Provider: "hetzner", ProviderID: "hcloud://" + id, UID: "rot", IP: ip, Zone: "fsn1", Port: 3128, Running: true}
+	}
+	rotCursor := func(id string, after int64) proxy.AccessCursor {
+		return proxy.AccessCursor{Provider: "hetzner", ProviderID: "hcloud://" + id, UID: "rot", Namespace: "team", Name: "rot", AccessLog: true, After: after, Named: true}
+	}
+	unchecked := func(c proxy.AccessCursor) proxy.AccessCursor { c.Named = false; return c }
 	full := vmconfig.AccessPageMax
 	cases := map[string]struct {
 		reason   string
@@ -267,13 +286,54 @@ func TestPull(t *testing.T) {
 		"access log off": {
 			reason:      "a VM of a proxy that keeps no access log is not asked; its cursor says so, so it is looked up once",
 			req:         proxy.AccessPull{Listed: []string{"hetzner"}, VMs: []proxy.PulledVM{vm("off", "192.0.2.3")}},
-			wantCursors: []proxy.AccessCursor{{Provider: "hetzner", ProviderID: "hcloud://off", UID: "off", Namespace: "team", Name: "quiet"}},
+			wantCursors: []proxy.AccessCursor{{Provider: "hetzner", ProviderID: "hcloud://off", UID: "off", Namespace: "team", Name: "quiet", Named: true}},
 			wantSummary: accesspull.Summary{Skipped: 1},
 		},
 		"no proxy": {
 			reason:      "a VM whose proxy document is gone has nothing to file its lines under: not asked, no cursor",
 			req:         proxy.AccessPull{Listed: []string{"hetzner"}, VMs: []proxy.PulledVM{vm("gone", "192.0.2.4")}},
 			wantSummary: accesspull.Summary{Skipped: 1},
+		},
+		"impostor": {
+			reason: "an instance with a proxy's uid label that the proxy's document does not name gets no request (no status credential) and nothing is written under the proxy's name; the named VM is read",
+			req:    proxy.AccessPull{Listed: []string{"hetzner"}, VMs: []proxy.PulledVM{impostor, vm("u1", "192.0.2.1")}},
+			pages: map[string]map[int64]vmconfig.AccessPage{
+				"198.51.100.9": {0: page(1, "forged.example", 1, 0)},
+				"192.0.2.1":    {0: page(1, "a.example", 1, 0)}},
+			wantCursors: []proxy.AccessCursor{cursor("u1", "web", 1)},
+			wantLines:   []string{line("u1", "web", "a.example")},
+			wantAsked:   []string{"192.0.2.1:3128 u1 after 0"},
+			wantSummary: accesspull.Summary{Asked: 1, Lines: 1, NotNamed: 1},
+		},
+		"retiring VM": {
+			reason: "the VM a make-before-break rotation retires is named by the document too, and is read beside the new one",
+			req:    proxy.AccessPull{Listed: []string{"hetzner"}, VMs: []proxy.PulledVM{rotVM("rot-new", "192.0.2.5"), rotVM("rot-old", "192.0.2.6")}},
+			pages: map[string]map[int64]vmconfig.AccessPage{
+				"192.0.2.5": {0: page(1, "new.example", 1, 0)},
+				"192.0.2.6": {0: page(1, "old.example", 1, 0)}},
+			wantCursors: []proxy.AccessCursor{rotCursor("rot-new", 1), rotCursor("rot-old", 1)},
+			wantLines: []string{"rot team/rot hetzner hcloud://rot-new fsn1: new.example:443 200",
+				"rot team/rot hetzner hcloud://rot-old fsn1: old.example:443 200"},
+			wantAsked:   []string{"192.0.2.5:3128 rot after 0", "192.0.2.6:3128 rot after 0"},
+			wantSummary: accesspull.Summary{Asked: 2, Lines: 2},
+		},
+		"unchecked cursor of the VM": {
+			reason:      "a cursor made before the pull checked the document is looked up again; the named VM keeps its place",
+			req:         proxy.AccessPull{Listed: []string{"hetzner"}, VMs: []proxy.PulledVM{vm("u1", "192.0.2.1")}},
+			cursors:     []proxy.AccessCursor{unchecked(cursor("u1", "web", 7))},
+			pages:       map[string]map[int64]vmconfig.AccessPage{"192.0.2.1": {7: page(1, "a.example", 8, 0)}},
+			wantCursors: []proxy.AccessCursor{cursor("u1", "web", 8)},
+			wantLines:   []string{line("u1", "web", "a.example")},
+			wantAsked:   []string{"192.0.2.1:3128 u1 after 7"},
+			wantSummary: accesspull.Summary{Asked: 1, Lines: 1},
+		},
+		"unchecked cursor of an impostor": {
+			reason:      "a cursor an impostor got before the pull checked the document does not let it be asked again",
+			req:         proxy.AccessPull{Listed: []string{"hetzner"}, VMs: []proxy.PulledVM{impostor}},
+			cursors:     []proxy.AccessCursor{{Provider: "hetzner", ProviderID: "hcloud://evil", UID: "u1", Namespace: "team", Name: "web", AccessLog: true, After: 3}},
+			pages:       map[string]map[int64]vmconfig.AccessPage{"198.51.100.9": {3: page(1, "forged.example", 4, 0)}},
+			wantCursors: []proxy.AccessCursor{{Provider: "hetzner", ProviderID: "hcloud://evil", UID: "u1", Namespace: "team", Name: "web", AccessLog: true, After: 3}},
+			wantSummary: accesspull.Summary{NotNamed: 1},
 		},
 		"VMs gone": {
 			reason: "the cursor of a VM its provider no longer lists is deleted, if that provider was listed completely",
@@ -322,20 +382,20 @@ func TestPull(t *testing.T) {
 var cmpEmpty = cmpopts.EquateEmpty()
 
 // TestEachProviderItsReader: a VM is asked by its own provider's reader
-// (each cloud's VM side has its prober), and a VM of a provider with no
+// (each cloud's VM side has its prober), with its status id, and a VM of a provider with no
 // reader is not asked by another's: it fails, and the others go on.
 func TestEachProviderItsReader(t *testing.T) {
 	docs := map[string]proxyDoc{
-		"u1": {proxy.Key{Namespace: "team", Name: "web"}, true},
-		"u2": {proxy.Key{Namespace: "team", Name: "api"}, true},
-		"u3": {proxy.Key{Namespace: "team", Name: "db"}, true},
+		"u1": {proxy.Key{Namespace: "team", Name: "web"}, true, []string{"hcloud://1"}},
+		"u2": {proxy.Key{Namespace: "team", Name: "api"}, true, []string{"aws://eu-west-1/i-2"}},
+		"u3": {proxy.Key{Namespace: "team", Name: "db"}, true, []string{"other://3"}},
 	}
 	hetzner := &reader{pages: map[string]map[int64]vmconfig.AccessPage{"192.0.2.1": {0: page(1, "a.example", 1, 0)}}}
 	aws := &reader{pages: map[string]map[int64]vmconfig.AccessPage{"192.0.2.2": {0: page(1, "b.example", 1, 0)}}}
 	st := &store{cursors: map[string]proxy.AccessCursor{}, proxies: docs}
 	p := &accesspull.Puller{Readers: map[string]accesspull.Reader{"hetzner": hetzner, "aws": aws}, Store: st, Sink: &sink{}, Log: slog.New(slog.DiscardHandler)}
 	req := proxy.AccessPull{Listed: []string{"hetzner", "aws", "other"}, VMs: []proxy.PulledVM{
-		{Provider: "hetzner", ProviderID: "hcloud://1", UID: "u1", IP: "192.0.2.1", Port: 3128, Running: true},
+		{Provider: "hetzner", ProviderID: "hcloud://1", UID: "u1", StatusID: "s1", IP: "192.0.2.1", Port: 3128, Running: true},
 		{Provider: "aws", ProviderID: "aws://eu-west-1/i-2", UID: "u2", IP: "192.0.2.2", Port: 3128, Running: true},
 		{Provider: "other", ProviderID: "other://3", UID: "u3", IP: "192.0.2.3", Port: 3128, Running: true},
 	}}
@@ -347,7 +407,7 @@ func TestEachProviderItsReader(t *testing.T) {
 		t.Errorf("summary (-want +got):\n%s", diff)
 	}
 	asked := map[string][]string{"hetzner": hetzner.asked, "aws": aws.asked}
-	want := map[string][]string{"hetzner": {"192.0.2.1:3128 u1 after 0"}, "aws": {"192.0.2.2:3128 u2 after 0"}}
+	want := map[string][]string{"hetzner": {"192.0.2.1:3128 u1/s1 after 0"}, "aws": {"192.0.2.2:3128 u2 after 0"}}
 	if diff := cmp.Diff(want, asked); diff != "" {
 		t.Errorf("what each reader was asked (-want +got):\n%s", diff)
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/egress-proxies/egress/internal/provider"
 	"github.com/egress-proxies/egress/internal/provider/hetzner"
 	"github.com/egress-proxies/egress/internal/provider/hetzner/hetznerfake"
+	"github.com/egress-proxies/egress/internal/provider/vmside"
 	"github.com/egress-proxies/egress/internal/proxy"
 	"github.com/egress-proxies/egress/internal/vm/vmconfig"
 	"github.com/egress-proxies/egress/internal/vmstatus"
@@ -25,7 +26,7 @@ import (
 // vmSide is the VM side's part of the hetzner provider, as doubles.
 var vmSide = app.HetznerVM{
 	Renderer: hetzner.RendererFunc(func(provider.CreateRequest) (string, error) { return "#cloud-config\n", nil }),
-	Prober: hetzner.ProberFunc(func(context.Context, string, int32, string) (hetzner.Status, error) {
+	Prober: hetzner.ProberFunc(func(context.Context, string, int32, string, string) (hetzner.Status, error) {
 		return hetzner.Status{}, errors.New("no answer")
 	}),
 }
@@ -129,8 +130,13 @@ func TestHetznerServersCarryTheStatusAccess(t *testing.T) {
 		t.Fatal(err)
 	}
 	key, _ := vmstatus.ParseKey(keyText)
-	if got.Status == nil || !vmconfig.Matches(got.Status.User.PasswordHash, key.Password(bootUID)) || !slices.Equal(got.Status.Sources, []string{"127.0.0.1/32"}) {
-		t.Errorf("the server's status access %+v: want the key's credential of its uid, from 127.0.0.1/32 (the fake's default)", got.Status)
+	statusID := servers[0].Labels[vmside.LabelStatusID]
+	if err := vmstatus.CheckStatusID(statusID); err != nil {
+		t.Errorf("the server's status id label: %v", err)
+	}
+	if got.Status == nil || !vmconfig.Matches(got.Status.User.PasswordHash, key.Password(bootUID, statusID)) || !slices.Equal(got.Status.Sources, []string{"127.0.0.1/32"}) ||
+		got.Status.SignKey != base64.RawURLEncoding.EncodeToString(key.SignKey(bootUID, statusID)) {
+		t.Errorf("the server's status access %+v: want the key's credential and sign key of its uid and status id label, from 127.0.0.1/32 (the fake's default)", got.Status)
 	}
 	if boot.Setting(vmconfig.KeyEngineURL) != engineVars["PROXY_ENGINE_PUBLIC_URL"] {
 		t.Errorf("the server installs the engine from %q, want PROXY_ENGINE_PUBLIC_URL", boot.Setting(vmconfig.KeyEngineURL))
@@ -146,7 +152,7 @@ func TestHetznerServersCarryTheStatusAccess(t *testing.T) {
 	if len(reads) != 1 || reads[0] != keyVersion {
 		t.Errorf("secret reads %v, want one of %s", reads, keyVersion)
 	}
-	if strings.Contains(logs.String(), keyText) || strings.Contains(logs.String(), key.Password(bootUID)) {
+	if strings.Contains(logs.String(), keyText) || strings.Contains(logs.String(), key.Password(bootUID, statusID)) {
 		t.Errorf("the function logged the key or a status password")
 	}
 }

@@ -190,12 +190,12 @@ func (a *App) cloudInitVM(vm CloudInitVM, ec2 bool) (CloudInitVM, error) {
 	cfg := a.Config.CloudInitVM
 	if vm.Renderer == nil {
 		r := cloudinit.Renderer{EngineURL: cfg.EngineURL, EngineSHA256: cfg.EngineSHA256, Gzip: ec2,
-			Status: func(ctx context.Context, uid string) (*vmconfig.StatusAccess, error) {
+			Status: func(ctx context.Context, uid, id string) (*vmconfig.StatusAccess, error) {
 				k, err := a.statusKey(ctx)
 				if err != nil {
 					return nil, err
 				}
-				return k.Access(uid, cfg.StatusSources)
+				return k.Access(uid, id, cfg.StatusSources)
 			}}
 		// Only the functions that make servers read the settings (the
 		// ProxyAPI registers the provider for its rules alone, and never

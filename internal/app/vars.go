@@ -569,7 +569,7 @@ var Vars = []Var{
 	// The status of the VMs that boot with cloud-init (hetzner's, aws's), which
 	// the control plane reads through their proxy port (package vmstatus).
 	{Name: "VM_STATUS_KEY_SECRET", Readers: providerUsers, when: cloudInitEnabled,
-		Meaning: "the Secret Manager version of the key (32 random bytes, base64) from which the control plane derives each Hetzner server's and EC2 instance's status credential, `projects/P/secrets/S/versions/latest`; only Reconcile and CollectGarbage read it (Terraform makes the secret, you add its version); a VM's user-data holds only a salted hash of its credential. Against fakes (`HETZNER_ENDPOINT`, `AWS_EC2_ENDPOINT`) the process makes a key of its own",
+		Meaning: "the Secret Manager version of the key (32 random bytes, base64) from which the control plane derives each Hetzner server's and EC2 instance's own status credential and answer-signing key (from the proxy's uid and the VM's status id), `projects/P/secrets/S/versions/latest`; only Reconcile and CollectGarbage read it (Terraform makes the secret, you add its version); a VM's user-data holds only a salted hash of its credential, and its own signing key. Against fakes (`HETZNER_ENDPOINT`, `AWS_EC2_ENDPOINT`) the process makes a key of its own",
 		set: func(c *Config, v string) error {
 			switch {
 			case v == "" && !againstFakes(c):

@@ -32,7 +32,7 @@ func (c *Collector) askAccessPull(ctx context.Context, listings []listing) (int,
 				continue
 			}
 			req.VMs = append(req.VMs, proxy.PulledVM{Provider: l.typ, ProviderID: inst.ID, UID: inst.UID, IP: inst.IP, Zone: inst.Zone,
-				Port: inst.StatusPort, Running: inst.State == provider.StateRunning})
+				Port: inst.StatusPort, StatusID: inst.StatusID, Running: inst.State == provider.StateRunning})
 		}
 	}
 	if len(req.Listed) == 0 {

@@ -40,12 +40,12 @@ func (m *messages) Publish(_ context.Context, msg proxy.ReconcileMessage) error 
 
 // TestAccessPullRequest: each run asks once for the access lines of the
 // VMs read by pull, naming what its listings found of them (this
-// deployment's, with a status port), and the providers listed
-// completely; without such a provider or VM, it asks nothing.
+// deployment's, with a status port and the status id each is asked
+// with), and the providers listed completely; without such a provider or VM, it asks nothing.
 func TestAccessPullRequest(t *testing.T) {
 	hz := func(id, uid string, state provider.InstanceState) provider.Instance {
 		return provider.Instance{ID: "hcloud://" + id, UID: uid, IP: "192.0.2." + id, Zone: "fsn1", State: state, StatusPort: 3128,
-			Deployment: provider.DefaultDeployment, CreatedAt: epoch}
+			StatusID: "s" + id, Deployment: provider.DefaultDeployment, CreatedAt: epoch}
 	}
 	otherDeployment := hz("3", "u3", provider.StateRunning)
 	otherDeployment.Deployment = "staging"
@@ -66,8 +66,8 @@ func TestAccessPullRequest(t *testing.T) {
 			},
 			pulled: []string{"hetzner"},
 			want: []proxy.ReconcileMessage{{Reason: proxy.ReasonAccessPull, AccessPull: &proxy.AccessPull{Listed: []string{"hetzner"}, VMs: []proxy.PulledVM{
-				{Provider: "hetzner", ProviderID: "hcloud://1", UID: "u1", IP: "192.0.2.1", Zone: "fsn1", Port: 3128, Running: true},
-				{Provider: "hetzner", ProviderID: "hcloud://2", UID: "u2", IP: "192.0.2.2", Zone: "fsn1", Port: 3128},
+				{Provider: "hetzner", ProviderID: "hcloud://1", UID: "u1", IP: "192.0.2.1", Zone: "fsn1", Port: 3128, StatusID: "s1", Running: true},
+				{Provider: "hetzner", ProviderID: "hcloud://2", UID: "u2", IP: "192.0.2.2", Zone: "fsn1", Port: 3128, StatusID: "s2"},
 			}}}},
 		},
 		"none of their VMs": {
@@ -84,7 +84,7 @@ func TestAccessPullRequest(t *testing.T) {
 			},
 			pulled: []string{"aws", "hetzner"},
 			want: []proxy.ReconcileMessage{{Reason: proxy.ReasonAccessPull, AccessPull: &proxy.AccessPull{Listed: []string{"hetzner"}, VMs: []proxy.PulledVM{
-				{Provider: "hetzner", ProviderID: "hcloud://1", UID: "u1", IP: "192.0.2.1", Zone: "fsn1", Port: 3128, Running: true},
+				{Provider: "hetzner", ProviderID: "hcloud://1", UID: "u1", IP: "192.0.2.1", Zone: "fsn1", Port: 3128, StatusID: "s1", Running: true},
 			}}}},
 		},
 		"no such provider": {

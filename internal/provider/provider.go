@@ -119,6 +119,11 @@ type Instance struct {
 	// runs no default bootstrap, and for a provider whose VMs report
 	// otherwise (gcp: guest attributes and the call-home).
 	StatusPort int32
+	// StatusID, added with StatusPort, is the VM's status id (its label
+	// vmside.LabelStatusID), from which the control plane derives the
+	// VM's own status credential and the key it signs its answers with
+	// (package vmstatus). "" for a VM without one.
+	StatusID string
 }
 
 // Traffic is a proxy VM's report of its traffic since its proxy started.

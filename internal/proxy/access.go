@@ -24,6 +24,10 @@ type PulledVM struct {
 	Zone       string `json:"zone,omitempty"`
 	// Port is the port its proxy answers the status request on.
 	Port int32 `json:"port"`
+	// StatusID is its status id (provider.Instance.StatusID), from which
+	// its own status credential and sign key are derived; "" for a VM
+	// made before them, which is not asked.
+	StatusID string `json:"statusID,omitempty"`
 	// Running says its provider lists it running: only such a VM is
 	// asked.
 	Running bool `json:"running,omitempty"`
@@ -44,4 +48,22 @@ type AccessCursor struct {
 	// keeps no line), and a change of it makes a new VM on these clouds.
 	AccessLog bool  `firestore:"accessLog"`
 	After     int64 `firestore:"after"`
+	// Named says the proxy document named this VM as its own
+	// (status.providerID, or reconciler.retiring) when the cursor was
+	// made. A VM's uid label is no proof: anyone who may create or tag
+	// instances in the cloud's project can put a proxy's uid on one. A
+	// cursor without it (made before the pull checked) is looked up
+	// again.
+	Named bool `firestore:"named,omitempty"`
+}
+
+// UIDProxy is what the access pull reads of the proxy document of a
+// uid: which it is, whether it keeps an access log (spec.accessLog, on
+// when unset), and the providerIDs of the VMs it names as its own
+// (status.providerID, and reconciler.retiring during a make-before-break
+// rotation), the only VMs whose lines are its.
+type UIDProxy struct {
+	Key       Key
+	AccessLog bool
+	VMs       []string
 }

@@ -90,7 +90,7 @@ func (w *World) renderAWS(req provider.CreateRequest) (string, error) {
 // probeAWS is the Prober: an instance answers once it has run for its
 // boot time, with the generation it was made with, unless it never
 // serves or cannot.
-func (w *World) probeAWS(_ context.Context, ip string, _ int32, uid string) (vmside.Status, error) {
+func (w *World) probeAWS(_ context.Context, ip string, _ int32, uid, _ string) (vmside.Status, error) {
 	for _, in := range w.aws.fake.Instances() {
 		if in.PublicIP != ip || in.State != "running" || in.Tags[provider.LabelUID] != uid {
 			continue

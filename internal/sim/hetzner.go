@@ -80,7 +80,7 @@ func (w *World) renderHetzner(req provider.CreateRequest) (string, error) {
 // probeHetzner is the Prober: a server answers once it has run for its
 // boot time, with the generation it was made with, unless it never
 // serves or cannot.
-func (w *World) probeHetzner(_ context.Context, ip string, _ int32, _ string) (hetzner.Status, error) {
+func (w *World) probeHetzner(_ context.Context, ip string, _ int32, _, _ string) (hetzner.Status, error) {
 	for _, sv := range w.hz.fake.Servers() {
 		if sv.PublicNet.IPv4.IP != ip || sv.Status != "running" {
 			continue

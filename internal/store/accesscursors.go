@@ -18,8 +18,13 @@ import (
 // (proxy.AccessCursor, internal/accesspull). No trigger watches it.
 const AccessCursorsCollection = "accesscursors"
 
-// accessLogPath is the spec's accessLog, read with the uid.
-var accessLogPath = firestore.FieldPath{"spec", "accessLog"}
+// accessLogPath is the spec's accessLog, read with the uid;
+// retiringPath the VM a make-before-break rotation is retiring, read with
+// the providerID: the two VMs a proxy's access lines may come from.
+var (
+	accessLogPath = firestore.FieldPath{"spec", "accessLog"}
+	retiringPath  = firestore.FieldPath{"reconciler", "retiring"}
+)
 
 func (s *Store) accessCursor(providerID string) *firestore.DocumentRef {
 	// A providerID holds slashes (hcloud://1, aws://REGION/i-…), which a
@@ -74,27 +79,33 @@ func (s *Store) DeleteAccessCursor(ctx context.Context, providerID string) error
 
 // ProxyOfUID finds the proxy document of uid (not a warm pool's member)
 // with a collection-group query on the uid, and reads of it only whether
-// it keeps an access log (spec.accessLog, on when unset). No such
-// document is proxy.ErrNotFound.
-func (s *Store) ProxyOfUID(ctx context.Context, uid string) (proxy.Key, bool, error) {
+// it keeps an access log (spec.accessLog, on when unset) and the VMs it
+// names (status.providerID, reconciler.retiring). No such document is
+// proxy.ErrNotFound.
+func (s *Store) ProxyOfUID(ctx context.Context, uid string) (proxy.UIDProxy, error) {
 	snaps, err := s.client.CollectionGroup(ProxiesCollection).Where(uidPath[0], "==", uid).
-		SelectPaths(uidPath, accessLogPath).Documents(ctx).GetAll()
+		SelectPaths(uidPath, accessLogPath, providerIDPath, retiringPath).Documents(ctx).GetAll()
 	queried(ctx, len(snaps))
 	if err != nil {
-		return proxy.Key{}, false, fmt.Errorf("finding the proxy of uid %s: %w", uid, err)
+		return proxy.UIDProxy{}, fmt.Errorf("finding the proxy of uid %s: %w", uid, err)
 	}
 	for _, snap := range snaps {
 		k := keyOf(snap.Ref)
 		if k.Namespace == "" {
 			continue // a pool's member, or its tombstone
 		}
-		on := true
+		p := proxy.UIDProxy{Key: k, AccessLog: true}
 		if v, err := snap.DataAtPath(accessLogPath); err == nil {
 			if b, ok := v.(bool); ok {
-				on = b
+				p.AccessLog = b
 			}
 		}
-		return k, on, nil
+		for _, path := range []firestore.FieldPath{providerIDPath, retiringPath} {
+			if id := stringAt(snap, path); id != "" {
+				p.VMs = append(p.VMs, id)
+			}
+		}
+		return p, nil
 	}
-	return proxy.Key{}, false, fmt.Errorf("the proxy of uid %s: %w", uid, proxy.ErrNotFound)
+	return proxy.UIDProxy{}, fmt.Errorf("the proxy of uid %s: %w", uid, proxy.ErrNotFound)
 }

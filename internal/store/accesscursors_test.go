@@ -15,7 +15,8 @@ import (
 // TestAccessCursors: a VM's cursor is kept by its providerID (slashes and
 // all) and listed with the others, written over, and deleted (twice
 // without error); a proxy is found by its uid with whether it keeps an
-// access log, and a uid of no proxy is ErrNotFound.
+// access log and the VMs it names (status.providerID and
+// reconciler.retiring), and a uid of no proxy is ErrNotFound.
 func TestAccessCursors(t *testing.T) {
 	emulatortest.Firestore(t)
 	s, _ := sealedStore(t)
@@ -32,20 +33,28 @@ func TestAccessCursors(t *testing.T) {
 		}
 		uids = append(uids, made.UID)
 	}
-	for i, want := range []struct {
-		key proxy.Key
-		on  bool
-	}{{proxy.Key{Namespace: "team", Name: "web"}, true}, {proxy.Key{Namespace: "team", Name: "quiet"}, false}} {
-		key, got, err := s.ProxyOfUID(ctx, uids[i])
-		if err != nil || key != want.key || got != want.on {
-			t.Errorf("ProxyOfUID(%s) = %v, %v, %v; want %v, %v", uids[i], key, got, err, want.key, want.on)
+	web, err := s.Get(ctx, proxy.Key{Namespace: "team", Name: "web"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	web.Status.ProviderID, web.Reconciler.Retiring = "hcloud://1002", "hcloud://1001"
+	if _, err := s.UpdateStatus(ctx, web); err != nil {
+		t.Fatal(err)
+	}
+	for i, want := range []proxy.UIDProxy{
+		{Key: proxy.Key{Namespace: "team", Name: "web"}, AccessLog: true, VMs: []string{"hcloud://1002", "hcloud://1001"}},
+		{Key: proxy.Key{Namespace: "team", Name: "quiet"}, AccessLog: false},
+	} {
+		got, err := s.ProxyOfUID(ctx, uids[i])
+		if diff := cmp.Diff(want, got); err != nil || diff != "" {
+			t.Errorf("ProxyOfUID(%s) (%v) (-want +got):\n%s", uids[i], err, diff)
 		}
 	}
-	if _, _, err := s.ProxyOfUID(ctx, "no-such-uid"); !errors.Is(err, proxy.ErrNotFound) {
+	if _, err := s.ProxyOfUID(ctx, "no-such-uid"); !errors.Is(err, proxy.ErrNotFound) {
 		t.Errorf("ProxyOfUID of no proxy: %v, want ErrNotFound", err)
 	}
 
-	a := proxy.AccessCursor{Provider: "hetzner", ProviderID: "hcloud://1001", UID: uids[0], Namespace: "team", Name: "web", AccessLog: true, After: 7}
+	a := proxy.AccessCursor{Provider: "hetzner", ProviderID: "hcloud://1001", UID: uids[0], Namespace: "team", Name: "web", AccessLog: true, After: 7, Named: true}
 	b := proxy.AccessCursor{Provider: "aws", ProviderID: "aws://eu-west-1/i-0abc", UID: uids[1], Namespace: "team", Name: "quiet"}
 	for _, c := range []proxy.AccessCursor{a, b} {
 		if err := s.PutAccessCursor(ctx, c); err != nil {

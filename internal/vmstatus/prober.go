@@ -2,7 +2,11 @@ package vmstatus
 
 import (
 	"context"
+	"crypto/hmac"
+	"crypto/rand"
+	"encoding/base64"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -48,13 +52,15 @@ type Prober struct {
 	Dial func(ctx context.Context, network, addr string) (net.Conn, error)
 }
 
-// Probe asks the proxy at ip:port, the VM of the proxy uid, for its
-// status. An error means no answer it could read (the VM still boots, its
-// engine does not listen yet, or the answer is not a status): the caller
-// takes it for Provisioning. An answer is the Status.
-func (p *Prober) Probe(ctx context.Context, ip string, port int32, uid string) (Status, error) {
+// Probe asks the proxy at ip:port, the VM of the proxy uid with status id
+// id (its label, StatusID), for its status. An error means no answer it
+// could read (the VM still boots, its engine does not listen yet, the
+// answer is not a status, or it is not signed with that VM's sign key:
+// ErrUnsigned): the caller takes it for Provisioning. An answer is the
+// Status.
+func (p *Prober) Probe(ctx context.Context, ip string, port int32, uid, id string) (Status, error) {
 	var st vmconfig.Status
-	if err := p.get(ctx, ip, port, uid, vmconfig.StatusPath, &st); err != nil {
+	if err := p.get(ctx, ip, port, uid, id, vmconfig.StatusPath, &st); err != nil {
 		return Status{}, err
 	}
 	now := time.Now
@@ -68,34 +74,50 @@ func (p *Prober) Probe(ctx context.Context, ip string, port int32, uid string) (
 // Access reads the VM's access log after the line after (0 from the
 // first it holds): the lines, the number to ask after next time, and how
 // many it let go unread (vmconfig.AccessPage). It is the pull that takes
-// a GCE VM's call-home's place for the access lines of these VMs.
-func (p *Prober) Access(ctx context.Context, ip string, port int32, uid string, after int64) (vmconfig.AccessPage, error) {
+// a GCE VM's call-home's place for the access lines of these VMs. A page
+// not signed with the VM's sign key is refused as Probe refuses a status.
+func (p *Prober) Access(ctx context.Context, ip string, port int32, uid, id string, after int64) (vmconfig.AccessPage, error) {
 	var page vmconfig.AccessPage
-	err := p.get(ctx, ip, port, uid, vmconfig.AccessPath+"?after="+strconv.FormatInt(after, 10), &page)
+	err := p.get(ctx, ip, port, uid, id, vmconfig.AccessPath+"?after="+strconv.FormatInt(after, 10), &page)
 	return page, err
 }
 
+// ErrUnsigned is wrapped by the error of an answer refused for its
+// signature: none, or not the VM's over this request's nonce.
+var ErrUnsigned = errors.New("the answer is not signed with the VM's status sign key over this request's nonce")
+
 // get sends GET http://egress-status.invalid/PATH to the proxy at
 // ip:port, as a client of the proxy (the absolute form, Proxy-Authorization
-// with the status credential), and reads its JSON answer into out.
-func (p *Prober) get(ctx context.Context, ip string, port int32, uid, path string, out any) error {
+// with the VM's status credential, a fresh nonce), checks the answer's
+// signature and reads its JSON answer into out.
+func (p *Prober) get(ctx context.Context, ip string, port int32, uid, id, path string, out any) error {
 	if p.Key == nil {
 		return fmt.Errorf("vmstatus: no status key")
+	}
+	if net.ParseIP(ip) == nil || port < 1 || port > 65535 {
+		return fmt.Errorf("vmstatus: %q port %d is not an address to ask", ip, port)
+	}
+	if err := CheckStatusID(id); err != nil {
+		// Nothing is sent: no credential of the proxy goes to a VM
+		// that could not check it.
+		return fmt.Errorf("vmstatus: %s (uid %s): %w", net.JoinHostPort(ip, strconv.Itoa(int(port))), uid, err)
 	}
 	key, err := p.Key(ctx)
 	if err != nil {
 		return fmt.Errorf("vmstatus: the status key: %w", err)
 	}
-	if net.ParseIP(ip) == nil || port < 1 || port > 65535 {
-		return fmt.Errorf("vmstatus: %q port %d is not an address to ask", ip, port)
+	var n [16]byte
+	if _, err := rand.Read(n[:]); err != nil {
+		return fmt.Errorf("vmstatus: drawing a nonce: %w", err)
 	}
+	nonce := base64.RawURLEncoding.EncodeToString(n[:])
 	timeout := p.Timeout
 	if timeout == 0 {
 		timeout = DefaultTimeout
 	}
 	ctx, cancel := context.WithTimeout(ctx, timeout)
 	defer cancel()
-	proxyURL := &url.URL{Scheme: "http", User: url.UserPassword(User, key.Password(uid)), Host: net.JoinHostPort(ip, strconv.Itoa(int(port)))}
+	proxyURL := &url.URL{Scheme: "http", User: url.UserPassword(User, key.Password(uid, id)), Host: net.JoinHostPort(ip, strconv.Itoa(int(port)))}
 	dial := p.Dial
 	if dial == nil {
 		dial = (&net.Dialer{}).DialContext
@@ -108,6 +130,7 @@ func (p *Prober) get(ctx context.Context, ip string, port int32, uid, path strin
 	if err != nil {
 		return err
 	}
+	req.Header.Set(vmconfig.StatusNonceHeader, nonce)
 	resp, err := tr.RoundTrip(req)
 	if err != nil {
 		// Never the URL: it holds the password.
@@ -120,6 +143,13 @@ func (p *Prober) get(ctx context.Context, ip string, port int32, uid, path strin
 	}
 	if resp.StatusCode != http.StatusOK {
 		return fmt.Errorf("vmstatus: %s answered its status request %s (%s)", proxyURL.Host, resp.Status, resp.Header.Get("X-Egress-Error"))
+	}
+	want := vmconfig.SignAnswer(key.SignKey(uid, id), nonce, http.MethodGet, path, body)
+	if got := resp.Header.Get(vmconfig.StatusSignatureHeader); !hmac.Equal([]byte(got), []byte(want)) {
+		// Whoever answered at the VM's address is not the VM of this
+		// id: a reused address, someone on the path, a replay, or a VM
+		// of an older engine.
+		return fmt.Errorf("vmstatus: %s (uid %s, status id %s) refused: GET %s: %w", proxyURL.Host, uid, id, path, ErrUnsigned)
 	}
 	if err := json.Unmarshal(body, out); err != nil {
 		return fmt.Errorf("vmstatus: %s's status is not JSON: %w", proxyURL.Host, err)

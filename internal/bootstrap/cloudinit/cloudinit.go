@@ -41,6 +41,7 @@ import (
 	"github.com/egress-proxies/egress/internal/bootstrap"
 	"github.com/egress-proxies/egress/internal/provider"
 	"github.com/egress-proxies/egress/internal/vm/vmconfig"
+	"github.com/egress-proxies/egress/internal/vmstatus"
 )
 
 // Header is the first line of every user-data this package renders.
@@ -55,9 +56,9 @@ type Renderer struct {
 	// ProbeTarget is the host:port the self-test reaches through the
 	// proxy; empty is vmconfig.DefaultProbeTarget.
 	ProbeTarget string
-	// Status is the status access of the VM of uid (vmstatus.Key.Access
-	// with the control plane's addresses).
-	Status func(ctx context.Context, uid string) (*vmconfig.StatusAccess, error)
+	// Status is the status access of the VM of uid with status id id
+	// (vmstatus.Key.Access with the control plane's addresses).
+	Status func(ctx context.Context, uid, id string) (*vmconfig.StatusAccess, error)
 	// IMDS is the instance metadata service the VM's agent asks which
 	// instance it is (vmconfig.KeyIMDS: EC2's, vmconfig.EC2MetadataURL);
 	// empty on a cloud whose VMs ask none.
@@ -103,7 +104,10 @@ func (r Renderer) UserData(req provider.CreateRequest) (string, error) {
 		return "", err
 	}
 	engine := *req.Engine
-	status, err := r.Status(context.Background(), req.UID)
+	// The VM's own status id, which its provider labels it with
+	// (vmside.LabelStatusID): its credential and sign key are its
+	// alone.
+	status, err := r.Status(context.Background(), req.UID, vmstatus.StatusID(req))
 	if err != nil {
 		return "", fmt.Errorf("cloudinit: the status access of %s: %w", req.UID, err)
 	}

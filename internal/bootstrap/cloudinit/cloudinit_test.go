@@ -2,6 +2,7 @@ package cloudinit_test
 
 import (
 	"context"
+	"encoding/base64"
 	"maps"
 	"path"
 	"slices"
@@ -31,8 +32,8 @@ func renderer(t *testing.T) (cloudinit.Renderer, vmstatus.Key) {
 		t.Fatal(err)
 	}
 	return cloudinit.Renderer{EngineURL: "https://storage.googleapis.com/egress-engine/egress-proxy-" + sha, EngineSHA256: sha, ProbeTarget: "example.com:443",
-		Status: func(_ context.Context, uid string) (*vmconfig.StatusAccess, error) {
-			return k.Access(uid, []string{"198.51.100.7/32"})
+		Status: func(_ context.Context, uid, id string) (*vmconfig.StatusAccess, error) {
+			return k.Access(uid, id, []string{"198.51.100.7/32"})
 		}}, k
 }
 
@@ -65,7 +66,7 @@ func TestUserData(t *testing.T) {
 	if !strings.HasPrefix(ud, "#cloud-config\n") || len(ud) > 32<<10 {
 		t.Fatalf("the user-data is not a #cloud-config within 32 KiB (%d bytes):\n%.200s", len(ud), ud)
 	}
-	for _, secret := range []string{password, k.Password(uid)} {
+	for _, secret := range []string{password, k.Password(uid, vmstatus.StatusID(req))} {
 		if strings.Contains(ud, secret) {
 			t.Errorf("the user-data holds a password a reader could use")
 		}
@@ -84,8 +85,10 @@ func TestUserData(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got.Status == nil || got.Status.User.Name != vmstatus.User || !vmconfig.Matches(got.Status.User.PasswordHash, k.Password(uid)) {
-		t.Errorf("the engine's status access %+v does not hold the status credential of the uid", got.Status)
+	id := vmstatus.StatusID(req)
+	if got.Status == nil || got.Status.User.Name != vmstatus.User || !vmconfig.Matches(got.Status.User.PasswordHash, k.Password(uid, id)) ||
+		got.Status.SignKey != base64.RawURLEncoding.EncodeToString(k.SignKey(uid, id)) {
+		t.Errorf("the engine's status access %+v does not hold the status credential and sign key of the uid and the request's status id", got.Status)
 	}
 	got.Status = nil
 	if diff := cmp.Diff(*req.Engine, got); diff != "" {

@@ -20,6 +20,7 @@ import (
 	"github.com/egress-proxies/egress/internal/provider/providertest"
 	"github.com/egress-proxies/egress/internal/provider/vmside"
 	"github.com/egress-proxies/egress/internal/provider/vmside/vmsidetest"
+	"github.com/egress-proxies/egress/internal/vmstatus"
 )
 
 // testCredentials sign the tests' requests to the fake: a key no
@@ -155,7 +156,8 @@ func TestRunInstancesRequest(t *testing.T) {
 	want := launch{
 		Image: e.fake.ImageID("us-east-1", "debian-13-amd64-20251117-2299"), Type: "t3.micro", Zone: zone,
 		UserData: "#cloud-config\n# egress proxy " + req.UID + ", generation 0\n", Groups: []string{"egress-proxy-egress"},
-		Tags:     map[string]string{provider.LabelManaged: "true", provider.LabelUID: req.UID, provider.LabelDeployment: "egress", "Name": req.Name, "egress-proxy-port": "3128"},
+		Tags: map[string]string{provider.LabelManaged: "true", provider.LabelUID: req.UID, provider.LabelDeployment: "egress", "Name": req.Name, "egress-proxy-port": "3128",
+			vmside.LabelStatusID: vmstatus.StatusID(req)},
 		Metadata: map[string]string{"HttpTokens": "required", "HttpPutResponseHopLimit": "1", "HttpEndpoint": "enabled", "InstanceMetadataTags": "disabled"},
 	}
 	got := launch{Image: in.ImageID, Type: in.Type, Zone: in.Zone, UserData: in.UserData, Groups: in.SecurityGroups, Tags: in.Tags, Metadata: in.MetadataOptions}

@@ -24,6 +24,7 @@ import (
 	"github.com/egress-proxies/egress/internal/proxy"
 	"github.com/egress-proxies/egress/internal/store/storefake"
 	"github.com/egress-proxies/egress/internal/testenv"
+	"github.com/egress-proxies/egress/internal/vmstatus"
 )
 
 // cliInstances is what `aws ec2 describe-instances` prints, as far as
@@ -95,7 +96,8 @@ func TestAWSCLIAgainstTheFake(t *testing.T) {
 	got := listed.byID()
 	want := map[string]map[string]string{}
 	for _, req := range []provider.CreateRequest{ephemeral, static} {
-		tags := map[string]string{provider.LabelManaged: "true", provider.LabelUID: req.UID, provider.LabelDeployment: "egress", "Name": req.Name, tagProbePort: "3128"}
+		tags := map[string]string{provider.LabelManaged: "true", provider.LabelUID: req.UID, provider.LabelDeployment: "egress", "Name": req.Name, tagProbePort: "3128",
+			vmside.LabelStatusID: vmstatus.StatusID(req)}
 		if req.StaticIP {
 			in := e.instance(t, instanceID("us-east-1", ids[req.Name]))
 			tags[tagEIP], tags[tagEIPAddress] = in.Tags[tagEIP], in.Tags[tagEIPAddress]

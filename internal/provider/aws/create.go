@@ -20,6 +20,8 @@ import (
 	"github.com/aws/aws-sdk-go-v2/service/ec2/types"
 
 	"github.com/egress-proxies/egress/internal/provider"
+	"github.com/egress-proxies/egress/internal/provider/vmside"
+	"github.com/egress-proxies/egress/internal/vmstatus"
 )
 
 // Create launches the instance and returns without waiting for it.
@@ -57,6 +59,9 @@ func (p *Provider) Create(ctx context.Context, req provider.CreateRequest) (stri
 	instanceTags := maps.Clone(tags)
 	if req.StartupScript != "" && req.CloudInit == "" {
 		instanceTags[tagProbePort] = strconv.Itoa(int(req.Port))
+		// The id its status credential and sign key are derived from,
+		// the same the Renderer put in its user-data.
+		instanceTags[vmside.LabelStatusID] = vmstatus.StatusID(req)
 	}
 	if req.StaticIP {
 		alloc, ip, err := p.ensureAddress(ctx, region, req)

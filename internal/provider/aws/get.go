@@ -151,6 +151,7 @@ func convert(region string, in types.Instance) provider.Instance {
 	}
 	if port, ok := probePort(in.Tags); ok {
 		out.StatusPort = port
+		out.StatusID = tagValue(in.Tags, vmside.LabelStatusID)
 	}
 	return out
 }

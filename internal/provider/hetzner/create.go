@@ -13,6 +13,8 @@ import (
 	"github.com/hetznercloud/hcloud-go/v2/hcloud"
 
 	"github.com/egress-proxies/egress/internal/provider"
+	"github.com/egress-proxies/egress/internal/provider/vmside"
+	"github.com/egress-proxies/egress/internal/vmstatus"
 )
 
 // Create makes the server and returns without waiting for it. Hetzner
@@ -39,6 +41,9 @@ func (p *Provider) Create(ctx context.Context, req provider.CreateRequest) (stri
 	labels := p.labels(req)
 	if req.StartupScript != "" && req.CloudInit == "" {
 		labels[labelProbePort] = strconv.Itoa(int(req.Port))
+		// The id its status credential and sign key are derived from,
+		// the same the Renderer put in its user-data.
+		labels[vmside.LabelStatusID] = vmstatus.StatusID(req)
 	}
 	net := &hcloud.ServerCreatePublicNet{EnableIPv4: true, EnableIPv6: true}
 	pinned := false

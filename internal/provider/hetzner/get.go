@@ -77,6 +77,7 @@ func convert(sv *hcloud.Server) provider.Instance {
 	}
 	if port, ok := probePort(sv); ok {
 		out.StatusPort = port
+		out.StatusID = sv.Labels[vmside.LabelStatusID]
 	}
 	return out
 }

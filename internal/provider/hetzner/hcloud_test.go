@@ -22,6 +22,7 @@ import (
 	"github.com/egress-proxies/egress/internal/proxy"
 	"github.com/egress-proxies/egress/internal/store/storefake"
 	"github.com/egress-proxies/egress/internal/testenv"
+	"github.com/egress-proxies/egress/internal/vmstatus"
 )
 
 // TestHcloudAgainstTheFake holds the Hetzner fake to a client the project
@@ -69,8 +70,10 @@ func TestHcloudAgainstTheFake(t *testing.T) {
 		}
 	}
 	want := map[string]map[string]string{
-		ephemeral.Name: {"proxy-operator-managed": "true", "proxy-operator-uid": ephemeral.UID, "egress-deployment": "egress", "egress-proxy-port": "3128"},
-		static.Name:    {"proxy-operator-managed": "true", "proxy-operator-uid": static.UID, "egress-deployment": "egress", "egress-proxy-port": "3128", "egress-static-ip": "true"},
+		ephemeral.Name: {"proxy-operator-managed": "true", "proxy-operator-uid": ephemeral.UID, "egress-deployment": "egress", "egress-proxy-port": "3128",
+			"egress-status-id": vmstatus.StatusID(ephemeral)},
+		static.Name: {"proxy-operator-managed": "true", "proxy-operator-uid": static.UID, "egress-deployment": "egress", "egress-proxy-port": "3128", "egress-static-ip": "true",
+			"egress-status-id": vmstatus.StatusID(static)},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("hcloud server list -l proxy-operator-managed=true (-want +got):\n%s", diff)

@@ -14,7 +14,9 @@ import (
 	"github.com/egress-proxies/egress/internal/provider"
 	"github.com/egress-proxies/egress/internal/provider/hetzner/hetznerfake"
 	"github.com/egress-proxies/egress/internal/provider/providertest"
+	"github.com/egress-proxies/egress/internal/provider/vmside"
 	"github.com/egress-proxies/egress/internal/provider/vmside/vmsidetest"
+	"github.com/egress-proxies/egress/internal/vmstatus"
 )
 
 // testToken is the fake's token: one no real project has (Hetzner's are
@@ -139,8 +141,9 @@ func TestCreateBody(t *testing.T) {
 	}
 	want := body{Name: req.Name, ServerType: "cx33", Image: "debian-12", Location: wantLoc,
 		UserData: "#cloud-config\n# egress proxy " + req.UID + ", generation 0\n",
-		Labels:   map[string]string{"proxy-operator-managed": "true", "proxy-operator-uid": req.UID, "egress-deployment": "egress", "egress-proxy-port": "3128"},
-		IPv4:     true, IPv6: true}
+		Labels: map[string]string{"proxy-operator-managed": "true", "proxy-operator-uid": req.UID, "egress-deployment": "egress", "egress-proxy-port": "3128",
+			vmside.LabelStatusID: vmstatus.StatusID(req)},
+		IPv4: true, IPv6: true}
 	got := body{Name: c.Name, ServerType: c.ServerType.Name, Image: c.Image.Name, Location: c.Location, UserData: c.UserData, Labels: *c.Labels,
 		IPv4: c.PublicNet.EnableIPv4, IPv6: c.PublicNet.EnableIPv6}
 	if diff := cmp.Diff(want, got); diff != "" {
@@ -380,8 +383,8 @@ func TestGetStates(t *testing.T) {
 			t.Errorf("%s (status %s) (-want +got):\n%s", tc.reason, tc.status, diff)
 		}
 	}
-	if len(e.st.Probes()) == 0 || !strings.HasSuffix(e.st.Probes()[0], ":3128/"+uid) {
-		t.Errorf("probes %v, want the server's IP on port 3128 for uid %s", e.st.Probes(), uid)
+	if len(e.st.Probes()) == 0 || !strings.HasSuffix(e.st.Probes()[0], ":3128/"+uid+"/"+vmstatus.StatusID(request())) {
+		t.Errorf("probes %v, want the server's IP on port 3128 for uid %s and its status id label", e.st.Probes(), uid)
 	}
 }
 

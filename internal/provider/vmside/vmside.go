@@ -9,9 +9,11 @@
 // and call-home topic give the gcp provider in neither form: the
 // control plane asks the VM, through the proxy port, on a host name no
 // one else may ask for, with a credential derived from a control-plane
-// key and the uid, of which the VM's configuration holds only a salted
-// hash. So nothing in a VM's user-data or metadata is a credential
-// anyone reading them could use.
+// key, the uid and the VM's own status id (LabelStatusID), of which the
+// VM's configuration holds only a salted hash; the VM signs its answer
+// with a key of its own (package vmstatus). So nothing in a VM's
+// user-data or metadata is a credential that opens another VM, and no
+// one but the VM can answer for it.
 package vmside
 
 import (
@@ -22,13 +24,21 @@ import (
 	"github.com/egress-proxies/egress/internal/vmstatus"
 )
 
+// LabelStatusID is the label (Hetzner) or tag (EC2) that holds a VM's
+// status id (vmstatus.StatusID of its create request), set in the call
+// that makes the VM, from which the control plane derives the VM's own
+// status credential and sign key. A VM without it (made before per-VM
+// credentials) is not asked.
+const LabelStatusID = "egress-status-id"
+
 // Prober asks a VM whether its proxy serves.
 type Prober interface {
-	// Probe asks the proxy at ip:port, serving the proxy of uid, for its
-	// status. An error means no answer (the VM still boots, or its proxy
-	// does not listen yet): the VM is Provisioning. An answer is its
-	// Status.
-	Probe(ctx context.Context, ip string, port int32, uid string) (Status, error)
+	// Probe asks the proxy at ip:port, serving the proxy of uid, with
+	// status id id, for its status. An error means no answer (the VM
+	// still boots, its proxy does not listen yet, or the answer is not
+	// signed by the VM of that id): the VM is Provisioning. An answer is
+	// its Status.
+	Probe(ctx context.Context, ip string, port int32, uid, id string) (Status, error)
 }
 
 // Status is what a VM's proxy says of itself: the generation it serves,
@@ -52,11 +62,11 @@ type RendererFunc func(req provider.CreateRequest) (string, error)
 func (f RendererFunc) UserData(req provider.CreateRequest) (string, error) { return f(req) }
 
 // ProberFunc is a function as a Prober.
-type ProberFunc func(ctx context.Context, ip string, port int32, uid string) (Status, error)
+type ProberFunc func(ctx context.Context, ip string, port int32, uid, id string) (Status, error)
 
 // Probe calls f.
-func (f ProberFunc) Probe(ctx context.Context, ip string, port int32, uid string) (Status, error) {
-	return f(ctx, ip, port, uid)
+func (f ProberFunc) Probe(ctx context.Context, ip string, port int32, uid, id string) (Status, error) {
+	return f(ctx, ip, port, uid, id)
 }
 
 // Observe asks the VM out describes, Running and on its proxy port,
@@ -68,15 +78,17 @@ func (f ProberFunc) Probe(ctx context.Context, ip string, port int32, uid string
 // carried. A cancelled context is an error of its own:
 // nothing was learnt.
 //
+// The VM is asked with its status id (out.StatusID, its LabelStatusID).
 // instance is the cloud's id of the VM out describes, where its VMs can
 // tell theirs (EC2's, from IMDS), or "". An answer naming another
-// instance is no answer: the address still reaches another VM of the
-// same proxy (a static address not yet moved from the VM this one
-// replaces), which holds the same status credential, and what it says
-// is not this VM's. An answer naming none is taken: a VM that could not
-// read its identity still serves.
+// instance is no answer: the address still reaches another VM (a static
+// address not yet moved from the VM this one replaces). Since each VM
+// has its own status credential and sign key, such a VM refuses the
+// request or its answer fails the signature already; this check stays
+// as a second opinion. An answer naming none is taken: a VM that could
+// not read its identity still serves.
 func Observe(ctx context.Context, p Prober, out *provider.Instance, port int32, instance string) (unanswered, err error) {
-	st, perr := p.Probe(ctx, out.IP, port, out.UID)
+	st, perr := p.Probe(ctx, out.IP, port, out.UID, out.StatusID)
 	switch {
 	case ctx.Err() != nil:
 		return nil, provider.NewError(provider.KindTransient, "get", out.ID, fmt.Errorf("probing %s:%d: %w", out.IP, port, ctx.Err()))

@@ -14,7 +14,7 @@ import (
 // Provisioning, an answer that it cannot serve Provisioning with its
 // reason, one that it serves Running with its generation, an answer
 // naming another instance no answer, and a cancelled context nothing
-// learnt.
+// learnt. The VM is asked with its uid and its own status id.
 func TestObserve(t *testing.T) {
 	type seen struct {
 		State      provider.InstanceState
@@ -45,14 +45,14 @@ func TestObserve(t *testing.T) {
 			}
 			defer cancel()
 			var asked string
-			p := ProberFunc(func(_ context.Context, ip string, port int32, uid string) (Status, error) {
-				asked = ip + "/" + uid
+			p := ProberFunc(func(_ context.Context, ip string, port int32, uid, id string) (Status, error) {
+				asked = ip + "/" + uid + "/" + id
 				return tc.st, tc.err
 			})
-			in := &provider.Instance{ID: "vm://1", IP: "198.51.100.7", UID: "u1", State: provider.StateRunning}
+			in := &provider.Instance{ID: "vm://1", IP: "198.51.100.7", UID: "u1", StatusID: "s1", State: provider.StateRunning}
 			unanswered, err := Observe(ctx, p, in, 3128, "i-1")
 			got := seen{State: in.State, BootError: in.BootError, Generation: in.Generation, Unanswered: unanswered != nil, Err: provider.KindOf(err)}
-			if diff := cmp.Diff(tc.want, got); diff != "" || asked != "198.51.100.7/u1" {
+			if diff := cmp.Diff(tc.want, got); diff != "" || asked != "198.51.100.7/u1/s1" {
 				t.Errorf("%s: (-want +got):\n%s (asked %q)", tc.reason, diff, asked)
 			}
 		})

@@ -77,6 +77,7 @@ var (
 	ansUpstreamTimeout     = reply{504, "upstream-timeout", "the destination did not answer within responseHeaderTimeout", socksGeneralFailure}
 	ansTooManyConnections  = reply{503, "too-many-connections", "the proxy holds maxConnections connections", socksGeneralFailure}
 	ansStatusNotFound      = reply{404, "status-not-found", "egress-status.invalid serves /status and /access only", socksGeneralFailure}
+	ansStatusNonce         = reply{400, "status-nonce-missing", "a status request carries a fresh nonce in X-Egress-Status-Nonce, which its answer is signed over", socksGeneralFailure}
 )
 
 // Why a tunnel or a connection ended before either side closed it: the
@@ -96,7 +97,7 @@ func answers() []reply {
 		ansZoneNotAllowed, ansMethodNotAllowed, ansBadRequest, ansBadTarget, ansNotAProxyRequest, ansBadFraming, ansBadBody,
 		ansBodyTimeout, ansHeaderTooLarge, ansUpgradeUnsupported, ansCodingUnsupported, ansVersionNotSupported, ansSocksVersion, ansCommandUnsupported, ansAddressUnsupported,
 		ansNameNotResolved, ansConnectRefused, ansConnectFailed, ansConnectTimeout, ansUpstreamFailed, ansUpstreamTimeout,
-		ansTooManyConnections, ansStatusNotFound}
+		ansTooManyConnections, ansStatusNotFound, ansStatusNonce}
 }
 
 // body is the one-line body of an HTTP refusal.

@@ -2,6 +2,7 @@ package engine
 
 import (
 	"bytes"
+	"encoding/base64"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -21,11 +22,23 @@ import (
 // client from a status source that is not an allowed source gets the
 // status and nothing else. Status requests make no access line and count
 // in no counter: they are the control plane's, not a tenant's traffic.
+//
+// Each answer is signed with the VM's sign key (vmconfig.SignAnswer) over
+// the request's nonce (vmconfig.StatusNonceHeader), its method and target
+// and the body, in vmconfig.StatusSignatureHeader: the password travels
+// in clear, so it proves nothing about who answers, and the control plane
+// takes no answer without this signature. A request without a nonce is
+// refused (status-nonce-missing): an answer signed over no nonce could be
+// replayed.
+
+// minSignKey is the least sign key the engine takes: 256 bits.
+const minSignKey = 32
 
 // statusAccess is vmconfig.StatusAccess compiled.
 type statusAccess struct {
 	name, hash string
 	sources    []netip.Prefix
+	signKey    []byte
 }
 
 func compileStatus(c *vmconfig.StatusAccess) (*statusAccess, error) {
@@ -43,7 +56,11 @@ func compileStatus(c *vmconfig.StatusAccess) (*statusAccess, error) {
 	if err != nil {
 		return nil, err
 	}
-	return &statusAccess{name: u.Name, hash: u.PasswordHash, sources: sources}, nil
+	key, err := base64.RawURLEncoding.DecodeString(c.SignKey)
+	if err != nil || len(key) < minSignKey {
+		return nil, fmt.Errorf("engine: status.signKey is not base64 (URL alphabet, unpadded) of at least %d bytes: the answers could not be signed", minSignKey)
+	}
+	return &statusAccess{name: u.Name, hash: u.PasswordHash, sources: sources, signKey: key}, nil
 }
 
 // statusSource reports whether a client at addr may ask for the status
@@ -89,6 +106,11 @@ func (s *Server) serveStatus(hc *httpConn, req *http.Request, r *rules) {
 		hc.answer(a, true, http.Header{"Proxy-Authenticate": {`Basic realm="` + Realm + `"`}})
 		return
 	}
+	nonce := req.Header.Get(vmconfig.StatusNonceHeader)
+	if !vmconfig.ValidStatusNonce(nonce) {
+		hc.answer(ansStatusNonce, true, nil)
+		return
+	}
 	var body any
 	switch req.URL.Path {
 	case vmconfig.StatusPath:
@@ -106,8 +128,10 @@ func (s *Server) serveStatus(hc *httpConn, req *http.Request, r *rules) {
 	}
 	var b bytes.Buffer
 	json.NewEncoder(&b).Encode(body)
+	sig := vmconfig.SignAnswer(r.status.signKey, nonce, req.Method, req.URL.RequestURI(), b.Bytes())
 	w := hc.writer()
-	w.WriteString("HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nCache-Control: no-store\r\nConnection: close\r\nContent-Length: " + strconv.Itoa(b.Len()) + "\r\n\r\n")
+	w.WriteString("HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nCache-Control: no-store\r\nConnection: close\r\n" +
+		vmconfig.StatusSignatureHeader + ": " + sig + "\r\nContent-Length: " + strconv.Itoa(b.Len()) + "\r\n\r\n")
 	w.Write(b.Bytes())
 	w.Flush()
 }

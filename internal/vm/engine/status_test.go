@@ -2,6 +2,7 @@ package engine
 
 import (
 	"bufio"
+	"encoding/base64"
 	"encoding/json"
 	"io"
 	"net"
@@ -22,6 +23,15 @@ const (
 	statusUser     = "egress-status"
 	statusPassword = "statusPasswordOf32CharactersXYZ0"
 	controlPlane   = "127.0.0.2"
+	// statusNonce is a nonce of the control plane's shape (16 bytes).
+	statusNonce = "bm9uY2Utb2YtMTYtYnl0ZQ"
+)
+
+// statusSignKey is the VM's sign key of the tests, and its configuration
+// form.
+var (
+	statusSignKey    = []byte("the-sign-key-of-this-VM-32-bytes")
+	statusSignKeyB64 = base64.RawURLEncoding.EncodeToString(statusSignKey)
 )
 
 // startStatusProxy serves cfg with the status readable from controlPlane
@@ -30,13 +40,19 @@ func startStatusProxy(t *testing.T, cfg vmconfig.Config, ready vmconfig.Readines
 	t.Helper()
 	cfg.AllowedSourceRanges = []string{"127.0.0.1/32"}
 	cfg.Status = &vmconfig.StatusAccess{User: vmconfig.User{Name: statusUser, PasswordHash: hashOf(t, statusPassword)},
-		Sources: []string{controlPlane + "/32"}}
+		Sources: []string{controlPlane + "/32"}, SignKey: statusSignKeyB64}
 	return startProxyWith(t, cfg, Options{Resolver: names, Readiness: func() vmconfig.Readiness { return ready }})
 }
 
 // ask sends one request head from the address from and returns the
 // answer's status, its X-Egress-Error and its body.
 func ask(t *testing.T, proxy, from, head string) (int, string, []byte) {
+	code, reason, body, _ := askSigned(t, proxy, from, head)
+	return code, reason, body
+}
+
+// askSigned is ask that returns the answer's signature too.
+func askSigned(t *testing.T, proxy, from, head string) (int, string, []byte, string) {
 	t.Helper()
 	d := net.Dialer{LocalAddr: &net.TCPAddr{IP: net.ParseIP(from)}, Timeout: 5 * time.Second}
 	c, err := d.Dial("tcp", proxy)
@@ -51,11 +67,11 @@ func ask(t *testing.T, proxy, from, head string) (int, string, []byte) {
 	method, _, _ := cutSpace(head)
 	resp, err := http.ReadResponse(bufio.NewReader(c), &http.Request{Method: method})
 	if err != nil {
-		return 0, "closed", nil
+		return 0, "closed", nil, ""
 	}
 	defer resp.Body.Close()
 	body, _ := io.ReadAll(resp.Body)
-	return resp.StatusCode, resp.Header.Get("X-Egress-Error"), body
+	return resp.StatusCode, resp.Header.Get("X-Egress-Error"), body, resp.Header.Get(vmconfig.StatusSignatureHeader)
 }
 
 func cutSpace(s string) (string, string, bool) {
@@ -70,7 +86,8 @@ func cutSpace(s string) (string, string, bool) {
 func TestStatusOnTheProxyPort(t *testing.T) {
 	_, echoPort := startEcho(t)
 	echo := hostPort("127.0.0.1", echoPort)
-	status := "GET http://egress-status.invalid/status HTTP/1.1\r\nHost: egress-status.invalid\r\n"
+	bare := "GET http://egress-status.invalid/status HTTP/1.1\r\nHost: egress-status.invalid\r\n"
+	status := bare + vmconfig.StatusNonceHeader + ": " + statusNonce + "\r\n"
 	asStatus := "Proxy-Authorization: " + basic(statusUser, statusPassword) + "\r\n"
 	asUser := "Proxy-Authorization: " + basic(testUser, testPassword) + "\r\n"
 	cases := map[string]struct {
@@ -118,9 +135,19 @@ func TestStatusOnTheProxyPort(t *testing.T) {
 			from:   "127.0.0.1", head: status + asUser + "\r\n",
 			wantCode: 407, wantError: "credentials-wrong",
 		},
+		"no nonce": {
+			reason: "an answer signed over no nonce could be replayed: a status request without one is refused",
+			from:   controlPlane, head: bare + asStatus + "\r\n",
+			wantCode: 400, wantError: "status-nonce-missing",
+		},
+		"a nonce too short": {
+			reason: "a nonce shorter than 16 random bytes' worth is no nonce",
+			from:   controlPlane, head: bare + vmconfig.StatusNonceHeader + ": abc\r\n" + asStatus + "\r\n",
+			wantCode: 400, wantError: "status-nonce-missing",
+		},
 		"another path": {
 			reason: "the reserved host serves /status and /access only",
-			from:   controlPlane, head: "GET http://egress-status.invalid/metrics HTTP/1.1\r\nHost: egress-status.invalid\r\n" + asStatus + "\r\n",
+			from:   controlPlane, head: "GET http://egress-status.invalid/metrics HTTP/1.1\r\nHost: egress-status.invalid\r\n" + vmconfig.StatusNonceHeader + ": " + statusNonce + "\r\n" + asStatus + "\r\n",
 			wantCode: 404, wantError: "status-not-found",
 		},
 		"the status credential as a proxy user": {
@@ -144,9 +171,15 @@ func TestStatusOnTheProxyPort(t *testing.T) {
 			cfg := testConfig(t, echoPort)
 			cfg.Generation = 3
 			s, addr := startStatusProxy(t, cfg, tc.ready)
-			code, reason, body := ask(t, addr, tc.from, tc.head)
+			code, reason, body, sig := askSigned(t, addr, tc.from, tc.head)
 			if code != tc.wantCode || reason != tc.wantError {
 				t.Fatalf("%s\nanswer %d %q, want %d %q: %s", tc.reason, code, reason, tc.wantCode, tc.wantError, body)
+			}
+			if want := vmconfig.SignAnswer(statusSignKey, statusNonce, "GET", "/status", body); code == 200 && sig != want {
+				t.Errorf("%s\nthe answer's signature is %q, want %q: the VM's sign key over the nonce, the request and the body", tc.reason, sig, want)
+			}
+			if code != 200 && sig != "" {
+				t.Errorf("%s\na refusal carries a signature %q: only answers are signed", tc.reason, sig)
 			}
 			if tc.wantStatus != nil {
 				var got vmconfig.Status
@@ -184,13 +217,16 @@ func TestStatusAccessPage(t *testing.T) {
 	} else {
 		c.Close()
 	}
-	asStatus := "Proxy-Authorization: " + basic(statusUser, statusPassword) + "\r\n"
+	asStatus := "Proxy-Authorization: " + basic(statusUser, statusPassword) + "\r\n" + vmconfig.StatusNonceHeader + ": " + statusNonce + "\r\n"
 	ask(t, addr, controlPlane, "GET http://egress-status.invalid/status HTTP/1.1\r\nHost: egress-status.invalid\r\n"+asStatus+"\r\n")
 	var page vmconfig.AccessPage
 	waitUntil(t, "the tunnel's access line", func() bool {
-		code, _, body := ask(t, addr, controlPlane, "GET http://egress-status.invalid/access?after=0 HTTP/1.1\r\nHost: egress-status.invalid\r\n"+asStatus+"\r\n")
+		code, _, body, sig := askSigned(t, addr, controlPlane, "GET http://egress-status.invalid/access?after=0 HTTP/1.1\r\nHost: egress-status.invalid\r\n"+asStatus+"\r\n")
 		if code != 200 || json.Unmarshal(body, &page) != nil {
 			t.Fatalf("GET /access: %d %s", code, body)
+		}
+		if want := vmconfig.SignAnswer(statusSignKey, statusNonce, "GET", "/access?after=0", body); sig != want {
+			t.Fatalf("the access page's signature is %q, want %q (over the target with its query)", sig, want)
 		}
 		return len(page.Lines) > 0
 	})
@@ -214,16 +250,22 @@ func TestStatusWithoutAccess(t *testing.T) {
 	}
 }
 
-// TestStatusConfigRefused: a status user that is a proxy user too, or
-// one without a hash, does not load.
+// TestStatusConfigRefused: a status user that is a proxy user too, one
+// without a hash, or status access without a sign key of 32 bytes (its
+// answers could not be signed), does not load.
 func TestStatusConfigRefused(t *testing.T) {
-	cfg := testConfig(t, 80)
-	cfg.Status = &vmconfig.StatusAccess{User: vmconfig.User{Name: testUser, PasswordHash: hashOf(t, "x")}}
-	if _, err := New(cfg, Options{}); err == nil {
-		t.Error("a status user who is a proxy user too loaded")
+	cases := map[string]vmconfig.StatusAccess{
+		"a status user who is a proxy user too":     {User: vmconfig.User{Name: testUser, PasswordHash: hashOf(t, "x")}, SignKey: statusSignKeyB64},
+		"a password in place of a hash":             {User: vmconfig.User{Name: statusUser, PasswordHash: statusPassword}, SignKey: statusSignKeyB64},
+		"no sign key (a configuration from before)": {User: vmconfig.User{Name: statusUser, PasswordHash: hashOf(t, "x")}},
+		"a sign key of 16 bytes":                    {User: vmconfig.User{Name: statusUser, PasswordHash: hashOf(t, "x")}, SignKey: base64.RawURLEncoding.EncodeToString(make([]byte, 16))},
+		"a sign key that is not base64":             {User: vmconfig.User{Name: statusUser, PasswordHash: hashOf(t, "x")}, SignKey: "not base64!"},
 	}
-	cfg.Status = &vmconfig.StatusAccess{User: vmconfig.User{Name: statusUser, PasswordHash: statusPassword}}
-	if _, err := New(cfg, Options{}); err == nil {
-		t.Error("a status user with a password in place of a hash loaded")
+	for name, status := range cases {
+		cfg := testConfig(t, 80)
+		cfg.Status = &status
+		if _, err := New(cfg, Options{}); err == nil {
+			t.Errorf("status access with %s loaded", name)
+		}
 	}
 }

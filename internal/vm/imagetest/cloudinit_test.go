@@ -74,11 +74,14 @@ type cloudRun struct {
 	userData string
 	// vmID and zone are the EC2 instance's, which its status names.
 	vmID, zone string
+	// statusID is the VM's status id, as the renderer derived its
+	// status access from it (and its provider labelled it with).
+	statusID string
 }
 
 // status asks the VM's proxy for its status, as the control plane does.
 func (h *cloudRun) status(ctx context.Context) (vmstatus.Status, error) {
-	return h.prober.Probe(ctx, VMPrefix.Addr().String(), ProxyPort, uid)
+	return h.prober.Probe(ctx, VMPrefix.Addr().String(), ProxyPort, uid, h.statusID)
 }
 
 // testCloudInit boots the cloud's Debian 13 twice and runs every check.
@@ -213,8 +216,9 @@ func cloudVMSide(t *testing.T, r *run, ec2 bool) (cloudinit.Renderer, *vmstatus.
 		// A name, as the production default is: the self-test resolves it
 		// through the VM's resolver.
 		ProbeTarget: TLSHostName + ":" + strconv.Itoa(TLSPort),
-		Status: func(_ context.Context, uid string) (*vmconfig.StatusAccess, error) {
-			return key.Access(uid, []string{netip.PrefixFrom(controlPlaneAddr, 32).String()})
+		Status: func(_ context.Context, uid, id string) (*vmconfig.StatusAccess, error) {
+			r.cloud.statusID = id
+			return key.Access(uid, id, []string{netip.PrefixFrom(controlPlaneAddr, 32).String()})
 		},
 	}
 	if ec2 {
@@ -330,14 +334,22 @@ func checkStatusOnly(t *testing.T, ctx context.Context, r *run) {
 }
 
 // checkStatusCredential: a key that is not the control plane's reads
-// nothing, from the control plane's own address.
+// nothing, from the control plane's own address, and neither does the
+// control plane's key for another VM of the same proxy (a retired one's
+// status id).
 func checkStatusCredential(t *testing.T, ctx context.Context, r *run) {
 	ctx, cancel := checkTimeout(ctx)
 	defer cancel()
 	other, _ := vmstatus.NewKey([]byte(randomHex(32)))
-	p := &vmstatus.Prober{Key: func(context.Context) (vmstatus.Key, error) { return other, nil }, Dial: r.topo.Internet.Dialer(controlPlaneAddr)}
-	if st, err := p.Probe(ctx, VMPrefix.Addr().String(), ProxyPort, uid); err == nil || !strings.Contains(err.Error(), "407") {
-		t.Errorf("another key's status request: %+v, %v; want 407", st, err)
+	retired := vmstatus.StatusID(provider.CreateRequest{UID: uid, RequestID: "a-retired-VM's-attempt"})
+	for what, k := range map[string]struct {
+		key vmstatus.Key
+		id  string
+	}{"another key's": {other, r.cloud.statusID}, "a retired VM's": {r.cloud.key, retired}} {
+		p := &vmstatus.Prober{Key: func(context.Context) (vmstatus.Key, error) { return k.key, nil }, Dial: r.topo.Internet.Dialer(controlPlaneAddr)}
+		if st, err := p.Probe(ctx, VMPrefix.Addr().String(), ProxyPort, uid, k.id); err == nil || !strings.Contains(err.Error(), "407") {
+			t.Errorf("%s status request: %+v, %v; want 407", what, st, err)
+		}
 	}
 }
 
@@ -366,7 +378,7 @@ func checkStatusTraffic(t *testing.T, ctx context.Context, r *run) {
 func checkStatusAccess(t *testing.T, ctx context.Context, r *run) {
 	ctx, cancel := checkTimeout(ctx)
 	defer cancel()
-	page, err := r.cloud.prober.Access(ctx, VMPrefix.Addr().String(), ProxyPort, uid, 0)
+	page, err := r.cloud.prober.Access(ctx, VMPrefix.Addr().String(), ProxyPort, uid, r.cloud.statusID, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -385,7 +397,7 @@ func checkCloudNoSecret(t *testing.T, ctx context.Context, r *run, c *Container,
 	secrets := map[string]string{
 		"the proxy's password":          r.creds.Password,
 		"the proxy's Basic credentials": base64.StdEncoding.EncodeToString([]byte(r.creds.Username + ":" + r.creds.Password)),
-		"the status password":           r.cloud.key.Password(uid),
+		"the status password":           r.cloud.key.Password(uid, r.cloud.statusID),
 	}
 	journal, err := c.Exec(ctx, "journalctl", "-b", "--no-pager", "-o", "cat")
 	if err != nil {

@@ -1,11 +1,22 @@
 package vmconfig
 
+import (
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/base64"
+	"strconv"
+)
+
 // The status the control plane reads through the proxy port: on a cloud
 // whose VMs have no guest attributes and no identity to call home with
 // (Hetzner), the control plane asks the VM's engine itself, on the proxy
 // port, with a credential only the control plane can make (internal/vmstatus
-// derives it from a key of its own and the uid). The engine answers
-// StatusHost there, to that credential only, and never proxies for it.
+// derives it from a key of its own, the uid and the VM's status id). The
+// engine answers StatusHost there, to that credential only, and never
+// proxies for it. Each answer is signed (SignAnswer) with a key of that
+// VM alone, over the request's nonce, so that whoever else answers at the
+// VM's address (a reused address, someone on the path, who may have seen
+// the password go by) cannot tell the control plane what the VM serves.
 
 // StatusHost is the host name the engine answers for itself on the proxy
 // port, in the absolute form of a plain-HTTP request:
@@ -33,6 +44,58 @@ type StatusAccess struct {
 	// AllowedSourceRanges may ask for the status and nothing else. The
 	// VM's kernel filter admits them to the proxy's HTTP port too.
 	Sources []string `json:"sources"`
+	// SignKey is the key the engine signs each answer with (SignAnswer),
+	// base64 (URL alphabet, unpadded) of at least 32 bytes: this VM's
+	// alone, derived by the control plane, which checks the signature.
+	// It is a secret of the VM's configuration, as readable as it is
+	// (the cloud's API, to the project's token holders, who may as well
+	// replace the VM), and it never travels in a request.
+	SignKey string `json:"signKey"`
+}
+
+// The headers of a signed status answer: the control plane sends a fresh
+// random nonce in StatusNonceHeader with each request, and the engine's
+// answer carries SignAnswer's signature in StatusSignatureHeader.
+const (
+	StatusNonceHeader     = "X-Egress-Status-Nonce"
+	StatusSignatureHeader = "X-Egress-Status-Signature"
+)
+
+// StatusNonceMin and StatusNonceMax bound a nonce's length in characters
+// (base64 URL alphabet, unpadded): 16 random bytes are 22.
+const (
+	StatusNonceMin = 22
+	StatusNonceMax = 128
+)
+
+// SignAnswer is the signature of a status answer: HMAC-SHA256 under the
+// VM's sign key over the nonce, the request (method and target, such as
+// "GET /access?after=7") and the answer's body, each length-prefixed so
+// that no two of them run into each other, base64 (URL alphabet,
+// unpadded). A signature made for one nonce, request or body is no
+// signature of another.
+func SignAnswer(key []byte, nonce, method, target string, body []byte) string {
+	m := hmac.New(sha256.New, key)
+	for _, part := range [][]byte{[]byte("egress-status/answer/v1"), []byte(nonce), []byte(method), []byte(target), body} {
+		m.Write([]byte(strconv.Itoa(len(part)) + ":"))
+		m.Write(part)
+	}
+	return base64.RawURLEncoding.EncodeToString(m.Sum(nil))
+}
+
+// ValidStatusNonce reports whether nonce is one a status request may
+// carry: StatusNonceMin to StatusNonceMax characters of the base64 URL
+// alphabet.
+func ValidStatusNonce(nonce string) bool {
+	if len(nonce) < StatusNonceMin || len(nonce) > StatusNonceMax {
+		return false
+	}
+	for _, c := range nonce {
+		if !(c >= 'A' && c <= 'Z' || c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-' || c == '_') {
+			return false
+		}
+	}
+	return true
 }
 
 // Readiness is what the VM's agent says of the configuration it applied,

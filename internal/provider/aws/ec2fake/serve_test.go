@@ -34,8 +34,8 @@ func TestServe(t *testing.T) {
 		t.Fatal(err)
 	}
 	renderer := cloudinit.Renderer{EngineURL: "https://example.com/egress-proxy", EngineSHA256: strings.Repeat("0", 64), Gzip: true, IMDS: vmconfig.EC2MetadataURL,
-		Status: func(_ context.Context, uid string) (*vmconfig.StatusAccess, error) {
-			return key.Access(uid, []string{"127.0.0.1/32"})
+		Status: func(_ context.Context, uid, id string) (*vmconfig.StatusAccess, error) {
+			return key.Access(uid, id, []string{"127.0.0.1/32"})
 		}}
 	creds := sdkaws.CredentialsProviderFunc(func(context.Context) (sdkaws.Credentials, error) {
 		return sdkaws.Credentials{AccessKeyID: "EGRESS-SERVE-TEST", SecretAccessKey: "not-a-secret"}, nil

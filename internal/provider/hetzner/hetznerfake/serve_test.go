@@ -35,8 +35,8 @@ func TestServe(t *testing.T) {
 	}
 	keyOf := func(context.Context) (vmstatus.Key, error) { return key, nil }
 	renderer := cloudinit.Renderer{EngineURL: "https://example.com/egress-proxy", EngineSHA256: strings.Repeat("0", 64),
-		Status: func(_ context.Context, uid string) (*vmconfig.StatusAccess, error) {
-			return key.Access(uid, []string{"127.0.0.1/32"})
+		Status: func(_ context.Context, uid, id string) (*vmconfig.StatusAccess, error) {
+			return key.Access(uid, id, []string{"127.0.0.1/32"})
 		}}
 	p, err := hetzner.New(hetzner.NewClient(token, fake.Endpoint(), nil), hetzner.Config{Renderer: renderer, Prober: &vmstatus.Prober{Key: keyOf}})
 	if err != nil {

@@ -19,17 +19,21 @@ import (
 type Statuses struct {
 	mu     sync.Mutex
 	by     map[string]vmside.Status
-	probes []string // ip:port/uid
+	probes []string // ip:port/uid/id
 }
 
 // NewStatuses returns a Prober no VM answers yet.
 func NewStatuses() *Statuses { return &Statuses{by: map[string]vmside.Status{}} }
 
-// Probe answers what Set said for uid, or no answer.
-func (s *Statuses) Probe(_ context.Context, ip string, port int32, uid string) (vmside.Status, error) {
+// Probe answers what Set said for uid, or no answer. A VM without a
+// status id is asked by no real prober: it gets no answer here either.
+func (s *Statuses) Probe(_ context.Context, ip string, port int32, uid, id string) (vmside.Status, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.probes = append(s.probes, fmt.Sprintf("%s:%d/%s", ip, port, uid))
+	s.probes = append(s.probes, fmt.Sprintf("%s:%d/%s/%s", ip, port, uid, id))
+	if id == "" {
+		return vmside.Status{}, fmt.Errorf("%s:%d has no status id: not asked", ip, port)
+	}
 	if st, ok := s.by[uid]; ok {
 		return st, nil
 	}
@@ -43,7 +47,7 @@ func (s *Statuses) Set(uid string, st vmside.Status) {
 	s.by[uid] = st
 }
 
-// Probes are the questions asked so far, as ip:port/uid.
+// Probes are the questions asked so far, as ip:port/uid/id.
 func (s *Statuses) Probes() []string {
 	s.mu.Lock()
 	defer s.mu.Unlock()
