@@ -19,24 +19,16 @@ deps:
 ## test: every test, with -race (the simulation's and the deploy checks' without), against the real emulators
 # The simulation (internal/sim) plays one invocation at a time on a seeded
 # schedule, and -race made it half of the run (7 of 15 minutes on two
-# cores) for nothing it could find: its tests run without -race. The race detector still runs every package the simulation drives
+# cores) for nothing it could find: its tests run without -race, after the
+# rest. The race detector still runs every package the simulation drives
 # (reconcile, gc, pools, the providers) in their own tests. The deploy
 # package's tests read the code (the call walk over its SSA form, the
 # imports) and render the Terraform's templates; no product code runs
 # there, and under -race the walk took 49 s instead of 10.
 NORACE_PKGS = ./internal/sim ./deploy
-# The packages without -race run beside the rest, not after them: the rest
-# spend much of their time waiting on the emulators and the local stacks.
-# Their output is held and printed after the rest's, so that neither is cut
-# into the other; the target fails when either run does.
 test: deps
-	@norace=$$(mktemp); \
-	echo "$(GO) test -count=1 -timeout 30m $(NORACE_PKGS) (beside the rest; its output follows theirs)"; \
-	$(GO) test -count=1 -timeout 30m $(NORACE_PKGS) > $$norace 2>&1 & pid=$$!; \
-	echo '$(WITH_EMULATORS) $(GOTEST) ...'; \
-	$(WITH_EMULATORS) $(GOTEST) $$($(GO) list ./... | grep -v -x -F "$$($(GO) list $(NORACE_PKGS))"); rc=$$?; \
-	wait $$pid; nrc=$$?; cat $$norace; rm -f $$norace; \
-	[ $$rc -eq 0 ] && [ $$nrc -eq 0 ]
+	$(WITH_EMULATORS) $(GOTEST) $$($(GO) list ./... | grep -v -x -F "$$($(GO) list $(NORACE_PKGS))")
+	$(GO) test -count=1 -timeout 30m $(NORACE_PKGS)
 
 ## screenshots: the web console's pictures in docs/images/console, as its
 ## browser test takes them (the end-to-end test, with EGRESS_SCREENSHOTS=1)
