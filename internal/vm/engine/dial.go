@@ -95,6 +95,16 @@ func interleave(addrs []netip.Addr) []netip.Addr {
 // connection wins and the attempts still running are cancelled (and any
 // that connect anyway, closed).
 func race(ctx context.Context, addrs []netip.Addr, port int) (*net.TCPConn, error) {
+	if len(addrs) == 1 {
+		// Nothing to race (an address literal, most often): no goroutine,
+		// no timer.
+		var d net.Dialer
+		c, err := d.DialContext(ctx, "tcp", net.JoinHostPort(addrs[0].String(), strconv.Itoa(port)))
+		if err != nil {
+			return nil, err
+		}
+		return c.(*net.TCPConn), nil
+	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	type result struct {
