@@ -78,7 +78,8 @@ var everywhere = []string{"0.0.0.0/0", "::/0"}
 // port admits the allowed ranges and the status ranges; outbound, every
 // protocol and port to everywhere, since a proxy's work is to reach the
 // Internet (a DigitalOcean firewall with no outbound rule refuses every
-// outbound packet).
+// outbound packet). "0" is every port, and ICMP's ports are "0" too: the
+// API description requires ports on every rule.
 func (f Firewall) Request(deployment string) *godo.FirewallRequest {
 	sources := slices.Concat(f.SourceRanges, f.StatusSourceRanges)
 	slices.Sort(sources)
@@ -90,7 +91,7 @@ func (f Firewall) Request(deployment string) *godo.FirewallRequest {
 	req.OutboundRules = []godo.OutboundRule{
 		{Protocol: "tcp", PortRange: "0", Destinations: &godo.Destinations{Addresses: everywhere}},
 		{Protocol: "udp", PortRange: "0", Destinations: &godo.Destinations{Addresses: everywhere}},
-		{Protocol: "icmp", Destinations: &godo.Destinations{Addresses: everywhere}},
+		{Protocol: "icmp", PortRange: "0", Destinations: &godo.Destinations{Addresses: everywhere}},
 	}
 	return req
 }
