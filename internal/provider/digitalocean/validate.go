@@ -34,13 +34,13 @@ var (
 )
 
 // metros are DigitalOcean's metros and their regions that take new
-// Droplets: a placement's region and its zones. (nyc2, sfo1 and ams2
-// take none.)
+// Droplets: a placement's region and its zones. (nyc2, sfo1, ams1 and
+// ams2 take none; atl1 is left out until DigitalOcean's API description,
+// whose region slugs are an enum, names it: testdata/README.md.)
 var metros = map[string][]string{
 	"nyc": {"nyc1", "nyc3"},
 	"sfo": {"sfo2", "sfo3"},
 	"tor": {"tor1"},
-	"atl": {"atl1"},
 	"ams": {"ams3"},
 	"lon": {"lon1"},
 	"fra": {"fra1"},

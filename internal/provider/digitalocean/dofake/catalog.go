@@ -7,8 +7,9 @@ import (
 	"github.com/digitalocean/godo"
 )
 
-// The catalog the fake serves: DigitalOcean's regions, those closed to new
-// Droplets (nyc2, sfo1, ams2) among them, unavailable; the Basic sizes the
+// The catalog the fake serves: DigitalOcean's regions as its API
+// description enumerates them, those closed to new Droplets (nyc2, sfo1,
+// ams2) among them, unavailable; the Basic sizes the
 // provider's defaults name, sold in every open region; the Debian images
 // by slug.
 var (
@@ -18,7 +19,7 @@ var (
 		region("sfo1", "San Francisco 1", false), region("sfo2", "San Francisco 2", true), region("sfo3", "San Francisco 3", true),
 		region("ams2", "Amsterdam 2", false), region("ams3", "Amsterdam 3", true), region("sgp1", "Singapore 1", true),
 		region("lon1", "London 1", true), region("fra1", "Frankfurt 1", true), region("tor1", "Toronto 1", true),
-		region("blr1", "Bangalore 1", true), region("syd1", "Sydney 1", true), region("atl1", "Atlanta 1", true),
+		region("blr1", "Bangalore 1", true), region("syd1", "Sydney 1", true),
 	}
 	Sizes = []godo.Size{
 		size("s-1vcpu-1gb", 1, 1024, 25, 1, 6),
@@ -38,7 +39,7 @@ func region(slug, name string, open bool) godo.Region {
 }
 
 func size(slug string, vcpus, memory, disk int, transfer, monthly float64) godo.Size {
-	open := []string{"nyc1", "nyc3", "sfo2", "sfo3", "ams3", "sgp1", "lon1", "fra1", "tor1", "blr1", "syd1", "atl1"}
+	open := []string{"nyc1", "nyc3", "sfo2", "sfo3", "ams3", "sgp1", "lon1", "fra1", "tor1", "blr1", "syd1"}
 	return godo.Size{Slug: slug, Vcpus: vcpus, Memory: memory, Disk: disk, Transfer: transfer, PriceMonthly: monthly,
 		PriceHourly: monthly / 672, Regions: open, Available: true, Description: "Basic"}
 }

@@ -1,6 +1,7 @@
 package dofake
 
 import (
+	"encoding/json"
 	"fmt"
 	"maps"
 	"net/http"
@@ -105,9 +106,21 @@ func (s *Server) droplet(id string) (*droplet, bool) {
 // fields, the account's Droplet limit, then the region's capacity. Names
 // are not unique: a second create of a name makes a second Droplet.
 func (s *Server) createDroplet(w *writer, r *http.Request, _ []string) {
-	var req godo.DropletCreateRequest
-	if !decode(w, r, &req) {
+	// godo writes the image as its slug or its id (DropletCreateImage's
+	// MarshalJSON), and reads it no way back.
+	var body struct {
+		godo.DropletCreateRequest
+		Image json.RawMessage `json:"image"`
+	}
+	if !decode(w, r, &body) {
 		return
+	}
+	req := body.DropletCreateRequest
+	if err := json.Unmarshal(body.Image, &req.Image.Slug); err != nil {
+		if err := json.Unmarshal(body.Image, &req.Image.ID); err != nil {
+			w.error(badRequest("image: %s is no slug and no id", body.Image))
+			return
+		}
 	}
 	s.creates = append(s.creates, req)
 	if f := s.checkCreate(req); f != nil {
