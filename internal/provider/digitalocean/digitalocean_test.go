@@ -2,11 +2,8 @@ package digitalocean
 
 import (
 	"bytes"
-	"context"
 	"log/slog"
 	"net/http"
-	"strconv"
-	"strings"
 	"sync"
 	"testing"
 
@@ -141,6 +138,3 @@ func another(prefix string) provider.CreateRequest {
 	return req
 }
 
-var _ = strconv.Itoa
-var _ = strings.Contains
-var _ = context.Background

@@ -55,26 +55,36 @@ func encodeValue(v string) string {
 func decodeValue(v string) (string, bool) {
 	var b strings.Builder
 	for i := 0; i < len(v); i++ {
-		if v[i] != '_' {
-			b.WriteByte(v[i])
+		c := v[i]
+		if c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-' {
+			b.WriteByte(c)
 			continue
+		}
+		if c != '_' {
+			return "", false
 		}
 		if i+2 >= len(v) {
 			return "", false
 		}
 		n, err := strconv.ParseUint(v[i+1:i+3], 16, 8)
-		if err != nil || strings.ToLower(v[i+1:i+3]) != v[i+1:i+3] {
+		if err != nil {
 			return "", false
 		}
 		b.WriteByte(byte(n))
 		i += 2
+	}
+	// One tag per value: an escape encodeValue does not write (of a
+	// letter, in upper-case hex) is no value's.
+	if encodeValue(b.String()) != v {
+		return "", false
 	}
 	return b.String(), true
 }
 
 // Labels reads the labels back off a resource's tags: every tag of the
 // form KEY:VALUE this encoding could have written. Tags of other forms
-// (an operator's own, "web") are not labels, and are left out.
+// (an operator's own, "web", a reserved IP's record) are not labels, and
+// are left out.
 func Labels(tags []string) map[string]string {
 	out := map[string]string{}
 	for _, t := range tags {
