@@ -137,4 +137,3 @@ func another(prefix string) provider.CreateRequest {
 	req.Name = provider.NameFromUID(req.UID)
 	return req
 }
-

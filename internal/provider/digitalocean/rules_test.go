@@ -637,4 +637,3 @@ func FuzzLabels(f *testing.F) {
 		}
 	})
 }
-
