@@ -61,6 +61,14 @@
 // and then its record; ListByTag lists an unassigned reserved IP that has
 // a record, for the collector.
 //
+// A reserved IP is where the proxy is reached, and where the control
+// plane asks it. What leaves the Droplet leaves by the Droplet's own
+// address unless the VM routes it through the reserved IP's anchor
+// gateway (DigitalOcean's metadata gives it, interfaces/public/0/
+// anchor_ipv4/gateway): that is the VM side's to do (package cloudinit),
+// and until it does, a Static proxy's target sees its Droplet's address,
+// which changes with each Droplet.
+//
 // # What a crash can leave
 //
 // Create finds, then creates. A crash (or a lost answer) after the create
@@ -68,8 +76,9 @@
 // adopts: never a second one. What the find cannot see is a create it
 // races: a second reconciler creating the same proxy at the same moment
 // (the reconciler's lease is what forbids that), or a create sent but not
-// yet listed when the retry lists (DigitalOcean lists a new Droplet at
-// once in our reading; should it lag, the retry makes a second Droplet).
+// yet listed when the retry lists (the fake lists a new Droplet at once;
+// DigitalOcean's reference does not say its list never lags a create,
+// and where it does, the retry makes a second Droplet).
 // Such a duplicate has the proxy's uid and the deployment's tags, so it
 // is never untagged and never another proxy's: the reconciler serves the
 // one its document names, and the garbage collector, which lists every

@@ -144,7 +144,6 @@ func (p *Provider) holdAddress(ctx context.Context, d *godo.Droplet, uid string)
 			if err := p.dropRecords(ctx, recs, rec.Address); err != nil {
 				return "", err
 			}
-			recs = nil
 		case err != nil:
 			return "", p.wrap("get", target, err)
 		case rip.Droplet != nil && rip.Droplet.ID == d.ID:
