@@ -112,22 +112,17 @@ func (p *Provider) ensureFirewall(ctx context.Context) error {
 	if _, _, err := p.c.Tags.Create(ctx, &godo.TagCreateRequest{Name: DeploymentTag(p.cfg.Deployment)}); err != nil {
 		return p.wrap("firewall", want.Name, err)
 	}
+	fws, err := listAll(ctx, func(opt *godo.ListOptions) ([]godo.Firewall, *godo.Response, error) {
+		return p.c.Firewalls.List(ctx, opt)
+	})
+	if err != nil {
+		return p.wrap("firewall", want.Name, err)
+	}
 	var found *godo.Firewall
-	opt := &godo.ListOptions{PerPage: perPage}
-	for {
-		fws, resp, err := p.c.Firewalls.List(ctx, opt)
-		if err != nil {
-			return p.wrap("firewall", want.Name, err)
+	for i := range fws {
+		if fws[i].Name == want.Name {
+			found = &fws[i]
 		}
-		for i := range fws {
-			if fws[i].Name == want.Name {
-				found = &fws[i]
-			}
-		}
-		if found != nil || resp.Links == nil || resp.Links.IsLastPage() {
-			break
-		}
-		opt.Page = nextPage(resp, opt.Page)
 	}
 	switch {
 	case found == nil:
@@ -192,12 +187,4 @@ func nextPage(resp *godo.Response, current int) int {
 		}
 	}
 	return max(current, 1) + 1
-}
-
-// firewallUnchecked makes the next create check the firewall again (a
-// test's lever, after it changed the firewall behind the provider).
-func (p *Provider) firewallUnchecked() {
-	p.firewallMu.Lock()
-	defer p.firewallMu.Unlock()
-	p.firewallOK = false
 }
