@@ -40,8 +40,17 @@ var controlPlaneAddr = netip.MustParseAddr("203.0.113.7")
 // before the script.
 const cloudBootTimeout = 5 * time.Minute
 
+// cloudShapes are the cloud-init clouds' boots, in the order TestImage
+// boots them after Google's: one entry a cloud, its parts in its own
+// files (the shape in CLOUD_test.go, the image in CLOUDimage.go, the
+// metadata service's stand-in in CLOUDmetadata.go).
+var cloudShapes = []cloudShape{hetznerShape, ec2Shape}
+
 // cloudShape is what one cloud's boot brings to testCloudInit.
 type cloudShape struct {
+	// rel names the boot (its Family, in the summary line) and carries
+	// what makes the tree the cloud's image (rel.Image: the datasource's
+	// setup).
 	rel Release
 	// datasource starts the name of the datasource cloud-init must run
 	// on, as /run/cloud-init/result.json gives it.
