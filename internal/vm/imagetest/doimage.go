@@ -61,10 +61,12 @@ import "strings"
 // /sys/devices/virtual/net, so cloud-init finds eth0 with the MAC the
 // metadata gives, as a Droplet's cloud-init finds its NIC.
 //
-// cloud-init has marked this datasource deprecated since 23.2 ("in
-// favour of DataSourceConfigDrive"): it still ships and runs, and logs
-// the deprecation, which cloud-init counts among its recoverable errors,
-// not its errors.
+// cloud-init has marked this datasource deprecated since 23.2: Debian's
+// 25.1 still ships and runs it, and logs at every boot that it "is
+// deprecated in 23.2 and scheduled to be removed in 28.2. Deprecated in
+// favour of DataSourceConfigDrive.", which cloud-init counts among its
+// recoverable errors, not its errors. A Debian whose cloud-init is 28.2
+// or later needs this shape to become a ConfigDrive one.
 
 // DORelease is the DigitalOcean-shaped boot: Debian 13 with Debian's
 // cloud-init and its DigitalOcean datasource, as a Droplet boots it.
