@@ -21,11 +21,13 @@ import (
 	"github.com/egress-proxies/egress/internal/vmstatus"
 )
 
-// The boots of clouds whose VMs run cloud-init (Hetzner's, EC2's): the
-// cloud's provider makes the VM against the cloud's fake, with the VM
-// side's own renderer; Debian's cloud-init, finding the cloud's
-// datasource, reads that user-data from the metadata service (a
-// stand-in of Hetzner's, AWS's own mock of EC2's) and runs the bootstrap
+// The boots of clouds whose VMs run cloud-init (Hetzner's, EC2's,
+// DigitalOcean's): the cloud's provider makes the VM against the cloud's
+// fake, with the VM side's own renderer (DigitalOcean's, whose provider
+// is not in the tree yet, is the renderer's alone: do_test.go); Debian's
+// cloud-init, finding the cloud's datasource, reads that user-data from
+// the metadata service (a stand-in of Hetzner's or of DigitalOcean's,
+// AWS's own mock of EC2's) and runs the bootstrap
 // it carries; the control plane's prober reads Ready through the proxy
 // port from the control plane's address; and the checks of the
 // GCE-shaped boot that do not depend on Google's metadata server are
@@ -40,18 +42,29 @@ var controlPlaneAddr = netip.MustParseAddr("203.0.113.7")
 // before the script.
 const cloudBootTimeout = 5 * time.Minute
 
+// cloudShapes are the cloud-init clouds' boots, in the order TestImage
+// boots them after Google's: one entry a cloud, its parts in its own
+// files (the shape in CLOUD_test.go, the image in CLOUDimage.go, the
+// metadata service's stand-in in CLOUDmetadata.go).
+var cloudShapes = []cloudShape{hetznerShape, ec2Shape, doShape}
+
 // cloudShape is what one cloud's boot brings to testCloudInit.
 type cloudShape struct {
+	// rel names the boot (its Family, in the summary line) and carries
+	// what makes the tree the cloud's image (rel.Image: the datasource's
+	// setup).
 	rel Release
 	// datasource starts the name of the datasource cloud-init must run
 	// on, as /run/cloud-init/result.json gives it.
 	datasource string
 	// create makes the VM with the cloud's provider (create, in
-	// createCloudVM) and serves its metadata (r.cloud.metadata); it
-	// returns the VM's id as cloud-init sees it (its instance-id).
+	// createCloudVM; or renders its user-data from cloudCreateRequest,
+	// while the cloud has no provider in the tree) and serves its
+	// metadata (r.cloud.metadata); it returns the VM's id as cloud-init
+	// sees it (its instance-id).
 	create func(t *testing.T, ctx context.Context, r *run, create func(provider.Provider, provider.Placement) string) string
 	// firmware are the files the boot's tree gets, what the cloud's
-	// firmware would say (the DMI stand-in's: hetznerimage.go, ec2image.go).
+	// firmware would say (the DMI stand-in's, in dmiDir: CLOUDimage.go).
 	firmware func(id string) map[string]string
 	// userDataPath is the metadata service's path of the user-data.
 	userDataPath string
@@ -180,6 +193,19 @@ func testCloudInit(t *testing.T, ctx context.Context, runDir string, engine []by
 // r.cloud holds. It returns the providerID.
 func createCloudVM(t *testing.T, ctx context.Context, r *run, p provider.Provider, place provider.Placement) string {
 	t.Helper()
+	req := cloudCreateRequest(t, r, place)
+	id, err := p.Create(ctx, req)
+	if err != nil {
+		t.Fatalf("%s provider Create: %v", r.rel.Cloud, err)
+	}
+	return id
+}
+
+// cloudCreateRequest is the create request of the proxy's VM at place,
+// as the reconciler makes it: its name, the proxy's names, port and
+// engine configuration (which r.engine keeps); r.instance is its name.
+func cloudCreateRequest(t *testing.T, r *run, place provider.Placement) provider.CreateRequest {
+	t.Helper()
 	cfg := bootstrap.Config{Port: ProxyPort, AllowedSourceRanges: []string{AllowedRange.String()}, Credentials: r.creds, Generation: 1}
 	script, err := bootstrap.Render(cfg)
 	if err != nil {
@@ -193,11 +219,7 @@ func createCloudVM(t *testing.T, ctx context.Context, r *run, p provider.Provide
 	req := provider.CreateRequest{Name: provider.NameFromUID(uid), UID: uid, Namespace: namespace, ProxyName: proxyName,
 		Port: ProxyPort, StartupScript: script, Engine: &engine, Placement: place}
 	r.instance = req.Name
-	id, err := p.Create(ctx, req)
-	if err != nil {
-		t.Fatalf("%s provider Create: %v", r.rel.Cloud, err)
-	}
-	return id
+	return req
 }
 
 // cloudVMSide is the VM side a cloud's provider gets in the boot: the

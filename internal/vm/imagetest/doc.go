@@ -29,7 +29,11 @@
 // shaped like Debian's AWS image (EC2Release), the same way with
 // cloud-init's Ec2 datasource and AWS's own metadata mock
 // (amazon-ec2-metadata-mock behind EC2Metadata; ec2_test.go,
-// ec2image.go); both boots are cloudinit_test.go's.
+// ec2image.go). And a Debian 13 booted as a DigitalOcean Droplet
+// (DORelease), with cloud-init's DigitalOcean datasource reading
+// /metadata/v1.json from a stand-in of DigitalOcean's metadata service
+// (DOMetadata; do_test.go, doimage.go). These boots are cloudinit_test.go's,
+// one entry each of its table cloudShapes.
 //
 // The test itself (make image-test) then checks from outside, one
 // assertion each, what a user and an attacker would see: see TestImage.

@@ -35,7 +35,7 @@ var ec2Shape = cloudShape{
 	// The SMBIOS a Nitro instance's firmware gives (ec2image.go): a
 	// system-uuid that starts with ec2.
 	firmware: func(string) map[string]string {
-		return map[string]string{hetznerDMIDir + "/sys_vendor": "Amazon EC2\n", hetznerDMIDir + "/product_uuid": "ec2e1916-9099-7caf-fd21-012345abcdef\n"}
+		return map[string]string{dmiDir + "/sys_vendor": "Amazon EC2\n", dmiDir + "/product_uuid": "ec2e1916-9099-7caf-fd21-012345abcdef\n"}
 	},
 	checks: func(checks *checklist, ctx context.Context, r *run, c *Container) {
 		checks.run("the status names the instance and zone the agent read from IMDSv2", func(t *testing.T) { checkEC2Identity(t, ctx, r) })

@@ -15,7 +15,7 @@ import "strings"
 // the Ec2 datasource (datasource_list, so ds-identify enables it without
 // reading DMI) and IMDS on IPv4 alone (the test's network has no
 // [fd00:ec2::254]); and the DMI stand-in answers the two fields from
-// files each boot's copy gets (hetznerDMIDir). Everything else is
+// files each boot's copy gets (dmiDir). Everything else is
 // Debian's cloud-init as packaged: the Ec2 datasource, its IMDSv2
 // session, its crawl of the metadata and the user-data, write_files and
 // the per-boot scripts.
@@ -26,7 +26,12 @@ import "strings"
 // the datasource reads IMDS over the interface as it is, which the test
 // set from outside. cloud-init's own network configuration is off.
 
-// ec2SetupVersion is setupVersion for the EC2 shape.
+// EC2Release is the EC2-shaped boot: Debian 13 as Debian's AWS image has
+// it, with Debian's cloud-init and its Ec2 datasource.
+var EC2Release = Release{Family: "ec2-debian-13", Suite: "trixie", Cloud: "ec2",
+	Image: &CloudImage{Setup: ec2SetupVersion, Prepare: prepareEC2}}
+
+// ec2SetupVersion is CloudImage.Setup for the EC2 shape.
 const ec2SetupVersion = "1: hosts; resolv.conf to 169.254.169.254; hostname; cloud.cfg.d names the Ec2 datasource and IMDS on IPv4, network from outside; the DMI stand-in of system-uuid"
 
 // prepareEC2 shapes the debootstrapped tree like Debian's AWS image where

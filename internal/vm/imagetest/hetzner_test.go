@@ -21,7 +21,7 @@ var hetznerShape = cloudShape{
 	userDataPath: "/hetzner/v1/userdata",
 	// The SMBIOS a Hetzner server's firmware gives (hetznerimage.go).
 	firmware: func(id string) map[string]string {
-		return map[string]string{hetznerDMIDir + "/sys_vendor": "Hetzner\n", hetznerDMIDir + "/product_serial": id + "\n"}
+		return map[string]string{dmiDir + "/sys_vendor": "Hetzner\n", dmiDir + "/product_serial": id + "\n"}
 	},
 }
 

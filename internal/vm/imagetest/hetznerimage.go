@@ -14,7 +14,7 @@ package imagetest
 // places and nowhere else: cloud.cfg.d names the Hetzner datasource, so
 // ds-identify enables it without reading DMI; and a module the test adds
 // to the tree answers cloud-init's DMI reads of those two fields from
-// files the test writes into each boot's copy (hetznerDMIDir), the values
+// files the test writes into each boot's copy (dmiDir), the values
 // Hetzner's firmware gives. Everything else is Debian's cloud-init as
 // packaged: the datasource, its reads of the metadata service, its
 // user-data processing, write_files and the per-boot scripts.
@@ -24,9 +24,14 @@ package imagetest
 // off, since the container has no DHCP server and its interface is set
 // already.
 
-// hetznerDMIDir is where the DMI stand-in reads the SMBIOS fields, in the
-// booted tree: sys_vendor and product_serial, as sysfs names them.
-const hetznerDMIDir = "etc/egress-imagetest/dmi"
+// HetznerRelease is the Hetzner-shaped boot: Debian 13 as Hetzner's
+// debian-13 image has it, with Debian's cloud-init and its Hetzner
+// datasource.
+var HetznerRelease = Release{Family: "hetzner-debian-13", Suite: "trixie", Cloud: "hetzner",
+	Image: &CloudImage{Setup: hetznerSetupVersion, Prepare: prepareHetzner}}
+
+// hetznerSetupVersion is CloudImage.Setup for the Hetzner shape.
+const hetznerSetupVersion = "1: hosts; resolv.conf to 169.254.169.254; hostname; cloud.cfg.d names the Hetzner datasource, network from outside; the DMI stand-in"
 
 // prepareHetzner shapes the debootstrapped tree like Hetzner's debian-13
 // image where it matters to the boot.
@@ -48,7 +53,7 @@ func prepareHetzner(root string) error {
 }
 
 // dmiStandIn answers cloud-init's reads of the two SMBIOS fields a
-// Hetzner server's firmware gives, from hetznerDMIDir, when that folder
+// Hetzner server's firmware gives, from dmiDir, when that folder
 // exists (only in the image test's boots), and leaves every other read
 // to cloud-init.
 const dmiStandIn = `"""The egress image test's stand-in for a Hetzner server's SMBIOS

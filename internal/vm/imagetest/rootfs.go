@@ -23,20 +23,15 @@ type Release struct {
 	// Suite is Debian's code name, what debootstrap builds.
 	Suite string
 	// Cloud is whose image the root file system is shaped like: "" for
-	// Google's (the guest agent runs the startup script), "hetzner" for
-	// Hetzner's and "ec2" for Debian's AWS image (cloud-init runs the
-	// user-data: HetznerPackages).
+	// Google's (the guest agent runs the startup script), a cloud-init
+	// cloud's name otherwise ("hetzner", "ec2": cloud-init runs the
+	// user-data, CloudInitPackages), which names its tree, its copy and
+	// its container.
 	Cloud string
+	// Image is what makes the tree that cloud's image (its datasource,
+	// the firmware it checks); nil for Google's.
+	Image *CloudImage
 }
-
-// HetznerRelease is the Hetzner-shaped boot: Debian 13 as Hetzner's
-// debian-13 image has it, with Debian's cloud-init and its Hetzner
-// datasource.
-var HetznerRelease = Release{Family: "hetzner-debian-13", Suite: "trixie", Cloud: "hetzner"}
-
-// EC2Release is the EC2-shaped boot: Debian 13 as Debian's AWS image has
-// it, with Debian's cloud-init and its Ec2 datasource.
-var EC2Release = Release{Family: "ec2-debian-13", Suite: "trixie", Cloud: "ec2"}
 
 // Releases are booted in this order.
 var Releases = []Release{{Family: "debian-13", Suite: "trixie"}, {Family: "debian-12", Suite: "bookworm"}}
@@ -55,23 +50,10 @@ var Packages = []string{
 	"google-guest-agent",
 }
 
-// HetznerPackages are Packages with Debian's cloud-init, which Hetzner's
-// images and Debian's AWS images run, in place of Google's guest
-// environment.
-var HetznerPackages = []string{
-	"systemd", "systemd-sysv", "dbus",
-	"curl", "ca-certificates", "iproute2", "nftables",
-	"cloud-init",
-	// What provides a virtual package cloud-init's dependencies need
-	// (python3-cryptography's python3-cffi-backend-api-*), which
-	// debootstrap does not resolve by itself.
-	"python3-cffi-backend",
-}
-
 // packages is what rel's root file system holds beyond the minimal base.
 func (rel Release) packages() []string {
-	if rel.Cloud != "" {
-		return HetznerPackages
+	if rel.Image != nil {
+		return CloudInitPackages
 	}
 	return Packages
 }
@@ -79,9 +61,6 @@ func (rel Release) packages() []string {
 // setupVersion names what prepare does to the debootstrapped tree; change
 // it when prepare changes, so that the cache key changes with it.
 const setupVersion = "2: /etc/hosts with metadata.google.internal; resolv.conf to 169.254.169.254; hostname"
-
-// hetznerSetupVersion is setupVersion for the Hetzner shape.
-const hetznerSetupVersion = "1: hosts; resolv.conf to 169.254.169.254; hostname; cloud.cfg.d names the Hetzner datasource, network from outside; the DMI stand-in"
 
 // sourcesFile is where the host's APT sources name its Debian mirror.
 const sourcesFile = "/etc/apt/sources.list.d/debian.sources"
@@ -127,11 +106,8 @@ func Mirror() (string, error) {
 // made of.
 func CacheKey(rel Release) string {
 	setup := setupVersion
-	switch rel.Cloud {
-	case "hetzner":
-		setup = "hetzner " + hetznerSetupVersion
-	case "ec2":
-		setup = "ec2 " + ec2SetupVersion
+	if rel.Image != nil {
+		setup = rel.Cloud + " " + rel.Image.Setup
 	}
 	sum := sha256.Sum256([]byte(rel.Suite + "\n" + strings.Join(rel.packages(), ",") + "\n" + setup))
 	return hex.EncodeToString(sum[:6])
@@ -182,11 +158,8 @@ func Rootfs(ctx context.Context, rel Release, log io.Writer) (dir string, built 
 		return "", false, fmt.Errorf("debootstrap %s: %w\n%s", strings.Join(args, " "), err, tail)
 	}
 	prep := prepare
-	switch rel.Cloud {
-	case "hetzner":
-		prep = prepareHetzner
-	case "ec2":
-		prep = prepareEC2
+	if rel.Image != nil {
+		prep = rel.Image.Prepare
 	}
 	if err := prep(tmp); err != nil {
 		return "", false, err

@@ -1,0 +1,134 @@
+package imagetest
+
+import (
+	"encoding/json"
+	"io"
+	"net"
+	"net/http"
+	"net/netip"
+	"sync"
+	"time"
+)
+
+// DOMetadata stands in for DigitalOcean's metadata service on
+// 169.254.169.254, as cloud-init's DigitalOcean datasource reads it: GET
+// /metadata/v1.json, the whole of a Droplet's metadata in one JSON
+// document, shaped as DigitalOcean's metadata API reference documents it,
+// with the fields the datasource reads and no others (document). Beside
+// it, the two data endpoints a process on a Droplet reads the user's and
+// DigitalOcean's cloud-init parts at, /metadata/v1/user-data and
+// /metadata/v1/vendor-data, which the image test's checks ask through the
+// proxy. Any other path is 404, as DigitalOcean answers an endpoint that
+// does not exist. It takes no header: DigitalOcean's service serves any
+// process of the Droplet. Every request is recorded, before anything is
+// answered.
+type DOMetadata struct {
+	// DropletID is the Droplet's id (a number in the API, and the
+	// serial number of its SMBIOS), Hostname its name, Region its
+	// region's slug.
+	DropletID int64
+	Hostname  string
+	Region    string
+	// UserData is the user-data the Droplet was created with, as it was
+	// given; VendorData is DigitalOcean's own cloud-config.
+	UserData, VendorData string
+	// Public is the Droplet's public interface: its address with its
+	// prefix, its gateway and its MAC address.
+	Public  netip.Prefix
+	Gateway netip.Addr
+	MAC     string
+	// Nameservers are the resolvers the Droplet is given.
+	Nameservers []string
+
+	mu       sync.Mutex
+	requests []Request
+}
+
+// doVendorData is the vendor-data DigitalOcean's metadata API reference
+// shows in its example of /metadata/v1.json: its cloud-config, which
+// keeps root's login, manages /etc/hosts and sets cloud-init's config and
+// final modules, the per-boot scripts the proxy's user-data uses among
+// them.
+const doVendorData = "#cloud-config\ndisable_root: false\nmanage_etc_hosts: true\n\n" +
+	"cloud_config_modules:\n - ssh\n - set_hostname\n - [ update_etc_hosts, once-per-instance ]\n\n" +
+	"cloud_final_modules:\n - scripts-vendor\n - scripts-per-once\n - scripts-per-boot\n - scripts-per-instance\n - scripts-user\n"
+
+// doDocument is /metadata/v1.json as the datasource reads it
+// (DataSourceDigitalOcean._get_data and network_config): droplet_id,
+// hostname, interfaces, public_keys, region, vendor_data, user_data and
+// dns.nameservers. DigitalOcean's document has more (tags, features,
+// floating_ip, reserved_ip, auth_key), which nothing on the VM reads.
+type doDocument struct {
+	DropletID  int64                    `json:"droplet_id"`
+	Hostname   string                   `json:"hostname"`
+	UserData   string                   `json:"user_data,omitempty"`
+	VendorData string                   `json:"vendor_data"`
+	PublicKeys []string                 `json:"public_keys"`
+	Region     string                   `json:"region"`
+	Interfaces map[string][]doInterface `json:"interfaces"`
+	DNS        doDNS                    `json:"dns"`
+}
+
+// doInterface is one of the document's interfaces, as the datasource's
+// helper (convert_network_configuration) reads it.
+type doInterface struct {
+	IPv4 doIPv4 `json:"ipv4"`
+	MAC  string `json:"mac"`
+	Type string `json:"type"`
+}
+
+type doIPv4 struct {
+	IPAddress string `json:"ip_address"`
+	Netmask   string `json:"netmask"`
+	Gateway   string `json:"gateway"`
+}
+
+type doDNS struct {
+	Nameservers []string `json:"nameservers"`
+}
+
+// document is the Droplet's metadata. The Droplet has its public
+// interface alone (the container has one): a Droplet's private
+// interface, in its VPC, has no counterpart in the test's network. It was
+// created with no SSH key, as the provider creates one.
+func (m *DOMetadata) document() doDocument {
+	mask := net.CIDRMask(m.Public.Bits(), 32)
+	return doDocument{
+		DropletID: m.DropletID, Hostname: m.Hostname, UserData: m.UserData, VendorData: m.VendorData,
+		PublicKeys: []string{}, Region: m.Region,
+		Interfaces: map[string][]doInterface{"public": {{
+			IPv4: doIPv4{IPAddress: m.Public.Addr().String(), Netmask: net.IP(mask).String(), Gateway: m.Gateway.String()},
+			MAC:  m.MAC, Type: "public",
+		}}},
+		DNS: doDNS{Nameservers: m.Nameservers},
+	}
+}
+
+func (m *DOMetadata) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	m.mu.Lock()
+	m.requests = append(m.requests, Request{Time: time.Now(), RemoteAddr: r.RemoteAddr, Method: r.Method,
+		URI: r.RequestURI, Forwarded: r.Header.Get("X-Forwarded-For")})
+	m.mu.Unlock()
+	if r.Method != http.MethodGet {
+		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
+		return
+	}
+	switch r.URL.Path {
+	case "/metadata/v1.json":
+		w.Header().Set("Content-Type", "application/json")
+		json.NewEncoder(w).Encode(m.document())
+	case "/metadata/v1/user-data":
+		io.WriteString(w, m.UserData)
+	case "/metadata/v1/vendor-data":
+		io.WriteString(w, m.VendorData)
+	default:
+		http.NotFound(w, r)
+	}
+}
+
+// Requests returns every request so far.
+func (m *DOMetadata) Requests() []Request {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	return append([]Request(nil), m.requests...)
+}
