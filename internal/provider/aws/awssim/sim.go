@@ -1,9 +1,11 @@
-// Package awssim is AWS's part of the simulation, over the EC2 fake: a
-// sim.Cloud, the aws provider itself over the fake served in-process,
-// through aws-sdk-go-v2 and its retryer, with EC2's faults, and the VM
-// side played (an instance serves once booted).
-// internal/clouds/cloudsdev lists it; nothing in production imports this
-// package.
+// Package awssim is AWS's part of the simulation and the benchmark, over
+// the EC2 fake: a sim.Cloud (the aws provider itself over the fake served
+// in-process, through aws-sdk-go-v2 and its retryer, with EC2's faults)
+// and the cloud's phase of make bench (Bench: EC2 requests per proxy
+// lifecycle, by action, and the collector's listing, over the fake on
+// loopback). Both play the VM side: an instance serves once booted.
+// internal/clouds/cloudsdev lists them; nothing in production imports
+// this package.
 package awssim
 
 import (

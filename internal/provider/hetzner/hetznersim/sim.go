@@ -1,8 +1,10 @@
-// Package hetznersim is Hetzner's part of the simulation, over the
-// Hetzner fake: a sim.Cloud, the hetzner provider itself over the fake
-// served in-process, with Hetzner's faults, and the VM side played (a
-// server serves once booted). internal/clouds/cloudsdev lists it; nothing
-// in production imports this package.
+// Package hetznersim is Hetzner's part of the simulation and the
+// benchmark, over the Hetzner fake: a sim.Cloud (the hetzner provider
+// itself over the fake served in-process, with Hetzner's faults) and the
+// cloud's phase of make bench (Bench: requests per proxy lifecycle and
+// the collector's listing, over the fake on loopback). Both play the VM
+// side: a server serves once booted. internal/clouds/cloudsdev lists
+// them; nothing in production imports this package.
 package hetznersim
 
 import (
