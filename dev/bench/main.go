@@ -28,12 +28,12 @@
 //	           proxies the pool serves, each claiming a warm VM: POST →
 //	           Ready, and the cost of a claimed lifecycle (POST to gone,
 //	           and the pool's refill) against its floor.
-//	hetzner    -lifecycles lifecycles on the hetzner provider over the
-//	           Hetzner fake, without the stack: Hetzner API requests per
-//	           lifecycle, and a ListByTag of 1000 servers (hetzner.go).
-//	aws        -lifecycles lifecycles on the aws provider over the EC2
-//	           fake, without the stack: EC2 API requests per lifecycle,
-//	           by action, and a ListByTag of 1000 instances (aws.go).
+//	<cloud>    a phase for each cloud internal/clouds/cloudsdev lists,
+//	           named by its provider type (hetzner, aws, …): -lifecycles
+//	           lifecycles on the cloud's provider over its fake, without
+//	           the stack, the cloud's API requests per lifecycle, and a
+//	           ListByTag of 1000 VMs (the cloud's <cloud>sim package
+//	           brings it, a providerbench.Phase).
 //	gc         -gc/100, -gc/10, then -gc documents and as many instances,
 //	           one CollectGarbage run each in a process of its own on the
 //	           same Firestore emulator: its time, its own CPU time and the
@@ -61,6 +61,8 @@ import (
 	"strings"
 	"syscall"
 	"time"
+
+	"github.com/egress-proxies/egress/internal/clouds/cloudsdev"
 )
 
 func main() {
@@ -135,12 +137,20 @@ const (
 	phaseLifecycle = "lifecycle"
 	phaseBulk      = "bulk"
 	phasePool      = "pool"
-	phaseHetzner   = "hetzner"
-	phaseAWS       = "aws"
 	phaseGC        = "gc"
 )
 
-var allPhases = []string{phaseLifecycle, phaseBulk, phasePool, phaseHetzner, phaseAWS, phaseGC}
+// cloudPhases are the clouds' phases, which run after the pool phases
+// and before the collector's, in the list's order.
+var cloudPhases = cloudsdev.Phases()
+
+var allPhases = func() []string {
+	out := []string{phaseLifecycle, phaseBulk, phasePool}
+	for _, ph := range cloudPhases {
+		out = append(out, ph.Name())
+	}
+	return append(out, phaseGC)
+}()
 
 // runs reports whether the run includes the phase.
 func (s settings) runs(phase string) bool { return slices.Contains(s.phases, phase) }

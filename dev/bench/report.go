@@ -3,12 +3,11 @@ package main
 import (
 	"encoding/json"
 	"fmt"
-	"math"
 	"os"
-	"slices"
 	"time"
 
 	"github.com/egress-proxies/egress/internal/app"
+	"github.com/egress-proxies/egress/internal/provider/providerbench"
 	"github.com/egress-proxies/egress/internal/reconcile"
 )
 
@@ -52,10 +51,10 @@ type results struct {
 	// TotalSeconds the whole run, from the stack's build to its stop.
 	Phases       []phaseTime `json:"phases"`
 	TotalSeconds float64     `json:"totalSeconds"`
-	// Hetzner is the hetzner provider's phase (hetzner.go).
-	Hetzner hetznerResult `json:"hetzner"`
-	// AWS is the aws provider's phase (aws.go).
-	AWS awsResult `json:"aws"`
+	// Clouds are the clouds' phases' figures, by phase name (the cloud's
+	// provider type): each cloud's own (internal/clouds/cloudsdev lists
+	// the phases).
+	Clouds map[string]providerbench.Result `json:"clouds,omitempty"`
 }
 
 // phaseTime is how long one phase took.
@@ -215,12 +214,9 @@ func newMetric(measured, floor float64) metric {
 	return m
 }
 
-type latency struct {
-	P50 float64 `json:"p50"`
-	P99 float64 `json:"p99"`
-	Max float64 `json:"max"`
-	N   int     `json:"n"`
-}
+// latency is a sample's percentiles, in the shape the clouds' phases
+// report theirs too.
+type latency = providerbench.Latency
 
 type bulkResult struct {
 	Proxies     int `json:"proxies"`
@@ -401,30 +397,14 @@ func (r *results) write(path string) error {
 }
 
 // summarize gives the percentiles of a sample.
-func summarize(ds []time.Duration) latency {
-	if len(ds) == 0 {
-		return latency{}
-	}
-	return latency{P50: ms(percentile(ds, 50)), P99: ms(percentile(ds, 99)), Max: ms(slices.Max(ds)), N: len(ds)}
-}
+func summarize(ds []time.Duration) latency { return providerbench.Summarize(ds) }
 
 // percentile is the nearest-rank percentile p of ds.
-func percentile(ds []time.Duration, p float64) time.Duration {
-	if len(ds) == 0 {
-		return 0
-	}
-	s := slices.Clone(ds)
-	slices.Sort(s)
-	rank := int(math.Ceil(p / 100 * float64(len(s))))
-	return s[max(rank, 1)-1]
-}
+func percentile(ds []time.Duration, p float64) time.Duration { return providerbench.Percentile(ds, p) }
 
-func ms(d time.Duration) float64 { return round(float64(d)/float64(time.Millisecond), 1) }
+func ms(d time.Duration) float64 { return providerbench.Ms(d) }
 
-func round(v float64, places int) float64 {
-	f := math.Pow(10, float64(places))
-	return math.Round(v*f) / f
-}
+func round(v float64, places int) float64 { return providerbench.Round(v, places) }
 
 func dur(msec float64) string {
 	return time.Duration(msec * float64(time.Millisecond)).String()

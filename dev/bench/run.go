@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/egress-proxies/egress/emulators/stack"
+	"github.com/egress-proxies/egress/internal/provider/providerbench"
 	"github.com/egress-proxies/egress/internal/proxy"
 )
 
@@ -98,16 +99,19 @@ func run(ctx context.Context, s settings, log *slog.Logger) (*results, error) {
 		}
 		r.phase("warmup", time.Since(t))
 	}
-	for _, ph := range []struct {
+	type phase struct {
 		name string
 		run  func(context.Context, *results) error
-	}{
-		// The pool phases after the lifecycle and bulk phases: once the
-		// pool exists, it serves their spec. The collector last: its
-		// hundred thousand documents would weigh on the emulator every
-		// later phase talks to.
-		{phaseLifecycle, b.lifecycle}, {phaseBulk, b.bulkAtEachSize}, {phasePool, b.poolPhases}, {phaseHetzner, b.hetzner}, {phaseAWS, b.aws}, {phaseGC, b.collect},
-	} {
+	}
+	// The pool phases after the lifecycle and bulk phases: once the pool
+	// exists, it serves their spec. The clouds' phases need no stack. The
+	// collector last: its hundred thousand documents would weigh on the
+	// emulator every later phase talks to.
+	phases := []phase{{phaseLifecycle, b.lifecycle}, {phaseBulk, b.bulkAtEachSize}, {phasePool, b.poolPhases}}
+	for _, ph := range cloudPhases {
+		phases = append(phases, phase{ph.Name(), b.cloud(ph)})
+	}
+	for _, ph := range append(phases, phase{phaseGC, b.collect}) {
 		if !s.runs(ph.name) {
 			continue
 		}
@@ -119,16 +123,28 @@ func run(ctx context.Context, s settings, log *slog.Logger) (*results, error) {
 		r.phase(ph.name, time.Since(t))
 		log.Info("phase done", "phase", ph.name, "seconds", round(time.Since(t).Seconds(), 1))
 	}
-	log.Info("aws phase", "lifecycles", s.lifecycles)
-	if r.AWS, err = awsPhase(ctx, s.lifecycles); err != nil {
-		return nil, fmt.Errorf("aws phase: %w", err)
-	}
 	if err := b.stack.Stop(30 * time.Second); err != nil {
 		return nil, fmt.Errorf("stopping the stack: %w", err)
 	}
 	r.TotalSeconds = round(time.Since(begun).Seconds(), 1)
 	failed = false
 	return r, nil
+}
+
+// cloud runs a cloud's phase (providerbench.Phase) as a phase of the run:
+// -lifecycles lifecycles on its provider over its fake.
+func (b *bench) cloud(ph providerbench.Phase) func(context.Context, *results) error {
+	return func(ctx context.Context, r *results) error {
+		res, err := ph.Run(ctx, b.s.lifecycles)
+		if err != nil {
+			return err
+		}
+		if r.Clouds == nil {
+			r.Clouds = map[string]providerbench.Result{}
+		}
+		r.Clouds[ph.Name()] = res
+		return nil
+	}
 }
 
 // quiet waits until no invocation line has come for a while: every event

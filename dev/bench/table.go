@@ -30,11 +30,10 @@ func (r *results) table(w io.Writer) {
 	if slices.Contains(s.Phases, phasePool) {
 		r.poolTable(w)
 	}
-	if slices.Contains(s.Phases, phaseHetzner) {
-		r.Hetzner.table(w)
-	}
-	if slices.Contains(s.Phases, phaseAWS) {
-		r.AWS.table(w)
+	for _, ph := range cloudPhases {
+		if res, ok := r.Clouds[ph.Name()]; ok && slices.Contains(s.Phases, ph.Name()) {
+			res.Table(w)
+		}
 	}
 	if slices.Contains(s.Phases, phaseGC) {
 		r.gcTable(w)

@@ -1,7 +1,8 @@
 // Command sim runs the fault simulation of package internal/sim: the real
 // reconciler and garbage collector under a seeded scheduler that drops,
 // duplicates, delays and forges events, crashes invocations and fails the
-// provider. It explores -seeds schedules, then checks that each planted bug
+// providers: the mock and the simulated clouds internal/clouds/cloudsdev
+// lists. It explores -seeds schedules, then checks that each planted bug
 // (a safety rule switched off) is caught, and ends with one line:
 //
 //	sim: N seeds, M faults, P pool and claim events, V violations
@@ -19,6 +20,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/egress-proxies/egress/internal/clouds/cloudsdev"
 	"github.com/egress-proxies/egress/internal/reconcile"
 	"github.com/egress-proxies/egress/internal/sim"
 )
@@ -41,8 +43,9 @@ func main() {
 	if *seed != 0 {
 		from, to = *seed, *seed
 	}
+	clouds := cloudsdev.Sims()
 	start := time.Now()
-	r := sim.Explore(from, to, sim.NoBug)
+	r := sim.Explore(from, to, sim.NoBug, clouds)
 	for _, f := range r.Failures {
 		fmt.Println(f)
 	}
@@ -52,7 +55,7 @@ func main() {
 	ok := len(r.Failures) == 0
 	if *seed == 0 {
 		for _, bug := range sim.PlantedBugs {
-			f, found := sim.Find(min(*seeds, sim.PlantedSeeds), bug)
+			f, found := sim.Find(min(*seeds, sim.PlantedSeeds), bug, clouds)
 			if !found {
 				ok = false
 				fmt.Printf("planted bug %q: not found in %d seeds\n", bug, min(*seeds, sim.PlantedSeeds))

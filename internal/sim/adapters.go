@@ -8,8 +8,6 @@ import (
 	"time"
 
 	"github.com/egress-proxies/egress/internal/provider"
-	awsprovider "github.com/egress-proxies/egress/internal/provider/aws"
-	"github.com/egress-proxies/egress/internal/provider/hetzner"
 	"github.com/egress-proxies/egress/internal/provider/mock"
 	"github.com/egress-proxies/egress/internal/proxy"
 	"github.com/egress-proxies/egress/internal/reconcile"
@@ -230,25 +228,23 @@ func (w *World) after(ctx context.Context, err error) error {
 }
 
 // simProvider is a provider of the world, each call a step: the mock,
-// or, with hetzner or aws set, that provider (behind simFixed, which is
+// or, with cloud set, that cloud's provider (behind simFixed, which is
 // no Reconfigurer).
 type simProvider struct {
-	w            *World
-	hetzner, aws bool
+	w     *World
+	cloud Cloud
 }
 
 func (p *simProvider) backend() provider.Provider {
-	switch {
-	case p.hetzner:
-		return p.w.hz.prov
-	case p.aws:
-		return p.w.aws.prov
+	if p.cloud != nil {
+		return p.cloud.Provider()
 	}
 	return p.w.mock
 }
 
-// simFixed is the adapter of a provider whose VMs take no change (hetzner,
-// aws): simProvider's calls without Reconfigure, as the provider has none.
+// simFixed is the adapter of a provider whose VMs take no change (every
+// Cloud's): simProvider's calls without Reconfigure, as the provider has
+// none.
 type simFixed struct{ p *simProvider }
 
 func (h simFixed) Create(ctx context.Context, req provider.CreateRequest) (string, error) {
@@ -279,15 +275,8 @@ func (p *simProvider) Create(ctx context.Context, req provider.CreateRequest) (s
 	born := p.w.birthOf(req)
 	id, err := p.backend().Create(ctx, req)
 	born()
-	if p.hetzner && err == nil && p.w.hz.lostCreates > 0 {
-		p.w.hz.lostCreates--
-		err = provider.NewError(provider.KindTransient, "create", req.Name, errors.New("the answer was lost"))
-	}
-	if p.hetzner && err == nil {
-		p.w.hetznerCreated(id)
-	}
-	if p.aws && err == nil {
-		p.w.awsCreated(id)
+	if p.cloud != nil {
+		err = p.cloud.Created(req, id, err)
 	}
 	if in, _ := ctx.Value(invKey{}).(*inv); in != nil {
 		delete(in.deleted, id) // a new VM under that name boots
@@ -329,15 +318,12 @@ func (p *simProvider) Delete(ctx context.Context, id string) error {
 			p.w.deleting(ctx, id, in.UID)
 		}
 	}
-	if uid, ok := p.w.hetznerUID(id); ok && p.hetzner {
-		p.w.acting(ctx, uid)
-		p.w.collecting(ctx, uid)
-		p.w.deleting(ctx, id, uid)
-	}
-	if uid, ok := p.w.awsUID(id); ok && p.aws {
-		p.w.acting(ctx, uid)
-		p.w.collecting(ctx, uid)
-		p.w.deleting(ctx, id, uid)
+	if p.cloud != nil {
+		if uid, ok := p.cloud.UID(id); ok {
+			p.w.acting(ctx, uid)
+			p.w.collecting(ctx, uid)
+			p.w.deleting(ctx, id, uid)
+		}
 	}
 	if slices.Contains(p.w.foreign, id) {
 		p.w.violation("%s deleted %s, which another deployment made or which has no deployment label", p.w.who(ctx), id)
@@ -425,22 +411,30 @@ func (p *simProvider) ListByTag(ctx context.Context) ([]provider.Instance, error
 	return p.backend().ListByTag(ctx)
 }
 
-// simProviders hands out the world's three providers.
+// simProviders hands out the world's providers: each cloud's by its
+// type, the mock's for any other.
 type simProviders struct {
-	p    *simProvider
-	h, a simFixed
+	p      *simProvider
+	clouds map[string]simFixed
 }
 
 func (s simProviders) Get(_ context.Context, typ string) (provider.Provider, error) {
-	switch typ {
-	case hetzner.Type:
-		return s.h, nil
-	case awsprovider.Type:
-		return s.a, nil
+	if c, ok := s.clouds[typ]; ok {
+		return c, nil
 	}
 	return s.p, nil
 }
-func (s simProviders) Types() []string { return []string{awsprovider.Type, hetzner.Type, mock.Type} }
+
+// Types are the clouds' types and the mock's, sorted, as a registry
+// lists them.
+func (s simProviders) Types() []string {
+	types := []string{mock.Type}
+	for typ := range s.clouds {
+		types = append(types, typ)
+	}
+	slices.Sort(types)
+	return types
+}
 
 // simQueue is proxy-reconcile: requests become deliveries.
 type simQueue struct{ w *World }
@@ -515,7 +509,7 @@ func (w *World) acting(ctx context.Context, uid string) {
 		// The document is gone: its deletion, which ignores the lease,
 		// deleted it, and a run of that deletion that read it before
 		// deletes what is left (a provider whose Get says a VM being
-		// deleted is gone, hetzner, lets the first run delete the
+		// deleted is gone, as hetzner's does, lets the first run delete the
 		// document at once). A VM made for no document is the
 		// collector's, which the leak invariant holds to its grace.
 		return
@@ -553,13 +547,12 @@ func (w *World) collecting(ctx context.Context, uid string) {
 
 // creating flags a new VM made for a change of configuration: the mock
 // reconfigures a running VM, so a new generation costs a new VM only once
-// the VM did not serve it in time (ReconfigureTimeout). The hetzner and
-// aws providers cannot, so their proxies get a new VM for each.
+// the VM did not serve it in time (ReconfigureTimeout). The clouds'
+// providers cannot, so their proxies get a new VM for each.
 func (w *World) creating(ctx context.Context, uid string) {
 	for _, key := range w.store.Keys() {
-		// A hetzner server or an EC2 instance cannot take a change: a new
-		// one is the way.
-		if p, err := w.store.Get(ctx, key); err == nil && p.UID == uid && readyReason(p) == "ConfigurationChanged" && p.Spec.Provider != hetzner.Type && p.Spec.Provider != awsprovider.Type {
+		// A cloud's VM cannot take a change: a new one is the way.
+		if p, err := w.store.Get(ctx, key); err == nil && p.UID == uid && readyReason(p) == "ConfigurationChanged" && !w.isCloudType(p.Spec.Provider) {
 			w.violation("%s: generation %d costs a new VM, though its VM could take it (%s)", key, p.Generation, p.Status.Message)
 		}
 	}

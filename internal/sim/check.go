@@ -22,13 +22,18 @@ func readyReason(p *proxy.Proxy) string {
 // check states the invariants once faults have stopped and time has run on.
 func (w *World) check() {
 	ctx := context.Background()
-	hz := w.hetznerInstances()
-	ec2 := w.awsInstances()
+	// Every VM and address of every provider, this deployment's or not,
+	// for the leaks and another deployment's resources below.
+	all := [][]provider.Instance{w.mock.Instances(), w.mock.Addresses()}
 	instances := w.own()
-	for _, in := range slices.Concat(hz, ec2) {
-		if in.Deployment == provider.DefaultDeployment {
-			instances = append(instances, in)
+	for _, c := range w.clouds {
+		ins := c.Instances()
+		for _, in := range ins {
+			if in.Deployment == provider.DefaultDeployment {
+				instances = append(instances, in)
+			}
 		}
+		all = append(all, ins, c.Addresses())
 	}
 	w.stats.InstancesAtEnd = len(instances)
 	byUID := map[string][]provider.Instance{}
@@ -54,11 +59,10 @@ func (w *World) check() {
 		switch p.Status.Phase {
 		case proxy.PhaseReady:
 			w.stats.ReadyAtEnd++
-			if isHetzner(p.Status.ProviderID) {
-				w.stats.HetznerReadyAtEnd++
-			}
-			if isAWS(p.Status.ProviderID) {
-				w.stats.AWSReadyAtEnd++
+			for i, c := range w.clouds {
+				if c.Owns(p.Status.ProviderID) {
+					w.stats.Clouds[i].ReadyAtEnd++
+				}
 			}
 		case proxy.PhaseFailed:
 			w.stats.FailedAtEnd++
@@ -105,7 +109,7 @@ func (w *World) check() {
 	w.checkBudget()
 	var leaked []string
 	present := map[string]bool{}
-	for _, in := range slices.Concat(w.mock.Instances(), w.mock.Addresses(), hz, w.hetznerAddresses(), ec2, w.awsAddresses()) {
+	for _, in := range slices.Concat(all...) {
 		present[in.ID] = true
 		if in.Deployment != provider.DefaultDeployment {
 			continue // another deployment's, or unlabelled: never ours to collect

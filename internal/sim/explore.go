@@ -40,11 +40,15 @@ func (r Result) Summary() string {
 // Counts says, in a line, what the schedules did.
 func (r Result) Counts() string {
 	s := r.Stats
-	return fmt.Sprintf("faults: %d crashes, %d events dropped, %d duplicated, %d provider errors, %d VMs lost, %d stopped, %d never ready, %d boot errors, %d creates failed later, %d stockouts; call-homes %d lost, %d duplicated, %d delayed, %d forged; %d VMs of another deployment, %d without the label, %d empty document sets (%d GC runs refused, %d operator runs); %d user actions (%d Static proxies, %d rotations), %d invocations (%d GC runs), %d steps; hetzner: %d proxies, %d of its faults, %d Ready at the end; aws: %d proxies, %d of its faults, %d Ready at the end; checked at the end: %d Ready and %d Failed proxies, %d VMs",
+	clouds := ""
+	for _, c := range s.Clouds {
+		clouds += fmt.Sprintf("%s: %d proxies, %d of its faults, %d Ready at the end; ", c.Type, c.Proxies, c.Faults, c.ReadyAtEnd)
+	}
+	return fmt.Sprintf("faults: %d crashes, %d events dropped, %d duplicated, %d provider errors, %d VMs lost, %d stopped, %d never ready, %d boot errors, %d creates failed later, %d stockouts; call-homes %d lost, %d duplicated, %d delayed, %d forged; %d VMs of another deployment, %d without the label, %d empty document sets (%d GC runs refused, %d operator runs); %d user actions (%d Static proxies, %d rotations), %d invocations (%d GC runs), %d steps; %schecked at the end: %d Ready and %d Failed proxies, %d VMs",
 		s.Crashes, s.Dropped, s.Duplicated, s.ProviderFaults, s.Lost, s.Stopped, s.NeverReady, s.BootErrors, s.AsyncCreateFailures, s.Stockouts,
 		s.CallHomesLost, s.CallHomesDuplicated, s.CallHomesDelayed, s.CallHomesForged,
 		s.OtherDeployment, s.Unlabelled, s.EmptyDocumentSets, s.Refused, s.OperatorRuns,
-		s.UserActions, s.StaticProxies, s.Rotations, s.Invocations, s.GCRuns, s.Steps, s.HetznerProxies, s.HetznerFaults, s.HetznerReadyAtEnd, s.AWSProxies, s.AWSFaults, s.AWSReadyAtEnd, s.ReadyAtEnd, s.FailedAtEnd, s.InstancesAtEnd)
+		s.UserActions, s.StaticProxies, s.Rotations, s.Invocations, s.GCRuns, s.Steps, clouds, s.ReadyAtEnd, s.FailedAtEnd, s.InstancesAtEnd)
 }
 
 // PoolCounts says, in a line, what the schedules did with configurations
@@ -66,11 +70,11 @@ func (r Result) BudgetCounts() string {
 }
 
 // Explore plays the schedules of seeds from to to, inclusive, with bug
-// planted, and returns what they found.
-func Explore(from, to uint64, bug Bug) Result {
+// planted and clouds beside the mock, and returns what they found.
+func Explore(from, to uint64, bug Bug, clouds []NewCloud) Result {
 	r := Result{Edges: map[reconcile.Edge]int{}}
 	for s := from; s <= to; s++ {
-		w := New(s, bug)
+		w := New(s, bug, clouds)
 		errs, st := w.Run()
 		r.Seeds++
 		r.Stats.Add(st)
@@ -121,17 +125,17 @@ var PlantedAt = map[Bug]uint64{
 // alone.
 const PlantedWindow = 100
 
-// Find plays seeds 1 to seeds with bug planted until one breaks an
-// invariant, and returns it.
-func Find(seeds int, bug Bug) (Failure, bool) {
-	return FindFrom(1, uint64(seeds), bug)
+// Find plays seeds 1 to seeds with bug planted and clouds beside the
+// mock until one breaks an invariant, and returns it.
+func Find(seeds int, bug Bug, clouds []NewCloud) (Failure, bool) {
+	return FindFrom(1, uint64(seeds), bug, clouds)
 }
 
-// FindFrom plays seeds from to to, inclusive, with bug planted until one
-// breaks an invariant, and returns it.
-func FindFrom(from, to uint64, bug Bug) (Failure, bool) {
+// FindFrom plays seeds from to to, inclusive, with bug planted and clouds
+// beside the mock until one breaks an invariant, and returns it.
+func FindFrom(from, to uint64, bug Bug, clouds []NewCloud) (Failure, bool) {
 	for s := from; s <= to; s++ {
-		if errs, _ := New(s, bug).Run(); len(errs) > 0 {
+		if errs, _ := New(s, bug, clouds).Run(); len(errs) > 0 {
 			return Failure{Seed: s, Violations: errs}, true
 		}
 	}

@@ -104,8 +104,11 @@ func (w *World) maybeFault() {
 		w.foreignResource()
 	}
 	w.revocation()
-	w.hetznerFault()
-	w.awsFault()
+	for i, c := range w.clouds {
+		if f, ok := c.Fault(); ok {
+			w.cloudFault(i, f)
+		}
+	}
 	switch r := w.rng.Float64(); {
 	case r < 0.04:
 		w.userAction()
@@ -316,8 +319,7 @@ func (w *World) userAction() {
 		if w.budget.IntN(3) == 0 {
 			spec.MaxAge = simMaxAge.String()
 		}
-		w.hetznerSpec(&spec)
-		w.awsSpec(&spec)
+		w.offer(&spec)
 		_, err := w.store.CreateInNamespace(ctx, &proxy.Proxy{
 			Namespace: namespace, Name: name, UID: uid, Generation: 1,
 			Spec:       spec,

@@ -294,11 +294,8 @@ func (w *World) checkServed(key proxy.Key, p *proxy.Proxy, in provider.Instance)
 		w.violation("%s: Ready at generation %d, but its VM %s serves generation %d", key, p.Generation, in.ID, in.Generation)
 	}
 	req, ok := w.mock.CreateRequest(in.ID)
-	if isHetzner(in.ID) {
-		req, ok = w.hetznerRequest(in.ID)
-	}
-	if isAWS(in.ID) {
-		req, ok = w.awsRequest(in.ID)
+	if c := w.cloudOf(in.ID); c != nil {
+		req, ok = c.Request(in.ID)
 	}
 	if !ok || req.Engine == nil {
 		w.violation("%s: its VM %s was given no engine configuration", key, in.ID)

@@ -40,8 +40,9 @@ func (w *World) Run() ([]string, Stats) {
 	w.faults = false
 	w.stuck, w.refuse = 0, false
 	w.mock.ClearCreateFailures()
-	w.clearHetznerFaults()
-	w.clearAWSFaults()
+	for _, c := range w.clouds {
+		c.ClearFaults()
+	}
 	end := w.clock.Now().Add(quiesceFor)
 	for guard := 0; guard < 200_000; guard++ {
 		if !w.clock.Now().Before(end) && len(w.active) == 0 && len(w.duePending(true)) == 0 &&
@@ -61,10 +62,9 @@ func (w *World) Run() ([]string, Stats) {
 		for range 5 {
 			w.stats.OperatorRuns++
 			r, err := w.operator.Run(context.Background())
-			// Hetzner finishes the deletes by itself, in seconds: a
-			// Primary IP is free to go once its server is gone.
-			w.hz.fake.Settle()
-			w.aws.fake.Settle()
+			// A cloud finishes the deletes by itself, in seconds: a
+			// static address is free to go once its VM is gone.
+			w.finish()
 			orphaned := 0
 			for _, p := range r.Providers {
 				orphaned += p.Orphaned
@@ -74,12 +74,18 @@ func (w *World) Run() ([]string, Stats) {
 			}
 		}
 	}
-	// Hetzner finishes what it was asked by itself, in seconds: the
-	// deletes of the last runs.
-	w.hz.fake.Settle()
-	w.aws.fake.Settle()
+	// The clouds finish what they were asked by themselves, in seconds:
+	// the deletes of the last runs.
+	w.finish()
 	w.check()
 	return w.errs, w.stats
+}
+
+// finish lets every cloud's fake finish what it was asked.
+func (w *World) finish() {
+	for _, c := range w.clouds {
+		c.Finish()
+	}
 }
 
 // duePending returns the indexes of deliveries due now (or all, if any).
@@ -101,8 +107,9 @@ func (w *World) duePending(any bool) []int {
 // move time on to the next thing due.
 func (w *World) tick() {
 	w.stats.Steps++
-	w.settleHetzner()
-	w.settleAWS()
+	for _, c := range w.clouds {
+		c.Settle(w.clock.Now())
+	}
 	due := w.duePending(false)
 	if !w.clock.Now().Before(w.nextGC) {
 		w.nextGC = w.clock.Now().Add(gcInterval)

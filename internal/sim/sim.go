@@ -1,10 +1,11 @@
 // Package sim is a deterministic, seeded simulation of the whole system:
 // the real reconciler and garbage collector (the code the functions run)
 // over the in-memory store (which passes the same contract as Firestore)
-// and three providers, the mock, the hetzner provider itself over the
-// Hetzner fake (hetzner.go) and the aws provider itself over the EC2 fake
-// (aws.go), under a scheduler that owns time, event delivery
-// and the interleaving of concurrent invocations.
+// and the providers: the mock, and each simulated cloud the caller
+// passes (a Cloud: a cloud's real provider over its fake, served
+// in-process, with the cloud's faults; internal/clouds/cloudsdev lists
+// them, and this package names none), under a scheduler that owns time,
+// event delivery and the interleaving of concurrent invocations.
 //
 // Every store, provider, queue and clock call of an invocation is a step;
 // only one invocation runs at a time, and the seeded scheduler picks which
@@ -22,6 +23,7 @@ import (
 	"errors"
 	"log/slog"
 	"math/rand/v2"
+	"slices"
 	"time"
 
 	"github.com/egress-proxies/egress/internal/clock"
@@ -138,16 +140,11 @@ type Stats struct {
 	// Waits the rotations by maxAge that waited for it, Excused the VMs
 	// born to replace ones the world harmed.
 	Causes, AgeRotations, Refused429, Waits, Excused int
-	// HetznerProxies are the proxies made on the hetzner provider;
-	// HetznerFaults, Hetzner's faults injected (locations out of
-	// capacity, the rate limit spent, the server limit, 5xx and locked,
-	// lost, stopped and never-ready servers, lost create answers, another
-	// deployment's servers).
-	HetznerProxies, HetznerFaults, HetznerReadyAtEnd int
-	// AWSProxies, AWSFaults and AWSReadyAtEnd are the same of the aws
-	// provider (EC2's faults: zones out of capacity or without the type,
-	// the request rate, quotas, lost answers).
-	AWSProxies, AWSFaults, AWSReadyAtEnd int
+	// Clouds are the simulated clouds' counts, one for each, in the
+	// order of the clouds the schedules were given: the proxies made on
+	// each, its faults injected (a fault of a kind counted above, a lost
+	// VM say, is counted there too), its proxies Ready at the end.
+	Clouds []CloudStats
 	// ReadyAtEnd, FailedAtEnd and InstancesAtEnd are what the invariants
 	// were checked over.
 	ReadyAtEnd, FailedAtEnd, InstancesAtEnd int
@@ -158,7 +155,16 @@ func (s Stats) Faults() int {
 	return s.Crashes + s.Dropped + s.Duplicated + s.ProviderFaults + s.Lost + s.Stopped +
 		s.CallHomesLost + s.CallHomesDuplicated + s.CallHomesDelayed + s.CallHomesForged + s.NeverReady + s.BootErrors +
 		s.AsyncCreateFailures + s.Stockouts + s.OtherDeployment + s.Unlabelled + s.EmptyDocumentSets +
-		s.ReconfigureErrors + s.ReconfigureStuck + s.ReconfigureRefused + s.PoolEventsDropped + s.PoolEventsDuplicated + s.ClaimsCrashed + s.HetznerFaults + s.AWSFaults
+		s.ReconfigureErrors + s.ReconfigureStuck + s.ReconfigureRefused + s.PoolEventsDropped + s.PoolEventsDuplicated + s.ClaimsCrashed + s.cloudFaults()
+}
+
+// cloudFaults is the number of the simulated clouds' faults.
+func (s Stats) cloudFaults() int {
+	n := 0
+	for _, c := range s.Clouds {
+		n += c.Faults
+	}
+	return n
 }
 
 // PoolFaults is the number of pool and claim events the schedule made
@@ -221,12 +227,16 @@ func (s *Stats) Add(o Stats) {
 	s.Refused429 += o.Refused429
 	s.Waits += o.Waits
 	s.Excused += o.Excused
-	s.HetznerProxies += o.HetznerProxies
-	s.HetznerFaults += o.HetznerFaults
-	s.HetznerReadyAtEnd += o.HetznerReadyAtEnd
-	s.AWSProxies += o.AWSProxies
-	s.AWSFaults += o.AWSFaults
-	s.AWSReadyAtEnd += o.AWSReadyAtEnd
+	for _, c := range o.Clouds {
+		i := slices.IndexFunc(s.Clouds, func(x CloudStats) bool { return x.Type == c.Type })
+		if i < 0 {
+			s.Clouds = append(s.Clouds, CloudStats{Type: c.Type})
+			i = len(s.Clouds) - 1
+		}
+		s.Clouds[i].Proxies += c.Proxies
+		s.Clouds[i].Faults += c.Faults
+		s.Clouds[i].ReadyAtEnd += c.ReadyAtEnd
+	}
 	s.ReadyAtEnd += o.ReadyAtEnd
 	s.FailedAtEnd += o.FailedAtEnd
 	s.InstancesAtEnd += o.InstancesAtEnd
@@ -368,14 +378,14 @@ type World struct {
 	// no cause answers for (budget.go).
 	causes []*cause
 	owed   map[string]int
-	// hz is the fleets' second provider, Hetzner (hetzner.go).
-	hz *hetznerState
-	// aws is the fleets' third provider, EC2 (aws.go).
-	aws *awsState
+	// clouds are the fleets' providers beside the mock, in the order
+	// they are offered a new proxy (cloud.go).
+	clouds []Cloud
 }
 
-// New builds the world of a seed.
-func New(seed uint64, bug Bug) *World {
+// New builds the world of a seed, with the simulated clouds clouds makes
+// beside the mock (internal/clouds/cloudsdev's; none: the mock alone).
+func New(seed uint64, bug Bug, clouds []NewCloud) *World {
 	start := time.Date(2026, 12, 2, 0, 0, 0, 0, time.UTC)
 	w := &World{
 		rng:            rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)),
@@ -408,12 +418,15 @@ func New(seed uint64, bug Bug) *World {
 	w.mock = mock.New(mock.Options{Clock: w.clock, ProvisioningDelay: time.Duration(5+w.rng.IntN(60)) * time.Second, CallHome: w.callHome,
 		ReconfigureDelay: time.Duration(1+w.shared.IntN(20)) * time.Second})
 	w.other = w.mock.InDeployment("other")
-	w.newHetzner(seed)
-	w.newAWS(seed)
+	provs := simProviders{p: &simProvider{w: w}, clouds: map[string]simFixed{}}
+	for _, mk := range clouds {
+		c := mk(Env{Seed: seed, Now: w.clock.Now})
+		w.clouds = append(w.clouds, c)
+		w.stats.Clouds = append(w.stats.Clouds, CloudStats{Type: c.Type()})
+		provs.clouds[c.Type()] = simFixed{&simProvider{w: w, cloud: c}}
+	}
 	log := slog.New(slog.DiscardHandler)
 	st := &simStore{w: w}
-	prov := &simProvider{w: w}
-	provs := simProviders{p: prov, h: simFixed{&simProvider{w: w, hetzner: true}}, a: simFixed{&simProvider{w: w, aws: true}}}
 	q := &simQueue{w: w}
 	w.rec = reconcile.New(st, provs, q, nil, &simClock{w: w}, log,
 		reconcile.Options{Rand: rand.New(rand.NewPCG(seed, 7)), BootTimeout: bootTimeout, MaxBootFailures: maxBootFailures,

@@ -1,4 +1,4 @@
-package main
+package hetznersim
 
 import (
 	"context"
@@ -8,14 +8,15 @@ import (
 	"github.com/google/go-cmp/cmp"
 )
 
-// TestHetznerPhase: a lifecycle at the reconciler's floor costs the
-// requests it must (one create, three gets, a delete and the get before
-// it), and the listing of 1000 servers reads them in pages of 50.
-func TestHetznerPhase(t *testing.T) {
-	r, err := hetznerPhase(context.Background(), 3)
+// TestBench: a lifecycle at the reconciler's floor costs the requests it
+// must (one create, three gets, a delete and the get before it), and the
+// listing of 1000 servers reads them in pages of 50.
+func TestBench(t *testing.T) {
+	res, err := Bench{}.Run(context.Background(), 3)
 	if err != nil {
 		t.Fatal(err)
 	}
+	r := res.(*Result)
 	want := map[string]float64{"servers.create": 1, "servers.get": 4, "servers.delete": 1}
 	if diff := cmp.Diff(want, r.Requests); diff != "" {
 		t.Errorf("requests per lifecycle (-want +got):\n%s", diff)
@@ -24,7 +25,7 @@ func TestHetznerPhase(t *testing.T) {
 		t.Errorf("%.0f lifecycles an hour, %d list requests, %d calls timed; want 600, 21 (20 pages of servers, 1 of Primary IPs), 15", r.LifecyclesPerHour, r.ListRequests, r.CallMs.N)
 	}
 	var b strings.Builder
-	r.table(&b)
+	r.Table(&b)
 	if !strings.Contains(b.String(), "6.0 API requests each") {
 		t.Errorf("the table: %s", b.String())
 	}

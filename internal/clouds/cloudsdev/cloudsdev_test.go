@@ -1,0 +1,75 @@
+package cloudsdev
+
+import (
+	"go/parser"
+	"go/token"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/egress-proxies/egress/internal/sim"
+)
+
+// TestEachCloudIsOneLine: each cloud of the list brings both parts, the
+// simulated cloud and the benchmark's phase, of the same provider type,
+// and no type is listed twice.
+func TestEachCloudIsOneLine(t *testing.T) {
+	seen := map[string]bool{}
+	for i, c := range Clouds() {
+		if c.Sim == nil || c.Bench == nil {
+			t.Fatalf("cloud %d of the list: Sim %t, Bench %t; want both", i, c.Sim != nil, c.Bench != nil)
+		}
+		typ := c.Sim(sim.Env{Seed: 1, Now: time.Now}).Type()
+		if c.Bench.Name() != typ {
+			t.Errorf("cloud %d of the list: the simulation's cloud is %q, the benchmark's phase %q; want one type", i, typ, c.Bench.Name())
+		}
+		if seen[typ] {
+			t.Errorf("cloud %q is listed twice", typ)
+		}
+		seen[typ] = true
+	}
+}
+
+// TestTheSimulationAndTheBenchmarkNameNoCloud: internal/sim, dev/sim and
+// dev/bench (tests aside) import no cloud's package: they take the clouds
+// from this list, so that a cloud added is its folder and one line here.
+// What they may import of internal/provider is the contract, the mock
+// (the simulation's own base provider) and providerbench.
+func TestTheSimulationAndTheBenchmarkNameNoCloud(t *testing.T) {
+	const module = "github.com/egress-proxies/egress/"
+	allowed := map[string]bool{"internal/provider": true, "internal/provider/mock": true, "internal/provider/providerbench": true}
+	read := 0
+	for _, dir := range []string{"internal/sim", "dev/sim", "dev/bench"} {
+		files, err := filepath.Glob(filepath.Join("..", "..", "..", dir, "*.go"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, f := range files {
+			if strings.HasSuffix(f, "_test.go") {
+				continue
+			}
+			src, err := os.ReadFile(f)
+			if err != nil {
+				t.Fatal(err)
+			}
+			file, err := parser.ParseFile(token.NewFileSet(), f, src, parser.ImportsOnly)
+			if err != nil {
+				t.Fatal(err)
+			}
+			read++
+			for _, imp := range file.Imports {
+				path, _ := strconv.Unquote(imp.Path.Value)
+				rel, ok := strings.CutPrefix(path, module)
+				if ok && strings.HasPrefix(rel, "internal/provider/") && !allowed[rel] {
+					t.Errorf("%s imports %s: the simulation and the benchmark take their clouds from internal/clouds/cloudsdev", filepath.ToSlash(filepath.Join(dir, filepath.Base(f))), rel)
+				}
+			}
+		}
+	}
+	if read < 10 {
+		t.Fatalf("read %d files of internal/sim, dev/sim and dev/bench: the walk missed them", read)
+	}
+}
