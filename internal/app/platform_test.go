@@ -7,7 +7,8 @@ import (
 	"testing"
 
 	"github.com/egress-proxies/egress/internal/app"
-	"github.com/egress-proxies/egress/internal/app/mockprovider"
+	"github.com/egress-proxies/egress/internal/provider/mock"
+	"github.com/egress-proxies/egress/internal/provider/plugin"
 )
 
 // TestLocalIdentityStopsACloudRunStart: LOCAL_IDENTITY makes every
@@ -72,7 +73,7 @@ func TestTheMockIsLinkedOnlyWhereAsked(t *testing.T) {
 	if err == nil || err.Error() != want {
 		t.Errorf("without the mock linked:\nerror %v\nwant  %s", err, want)
 	}
-	a, err := app.New(context.Background(), getenv, app.Options{Serve: serve, Linked: []app.Linked{mockprovider.Linked()}})
+	a, err := app.New(context.Background(), getenv, app.Options{Serve: serve, Linked: []plugin.Plugin{mock.Plugin}})
 	if err != nil {
 		t.Fatalf("with the mock linked: %v", err)
 	}
