@@ -1,6 +1,7 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"strings"
 
@@ -88,4 +89,36 @@ func readmeDiagram(string) (string, error) {
   client -. "CONNECT through ip:port" .-> home
   client -. "CONNECT through ip:port" .-> pulled
 `+"```\n", or(providerTypes()), or(homeNames), or(pulledNames)), nil
+}
+
+// cliClouds is what the CLI's help says of each production cloud, as
+// JSON: the CLI links no cloud's package, so make docs copies the
+// plugins' placement words into it (cmd/egress/clouds.go).
+func cliClouds(string) (string, error) {
+	type cloud struct {
+		Type, Name                             string
+		Region, Zone                           string
+		MachineType, DefaultMachineType, Image string
+		Regions                                []string
+		Example                                string
+		InPlace                                bool
+	}
+	var out []cloud
+	for _, c := range clouds.All {
+		p := c.Placement
+		out = append(out, cloud{Type: c.Type, Name: c.Name, Region: p.Region, Zone: p.Zone, MachineType: p.MachineType,
+			DefaultMachineType: p.DefaultMachineType, Image: p.Image, Regions: p.Regions, Example: p.Example, InPlace: c.InPlace})
+	}
+	var buf strings.Builder
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(out); err != nil {
+		return "", err
+	}
+	b := buf.String()
+	if strings.Contains(b, "`") {
+		return "", fmt.Errorf("a cloud's placement words hold a backquote, which the CLI's raw string cannot")
+	}
+	return b, nil
 }

@@ -20,6 +20,8 @@ var sections = []section{
 	{page: "docs/reference/api.md", name: "routes", from: "internal/httpapi/openapi.json", render: routes},
 	{page: "docs/reference/api.md", name: "errors", from: "internal/httpapi/openapi.json", render: errorAnswers},
 	{page: "docs/reference/api.md", name: "bodies", from: "internal/httpapi/openapi.json", render: bodies},
+	// Before the CLI's reference, whose help it makes.
+	{page: "cmd/egress/clouds.go", name: "cli-clouds", from: "clouds.All", render: cliClouds},
 	{page: "docs/reference/cli.md", name: "commands", from: "cmd/egress (egress docs)", render: cliReference},
 	{page: "docs/concepts/phases.md", name: "phases", from: "internal/proxy/proxy.go", render: phaseTable},
 	{page: "docs/concepts/phases.md", name: "diagram", from: "reconcile.Transitions", render: phaseDiagram},

@@ -265,6 +265,9 @@ type Placement struct {
 	MachineType, DefaultMachineType string
 	// Image is what its image is.
 	Image string
+	// Regions, when set, are regions and their zones, a line each with
+	// aligned columns, as the CLI's help shows them under the rest.
+	Regions []string
 	// Example is the flags of a create on the cloud, after the proxy's
 	// name and namespace: `--provider TYPE --region …`.
 	Example string
