@@ -40,7 +40,7 @@ const cloudsJSON = `
     "Type": "hetzner",
     "Name": "Hetzner Cloud",
     "Region": "a network zone (eu-central, us-east, us-west, ap-southeast)",
-    "Zone": "a location of it",
+    "Zone": "a location of it (fsn1, nbg1, hel1, ash, hil, sin)",
     "MachineType": "a server type (outside eu-central a CPX type such as cpx22)",
     "DefaultMachineType": "cx23",
     "Image": "a Hetzner image (debian-13)",

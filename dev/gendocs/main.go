@@ -42,6 +42,12 @@ func main() {
 // changed.
 func write(root string) ([]string, error) {
 	var changed []string
+	// The API's description first: the API reference is read from it.
+	if ok, err := writeAPIClouds(root); err != nil {
+		return changed, err
+	} else if ok {
+		changed = append(changed, openAPIFile)
+	}
 	for _, s := range sections {
 		text, err := s.render(root)
 		if err != nil {

@@ -26,7 +26,7 @@ var Plugin = plugin.Plugin{
 	FakeEndpoint: "HETZNER_ENDPOINT",
 	Placement: plugin.Placement{
 		Region:             "a network zone (eu-central, us-east, us-west, ap-southeast)",
-		Zone:               "a location of it",
+		Zone:               "a location of it (fsn1, nbg1, hel1, ash, hil, sin)",
 		MachineType:        "a server type (outside eu-central a CPX type such as cpx22)",
 		DefaultMachineType: DefaultServerType,
 		Image:              "a Hetzner image (debian-13)",
