@@ -2,7 +2,10 @@
 // table of variables, Vars), validates it, and assembles the clients, the
 // provider registry and the domain services that the function entry points
 // in functions/ and the local stack serve. It is the only package that
-// knows every concrete implementation.
+// knows every concrete implementation of the house (Firestore, Pub/Sub,
+// Secret Manager, KMS); the clouds it knows only as plug-ins, the values
+// of internal/clouds' list (plugin.Plugin), and a cloud is added there,
+// never here.
 //
 // One App is built per process, from the environment, for the functions
 // the process serves: in production one (FUNCTION_TARGET), locally all
