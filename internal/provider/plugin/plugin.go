@@ -91,6 +91,11 @@ type Plugin struct {
 	// Terraform is the cloud's part of deploy/terraform, which the deploy
 	// tests read.
 	Terraform Terraform
+	// Words are the names, beside Type, that a file dealing with the
+	// cloud uses for it (its API's and tools': "hcloud", "ec2"): the guide
+	// to adding a cloud is held to list every file outside the cloud's
+	// folder that uses them (dev/gendocs).
+	Words []string
 }
 
 // Readers are the functions of the house that read a variable, as a set.
