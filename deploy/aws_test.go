@@ -128,7 +128,12 @@ func TestTheAWSRoleHoldsWhatItsCallsNeed(t *testing.T) {
 		t.Fatal("the analysis found no EC2 call: the aws provider is not reached from the entry points")
 	}
 	const deployment = "staging"
-	p := render(t, "policy.json.tftpl", map[string]string{"deployment": deployment})
+	// The file the plugin says grants the provider's permissions.
+	policy, ok := strings.CutPrefix(awsprovider.Plugin.Terraform.Policy, "deploy/terraform/aws/")
+	if !ok {
+		t.Fatalf("the aws plugin's Terraform.Policy %q is not a file of deploy/terraform/aws", awsprovider.Plugin.Terraform.Policy)
+	}
+	p := render(t, policy, map[string]string{"deployment": deployment})
 	granted := map[string]bool{}
 	// Resources EC2 lets no condition on our tags limit: an AMI (Debian's
 	// account's), a subnet of the default VPC, Amazon's pool of addresses.

@@ -14,6 +14,7 @@ import (
 	"github.com/zclconf/go-cty/cty"
 
 	"github.com/egress-proxies/egress/internal/app"
+	"github.com/egress-proxies/egress/internal/clouds"
 	"github.com/egress-proxies/egress/internal/provider/hetzner"
 	"github.com/egress-proxies/egress/internal/proxy"
 )
@@ -94,7 +95,7 @@ func TestTheAPIKnowsWhatTheFirewallOpens(t *testing.T) {
 					env[k] = val.AsString()
 				}
 			}
-			cfg, err := app.Load(func(k string) string { return env[k] }, app.ProxyAPI)
+			cfg, err := app.Load(func(k string) string { return env[k] }, clouds.All, app.ProxyAPI)
 			if err != nil {
 				t.Fatalf("the ProxyAPI's environment as Terraform sends it: %v", err)
 			}

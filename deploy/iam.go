@@ -1,5 +1,7 @@
 package deploy
 
+import "github.com/egress-proxies/egress/internal/clouds"
+
 // The IAM table: every Google API method the functions call, with the
 // permissions Google documents for it, and how each Go client call of the
 // code names those methods. deploy/terraform/iam.tf grants each function's
@@ -254,15 +256,22 @@ var ResourceGrants = map[string]Granted{
 
 // SecretGrants are the single secrets of the module (iam.tf names them
 // so) that a function's account may read beside those under
-// CLOUD_INIT_SECRET_PREFIX, each granted on that secret alone: the Hetzner
-// Cloud API token's (HETZNER_TOKEN_SECRET), to Reconcile and
-// CollectGarbage, which call Hetzner. Hetzner has no permission model to
-// derive a grant from: the token is the project's, read & write.
-//
-// And the key the status credentials of the servers are derived from
-// (VM_STATUS_KEY_SECRET), to the same two, which render a server's
+// CLOUD_INIT_SECRET_PREFIX, each granted on that secret alone, to
+// Reconcile and CollectGarbage, which call the clouds: each cloud's own
+// (its plugin's Terraform.Secrets: an API token, for a cloud with no
+// permission model to derive a narrower grant from), and the key the
+// status credentials of the VMs read through the proxy port are derived
+// from (VM_STATUS_KEY_SECRET), which the same two read to render a VM's
 // user-data and ask it for its status.
-var SecretGrants = []string{"google_secret_manager_secret.hetzner_token", "google_secret_manager_secret.vm_status_key"}
+var SecretGrants = secretGrants()
+
+func secretGrants() []string {
+	var out []string
+	for _, p := range clouds.All {
+		out = append(out, p.Terraform.Secrets...)
+	}
+	return append(out, "google_secret_manager_secret.vm_status_key")
+}
 
 // ProxyVM is what the proxy VMs' own account (proxy-vm) needs: its calls
 // are not Go but the startup script's (internal/bootstrap) and Google's

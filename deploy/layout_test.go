@@ -62,7 +62,7 @@ func TestTheFunctionsLinkNoDouble(t *testing.T) {
 		t.Fatalf("go list -deps ./functions: %v", err)
 	}
 	forbidden := []string{"internal/provider/mock", "internal/provider/gcp/computefake", "internal/provider/hetzner/hetznerfake", "internal/provider/aws/ec2fake", "internal/provider/digitalocean/dofake", "internal/provider/providertest", "internal/provider/vmside/vmsidetest",
-		"internal/store/storefake", "internal/store/storetest", "internal/app/mockprovider", "internal/sealing/kmsfake", "emulators",
+		"internal/store/storefake", "internal/store/storetest", "internal/sealing/kmsfake", "emulators",
 		"internal/vm/engine", "internal/vm/agent", "internal/vm/imagetest", "internal/vm/loopback", "internal/vm/imds", "internal/sim", "dev", "cmd"}
 	var linked []string
 	for _, p := range strings.Fields(string(out)) {
@@ -97,7 +97,7 @@ func TestDependenciesPointOneWay(t *testing.T) {
 			[]string{"internal/app", "dev"}},
 		{"the doubles are linked by the local stack, the simulation and tests only",
 			[]string{"internal/provider/mock", "internal/store/storefake", "internal/provider/gcp/computefake", "internal/provider/hetzner/hetznerfake", "internal/provider/aws/ec2fake", "internal/provider/digitalocean/dofake", "internal/sealing/kmsfake"},
-			[]string{"internal/provider", "internal/store", "internal/sealing", "internal/app/mockprovider", "internal/sim", "dev", "internal/vm/imagetest"}},
+			[]string{"internal/provider", "internal/store", "internal/sealing", "internal/sim", "dev", "internal/vm/imagetest"}},
 	}
 	for _, r := range rules {
 		for pkg, deps := range graph {

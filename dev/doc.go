@@ -7,6 +7,8 @@
 //     bench);
 //   - sim: the seeded fault simulation (make sim);
 //   - proxy-bench: the proxy engine measured from outside;
-//   - render-bootstrap: a proxy's startup script, printed;
 //   - gendocs: the pages of docs/ the code knows, written (make docs).
+//
+// A cloud's own developer programs live in its folder (the startup script
+// a Compute Engine VM runs, printed: internal/provider/gcp/cmd/render-bootstrap).
 package dev

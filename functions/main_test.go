@@ -8,7 +8,8 @@ import (
 
 	"github.com/egress-proxies/egress/emulators/emulatortest"
 	"github.com/egress-proxies/egress/internal/app"
-	"github.com/egress-proxies/egress/internal/app/mockprovider"
+	"github.com/egress-proxies/egress/internal/provider/mock"
+	"github.com/egress-proxies/egress/internal/provider/plugin"
 )
 
 func TestMain(m *testing.M) { emulatortest.Main(m) }
@@ -30,7 +31,7 @@ func useApp(t *testing.T, env map[string]string) *app.App {
 		}
 		return os.Getenv(k)
 	}
-	a, err := app.New(context.Background(), getenv, app.Options{Linked: []app.Linked{mockprovider.Linked()}})
+	a, err := app.New(context.Background(), getenv, app.Options{Linked: []plugin.Plugin{mock.Plugin}})
 	if err != nil {
 		t.Fatal(err)
 	}

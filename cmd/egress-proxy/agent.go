@@ -74,8 +74,9 @@ func agentMain(args []string) int {
 		// A cloud-init boot's configuration is fixed at boot: a change
 		// replaces the VM, so there is nothing to follow.
 		b := agent.Boot{Dir: *boot, Readiness: *readiness}
-		// On EC2, which instance this is, for the status: a VM that cannot
-		// tell still serves, and says nothing of it.
+		// Where the boot names an instance metadata service, which
+		// instance this is, for the status: a VM that cannot tell still
+		// serves, and says nothing of it.
 		if err := b.Identify(ctx); err != nil {
 			log.Warn("the instance's identity not read", slog.Any("error", err))
 		} else if b.Instance != "" {

@@ -27,7 +27,7 @@
 //
 //	egress-proxy agent -boot /etc/egress-proxy/boot [-readiness /run/egress-proxy/readiness.json]
 //
-// is the agent of a cloud-init boot (Hetzner's servers): it applies the
+// is the agent of a cloud-init boot: it applies the
 // egress-config the user-data wrote once, and says what the VM serves in
 // the readiness file, which the engine (its -readiness) serves with its
 // status on the proxy port, where the control plane asks.

@@ -3,12 +3,19 @@ package main
 import (
 	"io"
 	"regexp"
+	"slices"
 	"strconv"
 	"testing"
 
 	"github.com/egress-proxies/egress/internal/app"
+	"github.com/egress-proxies/egress/internal/clouds"
+	"github.com/egress-proxies/egress/internal/provider/mock"
 	"github.com/egress-proxies/egress/internal/proxy"
 )
+
+// localClouds are the clouds the local stack knows: the production list
+// and the mock.
+var localClouds = append(slices.Clone(clouds.All), mock.Plugin)
 
 // TestLocalStackTakesTheCLIsExamplePorts: every port the CLI's own
 // examples of `proxies create` name (--port, --socks5-port) is one the
@@ -25,7 +32,7 @@ func TestLocalStackTakesTheCLIsExamplePorts(t *testing.T) {
 	if len(ports) == 0 {
 		t.Fatal("the examples of `egress proxies create` name no --port or --socks5-port: nothing to check")
 	}
-	cfg, err := app.Load(app.LocalGetenv(func(string) string { return "" }), app.ProxyAPI)
+	cfg, err := app.Load(app.LocalGetenv(func(string) string { return "" }, localClouds), localClouds, app.ProxyAPI)
 	if err != nil {
 		t.Fatal(err)
 	}

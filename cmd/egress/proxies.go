@@ -57,41 +57,10 @@ func (c *cli) createCommand(pf *proxyFlags) *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "create NAME --region REGION --allowed-source-range CIDR [--allowed-source-range CIDR…]",
 		Short: "Ask for a proxy; with --wait, until it is Ready",
-		Long: `Ask for a proxy; with --wait, until it is Ready.
-
-Where it runs is the provider's: on gcp (Compute Engine) a region such as
-europe-west1 and, if you like, a zone of it (europe-west1-b); on hetzner
-(Hetzner Cloud) a network zone and, if you like, a location of it:
-
-  eu-central     fsn1 (Falkenstein), nbg1 (Nuremberg), hel1 (Helsinki)
-  us-east        ash (Ashburn, VA)
-  us-west        hil (Hillsboro, OR)
-  ap-southeast   sin (Singapore)
-
-A hetzner proxy's machine type is a server type (cx23 when you name none;
-outside eu-central a CPX type such as cpx22), its image a Hetzner image
-(debian-13).
-
-On aws (Amazon EC2) the region is an AWS region and the zone, if you like,
-one of its availability zones (its name and a letter), among those the
-platform allows (AWS_ALLOWED_REGIONS), for example:
-
-  us-east-1      N. Virginia    us-east-1a … us-east-1f
-  us-west-2      Oregon         us-west-2a … us-west-2d
-  eu-central-1   Frankfurt      eu-central-1a … eu-central-1c
-  eu-west-1      Ireland        eu-west-1a … eu-west-1c
-  ap-southeast-1 Singapore      ap-southeast-1a … ap-southeast-1c
-
-An aws proxy's machine type is an instance type (t3.micro when you name
-none), its image a Debian release (debian-13, resolved in each region to
-Debian's newest official AMI) or an AMI id. Neither hetzner nor aws serves
-a warm pool, and a change of such a proxy's ranges or ports gets it a new
-VM. The platform may allow less of each: the API names what it refuses.`,
+		Long:  "Ask for a proxy; with --wait, until it is Ready.\n\n" + placementHelp(),
 		Example: `  egress proxies create partner-api -n payments --region europe-west1 --allowed-source-range 203.0.113.0/24 --ip-policy Static --wait
   egress proxies create scraper -n data --region us-central1 --zone us-central1-b --allowed-source-range 198.51.100.7/32 --max-age 24h
-  egress proxies create socks -n data --region us-central1 --allowed-source-range 198.51.100.7/32 --socks5-port 1080 --bandwidth-limit 100Mbit
-  egress proxies create eu-egress -n data --provider hetzner --region eu-central --zone fsn1 --allowed-source-range 203.0.113.0/24 --ip-policy Static
-  egress proxies create us-egress -n data --provider aws --region us-east-1 --allowed-source-range 203.0.113.0/24 --ip-policy Static`,
+  egress proxies create socks -n data --region us-central1 --allowed-source-range 198.51.100.7/32 --socks5-port 1080 --bandwidth-limit 100Mbit` + cloudExamples(),
 		Args: names(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			ns, err := pf.ns()
@@ -123,8 +92,8 @@ VM. The platform may allow less of each: the API names what it refuses.`,
 		},
 	}
 	f := cmd.Flags()
-	f.StringVar(&spec.Placement.Region, "region", "", "the region the proxy's traffic leaves from (required): a Google Cloud region, a Hetzner network zone (eu-central, us-east, us-west, ap-southeast), or an AWS region (us-east-1, eu-central-1, …)")
-	f.StringVar(&spec.Placement.Zone, "zone", "", "a zone of the region (hetzner: a location, fsn1, nbg1, hel1, ash, hil or sin; aws: an availability zone, us-east-1a); without it the provider picks one, and another if it is full")
+	f.StringVar(&spec.Placement.Region, "region", "", "the region the proxy's traffic leaves from (required), in the provider's words (this command's help says them)")
+	f.StringVar(&spec.Placement.Zone, "zone", "", "a zone of the region, in the provider's words; without it the provider picks one, and another if it is full")
 	f.StringSliceVar(&spec.AllowedSourceRanges, "allowed-source-range", nil, "a CIDR that may use the proxy, within what the platform's firewall lets in; repeat, or separate with commas (required)")
 	f.StringVar(&ipPolicy, "ip-policy", "", "Ephemeral (each VM its own IP) or Static (one IP kept across the proxy's VMs, for a partner's allowlist) (default Ephemeral)")
 	f.StringVar(&spec.MaxAge, "max-age", "", "rotate the VM (and its IP, unless Static) once it is this old, e.g. 24h")
@@ -133,8 +102,8 @@ VM. The platform may allow less of each: the API names what it refuses.`,
 	f.Int32Var(&spec.Socks5Port, "socks5-port", 0, "a second port serving SOCKS5 with the same credentials, one the platform's firewall opens (default: no SOCKS5)")
 	f.StringVar(&spec.BandwidthLimit, "bandwidth-limit", "", "a bound on each direction of the proxy's traffic: a whole number and Kbit, Mbit or Gbit, e.g. 100Mbit (default: none)")
 	f.BoolVar(&accessLog, "access-log", true, "keep one access line per connection and request (--access-log=false for tenants that must not)")
-	f.StringVar(&spec.Provider, "provider", "", "the cloud provider, gcp, hetzner or aws (default: the deployment's)")
-	f.StringVar(&spec.Placement.MachineType, "machine-type", "", "the VM's machine type, on hetzner its server type, on aws its instance type (default: the provider's, e2-micro, cx23 or t3.micro)")
+	f.StringVar(&spec.Provider, "provider", "", "the cloud provider, "+providerTypes()+" (default: the deployment's)")
+	f.StringVar(&spec.Placement.MachineType, "machine-type", "", "the VM's machine type, in the provider's words (default: the provider's, "+defaultMachineTypes()+")")
 	f.StringVar(&spec.Placement.Image, "image", "", "the VM's image (default: the provider's)")
 	f.StringVar(&spec.CloudInitSecret, "cloud-init-secret", "", "a Secret Manager version with your own cloud-init, if the deployment allows it")
 	f.StringVar(&cloudInitFile, "cloud-init-file", "", "a file with your own cloud-init, if the deployment allows it")

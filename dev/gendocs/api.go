@@ -3,6 +3,8 @@ package main
 import (
 	"encoding/json"
 	"fmt"
+	"os"
+	"path/filepath"
 	"slices"
 	"sort"
 	"strings"
@@ -65,9 +67,19 @@ type schema struct {
 	AddProps    any               `json:"additionalProperties"`
 }
 
-func readOpenAPI() (openAPI, error) {
+// readOpenAPI reads the document under root, as make docs may have just
+// written it (the clouds' words: apiclouds.go); with root "", the one the
+// API embeds.
+func readOpenAPI(root string) (openAPI, error) {
 	var doc openAPI
-	if err := json.Unmarshal(httpapi.OpenAPI(), &doc); err != nil {
+	raw := httpapi.OpenAPI()
+	if root != "" {
+		var err error
+		if raw, err = os.ReadFile(filepath.Join(root, openAPIFile)); err != nil {
+			return doc, err
+		}
+	}
+	if err := json.Unmarshal(raw, &doc); err != nil {
 		return doc, fmt.Errorf("internal/httpapi/openapi.json: %w", err)
 	}
 	return doc, nil
@@ -118,8 +130,8 @@ func (doc openAPI) operations() []struct {
 }
 
 // routes is the table of the API's calls: what each does, and its answers.
-func routes(string) (string, error) {
-	doc, err := readOpenAPI()
+func routes(root string) (string, error) {
+	doc, err := readOpenAPI(root)
 	if err != nil {
 		return "", err
 	}
@@ -161,8 +173,8 @@ func routes(string) (string, error) {
 }
 
 // errorAnswers is what each error answer of the API means.
-func errorAnswers(string) (string, error) {
-	doc, err := readOpenAPI()
+func errorAnswers(root string) (string, error) {
+	doc, err := readOpenAPI(root)
 	if err != nil {
 		return "", err
 	}
@@ -198,8 +210,8 @@ func errorAnswers(string) (string, error) {
 }
 
 // bodies are the document's schemas, each with its fields.
-func bodies(string) (string, error) {
-	doc, err := readOpenAPI()
+func bodies(root string) (string, error) {
+	doc, err := readOpenAPI(root)
 	if err != nil {
 		return "", err
 	}

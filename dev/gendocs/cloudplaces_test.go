@@ -15,7 +15,8 @@ import (
 	"testing"
 	"unicode/utf8"
 
-	"github.com/egress-proxies/egress/internal/app"
+	"github.com/egress-proxies/egress/internal/clouds"
+	"github.com/egress-proxies/egress/internal/provider/plugin"
 )
 
 // addingACloud is the guide whose list of places the test below holds.
@@ -23,16 +24,19 @@ const addingACloud = "docs/development/adding-a-cloud.md"
 
 // cloudWords are the words a file uses when it deals with a cloud, by the
 // cloud's provider type: the type itself, and the names of the cloud's
-// API and tools that the code uses for it.
-var cloudWords = map[string][]string{
-	"hetzner": {"hetzner", "hcloud"},
-	"aws":     {"aws", "ec2"},
+// API and tools that the code uses for it (its plugin's Words).
+var cloudWords = map[string][]string{}
+
+func init() {
+	for _, c := range clouds.All {
+		cloudWords[c.Type] = append([]string{c.Type}, c.Words...)
+	}
 }
 
 // TestAddingACloudNamesEveryPlace: the guide to adding a cloud lists every
 // file outside a cloud's own package that deals with that cloud today, so
 // that a reader who follows it misses none. The clouds measured are those
-// of app.Clouds whose VMs do not call home (hetzner's and aws's: the shape
+// of clouds.All whose VMs do not call home (hetzner's and aws's: the shape
 // a new cloud takes); a place is a non-test Go file that imports the
 // cloud's package (internal/provider/TYPE or below) or names the cloud in
 // its code (identifiers and strings; a comment is no place), and any other
@@ -56,25 +60,22 @@ func TestAddingACloudNamesEveryPlace(t *testing.T) {
 		}
 	}
 
-	var clouds []string
-	for _, c := range app.Clouds {
-		if c.CallsHome {
+	var measured []string
+	for _, c := range clouds.All {
+		if c.Readiness == plugin.CallsHome {
 			continue
 		}
-		clouds = append(clouds, c.Type)
-		if cloudWords[c.Type] == nil {
-			t.Errorf("app.Clouds has %q, which cloudWords does not: add the words a file that deals with it would use", c.Type)
-		}
+		measured = append(measured, c.Type)
 	}
-	places, err := cloudPlaces(root, clouds)
+	places, err := cloudPlaces(root, measured)
 	if err != nil {
 		t.Fatal(err)
 	}
-	// The walk is not allowed to go blind: the composition root imports
-	// each cloud's package today.
-	for _, c := range clouds {
-		if !slices.Contains(places["internal/app/providers.go"], "imports internal/provider/"+c) {
-			t.Fatalf("found no import of internal/provider/%s in internal/app/providers.go: the walk misses files (found %d places)", c, len(places))
+	// The walk is not allowed to go blind: the one list of clouds imports
+	// each cloud's package.
+	for _, c := range measured {
+		if !slices.Contains(places["internal/clouds/clouds.go"], "imports internal/provider/"+c) {
+			t.Fatalf("found no import of internal/provider/%s in internal/clouds/clouds.go: the walk misses files (found %d places)", c, len(places))
 		}
 	}
 	for _, f := range sortedKeys(places) {

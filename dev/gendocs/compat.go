@@ -7,9 +7,8 @@ import (
 	"regexp"
 	"strings"
 
-	awsprovider "github.com/egress-proxies/egress/internal/provider/aws"
-	"github.com/egress-proxies/egress/internal/provider/gcp"
-	"github.com/egress-proxies/egress/internal/provider/hetzner"
+	"github.com/egress-proxies/egress/internal/clouds"
+	"github.com/egress-proxies/egress/internal/provider/plugin"
 	"github.com/egress-proxies/egress/internal/vm/imagetest"
 )
 
@@ -68,25 +67,25 @@ func compatibility(root string) (string, error) {
 	row("the functions' runtime (Cloud Run functions)", "`"+runtime+"`", "`deploy/terraform/variables.tf` (`go_runtime`)")
 	row("Go, to build the functions, the CLI and the engine", "`"+goVersion+"`", "`go.mod`")
 	row("Debian on the VMs, booted by `make image-test`", strings.Join(releases, ", "), "`imagetest.Releases`")
-	row("the gcp provider's images", codeList(gcp.DefaultAllowedImages)+"; default "+code(gcp.DefaultImage), "`GCP_ALLOWED_IMAGES`")
-	row("the hetzner provider's images", codeList(hetzner.DefaultAllowedImages)+"; default "+code(hetzner.DefaultImage), "`HETZNER_ALLOWED_IMAGES`")
-	row("the aws provider's images", codeList(awsprovider.DefaultAllowedImages)+"; default "+code(awsprovider.DefaultImage), "`AWS_ALLOWED_IMAGES`")
+	apis := []plugin.API{
+		{Name: "Cloud Firestore API v1", Module: "cloud.google.com/go/firestore"},
+		{Name: "Pub/Sub API v1", Module: "cloud.google.com/go/pubsub/v2"},
+		{Name: "Secret Manager API v1", Module: "cloud.google.com/go/secretmanager"},
+		{Name: "Cloud KMS API v1 (through Tink)", Module: "github.com/tink-crypto/tink-go-gcpkms/v2"},
+		{Name: "Cloud Logging API v2 (google.golang.org/api/logging/v2)", Module: "google.golang.org/api"},
+	}
+	// Each cloud's images and APIs are its plugin's.
+	for _, p := range clouds.All {
+		row("the "+p.Type+" provider's images", codeList(p.Images.Allowed)+"; default "+code(p.Images.Default), "`"+p.Images.Var+"`")
+		apis = append(apis, p.APIs...)
+	}
 	b.WriteString("\nThe clouds' APIs, as the SDKs in `go.mod` call them:\n\n| API | client (go.mod) |\n| --- | --- |\n")
-	for _, m := range []struct{ api, module string }{
-		{"Compute Engine API v1", "cloud.google.com/go/compute"},
-		{"Cloud Firestore API v1", "cloud.google.com/go/firestore"},
-		{"Pub/Sub API v1", "cloud.google.com/go/pubsub/v2"},
-		{"Secret Manager API v1", "cloud.google.com/go/secretmanager"},
-		{"Cloud KMS API v1 (through Tink)", "github.com/tink-crypto/tink-go-gcpkms/v2"},
-		{"Cloud Logging API v2 (google.golang.org/api/logging/v2)", "google.golang.org/api"},
-		{"Hetzner Cloud API v1", "github.com/hetznercloud/hcloud-go/v2"},
-		{"Amazon EC2 API 2016-11-15 and STS", "github.com/aws/aws-sdk-go-v2/service/ec2"},
-	} {
-		v, err := find(gomod, "go.mod", `(?m)^\s*`+regexp.QuoteMeta(m.module)+` (v\S+)`)
+	for _, m := range apis {
+		v, err := find(gomod, "go.mod", `(?m)^\s*`+regexp.QuoteMeta(m.Module)+` (v\S+)`)
 		if err != nil {
 			return "", err
 		}
-		fmt.Fprintf(&b, "| %s | `%s %s` |\n", m.api, m.module, v)
+		fmt.Fprintf(&b, "| %s | `%s %s` |\n", m.Name, m.Module, v)
 	}
 	return b.String(), nil
 }

@@ -2,17 +2,21 @@ package main
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/egress-proxies/egress/internal/app"
+	"github.com/egress-proxies/egress/internal/clouds"
+	"github.com/egress-proxies/egress/internal/provider/mock"
 )
 
-// variables is the configuration reference: one row per variable of
-// app.Vars, in the order they are loaded.
+// variables is the configuration reference: one row per variable of the
+// house and of each cloud (the production ones and the local stack's
+// mock), in the order they are loaded.
 func variables(string) (string, error) {
 	var b strings.Builder
 	b.WriteString("| variable | production default | `make run` default | read by | meaning |\n| --- | --- | --- | --- | --- |\n")
-	for _, v := range app.Vars {
+	for _, v := range app.VarsOf(append(slices.Clone(clouds.All), mock.Plugin)) {
 		prod := defaultCell(v.DocDefault())
 		switch {
 		case v.Required:

@@ -1,18 +1,21 @@
 package main
 
 import (
+	"encoding/json"
 	"fmt"
 	"strings"
 
 	"github.com/egress-proxies/egress/internal/app"
+	"github.com/egress-proxies/egress/internal/clouds"
+	"github.com/egress-proxies/egress/internal/provider/plugin"
 )
 
-// clouds are app.Clouds split by how Reconcile learns of their VMs:
-// the types whose VMs call home, the types read through the proxy port,
-// and each group's cloud names.
-func clouds() (home, pulled, homeNames, pulledNames []string) {
-	for _, c := range app.Clouds {
-		if c.CallsHome {
+// cloudsByReadiness are the production clouds (clouds.All) split by how
+// Reconcile learns of their VMs: the types whose VMs call home, the types
+// read through the proxy port, and each group's cloud names.
+func cloudsByReadiness() (home, pulled, homeNames, pulledNames []string) {
+	for _, c := range clouds.All {
+		if c.Readiness == plugin.CallsHome {
 			home, homeNames = append(home, c.Type), append(homeNames, c.Name)
 		} else {
 			pulled, pulledNames = append(pulled, c.Type), append(pulledNames, c.Name)
@@ -33,16 +36,16 @@ func or(names []string) string {
 // local stack's mock.
 func providerTypes() []string {
 	var types []string
-	for _, c := range app.Clouds {
+	for _, c := range clouds.All {
 		types = append(types, c.Type)
 	}
 	return append(types, app.MockType)
 }
 
 // eventFlowDiagram is the event flow page's diagram, its provider names
-// and the two ways a VM is heard from taken from app.Clouds.
+// and the two ways a VM is heard from taken from clouds.All.
 func eventFlowDiagram(string) (string, error) {
-	home, pulled, _, _ := clouds()
+	home, pulled, _, _ := cloudsByReadiness()
 	return fmt.Sprintf("```mermaid\n"+`flowchart TB
   user([user, egress CLI]) -- "HTTPS + ID token" --> api[ProxyAPI]
   api -- "writes" --> docs[("Firestore<br/>namespaces/{namespace}/proxies/{proxy}<br/>pools/{pool}<br/>pools/{pool}/proxies/{proxy}")]
@@ -68,9 +71,9 @@ func eventFlowDiagram(string) (string, error) {
 
 // readmeDiagram is the README's diagram of a request: which VMs call
 // home and which Reconcile reads through the proxy port, from
-// app.Clouds.
+// clouds.All.
 func readmeDiagram(string) (string, error) {
-	_, _, homeNames, pulledNames := clouds()
+	_, _, homeNames, pulledNames := cloudsByReadiness()
 	return fmt.Sprintf("```mermaid\n"+`flowchart LR
   client([client or egress CLI]) -- "POST /v1/namespaces/{ns}/proxies" --> api[ProxyAPI]
   api -- "the document, phase Pending" --> fs[(Firestore<br/>namespaces/ns/proxies/name)]
@@ -86,4 +89,36 @@ func readmeDiagram(string) (string, error) {
   client -. "CONNECT through ip:port" .-> home
   client -. "CONNECT through ip:port" .-> pulled
 `+"```\n", or(providerTypes()), or(homeNames), or(pulledNames)), nil
+}
+
+// cliClouds is what the CLI's help says of each production cloud, as
+// JSON: the CLI links no cloud's package, so make docs copies the
+// plugins' placement words into it (cmd/egress/clouds.go).
+func cliClouds(string) (string, error) {
+	type cloud struct {
+		Type, Name                             string
+		Region, Zone                           string
+		MachineType, DefaultMachineType, Image string
+		Regions                                []string
+		Example                                string
+		InPlace                                bool
+	}
+	var out []cloud
+	for _, c := range clouds.All {
+		p := c.Placement
+		out = append(out, cloud{Type: c.Type, Name: c.Name, Region: p.Region, Zone: p.Zone, MachineType: p.MachineType,
+			DefaultMachineType: p.DefaultMachineType, Image: p.Image, Regions: p.Regions, Example: p.Example, InPlace: c.InPlace})
+	}
+	var buf strings.Builder
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	enc.SetIndent("", "  ")
+	if err := enc.Encode(out); err != nil {
+		return "", err
+	}
+	b := buf.String()
+	if strings.Contains(b, "`") {
+		return "", fmt.Errorf("a cloud's placement words hold a backquote, which the CLI's raw string cannot")
+	}
+	return b, nil
 }

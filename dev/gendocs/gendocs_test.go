@@ -8,6 +8,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/egress-proxies/egress/internal/clouds"
 	"github.com/egress-proxies/egress/internal/httpapi"
 )
 
@@ -80,7 +81,7 @@ func TestSplice(t *testing.T) {
 // TestEveryCallOnce: the API reference lists each route of the API once,
 // in the API's order, then the two calls outside it.
 func TestEveryCallOnce(t *testing.T) {
-	doc, err := readOpenAPI()
+	doc, err := readOpenAPI("")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -94,5 +95,23 @@ func TestEveryCallOnce(t *testing.T) {
 	want = append(want, "GET /healthz", "GET "+httpapi.OpenAPIPath)
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("the reference's calls (-want +got):\n%s", diff)
+	}
+}
+
+// TestAPICloudsAreCurrent: the API's description says of the placement
+// and the provider what the clouds' plugins say; a plugin changed without
+// `make docs` fails here.
+func TestAPICloudsAreCurrent(t *testing.T) {
+	root := filepath.Join("..", "..")
+	raw, err := os.ReadFile(filepath.Join(root, openAPIFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want, err := apiWithClouds(string(raw), clouds.All)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(want, string(raw)); diff != "" {
+		t.Errorf("%s does not say what the clouds' plugins say; run `make docs` (go run ./dev/gendocs) and commit it (-generated +the file):\n%s", openAPIFile, diff)
 	}
 }

@@ -16,10 +16,12 @@ type section struct {
 // sections are every generated part of docs/, in the order they are
 // written.
 var sections = []section{
-	{page: "docs/reference/configuration.md", name: "variables", from: "internal/app/vars.go", render: variables},
+	{page: "docs/reference/configuration.md", name: "variables", from: "internal/app/vars.go and each cloud's plugin", render: variables},
 	{page: "docs/reference/api.md", name: "routes", from: "internal/httpapi/openapi.json", render: routes},
 	{page: "docs/reference/api.md", name: "errors", from: "internal/httpapi/openapi.json", render: errorAnswers},
 	{page: "docs/reference/api.md", name: "bodies", from: "internal/httpapi/openapi.json", render: bodies},
+	// Before the CLI's reference, whose help it makes.
+	{page: "cmd/egress/clouds.go", name: "cli-clouds", from: "clouds.All", render: cliClouds},
 	{page: "docs/reference/cli.md", name: "commands", from: "cmd/egress (egress docs)", render: cliReference},
 	{page: "docs/concepts/phases.md", name: "phases", from: "internal/proxy/proxy.go", render: phaseTable},
 	{page: "docs/concepts/phases.md", name: "diagram", from: "reconcile.Transitions", render: phaseDiagram},
@@ -30,9 +32,9 @@ var sections = []section{
 	{page: "docs/development/simulation.md", name: "planted-bugs", from: "sim.PlantedBugs", render: plantedBugs},
 	{page: "docs/reference/api.md", name: "audited", from: "httpapi.Routes", render: audited},
 	{page: "docs/development/layout.md", name: "packages", from: "each package's doc comment", render: packageMap},
-	{page: "docs/concepts/event-flow.md", name: "flow-diagram", from: "app.Clouds", render: eventFlowDiagram},
+	{page: "docs/concepts/event-flow.md", name: "flow-diagram", from: "clouds.All", render: eventFlowDiagram},
 	{page: "docs/operations/compatibility.md", name: "compatibility", from: "deploy/terraform, go.mod and the providers' images", render: compatibility},
-	{page: "README.md", name: "request-diagram", from: "app.Clouds", render: readmeDiagram},
+	{page: "README.md", name: "request-diagram", from: "clouds.All", render: readmeDiagram},
 }
 
 // A section lies between two lines: its begin marker, which names the

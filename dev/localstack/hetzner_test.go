@@ -21,7 +21,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/uuid"
 
-	"github.com/egress-proxies/egress/internal/app"
+	"github.com/egress-proxies/egress/internal/provider/hetzner"
 	"github.com/egress-proxies/egress/internal/testenv"
 )
 
@@ -35,7 +35,7 @@ func (h hcloudCLI) run(t *testing.T, args ...string) string {
 	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, h.path, append([]string{"--poll-interval", "50ms"}, args...)...)
-	cmd.Env = append(os.Environ(), "HCLOUD_TOKEN="+app.LocalHetznerToken, "HCLOUD_ENDPOINT="+h.endpoint, "HCLOUD_CONFIG="+h.config,
+	cmd.Env = append(os.Environ(), "HCLOUD_TOKEN="+hetzner.LocalToken, "HCLOUD_ENDPOINT="+h.endpoint, "HCLOUD_CONFIG="+h.config,
 		"NO_PROXY=127.0.0.1", "no_proxy=127.0.0.1")
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr

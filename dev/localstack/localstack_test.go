@@ -21,9 +21,9 @@ import (
 
 	"github.com/egress-proxies/egress/emulators/emulator"
 	"github.com/egress-proxies/egress/emulators/stack"
-	"github.com/egress-proxies/egress/internal/app"
 	"github.com/egress-proxies/egress/internal/httpapi/openapitest"
 	"github.com/egress-proxies/egress/internal/provider/aws/ec2fake"
+	"github.com/egress-proxies/egress/internal/provider/hetzner"
 	"github.com/egress-proxies/egress/internal/provider/hetzner/hetznerfake"
 )
 
@@ -281,7 +281,7 @@ func startStack(t *testing.T) *liveStack {
 	// Hetzner and AWS beside the mock, the mock the default: their fakes
 	// in this process, booting each VM's engine on a loopback address of
 	// its own from the user-data the stack renders.
-	hz := hetznerfake.New(app.LocalHetznerToken)
+	hz := hetznerfake.New(hetzner.LocalToken)
 	hz.StartServing(hetznerfake.Serve{AllowDestinations: []string{"127.0.0.1/32"}, Tick: 500 * time.Millisecond})
 	t.Cleanup(hz.Close)
 	ec2 := startEC2(t)

@@ -36,6 +36,7 @@ import (
 	"os/signal"
 	"runtime"
 	"runtime/debug"
+	"slices"
 	"syscall"
 	"time"
 
@@ -46,9 +47,10 @@ import (
 	"github.com/egress-proxies/egress/emulators/emulator"
 	"github.com/egress-proxies/egress/emulators/eventarc"
 	"github.com/egress-proxies/egress/internal/app"
-	"github.com/egress-proxies/egress/internal/app/mockprovider"
+	"github.com/egress-proxies/egress/internal/clouds"
 	"github.com/egress-proxies/egress/internal/provider"
 	"github.com/egress-proxies/egress/internal/provider/mock"
+	"github.com/egress-proxies/egress/internal/provider/plugin"
 	"github.com/egress-proxies/egress/internal/queue"
 )
 
@@ -67,8 +69,11 @@ func main() {
 }
 
 func run(ctx context.Context, log *slog.Logger) error {
-	getenv := app.LocalGetenv(os.Getenv)
-	cfg, err := app.Load(getenv, app.LocalStack)
+	// The production clouds, and the mock, which this binary links and
+	// the deployed functions do not.
+	cl := append(slices.Clone(clouds.All), mock.Plugin)
+	getenv := app.LocalGetenv(os.Getenv, cl)
+	cfg, err := app.Load(getenv, cl, app.LocalStack)
 	if err != nil {
 		return err
 	}
@@ -137,7 +142,7 @@ func run(ctx context.Context, log *slog.Logger) error {
 		return err
 	}
 
-	a, err := app.New(ctx, getenv, app.Options{Linked: []app.Linked{mockprovider.Linked()}})
+	a, err := app.New(ctx, getenv, app.Options{Linked: []plugin.Plugin{mock.Plugin}})
 	if err != nil {
 		return err
 	}

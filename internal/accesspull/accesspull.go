@@ -1,6 +1,7 @@
 // Package accesspull reads the access lines of the proxy VMs that have
-// no call-home (hetzner's and aws's: no Google identity to publish
-// with) and writes them where a GCE VM's call-home's lines go: the log
+// no call-home (the clouds whose plugin's readiness is the status door:
+// no Google identity to publish with) and writes them where a call-home's
+// lines go: the log
 // egress-proxy-access, through the same Sink (internal/callhome,
 // internal/accesslog), under the same labels (the proxy's uid, namespace
 // and name).
@@ -32,7 +33,7 @@
 // instances in the cloud's project can put a proxy's uid on one. So a VM
 // is asked only when the proxy document of its uid names it, as
 // status.providerID or as the VM a make-before-break rotation retires
-// (reconciler.retiring), the rule the call-home path holds a GCE VM's
+// (reconciler.retiring), the rule the call-home path holds a VM's
 // lines to (internal/callhome). Any other VM with the uid gets no
 // request, so no status credential, and nothing is written under the
 // proxy's name; it is counted NotNamed and looked at again each tick (a

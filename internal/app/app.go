@@ -2,7 +2,10 @@
 // table of variables, Vars), validates it, and assembles the clients, the
 // provider registry and the domain services that the function entry points
 // in functions/ and the local stack serve. It is the only package that
-// knows every concrete implementation.
+// knows every concrete implementation of the house (Firestore, Pub/Sub,
+// Secret Manager, KMS); the clouds it knows only as plug-ins, the values
+// of internal/clouds' list (plugin.Plugin), and a cloud is added there,
+// never here.
 //
 // One App is built per process, from the environment, for the functions
 // the process serves: in production one (FUNCTION_TARGET), locally all
@@ -33,10 +36,12 @@ import (
 	"github.com/egress-proxies/egress/internal/bootstrap"
 	"github.com/egress-proxies/egress/internal/callhome"
 	"github.com/egress-proxies/egress/internal/clock"
+	"github.com/egress-proxies/egress/internal/clouds"
 	"github.com/egress-proxies/egress/internal/gc"
 	"github.com/egress-proxies/egress/internal/logging"
 	"github.com/egress-proxies/egress/internal/pools"
 	"github.com/egress-proxies/egress/internal/provider"
+	"github.com/egress-proxies/egress/internal/provider/plugin"
 	"github.com/egress-proxies/egress/internal/proxy"
 	"github.com/egress-proxies/egress/internal/queue"
 	"github.com/egress-proxies/egress/internal/reconcile"
@@ -57,21 +62,18 @@ type Options struct {
 	// Registry, if set, replaces the providers the configuration names:
 	// the benchmark's garbage-collection worker brings a mock of its own.
 	Registry *provider.Registry
-	// Linked are the provider types the binary links beside gcp: the local
-	// stack and the tests pass the mock's (mockprovider.Linked()).
-	Linked []Linked
+	// Linked are the clouds the binary links beside the production list
+	// (internal/clouds): the local stack and the tests pass the mock's
+	// (mock.Plugin), which the deployed functions do not contain.
+	Linked []plugin.Plugin
 	// LogOutput receives the logs; nil is standard output for JSON (where
 	// Cloud Run reads them) and standard error for text.
 	LogOutput io.Writer
-	// HetznerVM replaces what the hetzner provider needs of the VM side:
-	// the servers' user-data and the question whether they serve (the
-	// simulation's and the benchmark's doubles). Unset, they are the VM
-	// side's own: packages cloudinit and vmstatus.
-	HetznerVM HetznerVM
-	// AWSVM is the same of the aws provider: the instances' user-data and
-	// the question whether they serve; unset, the VM side's own, as
-	// hetzner's.
-	AWSVM CloudInitVM
+	// VM replaces, by provider type, what a cloud-init cloud's provider
+	// needs of the VM side: the VMs' user-data and the question whether
+	// they serve (tests' doubles). Unset, they are the VM side's own:
+	// packages cloudinit and vmstatus.
+	VM map[string]plugin.VMSide
 }
 
 // App is one process's composition: the configuration and the services of
@@ -90,11 +92,11 @@ type App struct {
 	callHome *queue.Publisher
 	secrets  *secretManager
 	// readSecret, when set, reads a secret version instead of Secret
-	// Manager: tests of the hetzner provider's token.
+	// Manager: tests of a cloud's token.
 	readSecret func(ctx context.Context, version string) (string, error)
-	// idTokens, when set, is the source of Google ID tokens the aws
-	// provider exchanges with STS, instead of the metadata server's:
-	// tests of the federation.
+	// idTokens, when set, is the source of Google ID tokens a cloud's
+	// provider exchanges for its credentials, instead of the metadata
+	// server's: tests of the federation.
 	idTokens func(ctx context.Context, audience string) (oauth2.TokenSource, error)
 	store    *store.Store
 	// issuer signs the identity tokens of a linked provider's VMs (the
@@ -111,8 +113,8 @@ type App struct {
 	reconciler *reconcile.Reconciler
 	pools      *pools.Reconciler
 	collector  *gc.Collector
-	// puller reads the access lines of the VMs read by pull (hetzner's,
-	// aws's); nil when no enabled provider's VMs are.
+	// puller reads the access lines of the VMs read by pull (the status
+	// door's); nil when no enabled provider's VMs are.
 	puller *accesspull.Puller
 	// accessReaders ask those VMs (each provider's VM side's prober), by
 	// provider type, as registry found them.
@@ -141,7 +143,7 @@ func New(ctx context.Context, getenv Getenv, opts Options) (*App, error) {
 	if len(serve) == 0 {
 		serve = slices.Clone(Functions)
 	}
-	cfg, err := Load(getenv, serve...)
+	cfg, err := Load(getenv, append(slices.Clone(clouds.All), opts.Linked...), serve...)
 	if err != nil {
 		return nil, err
 	}
@@ -164,7 +166,7 @@ func New(ctx context.Context, getenv Getenv, opts Options) (*App, error) {
 	}
 	reg := opts.Registry
 	if reg == nil {
-		if reg, err = a.registry(opts.Linked, opts.HetznerVM, opts.AWSVM); err != nil {
+		if reg, err = a.registry(opts.VM); err != nil {
 			a.Close()
 			return nil, err
 		}

@@ -16,6 +16,7 @@ import (
 	"github.com/egress-proxies/egress/internal/provider"
 	awsprovider "github.com/egress-proxies/egress/internal/provider/aws"
 	"github.com/egress-proxies/egress/internal/provider/aws/ec2fake"
+	"github.com/egress-proxies/egress/internal/provider/plugin"
 	"github.com/egress-proxies/egress/internal/vm/vmconfig"
 )
 
@@ -120,7 +121,7 @@ func TestAWSReachesEC2ByFederation(t *testing.T) {
 	a, err := app.New(context.Background(), env(withVars(engineVars, map[string]string{"GOOGLE_CLOUD_PROJECT": "demo-x", "PROVIDERS": "aws",
 		"AWS_ALLOWED_REGIONS": "us-east-1,eu-west-1", "AWS_ROLE_ARN": role, "AWS_AUDIENCE": audience,
 		"AWS_EC2_ENDPOINT": fake.Endpoint(), "AWS_STS_ENDPOINT": fake.Endpoint(), "LOG_LEVEL": "debug"})),
-		app.Options{Serve: []app.Function{app.CollectGarbage}, AWSVM: vmSide, LogOutput: &logs})
+		app.Options{Serve: []app.Function{app.CollectGarbage}, VM: map[string]plugin.VMSide{awsprovider.Type: vmSide}, LogOutput: &logs})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,14 +11,16 @@ import (
 	"github.com/egress-proxies/egress/internal/accesslog"
 	"github.com/egress-proxies/egress/internal/callhome"
 	"github.com/egress-proxies/egress/internal/clock"
+	"github.com/egress-proxies/egress/internal/provider/plugin"
 	"github.com/egress-proxies/egress/internal/proxy"
 	"github.com/egress-proxies/egress/internal/queue"
 	"github.com/egress-proxies/egress/internal/vmidentity"
 )
 
 // callHomeHandler checks the VMs' messages on proxy-callhome: their
-// identity tokens against Google's keys, and the proxy VMs' account
-// (GCP_SERVICE_ACCOUNT); the access lines go to Cloud Logging. A process
+// identity tokens against Google's keys, and the proxy VMs' account (the
+// variable a call-home cloud's plugin names as its CallHomeAccount); the
+// access lines go to Cloud Logging. A process
 // that links a provider of its own (the local stack, the tests) trusts
 // the tokens its issuer signs for that provider's VMs instead, and logs
 // the access lines itself.
@@ -35,7 +37,7 @@ func (a *App) callHomeHandler(ctx context.Context, now clock.Clock) (*callhome.H
 		info.LogLevel = slog.LevelInfo
 		h.Sink = accesslog.Local{Log: newLogger(info, a.logOutput)}
 	} else {
-		h.Verifier, err = vmidentity.NewVerifier(ctx, aud, a.Config.Project, a.Config.GCP.ServiceAccount)
+		h.Verifier, err = vmidentity.NewVerifier(ctx, aud, a.Config.Project, a.callHomeAccount())
 		h.Sink = accesslog.NewCloudLogging(a.Config.Project)
 	}
 	return h, err
@@ -60,4 +62,18 @@ func (a *App) publishCallHome(ctx context.Context, msg proxy.ReconcileMessage, i
 		return err
 	}
 	return a.callHome.PublishWith(ctx, msg, map[string]string{queue.IdentityAttribute: tok})
+}
+
+// callHomeAccount is the service account the call-home tokens of the
+// enabled clouds' VMs name: the value of the CallHomeAccount variable of
+// the first enabled cloud that calls home and names one ("" when none
+// does, which checks no account).
+func (a *App) callHomeAccount() string {
+	c := &a.Config
+	for _, p := range enabledClouds(c, func(p plugin.Plugin) bool { return p.Readiness == plugin.CallsHome && p.CallHomeAccount != "" }) {
+		if account := c.Clouds[p.Type].Get(p.CallHomeAccount); account != "" {
+			return account
+		}
+	}
+	return ""
 }

@@ -10,9 +10,7 @@ import (
 	"time"
 
 	"github.com/egress-proxies/egress/internal/gc"
-	awsprovider "github.com/egress-proxies/egress/internal/provider/aws"
-	"github.com/egress-proxies/egress/internal/provider/gcp"
-	"github.com/egress-proxies/egress/internal/provider/hetzner"
+	"github.com/egress-proxies/egress/internal/provider/plugin"
 	"github.com/egress-proxies/egress/internal/proxy"
 	"github.com/egress-proxies/egress/internal/reconcile"
 	"github.com/egress-proxies/egress/internal/tenancy"
@@ -40,26 +38,20 @@ type Config struct {
 	API       APIConfig
 	Reconcile reconcile.Options
 	GC        gc.Options
-	// Mock is the mock provider's part, read only when PROVIDERS names
-	// it: a binary that links the mock (Options.Linked) builds it from
-	// this.
-	Mock MockConfig
-	GCP  gcp.Config
-	// GCPPolicy is what the operator allows of the gcp provider.
-	GCPPolicy gcp.Policy
+	// Clouds are the settings of each enabled cloud, by provider type:
+	// the variables of its plugin that the served functions read, as
+	// read. The composition root hands them to the cloud's New and
+	// Validator.
+	Clouds map[string]plugin.Settings
 	// CredentialsKey names the key-encryption key of the proxies'
 	// credentials: a Cloud KMS key, or sealing.LocalKEKName.
 	CredentialsKey string
-	// Hetzner is the hetzner provider's part, read only when PROVIDERS
-	// names it; HetznerPolicy is what the operator allows of it.
-	Hetzner       HetznerConfig
-	HetznerPolicy hetzner.Policy
-	// AWS is the aws provider's part, read only when PROVIDERS names it;
-	// AWSPolicy is what the operator allows of it.
-	AWS       AWSConfig
-	AWSPolicy awsprovider.Policy
+	// Engine is the engine binary the VMs of a cloud that boots them with
+	// the house's startup script install (PROXY_ENGINE_URL and
+	// PROXY_ENGINE_SHA256), read only when such a cloud is enabled.
+	Engine plugin.Engine
 	// CloudInitVM is what the VMs of the clouds that boot with cloud-init
-	// need (hetzner's), read only when such a provider is enabled.
+	// need, read only when such a cloud is enabled.
 	CloudInitVM CloudInitVMConfig
 	// CloudInitSecretPrefix is what a cloudInitSecret must start with:
 	// the API refuses others, the reconciler reads no other.
@@ -67,10 +59,11 @@ type Config struct {
 	// DenyRanges are destinations no proxy may reach beyond
 	// vmconfig.DefaultDenyDestinations (EGRESS_DENY_RANGES).
 	DenyRanges []string
-	// ComputeEndpoint replaces Google's Compute API, without credentials:
-	// tests against a fake only.
-	ComputeEndpoint string
-	Local           LocalConfig
+	Local      LocalConfig
+
+	// plugins are the clouds the configuration was read against: the
+	// production list, and the mock where the binary links it.
+	plugins []plugin.Plugin
 }
 
 // APIConfig is the ProxyAPI's part.
@@ -95,56 +88,8 @@ type APIConfig struct {
 	Policy proxy.Policy
 }
 
-// MockConfig is the mock provider's settings (the MOCK_ variables). They
-// are plain values here so that the composition root does not link the
-// mock: package app/mockprovider turns them into the mock's options.
-type MockConfig struct {
-	// Deployment is DEPLOYMENT's value.
-	Deployment string
-	// ProvisioningDelay is how long a mock VM takes to boot;
-	// ReconfigureDelay how long it takes to apply a change.
-	ProvisioningDelay, ReconfigureDelay time.Duration
-	// CallHome says whether mock VMs call home, as real ones do.
-	CallHome bool
-	// Serve says whether mock VMs run the proxy engine on loopback;
-	// ServeAllow are the loopback destinations their proxies may reach.
-	Serve      bool
-	ServeAllow []string
-}
-
-// HetznerConfig is the hetzner provider's settings (the HETZNER_
-// variables). The token itself is no setting: the provider reads it from
-// Secret Manager (TokenSecret) when it is first made.
-type HetznerConfig struct {
-	// Deployment is DEPLOYMENT's value.
-	Deployment string
-	// TokenSecret is the Secret Manager version holding the API token.
-	TokenSecret string
-	// Endpoint replaces Hetzner's API, with LocalHetznerToken: tests
-	// against a fake only.
-	Endpoint string
-	// Locations are the locations a placement without one may be given.
-	Locations []string
-}
-
-// AWSConfig is the aws provider's settings (the AWS_ variables). It
-// holds no AWS key: the provider's credentials are the role's, by
-// federation (RoleARN, Audience).
-type AWSConfig struct {
-	// Deployment is DEPLOYMENT's value.
-	Deployment string
-	// Regions and Zones are what the provider may use and lists.
-	Regions, Zones []string
-	// RoleARN is the role the functions assume; Audience the audience of
-	// the Google ID token they exchange for its credentials.
-	RoleARN, Audience string
-	// Endpoint replaces EC2's endpoints, and STSEndpoint STS's: tests
-	// against a fake only.
-	Endpoint, STSEndpoint string
-}
-
 // CloudInitVMConfig is what the VMs of a cloud that boots them with
-// cloud-init (hetzner) need of the control plane: an engine binary they
+// cloud-init need of the control plane: an engine binary they
 // read without Google credentials, and the status the control plane reads
 // through their proxy port (package vmstatus).
 type CloudInitVMConfig struct {
@@ -160,11 +105,6 @@ type CloudInitVMConfig struct {
 	StatusSources []string
 }
 
-// LocalHetznerToken is the token the hetzner provider sends to a
-// HETZNER_ENDPOINT (a fake: the local stack's and the tests'), which
-// holds no secret of anyone's.
-const LocalHetznerToken = "egress-local-hetzner-token"
-
 // LocalConfig is the local stack's own part.
 type LocalConfig struct {
 	Port                      string
@@ -173,8 +113,6 @@ type LocalConfig struct {
 }
 
 var (
-	gcpEmailRE    = regexp.MustCompile(`^[^@\s]+@[^@\s]+\.[a-z]+$`)
-	probeTargetRE = regexp.MustCompile(`^[A-Za-z0-9.-]+:[0-9]{1,5}$`)
 	// engineURLRE and engineSHARE are the forms the startup script accepts.
 	engineURLRE = regexp.MustCompile(`^https?://[A-Za-z0-9.-]+(:[0-9]{1,5})?/[A-Za-z0-9._~%+/-]+$`)
 	engineSHARE = regexp.MustCompile(`^[0-9a-f]{64}$`)
@@ -185,23 +123,25 @@ var (
 // the mock, so New refuses it there (Options.Linked).
 const MockType = "mock"
 
-// knownProviders are the provider types PROVIDERS may name.
-var knownProviders = []string{gcp.Type, hetzner.Type, awsprovider.Type, MockType}
-
-// Load reads the variables of Vars that the functions fns read, in the
-// table's order, and validates them. An error names the variable, the
-// value and the rule, so a function that cannot start says why in its
-// first log line.
-func Load(getenv Getenv, fns ...Function) (Config, error) {
-	c := Config{Serves: fns}
-	for _, v := range Vars {
+// Load reads the variables of VarsOf(cl) that the functions fns read, in
+// the table's order, and validates them: cl are the clouds the process
+// knows (clouds.All, and the mock where the binary links it). An error
+// names the variable, the value and the rule, so a function that cannot
+// start says why in its first log line.
+func Load(getenv Getenv, cl []plugin.Plugin, fns ...Function) (Config, error) {
+	c := Config{Serves: fns, plugins: cl}
+	for _, v := range VarsOf(cl) {
 		if !readByAny(v, fns) || (v.when != nil && !v.when(&c)) {
 			continue
 		}
 		raw := getenv(v.Name)
 		if raw == "" {
 			if v.Required {
-				return c, fmt.Errorf("config: %s is not set: %s", v.Name, requiredHint[v.Name])
+				hint := requiredHint[v.Name]
+				if hint == "" {
+					hint = "it is required with " + v.Cloud + " in PROVIDERS"
+				}
+				return c, fmt.Errorf("config: %s is not set: %s", v.Name, hint)
 			}
 			raw = v.Default
 		}
@@ -226,29 +166,31 @@ func readByAny(v Var, fns []Function) bool {
 	return false
 }
 
-// check holds the rules between variables.
+// check holds the rules between variables: PROVIDERS names known
+// types (the mock's too, which the registry refuses where it is not
+// linked, saying so), and each enabled cloud's policy holds, where the
+// ProxyAPI reads it.
 func (c Config) check() error {
+	known := []string{}
+	for _, p := range c.plugins {
+		known = append(known, p.Type)
+	}
+	if !slices.Contains(known, MockType) {
+		known = append(known, MockType)
+	}
 	for _, p := range c.Providers {
-		if !slices.Contains(knownProviders, p) {
-			return fmt.Errorf("config: PROVIDERS names %q, which this build does not have (known: %s)", p, strings.Join(knownProviders, ", "))
+		if !slices.Contains(known, p) {
+			return fmt.Errorf("config: PROVIDERS names %q, which this build does not have (known: %s)", p, strings.Join(known, ", "))
 		}
 	}
 	if c.DefaultProvider != "" && !slices.Contains(c.Providers, c.DefaultProvider) {
 		return fmt.Errorf("config: DEFAULT_PROVIDER %q is not among PROVIDERS (%s)", c.DefaultProvider, strings.Join(c.Providers, ", "))
 	}
-	if c.serves(ProxyAPI) && gcpEnabled(&c) {
-		if err := c.GCPPolicy.Check(); err != nil {
-			return fmt.Errorf("config: GCP_ALLOWED_REGIONS, GCP_ALLOWED_MACHINE_TYPES and GCP_ALLOWED_IMAGES: the policy %w", err)
-		}
-	}
-	if c.serves(ProxyAPI) && hetznerEnabled(&c) {
-		if err := c.HetznerPolicy.Check(); err != nil {
-			return fmt.Errorf("config: HETZNER_ALLOWED_LOCATIONS, HETZNER_ALLOWED_SERVER_TYPES and HETZNER_ALLOWED_IMAGES: the policy %w", err)
-		}
-	}
-	if c.serves(ProxyAPI) && awsEnabled(&c) {
-		if err := c.AWSPolicy.Check(); err != nil {
-			return fmt.Errorf("config: AWS_ALLOWED_REGIONS, AWS_ALLOWED_ZONES, AWS_ALLOWED_INSTANCE_TYPES and AWS_ALLOWED_IMAGES: the policy %w", err)
+	if c.serves(ProxyAPI) {
+		for _, p := range enabledClouds(&c, func(plugin.Plugin) bool { return true }) {
+			if _, err := p.Validator(c.Clouds[p.Type]); err != nil {
+				return fmt.Errorf("config: %w", err)
+			}
 		}
 	}
 	if r := c.Reconcile; r.MaxBackoff < r.InitialBackoff {
@@ -292,11 +234,11 @@ func overlay(getenv Getenv, defaults map[string]string) Getenv {
 	}
 }
 
-// LocalGetenv is getenv with the local stack's defaults (LocalDefault)
-// underneath.
-func LocalGetenv(getenv Getenv) Getenv {
+// LocalGetenv is getenv with the local stack's defaults (LocalDefault) of
+// the variables of VarsOf(cl) underneath.
+func LocalGetenv(getenv Getenv, cl []plugin.Plugin) Getenv {
 	defaults := map[string]string{}
-	for _, v := range Vars {
+	for _, v := range VarsOf(cl) {
 		if v.LocalDefault != "" {
 			defaults[v.Name] = v.LocalDefault
 		}

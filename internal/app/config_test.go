@@ -17,8 +17,11 @@ import (
 	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"github.com/egress-proxies/egress/internal/app"
+	"github.com/egress-proxies/egress/internal/clouds"
 	"github.com/egress-proxies/egress/internal/gc"
 	"github.com/egress-proxies/egress/internal/provider/gcp"
+	"github.com/egress-proxies/egress/internal/provider/mock"
+	"github.com/egress-proxies/egress/internal/provider/plugin"
 	"github.com/egress-proxies/egress/internal/proxy"
 	"github.com/egress-proxies/egress/internal/reconcile"
 	"github.com/egress-proxies/egress/internal/tenancy"
@@ -42,13 +45,36 @@ func defaults() app.Config {
 			BootTimeout: 10 * time.Minute, ReconfigureTimeout: 2 * time.Minute, MaxBootFailures: 3, CreatesPerHour: 60},
 		GC: gc.Options{GracePeriod: 10 * time.Minute, Parallelism: 16, SweepThreshold: 2 * time.Minute,
 			Deployment: "egress", MaxDeletes: 50},
-		// Not enabled, so not read, but for the deployment.
-		Mock:      app.MockConfig{Deployment: "egress"},
-		GCP:       gcp.Config{Project: "demo-x", Deployment: "egress", Network: "default", StackType: gcp.StackIPv4, NetworkTag: "egress-proxy", Scopes: gcp.DefaultScopes, ProbeTarget: "www.google.com:443"},
-		GCPPolicy: gcp.Policy{MachineTypes: gcp.DefaultAllowedMachineTypes, Images: gcp.DefaultAllowedImages},
-		Hetzner:   app.HetznerConfig{Deployment: "egress"},
-		AWS:       app.AWSConfig{Deployment: "egress"},
+		Clouds: map[string]plugin.Settings{"gcp": gcpDefaults()},
 	}
+}
+
+// gcpDefaults are gcp's settings with none set: the project falls back
+// to GOOGLE_CLOUD_PROJECT in the provider (gcp.ConfigOf).
+func gcpDefaults() plugin.Settings {
+	return plugin.Settings{
+		"GCP_ALLOWED_REGIONS": "", "GCP_ALLOWED_MACHINE_TYPES": strings.Join(gcp.DefaultAllowedMachineTypes, ","), "GCP_ALLOWED_IMAGES": strings.Join(gcp.DefaultAllowedImages, ","),
+		"GCP_PROJECT": "", "GCP_NETWORK": "default", "GCP_SUBNETWORK": "", "GCP_STACK_TYPE": gcp.StackIPv4, "GCP_NETWORK_TAG": "egress-proxy",
+		"GCP_SERVICE_ACCOUNT": "", "GCP_SCOPES": strings.Join(gcp.DefaultScopes, ","), "GCP_PROBE_TARGET": "www.google.com:443", "GCP_COMPUTE_ENDPOINT": "",
+	}
+}
+
+// mockSettings are the mock's settings with none set.
+func mockSettings() plugin.Settings {
+	return plugin.Settings{"MOCK_PROVISIONING_DELAY": "5s", "MOCK_RECONFIGURE_DELAY": "1s", "MOCK_CALL_HOME": "true", "MOCK_SERVE": "false", "MOCK_SERVE_ALLOW": "127.0.0.1/32"}
+}
+
+// known are the clouds the tests' processes know: the production list
+// and the mock, which they link.
+var known = append(slices.Clone(clouds.All), mock.Plugin)
+
+// typesOf are the clouds' types.
+func typesOf(cl []plugin.Plugin) []string {
+	var types []string
+	for _, c := range cl {
+		types = append(types, c.Type)
+	}
+	return types
 }
 
 // mockDefaults is the same with PROVIDERS=mock: the mock's settings read,
@@ -56,9 +82,7 @@ func defaults() app.Config {
 func mockDefaults() app.Config {
 	c := defaults()
 	c.Providers, c.DefaultProvider = []string{"mock"}, "mock"
-	c.Mock = app.MockConfig{ProvisioningDelay: 5 * time.Second, ReconfigureDelay: time.Second, Deployment: "egress",
-		CallHome: true, ServeAllow: []string{"127.0.0.1/32"}}
-	c.GCP, c.GCPPolicy = gcp.Config{Deployment: "egress"}, gcp.Policy{}
+	c.Clouds = map[string]plugin.Settings{"mock": mockSettings()}
 	return c
 }
 
@@ -100,12 +124,11 @@ func TestLoad(t *testing.T) {
 				c.CloudInitSecretPrefix = "projects/demo-x/secrets/egress-"
 				c.Reconcile = reconcile.Options{WaitBudget: 2 * time.Minute, InitialBackoff: 400 * time.Millisecond, MaxBackoff: 2 * time.Second,
 					BootTimeout: 5 * time.Minute, ReconfigureTimeout: 90 * time.Second, MaxBootFailures: 2, CreatesPerHour: 60}
-				c.Mock.CallHome = false
 				c.GC = gc.Options{GracePeriod: 30 * time.Minute, Parallelism: 4, DryRun: true, SweepThreshold: 90 * time.Second,
 					Deployment: "staging-eu", MaxDeletes: 200, AllowEmptyDatabase: true}
-				c.Deployment, c.Mock.Deployment, c.GCP.Deployment, c.Hetzner.Deployment, c.AWS.Deployment = "staging-eu", "staging-eu", "staging-eu", "staging-eu", "staging-eu"
-				c.Mock.Serve, c.Mock.ServeAllow = true, []string{"127.0.0.1/32", "127.0.0.2/32"}
-				c.Mock.ProvisioningDelay = time.Second
+				c.Deployment = "staging-eu"
+				c.Clouds["mock"] = plugin.Settings{"MOCK_PROVISIONING_DELAY": "1s", "MOCK_RECONFIGURE_DELAY": "1s", "MOCK_CALL_HOME": "false",
+					"MOCK_SERVE": "true", "MOCK_SERVE_ALLOW": "127.0.0.1/32, 127.0.0.2/32"}
 			}),
 		},
 		"NoProject": {
@@ -176,7 +199,7 @@ func TestLoad(t *testing.T) {
 		"UnknownProvider": {
 			reason:  "a provider this build lacks is refused at start-up",
 			env:     map[string]string{"GOOGLE_CLOUD_PROJECT": "demo-x", "PROVIDERS": "mock,azure"},
-			wantErr: `config: PROVIDERS names "azure", which this build does not have (known: gcp, hetzner, aws, mock)`,
+			wantErr: `config: PROVIDERS names "azure", which this build does not have (known: ` + strings.Join(typesOf(known), ", ") + `)`,
 		},
 		"AWSNeedsItsRegions": {
 			reason:  "aws lists the regions the operator allows, so it needs them",
@@ -204,7 +227,7 @@ func TestLoad(t *testing.T) {
 			env:    map[string]string{"GOOGLE_CLOUD_PROJECT": "demo-x", "PROVIDERS": "gcp,mock"},
 			want: with(mockDefaults, func(c *app.Config) {
 				c.Providers, c.DefaultProvider = []string{"gcp", "mock"}, "gcp"
-				c.GCP, c.GCPPolicy = defaults().GCP, defaults().GCPPolicy
+				c.Clouds["gcp"] = gcpDefaults()
 			}),
 		},
 		"GCPPolicy": {
@@ -212,15 +235,16 @@ func TestLoad(t *testing.T) {
 			env: map[string]string{"GOOGLE_CLOUD_PROJECT": "demo-x", "PROVIDERS": "gcp", "GCP_ALLOWED_REGIONS": "europe-west4, europe-west1",
 				"GCP_ALLOWED_MACHINE_TYPES": "e2-micro,e2-standard-2", "GCP_ALLOWED_IMAGES": gcp.DefaultImage + ",projects/acme-images/global/images/*"},
 			want: with(defaults, func(c *app.Config) {
-				c.GCPPolicy = gcp.Policy{Regions: []string{"europe-west4", "europe-west1"}, MachineTypes: []string{"e2-micro", "e2-standard-2"},
-					Images: []string{gcp.DefaultImage, "projects/acme-images/global/images/*"}}
+				c.Clouds["gcp"]["GCP_ALLOWED_REGIONS"] = "europe-west4, europe-west1"
+				c.Clouds["gcp"]["GCP_ALLOWED_MACHINE_TYPES"] = "e2-micro,e2-standard-2"
+				c.Clouds["gcp"]["GCP_ALLOWED_IMAGES"] = gcp.DefaultImage + ",projects/acme-images/global/images/*"
 			}),
 		},
 		"DualStack": {
 			reason: "IPV4_IPV6 in a subnetwork gives the VMs an external IPv6 address",
 			env:    map[string]string{"GOOGLE_CLOUD_PROJECT": "demo-x", "PROVIDERS": "gcp", "GCP_SUBNETWORK": "proxies", "GCP_STACK_TYPE": "IPV4_IPV6"},
 			want: with(defaults, func(c *app.Config) {
-				c.GCP.Subnetwork, c.GCP.StackType = "proxies", gcp.StackDual
+				c.Clouds["gcp"]["GCP_SUBNETWORK"], c.Clouds["gcp"]["GCP_STACK_TYPE"] = "proxies", gcp.StackDual
 			}),
 		},
 		"DualStackWithoutSubnetwork": {
@@ -291,7 +315,7 @@ func TestLoad(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			got, err := app.Load(env(tc.env), app.Functions...)
+			got, err := app.Load(env(tc.env), known, app.Functions...)
 			gotErr := ""
 			if err != nil {
 				gotErr = err.Error()
@@ -300,7 +324,7 @@ func TestLoad(t *testing.T) {
 				t.Fatalf("%s\nerror (-want +got):\n%s", tc.reason, diff)
 			}
 			if err == nil {
-				if diff := cmp.Diff(tc.want, got, cmpopts.EquateEmpty(), cmpopts.EquateComparable(netip.Prefix{})); diff != "" {
+				if diff := cmp.Diff(tc.want, got, cmpopts.EquateEmpty(), cmpopts.EquateComparable(netip.Prefix{}), cmpopts.IgnoreUnexported(app.Config{})); diff != "" {
 					t.Errorf("%s\nconfig (-want +got):\n%s", tc.reason, diff)
 				}
 			}
@@ -332,15 +356,24 @@ func TestEachFunctionReadsItsVariables(t *testing.T) {
 					"AWS_ALLOWED_REGIONS": "us-east-1", "AWS_ROLE_ARN": "arn:aws:iam::123456789012:role/egress-proxy-egress",
 					"AWS_AUDIENCE": "https://egress.example.com/aws"}[k]
 			}
-			if _, err := app.Load(getenv, f); err != nil {
+			if _, err := app.Load(getenv, known, f); err != nil {
 				t.Fatal(err)
 			}
-			var got []string
+			var got, want []string
 			for k := range asked {
 				got = append(got, k)
 			}
 			slices.Sort(got)
-			if diff := cmp.Diff(app.Names(f, false), got); diff != "" {
+			// The house's variables and those of the clouds enabled
+			// above: another cloud's are read only when it is.
+			enabled := []string{"", "gcp", "hetzner", "aws", "mock"}
+			for _, v := range app.VarsOf(known) {
+				if v.ReadBy(f) && slices.Contains(enabled, v.Cloud) {
+					want = append(want, v.Name)
+				}
+			}
+			slices.Sort(want)
+			if diff := cmp.Diff(want, got); diff != "" {
 				t.Errorf("variables %s reads (-the table +what Load asked for):\n%s", f, diff)
 			}
 		})

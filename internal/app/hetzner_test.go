@@ -17,6 +17,7 @@ import (
 	"github.com/egress-proxies/egress/internal/provider"
 	"github.com/egress-proxies/egress/internal/provider/hetzner"
 	"github.com/egress-proxies/egress/internal/provider/hetzner/hetznerfake"
+	"github.com/egress-proxies/egress/internal/provider/plugin"
 	"github.com/egress-proxies/egress/internal/provider/vmside"
 	"github.com/egress-proxies/egress/internal/proxy"
 	"github.com/egress-proxies/egress/internal/vm/vmconfig"
@@ -24,7 +25,7 @@ import (
 )
 
 // vmSide is the VM side's part of the hetzner provider, as doubles.
-var vmSide = app.HetznerVM{
+var vmSide = plugin.VMSide{
 	Renderer: hetzner.RendererFunc(func(provider.CreateRequest) (string, error) { return "#cloud-config\n", nil }),
 	Prober: hetzner.ProberFunc(func(context.Context, string, int32, string, string) (hetzner.Status, error) {
 		return hetzner.Status{}, errors.New("no answer")
@@ -96,7 +97,7 @@ func TestHetznerServersCarryTheStatusAccess(t *testing.T) {
 	t.Setenv("PUBSUB_EMULATOR_HOST", "127.0.0.1:1")
 	const keyVersion = "projects/demo-x/secrets/egress-vm-status-key/versions/latest"
 	keyText := base64.StdEncoding.EncodeToString([]byte(strings.Repeat("k", 32)))
-	fake := hetznerfake.New(app.LocalHetznerToken)
+	fake := hetznerfake.New(hetzner.LocalToken)
 	t.Cleanup(fake.Close)
 	var logs bytes.Buffer
 	a, err := app.New(context.Background(), env(withVars(engineVars, map[string]string{"GOOGLE_CLOUD_PROJECT": "demo-x", "PROVIDERS": "hetzner",
@@ -173,7 +174,7 @@ func TestHetznerTokenComesFromSecretManager(t *testing.T) {
 	a, err := app.New(context.Background(), env(map[string]string{"GOOGLE_CLOUD_PROJECT": "demo-x", "PROVIDERS": "hetzner",
 		"HETZNER_TOKEN_SECRET": version, "HETZNER_ENDPOINT": fake.Endpoint(), "LOG_LEVEL": "debug",
 		"PROXY_ENGINE_SHA256": engineVars["PROXY_ENGINE_SHA256"], "PROXY_ENGINE_PUBLIC_URL": engineVars["PROXY_ENGINE_PUBLIC_URL"]}),
-		app.Options{Serve: []app.Function{app.CollectGarbage}, HetznerVM: vmSide, LogOutput: &logs})
+		app.Options{Serve: []app.Function{app.CollectGarbage}, VM: map[string]plugin.VMSide{hetzner.Type: vmSide}, LogOutput: &logs})
 	if err != nil {
 		t.Fatal(err)
 	}

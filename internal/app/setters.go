@@ -5,8 +5,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-
-	"github.com/egress-proxies/egress/internal/provider/gcp"
 )
 
 // Helpers of the table's setters. Each returns the problem with the value;
@@ -69,16 +67,6 @@ func atLeast(min int, field func(*Config) *int) func(*Config, string) error {
 			return fmt.Errorf("is not a whole number of at least %d", min)
 		}
 		*field(c) = n
-		return nil
-	}
-}
-
-func gceName(field func(*Config) *string) func(*Config, string) error {
-	return func(c *Config, v string) error {
-		if !gcp.IsName(v) {
-			return fmt.Errorf("is not a GCE name: lowercase letters, digits and '-', at most 63")
-		}
-		*field(c) = v
 		return nil
 	}
 }

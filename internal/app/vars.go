@@ -2,23 +2,21 @@ package app
 
 import (
 	"fmt"
-	"github.com/egress-proxies/egress/internal/gc"
-	"github.com/egress-proxies/egress/internal/httpapi"
-	"github.com/egress-proxies/egress/internal/provider"
-	awsprovider "github.com/egress-proxies/egress/internal/provider/aws"
-	"github.com/egress-proxies/egress/internal/provider/gcp"
-	"github.com/egress-proxies/egress/internal/provider/hetzner"
-	"github.com/egress-proxies/egress/internal/proxy"
-	"github.com/egress-proxies/egress/internal/reconcile"
-	"github.com/egress-proxies/egress/internal/sealing"
-	"github.com/egress-proxies/egress/internal/tenancy"
-	"github.com/egress-proxies/egress/internal/vm/vmconfig"
 	"net/netip"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/egress-proxies/egress/internal/clouds"
+	"github.com/egress-proxies/egress/internal/gc"
+	"github.com/egress-proxies/egress/internal/httpapi"
+	"github.com/egress-proxies/egress/internal/provider"
+	"github.com/egress-proxies/egress/internal/provider/plugin"
+	"github.com/egress-proxies/egress/internal/proxy"
+	"github.com/egress-proxies/egress/internal/reconcile"
+	"github.com/egress-proxies/egress/internal/sealing"
+	"github.com/egress-proxies/egress/internal/tenancy"
 )
 
 // Function is a reader of configuration: one of the three entry points, or
@@ -42,7 +40,8 @@ var Functions = []Function{ProxyAPI, Reconcile, CollectGarbage}
 // (docs/reference/configuration.md, written from it by `make docs`) and
 // deploy/terraform are checked against this table (internal/app and
 // deploy tests), so a variable cannot be read without being documented and
-// deployed.
+// deployed. A cloud's variables are its plugin's (plugin.Var), which the
+// table takes in as Vars of its own.
 type Var struct {
 	Name string
 	// Default is the value used when the variable is unset or empty, in the
@@ -62,8 +61,11 @@ type Var struct {
 	Local bool
 	// Required variables have no default; unset, they stop the start-up.
 	Required bool
+	// Cloud is the provider type whose plugin declares the variable; ""
+	// for the house's own.
+	Cloud string
 	// when, if set, reads the variable only when the configuration read so
-	// far calls for it (a provider's settings only when it is enabled).
+	// far calls for it (a cloud's settings only when it is enabled).
 	when func(*Config) bool
 	set  func(*Config, string) error
 }
@@ -88,42 +90,128 @@ const localIdentity = "local-admin@localhost"
 var (
 	allFunctions = []Function{ProxyAPI, Reconcile, CollectGarbage}
 	// providerUsers make providers: they call Create, Get, Delete, ListByTag.
-	providerUsers  = []Function{Reconcile, CollectGarbage}
-	gcpEnabled     = func(c *Config) bool { return slices.Contains(c.Providers, gcp.Type) }
-	mockEnabled    = func(c *Config) bool { return slices.Contains(c.Providers, MockType) }
-	hetznerEnabled = func(c *Config) bool { return slices.Contains(c.Providers, hetzner.Type) }
-	awsEnabled     = func(c *Config) bool { return slices.Contains(c.Providers, awsprovider.Type) }
-	// cloudInitEnabled: a provider whose VMs boot with cloud-init and
-	// report through vmstatus is enabled.
-	cloudInitEnabled = func(c *Config) bool { return hetznerEnabled(c) || awsEnabled(c) }
-	// againstFakes: every enabled cloud-init provider is pointed at a
-	// fake on this machine (HETZNER_ENDPOINT, AWS_EC2_ENDPOINT), so the
-	// process makes its own status key and asks from loopback.
-	againstFakes = func(c *Config) bool {
-		return (!hetznerEnabled(c) || c.Hetzner.Endpoint != "") && (!awsEnabled(c) || c.AWS.Endpoint != "")
-	}
+	providerUsers = []Function{Reconcile, CollectGarbage}
 )
 
-// roleARN is the form of an IAM role's ARN (any partition).
-var roleARN = regexp.MustCompile(`^arn:aws[a-z-]*:iam::\d{12}:role/[\w+=,.@/-]{1,512}$`)
-
-// loopback reports whether u is a URL of this machine, where a fake runs.
-func loopback(u string) bool {
-	return strings.HasPrefix(u, "http://127.0.0.1:") || strings.HasPrefix(u, "http://localhost:")
+// enabledClouds are the enabled clouds (of those the configuration was
+// read against) for which is reports true.
+func enabledClouds(c *Config, is func(plugin.Plugin) bool) []plugin.Plugin {
+	var out []plugin.Plugin
+	for _, p := range c.plugins {
+		if slices.Contains(c.Providers, p.Type) && is(p) {
+			out = append(out, p)
+		}
+	}
+	return out
 }
 
-// Vars is every variable the product reads, in the order they are loaded:
-// a variable whose default derives from another comes after it.
-var Vars = []Var{
+func bootsBy(kind plugin.BootKind) func(plugin.Plugin) bool {
+	return func(p plugin.Plugin) bool { return p.Boot.Kind == kind }
+}
+
+// startupScriptEnabled: a cloud whose VMs run the house's startup script
+// is enabled.
+func startupScriptEnabled(c *Config) bool {
+	return len(enabledClouds(c, bootsBy(plugin.BootStartupScript))) > 0
+}
+
+// cloudInitEnabled: a cloud whose VMs boot with cloud-init and report
+// through vmstatus is enabled.
+func cloudInitEnabled(c *Config) bool {
+	return len(enabledClouds(c, bootsBy(plugin.BootCloudInit))) > 0
+}
+
+// againstFakes: every enabled cloud-init cloud is pointed at a fake on
+// this machine (its plugin's FakeEndpoint is set), so the process makes
+// its own status key and asks from loopback.
+func againstFakes(c *Config) bool {
+	for _, p := range enabledClouds(c, bootsBy(plugin.BootCloudInit)) {
+		if p.FakeEndpoint == "" || c.Clouds[p.Type].Get(p.FakeEndpoint) == "" {
+			return false
+		}
+	}
+	return true
+}
+
+// typesOf are the clouds' types, as a sentence joins them ("a, b or c").
+func typesOf(cl []plugin.Plugin, is func(plugin.Plugin) bool) string {
+	var types []string
+	for _, p := range cl {
+		if is(p) {
+			types = append(types, p.Type)
+		}
+	}
+	if len(types) < 2 {
+		return strings.Join(types, "")
+	}
+	return strings.Join(types[:len(types)-1], ", ") + " or " + types[len(types)-1]
+}
+
+// Vars is every variable the deployed functions read, in the order they
+// are loaded: those of the production clouds (internal/clouds) among the
+// house's. A binary that links the mock reads VarsOf that list and the
+// mock.
+var Vars = VarsOf(clouds.All)
+
+// VarsOf is every variable a process that knows the clouds cl reads, in
+// the order they are loaded: the house's, each cloud's in cl's order
+// (read only when PROVIDERS names it), then the VM side's, which follow
+// from the clouds enabled and their settings, and the local stack's. A
+// variable whose default or check derives from another comes after it.
+func VarsOf(cl []plugin.Plugin) []Var {
+	out := slices.Clone(houseVars)
+	for _, p := range cl {
+		for _, v := range p.Vars {
+			out = append(out, cloudVar(p.Type, v))
+		}
+	}
+	out = append(out, vmVars(cl)...)
+	return append(out, localVars...)
+}
+
+// cloudVar is a cloud's variable in the table: read when the cloud is
+// enabled, by the functions of its readers, into the cloud's settings.
+func cloudVar(typ string, v plugin.Var) Var {
+	var readers []Function
+	if v.Readers&plugin.ReadByAPI != 0 {
+		readers = append(readers, ProxyAPI)
+	}
+	if v.Readers&plugin.ReadByCallers != 0 {
+		readers = append(readers, providerUsers...)
+	}
+	return Var{Name: v.Name, Default: v.Default, DefaultDoc: v.DefaultDoc, LocalDefault: v.LocalDefault, Meaning: v.Meaning,
+		Readers: readers, Local: v.Local, Required: v.Required, Cloud: typ,
+		when: func(c *Config) bool { return slices.Contains(c.Providers, typ) },
+		set: func(c *Config, value string) error {
+			s := c.Clouds[typ]
+			if v.Check != nil {
+				if err := v.Check(value, s); err != nil {
+					return err
+				}
+			}
+			s[v.Name] = value
+			return nil
+		}}
+}
+
+// houseVars are the house's own variables, read before any cloud's.
+var houseVars = []Var{
 	{Name: "GOOGLE_CLOUD_PROJECT", Required: true, LocalDefault: "demo-egress", Readers: append(allFunctions, LocalStack),
 		Meaning: "the project of the functions, Firestore and Pub/Sub; `demo-` ids are the emulators' convention and never reach Google",
 		set:     func(c *Config, v string) error { c.Project = v; return nil }},
-	{Name: "PROVIDERS", Default: gcp.Type, LocalDefault: MockType, Readers: allFunctions,
+	{Name: "PROVIDERS", Default: clouds.All[0].Type, LocalDefault: MockType, Readers: allFunctions,
 		Meaning: "the enabled provider types, comma-separated; `mock` only where a binary links it (the local stack and the tests): the deployed functions do not contain it, and refuse it at start-up",
 		set: func(c *Config, v string) error {
 			c.Providers = splitList(v)
 			if len(c.Providers) == 0 {
 				return fmt.Errorf("names no provider")
+			}
+			// Each enabled cloud's settings fill as its variables are read.
+			c.Clouds = map[string]plugin.Settings{}
+			for _, p := range c.plugins {
+				if slices.Contains(c.Providers, p.Type) {
+					c.Clouds[p.Type] = plugin.Settings{}
+				}
 			}
 			return nil
 		}},
@@ -162,7 +250,7 @@ var Vars = []Var{
 			if provider.ValidateDeployment(v) != nil {
 				return fmt.Errorf("is not an RFC 1035 label: want 1 to 63 lowercase letters, digits and '-', starting with a letter and ending with a letter or digit, such as %s", provider.DefaultDeployment)
 			}
-			c.Deployment, c.GC.Deployment, c.Mock.Deployment, c.GCP.Deployment, c.Hetzner.Deployment, c.AWS.Deployment = v, v, v, v, v, v
+			c.Deployment, c.GC.Deployment = v, v
 			return nil
 		}},
 
@@ -252,66 +340,6 @@ var Vars = []Var{
 		Meaning: "the sources the firewall lets reach those ports, comma-separated CIDRs, as Terraform's `allowed_source_ranges`: each of a spec's `allowedSourceRanges` must lie within them",
 		set:     nonEmptyList("range", proxy.ParsePrefixes, func(c *Config) *[]netip.Prefix { return &c.API.Policy.FirewallSourceRanges })},
 
-	// ProxyAPI: what the operator allows of the gcp provider, read only
-	// when it is enabled. The gcp package checks these (gcp.Policy.Check).
-	{Name: "GCP_ALLOWED_REGIONS", DefaultDoc: "any region", Readers: []Function{ProxyAPI}, when: gcpEnabled,
-		Meaning: "the regions a placement may name, comma-separated",
-		set:     func(c *Config, v string) error { c.GCPPolicy.Regions = splitList(v); return nil }},
-	{Name: "GCP_ALLOWED_MACHINE_TYPES", Default: strings.Join(gcp.DefaultAllowedMachineTypes, ","), Readers: []Function{ProxyAPI}, when: gcpEnabled,
-		Meaning: "the machine types a placement may name, comma-separated; it must hold e2-micro, the type of a placement that names none",
-		set:     func(c *Config, v string) error { c.GCPPolicy.MachineTypes = splitList(v); return nil }},
-	{Name: "GCP_ALLOWED_IMAGES", Default: strings.Join(gcp.DefaultAllowedImages, ","), Readers: []Function{ProxyAPI}, when: gcpEnabled,
-		Meaning: "the images a placement may name, comma-separated: `projects/P/global/images/NAME`, `…/images/family/F` or `…/images/*`; it must allow the Debian 13 family, the image of a placement that names none",
-		set:     func(c *Config, v string) error { c.GCPPolicy.Images = splitList(v); return nil }},
-
-	// What the operator allows of the hetzner provider, read only when it
-	// is enabled. The hetzner package checks these (hetzner.Policy.Check).
-	// The locations are the reconciler's too: it chooses among them for a
-	// placement that names none.
-	{Name: "HETZNER_ALLOWED_LOCATIONS", DefaultDoc: "every location", Readers: allFunctions, when: hetznerEnabled,
-		Meaning: "the Hetzner locations a placement may name or be given, comma-separated (fsn1, nbg1, hel1, ash, hil, sin); a placement's region is a network zone, eu-central, us-east, us-west or ap-southeast",
-		set: func(c *Config, v string) error {
-			c.HetznerPolicy.Locations, c.Hetzner.Locations = splitList(v), splitList(v)
-			for _, l := range c.Hetzner.Locations {
-				if _, ok := hetzner.Locations()[l]; !ok {
-					return fmt.Errorf("holds %q, which is not a Hetzner location (fsn1, nbg1, hel1, ash, hil, sin)", l)
-				}
-			}
-			return nil
-		}},
-	{Name: "HETZNER_ALLOWED_SERVER_TYPES", Default: strings.Join(hetzner.DefaultAllowedServerTypes, ","), Readers: []Function{ProxyAPI}, when: hetznerEnabled,
-		Meaning: "the server types a placement may name, comma-separated; it must hold cx23, the type of a placement that names none (CX types are sold in eu-central only: a US or Singapore placement names a CPX type)",
-		set:     func(c *Config, v string) error { c.HetznerPolicy.ServerTypes = splitList(v); return nil }},
-	{Name: "HETZNER_ALLOWED_IMAGES", Default: strings.Join(hetzner.DefaultAllowedImages, ","), Readers: []Function{ProxyAPI}, when: hetznerEnabled,
-		Meaning: "the Hetzner images a placement may name, comma-separated; it must hold debian-13, the image of a placement that names none",
-		set:     func(c *Config, v string) error { c.HetznerPolicy.Images = splitList(v); return nil }},
-
-	// What the operator allows of the aws provider, read only when it is
-	// enabled. The aws package checks these (aws.Policy.Check). The
-	// regions are the collector's too: it lists these, and the
-	// reconciler's zones are chosen among the allowed ones.
-	{Name: "AWS_ALLOWED_REGIONS", Readers: allFunctions, when: awsEnabled,
-		Meaning: "the AWS regions a placement may name, comma-separated (us-east-1, eu-central-1, …): required with aws in PROVIDERS, since the collector lists each of them and no other; Terraform's aws module makes the security group in each",
-		set: func(c *Config, v string) error {
-			c.AWSPolicy.Regions, c.AWS.Regions = splitList(v), splitList(v)
-			if len(c.AWS.Regions) == 0 {
-				return fmt.Errorf("is required with aws in PROVIDERS: name the regions it may use, such as us-east-1,eu-central-1")
-			}
-			return nil
-		}},
-	{Name: "AWS_ALLOWED_ZONES", DefaultDoc: "every zone of the allowed regions", Readers: allFunctions, when: awsEnabled,
-		Meaning: "the availability zones a placement may name or be given, comma-separated (us-east-1a, …), each of an allowed region",
-		set: func(c *Config, v string) error {
-			c.AWSPolicy.Zones, c.AWS.Zones = splitList(v), splitList(v)
-			return nil
-		}},
-	{Name: "AWS_ALLOWED_INSTANCE_TYPES", Default: strings.Join(awsprovider.DefaultAllowedInstanceTypes, ","), Readers: []Function{ProxyAPI}, when: awsEnabled,
-		Meaning: "the EC2 instance types a placement may name, comma-separated; it must hold t3.micro, the type of a placement that names none (x86: the proxy engine is built for linux/amd64)",
-		set:     func(c *Config, v string) error { c.AWSPolicy.InstanceTypes = splitList(v); return nil }},
-	{Name: "AWS_ALLOWED_IMAGES", Default: strings.Join(awsprovider.DefaultAllowedImages, ","), Readers: []Function{ProxyAPI}, when: awsEnabled,
-		Meaning: "the images a placement may name, comma-separated: a Debian release (debian-13, debian-12), which each region resolves to Debian's newest official amd64 AMI (owner 136693071363), or an AMI id (one region's); it must hold debian-13, the image of a placement that names none",
-		set:     func(c *Config, v string) error { c.AWSPolicy.Images = splitList(v); return nil }},
-
 	// Reconcile.
 	{Name: "EGRESS_DENY_RANGES", DefaultDoc: "none beyond the built-in list", Readers: []Function{Reconcile},
 		Meaning: "CIDRs, comma-separated, no proxy may reach besides the built-in private, link-local, documentation and special ranges: the VPC's own ranges, peered networks; the VM's kernel filter and the proxy engine both refuse them",
@@ -366,239 +394,96 @@ var Vars = []Var{
 	{Name: "GC_SWEEP_THRESHOLD", Default: durationText(gc.DefaultSweepThreshold), Readers: []Function{CollectGarbage},
 		Meaning: "time without progress before a document is re-driven (must be > 0)",
 		set:     positive(func(c *Config) *time.Duration { return &c.GC.SweepThreshold })},
+}
 
-	// The mock provider: the local stack's and the tests'.
-	{Name: "MOCK_PROVISIONING_DELAY", Default: "5s", Readers: providerUsers, Local: true,
-		Meaning: "how long a mock VM takes to boot",
-		when:    mockEnabled,
-		set:     duration(func(c *Config) *time.Duration { return &c.Mock.ProvisioningDelay })},
-	{Name: "MOCK_RECONFIGURE_DELAY", Default: "1s", Readers: providerUsers, Local: true,
-		Meaning: "how long a running mock VM takes to apply a reconfiguration (new credentials, ranges or ports, or a claim of a warm VM) and report its generation: the metadata server's notice, the engine's live apply and the self-test again",
-		when:    mockEnabled,
-		set:     duration(func(c *Config) *time.Duration { return &c.Mock.ReconfigureDelay })},
-	{Name: "MOCK_CALL_HOME", Default: "true", Readers: providerUsers, Local: true,
-		Meaning: "whether mock VMs call home when they are ready, as real ones do; `false` leaves them to the sweep",
-		when:    mockEnabled,
-		set:     boolean(func(c *Config) *bool { return &c.Mock.CallHome })},
-	{Name: "MOCK_SERVE", Default: "false", LocalDefault: "true", Readers: providerUsers, Local: true,
-		Meaning: "whether each mock VM runs the proxy engine on a loopback address of its own, its IP, with its proxy's credentials, ranges and ports, so a Ready proxy's `proxyURL` takes requests",
-		when:    mockEnabled,
-		set:     boolean(func(c *Config) *bool { return &c.Mock.Serve })},
-	{Name: "MOCK_SERVE_ALLOW", Default: "127.0.0.1/32", Readers: providerUsers, Local: true,
-		Meaning: "what a serving mock proxy may reach besides the internet, comma-separated CIDRs: the local test targets; its deny list, the VM's, refuses the rest of loopback and every private range",
-		when:    mockEnabled,
-		set: func(c *Config, v string) error {
-			for _, s := range splitList(v) {
-				if _, err := netip.ParsePrefix(s); err != nil {
-					return fmt.Errorf("holds %q, which is not a CIDR such as 127.0.0.1/32", s)
+// vmVars are the variables of the VM side, read when an enabled cloud's
+// VMs call for them (its plugin's Boot), after the clouds' own: which
+// clouds' VMs boot how is cl's to say, and whether they are all against
+// fakes is their settings'.
+func vmVars(cl []plugin.Plugin) []Var {
+	cloudInit := typesOf(cl, bootsBy(plugin.BootCloudInit))
+	return []Var{
+		{Name: "PROXY_ENGINE_URL", Readers: providerUsers, when: startupScriptEnabled,
+			Meaning: "the URL of the proxy engine binary a VM installs, an object of the deployment's bucket (`https://storage.googleapis.com/BUCKET/OBJECT`), downloaded with the VM's token; without it a VM cannot serve and says so in `egress/error`",
+			set: func(c *Config, v string) error {
+				if v != "" && !engineURLRE.MatchString(v) {
+					return fmt.Errorf("is not an http(s) URL of an object, such as https://storage.googleapis.com/BUCKET/egress-proxy")
 				}
-			}
-			c.Mock.ServeAllow = splitList(v)
-			return nil
-		}},
-
-	// The gcp provider, read only when it is enabled.
-	{Name: "GCP_PROJECT", DefaultDoc: "`GOOGLE_CLOUD_PROJECT`", Readers: providerUsers, when: gcpEnabled,
-		Meaning: "where VMs are made",
-		set: func(c *Config, v string) error {
-			c.GCP.Project = v
-			if v == "" {
-				c.GCP.Project = c.Project
-			}
-			return nil
-		}},
-	{Name: "GCP_NETWORK", Default: gcp.DefaultNetwork, Readers: providerUsers, when: gcpEnabled,
-		Meaning: "the VPC network", set: gceName(func(c *Config) *string { return &c.GCP.Network })},
-	{Name: "GCP_SUBNETWORK", Readers: providerUsers, when: gcpEnabled,
-		Meaning: "the subnetwork of each region, for custom-mode networks",
-		set: func(c *Config, v string) error {
-			if v == "" {
+				c.Engine.URL = v
 				return nil
-			}
-			return gceName(func(c *Config) *string { return &c.GCP.Subnetwork })(c, v)
-		}},
-	{Name: "GCP_STACK_TYPE", Default: gcp.StackIPv4, Readers: providerUsers, when: gcpEnabled,
-		Meaning: "the VMs' network stack: `IPV4_ONLY`, or `IPV4_IPV6` for an external IPv6 address on each VM (`status.ipv6`), which needs `GCP_SUBNETWORK` to be dual-stack with external IPv6 (see IPv6 egress)",
-		set: func(c *Config, v string) error {
-			switch v {
-			case gcp.StackIPv4:
-			case gcp.StackDual:
-				if c.GCP.Subnetwork == "" {
-					return fmt.Errorf("is %s, which needs GCP_SUBNETWORK: a dual-stack subnet with external IPv6, in a custom-mode network (an auto-mode network's subnets cannot be dual-stack)", gcp.StackDual)
+			}},
+		{Name: "PROXY_ENGINE_SHA256", Readers: providerUsers, when: func(c *Config) bool { return startupScriptEnabled(c) || cloudInitEnabled(c) },
+			Meaning: "that binary's SHA-256 in hex: a VM installs no other (required with " + cloudInit + " in `PROVIDERS`)",
+			set: func(c *Config, v string) error {
+				if v != "" && !engineSHARE.MatchString(v) {
+					return fmt.Errorf("is not a SHA-256 in lower-case hex")
 				}
-			default:
-				return fmt.Errorf("is neither %s nor %s", gcp.StackIPv4, gcp.StackDual)
-			}
-			c.GCP.StackType = v
-			return nil
-		}},
-	{Name: "GCP_NETWORK_TAG", Default: gcp.DefaultNetworkTag, Readers: providerUsers, when: gcpEnabled,
-		Meaning: "the tag the firewall rule targets", set: gceName(func(c *Config) *string { return &c.GCP.NetworkTag })},
-	{Name: "GCP_SERVICE_ACCOUNT", Readers: providerUsers, when: gcpEnabled,
-		Meaning: "the VMs' own service account",
-		set: func(c *Config, v string) error {
-			if v != "" && !gcpEmailRE.MatchString(v) {
-				return fmt.Errorf("is not a service account email such as proxy-vm@PROJECT.iam.gserviceaccount.com")
-			}
-			c.GCP.ServiceAccount = v
-			return nil
-		}},
-	{Name: "GCP_SCOPES", Default: strings.Join(gcp.DefaultScopes, ","), DefaultDoc: strings.ReplaceAll(strings.Join(gcp.DefaultScopes, ", "), "https://www.googleapis.com/auth/", ""), Readers: providerUsers, when: gcpEnabled,
-		Meaning: "that account's OAuth scopes, comma-separated",
-		set: func(c *Config, v string) error {
-			c.GCP.Scopes = splitList(v)
-			for _, s := range c.GCP.Scopes {
-				if !strings.HasPrefix(s, "https://www.googleapis.com/auth/") {
-					return fmt.Errorf("holds %q, which is not an OAuth scope URL (https://www.googleapis.com/auth/…)", s)
+				if startupScriptEnabled(c) && (v == "") != (c.Engine.URL == "") {
+					return fmt.Errorf("and PROXY_ENGINE_URL go together: set both or neither")
 				}
-			}
-			return nil
-		}},
-	{Name: "GCP_PROBE_TARGET", Default: vmconfig.DefaultProbeTarget, Readers: providerUsers, when: gcpEnabled,
-		Meaning: "the host:port a VM's self-test reaches through its proxy before it says it serves",
-		set: func(c *Config, v string) error {
-			// The form the startup script accepts: a bad one stops the
-			// function at start-up rather than every VM at boot.
-			if !probeTargetRE.MatchString(v) {
-				return fmt.Errorf("is not host:port, such as www.google.com:443")
-			}
-			c.GCP.ProbeTarget = v
-			return nil
-		}},
-	{Name: "PROXY_ENGINE_URL", Readers: providerUsers, when: gcpEnabled,
-		Meaning: "the URL of the proxy engine binary a VM installs, an object of the deployment's bucket (`https://storage.googleapis.com/BUCKET/OBJECT`), downloaded with the VM's token; without it a VM cannot serve and says so in `egress/error`",
-		set: func(c *Config, v string) error {
-			if v != "" && !engineURLRE.MatchString(v) {
-				return fmt.Errorf("is not an http(s) URL of an object, such as https://storage.googleapis.com/BUCKET/egress-proxy")
-			}
-			c.GCP.EngineURL = v
-			return nil
-		}},
-	{Name: "PROXY_ENGINE_SHA256", Readers: providerUsers, when: func(c *Config) bool { return gcpEnabled(c) || cloudInitEnabled(c) },
-		Meaning: "that binary's SHA-256 in hex: a VM installs no other (required with hetzner or aws in `PROVIDERS`)",
-		set: func(c *Config, v string) error {
-			if v != "" && !engineSHARE.MatchString(v) {
-				return fmt.Errorf("is not a SHA-256 in lower-case hex")
-			}
-			if gcpEnabled(c) && (v == "") != (c.GCP.EngineURL == "") {
-				return fmt.Errorf("and PROXY_ENGINE_URL go together: set both or neither")
-			}
-			if cloudInitEnabled(c) && v == "" {
-				return fmt.Errorf("is required with hetzner or aws in PROVIDERS: their VMs install only the binary of that SHA-256")
-			}
-			c.GCP.EngineSHA256, c.CloudInitVM.EngineSHA256 = v, v
-			return nil
-		}},
-	{Name: "PROXY_ENGINE_PUBLIC_URL", Readers: providerUsers, when: cloudInitEnabled,
-		Meaning: "the URL of the same binary (`PROXY_ENGINE_SHA256`) that a VM outside Google Cloud downloads without any credential: an object anyone may read (Terraform makes one in a public bucket when `providers_enabled` names hetzner or aws); it holds nothing secret, and a VM checks what it downloads against the SHA-256",
-		set: func(c *Config, v string) error {
-			if !engineURLRE.MatchString(v) {
-				return fmt.Errorf("is required with hetzner or aws in PROVIDERS, an http(s) URL of an object anyone may read, such as https://storage.googleapis.com/BUCKET/egress-proxy-SHA256")
-			}
-			c.CloudInitVM.EngineURL = v
-			return nil
-		}},
-	{Name: "GCP_COMPUTE_ENDPOINT", Readers: providerUsers, Local: true, when: gcpEnabled,
-		Meaning: "a Compute API to use instead of Google's, without credentials: tests against a fake only",
-		set:     func(c *Config, v string) error { c.ComputeEndpoint = v; return nil }},
-
-	// The hetzner provider, read only when it is enabled.
-	{Name: "HETZNER_ENDPOINT", Readers: providerUsers, Local: true, when: hetznerEnabled,
-		Meaning: "a Hetzner Cloud API to use instead of Hetzner's, sent the token `" + LocalHetznerToken + "` and no other: tests against a fake only",
-		set: func(c *Config, v string) error {
-			if v != "" && !strings.HasPrefix(v, "http://127.0.0.1:") && !strings.HasPrefix(v, "http://localhost:") {
-				return fmt.Errorf("is not a loopback URL such as http://127.0.0.1:PORT/v1: it is for a fake on this machine")
-			}
-			c.Hetzner.Endpoint = v
-			return nil
-		}},
-	{Name: "HETZNER_TOKEN_SECRET", Readers: providerUsers, when: hetznerEnabled,
-		Meaning: "the Secret Manager version that holds the Hetzner Cloud API token (read & write), `projects/P/secrets/S/versions/latest`; the two functions that call Hetzner read it when they first do, and no environment variable, log line or document holds the token (Terraform makes the secret, you add its version)",
-		set: func(c *Config, v string) error {
-			switch {
-			case v == "" && c.Hetzner.Endpoint == "":
-				return fmt.Errorf("is required with hetzner in PROVIDERS: name the secret version of the API token, such as projects/P/secrets/egress-hetzner-token/versions/latest")
-			case v != "" && !proxy.IsSecretVersion(v):
-				return fmt.Errorf("is not a secret version: want projects/PROJECT/secrets/SECRET/versions/VERSION")
-			}
-			c.Hetzner.TokenSecret = v
-			return nil
-		}},
-
-	// The aws provider, read only when it is enabled. No AWS key: the
-	// functions assume the role by federation.
-	{Name: "AWS_EC2_ENDPOINT", Readers: providerUsers, Local: true, when: awsEnabled,
-		Meaning: "an EC2 API to use instead of AWS's, for every region: tests against a fake only; without AWS_ROLE_ARN the provider signs with the key `" + LocalAWSAccessKey + "`, which no account has",
-		set: func(c *Config, v string) error {
-			if v != "" && !loopback(v) {
-				return fmt.Errorf("is not a loopback URL such as http://127.0.0.1:PORT: it is for a fake on this machine")
-			}
-			c.AWS.Endpoint = v
-			return nil
-		}},
-	{Name: "AWS_STS_ENDPOINT", Readers: providerUsers, Local: true, when: awsEnabled,
-		Meaning: "an STS API to use instead of AWS's for the exchange of the ID token: tests against a fake only",
-		set: func(c *Config, v string) error {
-			if v != "" && !loopback(v) {
-				return fmt.Errorf("is not a loopback URL such as http://127.0.0.1:PORT: it is for a fake on this machine")
-			}
-			c.AWS.STSEndpoint = v
-			return nil
-		}},
-	{Name: "AWS_ROLE_ARN", Readers: providerUsers, when: awsEnabled,
-		Meaning: "the AWS role the two functions that call EC2 assume, `arn:aws:iam::ACCOUNT:role/NAME` (Terraform's aws module makes it): each exchanges its Google ID token for AWS_AUDIENCE with STS AssumeRoleWithWebIdentity for the role's credentials, which last an hour; no AWS key is in any variable, secret, log line or document",
-		set: func(c *Config, v string) error {
-			switch {
-			case v == "" && c.AWS.Endpoint == "":
-				return fmt.Errorf("is required with aws in PROVIDERS: name the role the functions assume, such as arn:aws:iam::123456789012:role/egress-proxy-egress (deploy/terraform/aws makes it)")
-			case v != "" && !roleARN.MatchString(v):
-				return fmt.Errorf("is not a role ARN: want arn:aws:iam::ACCOUNT:role/NAME")
-			}
-			c.AWS.RoleARN = v
-			return nil
-		}},
-	{Name: "AWS_AUDIENCE", Readers: providerUsers, when: awsEnabled,
-		Meaning: "the audience of the Google ID token the functions exchange with STS: the role's trust policy accepts this audience only (Terraform's aws module writes both)",
-		set: func(c *Config, v string) error {
-			if v == "" && c.AWS.RoleARN != "" {
-				return fmt.Errorf("is required with AWS_ROLE_ARN: the audience the role's trust policy names, such as https://egress.example.com/aws")
-			}
-			c.AWS.Audience = v
-			return nil
-		}},
-	// The status of the VMs that boot with cloud-init (hetzner's, aws's), which
-	// the control plane reads through their proxy port (package vmstatus).
-	{Name: "VM_STATUS_KEY_SECRET", Readers: providerUsers, when: cloudInitEnabled,
-		Meaning: "the Secret Manager version of the key (32 random bytes, base64) from which the control plane derives each Hetzner server's and EC2 instance's own status credential and answer-signing key (from the proxy's uid and the VM's status id), `projects/P/secrets/S/versions/latest`; only Reconcile and CollectGarbage read it (Terraform makes the secret, you add its version); a VM's user-data holds only a salted hash of its credential, and its own signing key. Against fakes (`HETZNER_ENDPOINT`, `AWS_EC2_ENDPOINT`) the process makes a key of its own",
-		set: func(c *Config, v string) error {
-			switch {
-			case v == "" && !againstFakes(c):
-				return fmt.Errorf("is required with hetzner or aws in PROVIDERS: name the secret version of the status key, such as projects/P/secrets/egress-vm-status-key/versions/latest")
-			case v != "" && !proxy.IsSecretVersion(v):
-				return fmt.Errorf("is not a secret version: want projects/PROJECT/secrets/SECRET/versions/VERSION")
-			}
-			c.CloudInitVM.StatusKeySecret = v
-			return nil
-		}},
-	{Name: "VM_STATUS_SOURCE_RANGES", DefaultDoc: "none (`127.0.0.1/32` against a fake)", Readers: providerUsers, when: cloudInitEnabled,
-		Meaning: "the control plane's egress addresses as CIDRs, comma-separated (the Cloud NAT addresses Terraform reserves for the functions' egress): a Hetzner server's firewall, an EC2 instance's security group and the VM itself admit them to the proxy port for the status request alone",
-		set: func(c *Config, v string) error {
-			if v == "" && againstFakes(c) {
-				v = "127.0.0.1/32"
-			}
-			c.CloudInitVM.StatusSources = splitList(v)
-			if len(c.CloudInitVM.StatusSources) == 0 {
-				return fmt.Errorf("is required with hetzner or aws in PROVIDERS: name the functions' egress addresses (the output status_source_ranges of deploy/terraform), or no VM is ever seen serving")
-			}
-			for _, s := range c.CloudInitVM.StatusSources {
-				if _, err := netip.ParsePrefix(s); err != nil {
-					return fmt.Errorf("holds %q, which is not a CIDR", s)
+				if cloudInitEnabled(c) && v == "" {
+					return fmt.Errorf("is required with %s in PROVIDERS: their VMs install only the binary of that SHA-256", cloudInit)
 				}
-			}
-			return nil
-		}},
+				c.Engine.SHA256, c.CloudInitVM.EngineSHA256 = v, v
+				return nil
+			}},
+		{Name: "PROXY_ENGINE_PUBLIC_URL", Readers: providerUsers, when: cloudInitEnabled,
+			Meaning: "the URL of the same binary (`PROXY_ENGINE_SHA256`) that a VM outside Google Cloud downloads without any credential: an object anyone may read (Terraform makes one in a public bucket when `providers_enabled` names " + cloudInit + "); it holds nothing secret, and a VM checks what it downloads against the SHA-256",
+			set: func(c *Config, v string) error {
+				if !engineURLRE.MatchString(v) {
+					return fmt.Errorf("is required with %s in PROVIDERS, an http(s) URL of an object anyone may read, such as https://storage.googleapis.com/BUCKET/egress-proxy-SHA256", cloudInit)
+				}
+				c.CloudInitVM.EngineURL = v
+				return nil
+			}},
+		// The status of the VMs that boot with cloud-init, which the
+		// control plane reads through their proxy port (package vmstatus).
+		{Name: "VM_STATUS_KEY_SECRET", Readers: providerUsers, when: cloudInitEnabled,
+			Meaning: "the Secret Manager version of the key (32 random bytes, base64) from which the control plane derives each " + cloudInit + " VM's own status credential and answer-signing key (from the proxy's uid and the VM's status id), `projects/P/secrets/S/versions/latest`; only Reconcile and CollectGarbage read it (Terraform makes the secret, you add its version); a VM's user-data holds only a salted hash of its credential, and its own signing key. Against fakes (" + fakeEndpoints(cl) + ") the process makes a key of its own",
+			set: func(c *Config, v string) error {
+				switch {
+				case v == "" && !againstFakes(c):
+					return fmt.Errorf("is required with %s in PROVIDERS: name the secret version of the status key, such as projects/P/secrets/egress-vm-status-key/versions/latest", cloudInit)
+				case v != "" && !proxy.IsSecretVersion(v):
+					return fmt.Errorf("is not a secret version: want projects/PROJECT/secrets/SECRET/versions/VERSION")
+				}
+				c.CloudInitVM.StatusKeySecret = v
+				return nil
+			}},
+		{Name: "VM_STATUS_SOURCE_RANGES", DefaultDoc: "none (`127.0.0.1/32` against a fake)", Readers: providerUsers, when: cloudInitEnabled,
+			Meaning: "the control plane's egress addresses as CIDRs, comma-separated (the Cloud NAT addresses Terraform reserves for the functions' egress): the cloud's firewall of each " + cloudInit + " VM and the VM itself admit them to the proxy port for the status request alone",
+			set: func(c *Config, v string) error {
+				if v == "" && againstFakes(c) {
+					v = "127.0.0.1/32"
+				}
+				c.CloudInitVM.StatusSources = splitList(v)
+				if len(c.CloudInitVM.StatusSources) == 0 {
+					return fmt.Errorf("is required with %s in PROVIDERS: name the functions' egress addresses (the output status_source_ranges of deploy/terraform), or no VM is ever seen serving", cloudInit)
+				}
+				for _, s := range c.CloudInitVM.StatusSources {
+					if _, err := netip.ParsePrefix(s); err != nil {
+						return fmt.Errorf("holds %q, which is not a CIDR", s)
+					}
+				}
+				return nil
+			}},
+	}
+}
 
-	// The local stack's own settings.
+// fakeEndpoints are the cloud-init clouds' variables that point them at a
+// fake, as the docs list them.
+func fakeEndpoints(cl []plugin.Plugin) string {
+	var out []string
+	for _, p := range cl {
+		if p.Boot.Kind == plugin.BootCloudInit && p.FakeEndpoint != "" {
+			out = append(out, "`"+p.FakeEndpoint+"`")
+		}
+	}
+	return strings.Join(out, ", ")
+}
+
+// localVars are the local stack's own settings, read last.
+var localVars = []Var{
 	{Name: "PORT", Default: "8080", Readers: []Function{LocalStack}, Local: true,
 		Meaning: "where the API (`/v1/…`, `/healthz`), `/Reconcile`, `/CollectGarbage` and `/debug/instances` are served",
 		set: func(c *Config, v string) error {

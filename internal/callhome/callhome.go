@@ -72,8 +72,8 @@ type Labels struct {
 	// (Provider set) has no token: its Name and ID are its providerID and
 	// its Zone its provider's, as its provider lists it.
 	Instance vmidentity.Instance
-	// Provider is the provider type of a VM read by pull (hetzner, aws);
-	// empty for a GCE VM that called home.
+	// Provider is the provider type of a VM read by pull (through the
+	// status door); empty for a VM that called home.
 	Provider string
 }
 

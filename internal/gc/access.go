@@ -12,8 +12,8 @@ import (
 
 // askAccessPull publishes one reconcile request (proxy.ReasonAccessPull)
 // for the access lines of this deployment's VMs read by pull, those
-// whose proxy answers the control plane on a status port (hetzner's and
-// aws's: they have no call-home). Reconcile reads them (internal/
+// whose proxy answers the control plane on a status port (the clouds
+// whose VMs have no call-home). Reconcile reads them (internal/
 // accesspull): it holds the status key and writes the log, which the
 // collector's account does neither. The request carries what the
 // listings found, so the run lists nothing again. It is sent while a

@@ -117,7 +117,7 @@ type Options struct {
 	// far likelier a wrong or empty database than a fleet of garbage.
 	AllowEmptyDatabase bool
 	// PulledTypes are the provider types whose VMs the control plane
-	// reads by asking them (hetzner, aws): while one is configured, each
+	// reads by asking them (the status door): while one is configured, each
 	// run asks once for their access lines to be read (askAccessPull),
 	// even when none of their VMs runs, so that the cursors of VMs gone
 	// are deleted.

@@ -122,7 +122,7 @@ func (c *Collector) drift(ctx context.Context, now time.Time, listings []listing
 		slices.Sort(ids)
 		c.log.ErrorContext(ctx, "proxies' VMs are outside what their provider lists; neither checked nor collected",
 			slog.String("provider", typ), slog.Int("proxies", len(ids)), slog.String("example", ids[0]),
-			slog.String("todo", "their VMs are served and deleted through their providerIDs; rotate each proxy to move it into what the provider lists (for gcp: GCP_PROJECT), or set the provider's setting back"))
+			slog.String("todo", "their VMs are served and deleted through their providerIDs; rotate each proxy to move it into what the provider lists (its project or regions setting), or set the provider's setting back"))
 	}
 	var (
 		mu     sync.Mutex

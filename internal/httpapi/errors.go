@@ -13,7 +13,7 @@ import (
 const ErrorDomain = "egress-proxies"
 
 // Reasons of the errors that are not a field's rule (those carry the
-// rule's own reason, proxy.Reason…, gcp.Reason…).
+// rule's own reason, proxy.Reason…, provider.Reason…).
 const (
 	ReasonUnauthenticated        = "IDENTITY_MISSING"
 	ReasonNamespaceDenied        = "NAMESPACE_ACCESS_DENIED"

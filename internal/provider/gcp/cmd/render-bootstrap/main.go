@@ -2,7 +2,7 @@
 // send for a proxy, rendered by bootstrap.Render, so that a reader can see
 // exactly what a VM runs at boot, or run it by hand on a Debian VM.
 //
-//	go run ./dev/render-bootstrap --port 3128 --allow 203.0.113.0/24 [--allow …] \
+//	go run ./internal/provider/gcp/cmd/render-bootstrap --port 3128 --allow 203.0.113.0/24 [--allow …] \
 //	    [--connect-port 443 …] [--deny 10.128.0.0/9 …] --user U --password P \
 //	    [--socks5-port 1080] [--bandwidth-limit 100Mbit] [--access-log=false] \
 //	    [--probe-target host:port] [--engine-url URL --engine-sha256 HEX]

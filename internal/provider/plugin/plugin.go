@@ -1,0 +1,390 @@
+// Package plugin is how a cloud plugs into the house: a cloud's package
+// (internal/provider/gcp, …/hetzner, …/aws, the mock) declares one
+// exported Plugin value, and the one list of production clouds
+// (internal/clouds) names it. Everything the rest of the house needs of a
+// cloud is in that value, as data or as a function of an Env the
+// composition root hands it: the configuration variables (the
+// configuration reference is generated from them), the constructor, the
+// rules of a spec, how the cloud's VMs boot and report readiness, whether
+// they take a change in place, the placement's words in the cloud's
+// terms, the images and APIs the compatibility page lists, and the
+// Terraform the deploy tests read.
+//
+// As database/sql's drivers, a cloud is found through its registration;
+// unlike them, the registration is a value passed to the composition root,
+// never an init() side effect: which clouds a binary serves is the
+// decision of the list it is given (internal/clouds for the functions,
+// that list and the mock for the local stack and the tests).
+//
+// The package is apart from internal/provider because the Env it hands a
+// cloud-init cloud holds the VM side's renderer and prober
+// (internal/provider/vmside), which import the contract.
+package plugin
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"regexp"
+	"strings"
+
+	"golang.org/x/oauth2"
+
+	"github.com/egress-proxies/egress/internal/provider"
+	"github.com/egress-proxies/egress/internal/provider/vmside"
+	"github.com/egress-proxies/egress/internal/proxy"
+)
+
+// Plugin is a cloud as the house sees it. Its zero value is no cloud:
+// Type, Name, New and Validator are required (Check says what is
+// missing).
+type Plugin struct {
+	// Type is the provider type, as PROVIDERS and a spec's provider
+	// name it: a short lowercase word.
+	Type string
+	// Name is the cloud's own name for what the provider makes VMs on
+	// ("Compute Engine"), as the docs' diagrams say it.
+	Name string
+	// Vars are the cloud's configuration variables, in the order they
+	// are loaded (a variable whose check reads another comes after it).
+	// They are read only when PROVIDERS names Type, and only by the
+	// functions of their Readers.
+	Vars []Var
+	// New makes the provider's constructor from env. The composition
+	// root calls it once, when the type is enabled; the constructor runs
+	// when the provider is first used, and a failed run is tried again
+	// at the next use (provider.Set), so a credential read there (a
+	// secret, a token) is read when first needed.
+	New func(env Env) provider.Constructor
+	// Validator makes the cloud's rules of a spec from its settings (the
+	// operator's policy of the variables the ProxyAPI reads). Its error
+	// says which variables make a policy that cannot hold: it stops the
+	// ProxyAPI at start-up. The rules come with the error too: a process
+	// that does not serve the ProxyAPI reads no policy, and registers the
+	// rules of none.
+	Validator func(s Settings) (provider.Validator, error)
+	// Boot is how the cloud's VMs boot.
+	Boot Boot
+	// Readiness is how the control plane learns that a VM serves.
+	Readiness Readiness
+	// InPlace says the provider's VMs take live changes in place
+	// (provider.InPlace): the provider implements provider.Reconfigurer,
+	// and warm pools and live changes without a new VM follow from it.
+	InPlace bool
+	// CallHomeAccount is the variable (of Vars) that names the service
+	// account a CallsHome cloud's VMs run as: the call-home handler takes
+	// only identity tokens of that account. "" is none.
+	CallHomeAccount string
+	// FakeEndpoint is the variable (of Vars) that points the provider at
+	// a fake on this machine instead of the cloud's API: set, the process
+	// makes its own VM status key and asks from loopback. "" is none.
+	FakeEndpoint string
+	// Placement is what a spec's placement means on the cloud, in its
+	// words: the CLI's help and the docs say it so.
+	Placement Placement
+	// Images are the images a placement may name by default, for the
+	// compatibility page.
+	Images Images
+	// APIs are the cloud's APIs and the module of go.mod that calls each,
+	// for the compatibility page.
+	APIs []API
+	// Terraform is the cloud's part of deploy/terraform, which the deploy
+	// tests read.
+	Terraform Terraform
+	// Words are the names, beside Type, that a file dealing with the
+	// cloud uses for it (its API's and tools': "hcloud", "ec2"): the guide
+	// to adding a cloud is held to list every file outside the cloud's
+	// folder that uses them (dev/gendocs).
+	Words []string
+}
+
+// Readers are the functions of the house that read a variable, as a set.
+type Readers uint8
+
+const (
+	// ReadByAPI is the ProxyAPI, which holds a spec to the cloud's rules.
+	ReadByAPI Readers = 1 << iota
+	// ReadByCallers are the functions that call the provider (Create,
+	// Get, Delete, ListByTag): Reconcile and CollectGarbage.
+	ReadByCallers
+)
+
+// Var is one of a cloud's configuration variables: the one place its
+// name, default, meaning and readers are written down. The house's table
+// (internal/app.Vars) holds it beside the house's own, and the
+// configuration reference and deploy/terraform are checked against it.
+type Var struct {
+	Name string
+	// Default is the value used when the variable is unset or empty, in
+	// the variable's own syntax; "" means there is none (or it is
+	// derived, as DefaultDoc says).
+	Default string
+	// DefaultDoc is the default as the docs give it, when Default alone
+	// does not say it ("every location").
+	DefaultDoc string
+	// LocalDefault is the default `make run` gives the variable, when it
+	// is not Default.
+	LocalDefault string
+	Meaning      string
+	Readers      Readers
+	// Local marks a variable only the local stack and tests set:
+	// production (Terraform) never sets it.
+	Local bool
+	// Required variables have no default; unset, they stop the start-up.
+	Required bool
+	// Check refuses a value (the default, when the variable is unset):
+	// read holds the cloud's variables loaded before this one. Its error
+	// says what is wrong with the value, in words that follow the
+	// variable's name and value ("is not a loopback URL …"); the loader
+	// adds both. Nil accepts any value.
+	Check func(value string, read Settings) error
+}
+
+// Settings are a cloud's variables as the process read them, by name:
+// each variable its readers read, with its default when unset. A
+// variable of another function is absent, so its Get is "".
+type Settings map[string]string
+
+// Get is the value of the variable name.
+func (s Settings) Get(name string) string { return s[name] }
+
+// List is the variable name as a comma-separated list, its items trimmed
+// and the empty ones dropped; nil when it is empty.
+func (s Settings) List(name string) []string { return SplitList(s[name]) }
+
+// SplitList reads a comma-separated list, as every list variable is
+// written.
+func SplitList(s string) []string {
+	var out []string
+	for _, f := range strings.Split(s, ",") {
+		if f = strings.TrimSpace(f); f != "" {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// Env is what the composition root hands a cloud's New: the settings it
+// declared, as read, and the house's means the provider may need. A
+// field a cloud's Boot and Readiness do not call for is zero.
+type Env struct {
+	// Settings are the cloud's variables as read.
+	Settings Settings
+	// Project is GOOGLE_CLOUD_PROJECT, the functions' project.
+	Project string
+	// Deployment is DEPLOYMENT, the value of every resource's
+	// provider.LabelDeployment.
+	Deployment string
+	// Log receives the provider's decisions.
+	Log *slog.Logger
+	// ReadSecret reads a Secret Manager version the functions may read
+	// (a cloud's API token): errors name the version, never the value.
+	ReadSecret func(ctx context.Context, version string) (string, error)
+	// IDTokens is a source of the function's Google ID tokens for an
+	// audience (the metadata server's on Cloud Run), for a cloud that
+	// federates with Google's identity.
+	IDTokens func(ctx context.Context, audience string) (oauth2.TokenSource, error)
+	// VM is the VM side a BootCloudInit cloud's provider renders and
+	// asks its VMs with.
+	VM VMSide
+	// Engine is the engine binary a BootStartupScript cloud's VMs
+	// install (PROXY_ENGINE_URL and PROXY_ENGINE_SHA256).
+	Engine Engine
+	// CallHomeTopic is the topic a CallsHome cloud's VMs publish on,
+	// projects/P/topics/T.
+	CallHomeTopic string
+	// CallHome publishes what the VM named instance says when it calls
+	// home, as a real VM does on the call-home topic, with an identity
+	// token the house signs for it as Google's metadata server would:
+	// for a cloud whose VMs live in the process (the mock's); nil when
+	// the process serves no function that publishes, and in the deployed
+	// functions.
+	CallHome func(ctx context.Context, msg proxy.ReconcileMessage, instance string) error
+}
+
+// VMSide is what a provider of a cloud whose VMs boot by cloud-init
+// needs of the VM side (package vmside): the renderer of a VM's
+// user-data, made as the cloud's Boot asks, and the prober that asks a
+// VM's proxy whether it serves.
+type VMSide struct {
+	Renderer vmside.Renderer
+	Prober   vmside.Prober
+}
+
+// Engine is the proxy engine binary a VM installs: its URL and SHA-256.
+type Engine struct {
+	URL, SHA256 string
+}
+
+// BootKind is what a cloud's VMs run when they boot.
+type BootKind int
+
+const (
+	// BootNone: the cloud's VMs are no machines (the mock's, in the
+	// process), and need nothing of the VM side.
+	BootNone BootKind = iota
+	// BootStartupScript: the house's startup script (internal/bootstrap)
+	// in the VM's metadata, which installs the engine from the
+	// deployment's bucket with the VM's own token (Env.Engine).
+	BootStartupScript
+	// BootCloudInit: user-data of internal/bootstrap/cloudinit, run by
+	// the cloud's Debian image's cloud-init, which installs the engine
+	// from PROXY_ENGINE_PUBLIC_URL without any credential (Env.VM).
+	BootCloudInit
+)
+
+// Boot is how a cloud's VMs boot.
+type Boot struct {
+	Kind BootKind
+	// Gzip compresses a BootCloudInit VM's user-data, for a cloud whose
+	// limit the plain text outgrows (EC2's 16 KiB).
+	Gzip bool
+	// MetadataURL, when set, is the cloud's instance metadata service,
+	// which a BootCloudInit VM's agent asks which instance it is, so that
+	// an answer through a moved static address is not taken for its own.
+	MetadataURL string
+}
+
+// Readiness is how the control plane learns that a VM serves.
+type Readiness int
+
+const (
+	// CallsHome: the VM publishes on the call-home topic with an
+	// identity token of the cloud's own (GCE's metadata server, the
+	// house's for the mock).
+	CallsHome Readiness = iota
+	// StatusDoor: the control plane asks the VM through its proxy port
+	// (package vmstatus), and reads its access lines so too: the
+	// collector asks every listed VM of the cloud (the access pull).
+	StatusDoor
+)
+
+// Placement is what a spec's placement means on a cloud, in its words,
+// for the CLI's help and the docs. Each is a phrase that follows "on
+// TYPE", such as "a network zone (eu-central, us-east, …)".
+type Placement struct {
+	// Region and Zone are what a placement's region and zone are.
+	Region, Zone string
+	// MachineType is what its machine type is, and DefaultMachineType
+	// the one a placement that names none gets.
+	MachineType, DefaultMachineType string
+	// Image is what its image is.
+	Image string
+	// Regions, when set, are regions and their zones, a line each with
+	// aligned columns, as the CLI's help shows them under the rest.
+	Regions []string
+	// Example is the flags of a create on the cloud, after the proxy's
+	// name and namespace: `--provider TYPE --region …`.
+	Example string
+}
+
+// Images are a cloud's images as the operator's policy allows them by
+// default.
+type Images struct {
+	// Default is the image of a placement that names none.
+	Default string
+	// Allowed are the images allowed when Var is unset.
+	Allowed []string
+	// Var is the variable that allows others.
+	Var string
+}
+
+// API is an API of a cloud and the module of go.mod that calls it.
+type API struct {
+	Name, Module string
+}
+
+// Terraform is a cloud's part of deploy/terraform.
+type Terraform struct {
+	// Module is the cloud's own module, applied with the cloud's own
+	// credentials (deploy/terraform/hetzner-firewall); "" when the
+	// deployment's module alone serves the cloud (Google's).
+	Module string
+	// Secrets are the secrets of the deployment's module (Terraform
+	// addresses, google_secret_manager_secret.NAME) that the functions
+	// calling the provider read, each granted on that secret alone.
+	Secrets []string
+	// Policy is the file of Module that grants the permissions the
+	// provider's calls need, which a deploy test holds to the calls in
+	// the provider's code; "" when the cloud has no permission model to
+	// grant by (a token with the project's rights) or its permissions
+	// are the deployment's own IAM table's (deploy/iam.go).
+	Policy string
+}
+
+// typePattern is what a provider type looks like (provider.Registry's
+// rule).
+var typePattern = regexp.MustCompile(`^[a-z][a-z0-9-]{0,31}$`)
+
+// varPattern is what a variable's name looks like.
+var varPattern = regexp.MustCompile(`^[A-Z][A-Z0-9_]*$`)
+
+// Check says what the house needs of p that p lacks: a type, a name, a
+// constructor, a validator, variables each with a name and a meaning,
+// and what its boot and readiness call for.
+func (p Plugin) Check() error {
+	var problems []string
+	if !typePattern.MatchString(p.Type) {
+		problems = append(problems, fmt.Sprintf("type %q is not a lowercase word matching %s", p.Type, typePattern))
+	}
+	if p.Name == "" {
+		problems = append(problems, "no name")
+	}
+	if p.New == nil {
+		problems = append(problems, "no constructor (New)")
+	}
+	if p.Validator == nil {
+		problems = append(problems, "no validator")
+	}
+	seen := map[string]bool{}
+	for _, v := range p.Vars {
+		switch {
+		case !varPattern.MatchString(v.Name):
+			problems = append(problems, fmt.Sprintf("variable %q is not an upper-case name", v.Name))
+		case seen[v.Name]:
+			problems = append(problems, fmt.Sprintf("variable %s is declared twice", v.Name))
+		case v.Meaning == "":
+			problems = append(problems, fmt.Sprintf("variable %s has no meaning", v.Name))
+		case v.Readers == 0:
+			problems = append(problems, fmt.Sprintf("variable %s has no readers", v.Name))
+		}
+		seen[v.Name] = true
+	}
+	if p.CallHomeAccount != "" && !seen[p.CallHomeAccount] {
+		problems = append(problems, fmt.Sprintf("the call-home account %s is none of its variables", p.CallHomeAccount))
+	}
+	if p.FakeEndpoint != "" && !seen[p.FakeEndpoint] {
+		problems = append(problems, fmt.Sprintf("the fake's endpoint %s is none of its variables", p.FakeEndpoint))
+	}
+	if p.Boot.Kind != BootCloudInit && (p.Boot.Gzip || p.Boot.MetadataURL != "") {
+		problems = append(problems, "gzip and a metadata URL are a cloud-init boot's")
+	}
+	if p.Readiness == StatusDoor && p.Boot.Kind != BootCloudInit {
+		problems = append(problems, "the status door is a cloud-init boot's (its VMs carry the status access in their user-data)")
+	}
+	if len(problems) > 0 {
+		return fmt.Errorf("cloud plugin %q: %s", p.Type, strings.Join(problems, "; "))
+	}
+	return nil
+}
+
+// Checks the variables of several clouds share.
+
+// LoopbackURL refuses an endpoint that is not of this machine: an
+// endpoint variable is for a fake, never for another API.
+func LoopbackURL(example string) func(string, Settings) error {
+	return func(v string, _ Settings) error {
+		if v != "" && !strings.HasPrefix(v, "http://127.0.0.1:") && !strings.HasPrefix(v, "http://localhost:") {
+			return fmt.Errorf("is not a loopback URL such as %s: it is for a fake on this machine", example)
+		}
+		return nil
+	}
+}
+
+// SecretVersion refuses what is not a Secret Manager version.
+func SecretVersion(v string) error {
+	if v != "" && !proxy.IsSecretVersion(v) {
+		return fmt.Errorf("is not a secret version: want projects/PROJECT/secrets/SECRET/versions/VERSION")
+	}
+	return nil
+}
