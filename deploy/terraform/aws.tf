@@ -22,6 +22,14 @@ locals {
     AWS_ROLE_ARN        = local.aws_role_arn
     AWS_AUDIENCE        = local.aws_audience
   }
+  # The aws provider's policy, which the ProxyAPI holds a placement on
+  # aws to (read only when it is enabled).
+  aws_api_env = {
+    AWS_ALLOWED_REGIONS        = join(",", var.aws_allowed_regions)
+    AWS_ALLOWED_ZONES          = join(",", var.aws_allowed_zones)
+    AWS_ALLOWED_INSTANCE_TYPES = join(",", var.aws_allowed_instance_types)
+    AWS_ALLOWED_IMAGES         = join(",", var.aws_allowed_images)
+  }
 }
 
 output "aws_audience" {

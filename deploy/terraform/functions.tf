@@ -1,3 +1,15 @@
+# Each cloud's part of the functions' environments, one entry per cloud,
+# each declared in the cloud's own file (gcp's in main.tf, hetzner.tf,
+# aws.tf): what Reconcile and CollectGarbage read to call the clouds
+# (cloud_init_env: what every cloud whose VMs boot with cloud-init needs
+# of the control plane), and the policies the ProxyAPI holds each cloud's
+# placements to. A cloud's variables are set whether or not
+# providers_enabled names it; the functions read them only when it does.
+locals {
+  clouds_env     = merge(local.gcp_env, local.cloud_init_env, local.hetzner_env, local.aws_env)
+  clouds_api_env = merge(local.gcp_api_env, local.hetzner_api_env, local.aws_api_env)
+}
+
 # The source archive `make package` builds (deploy/package-functions): the functions
 # package at its root, as the Go buildpack requires.
 resource "google_storage_bucket" "source" {
@@ -47,7 +59,7 @@ resource "google_cloudfunctions2_function" "api" {
     max_instance_count               = 10
     max_instance_request_concurrency = 40
     ingress_settings                 = "ALLOW_ALL"
-    environment_variables            = merge(local.common_env, local.credentials_env, local.api_env)
+    environment_variables            = merge(local.common_env, local.credentials_env, local.api_env, local.clouds_api_env)
   }
   depends_on = [google_project_service.apis]
 }
@@ -82,7 +94,7 @@ resource "google_cloudfunctions2_function" "reconcile" {
     max_instance_count               = 20
     max_instance_request_concurrency = 20
     ingress_settings                 = "ALLOW_INTERNAL_ONLY"
-    environment_variables = merge(local.common_env, local.credentials_env, local.provider_env, local.gcp_env, local.hetzner_env, local.aws_env, {
+    environment_variables = merge(local.common_env, local.credentials_env, local.provider_env, local.clouds_env, {
       RECONCILE_WAIT_BUDGET      = "60s"
       RECONCILE_INITIAL_BACKOFF  = "2s"
       RECONCILE_MAX_BACKOFF      = "10s"
@@ -138,7 +150,7 @@ resource "google_cloudfunctions2_function" "gc" {
     max_instance_count               = 1
     max_instance_request_concurrency = 1
     ingress_settings                 = "ALLOW_INTERNAL_ONLY"
-    environment_variables = merge(local.common_env, local.provider_env, local.gcp_env, local.hetzner_env, local.aws_env, {
+    environment_variables = merge(local.common_env, local.provider_env, local.clouds_env, {
       GC_GRACE_PERIOD         = var.gc_grace_period
       GC_DRY_RUN              = tostring(var.gc_dry_run)
       GC_PARALLELISM          = "16"

@@ -16,8 +16,19 @@ locals {
   hetzner_env = {
     HETZNER_TOKEN_SECRET      = join("", [for s in google_secret_manager_secret.hetzner_token : "${s.id}/versions/latest"])
     HETZNER_ALLOWED_LOCATIONS = join(",", var.hetzner_allowed_locations)
-    # What the servers need of the control plane (cloud-init's user-data
-    # and the status through the proxy port; package vmstatus).
+  }
+  # The hetzner provider's policy, which the ProxyAPI holds a placement
+  # on hetzner to (read only when it is enabled).
+  hetzner_api_env = {
+    HETZNER_ALLOWED_LOCATIONS    = join(",", var.hetzner_allowed_locations)
+    HETZNER_ALLOWED_SERVER_TYPES = join(",", var.hetzner_allowed_server_types)
+    HETZNER_ALLOWED_IMAGES       = join(",", var.hetzner_allowed_images)
+  }
+  # What the VMs of every cloud-init cloud need of the control plane, in
+  # the functions that call those clouds (cloud-init's user-data and the
+  # status through the proxy port; package vmstatus): the resources
+  # below, which cloud_init_enabled makes.
+  cloud_init_env = {
     PROXY_ENGINE_PUBLIC_URL = join("", [for o in google_storage_bucket_object.proxy_engine_public : "https://storage.googleapis.com/${o.bucket}/${o.name}"])
     VM_STATUS_KEY_SECRET    = join("", [for s in google_secret_manager_secret.vm_status_key : "${s.id}/versions/latest"])
     VM_STATUS_SOURCE_RANGES = join(",", [for a in google_compute_address.control_egress : "${a.address}/32"])
