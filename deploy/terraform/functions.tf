@@ -1,15 +1,3 @@
-# Each cloud's part of the functions' environments, one entry per cloud,
-# each declared in the cloud's own file (gcp's in main.tf, hetzner.tf,
-# aws.tf): what Reconcile and CollectGarbage read to call the clouds
-# (cloud_init_env: what every cloud whose VMs boot with cloud-init needs
-# of the control plane), and the policies the ProxyAPI holds each cloud's
-# placements to. A cloud's variables are set whether or not
-# providers_enabled names it; the functions read them only when it does.
-locals {
-  clouds_env     = merge(local.gcp_env, local.cloud_init_env, local.hetzner_env, local.aws_env)
-  clouds_api_env = merge(local.gcp_api_env, local.hetzner_api_env, local.aws_api_env)
-}
-
 # The source archive `make package` builds (deploy/package-functions): the functions
 # package at its root, as the Go buildpack requires.
 resource "google_storage_bucket" "source" {
