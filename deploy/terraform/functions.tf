@@ -72,8 +72,8 @@ resource "google_cloudfunctions2_function" "reconcile" {
   }
   service_config {
     service_account_email = google_service_account.reconcile.email
-    # With hetzner, a fixed egress address (hetzner.tf): the servers admit
-    # it for their status.
+    # With a cloud-init cloud, a fixed egress address (cloud_init_enabled,
+    # clouds.tf): its VMs admit it for their status.
     vpc_connector                    = local.cloud_init_enabled ? google_vpc_access_connector.control_egress[0].id : null
     vpc_connector_egress_settings    = local.cloud_init_enabled ? "ALL_TRAFFIC" : null
     available_memory                 = "512M"
@@ -129,8 +129,8 @@ resource "google_cloudfunctions2_function" "gc" {
   }
   service_config {
     service_account_email = google_service_account.gc.email
-    # With hetzner, a fixed egress address (hetzner.tf): the servers admit
-    # it for their status.
+    # With a cloud-init cloud, a fixed egress address (cloud_init_enabled,
+    # clouds.tf): its VMs admit it for their status.
     vpc_connector                    = local.cloud_init_enabled ? google_vpc_access_connector.control_egress[0].id : null
     vpc_connector_egress_settings    = local.cloud_init_enabled ? "ALL_TRAFFIC" : null
     available_memory                 = "512M"
