@@ -252,18 +252,6 @@ var ResourceGrants = map[string]Granted{
 		[]string{"resourcemanager.projects.get", "resourcemanager.projects.list", "secretmanager.versions.access"}},
 }
 
-// SecretGrants are the single secrets of the module (iam.tf names them
-// so) that a function's account may read beside those under
-// CLOUD_INIT_SECRET_PREFIX, each granted on that secret alone: the Hetzner
-// Cloud API token's (HETZNER_TOKEN_SECRET), to Reconcile and
-// CollectGarbage, which call Hetzner. Hetzner has no permission model to
-// derive a grant from: the token is the project's, read & write.
-//
-// And the key the status credentials of the servers are derived from
-// (VM_STATUS_KEY_SECRET), to the same two, which render a server's
-// user-data and ask it for its status.
-var SecretGrants = []string{"google_secret_manager_secret.hetzner_token", "google_secret_manager_secret.vm_status_key"}
-
 // ProxyVM is what the proxy VMs' own account (proxy-vm) needs: its calls
 // are not Go but the startup script's (internal/bootstrap) and Google's
 // guest agent's, so they are listed here by hand, each with what makes it.
