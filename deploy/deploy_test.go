@@ -27,7 +27,6 @@ import (
 	"github.com/hashicorp/hcl/v2/hclparse"
 	"github.com/hashicorp/hcl/v2/hclsyntax"
 
-	"github.com/egress-proxies/egress/deploy"
 	"github.com/egress-proxies/egress/emulators/eventarc"
 	"github.com/egress-proxies/egress/internal/app"
 	"github.com/egress-proxies/egress/internal/events"
@@ -698,12 +697,20 @@ func waitListening(t *testing.T, addr string) {
 // resource.name's start, built from the same variable that gives the
 // functions CLOUD_INIT_SECRET_PREFIX, so the code's check and IAM's
 // cannot name different secrets. The one other kind of grant is on a
-// single secret of the module's own (deploy.SecretGrants: the Hetzner API
-// token's), to Reconcile's and CollectGarbage's accounts only, which
-// call Hetzner.
+// single secret the module makes (a cloud's API token, such as Hetzner's;
+// the key the VMs' status credentials are derived from), to Reconcile's
+// and CollectGarbage's accounts, which call the clouds and ask the VMs,
+// and to no one else; every secret the module makes has that grant, and
+// no other secret has any. A cloud whose credential the functions read
+// from Secret Manager adds its secret and the two grants in its own file,
+// and nothing here.
 func TestSecretAccessIsConditionedOnThePrefix(t *testing.T) {
 	m := parseModule(t)
 	const role, variable = "roles/secretmanager.secretAccessor", "var.cloud_init_secret_prefix"
+	var secrets []string
+	for _, b := range m.resources(strings.TrimSuffix(moduleSecret, ".")) {
+		secrets = append(secrets, moduleSecret+b.Labels[1])
+	}
 	grants, onSecrets := 0, map[string][]string{}
 	for _, b := range m.blocks {
 		var visit func(b *hclsyntax.Block)
@@ -720,8 +727,8 @@ func TestSecretAccessIsConditionedOnThePrefix(t *testing.T) {
 						continue
 					}
 					on := m.source(t, secret.Expr.Range())
-					if !slices.ContainsFunc(deploy.SecretGrants, func(g string) bool { return strings.HasPrefix(on, g+"[") || on == g+".secret_id" }) {
-						t.Errorf("%s.%s grants %s on %s, which is not one of deploy.SecretGrants %v", blk.Labels[0], blk.Labels[1], role, on, deploy.SecretGrants)
+					if !slices.ContainsFunc(secrets, func(g string) bool { return strings.HasPrefix(on, g+"[") || on == g+".secret_id" }) {
+						t.Errorf("%s.%s grants %s on %s, which is none of the secrets the module makes %v", blk.Labels[0], blk.Labels[1], role, on, secrets)
 					}
 					onSecrets[on] = append(onSecrets[on], m.source(t, member.Expr.Range()))
 					continue
@@ -767,8 +774,8 @@ func TestSecretAccessIsConditionedOnThePrefix(t *testing.T) {
 			t.Errorf("%s may be read by %v, want %v: the two functions that call the provider, and no one else", on, members, want)
 		}
 	}
-	if len(onSecrets) != len(deploy.SecretGrants) {
-		t.Errorf("grants on single secrets: %v, want one set for each of %v", onSecrets, deploy.SecretGrants)
+	if len(secrets) == 0 || len(onSecrets) != len(secrets) {
+		t.Errorf("grants on single secrets: %v, want one set for each secret the module makes %v", onSecrets, secrets)
 	}
 	// The functions that check the prefix get it from the same variable.
 	for _, fn := range m.resources("google_cloudfunctions2_function") {
@@ -785,6 +792,10 @@ func TestSecretAccessIsConditionedOnThePrefix(t *testing.T) {
 		}
 	}
 }
+
+// moduleSecret is how the module names a secret it makes, before the
+// secret's resource name.
+const moduleSecret = "google_secret_manager_secret."
 
 // source is the text of a range of the module.
 func (m *module) source(t *testing.T, r hcl.Range) string {

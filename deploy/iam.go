@@ -1,7 +1,5 @@
 package deploy
 
-import "github.com/egress-proxies/egress/internal/clouds"
-
 // The IAM table: every Google API method the functions call, with the
 // permissions Google documents for it, and how each Go client call of the
 // code names those methods. deploy/terraform/iam.tf grants each function's
@@ -252,25 +250,6 @@ var ResourceGrants = map[string]Granted{
 	// (CLOUD_INIT_SECRET_PREFIX): TestSecretAccessIsConditionedOnThePrefix.
 	"secretmanager.versions.access": {"roles/secretmanager.secretAccessor", "secrets under CLOUD_INIT_SECRET_PREFIX",
 		[]string{"resourcemanager.projects.get", "resourcemanager.projects.list", "secretmanager.versions.access"}},
-}
-
-// SecretGrants are the single secrets of the module (iam.tf names them
-// so) that a function's account may read beside those under
-// CLOUD_INIT_SECRET_PREFIX, each granted on that secret alone, to
-// Reconcile and CollectGarbage, which call the clouds: each cloud's own
-// (its plugin's Terraform.Secrets: an API token, for a cloud with no
-// permission model to derive a narrower grant from), and the key the
-// status credentials of the VMs read through the proxy port are derived
-// from (VM_STATUS_KEY_SECRET), which the same two read to render a VM's
-// user-data and ask it for its status.
-var SecretGrants = secretGrants()
-
-func secretGrants() []string {
-	var out []string
-	for _, p := range clouds.All {
-		out = append(out, p.Terraform.Secrets...)
-	}
-	return append(out, "google_secret_manager_secret.vm_status_key")
 }
 
 // ProxyVM is what the proxy VMs' own account (proxy-vm) needs: its calls

@@ -270,10 +270,11 @@ func tryString(i instance, name string) (string, bool) {
 
 // resourceGrant are the permissions of deploy.ResourceGrants a predefined
 // role's binding grants, if it is one of those, bound where the table says
-// (the secret accessor on the project with its condition, or on a
-// secret of deploy.SecretGrants): none if it is not.
+// (the secret accessor on the project with its condition, or on a secret
+// the module makes, whose readers TestSecretAccessIsConditionedOnThePrefix
+// holds to the two functions that call the clouds): none if it is not.
 func resourceGrant(g grant) []string {
-	if r := deploy.ResourceGrants["secretmanager.versions.access"]; g.role == r.Role && slices.Contains(deploy.SecretGrants, g.on) {
+	if r := deploy.ResourceGrants["secretmanager.versions.access"]; g.role == r.Role && strings.HasPrefix(g.on, moduleSecret) {
 		return []string{"secretmanager.versions.access"}
 	}
 	var out []string

@@ -22,6 +22,79 @@ locals {
     AWS_ROLE_ARN        = local.aws_role_arn
     AWS_AUDIENCE        = local.aws_audience
   }
+  # The aws provider's policy, which the ProxyAPI holds a placement on
+  # aws to (read only when it is enabled).
+  aws_api_env = {
+    AWS_ALLOWED_REGIONS        = join(",", var.aws_allowed_regions)
+    AWS_ALLOWED_ZONES          = join(",", var.aws_allowed_zones)
+    AWS_ALLOWED_INSTANCE_TYPES = join(",", var.aws_allowed_instance_types)
+    AWS_ALLOWED_IMAGES         = join(",", var.aws_allowed_images)
+  }
+  # The dashboard's tile of EC2's refusals (monitoring.tf), on the
+  # metrics below.
+  aws_dashboard_tile = {
+    # EC2's refusals: a zone without room or without the type (the
+    # next zone of the region is tried), the request rate past the
+    # SDK's retries (the call waits), and the account's limits (a
+    # proxy waits, its status says which; only AWS raises them).
+    xPos = 6, yPos = 16, width = 6, height = 4
+    widget = {
+      title = "AWS: zones out of capacity, rate limits and quotas (per 5 minutes)"
+      xyChart = {
+        dataSets = [
+          {
+            plotType           = "STACKED_BAR"
+            legendTemplate     = "no room in $${metric.labels.zone}"
+            minAlignmentPeriod = "300s"
+            timeSeriesQuery = {
+              timeSeriesFilter = {
+                filter = "metric.type=\"${local.user_metric}/${google_logging_metric.aws_capacity.name}\" AND ${local.on_cloud_run}"
+                aggregation = {
+                  alignmentPeriod    = "300s"
+                  perSeriesAligner   = "ALIGN_SUM"
+                  crossSeriesReducer = "REDUCE_SUM"
+                  groupByFields      = ["metric.label.zone"]
+                }
+              }
+            }
+          },
+          {
+            plotType           = "STACKED_BAR"
+            legendTemplate     = "rate limited: $${metric.labels.op}"
+            minAlignmentPeriod = "300s"
+            timeSeriesQuery = {
+              timeSeriesFilter = {
+                filter = "metric.type=\"${local.user_metric}/${google_logging_metric.aws_rate_limited.name}\" AND ${local.on_cloud_run}"
+                aggregation = {
+                  alignmentPeriod    = "300s"
+                  perSeriesAligner   = "ALIGN_SUM"
+                  crossSeriesReducer = "REDUCE_SUM"
+                  groupByFields      = ["metric.label.op"]
+                }
+              }
+            }
+          },
+          {
+            plotType           = "STACKED_BAR"
+            legendTemplate     = "quota: $${metric.labels.code}"
+            minAlignmentPeriod = "300s"
+            timeSeriesQuery = {
+              timeSeriesFilter = {
+                filter = "metric.type=\"${local.user_metric}/${google_logging_metric.aws_quota.name}\" AND ${local.on_cloud_run}"
+                aggregation = {
+                  alignmentPeriod    = "300s"
+                  perSeriesAligner   = "ALIGN_SUM"
+                  crossSeriesReducer = "REDUCE_SUM"
+                  groupByFields      = ["metric.label.code"]
+                }
+              }
+            }
+          },
+        ]
+        yAxis = { label = "lines", scale = "LINEAR" }
+      }
+    }
+  }
 }
 
 output "aws_audience" {
@@ -90,4 +163,39 @@ resource "google_logging_metric" "aws_quota" {
   }
   label_extractors = { code = "EXTRACT(jsonPayload.code)" }
   depends_on       = [google_project_service.apis]
+}
+
+# The aws provider's settings.
+variable "aws_account_id" {
+  description = "The AWS account the aws provider's role is in (its 12 digits), when providers_enabled names aws: AWS_ROLE_ARN is arn:aws:iam::ACCOUNT:role/egress-proxy-DEPLOYMENT, which the aws/ module makes."
+  type        = string
+  default     = ""
+  validation {
+    condition     = var.aws_account_id == "" || can(regex("^[0-9]{12}$", var.aws_account_id))
+    error_message = "aws_account_id must be an AWS account id: 12 digits."
+  }
+}
+
+variable "aws_allowed_regions" {
+  description = "AWS regions a proxy's placement may name (AWS_ALLOWED_REGIONS), such as [\"us-east-1\", \"eu-central-1\"]; required when providers_enabled names aws: the collector lists each, and the aws/ module makes the security group in each."
+  type        = list(string)
+  default     = []
+}
+
+variable "aws_allowed_zones" {
+  description = "Availability zones a proxy's placement may name or be given (AWS_ALLOWED_ZONES), each of an allowed region; empty allows every zone of the allowed regions."
+  type        = list(string)
+  default     = []
+}
+
+variable "aws_allowed_instance_types" {
+  description = "EC2 instance types a proxy's placement may name (AWS_ALLOWED_INSTANCE_TYPES); must hold t3.micro, the type of a placement that names none."
+  type        = list(string)
+  default     = ["t3.micro", "t3.small", "t3a.micro", "t3a.small"]
+}
+
+variable "aws_allowed_images" {
+  description = "Images a proxy's placement may name (AWS_ALLOWED_IMAGES): Debian releases (debian-13, debian-12), resolved per region to Debian's newest official AMI, or AMI ids; must hold debian-13."
+  type        = list(string)
+  default     = ["debian-13", "debian-12"]
 }

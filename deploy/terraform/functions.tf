@@ -47,7 +47,7 @@ resource "google_cloudfunctions2_function" "api" {
     max_instance_count               = 10
     max_instance_request_concurrency = 40
     ingress_settings                 = "ALLOW_ALL"
-    environment_variables            = merge(local.common_env, local.credentials_env, local.api_env)
+    environment_variables            = merge(local.common_env, local.credentials_env, local.api_env, local.clouds_api_env)
   }
   depends_on = [google_project_service.apis]
 }
@@ -72,8 +72,8 @@ resource "google_cloudfunctions2_function" "reconcile" {
   }
   service_config {
     service_account_email = google_service_account.reconcile.email
-    # With hetzner, a fixed egress address (hetzner.tf): the servers admit
-    # it for their status.
+    # With a cloud-init cloud, a fixed egress address (cloud_init_enabled,
+    # clouds.tf): its VMs admit it for their status.
     vpc_connector                    = local.cloud_init_enabled ? google_vpc_access_connector.control_egress[0].id : null
     vpc_connector_egress_settings    = local.cloud_init_enabled ? "ALL_TRAFFIC" : null
     available_memory                 = "512M"
@@ -82,7 +82,7 @@ resource "google_cloudfunctions2_function" "reconcile" {
     max_instance_count               = 20
     max_instance_request_concurrency = 20
     ingress_settings                 = "ALLOW_INTERNAL_ONLY"
-    environment_variables = merge(local.common_env, local.credentials_env, local.provider_env, local.gcp_env, local.hetzner_env, local.aws_env, {
+    environment_variables = merge(local.common_env, local.credentials_env, local.provider_env, local.clouds_env, {
       RECONCILE_WAIT_BUDGET      = "60s"
       RECONCILE_INITIAL_BACKOFF  = "2s"
       RECONCILE_MAX_BACKOFF      = "10s"
@@ -129,8 +129,8 @@ resource "google_cloudfunctions2_function" "gc" {
   }
   service_config {
     service_account_email = google_service_account.gc.email
-    # With hetzner, a fixed egress address (hetzner.tf): the servers admit
-    # it for their status.
+    # With a cloud-init cloud, a fixed egress address (cloud_init_enabled,
+    # clouds.tf): its VMs admit it for their status.
     vpc_connector                    = local.cloud_init_enabled ? google_vpc_access_connector.control_egress[0].id : null
     vpc_connector_egress_settings    = local.cloud_init_enabled ? "ALL_TRAFFIC" : null
     available_memory                 = "512M"
@@ -138,7 +138,7 @@ resource "google_cloudfunctions2_function" "gc" {
     max_instance_count               = 1
     max_instance_request_concurrency = 1
     ingress_settings                 = "ALLOW_INTERNAL_ONLY"
-    environment_variables = merge(local.common_env, local.provider_env, local.gcp_env, local.hetzner_env, local.aws_env, {
+    environment_variables = merge(local.common_env, local.provider_env, local.clouds_env, {
       GC_GRACE_PERIOD         = var.gc_grace_period
       GC_DRY_RUN              = tostring(var.gc_dry_run)
       GC_PARALLELISM          = "16"

@@ -8,19 +8,76 @@
 # applies: a Google-only one never needs the hcloud provider or a token.
 locals {
   hetzner_enabled = contains(var.providers_enabled, "hetzner")
-  # The VMs of hetzner and aws boot with cloud-init and are asked for
-  # their status through the proxy port: the public engine binary, the
-  # status key and the functions' fixed egress below serve both.
-  cloud_init_enabled = local.hetzner_enabled || local.aws_enabled
   # What the hetzner provider reads, in the functions that call it.
   hetzner_env = {
     HETZNER_TOKEN_SECRET      = join("", [for s in google_secret_manager_secret.hetzner_token : "${s.id}/versions/latest"])
     HETZNER_ALLOWED_LOCATIONS = join(",", var.hetzner_allowed_locations)
-    # What the servers need of the control plane (cloud-init's user-data
-    # and the status through the proxy port; package vmstatus).
+  }
+  # The hetzner provider's policy, which the ProxyAPI holds a placement
+  # on hetzner to (read only when it is enabled).
+  hetzner_api_env = {
+    HETZNER_ALLOWED_LOCATIONS    = join(",", var.hetzner_allowed_locations)
+    HETZNER_ALLOWED_SERVER_TYPES = join(",", var.hetzner_allowed_server_types)
+    HETZNER_ALLOWED_IMAGES       = join(",", var.hetzner_allowed_images)
+  }
+  # What the VMs of every cloud-init cloud need of the control plane, in
+  # the functions that call those clouds (cloud-init's user-data and the
+  # status through the proxy port; package vmstatus): the resources
+  # below, which cloud_init_enabled makes.
+  cloud_init_env = {
     PROXY_ENGINE_PUBLIC_URL = join("", [for o in google_storage_bucket_object.proxy_engine_public : "https://storage.googleapis.com/${o.bucket}/${o.name}"])
     VM_STATUS_KEY_SECRET    = join("", [for s in google_secret_manager_secret.vm_status_key : "${s.id}/versions/latest"])
     VM_STATUS_SOURCE_RANGES = join(",", [for a in google_compute_address.control_egress : "${a.address}/32"])
+  }
+  # The dashboard's tile of Hetzner's refusals (monitoring.tf), on the
+  # metrics below.
+  hetzner_dashboard_tile = {
+    # Hetzner's refusals, which the provider works around by
+    # itself: a location without room (the next location of the
+    # network zone is tried) and the rate limit (the call waits).
+    # Steady bars mean a location is short of the server type, or
+    # the project's 3600 requests an hour are too few for the fleet.
+    xPos = 0, yPos = 16, width = 6, height = 4
+    widget = {
+      title = "Hetzner: locations out of capacity and rate limits (per 5 minutes)"
+      xyChart = {
+        dataSets = [
+          {
+            plotType           = "STACKED_BAR"
+            legendTemplate     = "no room in $${metric.labels.location}"
+            minAlignmentPeriod = "300s"
+            timeSeriesQuery = {
+              timeSeriesFilter = {
+                filter = "metric.type=\"${local.user_metric}/${google_logging_metric.hetzner_capacity.name}\" AND ${local.on_cloud_run}"
+                aggregation = {
+                  alignmentPeriod    = "300s"
+                  perSeriesAligner   = "ALIGN_SUM"
+                  crossSeriesReducer = "REDUCE_SUM"
+                  groupByFields      = ["metric.label.location"]
+                }
+              }
+            }
+          },
+          {
+            plotType           = "STACKED_BAR"
+            legendTemplate     = "rate limited: $${metric.labels.op}"
+            minAlignmentPeriod = "300s"
+            timeSeriesQuery = {
+              timeSeriesFilter = {
+                filter = "metric.type=\"${local.user_metric}/${google_logging_metric.hetzner_rate_limited.name}\" AND ${local.on_cloud_run}"
+                aggregation = {
+                  alignmentPeriod    = "300s"
+                  perSeriesAligner   = "ALIGN_SUM"
+                  crossSeriesReducer = "REDUCE_SUM"
+                  groupByFields      = ["metric.label.op"]
+                }
+              }
+            }
+          },
+        ]
+        yAxis = { label = "lines", scale = "LINEAR" }
+      }
+    }
   }
 }
 
@@ -199,4 +256,33 @@ resource "google_compute_router_nat" "control_egress" {
   nat_ip_allocate_option             = "MANUAL_ONLY"
   nat_ips                            = [google_compute_address.control_egress[0].self_link]
   source_subnetwork_ip_ranges_to_nat = "ALL_SUBNETWORKS_ALL_IP_RANGES"
+}
+
+# The hetzner provider's settings.
+variable "hetzner_token_secret" {
+  description = "The id of the Secret Manager secret Terraform makes for the Hetzner Cloud API token (a read & write token of the Hetzner project), when providers_enabled names hetzner; you add its value as a version (HETZNER_TOKEN_SECRET names its latest)."
+  type        = string
+  default     = "egress-hetzner-token"
+  validation {
+    condition     = can(regex("^[A-Za-z0-9_-]{1,255}$", var.hetzner_token_secret))
+    error_message = "hetzner_token_secret must be a secret id: letters, digits, '-' and '_'."
+  }
+}
+
+variable "hetzner_allowed_locations" {
+  description = "Hetzner locations a proxy's placement may name or be given (HETZNER_ALLOWED_LOCATIONS): fsn1, nbg1, hel1, ash, hil, sin; empty allows every location."
+  type        = list(string)
+  default     = []
+}
+
+variable "hetzner_allowed_server_types" {
+  description = "Hetzner server types a proxy's placement may name (HETZNER_ALLOWED_SERVER_TYPES); must hold cx23, the type of a placement that names none."
+  type        = list(string)
+  default     = ["cx23", "cx33", "cpx22"]
+}
+
+variable "hetzner_allowed_images" {
+  description = "Hetzner images a proxy's placement may name (HETZNER_ALLOWED_IMAGES); must hold debian-13, the image of a placement that names none."
+  type        = list(string)
+  default     = ["debian-13", "debian-12"]
 }

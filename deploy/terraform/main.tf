@@ -38,9 +38,10 @@ locals {
   # conditioned on the same variable. Empty: none.
   cloud_init_secret_prefix = var.cloud_init_secret_prefix == "" ? "" : "projects/${var.project_id}/secrets/${var.cloud_init_secret_prefix}"
   # What the ProxyAPI reads: who the admins are, and what the operator
-  # allows of every spec and of the gcp provider's placements. The ports
-  # and sources are what the firewall rule below opens, from the same
-  # variables: the API refuses a spec no client could reach.
+  # allows of every spec (each cloud's placements: clouds_api_env,
+  # functions.tf). The ports and sources are what the firewall rule below
+  # opens, from the same variables: the API refuses a spec no client
+  # could reach.
   api_env = {
     NAMESPACE_QUOTA            = tostring(var.namespace_quota)
     NAMESPACE_CREATES_PER_HOUR = tostring(var.namespace_creates_per_hour)
@@ -53,19 +54,7 @@ locals {
     ALLOW_ANY_SOURCE           = tostring(var.allow_any_source)
     PROXY_PORTS                = join(",", var.proxy_ports)
     FIREWALL_SOURCE_RANGES     = join(",", var.allowed_source_ranges)
-    GCP_ALLOWED_REGIONS        = join(",", var.gcp_allowed_regions)
-    GCP_ALLOWED_MACHINE_TYPES  = join(",", var.gcp_allowed_machine_types)
-    GCP_ALLOWED_IMAGES         = join(",", var.gcp_allowed_images)
     IAP_AUDIENCE               = local.iap_audience
-    # The hetzner provider's policy, read only when it is enabled.
-    HETZNER_ALLOWED_LOCATIONS    = join(",", var.hetzner_allowed_locations)
-    HETZNER_ALLOWED_SERVER_TYPES = join(",", var.hetzner_allowed_server_types)
-    HETZNER_ALLOWED_IMAGES       = join(",", var.hetzner_allowed_images)
-    # The aws provider's policy, read only when it is enabled.
-    AWS_ALLOWED_REGIONS        = join(",", var.aws_allowed_regions)
-    AWS_ALLOWED_ZONES          = join(",", var.aws_allowed_zones)
-    AWS_ALLOWED_INSTANCE_TYPES = join(",", var.aws_allowed_instance_types)
-    AWS_ALLOWED_IMAGES         = join(",", var.aws_allowed_images)
   }
   # The audience IAP signs its header with for the API's Cloud Run service
   # (IAP for Cloud Run: /projects/NUMBER/locations/REGION/services/NAME);
@@ -75,6 +64,13 @@ locals {
   # deployment whose resources are theirs.
   provider_env = {
     DEPLOYMENT = var.deployment
+  }
+  # The gcp provider's policy, which the ProxyAPI holds a placement on
+  # gcp to.
+  gcp_api_env = {
+    GCP_ALLOWED_REGIONS       = join(",", var.gcp_allowed_regions)
+    GCP_ALLOWED_MACHINE_TYPES = join(",", var.gcp_allowed_machine_types)
+    GCP_ALLOWED_IMAGES        = join(",", var.gcp_allowed_images)
   }
   # What the gcp provider reads, in the functions that call it.
   gcp_env = {

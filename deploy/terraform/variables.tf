@@ -15,16 +15,6 @@ variable "firestore_location" {
   default     = "us-central1"
 }
 
-variable "providers_enabled" {
-  description = "Provider types the functions may use (PROVIDERS); the first is the default for specs that name none. The mock provider is not deployable: its VMs live in the memory of one function instance, which the others never see."
-  type        = list(string)
-  default     = ["gcp"]
-  validation {
-    condition     = length(var.providers_enabled) > 0 && alltrue([for p in var.providers_enabled : contains(["gcp", "hetzner", "aws"], p)])
-    error_message = "providers_enabled must list one or more of: gcp, hetzner, aws."
-  }
-}
-
 variable "allowed_source_ranges" {
   description = "CIDRs the firewall lets reach proxy ports (FIREWALL_SOURCE_RANGES). Each proxy narrows this further with its own allowedSourceRanges, which the API holds within these."
   type        = list(string)
@@ -301,18 +291,8 @@ variable "console_users" {
   default     = []
 }
 
-variable "hetzner_token_secret" {
-  description = "The id of the Secret Manager secret Terraform makes for the Hetzner Cloud API token (a read & write token of the Hetzner project), when providers_enabled names hetzner; you add its value as a version (HETZNER_TOKEN_SECRET names its latest)."
-  type        = string
-  default     = "egress-hetzner-token"
-  validation {
-    condition     = can(regex("^[A-Za-z0-9_-]{1,255}$", var.hetzner_token_secret))
-    error_message = "hetzner_token_secret must be a secret id: letters, digits, '-' and '_'."
-  }
-}
-
 variable "vm_status_key_secret" {
-  description = "The id of the Secret Manager secret Terraform makes for the key the control plane derives each Hetzner server's status credential from (32 random bytes, base64), when providers_enabled names hetzner; you add its value as a version (VM_STATUS_KEY_SECRET names its latest)."
+  description = "The id of the Secret Manager secret Terraform makes for the key the control plane derives each VM's status credential from (32 random bytes, base64), when providers_enabled names a cloud whose VMs boot with cloud-init (cloud_init_enabled, clouds.tf); you add its value as a version (VM_STATUS_KEY_SECRET names its latest)."
   type        = string
   default     = "egress-vm-status-key"
   validation {
@@ -322,63 +302,11 @@ variable "vm_status_key_secret" {
 }
 
 variable "control_egress_connector_range" {
-  description = "The unused /28 of the Serverless VPC Access connector through which Reconcile and CollectGarbage leave by a fixed address when providers_enabled names hetzner (hetzner.tf)."
+  description = "The unused /28 of the Serverless VPC Access connector through which Reconcile and CollectGarbage leave by a fixed address (VM_STATUS_SOURCE_RANGES) when providers_enabled names a cloud whose VMs boot with cloud-init (cloud_init_enabled, clouds.tf)."
   type        = string
   default     = "10.8.0.0/28"
   validation {
     condition     = can(cidrhost(var.control_egress_connector_range, 0)) && endswith(var.control_egress_connector_range, "/28")
     error_message = "control_egress_connector_range must be a /28 CIDR."
   }
-}
-
-variable "hetzner_allowed_locations" {
-  description = "Hetzner locations a proxy's placement may name or be given (HETZNER_ALLOWED_LOCATIONS): fsn1, nbg1, hel1, ash, hil, sin; empty allows every location."
-  type        = list(string)
-  default     = []
-}
-
-variable "hetzner_allowed_server_types" {
-  description = "Hetzner server types a proxy's placement may name (HETZNER_ALLOWED_SERVER_TYPES); must hold cx23, the type of a placement that names none."
-  type        = list(string)
-  default     = ["cx23", "cx33", "cpx22"]
-}
-
-variable "hetzner_allowed_images" {
-  description = "Hetzner images a proxy's placement may name (HETZNER_ALLOWED_IMAGES); must hold debian-13, the image of a placement that names none."
-  type        = list(string)
-  default     = ["debian-13", "debian-12"]
-}
-
-variable "aws_account_id" {
-  description = "The AWS account the aws provider's role is in (its 12 digits), when providers_enabled names aws: AWS_ROLE_ARN is arn:aws:iam::ACCOUNT:role/egress-proxy-DEPLOYMENT, which the aws/ module makes."
-  type        = string
-  default     = ""
-  validation {
-    condition     = var.aws_account_id == "" || can(regex("^[0-9]{12}$", var.aws_account_id))
-    error_message = "aws_account_id must be an AWS account id: 12 digits."
-  }
-}
-
-variable "aws_allowed_regions" {
-  description = "AWS regions a proxy's placement may name (AWS_ALLOWED_REGIONS), such as [\"us-east-1\", \"eu-central-1\"]; required when providers_enabled names aws: the collector lists each, and the aws/ module makes the security group in each."
-  type        = list(string)
-  default     = []
-}
-
-variable "aws_allowed_zones" {
-  description = "Availability zones a proxy's placement may name or be given (AWS_ALLOWED_ZONES), each of an allowed region; empty allows every zone of the allowed regions."
-  type        = list(string)
-  default     = []
-}
-
-variable "aws_allowed_instance_types" {
-  description = "EC2 instance types a proxy's placement may name (AWS_ALLOWED_INSTANCE_TYPES); must hold t3.micro, the type of a placement that names none."
-  type        = list(string)
-  default     = ["t3.micro", "t3.small", "t3a.micro", "t3a.small"]
-}
-
-variable "aws_allowed_images" {
-  description = "Images a proxy's placement may name (AWS_ALLOWED_IMAGES): Debian releases (debian-13, debian-12), resolved per region to Debian's newest official AMI, or AMI ids; must hold debian-13."
-  type        = list(string)
-  default     = ["debian-13", "debian-12"]
 }
