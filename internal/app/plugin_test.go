@@ -88,6 +88,34 @@ func TestACloudPlugsInByItsPluginAlone(t *testing.T) {
 	a.Close()
 }
 
+// TestACloudThatMakesItsFirewallGetsTheHouses: a cloud whose provider
+// makes the deployment's firewall itself (MakesFirewall) is handed the
+// house's PROXY_PORTS, FIREWALL_SOURCE_RANGES and VM_STATUS_SOURCE_RANGES,
+// which Reconcile then reads; a cloud that does not is handed nothing.
+func TestACloudThatMakesItsFirewallGetsTheHouses(t *testing.T) {
+	t.Setenv("FIRESTORE_EMULATOR_HOST", "127.0.0.1:1")
+	t.Setenv("PUBSUB_EMULATOR_HOST", "127.0.0.1:1")
+	vars := withVars(engineVars, map[string]string{"GOOGLE_CLOUD_PROJECT": "demo-x", "PROVIDERS": "demo", "DEMO_ENDPOINT": "http://127.0.0.1:1",
+		"PROXY_PORTS": "3128,8080-8090", "FIREWALL_SOURCE_RANGES": "203.0.113.0/24", "VM_STATUS_SOURCE_RANGES": "198.51.100.7/32"})
+	for _, makes := range []bool{true, false} {
+		var got plugin.Env
+		demo := demoCloud(&got)
+		demo.MakesFirewall = makes
+		a, err := app.New(context.Background(), env(vars), app.Options{Serve: []app.Function{app.Reconcile}, Linked: []plugin.Plugin{demo}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		a.Close()
+		want := plugin.Firewall{}
+		if makes {
+			want = plugin.Firewall{ProxyPorts: []string{"3128", "8080-8090"}, SourceRanges: []string{"203.0.113.0/24"}, StatusSourceRanges: []string{"198.51.100.7/32"}}
+		}
+		if diff := cmp.Diff(want, got.Firewall); diff != "" {
+			t.Errorf("MakesFirewall %t: the firewall the constructor got (-want +got):\n%s", makes, diff)
+		}
+	}
+}
+
 // TestTheMockNamesAgree: PROVIDERS names the mock by app.MockType, which
 // the composition root keeps without linking the mock, and its plugin by
 // mock.Type: one name.

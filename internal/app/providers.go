@@ -60,6 +60,9 @@ func (a *App) registry(vm map[string]plugin.VMSide) (*provider.Registry, error) 
 			}
 			env.VM = side
 		}
+		if p.MakesFirewall {
+			env.Firewall = c.firewall()
+		}
 		switch p.Readiness {
 		case plugin.CallsHome:
 			env.CallHomeTopic = "projects/" + c.Project + "/topics/" + queue.CallHomeTopic
@@ -214,4 +217,18 @@ func (a *App) readSecretVersion(ctx context.Context, version string) (string, er
 	}
 	defer c.Close()
 	return secrets.New(c).Access(ctx, version)
+}
+
+// firewall is what the deployment's firewall opens, as the settings say,
+// for a cloud whose provider makes it.
+func (c Config) firewall() plugin.Firewall {
+	var f plugin.Firewall
+	for _, r := range c.API.Policy.ProxyPorts {
+		f.ProxyPorts = append(f.ProxyPorts, r.String())
+	}
+	for _, p := range c.API.Policy.FirewallSourceRanges {
+		f.SourceRanges = append(f.SourceRanges, p.String())
+	}
+	f.StatusSourceRanges = c.CloudInitVM.StatusSources
+	return f
 }

@@ -121,6 +121,14 @@ func cloudInitEnabled(c *Config) bool {
 	return len(enabledClouds(c, bootsBy(plugin.BootCloudInit))) > 0
 }
 
+// firewallReader: the process reads the firewall's settings, as the
+// ProxyAPI always does (it holds a spec's port and ranges within them),
+// and as the functions that call a provider do when an enabled cloud's
+// provider makes its firewall itself (plugin.Plugin.MakesFirewall).
+func firewallReader(c *Config) bool {
+	return c.serves(ProxyAPI) || len(enabledClouds(c, func(p plugin.Plugin) bool { return p.MakesFirewall })) > 0
+}
+
 // againstFakes: every enabled cloud-init cloud is pointed at a fake on
 // this machine (its plugin's FakeEndpoint is set), so the process makes
 // its own status key and asks from loopback.
@@ -333,10 +341,10 @@ var houseVars = []Var{
 	{Name: "ALLOW_ANY_SOURCE", Default: "false", Readers: []Function{ProxyAPI},
 		Meaning: "whether a range may be the whole internet, `0.0.0.0/0` or `::/0`",
 		set:     boolean(func(c *Config) *bool { return &c.API.Policy.AllowAnySource })},
-	{Name: "PROXY_PORTS", Default: strconv.Itoa(proxy.DefaultPort), LocalDefault: strconv.Itoa(proxy.DefaultPort) + ",1080", Readers: []Function{ProxyAPI},
+	{Name: "PROXY_PORTS", Default: strconv.Itoa(proxy.DefaultPort), LocalDefault: strconv.Itoa(proxy.DefaultPort) + ",1080", Readers: allFunctions, when: firewallReader,
 		Meaning: "the ports the firewall opens on proxy VMs, comma-separated ports or ranges (`3128,8080-8090`), as Terraform's `proxy_ports`: `spec.port` must be one of them; a spec without a port gets 3128, or the first of these when 3128 is not",
 		set:     nonEmptyList("port", proxy.ParsePortRanges, func(c *Config) *[]proxy.PortRange { return &c.API.Policy.ProxyPorts })},
-	{Name: "FIREWALL_SOURCE_RANGES", Default: "0.0.0.0/0,::/0", Readers: []Function{ProxyAPI},
+	{Name: "FIREWALL_SOURCE_RANGES", Default: "0.0.0.0/0,::/0", Readers: allFunctions, when: firewallReader,
 		Meaning: "the sources the firewall lets reach those ports, comma-separated CIDRs, as Terraform's `allowed_source_ranges`: each of a spec's `allowedSourceRanges` must lie within them",
 		set:     nonEmptyList("range", proxy.ParsePrefixes, func(c *Config) *[]netip.Prefix { return &c.API.Policy.FirewallSourceRanges })},
 

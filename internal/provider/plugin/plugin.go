@@ -71,6 +71,12 @@ type Plugin struct {
 	// (provider.InPlace): the provider implements provider.Reconfigurer,
 	// and warm pools and live changes without a new VM follow from it.
 	InPlace bool
+	// MakesFirewall says the provider makes the cloud's firewall itself,
+	// through the cloud's API, from the house's settings (Env.Firewall):
+	// the functions that call it read PROXY_PORTS and
+	// FIREWALL_SOURCE_RANGES too, not the ProxyAPI alone. A cloud whose
+	// firewall is Terraform's (a module of its own) leaves it false.
+	MakesFirewall bool
 	// CallHomeAccount is the variable (of Vars) that names the service
 	// account a CallsHome cloud's VMs run as: the call-home handler takes
 	// only identity tokens of that account. "" is none.
@@ -193,6 +199,9 @@ type Env struct {
 	// CallHomeTopic is the topic a CallsHome cloud's VMs publish on,
 	// projects/P/topics/T.
 	CallHomeTopic string
+	// Firewall is what the deployment's firewall opens, for a cloud whose
+	// provider makes it (MakesFirewall).
+	Firewall Firewall
 	// CallHome publishes what the VM named instance says when it calls
 	// home, as a real VM does on the call-home topic, with an identity
 	// token the house signs for it as Google's metadata server would:
@@ -209,6 +218,21 @@ type Env struct {
 type VMSide struct {
 	Renderer vmside.Renderer
 	Prober   vmside.Prober
+}
+
+// Firewall is what the deployment's firewall opens on the proxy VMs, as
+// the house's settings say it.
+type Firewall struct {
+	// ProxyPorts are the TCP ports ("3128") and ranges ("3128-3130") the
+	// proxies may listen on (PROXY_PORTS).
+	ProxyPorts []string
+	// SourceRanges are the CIDRs that may reach them
+	// (FIREWALL_SOURCE_RANGES); each proxy narrows them on its VM.
+	SourceRanges []string
+	// StatusSourceRanges are the functions' fixed egress addresses
+	// (VM_STATUS_SOURCE_RANGES), which a status-door VM admits to its
+	// proxy port for the status request alone.
+	StatusSourceRanges []string
 }
 
 // Engine is the proxy engine binary a VM installs: its URL and SHA-256.
