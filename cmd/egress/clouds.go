@@ -70,6 +70,28 @@ const cloudsJSON = `
     ],
     "Example": "--provider aws --region us-east-1 --allowed-source-range 203.0.113.0/24 --ip-policy Static",
     "InPlace": false
+  },
+  {
+    "Type": "digitalocean",
+    "Name": "DigitalOcean Droplets",
+    "Region": "a metro (nyc, sfo, tor, ams, lon, fra, sgp, blr, syd)",
+    "Zone": "a region of it (nyc1, nyc3, sfo2, sfo3, ams3, …)",
+    "MachineType": "a Droplet size slug (s-1vcpu-1gb, s-1vcpu-2gb, …)",
+    "DefaultMachineType": "s-1vcpu-1gb",
+    "Image": "a DigitalOcean image slug (debian-13-x64)",
+    "Regions": [
+      "nyc   nyc1, nyc3 (New York)",
+      "sfo   sfo2, sfo3 (San Francisco)",
+      "tor   tor1 (Toronto)",
+      "ams   ams3 (Amsterdam)",
+      "lon   lon1 (London)",
+      "fra   fra1 (Frankfurt)",
+      "sgp   sgp1 (Singapore)",
+      "blr   blr1 (Bangalore)",
+      "syd   syd1 (Sydney)"
+    ],
+    "Example": "--provider digitalocean --region ams --zone ams3 --allowed-source-range 203.0.113.0/24 --ip-policy Static",
+    "InPlace": false
   }
 ]
 <!-- end of generated cli-clouds -->

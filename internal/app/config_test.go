@@ -348,9 +348,10 @@ func TestEachFunctionReadsItsVariables(t *testing.T) {
 			getenv := func(k string) string {
 				asked[k] = true
 				// Enough to switch every conditional variable on.
-				return map[string]string{"GOOGLE_CLOUD_PROJECT": "demo-x", "PROVIDERS": "gcp,hetzner,aws,mock",
-					"HETZNER_TOKEN_SECRET": "projects/demo-x/secrets/egress-hetzner-token/versions/latest",
-					"PROXY_ENGINE_URL":     "https://storage.googleapis.com/b/egress-proxy", "PROXY_ENGINE_PUBLIC_URL": "https://storage.googleapis.com/p/egress-proxy",
+				return map[string]string{"GOOGLE_CLOUD_PROJECT": "demo-x", "PROVIDERS": "gcp,hetzner,aws,digitalocean,mock",
+					"HETZNER_TOKEN_SECRET":      "projects/demo-x/secrets/egress-hetzner-token/versions/latest",
+					"DIGITALOCEAN_TOKEN_SECRET": "projects/demo-x/secrets/egress-digitalocean-token/versions/latest",
+					"PROXY_ENGINE_URL":          "https://storage.googleapis.com/b/egress-proxy", "PROXY_ENGINE_PUBLIC_URL": "https://storage.googleapis.com/p/egress-proxy",
 					"PROXY_ENGINE_SHA256":  "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef",
 					"VM_STATUS_KEY_SECRET": "projects/demo-x/secrets/egress-vm-status-key/versions/latest", "VM_STATUS_SOURCE_RANGES": "198.51.100.7/32",
 					"AWS_ALLOWED_REGIONS": "us-east-1", "AWS_ROLE_ARN": "arn:aws:iam::123456789012:role/egress-proxy-egress",
@@ -366,7 +367,7 @@ func TestEachFunctionReadsItsVariables(t *testing.T) {
 			slices.Sort(got)
 			// The house's variables and those of the clouds enabled
 			// above: another cloud's are read only when it is.
-			enabled := []string{"", "gcp", "hetzner", "aws", "mock"}
+			enabled := []string{"", "gcp", "hetzner", "aws", "digitalocean", "mock"}
 			for _, v := range app.VarsOf(known) {
 				if v.ReadBy(f) && slices.Contains(enabled, v.Cloud) {
 					want = append(want, v.Name)

@@ -11,6 +11,7 @@ package clouds
 
 import (
 	"github.com/egress-proxies/egress/internal/provider/aws"
+	"github.com/egress-proxies/egress/internal/provider/digitalocean"
 	"github.com/egress-proxies/egress/internal/provider/gcp"
 	"github.com/egress-proxies/egress/internal/provider/hetzner"
 	"github.com/egress-proxies/egress/internal/provider/plugin"
@@ -22,4 +23,5 @@ var All = []plugin.Plugin{
 	gcp.Plugin,
 	hetzner.Plugin,
 	aws.Plugin,
+	digitalocean.Plugin,
 }
