@@ -23,12 +23,10 @@ import (
 
 // The boots of clouds whose VMs run cloud-init (Hetzner's, EC2's,
 // DigitalOcean's): the cloud's provider makes the VM against the cloud's
-// fake, with the VM side's own renderer (DigitalOcean's, whose provider
-// is not in the tree yet, is the renderer's alone: do_test.go); Debian's
-// cloud-init, finding the cloud's datasource, reads that user-data from
-// the metadata service (a stand-in of Hetzner's or of DigitalOcean's,
-// AWS's own mock of EC2's) and runs the bootstrap
-// it carries; the control plane's prober reads Ready through the proxy
+// fake, with the VM side's own renderer; Debian's cloud-init, finding
+// the cloud's datasource, reads that user-data from the metadata service
+// (a stand-in of Hetzner's or of DigitalOcean's, AWS's own mock of
+// EC2's) and runs the bootstrap it carries; the control plane's prober reads Ready through the proxy
 // port from the control plane's address; and the checks of the
 // GCE-shaped boot that do not depend on Google's metadata server are
 // made again, with those of the status's door.

@@ -7,6 +7,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/netip"
 	"strconv"
 	"strings"
 	"testing"
@@ -14,18 +15,24 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/egress-proxies/egress/internal/provider"
+	"github.com/egress-proxies/egress/internal/provider/digitalocean"
+	"github.com/egress-proxies/egress/internal/provider/digitalocean/dofake"
 )
 
-// The Droplet of the boot: its id (DigitalOcean's are numbers; this one
-// is DigitalOcean's documentation's example) and its region's slug.
+// The Droplet's placement in the boot: its metro and its region's slug.
+// doDropletID (a number, as DigitalOcean's ids are: its documentation's
+// example) is TestDOMetadata's; the boot's Droplet has the id the fake
+// gave it.
 const (
-	doDropletID = 2756294
+	doMetro     = "fra"
 	doRegion    = "fra1"
+	doDropletID = 2756294
 )
 
 // doShape is the DigitalOcean-shaped boot (testCloudInit): Debian's
 // cloud-init, finding its DigitalOcean datasource by the Droplet's
-// SMBIOS, reads the user-data from the stand-in of DigitalOcean's
+// SMBIOS, reads the user-data the digitalocean provider made (its Create
+// against the DigitalOcean fake) from the stand-in of DigitalOcean's
 // metadata service, /metadata/v1.json, and reports Ready through the
 // status's door as a Hetzner server does.
 var doShape = cloudShape{
@@ -44,23 +51,47 @@ var doShape = cloudShape{
 	},
 }
 
-// doCreate makes the Droplet's user-data with the VM side's renderer
-// (package cloudinit: the one the hetzner provider is given, and a
-// DigitalOcean provider would be, without compression, which a JSON
-// document could not carry, and naming no IMDS), from the create request
-// the reconciler makes, and sets the metadata stand-in up to serve the
-// Droplet. The digitalocean provider is not in this tree yet: once it is,
-// the Droplet is made by its Create against its fake (create), as
-// hetznerCreate makes the server, and the user-data read back from the
-// fake. It returns the Droplet's id, which the firmware's serial number
-// is.
-func doCreate(t *testing.T, _ context.Context, r *run, _ func(provider.Provider, provider.Placement) string) string {
+// doCreate makes the Droplet with the digitalocean provider against the
+// DigitalOcean fake, and sets the metadata stand-in up to serve it: the
+// user-data the fake's Droplet was created with, and its id, name and
+// region as the fake made them. The provider is given what the
+// composition root gives it for its plugin's boot (a BootCloudInit
+// cloud's renderer, without compression, which a JSON document could not
+// carry, and naming no IMDS) and the deployment's firewall of the test's
+// settings, which it makes before the Droplet. It returns the Droplet's
+// id, which the firmware's serial number is.
+func doCreate(t *testing.T, ctx context.Context, r *run, create func(provider.Provider, provider.Placement) string) string {
 	t.Helper()
-	renderer, _ := cloudVMSide(t, r, false)
-	req := cloudCreateRequest(t, r, provider.Placement{Region: doRegion})
-	userData, err := renderer.UserData(req)
+	fake := dofake.New(digitalocean.LocalToken)
+	t.Cleanup(fake.Close)
+	renderer, prober := cloudVMSide(t, r, false)
+	// The composition root's renderer for the plugin's boot
+	// (internal/app's cloudInitVM).
+	renderer.Gzip, renderer.IMDS = digitalocean.Plugin.Boot.Gzip, digitalocean.Plugin.Boot.MetadataURL
+	c, err := digitalocean.NewClient(digitalocean.LocalToken, fake.Endpoint(), nil)
 	if err != nil {
 		t.Fatal(err)
+	}
+	// The firewall of the test's settings: the proxy port, open to the
+	// allowed range and to the control plane's address, which asks the
+	// status.
+	fw := digitalocean.Firewall{ProxyPorts: []string{strconv.Itoa(ProxyPort)}, SourceRanges: []string{AllowedRange.String()},
+		StatusSourceRanges: []string{netip.PrefixFrom(controlPlaneAddr, 32).String()}}
+	p, err := digitalocean.New(c, digitalocean.Config{Firewall: fw, Renderer: renderer, Prober: prober})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id := create(p, provider.Placement{Region: doMetro, Zone: doRegion})
+	droplets := fake.Droplets()
+	if len(droplets) != 1 {
+		t.Fatalf("the DigitalOcean fake holds %d Droplets, want 1", len(droplets))
+	}
+	d := droplets[0]
+	if want := "digitalocean://" + strconv.Itoa(d.ID); id != want {
+		t.Fatalf("Create returned %s, want %s", id, want)
+	}
+	if d.Name != r.instance || d.Region == nil || d.Region.Slug != doRegion {
+		t.Fatalf("the fake's Droplet is %q in %v, want %s in %s", d.Name, d.Region, r.instance, doRegion)
 	}
 	var mac string
 	if err := r.topo.VM.Do(func() error {
@@ -72,12 +103,15 @@ func doCreate(t *testing.T, _ context.Context, r *run, _ func(provider.Provider,
 	}); err != nil {
 		t.Fatalf("reading the VM's interface: %v", err)
 	}
-	r.cloud.userData = userData
-	r.cloud.metadata = &DOMetadata{DropletID: doDropletID, Hostname: r.instance, Region: doRegion,
-		UserData: userData, VendorData: doVendorData, Public: VMPrefix, Gateway: GatewayPrefix.Addr(), MAC: mac,
+	r.cloud.userData = fake.UserData(d.ID)
+	// The interface is the VM's own, not the one the fake made up
+	// (198.51.100.x): cloud-init matches it by its MAC in /sys/class/net
+	// (doimage.go), and the container's address is the test's.
+	r.cloud.metadata = &DOMetadata{DropletID: int64(d.ID), Hostname: d.Name, Region: d.Region.Slug,
+		UserData: r.cloud.userData, VendorData: doVendorData, Public: VMPrefix, Gateway: GatewayPrefix.Addr(), MAC: mac,
 		// The VM's resolver, the test's stand-in (doimage.go).
 		Nameservers: []string{MetadataAddr.String()}}
-	return strconv.Itoa(doDropletID)
+	return strconv.Itoa(d.ID)
 }
 
 // checkDOInstanceData: cloud-init's record of the instance (its
@@ -98,8 +132,11 @@ func checkDOInstanceData(t *testing.T, ctx context.Context, c *Container, r *run
 	if err := json.Unmarshal(out, &data); err != nil {
 		t.Fatalf("instance-data.json: %v", err)
 	}
+	// The Droplet as the fake made it, which the stand-in serves
+	// (doCreate).
+	m := r.cloud.metadata.(*DOMetadata)
 	got := [3]string{data.V1.LocalHostname, data.V1.AvailabilityZone, data.V1.InstanceID}
-	want := [3]string{r.instance, doRegion, strconv.Itoa(doDropletID)}
+	want := [3]string{m.Hostname, m.Region, strconv.FormatInt(m.DropletID, 10)}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("instance-data.json's hostname, zone and instance id (-want +got):\n%s", diff)
 	}
