@@ -3,9 +3,11 @@ package main
 import (
 	"context"
 	"maps"
+	"net"
 	"net/http"
 	"regexp"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -84,15 +86,34 @@ func (d doAPI) reservedIPs(t *testing.T) []godo.ReservedIP {
 	return ips
 }
 
+// records are the account's tags that record a reserved IP's owner
+// (egress-reserved-ip:ADDRESS:CREATED:DEPLOYMENT:UID).
+func (d doAPI) records(t *testing.T) []string {
+	t.Helper()
+	tags, _, err := d.c.Tags.List(context.Background(), &godo.ListOptions{PerPage: 200})
+	if err != nil {
+		t.Fatalf("godo: list tags: %v", err)
+	}
+	var out []string
+	for _, tag := range tags {
+		if strings.HasPrefix(tag.Name, "egress-reserved-ip:") {
+			out = append(out, tag.Name)
+		}
+	}
+	return out
+}
+
 // digitalOceanProxy is issue 44's local-stack flow on the DigitalOcean
 // fake: the provider has made the deployment's cloud firewall from the
 // stack's PROXY_PORTS and ranges; the CLI makes a digitalocean proxy that
 // becomes Ready (its Droplet's engine answers the stack's status request
 // through the proxy port) and serves a request, and its access line is
 // pulled; godo lists its Droplet with the deployment's tags, behind the
-// firewall; deleted, it leaves no Droplet and no reserved IP; a Droplet
-// godo makes with the tags and no proxy is collected after the grace
-// period, and one of another deployment is not.
+// firewall; deleted, it leaves no Droplet and no reserved IP; a Static
+// proxy is reached at its reserved IP, and deleted leaves no Droplet, no
+// reserved IP and no record of one; a Droplet godo makes with the tags
+// and no proxy is collected after the grace period, and one of another
+// deployment is not.
 func (s *liveStack) digitalOceanProxy(t *testing.T) {
 	api := newDOAPI(t, s.digitalocean.Endpoint())
 	cli := buildCLI(t, s.front.URL, unsignedToken("alice@example.com"))
@@ -138,6 +159,29 @@ func (s *liveStack) digitalOceanProxy(t *testing.T) {
 	waitFor(t, time.Minute, "godo's list of Droplets to be empty", func() bool { return len(api.droplets(t)) == 0 })
 	if ips := api.reservedIPs(t); len(ips) != 0 {
 		t.Errorf("godo: reserved IPs after an Ephemeral proxy's deletion: %+v, want none", ips)
+	}
+
+	// A Static proxy is reached at a reserved IP assigned to its Droplet,
+	// whose owner is written in a record tag (reserved IPs carry no tag);
+	// deleted, it leaves no Droplet, no reserved IP and no record.
+	static, _ := cloudProxy(t, cli, "reserved", digitalocean.Type, "ams", "--ip-policy", "Static")
+	host, _, _ := net.SplitHostPort(static.Status.Endpoint)
+	droplets := api.droplets(t, digitalocean.ManagedTag)
+	ips := api.reservedIPs(t)
+	assigned := len(ips) == 1 && ips[0].Droplet != nil && slices.ContainsFunc(slices.Collect(maps.Values(droplets)), func(d godo.Droplet) bool { return d.ID == ips[0].Droplet.ID })
+	if len(droplets) != 1 || len(ips) != 1 || ips[0].IP != host || !assigned {
+		t.Errorf("the Static proxy at %s: Droplets %v, reserved IPs %+v; want its Droplet alone, and one reserved IP, its endpoint's, assigned to it",
+			static.Status.Endpoint, slices.Sorted(maps.Keys(droplets)), ips)
+	}
+	if records := api.records(t); len(records) != 1 {
+		t.Errorf("godo: the reserved IP's record tags %q, want one", records)
+	}
+	cli.must(t, append([]string{"proxies", "delete", "reserved", "--wait", "--timeout", "90s"}, ns...)...)
+	waitFor(t, time.Minute, "the Static proxy's Droplet and reserved IP to be gone", func() bool {
+		return len(api.droplets(t)) == 0 && len(api.reservedIPs(t)) == 0
+	})
+	if records := api.records(t); len(records) != 0 {
+		t.Errorf("godo: record tags after the Static proxy's deletion: %q, want none", records)
 	}
 
 	// An orphan of this deployment, and a Droplet of another, made as the
