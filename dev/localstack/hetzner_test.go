@@ -134,17 +134,18 @@ func (s *liveStack) hetznerProxy(t *testing.T) {
 }
 
 // cloudProxy creates, with the CLI in namespace demo, the proxy name on
-// a cloud's fake (providerType in region), allowing this machine, waits
-// until it is Ready at its VM's loopback address, and checks that a
-// request through its proxyURL reaches a local target.
-func cloudProxy(t *testing.T, cli *egressCLI, name, providerType, region string) (cliProxy, int) {
+// a cloud's fake (providerType in region, and the create's further
+// flags, such as --ip-policy Static), allowing this machine, waits until
+// it is Ready at its VM's loopback address, and checks that a request
+// through its proxyURL reaches a local target.
+func cloudProxy(t *testing.T, cli *egressCLI, name, providerType, region string, flags ...string) (cliProxy, int) {
 	t.Helper()
 	want := "reached through " + providerType
 	target := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { io.WriteString(w, want) }))
 	defer target.Close()
 	targetURL, _ := url.Parse(target.URL)
-	stdout, _ := cli.must(t, "proxies", "create", name, "--provider", providerType, "--region", region, "--allowed-source-range", "127.0.0.1/32",
-		"--connect-port", targetURL.Port(), "--wait", "--timeout", "90s", "-o", "json", "--namespace", "demo")
+	stdout, _ := cli.must(t, append([]string{"proxies", "create", name, "--provider", providerType, "--region", region, "--allowed-source-range", "127.0.0.1/32",
+		"--connect-port", targetURL.Port(), "--wait", "--timeout", "90s", "-o", "json", "--namespace", "demo"}, flags...)...)
 	ready := decodeProxy(t, stdout)
 	if ready.Status.Phase != "Ready" || !strings.HasPrefix(ready.Status.Endpoint, "127.0.") {
 		t.Fatalf("create --wait of a %s proxy ended %s at %q, want Ready at a VM's loopback address", providerType, ready.Status.Phase, ready.Status.Endpoint)

@@ -23,6 +23,7 @@ import (
 	"github.com/egress-proxies/egress/emulators/stack"
 	"github.com/egress-proxies/egress/internal/httpapi/openapitest"
 	"github.com/egress-proxies/egress/internal/provider/aws/ec2fake"
+	"github.com/egress-proxies/egress/internal/provider/digitalocean/dofake"
 	"github.com/egress-proxies/egress/internal/provider/hetzner"
 	"github.com/egress-proxies/egress/internal/provider/hetzner/hetznerfake"
 )
@@ -78,6 +79,8 @@ func TestEndToEnd(t *testing.T) {
 			{"Hetzner", s.hetznerProxy},
 			// Issue 35's third cloud, on the EC2 fake, with AWS's CLI.
 			{"AWS", s.awsProxy},
+			// Issue 44's fourth, on the DigitalOcean fake, with godo.
+			{"DigitalOcean", s.digitalOceanProxy},
 		} {
 			t.Run(flow.name, func(t *testing.T) {
 				t.Parallel()
@@ -267,6 +270,11 @@ type liveStack struct {
 	// ec2 is the EC2 fake of the aws provider (AWS_EC2_ENDPOINT), the
 	// same.
 	ec2 *ec2fake.Server
+	// digitalocean is the DigitalOcean fake of the digitalocean provider
+	// (DIGITALOCEAN_ENDPOINT), the same; the provider makes the
+	// deployment's cloud firewall on it from the stack's PROXY_PORTS and
+	// FIREWALL_SOURCE_RANGES.
+	digitalocean *dofake.Server
 }
 
 func startStack(t *testing.T) *liveStack {
@@ -278,18 +286,20 @@ func startStack(t *testing.T) *liveStack {
 	}
 	out := &syncBuffer{}
 	begun := time.Now()
-	// Hetzner and AWS beside the mock, the mock the default: their fakes
+	// Hetzner, AWS and DigitalOcean beside the mock, the mock the default: their fakes
 	// in this process, booting each VM's engine on a loopback address of
 	// its own from the user-data the stack renders.
 	hz := hetznerfake.New(hetzner.LocalToken)
 	hz.StartServing(hetznerfake.Serve{AllowDestinations: []string{"127.0.0.1/32"}, Tick: 500 * time.Millisecond})
 	t.Cleanup(hz.Close)
 	ec2 := startEC2(t)
+	do := startDigitalOcean(t)
 	st, err := stack.Start(ctx, bin, stack.Options{
 		Project: "demo-e2e",
 		Env: []string{"CLOUD_INIT_SECRET_PREFIX=projects/demo-egress/secrets/egress-", "GC_INTERVAL=1s", "GC_GRACE_PERIOD=3s", "GC_SWEEP_THRESHOLD=30s", "MOCK_PROVISIONING_DELAY=1s", "LOG_LEVEL=warn",
-			"PROVIDERS=mock,hetzner,aws", "HETZNER_ENDPOINT=" + hz.Endpoint(),
+			"PROVIDERS=mock,hetzner,aws,digitalocean", "HETZNER_ENDPOINT=" + hz.Endpoint(),
 			"AWS_EC2_ENDPOINT=" + ec2.Endpoint(), "AWS_ALLOWED_REGIONS=" + awsRegion,
+			"DIGITALOCEAN_ENDPOINT=" + do.Endpoint(),
 			// Never downloaded: the fake runs the engine itself.
 			"PROXY_ENGINE_PUBLIC_URL=http://127.0.0.1/egress-proxy", "PROXY_ENGINE_SHA256=" + strings.Repeat("0", 64)},
 		Stdout: out,
@@ -299,7 +309,7 @@ func startStack(t *testing.T) *liveStack {
 		t.Fatalf("%v\n%s", err, out.String())
 	}
 	t.Logf("stack ready in %s", time.Since(begun).Round(time.Millisecond))
-	s := &liveStack{Stack: st, url: st.URL, firestore: st.FirestoreHost, project: st.Project, out: out, hetzner: hz, ec2: ec2}
+	s := &liveStack{Stack: st, url: st.URL, firestore: st.FirestoreHost, project: st.Project, out: out, hetzner: hz, ec2: ec2, digitalocean: do}
 	s.checkTraffic(t)
 	t.Cleanup(func() {
 		if !st.Exited() {
