@@ -146,21 +146,12 @@ const busyHold = 50 * time.Millisecond
 // move splices src into dst through a pipe held only while bytes come: it
 // returns when src has given nothing for busyHold (or ends, eof), with
 // every byte it took out of src written to dst.
-//
-// A splice moves a few tens of kilobytes; setting a socket's deadline is
-// a lock and a timer move in the runtime, so move sets each deadline
-// again only once half of it is spent, not at every splice: a busy
-// stream still goes back to run's wait every busyHold or so (and takes
-// its pipe again from the pool), and a destination that takes nothing
-// for the idle timeout still fails the write, a little sooner.
 func (f *flow) move(src, dst syscall.RawConn) (moved int64, eof bool, err error) {
 	p, err := pipes.get()
 	if err != nil {
 		return 0, false, err
 	}
 	defer pipes.put(p)
-	var readSet, writeSet time.Time
-	now := time.Now()
 	for {
 		want := maxSplice
 		if f.limit != nil {
@@ -168,10 +159,7 @@ func (f *flow) move(src, dst syscall.RawConn) (moved int64, eof bool, err error)
 		}
 		var n int
 		var serr error
-		if now.Sub(readSet) > busyHold/2 {
-			f.src.SetReadDeadline(now.Add(busyHold))
-			readSet = now
-		}
+		f.src.SetReadDeadline(time.Now().Add(busyHold))
 		rerr := src.Read(func(fd uintptr) bool {
 			n, serr = spliceOnce(int(fd), p.w, want)
 			return serr != unix.EAGAIN
@@ -194,16 +182,11 @@ func (f *flow) move(src, dst syscall.RawConn) (moved int64, eof bool, err error)
 		// client that got its bytes finds them in the counters.
 		moved += int64(n)
 		f.count(int64(n))
-		now = time.Now()
-		if now.Sub(writeSet) > f.idle/2 {
-			f.dst.SetWriteDeadline(now.Add(f.idle))
-			writeSet = now
-		}
+		f.dst.SetWriteDeadline(time.Now().Add(f.idle))
 		if err := drain(p, dst); err != nil {
 			return moved, false, &writeError{err}
 		}
-		now = time.Now()
-		f.last.Store(now.UnixNano())
+		f.last.Store(time.Now().UnixNano())
 	}
 }
 
