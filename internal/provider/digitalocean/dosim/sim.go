@@ -256,8 +256,15 @@ func (d *Cloud) Instances() []provider.Instance {
 		case "active":
 			in.State = provider.StateRunning
 			if in.Deployment == provider.DefaultDeployment {
-				if got, err := d.prov.Get(ctx, id); err == nil {
-					in = got
+				// An error armed while faults were on and met by no call
+				// since answers this read, once for each armed: the
+				// invariants read what DigitalOcean holds, so read again.
+				for range 10 {
+					got, err := d.prov.Get(ctx, id)
+					if err == nil {
+						in = got
+						break
+					}
 				}
 			}
 		}
