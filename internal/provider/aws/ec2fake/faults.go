@@ -45,7 +45,9 @@ func faultMessage(code string) string {
 
 // Fail makes the next n calls of action answer code (with its HTTP
 // status), before the fake does anything; n < 0 is every call until
-// ClearFaults.
+// ClearFaults. A refusal of a launch (refusals) passes over a
+// RunInstances whose ClientToken launched already, which EC2 answers
+// with that launch, and waits for the next.
 func (s *Server) Fail(action, code string, n int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
