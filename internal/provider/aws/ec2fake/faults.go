@@ -1,6 +1,9 @@
 package ec2fake
 
-import "net/http"
+import (
+	"net/http"
+	"net/url"
+)
 
 // statusOf is the HTTP status EC2 answers an error code with: most are
 // the client's (400); these are not. InsufficientInstanceCapacity is a
@@ -42,7 +45,9 @@ func faultMessage(code string) string {
 
 // Fail makes the next n calls of action answer code (with its HTTP
 // status), before the fake does anything; n < 0 is every call until
-// ClearFaults.
+// ClearFaults. A refusal of a launch (refusals) passes over a
+// RunInstances whose ClientToken launched already, which EC2 answers
+// with that launch, and waits for the next.
 func (s *Server) Fail(action, code string, n int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -98,6 +103,34 @@ func (s *Server) ClearFaults() {
 	clear(s.noCapacity)
 	clear(s.unsupported)
 	s.instanceLimit = 0
+}
+
+// refusals are the codes by which EC2 refuses what a RunInstances asks
+// (the account's limits, a zone's capacity or offer). EC2 answers a
+// retry of a launch it made (the same ClientToken) with that launch, not
+// with a refusal, so an injected refusal waits for a launch of its own
+// (launched); an error of the service itself (InternalError, Unavailable,
+// RequestLimitExceeded) may answer any call.
+var refusals = map[string]bool{"InstanceLimitExceeded": true, "VcpuLimitExceeded": true,
+	"InsufficientInstanceCapacity": true, "Unsupported": true}
+
+// launched reports whether a call is a RunInstances whose ClientToken
+// made an instance already.
+func (s *Server) launched(action, region string, form url.Values) bool {
+	if action != "RunInstances" || form.Get("ClientToken") == "" {
+		return false
+	}
+	_, ok := s.tokens[region+"/"+form.Get("ClientToken")]
+	return ok
+}
+
+// nextFault is the code the next call of action would answer, if a
+// fault waits for it, without taking it.
+func (s *Server) nextFault(action string) (string, bool) {
+	if q := s.faults[action]; len(q) > 0 {
+		return q[0], true
+	}
+	return "", false
 }
 
 // takeFault is the code the next call of action answers, if a fault

@@ -247,7 +247,8 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, hr *http.Request) {
 		writeError(w, errorf("InvalidAction", "The action %s is not valid for this web service.", action))
 		return
 	}
-	if code, ok := s.takeFault(action); ok {
+	if code, ok := s.nextFault(action); ok && !(refusals[code] && s.launched(action, region, form)) {
+		s.takeFault(action)
 		writeError(w, errorf(code, "%s", faultMessage(code)))
 		return
 	}
