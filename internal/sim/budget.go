@@ -31,6 +31,10 @@ import (
 // a schedule and some wait.
 const createsPerHour = 6
 
+// budgetWindow is the window createsPerHour counts in: a VM the budget
+// holds back waits at most this long.
+const budgetWindow = time.Hour
+
 // simMaxAge is the maxAge of a third of the proxies: short, so that they
 // rotate by age several times within a schedule.
 const simMaxAge = 5 * time.Minute
@@ -160,7 +164,7 @@ func (w *World) checkBudget() {
 	for i, c := range w.causes {
 		n := 0
 		for _, d := range w.causes[:i+1] {
-			if d.at.After(c.at.Add(-time.Hour)) {
+			if d.at.After(c.at.Add(-budgetWindow)) {
 				n++
 			}
 		}

@@ -43,10 +43,17 @@ func (w *World) Run() ([]string, Stats) {
 	for _, c := range w.clouds {
 		c.ClearFaults()
 	}
+	// The world waits quiesceFor, and then until it settles, for at most
+	// the namespace budget's hour more: a proxy whose VMs the faults kept
+	// harming may have spent the budget (createsPerHour), and its next VM
+	// waits for the hour to pass, as the product means it to. With
+	// quiesceFor alone as that bound, a fourth cloud's steps moved three
+	// seeds of 10,000 to a pool member still waiting on its budget when
+	// the world stopped.
 	end := w.clock.Now().Add(quiesceFor)
 	for guard := 0; guard < 200_000; guard++ {
 		if !w.clock.Now().Before(end) && len(w.active) == 0 && len(w.duePending(true)) == 0 &&
-			(w.settled() || !w.clock.Now().Before(end.Add(quiesceFor))) {
+			(w.settled() || !w.clock.Now().Before(end.Add(budgetWindow))) {
 			break
 		}
 		w.tick()
