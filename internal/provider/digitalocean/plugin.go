@@ -106,7 +106,7 @@ func newFromEnv(env plugin.Env) provider.Constructor {
 		token := LocalToken
 		if secret != "" {
 			var err error
-			if token, err = readToken(ctx, env.ReadSecret, secret); err != nil {
+			if token, err = env.ReadToken(ctx, "DIGITALOCEAN_TOKEN_SECRET", secret); err != nil {
 				return nil, err
 			}
 		}
@@ -116,19 +116,6 @@ func newFromEnv(env plugin.Env) provider.Constructor {
 		}
 		return New(c, cfg)
 	}
-}
-
-// readToken reads the API token from its Secret Manager version. Errors
-// name the version, never the token.
-func readToken(ctx context.Context, read func(context.Context, string) (string, error), version string) (string, error) {
-	token, err := read(ctx, version)
-	if err != nil {
-		return "", fmt.Errorf("digitalocean: the API token (DIGITALOCEAN_TOKEN_SECRET): %w", err)
-	}
-	if token = strings.TrimSpace(token); token == "" {
-		return "", fmt.Errorf("digitalocean: the API token (DIGITALOCEAN_TOKEN_SECRET) %s is empty", version)
-	}
-	return token, nil
 }
 
 // PolicyOf is the operator's policy from the settings.

@@ -392,6 +392,20 @@ func (p Plugin) Check() error {
 	return nil
 }
 
+// ReadToken reads a cloud's API token from the Secret Manager version
+// its variable names (as HETZNER_TOKEN_SECRET does), trimmed. Errors
+// name the variable and the version, never the token.
+func (e Env) ReadToken(ctx context.Context, variable, version string) (string, error) {
+	token, err := e.ReadSecret(ctx, version)
+	if err != nil {
+		return "", fmt.Errorf("the API token (%s): %w", variable, err)
+	}
+	if token = strings.TrimSpace(token); token == "" {
+		return "", fmt.Errorf("the API token (%s) %s is empty", variable, version)
+	}
+	return token, nil
+}
+
 // Checks the variables of several clouds share.
 
 // LoopbackURL refuses an endpoint that is not of this machine: an

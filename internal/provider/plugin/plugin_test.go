@@ -2,6 +2,7 @@ package plugin_test
 
 import (
 	"context"
+	"errors"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -70,5 +71,37 @@ func TestSettingsList(t *testing.T) {
 	}
 	if got := s.Get("C"); got != "" {
 		t.Errorf("a variable not read is empty, got %q", got)
+	}
+}
+
+// TestReadToken: a token is read trimmed; a failed read and an empty
+// secret name the variable and the version, and never hold the token.
+func TestReadToken(t *testing.T) {
+	const version = "projects/p/secrets/s/versions/latest"
+	for _, tc := range []struct {
+		name, secret string
+		readErr      error
+		want, err    string
+	}{
+		{name: "trimmed", secret: " tok-123\n", want: "tok-123"},
+		{name: "empty", secret: " \n", err: "the API token (X_TOKEN_SECRET) " + version + " is empty"},
+		{name: "unreadable", readErr: errors.New("permission denied"), err: "the API token (X_TOKEN_SECRET): permission denied"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			env := plugin.Env{ReadSecret: func(_ context.Context, v string) (string, error) {
+				if v != version {
+					t.Errorf("read %q, want %q", v, version)
+				}
+				return tc.secret, tc.readErr
+			}}
+			got, err := env.ReadToken(context.Background(), "X_TOKEN_SECRET", version)
+			gotErr := ""
+			if err != nil {
+				gotErr = err.Error()
+			}
+			if got != tc.want || gotErr != tc.err {
+				t.Errorf("ReadToken = %q, %q; want %q, %q", got, gotErr, tc.want, tc.err)
+			}
+		})
 	}
 }
