@@ -11,7 +11,6 @@ import (
 
 	"github.com/egress-proxies/egress/internal/provider"
 	"github.com/egress-proxies/egress/internal/provider/digitalocean/dofake"
-	"github.com/egress-proxies/egress/internal/provider/vmside"
 	"github.com/egress-proxies/egress/internal/vmstatus"
 )
 
@@ -20,7 +19,8 @@ import (
 // call, the rendered user-data, IPv6; and that the Droplet is behind the
 // deployment's firewall from its create, which opens what Config says.
 func TestCreateBody(t *testing.T) {
-	e := newEnv(t)
+	made := time.Date(2026, 12, 7, 1, 0, 0, 0, time.UTC)
+	e := newEnv(t, func(c *Config) { c.Now = func() time.Time { return made } })
 	req := request()
 	id, err := e.p.Create(context.Background(), req)
 	if err != nil {
@@ -40,7 +40,7 @@ func TestCreateBody(t *testing.T) {
 	want := body{Name: req.Name, Region: wantRegion, Size: "s-1vcpu-2gb", Image: "debian-12-x64",
 		UserData: "#cloud-config\n# egress proxy " + req.UID + ", generation 0\n",
 		Tags: []string{"proxy-operator-managed:true", "proxy-operator-uid:" + req.UID, "egress-deployment:egress",
-			"egress-proxy-port:3128", vmside.LabelStatusID + ":" + vmstatus.StatusID(req)},
+			"egress-proxy-port:3128", "egress-droplet:egress:" + req.UID + ":" + vmstatus.StatusID(req) + ":1796605200"},
 		IPv6: true}
 	got := body{Name: c.Name, Region: c.Region, Size: c.Size, Image: c.Image.Slug, UserData: c.UserData, Tags: c.Tags, IPv6: c.IPv6}
 	if diff := cmp.Diff(want, got); diff != "" {
