@@ -42,7 +42,8 @@ import (
 func (p *Provider) residues(tags []godo.Tag, ips []godo.ReservedIP, live map[string]bool) []provider.Instance {
 	var out []provider.Instance
 	for _, t := range tags {
-		if t.Resources != nil && t.Resources.Count > 0 {
+		if t.Resources == nil || t.Resources.Count > 0 {
+			// Tags something, or does not say: not a residue.
 			continue
 		}
 		if o, ok := parseOwnTag(t.Name); ok && o.Deployment == p.cfg.Deployment && !live[o.UID] {
