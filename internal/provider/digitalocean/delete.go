@@ -118,7 +118,7 @@ func (p *Provider) carriedElsewhere(ctx context.Context, by string, self int) (m
 }
 
 // deleteTags deletes tags in their order, but those carried; one already
-// gone is deleted.
+// gone is no error (a Delete tried again).
 func (p *Provider) deleteTags(ctx context.Context, providerID string, tags []string, carried map[string]bool) error {
 	var kept []string
 	for _, t := range tags {

@@ -21,11 +21,11 @@ const (
 )
 
 // Get reads the Droplet, or the reserved IP or the residue (residue.go)
-// another kind of ID names. A
-// Droplet that runs the default bootstrap is Running only once its proxy
-// says it serves (Prober): DigitalOcean's "active" is a booted Droplet,
-// not a serving proxy. A Static proxy's Droplet is Running only once it
-// holds the proxy's reserved IP, which Get gives it (reservedip.go).
+// another kind of ID names. A Droplet that runs the default bootstrap is
+// Running only once its proxy says it serves (Prober): DigitalOcean's
+// "active" is a booted Droplet, not a serving proxy. A Static proxy's
+// Droplet is Running only once it holds the proxy's reserved IP, which
+// Get gives it (reservedip.go).
 func (p *Provider) Get(ctx context.Context, providerID string) (*provider.Instance, error) {
 	id, err := parseID(providerID)
 	if err != nil {

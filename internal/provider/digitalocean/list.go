@@ -15,7 +15,7 @@ import (
 // a reserved IP whose proxy is gone under its usual rules and grace; and
 // every residue (residue.go), a tag a crash left, in state Terminated
 // too, so it deletes those under the same rules. Of those it keeps this
-// deployment's and the Droplets without a deployment tag, never another
+// deployment's and the ones without a deployment, never another
 // deployment's. A page that cannot be read fails the list: a resource
 // missing from it must not look deleted.
 //
@@ -78,7 +78,7 @@ func (p *Provider) ListByTag(ctx context.Context) ([]provider.Instance, error) {
 		p.cfg.Log.Warn("digitalocean reserved IP unassigned and without a record: kept, never collected",
 			slog.String("address", addr),
 			slog.String("rule", "a reserved IP is collected only by its record (a tag egress-reserved-ip:ADDRESS:…); this one has none, so it may be the account owner's, or this deployment's after its Droplet was destroyed by something other than this provider before its record was written"),
-			slog.String("todo", "release it (doctl compute reserved-ip delete ADDRESS) if it is no one's"))
+			slog.String("todo", "release it (DELETE /v2/reserved_ips/ADDRESS, or the control panel's Networking page) if it is no one's"))
 	}
 	if len(unnamed) > 0 {
 		p.cfg.Log.Warn("digitalocean reserved IPs unassigned and without a record", slog.Int("count", len(unnamed)))
