@@ -173,7 +173,9 @@ func parseOwnTag(tag string) (ownTag, bool) {
 	dep, okD := decodeValue(parts[1])
 	uid, okU := decodeValue(parts[2])
 	secs, err := strconv.ParseInt(parts[4], 10, 64)
-	if !okD || !okU || uid == "" || vmstatus.CheckStatusID(parts[3]) != nil || err != nil {
+	// One tag per Droplet: a time dropletTag does not write ("01") is no
+	// Droplet's.
+	if !okD || !okU || dep == "" || uid == "" || vmstatus.CheckStatusID(parts[3]) != nil || err != nil || strconv.FormatInt(secs, 10) != parts[4] {
 		return ownTag{}, false
 	}
 	return ownTag{Tag: tag, Deployment: dep, UID: uid, ID: parts[3], Created: time.Unix(secs, 0).UTC()}, true
