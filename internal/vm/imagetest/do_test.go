@@ -78,15 +78,12 @@ var doShape = cloudShape{
 	rebootChecks: func(checks *checklist, ctx context.Context, r *run, c *Container) {
 		doAnchorChecks(checks, ctx, r, c, "after a reboot ")
 	},
-	// A reboot of a Droplet starts from a fresh kernel: no anchor address
-	// on eth0 (the container's cloud-init writes no network) and the
-	// default route by the Droplet's own gateway. The test's namespace,
-	// which outlives the container, is put back so.
+	// A reboot of a Droplet starts from a fresh kernel, whose network
+	// cloud-init sets again: the anchor address on eth0, the default route
+	// by the Droplet's own gateway. The test's namespace, which outlives
+	// the container, is put back so.
 	reboot: func(t *testing.T, r *run) {
 		if err := r.topo.VM.IP("route", "replace", "default", "via", GatewayPrefix.Addr().String(), "dev", vmDev); err != nil {
-			t.Fatal(err)
-		}
-		if err := r.topo.VM.IP("addr", "del", doAnchor.String(), "dev", vmDev); err != nil {
 			t.Fatal(err)
 		}
 	},
@@ -126,8 +123,14 @@ func doCreate(t *testing.T, ctx context.Context, r *run, create func(provider.Pr
 	// A Static proxy, whose Droplet the renderer tells to follow its
 	// reserved IP (egress-anchor).
 	r.cloud.static = true
-	// The anchor gateway, on the internet's side of the VM's link.
+	// The anchor gateway, on the internet's side of the VM's link, and
+	// the anchor address on the VM's eth0, without a route, as
+	// cloud-init's DigitalOcean datasource sets it on a Droplet (this
+	// shape's network is set from outside: doimage.go).
 	if err := r.topo.Internet.AddAddr(gateDev, doAnchorGateway); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.topo.VM.AddAddr(vmDev, doAnchor); err != nil {
 		t.Fatal(err)
 	}
 	c, err := digitalocean.NewClient(digitalocean.LocalToken, fake.Endpoint(), nil)
@@ -142,7 +145,7 @@ func doCreate(t *testing.T, ctx context.Context, r *run, create func(provider.Pr
 	// DigitalOcean's network delivers what reaches a reserved IP to the
 	// Droplet's anchor address; the test's has no such NAT, so where the
 	// provider asks the reserved IP the control plane's prober asks the
-	// anchor address, which is the VM's once its agent put it on eth0.
+	// anchor address.
 	held := func() string {
 		for _, ip := range fake.ReservedIPs() {
 			if ip.Droplet != 0 {
