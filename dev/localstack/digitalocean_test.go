@@ -90,13 +90,19 @@ func (d doAPI) reservedIPs(t *testing.T) []godo.ReservedIP {
 // (egress-reserved-ip:ADDRESS:CREATED:DEPLOYMENT:UID).
 func (d doAPI) records(t *testing.T) []string {
 	t.Helper()
+	return d.tags(t, "egress-reserved-ip:")
+}
+
+// tags are the account's tags that begin with prefix.
+func (d doAPI) tags(t *testing.T, prefix string) []string {
+	t.Helper()
 	tags, _, err := d.c.Tags.List(context.Background(), &godo.ListOptions{PerPage: 200})
 	if err != nil {
 		t.Fatalf("godo: list tags: %v", err)
 	}
 	var out []string
 	for _, tag := range tags {
-		if strings.HasPrefix(tag.Name, "egress-reserved-ip:") {
+		if strings.HasPrefix(tag.Name, prefix) {
 			out = append(out, tag.Name)
 		}
 	}
@@ -130,18 +136,19 @@ func (s *liveStack) digitalOceanProxy(t *testing.T) {
 		dropletID = dr.ID
 		labels := digitalocean.Labels(dr.Tags)
 		uid = labels[provider.LabelUID]
-		// The status id is the Droplet's own (a hash of its create
-		// attempt): its shape is what can be known here.
-		statusID := labels["egress-status-id"]
-		want := map[string]string{"proxy-operator-managed": "true", "proxy-operator-uid": uid, "egress-deployment": doDeployment, "egress-proxy-port": "3128",
-			"egress-status-id": statusID}
+		// The Droplet's own tag, egress-droplet:DEPLOYMENT:UID:ID:CREATED,
+		// is no label: it holds the status id, the Droplet's own (a hash
+		// of its create attempt), whose shape is what can be known here.
+		own := regexp.MustCompile(`^egress-droplet:` + doDeployment + `:` + uid + `:[0-9a-f]{32}:[0-9]+$`)
+		owns := slices.ContainsFunc(dr.Tags, own.MatchString)
+		want := map[string]string{"proxy-operator-managed": "true", "proxy-operator-uid": uid, "egress-deployment": doDeployment, "egress-proxy-port": "3128"}
 		region := ""
 		if dr.Region != nil {
 			region = dr.Region.Slug
 		}
 		// ams2 is closed to new Droplets: the metro's open region is ams3.
-		if diff := cmp.Diff(want, labels); diff != "" || dr.Status != "active" || region != "ams3" || len(dr.Tags) != len(want) ||
-			!regexp.MustCompile(`^[0-9a-f-]{36}$`).MatchString(uid) || !regexp.MustCompile(`^[0-9a-f]{32}$`).MatchString(statusID) {
+		if diff := cmp.Diff(want, labels); diff != "" || dr.Status != "active" || region != "ams3" || len(dr.Tags) != len(want)+1 ||
+			!regexp.MustCompile(`^[0-9a-f-]{36}$`).MatchString(uid) || !owns {
 			t.Errorf("the proxy's Droplet %s is %s in %q with tags %q (-want +got labels):\n%s", dr.Name, dr.Status, region, dr.Tags, diff)
 		}
 	}
@@ -159,6 +166,11 @@ func (s *liveStack) digitalOceanProxy(t *testing.T) {
 	waitFor(t, time.Minute, "godo's list of Droplets to be empty", func() bool { return len(api.droplets(t)) == 0 })
 	if ips := api.reservedIPs(t); len(ips) != 0 {
 		t.Errorf("godo: reserved IPs after an Ephemeral proxy's deletion: %+v, want none", ips)
+	}
+	// Nor its Droplet's own tags: DigitalOcean keeps a tag that tags
+	// nothing, and every listing reads them all.
+	if left := append(api.tags(t, "egress-droplet:"), api.tags(t, "proxy-operator-uid:"+uid)...); len(left) != 0 {
+		t.Errorf("godo: the deleted proxy's own tags are left: %q, want none", left)
 	}
 
 	// A Static proxy is reached at a reserved IP assigned to its Droplet,

@@ -53,6 +53,26 @@ func TestDigitalOceanAgainstItsOpenAPI(t *testing.T) {
 		e.p.Delete(ctx, next)
 		e.fake.Settle()
 		e.p.Delete(ctx, in.AddressID)
+		// A Delete cut after the destroy leaves its Droplet's tags, a
+		// residue ListByTag lists: read, deleted, deleted again (its tags
+		// gone: 404), read again (404).
+		cut := another("cccccccc")
+		cutID, err := e.p.Create(ctx, cut)
+		if err != nil {
+			t.Fatal(err)
+		}
+		e.fake.Settle()
+		e.fake.Fail("tags.delete", 1, dofake.Status(500))
+		e.p.Delete(ctx, cutID)
+		e.fake.Settle()
+		list, _ := e.p.ListByTag(ctx)
+		if len(list) != 1 || !strings.HasPrefix(list[0].ID, tagPrefix) {
+			t.Fatalf("ListByTag after a Delete cut before the tags: %+v, want the residue alone", list)
+		}
+		e.p.Get(ctx, list[0].ID)
+		e.p.Delete(ctx, list[0].ID)
+		e.p.Delete(ctx, list[0].ID)
+		e.p.Get(ctx, list[0].ID)
 		// The refusals are answers too: a full region, the Droplet limit,
 		// the rate limit, a Droplet not there.
 		e.fake.FailCreates("", 1, dofake.SizeUnavailable())
@@ -66,7 +86,7 @@ func TestDigitalOceanAgainstItsOpenAPI(t *testing.T) {
 		e.p.Get(ctx, dropletID(1))
 		want := []string{"account_get", "droplets_create", "droplets_destroy", "droplets_get", "droplets_list",
 			"firewalls_create", "firewalls_list", "reservedIPsActions_post", "reservedIPs_create", "reservedIPs_delete",
-			"reservedIPs_get", "reservedIPs_list", "tags_create", "tags_delete", "tags_list"}
+			"reservedIPs_get", "reservedIPs_list", "tags_create", "tags_delete", "tags_get", "tags_list"}
 		if diff := cmp.Diff(want, e.check.Operations()); diff != "" {
 			t.Errorf("the operations whose answers were checked (-want +got):\n%s", diff)
 		}
@@ -79,7 +99,8 @@ func TestDigitalOceanAgainstItsOpenAPI(t *testing.T) {
 				answers += n
 			}
 		}
-		for _, status := range []string{"droplets_create 202", "droplets_create 422", "droplets_get 404", "droplets_list 429", "droplets_destroy 204", "reservedIPs_create 202", "reservedIPsActions_post 201", "tags_create 201"} {
+		for _, status := range []string{"droplets_create 202", "droplets_create 422", "droplets_get 404", "droplets_list 429", "droplets_destroy 204", "reservedIPs_create 202", "reservedIPsActions_post 201", "tags_create 201",
+			"tags_delete 204", "tags_delete 404", "tags_delete 500", "tags_get 200", "tags_get 404", "request tags_delete", "request tags_get"} {
 			if checked[status] == 0 {
 				t.Errorf("no %q answer was checked: %v", status, checked)
 			}
@@ -164,6 +185,10 @@ func TestDigitalOceanAgainstItsOpenAPI(t *testing.T) {
 				_, _, err := c.Tags.Create(context.Background(), &godo.TagCreateRequest{Name: "egress deployment"})
 				return err
 			}, "name"},
+			"TagDeleteName": {"a tag name with a space in a delete's path", func(c *godo.Client) error {
+				_, err := c.Tags.Delete(context.Background(), "egress deployment")
+				return err
+			}, "tag_id"},
 			"PerPage": {"a page larger than the API's", func(c *godo.Client) error {
 				_, _, err := c.Droplets.List(context.Background(), &godo.ListOptions{PerPage: 500})
 				return err

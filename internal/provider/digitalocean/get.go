@@ -20,20 +20,23 @@ const (
 	statusArchive = "archive"
 )
 
-// Get reads the Droplet, or the reserved IP a reserved IP's ID names. A
-// Droplet that runs the default bootstrap is Running only once its proxy
-// says it serves (Prober): DigitalOcean's "active" is a booted Droplet,
-// not a serving proxy. A Static proxy's Droplet is Running only once it
-// holds the proxy's reserved IP, which Get gives it (reservedip.go), and
-// its proxy says its outbound traffic leaves from that address
-// (staticEgress).
+// Get reads the Droplet, or the reserved IP or the residue (residue.go)
+// another kind of ID names. A Droplet that runs the default bootstrap is
+// Running only once its proxy says it serves (Prober): DigitalOcean's
+// "active" is a booted Droplet, not a serving proxy. A Static proxy's
+// Droplet is Running only once it holds the proxy's reserved IP, which
+// Get gives it (reservedip.go), and its proxy says its outbound traffic
+// leaves from that address (staticEgress).
 func (p *Provider) Get(ctx context.Context, providerID string) (*provider.Instance, error) {
 	id, err := parseID(providerID)
 	if err != nil {
 		return nil, err
 	}
-	if id.address != "" {
+	switch {
+	case id.address != "":
 		return p.getReservedIP(ctx, providerID, id.address)
+	case id.tag != "":
+		return p.getResidue(ctx, providerID, id.tag)
 	}
 	d, _, err := p.c.Droplets.Get(ctx, id.droplet)
 	if err != nil {
@@ -128,9 +131,18 @@ func convert(d *godo.Droplet) provider.Instance {
 	if d.Region != nil {
 		out.Zone = d.Region.Slug
 	}
+	own, hasOwn := ownTagOf(d.Tags)
+	if out.UID == "" && hasOwn && own.Deployment == out.Deployment {
+		// Its uid tag deleted while it still ran (Delete of a duplicate
+		// of it, a person): its own tag still says whose it is.
+		out.UID = own.UID
+	}
 	if port, ok := probePort(labels); ok {
 		out.StatusPort = port
-		out.StatusID = labels[vmside.LabelStatusID]
+		out.StatusID = labels[vmside.LabelStatusID] // a Droplet made before its own tag
+		if hasOwn {
+			out.StatusID = own.ID
+		}
 	}
 	return out
 }

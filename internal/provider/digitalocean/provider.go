@@ -11,7 +11,10 @@
 //     is one tag KEY:VALUE that round-trips (tags.go), and ListByTag lists
 //     the Droplets of one tag, proxy-operator-managed:true, choosing the
 //     deployment after it (a tag filter cannot say "this value or none").
-//     The tags are set in the create call itself.
+//     The tags are set in the create call itself, with one of the
+//     Droplet's own that names its deployment and uid; a Droplet's uid tag
+//     and its own go with it (DigitalOcean keeps a tag that tags nothing,
+//     and every listing reads all of them).
 //   - Create is idempotent by the deterministic name, without a request
 //     token: DigitalOcean has none, and a Droplet's name is not unique, so
 //     a create first lists the Droplets tagged with the proxy's uid and
@@ -92,22 +95,59 @@
 // crash cannot leave a Droplet without tags (they are in the create), nor
 // adopt another proxy's (the find is by the uid's tag).
 //
-// For a reserved IP: reserved onto the Droplet, it is the proxy's by the
-// Droplet's tags until the record is written, and the next Get writes a
-// missing record; only a crash between the reserve and the record, with
-// the Droplet destroyed before any Get, leaves an address nothing names
-// (an unassigned reserved IP, billed, which an operator sees in the
-// console). A crash between releasing an address and deleting its record
-// leaves an empty tag, which costs nothing, names no address, and is
-// deleted when a reserve is handed that address again.
+// A Droplet's own tags (tags.go): Delete destroys the Droplet, then
+// deletes its uid's tag, then its own tag. A crash (or a fault) after the
+// destroy and before the deletes is tried again by the reconciler's next
+// Delete while DigitalOcean still lists the Droplet as being destroyed;
+// once the Droplet is gone, the own tag is left tagging nothing, and it
+// names its deployment and uid: ListByTag lists it as a residue
+// (residue.go), which the collector deletes once the uid is unclaimed and
+// the grace period past, the uid's tag first. A crash between the two
+// tag deletes leaves the own tag alone, a residue all the same. A Droplet
+// someone else destroys leaves the same residue. So a crash leaves tags
+// for a while, never for ever, and never makes the collector delete a tag
+// of another deployment or a person's: only the own tag says whose it is,
+// and a uid's tag is deleted only with it. A Droplet made before the own
+// tag has none; its Delete deletes its uid's and status id tags all the
+// same, but a crash between its destroy and those deletes leaves them.
 //
-// providerIDs are digitalocean://DROPLET_ID for a Droplet and
-// digitalocean-reserved-ip://ADDRESS for a reserved IP.
+// For a reserved IP: reserved onto the Droplet, it is the proxy's by the
+// Droplet's tags until the record is written, in these windows:
+//
+//   - A crash between the reserve and the record: the next Get of the
+//     Droplet writes the missing record; a Delete of the Droplet before
+//     any Get (the proxy deleted or replaced) writes it before the
+//     destroy, so the unassigned address that the destroy leaves has its
+//     record, and the collector (or the proxy's next Droplet) finds it.
+//     A Delete whose record write fails destroys nothing, and is tried
+//     again.
+//   - A crash between Delete's record and its destroy: the record is
+//     there, and the next Delete destroys.
+//   - A crash between releasing an address and deleting its record: the
+//     record, whose address the account no longer has, is a residue the
+//     collector deletes (a record costs nothing, but every listing reads
+//     it).
+//
+// The one window no call of this provider can close: a Droplet destroyed
+// by something else (a person, DigitalOcean) between the reserve and its
+// record. The address is then unassigned, billed, and carries nothing that
+// says whose it is (a reserved IP has no tag and no name, and its actions,
+// in DigitalOcean's API description, name a resource and a time, not the
+// Droplet it was assigned to), so it cannot be told from the account
+// owner's own. ListByTag
+// reports every unassigned reserved IP without a record, one line each
+// that names the address and the rule, then their count, and never
+// releases one: an operator does.
+//
+// providerIDs are digitalocean://DROPLET_ID for a Droplet,
+// digitalocean-reserved-ip://ADDRESS for a reserved IP and
+// digitalocean-tag://TAG for a residue.
 //
 // The files: provider.go (configuration, the client), tags.go (the
-// labels as tags), create.go (the Droplet, its region), get.go (Get,
-// states, readiness), delete.go, list.go (ListByTag), reservedip.go
-// (Static addresses and their records), firewall.go (the deployment's
+// labels as tags, a Droplet's own tag), create.go (the Droplet, its
+// region), get.go (Get, states, readiness), delete.go (the Droplet and
+// its tags), list.go (ListByTag), residue.go (tags a crash left),
+// reservedip.go (Static addresses and their records), firewall.go (the deployment's
 // firewall), readiness.go (the VM side's interfaces), ids.go
 // (providerIDs), errors.go (classification), validate.go (placements and
 // the operator's policy).

@@ -79,17 +79,65 @@ func (rs records) ofUID(uid, deployment string) (record, bool) {
 
 // records reads every record tag of the account.
 func (p *Provider) records(ctx context.Context) (records, error) {
+	tags, err := p.tags(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return recordsOf(tags), nil
+}
+
+// tags reads every tag of the account, with what each tags.
+func (p *Provider) tags(ctx context.Context) ([]godo.Tag, error) {
 	tags, err := listAll(ctx, func(opt *godo.ListOptions) ([]godo.Tag, *godo.Response, error) { return p.c.Tags.List(ctx, opt) })
 	if err != nil {
 		return nil, p.wrap("list", "tags", err)
 	}
+	return tags, nil
+}
+
+// recordsOf are the records among tags.
+func recordsOf(tags []godo.Tag) records {
 	var out records
 	for _, t := range tags {
 		if r, ok := parseRecord(t.Name); ok {
 			out = append(out, r)
 		}
 	}
-	return out, nil
+	return out
+}
+
+// recordHeld writes the record of the reserved IP a Static proxy's
+// Droplet d holds when it has none, before d is destroyed. A reserve
+// onto d whose record a crash (or a fault) kept from being written is
+// recorded by the next Get of d; this is the Delete that may come before
+// any Get (the proxy deleted, or replaced), after which the address,
+// unassigned and without a record, would be one nothing names. A record
+// that names another proxy is one a released address left (the address
+// was handed out again): the Droplet that holds it says whose it is.
+func (p *Provider) recordHeld(ctx context.Context, providerID string, d *godo.Droplet) error {
+	uid := convert(d).UID
+	if uid == "" {
+		return nil
+	}
+	ips, err := p.reservedIPs(ctx)
+	if err != nil {
+		return err
+	}
+	for _, ip := range ips {
+		if ip.Droplet == nil || ip.Droplet.ID != d.ID {
+			continue
+		}
+		recs, err := p.records(ctx)
+		if err != nil {
+			return err
+		}
+		if rec, ok := recs.of(ip.IP); ok && rec.UID == uid && rec.Deployment == p.cfg.Deployment {
+			return nil
+		}
+		p.cfg.Log.Info("digitalocean reserved IP recorded before its droplet is destroyed", slog.String("address", ip.IP), slog.String("providerID", providerID), slog.String("uid", uid))
+		return p.writeRecord(ctx, recs, ip.IP, uid)
+	}
+	return nil
 }
 
 // reservedIPs reads every reserved IP of the account.

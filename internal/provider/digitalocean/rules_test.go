@@ -11,7 +11,6 @@ import (
 
 	"github.com/egress-proxies/egress/internal/provider"
 	"github.com/egress-proxies/egress/internal/provider/digitalocean/dofake"
-	"github.com/egress-proxies/egress/internal/provider/vmside"
 	"github.com/egress-proxies/egress/internal/vmstatus"
 )
 
@@ -20,7 +19,8 @@ import (
 // call, the rendered user-data, IPv6; and that the Droplet is behind the
 // deployment's firewall from its create, which opens what Config says.
 func TestCreateBody(t *testing.T) {
-	e := newEnv(t)
+	made := time.Date(2026, 12, 7, 1, 0, 0, 0, time.UTC)
+	e := newEnv(t, func(c *Config) { c.Now = func() time.Time { return made } })
 	req := request()
 	id, err := e.p.Create(context.Background(), req)
 	if err != nil {
@@ -40,7 +40,7 @@ func TestCreateBody(t *testing.T) {
 	want := body{Name: req.Name, Region: wantRegion, Size: "s-1vcpu-2gb", Image: "debian-12-x64",
 		UserData: "#cloud-config\n# egress proxy " + req.UID + ", generation 0\n",
 		Tags: []string{"proxy-operator-managed:true", "proxy-operator-uid:" + req.UID, "egress-deployment:egress",
-			"egress-proxy-port:3128", vmside.LabelStatusID + ":" + vmstatus.StatusID(req)},
+			"egress-proxy-port:3128", "egress-droplet:egress:" + req.UID + ":" + vmstatus.StatusID(req) + ":1796605200"},
 		IPv6: true}
 	got := body{Name: c.Name, Region: c.Region, Size: c.Size, Image: c.Image.Slug, UserData: c.UserData, Tags: c.Tags, IPv6: c.IPv6}
 	if diff := cmp.Diff(want, got); diff != "" {
@@ -577,12 +577,17 @@ func TestTheTokenIsSentNeverLogged(t *testing.T) {
 
 func TestProviderIDs(t *testing.T) {
 	for _, bad := range []string{"", "digitalocean://", "digitalocean://abc", "digitalocean://-1", "digitalocean://012", "hcloud://1",
-		"digitalocean-reserved-ip://x", "digitalocean-reserved-ip://2001:db8::1", "digitalocean-reserved-ip://203.0.113.07"} {
+		"digitalocean-reserved-ip://x", "digitalocean-reserved-ip://2001:db8::1", "digitalocean-reserved-ip://203.0.113.07",
+		// A residue's ID names a Droplet's own tag or a record, and no
+		// other tag: Delete of it must never delete a tag of anyone's.
+		"digitalocean-tag://", "digitalocean-tag://web", "digitalocean-tag://" + uidTag("u"), "digitalocean-tag://egress-droplet:egress:u:nothex:1",
+		"digitalocean-tag://egress-droplet:egress:u:" + strings.Repeat("0", 32)} {
 		if _, err := parseID(bad); provider.KindOf(err) != provider.KindPermanent {
 			t.Errorf("parseID(%q): %v, want a permanent error", bad, err)
 		}
 	}
-	for _, good := range []string{dropletID(42), reservedIPID("203.0.113.7")} {
+	for _, good := range []string{dropletID(42), reservedIPID("203.0.113.7"), tagID(dropletTag("egress", "u", strings.Repeat("0", 32), time.Unix(1, 0))),
+		tagID(recordTag("203.0.113.7", time.Unix(1, 0), "egress", "u"))} {
 		if _, err := parseID(good); err != nil {
 			t.Errorf("parseID(%q): %v", good, err)
 		}
@@ -730,4 +735,26 @@ func TestStaticEgress(t *testing.T) {
 			}
 		})
 	}
+}
+
+// FuzzOwnTag: a tag that reads as a Droplet's own tag is the one tag its
+// fields make (so a residue's ID names exactly one tag, and Delete of it
+// deletes that one), and never reads as a label or a record.
+func FuzzOwnTag(f *testing.F) {
+	for _, s := range []string{dropletTag("egress", "3f2c1b0a-9e8d-4c7b-a6f5-e4d3c2b1a098", strings.Repeat("ab", 16), time.Unix(1796605200, 0)),
+		"egress-droplet:egress:u:" + strings.Repeat("0", 32) + ":-1", "egress-droplet:_41:u:" + strings.Repeat("0", 32) + ":1", "egress-droplet:a:b:c:d", "web"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, tag string) {
+		o, ok := parseOwnTag(tag)
+		if !ok {
+			return
+		}
+		if again := dropletTag(o.Deployment, o.UID, o.ID, o.Created); again != tag {
+			t.Errorf("%q reads as %+v, which is the tag %q", tag, o, again)
+		}
+		if _, rec := parseRecord(tag); rec || len(Labels([]string{tag})) != 0 {
+			t.Errorf("%q reads as a Droplet's own tag and as a record or a label", tag)
+		}
+	})
 }

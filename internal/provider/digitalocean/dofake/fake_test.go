@@ -96,3 +96,51 @@ func TestListsByTagAndPage(t *testing.T) {
 		t.Errorf("the first page has no next")
 	}
 }
+
+// TestTagDelete: DELETE /v2/tags/{tag_id} answers 204 and takes the tag
+// off every Droplet that carries it, being destroyed or not ("Deleting a
+// tag also untags all the resources that have previously been tagged by
+// the Tag"); a tag that is not there is 404; a tag stays when the last
+// Droplet that carries it is gone, tagging nothing, until it is deleted.
+func TestTagDelete(t *testing.T) {
+	s := NewHandler("t")
+	live := s.Put("live", "nyc1", []string{"a", "b"})
+	gone := s.Put("gone", "nyc1", []string{"a", "c"})
+	s.SetStatus(gone, "archive")
+	del := func(tag string) int {
+		r := httptest.NewRequest(http.MethodDelete, "/v2/tags/"+tag, nil)
+		r.Header.Set("Authorization", "Bearer t")
+		w := httptest.NewRecorder()
+		s.ServeHTTP(w, r)
+		return w.Code
+	}
+	count := func(tag string) int {
+		r := httptest.NewRequest(http.MethodGet, "/v2/tags/"+tag, nil)
+		r.Header.Set("Authorization", "Bearer t")
+		w := httptest.NewRecorder()
+		s.ServeHTTP(w, r)
+		var body struct {
+			Tag struct {
+				Resources struct{ Count int } `json:"resources"`
+			} `json:"tag"`
+		}
+		json.Unmarshal(w.Body.Bytes(), &body)
+		return body.Tag.Resources.Count
+	}
+	type state struct {
+		Codes   []int
+		Tags    []string
+		ByID    map[int][]string
+		CountOf int
+	}
+	codes := []int{del("a"), del("a"), del("nothing")}
+	s.Settle()
+	got := state{Codes: codes, Tags: s.Tags(), ByID: map[int][]string{}, CountOf: count("c")}
+	for _, d := range s.Droplets() {
+		got.ByID[d.ID] = d.Tags
+	}
+	want := state{Codes: []int{204, 404, 404}, Tags: []string{"b", "c"}, ByID: map[int][]string{live: {"b"}}, CountOf: 0}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("after deleting tag a twice and a tag that is not there, the destroyed Droplet gone (-want +got):\n%s", diff)
+	}
+}

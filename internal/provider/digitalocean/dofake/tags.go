@@ -55,7 +55,10 @@ var tagRoutes = []route{
 			w.error(notFound())
 			return
 		}
-		// Deleting a tag takes it off what carries it.
+		// "Deleting a tag also untags all the resources that have
+		// previously been tagged by the Tag" (the reference): Droplets
+		// being destroyed too. The answer is 204 without a body, as every
+		// delete's.
 		delete(s.tags, m[0])
 		for _, d := range s.droplets {
 			d.Tags = slices.DeleteFunc(d.Tags, func(t string) bool { return t == m[0] })
@@ -64,8 +67,10 @@ var tagRoutes = []route{
 	}},
 }
 
-// wireTag is the tag of name with the count of Droplets it tags. Called
-// with s.mu held.
+// wireTag is the tag of name with the count of Droplets it tags, those
+// being destroyed included (the fake's assumption: the reference does not
+// say when a destroyed Droplet stops counting; the provider does not
+// rely on either). Called with s.mu held.
 func (s *Server) wireTag(name string) wireTag {
 	n := 0
 	for _, d := range s.droplets {

@@ -17,7 +17,9 @@ import (
 // (godo, over HTTP), as the reconciler drives one at its floor: Create
 // (a find by the uid's tag, then the create: DigitalOcean has no request
 // token), a Get while it boots, a Get that sees it serve, Delete (a Get,
-// then the destroy), a Get that finds it gone. What it counts is
+// the destroy, a list of the Droplets of its uid's tag, which keep the
+// tags they carry, and the deletes of its uid's tag and its own tag), a
+// Get that finds it gone. What it counts is
 // DigitalOcean API requests, by route: DigitalOcean allows a token 5,000
 // an hour, so requests per lifecycle say how many lifecycles an hour an
 // account sustains. The deployment's firewall, which a provider makes or
@@ -46,9 +48,13 @@ type Result struct {
 	// CallMs is the time of each provider call of the lifecycles, on
 	// loopback: the provider's and godo's own cost.
 	CallMs providerbench.Latency `json:"callMs"`
+	// TagsLeft are the account's tags once the lifecycles are done: the
+	// deployment's, the managed and the port tag (a Droplet's own tags go
+	// with it; before they did, each lifecycle left two).
+	TagsLeft int `json:"tagsLeft"`
 	// Listed Droplets, read by ListRequests requests in ListMs; Tags, the
-	// account's tags then, which the listing reads too (a Droplet's uid
-	// and status id tags stay after it is destroyed).
+	// account's tags then, which the listing reads too (each listed
+	// Droplet's uid tag, and the TagsLeft).
 	Listed       int            `json:"listed"`
 	ListRequests map[string]int `json:"listRequests"`
 	ListTotal    int            `json:"listRequestsTotal"`
@@ -59,7 +65,7 @@ type Result struct {
 // routes are the routes a lifecycle uses, in the order the table shows
 // them; firewallRoutes the firewall's; listRoutes the listing's.
 var (
-	routes         = []string{"droplets.list", "droplets.create", "droplets.get", "droplets.delete"}
+	routes         = []string{"droplets.list", "droplets.create", "droplets.get", "droplets.delete", "tags.delete"}
 	firewallRoutes = []string{"tags.create", "firewalls.list", "firewalls.create", "firewalls.update"}
 	listRoutes     = []string{"droplets.list", "tags.list", "reserved_ips.list"}
 )
@@ -125,6 +131,7 @@ func phase(ctx context.Context, n int) (*Result, error) {
 	r.LifecyclesPerHour = providerbench.Round(dofake.DefaultRateLimit/r.RequestsTotal, 0)
 	r.CallMs = providerbench.Summarize(calls)
 
+	r.TagsLeft = len(fake.Tags())
 	for i := range Listed {
 		uid := fmt.Sprintf("00000000-0000-4000-9000-%012d", i)
 		fake.Put(fmt.Sprintf("listed-%04d", i), "nyc3", []string{digitalocean.ManagedTag, digitalocean.Tag(provider.LabelUID, uid),
@@ -157,7 +164,7 @@ func (r *Result) Table(w io.Writer) {
 	}
 	fmt.Fprintf(w, "), so %.0f lifecycles an hour within DigitalOcean's 5000 requests; the firewall %d requests once; a provider call %.1f ms p50, %.1f ms p99;\n",
 		r.LifecyclesPerHour, r.FirewallRequests, r.CallMs.P50, r.CallMs.P99)
-	fmt.Fprintf(w, "  ListByTag of %d Droplets (%d tags in the account): %d requests (", r.Listed, r.Tags, r.ListTotal)
+	fmt.Fprintf(w, "  %d tags left in the account after them; ListByTag of %d Droplets (%d tags in the account): %d requests (", r.TagsLeft, r.Listed, r.Tags, r.ListTotal)
 	sep = ""
 	for _, rt := range listRoutes {
 		fmt.Fprintf(w, "%s%s %d", sep, rt, r.ListRequests[rt])

@@ -10,18 +10,20 @@ import (
 
 // TestBench: a lifecycle at the reconciler's floor costs the requests it
 // must (the find by the uid's tag and the create, three gets, a delete
-// and the get before it: 7), the deployment's firewall 3 once (its tag,
-// the list, the create), and the listing of 1000 Droplets reads 12 pages:
-// 5 of Droplets (200 a page), 6 of the account's 1009 tags (1000 listed
-// Droplets' uid tags, the lifecycles' uid and status id tags, the managed,
-// deployment and port tags), 1 of reserved IPs.
+// with the get before it, the list of its uid's Droplets and the deletes
+// of its two own tags: 10), and leaves no tag of its own behind: the
+// account keeps 3 tags (the managed, deployment and port tags) where it
+// kept 2 more for each lifecycle. The deployment's firewall costs 3 once
+// (its tag, the list, the create), and the listing of 1000 Droplets reads
+// 12 pages: 5 of Droplets (200 a page), 6 of the account's 1003 tags
+// (1000 listed Droplets' uid tags and the 3), 1 of reserved IPs.
 func TestBench(t *testing.T) {
 	res, err := Bench{}.Run(context.Background(), 3)
 	if err != nil {
 		t.Fatal(err)
 	}
 	r := res.(*Result)
-	want := map[string]float64{"droplets.list": 1, "droplets.create": 1, "droplets.get": 4, "droplets.delete": 1}
+	want := map[string]float64{"droplets.list": 2, "droplets.create": 1, "droplets.get": 4, "droplets.delete": 1, "tags.delete": 2}
 	if diff := cmp.Diff(want, r.Requests); diff != "" {
 		t.Errorf("requests per lifecycle (-want +got):\n%s", diff)
 	}
@@ -29,13 +31,15 @@ func TestBench(t *testing.T) {
 	if diff := cmp.Diff(wantList, r.ListRequests); diff != "" {
 		t.Errorf("the listing's requests (-want +got):\n%s", diff)
 	}
-	if r.LifecyclesPerHour != 714 || r.FirewallRequests != 3 || r.ListTotal != 12 || r.Tags != 1009 || r.CallMs.N != 15 {
-		t.Errorf("%.0f lifecycles an hour, %d firewall requests, %d list requests over %d tags, %d calls timed; want 714, 3, 12, 1009, 15",
-			r.LifecyclesPerHour, r.FirewallRequests, r.ListTotal, r.Tags, r.CallMs.N)
+	type figures struct{ PerHour, Firewall, List, TagsLeft, Tags, Timed int }
+	wantFig := figures{PerHour: 500, Firewall: 3, List: 12, TagsLeft: 3, Tags: 1003, Timed: 15}
+	got := figures{int(r.LifecyclesPerHour), r.FirewallRequests, r.ListTotal, r.TagsLeft, r.Tags, r.CallMs.N}
+	if diff := cmp.Diff(wantFig, got); diff != "" {
+		t.Errorf("the phase's figures (-want +got):\n%s", diff)
 	}
 	var b strings.Builder
 	r.Table(&b)
-	if !strings.Contains(b.String(), "7.0 API requests each") || !strings.Contains(b.String(), "12 requests") {
+	if !strings.Contains(b.String(), "10.0 API requests each") || !strings.Contains(b.String(), "3 tags left") || !strings.Contains(b.String(), "12 requests") {
 		t.Errorf("the table: %s", b.String())
 	}
 }

@@ -222,10 +222,11 @@ func (d *Cloud) Created(req provider.CreateRequest, id string, err error) error 
 }
 
 // The prefixes of the provider's providerIDs: a Droplet's, a reserved
-// IP's.
+// IP's, a residue's (a tag a crash left).
 const (
 	dropletPrefix    = "digitalocean://"
 	reservedIPPrefix = "digitalocean-reserved-ip://"
+	tagPrefix        = "digitalocean-tag://"
 )
 
 func dropletID(n int) string { return dropletPrefix + strconv.Itoa(n) }
@@ -283,24 +284,63 @@ func (d *Cloud) Instances() []provider.Instance {
 // Addresses are every reserved IP of the account, held or not, with the
 // uid, deployment and time of its record (a tag: reserved IPs carry
 // none); one without a record belongs to no deployment the collector
-// can tell.
+// can tell. And the tags a crash left, which the provider lists as
+// residues for the collector to delete as it releases an address: a
+// Droplet's own tag that no Droplet carries, a record whose address is
+// gone. So a residue the collector never deletes is a leak the
+// invariants see.
 func (d *Cloud) Addresses() []provider.Instance {
 	recs := d.records()
 	var out []provider.Instance
+	ips := map[string]bool{}
 	for _, r := range d.fake.ReservedIPs() {
+		ips[r.IP] = true
 		in := provider.Instance{ID: reservedIPPrefix + r.IP, IP: r.IP, Zone: r.Region, State: provider.StateTerminated}
 		if rec, ok := recs[r.IP]; ok {
 			in.UID, in.Deployment, in.CreatedAt = rec.uid, rec.deployment, rec.created
 		}
 		out = append(out, in)
 	}
+	for addr, rec := range recs {
+		if !ips[addr] {
+			out = append(out, provider.Instance{ID: tagPrefix + rec.tag, UID: rec.uid, Deployment: rec.deployment, CreatedAt: rec.created, State: provider.StateTerminated})
+		}
+	}
+	carried := map[string]bool{}
+	for _, dr := range d.fake.Droplets() {
+		for _, t := range dr.Tags {
+			carried[t] = true
+		}
+	}
+	for _, t := range d.fake.Tags() {
+		if own, ok := ownTag(t); ok && !carried[t] {
+			out = append(out, own)
+		}
+	}
+	slices.SortFunc(out, func(a, b provider.Instance) int { return strings.Compare(a.ID, b.ID) })
 	return out
+}
+
+// ownTag reads a Droplet's own tag off the fake as a residue:
+// egress-droplet:DEPLOYMENT:UID:ID:CREATED, the deployment and uid
+// encoded as label values are (the provider's tags.go).
+func ownTag(t string) (provider.Instance, bool) {
+	parts := strings.SplitN(t, ":", 5)
+	if len(parts) != 5 || parts[0] != "egress-droplet" {
+		return provider.Instance{}, false
+	}
+	secs, err := strconv.ParseInt(parts[4], 10, 64)
+	if err != nil {
+		return provider.Instance{}, false
+	}
+	v := digitalocean.Labels([]string{"d:" + parts[1], "u:" + parts[2]})
+	return provider.Instance{ID: tagPrefix + t, UID: v["u"], Deployment: v["d"], CreatedAt: time.Unix(secs, 0).UTC(), State: provider.StateTerminated}, true
 }
 
 // record is what a reserved IP's record tag says of it.
 type record struct {
-	uid, deployment string
-	created         time.Time
+	tag, uid, deployment string
+	created              time.Time
 }
 
 // records reads the reserved IPs' record tags off the fake, by address:
@@ -319,7 +359,7 @@ func (d *Cloud) records() map[string]record {
 		}
 		// A label value's encoding, read back by Labels.
 		v := digitalocean.Labels([]string{"d:" + parts[3], "u:" + parts[4]})
-		out[strings.ReplaceAll(parts[1], "-", ".")] = record{uid: v["u"], deployment: v["d"], created: time.Unix(secs, 0).UTC()}
+		out[strings.ReplaceAll(parts[1], "-", ".")] = record{tag: t, uid: v["u"], deployment: v["d"], created: time.Unix(secs, 0).UTC()}
 	}
 	return out
 }

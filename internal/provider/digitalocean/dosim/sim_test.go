@@ -165,7 +165,8 @@ func TestTheRateLimitIsWaitedOut(t *testing.T) {
 // TestAStaticProxyKeepsItsReservedIP: a Static proxy's Droplet gets a
 // reserved IP (recorded for the proxy), and a Droplet made after the
 // first is destroyed gets the same; the address is the proxy's in
-// Addresses and UID.
+// Addresses and UID, and the destroyed Droplet's own tag is a residue
+// there.
 func TestAStaticProxyKeepsItsReservedIP(t *testing.T) {
 	w := newWorld(t)
 	req := request(uid, true)
@@ -177,9 +178,14 @@ func TestAStaticProxyKeepsItsReservedIP(t *testing.T) {
 	if first.AddressID == "" {
 		t.Fatalf("a Static proxy's Droplet is Running without a reserved IP: %+v", first)
 	}
-	n := 0
+	n, own, made := 0, "", time.Time{}
 	for _, dr := range w.fake.Droplets() {
-		n = dr.ID
+		n, made = dr.ID, created(dr)
+		for _, t := range dr.Tags {
+			if strings.HasPrefix(t, "egress-droplet:egress:"+uid+":") {
+				own = t
+			}
+		}
 	}
 	w.fake.SetStatus(n, "archive") // destroyed by someone
 	w.pass(15 * time.Second)
@@ -191,8 +197,11 @@ func TestAStaticProxyKeepsItsReservedIP(t *testing.T) {
 	if id2 == id || second.IP != first.IP || second.AddressID != first.AddressID {
 		t.Errorf("the replacement %s is at %s (%s), want a new Droplet at %s (%s)", id2, second.IP, second.AddressID, first.IP, first.AddressID)
 	}
+	// Its first Droplet, destroyed by someone, left its own tag: a
+	// residue, which the collector deletes once the proxy is gone.
 	want := []provider.Instance{{ID: first.AddressID, IP: first.IP, Zone: second.Zone, State: provider.StateTerminated, UID: uid,
-		Deployment: provider.DefaultDeployment, CreatedAt: w.Addresses()[0].CreatedAt}}
+		Deployment: provider.DefaultDeployment, CreatedAt: w.Addresses()[0].CreatedAt},
+		{ID: tagPrefix + own, State: provider.StateTerminated, UID: uid, Deployment: provider.DefaultDeployment, CreatedAt: made}}
 	if diff := cmp.Diff(want, w.Addresses()); diff != "" {
 		t.Errorf("Addresses (-want +got):\n%s", diff)
 	}
