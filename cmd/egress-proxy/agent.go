@@ -129,8 +129,12 @@ func anchorMain(log *slog.Logger, boot, readiness string) int {
 	}
 	b := agent.Boot{Dir: boot, Readiness: readiness}
 	url, err := b.Attr(vmconfig.KeyAnchor)
-	if err != nil || strings.TrimSpace(url) == "" {
-		log.Info("no reserved IP to route through (no setting "+vmconfig.KeyAnchor+")", slog.Any("error", err))
+	if err != nil {
+		log.Error("the setting "+vmconfig.KeyAnchor+" not read", slog.Any("error", err))
+		return 1
+	}
+	if strings.TrimSpace(url) == "" {
+		log.Info("no reserved IP to route through (no setting " + vmconfig.KeyAnchor + ")")
 		return 0
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
