@@ -2,18 +2,21 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"github.com/egress-proxies/egress/internal/logging"
 	"github.com/egress-proxies/egress/internal/vm/agent"
 	"github.com/egress-proxies/egress/internal/vm/vmconfig"
 	"log/slog"
+	"net/http"
 	"net/netip"
 	"os"
 	"os/exec"
 	"os/signal"
 	"os/user"
 	"strconv"
+	"strings"
 	"syscall"
 	"time"
 )
@@ -49,10 +52,14 @@ func agentMain(args []string) int {
 	wait := fs.Duration("wait", 60*time.Second, "timeout_sec of each wait for a change")
 	boot := fs.String("boot", "", "a cloud-init boot's settings directory ("+vmconfig.BootDir+"): apply its egress-config once, and say the result in -readiness, not on a metadata server")
 	readiness := fs.String("readiness", vmconfig.ReadinessFile, "with -boot, the readiness file the engine serves with its status")
+	anchor := fs.Bool("anchor", false, "with -boot: keep the Droplet's outbound IPv4 leaving from its reserved IP, through its anchor gateway, as the setting "+vmconfig.KeyAnchor+" says, and say so in -readiness (egress-anchor.service)")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
 	log := logging.New(os.Stderr, slog.LevelInfo)
+	if *anchor {
+		return anchorMain(log, *boot, *readiness)
+	}
 	u, err := user.Lookup(*userName)
 	if err != nil {
 		log.Error("the engine's user", slog.Any("error", err))
@@ -108,4 +115,56 @@ func agentMain(args []string) int {
 	go a.ShipAccess(ctx, vmconfig.AccessInterval)
 	a.Run(ctx)
 	return 0
+}
+
+// anchorMain follows DigitalOcean's metadata for the Droplet's reserved
+// IP (agent.Anchor) until it is stopped: the bootstrap starts it, as
+// egress-anchor.service, after the apply, on a Static proxy's Droplet
+// (its boot has the setting egress-anchor). Without the setting it has
+// nothing to do.
+func anchorMain(log *slog.Logger, boot, readiness string) int {
+	if boot == "" {
+		log.Error("-anchor needs -boot")
+		return 2
+	}
+	b := agent.Boot{Dir: boot, Readiness: readiness}
+	url, err := b.Attr(vmconfig.KeyAnchor)
+	if err != nil {
+		log.Error("the setting "+vmconfig.KeyAnchor+" not read", slog.Any("error", err))
+		return 1
+	}
+	if strings.TrimSpace(url) == "" {
+		log.Info("no reserved IP to route through (no setting " + vmconfig.KeyAnchor + ")")
+		return 0
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+	defer stop()
+	a := &agent.Anchor{URL: strings.TrimSpace(url), Report: b.Egress, Log: log,
+		Client: &http.Client{Timeout: 10 * time.Second},
+		IP:     func(ctx context.Context, args ...string) ([]byte, error) { return ipCommand(ctx, args...) }}
+	err = a.Run(ctx)
+	switch {
+	case errors.Is(err, agent.ErrNoReservedIP):
+		// Nothing to follow: the control plane replaces a Static
+		// proxy's Droplet that never says it leaves from its address.
+		log.Error("outbound traffic leaves by the Droplet's own address", slog.Any("error", err))
+		return 0
+	case err != nil && ctx.Err() == nil:
+		log.Error("the reserved IP's route", slog.Any("error", err))
+		return 1
+	}
+	return 0
+}
+
+// ipCommand runs ip(8) and returns its output, or its error with what it
+// printed.
+func ipCommand(ctx context.Context, args ...string) ([]byte, error) {
+	var stderr strings.Builder
+	cmd := exec.CommandContext(ctx, "ip", args...)
+	cmd.Stderr = &stderr
+	out, err := cmd.Output()
+	if err != nil {
+		return nil, fmt.Errorf("ip: %w: %.300s", err, stderr.String())
+	}
+	return out, nil
 }

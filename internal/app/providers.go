@@ -115,11 +115,12 @@ func metered(ctor provider.Constructor) provider.Constructor {
 // vmstatus, both with the status key (statusKey). The cloud's boot says
 // whether its user-data is compressed (within a size limit of the
 // cloud's) and names the instance metadata service, which its agent asks
-// which instance it is.
+// which instance it is, and the metadata a Static proxy's VM follows to
+// leave from its static address.
 func (a *App) cloudInitVM(vm plugin.VMSide, boot plugin.Boot) (plugin.VMSide, error) {
 	cfg := a.Config.CloudInitVM
 	if vm.Renderer == nil {
-		r := cloudinit.Renderer{EngineURL: cfg.EngineURL, EngineSHA256: cfg.EngineSHA256, Gzip: boot.Gzip, IMDS: boot.MetadataURL,
+		r := cloudinit.Renderer{EngineURL: cfg.EngineURL, EngineSHA256: cfg.EngineSHA256, Gzip: boot.Gzip, IMDS: boot.MetadataURL, Anchor: boot.Anchor,
 			Status: func(ctx context.Context, uid, id string) (*vmconfig.StatusAccess, error) {
 				k, err := a.statusKey(ctx)
 				if err != nil {

@@ -32,6 +32,10 @@ type Status struct {
 	// Instance and Zone are which VM answered, as its cloud's metadata
 	// service told its agent (EC2's); empty where the VM reads none.
 	Instance, Zone string
+	// Egress is the address its outbound traffic leaves from, as its
+	// agent says, when that is not its own (a DigitalOcean Droplet's
+	// reserved IP); empty otherwise.
+	Egress string
 }
 
 // DefaultTimeout bounds one status request: a VM that does not answer in
@@ -67,7 +71,7 @@ func (p *Prober) Probe(ctx context.Context, ip string, port int32, uid, id strin
 	if p.Now != nil {
 		now = p.Now
 	}
-	return Status{Generation: st.Generation, Ready: st.Ready, Error: st.Error, Instance: st.Instance, Zone: st.Zone,
+	return Status{Generation: st.Generation, Ready: st.Ready, Error: st.Error, Instance: st.Instance, Zone: st.Zone, Egress: st.Egress,
 		Traffic: &provider.Traffic{BytesIn: st.Stats.BytesIn, BytesOut: st.Stats.BytesOut, Connections: st.Stats.Connections, ReportTime: now()}}, nil
 }
 

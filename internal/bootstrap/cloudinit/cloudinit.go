@@ -21,9 +21,12 @@
 // #cloud-config line (YAML's flow style, which cloud-init reads), so that
 // Parse reads it back exactly, with no YAML library on either side.
 //
-// Renderer is the hetzner and aws providers' vmside.Renderer; on EC2 it
-// compresses the user-data (Gzip) and names the instance metadata
-// service the agent asks which instance it is (IMDS).
+// Renderer is the hetzner, aws and digitalocean providers'
+// vmside.Renderer; on EC2 it compresses the user-data (Gzip) and names
+// the instance metadata service the agent asks which instance it is
+// (IMDS); on DigitalOcean, for a Static proxy, it names the metadata
+// document the VM follows to route its outbound traffic through its
+// reserved IP (Anchor).
 package cloudinit
 
 import (
@@ -63,6 +66,13 @@ type Renderer struct {
 	// instance it is (vmconfig.KeyIMDS: EC2's, vmconfig.EC2MetadataURL);
 	// empty on a cloud whose VMs ask none.
 	IMDS string
+	// Anchor is the metadata document a Static proxy's VM follows to
+	// send its outbound traffic from its reserved IP (vmconfig.KeyAnchor:
+	// DigitalOcean's, vmconfig.DigitalOceanMetadataURL), written for a
+	// request with StaticIP only; empty on a cloud whose static address
+	// needs no route of the VM's (a Hetzner primary IP, an Elastic IP are
+	// the VM's own address).
+	Anchor string
 	// Gzip compresses the user-data, which cloud-init reads as well
 	// (it decompresses a user-data that starts with gzip's magic number):
 	// EC2 takes 16 KiB of user-data, and a proxy's is about 10 KB before
@@ -112,7 +122,14 @@ func (r Renderer) UserData(req provider.CreateRequest) (string, error) {
 		return "", fmt.Errorf("cloudinit: the status access of %s: %w", req.UID, err)
 	}
 	engine.Status = status
-	ud, err := Render(engine, Settings{EngineURL: r.EngineURL, EngineSHA256: r.EngineSHA256, ProbeTarget: r.ProbeTarget, IMDS: r.IMDS})
+	s := Settings{EngineURL: r.EngineURL, EngineSHA256: r.EngineSHA256, ProbeTarget: r.ProbeTarget, IMDS: r.IMDS}
+	if req.StaticIP {
+		// An Ephemeral proxy's VM leaves by its own address: it gets no
+		// setting, so it never waits for a reserved IP nor touches its
+		// route.
+		s.Anchor = r.Anchor
+	}
+	ud, err := Render(engine, s)
 	if err != nil || !r.Gzip {
 		return ud, err
 	}
@@ -132,6 +149,8 @@ type Settings struct {
 	EngineURL, EngineSHA256, ProbeTarget string
 	// IMDS is the setting egress-imds (Renderer.IMDS), when set.
 	IMDS string
+	// Anchor is the setting egress-anchor (Renderer.Anchor), when set.
+	Anchor string
 }
 
 // file is one entry of cloud-init's write_files.
@@ -170,6 +189,9 @@ func Render(engine vmconfig.Config, s Settings) (string, error) {
 	}
 	if s.IMDS != "" {
 		doc.WriteFiles = append(doc.WriteFiles, setting(vmconfig.KeyIMDS, s.IMDS))
+	}
+	if s.Anchor != "" {
+		doc.WriteFiles = append(doc.WriteFiles, setting(vmconfig.KeyAnchor, s.Anchor))
 	}
 	doc.WriteFiles = append(doc.WriteFiles, file{Path: vmconfig.BootScript, Owner: "root:root", Permissions: "0700", Content: script})
 	b, err := json.MarshalIndent(doc, "", " ")

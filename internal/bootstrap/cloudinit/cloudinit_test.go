@@ -186,3 +186,41 @@ func TestEC2UserData(t *testing.T) {
 		t.Errorf("the setting %s is %q, want %s", vmconfig.KeyIMDS, got.Setting(vmconfig.KeyIMDS), vmconfig.EC2MetadataURL)
 	}
 }
+
+// TestAnchorSetting: the renderer with an anchor (DigitalOcean's) writes
+// the setting egress-anchor for a Static proxy's VM only, which is what
+// makes the VM wait for its reserved IP and route through it; an
+// Ephemeral proxy's VM, and any VM of a renderer without an anchor
+// (Hetzner's, EC2's), gets none and leaves its route alone.
+func TestAnchorSetting(t *testing.T) {
+	cases := map[string]struct {
+		reason string
+		anchor string
+		static bool
+		want   string
+	}{
+		"DigitalOcean, Static":    {"the VM follows the metadata for its reserved IP", vmconfig.DigitalOceanMetadataURL, true, vmconfig.DigitalOceanMetadataURL},
+		"DigitalOcean, Ephemeral": {"no reserved IP will come: nothing to wait for", vmconfig.DigitalOceanMetadataURL, false, ""},
+		"another cloud, Static":   {"a static address that is the VM's own needs no route", "", true, ""},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			r, _ := renderer(t)
+			r.Anchor = tc.anchor
+			req := request(t)
+			req.StaticIP = tc.static
+			ud, err := r.UserData(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			boot, err := cloudinit.Parse(ud)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, written := boot.Files[path.Join(vmconfig.BootDir, vmconfig.KeyAnchor)]
+			if diff := cmp.Diff([2]any{tc.want, tc.want != ""}, [2]any{boot.Setting(vmconfig.KeyAnchor), written}); diff != "" {
+				t.Errorf("%s\nthe setting %s and whether it is written (-want +got):\n%s", tc.reason, vmconfig.KeyAnchor, diff)
+			}
+		})
+	}
+}

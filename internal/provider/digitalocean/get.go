@@ -25,7 +25,8 @@ const (
 // Running only once its proxy says it serves (Prober): DigitalOcean's
 // "active" is a booted Droplet, not a serving proxy. A Static proxy's
 // Droplet is Running only once it holds the proxy's reserved IP, which
-// Get gives it (reservedip.go).
+// Get gives it (reservedip.go), and its proxy says its outbound traffic
+// leaves from that address (staticEgress).
 func (p *Provider) Get(ctx context.Context, providerID string) (*provider.Instance, error) {
 	id, err := parseID(providerID)
 	if err != nil {
@@ -49,7 +50,8 @@ func (p *Provider) Get(ctx context.Context, providerID string) (*provider.Instan
 	if out.State != provider.StateRunning {
 		return &out, nil
 	}
-	if Labels(d.Tags)[tagStaticIP] == "true" {
+	static := Labels(d.Tags)[tagStaticIP] == "true"
+	if static {
 		addr, err := p.holdAddress(ctx, d, out.UID)
 		if err != nil {
 			return nil, err
@@ -61,20 +63,50 @@ func (p *Provider) Get(ctx context.Context, providerID string) (*provider.Instan
 		out.IP, out.AddressID = addr, reservedIPID(addr)
 	}
 	if out.StatusPort > 0 {
-		if err := p.readiness(ctx, &out); err != nil {
+		if err := p.readiness(ctx, &out, static); err != nil {
 			return nil, err
 		}
 	}
 	return &out, nil
 }
 
-// readiness asks the VM's proxy whether it serves (vmside.Observe).
-func (p *Provider) readiness(ctx context.Context, out *provider.Instance) error {
-	unanswered, err := vmside.Observe(ctx, p.cfg.Prober, out, out.StatusPort, "")
+// readiness asks the VM's proxy whether it serves (vmside.Observe); a
+// Static proxy's, whether it serves from its reserved IP (staticEgress).
+func (p *Provider) readiness(ctx context.Context, out *provider.Instance, static bool) error {
+	prober := p.cfg.Prober
+	if static {
+		prober = staticEgress{next: prober, reserved: out.IP, log: p.cfg.Log}
+	}
+	unanswered, err := vmside.Observe(ctx, prober, out, out.StatusPort, "")
 	if unanswered != nil {
 		p.cfg.Log.Debug("digitalocean droplet does not answer its status request yet", slog.String("providerID", out.ID), slog.Any("error", unanswered))
 	}
 	return err
+}
+
+// staticEgress holds a Static proxy's Droplet to its reserved IP: its
+// answer "ready" counts only once its agent says the outbound traffic
+// leaves from that address (vmconfig.Readiness.Egress), which it says
+// once it routed it through the address's anchor gateway (package agent,
+// anchor.go). Until then the Droplet serves, but a request through it
+// would reach its target from the Droplet's own address, which the
+// partner who allowlisted the reserved IP refuses; so it stays
+// Provisioning, with no boot error: the route comes by itself within the
+// boot, and the boot timeout replaces a Droplet where it never does.
+type staticEgress struct {
+	next     Prober
+	reserved string
+	log      *slog.Logger
+}
+
+func (s staticEgress) Probe(ctx context.Context, ip string, port int32, uid, id string) (Status, error) {
+	st, err := s.next.Probe(ctx, ip, port, uid, id)
+	if err == nil && st.Ready && st.Egress != s.reserved {
+		s.log.Debug("digitalocean droplet serves, but not from its reserved IP yet", slog.String("uid", uid),
+			slog.String("reservedIP", s.reserved), slog.String("egress", st.Egress))
+		st.Ready = false
+	}
+	return st, err
 }
 
 // probePort is the port a Droplet that runs the default bootstrap

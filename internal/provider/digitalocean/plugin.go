@@ -8,13 +8,17 @@ import (
 
 	"github.com/egress-proxies/egress/internal/provider"
 	"github.com/egress-proxies/egress/internal/provider/plugin"
+	"github.com/egress-proxies/egress/internal/vm/vmconfig"
 )
 
 // Plugin is DigitalOcean as the house takes it (internal/clouds lists it):
 // its variables, its constructor and its rules. Its Droplets boot by
 // cloud-init and are read through the proxy port (the status door); their
 // user-data cannot change after the create, so a change gets a new
-// Droplet and no warm pool is served. The provider makes the deployment's
+// Droplet and no warm pool is served. A Static proxy's Droplet is
+// told to follow DigitalOcean's metadata (Boot.Anchor) so that what it
+// sends leaves from its reserved IP, through the address's anchor
+// gateway, once the provider assigned it. The provider makes the deployment's
 // cloud firewall itself (MakesFirewall), from the house's settings.
 var Plugin = plugin.Plugin{
 	Type:          Type,
@@ -22,7 +26,7 @@ var Plugin = plugin.Plugin{
 	Vars:          vars,
 	New:           newFromEnv,
 	Validator:     validatorOf,
-	Boot:          plugin.Boot{Kind: plugin.BootCloudInit},
+	Boot:          plugin.Boot{Kind: plugin.BootCloudInit, Anchor: vmconfig.DigitalOceanMetadataURL},
 	Readiness:     plugin.StatusDoor,
 	MakesFirewall: true,
 	FakeEndpoint:  "DIGITALOCEAN_ENDPOINT",

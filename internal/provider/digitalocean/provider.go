@@ -68,9 +68,15 @@
 // plane asks it. What leaves the Droplet leaves by the Droplet's own
 // address unless the VM routes it through the reserved IP's anchor
 // gateway (DigitalOcean's metadata gives it, interfaces/public/0/
-// anchor_ipv4/gateway): that is the VM side's to do (package cloudinit),
-// and until it does, a Static proxy's target sees its Droplet's address,
-// which changes with each Droplet.
+// anchor_ipv4/gateway). So a Static proxy's Droplet is made to: its
+// user-data has the setting egress-anchor (Plugin's Boot.Anchor, which
+// the renderer writes for a Static request only), and its agent follows
+// the metadata until the reserved IP is assigned, then routes the
+// Droplet's outbound IPv4 through the anchor gateway from the anchor
+// address and says the reserved IP in its status's egress (package
+// agent, anchor.go). Get reads the Droplet Running only once that egress
+// is the proxy's reserved IP (get.go, staticEgress), so a proxy is Ready
+// only when its target sees the reserved IP from the first request.
 //
 // # What a crash can leave
 //

@@ -336,6 +336,7 @@ func TestStaticReservedIP(t *testing.T) {
 	}
 	e.fake.Settle()
 	e.st.Set(req.UID, Status{Ready: true, Generation: 1})
+	e.st.Routed(req.UID)
 	// The first Get once active reserves the address onto the Droplet;
 	// it holds it by the next.
 	if in, err := e.p.Get(ctx, id); err != nil || in.State != provider.StateProvisioning {
@@ -424,6 +425,7 @@ func TestReservedIPCrashBeforeRecord(t *testing.T) {
 		t.Fatalf("the Get whose record failed: %v, want transient", err)
 	}
 	e.st.Set(req.UID, Status{Ready: true})
+	e.st.Routed(req.UID)
 	in, err := e.p.Get(ctx, id)
 	if err != nil || in.State != provider.StateRunning || in.AddressID == "" {
 		t.Fatalf("the next Get: %+v, %v; want Running with its address", in, err)
@@ -641,6 +643,98 @@ func FuzzLabels(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestStaticEgress: a Static proxy's Droplet that serves is Running only
+// once its proxy says its outbound traffic leaves from the proxy's
+// reserved IP (what its agent says once it routed through the address's
+// anchor gateway): before, its first requests would reach their targets
+// from the Droplet's own address. Waiting for it is no boot error. An
+// Ephemeral proxy's Droplet is read as before, whatever it says of its
+// egress.
+func TestStaticEgress(t *testing.T) {
+	type seen struct {
+		State      provider.InstanceState
+		BootError  string
+		Generation int64
+	}
+	cases := map[string]struct {
+		reason string
+		static bool
+		// answer is what the Droplet says, given its reserved IP (""
+		// for an Ephemeral one) and its own address.
+		answer func(reserved, own string) Status
+		want   seen
+	}{
+		"Ephemeral": {
+			reason: "its address is its own: nothing to wait for",
+			answer: func(_, _ string) Status { return Status{Ready: true, Generation: 2} },
+			want:   seen{State: provider.StateRunning, Generation: 2},
+		},
+		"Static, not routed yet": {
+			reason: "it serves, but says no egress address: Provisioning, no boot error",
+			static: true,
+			answer: func(_, _ string) Status { return Status{Ready: true, Generation: 2} },
+			want:   seen{State: provider.StateProvisioning},
+		},
+		"Static, leaving by its own address": {
+			reason: "an egress that is the Droplet's own address is not the reserved IP",
+			static: true,
+			answer: func(_, own string) Status { return Status{Ready: true, Generation: 2, Egress: own} },
+			want:   seen{State: provider.StateProvisioning},
+		},
+		"Static, leaving from another address": {
+			reason: "a reserved IP that is not the proxy's (one it held before)",
+			static: true,
+			answer: func(_, _ string) Status { return Status{Ready: true, Generation: 2, Egress: "198.51.100.99"} },
+			want:   seen{State: provider.StateProvisioning},
+		},
+		"Static, routed": {
+			reason: "its traffic leaves from the reserved IP: Running at the generation it serves",
+			static: true,
+			answer: func(reserved, _ string) Status { return Status{Ready: true, Generation: 2, Egress: reserved} },
+			want:   seen{State: provider.StateRunning, Generation: 2},
+		},
+		"Static, cannot serve": {
+			reason: "a boot error stays one, egress or not",
+			static: true,
+			answer: func(reserved, _ string) Status { return Status{Error: "no engine binary", Egress: reserved} },
+			want:   seen{State: provider.StateProvisioning, BootError: "no engine binary"},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			e := newEnv(t)
+			ctx := context.Background()
+			req := request()
+			req.StaticIP = tc.static
+			id, err := e.p.Create(ctx, req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			e.fake.Settle()
+			// The first Get of the active Droplet reserves a Static
+			// proxy's address onto it.
+			if _, err := e.p.Get(ctx, id); err != nil {
+				t.Fatal(err)
+			}
+			reserved := ""
+			if ips := e.fake.ReservedIPs(); len(ips) == 1 {
+				reserved = ips[0].IP
+			} else if tc.static {
+				t.Fatalf("%d reserved IPs after the first Get of a Static proxy's active Droplet, want 1", len(ips))
+			}
+			own, _ := e.fake.Droplets()[0].PublicIPv4()
+			e.st.Set(req.UID, tc.answer(reserved, own))
+			in, err := e.p.Get(ctx, id)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tc.want, seen{State: in.State, BootError: in.BootError, Generation: in.Generation}); diff != "" {
+				t.Errorf("%s\n(-want +got):\n%s", tc.reason, diff)
+			}
+		})
+	}
 }
 
 // FuzzOwnTag: a tag that reads as a Droplet's own tag is the one tag its

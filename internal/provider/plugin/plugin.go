@@ -267,6 +267,13 @@ type Boot struct {
 	// which a BootCloudInit VM's agent asks which instance it is, so that
 	// an answer through a moved static address is not taken for its own.
 	MetadataURL string
+	// Anchor, when set, is the cloud's metadata document which a
+	// BootCloudInit VM of a Static proxy follows to send its outbound
+	// traffic from its static address, where the cloud routes that
+	// address's traffic only through a gateway of its own
+	// (DigitalOcean's reserved IPs and their anchor gateway):
+	// cloudinit.Renderer.Anchor.
+	Anchor string
 }
 
 // Readiness is how the control plane learns that a VM serves.
@@ -380,8 +387,8 @@ func (p Plugin) Check() error {
 	if p.FakeEndpoint != "" && !seen[p.FakeEndpoint] {
 		problems = append(problems, fmt.Sprintf("the fake's endpoint %s is none of its variables", p.FakeEndpoint))
 	}
-	if p.Boot.Kind != BootCloudInit && (p.Boot.Gzip || p.Boot.MetadataURL != "") {
-		problems = append(problems, "gzip and a metadata URL are a cloud-init boot's")
+	if p.Boot.Kind != BootCloudInit && (p.Boot.Gzip || p.Boot.MetadataURL != "" || p.Boot.Anchor != "") {
+		problems = append(problems, "gzip, a metadata URL and an anchor are a cloud-init boot's")
 	}
 	if p.Readiness == StatusDoor && p.Boot.Kind != BootCloudInit {
 		problems = append(problems, "the status door is a cloud-init boot's (its VMs carry the status access in their user-data)")

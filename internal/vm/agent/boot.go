@@ -109,3 +109,24 @@ func (b Boot) write(r vmconfig.Readiness) error {
 	}
 	return os.Rename(tmp, b.Readiness)
 }
+
+// Egress says, in the readiness file the agent wrote at this boot, the
+// address the VM's outbound traffic leaves from ("" for its own): the
+// anchor's Report (Anchor), which runs after the agent's apply, so the
+// file it changes says what that apply said, and only its egress
+// changes.
+func (b Boot) Egress(_ context.Context, egress string) error {
+	body, err := os.ReadFile(b.Readiness)
+	if err != nil {
+		return fmt.Errorf("agent: the readiness file to say the egress address in: %w", err)
+	}
+	var r vmconfig.Readiness
+	if err := json.Unmarshal(body, &r); err != nil {
+		return fmt.Errorf("agent: the readiness file %s: %w", b.Readiness, err)
+	}
+	r.Egress = egress
+	if err := b.write(r); err != nil {
+		return fmt.Errorf("agent: writing the readiness file: %w", err)
+	}
+	return nil
+}

@@ -40,4 +40,12 @@
 // new generation, replaces it at its reconfigure timeout. The same value is
 // not tried again; a new one is. At the first boot there is nothing to go
 // back to: egress/error and boot-failed, as the script's own failures.
+//
+// On a cloud-init boot (Boot) the agent applies once and says the result
+// in the readiness file. On a Static proxy's DigitalOcean Droplet it also
+// runs as Anchor (`egress-proxy agent -anchor`, anchor.go): it follows
+// DigitalOcean's metadata until the proxy's reserved IP is the Droplet's,
+// routes the VM's outbound IPv4 through the address's anchor gateway,
+// keeps it so, and says the reserved IP as the readiness file's egress,
+// which the provider waits for before it reads the proxy Running.
 package agent

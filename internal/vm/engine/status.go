@@ -146,7 +146,7 @@ func (s *Server) Status() vmconfig.Status {
 		rd := s.readiness()
 		st.Ready = rd.Ready && rd.Generation == st.Generation
 		st.Error = rd.Error
-		st.Instance, st.Zone = rd.Instance, rd.Zone
+		st.Instance, st.Zone, st.Egress = rd.Instance, rd.Zone, rd.Egress
 	}
 	return st
 }

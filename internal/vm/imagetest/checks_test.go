@@ -215,8 +215,8 @@ func checkConnectTLS(t *testing.T, ctx context.Context, r *run) {
 		t.Errorf("body %q, want the TLS host's %q", body, r.tlsHost.Body)
 	}
 	hits := r.tlsHost.Hits()[before:]
-	if len(hits) != 1 || !fromVM(hits[0].RemoteAddr) {
-		t.Errorf("the TLS host saw %+v, want one request from the VM (%s)", hits, VMPrefix.Addr())
+	if len(hits) != 1 || !r.fromVM(hits[0].RemoteAddr) {
+		t.Errorf("the TLS host saw %+v, want one request from the VM (%s)", hits, r.egressAddr())
 	}
 }
 
@@ -238,13 +238,16 @@ func checkConnectByName(t *testing.T, ctx context.Context, r *run) {
 	}
 	asked := false
 	for _, q := range r.dns.Queries()[before:] {
-		asked = asked || (q.Name == TLSHostName+"." && q.Type == "TypeA" && strings.HasPrefix(q.From, VMPrefix.Addr().String()+":"))
+		asked = asked || (q.Name == TLSHostName+"." && q.Type == "TypeA" && strings.HasPrefix(q.From, r.egressAddr().String()+":"))
 	}
 	if !asked {
 		// A resolver may have cached the name from the self-test's
 		// probe; then the self-test's query is the proof.
 		for _, q := range r.dns.Queries() {
-			asked = asked || (q.Name == TLSHostName+"." && strings.HasPrefix(q.From, VMPrefix.Addr().String()+":"))
+			// The self-test's, at boot, before a Static Droplet's
+			// route went through its anchor, from the VM's own
+			// address.
+			asked = asked || (q.Name == TLSHostName+"." && (strings.HasPrefix(q.From, VMPrefix.Addr().String()+":") || strings.HasPrefix(q.From, r.egressAddr().String()+":")))
 		}
 	}
 	if !asked {
@@ -265,7 +268,7 @@ func checkGet(t *testing.T, ctx context.Context, r *run) {
 		t.Errorf("GET through the proxy: %d %q, want 200 %q", status, body, r.httpHost.Body)
 	}
 	hits := r.httpHost.Hits()[before:]
-	if len(hits) != 1 || !fromVM(hits[0].RemoteAddr) || hits[0].URI != "/via-get" {
+	if len(hits) != 1 || !r.fromVM(hits[0].RemoteAddr) || hits[0].URI != "/via-get" {
 		t.Errorf("the HTTP host saw %+v, want one GET /via-get from the VM", hits)
 	}
 }
@@ -573,7 +576,19 @@ func markedRequests(r *run) []Request {
 	return out
 }
 
-func fromVM(remote string) bool {
+// fromVM says remote is the VM's, as the test's hosts see its traffic
+// (egressAddr).
+func (r *run) fromVM(remote string) bool {
 	ap, err := netip.ParseAddrPort(remote)
-	return err == nil && ap.Addr() == VMPrefix.Addr()
+	return err == nil && ap.Addr() == r.egressAddr()
+}
+
+// egressAddr is the address the VM's traffic reaches the test's hosts
+// from: its own, or a Static DigitalOcean Droplet's anchor address, once
+// it routes through its reserved IP's anchor gateway (do_test.go).
+func (r *run) egressAddr() netip.Addr {
+	if r.cloud != nil && r.cloud.anchor.IsValid() {
+		return r.cloud.anchor.Addr()
+	}
+	return VMPrefix.Addr()
 }

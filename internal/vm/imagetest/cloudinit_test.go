@@ -66,8 +66,13 @@ type cloudShape struct {
 	firmware func(id string) map[string]string
 	// userDataPath is the metadata service's path of the user-data.
 	userDataPath string
-	// checks are the cloud's own checks after the first boot.
-	checks func(checks *checklist, ctx context.Context, r *run, c *Container)
+	// checks are the cloud's own checks after the first boot, and
+	// rebootChecks after the second.
+	checks, rebootChecks func(checks *checklist, ctx context.Context, r *run, c *Container)
+	// reboot, when set, takes away what a reboot of the cloud's VM
+	// starts without and the test's namespace keeps (a route, an
+	// address), between the two boots.
+	reboot func(t *testing.T, r *run)
 }
 
 // cloudRun is what a cloud-init boot adds to a run.
@@ -88,6 +93,18 @@ type cloudRun struct {
 	// statusID is the VM's status id, as the renderer derived its
 	// status access from it (and its provider labelled it with).
 	statusID string
+	// static makes the VM a Static proxy's (cloudCreateRequest).
+	static bool
+	// ready, when set, is the cloud's provider's reading of the VM once
+	// its status says Ready: "" once the provider reads it Running, or
+	// why not yet. cloudBoot waits for both.
+	ready func(ctx context.Context) (string, error)
+	// anchor, when valid, is the address the VM's traffic reaches the
+	// test's hosts from once the provider reads it Running (a Static
+	// DigitalOcean Droplet's anchor: do_test.go), and reservedIP the
+	// address the provider read it at.
+	anchor     netip.Prefix
+	reservedIP string
 }
 
 // status asks the VM's proxy for its status, as the control plane does.
@@ -173,6 +190,11 @@ func testCloudInit(t *testing.T, ctx context.Context, runDir string, engine []by
 	if err := c.Reboot(ctx); err != nil {
 		t.Fatalf("reboot: %v\n%s", err, c.Journal(ctx, 100))
 	}
+	if shape.reboot != nil {
+		// The first boot's system is gone: nothing in it puts back what
+		// this takes away.
+		shape.reboot(t, r)
+	}
 	console2 := filepath.Join(runDir, rel.Cloud+"-console-2.log")
 	c2, ready2 := cloudBoot(t, ctx, r, root, console2)
 	t.Logf("boot 2: Ready %.1f s after nspawn started", ready2.Sub(c2.Started).Seconds())
@@ -181,6 +203,9 @@ func testCloudInit(t *testing.T, ctx context.Context, runDir string, engine []by
 	checks.run("after a reboot the proxy serves with the same credentials", func(t *testing.T) { checkConnectTLS(t, ctx, r) })
 	checks.run("after a reboot WrongPassword407", func(t *testing.T) { checkAuth(t, ctx, r, r.creds.Username, r.creds.Password+"x") })
 	checks.run("after a reboot no password in the journal or the console", func(t *testing.T) { checkCloudNoSecret(t, ctx, r, c2, console2) })
+	if shape.rebootChecks != nil {
+		shape.rebootChecks(checks, ctx, r, c2)
+	}
 	return res
 }
 
@@ -215,7 +240,7 @@ func cloudCreateRequest(t *testing.T, r *run, place provider.Placement) provider
 	}
 	r.engine = engine
 	req := provider.CreateRequest{Name: provider.NameFromUID(uid), UID: uid, Namespace: namespace, ProxyName: proxyName,
-		Port: ProxyPort, StartupScript: script, Engine: &engine, Placement: place}
+		Port: ProxyPort, StartupScript: script, Engine: &engine, Placement: place, StaticIP: r.cloud != nil && r.cloud.static}
 	r.instance = req.Name
 	return req
 }
@@ -265,6 +290,14 @@ func cloudBoot(t *testing.T, ctx context.Context, r *run, root, consolePath stri
 	for {
 		st, err := r.cloud.status(wctx)
 		switch {
+		case err == nil && st.Ready && r.cloud.ready != nil:
+			// The VM serves; the cloud's provider decides whether it is
+			// Running.
+			why, perr := r.cloud.ready(wctx)
+			if perr == nil && why == "" {
+				return c, time.Now()
+			}
+			last = errors.Join(perr, errors.New(why))
 		case err == nil && st.Ready:
 			return c, time.Now()
 		case err == nil && st.Error != "":

@@ -45,7 +45,7 @@ func checkSocks5Through(t *testing.T, ctx context.Context, r *run) {
 	if body != r.tlsHost.Body {
 		t.Errorf("body %q, want the TLS host's %q", body, r.tlsHost.Body)
 	}
-	if hits := r.tlsHost.Hits()[before:]; len(hits) != 1 || !fromVM(hits[0].RemoteAddr) {
+	if hits := r.tlsHost.Hits()[before:]; len(hits) != 1 || !r.fromVM(hits[0].RemoteAddr) {
 		t.Errorf("the TLS host saw %+v, want one request from the VM", hits)
 	}
 }

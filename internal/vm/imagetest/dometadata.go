@@ -14,7 +14,9 @@ import (
 // 169.254.169.254, as cloud-init's DigitalOcean datasource reads it: GET
 // /metadata/v1.json, the whole of a Droplet's metadata in one JSON
 // document, shaped as DigitalOcean's metadata API reference documents it,
-// with the fields the datasource reads and no others (document). Beside
+// with the fields the datasource reads, and those the proxy's agent
+// reads of a Static proxy's Droplet (the reserved IP and the public
+// interface's anchor), and no others (document). Beside
 // it, the two data endpoints a process on a Droplet reads the user's and
 // DigitalOcean's cloud-init parts at, /metadata/v1/user-data and
 // /metadata/v1/vendor-data, which the image test's checks ask through the
@@ -39,6 +41,16 @@ type DOMetadata struct {
 	MAC     string
 	// Nameservers are the resolvers the Droplet is given.
 	Nameservers []string
+	// Anchor is the public interface's anchor address with its prefix,
+	// AnchorGateway its gateway: every Droplet has them (served when
+	// set).
+	Anchor        netip.Prefix
+	AnchorGateway netip.Addr
+	// ReservedIP is the reserved IP assigned to the Droplet now, ""
+	// for none (nil: never one), asked at each request: the provider
+	// assigns it once the Droplet is active, after its boot began, and
+	// the document says so from then on.
+	ReservedIP func() string
 
 	mu       sync.Mutex
 	requests []Request
@@ -56,8 +68,10 @@ const doVendorData = "#cloud-config\ndisable_root: false\nmanage_etc_hosts: true
 // doDocument is /metadata/v1.json as the datasource reads it
 // (DataSourceDigitalOcean._get_data and network_config): droplet_id,
 // hostname, interfaces, public_keys, region, vendor_data, user_data and
-// dns.nameservers. DigitalOcean's document has more (tags, features,
-// floating_ip, reserved_ip, auth_key), which nothing on the VM reads.
+// dns.nameservers; and as the agent reads it (internal/vm/agent,
+// anchor.go): reserved_ip.ipv4 and the public interface's anchor_ipv4.
+// DigitalOcean's document has more (tags, features, floating_ip,
+// auth_key), which nothing on the VM reads.
 type doDocument struct {
 	DropletID  int64                    `json:"droplet_id"`
 	Hostname   string                   `json:"hostname"`
@@ -67,14 +81,28 @@ type doDocument struct {
 	Region     string                   `json:"region"`
 	Interfaces map[string][]doInterface `json:"interfaces"`
 	DNS        doDNS                    `json:"dns"`
+	ReservedIP doReservedIP             `json:"reserved_ip"`
+}
+
+// doReservedIP is reserved_ip: {"ipv4": {"active": false}} without one,
+// {"ipv4": {"active": true, "ip_address": …}} with one, as DigitalOcean's
+// metadata reference shows it.
+type doReservedIP struct {
+	IPv4 struct {
+		Active    bool   `json:"active"`
+		IPAddress string `json:"ip_address,omitempty"`
+	} `json:"ipv4"`
 }
 
 // doInterface is one of the document's interfaces, as the datasource's
 // helper (convert_network_configuration) reads it.
 type doInterface struct {
 	IPv4 doIPv4 `json:"ipv4"`
-	MAC  string `json:"mac"`
-	Type string `json:"type"`
+	// AnchorIPv4 is the public interface's anchor, which the datasource
+	// puts on the interface without its gateway.
+	AnchorIPv4 *doIPv4 `json:"anchor_ipv4,omitempty"`
+	MAC        string  `json:"mac"`
+	Type       string  `json:"type"`
 }
 
 type doIPv4 struct {
@@ -93,15 +121,26 @@ type doDNS struct {
 // created with no SSH key, as the provider creates one.
 func (m *DOMetadata) document() doDocument {
 	mask := net.CIDRMask(m.Public.Bits(), 32)
-	return doDocument{
+	pub := doInterface{
+		IPv4: doIPv4{IPAddress: m.Public.Addr().String(), Netmask: net.IP(mask).String(), Gateway: m.Gateway.String()},
+		MAC:  m.MAC, Type: "public",
+	}
+	if m.Anchor.IsValid() {
+		pub.AnchorIPv4 = &doIPv4{IPAddress: m.Anchor.Addr().String(), Netmask: net.IP(net.CIDRMask(m.Anchor.Bits(), 32)).String(),
+			Gateway: m.AnchorGateway.String()}
+	}
+	doc := doDocument{
 		DropletID: m.DropletID, Hostname: m.Hostname, UserData: m.UserData, VendorData: m.VendorData,
 		PublicKeys: []string{}, Region: m.Region,
-		Interfaces: map[string][]doInterface{"public": {{
-			IPv4: doIPv4{IPAddress: m.Public.Addr().String(), Netmask: net.IP(mask).String(), Gateway: m.Gateway.String()},
-			MAC:  m.MAC, Type: "public",
-		}}},
-		DNS: doDNS{Nameservers: m.Nameservers},
+		Interfaces: map[string][]doInterface{"public": {pub}},
+		DNS:        doDNS{Nameservers: m.Nameservers},
 	}
+	if m.ReservedIP != nil {
+		if ip := m.ReservedIP(); ip != "" {
+			doc.ReservedIP.IPv4.Active, doc.ReservedIP.IPv4.IPAddress = true, ip
+		}
+	}
+	return doc
 }
 
 func (m *DOMetadata) ServeHTTP(w http.ResponseWriter, r *http.Request) {

@@ -26,6 +26,9 @@ var stopLine = regexp.MustCompile(`^install-deps: google-cloud-cli-firestore-emu
 // the mirror.
 func TestFreshMachine(t *testing.T) {
 	requireHost(t)
+	if !imageOnly("fresh-machine") {
+		t.Skip("EGRESS_IMAGE_ONLY does not name fresh-machine")
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Minute)
 	defer cancel()
 	src, _, err := Rootfs(ctx, Releases[0], os.Stderr)

@@ -128,8 +128,17 @@ func (v *VMs) Boot(id, ip, userData string) {
 	}
 	cfg = onLoopback(cfg, ln.Addr().String(), v.opts.AllowDestinations)
 	sv := &vm{}
+	// A VM told to follow its reserved IP's anchor (a Static proxy's
+	// Droplet: the setting egress-anchor) says its traffic leaves from
+	// the address it is served at, as its agent says once it routed
+	// through it: a stand-in on loopback has one address, which the fake
+	// moves to the reserved IP once it is assigned.
+	egress := ""
+	if boot.Setting(vmconfig.KeyAnchor) != "" {
+		egress = ip
+	}
 	eng, err := engine.New(cfg, engine.Options{Log: log, Readiness: func() vmconfig.Readiness {
-		return vmconfig.Readiness{Generation: cfg.Generation, Ready: sv.running.Load()}
+		return vmconfig.Readiness{Generation: cfg.Generation, Ready: sv.running.Load(), Egress: egress}
 	}})
 	if err != nil {
 		ln.Close()

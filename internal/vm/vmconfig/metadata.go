@@ -46,10 +46,22 @@ const (
 	// asks, IMDSv2 only, which instance it is (its id and zone), to say so
 	// beside its readiness.
 	KeyIMDS = "egress-imds"
+	// KeyAnchor, a cloud-init boot's setting on a DigitalOcean Droplet of
+	// a Static proxy only, is the URL of DigitalOcean's metadata document
+	// (DigitalOceanMetadataURL), from which the agent learns when the
+	// proxy's reserved IP is the Droplet's and routes the VM's outbound
+	// IPv4 through that address's anchor gateway (package agent, anchor.go).
+	KeyAnchor = "egress-anchor"
 )
 
 // EC2MetadataURL is EC2's instance metadata service on every instance.
 const EC2MetadataURL = "http://169.254.169.254"
+
+// DigitalOceanMetadataURL is DigitalOcean's metadata document on every
+// Droplet: the whole of its metadata, reserved_ip and the public
+// interface's anchor_ipv4 among it, in one JSON answer (what cloud-init's
+// DigitalOcean datasource reads too).
+const DigitalOceanMetadataURL = "http://169.254.169.254/metadata/v1.json"
 
 // Guest attributes the script writes, in namespace GuestNamespace.
 const (

@@ -114,6 +114,12 @@ type Readiness struct {
 	// KeyIMDS); empty where the agent reads none.
 	Instance string `json:"instance,omitempty"`
 	Zone     string `json:"zone,omitempty"`
+	// Egress is the address the VM's outbound traffic leaves from, where
+	// the VM routes it through an address that is not its own (a
+	// DigitalOcean Droplet's reserved IP, through its anchor gateway:
+	// KeyAnchor); empty where it leaves by the VM's own address, or not
+	// yet by the other.
+	Egress string `json:"egress,omitempty"`
 }
 
 // Status is the answer of GET http://egress-status.invalid/status: the
@@ -126,5 +132,8 @@ type Status struct {
 	// Instance and Zone are the readiness's: which VM answers.
 	Instance string `json:"instance,omitempty"`
 	Zone     string `json:"zone,omitempty"`
-	Stats    Stats  `json:"stats"`
+	// Egress is the readiness's: the address the VM's outbound traffic
+	// leaves from, when it is not the VM's own.
+	Egress string `json:"egress,omitempty"`
+	Stats  Stats  `json:"stats"`
 }

@@ -36,7 +36,9 @@ func TestServe(t *testing.T) {
 		t.Fatal(err)
 	}
 	keyOf := func(context.Context) (vmstatus.Key, error) { return key, nil }
-	renderer := cloudinit.Renderer{EngineURL: "https://example.com/egress-proxy", EngineSHA256: strings.Repeat("0", 64),
+	// The composition root's renderer for DigitalOcean's boot: a Static
+	// proxy's Droplet follows its reserved IP's anchor, and says so.
+	renderer := cloudinit.Renderer{EngineURL: "https://example.com/egress-proxy", EngineSHA256: strings.Repeat("0", 64), Anchor: digitalocean.Plugin.Boot.Anchor,
 		Status: func(_ context.Context, uid, id string) (*vmconfig.StatusAccess, error) {
 			return key.Access(uid, id, []string{"127.0.0.1/32"})
 		}}

@@ -157,7 +157,14 @@ func (d *Cloud) probe(_ context.Context, ip string, _ int32, uid, _ string) (dig
 		if req.Engine == nil {
 			return digitalocean.Status{Error: "no engine configuration"}, nil
 		}
-		return digitalocean.Status{Ready: true, Generation: req.Engine.Generation}, nil
+		st := digitalocean.Status{Ready: true, Generation: req.Engine.Generation}
+		if held[dr.ID] == ip {
+			// Reached at the reserved IP it holds, it routes through it
+			// too, as its agent does once the metadata says the address
+			// is its (package agent, anchor.go).
+			st.Egress = ip
+		}
+		return st, nil
 	}
 	return digitalocean.Status{}, errors.New("no route to host")
 }

@@ -1,5 +1,6 @@
 // Package vmsidetest holds doubles of the VM side (package vmside) for
-// the tests of the providers that consume it, hetzner's and aws's: a
+// the tests of the providers that consume it, hetzner's, aws's and
+// digitalocean's: a
 // Prober whose answers a test sets, and a Renderer.
 package vmsidetest
 
@@ -19,6 +20,7 @@ import (
 type Statuses struct {
 	mu     sync.Mutex
 	by     map[string]vmside.Status
+	routed map[string]bool
 	probes []string // ip:port/uid/id
 }
 
@@ -35,6 +37,9 @@ func (s *Statuses) Probe(_ context.Context, ip string, port int32, uid, id strin
 		return vmside.Status{}, fmt.Errorf("%s:%d has no status id: not asked", ip, port)
 	}
 	if st, ok := s.by[uid]; ok {
+		if s.routed[uid] {
+			st.Egress = ip
+		}
 		return st, nil
 	}
 	return vmside.Status{}, fmt.Errorf("dial tcp %s:%d: connection refused", ip, port)
@@ -45,6 +50,19 @@ func (s *Statuses) Set(uid string, st vmside.Status) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.by[uid] = st
+}
+
+// Routed makes the VM of uid say, from now on, that its outbound
+// traffic leaves from the address it is asked at (Status.Egress): a
+// DigitalOcean Droplet that routes through the reserved IP it is reached
+// at, as its agent does once the address is its.
+func (s *Statuses) Routed(uid string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.routed == nil {
+		s.routed = map[string]bool{}
+	}
+	s.routed[uid] = true
 }
 
 // Probes are the questions asked so far, as ip:port/uid/id.
