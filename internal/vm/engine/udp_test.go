@@ -82,16 +82,23 @@ func TestUDPHeaderBuild(t *testing.T) {
 	}
 }
 
-// startUDPEcho serves a UDP echo on host: each datagram goes back to its
-// sender. It returns the port and the count of datagrams it received.
-func startUDPEcho(t *testing.T, host string) (int, *atomic.Int64) {
+// udpEcho is a UDP echo server: each datagram goes back to its sender.
+type udpEcho struct {
+	port int
+	// got counts the datagrams received; last is the newest one's sender.
+	got  atomic.Int64
+	last atomic.Pointer[netip.AddrPort]
+}
+
+// startUDPEcho serves a UDP echo on host until the test ends.
+func startUDPEcho(t *testing.T, host string) *udpEcho {
 	t.Helper()
 	c, err := net.ListenUDP("udp", &net.UDPAddr{IP: net.ParseIP(host)})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { c.Close() })
-	var got atomic.Int64
+	e := &udpEcho{port: c.LocalAddr().(*net.UDPAddr).Port}
 	go func() {
 		b := make([]byte, 65535)
 		for {
@@ -99,11 +106,12 @@ func startUDPEcho(t *testing.T, host string) (int, *atomic.Int64) {
 			if err != nil {
 				return
 			}
-			got.Add(1)
+			e.last.Store(&from)
+			e.got.Add(1)
 			c.WriteToUDPAddrPort(b[:n], from)
 		}
 	}()
-	return c.LocalAddr().(*net.UDPAddr).Port, &got
+	return e
 }
 
 // startUDPProxy serves cfg with SOCKS5 and its UDP relay on a loopback
@@ -198,10 +206,11 @@ func TestSocks5UDPPySocks(t *testing.T) {
 		}
 		t.Skip(msg)
 	}
-	echoPort, _ := startUDPEcho(t, "127.0.0.1")
+	echoPort := startUDPEcho(t, "127.0.0.1").port
 	// 127.0.0.2 is in the test's deny list (loopback, bar 127.0.0.1): an
 	// echo there proves nothing reached it.
-	deniedPort, deniedGot := startUDPEcho(t, "127.0.0.2")
+	denied := startUDPEcho(t, "127.0.0.2")
+	deniedPort := denied.port
 	s, proxy := startUDPProxy(t, testConfig(t, 443))
 	host, port, _ := net.SplitHostPort(proxy)
 	script := t.TempDir() + "/udp.py"
@@ -229,7 +238,7 @@ func TestSocks5UDPPySocks(t *testing.T) {
 	if line.BytesIn <= line.DatagramBytesIn || line.BytesOut <= line.DatagramBytesOut {
 		t.Errorf("bytesIn %d, bytesOut %d: want the datagrams' %d and %d and the handshake's", line.BytesIn, line.BytesOut, line.DatagramBytesIn, line.DatagramBytesOut)
 	}
-	if n := deniedGot.Load(); n != 0 {
+	if n := denied.got.Load(); n != 0 {
 		t.Errorf("the denied destination received %d datagrams, want 0", n)
 	}
 }
@@ -249,42 +258,136 @@ func udpAssociate(t *testing.T, proxy string, client netip.AddrPort) (net.Conn, 
 	return conn, ap
 }
 
+// udpClient is the test's own SOCKS5 UDP client: a socket towards the
+// relay that wraps what it sends in the header.
+type udpClient struct {
+	t    *testing.T
+	conn *net.UDPConn
+}
+
+func newUDPClient(t *testing.T, relay netip.AddrPort) *udpClient {
+	t.Helper()
+	c, err := net.DialUDP("udp", nil, net.UDPAddrFromAddrPort(relay))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	c.SetDeadline(time.Now().Add(20 * time.Second))
+	return &udpClient{t: t, conn: c}
+}
+
+// datagram is data to host:port in its header.
+func datagram(host string, port int, data string) []byte {
+	return append(appendUDPHeader(nil, udpHeader{Host: host, Port: port}), data...)
+}
+
+// echo sends data to the echo at port and returns what came back, the
+// header included.
+func (c *udpClient) echo(port int, data string) string {
+	c.t.Helper()
+	if _, err := c.conn.Write(datagram("127.0.0.1", port, data)); err != nil {
+		c.t.Fatal(err)
+	}
+	b := make([]byte, 65535+udpHeaderMax)
+	n, err := c.conn.Read(b)
+	if err != nil {
+		c.t.Fatalf("the echo of %q through the association: %v", data, err)
+	}
+	return string(b[:n])
+}
+
 // TestSocks5UDPLearnedPort: a client that says port 0 is the first
 // datagram's port, as Dante takes it; a datagram from another port of the
-// same IP afterwards belongs to no association and is dropped, and an
-// association past udpIdleTimeout ends with idle-timeout.
+// same IP belongs to no association and is dropped; a datagram to the
+// association's socket from an address the client never sent to is
+// dropped, never relayed; the line counts what was carried and dropped.
 func TestSocks5UDPLearnedPort(t *testing.T) {
-	echoPort, _ := startUDPEcho(t, "127.0.0.1")
-	cfg := testConfig(t, 443)
-	s, proxy := startUDPProxy(t, cfg)
-	_, relay := udpAssociate(t, proxy, netip.MustParseAddrPort("0.0.0.0:0"))
-	first, err := net.DialUDP("udp", nil, net.UDPAddrFromAddrPort(relay))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer first.Close()
-	other, err := net.DialUDP("udp", nil, net.UDPAddrFromAddrPort(relay))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer other.Close()
-	datagram := func(data string) []byte {
-		return append(appendUDPHeader(nil, udpHeader{Host: "127.0.0.1", Port: echoPort}), data...)
-	}
-	first.SetDeadline(time.Now().Add(20 * time.Second))
-	if _, err := first.Write(datagram("learned")); err != nil {
-		t.Fatal(err)
-	}
-	b := make([]byte, 100)
-	n, err := first.Read(b)
-	if err != nil {
-		t.Fatalf("the echo through the association: %v", err)
-	}
-	if diff := cmp.Diff(string(datagram("learned")), string(b[:n])); diff != "" {
+	echo := startUDPEcho(t, "127.0.0.1")
+	s, proxy := startUDPProxy(t, testConfig(t, 443))
+	control, relay := udpAssociate(t, proxy, netip.MustParseAddrPort("0.0.0.0:0"))
+	client := newUDPClient(t, relay)
+	other := newUDPClient(t, relay)
+	if diff := cmp.Diff(string(datagram("127.0.0.1", echo.port, "learned")), client.echo(echo.port, "learned")); diff != "" {
 		t.Errorf("the echo, in its header: -want +got:\n%s", diff)
 	}
-	other.Write(datagram("stray"))
+	other.conn.Write(datagram("127.0.0.1", echo.port, "stray"))
 	waitUntil(t, "the stray datagram to be dropped", func() bool { return s.udp.strays.Load() == 1 })
+	// A stranger on loopback writes to the association's own socket (the
+	// echo saw its address): the client never sent to the stranger.
+	stranger, err := net.DialUDP("udp", nil, net.UDPAddrFromAddrPort(*echo.last.Load()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer stranger.Close()
+	stranger.Write([]byte("unasked"))
+	// The next datagram the client gets is its own echo, not the
+	// stranger's.
+	if diff := cmp.Diff(string(datagram("127.0.0.1", echo.port, "after")), client.echo(echo.port, "after")); diff != "" {
+		t.Errorf("the echo after the stranger's datagram: -want +got:\n%s", diff)
+	}
+	// The stranger's datagram may still be in flight on loopback: wait
+	// for its drop before the line is made.
+	waitUntil(t, "the association to count the stranger's datagram", func() bool { return associationDropped(s) == 1 })
+	control.Close()
+	line := udpLine(t, s)
+	each := int64(len(datagram("127.0.0.1", echo.port, "learned")) + len(datagram("127.0.0.1", echo.port, "after")))
+	want := vmconfig.AccessLine{User: testUser, Protocol: vmconfig.ProtocolSocks5, Method: "UDP ASSOCIATE",
+		DatagramsIn: 2, DatagramsOut: 2, DatagramBytesIn: each, DatagramBytesOut: each, DatagramsDropped: 1}
+	if diff := cmp.Diff(want, line, udpLineFields); diff != "" {
+		t.Errorf("the association's line: -want +got:\n%s", diff)
+	}
+}
+
+// associationDropped is the drops of the server's one association.
+func associationDropped(s *Server) int64 {
+	s.udp.mu.Lock()
+	defer s.udp.mu.Unlock()
+	for _, a := range s.udp.byAddr {
+		return a.dropped.Load()
+	}
+	return -1
+}
+
+// fakeClock makes a bucket's time a count: it moves only when the bucket
+// sleeps, so the time slept says how many bytes the limit let through.
+func fakeClock(b *bucket) *atomic.Int64 {
+	var slept atomic.Int64
+	start := time.Now()
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.now = func() time.Time { return start.Add(time.Duration(slept.Load())) }
+	b.sleep = func(d time.Duration) { slept.Add(int64(d)) }
+	b.last, b.tokens = start, 0
+	return &slept
+}
+
+// TestSocks5UDPBandwidth: the datagrams' bytes, headers included, are
+// held to the bandwidth limit each way: from an empty bucket, the time
+// the limit made them wait is their bytes at the rate.
+func TestSocks5UDPBandwidth(t *testing.T) {
+	echo := startUDPEcho(t, "127.0.0.1")
+	cfg := testConfig(t, 443)
+	const bps = 1_000_000
+	cfg.BandwidthBitsPerSecond = bps
+	s, proxy := startUDPProxy(t, cfg)
+	up, down := fakeClock(s.up), fakeClock(s.down)
+	control, relay := udpAssociate(t, proxy, netip.MustParseAddrPort("0.0.0.0:0"))
+	client := newUDPClient(t, relay)
+	for _, size := range []int{1000, 3000, 1} {
+		client.echo(echo.port, strings.Repeat("x", size))
+	}
+	control.Close()
+	line := udpLine(t, s)
+	// Bytes the bucket let through in the time it slept, to the byte
+	// (the float arithmetic of a refill may cost a byte's wait).
+	through := func(slept *atomic.Int64) int64 {
+		return int64(time.Duration(slept.Load()).Seconds()*bps/8 + 0.5)
+	}
+	got := [2]int64{through(up), through(down)}
+	want := [2]int64{line.DatagramBytesIn, line.DatagramBytesOut}
+	if d := [2]int64{got[0] - want[0], got[1] - want[1]}; d[0] < 0 || d[0] > 1 || d[1] < 0 || d[1] > 1 || want[0] != 10*3+4001 {
+		t.Errorf("the limit let through %v bytes (up, down), want the datagrams' %v (10 bytes of header and the data, 4001 bytes of it)", got, want)
+	}
 }
 
 // TestSocks5UDPIdle: an association through which nothing moves ends at
