@@ -407,6 +407,39 @@ func TestSocks5UDPIdle(t *testing.T) {
 	}
 }
 
+// TestSocks5UDPTakenAway: a reload that takes the association's
+// credential or its client's range away ends it at once, as it ends a
+// tunnel, its line saying why.
+func TestSocks5UDPTakenAway(t *testing.T) {
+	for name, tc := range map[string]struct {
+		change func(*vmconfig.Config)
+		reason string
+	}{
+		"PasswordRotated": {func(c *vmconfig.Config) { c.Users[0].PasswordHash = hashOf(t, testPassword+"x") }, endRevoked},
+		"RangeRemoved":    {func(c *vmconfig.Config) { c.AllowedSourceRanges = []string{"192.0.2.0/24"} }, endSourceGone},
+	} {
+		t.Run(name, func(t *testing.T) {
+			cfg := testConfig(t, 443)
+			s, proxy := startUDPProxy(t, cfg)
+			conn, _ := udpAssociate(t, proxy, netip.MustParseAddrPort("127.0.0.1:9"))
+			cfg.AccessLog, cfg.Socks5Listen, cfg.Socks5UDP = true, s.started.Socks5Listen, true
+			cfg.Users = []vmconfig.User{cfg.Users[0]}
+			tc.change(&cfg)
+			if err := s.Apply(cfg); err != nil {
+				t.Fatal(err)
+			}
+			conn.SetReadDeadline(time.Now().Add(20 * time.Second))
+			if _, err := conn.Read(make([]byte, 1)); err == nil || errors.Is(err, os.ErrDeadlineExceeded) {
+				t.Errorf("the control connection after the reload: %v, want closed", err)
+			}
+			want := vmconfig.AccessLine{User: testUser, Protocol: vmconfig.ProtocolSocks5, Method: "UDP ASSOCIATE", Reason: tc.reason}
+			if diff := cmp.Diff(want, udpLine(t, s), udpLineFields); diff != "" {
+				t.Errorf("the association's line: -want +got:\n%s", diff)
+			}
+		})
+	}
+}
+
 // TestSocks5UDPOff: without socks5UDP, UDP ASSOCIATE keeps its refusal,
 // and a configuration that turns it off ends the associations open.
 func TestSocks5UDPOff(t *testing.T) {
