@@ -100,6 +100,7 @@ func (c *cli) createCommand(pf *proxyFlags) *cobra.Command {
 	f.Int32Var(&spec.Port, "port", 0, "the proxy's port, one the platform's firewall opens (default 3128)")
 	f.Int32SliceVar(&spec.ConnectPorts, "connect-port", nil, "a port CONNECT may reach; repeat (default 443 and 80)")
 	f.Int32Var(&spec.Socks5Port, "socks5-port", 0, "a second port serving SOCKS5 with the same credentials, one the platform's firewall opens (default: no SOCKS5)")
+	f.BoolVar(&spec.Socks5UDP, "socks5-udp", false, "carry SOCKS5 UDP ASSOCIATE too, on the SOCKS5 port's number over UDP (needs --socks5-port)")
 	f.StringVar(&spec.BandwidthLimit, "bandwidth-limit", "", "a bound on each direction of the proxy's traffic: a whole number and Kbit, Mbit or Gbit, e.g. 100Mbit (default: none)")
 	f.BoolVar(&accessLog, "access-log", true, "keep one access line per connection and request (--access-log=false for tenants that must not)")
 	f.StringVar(&spec.Provider, "provider", "", "the cloud provider, "+providerTypes()+" (default: the deployment's)")

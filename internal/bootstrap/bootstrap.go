@@ -97,6 +97,9 @@ type Config struct {
 	// Socks5Port, when set, is the port the engine serves SOCKS5 on
 	// (spec.socks5Port); 0 serves none.
 	Socks5Port int32
+	// Socks5UDP carries SOCKS5 UDP ASSOCIATE on Socks5Port's number
+	// (spec.socks5UDP).
+	Socks5UDP bool
 	// BandwidthLimit bounds the proxy's traffic as
 	// proxy.ParseBandwidth reads it ("100Mbit", spec.bandwidthLimit);
 	// empty is no bound.
@@ -128,7 +131,7 @@ func ForProxy(spec proxy.Spec, creds proxy.Credentials, denyRanges []string) Con
 	if port == 0 {
 		port = proxy.DefaultPort
 	}
-	return Config{Port: port, Socks5Port: spec.Socks5Port, BandwidthLimit: spec.BandwidthLimit, AccessLogOff: !spec.AccessLogOn(),
+	return Config{Port: port, Socks5Port: spec.Socks5Port, Socks5UDP: spec.Socks5UDP, BandwidthLimit: spec.BandwidthLimit, AccessLogOff: !spec.AccessLogOn(),
 		AllowedSourceRanges: spec.AllowedSourceRanges, ConnectPorts: spec.ConnectPorts, Credentials: creds, DenyRanges: denyRanges}
 }
 
@@ -162,6 +165,8 @@ func (c Config) check() (rendered, error) {
 		return r, fmt.Errorf("bootstrap: SOCKS5 port %d is outside 1-65535", c.Socks5Port)
 	case c.Socks5Port == c.Port:
 		return r, fmt.Errorf("bootstrap: SOCKS5 port %d is the HTTP port", c.Socks5Port)
+	case c.Socks5UDP && c.Socks5Port == 0:
+		return r, fmt.Errorf("bootstrap: SOCKS5 UDP without a SOCKS5 port")
 	}
 	// The counters take the first loopback port from statsPort on that
 	// neither proxy port holds.

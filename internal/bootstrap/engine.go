@@ -53,6 +53,7 @@ func EngineConfig(c Config) (vmconfig.Config, error) {
 	}
 	if r.Socks5Port != 0 {
 		cfg.Socks5Listen = ":" + strconv.Itoa(int(r.Socks5Port))
+		cfg.Socks5UDP = c.Socks5UDP
 	}
 	return cfg, nil
 }

@@ -116,6 +116,7 @@ func TestEngineConfigOfASpec(t *testing.T) {
 	base := proxy.Spec{Port: 3128, AllowedSourceRanges: []string{"203.0.113.0/24"}}
 	type dataPlane struct {
 		Listen, Socks5Listen, StatsListen string
+		Socks5UDP                         bool
 		BandwidthBitsPerSecond            int64
 		AccessLog                         bool
 	}
@@ -133,6 +134,11 @@ func TestEngineConfigOfASpec(t *testing.T) {
 			reason: "A socks5Port is the engine's second listener.",
 			spec:   func(s *proxy.Spec) { s.Socks5Port = 1080 },
 			want:   dataPlane{Listen: ":3128", Socks5Listen: ":1080", StatsListen: "127.0.0.1:9901", AccessLog: true},
+		},
+		"Socks5UDP": {
+			reason: "socks5UDP carries UDP ASSOCIATE on the SOCKS5 listener's port.",
+			spec:   func(s *proxy.Spec) { s.Socks5Port, s.Socks5UDP = 1080, true },
+			want:   dataPlane{Listen: ":3128", Socks5Listen: ":1080", Socks5UDP: true, StatsListen: "127.0.0.1:9901", AccessLog: true},
 		},
 		"BandwidthInBits": {
 			reason: "100Mbit is 100,000,000 bits per second.",
@@ -159,7 +165,7 @@ func TestEngineConfigOfASpec(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if diff := cmp.Diff(tc.want, dataPlane{Listen: got.Listen, Socks5Listen: got.Socks5Listen, StatsListen: got.StatsListen,
+			if diff := cmp.Diff(tc.want, dataPlane{Listen: got.Listen, Socks5Listen: got.Socks5Listen, Socks5UDP: got.Socks5UDP, StatsListen: got.StatsListen,
 				BandwidthBitsPerSecond: got.BandwidthBitsPerSecond, AccessLog: got.AccessLog}); diff != "" {
 				t.Errorf("%s\n(-want +got):\n%s", tc.reason, diff)
 			}
@@ -178,11 +184,12 @@ func TestEngineConfigOfASpec(t *testing.T) {
 	for name, c := range map[string]bootstrap.Config{
 		"Socks5OnTheHTTPPort": {Socks5Port: 3128},
 		"Socks5PortTooHigh":   {Socks5Port: 65536},
+		"UDPWithoutSocks5":    {Socks5UDP: true},
 		"BandwidthInBytes":    {BandwidthLimit: "100MB"},
 		"BandwidthTooLow":     {BandwidthLimit: "10Kbit"},
 	} {
 		cfg := config()
-		cfg.Socks5Port, cfg.BandwidthLimit = c.Socks5Port, c.BandwidthLimit
+		cfg.Socks5Port, cfg.Socks5UDP, cfg.BandwidthLimit = c.Socks5Port, c.Socks5UDP, c.BandwidthLimit
 		if _, err := bootstrap.EngineConfig(cfg); err == nil {
 			t.Errorf("%s: EngineConfig took it", name)
 		}

@@ -67,6 +67,7 @@ func TestBadInput(t *testing.T) {
 		"Socks5PortIsPort":   {reason: "SOCKS5 on a port of its own", body: body("a", spec(`"socks5Port":3128`)), code: 400, status: "INVALID_ARGUMENT", field: "spec.socks5Port", errReason: proxy.ReasonSocks5PortIsPort},
 		"Socks5PortNotOpen":  {reason: "a port the firewall opens, as spec.port", body: body("a", spec(`"socks5Port":1080`)), code: 400, status: "INVALID_ARGUMENT", field: "spec.socks5Port", errReason: proxy.ReasonPortNotOpen},
 		"Socks5PortTooHigh":  {reason: "a port is 1-65535", body: body("a", spec(`"socks5Port":70000`)), code: 400, status: "INVALID_ARGUMENT", field: "spec.socks5Port", errReason: proxy.ReasonPortOutOfRange},
+		"Socks5UDPNoPort":    {reason: "UDP ASSOCIATE is a SOCKS5 command", body: body("a", spec(`"socks5UDP":true`)), code: 400, status: "INVALID_ARGUMENT", field: "spec.socks5UDP", errReason: proxy.ReasonSocks5UDPWithoutPort},
 		"BandwidthNonsense":  {reason: "a bandwidth is a number and a unit of bits", body: body("a", spec(`"bandwidthLimit":"fast"`)), code: 400, status: "INVALID_ARGUMENT", field: "spec.bandwidthLimit", errReason: proxy.ReasonBandwidthInvalid},
 		"BandwidthBytes":     {reason: "bytes are not taken", body: body("a", spec(`"bandwidthLimit":"10MB"`)), code: 400, status: "INVALID_ARGUMENT", field: "spec.bandwidthLimit", errReason: proxy.ReasonBandwidthInvalid},
 		"BandwidthTiny":      {reason: "1Mbit at the least", body: body("a", spec(`"bandwidthLimit":"1Kbit"`)), code: 400, status: "INVALID_ARGUMENT", field: "spec.bandwidthLimit", errReason: proxy.ReasonBandwidthOutOfRange},
@@ -95,6 +96,7 @@ func TestBadInput(t *testing.T) {
 		"MergePatchOnCreate": {reason: "a merge patch is a PATCH's body, not a create's", contentType: "application/merge-patch+json", body: body("a", goodSpec), code: 415, status: "INVALID_ARGUMENT", errReason: "CONTENT_TYPE_UNSUPPORTED"},
 
 		"PatchProxyPort":       {reason: "a proxy's port is fixed at its create", method: "PATCH", path: coll + "/p", body: `{"spec":{"connectPorts":[443],"port":8080}}`, code: 400, status: "INVALID_ARGUMENT", field: "spec.port", errReason: "FIELD_NOT_PATCHABLE"},
+		"PatchProxySocks5UDP":  {reason: "the relay's socket is opened at the create", method: "PATCH", path: coll + "/p", body: `{"spec":{"socks5UDP":true}}`, code: 400, status: "INVALID_ARGUMENT", field: "spec.socks5UDP", errReason: "FIELD_NOT_PATCHABLE"},
 		"PatchProxySocks5Port": {reason: "a listener is opened at the create", method: "PATCH", path: coll + "/p", body: `{"spec":{"socks5Port":1080}}`, code: 400, status: "INVALID_ARGUMENT", field: "spec.socks5Port", errReason: "FIELD_NOT_PATCHABLE"},
 		"PatchProxyAccessLog":  {reason: "true, false or null", method: "PATCH", path: coll + "/p", body: `{"spec":{"accessLog":"off"}}`, code: 400, status: "INVALID_ARGUMENT", field: "spec.accessLog", errReason: "FIELD_WRONG_TYPE"},
 		"PatchProxyPlacement":  {reason: "a proxy does not move", method: "PATCH", path: coll + "/p", body: `{"spec":{"placement":{"region":"europe-west1"}}}`, code: 400, status: "INVALID_ARGUMENT", field: "spec.placement", errReason: "FIELD_NOT_PATCHABLE"},

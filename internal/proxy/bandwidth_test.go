@@ -67,16 +67,18 @@ func TestDataPlaneFields(t *testing.T) {
 		change func(*proxy.Spec)
 		want   []violation
 	}{
-		"Socks5Open":     {reason: "a port PROXY_PORTS opens", change: func(s *proxy.Spec) { s.Socks5Port = 1080 }},
-		"Socks5Off":      {reason: "0 asks for none", change: func(s *proxy.Spec) { s.Socks5Port = 0 }},
-		"Socks5NotOpen":  {reason: "the firewall's ports bind it as they bind port", change: func(s *proxy.Spec) { s.Socks5Port = 1082 }, want: []violation{{"spec.socks5Port", proxy.ReasonPortNotOpen}}},
-		"Socks5IsPort":   {reason: "one port, one protocol", change: func(s *proxy.Spec) { s.Socks5Port = 3128 }, want: []violation{{"spec.socks5Port", proxy.ReasonSocks5PortIsPort}}},
-		"Socks5Negative": {reason: "a port is 1-65535", change: func(s *proxy.Spec) { s.Socks5Port = -1 }, want: []violation{{"spec.socks5Port", proxy.ReasonPortOutOfRange}}},
-		"Socks5TooHigh":  {reason: "a port is 1-65535", change: func(s *proxy.Spec) { s.Socks5Port = 65536 }, want: []violation{{"spec.socks5Port", proxy.ReasonPortOutOfRange}}},
-		"BandwidthGood":  {reason: "a limit in bits", change: func(s *proxy.Spec) { s.BandwidthLimit = "250Mbit" }},
-		"BandwidthForm":  {reason: "nonsense is refused with the field named", change: func(s *proxy.Spec) { s.BandwidthLimit = "lots" }, want: []violation{{"spec.bandwidthLimit", proxy.ReasonBandwidthInvalid}}},
-		"BandwidthTiny":  {reason: "below 1Mbit", change: func(s *proxy.Spec) { s.BandwidthLimit = "64Kbit" }, want: []violation{{"spec.bandwidthLimit", proxy.ReasonBandwidthOutOfRange}}},
-		"BothBroken":     {reason: "every broken rule is told", change: func(s *proxy.Spec) { s.Socks5Port, s.BandwidthLimit = 3128, "1Tbit" }, want: []violation{{"spec.socks5Port", proxy.ReasonSocks5PortIsPort}, {"spec.bandwidthLimit", proxy.ReasonBandwidthInvalid}}},
+		"Socks5Open":       {reason: "a port PROXY_PORTS opens", change: func(s *proxy.Spec) { s.Socks5Port = 1080 }},
+		"Socks5Off":        {reason: "0 asks for none", change: func(s *proxy.Spec) { s.Socks5Port = 0 }},
+		"Socks5NotOpen":    {reason: "the firewall's ports bind it as they bind port", change: func(s *proxy.Spec) { s.Socks5Port = 1082 }, want: []violation{{"spec.socks5Port", proxy.ReasonPortNotOpen}}},
+		"Socks5IsPort":     {reason: "one port, one protocol", change: func(s *proxy.Spec) { s.Socks5Port = 3128 }, want: []violation{{"spec.socks5Port", proxy.ReasonSocks5PortIsPort}}},
+		"Socks5Negative":   {reason: "a port is 1-65535", change: func(s *proxy.Spec) { s.Socks5Port = -1 }, want: []violation{{"spec.socks5Port", proxy.ReasonPortOutOfRange}}},
+		"Socks5TooHigh":    {reason: "a port is 1-65535", change: func(s *proxy.Spec) { s.Socks5Port = 65536 }, want: []violation{{"spec.socks5Port", proxy.ReasonPortOutOfRange}}},
+		"Socks5UDP":        {reason: "UDP ASSOCIATE on the SOCKS5 port", change: func(s *proxy.Spec) { s.Socks5Port, s.Socks5UDP = 1080, true }},
+		"UDPWithoutSocks5": {reason: "UDP ASSOCIATE is a SOCKS5 command", change: func(s *proxy.Spec) { s.Socks5UDP = true }, want: []violation{{"spec.socks5UDP", proxy.ReasonSocks5UDPWithoutPort}}},
+		"BandwidthGood":    {reason: "a limit in bits", change: func(s *proxy.Spec) { s.BandwidthLimit = "250Mbit" }},
+		"BandwidthForm":    {reason: "nonsense is refused with the field named", change: func(s *proxy.Spec) { s.BandwidthLimit = "lots" }, want: []violation{{"spec.bandwidthLimit", proxy.ReasonBandwidthInvalid}}},
+		"BandwidthTiny":    {reason: "below 1Mbit", change: func(s *proxy.Spec) { s.BandwidthLimit = "64Kbit" }, want: []violation{{"spec.bandwidthLimit", proxy.ReasonBandwidthOutOfRange}}},
+		"BothBroken":       {reason: "every broken rule is told", change: func(s *proxy.Spec) { s.Socks5Port, s.BandwidthLimit = 3128, "1Tbit" }, want: []violation{{"spec.socks5Port", proxy.ReasonSocks5PortIsPort}, {"spec.bandwidthLimit", proxy.ReasonBandwidthInvalid}}},
 	} {
 		t.Run(name, func(t *testing.T) {
 			s := base

@@ -106,10 +106,18 @@ type Spec struct {
 	MaxAge string `json:"maxAge,omitempty" firestore:"maxAge,omitempty"`
 	// Socks5Port, when set, is a second port of the proxy's engine that
 	// serves SOCKS5 (RFC 1928, with RFC 1929's username and password: the
-	// proxy's credentials) to the same sources, destinations and CONNECT
-	// ports as HTTP. 0 serves none. Like Port it must be a port the
-	// firewall opens (PROXY_PORTS), and not Port itself.
+	// proxy's credentials; CONNECT, and UDP ASSOCIATE with Socks5UDP) to
+	// the same sources, destinations and CONNECT ports as HTTP. 0 serves
+	// none. Like Port it must be a port the firewall opens (PROXY_PORTS),
+	// and not Port itself.
 	Socks5Port int32 `json:"socks5Port,omitempty" firestore:"socks5Port,omitempty"`
+	// Socks5UDP, with Socks5Port, carries SOCKS5 UDP ASSOCIATE (RFC 1928
+	// §7) too: the same users and sources, each datagram's destination
+	// checked against the same deny ranges, the bandwidth limit and one
+	// access line per association with its datagram counts; the relay is
+	// the same port number over UDP (which the platform's firewall must
+	// open for UDP too). False, the default: an ASSOCIATE is refused.
+	Socks5UDP bool `json:"socks5UDP,omitempty" firestore:"socks5UDP,omitempty"`
 	// BandwidthLimit bounds each direction of the proxy's traffic, every
 	// tunnel and request together, as ParseBandwidth reads it ("100Mbit"); empty is no
 	// bound. A PATCH changes it on the VM.

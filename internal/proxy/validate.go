@@ -81,6 +81,7 @@ const (
 	ReasonConnectPortOutOfRange   = "CONNECT_PORT_OUT_OF_RANGE"
 	ReasonConnectPortRepeated     = "CONNECT_PORT_REPEATED"
 	ReasonSocks5PortIsPort        = "SOCKS5_PORT_SAME_AS_PORT"
+	ReasonSocks5UDPWithoutPort    = "SOCKS5_UDP_WITHOUT_SOCKS5_PORT"
 	ReasonBandwidthInvalid        = "BANDWIDTH_LIMIT_INVALID"
 	ReasonBandwidthOutOfRange     = "BANDWIDTH_LIMIT_OUT_OF_RANGE"
 )
@@ -218,11 +219,14 @@ func (s Spec) Validate(namespace string, pol Policy, enabled func(string) bool) 
 
 // validateSocks5Port holds a SOCKS5 port to the rules of the proxy's own
 // port (a port the firewall opens: else no client reaches it), and apart
-// from it: one port serves one protocol. 0 asks for no SOCKS5.
+// from it: one port serves one protocol. 0 asks for no SOCKS5, and then
+// for no SOCKS5 UDP either.
 func (s Spec) validateSocks5Port(pol Policy) FieldErrors {
 	const field = "spec.socks5Port"
 	p := s.Socks5Port
 	switch {
+	case p == 0 && s.Socks5UDP:
+		return FieldErrors{{Field: "spec.socks5UDP", Reason: ReasonSocks5UDPWithoutPort, Description: "UDP ASSOCIATE is a SOCKS5 command: give the proxy a spec.socks5Port too"}}
 	case p == 0:
 		return nil
 	case p < 1 || p > 65535:

@@ -20,8 +20,10 @@ import (
 // Engine the resolver is the metadata server itself). Ingress is closed
 // but for the proxy's ports from the allowed sources, the status from the
 // control plane's, answers to the VM's own connections and the ICMP and
-// DHCP the OS needs. The ruleset deletes and recreates its table in one
-// transaction, so the filter is never absent, and conntrack keeps every
+// DHCP the OS needs; with socks5UDP, the SOCKS5 UDP relay's port from the
+// allowed sources, and the engine's datagrams to any port of an address
+// the deny sets let through. The ruleset deletes and recreates its table
+// in one transaction, so the filter is never absent, and conntrack keeps every
 // established connection through the swap.
 func Filter(cfg vmconfig.Config, proxyUID int, resolvers []netip.Addr) (string, error) {
 	port, err := listenPort("listen", cfg.Listen)
@@ -41,6 +43,33 @@ func Filter(cfg vmconfig.Config, proxyUID int, resolvers []netip.Addr) (string, 
 	}
 	if len(cfg.ConnectPorts) == 0 {
 		return "", fmt.Errorf("agent: connectPorts: none")
+	}
+	// SOCKS5 UDP ASSOCIATE: the engine's relay on the SOCKS5 port's
+	// number, admitted from the allowed sources as the TCP ports are, and
+	// the engine's datagrams to the internet under the same deny sets as
+	// its connections.
+	var udpIn, udpOut, udpOut2 string
+	if cfg.Socks5UDP {
+		if cfg.Socks5Listen == "" {
+			return "", fmt.Errorf("agent: socks5UDP without socks5Listen")
+		}
+		relay, _ := listenPort("socks5Listen", cfg.Socks5Listen)
+		udpIn = fmt.Sprintf(`		# The SOCKS5 UDP relay (socks5UDP) on the SOCKS5 port's number:
+		# from the allowed sources only, whatever the state, as the TCP
+		# ports.
+		udp dport %[1]d ip saddr @allowed4 accept
+		udp dport %[1]d ip6 saddr @allowed6 accept
+		udp dport %[1]d drop
+`, relay)
+		udpOut = fmt.Sprintf(`		# SOCKS5 UDP (socks5UDP): the relay answers its clients, whatever
+		# range they are in, even once conntrack has forgotten the flow...
+		udp sport %[1]d ip daddr @allowed4 accept
+		udp sport %[1]d ip6 daddr @allowed6 accept
+`, relay)
+		udpOut2 = `		# ...and the clients' datagrams go to any port of an address
+		# outside the deny sets (connectPorts are TCP's).
+		meta l4proto udp accept
+`
 	}
 	allow4, allow6, err := families("allowedSourceRanges", cfg.AllowedSourceRanges)
 	if err != nil {
@@ -103,7 +132,7 @@ func Filter(cfg vmconfig.Config, proxyUID int, resolvers []netip.Addr) (string, 
 		tcp dport %[4]d ip saddr @status4 accept
 		tcp dport %[4]d ip6 saddr @status6 accept
 		tcp dport { %[1]s } drop
-		# Answers to the VM's own connections: the metadata server's,
+%[5]s		# Answers to the VM's own connections: the metadata server's,
 		# DNS, the engine's downloads and its clients' destinations, the
 		# call-home. Conntrack holds them across a swap of this table,
 		# which is one transaction, so no answer meets a missing rule.
@@ -134,27 +163,28 @@ func Filter(cfg vmconfig.Config, proxyUID int, resolvers []netip.Addr) (string, 
 	}
 	# Egress of the proxy's own user: answers to its clients, DNS to the
 	# resolvers, its own counters on loopback, and new connections only to
-	# public addresses on the allowed ports. Never the metadata server,
-	# never a private network.
+	# public addresses on the allowed ports (and with socks5UDP, datagrams
+	# to public addresses on any port). Never the metadata server, never
+	# a private network.
 	chain output {
 		type filter hook output priority filter; policy accept;
 		meta skuid %[2]d jump proxy_egress
 	}
 	chain proxy_egress {
 		ct state established,related accept
-		ip daddr @resolvers4 meta l4proto { tcp, udp } th dport 53 accept
+%[6]s		ip daddr @resolvers4 meta l4proto { tcp, udp } th dport 53 accept
 		ip6 daddr @resolvers6 meta l4proto { tcp, udp } th dport 53 accept
 		ip daddr @blocked4 reject
 		ip6 daddr @blocked6 reject
 		# ::/96 (IPv4-compatible, with :: and ::1) whatever the list: a
 		# configuration from before it joined the default list holds it too.
 		ip6 daddr ::/96 reject
-		tcp dport { %[3]s } accept
+%[7]s		tcp dport { %[3]s } accept
 		meta l4proto tcp reject with tcp reset
 		reject
 	}
 }
-`, listening, proxyUID, strings.Join(ports, ", "), port)
+`, listening, proxyUID, strings.Join(ports, ", "), port, udpIn, udpOut, udpOut2)
 	return b.String(), nil
 }
 

@@ -5,6 +5,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -84,6 +85,7 @@ func TestFilter(t *testing.T) {
 	}
 	for name, bad := range map[string]vmconfig.Config{
 		"bad SOCKS5 port":  {Listen: ":3128", Socks5Listen: ":0", ConnectPorts: []int{443}},
+		"UDP, no SOCKS5":   {Listen: ":3128", Socks5UDP: true, ConnectPorts: []int{443}},
 		"no port":          {Listen: "3128", ConnectPorts: []int{443}},
 		"bad range":        {Listen: ":3128", ConnectPorts: []int{443}, AllowedSourceRanges: []string{"10.0.0.1; flush ruleset"}},
 		"no CONNECT":       {Listen: ":3128"},
@@ -133,6 +135,8 @@ func TestFilterInput(t *testing.T) {
 	withStatus.Status = &vmconfig.StatusAccess{Sources: []string{"192.0.2.9/32"}}
 	sameSocks := base
 	sameSocks.Socks5Listen = "0.0.0.0:3128"
+	withUDP := withSocks
+	withUDP.Socks5UDP = true
 	rules := func(ports string, port int) []string {
 		p := strconv.Itoa(port)
 		return append([]string{
@@ -167,6 +171,14 @@ func TestFilterInput(t *testing.T) {
 			reason: "one port named twice is one port",
 			cfg:    sameSocks, want: rules("3128", 3128),
 		},
+		"SOCKS5UDP": {
+			reason: "the UDP relay, on the SOCKS5 port's number, from the same sources as the TCP ports and dropped from any other",
+			cfg:    withUDP,
+			want: slices.Insert(rules("1080, 3128", 3128), 8,
+				"udp dport 1080 ip saddr @allowed4 accept",
+				"udp dport 1080 ip6 saddr @allowed6 accept",
+				"udp dport 1080 drop"),
+		},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -176,6 +188,53 @@ func TestFilterInput(t *testing.T) {
 			}
 			if diff := cmp.Diff(tc.want, chainRules(got, "input")); diff != "" {
 				t.Errorf("%s\nthe input chain (-want +got):\n%s", tc.reason, diff)
+			}
+		})
+	}
+}
+
+// TestFilterEgress: the engine's user reaches the resolvers on 53, never
+// a denied range, and opens TCP connections on the CONNECT ports only;
+// with socks5UDP its relay answers the allowed sources on the relay's
+// port, and its datagrams go to any port of an address outside the deny
+// sets (after them, so a denied address is rejected first).
+func TestFilterEgress(t *testing.T) {
+	base := vmconfig.Config{Listen: ":3128", Socks5Listen: ":1080", AllowedSourceRanges: []string{"198.51.100.0/24"}, ConnectPorts: []int{443, 80}}
+	withUDP := base
+	withUDP.Socks5UDP = true
+	head := []string{
+		"ct state established,related accept",
+	}
+	lists := []string{
+		"ip daddr @resolvers4 meta l4proto { tcp, udp } th dport 53 accept",
+		"ip6 daddr @resolvers6 meta l4proto { tcp, udp } th dport 53 accept",
+		"ip daddr @blocked4 reject",
+		"ip6 daddr @blocked6 reject",
+		"ip6 daddr ::/96 reject",
+	}
+	tail := []string{
+		"tcp dport { 80, 443 } accept",
+		"meta l4proto tcp reject with tcp reset",
+		"reject",
+	}
+	cases := map[string]struct {
+		cfg  vmconfig.Config
+		want []string
+	}{
+		"TCPOnly": {base, slices.Concat(head, lists, tail)},
+		"SOCKS5UDP": {withUDP, slices.Concat(head, []string{
+			"udp sport 1080 ip daddr @allowed4 accept",
+			"udp sport 1080 ip6 daddr @allowed6 accept",
+		}, lists, []string{"meta l4proto udp accept"}, tail)},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			got, err := agent.Filter(tc.cfg, 998, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tc.want, chainRules(got, "proxy_egress")); diff != "" {
+				t.Errorf("the egress chain (-want +got):\n%s", diff)
 			}
 		})
 	}
@@ -233,6 +292,8 @@ func TestFilterLoads(t *testing.T) {
 		"Full": {Listen: ":3128", Socks5Listen: ":1080", AllowedSourceRanges: []string{"198.51.100.0/24", "2001:db8::/32"},
 			ConnectPorts: []int{443, 8443}, DenyDestinations: vmconfig.DefaultDenyDestinations,
 			Status: &vmconfig.StatusAccess{Sources: []string{"192.0.2.9/32", "2001:db8:5::/48"}}},
+		"SOCKS5UDP": {Listen: ":3128", Socks5Listen: ":1080", Socks5UDP: true, AllowedSourceRanges: []string{"198.51.100.0/24", "2001:db8::/32"},
+			ConnectPorts: []int{443}, DenyDestinations: vmconfig.DefaultDenyDestinations},
 	} {
 		t.Run(name, func(t *testing.T) {
 			rules, err := agent.Filter(cfg, 998, []netip.Addr{netip.MustParseAddr("169.254.169.254"), netip.MustParseAddr("fd20:ce::254")})

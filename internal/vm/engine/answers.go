@@ -67,7 +67,7 @@ var (
 	ansCodingUnsupported   = reply{501, "transfer-coding-not-supported", "the only transfer coding carried is chunked", socksGeneralFailure}
 	ansVersionNotSupported = reply{505, "version-not-supported", "only HTTP/1.0 and HTTP/1.1 are served (no HTTP/2 prior knowledge)", socksGeneralFailure}
 	ansSocksVersion        = reply{400, "socks-version-not-supported", "only SOCKS5 is served; SOCKS4 and 4a get their reply 5B", socksGeneralFailure}
-	ansCommandUnsupported  = reply{501, "command-not-supported", "only the CONNECT command is carried", socksCommandNotSupported}
+	ansCommandUnsupported  = reply{501, "command-not-supported", "only CONNECT is carried, and UDP ASSOCIATE where socks5UDP is on", socksCommandNotSupported}
 	ansAddressUnsupported  = reply{501, "address-type-not-supported", "the address type is not IPv4, IPv6 or a name", socksAddressNotSupported}
 	ansNameNotResolved     = reply{502, "name-not-resolved", "the destination's name did not resolve", socksHostUnreachable}
 	ansConnectRefused      = reply{502, "connect-refused", "the destination refused the connection", socksConnectionRefused}

@@ -16,8 +16,8 @@
 // (each client's connection, admitted within the cap and tracked), http.go
 // (the HTTP connection loop), tunnel.go (CONNECT, and the tunnel SOCKS5
 // shares), relay.go (splice, the pipe pool), forward.go (plain HTTP),
-// socks5.go (SOCKS5), limit.go (the bandwidth limit) and access.go (the
-// access log).
+// socks5.go (SOCKS5), udp.go (SOCKS5's UDP ASSOCIATE), limit.go (the
+// bandwidth limit) and access.go (the access log).
 package engine
 
 import (

@@ -40,6 +40,9 @@ type clientConn struct {
 	// written to it, for the access lines: Read and Write count them,
 	// and a tunnel adds what it spliced.
 	read, written atomic.Int64
+	// udp is true once the connection is a SOCKS5 UDP association's
+	// control connection, which a configuration without socks5UDP ends.
+	udp atomic.Bool
 }
 
 // Read reads from the client's socket, counting.

@@ -41,6 +41,22 @@ func (s *Server) dial(ctx context.Context, r *rules, host string, port int) (*ne
 	}
 	ctx, cancel := context.WithTimeout(ctx, r.dialTimeout)
 	defer cancel()
+	addrs, err := s.resolve(ctx, r, host)
+	if err != nil {
+		return nil, err
+	}
+	c, err := race(ctx, interleave(addrs), port)
+	if err != nil {
+		return nil, fmt.Errorf("connecting to %s port %d: %w", host, port, err)
+	}
+	return c, nil
+}
+
+// resolve resolves host once (an address literal is its own answer) and
+// checks every address it resolves to: a zone or a denied address refuses
+// the whole name. Both the dial and each SOCKS5 datagram (udp.go) go
+// only to an address it returned.
+func (s *Server) resolve(ctx context.Context, r *rules, host string) ([]netip.Addr, error) {
 	var addrs []netip.Addr
 	if a, err := netip.ParseAddr(host); err == nil {
 		addrs = []netip.Addr{a}
@@ -60,11 +76,7 @@ func (s *Server) dial(ctx context.Context, r *rules, host string, port int) (*ne
 			return nil, refusef(ansDestinationDenied, "%s resolves to %s", host, a.Unmap())
 		}
 	}
-	c, err := race(ctx, interleave(addrs), port)
-	if err != nil {
-		return nil, fmt.Errorf("connecting to %s port %d: %w", host, port, err)
-	}
-	return c, nil
+	return addrs, nil
 }
 
 // interleave orders addresses as RFC 8305 §4 does: the families

@@ -31,6 +31,10 @@ type rules struct {
 	responseHeaderTimeout       time.Duration
 	bandwidth                   int64 // bits a second, 0 unlimited
 	accessLog                   bool
+	// udp is whether a SOCKS5 UDP ASSOCIATE is carried (udp.go), and
+	// udpIdle how long an association may carry nothing.
+	udp     bool
+	udpIdle time.Duration
 	// status is who may read the status on the proxy port; nil: nobody.
 	status *statusAccess
 }
@@ -51,6 +55,8 @@ func compile(c vmconfig.Config) (*rules, error) {
 		responseHeaderTimeout: c.ResponseHeaderTimeout.Or(vmconfig.DefaultResponseHeaderTimeout),
 		bandwidth:             c.BandwidthBitsPerSecond,
 		accessLog:             c.AccessLog,
+		udp:                   c.Socks5UDP,
+		udpIdle:               c.UDPIdleTimeout.Or(vmconfig.DefaultUDPIdleTimeout),
 	}
 	if c.BandwidthBitsPerSecond < 0 {
 		return nil, fmt.Errorf("engine: bandwidthBitsPerSecond: %d is negative (0 is no limit)", c.BandwidthBitsPerSecond)
@@ -65,6 +71,9 @@ func compile(c vmconfig.Config) (*rules, error) {
 		if c.Socks5Listen == c.Listen {
 			return nil, fmt.Errorf("engine: socks5Listen %q is listen's address too", c.Socks5Listen)
 		}
+	}
+	if c.Socks5UDP && c.Socks5Listen == "" {
+		return nil, errors.New("engine: socks5UDP: true without socks5Listen: UDP ASSOCIATE is a SOCKS5 command, and SOCKS5 is off")
 	}
 	// Only a warm pool's VM, generation 0, serves no one: it is proven and
 	// waits to be claimed. A proxy's configuration without users is a

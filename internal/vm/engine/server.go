@@ -53,6 +53,9 @@ type Server struct {
 	maxConns int64
 
 	transport *http.Transport
+	// udp is the SOCKS5 UDP relay, when the Config started with
+	// Socks5UDP (udp.go); nil otherwise.
+	udp *udpRelay
 	// up and down bound the bytes from the clients and to them.
 	up, down *bucket
 	access   accessRing
@@ -165,6 +168,16 @@ func (s *Server) Serve(ln net.Listener) error {
 	if err == nil && s.started.Socks5Listen != "" {
 		var sl net.Listener
 		if sl, err = net.Listen("tcp", s.started.Socks5Listen); err == nil {
+			if s.started.Socks5UDP {
+				// The relay takes the SOCKS5 port's number (the
+				// listener's own, when the address asked for any).
+				if s.udp, err = s.listenUDP(sl.Addr()); err != nil {
+					sl.Close()
+					ln.Close()
+					return err
+				}
+				go s.udp.run()
+			}
 			go s.ServeSOCKS5(sl)
 		} else {
 			err = fmt.Errorf("engine: listening on %s for SOCKS5: %w", s.started.Socks5Listen, err)
@@ -220,6 +233,9 @@ func (s *Server) Apply(cfg vmconfig.Config) error {
 	if err != nil {
 		return err
 	}
+	if cfg.Socks5UDP && !s.started.Socks5UDP {
+		s.log.Warn("socks5UDP turned on: the UDP relay opens at the next start; until then UDP ASSOCIATE is refused")
+	}
 	if cfg.Listen != s.started.Listen || cfg.StatsListen != s.started.StatsListen || cfg.Socks5Listen != s.started.Socks5Listen ||
 		cfg.MaxConnections != s.started.MaxConnections || cfg.ResponseHeaderTimeout != s.started.ResponseHeaderTimeout {
 		s.log.Warn("listen, statsListen, socks5Listen, maxConnections or responseHeaderTimeout changed: they take effect at the next start",
@@ -255,6 +271,10 @@ func (s *Server) closeTakenAway(r *rules) (revoked, removed int) {
 		if !r.sourceAllowed(cc.source) {
 			cc.end(endSourceGone)
 			removed++
+			continue
+		}
+		if !r.udp && cc.udp.Load() {
+			cc.end(endUDPOff)
 			continue
 		}
 		c := cc.cred.Load()
@@ -313,6 +333,10 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		err = ctx.Err()
 	}
 	s.cancel()
+	if s.udp != nil {
+		// Every association ended with its control connection.
+		s.udp.conn.Close()
+	}
 	s.transport.CloseIdleConnections()
 	s.log.Info("proxy stopped", slog.Int64("bytesIn", s.bytesIn.Load()), slog.Int64("bytesOut", s.bytesOut.Load()))
 	return err

@@ -18,12 +18,13 @@ import (
 
 // SOCKS5 (RFC 1928) with username and password (RFC 1929), on
 // Socks5Listen: the same users, source ranges, destination filter, port
-// allowlist, counters, access log and tunnels as HTTP CONNECT. Only the
-// CONNECT command is carried; BIND and UDP ASSOCIATE are answered
-// "command not supported" (07): a proxy VM that accepted connections or
-// datagrams for its clients would be an open door the firewall does not
-// model. A client that offers no username/password method is answered
-// "no acceptable methods" (FF).
+// allowlist, counters, access log and tunnels as HTTP CONNECT. The
+// CONNECT command is carried, and UDP ASSOCIATE where the configuration's
+// socks5UDP is on (udp.go, whose relay and ports the VM's filter models);
+// BIND, and UDP ASSOCIATE otherwise, are answered "command not supported"
+// (07): a proxy VM that accepted connections for its clients would be an
+// open door the firewall does not model. A client that offers no
+// username/password method is answered "no acceptable methods" (FF).
 
 // socksRequest is what a SOCKS5 client asked for once it authenticated.
 type socksRequest struct {
@@ -136,6 +137,11 @@ func socksHandshake(rw io.ReadWriter, r *rules) (socksRequest, error) {
 		return req, err
 	}
 	req.port = int(binary.BigEndian.Uint16(port[:]))
+	if req.command == socksCommandUDPAssociate && r.udp {
+		// The address the client will send its datagrams from; only
+		// its port counts (udp.go), and 0 is "the first datagram's".
+		return req, nil
+	}
 	if req.command != socksCommandConnect {
 		return reject(ansCommandUnsupported, fmt.Errorf("socks5: command %d", req.command))
 	}
@@ -212,6 +218,10 @@ func (s *Server) serveSOCKS5(cc *clientConn) {
 		return
 	}
 	cc.cred.Store(&req.cred)
+	if req.command == socksCommandUDPAssociate {
+		s.serveUDPAssociate(cc, rec, req)
+		return
+	}
 	up, err := s.dial(s.ctx, r, req.host, req.port)
 	if err != nil {
 		a := answerOf(err)

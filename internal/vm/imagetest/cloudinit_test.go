@@ -180,6 +180,7 @@ func testCloudInit(t *testing.T, ctx context.Context, runDir string, engine []by
 		checkRefused(t, ctx, r, r.private, r.private.Addr(), privateAlias+":443")
 	})
 	checks.run("the metadata service saw no request through the proxy", func(t *testing.T) { checkMetadataUntouched(t, r) })
+	checks.run("Socks5UDPThrough", func(t *testing.T) { checkSocks5UDPThrough(t, ctx, r, c) })
 	checks.run("the status's counters grow with the traffic", func(t *testing.T) { checkStatusTraffic(t, ctx, r) })
 	checks.run("the access log is read through the proxy port", func(t *testing.T) { checkStatusAccess(t, ctx, r) })
 	checks.run("no password in the user-data, the journal or the console", func(t *testing.T) { checkCloudNoSecret(t, ctx, r, c, console1) })
@@ -225,11 +226,14 @@ func createCloudVM(t *testing.T, ctx context.Context, r *run, p provider.Provide
 }
 
 // cloudCreateRequest is the create request of the proxy's VM at place,
-// as the reconciler makes it: its name, the proxy's names, port and
-// engine configuration (which r.engine keeps); r.instance is its name.
+// as the reconciler makes it: its name, the proxy's names, port, SOCKS5
+// port and engine configuration (which r.engine keeps); r.instance is its
+// name.
 func cloudCreateRequest(t *testing.T, r *run, place provider.Placement) provider.CreateRequest {
 	t.Helper()
 	cfg := bootstrap.Config{Port: ProxyPort, AllowedSourceRanges: []string{AllowedRange.String()}, Credentials: r.creds, Generation: 1}
+	// SOCKS5 and its UDP ASSOCIATE, as on Compute Engine (Socks5UDPThrough).
+	r.withDataPlane(&cfg)
 	script, err := bootstrap.Render(cfg)
 	if err != nil {
 		t.Fatal(err)

@@ -70,7 +70,8 @@ func TestFreshMachine(t *testing.T) {
 			own = append(own, l)
 		}
 	}
-	have := nspawn("sh", "-c", "command -v make gcc java chromium hcloud aws && test -f /usr/include/stdio.h")
+	// PySocks, which the engine's UDP test runs, under Debian's python3.
+	have := nspawn("sh", "-c", "command -v make gcc java chromium hcloud aws && test -f /usr/include/stdio.h && /usr/bin/python3 -c 'import socks'")
 	if runErr == nil {
 		if out, err := have.CombinedOutput(); err != nil {
 			t.Errorf("install-deps completed, and what make test needs is not all there: %v\n%s", err, out)

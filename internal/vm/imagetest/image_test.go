@@ -71,10 +71,12 @@ type run struct {
 	httpHost *Host
 	roots    *x509.CertPool
 	dns      *DNS
-	private  *Sink // 10.99.0.1:443, a host of the private network
-	refused  *Sink // the TLS host's port 8443, not one the proxy may CONNECT to
-	creds    proxy.Credentials
-	token    string
+	// upstreamDNS is a resolver on the internet, which SOCKS5 UDP asks.
+	upstreamDNS *DNS
+	private     *Sink // 10.99.0.1:443, a host of the private network
+	refused     *Sink // the TLS host's port 8443, not one the proxy may CONNECT to
+	creds       proxy.Credentials
+	token       string
 
 	provider   *gcp.Provider
 	compute    *computefake.Server
@@ -96,7 +98,7 @@ const Socks5Port = 1080
 
 // withDataPlane adds to a proxy's bootstrap configuration what the test's
 // proxy's spec asks for besides its port, ranges and credentials: SOCKS5
-// on Socks5Port and the bench's bandwidth limit (the access log is on, as
+// on Socks5Port, with UDP ASSOCIATE, and the bench's bandwidth limit (the access log is on, as
 // a spec has it unless a tenant turns it off). A warm pool's member
 // (generation 0) serves no one and gets neither.
 func (r *run) withDataPlane(c *bootstrap.Config) {
@@ -104,6 +106,7 @@ func (r *run) withDataPlane(c *bootstrap.Config) {
 		return
 	}
 	c.Socks5Port = Socks5Port
+	c.Socks5UDP = true
 	c.BandwidthLimit = r.bandwidth
 }
 
@@ -292,6 +295,7 @@ func testRelease(t *testing.T, ctx context.Context, rel Release, runDir string, 
 	checks.run("the traffic report grows with the bytes and connections sent", func(t *testing.T) { checkTraffic(t, ctx, r, c) })
 	checks.run("Socks5Through", func(t *testing.T) { checkSocks5Through(t, ctx, r) })
 	checks.run("Socks5WrongPassword", func(t *testing.T) { checkSocks5WrongPassword(t, ctx, r) })
+	checks.run("Socks5UDPThrough", func(t *testing.T) { checkSocks5UDPThrough(t, ctx, r, c) })
 	checks.run("ZoneIDRefused", func(t *testing.T) { checkZoneIDRefused(t, ctx, r) })
 	checks.run("PipelinedSmugglingRefused", func(t *testing.T) { checkPipelinedSmugglingRefused(t, ctx, r) })
 	checks.run("Socks4Refused", func(t *testing.T) { checkSocks4Refused(t, ctx, r) })

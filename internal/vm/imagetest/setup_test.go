@@ -159,6 +159,12 @@ func (r *run) serveInternet(t *testing.T) {
 	}
 	r.dns = NewDNS(pc, map[string]netip.Addr{TLSHostName: TLSHostAddr, metadataAlias: MetadataAddr, privateAlias: PrivateAddr})
 	t.Cleanup(func() { r.dns.Close() })
+	upc, err := topo.Internet.ListenPacket(HostPort(UpstreamDNSAddr, DNSPort))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r.upstreamDNS = NewDNS(upc, map[string]netip.Addr{UpstreamDNSName: TLSHostAddr})
+	t.Cleanup(func() { r.upstreamDNS.Close() })
 
 	r.private = sink(t, topo.Internet, HostPort(PrivateAddr, PrivatePort))
 	r.refused = sink(t, topo.Internet, HostPort(TLSHostAddr, RefusedPort))

@@ -63,6 +63,15 @@ type Config struct {
 	// access log as HTTP. Empty: SOCKS5 is off (a spec asks for it with
 	// spec.socks5Port).
 	Socks5Listen string `json:"socks5Listen,omitempty"`
+	// Socks5UDP, with Socks5Listen, carries SOCKS5 UDP ASSOCIATE (RFC 1928
+	// §7): the engine relays its clients' datagrams on a UDP socket of
+	// Socks5Listen's port, every datagram's destination resolved and
+	// checked against DenyDestinations, under the bandwidth limit, with
+	// one AccessLine per association (spec.socks5UDP). False: an
+	// ASSOCIATE is answered "command not supported" (07). The relay's
+	// socket is opened at the engine's start: turning it on takes a
+	// restart, turning it off applies at once and ends the associations.
+	Socks5UDP bool `json:"socks5UDP,omitempty"`
 	// BandwidthBitsPerSecond bounds the proxy's traffic as a whole, every
 	// tunnel, SOCKS5 connection and plain request together, in bits a
 	// second (spec.bandwidthLimit); each direction is bounded by it on its
@@ -117,6 +126,10 @@ type Config struct {
 	// for that long, and a kept-alive client connection that sends no
 	// request for that long.
 	IdleTimeout Duration `json:"idleTimeout,omitempty"`
+	// UDPIdleTimeout ends a SOCKS5 UDP association through which no
+	// datagram moved either way for that long, even while its control
+	// connection stays open.
+	UDPIdleTimeout Duration `json:"udpIdleTimeout,omitempty"`
 }
 
 // Defaults of the Config's timeouts.
@@ -125,6 +138,13 @@ const (
 	DefaultDialTimeout           = 10 * time.Second
 	DefaultResponseHeaderTimeout = 60 * time.Second
 	DefaultIdleTimeout           = 10 * time.Minute
+	// DefaultUDPIdleTimeout is Linux conntrack's timeout of a UDP flow
+	// that has seen answers (nf_conntrack_udp_timeout_stream, 120 s): a
+	// NAT in front of the client forgets its mapping about then, so an
+	// association kept longer would relay to a port that no longer leads
+	// to the client. QUIC's idle timeouts (30 s by default in most
+	// stacks) and DNS fit well inside it.
+	DefaultUDPIdleTimeout = 2 * time.Minute
 
 	DefaultBodyIdleTimeout            = 60 * time.Second
 	DefaultUnauthenticatedIdleTimeout = 5 * time.Second
@@ -324,6 +344,28 @@ type AccessLine struct {
 	// engine's short, stable reasons (the X-Egress-Error of an HTTP
 	// answer); empty when it was carried to its end.
 	Reason string `json:"reason,omitempty"`
+
+	// The datagrams of a SOCKS5 UDP association (Method "UDP ASSOCIATE"),
+	// all absent from other lines. DatagramsIn are the datagrams from the
+	// client the engine sent on to their destination, DatagramsOut the
+	// destinations' datagrams it relayed back; DatagramBytesIn and
+	// DatagramBytesOut their bytes as the client's side carries them
+	// (the SOCKS5 UDP header included), which BytesIn and BytesOut
+	// include too. DatagramsDenied are the client's datagrams dropped
+	// because their destination is denied (denyDestinations, or an
+	// address with a zone); DatagramsFragmented those dropped because
+	// they were fragments (FRAG not 0), which the engine never
+	// reassembles; DatagramsDropped every other datagram dropped, either
+	// way: a header the engine cannot read, a name that did not resolve,
+	// a send that failed, a client sending faster than the relay could
+	// take, or a datagram from an address the client never sent to.
+	DatagramsIn         int64 `json:"datagramsIn,omitempty"`
+	DatagramsOut        int64 `json:"datagramsOut,omitempty"`
+	DatagramBytesIn     int64 `json:"datagramBytesIn,omitempty"`
+	DatagramBytesOut    int64 `json:"datagramBytesOut,omitempty"`
+	DatagramsDenied     int64 `json:"datagramsDenied,omitempty"`
+	DatagramsFragmented int64 `json:"datagramsFragmented,omitempty"`
+	DatagramsDropped    int64 `json:"datagramsDropped,omitempty"`
 }
 
 // AccessPageMax is the most lines one AccessPage holds: a reader that gets

@@ -4,7 +4,7 @@
 //
 //	go run ./internal/provider/gcp/cmd/render-bootstrap --port 3128 --allow 203.0.113.0/24 [--allow …] \
 //	    [--connect-port 443 …] [--deny 10.128.0.0/9 …] --user U --password P \
-//	    [--socks5-port 1080] [--bandwidth-limit 100Mbit] [--access-log=false] \
+//	    [--socks5-port 1080 [--socks5-udp]] [--bandwidth-limit 100Mbit] [--access-log=false] \
 //	    [--probe-target host:port] [--engine-url URL --engine-sha256 HEX]
 //
 // With --config it prints the proxy engine's configuration (egress-config)
@@ -51,6 +51,7 @@ func main() {
 	flag.Var(&deny, "deny", "a range no proxy may reach beyond the built-in ones (EGRESS_DENY_RANGES); repeat for more")
 	flag.Var(&connectPorts, "connect-port", "a port CONNECT may reach; repeat for more (default 443 and 80)")
 	socks5 := flag.Int("socks5-port", 0, "the port the engine serves SOCKS5 on (spec.socks5Port; default none)")
+	socks5UDP := flag.Bool("socks5-udp", false, "carry SOCKS5 UDP ASSOCIATE on the SOCKS5 port's number (spec.socks5UDP)")
 	bandwidth := flag.String("bandwidth-limit", "", "the proxy's bandwidth limit, e.g. 100Mbit (spec.bandwidthLimit; default none)")
 	accessLog := flag.Bool("access-log", true, "whether the engine keeps its access log (spec.accessLog)")
 	user := flag.String("user", "", "the proxy's username (letters and digits)")
@@ -70,7 +71,7 @@ func main() {
 		fail(fmt.Errorf("unexpected arguments %q", flag.Args()))
 	}
 
-	cfg := bootstrap.Config{Port: int32(*port), Socks5Port: int32(*socks5), BandwidthLimit: *bandwidth, AccessLogOff: !*accessLog,
+	cfg := bootstrap.Config{Port: int32(*port), Socks5Port: int32(*socks5), Socks5UDP: *socks5UDP, BandwidthLimit: *bandwidth, AccessLogOff: !*accessLog,
 		AllowedSourceRanges: allow, Credentials: proxy.Credentials{Username: *user, Password: *password}, DenyRanges: deny, Generation: 1}
 	for _, p := range connectPorts {
 		n, err := strconv.ParseInt(p, 10, 32)
