@@ -303,12 +303,14 @@ func TestTheAWSSecurityGroupAdmitsTheStatusRequest(t *testing.T) {
 			}
 			for _, c := range nested(d.Body, "content") {
 				if a, ok := c.Body.Attributes["cidr_blocks"]; ok {
-					sources = append(sources, m.source(t, a.Expr.Range()))
+					sources = append(sources, m.source(t, c.Body.Attributes["protocol"].Expr.Range())+" "+m.source(t, a.Expr.Range()))
 				}
 			}
 		}
 	}
-	if diff := cmp.Diff([]string{"local.ipv4_ranges", "var.status_source_ranges"}, sources); diff != "" {
+	// The tenants' sources on TCP and on UDP (SOCKS5's relay), the
+	// control plane's on TCP alone.
+	if diff := cmp.Diff([]string{`"tcp" local.ipv4_ranges`, `"udp" local.ipv4_ranges`, `"tcp" var.status_source_ranges`}, sources); diff != "" {
 		t.Errorf("the IPv4 sources of the security group's rules over proxy_ports (-want +got):\n%s", diff)
 	}
 }

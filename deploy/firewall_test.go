@@ -1,6 +1,7 @@
 package deploy_test
 
 import (
+	"maps"
 	"net/netip"
 	"path/filepath"
 	"slices"
@@ -51,10 +52,20 @@ func TestTheAPIKnowsWhatTheFirewallOpens(t *testing.T) {
 					continue
 				}
 				rules++
-				var rulePorts []string
+				// Ports by protocol: TCP for the proxies, UDP the same
+				// for SOCKS5's relay.
+				byProtocol := map[string][]string{}
 				for _, allow := range nested(fw.block.Body, "allow") {
+					p, _ := fw.attr(t, allow.Body, "protocol")
 					v, _ := fw.attr(t, allow.Body, "ports")
-					rulePorts = append(rulePorts, stringList(t, "the firewall's ports", v)...)
+					byProtocol[p.AsString()] = append(byProtocol[p.AsString()], stringList(t, "the firewall's ports", v)...)
+				}
+				rulePorts := byProtocol["tcp"]
+				if diff := cmp.Diff(rulePorts, byProtocol["udp"]); diff != "" {
+					t.Errorf("%s opens UDP on other ports than TCP (-tcp +udp):\n%s", fw.address(), diff)
+				}
+				if len(byProtocol) != 2 {
+					t.Errorf("%s allows protocols %v, want tcp and udp", fw.address(), slices.Sorted(maps.Keys(byProtocol)))
 				}
 				if ports != nil && !slices.Equal(ports, rulePorts) {
 					t.Errorf("%s opens ports %v, another rule %v", fw.address(), rulePorts, ports)
@@ -176,8 +187,12 @@ func TestTheHetznerFirewallOpensWhatTheAPIHolds(t *testing.T) {
 			if a, ok := c.Body.Attributes["source_ips"]; ok {
 				source = fwm.source(t, a.Expr.Range())
 			}
-			sources = append(sources, source)
-			want := map[string]string{"direction": `"in"`, "protocol": `"tcp"`, "port": "rule.value", "source_ips": source}
+			protocol := `"tcp"`
+			if a, ok := c.Body.Attributes["protocol"]; ok && fwm.source(t, a.Expr.Range()) == `"udp"` {
+				protocol = `"udp"`
+			}
+			sources = append(sources, protocol+" "+source)
+			want := map[string]string{"direction": `"in"`, "protocol": protocol, "port": "rule.value", "source_ips": source}
 			got := map[string]string{}
 			for k := range want {
 				if a, ok := c.Body.Attributes[k]; ok {
@@ -189,9 +204,10 @@ func TestTheHetznerFirewallOpensWhatTheAPIHolds(t *testing.T) {
 			}
 		}
 	}
-	// The tenants' sources, and the control plane's for the status
-	// request (vmstatus), each on every proxy port.
-	if diff := cmp.Diff([]string{"var.allowed_source_ranges", "var.status_source_ranges"}, sources); diff != "" {
+	// The tenants' sources on TCP and on UDP (SOCKS5's relay), and the
+	// control plane's for the status request (vmstatus) on TCP, each on
+	// every proxy port.
+	if diff := cmp.Diff([]string{`"tcp" var.allowed_source_ranges`, `"udp" var.allowed_source_ranges`, `"tcp" var.status_source_ranges`}, sources); diff != "" {
 		t.Errorf("the sources of the firewall's rules over proxy_ports (-want +got):\n%s", diff)
 	}
 }

@@ -206,6 +206,12 @@ resource "google_compute_firewall" "proxy" {
     protocol = "tcp"
     ports    = var.proxy_ports
   }
+  # SOCKS5's UDP relay listens on its proxy port's number (spec.socks5UDP);
+  # where no proxy turned it on, the VM's own filter drops the datagrams.
+  allow {
+    protocol = "udp"
+    ports    = var.proxy_ports
+  }
   depends_on = [google_project_service.apis, google_compute_network.proxies]
 }
 

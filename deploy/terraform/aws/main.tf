@@ -148,6 +148,19 @@ resource "aws_security_group" "proxy" {
       ipv6_cidr_blocks = local.ipv6_ranges
     }
   }
+  # SOCKS5's UDP relay listens on its proxy port's number (spec.socks5UDP);
+  # where no proxy turned it on, the VM's own filter drops the datagrams.
+  dynamic "ingress" {
+    for_each = var.proxy_ports
+    content {
+      description      = "SOCKS5 UDP relay on port ${ingress.value}"
+      protocol         = "udp"
+      from_port        = tonumber(split("-", ingress.value)[0])
+      to_port          = tonumber(element(split("-", ingress.value), length(split("-", ingress.value)) - 1))
+      cidr_blocks      = local.ipv4_ranges
+      ipv6_cidr_blocks = local.ipv6_ranges
+    }
+  }
   # The control plane's status request: the instance's engine answers
   # these addresses the status alone (vmconfig.StatusAccess).
   dynamic "ingress" {

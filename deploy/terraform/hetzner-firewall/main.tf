@@ -63,6 +63,17 @@ resource "hcloud_firewall" "proxy" {
       source_ips = var.allowed_source_ranges
     }
   }
+  # SOCKS5's UDP relay listens on its proxy port's number (spec.socks5UDP);
+  # where no proxy turned it on, the VM's own filter drops the datagrams.
+  dynamic "rule" {
+    for_each = var.proxy_ports
+    content {
+      direction  = "in"
+      protocol   = "udp"
+      port       = rule.value
+      source_ips = var.allowed_source_ranges
+    }
+  }
   # The control plane's status request: the server's engine answers these
   # addresses the status alone (vmconfig.StatusAccess).
   dynamic "rule" {

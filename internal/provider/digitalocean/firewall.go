@@ -88,6 +88,14 @@ func (f Firewall) Request(deployment string) *godo.FirewallRequest {
 	for _, port := range f.ProxyPorts {
 		req.InboundRules = append(req.InboundRules, godo.InboundRule{Protocol: "tcp", PortRange: port, Sources: &godo.Sources{Addresses: sources}})
 	}
+	// SOCKS5's UDP relay listens on its proxy port's number
+	// (spec.socks5UDP), for the allowed ranges only; where no proxy turned
+	// it on, the VM's own filter drops the datagrams.
+	if udpSources := slices.Compact(slices.Sorted(slices.Values(f.SourceRanges))); len(udpSources) > 0 {
+		for _, port := range f.ProxyPorts {
+			req.InboundRules = append(req.InboundRules, godo.InboundRule{Protocol: "udp", PortRange: port, Sources: &godo.Sources{Addresses: udpSources}})
+		}
+	}
 	req.OutboundRules = []godo.OutboundRule{
 		{Protocol: "tcp", PortRange: "0", Destinations: &godo.Destinations{Addresses: everywhere}},
 		{Protocol: "udp", PortRange: "0", Destinations: &godo.Destinations{Addresses: everywhere}},
