@@ -224,8 +224,9 @@ func (s *liveStack) digitalOceanProxy(t *testing.T) {
 // digitalOceanFirewall checks the deployment's cloud firewall the provider
 // made on the fake: applied by the deployment's tag, so the proxy's
 // Droplet is behind it; each of the stack's PROXY_PORTS (3128 and 1080)
-// open to FIREWALL_SOURCE_RANGES (the default, everywhere) and to the
-// status request's source against a fake (127.0.0.1/32).
+// open over TCP to FIREWALL_SOURCE_RANGES (the default, everywhere) and
+// to the status request's source against a fake (127.0.0.1/32), and over
+// UDP to FIREWALL_SOURCE_RANGES alone.
 func (s *liveStack) digitalOceanFirewall(t *testing.T, api doAPI, dropletID int) {
 	t.Helper()
 	fws, _, err := api.c.Firewalls.List(context.Background(), &godo.ListOptions{PerPage: 200})
@@ -254,8 +255,10 @@ func (s *liveStack) digitalOceanFirewall(t *testing.T, api doAPI, dropletID int)
 		got = append(got, f)
 	}
 	sources := []string{"0.0.0.0/0", "127.0.0.1/32", "::/0"}
+	// UDP (SOCKS5's relay) from the tenants' ranges alone.
+	tenants := []string{"0.0.0.0/0", "::/0"}
 	want := []firewall{{Name: "egress-proxy-allow-" + doDeployment, Tags: []string{"egress-deployment:" + doDeployment},
-		Inbound: []rule{{"tcp", "3128", sources}, {"tcp", "1080", sources}}}}
+		Inbound: []rule{{"tcp", "3128", sources}, {"tcp", "1080", sources}, {"udp", "3128", tenants}, {"udp", "1080", tenants}}}}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("godo: the firewalls (-want +got):\n%s", diff)
 	}
