@@ -254,6 +254,9 @@ func TestReservedIPCrashWindows(t *testing.T) {
 		}
 		return id
 	}
+	// recorded is the account once the address is its proxy's again: an
+	// unassigned reserved IP, its record, listed for the collector.
+	recorded := account{Tags: []string{rec}, IPs: map[string]bool{addr: false}, Listed: map[string]string{reservedIPID(addr): req.UID}}
 	cases := map[string]struct {
 		reason   string
 		run      func(t *testing.T, e *env)
@@ -268,7 +271,7 @@ func TestReservedIPCrashWindows(t *testing.T) {
 				mustDelete(t, e, id)
 				e.fake.Settle()
 			},
-			want: account{Tags: []string{rec}, IPs: map[string]bool{addr: false}, Listed: map[string]string{reservedIPID(addr): req.UID}},
+			want: recorded,
 		},
 		"RecordFailedThenDeleted": {
 			reason: "a Delete before any Get records the address before it destroys the Droplet: the collector finds it",
@@ -276,7 +279,7 @@ func TestReservedIPCrashWindows(t *testing.T) {
 				mustDelete(t, e, reserved(t, e))
 				e.fake.Settle()
 			},
-			want: account{Tags: []string{rec}, IPs: map[string]bool{addr: false}, Listed: map[string]string{reservedIPID(addr): req.UID}},
+			want: recorded,
 		},
 		"DeleteCutBeforeItsRecord": {
 			reason: "a Delete whose record fails destroys nothing; its retry records and destroys",
@@ -292,7 +295,7 @@ func TestReservedIPCrashWindows(t *testing.T) {
 				mustDelete(t, e, id)
 				e.fake.Settle()
 			},
-			want: account{Tags: []string{rec}, IPs: map[string]bool{addr: false}, Listed: map[string]string{reservedIPID(addr): req.UID}},
+			want: recorded,
 		},
 		"ReleasedThenCollected": {
 			reason: "the collector releases the recorded address, then its record",
