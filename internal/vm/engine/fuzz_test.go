@@ -87,3 +87,43 @@ func FuzzSocks5UDPHeader(f *testing.F) {
 		}
 	})
 }
+
+// FuzzSessionUsername feeds a username, as a client sends it in Basic or
+// RFC 1929 credentials, through parseSessionUsername and the credential
+// check: whatever the text, nothing panics; a split is at the last
+// "-session-", rebuilds the name, has a user and a valid ID; and the
+// test user's password admits USER-session-ID exactly when the last
+// split leaves that user and ID, as that user with that session.
+func FuzzSessionUsername(f *testing.F) {
+	r, err := compile(testConfig(f, 443))
+	if err != nil {
+		f.Fatal(err)
+	}
+	f.Add("alice-session-abc")
+	f.Add("team-session-1-session-x_y-z")
+	f.Add("-session-")
+	f.Add("alice-session-" + strings.Repeat("9", 65))
+	f.Fuzz(func(t *testing.T, name string) {
+		user, id, ok := parseSessionUsername(name)
+		if ok {
+			if user == "" || !validSessionID(id) || user+sessionMarker+id != name || strings.Contains(id, sessionMarker) {
+				t.Fatalf("parseSessionUsername(%q) = %q, %q: want a user, a valid ID after the last %q, rebuilding the name", name, user, id, sessionMarker)
+			}
+		} else if i := strings.LastIndex(name, sessionMarker); i > 0 && validSessionID(name[i+len(sessionMarker):]) {
+			t.Fatalf("parseSessionUsername(%q) refused a name with a user and a valid ID", name)
+		}
+		// The check reads the name as the parser does: the last split
+		// decides, so an ID holding the marker (or overlapping it, as
+		// in "session-session-0") leaves a user named USER-session…
+		// before it, whom the rules do not hold.
+		full := testUser + sessionMarker + name
+		u, id, ok := parseSessionUsername(full)
+		c, err := r.check(full, testPassword)
+		if want := ok && u == testUser; (err == nil) != want {
+			t.Fatalf("check(%q) = %v; want admitted %v", full, err, want)
+		}
+		if err == nil && (c.name != testUser || c.session != id || id != name) {
+			t.Fatalf("check(%q) = user %q session %q", full, c.name, c.session)
+		}
+	})
+}
