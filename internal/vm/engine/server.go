@@ -261,7 +261,8 @@ func (s *Server) Apply(cfg vmconfig.Config) error {
 	s.log.Info("configuration applied", slog.Int64("generation", r.generation), slog.Int64("previousGeneration", old.generation),
 		slog.Int("users", len(r.users)), slog.Int64("activeTunnels", s.activeTuns.Load()),
 		slog.Int("connectionsRevoked", revoked), slog.Int("connectionsFromRemovedSources", removed),
-		slog.Int64("bandwidthBitsPerSecond", r.bandwidth), slog.Bool("accessLog", r.accessLog))
+		slog.Int64("bandwidthBitsPerSecond", r.bandwidth), slog.Bool("accessLog", r.accessLog),
+		slog.String("ipv6Egress", r.ipv6Egress), slog.String("ipv6Prefix", prefixText(r.ipv6Prefix)))
 	return nil
 }
 

@@ -102,6 +102,14 @@ func (r *rules) ipv6Source(who credential) netip.Addr {
 	return netip.Addr{}
 }
 
+// prefixText is p as a log line says it: "" for none.
+func prefixText(p netip.Prefix) string {
+	if !p.IsValid() {
+		return ""
+	}
+	return p.String()
+}
+
 // rotates reports whether connections to IPv6 destinations leave from an
 // address chosen per connection or per session, not the kernel's.
 func (r *rules) rotates() bool {

@@ -523,3 +523,32 @@ func TestFreebind(t *testing.T) {
 		t.Errorf("connectFrom %s: %v: the address was not bound free", src, err)
 	}
 }
+
+// TestIPv6EgressHappyEyeballs: a name with both families is raced as
+// before, its IPv6 attempt from the session's address and its IPv4
+// attempt from the kernel's choice: here the IPv6 address refuses, and
+// the IPv4 one carries.
+func TestIPv6EgressHappyEyeballs(t *testing.T) {
+	_, port := startEcho(t) // on 127.0.0.1 alone: [::1] refuses the port
+	names["both.test"] = []netip.Addr{netip.MustParseAddr("::1"), netip.MustParseAddr("127.0.0.1")}
+	t.Cleanup(func() { delete(names, "both.test") })
+	prefix := netip.MustParsePrefix("2001:db8:7:1::/64")
+	cfg := testConfig(t, port)
+	cfg.AllowDestinations = []string{"127.0.0.1/32", "::1/128"}
+	cfg.IPv6Prefix, cfg.IPv6Egress = prefix.String(), vmconfig.IPv6EgressPerSession
+	rec := &attempts{}
+	_, proxy := startProxyWith(t, cfg, Options{Resolver: names}, func(s *Server) { s.connectTo = rec.connect })
+	a, conn := connectThrough(t, proxy, hostPort("both.test", port), basic(testUser+"-session-he", testPassword), nil)
+	if a.Status != 200 {
+		t.Fatalf("CONNECT both.test: %d, want 200 over IPv4", a.Status)
+	}
+	if err := echoes(t, conn, "over IPv4"); err != nil {
+		t.Fatal(err)
+	}
+	type tried struct{ V6, V4 []netip.Addr }
+	got := tried{rec.take(netip.AddrPortFrom(netip.MustParseAddr("::1"), uint16(port))), rec.take(netip.AddrPortFrom(netip.MustParseAddr("127.0.0.1"), uint16(port)))}
+	want := tried{[]netip.Addr{sessionAddress(prefix, testPassword, testUser, "he")}, []netip.Addr{{}}}
+	if diff := cmp.Diff(want, got, cmp.Comparer(func(a, b netip.Addr) bool { return a == b })); diff != "" {
+		t.Errorf("the attempts' sources (-want +got):\n%s", diff)
+	}
+}
