@@ -12,7 +12,8 @@ import (
 // parser the server uses (net/http's) and then the proxy's own reading of
 // it: the credentials and the destination. Whatever the bytes, nothing
 // panics, only the right credentials authorise, and a destination that
-// passes has an allowed port and a host. The seed corpus is in
+// passes has an allowed port and a host (a session of the user,
+// USER-session-ID, is the user). The seed corpus is in
 // testdata/fuzz/FuzzRequestHead and runs with every go test.
 func FuzzRequestHead(f *testing.F) {
 	r, err := compile(testConfig(f, 443, 80))
@@ -20,6 +21,7 @@ func FuzzRequestHead(f *testing.F) {
 		f.Fatal(err)
 	}
 	f.Add([]byte("CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\nProxy-Authorization: " + basic(testUser, testPassword) + "\r\n\r\n"))
+	f.Add([]byte("CONNECT example.com:443 HTTP/1.1\r\nHost: example.com:443\r\nProxy-Authorization: " + basic(testUser+"-session-s1", testPassword) + "\r\n\r\n"))
 	f.Fuzz(func(t *testing.T, head []byte) {
 		req, err := http.ReadRequest(bufio.NewReader(bytes.NewReader(head)))
 		if err != nil {
@@ -28,6 +30,9 @@ func FuzzRequestHead(f *testing.F) {
 		auth := req.Header.Get("Proxy-Authorization")
 		if user, err := r.authorize(auth); err == nil {
 			name, password, ok := parseBasic(auth)
+			if user.session != "" {
+				name = strings.TrimSuffix(name, sessionMarker+user.session)
+			}
 			if !ok || name != testUser || user.name != testUser || password != testPassword {
 				t.Fatalf("%q authorised as %q: want only %s with its password", auth, user, testUser)
 			}
