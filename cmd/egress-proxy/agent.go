@@ -74,7 +74,7 @@ func agentMain(args []string) int {
 	}
 	a := &agent.Agent{Metadata: &agent.Metadata{Base: *mdsURL}, Host: systemd{unit: *unit}, Dir: *dir,
 		ProxyUID: uid, ConfigGID: gid, Resolvers: resolvers, Forbidden: "169.254.169.254:80",
-		WatchTimeout: *wait, Log: log}
+		WatchTimeout: *wait, Log: log, IP: ipCommand}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
 	if *boot != "" {

@@ -123,6 +123,7 @@ func (s Local) Write(ctx context.Context, l callhome.Labels, lines []vmconfig.Ac
 	for _, line := range lines {
 		s.Log.InfoContext(ctx, "proxy access", slog.String("log", LogID), slog.Group("labels", ls...), slog.Group("line",
 			slog.Time("time", line.Time), slog.String("source", line.Source), slog.String("user", line.User),
+			slog.String("session", line.Session), slog.String("sourceAddress", line.SourceAddress),
 			slog.String("protocol", line.Protocol), slog.String("method", line.Method), slog.String("host", line.Host),
 			slog.Int("port", line.Port), slog.Int("status", line.Status), slog.Int64("bytesIn", line.BytesIn),
 			slog.Int64("bytesOut", line.BytesOut), slog.Int64("durationMs", line.DurationMs), slog.String("reason", line.Reason)))

@@ -30,7 +30,7 @@ func parseLine(raw json.RawMessage) (vmconfig.AccessLine, error) {
 // beyond maxField bytes, and a time and a protocol. A VM's line that
 // fails it is dropped, whichever way it came (a call-home, or a pull).
 func CheckLine(l vmconfig.AccessLine) error {
-	for _, f := range []string{l.Source, l.User, l.Protocol, l.Method, l.Host, l.Reason} {
+	for _, f := range []string{l.Source, l.User, l.Session, l.SourceAddress, l.Protocol, l.Method, l.Host, l.Reason} {
 		if len(f) > maxField {
 			return fmt.Errorf("a field of %d bytes", len(f))
 		}

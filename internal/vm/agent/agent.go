@@ -57,6 +57,10 @@ type Agent struct {
 	// answer as a configuration says (SelfTest.Window); 0 is
 	// DefaultSelfTestWindow.
 	SelfTestWindow time.Duration
+	// IP runs ip(8) with args and returns its output: how the agent
+	// routes the configuration's IPv6 prefix to the VM itself
+	// (prefix.go). Nil: a configuration with a prefix fails.
+	IP func(ctx context.Context, args ...string) ([]byte, error)
 	// HTTP publishes the call-home; nil is http.DefaultClient.
 	HTTP *http.Client
 	Log  *slog.Logger
@@ -83,6 +87,13 @@ func (a *Agent) Apply(ctx context.Context, text string, rollback bool) error {
 	prevFilter, errF := os.ReadFile(filepath.Join(a.Dir, FilterFile))
 	canRollBack := rollback && errC == nil && errF == nil
 	if err := a.serve(ctx, cfg, text); err != nil {
+		if errC == nil {
+			// A prefix this configuration routed, which the one before
+			// did not name, goes with it.
+			if prev, perr := engine.ReadConfig(prevConfig); perr == nil {
+				a.withdrawPrefix(ctx, []byte(text), prev)
+			}
+		}
 		if canRollBack {
 			if rerr := a.restore(ctx, prevConfig, prevFilter); rerr != nil {
 				a.Log.Error("could not put back the configuration served before", slog.Any("error", rerr))
@@ -90,6 +101,9 @@ func (a *Agent) Apply(ctx context.Context, text string, rollback bool) error {
 			}
 		}
 		return a.failed(ctx, cfg.Generation, err, canRollBack)
+	}
+	if errC == nil {
+		a.withdrawPrefix(ctx, prevConfig, cfg)
 	}
 	if err := a.reporter().Ready(ctx, cfg.Generation); err != nil {
 		return err
@@ -161,6 +175,11 @@ func (a *Agent) serve(ctx context.Context, cfg vmconfig.Config, text string) err
 	}
 	if err := a.Host.LoadFilter(ctx, filepath.Join(a.Dir, FilterFile)); err != nil {
 		return fmt.Errorf("the rendered nftables rules do not load: %w", err)
+	}
+	// Before the engine reads the configuration: its first connection
+	// may leave from an address of the prefix.
+	if err := a.routePrefix(ctx, cfg); err != nil {
+		return err
 	}
 	st, err := a.selfTest(ctx, cfg)
 	if err != nil {

@@ -64,13 +64,13 @@ func TestAccessLog(t *testing.T) {
 		}
 	}
 	want := vmconfig.AccessPage{Next: 4, Lines: []vmconfig.AccessLine{
-		{User: testUser, Protocol: "connect", Method: "CONNECT", Host: "127.0.0.1", Port: echoPort, Status: 200},
-		{User: testUser, Protocol: "http", Method: "GET", Host: "127.0.0.1", Port: httpPort, Status: 200},
+		{User: testUser, SourceAddress: "127.0.0.1", Protocol: "connect", Method: "CONNECT", Host: "127.0.0.1", Port: echoPort, Status: 200},
+		{User: testUser, SourceAddress: "127.0.0.1", Protocol: "http", Method: "GET", Host: "127.0.0.1", Port: httpPort, Status: 200},
 		{User: testUser, Protocol: "connect", Method: "CONNECT", Host: "169.254.169.254", Port: echoPort, Status: 403, Reason: "destination-denied"},
 		{Protocol: "connect", Method: "CONNECT", Host: "127.0.0.1", Port: echoPort, Status: 407, Reason: "credentials-missing"},
 	}}
 	// The bytes are TestAccessBytes's.
-	if diff := cmp.Diff(want, page, cmpopts.IgnoreFields(vmconfig.AccessLine{}, "Time", "End", "Source", "DurationMs", "BytesIn", "BytesOut")); diff != "" {
+	if diff := cmp.Diff(want, page, sourceHost, cmpopts.IgnoreFields(vmconfig.AccessLine{}, "Time", "End", "Source", "DurationMs", "BytesIn", "BytesOut")); diff != "" {
 		t.Errorf("the access log: -want +got:\n%s", diff)
 	}
 	js, _ := json.Marshal(page)

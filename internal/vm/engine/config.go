@@ -11,7 +11,9 @@
 // This file reads a configuration. The others: rules.go (a Config checked,
 // and the decisions on credentials, sources, ports and destinations),
 // answers.go (every refusal's status, reason and SOCKS5 reply), dial.go
-// (resolve once, check every address, race the checked ones), server.go
+// (resolve once, check every address, race the checked ones), source.go
+// (the source address of an IPv6 connection, and the session a username
+// names), server.go
 // (the Server: listeners, reload and revocation, drain, stats), conns.go
 // (each client's connection, admitted within the cap and tracked), http.go
 // (the HTTP connection loop), tunnel.go (CONNECT, and the tunnel SOCKS5

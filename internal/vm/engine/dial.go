@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
-	"strconv"
+	"slices"
 	"time"
 )
 
@@ -31,11 +31,14 @@ const attemptDelay = 250 * time.Millisecond
 // IPv6 first, a new attempt every attemptDelay or as soon as one fails,
 // the first to connect kept. A VM without an IPv6 route fails its IPv6
 // attempts at once (the kernel has no route), so IPv4 follows at once.
+// The IPv6 attempts leave from the source the rules' ipv6Egress picks for
+// who (source.go), one for the whole dial: a connection's one fresh
+// address, or its session's; the IPv4 ones from the kernel's choice.
 //
 // ctx bounds the dial with the rules' dial timeout; it is the server's,
 // never a client request's, so a client that half-closes after its
 // request still gets its answer.
-func (s *Server) dial(ctx context.Context, r *rules, host string, port int) (*net.TCPConn, error) {
+func (s *Server) dial(ctx context.Context, r *rules, who credential, host string, port int) (*net.TCPConn, error) {
 	if !validHost(host) {
 		return nil, refusef(ansBadTarget, "destination host %q", host)
 	}
@@ -45,7 +48,11 @@ func (s *Server) dial(ctx context.Context, r *rules, host string, port int) (*ne
 	if err != nil {
 		return nil, err
 	}
-	c, err := race(ctx, interleave(addrs), port)
+	var src netip.Addr
+	if r.rotates() && slices.ContainsFunc(addrs, func(a netip.Addr) bool { return !a.Unmap().Is4() }) {
+		src = r.ipv6Source(who)
+	}
+	c, err := s.race(ctx, interleave(addrs), port, src)
 	if err != nil {
 		return nil, fmt.Errorf("connecting to %s port %d: %w", host, port, err)
 	}
@@ -105,13 +112,20 @@ func interleave(addrs []netip.Addr) []netip.Addr {
 // race connects to the first of addrs that answers: a new attempt starts
 // every attemptDelay, or at once when the last one failed; the first
 // connection wins and the attempts still running are cancelled (and any
-// that connect anyway, closed).
-func race(ctx context.Context, addrs []netip.Addr, port int) (*net.TCPConn, error) {
+// that connect anyway, closed). An attempt to an IPv6 address leaves from
+// v6src when it is valid.
+func (s *Server) race(ctx context.Context, addrs []netip.Addr, port int, v6src netip.Addr) (*net.TCPConn, error) {
+	attempt := func(ctx context.Context, a netip.Addr) (net.Conn, error) {
+		src := netip.Addr{}
+		if !a.Is4() {
+			src = v6src
+		}
+		return s.connectTo(ctx, src, netip.AddrPortFrom(a, uint16(port)))
+	}
 	if len(addrs) == 1 {
 		// Nothing to race (an address literal, most often): no goroutine,
 		// no timer.
-		var d net.Dialer
-		c, err := d.DialContext(ctx, "tcp", net.JoinHostPort(addrs[0].String(), strconv.Itoa(port)))
+		c, err := attempt(ctx, addrs[0])
 		if err != nil {
 			return nil, err
 		}
@@ -124,14 +138,13 @@ func race(ctx context.Context, addrs []netip.Addr, port int) (*net.TCPConn, erro
 		err error
 	}
 	results := make(chan result, len(addrs))
-	var d net.Dialer
 	next, pending := 0, 0
 	start := func() {
 		a := addrs[next]
 		next++
 		pending++
 		go func() {
-			c, err := d.DialContext(ctx, "tcp", net.JoinHostPort(a.String(), strconv.Itoa(port)))
+			c, err := attempt(ctx, a)
 			results <- result{c, err}
 		}()
 	}

@@ -23,9 +23,17 @@ import (
 // VM's name or address.
 const via = "egress-proxy"
 
-// rulesKey carries a request's rules to the dial of its upstream
-// connection, so a request is dialled under the rules that authorised it.
-type rulesKey struct{}
+// scopeKey carries a request's dialScope to the dial of its upstream
+// connection.
+type scopeKey struct{}
+
+// dialScope is what the dial of a plain request's upstream connection
+// needs of the request: the rules that authorised it, so it is dialled
+// under them, and who it is for, whose source ipv6Egress picks.
+type dialScope struct {
+	r   *rules
+	who credential
+}
 
 // forward carries a plain HTTP request (absolute-form, http://…) to its
 // destination with net/http's Transport, and its answer back: without the
@@ -33,7 +41,7 @@ type rulesKey struct{}
 // Proxy-Connection, Keep-Alive, Proxy-Authorization, Proxy-Authenticate,
 // TE, Trailer, Transfer-Encoding, Upgrade), with Via added both ways. It
 // reports whether the connection may carry another request.
-func (s *Server) forward(hc *httpConn, req *http.Request, r *rules, rec *record) bool {
+func (s *Server) forward(hc *httpConn, req *http.Request, r *rules, who credential, rec *record) bool {
 	cc := hc.cc
 	keepable := !req.Close && req.ProtoAtLeast(1, 1)
 	bodyless := req.ContentLength == 0
@@ -95,8 +103,13 @@ func (s *Server) forward(hc *httpConn, req *http.Request, r *rules, rec *record)
 			out.Header.Set("Max-Forwards", strconv.Itoa(n-1))
 		}
 	}
-	ctx, cancel := context.WithCancel(context.WithValue(s.ctx, rulesKey{}, r))
+	ctx, cancel := context.WithCancel(context.WithValue(s.ctx, scopeKey{}, dialScope{r: r, who: who}))
 	defer cancel()
+	trace := &httptrace.ClientTrace{GotConn: func(info httptrace.GotConnInfo) {
+		// The connection the request goes out on, new or kept alive:
+		// the line's source address.
+		rec.line.SourceAddress = info.Conn.LocalAddr().String()
+	}}
 	var body *requestBody
 	if !bodyless {
 		body = &requestBody{body: req.Body, conn: cc.conn, w: cc, idle: r.bodyIdleTimeout, limit: s.up, count: func(n int64) { s.bytesIn.Add(n) },
@@ -107,13 +120,19 @@ func (s *Server) forward(hc *httpConn, req *http.Request, r *rules, rec *record)
 			// Transport sends the body; if the origin says nothing
 			// within the Transport's ExpectContinueTimeout, the first
 			// read of the body sends one instead.
-			ctx = httptrace.WithClientTrace(ctx, &httptrace.ClientTrace{Got100Continue: func() { body.sendContinue() }})
+			trace.Got100Continue = func() { body.sendContinue() }
 		}
 	} else {
 		out.Body = nil
 	}
-	out = out.WithContext(ctx)
-	resp, err := s.transport.RoundTrip(out)
+	out = out.WithContext(httptrace.WithClientTrace(ctx, trace))
+	transport := s.transport
+	if r.rotates() {
+		// A connection of its own, from the source this request's
+		// client gets: a kept-alive one was made for another.
+		transport = s.fresh
+	}
+	resp, err := transport.RoundTrip(out)
 	if err == nil && resp.StatusCode == http.StatusSwitchingProtocols {
 		// No request the engine forwards asks for an upgrade: a 101 is
 		// not an answer to it, and relaying one leaves the client
@@ -392,7 +411,8 @@ func (s *Server) newTransport(responseHeaderTimeout time.Duration) *http.Transpo
 	return &http.Transport{
 		Proxy: nil,
 		DialContext: func(ctx context.Context, _, addr string) (net.Conn, error) {
-			r, _ := ctx.Value(rulesKey{}).(*rules)
+			scope, _ := ctx.Value(scopeKey{}).(dialScope)
+			r := scope.r
 			if r == nil {
 				r = s.rules.Load()
 			}
@@ -404,7 +424,7 @@ func (s *Server) newTransport(responseHeaderTimeout time.Duration) *http.Transpo
 			if err != nil {
 				return nil, err
 			}
-			c, err := s.dial(ctx, r, host, port)
+			c, err := s.dial(ctx, r, scope.who, host, port)
 			if err != nil {
 				// Tagged with its answer, so that it is not read as a
 				// failure of the exchange with the destination.

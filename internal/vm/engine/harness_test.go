@@ -14,6 +14,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
+
 	"github.com/egress-proxies/egress/internal/vm/vmconfig"
 )
 
@@ -71,12 +73,15 @@ func startProxy(t testing.TB, cfg vmconfig.Config) (*Server, string) {
 }
 
 // startProxyWith serves cfg with opts on a loopback port until the test
-// ends.
-func startProxyWith(t testing.TB, cfg vmconfig.Config, opts Options) (*Server, string) {
+// ends; each setup changes the Server before it serves (a seam).
+func startProxyWith(t testing.TB, cfg vmconfig.Config, opts Options, setup ...func(*Server)) (*Server, string) {
 	t.Helper()
 	s, err := New(cfg, opts)
 	if err != nil {
 		t.Fatal(err)
+	}
+	for _, f := range setup {
+		f(s)
 	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -185,3 +190,13 @@ func echoes(t testing.TB, c tunnelConn, msg string) error {
 }
 
 func hostPort(host string, port int) string { return net.JoinHostPort(host, strconv.Itoa(port)) }
+
+// sourceHost compares access lines' SourceAddress by its host alone: the
+// port is the kernel's pick.
+var sourceHost = cmp.FilterPath(func(p cmp.Path) bool { return p.Last().String() == ".SourceAddress" },
+	cmp.Transformer("host", func(s string) string {
+		if h, _, err := net.SplitHostPort(s); err == nil {
+			return h
+		}
+		return s
+	}))

@@ -216,12 +216,12 @@ func (hc *httpConn) serveOne(r *rules) bool {
 		return refuseWith(a, http.Header{"Proxy-Authenticate": {`Basic realm="` + Realm + `"`}})
 	}
 	cc.cred.Store(&cred)
-	rec.line.User = cred.name
+	rec.line.User, rec.line.Session = cred.name, cred.session
 	if req.Method == http.MethodConnect {
-		s.connect(hc, req, r, rec)
+		s.connect(hc, req, r, cred, rec)
 		return false
 	}
-	if !s.forward(hc, req, r, rec) {
+	if !s.forward(hc, req, r, cred, rec) {
 		hc.linger = true
 		return false
 	}

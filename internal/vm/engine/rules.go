@@ -37,6 +37,10 @@ type rules struct {
 	udpIdle time.Duration
 	// status is who may read the status on the proxy port; nil: nobody.
 	status *statusAccess
+	// ipv6Egress is how a connection to an IPv6 destination picks its
+	// source (source.go), from ipv6Prefix.
+	ipv6Egress string
+	ipv6Prefix netip.Prefix
 }
 
 // compile checks c and returns its rules. An error names the field and the
@@ -115,6 +119,10 @@ func compile(c vmconfig.Config) (*rules, error) {
 	if r.allow, err = prefixes("allowDestinations", c.AllowDestinations); err != nil {
 		return nil, err
 	}
+	if r.ipv6Prefix, err = vmconfig.CheckIPv6Egress(c.IPv6Prefix, c.IPv6Egress); err != nil {
+		return nil, fmt.Errorf("engine: %w", err)
+	}
+	r.ipv6Egress = c.IPv6Egress
 	if r.status, err = compileStatus(c.Status); err != nil {
 		return nil, err
 	}
@@ -159,14 +167,15 @@ func (r *rules) destinationAllowed(addr netip.Addr) bool {
 var errUnauthorized = errors.New("no valid Proxy-Authorization")
 
 // credential is who a connection authenticated as: the user's name, the
-// hash its password matched and the password itself, kept in memory for
+// session ID it named (USER-session-ID; source.go), the hash its password
+// matched and the password itself, kept in memory for
 // the connection's life (never logged): the control plane salts a hash
 // afresh each time it renders a configuration, so only the password can
 // tell a new hash of the same password (a PATCH of the ranges) from a
 // rotation. A configuration under which the name and password no longer
 // match revokes it.
 type credential struct {
-	name, hash, password string
+	name, session, hash, password string
 }
 
 // authorize checks a Proxy-Authorization header value and returns the
@@ -179,9 +188,21 @@ func (r *rules) authorize(header string) (credential, error) {
 	return r.check(name, password)
 }
 
-// check checks a username and password (Basic's or SOCKS5's).
+// check checks a username and password (Basic's or SOCKS5's). A username
+// is a user's whole name first; only a name no user has is read as
+// USER-session-ID (parseSessionUsername), USER's password checked as
+// USER's, under the same rules: so a user whose own name holds
+// "-session-" still authenticates plainly by it, and with a session by
+// its name, "-session-" and the ID.
 func (r *rules) check(name, password string) (credential, error) {
+	session := ""
 	hash, known := r.users[name]
+	if !known {
+		if user, id, ok := parseSessionUsername(name); ok {
+			name, session = user, id
+			hash, known = r.users[name]
+		}
+	}
 	if !known {
 		// Hash anyway, so a wrong name costs what a wrong password does.
 		vmconfig.Matches(unknownUserHash, password)
@@ -190,7 +211,7 @@ func (r *rules) check(name, password string) (credential, error) {
 	if !vmconfig.Matches(hash, password) {
 		return credential{}, errUnauthorized
 	}
-	return credential{name: name, hash: hash, password: password}, nil
+	return credential{name: name, session: session, hash: hash, password: password}, nil
 }
 
 // holds reports whether c is still a credential of these rules.

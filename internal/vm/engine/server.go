@@ -52,7 +52,15 @@ type Server struct {
 	started  vmconfig.Config
 	maxConns int64
 
-	transport *http.Transport
+	// transport carries plain HTTP, keeping its upstream connections
+	// alive for the next request; fresh carries it where ipv6Egress
+	// rotates, a connection per request, so no request rides a
+	// connection another connection's or session's source made.
+	transport, fresh *http.Transport
+	// connectTo makes one connection attempt from a source (the zero
+	// Addr: the kernel's choice): connectFrom, or a test's, which sees
+	// the source chosen without a route for it.
+	connectTo func(ctx context.Context, src netip.Addr, dst netip.AddrPort) (net.Conn, error)
 	// udp is the SOCKS5 UDP relay, when the Config started with
 	// Socks5UDP (udp.go); nil otherwise.
 	udp *udpRelay
@@ -102,6 +110,7 @@ func New(cfg vmconfig.Config, opts Options) (*Server, error) {
 		listeners: map[net.Listener]struct{}{},
 		up:        newBucket(),
 		down:      newBucket(),
+		connectTo: connectFrom,
 	}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
@@ -118,6 +127,8 @@ func New(cfg vmconfig.Config, opts Options) (*Server, error) {
 	s.up.setRate(r.bandwidth)
 	s.down.setRate(r.bandwidth)
 	s.transport = s.newTransport(r.responseHeaderTimeout)
+	s.fresh = s.newTransport(r.responseHeaderTimeout)
+	s.fresh.DisableKeepAlives = true
 	return s, nil
 }
 
@@ -250,7 +261,8 @@ func (s *Server) Apply(cfg vmconfig.Config) error {
 	s.log.Info("configuration applied", slog.Int64("generation", r.generation), slog.Int64("previousGeneration", old.generation),
 		slog.Int("users", len(r.users)), slog.Int64("activeTunnels", s.activeTuns.Load()),
 		slog.Int("connectionsRevoked", revoked), slog.Int("connectionsFromRemovedSources", removed),
-		slog.Int64("bandwidthBitsPerSecond", r.bandwidth), slog.Bool("accessLog", r.accessLog))
+		slog.Int64("bandwidthBitsPerSecond", r.bandwidth), slog.Bool("accessLog", r.accessLog),
+		slog.String("ipv6Egress", r.ipv6Egress), slog.String("ipv6Prefix", prefixText(r.ipv6Prefix)))
 	return nil
 }
 

@@ -199,7 +199,7 @@ func (s *Server) serveSOCKS5(cc *clientConn) {
 		io.Writer
 	}{io.MultiReader(bytes.NewReader(version[:]), cc), cc}, r)
 	rec.line.Method = socksCommandName(req.command)
-	rec.line.User = req.cred.name
+	rec.line.User, rec.line.Session = req.cred.name, req.cred.session
 	if req.host != "" {
 		rec.destination(req.host, req.port)
 	}
@@ -222,7 +222,7 @@ func (s *Server) serveSOCKS5(cc *clientConn) {
 		s.serveUDPAssociate(cc, rec, req)
 		return
 	}
-	up, err := s.dial(s.ctx, r, req.host, req.port)
+	up, err := s.dial(s.ctx, r, req.cred, req.host, req.port)
 	if err != nil {
 		a := answerOf(err)
 		s.log.Debug("SOCKS5 CONNECT refused", slog.String("user", req.cred.name), slog.String("destination", req.host), slog.String("reason", err.Error()))
@@ -232,6 +232,7 @@ func (s *Server) serveSOCKS5(cc *clientConn) {
 		return
 	}
 	cc.up.Store(up)
+	rec.line.SourceAddress = up.LocalAddr().String()
 	if cc.endReason() != "" {
 		up.Close()
 		rec.done(socksSucceeded, cc.endReason())

@@ -228,7 +228,8 @@ func TestSocks5Counted(t *testing.T) {
 }
 
 // FuzzSocks5Handshake feeds any bytes to the SOCKS5 handshake: nothing
-// panics, a handshake succeeds only with the right password and only for
+// panics, a handshake succeeds only with the right password (as the user
+// or a session of it) and only for
 // a CONNECT to an allowed port and a host the engine can name, and every
 // byte the engine writes is a well-formed answer.
 func FuzzSocks5Handshake(f *testing.F) {
@@ -243,6 +244,9 @@ func FuzzSocks5Handshake(f *testing.F) {
 	f.Add(append(append([]byte{5, 1, 2}, auth...), 5, 3, 0, 1, 127, 0, 0, 1, 1, 187))
 	f.Add([]byte{5, 2, 0, 2, 1, 1, 'a', 1, 'b'})
 	f.Add([]byte{4, 1, 0, 80, 127, 0, 0, 1, 0})
+	session := append([]byte{1, byte(len(testUser + "-session-s1"))}, testUser+"-session-s1"...)
+	session = append(append(session, byte(len(testPassword))), testPassword...)
+	f.Add(append(append([]byte{5, 1, 2}, session...), 5, 1, 0, 1, 127, 0, 0, 1, 1, 187))
 	f.Fuzz(func(t *testing.T, in []byte) {
 		var out bytes.Buffer
 		req, err := socksHandshake(struct {
@@ -250,7 +254,15 @@ func FuzzSocks5Handshake(f *testing.F) {
 			io.Writer
 		}{bytes.NewReader(in), &out}, r)
 		if err == nil {
-			if req.cred.name != testUser || !bytes.Contains(in, auth) || req.command != socksCommandConnect || !r.ports[req.port] || !validHost(req.host) {
+			// The credentials as sent: the user's name, or its
+			// session's.
+			user := testUser
+			if req.cred.session != "" {
+				user += sessionMarker + req.cred.session
+			}
+			sent := append([]byte{1, byte(len(user))}, user...)
+			sent = append(append(sent, byte(len(testPassword))), testPassword...)
+			if req.cred.name != testUser || !bytes.Contains(in, sent) || req.command != socksCommandConnect || !r.ports[req.port] || !validHost(req.host) {
 				t.Fatalf("handshake %q passed as %+v", in, req)
 			}
 		}

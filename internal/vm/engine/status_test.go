@@ -230,8 +230,8 @@ func TestStatusAccessPage(t *testing.T) {
 		}
 		return len(page.Lines) > 0
 	})
-	want := []vmconfig.AccessLine{{Source: "127.0.0.1", User: testUser, Protocol: vmconfig.ProtocolConnect, Method: "CONNECT", Host: "127.0.0.1", Port: echoPort, Status: 200}}
-	if diff := cmp.Diff(want, page.Lines, cmpopts.IgnoreFields(vmconfig.AccessLine{}, "Time", "End", "BytesIn", "BytesOut", "DurationMs", "Reason", "Source")); diff != "" {
+	want := []vmconfig.AccessLine{{Source: "127.0.0.1", User: testUser, SourceAddress: "127.0.0.1", Protocol: vmconfig.ProtocolConnect, Method: "CONNECT", Host: "127.0.0.1", Port: echoPort, Status: 200}}
+	if diff := cmp.Diff(want, page.Lines, sourceHost, cmpopts.IgnoreFields(vmconfig.AccessLine{}, "Time", "End", "BytesIn", "BytesOut", "DurationMs", "Reason", "Source")); diff != "" {
 		t.Errorf("the access page through the proxy port: only the tenant's tunnel, no status request (-want +got):\n%s", diff)
 	}
 	if page.Next != 1 {

@@ -12,12 +12,12 @@ import (
 // established is the answer to a CONNECT the proxy carries.
 const established = "HTTP/1.1 200 Connection established\r\n\r\n"
 
-// connect dials the destination of a CONNECT and, once connected, makes
+// connect dials the destination of a CONNECT for who and, once connected, makes
 // the client's connection a tunnel to it (runTunnel). The dial is under
 // the server's context, not the client's: a client that half-closes after
 // its CONNECT (it has nothing to send; it waits for the answer) still
 // gets its tunnel.
-func (s *Server) connect(hc *httpConn, req *http.Request, r *rules, rec *record) {
+func (s *Server) connect(hc *httpConn, req *http.Request, r *rules, who credential, rec *record) {
 	cc := hc.cc
 	host, port, err := r.target(req.RequestURI, 0)
 	if err != nil {
@@ -26,7 +26,7 @@ func (s *Server) connect(hc *httpConn, req *http.Request, r *rules, rec *record)
 		return
 	}
 	rec.destination(host, port)
-	up, err := s.dial(s.ctx, r, host, port)
+	up, err := s.dial(s.ctx, r, who, host, port)
 	if err != nil {
 		a := answerOf(err)
 		s.log.Debug("CONNECT refused", slog.String("user", rec.line.User), slog.String("destination", host), slog.String("reason", err.Error()))
@@ -34,6 +34,7 @@ func (s *Server) connect(hc *httpConn, req *http.Request, r *rules, rec *record)
 		return
 	}
 	cc.up.Store(up)
+	rec.line.SourceAddress = up.LocalAddr().String()
 	if cc.endReason() != "" {
 		// Revoked while it dialled.
 		up.Close()

@@ -73,6 +73,10 @@ type cloudShape struct {
 	// starts without and the test's namespace keeps (a route, an
 	// address), between the two boots.
 	reboot func(t *testing.T, r *run)
+	// ipv6, when set, is the ipv6Egress mode of the boot's
+	// configuration, on a topology that routes the VM a prefix: the
+	// IPv6 checks run (ipv6_test.go).
+	ipv6 string
 }
 
 // cloudRun is what a cloud-init boot adds to a run.
@@ -125,7 +129,12 @@ func testCloudInit(t *testing.T, ctx context.Context, runDir string, engine []by
 	checks := &checklist{t: t}
 	defer func() { res.passed, res.failed = checks.passed, checks.failed }()
 
-	r := newRun(t, rel, engine, NewTopology)
+	topology := NewTopology
+	if shape.ipv6 != "" {
+		topology = newIPv6Topology
+	}
+	r := newRun(t, rel, engine, topology)
+	r.ipv6Egress = shape.ipv6
 	if err := r.topo.Internet.AddAddr("lo", netip.PrefixFrom(controlPlaneAddr, 32)); err != nil {
 		t.Fatal(err)
 	}
@@ -187,6 +196,11 @@ func testCloudInit(t *testing.T, ctx context.Context, runDir string, engine []by
 	if shape.checks != nil {
 		shape.checks(checks, ctx, r, c)
 	}
+	if shape.ipv6 == vmconfig.IPv6EgressPerSession {
+		// A plain user gets perConnection's fresh address.
+		checks.run("IPv6PerConnection", func(t *testing.T) { checkIPv6PerConnection(t, ctx, r, "client") })
+		checks.run("IPv6PerSession", func(t *testing.T) { r.ipv6Sessions = checkIPv6PerSession(t, ctx, r, c, "client") })
+	}
 
 	if err := c.Reboot(ctx); err != nil {
 		t.Fatalf("reboot: %v\n%s", err, c.Journal(ctx, 100))
@@ -195,6 +209,9 @@ func testCloudInit(t *testing.T, ctx context.Context, runDir string, engine []by
 		// The first boot's system is gone: nothing in it puts back what
 		// this takes away.
 		shape.reboot(t, r)
+	}
+	if shape.ipv6 != "" {
+		takeIPv6Route(t, r)
 	}
 	console2 := filepath.Join(runDir, rel.Cloud+"-console-2.log")
 	c2, ready2 := cloudBoot(t, ctx, r, root, console2)
@@ -206,6 +223,9 @@ func testCloudInit(t *testing.T, ctx context.Context, runDir string, engine []by
 	checks.run("after a reboot no password in the journal or the console", func(t *testing.T) { checkCloudNoSecret(t, ctx, r, c2, console2) })
 	if shape.rebootChecks != nil {
 		shape.rebootChecks(checks, ctx, r, c2)
+	}
+	if shape.ipv6 == vmconfig.IPv6EgressPerSession {
+		checks.run("after a reboot IPv6PerSession keeps each session's address", func(t *testing.T) { checkIPv6SessionsKept(t, ctx, r, "client") })
 	}
 	return res
 }
@@ -242,6 +262,7 @@ func cloudCreateRequest(t *testing.T, r *run, place provider.Placement) provider
 	if err != nil {
 		t.Fatal(err)
 	}
+	r.withIPv6(&engine)
 	r.engine = engine
 	req := provider.CreateRequest{Name: provider.NameFromUID(uid), UID: uid, Namespace: namespace, ProxyName: proxyName,
 		Port: ProxyPort, StartupScript: script, Engine: &engine, Placement: place, StaticIP: r.cloud != nil && r.cloud.static}

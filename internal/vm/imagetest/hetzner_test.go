@@ -8,6 +8,7 @@ import (
 	"github.com/egress-proxies/egress/internal/provider"
 	"github.com/egress-proxies/egress/internal/provider/hetzner"
 	"github.com/egress-proxies/egress/internal/provider/hetzner/hetznerfake"
+	"github.com/egress-proxies/egress/internal/vm/vmconfig"
 )
 
 // hetznerShape is the Hetzner-shaped boot (testCloudInit): Debian's
@@ -19,6 +20,8 @@ var hetznerShape = cloudShape{
 	datasource:   "DataSourceHetzner",
 	create:       hetznerCreate,
 	userDataPath: "/hetzner/v1/userdata",
+	// A server's /64, its configuration perSession (ipv6_test.go).
+	ipv6: vmconfig.IPv6EgressPerSession,
 	// The SMBIOS a Hetzner server's firmware gives (hetznerimage.go).
 	firmware: func(id string) map[string]string {
 		return map[string]string{dmiDir + "/sys_vendor": "Hetzner\n", dmiDir + "/product_serial": id + "\n"}

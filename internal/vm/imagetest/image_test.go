@@ -13,6 +13,7 @@ import (
 	"github.com/egress-proxies/egress/internal/proxy"
 	"github.com/egress-proxies/egress/internal/queue"
 	"github.com/egress-proxies/egress/internal/vm/vmconfig"
+	"net/netip"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -91,6 +92,14 @@ type run struct {
 	// bandwidth is the bandwidth limit the next handOver gives, as a
 	// spec says it ("200Mbit"; empty: none).
 	bandwidth string
+	// ipv6Egress is the mode the next configuration the test renders
+	// asks for, with VMIPv6Prefix (withIPv6); empty: no prefix.
+	ipv6Egress string
+	// ipv6Host is the IPv6 host, on a topology with RouteIPv6;
+	// ipv6Sessions the address each session ID left from
+	// (IPv6PerSession).
+	ipv6Host     *SourceHost
+	ipv6Sessions map[string]netip.Addr
 }
 
 // Socks5Port is the SOCKS5 port of the test's proxy.
@@ -244,7 +253,11 @@ func testRelease(t *testing.T, ctx context.Context, rel Release, runDir string, 
 	checks.failed += pool.failed
 	t.Logf("warm pool: a member booted, checked, claimed and checked in %.1f s", time.Since(start).Seconds())
 
-	r := setUp(t, ctx, rel, engine, NewTopology, asProxy)
+	topology := NewTopology
+	if ipv6Families[rel.Family] {
+		topology = newIPv6Topology
+	}
+	r := setUp(t, ctx, rel, engine, topology, asProxy)
 	root := filepath.Join(runDir, rel.Suite)
 	start = time.Now()
 	if err := Copy(ctx, rootfs, root); err != nil {
@@ -316,6 +329,10 @@ func testRelease(t *testing.T, ctx context.Context, rel Release, runDir string, 
 	checks.run("after a reboot WrongPassword407", func(t *testing.T) { checkAuth(t, ctx, r, r.creds.Username, r.creds.Password+"x") })
 	checks.run("after a reboot the password is in no log line", func(t *testing.T) { checkNoSecret(t, ctx, r, c2, console2) })
 	testReconfigure(checks, ctx, r)
+	if ipv6Families[rel.Family] {
+		// After the rotation: generation 3 admits the outsider's range.
+		testIPv6Reconfigured(checks, ctx, r, c2, "outsider", []string{outsiderRange}, 4)
+	}
 	return res
 }
 

@@ -7,6 +7,7 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"net/netip"
 	"strconv"
 	"strings"
 	"sync"
@@ -183,3 +184,43 @@ func (p *PubSub) Publishes() []Publish {
 	defer p.mu.Unlock()
 	return append([]Publish(nil), p.publishes...)
 }
+
+// SourceHost answers each connection with the address it came from, one
+// line, and closes it, recording the address: what a site sees of the
+// proxy's source, from both ends.
+type SourceHost struct {
+	l    net.Listener
+	mu   sync.Mutex
+	from []netip.Addr
+}
+
+// NewSourceHost serves l until it is closed.
+func NewSourceHost(l net.Listener) *SourceHost {
+	s := &SourceHost{l: l}
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			a := c.RemoteAddr().(*net.TCPAddr).AddrPort().Addr().Unmap()
+			s.mu.Lock()
+			s.from = append(s.from, a)
+			s.mu.Unlock()
+			c.SetWriteDeadline(time.Now().Add(10 * time.Second))
+			io.WriteString(c, a.String()+"\n")
+			c.Close()
+		}
+	}()
+	return s
+}
+
+// Sources returns the addresses of the connections so far.
+func (s *SourceHost) Sources() []netip.Addr {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]netip.Addr(nil), s.from...)
+}
+
+// Close stops the host.
+func (s *SourceHost) Close() error { return s.l.Close() }

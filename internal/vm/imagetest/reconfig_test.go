@@ -42,6 +42,7 @@ func handOver(t *testing.T, ctx context.Context, r *run, gen int64, cfg bootstra
 	if err != nil {
 		t.Fatal(err)
 	}
+	r.withIPv6(&engine)
 	r.engine = engine
 	calls := len(r.compute.SetMetadataCalls())
 	err = r.provider.Reconfigure(ctx, r.providerID, provider.ReconfigureRequest{UID: uid, Namespace: namespace, ProxyName: proxyName, Engine: &engine})

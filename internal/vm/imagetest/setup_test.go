@@ -168,6 +168,7 @@ func (r *run) serveInternet(t *testing.T) {
 
 	r.private = sink(t, topo.Internet, HostPort(PrivateAddr, PrivatePort))
 	r.refused = sink(t, topo.Internet, HostPort(TLSHostAddr, RefusedPort))
+	r.serveIPv6Host(t)
 }
 
 // insertMetadata is the metadata the gcp provider sends in its insert
@@ -187,6 +188,7 @@ func insertMetadata(t *testing.T, ctx context.Context, r *run, cfg bootstrap.Con
 	if err != nil {
 		t.Fatal(err)
 	}
+	r.withIPv6(&engine)
 	r.engine = engine
 	fake := computefake.New()
 	t.Cleanup(fake.Close)

@@ -74,6 +74,8 @@ type Topology struct {
 	// Internet is everything outside the VM: stand-ins and, but in the
 	// benchmark's topology, clients.
 	Internet *Netns
+	// IPv6 says RouteIPv6 gave the topology its IPv6 part.
+	IPv6 bool
 	// Client, in the benchmark's topology only, is where the clients are:
 	// on the VM's other side, so that their direct path to the internet
 	// is forwarded by the VM's namespace as the proxied one is relayed by
@@ -206,4 +208,53 @@ func NewBenchTopology(prefix string) (_ *Topology, err error) {
 		return t, fmt.Errorf("enabling forwarding in %s: %w: %s", t.VM.Name, err, out)
 	}
 	return t, nil
+}
+
+// The IPv6 part of the network, on the boots that route the VM a prefix
+// (RouteIPv6): a link between the VM and its gateway, the VM's routed
+// prefix behind it, as Hetzner routes a server its /64 and GCE a VM its
+// /96, and a host of the internet at an IPv6 address of IANA's own
+// 2620:0:2d0::/48 (public, as the IPv4 hosts' 192.0.32.0/20 is: the
+// documentation range 2001:db8::/32 is on the deny list). The link and
+// the prefix are documentation addresses: the proxy never dials them,
+// it leaves from them.
+//
+//	VM namespace                       "internet" namespace
+//	eth0 2001:db8:ffff::2/64 ──── vm0 2001:db8:ffff::1/64 (the VM's gateway)
+//	                                   2001:db8:7:1::/64 via 2001:db8:ffff::2
+//	                                   lo: 2620:0:2d0:200::10  the IPv6 host (:443),
+//	                                       which answers each connection its source
+var (
+	VMLink6      = netip.MustParsePrefix("2001:db8:ffff::2/64")
+	GatewayLink6 = netip.MustParsePrefix("2001:db8:ffff::1/64")
+	VMIPv6Prefix = netip.MustParsePrefix("2001:db8:7:1::/64")
+	IPv6HostAddr = netip.MustParseAddr("2620:0:2d0:200::10")
+)
+
+// IPv6HostPort is the IPv6 host's port: one of the default connectPorts.
+const IPv6HostPort = 443
+
+// RouteIPv6 gives the topology its IPv6 part: the link's addresses, the
+// VM's default route, the VM's prefix routed to it, and the IPv6 host's
+// address. What makes the prefix's addresses the VM's own (a local route
+// on lo) is the VM's agent's to add, from the configuration's
+// ipv6Prefix.
+func (t *Topology) RouteIPv6() error {
+	if err := t.VM.AddAddr(vmDev, VMLink6); err != nil {
+		return err
+	}
+	if err := t.Internet.AddAddr(gateDev, GatewayLink6); err != nil {
+		return err
+	}
+	if err := t.Internet.AddAddr("lo", netip.PrefixFrom(IPv6HostAddr, 128)); err != nil {
+		return err
+	}
+	if err := t.VM.IP("-6", "route", "add", "default", "via", GatewayLink6.Addr().String()); err != nil {
+		return err
+	}
+	if err := t.Internet.IP("-6", "route", "add", VMIPv6Prefix.String(), "via", VMLink6.Addr().String()); err != nil {
+		return err
+	}
+	t.IPv6 = true
+	return nil
 }

@@ -72,6 +72,10 @@ type Config struct {
 	// socket is opened at the engine's start: turning it on takes a
 	// restart, turning it off applies at once and ends the associations.
 	Socks5UDP bool `json:"socks5UDP,omitempty"`
+	// IPv6Prefix is the VM's routed IPv6 prefix (CIDR), "" when it has none.
+	IPv6Prefix string `json:"ipv6Prefix,omitempty"`
+	// IPv6Egress is how connections to IPv6 destinations pick their source: "" or "off", "single", "perConnection", "perSession".
+	IPv6Egress string `json:"ipv6Egress,omitempty"`
 	// BandwidthBitsPerSecond bounds the proxy's traffic as a whole, every
 	// tunnel, SOCKS5 connection and plain request together, in bits a
 	// second (spec.bandwidthLimit); each direction is bounded by it on its
@@ -314,6 +318,19 @@ type AccessLine struct {
 	Source string `json:"source"`
 	// User is the authenticated user; empty if none was.
 	User string `json:"user,omitempty"`
+	// Session is the session ID the client named in its username
+	// (USER-session-ID: internal/vm/engine reads it); "" without one. It is
+	// recorded whatever Config.IPv6Egress is, so the log shows it even
+	// where it changes nothing.
+	Session string `json:"session"`
+	// SourceAddress is the local address, host:port, of the connection
+	// the engine made to the destination for this request: the VM's IPv4
+	// address, or for an IPv6 destination the address IPv6Egress chose;
+	// "" when no connection was made (a refusal, a failed dial) and on a
+	// UDP association's line, whose datagrams leave from the kernel's
+	// choice. It answers an abuse report's "who had this address, this
+	// port, at that time".
+	SourceAddress string `json:"sourceAddress"`
 	// Protocol is ProtocolHTTP, ProtocolConnect or ProtocolSocks5: the
 	// listener's, and on the HTTP one, CONNECT's whenever the request
 	// line says CONNECT, even of a head the engine could not read.
