@@ -471,10 +471,11 @@ func (s *Server) serveUDPAssociate(cc *clientConn, rec *record, req socksRequest
 		reason = r
 		return
 	}
-	local, _ := cc.conn.LocalAddr().(*net.TCPAddr)
 	bound := &net.TCPAddr{Port: u.port}
-	if local != nil {
-		bound.IP = local.IP
+	local, _ := cc.conn.LocalAddr().(*net.TCPAddr)
+	remote, _ := cc.conn.RemoteAddr().(*net.TCPAddr)
+	if local != nil && remote != nil {
+		bound.IP = relayAddr(local.AddrPort().Addr(), remote.AddrPort().Addr()).AsSlice()
 	}
 	if err := writeSocksReply(cc, socksSucceeded, bound); err != nil {
 		reason = endClientGone
@@ -510,4 +511,25 @@ func (s *Server) serveUDPAssociate(cc *clientConn, rec *record, req socksRequest
 			idle.Reset(limit - quiet)
 		}
 	}
+}
+
+// relayAddr is the address an ASSOCIATE's reply names for the relay: the
+// one the client reached (local), except where the client reached it
+// through a 1:1 NAT, as on Google Cloud and EC2, where the VM sees its
+// private address and the client sent to the public one. A client that
+// sends to the reply's address literally would then send to an address
+// it cannot reach, so the reply names the unspecified address of the
+// family, which clients take to mean "the address you reached" (Go's
+// SOCKS5 clients substitute the server's address for 0.0.0.0 and ::).
+// NAT is inferred: a private address on the VM's side and a client
+// that is neither private nor loopback.
+func relayAddr(local, client netip.Addr) netip.Addr {
+	local, client = local.Unmap(), client.Unmap()
+	if local.IsPrivate() && !client.IsPrivate() && !client.IsLoopback() {
+		if local.Is4() {
+			return netip.IPv4Unspecified()
+		}
+		return netip.IPv6Unspecified()
+	}
+	return local
 }

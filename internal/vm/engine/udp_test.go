@@ -464,3 +464,23 @@ func TestSocks5UDPOff(t *testing.T) {
 		t.Errorf("UDP ASSOCIATE with socks5UDP off: reply %d, want %d", got.Reply, socksCommandNotSupported)
 	}
 }
+
+// TestRelayAddr: the reply names the address the client reached, or the
+// unspecified address where a private address on the VM's side and a
+// public client say a 1:1 NAT is between them.
+func TestRelayAddr(t *testing.T) {
+	for _, tc := range []struct{ local, client, want string }{
+		{"127.0.0.1", "127.0.0.1", "127.0.0.1"},
+		{"10.128.0.5", "203.0.113.9", "0.0.0.0"},
+		{"10.128.0.5", "10.128.0.9", "10.128.0.5"},
+		{"::ffff:10.128.0.5", "::ffff:198.51.100.7", "0.0.0.0"},
+		{"192.0.2.10", "203.0.113.9", "192.0.2.10"},
+		{"fd00::5", "2001:db8::9", "::"},
+		{"2001:db8:7::5", "2001:db8::9", "2001:db8:7::5"},
+	} {
+		got := relayAddr(netip.MustParseAddr(tc.local), netip.MustParseAddr(tc.client))
+		if diff := cmp.Diff(tc.want, got.String()); diff != "" {
+			t.Errorf("relayAddr(%s, %s) (-want +got):\n%s", tc.local, tc.client, diff)
+		}
+	}
+}
