@@ -37,6 +37,11 @@ func (a *API) createProxy(x *exchange) {
 		x.setResource(key.Path())
 	}
 	spec := req.Spec.WithDefaults(a.opts.DefaultProvider, a.opts.Policy.DefaultPort())
+	if spec.IPv6Egress == "" {
+		// The default follows what the cloud gives: one address where its
+		// VMs get a prefix (today's behaviour there), none where not.
+		spec.IPv6Egress = proxy.DefaultIPv6Egress(a.opts.Providers.IPv6Prefix(spec.Provider))
+	}
 	var errs proxy.FieldErrors
 	if fe := proxy.ValidateName("name", req.Name); fe != nil {
 		errs = append(errs, *fe)
@@ -98,6 +103,12 @@ func (a *API) validateSpec(namespace string, spec proxy.Spec) proxy.FieldErrors 
 	if d, err := time.ParseDuration(spec.MaxAge); spec.MaxAge != "" && err == nil && d > 0 && d < a.opts.RotateMinInterval {
 		errs = append(errs, proxy.FieldError{Field: "spec.maxAge", Reason: proxy.ReasonMaxAgeTooShort,
 			Description: fmt.Sprintf("%s is shorter than ROTATE_MIN_INTERVAL (%s), the least time between two VMs of a proxy", d, a.opts.RotateMinInterval)})
+	}
+	// A mode that picks addresses of a prefix is refused here, by what
+	// the cloud's plugin declares, rather than failing at the VM's boot.
+	if bits := a.opts.Providers.IPv6Prefix(spec.Provider); spec.IPv6Egress.NeedsPrefix() && bits == 0 && a.opts.Providers.Has(spec.Provider) {
+		errs = append(errs, proxy.FieldError{Field: "spec.ipv6Egress", Reason: provider.ReasonProviderNoIPv6Prefix,
+			Description: fmt.Sprintf("%s picks source addresses of the VM's routed IPv6 prefix, and provider %q gives its VMs none: use %s or %s, or a provider whose VMs get a prefix (docs/concepts/providers.md)", spec.IPv6Egress, spec.Provider, proxy.IPv6Single, proxy.IPv6Off)})
 	}
 	return append(errs, a.providerRules("spec.", spec.Provider, spec.Placement, spec.CloudInit, false)...)
 }

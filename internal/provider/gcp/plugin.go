@@ -19,14 +19,17 @@ import (
 // Google's metadata server gives them, and take live changes in place
 // (Reconfigure).
 var Plugin = plugin.Plugin{
-	Type:         Type,
-	Name:         "Compute Engine",
-	Vars:         vars,
-	New:          newFromEnv,
-	Validator:    validatorOf,
-	Boot:         plugin.Boot{Kind: plugin.BootStartupScript},
-	Readiness:    plugin.CallsHome,
-	InPlace:      true,
+	Type:      Type,
+	Name:      "Compute Engine",
+	Vars:      vars,
+	New:       newFromEnv,
+	Validator: validatorOf,
+	Boot:      plugin.Boot{Kind: plugin.BootStartupScript},
+	Readiness: plugin.CallsHome,
+	InPlace:   true,
+	// A dual-stack interface's external IPv6 is a /96 (the access
+	// config's externalIpv6PrefixLength), under GCP_STACK_TYPE=IPV4_IPV6.
+	IPv6Prefix:   96,
 	FakeEndpoint: "GCP_COMPUTE_ENDPOINT",
 	Placement: plugin.Placement{
 		Region:             "a Google Cloud region such as europe-west1",

@@ -72,6 +72,10 @@ type Config struct {
 	// socket is opened at the engine's start: turning it on takes a
 	// restart, turning it off applies at once and ends the associations.
 	Socks5UDP bool `json:"socks5UDP,omitempty"`
+	// IPv6Prefix is the VM's routed IPv6 prefix (CIDR), "" when it has none.
+	IPv6Prefix string `json:"ipv6Prefix,omitempty"`
+	// IPv6Egress is how connections to IPv6 destinations pick their source: "" or "off", "single", "perConnection", "perSession".
+	IPv6Egress string `json:"ipv6Egress,omitempty"`
 	// BandwidthBitsPerSecond bounds the proxy's traffic as a whole, every
 	// tunnel, SOCKS5 connection and plain request together, in bits a
 	// second (spec.bandwidthLimit); each direction is bounded by it on its
