@@ -170,7 +170,7 @@ func (a *API) repeatedCreate(x *exchange, want, existing *proxy.Proxy, member vi
 		e := newError(http.StatusConflict, ReasonProxyBeingDeleted, "proxy %s is being deleted; create it again once it is gone", existing.Key())
 		e.violations = proxy.FieldErrors{{Field: "name", Reason: ReasonProxyBeingDeleted, Description: "names a proxy being deleted"}}
 		x.fail(e)
-	case reflect.DeepEqual(normalize(existing.Spec), normalize(want.Spec)):
+	case reflect.DeepEqual(a.normalize(existing.Spec), a.normalize(want.Spec)):
 		x.w.Header().Set("Location", "/v1/"+existing.Key().Path())
 		x.reply(http.StatusOK, shown(existing, member))
 	default:
@@ -182,8 +182,12 @@ func (a *API) repeatedCreate(x *exchange, want, existing *proxy.Proxy, member vi
 
 // normalize makes specs comparable: an empty list and a missing one are the
 // same request, and so are an access log left out (a document from before
-// the field) and one on.
-func normalize(s proxy.Spec) proxy.Spec {
+// the field) and one on, and an IPv6 egress left out (the same) and the
+// provider's default.
+func (a *API) normalize(s proxy.Spec) proxy.Spec {
+	if s.IPv6Egress == "" {
+		s.IPv6Egress = proxy.DefaultIPv6Egress(a.opts.Providers.IPv6Prefix(s.Provider))
+	}
 	if len(s.AllowedSourceRanges) == 0 {
 		s.AllowedSourceRanges = nil
 	}

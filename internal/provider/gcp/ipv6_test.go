@@ -24,7 +24,7 @@ func TestDualStack(t *testing.T) {
 		IPv6Type, IPv6Tier string
 	}
 	type seen struct {
-		Insert   insert
+		Insert               insert
 		IP, IPv6, IPv6Prefix string
 	}
 	for name, tc := range map[string]struct {
