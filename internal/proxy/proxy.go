@@ -111,7 +111,7 @@ type Placement struct {
 
 // Spec is what the user asked for. A POST with another spec for an existing
 // name is a conflict; a PATCH changes the reconfigurable fields
-// (allowedSourceRanges, connectPorts, bandwidthLimit, accessLog) only, and
+// (allowedSourceRanges, connectPorts, bandwidthLimit, accessLog, ipv6Egress) only, and
 // counts a generation.
 type Spec struct {
 	// Provider is the registry type of the cloud backend ("mock", "gcp").
