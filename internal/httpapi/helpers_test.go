@@ -83,7 +83,7 @@ func options() httpapi.Options {
 	// The clouds' prefixes as their plugins declare them; the mock's VMs
 	// get none.
 	_ = reg.Register(gcp.Type, nop, provider.WithValidator(gcp.Validator(gcp.Policy{
-		MachineTypes: gcp.DefaultAllowedMachineTypes, Images: gcp.DefaultAllowedImages,
+		MachineTypes: gcp.DefaultAllowedMachineTypes, Images: gcp.DefaultAllowedImages, StackType: gcp.StackDual,
 	})), provider.InPlace(), provider.IPv6Prefix(gcp.Plugin.IPv6Prefix))
 	_ = reg.Register(hetzner.Type, nop, provider.WithValidator(hetzner.Validator(hetzner.Policy{
 		ServerTypes: hetzner.DefaultAllowedServerTypes, Images: hetzner.DefaultAllowedImages,

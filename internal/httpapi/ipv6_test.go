@@ -1,11 +1,16 @@
 package httpapi_test
 
 import (
+	"context"
 	"encoding/json"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/egress-proxies/egress/internal/httpapi"
+	"github.com/egress-proxies/egress/internal/provider"
+	"github.com/egress-proxies/egress/internal/provider/gcp"
 )
 
 // TestIPv6EgressByCloud: spec.ipv6Egress defaults by what the cloud's
@@ -111,5 +116,24 @@ func TestPatchIPv6Egress(t *testing.T) {
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("PATCHes of spec.ipv6Egress (-want +got):\n%s", diff)
+	}
+}
+
+// TestIPv6EgressOnAnIPv4OnlyGCE: where the operator's GCE VMs are
+// IPv4-only (GCP_STACK_TYPE), they get no prefix though the cloud can
+// give one, and gcp's own rule refuses an egress that needs one, naming
+// the setting.
+func TestIPv6EgressOnAnIPv4OnlyGCE(t *testing.T) {
+	e := memEnv(t, func(o *httpapi.Options) {
+		reg := provider.NewRegistry()
+		_ = reg.Register(gcp.Type, func(context.Context) (provider.Provider, error) { return nil, nil },
+			provider.WithValidator(gcp.Validator(gcp.Policy{MachineTypes: gcp.DefaultAllowedMachineTypes, Images: gcp.DefaultAllowedImages, StackType: gcp.StackIPv4})),
+			provider.InPlace(), provider.IPv6Prefix(gcp.Plugin.IPv6Prefix))
+		o.Providers, o.DefaultProvider = provider.NewSet(reg), gcp.Type
+	})
+	e.seed()
+	resp, b := e.do(admin, "POST", "/v1/namespaces/team-a/proxies", body("x", `{"provider":"gcp","placement":{"region":"us-central1"},"allowedSourceRanges":["198.51.100.0/24"],"ipv6Egress":"perSession"}`))
+	if got := decodeErr(t, b); resp.StatusCode != 400 || got.reason() != "PROVIDER_GIVES_NO_IPV6_PREFIX" || !strings.Contains(string(b), "GCP_STACK_TYPE") || !strings.Contains(string(b), "spec.ipv6Egress") {
+		t.Errorf("perSession on IPv4-only GCE: %d %s, want 400 PROVIDER_GIVES_NO_IPV6_PREFIX on spec.ipv6Egress naming GCP_STACK_TYPE", resp.StatusCode, b)
 	}
 }

@@ -110,7 +110,7 @@ func (a *API) validateSpec(namespace string, spec proxy.Spec) proxy.FieldErrors 
 		errs = append(errs, proxy.FieldError{Field: "spec.ipv6Egress", Reason: provider.ReasonProviderNoIPv6Prefix,
 			Description: fmt.Sprintf("%s picks source addresses of the VM's routed IPv6 prefix, and provider %q gives its VMs none: use %s or %s, or a provider whose VMs get a prefix (docs/concepts/providers.md)", spec.IPv6Egress, spec.Provider, proxy.IPv6Single, proxy.IPv6Off)})
 	}
-	return append(errs, a.providerRules("spec.", spec.Provider, spec.Placement, spec.CloudInit, false)...)
+	return append(errs, a.providerRules("spec.", spec.Provider, spec.Placement, spec.CloudInit, false, spec.IPv6Egress.NeedsPrefix())...)
 }
 
 // validatePlacement holds a warm pool's provider and placement to the
@@ -126,20 +126,22 @@ func (a *API) validatePlacement(prefix, typ string, pl proxy.Placement, cloudIni
 	if pl.Region == "" {
 		errs = append(errs, proxy.FieldError{Field: prefix + "placement.region", Reason: proxy.ReasonRegionRequired, Description: "is required, e.g. us-central1"})
 	}
-	return append(errs, a.providerRules(prefix, typ, pl, cloudInit, true)...)
+	return append(errs, a.providerRules(prefix, typ, pl, cloudInit, true, false)...)
 }
 
 // providerRules are the rules of an enabled provider type (none for one
 // not enabled: the neutral rules say so), fields named under prefix; pool
-// says the placement is a warm pool's.
-func (a *API) providerRules(prefix, typ string, pl proxy.Placement, cloudInit string, pool bool) proxy.FieldErrors {
+// says the placement is a warm pool's, ipv6Prefix that the spec's IPv6
+// egress needs a prefix.
+func (a *API) providerRules(prefix, typ string, pl proxy.Placement, cloudInit string, pool, ipv6Prefix bool) proxy.FieldErrors {
 	if !a.opts.Providers.Has(typ) {
 		return nil
 	}
 	violations, err := a.opts.Providers.Validate(typ, provider.ValidateRequest{
-		Placement: provider.Placement{Region: pl.Region, Zone: pl.Zone, MachineType: pl.MachineType, Image: pl.Image},
-		CloudInit: cloudInit,
-		Pool:      pool,
+		Placement:  provider.Placement{Region: pl.Region, Zone: pl.Zone, MachineType: pl.MachineType, Image: pl.Image},
+		CloudInit:  cloudInit,
+		Pool:       pool,
+		IPv6Prefix: ipv6Prefix,
 	})
 	if err != nil {
 		return proxy.FieldErrors{{Field: prefix + "provider", Reason: proxy.ReasonProviderNotEnabled, Description: err.Error()}}

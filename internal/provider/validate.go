@@ -13,6 +13,13 @@ type ValidateRequest struct {
 	// Reconfigure (provider.Reconfigurer), so a provider that cannot
 	// reconfigure a VM refuses it.
 	Pool bool
+	// IPv6Prefix says the spec's ipv6Egress picks addresses of a routed
+	// IPv6 prefix (perConnection, perSession). The API refuses it on a
+	// provider type registered with no prefix (IPv6Prefix); a provider
+	// whose VMs get one only under its own settings (gcp: a dual-stack
+	// stack type) refuses it, with ReasonProviderNoIPv6Prefix, where they
+	// get none.
+	IPv6Prefix bool
 }
 
 // Violation is one rule of a provider that a request breaks.
