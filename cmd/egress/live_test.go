@@ -230,6 +230,10 @@ func TestDataPlaneCommands(t *testing.T) {
 		{args: []string{"proxies", "update", "p", "--no-bandwidth-limit", "-o", "json"}, wantCode: exitOK, want: `"generation": 3`},
 		{args: []string{"proxies", "update", "p", "--bandwidth-limit", "1Mbit", "--no-bandwidth-limit"}, wantCode: exitInvalid, want: "none of the others can be"},
 		{args: []string{"proxies", "update", "p", "--bandwidth-limit", "lots"}, wantCode: exitInvalid, want: "spec.bandwidthLimit"},
+		{args: []string{"proxies", "create", "v6", "--region", "us-central1", "--allow", "203.0.113.0/24", "--ipv6-egress", "perConnection"}, wantCode: exitInvalid,
+			want: `spec.ipv6Egress: perConnection picks source addresses of the VM's routed IPv6 prefix, and provider "mock" gives its VMs none`},
+		{args: []string{"proxies", "create", "v6", "--region", "us-central1", "--allow", "203.0.113.0/24"}, wantCode: exitOK, want: "ipv6Egress:           off"},
+		{args: []string{"proxies", "update", "p", "--ipv6-egress", "single"}, wantCode: exitOK, want: "ipv6Egress:           single"},
 	}
 	for i, s := range steps {
 		code, stdout, stderr := egress(api, s.args...)
@@ -243,13 +247,14 @@ func TestDataPlaneCommands(t *testing.T) {
 
 	p, _ := st.Get(context.Background(), proxy.Key{Namespace: "demo", Name: "p"})
 	p.Status.Traffic = &proxy.Traffic{BytesIn: 1_234_567, BytesOut: 9_876_543_210, Connections: 42, ReportTime: time.Date(2026, 12, 3, 10, 0, 0, 0, time.UTC)}
-	p.Status.IPv6 = "2600:1900:4000:1::"
+	p.Status.IPv6, p.Status.IPv6Prefix = "2600:1900:4000:1::", "2600:1900:4000:1::/96"
 	if _, err := st.UpdateStatus(context.Background(), p); err != nil {
 		t.Fatal(err)
 	}
 	code, stdout, stderr := egress(api, "proxies", "get", "p")
 	for _, want := range []string{
 		"ipv6:                 2600:1900:4000:1::\n",
+		"ipv6Prefix:           2600:1900:4000:1::/96\n",
 		"bytesIn:              1234567 (1.2 MB, from clients)\n",
 		"bytesOut:             9876543210 (9.9 GB, to clients)\n",
 		"connections:          42\n",

@@ -37,6 +37,8 @@ func (c *cli) printProxy(p *proxy.Proxy) error {
 		{"proxyURL", p.Status.ProxyURL},
 		{"socks5URL", p.Status.Socks5URL},
 		{"ipv6", p.Status.IPv6},
+		{"ipv6Prefix", p.Status.IPv6Prefix},
+		{"ipv6Egress", string(p.Spec.IPv6Egress)},
 		{"region", p.Spec.Placement.Region},
 		{"zone", p.Status.Zone},
 		{"ipPolicy", string(ipPolicy)},

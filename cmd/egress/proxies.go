@@ -42,6 +42,9 @@ func (pf *proxyFlags) ns() (string, error) {
 	return pf.namespace, nil
 }
 
+// ipv6EgressHelp says the modes of --ipv6-egress.
+const ipv6EgressHelp = "how connections to IPv6 destinations pick their source from the VM's IPv6 prefix: off, single (one address), perConnection (a fresh one each) or perSession (one per USER-session-ID); perConnection and perSession need a provider whose VMs get a prefix"
+
 func waitFlags(cmd *cobra.Command, pf *proxyFlags, what string, timeout time.Duration) {
 	cmd.Flags().BoolVar(&pf.wait, "wait", false, "wait until the proxy "+what+", showing its progress")
 	cmd.Flags().DurationVar(&pf.timeout, "timeout", timeout, "how long --wait waits")
@@ -101,6 +104,7 @@ func (c *cli) createCommand(pf *proxyFlags) *cobra.Command {
 	f.Int32SliceVar(&spec.ConnectPorts, "connect-port", nil, "a port CONNECT may reach; repeat (default 443 and 80)")
 	f.Int32Var(&spec.Socks5Port, "socks5-port", 0, "a second port serving SOCKS5 with the same credentials, one the platform's firewall opens (default: no SOCKS5)")
 	f.BoolVar(&spec.Socks5UDP, "socks5-udp", false, "carry SOCKS5 UDP ASSOCIATE too, on the SOCKS5 port's number over UDP (needs --socks5-port)")
+	f.StringVar((*string)(&spec.IPv6Egress), "ipv6-egress", "", ipv6EgressHelp+" (default: single where the provider's VMs get an IPv6 prefix, off where not)")
 	f.StringVar(&spec.BandwidthLimit, "bandwidth-limit", "", "a bound on each direction of the proxy's traffic: a whole number and Kbit, Mbit or Gbit, e.g. 100Mbit (default: none)")
 	f.BoolVar(&accessLog, "access-log", true, "keep one access line per connection and request (--access-log=false for tenants that must not)")
 	f.StringVar(&spec.Provider, "provider", "", "the cloud provider, "+providerTypes()+" (default: the deployment's)")
@@ -109,6 +113,7 @@ func (c *cli) createCommand(pf *proxyFlags) *cobra.Command {
 	f.StringVar(&spec.CloudInitSecret, "cloud-init-secret", "", "a Secret Manager version with your own cloud-init, if the deployment allows it")
 	f.StringVar(&cloudInitFile, "cloud-init-file", "", "a file with your own cloud-init, if the deployment allows it")
 	waitFlags(cmd, pf, "is Ready", 10*time.Minute)
+	_ = cmd.RegisterFlagCompletionFunc("ipv6-egress", cobra.FixedCompletions(ipv6Modes(), cobra.ShellCompDirectiveNoFileComp))
 	_ = cmd.RegisterFlagCompletionFunc("ip-policy", cobra.FixedCompletions([]string{string(proxy.IPEphemeral), string(proxy.IPStatic)}, cobra.ShellCompDirectiveNoFileComp))
 	c.deprecatedAlias(f, "allow", "allowed-source-range")
 	c.deprecatedSwitch(f, "static", "ip-policy", string(proxy.IPStatic))
@@ -256,4 +261,13 @@ func names(n int) cobra.PositionalArgs {
 		}
 		return nil
 	}
+}
+
+// ipv6Modes are the values of --ipv6-egress.
+func ipv6Modes() []string {
+	out := make([]string, len(proxy.IPv6Egresses))
+	for i, m := range proxy.IPv6Egresses {
+		out[i] = string(m)
+	}
+	return out
 }

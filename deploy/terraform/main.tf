@@ -71,6 +71,9 @@ locals {
     GCP_ALLOWED_REGIONS       = join(",", var.gcp_allowed_regions)
     GCP_ALLOWED_MACHINE_TYPES = join(",", var.gcp_allowed_machine_types)
     GCP_ALLOWED_IMAGES        = join(",", var.gcp_allowed_images)
+    # Whether VMs get an IPv6 prefix, for spec.ipv6Egress.
+    GCP_SUBNETWORK = var.subnetwork
+    GCP_STACK_TYPE = var.proxy_stack_type
   }
   # What the gcp provider reads, in the functions that call it.
   gcp_env = {

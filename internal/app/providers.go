@@ -79,6 +79,9 @@ func (a *App) registry(vm map[string]plugin.VMSide) (*provider.Registry, error) 
 		if p.InPlace {
 			opts = append(opts, provider.InPlace())
 		}
+		if p.IPv6Prefix > 0 {
+			opts = append(opts, provider.IPv6Prefix(p.IPv6Prefix))
+		}
 		if err := reg.Register(typ, metered(p.New(env)), opts...); err != nil {
 			return nil, fmt.Errorf("config: PROVIDERS: %w", err)
 		}

@@ -100,6 +100,15 @@ type Config struct {
 	// Socks5UDP carries SOCKS5 UDP ASSOCIATE on Socks5Port's number
 	// (spec.socks5UDP).
 	Socks5UDP bool
+	// IPv6Egress is how connections to IPv6 destinations pick their
+	// source (spec.ipv6Egress): off, single, perConnection or perSession;
+	// "" as off, a document from before the field.
+	IPv6Egress proxy.IPv6Egress
+	// IPv6Prefix is the VM's routed IPv6 prefix (status.ipv6Prefix), a
+	// CIDR, when the control plane knows it: not at a create, whose VM
+	// has no prefix yet; "" then, and the VM's agent takes it from the
+	// interface.
+	IPv6Prefix string
 	// BandwidthLimit bounds the proxy's traffic as
 	// proxy.ParseBandwidth reads it ("100Mbit", spec.bandwidthLimit);
 	// empty is no bound.
@@ -131,7 +140,7 @@ func ForProxy(spec proxy.Spec, creds proxy.Credentials, denyRanges []string) Con
 	if port == 0 {
 		port = proxy.DefaultPort
 	}
-	return Config{Port: port, Socks5Port: spec.Socks5Port, Socks5UDP: spec.Socks5UDP, BandwidthLimit: spec.BandwidthLimit, AccessLogOff: !spec.AccessLogOn(),
+	return Config{Port: port, Socks5Port: spec.Socks5Port, Socks5UDP: spec.Socks5UDP, IPv6Egress: spec.IPv6Egress, BandwidthLimit: spec.BandwidthLimit, AccessLogOff: !spec.AccessLogOn(),
 		AllowedSourceRanges: spec.AllowedSourceRanges, ConnectPorts: spec.ConnectPorts, Credentials: creds, DenyRanges: denyRanges}
 }
 
@@ -167,6 +176,16 @@ func (c Config) check() (rendered, error) {
 		return r, fmt.Errorf("bootstrap: SOCKS5 port %d is the HTTP port", c.Socks5Port)
 	case c.Socks5UDP && c.Socks5Port == 0:
 		return r, fmt.Errorf("bootstrap: SOCKS5 UDP without a SOCKS5 port")
+	}
+	switch c.IPv6Egress {
+	case "", proxy.IPv6Off, proxy.IPv6Single, proxy.IPv6PerConnection, proxy.IPv6PerSession:
+	default:
+		return r, fmt.Errorf("bootstrap: IPv6 egress %q is none of %v", c.IPv6Egress, proxy.IPv6Egresses)
+	}
+	if c.IPv6Prefix != "" {
+		if p, err := netip.ParsePrefix(c.IPv6Prefix); err != nil || !p.Addr().Is6() || p.Addr().Is4In6() || p != p.Masked() {
+			return r, fmt.Errorf("bootstrap: IPv6 prefix %q is not an IPv6 network such as 2001:db8:1:2::/64", c.IPv6Prefix)
+		}
 	}
 	// The counters take the first loopback port from statsPort on that
 	// neither proxy port holds.

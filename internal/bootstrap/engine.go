@@ -50,6 +50,8 @@ func EngineConfig(c Config) (vmconfig.Config, error) {
 		StatsListen:            "127.0.0.1:" + strconv.Itoa(r.StatsPort),
 		BandwidthBitsPerSecond: r.BandwidthBPS,
 		AccessLog:              !c.AccessLogOff,
+		IPv6Egress:             string(c.IPv6Egress),
+		IPv6Prefix:             c.IPv6Prefix,
 	}
 	if r.Socks5Port != 0 {
 		cfg.Socks5Listen = ":" + strconv.Itoa(int(r.Socks5Port))

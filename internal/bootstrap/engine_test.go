@@ -105,8 +105,8 @@ func TestWarmMember(t *testing.T) {
 	}
 }
 
-// TestEngineConfigOfASpec: what a spec says of SOCKS5, bandwidth and the
-// access log reaches the engine's configuration through ForProxy, as the
+// TestEngineConfigOfASpec: what a spec says of SOCKS5, IPv6 egress,
+// bandwidth and the access log reaches the engine's configuration through ForProxy, as the
 // reconciler renders it (and the image test, which renders through the
 // same two functions): socks5Listen on its port, the limit in bits per
 // second, accessLog written whatever it is, and the counters off both
@@ -117,12 +117,14 @@ func TestEngineConfigOfASpec(t *testing.T) {
 	type dataPlane struct {
 		Listen, Socks5Listen, StatsListen string
 		Socks5UDP                         bool
+		IPv6Egress, IPv6Prefix            string
 		BandwidthBitsPerSecond            int64
 		AccessLog                         bool
 	}
 	for name, tc := range map[string]struct {
 		reason string
 		spec   func(*proxy.Spec)
+		prefix string // the VM's status.ipv6Prefix, known at a live change
 		want   dataPlane
 	}{
 		"Defaults": {
@@ -139,6 +141,17 @@ func TestEngineConfigOfASpec(t *testing.T) {
 			reason: "socks5UDP carries UDP ASSOCIATE on the SOCKS5 listener's port.",
 			spec:   func(s *proxy.Spec) { s.Socks5Port, s.Socks5UDP = 1080, true },
 			want:   dataPlane{Listen: ":3128", Socks5Listen: ":1080", Socks5UDP: true, StatsListen: "127.0.0.1:9901", AccessLog: true},
+		},
+		"IPv6Single": {
+			reason: "The mode reaches the engine; at a create the prefix is not known yet.",
+			spec:   func(s *proxy.Spec) { s.IPv6Egress = proxy.IPv6Single },
+			want:   dataPlane{Listen: ":3128", IPv6Egress: "single", StatsListen: "127.0.0.1:9901", AccessLog: true},
+		},
+		"IPv6PerConnectionWithPrefix": {
+			reason: "At a live change the VM's prefix goes with the mode.",
+			spec:   func(s *proxy.Spec) { s.IPv6Egress = proxy.IPv6PerConnection },
+			prefix: "2001:db8:1:2::/64",
+			want:   dataPlane{Listen: ":3128", IPv6Egress: "perConnection", IPv6Prefix: "2001:db8:1:2::/64", StatsListen: "127.0.0.1:9901", AccessLog: true},
 		},
 		"BandwidthInBits": {
 			reason: "100Mbit is 100,000,000 bits per second.",
@@ -160,12 +173,12 @@ func TestEngineConfigOfASpec(t *testing.T) {
 			spec := base
 			tc.spec(&spec)
 			c := bootstrap.ForProxy(spec, creds, nil)
-			c.Generation = 1
+			c.Generation, c.IPv6Prefix = 1, tc.prefix
 			got, err := bootstrap.EngineConfig(c)
 			if err != nil {
 				t.Fatal(err)
 			}
-			if diff := cmp.Diff(tc.want, dataPlane{Listen: got.Listen, Socks5Listen: got.Socks5Listen, Socks5UDP: got.Socks5UDP, StatsListen: got.StatsListen,
+			if diff := cmp.Diff(tc.want, dataPlane{Listen: got.Listen, Socks5Listen: got.Socks5Listen, Socks5UDP: got.Socks5UDP, StatsListen: got.StatsListen, IPv6Egress: got.IPv6Egress, IPv6Prefix: got.IPv6Prefix,
 				BandwidthBitsPerSecond: got.BandwidthBitsPerSecond, AccessLog: got.AccessLog}); diff != "" {
 				t.Errorf("%s\n(-want +got):\n%s", tc.reason, diff)
 			}
@@ -187,9 +200,14 @@ func TestEngineConfigOfASpec(t *testing.T) {
 		"UDPWithoutSocks5":    {Socks5UDP: true},
 		"BandwidthInBytes":    {BandwidthLimit: "100MB"},
 		"BandwidthTooLow":     {BandwidthLimit: "10Kbit"},
+		"IPv6EgressUnknown":   {IPv6Egress: "random"},
+		"IPv6PrefixIsIPv4":    {IPv6Egress: proxy.IPv6PerConnection, IPv6Prefix: "203.0.113.0/24"},
+		"IPv6PrefixNotANet":   {IPv6Egress: proxy.IPv6PerConnection, IPv6Prefix: "2001:db8::1/64"},
+		"IPv6PrefixNoLength":  {IPv6Egress: proxy.IPv6PerConnection, IPv6Prefix: "2001:db8::"},
 	} {
 		cfg := config()
 		cfg.Socks5Port, cfg.Socks5UDP, cfg.BandwidthLimit = c.Socks5Port, c.Socks5UDP, c.BandwidthLimit
+		cfg.IPv6Egress, cfg.IPv6Prefix = c.IPv6Egress, c.IPv6Prefix
 		if _, err := bootstrap.EngineConfig(cfg); err == nil {
 			t.Errorf("%s: EngineConfig took it", name)
 		}

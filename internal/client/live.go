@@ -20,6 +20,9 @@ type SpecPatch struct {
 	BandwidthLimit *string
 	// AccessLog turns the proxy's access log on or off.
 	AccessLog *bool
+	// IPv6Egress changes how connections to IPv6 destinations pick their
+	// source (spec.ipv6Egress); "" sends null, the provider's default.
+	IPv6Egress *proxy.IPv6Egress
 }
 
 // UpdateProxy sends the change as a JSON merge patch and returns the
@@ -45,6 +48,12 @@ func (c *Client) UpdateProxy(ctx context.Context, ns, name string, patch SpecPat
 	}
 	if patch.AccessLog != nil {
 		spec["accessLog"] = *patch.AccessLog
+	}
+	if m := patch.IPv6Egress; m != nil {
+		spec["ipv6Egress"] = nil
+		if *m != "" {
+			spec["ipv6Egress"] = *m
+		}
 	}
 	p := &proxy.Proxy{}
 	if _, err := c.call(ctx, http.MethodPatch, proxyPath(ns, name), nil, mergePatch{"spec": spec}, p); err != nil {

@@ -48,6 +48,9 @@ type Providers interface {
 	// InPlace reports whether the VMs of the type take a live change
 	// without being replaced (provider.InPlace).
 	InPlace(typ string) bool
+	// IPv6Prefix is the length of the routed IPv6 prefix the type's VMs
+	// get, 0 for none (provider.IPv6Prefix).
+	IPv6Prefix(typ string) int
 	Validate(typ string, req provider.ValidateRequest) ([]provider.Violation, error)
 }
 

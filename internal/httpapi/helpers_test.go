@@ -80,15 +80,17 @@ func options() httpapi.Options {
 	// Both take live changes in place, as their registrations in
 	// internal/app say.
 	_ = reg.Register(mock.Type, nop, provider.WithValidator(mock.Validate), provider.InPlace())
+	// The clouds' prefixes as their plugins declare them; the mock's VMs
+	// get none.
 	_ = reg.Register(gcp.Type, nop, provider.WithValidator(gcp.Validator(gcp.Policy{
-		MachineTypes: gcp.DefaultAllowedMachineTypes, Images: gcp.DefaultAllowedImages,
-	})), provider.InPlace())
+		MachineTypes: gcp.DefaultAllowedMachineTypes, Images: gcp.DefaultAllowedImages, StackType: gcp.StackDual,
+	})), provider.InPlace(), provider.IPv6Prefix(gcp.Plugin.IPv6Prefix))
 	_ = reg.Register(hetzner.Type, nop, provider.WithValidator(hetzner.Validator(hetzner.Policy{
 		ServerTypes: hetzner.DefaultAllowedServerTypes, Images: hetzner.DefaultAllowedImages,
-	})))
+	})), provider.IPv6Prefix(hetzner.Plugin.IPv6Prefix))
 	_ = reg.Register(awsprovider.Type, nop, provider.WithValidator(awsprovider.Validator(awsprovider.Policy{
 		Regions: []string{"us-east-1", "eu-central-1"}, InstanceTypes: awsprovider.DefaultAllowedInstanceTypes, Images: awsprovider.DefaultAllowedImages,
-	})))
+	})), provider.IPv6Prefix(awsprovider.Plugin.IPv6Prefix))
 	return httpapi.Options{
 		Quota: 20, DefaultProvider: mock.Type, Providers: provider.NewSet(reg), Admins: admins, Project: "demo-test",
 		Policy: proxy.Policy{MinPrefixIPv4: 8, MinPrefixIPv6: 32, CloudInitSecretPrefix: "projects/demo-test/secrets/egress-"},

@@ -12,7 +12,7 @@ import (
 )
 
 // The live changes of a proxy: a PATCH of its source ranges, CONNECT
-// ports, bandwidth limit and access log, and new credentials. Each is one
+// ports, bandwidth limit, access log and IPv6 egress, and new credentials. Each is one
 // transaction on the document that counts a generation; the reconciler
 // gives the VM the new configuration in place where its provider can
 // (provider.Reconfigurer), and the endpoint stays. Where it cannot
@@ -42,6 +42,10 @@ type specPatch struct {
 	ConnectPorts        []int32  `json:"connectPorts"`
 	BandwidthLimit      *string  `json:"bandwidthLimit"`
 	AccessLog           *bool    `json:"accessLog"`
+	// IPv6Egress changes how connections to IPv6 destinations pick their
+	// source: the agent applies it to the engine in place, where the
+	// VM takes changes so; null goes back to the cloud's default.
+	IPv6Egress *proxy.IPv6Egress `json:"ipv6Egress"`
 }
 
 // given reports which of a patch's spec members the body gave, null
@@ -74,7 +78,7 @@ func (a *API) patchProxy(x *exchange) {
 	}
 	members, specNull := given(raw)
 	if specNull {
-		x.fail(invalid(proxy.FieldError{Field: "spec", Reason: ReasonFieldNotPatchable, Description: "is not removed by a PATCH: give the fields it changes, spec.allowedSourceRanges, spec.connectPorts, spec.bandwidthLimit and spec.accessLog"}))
+		x.fail(invalid(proxy.FieldError{Field: "spec", Reason: ReasonFieldNotPatchable, Description: "is not removed by a PATCH: give the fields it changes, spec.allowedSourceRanges, spec.connectPorts, spec.bandwidthLimit, spec.accessLog and spec.ipv6Egress"}))
 		return
 	}
 	now := a.now()
@@ -93,6 +97,12 @@ func (a *API) patchProxy(x *exchange) {
 		}
 		if _, ok := members["accessLog"]; ok {
 			spec.AccessLog = req.Spec.AccessLog // null: the default, on
+		}
+		if _, ok := members["ipv6Egress"]; ok {
+			spec.IPv6Egress = proxy.DefaultIPv6Egress(a.opts.Providers.IPv6Prefix(spec.Provider))
+			if m := req.Spec.IPv6Egress; m != nil && *m != "" {
+				spec.IPv6Egress = *m
+			}
 		}
 		if errs := a.validateSpec(key.Namespace, spec); len(errs) > 0 {
 			return spec, invalid(errs...)

@@ -37,6 +37,11 @@ func (a *API) createProxy(x *exchange) {
 		x.setResource(key.Path())
 	}
 	spec := req.Spec.WithDefaults(a.opts.DefaultProvider, a.opts.Policy.DefaultPort())
+	if spec.IPv6Egress == "" {
+		// The default follows what the cloud gives: one address where its
+		// VMs get a prefix (today's behaviour there), none where not.
+		spec.IPv6Egress = proxy.DefaultIPv6Egress(a.opts.Providers.IPv6Prefix(spec.Provider))
+	}
 	var errs proxy.FieldErrors
 	if fe := proxy.ValidateName("name", req.Name); fe != nil {
 		errs = append(errs, *fe)
@@ -99,7 +104,13 @@ func (a *API) validateSpec(namespace string, spec proxy.Spec) proxy.FieldErrors 
 		errs = append(errs, proxy.FieldError{Field: "spec.maxAge", Reason: proxy.ReasonMaxAgeTooShort,
 			Description: fmt.Sprintf("%s is shorter than ROTATE_MIN_INTERVAL (%s), the least time between two VMs of a proxy", d, a.opts.RotateMinInterval)})
 	}
-	return append(errs, a.providerRules("spec.", spec.Provider, spec.Placement, spec.CloudInit, false)...)
+	// A mode that picks addresses of a prefix is refused here, by what
+	// the cloud's plugin declares, rather than failing at the VM's boot.
+	if bits := a.opts.Providers.IPv6Prefix(spec.Provider); spec.IPv6Egress.NeedsPrefix() && bits == 0 && a.opts.Providers.Has(spec.Provider) {
+		errs = append(errs, proxy.FieldError{Field: "spec.ipv6Egress", Reason: provider.ReasonProviderNoIPv6Prefix,
+			Description: fmt.Sprintf("%s picks source addresses of the VM's routed IPv6 prefix, and provider %q gives its VMs none: use %s or %s, or a provider whose VMs get a prefix (docs/concepts/providers.md)", spec.IPv6Egress, spec.Provider, proxy.IPv6Single, proxy.IPv6Off)})
+	}
+	return append(errs, a.providerRules("spec.", spec.Provider, spec.Placement, spec.CloudInit, false, spec.IPv6Egress.NeedsPrefix())...)
 }
 
 // validatePlacement holds a warm pool's provider and placement to the
@@ -115,20 +126,22 @@ func (a *API) validatePlacement(prefix, typ string, pl proxy.Placement, cloudIni
 	if pl.Region == "" {
 		errs = append(errs, proxy.FieldError{Field: prefix + "placement.region", Reason: proxy.ReasonRegionRequired, Description: "is required, e.g. us-central1"})
 	}
-	return append(errs, a.providerRules(prefix, typ, pl, cloudInit, true)...)
+	return append(errs, a.providerRules(prefix, typ, pl, cloudInit, true, false)...)
 }
 
 // providerRules are the rules of an enabled provider type (none for one
 // not enabled: the neutral rules say so), fields named under prefix; pool
-// says the placement is a warm pool's.
-func (a *API) providerRules(prefix, typ string, pl proxy.Placement, cloudInit string, pool bool) proxy.FieldErrors {
+// says the placement is a warm pool's, ipv6Prefix that the spec's IPv6
+// egress needs a prefix.
+func (a *API) providerRules(prefix, typ string, pl proxy.Placement, cloudInit string, pool, ipv6Prefix bool) proxy.FieldErrors {
 	if !a.opts.Providers.Has(typ) {
 		return nil
 	}
 	violations, err := a.opts.Providers.Validate(typ, provider.ValidateRequest{
-		Placement: provider.Placement{Region: pl.Region, Zone: pl.Zone, MachineType: pl.MachineType, Image: pl.Image},
-		CloudInit: cloudInit,
-		Pool:      pool,
+		Placement:  provider.Placement{Region: pl.Region, Zone: pl.Zone, MachineType: pl.MachineType, Image: pl.Image},
+		CloudInit:  cloudInit,
+		Pool:       pool,
+		IPv6Prefix: ipv6Prefix,
 	})
 	if err != nil {
 		return proxy.FieldErrors{{Field: prefix + "provider", Reason: proxy.ReasonProviderNotEnabled, Description: err.Error()}}
@@ -159,7 +172,7 @@ func (a *API) repeatedCreate(x *exchange, want, existing *proxy.Proxy, member vi
 		e := newError(http.StatusConflict, ReasonProxyBeingDeleted, "proxy %s is being deleted; create it again once it is gone", existing.Key())
 		e.violations = proxy.FieldErrors{{Field: "name", Reason: ReasonProxyBeingDeleted, Description: "names a proxy being deleted"}}
 		x.fail(e)
-	case reflect.DeepEqual(normalize(existing.Spec), normalize(want.Spec)):
+	case reflect.DeepEqual(a.normalize(existing.Spec), a.normalize(want.Spec)):
 		x.w.Header().Set("Location", "/v1/"+existing.Key().Path())
 		x.reply(http.StatusOK, shown(existing, member))
 	default:
@@ -171,8 +184,12 @@ func (a *API) repeatedCreate(x *exchange, want, existing *proxy.Proxy, member vi
 
 // normalize makes specs comparable: an empty list and a missing one are the
 // same request, and so are an access log left out (a document from before
-// the field) and one on.
-func normalize(s proxy.Spec) proxy.Spec {
+// the field) and one on, and an IPv6 egress left out (the same) and the
+// provider's default.
+func (a *API) normalize(s proxy.Spec) proxy.Spec {
+	if s.IPv6Egress == "" {
+		s.IPv6Egress = proxy.DefaultIPv6Egress(a.opts.Providers.IPv6Prefix(s.Provider))
+	}
 	if len(s.AllowedSourceRanges) == 0 {
 		s.AllowedSourceRanges = nil
 	}

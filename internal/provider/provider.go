@@ -106,6 +106,12 @@ type Instance struct {
 	// address, when it has one (gcp: a dual-stack interface's
 	// ipv6AccessConfigs); "" when it has none or the provider cannot tell.
 	IPv6 string
+	// IPv6Prefix, added with IPv6, is the VM's routed IPv6 prefix as a
+	// CIDR ("2001:db8:1:2::/64"), the addresses its engine may pick
+	// sources from (spec.ipv6Egress): a Hetzner server's /64, a GCE
+	// dual-stack interface's /96, an EC2 interface's delegated /80, a
+	// Droplet's /124. "" when it has none or the provider cannot tell.
+	IPv6Prefix string
 	// Generation, added with Reconfigurer, is the generation of the proxy
 	// engine's configuration the VM last reported serving (the gcp provider
 	// reads it from the guest attribute egress/ready); 0 when it reported
@@ -206,6 +212,14 @@ type CreateRequest struct {
 	// for this proxy: a provider that chooses the zone (the placement names
 	// none) chooses another.
 	AvoidZones []string
+	// IPv6Prefix asks for a routed IPv6 prefix on the VM (its length is
+	// the plugin's IPv6Prefix), which Get reports as Instance.IPv6Prefix:
+	// the spec's ipv6Egress picks sources from it. A provider whose VMs
+	// get one at no cost whatever is asked (hetzner, digitalocean; gcp on
+	// a dual-stack subnet) may ignore it; one where asking has a cost or
+	// a condition (aws: a Nitro instance, a subnet with IPv6) asks only
+	// when it is set.
+	IPv6Prefix bool
 }
 
 // Provider is the contract every cloud backend implements. Kept

@@ -110,6 +110,14 @@ func (r *Registry) InPlace(typ string) bool {
 	return r.regs[typ].inPlace
 }
 
+// IPv6Prefix is the length of the routed IPv6 prefix typ's VMs get, as
+// registered (IPv6Prefix); 0 for none and for an unknown type.
+func (r *Registry) IPv6Prefix(typ string) int {
+	r.mu.RLock()
+	defer r.mu.RUnlock()
+	return r.regs[typ].ipv6Prefix
+}
+
 // Has reports whether typ is registered.
 func (r *Registry) Has(typ string) bool {
 	r.mu.RLock()
@@ -173,6 +181,10 @@ func (s *Set) Has(typ string) bool { return s.reg.Has(typ) }
 // InPlace reports whether the VMs of provider type typ take live changes
 // in place (the registration's InPlace).
 func (s *Set) InPlace(typ string) bool { return s.reg.InPlace(typ) }
+
+// IPv6Prefix is the length of the routed IPv6 prefix the VMs of provider
+// type typ get (the registration's IPv6Prefix); 0 for none.
+func (s *Set) IPv6Prefix(typ string) int { return s.reg.IPv6Prefix(typ) }
 
 // Validate checks a request against the rules of provider type typ, as
 // its registration gave them.

@@ -13,6 +13,13 @@ type ValidateRequest struct {
 	// Reconfigure (provider.Reconfigurer), so a provider that cannot
 	// reconfigure a VM refuses it.
 	Pool bool
+	// IPv6Prefix says the spec's ipv6Egress picks addresses of a routed
+	// IPv6 prefix (perConnection, perSession). The API refuses it on a
+	// provider type registered with no prefix (IPv6Prefix); a provider
+	// whose VMs get one only under its own settings (gcp: a dual-stack
+	// stack type) refuses it, with ReasonProviderNoIPv6Prefix, where they
+	// get none.
+	IPv6Prefix bool
 }
 
 // Violation is one rule of a provider that a request breaks.
@@ -42,6 +49,10 @@ const (
 	ReasonImageNotAllowed           = "IMAGE_NOT_ALLOWED"
 	ReasonCloudInitTooLarge         = "CLOUD_INIT_TOO_LARGE"
 	ReasonProviderCannotReconfigure = "PROVIDER_CANNOT_RECONFIGURE"
+	// ReasonProviderNoIPv6Prefix refuses an IPv6 egress that picks
+	// addresses of a routed prefix (perConnection, perSession) on a
+	// provider whose VMs get none (its registration's IPv6Prefix is 0).
+	ReasonProviderNoIPv6Prefix = "PROVIDER_GIVES_NO_IPV6_PREFIX"
 )
 
 // Validator checks a request against a provider's rules: the forms its
@@ -65,9 +76,18 @@ func WithValidator(v Validator) Option { return func(r *registration) { r.valida
 // live change would make a VM no one counted.
 func InPlace() Option { return func(r *registration) { r.inPlace = true } }
 
+// IPv6Prefix registers the length of the routed IPv6 prefix the provider
+// type's VMs get (64: a /64), which its Create asks for when
+// CreateRequest.IPv6Prefix says so and its Get reports as
+// Instance.IPv6Prefix. The API, which constructs no provider, refuses by
+// it a spec whose IPv6 egress needs a prefix on a type that gives none,
+// and defaults the egress by it. Not registered: none.
+func IPv6Prefix(bits int) Option { return func(r *registration) { r.ipv6Prefix = bits } }
+
 // registration is what the registry holds of a provider type.
 type registration struct {
-	ctor     Constructor
-	validate Validator
-	inPlace  bool
+	ctor       Constructor
+	validate   Validator
+	inPlace    bool
+	ipv6Prefix int
 }

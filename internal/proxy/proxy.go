@@ -66,6 +66,41 @@ const (
 	IPStatic IPPolicy = "Static"
 )
 
+// IPv6Egress says how a proxy's connections to IPv6 destinations pick
+// their source (spec.ipv6Egress).
+type IPv6Egress string
+
+const (
+	// IPv6Off: no source of the prefix is chosen; the default where the
+	// VM has no prefix.
+	IPv6Off IPv6Egress = "off"
+	// IPv6Single: one address, the VM's own, for every connection; the
+	// default where the VM has a prefix.
+	IPv6Single IPv6Egress = "single"
+	// IPv6PerConnection: a fresh random address of the prefix for each
+	// connection.
+	IPv6PerConnection IPv6Egress = "perConnection"
+	// IPv6PerSession: one address of the prefix per session (a client's
+	// USER-session-ID), a fresh one per connection for plain USER.
+	IPv6PerSession IPv6Egress = "perSession"
+)
+
+// IPv6Egresses are the modes, in the order the docs list them.
+var IPv6Egresses = []IPv6Egress{IPv6Off, IPv6Single, IPv6PerConnection, IPv6PerSession}
+
+// NeedsPrefix reports whether the mode picks addresses of a routed prefix
+// beyond the VM's own, which only a cloud that gives one can serve.
+func (m IPv6Egress) NeedsPrefix() bool { return m == IPv6PerConnection || m == IPv6PerSession }
+
+// DefaultIPv6Egress is the mode of a spec that names none, on a cloud
+// whose VMs get a routed IPv6 prefix of prefixLen bits (0: none).
+func DefaultIPv6Egress(prefixLen int) IPv6Egress {
+	if prefixLen > 0 {
+		return IPv6Single
+	}
+	return IPv6Off
+}
+
 // Placement says where the VM runs and what it is made of.
 type Placement struct {
 	Region      string `json:"region,omitempty" firestore:"region,omitempty"`
@@ -76,7 +111,7 @@ type Placement struct {
 
 // Spec is what the user asked for. A POST with another spec for an existing
 // name is a conflict; a PATCH changes the reconfigurable fields
-// (allowedSourceRanges, connectPorts, bandwidthLimit, accessLog) only, and
+// (allowedSourceRanges, connectPorts, bandwidthLimit, accessLog, ipv6Egress) only, and
 // counts a generation.
 type Spec struct {
 	// Provider is the registry type of the cloud backend ("mock", "gcp").
@@ -118,6 +153,18 @@ type Spec struct {
 	// the same port number over UDP (which the platform's firewall must
 	// open for UDP too). False, the default: an ASSOCIATE is refused.
 	Socks5UDP bool `json:"socks5UDP,omitempty" firestore:"socks5UDP,omitempty"`
+	// IPv6Egress is how a connection to an IPv6 destination picks its
+	// source address from the VM's routed IPv6 prefix (status.ipv6Prefix):
+	// IPv6Off, IPv6Single, IPv6PerConnection or IPv6PerSession. The API
+	// writes the default, single where the proxy's cloud gives its VMs a
+	// prefix and off where it gives none (the plugin's IPv6Prefix), and
+	// refuses perConnection and perSession on a cloud that gives none: a
+	// proxy that cannot rotate its source must say so at the API, not at
+	// boot. Empty, in a document from before the field, is what the VM
+	// did then: one address. Connections to IPv4 destinations keep the
+	// VM's IPv4 address whatever it says. A PATCH changes it: live where
+	// the VM takes changes in place, with a new VM elsewhere.
+	IPv6Egress IPv6Egress `json:"ipv6Egress,omitempty" firestore:"ipv6Egress,omitempty"`
 	// BandwidthLimit bounds each direction of the proxy's traffic, every
 	// tunnel and request together, as ParseBandwidth reads it ("100Mbit"); empty is no
 	// bound. A PATCH changes it on the VM.
@@ -176,6 +223,11 @@ type Status struct {
 	// reaches IPv6 destinations from it, and clients may reach the proxy
 	// there too.
 	IPv6 string `json:"ipv6,omitempty" firestore:"ipv6,omitempty"`
+	// IPv6Prefix is the current VM's routed IPv6 prefix (CIDR), when its
+	// cloud gives one (a Hetzner server's /64, a GCE dual-stack
+	// interface's /96, an EC2 interface's delegated /80, a Droplet's
+	// /124): the addresses spec.ipv6Egress picks sources from.
+	IPv6Prefix string `json:"ipv6Prefix,omitempty" firestore:"ipv6Prefix,omitempty"`
 	// State is the provider's InstanceState as last observed.
 	State              string      `json:"state,omitempty" firestore:"state,omitempty"`
 	Conditions         []Condition `json:"conditions,omitempty" firestore:"conditions,omitempty"`

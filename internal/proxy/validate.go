@@ -82,6 +82,7 @@ const (
 	ReasonConnectPortRepeated     = "CONNECT_PORT_REPEATED"
 	ReasonSocks5PortIsPort        = "SOCKS5_PORT_SAME_AS_PORT"
 	ReasonSocks5UDPWithoutPort    = "SOCKS5_UDP_WITHOUT_SOCKS5_PORT"
+	ReasonIPv6EgressInvalid       = "IPV6_EGRESS_INVALID"
 	ReasonBandwidthInvalid        = "BANDWIDTH_LIMIT_INVALID"
 	ReasonBandwidthOutOfRange     = "BANDWIDTH_LIMIT_OUT_OF_RANGE"
 )
@@ -183,6 +184,11 @@ func (s Spec) Validate(namespace string, pol Policy, enabled func(string) bool) 
 		add("spec.port", ReasonPortNotOpen, "%d is not a port the firewall opens to proxies (PROXY_PORTS: %s): no client could reach the proxy", s.Port, pol.portsText())
 	}
 	errs = append(errs, s.validateSocks5Port(pol)...)
+	switch s.IPv6Egress {
+	case "", IPv6Off, IPv6Single, IPv6PerConnection, IPv6PerSession:
+	default:
+		add("spec.ipv6Egress", ReasonIPv6EgressInvalid, "%q is none of %s, %s, %s, %s", s.IPv6Egress, IPv6Off, IPv6Single, IPv6PerConnection, IPv6PerSession)
+	}
 	if s.BandwidthLimit != "" {
 		var be *BandwidthError
 		if _, err := ParseBandwidth(s.BandwidthLimit); errors.As(err, &be) {

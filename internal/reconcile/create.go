@@ -77,6 +77,7 @@ func (run *run) create(ctx context.Context) (outcome, error) {
 		Port:       port(p.Spec),
 		RequestID:  next.Reconciler.CreateRequestID,
 		StaticIP:   p.Spec.IPPolicy == proxy.IPStatic,
+		IPv6Prefix: p.Spec.IPv6Egress.NeedsPrefix(),
 		AvoidZones: next.Reconciler.FullZones,
 	}
 	var err error
@@ -169,6 +170,12 @@ func (run *run) bootstrap(ctx context.Context, generation int64) (cloudInit, sta
 		if err != nil {
 			return "", "", nil, bootstrapError{fmt.Errorf("rendering the startup script: %w", err)}
 		}
+		if engine != nil && engine.IPv6Egress != "" {
+			// The prefix the current VM reported: none yet at a create
+			// (its cloud assigns it with the VM, and its agent finds it
+			// on the interface), the VM's own at a live change.
+			engine.IPv6Prefix = run.doc.Status.IPv6Prefix
+		}
 		return "", script, engine, nil
 	}
 	return "", "", nil, nil
@@ -220,7 +227,7 @@ func (run *run) createFailed(ctx context.Context, what string, err error) (outco
 	now := run.r.clock.Now()
 	next := run.next()
 	endAttempt := func() {
-		next.Status.ProviderID, next.Status.IP, next.Status.IPv6, next.Status.Endpoint, next.Status.State = "", "", "", "", ""
+		next.Status.ProviderID, next.Status.IP, next.Status.IPv6, next.Status.IPv6Prefix, next.Status.Endpoint, next.Status.State = "", "", "", "", "", ""
 		next.Reconciler.CreatePending, next.Reconciler.CreateRequestID = "", ""
 		if next.Status.Phase != proxy.PhaseReplacing {
 			next.Status.Phase = proxy.PhaseCreating

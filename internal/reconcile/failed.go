@@ -29,7 +29,7 @@ func (run *run) fail(ctx context.Context, reason, msg string) (outcome, error) {
 	next := run.next()
 	next.Status.Phase = proxy.PhaseFailed
 	next.Status.Message = msg
-	next.Status.IP, next.Status.IPv6, next.Status.Endpoint = "", "", ""
+	next.Status.IP, next.Status.IPv6, next.Status.IPv6Prefix, next.Status.Endpoint = "", "", "", ""
 	setReady(next, "False", reason, msg, run.r.clock.Now())
 	// Not "message": that is the line's own key in Cloud Logging's shape.
 	run.log.ErrorContext(ctx, "proxy failed", slog.String("reason", reason), slog.String("statusMessage", msg),
@@ -63,7 +63,7 @@ func (run *run) failedVM(ctx context.Context) (outcome, error) {
 	case errors.Is(err, provider.ErrNotFound), provider.CreateFailed(err):
 		// Gone, or never made.
 		next := run.next()
-		next.Status.ProviderID, next.Status.IP, next.Status.IPv6, next.Status.Endpoint, next.Status.State = "", "", "", "", ""
+		next.Status.ProviderID, next.Status.IP, next.Status.IPv6, next.Status.IPv6Prefix, next.Status.Endpoint, next.Status.State = "", "", "", "", "", ""
 		if err := run.write(ctx, next, false); err != nil {
 			return done, err
 		}

@@ -102,7 +102,7 @@ func (run *run) ready(ctx context.Context, next *proxy.Proxy, inst *provider.Ins
 	next.Status.Phase = proxy.PhaseReady
 	next.Status.ObservedGeneration = p.Generation
 	next.Reconciler.ReconfigureStart = time.Time{}
-	next.Status.IP, next.Status.IPv6 = inst.IP, inst.IPv6
+	next.Status.IP, next.Status.IPv6, next.Status.IPv6Prefix = inst.IP, inst.IPv6, inst.IPv6Prefix
 	next.Status.Endpoint = net.JoinHostPort(inst.IP, strconv.Itoa(int(port(p.Spec))))
 	if next.Status.RotationWaitUntil == nil {
 		// A rotation waiting for the namespace's budget keeps saying why.

@@ -29,6 +29,11 @@ type generations struct {
 	mock   *mock.Provider
 	mu     sync.Mutex
 	served map[string]int64 // providerID → generation
+	// prefix is the routed IPv6 prefix every VM reports, as a cloud that
+	// gives one does; "" for none.
+	prefix string
+	// created are the engine configurations VMs were created with.
+	created []vmconfig.Config
 }
 
 func (p *generations) Create(ctx context.Context, req provider.CreateRequest) (string, error) {
@@ -36,6 +41,7 @@ func (p *generations) Create(ctx context.Context, req provider.CreateRequest) (s
 	if err == nil && req.Engine != nil {
 		p.mu.Lock()
 		p.served[id] = req.Engine.Generation
+		p.created = append(p.created, *req.Engine)
 		p.mu.Unlock()
 	}
 	return id, err
@@ -50,6 +56,7 @@ func (p *generations) Get(ctx context.Context, id string) (*provider.Instance, e
 	defer p.mu.Unlock()
 	c := *inst
 	c.Generation = p.served[id]
+	c.IPv6Prefix = p.prefix
 	return &c, nil
 }
 
@@ -329,6 +336,50 @@ func TestReconfigure(t *testing.T) {
 // reconciler keeps; the change costs two writes to hand over (the lease
 // taken before the Reconfigure, and Reconfiguring), one Get and one write
 // on the call-home.
+// TestIPv6EgressReachesTheVM: the VM's prefix is in the proxy's status
+// once Ready, and a live change of spec.ipv6Egress hands the VM the mode
+// with that prefix in its engine configuration, in place; the create's
+// configuration has the mode and no prefix, which the cloud had not
+// assigned yet.
+func TestIPv6EgressReachesTheVM(t *testing.T) {
+	w, rc := reconfigureWorld(t, false)
+	rc.prefix = "2001:db8:1:2::/64"
+	w.r = reconcile.New(w.store, providers{rc}, w.queue, secrets{}, w.clock, slog.New(slog.DiscardHandler),
+		reconcile.Options{Rand: rand.New(rand.NewPCG(1, 2)), Bootstrap: func(s proxy.Spec, c proxy.Credentials, generation int64) (string, *vmconfig.Config, error) {
+			script, cfg, err := engineOf(s, c, generation)
+			cfg.IPv6Egress = string(s.IPv6Egress)
+			return script, cfg, err
+		}})
+	first := w.readyWith(proxy.Spec{IPv6Egress: proxy.IPv6Single})
+	w.change(func(p *proxy.Proxy) { p.Spec.IPv6Egress = proxy.IPv6PerConnection })
+	w.written()
+	p := w.doc()
+	type engine struct{ Egress, Prefix string }
+	type seen struct {
+		Phase        proxy.Phase
+		SameEndpoint bool
+		StatusPrefix string
+		Created      []engine
+		Reconfigured []engine
+	}
+	got := seen{Phase: p.Status.Phase, SameEndpoint: p.Status.Endpoint == first.Status.Endpoint, StatusPrefix: p.Status.IPv6Prefix}
+	for _, c := range rc.created {
+		got.Created = append(got.Created, engine{c.IPv6Egress, c.IPv6Prefix})
+	}
+	for _, c := range rc.reconfigures() {
+		got.Reconfigured = append(got.Reconfigured, engine{c.Engine.IPv6Egress, c.Engine.IPv6Prefix})
+	}
+	want := seen{Phase: proxy.PhaseReady, SameEndpoint: true, StatusPrefix: "2001:db8:1:2::/64",
+		Created:      []engine{{Egress: "single"}},
+		Reconfigured: []engine{{Egress: "perConnection", Prefix: "2001:db8:1:2::/64"}}}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("a live change of the IPv6 egress (-want +got):\n%s", diff)
+	}
+	if n := len(w.mock.Instances()); n != 1 {
+		t.Errorf("%d instances, want the one, changed in place", n)
+	}
+}
+
 func TestNewCredentialsReachTheVM(t *testing.T) {
 	w, rc := reconfigureWorld(t, false)
 	first := w.readyWith(proxy.Spec{})

@@ -127,7 +127,7 @@ func (run *run) startReplacing(ctx context.Context, reason, message string, kind
 			slog.Int64("replacements", next.Reconciler.Replacements))
 	}
 	next.Status.Phase = proxy.PhaseReplacing
-	next.Status.IP, next.Status.IPv6, next.Status.Endpoint = "", "", ""
+	next.Status.IP, next.Status.IPv6, next.Status.IPv6Prefix, next.Status.Endpoint = "", "", "", ""
 	setReady(next, "False", reason, message, now)
 	err := run.writeCounted(ctx, next, run.counts(kind))
 	if errors.Is(err, proxy.ErrCreatesPerHour) {
@@ -158,7 +158,7 @@ func (run *run) replacing(ctx context.Context) (outcome, error) {
 	case errors.Is(err, provider.ErrNotFound):
 		// Gone: make the new one.
 		next := run.next()
-		next.Status.ProviderID, next.Status.IP, next.Status.IPv6, next.Status.Endpoint, next.Status.State = "", "", "", "", ""
+		next.Status.ProviderID, next.Status.IP, next.Status.IPv6, next.Status.IPv6Prefix, next.Status.Endpoint, next.Status.State = "", "", "", "", "", ""
 		run.doc = next
 		return run.create(ctx)
 	case err != nil:

@@ -20,13 +20,16 @@ import (
 // metadata service which instance they are; they are read through the
 // proxy port (the status door), and a change gets a new instance.
 var Plugin = plugin.Plugin{
-	Type:         Type,
-	Name:         "Amazon EC2",
-	Vars:         vars,
-	New:          newFromEnv,
-	Validator:    validatorOf,
-	Boot:         plugin.Boot{Kind: plugin.BootCloudInit, Gzip: true, MetadataURL: vmconfig.EC2MetadataURL},
-	Readiness:    plugin.StatusDoor,
+	Type:      Type,
+	Name:      "Amazon EC2",
+	Vars:      vars,
+	New:       newFromEnv,
+	Validator: validatorOf,
+	Boot:      plugin.Boot{Kind: plugin.BootCloudInit, Gzip: true, MetadataURL: vmconfig.EC2MetadataURL},
+	Readiness: plugin.StatusDoor,
+	// An interface asked for Ipv6PrefixCount 1 is delegated a /80 of its
+	// subnet's IPv6 range.
+	IPv6Prefix:   80,
 	FakeEndpoint: "AWS_EC2_ENDPOINT",
 	Placement: plugin.Placement{
 		Region:             "an AWS region (us-east-1, eu-central-1, …) among those the platform allows (AWS_ALLOWED_REGIONS)",

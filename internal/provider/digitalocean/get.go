@@ -3,6 +3,7 @@ package digitalocean
 import (
 	"context"
 	"log/slog"
+	"net/netip"
 	"strconv"
 	"time"
 
@@ -128,6 +129,7 @@ func convert(d *godo.Droplet) provider.Instance {
 	out.CreatedAt, _ = time.Parse(time.RFC3339, d.Created)
 	out.IP, _ = d.PublicIPv4()
 	out.IPv6, _ = d.PublicIPv6()
+	out.IPv6Prefix = dropletRange(out.IPv6)
 	if d.Region != nil {
 		out.Zone = d.Region.Slug
 	}
@@ -162,3 +164,20 @@ func state(s string) provider.InstanceState {
 		return provider.StateProvisioning
 	}
 }
+
+// dropletRange is the /124 a Droplet's public IPv6 address lies in: a
+// Droplet made with ipv6 true is given 16 addresses (DigitalOcean's IPv6
+// limits), its networks.v6 entry names the first, and its netmask (64)
+// is the link's, not what is routed to the Droplet. "" for no address.
+func dropletRange(addr string) string {
+	a, err := netip.ParseAddr(addr)
+	if err != nil || !a.Is6() || a.Is4In6() {
+		return ""
+	}
+	p, _ := a.Prefix(DropletIPv6Bits)
+	return p.String()
+}
+
+// DropletIPv6Bits is the length of the range of IPv6 addresses a Droplet
+// is given: 16 addresses.
+const DropletIPv6Bits = 124

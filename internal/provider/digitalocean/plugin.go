@@ -21,13 +21,16 @@ import (
 // gateway, once the provider assigned it. The provider makes the deployment's
 // cloud firewall itself (MakesFirewall), from the house's settings.
 var Plugin = plugin.Plugin{
-	Type:          Type,
-	Name:          "DigitalOcean Droplets",
-	Vars:          vars,
-	New:           newFromEnv,
-	Validator:     validatorOf,
-	Boot:          plugin.Boot{Kind: plugin.BootCloudInit, Anchor: vmconfig.DigitalOceanMetadataURL},
-	Readiness:     plugin.StatusDoor,
+	Type:      Type,
+	Name:      "DigitalOcean Droplets",
+	Vars:      vars,
+	New:       newFromEnv,
+	Validator: validatorOf,
+	Boot:      plugin.Boot{Kind: plugin.BootCloudInit, Anchor: vmconfig.DigitalOceanMetadataURL},
+	Readiness: plugin.StatusDoor,
+	// A Droplet made with ipv6 true gets 16 addresses, a /124, of which
+	// networks.v6 names the first.
+	IPv6Prefix:    124,
 	MakesFirewall: true,
 	FakeEndpoint:  "DIGITALOCEAN_ENDPOINT",
 	Placement: plugin.Placement{

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net/netip"
 	"strconv"
 	"strings"
 	"time"
@@ -225,6 +226,7 @@ func convert(id, zone string, inst *computepb.Instance) provider.Instance {
 		}
 		if acs := nics[0].GetIpv6AccessConfigs(); len(acs) > 0 {
 			out.IPv6 = acs[0].GetExternalIpv6()
+			out.IPv6Prefix = prefixOf(acs[0].GetExternalIpv6(), acs[0].GetExternalIpv6PrefixLength())
 		}
 	}
 	if t, err := time.Parse(time.RFC3339, inst.GetCreationTimestamp()); err == nil {
@@ -259,4 +261,19 @@ func state(status string) provider.InstanceState {
 	default: // PROVISIONING, STAGING, PENDING, REPAIRING and any new one
 		return provider.StateProvisioning
 	}
+}
+
+// prefixOf is the range a dual-stack interface's external IPv6 address
+// heads (externalIpv6 and externalIpv6PrefixLength: Compute gives each
+// interface a /96), as a CIDR; "" for none or one Compute did not say.
+func prefixOf(addr string, bits int32) string {
+	a, err := netip.ParseAddr(addr)
+	if err != nil || !a.Is6() || bits <= 0 || bits > 128 {
+		return ""
+	}
+	p, err := a.Prefix(int(bits))
+	if err != nil {
+		return ""
+	}
+	return p.String()
 }

@@ -14,7 +14,8 @@ import (
 // TestDualStack: with StackDual the VM's interface asks for an external
 // IPv6 address (stack type IPV4_IPV6, one DIRECT_IPV6 access config of the
 // premium tier) and Get reports the address Compute gave it beside its
-// IPv4 one; in a subnet that is not dual-stack Compute refuses the insert,
+// IPv4 one, and the /96 it heads (externalIpv6PrefixLength) as the VM's
+// prefix; in a subnet that is not dual-stack Compute refuses the insert,
 // and no retry makes it. Without it the interface asks for none and Get
 // reports none.
 func TestDualStack(t *testing.T) {
@@ -23,8 +24,8 @@ func TestDualStack(t *testing.T) {
 		IPv6Type, IPv6Tier string
 	}
 	type seen struct {
-		Insert   insert
-		IP, IPv6 string
+		Insert               insert
+		IP, IPv6, IPv6Prefix string
 	}
 	for name, tc := range map[string]struct {
 		reason    string
@@ -36,7 +37,7 @@ func TestDualStack(t *testing.T) {
 		"Dual": {
 			reason: "A dual-stack VM in a dual-stack subnet has an external IPv6 address.",
 			stack:  StackDual, dualStack: true,
-			want: seen{Insert: insert{StackType: "IPV4_IPV6", IPv6Type: "DIRECT_IPV6", IPv6Tier: "PREMIUM"}, IP: "198.51.100.1", IPv6: "2001:db8:4000:1::"},
+			want: seen{Insert: insert{StackType: "IPV4_IPV6", IPv6Type: "DIRECT_IPV6", IPv6Tier: "PREMIUM"}, IP: "198.51.100.1", IPv6: "2001:db8:4000:1::", IPv6Prefix: "2001:db8:4000:1::/96"},
 		},
 		"IPv4Only": {
 			reason: "The default asks for no IPv6, whatever the subnet.",
@@ -78,7 +79,7 @@ func TestDualStack(t *testing.T) {
 				t.Fatal(err)
 			}
 			nic := fake.Inserts()[0].Instance.GetNetworkInterfaces()[0]
-			got := seen{Insert: insert{StackType: nic.GetStackType()}, IP: inst.IP, IPv6: inst.IPv6}
+			got := seen{Insert: insert{StackType: nic.GetStackType()}, IP: inst.IP, IPv6: inst.IPv6, IPv6Prefix: inst.IPv6Prefix}
 			if acs := nic.GetIpv6AccessConfigs(); len(acs) == 1 {
 				got.Insert.IPv6Type, got.Insert.IPv6Tier = acs[0].GetType(), acs[0].GetNetworkTier()
 			}

@@ -411,7 +411,8 @@ func (l *lifecycle) provider(t *testing.T) provider.Provider {
 
 // TestIPv6InStatus: on a dual-stack deployment (GCP_STACK_TYPE=IPV4_IPV6)
 // the proxy's status shows its VM's external IPv6 address beside its IP
-// once Ready, and the new VM's after a replacement; the endpoint stays the
+// once Ready, and the /96 it heads as status.ipv6Prefix, and the new VM's
+// after a replacement (none while it is replaced); the endpoint stays the
 // IPv4 address's.
 func TestIPv6InStatus(t *testing.T) {
 	l := newLifecycle(t, proxy.Placement{Region: "us-central1", Zone: "us-central1-b"}, proxy.IPEphemeral)
@@ -423,12 +424,12 @@ func TestIPv6InStatus(t *testing.T) {
 	l.fake.SetDualStack("us-central1", "proxies")
 	l.r = reconcile.New(l.store, gcpProviders{p}, noQueue{}, nil, l.clock, slog.New(slog.DiscardHandler), reconcile.Options{Rand: rand.New(rand.NewPCG(1, 1))})
 	type seen struct {
-		Phase          proxy.Phase
-		Endpoint, IPv6 string
+		Phase                      proxy.Phase
+		Endpoint, IPv6, IPv6Prefix string
 	}
 	look := func() seen {
 		d := l.doc()
-		return seen{d.Status.Phase, d.Status.Endpoint, d.Status.IPv6}
+		return seen{d.Status.Phase, d.Status.Endpoint, d.Status.IPv6, d.Status.IPv6Prefix}
 	}
 	l.run(proxy.ReasonWritten)
 	during := look()
@@ -442,9 +443,9 @@ func TestIPv6InStatus(t *testing.T) {
 	got := []seen{during, first, replacing, second}
 	want := []seen{
 		{Phase: proxy.PhaseProvisioning},
-		{Phase: proxy.PhaseReady, Endpoint: "198.51.100.1:3128", IPv6: "2001:db8:4000:1::"},
+		{Phase: proxy.PhaseReady, Endpoint: "198.51.100.1:3128", IPv6: "2001:db8:4000:1::", IPv6Prefix: "2001:db8:4000:1::/96"},
 		{Phase: proxy.PhaseProvisioning},
-		{Phase: proxy.PhaseReady, Endpoint: "198.51.100.2:3128", IPv6: "2001:db8:4000:2::"},
+		{Phase: proxy.PhaseReady, Endpoint: "198.51.100.2:3128", IPv6: "2001:db8:4000:2::", IPv6Prefix: "2001:db8:4000:2::/96"},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("status through a replacement, created, Ready, replaced, Ready (-want +got):\n%s", diff)

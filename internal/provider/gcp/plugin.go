@@ -19,14 +19,17 @@ import (
 // Google's metadata server gives them, and take live changes in place
 // (Reconfigure).
 var Plugin = plugin.Plugin{
-	Type:         Type,
-	Name:         "Compute Engine",
-	Vars:         vars,
-	New:          newFromEnv,
-	Validator:    validatorOf,
-	Boot:         plugin.Boot{Kind: plugin.BootStartupScript},
-	Readiness:    plugin.CallsHome,
-	InPlace:      true,
+	Type:      Type,
+	Name:      "Compute Engine",
+	Vars:      vars,
+	New:       newFromEnv,
+	Validator: validatorOf,
+	Boot:      plugin.Boot{Kind: plugin.BootStartupScript},
+	Readiness: plugin.CallsHome,
+	InPlace:   true,
+	// A dual-stack interface's external IPv6 is a /96 (the access
+	// config's externalIpv6PrefixLength), under GCP_STACK_TYPE=IPV4_IPV6.
+	IPv6Prefix:   96,
 	FakeEndpoint: "GCP_COMPUTE_ENDPOINT",
 	Placement: plugin.Placement{
 		Region:             "a Google Cloud region such as europe-west1",
@@ -69,7 +72,7 @@ var vars = []plugin.Var{
 		Meaning: "where VMs are made"},
 	{Name: "GCP_NETWORK", Default: DefaultNetwork, Readers: plugin.ReadByCallers,
 		Meaning: "the VPC network", Check: gceName},
-	{Name: "GCP_SUBNETWORK", Readers: plugin.ReadByCallers,
+	{Name: "GCP_SUBNETWORK", Readers: plugin.ReadByAPI | plugin.ReadByCallers,
 		Meaning: "the subnetwork of each region, for custom-mode networks",
 		Check: func(v string, s plugin.Settings) error {
 			if v == "" {
@@ -77,7 +80,9 @@ var vars = []plugin.Var{
 			}
 			return gceName(v, s)
 		}},
-	{Name: "GCP_STACK_TYPE", Default: StackIPv4, Readers: plugin.ReadByCallers,
+	// The ProxyAPI reads the stack type (and the subnet its check needs)
+	// to refuse a spec.ipv6Egress that needs a prefix the VMs will not get.
+	{Name: "GCP_STACK_TYPE", Default: StackIPv4, Readers: plugin.ReadByAPI | plugin.ReadByCallers,
 		Meaning: "the VMs' network stack: `IPV4_ONLY`, or `IPV4_IPV6` for an external IPv6 address on each VM (`status.ipv6`), which needs `GCP_SUBNETWORK` to be dual-stack with external IPv6 (see IPv6 egress)",
 		Check: func(v string, s plugin.Settings) error {
 			switch v {
@@ -163,7 +168,8 @@ func newFromEnv(env plugin.Env) provider.Constructor {
 
 // PolicyOf is the operator's policy from the settings.
 func PolicyOf(s plugin.Settings) Policy {
-	return Policy{Regions: s.List("GCP_ALLOWED_REGIONS"), MachineTypes: s.List("GCP_ALLOWED_MACHINE_TYPES"), Images: s.List("GCP_ALLOWED_IMAGES")}
+	return Policy{Regions: s.List("GCP_ALLOWED_REGIONS"), MachineTypes: s.List("GCP_ALLOWED_MACHINE_TYPES"), Images: s.List("GCP_ALLOWED_IMAGES"),
+		StackType: s.Get("GCP_STACK_TYPE")}
 }
 
 func validatorOf(s plugin.Settings) (provider.Validator, error) {

@@ -35,6 +35,10 @@ type Policy struct {
 	// for every image of project P. A placement that names none gets
 	// DefaultImage, which must be allowed too.
 	Images []string
+	// StackType is GCP_STACK_TYPE: only a dual-stack VM (StackDual) gets
+	// an IPv6 prefix, so a spec whose ipv6Egress needs one is refused
+	// under any other ("", the default, is StackIPv4).
+	StackType string
 }
 
 // IsName reports whether s is a GCE resource name: a lowercase letter,
@@ -139,6 +143,10 @@ func Validator(pol Policy) provider.Validator {
 		var out []provider.Violation
 		add := func(field, reason, format string, args ...any) {
 			out = append(out, provider.Violation{Field: field, Reason: reason, Description: fmt.Sprintf(format, args...)})
+		}
+		if req.IPv6Prefix && pol.StackType != StackDual {
+			add("ipv6Egress", provider.ReasonProviderNoIPv6Prefix,
+				"gcp gives a VM an IPv6 prefix (a /96) only on a dual-stack interface, and this platform's VMs are %s (GCP_STACK_TYPE): use single or off, or ask the operator for %s", cmp.Or(pol.StackType, StackIPv4), StackDual)
 		}
 		pl := req.Placement
 		regionOK := regionRE.MatchString(pl.Region)

@@ -49,6 +49,8 @@ func TestGCPPolicyCheck(t *testing.T) {
 func TestValidator(t *testing.T) {
 	def := gcp.Validator(gcp.Policy{MachineTypes: gcp.DefaultAllowedMachineTypes, Images: gcp.DefaultAllowedImages})
 	europe := gcp.Validator(gcp.Policy{Regions: []string{"europe-west4"}, MachineTypes: gcp.DefaultAllowedMachineTypes, Images: gcp.DefaultAllowedImages})
+	dual := gcp.Validator(gcp.Policy{MachineTypes: gcp.DefaultAllowedMachineTypes, Images: gcp.DefaultAllowedImages, StackType: gcp.StackDual})
+	v6 := provider.ValidateRequest{Placement: provider.Placement{Region: "us-central1"}, IPv6Prefix: true}
 	pl := func(region, zone, machineType, image string) provider.ValidateRequest {
 		return provider.ValidateRequest{Placement: provider.Placement{Region: region, Zone: zone, MachineType: machineType, Image: image}}
 	}
@@ -58,21 +60,23 @@ func TestValidator(t *testing.T) {
 		req      provider.ValidateRequest
 		want     []string // field:reason
 	}{
-		"Defaults":          {reason: "a region alone takes the defaults", validate: def, req: pl("us-central1", "", "", "")},
-		"RegionForm":        {reason: "not a region", validate: def, req: pl("uscentral", "", "", ""), want: []string{"placement.region:REGION_INVALID"}},
-		"RegionNotAllowed":  {reason: "outside the allowlist", validate: europe, req: pl("us-central1", "", "", ""), want: []string{"placement.region:REGION_NOT_ALLOWED"}},
-		"RegionAllowed":     {reason: "inside the allowlist", validate: europe, req: pl("europe-west4", "europe-west4-a", "", "")},
-		"ZoneElsewhere":     {reason: "a zone of another region", validate: def, req: pl("us-central1", "us-east1-b", "", ""), want: []string{"placement.zone:ZONE_NOT_IN_REGION"}},
-		"ZonePrefixOnly":    {reason: "us-central1-a is not in us-central", validate: def, req: pl("us-central", "us-central1-a", "", ""), want: []string{"placement.region:REGION_INVALID", "placement.zone:ZONE_NOT_IN_REGION"}},
-		"MachineTypeBig":    {reason: "not allowed", validate: def, req: pl("us-central1", "", "n2-highmem-128", ""), want: []string{"placement.machineType:MACHINE_TYPE_NOT_ALLOWED"}},
-		"MachineTypeForm":   {reason: "not a name", validate: def, req: pl("us-central1", "", "e2_micro", ""), want: []string{"placement.machineType:MACHINE_TYPE_INVALID"}},
-		"MachineTypeSmall":  {reason: "allowed", validate: def, req: pl("us-central1", "", "e2-small", "")},
-		"ImageForeign":      {reason: "another project's family", validate: def, req: pl("us-central1", "", "", "projects/evil-images/global/images/family/debian-12"), want: []string{"placement.image:IMAGE_NOT_ALLOWED"}},
-		"ImageByName":       {reason: "an image, not the family", validate: def, req: pl("us-central1", "", "", "projects/debian-cloud/global/images/debian-12-bookworm-v20250101"), want: []string{"placement.image:IMAGE_NOT_ALLOWED"}},
-		"ImageForm":         {reason: "not an image path", validate: def, req: pl("us-central1", "", "", "projects/debian-cloud/images/debian-12"), want: []string{"placement.image:IMAGE_INVALID"}},
-		"ImageFamilyURL":    {reason: "the default family as a URL", validate: def, req: pl("us-central1", "", "", "https://www.googleapis.com/compute/v1/projects/debian-cloud/global/images/family/debian-12")},
-		"CloudInitTooLarge": {reason: "over a metadata value", validate: def, req: provider.ValidateRequest{Placement: provider.Placement{Region: "us-central1"}, CloudInit: strings.Repeat("x", gcp.MaxMetadataValueBytes+1)}, want: []string{"cloudInit:CLOUD_INIT_TOO_LARGE"}},
-		"CloudInitAtLimit":  {reason: "at the limit", validate: def, req: provider.ValidateRequest{Placement: provider.Placement{Region: "us-central1"}, CloudInit: strings.Repeat("x", gcp.MaxMetadataValueBytes)}},
+		"Defaults":           {reason: "a region alone takes the defaults", validate: def, req: pl("us-central1", "", "", "")},
+		"RegionForm":         {reason: "not a region", validate: def, req: pl("uscentral", "", "", ""), want: []string{"placement.region:REGION_INVALID"}},
+		"RegionNotAllowed":   {reason: "outside the allowlist", validate: europe, req: pl("us-central1", "", "", ""), want: []string{"placement.region:REGION_NOT_ALLOWED"}},
+		"RegionAllowed":      {reason: "inside the allowlist", validate: europe, req: pl("europe-west4", "europe-west4-a", "", "")},
+		"ZoneElsewhere":      {reason: "a zone of another region", validate: def, req: pl("us-central1", "us-east1-b", "", ""), want: []string{"placement.zone:ZONE_NOT_IN_REGION"}},
+		"ZonePrefixOnly":     {reason: "us-central1-a is not in us-central", validate: def, req: pl("us-central", "us-central1-a", "", ""), want: []string{"placement.region:REGION_INVALID", "placement.zone:ZONE_NOT_IN_REGION"}},
+		"MachineTypeBig":     {reason: "not allowed", validate: def, req: pl("us-central1", "", "n2-highmem-128", ""), want: []string{"placement.machineType:MACHINE_TYPE_NOT_ALLOWED"}},
+		"MachineTypeForm":    {reason: "not a name", validate: def, req: pl("us-central1", "", "e2_micro", ""), want: []string{"placement.machineType:MACHINE_TYPE_INVALID"}},
+		"MachineTypeSmall":   {reason: "allowed", validate: def, req: pl("us-central1", "", "e2-small", "")},
+		"ImageForeign":       {reason: "another project's family", validate: def, req: pl("us-central1", "", "", "projects/evil-images/global/images/family/debian-12"), want: []string{"placement.image:IMAGE_NOT_ALLOWED"}},
+		"ImageByName":        {reason: "an image, not the family", validate: def, req: pl("us-central1", "", "", "projects/debian-cloud/global/images/debian-12-bookworm-v20250101"), want: []string{"placement.image:IMAGE_NOT_ALLOWED"}},
+		"ImageForm":          {reason: "not an image path", validate: def, req: pl("us-central1", "", "", "projects/debian-cloud/images/debian-12"), want: []string{"placement.image:IMAGE_INVALID"}},
+		"ImageFamilyURL":     {reason: "the default family as a URL", validate: def, req: pl("us-central1", "", "", "https://www.googleapis.com/compute/v1/projects/debian-cloud/global/images/family/debian-12")},
+		"CloudInitTooLarge":  {reason: "over a metadata value", validate: def, req: provider.ValidateRequest{Placement: provider.Placement{Region: "us-central1"}, CloudInit: strings.Repeat("x", gcp.MaxMetadataValueBytes+1)}, want: []string{"cloudInit:CLOUD_INIT_TOO_LARGE"}},
+		"IPv6PrefixIPv4Only": {reason: "an IPv4-only VM gets no prefix: the egress that needs one is refused", validate: def, req: v6, want: []string{"ipv6Egress:PROVIDER_GIVES_NO_IPV6_PREFIX"}},
+		"IPv6PrefixDual":     {reason: "a dual-stack VM's /96", validate: dual, req: v6},
+		"CloudInitAtLimit":   {reason: "at the limit", validate: def, req: provider.ValidateRequest{Placement: provider.Placement{Region: "us-central1"}, CloudInit: strings.Repeat("x", gcp.MaxMetadataValueBytes)}},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {

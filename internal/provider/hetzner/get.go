@@ -69,6 +69,13 @@ func convert(sv *hcloud.Server) provider.Instance {
 	if ip := sv.PublicNet.IPv4.IP; ip != nil && !sv.PublicNet.IPv4.IsUnspecified() {
 		out.IP = ip.String()
 	}
+	// Every server's public_net.ipv6.ip is a /64 routed to it (Create
+	// enables IPv6 always: it costs nothing), which the engine picks
+	// sources from; its ::1, which Hetzner's images configure, is the
+	// server's own.
+	if n := sv.PublicNet.IPv6.Network; n != nil && !sv.PublicNet.IPv6.IsUnspecified() {
+		out.IPv6Prefix = n.String()
+	}
 	if sv.Location != nil {
 		out.Zone = sv.Location.Name
 	}

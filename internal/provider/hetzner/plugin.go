@@ -16,13 +16,15 @@ import (
 // user-data cannot change after the create, so a change gets a new
 // server and no warm pool is served.
 var Plugin = plugin.Plugin{
-	Type:         Type,
-	Name:         "Hetzner Cloud",
-	Vars:         vars,
-	New:          newFromEnv,
-	Validator:    validatorOf,
-	Boot:         plugin.Boot{Kind: plugin.BootCloudInit},
-	Readiness:    plugin.StatusDoor,
+	Type:      Type,
+	Name:      "Hetzner Cloud",
+	Vars:      vars,
+	New:       newFromEnv,
+	Validator: validatorOf,
+	Boot:      plugin.Boot{Kind: plugin.BootCloudInit},
+	Readiness: plugin.StatusDoor,
+	// Every server's public_net.ipv6.ip is a /64 of its own.
+	IPv6Prefix:   64,
 	FakeEndpoint: "HETZNER_ENDPOINT",
 	Placement: plugin.Placement{
 		Region:             "a network zone (eu-central, us-east, us-west, ap-southeast)",

@@ -30,6 +30,8 @@ var Plugin = plugin.Plugin{
 	Boot:      plugin.Boot{Kind: plugin.BootNone},
 	Readiness: plugin.CallsHome,
 	InPlace:   true,
+	// No IPv6Prefix: its VMs serve on the developer's loopback, with no
+	// routed prefix to pick sources from.
 }
 
 func durationCheck(v string, _ plugin.Settings) error {

@@ -71,6 +71,14 @@ type Plugin struct {
 	// (provider.InPlace): the provider implements provider.Reconfigurer,
 	// and warm pools and live changes without a new VM follow from it.
 	InPlace bool
+	// IPv6Prefix is the length of the routed IPv6 prefix the cloud gives
+	// each VM (64: a Hetzner server's /64), which the provider asks for
+	// and reports (provider.CreateRequest.IPv6Prefix,
+	// provider.Instance.IPv6Prefix); 0 when it gives none. The API refuses
+	// by it, naming no cloud, a spec whose spec.ipv6Egress picks addresses
+	// of a prefix (perConnection, perSession) on a cloud without one, and
+	// writes the default egress by it (single with a prefix, off without).
+	IPv6Prefix int
 	// MakesFirewall says the provider makes the cloud's firewall itself,
 	// through the cloud's API, from the house's settings (Env.Firewall):
 	// the functions that call it read PROXY_PORTS and

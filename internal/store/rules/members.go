@@ -123,6 +123,7 @@ func Claim(p, member *proxy.Proxy, now time.Time) error {
 	member.Status.Message = "VM claimed by " + p.Key().Path() + "."
 	s := &p.Status
 	s.ProviderID, s.IP, s.IPv6, s.Zone, s.State = member.Status.ProviderID, member.Status.IP, member.Status.IPv6, member.Status.Zone, member.Status.State
+	s.IPv6Prefix = member.Status.IPv6Prefix
 	s.Endpoint = ""
 	s.Phase = proxy.PhaseProvisioning
 	b := &p.Reconciler

@@ -97,6 +97,22 @@ func testLiveChanges(t *testing.T, s Store) {
 		same("reading back "+st.reason, got)
 		p = got
 	}
+	// The IPv6 egress is a live field too: written with a generation,
+	// read back as written, and the same mode again writes nothing.
+	for i, want := range []int64{p.Generation + 1, p.Generation + 1} {
+		got, err := s.UpdateSpec(ctx, p.Key(), at, tenancy.Limits{}, func(s proxy.Spec) (proxy.Spec, error) {
+			s.IPv6Egress = proxy.IPv6PerConnection
+			return s, nil
+		})
+		if err != nil {
+			t.Fatalf("ipv6Egress %d: UpdateSpec: %v", i, err)
+		}
+		if got.Spec.IPv6Egress != proxy.IPv6PerConnection || got.Generation != want {
+			t.Errorf("ipv6Egress %d: %q at generation %d, want perConnection at %d", i, got.Spec.IPv6Egress, got.Generation, want)
+		}
+		same("reading back the IPv6 egress", got)
+		p = got
+	}
 	refuse := errors.New("the policy refuses it")
 	if _, err := s.UpdateSpec(ctx, p.Key(), at, tenancy.Limits{}, func(proxy.Spec) (proxy.Spec, error) { return proxy.Spec{}, refuse }); !errors.Is(err, refuse) {
 		t.Errorf("UpdateSpec whose update refuses: %v, want its error", err)

@@ -37,6 +37,9 @@ type Instance struct {
 	MetadataOptions map[string]string
 	// AllocationID is the Elastic IP associated with it, if any.
 	AllocationID string
+	// IPv6Prefixes are the IPv6 prefixes delegated to its primary
+	// interface (AssignIpv6Addresses' Ipv6PrefixCount), each a /80.
+	IPv6Prefixes []string
 }
 
 // tokenUse is what a ClientToken made: the instance, and a fingerprint
@@ -389,6 +392,7 @@ func (s *Server) Instances() []Instance {
 		in.Tags = maps.Clone(in.Tags)
 		in.MetadataOptions = maps.Clone(in.MetadataOptions)
 		in.SecurityGroups = slices.Clone(in.SecurityGroups)
+		in.IPv6Prefixes = slices.Clone(in.IPv6Prefixes)
 		out = append(out, in)
 	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].LaunchTime.Before(out[j].LaunchTime) })
@@ -411,6 +415,9 @@ func (s *Server) instanceXML(in *Instance) instanceXML {
 		ni := interfaceXML{ID: in.Interface, PrivateIP: in.PrivateIP, Status: "in-use",
 			Attachment: attachmentXML{ID: "eni-attach-" + strings.TrimPrefix(in.Interface, "eni-"), DeviceIndex: 0, Status: "attached",
 				AttachTime: timestamp(in.Created), DeleteOnTermination: true}}
+		for _, pfx := range in.IPv6Prefixes {
+			ni.IPv6Prefixes = append(ni.IPv6Prefixes, ipv6PrefixXML{Prefix: pfx})
+		}
 		if in.PublicIP != "" {
 			ni.Association = &interfaceAssociationXML{PublicIP: in.PublicIP, IPOwnerID: "amazon"}
 			if in.AllocationID != "" {
@@ -468,11 +475,16 @@ type instanceXML struct {
 }
 
 type interfaceXML struct {
-	ID          string                   `xml:"networkInterfaceId"`
-	PrivateIP   string                   `xml:"privateIpAddress"`
-	Status      string                   `xml:"status"`
-	Attachment  attachmentXML            `xml:"attachment"`
-	Association *interfaceAssociationXML `xml:"association,omitempty"`
+	ID           string                   `xml:"networkInterfaceId"`
+	PrivateIP    string                   `xml:"privateIpAddress"`
+	Status       string                   `xml:"status"`
+	Attachment   attachmentXML            `xml:"attachment"`
+	Association  *interfaceAssociationXML `xml:"association,omitempty"`
+	IPv6Prefixes []ipv6PrefixXML          `xml:"ipv6PrefixSet>item,omitempty"`
+}
+
+type ipv6PrefixXML struct {
+	Prefix string `xml:"ipv6Prefix"`
 }
 
 type attachmentXML struct {

@@ -207,6 +207,7 @@ var answers = map[string]any{
 	"ReleaseAddress":            returnResponse{},
 	"DescribeAvailabilityZones": azResponse{},
 	"DescribeImages":            imagesResponse{},
+	"AssignIpv6Addresses":       assignIPv6Response{},
 }
 
 // TestTheFakeKeepsToTheServiceModel holds the fake to AWS's published
@@ -309,6 +310,12 @@ func exercise(t *testing.T, f *Server) {
 		t.Fatalf("RunInstances answered %+v, which the SDK read as no instance", run.Instances)
 	}
 	id := *run.Instances[0].InstanceId
+	f.SetIPv6Subnet("us-east-1b")
+	assigned, err := c.AssignIpv6Addresses(ctx, &ec2.AssignIpv6AddressesInput{NetworkInterfaceId: run.Instances[0].NetworkInterfaces[0].NetworkInterfaceId, Ipv6PrefixCount: sdk.Int32(1)})
+	must("AssignIpv6Addresses", err)
+	if len(assigned.AssignedIpv6Prefixes) != 1 {
+		t.Fatalf("AssignIpv6Addresses answered %v, which the SDK read as no prefix", assigned.AssignedIpv6Prefixes)
+	}
 	_, err = c.DescribeInstances(ctx, &ec2.DescribeInstancesInput{Filters: []types.Filter{filter("tag:k", "v")}, MaxResults: sdk.Int32(5)})
 	must("DescribeInstances", err)
 	_, err = c.DescribeInstances(ctx, &ec2.DescribeInstancesInput{InstanceIds: []string{id}, NextToken: sdk.String("page-0")})

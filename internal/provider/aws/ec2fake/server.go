@@ -47,6 +47,8 @@ type Server struct {
 	lost          map[string]int      // action → answers to lose after doing it
 	noCapacity    map[string]bool     // zone
 	unsupported   map[string]bool     // zone + "/" + instance type
+	ipv6Subnets   map[string]bool     // zone whose default subnet has an IPv6 range
+	nextPrefix    int
 	instanceLimit int
 	calls         []Call
 	trust         *Trust
@@ -92,6 +94,7 @@ func newServer() *Server {
 		lost:        map[string]int{},
 		noCapacity:  map[string]bool{},
 		unsupported: map[string]bool{},
+		ipv6Subnets: map[string]bool{},
 		issued:      map[string]time.Time{},
 		reads:       map[string]map[string]bool{},
 	}
@@ -195,6 +198,7 @@ var handlers = map[string]handler{
 	"ReleaseAddress":            (*Server).releaseAddress,
 	"DescribeAvailabilityZones": (*Server).describeAvailabilityZones,
 	"DescribeImages":            (*Server).describeImages,
+	"AssignIpv6Addresses":       (*Server).assignIPv6Addresses,
 }
 
 // Served are the EC2 actions the fake answers.

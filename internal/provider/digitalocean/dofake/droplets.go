@@ -149,7 +149,10 @@ func (s *Server) createDroplet(w *writer, r *http.Request, _ []string) {
 	}, V6: []godo.NetworkV6{}}
 	if req.IPv6 {
 		d.Features = append(d.Features, "ipv6")
-		d.Networks.V6 = append(d.Networks.V6, godo.NetworkV6{IPAddress: fmt.Sprintf("2001:db8:d0::%x", d.ID), Netmask: 64, Gateway: "2001:db8:d0::1", Type: "public"})
+		// As the description's example: the first address of the
+		// Droplet's own /124 (16 addresses), on a /64 with its gateway.
+		// The id takes two groups: one holds 16 bits, and ids are larger.
+		d.Networks.V6 = append(d.Networks.V6, godo.NetworkV6{IPAddress: fmt.Sprintf("2001:db8:d0:0:%x:%x::1", d.ID>>16, d.ID&0xffff), Netmask: 64, Gateway: "2001:db8:d0::1", Type: "public"})
 	}
 	for _, t := range d.Tags {
 		s.tags[t] = true

@@ -52,6 +52,8 @@ func main() {
 	flag.Var(&connectPorts, "connect-port", "a port CONNECT may reach; repeat for more (default 443 and 80)")
 	socks5 := flag.Int("socks5-port", 0, "the port the engine serves SOCKS5 on (spec.socks5Port; default none)")
 	socks5UDP := flag.Bool("socks5-udp", false, "carry SOCKS5 UDP ASSOCIATE on the SOCKS5 port's number (spec.socks5UDP)")
+	ipv6Egress := flag.String("ipv6-egress", "", "how connections to IPv6 destinations pick their source: off, single, perConnection or perSession (spec.ipv6Egress; default none said)")
+	ipv6Prefix := flag.String("ipv6-prefix", "", "the VM's routed IPv6 prefix, a CIDR (status.ipv6Prefix; default none: the agent takes it from the interface)")
 	bandwidth := flag.String("bandwidth-limit", "", "the proxy's bandwidth limit, e.g. 100Mbit (spec.bandwidthLimit; default none)")
 	accessLog := flag.Bool("access-log", true, "whether the engine keeps its access log (spec.accessLog)")
 	user := flag.String("user", "", "the proxy's username (letters and digits)")
@@ -71,7 +73,7 @@ func main() {
 		fail(fmt.Errorf("unexpected arguments %q", flag.Args()))
 	}
 
-	cfg := bootstrap.Config{Port: int32(*port), Socks5Port: int32(*socks5), Socks5UDP: *socks5UDP, BandwidthLimit: *bandwidth, AccessLogOff: !*accessLog,
+	cfg := bootstrap.Config{Port: int32(*port), Socks5Port: int32(*socks5), Socks5UDP: *socks5UDP, IPv6Egress: proxy.IPv6Egress(*ipv6Egress), IPv6Prefix: *ipv6Prefix, BandwidthLimit: *bandwidth, AccessLogOff: !*accessLog,
 		AllowedSourceRanges: allow, Credentials: proxy.Credentials{Username: *user, Password: *password}, DenyRanges: deny, Generation: 1}
 	for _, p := range connectPorts {
 		n, err := strconv.ParseInt(p, 10, 32)
