@@ -54,7 +54,7 @@ func (a *App) registry(vm map[string]plugin.VMSide) (*provider.Registry, error) 
 		case plugin.BootStartupScript:
 			env.Engine = c.Engine
 		case plugin.BootCloudInit:
-			side, err := a.cloudInitVM(vm[typ], p.Boot)
+			side, err := a.cloudInitVM(vm[typ], p.Boot, p.IPv6Prefix)
 			if err != nil {
 				return nil, err
 			}
@@ -119,11 +119,13 @@ func metered(ctor provider.Constructor) provider.Constructor {
 // whether its user-data is compressed (within a size limit of the
 // cloud's) and names the instance metadata service, which its agent asks
 // which instance it is, and the metadata a Static proxy's VM follows to
-// leave from its static address.
-func (a *App) cloudInitVM(vm plugin.VMSide, boot plugin.Boot) (plugin.VMSide, error) {
+// leave from its static address; its plugin, the length of the IPv6
+// prefix its VMs get, which a VM created to rotate its IPv6 sources
+// finds its prefix with.
+func (a *App) cloudInitVM(vm plugin.VMSide, boot plugin.Boot, ipv6PrefixLength int) (plugin.VMSide, error) {
 	cfg := a.Config.CloudInitVM
 	if vm.Renderer == nil {
-		r := cloudinit.Renderer{EngineURL: cfg.EngineURL, EngineSHA256: cfg.EngineSHA256, Gzip: boot.Gzip, IMDS: boot.MetadataURL, Anchor: boot.Anchor,
+		r := cloudinit.Renderer{EngineURL: cfg.EngineURL, EngineSHA256: cfg.EngineSHA256, Gzip: boot.Gzip, IMDS: boot.MetadataURL, Anchor: boot.Anchor, IPv6PrefixLength: ipv6PrefixLength,
 			Status: func(ctx context.Context, uid, id string) (*vmconfig.StatusAccess, error) {
 				k, err := a.statusKey(ctx)
 				if err != nil {

@@ -73,6 +73,12 @@ type Renderer struct {
 	// needs no route of the VM's (a Hetzner primary IP, an Elastic IP are
 	// the VM's own address).
 	Anchor string
+	// IPv6PrefixLength is the length of the IPv6 prefix the cloud routes
+	// to a VM around its own address (the plugin's IPv6Prefix): a
+	// configuration that rotates IPv6 sources but cannot name the prefix
+	// yet (a create) carries it, and the VM finds its prefix with it
+	// (vmconfig.Config.IPv6PrefixLength).
+	IPv6PrefixLength int
 	// Gzip compresses the user-data, which cloud-init reads as well
 	// (it decompresses a user-data that starts with gzip's magic number):
 	// EC2 takes 16 KiB of user-data, and a proxy's is about 10 KB before
@@ -122,6 +128,9 @@ func (r Renderer) UserData(req provider.CreateRequest) (string, error) {
 		return "", fmt.Errorf("cloudinit: the status access of %s: %w", req.UID, err)
 	}
 	engine.Status = status
+	if rotates(engine.IPv6Egress) && engine.IPv6Prefix == "" {
+		engine.IPv6PrefixLength = r.IPv6PrefixLength
+	}
 	s := Settings{EngineURL: r.EngineURL, EngineSHA256: r.EngineSHA256, ProbeTarget: r.ProbeTarget, IMDS: r.IMDS}
 	if req.StaticIP {
 		// An Ephemeral proxy's VM leaves by its own address: it gets no
@@ -257,4 +266,9 @@ func (b Boot) Engine() (vmconfig.Config, error) {
 		return vmconfig.Config{}, fmt.Errorf("cloudinit: the user-data's engine configuration: %w", err)
 	}
 	return c, nil
+}
+
+// rotates says whether mode draws sources from the VM's IPv6 prefix.
+func rotates(mode string) bool {
+	return mode == vmconfig.IPv6EgressPerConnection || mode == vmconfig.IPv6EgressPerSession
 }

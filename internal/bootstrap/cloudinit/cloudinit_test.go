@@ -224,3 +224,43 @@ func TestAnchorSetting(t *testing.T) {
 		})
 	}
 }
+
+// TestIPv6PrefixLength: a create that rotates IPv6 sources cannot name
+// the prefix the cloud has yet to assign, so the user-data says its
+// length, for the VM to find it; a configuration that names the prefix,
+// or does not rotate, carries none.
+func TestIPv6PrefixLength(t *testing.T) {
+	for _, tc := range []struct {
+		name, mode, prefix string
+		want               int
+	}{
+		{"PerConnectionAtCreate", vmconfig.IPv6EgressPerConnection, "", 64},
+		{"PerSessionAtCreate", vmconfig.IPv6EgressPerSession, "", 64},
+		{"PrefixKnown", vmconfig.IPv6EgressPerConnection, "2001:db8:7:1::/64", 0},
+		{"Single", vmconfig.IPv6EgressSingle, "", 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r, _ := renderer(t)
+			r.IPv6PrefixLength = 64
+			req := request(t)
+			e := *req.Engine
+			e.IPv6Egress, e.IPv6Prefix = tc.mode, tc.prefix
+			req.Engine = &e
+			ud, err := r.UserData(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			boot, err := cloudinit.Parse(ud)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got, err := boot.Engine()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tc.want, got.IPv6PrefixLength); diff != "" {
+				t.Errorf("ipv6PrefixLength (-want +got):\n%s", diff)
+			}
+		})
+	}
+}

@@ -248,9 +248,7 @@ func (p *Provider) metadata(req provider.CreateRequest) *computepb.Metadata {
 	if req.StartupScript != "" {
 		add(vmconfig.KeyStartupScript, req.StartupScript)
 		if req.Engine != nil {
-			// Marshalling a struct of strings, numbers and lists cannot fail.
-			engine, _ := json.Marshal(req.Engine)
-			add(vmconfig.KeyConfig, string(engine))
+			add(vmconfig.KeyConfig, engineJSON(req.Engine))
 		}
 		add(vmconfig.KeyEngineURL, p.cfg.EngineURL)
 		add(vmconfig.KeyEngineSHA256, p.cfg.EngineSHA256)
@@ -267,4 +265,22 @@ func (p *Provider) metadata(req provider.CreateRequest) *computepb.Metadata {
 	}
 	add("user-data", req.CloudInit)
 	return md
+}
+
+// ipv6PrefixBits is the length of the external IPv6 range Google gives a
+// dual-stack interface (externalIpv6PrefixLength).
+const ipv6PrefixBits = 96
+
+// engineJSON is e as the VM's metadata carries it. A configuration that
+// rotates IPv6 sources without naming the prefix (a create: Google
+// assigns the range with the VM) says the range's length, for the VM to
+// find it around its own address (vmconfig.Config.IPv6PrefixLength).
+// Marshalling a struct of strings, numbers and lists cannot fail.
+func engineJSON(e *vmconfig.Config) string {
+	c := *e
+	if (c.IPv6Egress == vmconfig.IPv6EgressPerConnection || c.IPv6Egress == vmconfig.IPv6EgressPerSession) && c.IPv6Prefix == "" {
+		c.IPv6PrefixLength = ipv6PrefixBits
+	}
+	b, _ := json.Marshal(c)
+	return string(b)
 }

@@ -29,7 +29,7 @@ var Plugin = plugin.Plugin{
 	InPlace:   true,
 	// A dual-stack interface's external IPv6 is a /96 (the access
 	// config's externalIpv6PrefixLength), under GCP_STACK_TYPE=IPV4_IPV6.
-	IPv6Prefix:   96,
+	IPv6Prefix:   ipv6PrefixBits,
 	FakeEndpoint: "GCP_COMPUTE_ENDPOINT",
 	Placement: plugin.Placement{
 		Region:             "a Google Cloud region such as europe-west1",

@@ -2,7 +2,6 @@ package gcp
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"maps"
@@ -57,8 +56,7 @@ func (p *Provider) Reconfigure(ctx context.Context, providerID string, req provi
 	var engine string
 	if req.Engine != nil {
 		// Marshalled as create.go marshals it: the agent compares values.
-		b, _ := json.Marshal(req.Engine)
-		engine = string(b)
+		engine = engineJSON(req.Engine)
 	}
 	for range reconfigureAttempts {
 		inst, err := p.c.Instances.Get(ctx, &computepb.GetInstanceRequest{Project: id.project, Zone: id.scope, Instance: id.name})

@@ -78,7 +78,10 @@ const (
 // failed. Either way the failure is written to egress/error and reported
 // by a call-home.
 func (a *Agent) Apply(ctx context.Context, text string, rollback bool) error {
-	text = strings.TrimSpace(text)
+	text, err := a.withPrefix(ctx, strings.TrimSpace(text))
+	if err != nil {
+		return a.failed(ctx, -1, err, false)
+	}
 	cfg, err := engine.ReadConfig([]byte(text))
 	if err != nil {
 		return a.failed(ctx, -1, err, false)

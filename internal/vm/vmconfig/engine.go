@@ -76,6 +76,12 @@ type Config struct {
 	IPv6Prefix string `json:"ipv6Prefix,omitempty"`
 	// IPv6Egress is how connections to IPv6 destinations pick their source: "" or "off", "single", "perConnection", "perSession".
 	IPv6Egress string `json:"ipv6Egress,omitempty"`
+	// IPv6PrefixLength is the length of the prefix the cloud routes to
+	// the VM around its own IPv6 address, for a configuration made before
+	// the cloud said the prefix (a create): with a rotating IPv6Egress and
+	// no IPv6Prefix, the agent takes the VM's global IPv6 address to this
+	// length as the prefix before the engine reads the configuration.
+	IPv6PrefixLength int `json:"ipv6PrefixLength,omitempty"`
 	// BandwidthBitsPerSecond bounds the proxy's traffic as a whole, every
 	// tunnel, SOCKS5 connection and plain request together, in bits a
 	// second (spec.bandwidthLimit); each direction is bounded by it on its
