@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -37,12 +38,16 @@ const (
 	// request (CONNECT and a GET in the tunnel), p50 through the engine
 	// over p50 through the relay.
 	maxNewConnectionToRelayRatio = 1.3
-	maxBandwidthLimitError       = 0.1
-	tunnelsTried                 = 2000
-	rssTunnels                   = 1000
-	maxRSSMiB                    = 64
-	bulkBytes                    = 1 << 30
-	requests                     = 300
+	// maxPerConnectionToSingleRatio bounds what a fresh IPv6 source per
+	// connection adds to a new connection (issue 46): p50 under
+	// perConnection over p50 under single, to the same IPv6 host.
+	maxPerConnectionToSingleRatio = 1.2
+	maxBandwidthLimitError        = 0.1
+	tunnelsTried                  = 2000
+	rssTunnels                    = 1000
+	maxRSSMiB                     = 64
+	bulkBytes                     = 1 << 30
+	requests                      = 300
 	// bulkRounds is how many rounds each throughput figure is the
 	// median of, the paths through the VM taking turns at going first.
 	// On two cores one round's engine/relay ratio moves by ±0.1 and
@@ -87,9 +92,18 @@ type benchResult struct {
 	// first request (a CONNECT, then a GET in the tunnel) through the
 	// engine and through the relay; NewConnectionToRelayRatio is the
 	// ratio of their p50s. Booted runs only.
-	NewConnectionMs           percentiles `json:"newConnectionMs"`
-	RelayNewConnectionMs      percentiles `json:"relayNewConnectionMs"`
-	NewConnectionToRelayRatio float64     `json:"newConnectionToRelayRatio,omitempty"`
+	NewConnectionMs percentiles `json:"newConnectionMs"`
+	// PerConnectionSetupMs is a new connection to the IPv6 host (a
+	// CONNECT and the host's one line back) under ipv6Egress
+	// perConnection, a fresh source of the VM's prefix each time;
+	// SingleSourceSetupMs the same under single, the kernel's source, as
+	// before the prefix; PerConnectionToSingleRatio the ratio of their
+	// p50s.
+	PerConnectionSetupMs       percentiles `json:"perConnectionSetupMs"`
+	SingleSourceSetupMs        percentiles `json:"singleSourceSetupMs"`
+	PerConnectionToSingleRatio float64     `json:"perConnectionToSingleRatio,omitempty"`
+	RelayNewConnectionMs       percentiles `json:"relayNewConnectionMs"`
+	NewConnectionToRelayRatio  float64     `json:"newConnectionToRelayRatio,omitempty"`
 	// BandwidthLimitError is |measured/limit − 1| of a download through
 	// the proxy once a reload gave it BandwidthLimitBitsPerSecond.
 	BandwidthLimitError         float64      `json:"bandwidthLimitError"`
@@ -270,11 +284,28 @@ func TestImageBench(t *testing.T) {
 		}
 		res.BandwidthLimitBitsPerSecond, res.BandwidthMeasuredMBps = bandwidthLimit, mbps
 		res.BandwidthLimitError = math.Abs(mbps/limitMBps - 1)
+
+		// A fresh IPv6 source per connection against the kernel's: the
+		// two modes in turn, twice each, handed over as a PATCH would.
+		var single, fresh []float64
+		for i, mode := range []string{vmconfig.IPv6EgressSingle, vmconfig.IPv6EgressPerConnection, vmconfig.IPv6EgressSingle, vmconfig.IPv6EgressPerConnection} {
+			r.ipv6Egress = mode
+			handOver(t, ctx, r, int64(3+i), bootstrap.Config{Port: ProxyPort, AllowedSourceRanges: []string{AllowedRange.String()}, Credentials: r.creds})
+			ms := b.ipv6Connections(ctx, r, mode, requests/4)
+			if mode == vmconfig.IPv6EgressSingle {
+				single = append(single, ms...)
+			} else {
+				fresh = append(fresh, ms...)
+			}
+		}
+		res.SingleSourceSetupMs, res.PerConnectionSetupMs = percentilesOf(single), percentilesOf(fresh)
+		res.PerConnectionToSingleRatio = res.PerConnectionSetupMs.P50 / res.SingleSourceSetupMs.P50
 	}
 
-	line := fmt.Sprintf("image-bench: proxied %.0f MB/s, direct %.0f MB/s (ratio %.2f, median of %d; SOCKS5 %.2f; a bare relay beside it %.2f, the engine %.2f of it, SOCKS5 %.2f of it), p50/p99 new-connection request %.2f/%.2f ms (direct %.2f/%.2f; CONNECT+GET %.2f ms, %.2f of the relay's %.2f), %d of %d tunnels held, RSS %.1f MiB at 1000 tunnels, bandwidth limit %d bit/s held within %.3f",
+	line := fmt.Sprintf("image-bench: proxied %.0f MB/s, direct %.0f MB/s (ratio %.2f, median of %d; SOCKS5 %.2f; a bare relay beside it %.2f, the engine %.2f of it, SOCKS5 %.2f of it), p50/p99 new-connection request %.2f/%.2f ms (direct %.2f/%.2f; CONNECT+GET %.2f ms, %.2f of the relay's %.2f), %d of %d tunnels held, RSS %.1f MiB at 1000 tunnels, bandwidth limit %d bit/s held within %.3f, IPv6 new connection %.2f/%.2f ms with a fresh source each (%.2f/%.2f ms with one, ratio %.2f)",
 		res.ProxiedMBps, res.DirectMBps, res.ThroughputRatio, bulkRounds, res.Socks5ThroughputRatio, res.RelayThroughputRatio, res.EngineToRelayRatio, res.Socks5ToRelayRatio, res.RequestMs.P50, res.RequestMs.P99,
-		res.DirectRequestMs.P50, res.DirectRequestMs.P99, res.NewConnectionMs.P50, res.NewConnectionToRelayRatio, res.RelayNewConnectionMs.P50, res.TunnelsHeld, res.TunnelsTried, res.RSSMiBAt1000, res.BandwidthLimitBitsPerSecond, res.BandwidthLimitError)
+		res.DirectRequestMs.P50, res.DirectRequestMs.P99, res.NewConnectionMs.P50, res.NewConnectionToRelayRatio, res.RelayNewConnectionMs.P50, res.TunnelsHeld, res.TunnelsTried, res.RSSMiBAt1000, res.BandwidthLimitBitsPerSecond, res.BandwidthLimitError,
+		res.PerConnectionSetupMs.P50, res.PerConnectionSetupMs.P99, res.SingleSourceSetupMs.P50, res.SingleSourceSetupMs.P99, res.PerConnectionToSingleRatio)
 	if res.Engine != "egress-proxy" {
 		line = strings.Replace(line, "image-bench:", "image-bench ("+res.Engine+"):", 1)
 	}
@@ -293,6 +324,10 @@ func TestImageBench(t *testing.T) {
 	}
 	if res.Socks5ToRelayRatio < minSocks5ToRelayRatio {
 		t.Errorf("throughput through SOCKS5 is %.2f of the bare relay's, want at least %.2f", res.Socks5ToRelayRatio, minSocks5ToRelayRatio)
+	}
+	if r != nil && (res.PerConnectionToSingleRatio > maxPerConnectionToSingleRatio || res.PerConnectionToSingleRatio == 0) {
+		t.Errorf("a new connection to the IPv6 host takes %.2f ms (p50) with a fresh source each, %.2f of the %.2f ms with one, want at most %.2f",
+			res.PerConnectionSetupMs.P50, res.PerConnectionToSingleRatio, res.SingleSourceSetupMs.P50, maxPerConnectionToSingleRatio)
 	}
 	if res.NewConnectionToRelayRatio > maxNewConnectionToRelayRatio || res.NewConnectionToRelayRatio == 0 {
 		t.Errorf("a new connection's first request takes %.2f ms (p50) through the engine, %.2f of the relay's %.2f ms, want at most %.2f",
@@ -326,7 +361,7 @@ func bootEngine(t *testing.T, ctx context.Context, rel Release, runDir string) (
 	if err != nil {
 		t.Fatal(err)
 	}
-	r := setUp(t, ctx, rel, engine, NewBenchTopology, asProxy)
+	r := setUp(t, ctx, rel, engine, newIPv6BenchTopology, asProxy)
 	dir := filepath.Join(runDir, rel.Suite)
 	if err := Copy(ctx, rootfs, dir); err != nil {
 		t.Fatal(err)
@@ -620,6 +655,19 @@ func benchTopology(t *testing.T) *Topology {
 	return topo
 }
 
+// newIPv6BenchTopology is NewBenchTopology with its IPv6 part, for the
+// IPv6 connections under each ipv6Egress.
+func newIPv6BenchTopology(prefix string) (*Topology, error) {
+	t, err := NewBenchTopology(prefix)
+	if err != nil {
+		return nil, err
+	}
+	if err := t.RouteIPv6(); err != nil {
+		return nil, errors.Join(err, t.Close())
+	}
+	return t, nil
+}
+
 // waitListening waits for addr in the VM's namespace to answer the
 // client, and returns it.
 func waitListening(t *testing.T, ctx context.Context, topo *Topology, addr string) string {
@@ -735,6 +783,47 @@ func (b *bench) newConnections(ctx context.Context, p loadtest.Proxy) []float64 
 			b.t.Fatalf("new connection %d (proxy %q): status %d", i, p.Addr, resp.StatusCode)
 		}
 		ms = append(ms, float64(time.Since(start).Microseconds())/1000)
+	}
+	return ms
+}
+
+// ipv6Connections opens n new connections to the IPv6 host through the
+// proxy one after another, each a CONNECT and the host's one line (the
+// source it saw), and returns their times in ms. Under perConnection each
+// source must be a fresh address of the VM's prefix, or the figure would
+// not be the one it says.
+func (b *bench) ipv6Connections(ctx context.Context, r *run, mode string, n int) []float64 {
+	target := HostPort(IPv6HostAddr, IPv6HostPort)
+	seen := map[netip.Addr]bool{}
+	var ms []float64
+	for i := range n {
+		start := time.Now()
+		c, err := b.http.Connect(ctx, target)
+		if err != nil {
+			b.t.Fatalf("IPv6 connection %d under %s: %v", i, mode, err)
+		}
+		c.SetDeadline(time.Now().Add(15 * time.Second))
+		line, err := bufio.NewReader(c).ReadString('\n')
+		c.Close()
+		if err != nil {
+			b.t.Fatalf("IPv6 connection %d under %s: the host's line: %v", i, mode, err)
+		}
+		ms = append(ms, float64(time.Since(start).Microseconds())/1000)
+		src, err := netip.ParseAddr(strings.TrimSpace(line))
+		if err != nil {
+			b.t.Fatalf("IPv6 connection %d under %s: the host saw %q", i, mode, line)
+		}
+		seen[src] = true
+	}
+	if mode == vmconfig.IPv6EgressPerConnection {
+		for a := range seen {
+			if !VMIPv6Prefix.Contains(a) {
+				b.t.Fatalf("under perConnection the IPv6 host saw %s, outside the VM's prefix %s", a, VMIPv6Prefix)
+			}
+		}
+		if len(seen) < n*95/100 {
+			b.t.Fatalf("under perConnection %d connections came from %d sources, want at least %d", n, len(seen), n*95/100)
+		}
 	}
 	return ms
 }
