@@ -131,7 +131,9 @@ func testCloudInit(t *testing.T, ctx context.Context, runDir string, engine []by
 
 	topology := NewTopology
 	if shape.ipv6 != "" {
-		topology = newIPv6Topology
+		// A create names the mode, not the prefix, which the cloud
+		// assigns with the VM: the VM finds it (cloudCreateRequest).
+		topology = newIPv6OnTheVMTopology
 	}
 	r := newRun(t, rel, engine, topology)
 	r.ipv6Egress = shape.ipv6
@@ -262,7 +264,9 @@ func cloudCreateRequest(t *testing.T, r *run, place provider.Placement) provider
 	if err != nil {
 		t.Fatal(err)
 	}
-	r.withIPv6(&engine)
+	// As the reconciler makes a create: the mode, and no prefix yet (the
+	// renderer adds its length, cloudVMSide).
+	engine.IPv6Egress = r.ipv6Egress
 	r.engine = engine
 	req := provider.CreateRequest{Name: provider.NameFromUID(uid), UID: uid, Namespace: namespace, ProxyName: proxyName,
 		Port: ProxyPort, StartupScript: script, Engine: &engine, Placement: place, StaticIP: r.cloud != nil && r.cloud.static}
@@ -293,6 +297,11 @@ func cloudVMSide(t *testing.T, r *run, ec2 bool) (cloudinit.Renderer, *vmstatus.
 	}
 	if ec2 {
 		renderer.IMDS, renderer.Gzip = vmconfig.EC2MetadataURL, true
+	}
+	if r.ipv6Egress != "" {
+		// The cloud's prefix length, as the composition root passes the
+		// plugin's: the VM finds its prefix with it.
+		renderer.IPv6PrefixLength = VMIPv6Prefix.Bits()
 	}
 	prober := &vmstatus.Prober{Key: func(context.Context) (vmstatus.Key, error) { return key, nil }, Dial: r.topo.Internet.Dialer(controlPlaneAddr)}
 	r.cloud = &cloudRun{key: key, prober: prober}

@@ -52,6 +52,19 @@ func newIPv6Topology(prefix string) (*Topology, error) {
 	return t, nil
 }
 
+// newIPv6OnTheVMTopology is NewTopology with the IPv6 part a cloud-init
+// cloud's VM has (RouteIPv6OnTheVM).
+func newIPv6OnTheVMTopology(prefix string) (*Topology, error) {
+	t, err := NewTopology(prefix)
+	if err != nil {
+		return nil, err
+	}
+	if err := t.RouteIPv6OnTheVM(); err != nil {
+		return nil, errors.Join(err, t.Close())
+	}
+	return t, nil
+}
+
 // withIPv6 names the VM's prefix and the run's ipv6Egress in an engine
 // configuration the test renders, when the run asks for a mode: the
 // control plane's passing of status.ipv6Prefix is the providers', and the

@@ -234,6 +234,45 @@ var (
 // IPv6HostPort is the IPv6 host's port: one of the default connectPorts.
 const IPv6HostPort = 443
 
+// RouteIPv6OnTheVM gives the topology its IPv6 part as a cloud-init
+// cloud's VM has it at a create (Hetzner's servers): the prefix's first
+// address on the VM's interface, the only global one there, and the
+// gateway a link-local address; the prefix routed to the VM's link-local
+// address. The VM's agent finds the prefix around that address
+// (ipv6PrefixLength), as the reconciler cannot name it before the cloud
+// assigned it.
+func (t *Topology) RouteIPv6OnTheVM() error {
+	for _, c := range [][]string{
+		{"-6", "addr", "add", netip.PrefixFrom(VMIPv6Prefix.Addr().Next(), VMIPv6Prefix.Bits()).String(), "dev", vmDev, "nodad"},
+		{"-6", "addr", "add", vmLinkLocal + "/64", "dev", vmDev, "nodad"},
+	} {
+		if err := t.VM.IP(c...); err != nil {
+			return err
+		}
+	}
+	if err := t.Internet.IP("-6", "addr", "add", gatewayLinkLocal+"/64", "dev", gateDev, "nodad"); err != nil {
+		return err
+	}
+	if err := t.Internet.AddAddr("lo", netip.PrefixFrom(IPv6HostAddr, 128)); err != nil {
+		return err
+	}
+	if err := t.VM.IP("-6", "route", "add", "default", "via", gatewayLinkLocal, "dev", vmDev); err != nil {
+		return err
+	}
+	if err := t.Internet.IP("-6", "route", "add", VMIPv6Prefix.String(), "via", vmLinkLocal, "dev", gateDev); err != nil {
+		return err
+	}
+	t.IPv6 = true
+	return nil
+}
+
+// The link-local addresses of RouteIPv6OnTheVM's link: Hetzner's
+// servers route by fe80::1.
+const (
+	gatewayLinkLocal = "fe80::1"
+	vmLinkLocal      = "fe80::2"
+)
+
 // RouteIPv6 gives the topology its IPv6 part: the link's addresses, the
 // VM's default route, the VM's prefix routed to it, and the IPv6 host's
 // address. What makes the prefix's addresses the VM's own (a local route
