@@ -128,7 +128,7 @@ func (r Renderer) UserData(req provider.CreateRequest) (string, error) {
 		return "", fmt.Errorf("cloudinit: the status access of %s: %w", req.UID, err)
 	}
 	engine.Status = status
-	if rotates(engine.IPv6Egress) && engine.IPv6Prefix == "" {
+	if vmconfig.RotatesIPv6(engine.IPv6Egress) && engine.IPv6Prefix == "" {
 		engine.IPv6PrefixLength = r.IPv6PrefixLength
 	}
 	s := Settings{EngineURL: r.EngineURL, EngineSHA256: r.EngineSHA256, ProbeTarget: r.ProbeTarget, IMDS: r.IMDS}
@@ -266,9 +266,4 @@ func (b Boot) Engine() (vmconfig.Config, error) {
 		return vmconfig.Config{}, fmt.Errorf("cloudinit: the user-data's engine configuration: %w", err)
 	}
 	return c, nil
-}
-
-// rotates says whether mode draws sources from the VM's IPv6 prefix.
-func rotates(mode string) bool {
-	return mode == vmconfig.IPv6EgressPerConnection || mode == vmconfig.IPv6EgressPerSession
 }

@@ -278,7 +278,7 @@ const ipv6PrefixBits = 96
 // Marshalling a struct of strings, numbers and lists cannot fail.
 func engineJSON(e *vmconfig.Config) string {
 	c := *e
-	if (c.IPv6Egress == vmconfig.IPv6EgressPerConnection || c.IPv6Egress == vmconfig.IPv6EgressPerSession) && c.IPv6Prefix == "" {
+	if vmconfig.RotatesIPv6(c.IPv6Egress) && c.IPv6Prefix == "" {
 		c.IPv6PrefixLength = ipv6PrefixBits
 	}
 	b, _ := json.Marshal(c)

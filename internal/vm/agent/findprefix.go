@@ -31,8 +31,7 @@ func (a *Agent) withPrefix(ctx context.Context, text string) (string, error) {
 	if err := json.Unmarshal([]byte(text), &c); err != nil {
 		return text, nil // engine.ReadConfig says what is wrong with it
 	}
-	rotating := c.Mode == vmconfig.IPv6EgressPerConnection || c.Mode == vmconfig.IPv6EgressPerSession
-	if c.Prefix != "" || !rotating || c.Length == 0 {
+	if c.Prefix != "" || !vmconfig.RotatesIPv6(c.Mode) || c.Length == 0 {
 		return text, nil
 	}
 	if a.IP == nil {

@@ -113,7 +113,7 @@ func prefixText(p netip.Prefix) string {
 // rotates reports whether connections to IPv6 destinations leave from an
 // address chosen per connection or per session, not the kernel's.
 func (r *rules) rotates() bool {
-	return r.ipv6Egress == vmconfig.IPv6EgressPerConnection || r.ipv6Egress == vmconfig.IPv6EgressPerSession
+	return vmconfig.RotatesIPv6(r.ipv6Egress)
 }
 
 // randomAddress is a random address inside p, never its network address

@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"math"
@@ -653,19 +652,6 @@ func benchTopology(t *testing.T) *Topology {
 	})
 	benchServers(t, topo)
 	return topo
-}
-
-// newIPv6BenchTopology is NewBenchTopology with its IPv6 part, for the
-// IPv6 connections under each ipv6Egress.
-func newIPv6BenchTopology(prefix string) (*Topology, error) {
-	t, err := NewBenchTopology(prefix)
-	if err != nil {
-		return nil, err
-	}
-	if err := t.RouteIPv6(); err != nil {
-		return nil, errors.Join(err, t.Close())
-	}
-	return t, nil
 }
 
 // waitListening waits for addr in the VM's namespace to answer the

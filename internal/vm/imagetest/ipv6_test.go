@@ -40,30 +40,31 @@ import (
 // ipv6Families are the boots that route the VM a prefix.
 var ipv6Families = map[string]bool{"debian-13": true, HetznerRelease.Family: true}
 
-// newIPv6Topology is NewTopology with its IPv6 part.
-func newIPv6Topology(prefix string) (*Topology, error) {
-	t, err := NewTopology(prefix)
-	if err != nil {
-		return nil, err
+// withIPv6Part is the topology newTopology makes, given its IPv6 part
+// by route.
+func withIPv6Part(newTopology func(string) (*Topology, error), route func(*Topology) error) func(string) (*Topology, error) {
+	return func(prefix string) (*Topology, error) {
+		t, err := newTopology(prefix)
+		if err != nil {
+			return nil, err
+		}
+		if err := route(t); err != nil {
+			return nil, errors.Join(err, t.Close())
+		}
+		return t, nil
 	}
-	if err := t.RouteIPv6(); err != nil {
-		return nil, errors.Join(err, t.Close())
-	}
-	return t, nil
 }
 
-// newIPv6OnTheVMTopology is NewTopology with the IPv6 part a cloud-init
-// cloud's VM has (RouteIPv6OnTheVM).
-func newIPv6OnTheVMTopology(prefix string) (*Topology, error) {
-	t, err := NewTopology(prefix)
-	if err != nil {
-		return nil, err
-	}
-	if err := t.RouteIPv6OnTheVM(); err != nil {
-		return nil, errors.Join(err, t.Close())
-	}
-	return t, nil
-}
+var (
+	// newIPv6Topology is NewTopology with its IPv6 part.
+	newIPv6Topology = withIPv6Part(NewTopology, (*Topology).RouteIPv6)
+	// newIPv6OnTheVMTopology is NewTopology with the IPv6 part a
+	// cloud-init cloud's VM has (RouteIPv6OnTheVM).
+	newIPv6OnTheVMTopology = withIPv6Part(NewTopology, (*Topology).RouteIPv6OnTheVM)
+	// newIPv6BenchTopology is NewBenchTopology with its IPv6 part, for
+	// make image-bench's IPv6 connections under each ipv6Egress.
+	newIPv6BenchTopology = withIPv6Part(NewBenchTopology, (*Topology).RouteIPv6)
+)
 
 // withIPv6 names the VM's prefix and the run's ipv6Egress in an engine
 // configuration the test renders, when the run asks for a mode: the

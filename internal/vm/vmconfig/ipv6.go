@@ -26,6 +26,12 @@ const (
 	IPv6EgressPerSession = "perSession"
 )
 
+// RotatesIPv6 says whether mode draws IPv6 sources from the VM's
+// prefix (perConnection, perSession), and so needs one.
+func RotatesIPv6(mode string) bool {
+	return mode == IPv6EgressPerConnection || mode == IPv6EgressPerSession
+}
+
 // IPv6PrefixMaxBits is the longest IPv6Prefix accepted: a /124 holds 16
 // addresses (DigitalOcean's block per Droplet), the smallest a cloud
 // routes to a VM; a longer one would leave a rotating mode next to
@@ -68,7 +74,7 @@ func CheckIPv6Egress(prefix, mode string) (netip.Prefix, error) {
 			return netip.Prefix{}, fmt.Errorf("vmconfig: ipv6Prefix %q is not a unicast prefix a cloud routes to a VM", prefix)
 		}
 	}
-	if (mode == IPv6EgressPerConnection || mode == IPv6EgressPerSession) && !p.IsValid() {
+	if RotatesIPv6(mode) && !p.IsValid() {
 		return netip.Prefix{}, fmt.Errorf("vmconfig: ipv6Egress %s needs an ipv6Prefix to draw addresses from, and there is none", mode)
 	}
 	return p, nil
