@@ -125,7 +125,7 @@ func metered(ctor provider.Constructor) provider.Constructor {
 func (a *App) cloudInitVM(vm plugin.VMSide, boot plugin.Boot, ipv6PrefixLength int) (plugin.VMSide, error) {
 	cfg := a.Config.CloudInitVM
 	if vm.Renderer == nil {
-		r := cloudinit.Renderer{EngineURL: cfg.EngineURL, EngineSHA256: cfg.EngineSHA256, Gzip: boot.Gzip, IMDS: boot.MetadataURL, Anchor: boot.Anchor, IPv6PrefixLength: ipv6PrefixLength,
+		r := cloudinit.Renderer{EngineURL: cfg.EngineURL, EngineSHA256: cfg.EngineSHA256, Gzip: boot.Gzip, IMDS: boot.MetadataURL, Anchor: boot.Anchor, WatchUserData: boot.WatchUserData, IPv6PrefixLength: ipv6PrefixLength,
 			Status: func(ctx context.Context, uid, id string) (*vmconfig.StatusAccess, error) {
 				k, err := a.statusKey(ctx)
 				if err != nil {

@@ -73,6 +73,11 @@ type Renderer struct {
 	// needs no route of the VM's (a Hetzner primary IP, an Elastic IP are
 	// the VM's own address).
 	Anchor string
+	// WatchUserData is the instance metadata URL of the VM's user data,
+	// which its agent polls for a new configuration
+	// (vmconfig.KeyWatchUserData: Azure's, vmconfig.AzureUserDataURL);
+	// empty on a cloud whose user data is fixed at create.
+	WatchUserData string
 	// IPv6PrefixLength is the length of the IPv6 prefix the cloud routes
 	// to a VM around its own address (the plugin's IPv6Prefix): a
 	// configuration that rotates IPv6 sources but cannot name the prefix
@@ -131,7 +136,7 @@ func (r Renderer) UserData(req provider.CreateRequest) (string, error) {
 	if vmconfig.RotatesIPv6(engine.IPv6Egress) && engine.IPv6Prefix == "" {
 		engine.IPv6PrefixLength = r.IPv6PrefixLength
 	}
-	s := Settings{EngineURL: r.EngineURL, EngineSHA256: r.EngineSHA256, ProbeTarget: r.ProbeTarget, IMDS: r.IMDS}
+	s := Settings{EngineURL: r.EngineURL, EngineSHA256: r.EngineSHA256, ProbeTarget: r.ProbeTarget, IMDS: r.IMDS, WatchUserData: r.WatchUserData}
 	if req.StaticIP {
 		// An Ephemeral proxy's VM leaves by its own address: it gets no
 		// setting, so it never waits for a reserved IP nor touches its
@@ -160,6 +165,9 @@ type Settings struct {
 	IMDS string
 	// Anchor is the setting egress-anchor (Renderer.Anchor), when set.
 	Anchor string
+	// WatchUserData is the setting egress-watch-userdata
+	// (Renderer.WatchUserData), when set.
+	WatchUserData string
 }
 
 // file is one entry of cloud-init's write_files.
@@ -201,6 +209,9 @@ func Render(engine vmconfig.Config, s Settings) (string, error) {
 	}
 	if s.Anchor != "" {
 		doc.WriteFiles = append(doc.WriteFiles, setting(vmconfig.KeyAnchor, s.Anchor))
+	}
+	if s.WatchUserData != "" {
+		doc.WriteFiles = append(doc.WriteFiles, setting(vmconfig.KeyWatchUserData, s.WatchUserData))
 	}
 	doc.WriteFiles = append(doc.WriteFiles, file{Path: vmconfig.BootScript, Owner: "root:root", Permissions: "0700", Content: script})
 	b, err := json.MarshalIndent(doc, "", " ")

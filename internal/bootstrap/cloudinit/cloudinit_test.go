@@ -225,6 +225,34 @@ func TestAnchorSetting(t *testing.T) {
 	}
 }
 
+// TestWatchUserDataSetting: the renderer of a cloud whose VM's user data
+// changes in place (Azure's) tells every VM where to watch it, Static or
+// not; a renderer without it writes no setting, so the VM's agent never
+// polls a metadata service that would not answer.
+func TestWatchUserDataSetting(t *testing.T) {
+	for name, tc := range map[string]struct{ watch, want string }{
+		"Azure":       {vmconfig.AzureUserDataURL, vmconfig.AzureUserDataURL},
+		"other cloud": {"", ""},
+	} {
+		t.Run(name, func(t *testing.T) {
+			r, _ := renderer(t)
+			r.WatchUserData = tc.watch
+			ud, err := r.UserData(request(t))
+			if err != nil {
+				t.Fatal(err)
+			}
+			boot, err := cloudinit.Parse(ud)
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, written := boot.Files[path.Join(vmconfig.BootDir, vmconfig.KeyWatchUserData)]
+			if diff := cmp.Diff([2]any{tc.want, tc.want != ""}, [2]any{boot.Setting(vmconfig.KeyWatchUserData), written}); diff != "" {
+				t.Errorf("the setting %s and whether it is written (-want +got):\n%s", vmconfig.KeyWatchUserData, diff)
+			}
+		})
+	}
+}
+
 // TestIPv6PrefixLength: a create that rotates IPv6 sources cannot name
 // the prefix the cloud has yet to assign, so the user-data says its
 // length, for the VM to find it; a configuration that names the prefix,

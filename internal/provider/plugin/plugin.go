@@ -282,6 +282,14 @@ type Boot struct {
 	// (DigitalOcean's reserved IPs and their anchor gateway):
 	// cloudinit.Renderer.Anchor.
 	Anchor string
+	// WatchUserData, when set, is the cloud's instance metadata URL of
+	// the VM's user data, readable from inside the VM and changeable from
+	// outside it without a reboot (Azure's IMDS userData): a
+	// BootCloudInit VM's agent polls it for a new user-data of
+	// cloudinit.Render's and applies the configuration in it, as a GCE
+	// VM's agent watches its metadata, and the provider reconfigures a VM
+	// by writing it (provider.Reconfigurer): cloudinit.Renderer.WatchUserData.
+	WatchUserData string
 }
 
 // Readiness is how the control plane learns that a VM serves.
@@ -395,8 +403,8 @@ func (p Plugin) Check() error {
 	if p.FakeEndpoint != "" && !seen[p.FakeEndpoint] {
 		problems = append(problems, fmt.Sprintf("the fake's endpoint %s is none of its variables", p.FakeEndpoint))
 	}
-	if p.Boot.Kind != BootCloudInit && (p.Boot.Gzip || p.Boot.MetadataURL != "" || p.Boot.Anchor != "") {
-		problems = append(problems, "gzip, a metadata URL and an anchor are a cloud-init boot's")
+	if p.Boot.Kind != BootCloudInit && (p.Boot.Gzip || p.Boot.MetadataURL != "" || p.Boot.Anchor != "" || p.Boot.WatchUserData != "") {
+		problems = append(problems, "gzip, a metadata URL, an anchor and a watched user data are a cloud-init boot's")
 	}
 	if p.Readiness == StatusDoor && p.Boot.Kind != BootCloudInit {
 		problems = append(problems, "the status door is a cloud-init boot's (its VMs carry the status access in their user-data)")

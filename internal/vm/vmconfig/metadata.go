@@ -52,7 +52,18 @@ const (
 	// proxy's reserved IP is the Droplet's and routes the VM's outbound
 	// IPv4 through that address's anchor gateway (package agent, anchor.go).
 	KeyAnchor = "egress-anchor"
+	// KeyWatchUserData, a cloud-init boot's setting on a cloud whose VM's
+	// user data changes without a reboot (Azure), is the instance metadata
+	// URL of that user data (AzureUserDataURL): the agent polls it and
+	// applies the configuration of a new user-data (cloudinit.Render's)
+	// in place.
+	KeyWatchUserData = "egress-watch-userdata"
 )
+
+// AzureUserDataURL is Azure's instance metadata service's answer of the
+// VM's userData (base64, as set on the VM), asked with the header
+// "Metadata: true".
+const AzureUserDataURL = "http://169.254.169.254/metadata/instance/compute/userData?api-version=2021-01-01&format=text"
 
 // EC2MetadataURL is EC2's instance metadata service on every instance.
 const EC2MetadataURL = "http://169.254.169.254"
