@@ -70,6 +70,16 @@ func (p *Provider) Create(ctx context.Context, req provider.CreateRequest) (stri
 		}
 		instanceTags[tagEIP], instanceTags[tagEIPAddress] = alloc, ip
 	}
+	// An instance that draws its IPv6 sources from a prefix gets it at
+	// launch, on its primary interface: no call after the launch that a
+	// crash could miss, and a subnet without IPv6 is refused before any
+	// instance is made.
+	var iface *types.InstanceNetworkInterfaceSpecification
+	if req.IPv6Prefix {
+		if iface, err = p.dualStackInterface(ctx, region, zone, req); err != nil {
+			return "", err
+		}
+	}
 	token := clientToken(req, zone)
 	in := &ec2.RunInstancesInput{
 		ImageId:      sdk.String(image),
@@ -93,6 +103,12 @@ func (p *Provider) Create(ctx context.Context, req provider.CreateRequest) (stri
 			InstanceMetadataTags:    types.InstanceMetadataTagsStateDisabled,
 		},
 	}
+	if iface != nil {
+		// An interface takes the groups itself, by id: EC2 refuses them
+		// beside it.
+		in.SecurityGroups = nil
+		in.NetworkInterfaces = []types.InstanceNetworkInterfaceSpecification{*iface}
+	}
 	if userData != "" {
 		in.UserData = sdk.String(base64.StdEncoding.EncodeToString([]byte(userData)))
 	}
@@ -101,11 +117,6 @@ func (p *Provider) Create(ctx context.Context, req provider.CreateRequest) (stri
 	case err == nil:
 		if len(out.Instances) != 1 || out.Instances[0].InstanceId == nil {
 			return "", provider.NewError(provider.KindTransient, "create", req.Name, fmt.Errorf("RunInstances answered %d instances, want 1", len(out.Instances)))
-		}
-		if req.IPv6Prefix {
-			if err := p.delegatePrefix(ctx, region, req, out.Instances[0]); err != nil {
-				return "", err
-			}
 		}
 		return instanceID(region, *out.Instances[0].InstanceId), nil
 	case kind == provider.KindCapacity:
@@ -364,47 +375,4 @@ func lookupTag(tags []types.Tag, key string) (string, bool) {
 		}
 	}
 	return "", false
-}
-
-// delegatePrefix asks EC2 for an IPv6 prefix, a /80 of the subnet's IPv6
-// range, on the instance's primary interface (AssignIpv6Addresses with
-// Ipv6PrefixCount 1), unless it has one: a retry of the attempt answers
-// the instance the first call made, with the prefix that call got. A
-// crash between the launch and this call is such a retry. A subnet
-// without an IPv6 range has no prefix to give, which no retry changes:
-// the instance is terminated (a proxy without the prefix its spec asks
-// for would serve single) and the create fails for good, naming the
-// zone and the rule.
-func (p *Provider) delegatePrefix(ctx context.Context, region string, req provider.CreateRequest, in types.Instance) error {
-	var eni string
-	for _, ni := range in.NetworkInterfaces {
-		if ni.Attachment == nil || sdk.ToInt32(ni.Attachment.DeviceIndex) != 0 {
-			continue
-		}
-		if len(ni.Ipv6Prefixes) > 0 {
-			return nil
-		}
-		eni = sdk.ToString(ni.NetworkInterfaceId)
-	}
-	if eni == "" {
-		return provider.NewError(provider.KindTransient, "create", req.Name, fmt.Errorf("RunInstances answered instance %s without its primary interface", sdk.ToString(in.InstanceId)))
-	}
-	_, err := p.c.AssignIpv6Addresses(ctx, &ec2.AssignIpv6AddressesInput{NetworkInterfaceId: sdk.String(eni), Ipv6PrefixCount: sdk.Int32(1)}, inRegion(region))
-	switch {
-	case err == nil:
-		return nil
-	case classify(err) != provider.KindPermanent:
-		return p.wrap("create", req.Name, err)
-	}
-	id := sdk.ToString(in.InstanceId)
-	if _, terr := p.c.TerminateInstances(ctx, &ec2.TerminateInstancesInput{InstanceIds: []string{id}}, inRegion(region)); terr != nil {
-		// The retry finds the instance by its token and tries again.
-		return p.wrap("create", req.Name, terr)
-	}
-	zone := ""
-	if in.Placement != nil {
-		zone = sdk.ToString(in.Placement.AvailabilityZone)
-	}
-	return provider.NewError(provider.KindPermanent, "create", req.Name,
-		fmt.Errorf("spec.ipv6Egress needs an IPv6 prefix, and EC2 delegates one (a /80) only in a subnet with an IPv6 range: the default subnet of %s has none (%s: %w); instance %s terminated", zone, errorCode(err), err, id))
 }

@@ -142,8 +142,8 @@ func convert(region string, in types.Instance) provider.Instance {
 		if a := ni.Attachment; a != nil && sdk.ToInt32(a.DeviceIndex) == 0 && a.AttachTime != nil {
 			out.CreatedAt = *a.AttachTime
 		}
-		// The /80 delegated to the primary interface (Create's
-		// AssignIpv6Addresses), the addresses the engine picks from.
+		// The /80 delegated to the primary interface at launch
+		// (dualStackInterface), the addresses the engine picks from.
 		if a := ni.Attachment; a != nil && sdk.ToInt32(a.DeviceIndex) == 0 && len(ni.Ipv6Prefixes) > 0 {
 			out.IPv6Prefix = sdk.ToString(ni.Ipv6Prefixes[0].Ipv6Prefix)
 		}

@@ -2,6 +2,7 @@ package aws
 
 import (
 	"context"
+	"net/netip"
 	"strings"
 	"testing"
 
@@ -10,20 +11,24 @@ import (
 	"github.com/egress-proxies/egress/internal/provider"
 )
 
-// TestIPv6Prefix: a request that asks for an IPv6 prefix has EC2 delegate
-// a /80 to the instance's primary interface (AssignIpv6Addresses,
-// Ipv6PrefixCount 1) in a subnet with an IPv6 range, and Get reports it
-// from the interface's ipv6PrefixSet as the fake answers it; a request
-// that does not ask makes no such call (an EC2 prefix needs a subnet with
-// IPv6, which a default VPC has not); a repeated create of the attempt
-// asks no second prefix; and where the subnet has no IPv6 range the
-// instance is terminated and the create fails for good, naming the rule.
+// TestIPv6Prefix: a request that asks for an IPv6 prefix launches its
+// instance with a primary interface of its own, in the zone's default
+// subnet, with one IPv6 address and one delegated /80 of the subnet's
+// IPv6 range, not around the address, in the deployment's group by id;
+// Get reports the /80 from the interface's ipv6PrefixSet. A request that
+// does not ask launches as before (no interface, the group by name, no
+// lookup). A repeated create of the attempt gets the attempt's instance
+// and prefix. A subnet without an IPv6 range is refused for good before
+// any instance is made, the error naming the subnet and the rule.
 func TestIPv6Prefix(t *testing.T) {
 	type seen struct {
-		Assigns     int
+		Instances   int
+		Lookups     int // DescribeSubnets calls
 		Prefixes    int
-		Reported    bool // Get's IPv6Prefix is the fake's prefix
-		State       string
+		Addresses   int
+		InSubnet    bool   // the /80 is of the subnet's range, and the address not in it
+		Reported    bool   // Get's IPv6Prefix is the fake's /80
+		Groups      string // the instance's groups, by name
 		ErrKind     provider.Kind
 		ErrSaysRule bool
 	}
@@ -34,18 +39,23 @@ func TestIPv6Prefix(t *testing.T) {
 		creates int
 		want    seen
 	}{
-		"Delegated":         {reason: "a /80 on the primary interface, reported by Get", ask: true, ipv6: true, creates: 1, want: seen{Assigns: 1, Prefixes: 1, Reported: true, State: "pending"}},
-		"NotAsked":          {reason: "no prefix unless the spec's ipv6Egress needs one", ask: false, ipv6: true, creates: 1, want: seen{State: "pending"}},
-		"RepeatedCreate":    {reason: "the attempt's instance has its prefix: no second", ask: true, ipv6: true, creates: 2, want: seen{Assigns: 1, Prefixes: 1, Reported: true, State: "pending"}},
-		"SubnetWithoutIPv6": {reason: "no IPv6 range: terminated, a permanent error", ask: true, ipv6: false, creates: 1, want: seen{Assigns: 1, State: "shutting-down", ErrKind: provider.KindPermanent, ErrSaysRule: true}},
+		"Delegated": {reason: "a /80 and an address on the primary interface, reported by Get", ask: true, ipv6: true, creates: 1,
+			want: seen{Instances: 1, Lookups: 1, Prefixes: 1, Addresses: 1, InSubnet: true, Reported: true, Groups: "egress-proxy-egress"}},
+		"NotAsked": {reason: "no interface of its own unless the spec's ipv6Egress needs a prefix", ask: false, ipv6: true, creates: 1,
+			want: seen{Instances: 1, Groups: "egress-proxy-egress"}},
+		"RepeatedCreate": {reason: "the attempt's instance, with its prefix: no second", ask: true, ipv6: true, creates: 2,
+			want: seen{Instances: 1, Lookups: 2, Prefixes: 1, Addresses: 1, InSubnet: true, Reported: true, Groups: "egress-proxy-egress"}},
+		"SubnetWithoutIPv6": {reason: "no IPv6 range: refused before the launch, for good", ask: true, ipv6: false, creates: 1,
+			want: seen{Lookups: 1, ErrKind: provider.KindPermanent, ErrSaysRule: true}},
 	} {
 		t.Run(name, func(t *testing.T) {
 			e := newEnv(t)
 			req := request()
 			req.Placement.Zone = "us-east-1b"
 			req.IPv6Prefix = tc.ask
+			var subnet6 netip.Prefix
 			if tc.ipv6 {
-				e.fake.SetIPv6Subnet("us-east-1b")
+				subnet6 = netip.MustParsePrefix(e.fake.SetIPv6Subnet("us-east-1b"))
 			}
 			var (
 				id  string
@@ -55,20 +65,28 @@ func TestIPv6Prefix(t *testing.T) {
 				id, err = e.p.Create(context.Background(), req)
 			}
 			ins := e.fake.Instances()
-			if len(ins) != 1 {
-				t.Fatalf("%d instances, want 1", len(ins))
+			got := seen{Instances: len(ins), Lookups: e.fake.Actions()["DescribeSubnets"], ErrKind: provider.KindOf(err)}
+			if err != nil {
+				msg := err.Error()
+				got.ErrSaysRule = strings.Contains(msg, "only in a subnet with an IPv6 CIDR block") && strings.Contains(msg, "subnet-") && strings.Contains(msg, "us-east-1b")
 			}
-			got := seen{Assigns: e.fake.Actions()["AssignIpv6Addresses"], Prefixes: len(ins[0].IPv6Prefixes), State: ins[0].State, ErrKind: provider.KindOf(err),
-				ErrSaysRule: err != nil && strings.Contains(err.Error(), "only in a subnet with an IPv6 range") && strings.Contains(err.Error(), "us-east-1b")}
+			if len(ins) == 1 {
+				in := ins[0]
+				got.Prefixes, got.Addresses, got.Groups = len(in.IPv6Prefixes), len(in.IPv6Addresses), strings.Join(in.SecurityGroups, ",")
+				if got.Prefixes == 1 && got.Addresses == 1 {
+					pfx, addr := netip.MustParsePrefix(in.IPv6Prefixes[0]), netip.MustParseAddr(in.IPv6Addresses[0])
+					got.InSubnet = pfx.Bits() == PrefixBits && subnet6.Contains(pfx.Addr()) && subnet6.Contains(addr) && !pfx.Contains(addr)
+				}
+			}
 			if err == nil {
 				in, gerr := e.p.Get(context.Background(), id)
 				if gerr != nil {
 					t.Fatal(gerr)
 				}
-				got.Reported = in.IPv6Prefix != "" && len(ins[0].IPv6Prefixes) > 0 && in.IPv6Prefix == ins[0].IPv6Prefixes[0] && strings.HasSuffix(in.IPv6Prefix, "/80")
+				got.Reported = len(ins) == 1 && len(ins[0].IPv6Prefixes) > 0 && in.IPv6Prefix == ins[0].IPv6Prefixes[0]
 			}
 			if diff := cmp.Diff(tc.want, got); diff != "" {
-				t.Errorf("%s\n(-want +got):\n%s", tc.reason, diff)
+				t.Errorf("%s (error: %v)\n(-want +got):\n%s", tc.reason, err, diff)
 			}
 		})
 	}

@@ -68,7 +68,8 @@
 // aws-eip://REGION/ALLOCATION_ID for an Elastic IP.
 //
 // The files: provider.go (configuration, the client), create.go (the
-// instance, its zone, its image, its Elastic IP), get.go (Get, states,
+// instance, its zone, its image, its Elastic IP), ipv6.go (the
+// delegated IPv6 prefix of a dual-stack interface), get.go (Get, states,
 // readiness, the Elastic IP's association), delete.go, list.go
 // (ListByTag), federation.go (credentials by web identity), ids.go
 // (providerIDs), errors.go (classification), validate.go (placements

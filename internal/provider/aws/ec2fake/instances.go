@@ -37,9 +37,16 @@ type Instance struct {
 	MetadataOptions map[string]string
 	// AllocationID is the Elastic IP associated with it, if any.
 	AllocationID string
-	// IPv6Prefixes are the IPv6 prefixes delegated to its primary
-	// interface (AssignIpv6Addresses' Ipv6PrefixCount), each a /80.
-	IPv6Prefixes []string
+	// Subnet and VPC are where its primary interface is: the zone's
+	// default subnet, or the one its launch named (network.go).
+	Subnet, VPC string
+	// NoPublicIP says its launch asked for no public IPv4 address
+	// (AssociatePublicIpAddress false).
+	NoPublicIP bool
+	// IPv6Addresses are its primary interface's IPv6 addresses, and
+	// IPv6Prefixes the prefixes delegated to it, each a /80
+	// (Ipv6AddressCount and Ipv6PrefixCount at launch).
+	IPv6Addresses, IPv6Prefixes []string
 }
 
 // tokenUse is what a ClientToken made: the instance, and a fingerprint
@@ -86,6 +93,10 @@ func (s *Server) runInstances(r *request) (any, error) {
 		}
 	}
 	groups := append(r.list("SecurityGroup"), r.list("SecurityGroupId")...)
+	iface, err := s.networkInterface(r, groups)
+	if err != nil {
+		return nil, err
+	}
 
 	fingerprint := fingerprintOf(r)
 	if token != "" {
@@ -122,6 +133,10 @@ func (s *Server) runInstances(r *request) (any, error) {
 	}
 	zones := s.regions[r.region]
 	switch {
+	case iface != nil && zone != "" && zone != iface.subnet.Zone:
+		return nil, errorf("InvalidParameterValue", "Subnet %s is in %s, not in the requested availability zone %s", iface.subnet.ID, iface.subnet.Zone, zone)
+	case iface != nil:
+		zone = iface.subnet.Zone
 	case zone == "":
 		zone = zones[0]
 	case !slices.Contains(zones, zone):
@@ -160,6 +175,12 @@ func (s *Server) runInstances(r *request) (any, error) {
 	if in.Tags == nil {
 		in.Tags = map[string]string{}
 	}
+	sn := s.defaultSubnet(r.region, zone)
+	if iface != nil {
+		sn, in.SecurityGroups, in.NoPublicIP = iface.subnet, iface.groups, iface.noPublicIP
+		in.IPv6Addresses, in.IPv6Prefixes = s.assignIPv6(sn, iface.addrs, iface.prefixes)
+	}
+	in.Subnet, in.VPC = sn.ID, sn.VPC
 	in.Created = in.LaunchTime
 	s.instances[in.ID] = in
 	s.order = append(s.order, in.ID)
@@ -315,7 +336,7 @@ func (s *Server) Settle() {
 		switch in.State {
 		case "pending":
 			in.State = "running"
-			if in.PublicIP == "" {
+			if in.PublicIP == "" && !in.NoPublicIP {
 				in.PublicIP = s.publicIP(false)
 			}
 			s.serveAt(in)
@@ -373,6 +394,8 @@ func (s *Server) Put(region, zone string, tags map[string]string) string {
 		State: "running", Tags: maps.Clone(tags), Reservation: s.newID("r-", 17), LaunchTime: s.clock().UTC().Truncate(time.Millisecond),
 		Interface: s.newID("eni-", 17),
 		PrivateIP: s.newIP("172.31"), PublicIP: s.newIP("198.18"), MetadataOptions: map[string]string{}}
+	sn := s.defaultSubnet(region, zone)
+	in.Subnet, in.VPC = sn.ID, sn.VPC
 	if in.Tags == nil {
 		in.Tags = map[string]string{}
 	}
@@ -393,6 +416,7 @@ func (s *Server) Instances() []Instance {
 		in.MetadataOptions = maps.Clone(in.MetadataOptions)
 		in.SecurityGroups = slices.Clone(in.SecurityGroups)
 		in.IPv6Prefixes = slices.Clone(in.IPv6Prefixes)
+		in.IPv6Addresses = slices.Clone(in.IPv6Addresses)
 		out = append(out, in)
 	}
 	sort.SliceStable(out, func(i, j int) bool { return out[i].LaunchTime.Before(out[j].LaunchTime) })
@@ -404,7 +428,10 @@ func (s *Server) instanceXML(in *Instance) instanceXML {
 		ID: in.ID, ImageID: in.ImageID, State: stateXML{Code: stateCodes[in.State], Name: in.State}, Type: in.Type,
 		LaunchTime: timestamp(in.LaunchTime), Placement: placementXML{AvailabilityZone: in.Zone, Tenancy: "default"},
 		PrivateIP: in.PrivateIP, PublicIP: in.PublicIP, ClientToken: in.ClientToken, Tags: tagSet(in.Tags),
-		Architecture: instanceTypes[in.Type],
+		Architecture: instanceTypes[in.Type], Subnet: in.Subnet, VPC: in.VPC,
+	}
+	if len(in.IPv6Addresses) > 0 {
+		out.IPv6Address = in.IPv6Addresses[0]
 	}
 	if len(in.MetadataOptions) > 0 {
 		hop, _ := strconv.Atoi(in.MetadataOptions["HttpPutResponseHopLimit"])
@@ -412,9 +439,12 @@ func (s *Server) instanceXML(in *Instance) instanceXML {
 			HTTPEndpoint: in.MetadataOptions["HttpEndpoint"], Tags: in.MetadataOptions["InstanceMetadataTags"]}
 	}
 	if in.Interface != "" {
-		ni := interfaceXML{ID: in.Interface, PrivateIP: in.PrivateIP, Status: "in-use",
+		ni := interfaceXML{ID: in.Interface, PrivateIP: in.PrivateIP, Status: "in-use", Subnet: in.Subnet, VPC: in.VPC,
 			Attachment: attachmentXML{ID: "eni-attach-" + strings.TrimPrefix(in.Interface, "eni-"), DeviceIndex: 0, Status: "attached",
 				AttachTime: timestamp(in.Created), DeleteOnTermination: true}}
+		for _, a := range in.IPv6Addresses {
+			ni.IPv6Addresses = append(ni.IPv6Addresses, ipv6AddressXML{Address: a})
+		}
 		for _, pfx := range in.IPv6Prefixes {
 			ni.IPv6Prefixes = append(ni.IPv6Prefixes, ipv6PrefixXML{Prefix: pfx})
 		}
@@ -469,18 +499,28 @@ type instanceXML struct {
 	Groups          []groupXML          `xml:"groupSet>item"`
 	StateReason     *stateReasonXML     `xml:"stateReason,omitempty"`
 	Architecture    string              `xml:"architecture,omitempty"`
+	Subnet          string              `xml:"subnetId,omitempty"`
+	VPC             string              `xml:"vpcId,omitempty"`
+	IPv6Address     string              `xml:"ipv6Address,omitempty"`
 	Interfaces      []interfaceXML      `xml:"networkInterfaceSet>item"`
 	Tags            []tagXML            `xml:"tagSet>item"`
 	MetadataOptions *metadataOptionsXML `xml:"metadataOptions,omitempty"`
 }
 
 type interfaceXML struct {
-	ID           string                   `xml:"networkInterfaceId"`
-	PrivateIP    string                   `xml:"privateIpAddress"`
-	Status       string                   `xml:"status"`
-	Attachment   attachmentXML            `xml:"attachment"`
-	Association  *interfaceAssociationXML `xml:"association,omitempty"`
-	IPv6Prefixes []ipv6PrefixXML          `xml:"ipv6PrefixSet>item,omitempty"`
+	ID            string                   `xml:"networkInterfaceId"`
+	PrivateIP     string                   `xml:"privateIpAddress"`
+	Status        string                   `xml:"status"`
+	Attachment    attachmentXML            `xml:"attachment"`
+	Subnet        string                   `xml:"subnetId,omitempty"`
+	VPC           string                   `xml:"vpcId,omitempty"`
+	Association   *interfaceAssociationXML `xml:"association,omitempty"`
+	IPv6Addresses []ipv6AddressXML         `xml:"ipv6AddressesSet>item,omitempty"`
+	IPv6Prefixes  []ipv6PrefixXML          `xml:"ipv6PrefixSet>item,omitempty"`
+}
+
+type ipv6AddressXML struct {
+	Address string `xml:"ipv6Address"`
 }
 
 type ipv6PrefixXML struct {

@@ -207,7 +207,8 @@ var answers = map[string]any{
 	"ReleaseAddress":            returnResponse{},
 	"DescribeAvailabilityZones": azResponse{},
 	"DescribeImages":            imagesResponse{},
-	"AssignIpv6Addresses":       assignIPv6Response{},
+	"DescribeSubnets":           subnetsResponse{},
+	"DescribeSecurityGroups":    securityGroupsResponse{},
 }
 
 // TestTheFakeKeepsToTheServiceModel holds the fake to AWS's published
@@ -310,11 +311,33 @@ func exercise(t *testing.T, f *Server) {
 		t.Fatalf("RunInstances answered %+v, which the SDK read as no instance", run.Instances)
 	}
 	id := *run.Instances[0].InstanceId
+	// A launch into a dual-stack subnet, its interface with an IPv6
+	// address and a delegated prefix, in a group by id.
 	f.SetIPv6Subnet("us-east-1b")
-	assigned, err := c.AssignIpv6Addresses(ctx, &ec2.AssignIpv6AddressesInput{NetworkInterfaceId: run.Instances[0].NetworkInterfaces[0].NetworkInterfaceId, Ipv6PrefixCount: sdk.Int32(1)})
-	must("AssignIpv6Addresses", err)
-	if len(assigned.AssignedIpv6Prefixes) != 1 {
-		t.Fatalf("AssignIpv6Addresses answered %v, which the SDK read as no prefix", assigned.AssignedIpv6Prefixes)
+	subnets, err := c.DescribeSubnets(ctx, &ec2.DescribeSubnetsInput{Filters: []types.Filter{filter("availability-zone", "us-east-1b"), filter("default-for-az", "true")}})
+	must("DescribeSubnets", err)
+	if len(subnets.Subnets) != 1 || len(subnets.Subnets[0].Ipv6CidrBlockAssociationSet) != 1 || subnets.Subnets[0].VpcId == nil {
+		t.Fatalf("DescribeSubnets answered %+v, which the SDK read as no dual-stack subnet", subnets.Subnets)
+	}
+	_, err = c.DescribeSubnets(ctx, &ec2.DescribeSubnetsInput{SubnetIds: []string{*subnets.Subnets[0].SubnetId}})
+	must("DescribeSubnets", err)
+	groups, err := c.DescribeSecurityGroups(ctx, &ec2.DescribeSecurityGroupsInput{GroupNames: []string{"egress-proxy-egress"},
+		Filters: []types.Filter{filter("vpc-id", *subnets.Subnets[0].VpcId)}})
+	must("DescribeSecurityGroups", err)
+	if len(groups.SecurityGroups) != 1 || groups.SecurityGroups[0].GroupId == nil {
+		t.Fatalf("DescribeSecurityGroups answered %+v, which the SDK read as no group", groups.SecurityGroups)
+	}
+	_, err = c.DescribeSecurityGroups(ctx, &ec2.DescribeSecurityGroupsInput{GroupIds: []string{*groups.SecurityGroups[0].GroupId}})
+	must("DescribeSecurityGroups", err)
+	dual, err := c.RunInstances(ctx, &ec2.RunInstancesInput{
+		ImageId: ims.Images[0].ImageId, InstanceType: types.InstanceTypeT3Micro, MinCount: sdk.Int32(1), MaxCount: sdk.Int32(1),
+		NetworkInterfaces: []types.InstanceNetworkInterfaceSpecification{{DeviceIndex: sdk.Int32(0), SubnetId: subnets.Subnets[0].SubnetId,
+			Groups: []string{*groups.SecurityGroups[0].GroupId}, AssociatePublicIpAddress: sdk.Bool(true), DeleteOnTermination: sdk.Bool(true),
+			Ipv6AddressCount: sdk.Int32(1), Ipv6PrefixCount: sdk.Int32(1)}},
+	})
+	must("RunInstances", err)
+	if nis := dual.Instances[0].NetworkInterfaces; len(nis) != 1 || len(nis[0].Ipv6Prefixes) != 1 || len(nis[0].Ipv6Addresses) != 1 || dual.Instances[0].Ipv6Address == nil {
+		t.Fatalf("RunInstances answered interfaces %+v, which the SDK read as no IPv6 address and prefix", nis)
 	}
 	_, err = c.DescribeInstances(ctx, &ec2.DescribeInstancesInput{Filters: []types.Filter{filter("tag:k", "v")}, MaxResults: sdk.Int32(5)})
 	must("DescribeInstances", err)

@@ -47,8 +47,10 @@ type Server struct {
 	lost          map[string]int      // action → answers to lose after doing it
 	noCapacity    map[string]bool     // zone
 	unsupported   map[string]bool     // zone + "/" + instance type
-	ipv6Subnets   map[string]bool     // zone whose default subnet has an IPv6 range
-	nextPrefix    int
+	ipv6Subnets   map[string]string   // zone → its default subnet's IPv6 block
+	ipv6Given     map[string]int      // subnet → IPv6 addresses given
+	prefixesGiven map[string]int      // subnet → IPv6 prefixes delegated
+	groups        map[string]string   // region/security group id → its name
 	instanceLimit int
 	calls         []Call
 	trust         *Trust
@@ -85,18 +87,21 @@ func NewHandler() *Server {
 
 func newServer() *Server {
 	s := &Server{
-		clock:       time.Now,
-		regions:     maps.Clone(defaultRegions),
-		instances:   map[string]*Instance{},
-		tokens:      map[string]tokenUse{},
-		addresses:   map[string]*Address{},
-		faults:      map[string][]string{},
-		lost:        map[string]int{},
-		noCapacity:  map[string]bool{},
-		unsupported: map[string]bool{},
-		ipv6Subnets: map[string]bool{},
-		issued:      map[string]time.Time{},
-		reads:       map[string]map[string]bool{},
+		clock:         time.Now,
+		regions:       maps.Clone(defaultRegions),
+		instances:     map[string]*Instance{},
+		tokens:        map[string]tokenUse{},
+		addresses:     map[string]*Address{},
+		faults:        map[string][]string{},
+		lost:          map[string]int{},
+		noCapacity:    map[string]bool{},
+		unsupported:   map[string]bool{},
+		ipv6Subnets:   map[string]string{},
+		ipv6Given:     map[string]int{},
+		prefixesGiven: map[string]int{},
+		groups:        map[string]string{},
+		issued:        map[string]time.Time{},
+		reads:         map[string]map[string]bool{},
 	}
 	s.images = debianImages(s.regions)
 	return s
@@ -198,7 +203,8 @@ var handlers = map[string]handler{
 	"ReleaseAddress":            (*Server).releaseAddress,
 	"DescribeAvailabilityZones": (*Server).describeAvailabilityZones,
 	"DescribeImages":            (*Server).describeImages,
-	"AssignIpv6Addresses":       (*Server).assignIPv6Addresses,
+	"DescribeSubnets":           (*Server).describeSubnets,
+	"DescribeSecurityGroups":    (*Server).describeSecurityGroups,
 }
 
 // Served are the EC2 actions the fake answers.
