@@ -90,6 +90,11 @@ func agentMain(args []string) int {
 			log.Info("instance identified", slog.String("instance", b.Instance), slog.String("zone", b.Zone))
 		}
 		a.Reporter = b
+		// On EC2 a delegated IPv6 prefix is read from the instance
+		// metadata, not found around the VM's address.
+		if a.IMDS, err = b.IMDS(); err != nil {
+			log.Warn("the boot's metadata service not read", slog.Any("error", err))
+		}
 		text, err := b.Attr(vmconfig.KeyConfig)
 		if err != nil {
 			log.Error("egress-config not read", slog.Any("error", err))

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"github.com/egress-proxies/egress/internal/vm/engine"
+	"github.com/egress-proxies/egress/internal/vm/imds"
 	"github.com/egress-proxies/egress/internal/vm/vmconfig"
 	"log/slog"
 	"net"
@@ -61,6 +62,12 @@ type Agent struct {
 	// routes the configuration's IPv6 prefix to the VM itself
 	// (prefix.go). Nil: a configuration with a prefix fails.
 	IP func(ctx context.Context, args ...string) ([]byte, error)
+	// IMDS, where the VM's metadata service is EC2's (a cloud-init
+	// boot's setting egress-imds: Boot.IMDS), is where a configuration
+	// that draws IPv6 sources from a prefix it does not name finds it:
+	// EC2's delegated prefix is not around the VM's address
+	// (findprefix.go). Nil elsewhere.
+	IMDS *imds.Client
 	// HTTP publishes the call-home; nil is http.DefaultClient.
 	HTTP *http.Client
 	Log  *slog.Logger

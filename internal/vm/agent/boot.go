@@ -58,16 +58,27 @@ func (b Boot) Attr(key string) (string, error) {
 // b.Instance and b.Zone, which the readiness file then says; without the
 // setting (a cloud whose VMs read none) it does nothing.
 func (b *Boot) Identify(ctx context.Context) error {
-	base, err := b.Attr(vmconfig.KeyIMDS)
-	if err != nil || base == "" {
+	c, err := b.IMDS()
+	if err != nil || c == nil {
 		return err
 	}
-	id, err := (&imds.Client{Base: strings.TrimSpace(base)}).Identity(ctx)
+	id, err := c.Identity(ctx)
 	if err != nil {
 		return fmt.Errorf("agent: which instance this is: %w", err)
 	}
 	b.Instance, b.Zone = id.InstanceID, id.Zone
 	return nil
+}
+
+// IMDS is a client of the metadata service the setting egress-imds
+// names (EC2's, IMDSv2 only: package imds); nil without the setting, on
+// a cloud whose VMs read none.
+func (b Boot) IMDS() (*imds.Client, error) {
+	base, err := b.Attr(vmconfig.KeyIMDS)
+	if err != nil || strings.TrimSpace(base) == "" {
+		return nil, err
+	}
+	return &imds.Client{Base: strings.TrimSpace(base)}, nil
 }
 
 // ProbeTarget is the setting egress-probe-target.

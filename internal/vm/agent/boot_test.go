@@ -102,7 +102,7 @@ func TestBootAttr(t *testing.T) {
 // required, which instance it is, and the readiness file says it beside
 // the generation served; without the setting it asks nothing.
 func TestBootIdentifiesTheEC2Instance(t *testing.T) {
-	base, err := imdsmock.Start(context.Background(), t.TempDir(), imdsmock.Config{InstanceID: "i-0feedbeef1234567a", Zone: "eu-central-1a", Region: "eu-central-1", UserData: []byte("#cloud-config\n")})
+	base, err := imdsmock.Start(context.Background(), t.TempDir(), agent.EC2Instance)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -18,10 +18,17 @@ import (
 // the VM: its global IPv6 address, masked to that length. The control
 // plane reads the same prefix from the cloud (status.ipv6Prefix) and
 // names it in every configuration after.
+//
+// EC2 is the exception: the /80 it delegates to the VM's interface is
+// apart from the VM's own IPv6 address, so nothing on the VM says it.
+// There (Agent.IMDS set: the boot names EC2's metadata service) the agent
+// reads it from the instance metadata instead, and the configuration's
+// length, if it says one, must be the prefix's.
 
-// withPrefix returns text with its ipv6Prefix filled in from the VM's
-// address, when text's mode draws addresses from a prefix it does not
-// name and it says the prefix's length; text as it is otherwise.
+// withPrefix returns text with its ipv6Prefix filled in, when text's
+// mode draws addresses from a prefix it does not name: from the instance
+// metadata on EC2, from the VM's address where text says the prefix's
+// length; text as it is otherwise.
 func (a *Agent) withPrefix(ctx context.Context, text string) (string, error) {
 	var c struct {
 		Prefix string `json:"ipv6Prefix"`
@@ -31,19 +38,26 @@ func (a *Agent) withPrefix(ctx context.Context, text string) (string, error) {
 	if err := json.Unmarshal([]byte(text), &c); err != nil {
 		return text, nil // engine.ReadConfig says what is wrong with it
 	}
-	if c.Prefix != "" || !vmconfig.RotatesIPv6(c.Mode) || c.Length == 0 {
+	if c.Prefix != "" || !vmconfig.RotatesIPv6(c.Mode) {
 		return text, nil
 	}
-	if a.IP == nil {
-		return "", fmt.Errorf("ipv6Egress %s: this agent has no ip(8) to find the VM's IPv6 address with", c.Mode)
-	}
-	out, err := a.IP(ctx, "-6", "-j", "addr", "show", "scope", "global")
-	if err != nil {
-		return "", fmt.Errorf("ipv6Egress %s: reading the VM's IPv6 addresses: %w", c.Mode, err)
-	}
-	p, err := prefixAround(out, c.Length)
-	if err != nil {
-		return "", fmt.Errorf("ipv6Egress %s: %w", c.Mode, err)
+	var p netip.Prefix
+	switch {
+	case a.IMDS != nil:
+		var err error
+		if p, err = a.IMDS.IPv6Prefix(ctx); err != nil {
+			return "", fmt.Errorf("ipv6Egress %s: the prefix EC2 delegated, from the instance metadata: %w", c.Mode, err)
+		}
+		if c.Length != 0 && p.Bits() != c.Length {
+			return "", fmt.Errorf("ipv6Egress %s: the instance metadata's prefix %s is not the /%d the configuration says", c.Mode, p, c.Length)
+		}
+	case c.Length == 0:
+		return text, nil
+	default:
+		var err error
+		if p, err = a.prefixAroundAddress(ctx, c.Mode, c.Length); err != nil {
+			return "", err
+		}
 	}
 	var fields map[string]json.RawMessage
 	if err := json.Unmarshal([]byte(text), &fields); err != nil {
@@ -52,6 +66,23 @@ func (a *Agent) withPrefix(ctx context.Context, text string) (string, error) {
 	fields["ipv6Prefix"], _ = json.Marshal(p.String())
 	b, err := json.Marshal(fields)
 	return string(b), err
+}
+
+// prefixAroundAddress is the prefix of length bits around the VM's
+// global IPv6 address, as ip(8) lists it.
+func (a *Agent) prefixAroundAddress(ctx context.Context, mode string, bits int) (netip.Prefix, error) {
+	if a.IP == nil {
+		return netip.Prefix{}, fmt.Errorf("ipv6Egress %s: this agent has no ip(8) to find the VM's IPv6 address with", mode)
+	}
+	out, err := a.IP(ctx, "-6", "-j", "addr", "show", "scope", "global")
+	if err != nil {
+		return netip.Prefix{}, fmt.Errorf("ipv6Egress %s: reading the VM's IPv6 addresses: %w", mode, err)
+	}
+	p, err := prefixAround(out, bits)
+	if err != nil {
+		return netip.Prefix{}, fmt.Errorf("ipv6Egress %s: %w", mode, err)
+	}
+	return p, nil
 }
 
 // prefixAround is the prefix of length bits around the first global,

@@ -4,11 +4,15 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"net/http"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/egress-proxies/egress/internal/vm/engine"
+	"github.com/egress-proxies/egress/internal/vm/imds"
+	"github.com/egress-proxies/egress/internal/vm/imds/imdsmock"
 )
 
 // ipAddrs is what `ip -6 -j addr show scope global` prints, shortened to
@@ -97,3 +101,78 @@ func TestWithPrefix(t *testing.T) {
 		})
 	}
 }
+
+// TestWithPrefixFromIMDS: on EC2 (the agent has the boot's IMDS) a
+// configuration that rotates IPv6 sources and names no prefix gets the
+// /80 EC2 delegated, read from AWS's metadata mock with an IMDSv2 token,
+// not the /80 around the VM's own address, which is another; a length
+// the configuration says must be the prefix's; a configuration that
+// names its prefix or does not rotate reads nothing. Without IMDS the
+// prefix is the one around the address, as on the other clouds.
+func TestWithPrefixFromIMDS(t *testing.T) {
+	base, err := imdsmock.Start(context.Background(), t.TempDir(), EC2Instance)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The VM's own address, in the subnet's first /80, apart from the
+	// delegated prefix.
+	const own = `[{"ifname":"ens5","addr_info":[{"family":"inet6","local":"2a05:d014:9b2:7e00::1a2b","scope":"global"}]}]`
+	cfg := `{"listen":":3128","users":[],"connectPorts":[443],"allowedSourceRanges":["0.0.0.0/0"],"ipv6Egress":%q%s}`
+	type seen struct {
+		Prefix      string
+		PrefixReads int // GETs of the ipv6-prefix path
+		IPCalls     int
+		Err         bool
+	}
+	cases := map[string]struct {
+		reason      string
+		imds        bool
+		mode, extra string
+		want        seen
+	}{
+		"EC2": {reason: "the delegated /80, from the instance metadata", imds: true, mode: "perConnection", extra: `,"ipv6PrefixLength":80`,
+			want: seen{Prefix: EC2Instance.IPv6Prefixes[0], PrefixReads: 1}},
+		"EC2NoLength": {reason: "the metadata's prefix says its length", imds: true, mode: "perSession",
+			want: seen{Prefix: EC2Instance.IPv6Prefixes[0], PrefixReads: 1}},
+		"EC2OtherLength": {reason: "a length the prefix has not is refused", imds: true, mode: "perSession", extra: `,"ipv6PrefixLength":64`,
+			want: seen{PrefixReads: 1, Err: true}},
+		"EC2PrefixNamed": {reason: "a named prefix is kept: nothing read", imds: true, mode: "perConnection", extra: `,"ipv6Prefix":"2001:db8:7:1::/80","ipv6PrefixLength":80`,
+			want: seen{Prefix: "2001:db8:7:1::/80"}},
+		"EC2Single": {reason: "single draws from no prefix: nothing read", imds: true, mode: "single", extra: `,"ipv6PrefixLength":80`,
+			want: seen{}},
+		"AroundTheAddress": {reason: "no IMDS: the /80 around the VM's address", mode: "perConnection", extra: `,"ipv6PrefixLength":80`,
+			want: seen{Prefix: "2a05:d014:9b2:7e00::/80", IPCalls: 1}},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			var got seen
+			a := &Agent{IP: func(context.Context, ...string) ([]byte, error) {
+				got.IPCalls++
+				return []byte(own), nil
+			}}
+			if tc.imds {
+				a.IMDS = &imds.Client{Base: base, HTTP: &http.Client{Transport: roundTripFunc(func(r *http.Request) (*http.Response, error) {
+					if strings.HasSuffix(r.URL.Path, "/ipv6-prefix") {
+						got.PrefixReads++
+					}
+					return http.DefaultTransport.RoundTrip(r)
+				})}}
+			}
+			text, err := a.withPrefix(context.Background(), fmt.Sprintf(cfg, tc.mode, tc.extra))
+			if err == nil {
+				c, rerr := engine.ReadConfig([]byte(text))
+				if err = rerr; err == nil {
+					got.Prefix = c.IPv6Prefix
+				}
+			}
+			got.Err = err != nil
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("%s (error: %v)\n(-want +got):\n%s", tc.reason, err, diff)
+			}
+		})
+	}
+}
+
+type roundTripFunc func(*http.Request) (*http.Response, error)
+
+func (f roundTripFunc) RoundTrip(r *http.Request) (*http.Response, error) { return f(r) }

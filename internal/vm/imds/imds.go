@@ -10,9 +10,12 @@
 // What the agent reads (Identity): the instance's id, its availability
 // zone and its region, which it writes beside its readiness, so that the
 // status the control plane reads through the proxy port names the
-// instance that answers. It reads nothing else: the configuration comes
-// from the user-data, which cloud-init has read already, and the VM holds
-// no role (no instance profile), so there are no credentials to read.
+// instance that answers; and, where the configuration draws IPv6
+// sources from a prefix it does not name (IPv6Prefix), the prefix EC2
+// delegated to the primary interface, which is not around any address
+// the VM has. It reads nothing else: the configuration comes from the
+// user-data, which cloud-init has read already, and the VM holds no role
+// (no instance profile), so there are no credentials to read.
 package imds
 
 import (

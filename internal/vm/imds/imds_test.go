@@ -15,7 +15,8 @@ import (
 )
 
 // The instance AWS's metadata mock plays in these tests.
-var instance = imdsmock.Config{InstanceID: "i-0abc1234def567890", Zone: "eu-west-1b", Region: "eu-west-1", UserData: []byte("#cloud-config\n")}
+var instance = imdsmock.Config{InstanceID: "i-0abc1234def567890", Zone: "eu-west-1b", Region: "eu-west-1", UserData: []byte("#cloud-config\n"),
+	MAC: "02:4f:1a:2b:3c:4d", IPv6Prefixes: []string{"2a05:d018:8f:d200:5d3e::/80", "2a05:d018:8f:d200:8c1a::/80"}}
 
 // mock runs AWS's amazon-ec2-metadata-mock in this process, IMDSv2 only.
 func mock(t *testing.T) string {

@@ -6,6 +6,12 @@
 // token (PUT /latest/api/token), the refusal of a GET without one, the
 // paths and their answers are AWS's.
 //
+// One path the mock does not serve (v1.13.0 has no
+// network/interfaces/macs/MAC/ipv6-prefix, the IPv6 prefixes delegated
+// to an interface) is served by this package in front of it
+// (Config.IPv6Prefixes), after the mock took the request's token as it
+// takes any: on a path of the mock's, with the request's headers.
+//
 // The mock keeps its routes and its configuration in package-level
 // state (cobra, viper, its router), so a process runs one: Start runs it
 // once, and a second Start with another configuration is refused.
@@ -17,12 +23,17 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
+	"net/http/httputil"
+	neturl "net/url"
 	"os"
 	"path/filepath"
 	"reflect"
+	"regexp"
 	"strconv"
+	"strings"
 	"sync"
 	"time"
 
@@ -47,6 +58,14 @@ type Config struct {
 	// IMDSv1 allows requests without a token; false is IMDSv2 only, as
 	// the aws provider launches its instances (HttpTokens=required).
 	IMDSv1 bool
+	// MAC is the primary interface's MAC address (meta-data/mac, and the
+	// MAC of the network/interfaces/macs/ paths); empty keeps the mock's.
+	MAC string
+	// IPv6Prefixes are the IPv6 prefixes delegated to the primary
+	// interface (CIDRs), network/interfaces/macs/MAC/ipv6-prefix one a
+	// line; none: that path answers 404, as EC2's does for an interface
+	// without one.
+	IPv6Prefixes []string
 }
 
 var (
@@ -96,6 +115,7 @@ func Start(ctx context.Context, dir string, cfg Config) (string, error) {
 	set("instance-type", cfg.InstanceType)
 	set("ami-id", cfg.ImageID)
 	set("local-ipv4", cfg.PrivateIP)
+	set("mac", cfg.MAC)
 	doc := map[string]any{
 		"metadata": map[string]any{"values": values},
 		"dynamic":  map[string]any{"values": map[string]any{"instance-identity-document": identity}},
@@ -118,8 +138,12 @@ func Start(ctx context.Context, dir string, cfg Config) (string, error) {
 		// the mock, which ends the test binary with the reason.
 		_ = cmd.Execute()
 	}()
-	base := "http://127.0.0.1:" + strconv.Itoa(port)
-	if err := waitServing(ctx, base); err != nil {
+	mockBase := "http://127.0.0.1:" + strconv.Itoa(port)
+	if err := waitServing(ctx, mockBase); err != nil {
+		return "", err
+	}
+	base, err := serveFront(mockBase, cfg.IPv6Prefixes)
+	if err != nil {
 		return "", err
 	}
 	c := cfg
@@ -157,4 +181,60 @@ func waitServing(ctx context.Context, base string) error {
 		case <-time.After(50 * time.Millisecond):
 		}
 	}
+}
+
+// ipv6PrefixPath is the path of an interface's delegated IPv6 prefixes;
+// its group is the MAC.
+var ipv6PrefixPath = regexp.MustCompile(`^/latest/meta-data/network/interfaces/macs/([^/]+)/ipv6-prefix$`)
+
+// serveFront serves, on a loopback port of its own until the process
+// ends, the mock at mockBase and in front of it the path of the primary
+// interface's IPv6 prefixes, which the mock lacks: the mock's answer to
+// the request's headers on its own path of the primary interface's MAC
+// (a 401 without a token it issued), then prefixes, one a line, if the
+// MAC is that one and it has any, or 404. It returns its base URL.
+func serveFront(mockBase string, prefixes []string) (string, error) {
+	u, err := neturl.Parse(mockBase)
+	if err != nil {
+		return "", err
+	}
+	proxy := httputil.NewSingleHostReverseProxy(u)
+	h := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		m := ipv6PrefixPath.FindStringSubmatch(r.URL.Path)
+		if m == nil {
+			proxy.ServeHTTP(w, r)
+			return
+		}
+		probe, err := http.NewRequestWithContext(r.Context(), r.Method, mockBase+"/latest/meta-data/mac", nil)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusInternalServerError)
+			return
+		}
+		probe.Header = r.Header.Clone()
+		resp, err := http.DefaultClient.Do(probe)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadGateway)
+			return
+		}
+		defer resp.Body.Close()
+		mac, err := io.ReadAll(resp.Body)
+		switch {
+		case err != nil:
+			http.Error(w, err.Error(), http.StatusBadGateway)
+		case resp.StatusCode != http.StatusOK:
+			w.WriteHeader(resp.StatusCode)
+			_, _ = w.Write(mac)
+		case strings.TrimSpace(string(mac)) != m[1] || len(prefixes) == 0:
+			http.NotFound(w, r)
+		default:
+			w.Header().Set("Content-Type", "text/plain")
+			_, _ = io.WriteString(w, strings.Join(prefixes, "\n"))
+		}
+	})
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	go func() { _ = http.Serve(l, h) }()
+	return "http://" + l.Addr().String(), nil
 }
