@@ -27,13 +27,12 @@ var Plugin = plugin.Plugin{
 	Validator: validatorOf,
 	Boot:      plugin.Boot{Kind: plugin.BootCloudInit, Gzip: true, MetadataURL: vmconfig.EC2MetadataURL},
 	Readiness: plugin.StatusDoor,
-	// No IPv6Prefix yet: the provider asks for a delegated /80
-	// (Ipv6PrefixCount 1) and reports it, but the VM finds a prefix only
-	// around its own address (agent's withPrefix), and EC2's /80 is not
-	// there: it is read from the instance metadata
-	// (network/interfaces/macs/MAC/ipv6-prefix), which the agent does not
-	// do yet. Until it does, the API refuses the rotating modes on aws
-	// rather than a VM failing its boot.
+	// A /80 delegated to the instance's interface at launch, for a spec
+	// that draws from it (ipv6.go); the VM reads it from the instance
+	// metadata (network/interfaces/macs/MAC/ipv6-prefix), since it is not
+	// around the VM's own address. In a subnet without IPv6 the create is
+	// refused, naming the subnet.
+	IPv6Prefix:   PrefixBits,
 	FakeEndpoint: "AWS_EC2_ENDPOINT",
 	Placement: plugin.Placement{
 		Region:             "an AWS region (us-east-1, eu-central-1, …) among those the platform allows (AWS_ALLOWED_REGIONS)",

@@ -46,7 +46,7 @@ func (a *Agent) withPrefix(ctx context.Context, text string) (string, error) {
 	case a.IMDS != nil:
 		var err error
 		if p, err = a.IMDS.IPv6Prefix(ctx); err != nil {
-			return "", fmt.Errorf("ipv6Egress %s: the prefix EC2 delegated, from the instance metadata: %w", c.Mode, err)
+			return "", fmt.Errorf("ipv6Egress %s: the prefix delegated to the interface, from the instance metadata: %w", c.Mode, err)
 		}
 		if c.Length != 0 && p.Bits() != c.Length {
 			return "", fmt.Errorf("ipv6Egress %s: the instance metadata's prefix %s is not the /%d the configuration says", c.Mode, p, c.Length)
