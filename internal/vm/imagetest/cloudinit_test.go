@@ -17,6 +17,8 @@ import (
 	"github.com/egress-proxies/egress/internal/bootstrap"
 	"github.com/egress-proxies/egress/internal/bootstrap/cloudinit"
 	"github.com/egress-proxies/egress/internal/provider"
+	awsprovider "github.com/egress-proxies/egress/internal/provider/aws"
+	"github.com/egress-proxies/egress/internal/proxy"
 	"github.com/egress-proxies/egress/internal/vm/vmconfig"
 	"github.com/egress-proxies/egress/internal/vmstatus"
 )
@@ -75,8 +77,10 @@ type cloudShape struct {
 	reboot func(t *testing.T, r *run)
 	// ipv6, when set, is the ipv6Egress mode of the boot's
 	// configuration, on a topology that routes the VM a prefix: the
-	// IPv6 checks run (ipv6_test.go).
-	ipv6 string
+	// IPv6 checks run (ipv6_test.go). routeIPv6 gives the topology its
+	// IPv6 part then; nil is RouteIPv6OnTheVM, a Hetzner server's.
+	ipv6      string
+	routeIPv6 func(*Topology) error
 }
 
 // cloudRun is what a cloud-init boot adds to a run.
@@ -134,6 +138,9 @@ func testCloudInit(t *testing.T, ctx context.Context, runDir string, engine []by
 		// A create names the mode, not the prefix, which the cloud
 		// assigns with the VM: the VM finds it (cloudCreateRequest).
 		topology = newIPv6OnTheVMTopology
+		if shape.routeIPv6 != nil {
+			topology = withIPv6Part(NewTopology, shape.routeIPv6)
+		}
 	}
 	r := newRun(t, rel, engine, topology)
 	r.ipv6Egress = shape.ipv6
@@ -269,7 +276,8 @@ func cloudCreateRequest(t *testing.T, r *run, place provider.Placement) provider
 	engine.IPv6Egress = r.ipv6Egress
 	r.engine = engine
 	req := provider.CreateRequest{Name: provider.NameFromUID(uid), UID: uid, Namespace: namespace, ProxyName: proxyName,
-		Port: ProxyPort, StartupScript: script, Engine: &engine, Placement: place, StaticIP: r.cloud != nil && r.cloud.static}
+		Port: ProxyPort, StartupScript: script, Engine: &engine, Placement: place, StaticIP: r.cloud != nil && r.cloud.static,
+		IPv6Prefix: proxy.IPv6Egress(r.ipv6Egress).NeedsPrefix()}
 	r.instance = req.Name
 	return req
 }
@@ -302,6 +310,9 @@ func cloudVMSide(t *testing.T, r *run, ec2 bool) (cloudinit.Renderer, *vmstatus.
 		// The cloud's prefix length, as the composition root passes the
 		// plugin's: the VM finds its prefix with it.
 		renderer.IPv6PrefixLength = VMIPv6Prefix.Bits()
+		if ec2 {
+			renderer.IPv6PrefixLength = awsprovider.Plugin.IPv6Prefix
+		}
 	}
 	prober := &vmstatus.Prober{Key: func(context.Context) (vmstatus.Key, error) { return key, nil }, Dial: r.topo.Internet.Dialer(controlPlaneAddr)}
 	r.cloud = &cloudRun{key: key, prober: prober}

@@ -2,8 +2,11 @@ package imagetest
 
 import (
 	"context"
+	"fmt"
 	"io"
 	"log"
+	"net/http"
+	"net/netip"
 	"strings"
 	"testing"
 
@@ -14,6 +17,7 @@ import (
 	"github.com/egress-proxies/egress/internal/provider/aws/ec2fake"
 	"github.com/egress-proxies/egress/internal/vm/imds"
 	"github.com/egress-proxies/egress/internal/vm/imds/imdsmock"
+	"github.com/egress-proxies/egress/internal/vm/vmconfig"
 )
 
 // The EC2 instance's placement in the boot.
@@ -26,12 +30,18 @@ const (
 // finding its Ec2 datasource, reads the user-data the aws provider made
 // (its Create against the EC2 fake) from AWS's own metadata mock, with an
 // IMDSv2 token, and the agent asks it, with a token of its own, which
-// instance it is.
+// instance it is. Its configuration is perSession, so the instance is
+// launched in a dual-stack subnet with an IPv6 address and a delegated
+// /80 apart from it, which the topology routes to the VM
+// (RouteDelegated) and the agent reads from IMDS: the IPv6 checks run on
+// that /80.
 var ec2Shape = cloudShape{
 	rel:          EC2Release,
 	datasource:   "DataSourceEc2",
 	create:       ec2Create,
 	userDataPath: "/latest/user-data",
+	ipv6:         vmconfig.IPv6EgressPerSession,
+	routeIPv6:    (*Topology).RouteIPv6ToEC2,
 	// The SMBIOS a Nitro instance's firmware gives (ec2image.go): a
 	// system-uuid that starts with ec2.
 	firmware: func(string) map[string]string {
@@ -40,6 +50,7 @@ var ec2Shape = cloudShape{
 	checks: func(checks *checklist, ctx context.Context, r *run, c *Container) {
 		checks.run("the status names the instance and zone the agent read from IMDSv2", func(t *testing.T) { checkEC2Identity(t, ctx, r) })
 		checks.run("IMDS refuses a read without a token (IMDSv2 only)", func(t *testing.T) { checkIMDSv2Only(t, ctx, c) })
+		checks.run("the agent read the delegated /80 from IMDS", func(t *testing.T) { checkPrefixFromIMDS(t, r) })
 	},
 }
 
@@ -56,6 +67,10 @@ func ec2Create(t *testing.T, ctx context.Context, r *run, create func(provider.P
 	creds := sdkaws.CredentialsProviderFunc(func(context.Context) (sdkaws.Credentials, error) {
 		return sdkaws.Credentials{AccessKeyID: "EGRESS-IMAGETEST", SecretAccessKey: "not-a-secret", Source: "image test"}, nil
 	})
+	if r.ipv6Egress != "" {
+		// A dual-stack subnet: EC2 delegates prefixes only there.
+		fake.SetIPv6Subnet(ec2Zone)
+	}
 	p, err := awsprovider.New(awsprovider.NewClient(awsprovider.ClientOptions{Credentials: creds, Endpoint: fake.Endpoint()}),
 		awsprovider.Config{Regions: []string{ec2Region}, Renderer: renderer, Prober: prober})
 	if err != nil {
@@ -73,10 +88,24 @@ func ec2Create(t *testing.T, ctx context.Context, r *run, create func(provider.P
 	if in.MetadataOptions["HttpTokens"] != "required" {
 		t.Fatalf("the instance was launched with HttpTokens %q, want required: the mock plays IMDSv2 only", in.MetadataOptions["HttpTokens"])
 	}
+	if r.ipv6Egress != "" {
+		if len(in.IPv6Addresses) != 1 || len(in.IPv6Prefixes) != 1 {
+			t.Fatalf("the instance was launched with IPv6 addresses %v and prefixes %v, want one of each", in.IPv6Addresses, in.IPv6Prefixes)
+		}
+		// Its own address is of the subnet's /64; the /80 is routed to it.
+		addr, prefix := netip.MustParseAddr(in.IPv6Addresses[0]), netip.MustParsePrefix(in.IPv6Prefixes[0])
+		if prefix.Contains(addr) {
+			t.Fatalf("the EC2 fake delegated %s around the instance's address %s: the test could not tell IMDS's prefix from one taken around the address", prefix, addr)
+		}
+		if err := r.topo.RouteDelegated(netip.PrefixFrom(addr, 64), prefix); err != nil {
+			t.Fatal(err)
+		}
+		r.ipv6Prefix = prefix
+	}
 	// The mock logs every request with the standard logger.
 	log.SetOutput(io.Discard)
 	base, err := imdsmock.Start(ctx, t.TempDir(), imdsmock.Config{InstanceID: in.ID, Zone: in.Zone, Region: ec2Region, Hostname: r.instance,
-		ImageID: in.ImageID, InstanceType: in.Type, PrivateIP: in.PrivateIP, UserData: []byte(in.UserData)})
+		ImageID: in.ImageID, InstanceType: in.Type, PrivateIP: in.PrivateIP, UserData: []byte(in.UserData), MAC: ec2MAC, IPv6Prefixes: in.IPv6Prefixes})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -87,6 +116,26 @@ func ec2Create(t *testing.T, ctx context.Context, r *run, create func(provider.P
 	r.cloud.userData, r.cloud.metadata = in.UserData, front
 	r.cloud.vmID, r.cloud.zone = in.ID, in.Zone
 	return in.ID
+}
+
+// ec2MAC is the instance's primary interface's MAC in IMDS.
+const ec2MAC = "0e:49:61:0f:c3:11"
+
+// checkPrefixFromIMDS: the agent asked IMDS for the prefixes delegated
+// to the primary interface (the path the mock lacks, served in front of
+// it after the mock took the token): what its configuration names, since
+// no address on the VM says the /80.
+func checkPrefixFromIMDS(t *testing.T, r *run) {
+	path := "/latest/meta-data/" + fmt.Sprintf(imds.PathIPv6PrefixOf, ec2MAC)
+	n := 0
+	for _, req := range r.cloud.metadata.Requests() {
+		if req.Method == http.MethodGet && req.URI == path {
+			n++
+		}
+	}
+	if n == 0 {
+		t.Errorf("IMDS saw no GET %s", path)
+	}
 }
 
 // checkEC2Identity: the status the control plane reads names the

@@ -100,6 +100,9 @@ type run struct {
 	// (IPv6PerSession).
 	ipv6Host     *SourceHost
 	ipv6Sessions map[string]netip.Addr
+	// ipv6Prefix is the prefix the topology routes the VM when it is not
+	// VMIPv6Prefix: the /80 the EC2 fake delegated (ipv6Prefix()).
+	ipv6Prefix netip.Prefix
 }
 
 // Socks5Port is the SOCKS5 port of the test's proxy.

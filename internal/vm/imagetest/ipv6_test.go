@@ -21,8 +21,10 @@ import (
 )
 
 // IPv6 egress from the VM's prefix (issue 46): on the Debian 13
-// GCE-shaped boot and the Hetzner-shaped one, the topology routes the VM
-// VMIPv6Prefix (RouteIPv6), the engine's configuration names it with an
+// GCE-shaped boot, the Hetzner-shaped one and the EC2-shaped one, the
+// topology routes the VM a prefix (VMIPv6Prefix, RouteIPv6 and
+// RouteIPv6OnTheVM; on EC2 the /80 the EC2 fake delegated,
+// RouteDelegated), the engine's configuration names it with an
 // ipv6Egress mode, and the IPv6 host on the internet answers each
 // connection with the source it saw. IPv6PerConnection: 100 connections
 // to it, at least 95 distinct sources, all in the prefix. IPv6PerSession:
@@ -32,7 +34,8 @@ import (
 // IPv4 address. On GCE the modes come by reconfigurations (the agent adds
 // the prefix's local route at a change); on Hetzner the boot's
 // configuration is perSession (a cloud-init VM's configuration is fixed
-// at boot), under which a plain USER gets a fresh address per connection,
+// at boot; on EC2 the agent reads the prefix from IMDS, since it is not
+// around the VM's address), under which a plain USER gets a fresh address per connection,
 // and after a reboot, with the route taken away between the boots, each
 // session has the address it had (the agent routes the prefix again at
 // every boot, and a session's address is derived, not kept).
@@ -74,7 +77,15 @@ func (r *run) withIPv6(engine *vmconfig.Config) {
 	if r.ipv6Egress == "" {
 		return
 	}
-	engine.IPv6Prefix, engine.IPv6Egress = VMIPv6Prefix.String(), r.ipv6Egress
+	engine.IPv6Prefix, engine.IPv6Egress = r.prefix6().String(), r.ipv6Egress
+}
+
+// prefix6 is the prefix the topology routes the VM.
+func (r *run) prefix6() netip.Prefix {
+	if r.ipv6Prefix.IsValid() {
+		return r.ipv6Prefix
+	}
+	return VMIPv6Prefix
 }
 
 // serveIPv6Host serves the IPv6 host, if the topology has its address.
@@ -140,12 +151,12 @@ type sourcesSeen struct {
 	Connections, Distinct, OutsideThePrefix int
 }
 
-func summarizeSources(srcs []netip.Addr) sourcesSeen {
+func summarizeSources(prefix netip.Prefix, srcs []netip.Addr) sourcesSeen {
 	s := sourcesSeen{Connections: len(srcs)}
 	distinct := map[netip.Addr]bool{}
 	for _, a := range srcs {
 		distinct[a] = true
-		if !VMIPv6Prefix.Contains(a) || a == VMIPv6Prefix.Addr() {
+		if !prefix.Contains(a) || a == prefix.Addr() {
 			s.OutsideThePrefix++
 		}
 	}
@@ -164,7 +175,7 @@ func checkIPv6PerConnection(t *testing.T, ctx context.Context, r *run, from stri
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := summarizeSources(srcs)
+	got := summarizeSources(r.prefix6(), srcs)
 	if got.Distinct >= 95 {
 		got.Distinct = 95 // at least
 	}
@@ -196,7 +207,7 @@ func checkIPv6PerSession(t *testing.T, ctx context.Context, r *run, c *Container
 		if err != nil {
 			t.Fatal(err)
 		}
-		s := summarizeSources(srcs)
+		s := summarizeSources(r.prefix6(), srcs)
 		got[id] = session{s.Distinct, s.OutsideThePrefix}
 		want[id] = session{Addresses: 1}
 		addrs[id] = srcs[0]
@@ -268,7 +279,7 @@ func checkIPv6SessionsKept(t *testing.T, ctx context.Context, r *run, from strin
 			t.Fatal(err)
 		}
 		got[id] = srcs[0]
-		if s := summarizeSources(srcs); s.Distinct != 1 || s.OutsideThePrefix != 0 {
+		if s := summarizeSources(r.prefix6(), srcs); s.Distinct != 1 || s.OutsideThePrefix != 0 {
 			t.Errorf("session %s after the reboot: %+v", id, s)
 		}
 	}
@@ -282,7 +293,7 @@ func checkIPv6SessionsKept(t *testing.T, ctx context.Context, r *run, from strin
 // reboot and a VM's reboot would not: the agent's apply at the next boot
 // must put it back.
 func takeIPv6Route(t *testing.T, r *run) {
-	if err := r.topo.VM.IP("-6", "route", "del", "local", VMIPv6Prefix.String(), "dev", "lo", "table", "local"); err != nil {
+	if err := r.topo.VM.IP("-6", "route", "del", "local", r.prefix6().String(), "dev", "lo", "table", "local"); err != nil {
 		t.Fatalf("taking the prefix's local route away between the boots: %v", err)
 	}
 }

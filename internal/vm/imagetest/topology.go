@@ -242,13 +242,21 @@ const IPv6HostPort = 443
 // (ipv6PrefixLength), as the reconciler cannot name it before the cloud
 // assigned it.
 func (t *Topology) RouteIPv6OnTheVM() error {
-	for _, c := range [][]string{
-		{"-6", "addr", "add", netip.PrefixFrom(VMIPv6Prefix.Addr().Next(), VMIPv6Prefix.Bits()).String(), "dev", vmDev, "nodad"},
-		{"-6", "addr", "add", vmLinkLocal + "/64", "dev", vmDev, "nodad"},
-	} {
-		if err := t.VM.IP(c...); err != nil {
-			return err
-		}
+	if err := t.VM.IP("-6", "addr", "add", netip.PrefixFrom(VMIPv6Prefix.Addr().Next(), VMIPv6Prefix.Bits()).String(), "dev", vmDev, "nodad"); err != nil {
+		return err
+	}
+	if err := t.routeLinkLocal6(); err != nil {
+		return err
+	}
+	return t.Internet.IP("-6", "route", "add", VMIPv6Prefix.String(), "via", vmLinkLocal, "dev", gateDev)
+}
+
+// routeLinkLocal6 is the IPv6 part of a link whose gateway is
+// link-local: the two link-local addresses, the VM's default route by
+// the gateway's, and the IPv6 host.
+func (t *Topology) routeLinkLocal6() error {
+	if err := t.VM.IP("-6", "addr", "add", vmLinkLocal+"/64", "dev", vmDev, "nodad"); err != nil {
+		return err
 	}
 	if err := t.Internet.IP("-6", "addr", "add", gatewayLinkLocal+"/64", "dev", gateDev, "nodad"); err != nil {
 		return err
@@ -259,10 +267,32 @@ func (t *Topology) RouteIPv6OnTheVM() error {
 	if err := t.VM.IP("-6", "route", "add", "default", "via", gatewayLinkLocal, "dev", vmDev); err != nil {
 		return err
 	}
-	if err := t.Internet.IP("-6", "route", "add", VMIPv6Prefix.String(), "via", vmLinkLocal, "dev", gateDev); err != nil {
+	t.IPv6 = true
+	return nil
+}
+
+// RouteIPv6ToEC2 gives the topology the IPv6 part an EC2 instance in a
+// dual-stack subnet has before its addresses are known: the link, its
+// gateway link-local (as a VPC's router is to an instance), the VM's
+// default route and the IPv6 host. The instance's own address and its
+// delegated prefix are the EC2 fake's, given at launch: RouteDelegated
+// adds them.
+func (t *Topology) RouteIPv6ToEC2() error { return t.routeLinkLocal6() }
+
+// RouteDelegated gives the VM its own IPv6 address, addr in its subnet,
+// and routes the address and prefix, the /80 EC2 delegated to its
+// interface apart from that address, to the VM's link-local address,
+// as a VPC routes a delegated prefix to its interface. Nothing on the VM
+// says the prefix: its agent reads it from IMDS.
+func (t *Topology) RouteDelegated(addr, prefix netip.Prefix) error {
+	if err := t.VM.IP("-6", "addr", "add", addr.String(), "dev", vmDev, "nodad"); err != nil {
 		return err
 	}
-	t.IPv6 = true
+	for _, p := range []netip.Prefix{netip.PrefixFrom(addr.Addr(), 128), prefix} {
+		if err := t.Internet.IP("-6", "route", "add", p.String(), "via", vmLinkLocal, "dev", gateDev); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 
