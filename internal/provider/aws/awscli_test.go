@@ -354,3 +354,114 @@ func (a *awsCLI) runInstance(t *testing.T, f *ec2fake.Server, region, uid, deplo
 	}
 	return out.Instances[0].InstanceID
 }
+
+// TestAWSCLIReadsTheDelegatedPrefix holds the fake's dual-stack launch to
+// AWS's own CLI: it reads the zone's default subnet with its IPv6 block,
+// the deployment's group, and the provider's instance with its interface
+// in that subnet, its IPv6 address and the /80 the provider reports as
+// status.ipv6Prefix; and an instance the CLI launches with
+// --network-interfaces (Ipv6PrefixCount, Ipv6AddressCount, the group by
+// id) gets a /80 of the subnet, which the CLI prints back.
+func TestAWSCLIReadsTheDelegatedPrefix(t *testing.T) {
+	cli := newAWSCLI(t)
+	e := newEnv(t)
+	cli.endpoint = e.fake.Endpoint()
+	ctx := context.Background()
+	block := e.fake.SetIPv6Subnet("us-east-1b")
+	req := request()
+	req.Placement.Zone, req.IPv6Prefix = "us-east-1b", true
+	id, err := e.p.Create(ctx, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	in, err := e.p.Get(ctx, id)
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	var subnets struct {
+		Subnets []struct {
+			SubnetID                    string `json:"SubnetId"`
+			VpcID                       string `json:"VpcId"`
+			Ipv6CidrBlockAssociationSet []struct {
+				Ipv6CidrBlock      string
+				Ipv6CidrBlockState struct{ State string }
+			}
+		}
+	}
+	cli.json(t, &subnets, "ec2", "describe-subnets", "--filters", "Name=availability-zone,Values=us-east-1b", "Name=default-for-az,Values=true")
+	if len(subnets.Subnets) != 1 {
+		t.Fatalf("aws ec2 describe-subnets printed %+v, want the zone's default subnet", subnets)
+	}
+	sn := subnets.Subnets[0]
+	var groups struct {
+		SecurityGroups []struct {
+			GroupID string `json:"GroupId"`
+			VpcID   string `json:"VpcId"`
+		}
+	}
+	cli.json(t, &groups, "ec2", "describe-security-groups", "--group-names", "egress-proxy-egress")
+	if len(groups.SecurityGroups) != 1 {
+		t.Fatalf("aws ec2 describe-security-groups printed %+v, want the deployment's group", groups)
+	}
+
+	type iface struct {
+		SubnetID      string `json:"SubnetId"`
+		Ipv6Addresses []struct{ Ipv6Address string }
+		Ipv6Prefixes  []struct{ Ipv6Prefix string }
+	}
+	describe := func(instance string) iface {
+		var out struct {
+			Reservations []struct {
+				Instances []struct{ NetworkInterfaces []iface }
+			}
+		}
+		cli.json(t, &out, "ec2", "describe-instances", "--instance-ids", instance)
+		if len(out.Reservations) != 1 || len(out.Reservations[0].Instances) != 1 || len(out.Reservations[0].Instances[0].NetworkInterfaces) != 1 {
+			t.Fatalf("aws ec2 describe-instances --instance-ids %s printed %+v, want one instance with one interface", instance, out)
+		}
+		return out.Reservations[0].Instances[0].NetworkInterfaces[0]
+	}
+	// What the CLI printed, in the shape of what the test expects of it.
+	type seen struct {
+		Block, BlockState, GroupVPC string
+		Subnet                      string
+		Addresses, Prefixes         int
+		Prefix                      string
+	}
+	summary := func(ni iface) seen {
+		s := seen{GroupVPC: groups.SecurityGroups[0].VpcID, Subnet: ni.SubnetID, Addresses: len(ni.Ipv6Addresses), Prefixes: len(ni.Ipv6Prefixes)}
+		if len(sn.Ipv6CidrBlockAssociationSet) == 1 {
+			s.Block, s.BlockState = sn.Ipv6CidrBlockAssociationSet[0].Ipv6CidrBlock, sn.Ipv6CidrBlockAssociationSet[0].Ipv6CidrBlockState.State
+		}
+		if len(ni.Ipv6Prefixes) == 1 {
+			s.Prefix = ni.Ipv6Prefixes[0].Ipv6Prefix
+		}
+		return s
+	}
+	want := seen{Block: block, BlockState: "associated", GroupVPC: sn.VpcID, Subnet: sn.SubnetID, Addresses: 1, Prefixes: 1, Prefix: in.IPv6Prefix}
+	if diff := cmp.Diff(want, summary(describe(parsedInstance(id)))); diff != "" {
+		t.Errorf("the provider's instance as the CLI reads it (-want +got):\n%s", diff)
+	}
+
+	var run struct {
+		Instances []struct {
+			InstanceID string `json:"InstanceId"`
+		}
+	}
+	spec, _ := json.Marshal([]map[string]any{{"DeviceIndex": 0, "SubnetId": sn.SubnetID, "Groups": []string{groups.SecurityGroups[0].GroupID},
+		"Ipv6AddressCount": 1, "Ipv6PrefixCount": 1, "AssociatePublicIpAddress": true, "DeleteOnTermination": true}})
+	cli.json(t, &run, "ec2", "run-instances", "--image-id", e.fake.ImageID("us-east-1", "debian-13-amd64-20251117-2299"), "--instance-type", "t3.micro", "--count", "1",
+		"--network-interfaces", string(spec))
+	if len(run.Instances) != 1 {
+		t.Fatalf("aws ec2 run-instances --network-interfaces printed %+v, want one instance", run)
+	}
+	got := summary(describe(run.Instances[0].InstanceID))
+	if !strings.HasSuffix(got.Prefix, "/80") || got.Prefix == in.IPv6Prefix {
+		t.Errorf("the CLI's instance has prefix %q, want a /80 of its own", got.Prefix)
+	}
+	want.Prefix = got.Prefix
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("the CLI's dual-stack instance as the CLI reads it (-want +got):\n%s", diff)
+	}
+}
