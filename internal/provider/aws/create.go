@@ -63,22 +63,22 @@ func (p *Provider) Create(ctx context.Context, req provider.CreateRequest) (stri
 		// the same the Renderer put in its user-data.
 		instanceTags[vmside.LabelStatusID] = vmstatus.StatusID(req)
 	}
+	// An instance that draws its IPv6 sources from a prefix gets it at
+	// launch, on its primary interface: no call after the launch that a
+	// crash could miss, and a subnet without IPv6 is refused before any
+	// instance or Elastic IP is made.
+	var iface *types.InstanceNetworkInterfaceSpecification
+	if req.IPv6Prefix {
+		if iface, err = p.dualStackInterface(ctx, region, zone, req); err != nil {
+			return "", err
+		}
+	}
 	if req.StaticIP {
 		alloc, ip, err := p.ensureAddress(ctx, region, req)
 		if err != nil {
 			return "", err
 		}
 		instanceTags[tagEIP], instanceTags[tagEIPAddress] = alloc, ip
-	}
-	// An instance that draws its IPv6 sources from a prefix gets it at
-	// launch, on its primary interface: no call after the launch that a
-	// crash could miss, and a subnet without IPv6 is refused before any
-	// instance is made.
-	var iface *types.InstanceNetworkInterfaceSpecification
-	if req.IPv6Prefix {
-		if iface, err = p.dualStackInterface(ctx, region, zone, req); err != nil {
-			return "", err
-		}
 	}
 	token := clientToken(req, zone)
 	in := &ec2.RunInstancesInput{

@@ -29,6 +29,7 @@ func TestIPv6Prefix(t *testing.T) {
 		InSubnet    bool   // the /80 is of the subnet's range, and the address not in it
 		Reported    bool   // Get's IPv6Prefix is the fake's /80
 		Groups      string // the instance's groups, by name
+		ElasticIPs  int
 		ErrKind     provider.Kind
 		ErrSaysRule bool
 	}
@@ -36,6 +37,7 @@ func TestIPv6Prefix(t *testing.T) {
 		reason  string
 		ask     bool
 		ipv6    bool // the zone's default subnet has an IPv6 range
+		static  bool
 		creates int
 		want    seen
 	}{
@@ -47,12 +49,16 @@ func TestIPv6Prefix(t *testing.T) {
 			want: seen{Instances: 1, Lookups: 2, Prefixes: 1, Addresses: 1, InSubnet: true, Reported: true, Groups: "egress-proxy-egress"}},
 		"SubnetWithoutIPv6": {reason: "no IPv6 range: refused before the launch, for good", ask: true, ipv6: false, creates: 1,
 			want: seen{Lookups: 1, ErrKind: provider.KindPermanent, ErrSaysRule: true}},
+		"StaticSubnetWithoutIPv6": {reason: "refused before the Elastic IP too: none to collect", ask: true, ipv6: false, static: true, creates: 1,
+			want: seen{Lookups: 1, ErrKind: provider.KindPermanent, ErrSaysRule: true}},
+		"StaticDelegated": {reason: "a Static proxy's instance gets its /80 as well", ask: true, ipv6: true, static: true, creates: 1,
+			want: seen{Instances: 1, Lookups: 1, Prefixes: 1, Addresses: 1, InSubnet: true, Reported: true, Groups: "egress-proxy-egress", ElasticIPs: 1}},
 	} {
 		t.Run(name, func(t *testing.T) {
 			e := newEnv(t)
 			req := request()
 			req.Placement.Zone = "us-east-1b"
-			req.IPv6Prefix = tc.ask
+			req.IPv6Prefix, req.StaticIP = tc.ask, tc.static
 			var subnet6 netip.Prefix
 			if tc.ipv6 {
 				subnet6 = netip.MustParsePrefix(e.fake.SetIPv6Subnet("us-east-1b"))
@@ -65,7 +71,7 @@ func TestIPv6Prefix(t *testing.T) {
 				id, err = e.p.Create(context.Background(), req)
 			}
 			ins := e.fake.Instances()
-			got := seen{Instances: len(ins), Lookups: e.fake.Actions()["DescribeSubnets"], ErrKind: provider.KindOf(err)}
+			got := seen{Instances: len(ins), Lookups: e.fake.Actions()["DescribeSubnets"], ErrKind: provider.KindOf(err), ElasticIPs: len(e.fake.Addresses())}
 			if err != nil {
 				msg := err.Error()
 				got.ErrSaysRule = strings.Contains(msg, "only in a subnet with an IPv6 CIDR block") && strings.Contains(msg, "subnet-") && strings.Contains(msg, "us-east-1b")
