@@ -276,6 +276,11 @@ type Traffic struct {
 	BytesOut    int64     `json:"bytesOut" firestore:"bytesOut"`
 	Connections int64     `json:"connections" firestore:"connections"`
 	ReportTime  time.Time `json:"reportTime" firestore:"reportTime"`
+	// Month and MonthBytes are the calendar month (UTC, "2006-01") of the
+	// report and the bytes the VM carried in it, both ways together, kept
+	// across its engine's restarts: what spec.trafficQuota bounds.
+	Month      string `json:"month,omitempty" firestore:"month,omitempty"`
+	MonthBytes int64  `json:"monthBytes,omitempty" firestore:"monthBytes,omitempty"`
 }
 
 // Settled reports whether a proxy with this status needs no further work

@@ -98,7 +98,7 @@ func answers() []reply {
 		ansZoneNotAllowed, ansMethodNotAllowed, ansBadRequest, ansBadTarget, ansNotAProxyRequest, ansBadFraming, ansBadBody,
 		ansBodyTimeout, ansHeaderTooLarge, ansUpgradeUnsupported, ansCodingUnsupported, ansVersionNotSupported, ansSocksVersion, ansCommandUnsupported, ansAddressUnsupported,
 		ansNameNotResolved, ansConnectRefused, ansConnectFailed, ansConnectTimeout, ansUpstreamFailed, ansUpstreamTimeout,
-		ansTooManyConnections, ansStatusNotFound, ansStatusNonce}
+		ansTooManyConnections, ansQuotaExceeded, ansStatusNotFound, ansStatusNonce}
 }
 
 // body is the one-line body of an HTTP refusal.
