@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"sync"
 	"time"
+
+	"github.com/egress-proxies/egress/internal/vm/vmconfig"
 )
 
 // The month's traffic is what spec.trafficQuota bounds: the bytes carried
@@ -75,6 +77,19 @@ func (m *monthly) load(total int64) error {
 		m.before, m.saved = st.Bytes, st.Bytes
 	}
 	return nil
+}
+
+// carry makes the month's count at least c's bytes when c is of the month
+// counted: the bytes a VM before this one carried.
+func (m *monthly) carry(total int64, c *vmconfig.MonthCount) {
+	if c == nil {
+		return
+	}
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if month, used := m.turn(total); c.Month == month && c.Bytes > used {
+		m.before += c.Bytes - used
+	}
 }
 
 // used is the month counted and its bytes, given the server's total now;

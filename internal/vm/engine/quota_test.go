@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/google/go-cmp/cmp"
+
+	"github.com/egress-proxies/egress/internal/vm/vmconfig"
 )
 
 // quotaClock is a clock a test moves: the month turns when it says so.
@@ -118,6 +120,43 @@ func TestTrafficQuota(t *testing.T) {
 	c.Close()
 	if st := s3.Stats(); st.Month != "2027-01" || st.MonthBytes >= quota {
 		t.Errorf("the next month's stats say %s, %d bytes: want 2027-01 and under the quota", st.Month, st.MonthBytes)
+	}
+}
+
+// TestTrafficCarried: a new VM's engine starts from what the proxy's VM
+// before it carried this month, as the control plane wrote it beside the
+// quota; a count of another month, or lower than the engine's own, is
+// not taken.
+func TestTrafficCarried(t *testing.T) {
+	dec := time.Date(2026, 12, 15, 12, 0, 0, 0, time.UTC)
+	for name, tc := range map[string]struct {
+		file    string
+		carried *vmconfig.MonthCount
+		want    int64
+	}{
+		"a new VM":                 {carried: &vmconfig.MonthCount{Month: "2026-12", Bytes: 5000}, want: 5000},
+		"last month's":             {carried: &vmconfig.MonthCount{Month: "2026-11", Bytes: 5000}, want: 0},
+		"the engine's own is more": {file: `{"month":"2026-12","bytes":7000}`, carried: &vmconfig.MonthCount{Month: "2026-12", Bytes: 5000}, want: 7000},
+		"the report is more":       {file: `{"month":"2026-12","bytes":3000}`, carried: &vmconfig.MonthCount{Month: "2026-12", Bytes: 5000}, want: 5000},
+		"none":                     {want: 0},
+	} {
+		t.Run(name, func(t *testing.T) {
+			path := filepath.Join(t.TempDir(), "traffic.json")
+			if tc.file != "" {
+				os.WriteFile(path, []byte(tc.file), 0o600)
+			}
+			cfg := testConfig(t, 443)
+			cfg.TrafficQuotaBytes, cfg.TrafficCarried = 6000, tc.carried
+			s, err := New(cfg, Options{Now: func() time.Time { return dec }, TrafficState: path})
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer s.Shutdown(context.Background())
+			st := s.Stats()
+			if diff := cmp.Diff([2]any{tc.want, tc.want >= 6000}, [2]any{st.MonthBytes, s.quotaSpent(s.rules.Load())}); diff != "" {
+				t.Errorf("[the month's bytes at start, the quota spent] (-want +got):\n%s", diff)
+			}
+		})
 	}
 }
 

@@ -133,6 +133,7 @@ func New(cfg vmconfig.Config, opts Options) (*Server, error) {
 	if err := s.month.load(0); err != nil {
 		return nil, err
 	}
+	s.month.carry(0, cfg.TrafficCarried)
 	if s.month.path != "" {
 		go s.keepMonth()
 	}

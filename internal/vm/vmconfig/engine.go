@@ -96,6 +96,13 @@ type Config struct {
 	// month's count is the engine's, kept across reloads and restarts
 	// (Options.TrafficState), and starts again at 00:00 UTC on the first.
 	TrafficQuotaBytes int64 `json:"trafficQuotaBytes,omitempty"`
+	// TrafficCarried is what the proxy's VMs before this one carried this
+	// month, as the last of them reported it (status.traffic), written by
+	// the control plane with a quota: an engine that starts with no count
+	// of its own for that month (a new VM) starts from it, so a new VM is
+	// no fresh quota. A reload does not read it: the running count is
+	// already at least that.
+	TrafficCarried *MonthCount `json:"trafficCarried,omitempty"`
 	// AccessLog keeps one AccessLine per tunnel, SOCKS5 connection and
 	// plain-HTTP request (served at StatsListen's /access and written to
 	// the engine's log); false keeps none (spec.accessLog, on unless a
@@ -309,6 +316,13 @@ type Stats struct {
 	// TrafficQuotaBytes is the quota served (Config.TrafficQuotaBytes); 0
 	// is none.
 	TrafficQuotaBytes int64 `json:"trafficQuotaBytes,omitempty"`
+}
+
+// MonthCount is the bytes carried in a calendar month.
+type MonthCount struct {
+	// Month is the month, UTC, "2006-01".
+	Month string `json:"month"`
+	Bytes int64  `json:"bytes"`
 }
 
 // ProtocolCounts are counts by the protocol of a request.
