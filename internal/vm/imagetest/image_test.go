@@ -333,7 +333,7 @@ func testRelease(t *testing.T, ctx context.Context, rel Release, runDir string, 
 	if ipv6Families[rel.Family] {
 		// After the rotation: generation 3 admits the outsider's range.
 		testIPv6Reconfigured(checks, ctx, r, c2, "outsider", []string{outsiderRange}, next)
-		next++
+		next += 3 // per connection, per session, and back
 	}
 	testTrafficQuota(checks, ctx, r, c2, "outsider", []string{outsiderRange}, next)
 	return res
