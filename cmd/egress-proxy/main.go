@@ -15,7 +15,10 @@
 // only loads the file and says whether it would serve. -readiness names
 // the file a cloud-init boot's agent says its readiness in, which the
 // engine serves with its status on the proxy port
-// (vmconfig.StatusAccess).
+// (vmconfig.StatusAccess). -traffic-state names the file the month's
+// traffic is kept in across restarts, so that a restart never gives a
+// proxy with a trafficQuotaBytes a fresh month (the unit's
+// StateDirectory).
 //
 //	egress-proxy agent [-once] [-dir /etc/egress-proxy] [-user egress-proxy]
 //
@@ -61,6 +64,7 @@ func main() {
 	level := flag.String("log-level", "info", "debug (a line per refusal), info (and the access lines), warn or error")
 	check := flag.Bool("check", false, "load the configuration, say whether it would serve, and exit")
 	readiness := flag.String("readiness", "", "the agent's readiness file (vmconfig.Readiness), served with the status on the proxy port when the configuration has status access: a cloud-init boot's")
+	trafficState := flag.String("traffic-state", "", "the file the month's traffic is kept in across restarts (for trafficQuotaBytes); empty keeps it in memory only")
 	showVersion := flag.Bool("version", false, "print the version (CHANGELOG.md's release) and exit")
 	flag.Parse()
 	if *showVersion {
@@ -77,7 +81,7 @@ func main() {
 		fmt.Fprintln(os.Stderr, "egress-proxy: -config FILE is required")
 		os.Exit(2)
 	}
-	if err := run(log, *configPath, *readiness, *drain, *check); err != nil {
+	if err := run(log, *configPath, *readiness, *trafficState, *drain, *check); err != nil {
 		log.Error("egress-proxy stopped", slog.Any("error", err))
 		os.Exit(1)
 	}
@@ -110,12 +114,17 @@ func readinessFile(path string) func() vmconfig.Readiness {
 	}
 }
 
-func run(log *slog.Logger, path, readiness string, drain time.Duration, check bool) error {
+func run(log *slog.Logger, path, readiness, trafficState string, drain time.Duration, check bool) error {
 	cfg, err := load(path)
 	if err != nil {
 		return err
 	}
-	s, err := engine.New(cfg, engine.Options{Log: log, Readiness: readinessFile(readiness)})
+	if check {
+		// Only whether it would serve: the month's file is the running
+		// engine's.
+		trafficState = ""
+	}
+	s, err := engine.New(cfg, engine.Options{Log: log, Readiness: readinessFile(readiness), TrafficState: trafficState})
 	if err != nil || check {
 		return err
 	}

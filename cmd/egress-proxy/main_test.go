@@ -60,7 +60,7 @@ func TestSignals(t *testing.T) {
 	write("first", "firstPasswordOf24Chars00")
 	var logs syncBuffer
 	done := make(chan error, 1)
-	go func() { done <- run(logging.New(&logs, slog.LevelDebug), path, "", time.Second, false) }()
+	go func() { done <- run(logging.New(&logs, slog.LevelDebug), path, "", "", time.Second, false) }()
 
 	get := func(user, password string) string {
 		u := &url.URL{Scheme: "http", Host: listen, User: url.UserPassword(user, password)}

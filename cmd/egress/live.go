@@ -12,24 +12,32 @@ import (
 )
 
 // updateCommand changes a proxy's source ranges, CONNECT ports, bandwidth
-// limit, access log and IPv6 egress live; --wait waits until the VM serves the change.
+// limit, traffic quota, access log and IPv6 egress live; --wait waits until the VM serves the change.
 func (c *cli) updateCommand(pf *proxyFlags) *cobra.Command {
 	var (
 		patch       client.SpecPatch
 		bandwidth   string
 		noBandwidth bool
+		quota       string
+		noQuota     bool
 		accessLog   bool
 		ipv6Egress  string
 	)
 	var cmd *cobra.Command
-	cmd = c.onProxy(pf, "update NAME [--allowed-source-range CIDR…] [--connect-port PORT…|--default-connect-ports] [--bandwidth-limit RATE|--no-bandwidth-limit] [--access-log=true|false] [--ipv6-egress MODE]",
-		"Change a proxy's source ranges, CONNECT ports, bandwidth limit, access log or IPv6 egress on its VM, keeping its endpoint",
+	cmd = c.onProxy(pf, "update NAME [--allowed-source-range CIDR…] [--connect-port PORT…|--default-connect-ports] [--bandwidth-limit RATE|--no-bandwidth-limit] [--traffic-quota BYTES|--no-traffic-quota] [--access-log=true|false] [--ipv6-egress MODE]",
+		"Change a proxy's source ranges, CONNECT ports, bandwidth limit, traffic quota, access log or IPv6 egress on its VM, keeping its endpoint",
 		func(ctx context.Context, ns, name string) (*proxy.Proxy, client.Condition, error) {
 			switch {
 			case noBandwidth:
 				patch.BandwidthLimit = new(string)
 			case cmd.Flags().Changed("bandwidth-limit"):
 				patch.BandwidthLimit = &bandwidth
+			}
+			switch {
+			case noQuota:
+				patch.TrafficQuota = new(string)
+			case cmd.Flags().Changed("traffic-quota"):
+				patch.TrafficQuota = &quota
 			}
 			if cmd.Flags().Changed("access-log") {
 				patch.AccessLog = &accessLog
@@ -47,17 +55,21 @@ func (c *cli) updateCommand(pf *proxyFlags) *cobra.Command {
 	cmd.Example = `  egress proxies update partner-api -n payments --allowed-source-range 203.0.113.0/24,198.51.100.0/24 --wait
   egress proxies update partner-api -n payments --connect-port 443 --connect-port 8443
   egress proxies update scraper -n data --bandwidth-limit 50Mbit --access-log=false
-  egress proxies update scraper -n data --ipv6-egress perConnection`
+  egress proxies update scraper -n data --ipv6-egress perConnection
+  egress proxies update scraper -n data --traffic-quota 500GB`
 	f := cmd.Flags()
 	f.StringSliceVar(&patch.AllowedSourceRanges, "allowed-source-range", nil, "a CIDR that may use the proxy; the list replaces the proxy's (repeat, or separate with commas)")
 	f.Int32SliceVar(&patch.ConnectPorts, "connect-port", nil, "a port CONNECT may reach; the list replaces the proxy's (repeat)")
 	f.BoolVar(&patch.DefaultConnectPorts, "default-connect-ports", false, "back to the default CONNECT ports, 443 and 80")
 	f.StringVar(&bandwidth, "bandwidth-limit", "", "a bound on each direction of the proxy's traffic, e.g. 100Mbit (Kbit, Mbit or Gbit)")
 	f.BoolVar(&noBandwidth, "no-bandwidth-limit", false, "remove the proxy's bandwidth limit")
+	f.StringVar(&quota, "traffic-quota", "", trafficQuotaHelp)
+	f.BoolVar(&noQuota, "no-traffic-quota", false, "remove the proxy's traffic quota")
 	f.BoolVar(&accessLog, "access-log", true, "keep the proxy's access log (--access-log=false stops it)")
 	f.StringVar(&ipv6Egress, "ipv6-egress", "", ipv6EgressHelp+"; \"\" goes back to the provider's default")
 	cmd.MarkFlagsMutuallyExclusive("connect-port", "default-connect-ports")
 	cmd.MarkFlagsMutuallyExclusive("bandwidth-limit", "no-bandwidth-limit")
+	cmd.MarkFlagsMutuallyExclusive("traffic-quota", "no-traffic-quota")
 	cmd.MarkFlagsOneRequired("allowed-source-range", "connect-port", "default-connect-ports", "bandwidth-limit", "no-bandwidth-limit", "access-log", "ipv6-egress")
 	waitFlags(cmd, pf, "is Ready serving the change", 5*time.Minute)
 	return cmd

@@ -45,6 +45,7 @@ func (c *cli) printProxy(p *proxy.Proxy) error {
 		{"allowedSourceRanges", strings.Join(p.Spec.AllowedSourceRanges, ", ")},
 		{"connectPorts", client.ConnectPorts(p)},
 		{"bandwidthLimit", p.Spec.BandwidthLimit},
+		{"trafficQuota", p.Spec.TrafficQuota},
 		{"accessLog", accessLog},
 		{"maxAge", p.Spec.MaxAge},
 		{"rotations", fmt.Sprint(p.Status.Rotations)},
@@ -56,6 +57,16 @@ func (c *cli) printProxy(p *proxy.Proxy) error {
 			[2]string{"bytesIn", fmt.Sprintf("%d (%s, from clients)", t.BytesIn, byteSize(t.BytesIn))},
 			[2]string{"bytesOut", fmt.Sprintf("%d (%s, to clients)", t.BytesOut, byteSize(t.BytesOut))},
 			[2]string{"connections", fmt.Sprint(t.Connections)},
+		)
+		if t.Month != "" {
+			// Both ways, in the month the VM counts: what the quota bounds.
+			used := fmt.Sprintf("%d (%s both ways in %s", t.MonthBytes, byteSize(t.MonthBytes), t.Month)
+			if q, err := proxy.ParseTrafficQuota(p.Spec.TrafficQuota); err == nil {
+				used += fmt.Sprintf(", %.0f%% of the quota", 100*float64(t.MonthBytes)/float64(q))
+			}
+			rows = append(rows, [2]string{"monthBytes", used + ")"})
+		}
+		rows = append(rows,
 			[2]string{"trafficReported", t.ReportTime.Format(time.RFC3339)})
 	}
 	rows = append(rows,

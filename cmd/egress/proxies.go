@@ -45,6 +45,8 @@ func (pf *proxyFlags) ns() (string, error) {
 // ipv6EgressHelp says the modes of --ipv6-egress.
 const ipv6EgressHelp = "how connections to IPv6 destinations pick their source from the VM's IPv6 prefix: off, single (one address), perConnection (a fresh one each) or perSession (one per USER-session-ID); perConnection and perSession need a provider whose VMs get a prefix"
 
+const trafficQuotaHelp = "a bound on the bytes the proxy carries in a calendar month (UTC), both directions together, enforced on the VM: a whole number and MB, GB, TB (SI) or MiB, GiB, TiB, e.g. 500GB; once spent, new connections get 403 quota-exceeded until the first of the next month"
+
 func waitFlags(cmd *cobra.Command, pf *proxyFlags, what string, timeout time.Duration) {
 	cmd.Flags().BoolVar(&pf.wait, "wait", false, "wait until the proxy "+what+", showing its progress")
 	cmd.Flags().DurationVar(&pf.timeout, "timeout", timeout, "how long --wait waits")
@@ -106,6 +108,7 @@ func (c *cli) createCommand(pf *proxyFlags) *cobra.Command {
 	f.BoolVar(&spec.Socks5UDP, "socks5-udp", false, "carry SOCKS5 UDP ASSOCIATE too, on the SOCKS5 port's number over UDP (needs --socks5-port)")
 	f.StringVar((*string)(&spec.IPv6Egress), "ipv6-egress", "", ipv6EgressHelp+" (default: single where the provider's VMs get an IPv6 prefix, off where not)")
 	f.StringVar(&spec.BandwidthLimit, "bandwidth-limit", "", "a bound on each direction of the proxy's traffic: a whole number and Kbit, Mbit or Gbit, e.g. 100Mbit (default: none)")
+	f.StringVar(&spec.TrafficQuota, "traffic-quota", "", trafficQuotaHelp+" (default: none)")
 	f.BoolVar(&accessLog, "access-log", true, "keep one access line per connection and request (--access-log=false for tenants that must not)")
 	f.StringVar(&spec.Provider, "provider", "", "the cloud provider, "+providerTypes()+" (default: the deployment's)")
 	f.StringVar(&spec.Placement.MachineType, "machine-type", "", "the VM's machine type, in the provider's words (default: the provider's, "+defaultMachineTypes()+")")

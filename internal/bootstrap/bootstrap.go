@@ -113,6 +113,10 @@ type Config struct {
 	// proxy.ParseBandwidth reads it ("100Mbit", spec.bandwidthLimit);
 	// empty is no bound.
 	BandwidthLimit string
+	// TrafficQuota bounds the bytes the proxy carries a month as
+	// proxy.ParseTrafficQuota reads it ("500GB", spec.trafficQuota);
+	// empty is no bound.
+	TrafficQuota string
 	// AccessLogOff turns the engine's access log off (spec.accessLog
 	// false). Off rather than on, so that a Config that does not say
 	// keeps the log, as a spec that does not say does.
@@ -140,7 +144,7 @@ func ForProxy(spec proxy.Spec, creds proxy.Credentials, denyRanges []string) Con
 	if port == 0 {
 		port = proxy.DefaultPort
 	}
-	return Config{Port: port, Socks5Port: spec.Socks5Port, Socks5UDP: spec.Socks5UDP, IPv6Egress: spec.IPv6Egress, BandwidthLimit: spec.BandwidthLimit, AccessLogOff: !spec.AccessLogOn(),
+	return Config{Port: port, Socks5Port: spec.Socks5Port, Socks5UDP: spec.Socks5UDP, IPv6Egress: spec.IPv6Egress, BandwidthLimit: spec.BandwidthLimit, TrafficQuota: spec.TrafficQuota, AccessLogOff: !spec.AccessLogOn(),
 		AllowedSourceRanges: spec.AllowedSourceRanges, ConnectPorts: spec.ConnectPorts, Credentials: creds, DenyRanges: denyRanges}
 }
 
@@ -149,6 +153,7 @@ type rendered struct {
 	Port               int32
 	Socks5Port         int32
 	BandwidthBPS       int64
+	TrafficQuotaBytes  int64
 	Allow4, Allow6     []string
 	Deny4, Deny6       []string
 	ConnectPorts       []int32
@@ -198,6 +203,13 @@ func (c Config) check() (rendered, error) {
 			return r, fmt.Errorf("bootstrap: %w", err)
 		}
 		r.BandwidthBPS = bps
+	}
+	if c.TrafficQuota != "" {
+		b, err := proxy.ParseTrafficQuota(c.TrafficQuota)
+		if err != nil {
+			return r, fmt.Errorf("bootstrap: %w", err)
+		}
+		r.TrafficQuotaBytes = b
 	}
 	// A warm pool's VM (generation 0, no credentials) serves no one, so it
 	// has no source to admit either: its member's spec names none

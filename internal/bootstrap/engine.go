@@ -49,6 +49,7 @@ func EngineConfig(c Config) (vmconfig.Config, error) {
 		DenyDestinations:       slices.Concat(r.Deny4, r.Deny6),
 		StatsListen:            "127.0.0.1:" + strconv.Itoa(r.StatsPort),
 		BandwidthBitsPerSecond: r.BandwidthBPS,
+		TrafficQuotaBytes:      r.TrafficQuotaBytes,
 		AccessLog:              !c.AccessLogOff,
 		IPv6Egress:             string(c.IPv6Egress),
 		IPv6Prefix:             c.IPv6Prefix,

@@ -119,6 +119,7 @@ func TestEngineConfigOfASpec(t *testing.T) {
 		Socks5UDP                         bool
 		IPv6Egress, IPv6Prefix            string
 		BandwidthBitsPerSecond            int64
+		TrafficQuotaBytes                 int64
 		AccessLog                         bool
 	}
 	for name, tc := range map[string]struct {
@@ -158,6 +159,11 @@ func TestEngineConfigOfASpec(t *testing.T) {
 			spec:   func(s *proxy.Spec) { s.BandwidthLimit = "100Mbit" },
 			want:   dataPlane{Listen: ":3128", StatsListen: "127.0.0.1:9901", BandwidthBitsPerSecond: 100_000_000, AccessLog: true},
 		},
+		"TrafficQuota": {
+			reason: "500GB is 500,000,000,000 bytes a month.",
+			spec:   func(s *proxy.Spec) { s.TrafficQuota = "500GB" },
+			want:   dataPlane{Listen: ":3128", StatsListen: "127.0.0.1:9901", TrafficQuotaBytes: 500_000_000_000, AccessLog: true},
+		},
 		"AccessLogOff": {
 			reason: "A tenant that must not keep the log gets accessLog false, written, not left out.",
 			spec:   func(s *proxy.Spec) { s.AccessLog = &off },
@@ -179,7 +185,7 @@ func TestEngineConfigOfASpec(t *testing.T) {
 				t.Fatal(err)
 			}
 			if diff := cmp.Diff(tc.want, dataPlane{Listen: got.Listen, Socks5Listen: got.Socks5Listen, Socks5UDP: got.Socks5UDP, StatsListen: got.StatsListen, IPv6Egress: got.IPv6Egress, IPv6Prefix: got.IPv6Prefix,
-				BandwidthBitsPerSecond: got.BandwidthBitsPerSecond, AccessLog: got.AccessLog}); diff != "" {
+				BandwidthBitsPerSecond: got.BandwidthBitsPerSecond, TrafficQuotaBytes: got.TrafficQuotaBytes, AccessLog: got.AccessLog}); diff != "" {
 				t.Errorf("%s\n(-want +got):\n%s", tc.reason, diff)
 			}
 			text, err := json.Marshal(got)
@@ -200,13 +206,15 @@ func TestEngineConfigOfASpec(t *testing.T) {
 		"UDPWithoutSocks5":    {Socks5UDP: true},
 		"BandwidthInBytes":    {BandwidthLimit: "100MB"},
 		"BandwidthTooLow":     {BandwidthLimit: "10Kbit"},
+		"QuotaInBits":         {TrafficQuota: "500Gbit"},
+		"QuotaTooLow":         {TrafficQuota: "0MB"},
 		"IPv6EgressUnknown":   {IPv6Egress: "random"},
 		"IPv6PrefixIsIPv4":    {IPv6Egress: proxy.IPv6PerConnection, IPv6Prefix: "203.0.113.0/24"},
 		"IPv6PrefixNotANet":   {IPv6Egress: proxy.IPv6PerConnection, IPv6Prefix: "2001:db8::1/64"},
 		"IPv6PrefixNoLength":  {IPv6Egress: proxy.IPv6PerConnection, IPv6Prefix: "2001:db8::"},
 	} {
 		cfg := config()
-		cfg.Socks5Port, cfg.Socks5UDP, cfg.BandwidthLimit = c.Socks5Port, c.Socks5UDP, c.BandwidthLimit
+		cfg.Socks5Port, cfg.Socks5UDP, cfg.BandwidthLimit, cfg.TrafficQuota = c.Socks5Port, c.Socks5UDP, c.BandwidthLimit, c.TrafficQuota
 		cfg.IPv6Egress, cfg.IPv6Prefix = c.IPv6Egress, c.IPv6Prefix
 		if _, err := bootstrap.EngineConfig(cfg); err == nil {
 			t.Errorf("%s: EngineConfig took it", name)

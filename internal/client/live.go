@@ -18,6 +18,9 @@ type SpecPatch struct {
 	// BandwidthLimit replaces the proxy's bandwidth limit ("100Mbit");
 	// "" sends null, no limit.
 	BandwidthLimit *string
+	// TrafficQuota replaces the proxy's monthly traffic quota ("500GB");
+	// "" sends null, no quota.
+	TrafficQuota *string
 	// AccessLog turns the proxy's access log on or off.
 	AccessLog *bool
 	// IPv6Egress changes how connections to IPv6 destinations pick their
@@ -44,6 +47,12 @@ func (c *Client) UpdateProxy(ctx context.Context, ns, name string, patch SpecPat
 		spec["bandwidthLimit"] = nil
 		if *b != "" {
 			spec["bandwidthLimit"] = *b
+		}
+	}
+	if q := patch.TrafficQuota; q != nil {
+		spec["trafficQuota"] = nil
+		if *q != "" {
+			spec["trafficQuota"] = *q
 		}
 	}
 	if patch.AccessLog != nil {

@@ -31,7 +31,8 @@ import (
 // proxyPatch is the body of a proxy's PATCH, a JSON merge patch (RFC
 // 7396) of the fields a PATCH changes: a value replaces the proxy's, null
 // (or an empty list or string) goes back to the default (no CONNECT port
-// of its own, no bandwidth limit, the access log on), and a field left out
+// of its own, no bandwidth limit, no traffic quota, the access log on),
+// and a field left out
 // stays as it is.
 type proxyPatch struct {
 	Spec *specPatch `json:"spec"`
@@ -41,7 +42,10 @@ type specPatch struct {
 	AllowedSourceRanges []string `json:"allowedSourceRanges"`
 	ConnectPorts        []int32  `json:"connectPorts"`
 	BandwidthLimit      *string  `json:"bandwidthLimit"`
-	AccessLog           *bool    `json:"accessLog"`
+	// TrafficQuota changes the month's bound on the proxy's bytes; the
+	// month's count is the VM's and stays.
+	TrafficQuota *string `json:"trafficQuota"`
+	AccessLog    *bool   `json:"accessLog"`
 	// IPv6Egress changes how connections to IPv6 destinations pick their
 	// source: the agent applies it to the engine in place, where the
 	// VM takes changes so; null goes back to the cloud's default.
@@ -78,7 +82,7 @@ func (a *API) patchProxy(x *exchange) {
 	}
 	members, specNull := given(raw)
 	if specNull {
-		x.fail(invalid(proxy.FieldError{Field: "spec", Reason: ReasonFieldNotPatchable, Description: "is not removed by a PATCH: give the fields it changes, spec.allowedSourceRanges, spec.connectPorts, spec.bandwidthLimit, spec.accessLog and spec.ipv6Egress"}))
+		x.fail(invalid(proxy.FieldError{Field: "spec", Reason: ReasonFieldNotPatchable, Description: "is not removed by a PATCH: give the fields it changes, spec.allowedSourceRanges, spec.connectPorts, spec.bandwidthLimit, spec.trafficQuota, spec.accessLog and spec.ipv6Egress"}))
 		return
 	}
 	now := a.now()
@@ -93,6 +97,12 @@ func (a *API) patchProxy(x *exchange) {
 			spec.BandwidthLimit = ""
 			if req.Spec.BandwidthLimit != nil {
 				spec.BandwidthLimit = *req.Spec.BandwidthLimit
+			}
+		}
+		if _, ok := members["trafficQuota"]; ok {
+			spec.TrafficQuota = ""
+			if req.Spec.TrafficQuota != nil {
+				spec.TrafficQuota = *req.Spec.TrafficQuota
 			}
 		}
 		if _, ok := members["accessLog"]; ok {

@@ -116,6 +116,49 @@ func TestPatchBandwidthAndAccessLog(t *testing.T) {
 	}
 }
 
+// TestPatchTrafficQuota: a PATCH sets, changes and removes the monthly
+// traffic quota, each change a generation that reaches the VM; a quota in
+// bits, or of nothing, is refused naming the field and changes nothing.
+func TestPatchTrafficQuota(t *testing.T) {
+	e := memEnv(t)
+	seeded := e.seed()
+	path := "/v1/" + seeded.Key().Path()
+	type state struct {
+		Generation int64
+		Quota      string
+	}
+	for i, st := range []struct {
+		reason, body string
+		want         state
+	}{
+		{reason: "a quota", body: `{"spec":{"trafficQuota":"500GB"}}`, want: state{2, "500GB"}},
+		{reason: "raised", body: `{"spec":{"trafficQuota":"2TB"}}`, want: state{3, "2TB"}},
+		{reason: "left out: it stays", body: `{"spec":{"accessLog":true}}`, want: state{3, "2TB"}},
+		{reason: "null: no quota", body: `{"spec":{"trafficQuota":null}}`, want: state{4, ""}},
+	} {
+		resp, b := e.doContent(editor, "PATCH", path, "application/merge-patch+json", st.body)
+		if resp.StatusCode != 200 {
+			t.Fatalf("step %d (%s): %d\n%s", i, st.reason, resp.StatusCode, b)
+		}
+		p := decodeProxy(t, b)
+		if diff := cmp.Diff(st.want, state{p.Generation, p.Spec.TrafficQuota}); diff != "" {
+			t.Errorf("step %d (%s) (-want +got):\n%s", i, st.reason, diff)
+		}
+	}
+	for body, reason := range map[string]string{
+		`{"spec":{"trafficQuota":"500Gbit"}}`: proxy.ReasonTrafficQuotaInvalid,
+		`{"spec":{"trafficQuota":"0GB"}}`:     proxy.ReasonTrafficQuotaOutOfRange,
+	} {
+		resp, b := e.doContent(editor, "PATCH", path, "application/merge-patch+json", body)
+		if got := decodeErr(t, b); resp.StatusCode != 400 || got.reason() != reason || !slices.Equal(got.fields(), []string{"spec.trafficQuota"}) {
+			t.Errorf("PATCH %s: %d %s %v, want 400 %s naming spec.trafficQuota", body, resp.StatusCode, got.reason(), got.fields(), reason)
+		}
+	}
+	if p, _ := e.store.Get(context.Background(), seeded.Key()); p.Generation != 4 || p.Spec.TrafficQuota != "" {
+		t.Errorf("refused PATCHes changed the proxy: generation %d, trafficQuota %q", p.Generation, p.Spec.TrafficQuota)
+	}
+}
+
 // TestSocks5URLForEditors: a proxy with a socks5Port shows, to those who
 // may read its credentials only (tenancy.ReadProxyURL: its namespace's
 // editors and owners, not its viewers), socks5h://USER:PASSWORD@ip:socks5Port

@@ -139,6 +139,12 @@ type Traffic struct {
 	BytesIn, BytesOut, Connections int64
 	// ReportTime is when the VM made the report.
 	ReportTime time.Time
+	// Month and MonthBytes, added with spec.trafficQuota, are the
+	// calendar month (UTC, "2006-01") of the report and the bytes the VM
+	// carried in it, both ways together, across its engine's restarts
+	// (vmconfig.Stats.MonthBytes): what the quota bounds.
+	Month      string
+	MonthBytes int64
 }
 
 // Placement is the provider-opaque placement/size configuration a Create

@@ -54,8 +54,8 @@ func TestParseBandwidth(t *testing.T) {
 	}
 }
 
-// TestDataPlaneFields: the rules of spec.socks5Port and
-// spec.bandwidthLimit, each broken rule named by its field and reason.
+// TestDataPlaneFields: the rules of spec.socks5Port,
+// spec.bandwidthLimit and spec.trafficQuota, each broken rule named by its field and reason.
 func TestDataPlaneFields(t *testing.T) {
 	pol := proxy.Policy{MinPrefixIPv4: 8, MinPrefixIPv6: 32, ProxyPorts: []proxy.PortRange{{First: 3128, Last: 3128}, {First: 1080, Last: 1081}}}
 	enabled := func(string) bool { return true }
@@ -78,6 +78,9 @@ func TestDataPlaneFields(t *testing.T) {
 		"BandwidthGood":    {reason: "a limit in bits", change: func(s *proxy.Spec) { s.BandwidthLimit = "250Mbit" }},
 		"BandwidthForm":    {reason: "nonsense is refused with the field named", change: func(s *proxy.Spec) { s.BandwidthLimit = "lots" }, want: []violation{{"spec.bandwidthLimit", proxy.ReasonBandwidthInvalid}}},
 		"BandwidthTiny":    {reason: "below 1Mbit", change: func(s *proxy.Spec) { s.BandwidthLimit = "64Kbit" }, want: []violation{{"spec.bandwidthLimit", proxy.ReasonBandwidthOutOfRange}}},
+		"QuotaGood":        {reason: "a month's bytes", change: func(s *proxy.Spec) { s.TrafficQuota = "500GB" }},
+		"QuotaForm":        {reason: "bits are a bandwidth, not a quota", change: func(s *proxy.Spec) { s.TrafficQuota = "500Gbit" }, want: []violation{{"spec.trafficQuota", proxy.ReasonTrafficQuotaInvalid}}},
+		"QuotaTiny":        {reason: "a self-test would spend it", change: func(s *proxy.Spec) { s.TrafficQuota = "0MB" }, want: []violation{{"spec.trafficQuota", proxy.ReasonTrafficQuotaOutOfRange}}},
 		"BothBroken":       {reason: "every broken rule is told", change: func(s *proxy.Spec) { s.Socks5Port, s.BandwidthLimit = 3128, "1Tbit" }, want: []violation{{"spec.socks5Port", proxy.ReasonSocks5PortIsPort}, {"spec.bandwidthLimit", proxy.ReasonBandwidthInvalid}}},
 	} {
 		t.Run(name, func(t *testing.T) {

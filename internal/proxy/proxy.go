@@ -169,6 +169,14 @@ type Spec struct {
 	// tunnel and request together, as ParseBandwidth reads it ("100Mbit"); empty is no
 	// bound. A PATCH changes it on the VM.
 	BandwidthLimit string `json:"bandwidthLimit,omitempty" firestore:"bandwidthLimit,omitempty"`
+	// TrafficQuota bounds the bytes the proxy carries in a calendar month
+	// (UTC), both directions together, as ParseTrafficQuota reads it
+	// ("500GB"); empty is no bound. The engine enforces it: once the
+	// month's bytes reach it, new connections are refused (403
+	// quota-exceeded; SOCKS5 reply 2) and the running ones finish; the
+	// count starts again at 00:00 UTC on the first. A PATCH changes it on
+	// the VM, as it does the bandwidth limit.
+	TrafficQuota string `json:"trafficQuota,omitempty" firestore:"trafficQuota,omitempty"`
 	// AccessLog says whether the proxy keeps one access line per tunnel
 	// and per plain-HTTP request (who reached which host and port, when,
 	// and how much): on unless a tenant that must not keep them turns it
@@ -268,6 +276,11 @@ type Traffic struct {
 	BytesOut    int64     `json:"bytesOut" firestore:"bytesOut"`
 	Connections int64     `json:"connections" firestore:"connections"`
 	ReportTime  time.Time `json:"reportTime" firestore:"reportTime"`
+	// Month and MonthBytes are the calendar month (UTC, "2006-01") of the
+	// report and the bytes the VM carried in it, both ways together, kept
+	// across its engine's restarts: what spec.trafficQuota bounds.
+	Month      string `json:"month,omitempty" firestore:"month,omitempty"`
+	MonthBytes int64  `json:"monthBytes,omitempty" firestore:"monthBytes,omitempty"`
 }
 
 // Settled reports whether a proxy with this status needs no further work

@@ -85,6 +85,8 @@ const (
 	ReasonIPv6EgressInvalid       = "IPV6_EGRESS_INVALID"
 	ReasonBandwidthInvalid        = "BANDWIDTH_LIMIT_INVALID"
 	ReasonBandwidthOutOfRange     = "BANDWIDTH_LIMIT_OUT_OF_RANGE"
+	ReasonTrafficQuotaInvalid     = "TRAFFIC_QUOTA_INVALID"
+	ReasonTrafficQuotaOutOfRange  = "TRAFFIC_QUOTA_OUT_OF_RANGE"
 )
 
 // Policy is what the operator lets every tenant ask for, whatever the
@@ -193,6 +195,12 @@ func (s Spec) Validate(namespace string, pol Policy, enabled func(string) bool) 
 		var be *BandwidthError
 		if _, err := ParseBandwidth(s.BandwidthLimit); errors.As(err, &be) {
 			add("spec.bandwidthLimit", be.Reason, "%q %s", s.BandwidthLimit, be.Description)
+		}
+	}
+	if s.TrafficQuota != "" {
+		var qe *TrafficQuotaError
+		if _, err := ParseTrafficQuota(s.TrafficQuota); errors.As(err, &qe) {
+			add("spec.trafficQuota", qe.Reason, "%q %s", s.TrafficQuota, qe.Description)
 		}
 	}
 	errs = append(errs, s.validateCloudInit(namespace, pol)...)

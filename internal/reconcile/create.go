@@ -176,6 +176,11 @@ func (run *run) bootstrap(ctx context.Context, generation int64) (cloudInit, sta
 			// on the interface), the VM's own at a live change.
 			engine.IPv6Prefix = run.doc.Status.IPv6Prefix
 		}
+		if t := run.doc.Status.Traffic; engine != nil && engine.TrafficQuotaBytes > 0 && t != nil && t.Month != "" {
+			// A new VM is no fresh quota: it starts from what the
+			// proxy's VM before it last reported of the month.
+			engine.TrafficCarried = &vmconfig.MonthCount{Month: t.Month, Bytes: t.MonthBytes}
+		}
 		return "", script, engine, nil
 	}
 	return "", "", nil, nil

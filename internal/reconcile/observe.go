@@ -39,7 +39,8 @@ func (run *run) observe(ctx context.Context) (outcome, error) {
 		next.Reconciler.AddressID = inst.AddressID
 	}
 	if t := inst.Traffic; t != nil {
-		next.Status.Traffic = &proxy.Traffic{BytesIn: t.BytesIn, BytesOut: t.BytesOut, Connections: t.Connections, ReportTime: t.ReportTime}
+		next.Status.Traffic = &proxy.Traffic{BytesIn: t.BytesIn, BytesOut: t.BytesOut, Connections: t.Connections, ReportTime: t.ReportTime,
+			Month: t.Month, MonthBytes: t.MonthBytes}
 	}
 	running := inst.State == provider.StateRunning && inst.IP != ""
 	switch {

@@ -336,6 +336,41 @@ func TestReconfigure(t *testing.T) {
 // reconciler keeps; the change costs two writes to hand over (the lease
 // taken before the Reconfigure, and Reconfiguring), one Get and one write
 // on the call-home.
+// TestTrafficCarriedToANewVM: a proxy with a traffic quota whose change
+// needs a new VM hands that VM what the VM before it last reported of the
+// month, so a new VM is no fresh quota; its first VM, and a proxy without
+// a quota, carry nothing.
+func TestTrafficCarriedToANewVM(t *testing.T) {
+	for name, quota := range map[string]int64{"with a quota": 500 << 30, "without": 0} {
+		t.Run(name, func(t *testing.T) {
+			w, rc := reconfigureWorld(t, true)
+			w.r = reconcile.New(w.store, providers{rc.generations}, w.queue, secrets{}, w.clock, slog.New(slog.DiscardHandler),
+				reconcile.Options{Rand: rand.New(rand.NewPCG(1, 2)), Bootstrap: func(s proxy.Spec, c proxy.Credentials, generation int64) (string, *vmconfig.Config, error) {
+					script, cfg, err := engineOf(s, c, generation)
+					cfg.TrafficQuotaBytes = quota
+					return script, cfg, err
+				}})
+			w.readyWith(proxy.Spec{})
+			w.update(func(p *proxy.Proxy) {
+				p.Status.Traffic = &proxy.Traffic{ReportTime: w.clock.Now(), Month: "2026-12", MonthBytes: 123 << 30}
+			})
+			w.change(patchRanges)
+			w.written()
+			var got []*vmconfig.MonthCount
+			for _, c := range rc.created {
+				got = append(got, c.TrafficCarried)
+			}
+			want := []*vmconfig.MonthCount{nil, nil}
+			if quota > 0 {
+				want[1] = &vmconfig.MonthCount{Month: "2026-12", Bytes: 123 << 30}
+			}
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("the month carried by each VM's configuration, first VM first (-want +got):\n%s", diff)
+			}
+		})
+	}
+}
+
 // TestIPv6EgressReachesTheVM: the VM's prefix is in the proxy's status
 // once Ready, and a live change of spec.ipv6Egress hands the VM the mode
 // with that prefix in its engine configuration, in place; the create's

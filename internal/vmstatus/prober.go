@@ -72,7 +72,8 @@ func (p *Prober) Probe(ctx context.Context, ip string, port int32, uid, id strin
 		now = p.Now
 	}
 	return Status{Generation: st.Generation, Ready: st.Ready, Error: st.Error, Instance: st.Instance, Zone: st.Zone, Egress: st.Egress,
-		Traffic: &provider.Traffic{BytesIn: st.Stats.BytesIn, BytesOut: st.Stats.BytesOut, Connections: st.Stats.Connections, ReportTime: now()}}, nil
+		Traffic: &provider.Traffic{BytesIn: st.Stats.BytesIn, BytesOut: st.Stats.BytesOut, Connections: st.Stats.Connections, ReportTime: now(),
+			Month: st.Stats.Month, MonthBytes: st.Stats.MonthBytes}}, nil
 }
 
 // Access reads the VM's access log after the line after (0 from the

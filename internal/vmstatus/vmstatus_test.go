@@ -141,6 +141,10 @@ func TestProbe(t *testing.T) {
 			if err != nil {
 				t.Fatalf("%s\n%v", tc.reason, err)
 			}
+			if tc.want.Traffic != nil {
+				// The engine counts the month it runs in, by its own clock.
+				tc.want.Traffic.Month = time.Now().UTC().Format("2006-01")
+			}
 			if diff := cmp.Diff(tc.want, got); diff != "" {
 				t.Errorf("%s\n(-want +got):\n%s", tc.reason, diff)
 			}

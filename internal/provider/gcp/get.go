@@ -213,7 +213,7 @@ func traffic(value string) *provider.Traffic {
 	if value == "" || json.Unmarshal([]byte(value), &r) != nil {
 		return nil
 	}
-	return &provider.Traffic{BytesIn: r.BytesIn, BytesOut: r.BytesOut, Connections: r.Connections, ReportTime: r.ReportTime}
+	return &provider.Traffic{BytesIn: r.BytesIn, BytesOut: r.BytesOut, Connections: r.Connections, ReportTime: r.ReportTime, Month: r.Month, MonthBytes: r.MonthBytes}
 }
 
 // convert maps a Compute instance onto the provider's view.

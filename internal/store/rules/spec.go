@@ -13,6 +13,7 @@ const (
 	AllowedSourceRangesField = "spec.allowedSourceRanges"
 	ConnectPortsField        = "spec.connectPorts"
 	BandwidthLimitField      = "spec.bandwidthLimit"
+	TrafficQuotaField        = "spec.trafficQuota"
 	AccessLogField           = "spec.accessLog"
 	IPv6EgressField          = "spec.ipv6Egress"
 	GenerationField          = "generation"
@@ -33,10 +34,11 @@ func Live(p *proxy.Proxy) error {
 }
 
 // UpdateSpec changes p's reconfigurable fields (allowedSourceRanges,
-// connectPorts, bandwidthLimit, accessLog and ipv6Egress; nothing else of
+// connectPorts, bandwidthLimit, trafficQuota, accessLog and ipv6Egress;
+// nothing else of
 // spec is taken from it) to those of the spec update makes of p's (its
 // error is returned as it is: the API's validation of the result) at now,
-// and returns the fields that changed: all five, generation + 1, and a
+// and returns the fields that changed: all six, generation + 1, and a
 // progress time, so the sweep re-drives a proxy whose change's event was
 // lost. A spec that changes nothing changes nothing: the result is nil and
 // the generation stays. Live's refusals come first.
@@ -53,18 +55,19 @@ func UpdateSpec(p *proxy.Proxy, now time.Time, update func(proxy.Spec) (proxy.Sp
 	// (nil, which is on) and one that says on are the same proxy.
 	accessLog := spec.AccessLogOn()
 	if slices.Equal(ranges, p.Spec.AllowedSourceRanges) && slices.Equal(ports, p.Spec.ConnectPorts) &&
-		spec.BandwidthLimit == p.Spec.BandwidthLimit && accessLog == p.Spec.AccessLogOn() && spec.IPv6Egress == p.Spec.IPv6Egress {
+		spec.BandwidthLimit == p.Spec.BandwidthLimit && spec.TrafficQuota == p.Spec.TrafficQuota && accessLog == p.Spec.AccessLogOn() && spec.IPv6Egress == p.Spec.IPv6Egress {
 		return nil, nil
 	}
 	p.Spec.AllowedSourceRanges, p.Spec.ConnectPorts = ranges, ports
 	p.Spec.BandwidthLimit, p.Spec.AccessLog = spec.BandwidthLimit, &accessLog
-	p.Spec.IPv6Egress = spec.IPv6Egress
+	p.Spec.IPv6Egress, p.Spec.TrafficQuota = spec.IPv6Egress, spec.TrafficQuota
 	p.Generation++
 	p.Reconciler.ProgressTime = now
 	return []Field{
 		{Path: AllowedSourceRangesField, Value: ranges},
 		{Path: ConnectPortsField, Value: ports},
 		{Path: BandwidthLimitField, Value: spec.BandwidthLimit},
+		{Path: TrafficQuotaField, Value: spec.TrafficQuota},
 		{Path: AccessLogField, Value: accessLog},
 		{Path: IPv6EgressField, Value: string(spec.IPv6Egress)},
 		{Path: GenerationField, Value: p.Generation},

@@ -217,6 +217,9 @@ func (hc *httpConn) serveOne(r *rules) bool {
 	}
 	cc.cred.Store(&cred)
 	rec.line.User, rec.line.Session = cred.name, cred.session
+	if s.quotaSpent(r) {
+		return refuseWith(ansQuotaExceeded, nil)
+	}
 	if req.Method == http.MethodConnect {
 		s.connect(hc, req, r, cred, rec)
 		return false

@@ -30,6 +30,7 @@ type rules struct {
 	headerTimeout               time.Duration
 	responseHeaderTimeout       time.Duration
 	bandwidth                   int64 // bits a second, 0 unlimited
+	trafficQuota                int64 // bytes a month, 0 unlimited
 	accessLog                   bool
 	// udp is whether a SOCKS5 UDP ASSOCIATE is carried (udp.go), and
 	// udpIdle how long an association may carry nothing.
@@ -58,12 +59,16 @@ func compile(c vmconfig.Config) (*rules, error) {
 		headerTimeout:         c.HeaderTimeout.Or(vmconfig.DefaultHeaderTimeout),
 		responseHeaderTimeout: c.ResponseHeaderTimeout.Or(vmconfig.DefaultResponseHeaderTimeout),
 		bandwidth:             c.BandwidthBitsPerSecond,
+		trafficQuota:          c.TrafficQuotaBytes,
 		accessLog:             c.AccessLog,
 		udp:                   c.Socks5UDP,
 		udpIdle:               c.UDPIdleTimeout.Or(vmconfig.DefaultUDPIdleTimeout),
 	}
 	if c.BandwidthBitsPerSecond < 0 {
 		return nil, fmt.Errorf("engine: bandwidthBitsPerSecond: %d is negative (0 is no limit)", c.BandwidthBitsPerSecond)
+	}
+	if c.TrafficQuotaBytes < 0 {
+		return nil, fmt.Errorf("engine: trafficQuotaBytes: %d is negative (0 is no quota)", c.TrafficQuotaBytes)
 	}
 	if c.MaxConnections < 0 {
 		return nil, fmt.Errorf("engine: maxConnections: %d is negative (0 sizes it to the descriptor limit)", c.MaxConnections)

@@ -36,6 +36,12 @@ type Options struct {
 	// applied (a cloud-init boot's readiness file): the status request's
 	// ready and error. Nil: never ready.
 	Readiness func() vmconfig.Readiness
+	// TrafficState is the file the month's traffic is kept in across
+	// restarts (quota.go), in a directory of the engine's own (the unit's
+	// StateDirectory); "" keeps it in memory only.
+	TrafficState string
+	// Now is the clock the month is read from; nil is time.Now.
+	Now func() time.Time
 }
 
 // Server is one proxy: it serves CONNECT and plain HTTP on
@@ -74,6 +80,7 @@ type Server struct {
 
 	since                           time.Time
 	bytesIn, bytesOut               atomic.Int64
+	month                           monthly
 	connections, activeTuns         atomic.Int64
 	activeConns, refused            atomic.Int64
 	reqHTTP, reqConnect, reqSocks   atomic.Int64
@@ -119,6 +126,17 @@ func New(cfg vmconfig.Config, opts Options) (*Server, error) {
 		s.resolver = net.DefaultResolver
 	}
 	s.ctx, s.cancel = context.WithCancel(context.Background())
+	s.month.now, s.month.path = opts.Now, opts.TrafficState
+	if s.month.now == nil {
+		s.month.now = time.Now
+	}
+	if err := s.month.load(0); err != nil {
+		return nil, err
+	}
+	s.month.carry(0, cfg.TrafficCarried)
+	if s.month.path != "" {
+		go s.keepMonth()
+	}
 	s.maxConns = int64(cfg.MaxConnections)
 	if s.maxConns == 0 {
 		s.maxConns = defaultMaxConnections()
@@ -350,13 +368,16 @@ func (s *Server) Shutdown(ctx context.Context) error {
 		s.udp.conn.Close()
 	}
 	s.transport.CloseIdleConnections()
+	if err := s.month.save(s.total()); err != nil {
+		s.log.Warn("the month's traffic not kept", slog.Any("error", err))
+	}
 	s.log.Info("proxy stopped", slog.Int64("bytesIn", s.bytesIn.Load()), slog.Int64("bytesOut", s.bytesOut.Load()))
 	return err
 }
 
 // Stats returns the counters now.
 func (s *Server) Stats() vmconfig.Stats {
-	return vmconfig.Stats{
+	st := vmconfig.Stats{
 		Generation:        s.rules.Load().generation,
 		Since:             s.since,
 		BytesIn:           s.bytesIn.Load(),
@@ -371,4 +392,7 @@ func (s *Server) Stats() vmconfig.Stats {
 			Socks5:  s.reqSocks.Load(),
 		},
 	}
+	st.Month, st.MonthBytes = s.month.used(s.total())
+	st.TrafficQuotaBytes = s.rules.Load().trafficQuota
+	return st
 }

@@ -355,7 +355,9 @@ func TestCounters(t *testing.T) {
 	c.Close()
 	waitUntil(t, "the tunnel to close", func() bool { return s.Stats().ActiveTunnels == 0 })
 	// The five pipelined bytes count in, and out once echoed.
-	want := vmconfig.Stats{Generation: 1, BytesIn: 1<<20 + 5, BytesOut: 1<<20 + 5, Connections: 1, Requests: vmconfig.ProtocolCounts{Connect: 1}}
+	// The month's bytes are both ways together.
+	want := vmconfig.Stats{Generation: 1, BytesIn: 1<<20 + 5, BytesOut: 1<<20 + 5, Connections: 1, Requests: vmconfig.ProtocolCounts{Connect: 1},
+		Month: time.Now().UTC().Format("2006-01"), MonthBytes: 2 * (1<<20 + 5)}
 	if diff := cmp.Diff(want, s.Stats(), cmpopts.IgnoreFields(vmconfig.Stats{}, "Since")); diff != "" {
 		t.Errorf("counters after 1 MiB and 5 bytes each way: -want +got:\n%s", diff)
 	}

@@ -218,6 +218,13 @@ func (s *Server) serveSOCKS5(cc *clientConn) {
 		return
 	}
 	cc.cred.Store(&req.cred)
+	if s.quotaSpent(r) {
+		a := ansQuotaExceeded
+		rec.answer = socksRefusalLen
+		rec.done(int(a.Socks), a.Code)
+		writeSocksReply(cc.conn, a.Socks, nil)
+		return
+	}
 	if req.command == socksCommandUDPAssociate {
 		s.serveUDPAssociate(cc, rec, req)
 		return

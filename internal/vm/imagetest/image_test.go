@@ -332,10 +332,13 @@ func testRelease(t *testing.T, ctx context.Context, rel Release, runDir string, 
 	checks.run("after a reboot WrongPassword407", func(t *testing.T) { checkAuth(t, ctx, r, r.creds.Username, r.creds.Password+"x") })
 	checks.run("after a reboot the password is in no log line", func(t *testing.T) { checkNoSecret(t, ctx, r, c2, console2) })
 	testReconfigure(checks, ctx, r)
+	next := int64(4)
 	if ipv6Families[rel.Family] {
 		// After the rotation: generation 3 admits the outsider's range.
-		testIPv6Reconfigured(checks, ctx, r, c2, "outsider", []string{outsiderRange}, 4)
+		testIPv6Reconfigured(checks, ctx, r, c2, "outsider", []string{outsiderRange}, next)
+		next += 3 // per connection, per session, and back
 	}
+	testTrafficQuota(checks, ctx, r, c2, "outsider", []string{outsiderRange}, next)
 	return res
 }
 

@@ -88,6 +88,21 @@ type Config struct {
 	// own (the bytes from the clients, and the bytes to them). 0 is no
 	// limit. A reload applies a new value to the traffic already flowing.
 	BandwidthBitsPerSecond int64 `json:"bandwidthBitsPerSecond,omitempty"`
+	// TrafficQuotaBytes bounds the bytes the proxy carries in a calendar
+	// month (UTC), both directions together (spec.trafficQuota): once
+	// Stats.MonthBytes reaches it, new connections and requests are
+	// refused (403 quota-exceeded, SOCKS5 reply 2) and the open ones
+	// finish. 0 is no quota. A reload applies a new value at once; the
+	// month's count is the engine's, kept across reloads and restarts
+	// (Options.TrafficState), and starts again at 00:00 UTC on the first.
+	TrafficQuotaBytes int64 `json:"trafficQuotaBytes,omitempty"`
+	// TrafficCarried is what the proxy's VMs before this one carried this
+	// month, as the last of them reported it (status.traffic), written by
+	// the control plane with a quota: an engine that starts with no count
+	// of its own for that month (a new VM) starts from it, so a new VM is
+	// no fresh quota. A reload does not read it: the running count is
+	// already at least that.
+	TrafficCarried *MonthCount `json:"trafficCarried,omitempty"`
 	// AccessLog keeps one AccessLine per tunnel, SOCKS5 connection and
 	// plain-HTTP request (served at StatsListen's /access and written to
 	// the engine's log); false keeps none (spec.accessLog, on unless a
@@ -291,6 +306,23 @@ type Stats struct {
 	// tunnels, plain-HTTP requests and SOCKS5 connections, each whether
 	// carried or refused.
 	Requests ProtocolCounts `json:"requests"`
+	// Month is the calendar month (UTC, "2006-01") MonthBytes count; a
+	// report of another month says nothing of this one.
+	Month string `json:"month,omitempty"`
+	// MonthBytes are the bytes carried in Month, both directions together,
+	// by this engine and the ones before it on the VM (kept across
+	// restarts): what Config.TrafficQuotaBytes bounds.
+	MonthBytes int64 `json:"monthBytes"`
+	// TrafficQuotaBytes is the quota served (Config.TrafficQuotaBytes); 0
+	// is none.
+	TrafficQuotaBytes int64 `json:"trafficQuotaBytes,omitempty"`
+}
+
+// MonthCount is the bytes carried in a calendar month.
+type MonthCount struct {
+	// Month is the month, UTC, "2006-01".
+	Month string `json:"month"`
+	Bytes int64  `json:"bytes"`
 }
 
 // ProtocolCounts are counts by the protocol of a request.
