@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"io/fs"
 	"maps"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -16,6 +17,7 @@ import (
 	"github.com/hashicorp/hcl/v2/ext/typeexpr"
 	"github.com/hashicorp/hcl/v2/hclsyntax"
 	"github.com/zclconf/go-cty/cty"
+	"github.com/zclconf/go-cty/cty/function"
 )
 
 // azureDir is the azure provider's own module, applied with the operator's
@@ -832,5 +834,125 @@ func TestNoAzureSecretAnywhere(t *testing.T) {
 	}
 	if scanned < 100 {
 		t.Fatalf("scanned %d files: the walk did not see the tree", scanned)
+	}
+}
+
+// withAzureValidationFunctions is ctx with what the Azure part's
+// validations call beyond withListFunctions: Terraform's values and
+// cidrhost (only ever under can(), so it need only refuse what is no
+// CIDR).
+func withAzureValidationFunctions(ctx *hcl.EvalContext) *hcl.EvalContext {
+	c := withListFunctions(ctx)
+	c.Functions["values"] = function.New(&function.Spec{
+		Params: []function.Parameter{{Name: "mapping", Type: cty.DynamicPseudoType}},
+		Type: func(args []cty.Value) (cty.Type, error) {
+			var types []cty.Type
+			for it := args[0].ElementIterator(); it.Next(); {
+				_, v := it.Element()
+				types = append(types, v.Type())
+			}
+			return cty.Tuple(types), nil
+		},
+		Impl: func(args []cty.Value, _ cty.Type) (cty.Value, error) {
+			var vals []cty.Value
+			for it := args[0].ElementIterator(); it.Next(); {
+				_, v := it.Element()
+				vals = append(vals, v)
+			}
+			if len(vals) == 0 {
+				return cty.EmptyTupleVal, nil
+			}
+			return cty.TupleVal(vals), nil
+		},
+	})
+	c.Functions["cidrhost"] = function.New(&function.Spec{
+		Params: []function.Parameter{{Name: "prefix", Type: cty.String}, {Name: "hostnum", Type: cty.Number}},
+		Type:   function.StaticReturnType(cty.String),
+		Impl: func(args []cty.Value, _ cty.Type) (cty.Value, error) {
+			p, err := netip.ParsePrefix(args[0].AsString())
+			if err != nil {
+				return cty.NilVal, err
+			}
+			return cty.StringVal(p.Masked().Addr().String()), nil
+		},
+	})
+	return c
+}
+
+// TestTheAzureVariablesRefuseWhatCannotHold: the validations of the
+// azure/ module's and the main module's Azure variables take what the
+// Azure side and the provider take, and refuse at plan time what would
+// fail at Azure or at the functions' start-up: a location by its display
+// name, a service account's email where its unique id belongs, an IPv6
+// status range (the VMs have none), allowed ranges without an IPv4 one, a
+// subnet that is no subnet's id, a policy without the default size or
+// image.
+func TestTheAzureVariablesRefuseWhatCannotHold(t *testing.T) {
+	az, main := parseModuleAt(t, azureDir), parseModule(t)
+	ids := func(r, g string) cty.Value {
+		return cty.ObjectVal(map[string]cty.Value{"reconcile": cty.StringVal(r), "collect_garbage": cty.StringVal(g)})
+	}
+	subnet := "/subscriptions/00000000-0000-0000-0000-000000000001/resourceGroups/egress-proxies-egress/providers/Microsoft.Network/virtualNetworks/egress-proxies-westeurope/subnets/proxies"
+	cases := map[string]struct {
+		reason   string
+		main     bool
+		variable string
+		value    cty.Value
+		valid    bool
+	}{
+		"Locations":           {reason: "Azure's names of locations.", variable: "locations", value: ctyStrings("westeurope", "eastus2"), valid: true},
+		"ADisplayName":        {reason: "The display name is no location's name in the API.", variable: "locations", value: ctyStrings("West Europe")},
+		"NoLocation":          {reason: "Each location gets the network; none is nothing to run in.", variable: "locations", value: ctyStrings()},
+		"FirstApply":          {reason: "The first apply, before the main module: no account yet.", variable: "function_account_ids", value: cty.NullVal(cty.Object(map[string]cty.Type{"reconcile": cty.String, "collect_garbage": cty.String})), valid: true},
+		"UniqueIDs":           {reason: "The accounts' unique ids, as the main module outputs them.", variable: "function_account_ids", value: ids("104729384756102938475", "204729384756102938475"), valid: true},
+		"AnEmail":             {reason: "A Google ID token's subject is the account's unique id, never its email.", variable: "function_account_ids", value: ids("reconcile@p.iam.gserviceaccount.com", "204729384756102938475")},
+		"IPv4StatusRanges":    {reason: "The main module's output status_source_ranges.", variable: "status_source_ranges", value: ctyStrings("198.51.100.7/32"), valid: true},
+		"AnIPv6StatusRange":   {reason: "The VMs have no IPv6 address to be asked on.", variable: "status_source_ranges", value: ctyStrings("2001:db8::1/128")},
+		"MixedSources":        {reason: "The IPv6 ones are left out, the IPv4 one admitted.", variable: "allowed_source_ranges", value: ctyStrings("203.0.113.0/24", "2001:db8::/32"), valid: true},
+		"OnlyIPv6Sources":     {reason: "The rules would admit no one: the VMs have IPv4 addresses only.", variable: "allowed_source_ranges", value: ctyStrings("2001:db8::/32")},
+		"NoCIDR":              {reason: "A range is a CIDR.", variable: "allowed_source_ranges", value: ctyStrings("203.0.113.0/24", "office")},
+		"PortRange":           {reason: "Ports and ranges, as PROXY_PORTS has them.", variable: "proxy_ports", value: ctyStrings("3128", "8080-8090"), valid: true},
+		"NamedPort":           {reason: "Azure's rules take numbers.", variable: "proxy_ports", value: ctyStrings("http")},
+		"AnIPv6AddressSpace":  {reason: "The subnets are IPv4.", variable: "address_space", value: cty.StringVal("fd00::/48")},
+		"ASubscription":       {reason: "A GUID.", variable: "subscription_id", value: cty.StringVal("00000000-0000-0000-0000-000000000001"), valid: true},
+		"ASubscriptionByName": {reason: "The provider takes the id, not the display name.", variable: "subscription_id", value: cty.StringVal("Pay-As-You-Go")},
+		"AResourceGroupName":  {reason: "Letters, digits, '-', '_', '.', '(' and ')'.", variable: "resource_group", value: cty.StringVal("egress-proxies_(prod)"), valid: true},
+		"AResourceGroupDot":   {reason: "Azure refuses a name ending with '.'.", variable: "resource_group", value: cty.StringVal("egress.")},
+
+		"MainSubscriptionUnset": {reason: "Azure not set up yet.", main: true, variable: "azure_subscription_id", value: cty.StringVal(""), valid: true},
+		"MainClientByName":      {reason: "The client id is the identity's GUID.", main: true, variable: "azure_client_id", value: cty.StringVal("egress-proxy-egress-functions")},
+		"MainSubnetIDs":         {reason: "The azure/ module's output subnet_ids.", main: true, variable: "azure_subnet_ids", value: cty.MapVal(map[string]cty.Value{"westeurope": cty.StringVal(subnet)}), valid: true},
+		"MainSubnetByName":      {reason: "A subnet is named by its resource id.", main: true, variable: "azure_subnet_ids", value: cty.MapVal(map[string]cty.Value{"westeurope": cty.StringVal("proxies")})},
+		"MainSizes":             {reason: "More sizes beside the default.", main: true, variable: "azure_vm_sizes", value: ctyStrings("Standard_B1s", "Standard_B2s"), valid: true},
+		"MainSizesNoDefault":    {reason: "A placement that names no size gets Standard_B1s, which must be allowed.", main: true, variable: "azure_vm_sizes", value: ctyStrings("Standard_B2s")},
+		"MainImagesNoDefault":   {reason: "A placement that names no image gets Debian 13's, which must be allowed.", main: true, variable: "azure_images", value: ctyStrings("Debian:debian-12:12-gen2:latest")},
+		"MainImageNoURN":        {reason: "An image is a URN publisher:offer:sku:version.", main: true, variable: "azure_images", value: ctyStrings("Debian:debian-13:13-gen2:latest", "debian-13")},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			m, vars := az, azureVars(map[string]cty.Value{tc.variable: tc.value})
+			if tc.main {
+				m, vars = main, map[string]cty.Value{tc.variable: tc.value}
+			}
+			var validation *hclsyntax.Block
+			for _, b := range m.blocks {
+				if b.Type == "variable" && b.Labels[0] == tc.variable {
+					if v := nested(b.Body, "validation"); len(v) == 1 {
+						validation = v[0]
+					}
+				}
+			}
+			if validation == nil {
+				t.Fatalf("variable %s has no validation", tc.variable)
+			}
+			e := evaluate(t, m, vars)
+			ok, diags := validation.Body.Attributes["condition"].Expr.Value(withAzureValidationFunctions(e.ctx))
+			if diags.HasErrors() {
+				t.Fatalf("%s's validation does not evaluate: %s", tc.variable, diags.Error())
+			}
+			if ok.True() != tc.valid {
+				t.Errorf("%s\n%s = %#v: valid = %v, want %v", tc.reason, tc.variable, tc.value, ok.True(), tc.valid)
+			}
+		})
 	}
 }

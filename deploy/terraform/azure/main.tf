@@ -87,7 +87,10 @@ variable "function_account_ids" {
   })
   default = null
   validation {
-    condition     = var.function_account_ids == null || alltrue([for id in values(var.function_account_ids) : can(regex("^[0-9]{10,30}$", id))])
+    # A conditional, not ||: not every Terraform this module takes (1.6
+    # and up) stops at a true left side of ||, and values(null) is an
+    # error.
+    condition     = var.function_account_ids == null ? true : alltrue([for id in values(var.function_account_ids) : can(regex("^[0-9]{10,30}$", id))])
     error_message = "function_account_ids must hold the numeric unique ids of the functions' service accounts: the main module's output azure_function_account_ids."
   }
 }
