@@ -156,8 +156,9 @@ resource "azurerm_user_assigned_identity" "functions" {
 
 # Its federated credentials: one per function, since a credential names one
 # subject. Entra refuses concurrent writes of credentials under one
-# identity (ConcurrentFederatedIdentityCredentialsWritesForSingleManagedIdentity),
-# so the second waits for the first.
+# identity (409, ConcurrentFederatedIdentityCredentialsWritesForSingleManagedIdentity):
+# azurerm has written them one at a time since 3.40, and the second's
+# depends_on says so here too, whatever the provider does.
 resource "azurerm_federated_identity_credential" "reconcile" {
   count                     = var.function_account_ids == null ? 0 : 1
   name                      = "google-reconcile"
