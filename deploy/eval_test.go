@@ -3,6 +3,7 @@ package deploy_test
 import (
 	"fmt"
 	"sort"
+	"strings"
 	"testing"
 
 	"github.com/hashicorp/hcl/v2"
@@ -114,7 +115,15 @@ var functions = map[string]function.Function{
 	"length":     stdlib.LengthFunc,
 	"merge":      stdlib.MergeFunc,
 	"regex":      stdlib.RegexFunc,
+	"strcontains": function.New(&function.Spec{
+		Params: []function.Parameter{{Name: "str", Type: cty.String}, {Name: "substr", Type: cty.String}},
+		Type:   function.StaticReturnType(cty.Bool),
+		Impl: func(args []cty.Value, _ cty.Type) (cty.Value, error) {
+			return cty.BoolVal(strings.Contains(args[0].AsString(), args[1].AsString())), nil
+		},
+	}),
 	"tonumber":   to(cty.Number),
+	"toset":      to(cty.Set(cty.String)),
 	"tostring":   to(cty.String),
 	"trimprefix": stdlib.TrimPrefixFunc,
 	"try":        tryfunc.TryFunc,
