@@ -151,6 +151,27 @@ type proxy struct {
 // waits for each.
 func (c *armClient) create(p proxy, subnet string) {
 	c.t.Helper()
+	c.createWith(p, subnet, "Delete", "Delete")
+}
+
+// createWith is create with the VM's deleteOptions of its NIC and OS
+// disk.
+func (c *armClient) createWith(p proxy, subnet, nicOption, diskOption string) {
+	c.t.Helper()
+	rg := "/subscriptions/" + testSubscription + "/resourceGroups/" + testGroup
+	nicID := c.nicFor(p, subnet)
+	vm := c.do(http.MethodPut, rg+"/providers/Microsoft.Compute/virtualMachines/"+p.name, vmBody(p, nicID, nicOption, diskOption), "If-None-Match", "*")
+	if vm.status != http.StatusCreated {
+		c.t.Fatalf("VM %s: %d %v", p.name, vm.status, vm.body)
+	}
+	if st := c.wait(vm); st["status"] != "Succeeded" {
+		c.t.Fatalf("VM %s: operation %v", p.name, st)
+	}
+}
+
+// nicFor makes a proxy's public IP and NIC and returns the NIC's id.
+func (c *armClient) nicFor(p proxy, subnet string) string {
+	c.t.Helper()
 	rg := "/subscriptions/" + testSubscription + "/resourceGroups/" + testGroup
 	ipDelete := "Delete"
 	if p.static {
@@ -178,16 +199,10 @@ func (c *armClient) create(p proxy, subnet string) {
 		c.t.Fatalf("NIC %s-nic: %d %v", p.name, nic.status, nic.body)
 	}
 	c.wait(nic)
-	vm := c.do(http.MethodPut, rg+"/providers/Microsoft.Compute/virtualMachines/"+p.name, vmBody(p, nic.body["id"].(string)), "If-None-Match", "*")
-	if vm.status != http.StatusCreated {
-		c.t.Fatalf("VM %s: %d %v", p.name, vm.status, vm.body)
-	}
-	if st := c.wait(vm); st["status"] != "Succeeded" {
-		c.t.Fatalf("VM %s: operation %v", p.name, st)
-	}
+	return nic.body["id"].(string)
 }
 
-func vmBody(p proxy, nicID string) map[string]any {
+func vmBody(p proxy, nicID, nicOption, diskOption string) map[string]any {
 	var zones []string
 	if p.zone != "" {
 		zones = []string{p.zone}
@@ -199,11 +214,11 @@ func vmBody(p proxy, nicID string) map[string]any {
 			"hardwareProfile": map[string]any{"vmSize": "Standard_B1s"},
 			"storageProfile": map[string]any{
 				"imageReference": map[string]any{"publisher": "Debian", "offer": "debian-13", "sku": "13-gen2", "version": "latest"},
-				"osDisk":         map[string]any{"createOption": "FromImage", "deleteOption": "Delete", "managedDisk": map[string]any{"storageAccountType": "Standard_LRS"}},
+				"osDisk":         map[string]any{"name": p.name + "-osdisk", "createOption": "FromImage", "deleteOption": diskOption, "managedDisk": map[string]any{"storageAccountType": "Standard_LRS"}},
 			},
 			"osProfile": map[string]any{"computerName": p.name, "adminUsername": "egress", "customData": ud,
 				"linuxConfiguration": map[string]any{"disablePasswordAuthentication": true, "ssh": map[string]any{"publicKeys": []any{}}}},
-			"networkProfile": map[string]any{"networkInterfaces": []any{map[string]any{"id": nicID, "properties": map[string]any{"primary": true, "deleteOption": "Delete"}}}},
+			"networkProfile": map[string]any{"networkInterfaces": []any{map[string]any{"id": nicID, "properties": map[string]any{"primary": true, "deleteOption": nicOption}}}},
 			"userData":       ud,
 		},
 	}
