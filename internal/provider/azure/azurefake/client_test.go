@@ -21,10 +21,12 @@ const (
 	testSecret       = "not-a-secret"
 	testGroup        = "egress-rg"
 	// computeAPI and networkAPI are the api-versions the tests' own
-	// client sends; the fake takes any (az 2.45 sends its own, and
-	// APIVersions records each).
-	computeAPI = "2024-11-01"
-	networkAPI = "2024-07-01"
+	// client sends: those the provider's SDK modules send (armcompute
+	// v8.4.0: 2026-04-01, armnetwork v7.2.0: 2025-01-01, as the fake
+	// recorded them on 2026-12-07). The fake takes any; az 2.45 sends
+	// its own, and APIVersions records each.
+	computeAPI = "2026-04-01"
+	networkAPI = "2025-01-01"
 )
 
 // newFake starts a fake with the deployment's network in two locations

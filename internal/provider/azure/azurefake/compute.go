@@ -187,7 +187,7 @@ func (s *Server) vmPut(w *writer, r *http.Request, m []string) {
 		f.Message = strings.NewReplacer("{id}", id, "{size}", size, "{location}", loc, "{zone}", zone).Replace(f.Message)
 		opFault = &f
 	}
-	s.begin(w, "Microsoft.Compute", loc, id, opFault, finish, fail)
+	s.begin(w, "Microsoft.Compute", res, false, opFault, finish, fail)
 	w.json(http.StatusCreated, res.view(false, false))
 }
 
@@ -245,7 +245,7 @@ func (s *Server) vmPatch(w *writer, r *http.Request, m []string) {
 
 func (s *Server) vmUpdating(w *writer, res *resource) {
 	res.setState("Updating")
-	s.begin(w, "Microsoft.Compute", res.location, res.id, nil, func() { res.setState("Succeeded") }, nil)
+	s.begin(w, "Microsoft.Compute", res, false, nil, func() { res.setState("Succeeded") }, nil)
 	w.json(http.StatusOK, res.view(false, false))
 }
 
@@ -270,7 +270,7 @@ func (s *Server) vmDelete(w *writer, _ *http.Request, m []string) {
 	}
 	res.setState("Deleting")
 	res.power = "stopping"
-	s.begin(w, "Microsoft.Compute", res.location, "", nil, func() { s.removeVM(res) }, nil)
+	s.begin(w, "Microsoft.Compute", res, true, nil, func() { s.removeVM(res) }, nil)
 	w.WriteHeader(http.StatusAccepted)
 }
 
@@ -318,7 +318,7 @@ func (s *Server) diskDelete(w *writer, _ *http.Request, m []string) {
 		return
 	}
 	res.setState("Deleting")
-	s.begin(w, "Microsoft.Compute", res.location, "", nil, func() { delete(s.disks, key(id)) }, nil)
+	s.begin(w, "Microsoft.Compute", res, true, nil, func() { delete(s.disks, key(id)) }, nil)
 	w.WriteHeader(http.StatusAccepted)
 }
 

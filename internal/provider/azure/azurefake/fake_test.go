@@ -250,6 +250,23 @@ func TestLongRunningOperations(t *testing.T) {
 	if n := f.InProgress(); n != 0 {
 		t.Errorf("%d operations in progress at the end, want 0", n)
 	}
+
+	// A delete of a VM still being created preempts the create: it ends
+	// Canceled (OperationPreempted), and the delete's end leaves nothing,
+	// no OS disk either.
+	nicID := c.nicFor(proxy{name: "r", location: "westeurope", tags: tags}, subnets["westeurope"])
+	f.SetPollsToFinish(0)
+	create := c.do(http.MethodPut, groupPath("Microsoft.Compute/virtualMachines", "r"), vmBody(proxy{name: "r", location: "westeurope"}, nicID, "Delete", "Delete"), "If-None-Match", "*")
+	del = c.do(http.MethodDelete, groupPath("Microsoft.Compute/virtualMachines", "r"), nil)
+	f.Settle()
+	st := c.do(http.MethodGet, create.header.Get("Azure-AsyncOperation"), nil)
+	got = []string{http.StatusText(create.status), http.StatusText(del.status), st.body["status"].(string), st.body["error"].(map[string]any)["code"].(string), opStatus(del)}
+	if diff := cmp.Diff([]string{"Created", "Accepted", "Canceled", "OperationPreempted", "Succeeded"}, got); diff != "" {
+		t.Errorf("a create, then its delete: statuses (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(azurefake.Inventory{"publicIPAddresses": {"q-ip"}, "networkInterfaces": {"q-nic"}, "virtualMachines": {"q"}, "disks": {"q-osdisk"}}, f.Inventory(testGroup)); diff != "" {
+		t.Errorf("after a preempted create and its delete, what is left is q's alone (-want +got):\n%s", diff)
+	}
 }
 
 // TestUserData: a VM's userData comes back only with $expand=userData,

@@ -148,7 +148,7 @@ func (s *Server) ipPut(w *writer, r *http.Request, m []string) {
 	}
 	res.setState("Updating")
 	s.ips[key(id)] = res
-	s.begin(w, "Microsoft.Network", res.location, id, nil, func() { res.setState("Succeeded") }, nil)
+	s.begin(w, "Microsoft.Network", res, false, nil, func() { res.setState("Succeeded") }, nil)
 	w.json(status, res.view(false, false))
 }
 
@@ -181,7 +181,7 @@ func (s *Server) ipDelete(w *writer, _ *http.Request, m []string) {
 		return
 	}
 	res.setState("Deleting")
-	s.begin(w, "Microsoft.Network", res.location, "", nil, func() { delete(s.ips, key(id)) }, nil)
+	s.begin(w, "Microsoft.Network", res, true, nil, func() { delete(s.ips, key(id)) }, nil)
 	w.WriteHeader(http.StatusAccepted)
 }
 
@@ -322,7 +322,7 @@ func (s *Server) nicPut(w *writer, r *http.Request, m []string) {
 	s.nics[key(id)] = res
 	// The network RP answers a NIC's PUT done (Succeeded) with an
 	// operation that a poll finds finished.
-	op := s.begin(w, "Microsoft.Network", loc, id, nil, nil, nil)
+	op := s.begin(w, "Microsoft.Network", res, false, nil, nil, nil)
 	s.complete(op)
 	w.json(status, res.view(false, false))
 }
@@ -370,7 +370,7 @@ func (s *Server) nicDelete(w *writer, _ *http.Request, m []string) {
 		return
 	}
 	res.setState("Deleting")
-	s.begin(w, "Microsoft.Network", res.location, "", nil, func() { s.removeNIC(res, false) }, nil)
+	s.begin(w, "Microsoft.Network", res, true, nil, func() { s.removeNIC(res, false) }, nil)
 	w.WriteHeader(http.StatusAccepted)
 }
 

@@ -23,9 +23,10 @@ type operation struct {
 	// finish applies the operation's effect when it succeeds (a create's
 	// resource Succeeded, a delete's gone), fail when it fails.
 	finish, fail func()
-	// final is the resource's id whose GET a Location poll answers once
-	// done; "" for a delete, whose Location poll answers 204.
-	final string
+	// target is the resource's id; final is the resource's id whose GET
+	// a Location poll answers once done, "" for a delete, whose Location
+	// poll answers 204.
+	target, final string
 }
 
 var operationRoutes = []route{
@@ -72,13 +73,26 @@ func (s *Server) InProgress() int {
 	return n
 }
 
-// begin starts an operation and writes its headers: Azure-AsyncOperation
-// (the status) and Location (the result), with Retry-After-Ms, which
-// both the Go SDK's poller and azure-core's read (a bare Retry-After
-// would be whole seconds). Called with s.mu held.
-func (s *Server) begin(w *writer, namespace, location, final string, fault *Fault, finish, fail func()) *operation {
-	op := &operation{id: s.newID(), namespace: namespace, location: strings.ToLower(strings.ReplaceAll(location, " ", "")),
-		status: "InProgress", fault: fault, start: s.now(), finish: finish, fail: fail, final: final}
+// begin starts an operation on res (deleting it, or not) and writes its
+// headers: Azure-AsyncOperation (the status) and Location (the result),
+// with Retry-After-Ms, which both the Go SDK's poller and azure-core's
+// read (a bare Retry-After would be whole seconds). An operation still in
+// progress on the same resource is preempted: it ends Canceled with
+// OperationPreempted, its effect not applied, as Azure ends an operation
+// a later one overtakes (a delete of a VM still being created). Called
+// with s.mu held.
+func (s *Server) begin(w *writer, namespace string, res *resource, deleting bool, fault *Fault, finish, fail func()) *operation {
+	op := &operation{id: s.newID(), namespace: namespace, location: normalizeLocation(res.location),
+		status: "InProgress", fault: fault, start: s.now(), finish: finish, fail: fail, target: key(res.id)}
+	if !deleting {
+		op.final = res.id
+	}
+	for _, prev := range s.ops {
+		if prev.target == op.target && prev.status == "InProgress" {
+			prev.status, prev.end = "Canceled", s.now()
+			prev.fault = &Fault{Status: http.StatusConflict, Code: "OperationPreempted", Message: "Operation execution has been preempted by a more recent operation."}
+		}
+	}
 	s.ops[op.id] = op
 	base := fmt.Sprintf("%s/subscriptions/%s/providers/%s/locations/%s", s.URL, s.subscription, namespace, op.location)
 	v := url.Values{"api-version": {w.apiVersion}}
@@ -135,7 +149,7 @@ func (s *Server) operationGet(w *writer, _ *http.Request, m []string) {
 	} else {
 		w.Header().Set("Retry-After-Ms", strconv.Itoa(PollDelayMs))
 	}
-	if op.status == "Failed" {
+	if op.status == "Failed" || op.status == "Canceled" {
 		body["error"] = map[string]string{"code": op.fault.Code, "message": op.fault.Message}
 	}
 	w.json(http.StatusOK, body)
@@ -156,7 +170,7 @@ func (s *Server) operationResult(w *writer, r *http.Request, m []string) {
 		w.Header().Set("Location", s.URL+r.URL.RequestURI())
 		w.Header().Set("Retry-After-Ms", strconv.Itoa(PollDelayMs))
 		w.WriteHeader(http.StatusAccepted)
-	case op.status == "Failed":
+	case op.status == "Failed" || op.status == "Canceled":
 		f := *op.fault
 		if f.Status == 0 || f.Status < 400 {
 			f.Status = http.StatusConflict

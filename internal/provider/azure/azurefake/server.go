@@ -33,6 +33,7 @@ type Server struct {
 	secrets    map[string]string                 // client id → secret
 	assertions map[string]func(jwt string) error // client id → what checks its assertion
 	issued     map[string]Grant                  // access token → how it was had
+	accepted   map[string]bool                   // tokens taken without a grant (AcceptToken)
 	grants     []Grant                           // every token answered, in order
 
 	// What Azure keeps, by lower-cased resource id (ARM's ids are
@@ -80,13 +81,41 @@ type Request struct {
 // REQUESTS_CA_BUNDLE; Client trusts it). subscription and tenant are the
 // only ones it knows. Close it when done.
 func New(subscription, tenant string) *Server {
-	s := &Server{
+	s := newServer(subscription, tenant)
+	s.Server = httptest.NewTLSServer(s)
+	return s
+}
+
+// NewHTTP is the fake on a plain HTTP loopback port: for a client that
+// sends its bearer token over HTTP to a fake on this machine (azcore
+// refuses to unless told, with InsecureAllowCredentialWithHTTP). MSAL
+// asks an authority over https only: a client of NewHTTP's fake takes
+// its token from elsewhere (AcceptToken).
+func NewHTTP(subscription, tenant string) *Server {
+	s := newServer(subscription, tenant)
+	s.Server = httptest.NewServer(s)
+	return s
+}
+
+// NewHandler is the fake without a listener, for a client whose
+// transport calls ServeHTTP directly (HTTPClient: the simulation, which
+// must not spend a socket per call). Its URL names no host; Close is a
+// no-op.
+func NewHandler(subscription, tenant string) *Server {
+	s := newServer(subscription, tenant)
+	s.Server = &httptest.Server{URL: "https://azurefake.invalid"}
+	return s
+}
+
+func newServer(subscription, tenant string) *Server {
+	return &Server{
 		subscription:  subscription,
 		tenant:        tenant,
 		clock:         time.Now,
 		secrets:       map[string]string{},
 		assertions:    map[string]func(string) error{},
 		issued:        map[string]Grant{},
+		accepted:      map[string]bool{},
 		groups:        map[string]*group{},
 		vnets:         map[string]*resource{},
 		subnets:       map[string]*resource{},
@@ -102,8 +131,34 @@ func New(subscription, tenant string) *Server {
 		calls:         map[string]int{},
 		apiVersions:   map[string]map[string]bool{},
 	}
-	s.Server = httptest.NewTLSServer(s)
-	return s
+}
+
+// Close stops the listener, if there is one.
+func (s *Server) Close() {
+	if s.Server != nil && s.Server.Listener != nil {
+		s.Server.Close()
+	}
+}
+
+// HTTPClient is a client whose requests the fake serves in-process,
+// without a socket: for a caller that makes many calls and must stay
+// deterministic (the simulation). It is a policy.Transporter of azcore
+// as it is (it has Do).
+func (s *Server) HTTPClient() *http.Client {
+	return &http.Client{Transport: inProcess{s}}
+}
+
+type inProcess struct{ s *Server }
+
+func (t inProcess) RoundTrip(r *http.Request) (*http.Response, error) {
+	if err := r.Context().Err(); err != nil {
+		return nil, err
+	}
+	rec := httptest.NewRecorder()
+	t.s.ServeHTTP(rec, r)
+	resp := rec.Result()
+	resp.Request = r
+	return resp, nil
 }
 
 // DefaultPageSize is how many resources a list answers a page: the fake's
