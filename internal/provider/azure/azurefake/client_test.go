@@ -187,7 +187,7 @@ func (c *armClient) nicFor(p proxy, subnet string) string {
 		"location": p.location, "tags": p.tags, "zones": zones, "sku": map[string]any{"name": "Standard", "tier": "Regional"},
 		"properties": map[string]any{"publicIPAllocationMethod": "Static", "publicIPAddressVersion": "IPv4", "deleteOption": ipDelete},
 	})
-	if ip.status != http.StatusCreated {
+	if ip.status != http.StatusCreated && ip.status != http.StatusOK {
 		c.t.Fatalf("public IP %s-ip: %d %v", p.name, ip.status, ip.body)
 	}
 	c.wait(ip)
@@ -197,7 +197,7 @@ func (c *armClient) nicFor(p proxy, subnet string) string {
 			"subnet": map[string]any{"id": subnet}, "publicIPAddress": map[string]any{"id": ip.body["id"]}, "privateIPAllocationMethod": "Dynamic",
 		}}}},
 	})
-	if nic.status != http.StatusCreated {
+	if nic.status != http.StatusCreated && nic.status != http.StatusOK {
 		c.t.Fatalf("NIC %s-nic: %d %v", p.name, nic.status, nic.body)
 	}
 	c.wait(nic)

@@ -174,6 +174,7 @@ func (s *Server) vmPut(w *writer, r *http.Request, m []string) {
 	finish := func() {
 		res.setState("Succeeded")
 		res.power = "running"
+		s.boot(res)
 		s.disks[key(diskID)] = &resource{id: diskID, name: diskName, typ: typeDisk, location: loc, zones: res.zones, managedBy: id,
 			sku: map[string]any{"name": str(md, "storageAccountType"), "tier": "Standard"},
 			props: map[string]any{"osType": str(od, "osType"), "hyperVGeneration": "V2", "diskSizeGB": od["diskSizeGB"], "diskState": "Attached",
@@ -198,13 +199,15 @@ func (s *Server) vmUpdate(w *writer, res *resource, body envelope) {
 	if body.Tags != nil {
 		res.tags = body.Tags
 	}
+	changed := false
 	if ud, ok := get(body.Properties, "userData").(string); ok {
+		changed = ud != res.userData
 		res.userData = ud
 	}
 	if size := str(body.Properties, "hardwareProfile", "vmSize"); size != "" {
 		ensure(res.props, "hardwareProfile")["vmSize"] = size
 	}
-	s.vmUpdating(w, res)
+	s.vmUpdating(w, res, changed)
 }
 
 // vmPatch is a VM's update: tags, properties.userData (the change the
@@ -230,22 +233,31 @@ func (s *Server) vmPatch(w *writer, r *http.Request, m []string) {
 	if body.Tags != nil {
 		res.tags = body.Tags
 	}
+	changed := false
 	if ud, ok := get(body.Properties, "userData").(string); ok {
 		if len(ud) > 87380 { // base64 of 64 KiB
 			w.error(badRequest("InvalidParameter", "The value of parameter userData is invalid: it is longer than 64 KB."))
 			return
 		}
+		changed = ud != res.userData
 		res.userData = ud
 	}
 	if size := str(body.Properties, "hardwareProfile", "vmSize"); size != "" {
 		ensure(res.props, "hardwareProfile")["vmSize"] = size
 	}
-	s.vmUpdating(w, res)
+	s.vmUpdating(w, res, changed)
 }
 
-func (s *Server) vmUpdating(w *writer, res *resource) {
+// vmUpdating answers an update, whose operation's end applies a changed
+// userData to the VM's engine when the fake serves.
+func (s *Server) vmUpdating(w *writer, res *resource, userDataChanged bool) {
 	res.setState("Updating")
-	s.begin(w, "Microsoft.Compute", res, false, nil, func() { res.setState("Succeeded") }, nil)
+	s.begin(w, "Microsoft.Compute", res, false, nil, func() {
+		res.setState("Succeeded")
+		if userDataChanged {
+			s.reconfigure(res)
+		}
+	}, nil)
 	w.json(http.StatusOK, res.view(false, false))
 }
 
@@ -270,6 +282,7 @@ func (s *Server) vmDelete(w *writer, _ *http.Request, m []string) {
 	}
 	res.setState("Deleting")
 	res.power = "stopping"
+	s.unserve(res)
 	s.begin(w, "Microsoft.Compute", res, true, nil, func() { s.removeVM(res) }, nil)
 	w.WriteHeader(http.StatusAccepted)
 }

@@ -22,6 +22,8 @@
 //	faults.go      capacity (SkuNotAvailable at once, AllocationFailed and ZonalAllocationFailed through the
 //	               operation), quota, throttling (429 with Retry-After), any fault by route
 //	seed.go        seeding (resource group, VNets, subnets, NSGs, another tool's VMs) and reading back
+//	serve.go       Serve: VMs that boot the real engine on loopback, for the local stack; a PATCH of
+//	               userData applied to the running engine in place
 //	server.go      routing, authentication, api-version, paging (nextLink), ARM's error shape, Tamper
 //
 // Every answer is ARM's envelope: id, name, type, location, tags (zones,
@@ -69,4 +71,9 @@
 //	Tamper                                      change what the fake writes (a test of the test)
 //	Inventory, VM, NIC, PublicIP                what exists
 //	Calls, Requests, APIVersions, Grants        what the fake was asked, and by whom
+//	AcceptToken                                 a fixed token ARM takes (a client that asks no one)
+//	StartServing, StopServing, Serving          the local stack's VMs boot: each runs the proxy engine of
+//	                                            its customData on its public IP's loopback address
+//	                                            (serve.go); HTTPClient, NewHandler: in-process, for the
+//	                                            simulation; NewHTTP: plain HTTP
 package azurefake

@@ -153,9 +153,12 @@ func (s *Server) ipPut(w *writer, r *http.Request, m []string) {
 }
 
 // nextAddress hands out a public IPv4 of 198.18.0.0/15 (the range RFC
-// 2544 sets aside, so no address of the fake is anyone's). Called with
-// s.mu held.
+// 2544 sets aside, so no address of the fake is anyone's), or of the
+// served loopback range when the fake serves. Called with s.mu held.
 func (s *Server) nextAddress() string {
+	if a, ok := s.servedAddress(); ok {
+		return a
+	}
 	s.nextIP++
 	a := netip.MustParseAddr("198.18.0.0").As4()
 	a[2], a[3] = byte(s.nextIP>>8), byte(s.nextIP)

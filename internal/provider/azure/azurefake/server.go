@@ -16,6 +16,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/egress-proxies/egress/internal/vm/loopback"
 )
 
 // Server is the fake: Azure Resource Manager, Entra ID's token endpoint
@@ -59,6 +61,9 @@ type Server struct {
 	apiVersions   map[string]map[string]bool
 	requests      []Request
 	tamper        func(route string, body map[string]any)
+
+	// serving is Serve's, nil when the fake does not serve.
+	serving *loopback.Serving
 }
 
 // group is a resource group.
@@ -133,8 +138,10 @@ func newServer(subscription, tenant string) *Server {
 	}
 }
 
-// Close stops the listener, if there is one.
+// Close stops the VMs' engines (StopServing) and the listener, if there
+// is one.
 func (s *Server) Close() {
+	s.StopServing()
 	if s.Server != nil && s.Server.Listener != nil {
 		s.Server.Close()
 	}
