@@ -4,10 +4,12 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"net"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -22,7 +24,7 @@ import (
 // offline, against a custom cloud registered with `az cloud register`
 // whose resource manager is the fake and whose active directory is the
 // fake's token endpoint. az logs in as a service principal, lists the
-// VMs of the resource group, shows one, lists the public IPs of the
+// VMs of the resource group (page by page, by nextLink), shows one, lists the public IPs of the
 // deployment by tag, deletes a VM, and lists again: the VM is gone with
 // what its deleteOptions take along (an Ephemeral proxy's NIC, public IP
 // and disk), a Static proxy's public IP stays, free. Each command's exit
@@ -38,7 +40,11 @@ import (
 //     (az then discards the tenant, azure/cli/core/auth/identity.py
 //     _get_authority_url), and the fake's OpenID configuration there
 //     names its tenant's v2.0 token endpoint.
-//   - The fake's TLS certificate is az's CA bundle (REQUESTS_CA_BUNDLE).
+//   - The fake's TLS certificate is az's CA bundle (REQUESTS_CA_BUNDLE),
+//     and any connection to elsewhere goes to a proxy that refuses it and
+//     fails the test (HTTPS_PROXY, with NO_PROXY=127.0.0.1). az's check
+//     for a newer az (https://azure.microsoft.com, then GitHub) is kept
+//     from starting by a fresh cache of it (skipUpdateCheck).
 //   - The custom cloud's API profile is 2020-09-01-hybrid (Azure Stack
 //     Hub's), not "latest": Debian 12's azure-cli 2.45 asks, under
 //     "latest", for Microsoft.Compute 2022-11-01, which Debian's
@@ -72,6 +78,8 @@ func TestAzureCLIAgainstTheFake(t *testing.T) {
 		c.create(p, subnets[p.location])
 	}
 	f.PutVM(testGroup, "other-team", "westeurope", map[string]string{"team": "other"})
+	// Two a page: az follows nextLink.
+	f.SetPageSize(2)
 
 	// az vm list -g: every VM of the resource group, with its location,
 	// tags and provisioningState, as az reads them through its models.
@@ -135,7 +143,11 @@ func TestAzureCLIAgainstTheFake(t *testing.T) {
 				})
 				defer f.Tamper("", nil)
 			}
+			before := f.Calls("virtualMachines.list")
 			diff := cmp.Diff(wantVMs, vmList(t))
+			if pages := f.Calls("virtualMachines.list") - before; pages != 2 {
+				t.Errorf("az vm list asked for %d pages of 3 VMs two a page, want 2 (it follows nextLink)", pages)
+			}
 			if tc.differ && diff == "" {
 				t.Errorf("%s: az vm list matches what the fake keeps although the fake wrote a wrong shape", tc.reason)
 			}
@@ -244,16 +256,84 @@ func TestAzureCLIAgainstTheFake(t *testing.T) {
 	t.Logf("api-versions seen: %v", f.APIVersions())
 }
 
-// azureCLI runs az with a configuration directory of the test's own.
+// azureCLI runs az with a configuration directory of the test's own,
+// and every connection that would leave the machine sent to a proxy that
+// refuses it and says so (a trap): az talks to the fake alone, and the
+// test fails if it tried anything else.
 type azureCLI struct {
-	path, dir, ca string
+	path, dir, ca, trapURL string
+
+	mu   sync.Mutex
+	trap []string // what was asked of the trap
 }
 
 func newAzureCLI(t *testing.T) *azureCLI {
 	t.Helper()
 	path := testenv.Require(t, testenv.AzureCLI)
 	dir := t.TempDir()
-	return &azureCLI{path: path, dir: dir, ca: filepath.Join(dir, "fake-ca.pem")}
+	a := &azureCLI{path: path, dir: dir, ca: filepath.Join(dir, "fake-ca.pem")}
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			buf := make([]byte, 256)
+			n, _ := c.Read(buf)
+			a.mu.Lock()
+			a.trap = append(a.trap, strings.SplitN(string(buf[:n]), "\r\n", 2)[0])
+			a.mu.Unlock()
+			c.Close()
+		}
+	}()
+	a.trapURL = "http://" + l.Addr().String()
+	a.skipUpdateCheck(t)
+	t.Cleanup(func() {
+		a.mu.Lock()
+		defer a.mu.Unlock()
+		if len(a.trap) > 0 {
+			t.Errorf("az tried to leave the machine: %s", strings.Join(a.trap, "; "))
+		}
+	})
+	return a
+}
+
+// skipUpdateCheck writes the version check's cache az keeps in its
+// configuration directory, fresh: without it, az's first command asks
+// https://azure.microsoft.com whether it can reach GitHub to look for a
+// newer az (azure/cli/core/util.py, handle_version_update,
+// get_cached_latest_versions, check_connectivity), which the trap would
+// catch. The versions are az's own, as az reads them
+// (_get_local_versions), through the Python its script names.
+func (a *azureCLI) skipUpdateCheck(t *testing.T) {
+	t.Helper()
+	script, err := os.ReadFile(a.path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	python, _, _ := strings.Cut(strings.TrimPrefix(string(script), "#!"), "\n")
+	python = strings.TrimSpace(python)
+	out, err := exec.Command(python, "-c", "from azure.cli.core.util import _get_local_versions; import json; print(json.dumps(_get_local_versions()))").Output()
+	if err != nil {
+		t.Fatalf("az's versions, through %s: %v", python, err)
+	}
+	var versions map[string]map[string]string
+	if err := json.Unmarshal(out, &versions); err != nil || versions["azure-cli"]["local"] == "" {
+		t.Fatalf("az's versions: %q, %v", out, err)
+	}
+	for _, v := range versions {
+		v["pypi"] = v["local"]
+	}
+	now := time.Now().Format("2006-01-02 15:04:05.000000")
+	b, _ := json.Marshal(map[string]any{"versions": versions, "update_time": now, "check_time": now})
+	if err := os.WriteFile(filepath.Join(a.dir, "versionCheck.json"), b, 0o600); err != nil {
+		t.Fatal(err)
+	}
 }
 
 // login registers the custom cloud that points at f, sets it and logs in
@@ -288,7 +368,8 @@ func (a *azureCLI) run(t *testing.T, args ...string) string {
 	cmd := exec.CommandContext(ctx, a.path, append(args, "--output", "json", "--only-show-errors")...)
 	cmd.Env = append(os.Environ(), "AZURE_CONFIG_DIR="+a.dir, "REQUESTS_CA_BUNDLE="+a.ca, "AZURE_CORE_COLLECT_TELEMETRY=false",
 		"AZURE_CORE_NO_COLOR=true", "AZURE_CORE_SURVEY_MESSAGE=false", "AZURE_EXTENSION_DIR="+filepath.Join(a.dir, "extensions"),
-		"HOME="+a.dir, "NO_PROXY=127.0.0.1", "no_proxy=127.0.0.1")
+		"HOME="+a.dir, "HTTPS_PROXY="+a.trapURL, "HTTP_PROXY="+a.trapURL, "https_proxy="+a.trapURL, "http_proxy="+a.trapURL,
+		"NO_PROXY=127.0.0.1", "no_proxy=127.0.0.1")
 	var stdout, stderr bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {
