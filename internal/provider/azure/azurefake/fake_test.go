@@ -512,3 +512,27 @@ func TestTokens(t *testing.T) {
 		}
 	}
 }
+
+// TestWithoutASocket: NewHandler's fake answers through HTTPClient
+// in-process (the simulation's), and takes the fixed token AcceptToken
+// names, as a client that asks no one for its tokens sends it; a
+// long-running operation's URLs lead back to it.
+func TestWithoutASocket(t *testing.T) {
+	f := azurefake.NewHandler(testSubscription, testTenant)
+	defer f.Close()
+	f.SeedNetwork(testGroup, "westeurope")
+	f.AcceptToken("egress-local-azure-token")
+	f.PutVM(testGroup, "p", "westeurope", tags)
+	c := &armClient{t: t, f: f, http: f.HTTPClient(), token: "egress-local-azure-token"}
+	got := []string{http.StatusText(c.do(http.MethodGet, groupPath("Microsoft.Compute/virtualMachines", "p"), nil).status)}
+	st := c.wait(c.do(http.MethodDelete, groupPath("Microsoft.Compute/virtualMachines", "p"), nil))
+	got = append(got, st["status"].(string))
+	c.token = "another"
+	got = append(got, errorOf(c.do(http.MethodGet, groupPath("Microsoft.Compute/virtualMachines", "p"), nil))[1])
+	if diff := cmp.Diff([]string{"OK", "Succeeded", "InvalidAuthenticationToken"}, got); diff != "" {
+		t.Errorf("a GET, a DELETE followed to its end, a GET with a token not accepted (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(azurefake.Inventory{}, f.Inventory(testGroup)); diff != "" {
+		t.Errorf("after the delete (-want +got):\n%s", diff)
+	}
+}
