@@ -24,7 +24,8 @@ import (
 // offline, against a custom cloud registered with `az cloud register`
 // whose resource manager is the fake and whose active directory is the
 // fake's token endpoint. az logs in as a service principal, lists the
-// VMs of the resource group (page by page, by nextLink), shows one, lists the public IPs of the
+// VMs of the resource group (page by page, by nextLink), shows one (and
+// its details: power state, NIC and public IP), lists the public IPs of the
 // deployment by tag, deletes a VM, and lists again: the VM is gone with
 // what its deleteOptions take along (an Ephemeral proxy's NIC, public IP
 // and disk), a Static proxy's public IP stays, free. Each command's exit
@@ -187,6 +188,20 @@ func TestAzureCLIAgainstTheFake(t *testing.T) {
 	wantShown := []string{ephemeral.name, "westeurope", "1", "Standard_B1s", "Debian:debian-13:13-gen2:latest", kept.OSDisk, "Delete", ephemeral.name, "", nic.ID}
 	if diff := cmp.Diff(wantShown, gotShown); diff != "" {
 		t.Errorf("az vm show -g %s -n %s (-want +got):\n%s", testGroup, ephemeral.name, diff)
+	}
+
+	// az vm show -d: the instance view's power state, and the VM's NIC
+	// and public IP as az reads them (its network models), beside what
+	// the fake keeps.
+	var details struct {
+		PowerState, PublicIps, PrivateIps, MacAddresses string
+	}
+	az.json(t, &details, "vm", "show", "-d", "-g", testGroup, "-n", ephemeral.name)
+	ip, _ := f.PublicIP(testGroup, ephemeral.name+"-ip")
+	wantDetails := []string{"VM running", ip.Address, "10.0.0.4"}
+	gotDetails := []string{details.PowerState, details.PublicIps, details.PrivateIps}
+	if diff := cmp.Diff(wantDetails, gotDetails); diff != "" || details.MacAddresses == "" {
+		t.Errorf("az vm show -d -g %s -n %s: power state, public IPs, private IPs (-want +got):\n%s\nMAC addresses %q", testGroup, ephemeral.name, diff, details.MacAddresses)
 	}
 
 	// az network public-ip list, the deployment's by tag: the two
