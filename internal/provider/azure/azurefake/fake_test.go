@@ -8,6 +8,7 @@ import (
 	"sort"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
@@ -534,5 +535,35 @@ func TestWithoutASocket(t *testing.T) {
 	}
 	if diff := cmp.Diff(azurefake.Inventory{}, f.Inventory(testGroup)); diff != "" {
 		t.Errorf("after the delete (-want +got):\n%s", diff)
+	}
+}
+
+// TestRateLimits: with ARM's buckets set, a subscription's reads past
+// the bucket answer 429 SubscriptionRequestsThrottled with Retry-After
+// until tokens come back (by the fake's clock), writes spend their own
+// bucket, and each answer says what is left.
+func TestRateLimits(t *testing.T) {
+	f, _ := newFake(t)
+	c := newARMClient(t, f)
+	f.PutVM(testGroup, "p", "westeurope", tags)
+	now := time.Date(2026, 12, 7, 4, 0, 0, 0, time.UTC)
+	f.SetClock(func() time.Time { return now })
+	f.SetRateLimits(azurefake.RateLimits{Reads: azurefake.Bucket{Size: 3, Refill: 1}, Writes: azurefake.Bucket{Size: 1, Refill: 1}})
+	vm := groupPath("Microsoft.Compute/virtualMachines", "p")
+	read := func() string {
+		r := c.do(http.MethodGet, vm, nil)
+		return strings.Join([]string{http.StatusText(r.status), errorOf(r)[1], r.header.Get("Retry-After"), r.header.Get("x-ms-ratelimit-remaining-subscription-reads")}, " ")
+	}
+	var got []string
+	for range 4 {
+		got = append(got, read())
+	}
+	patch := c.do(http.MethodPatch, vm, map[string]any{"tags": tags})
+	got = append(got, http.StatusText(patch.status)+" "+patch.header.Get("x-ms-ratelimit-remaining-subscription-writes"))
+	now = now.Add(time.Second)
+	got = append(got, read())
+	want := []string{"OK   2", "OK   1", "OK   0", "Too Many Requests SubscriptionRequestsThrottled 1 0", "OK 0", "OK   0"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("four reads, a write, a read a second later (-want +got):\n%s", diff)
 	}
 }

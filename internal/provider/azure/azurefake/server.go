@@ -55,6 +55,7 @@ type Server struct {
 	// What tests set up and read.
 	pollsToFinish int // 0: operations finish at Settle only
 	pageSize      int
+	buckets       map[string]*bucket // ARM's throttling, by "reads", "writes", "deletes"
 	faults        map[string][]Fault
 	capacity      []*capacityFailure
 	calls         map[string]int
@@ -234,8 +235,8 @@ type writer struct {
 }
 
 // ServeHTTP answers one request: the route, then for ARM's routes the
-// bearer token, the subscription, an injected fault, then the route's
-// own answer.
+// bearer token, the subscription and the throttling buckets, an injected
+// fault, then the route's own answer.
 func (s *Server) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -260,6 +261,12 @@ func (s *Server) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 			}
 			if !strings.EqualFold(m[1], s.subscription) {
 				w.error(Fault{Status: http.StatusNotFound, Code: "SubscriptionNotFound", Message: fmt.Sprintf("The subscription '%s' could not be found.", m[1])})
+				return
+			}
+		}
+		if rt.auth {
+			if f := s.throttle(w, r); f != nil {
+				w.error(*f)
 				return
 			}
 		}
