@@ -184,7 +184,7 @@ func (s *Server) Endpoint() string { return s.URL }
 func (s *Server) AuthorityHost() string { return s.URL + "/" }
 
 // CertPEM is the fake's TLS certificate, PEM-encoded: the CA a client
-// must trust.
+// must trust. Only New's fake has one.
 func (s *Server) CertPEM() []byte {
 	return pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: s.Certificate().Raw})
 }
@@ -388,8 +388,9 @@ func (s *Server) list(w *writer, r *http.Request, all []*resource, view func(*re
 // virtualNetworks.{get,list}, networkSecurityGroups.{get,list},
 // resourceGroups.get, operations.get (an Azure-AsyncOperation poll),
 // operations.location (a Location poll), token, openid, discovery,
-// subscriptions.list, tenants.list, metadata; "unrouted" counts requests
-// no route serves.
+// subscriptions.list, subscriptions.get, tenants.list, metadata;
+// "unrouted" counts requests no route serves, "throttled" those
+// SetRateLimits's buckets refused.
 func (s *Server) Calls(route string) int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
