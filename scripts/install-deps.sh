@@ -14,9 +14,10 @@
 # Hetzner's own CLI (Debian's hcloud-cli), which a test drives against
 # the Hetzner fake; and AWS's own CLI (Debian's awscli, version 2), which a
 # test drives against the EC2 fake, and whose botocore data holds the EC2
-# and STS service models the fake is checked against; and PySocks
-# (Debian's python3-socks), the SOCKS5 client the engine's UDP ASSOCIATE
-# test drives (internal/vm/engine's TestSocks5UDPPySocks).
+# and STS service models the fake is checked against; Azure's own CLI
+# (Debian's azure-cli), which a test drives against the Azure fake; and
+# PySocks (Debian's python3-socks), the SOCKS5 client the engine's UDP
+# ASSOCIATE test drives (internal/vm/engine's TestSocks5UDPPySocks).
 #
 # Everything but the emulators comes from Debian's own repository. The
 # emulators come from Google's Cloud CLI apt source: where they are missing
@@ -60,6 +61,9 @@ has hcloud || debian+=(hcloud-cli)
 # Debian's awscli at /usr/bin/aws (a version manager's shim named aws may
 # stand for a CLI that is not installed), with its service models.
 [ -x /usr/bin/aws ] && [ -f /usr/lib/python3/dist-packages/awscli/botocore/data/ec2/2016-11-15/service-2.json ] || debian+=(awscli)
+# Debian's azure-cli at /usr/bin/az (pip's or a version manager's az
+# first on PATH may be another), with the Python SDK it runs on.
+[ -x /usr/bin/az ] || debian+=(azure-cli)
 # PySocks under Debian's own python3 (a version manager's python3 first
 # on PATH would not see it), which the test runs.
 [ -f /usr/lib/python3/dist-packages/socks.py ] || debian+=(python3-socks)

@@ -1,8 +1,8 @@
 // Package testenv finds the outside programs the tests drive (AWS's CLI,
-// Hetzner's, Google's, a Chromium) and says whether the one found is one
-// the tests support. A developer's machine may hold another: AWS CLI v1
-// from pip first on PATH, Ubuntu's chromium-browser that only asks for the
-// snap. A test then skips and says which program it found, what it printed
+// Azure's, Hetzner's, Google's, a Chromium) and says whether the one
+// found is one the tests support. A developer's machine may hold
+// another: AWS CLI v1 from pip first on PATH, Ubuntu's chromium-browser
+// that only asks for the snap. A test then skips and says which program it found, what it printed
 // and what it needs, instead of failing on the program's own error; under
 // CI=true, where scripts/install-deps.sh has installed what the tests
 // need, it fails, so that a green CI run means every test ran.
@@ -114,6 +114,18 @@ var AWSCLI = Tool{
 	VersionArgs: []string{"--version"},
 	Check:       majorAtLeast(regexp.MustCompile(`aws-cli/(\d+)\.`), 2, "AWS CLI version 2"),
 	Install:     "Debian's awscli, AWS CLI v2, which scripts/install-deps.sh installs",
+}
+
+// AzureCLI is Azure's CLI, az (Debian's azure-cli: 2.45 in Debian 12),
+// version 2 (`az version` prints JSON naming "azure-cli"). Debian's
+// /usr/bin/az is tried before PATH, where a version manager's shim or
+// pip's may stand for another.
+var AzureCLI = Tool{
+	Name:        "az",
+	Candidates:  []string{"/usr/bin/az", "az"},
+	VersionArgs: []string{"version", "--output", "json"},
+	Check:       majorAtLeast(regexp.MustCompile(`"azure-cli": "(\d+)\.`), 2, "Azure CLI version 2"),
+	Install:     "Debian's azure-cli, which scripts/install-deps.sh installs",
 }
 
 // Hcloud is Hetzner's CLI with the global --poll-interval flag the tests

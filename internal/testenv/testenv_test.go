@@ -26,6 +26,7 @@ func TestFind(t *testing.T) {
 	shim := script("aws-shim", `echo "pyenv: aws: command not found" >&2; exit 127`)
 	snap := script("chromium-browser", `echo "Command '/usr/bin/chromium-browser' requires the chromium snap to be installed." >&2; exit 1`)
 	chromium := script("chromium", `echo "Chromium 156.0.8078.114 built on Debian GNU/Linux 12 (bookworm)"`)
+	az := script("az", `printf '{\n  "azure-cli": "2.45.0",\n  "azure-cli-core": "2.45.0"\n}\n'`)
 	missing := filepath.Join(dir, "not-there")
 
 	cases := map[string]struct {
@@ -76,6 +77,18 @@ func TestFind(t *testing.T) {
 			tool:       Chromium,
 			candidates: []string{snap, chromium},
 			wantPath:   chromium,
+		},
+		"Debian's azure-cli": {
+			reason:     "az version names azure-cli 2",
+			tool:       AzureCLI,
+			candidates: []string{missing, az},
+			wantPath:   az,
+		},
+		"something else named az": {
+			reason:     "not Azure's CLI",
+			tool:       AzureCLI,
+			candidates: []string{awsV2},
+			wantErr:    []string{"Azure CLI version 2", "does not say it is one"},
 		},
 		"something else named gcloud": {
 			reason:     "not Google's Cloud CLI",

@@ -10,14 +10,17 @@
 // are the image test's (internal/vm/imagetest); here the engine's
 // readiness is its VM running, which the fake says (Running).
 //
-// The Hetzner fake and the EC2 fake use it alike; each hands out the
-// addresses of ranges of its own (Range), apart from the mock's
-// (127.0.16.0/20, 127.0.32.0/20).
+// The Hetzner, EC2, DigitalOcean and Azure fakes use it alike; each hands
+// out the addresses of ranges of its own (Range), apart from the mock's
+// (127.0.16.0/20, 127.0.32.0/20). A fake whose VMs' user data changes in
+// place (Azure's) applies the change to the running engine
+// (Reconfigure), as the VM's agent would.
 package loopback
 
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"net"
 	"net/http"
@@ -87,6 +90,10 @@ type VMs struct {
 type vm struct {
 	server  *engine.Server
 	running atomic.Bool
+	// generation is the configuration's the engine serves, which its
+	// readiness reports: the boot's, then a Reconfigure's.
+	generation atomic.Int64
+	listen     string
 }
 
 // New makes the VMs of a fake.
@@ -127,7 +134,8 @@ func (v *VMs) Boot(id, ip, userData string) {
 		return
 	}
 	cfg = onLoopback(cfg, ln.Addr().String(), v.opts.AllowDestinations)
-	sv := &vm{}
+	sv := &vm{listen: cfg.Listen}
+	sv.generation.Store(cfg.Generation)
 	// A VM told to follow its reserved IP's anchor (a Static proxy's
 	// Droplet: the setting egress-anchor) says its traffic leaves from
 	// the address it is served at, as its agent says once it routed
@@ -138,7 +146,7 @@ func (v *VMs) Boot(id, ip, userData string) {
 		egress = ip
 	}
 	eng, err := engine.New(cfg, engine.Options{Log: log, Readiness: func() vmconfig.Readiness {
-		return vmconfig.Readiness{Generation: cfg.Generation, Ready: sv.running.Load(), Egress: egress}
+		return vmconfig.Readiness{Generation: sv.generation.Load(), Ready: sv.running.Load(), Egress: egress}
 	}})
 	if err != nil {
 		ln.Close()
@@ -173,6 +181,36 @@ func onLoopback(cfg vmconfig.Config, listen string, allow []string) vmconfig.Con
 	cfg.Listen = listen
 	cfg.AllowDestinations = slices.Concat(cfg.AllowDestinations, allow)
 	return cfg
+}
+
+// Reconfigure applies a new user-data to a VM's running engine in place
+// (engine.Server.Apply: tunnels the new rules still allow go on), as the
+// agent of a VM whose user data changes in place applies it (Azure's,
+// through IMDS); from then on the engine's readiness reports the new
+// generation. Its error says why the VM keeps the old one: no engine,
+// a user-data that is not the proxy's, a configuration the engine
+// refuses.
+func (v *VMs) Reconfigure(id, userData string) error {
+	v.mu.Lock()
+	sv := v.vms[id]
+	v.mu.Unlock()
+	if sv == nil {
+		return fmt.Errorf("VM %s runs no engine", id)
+	}
+	boot, err := cloudinit.Parse(userData)
+	if err != nil {
+		return fmt.Errorf("VM %s: the new user-data is not the proxy's: %w", id, err)
+	}
+	cfg, err := boot.Engine()
+	if err != nil {
+		return fmt.Errorf("VM %s: the new user-data carries no engine configuration: %w", id, err)
+	}
+	cfg = onLoopback(cfg, sv.listen, v.opts.AllowDestinations)
+	if err := sv.server.Apply(cfg); err != nil {
+		return fmt.Errorf("VM %s: the engine refuses the new configuration: %w", id, err)
+	}
+	sv.generation.Store(cfg.Generation)
+	return nil
 }
 
 // Running marks a VM's engine ready: its VM runs.
