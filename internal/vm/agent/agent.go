@@ -126,9 +126,10 @@ type Reporter interface {
 	// Ready says the VM serves generation.
 	Ready(ctx context.Context, generation int64) error
 	// Failed says why the VM cannot serve generation (-1: a configuration
-	// that did not load), in one line. It is best effort: a failure to
-	// say so is logged.
-	Failed(ctx context.Context, generation int64, reason string)
+	// that did not load), in one line; servedStill says that the VM
+	// serves the configuration it served before (a change refused). It is
+	// best effort: a failure to say so is logged.
+	Failed(ctx context.Context, generation int64, reason string, servedStill bool)
 }
 
 func (a *Agent) reporter() Reporter {
@@ -158,7 +159,7 @@ func (g guestAttributes) Ready(ctx context.Context, generation int64) error {
 	return nil
 }
 
-func (g guestAttributes) Failed(ctx context.Context, _ int64, reason string) {
+func (g guestAttributes) Failed(ctx context.Context, _ int64, reason string, _ bool) {
 	a := g.a
 	if err := a.Metadata.PutGuest(ctx, vmconfig.GuestError, reason); err != nil {
 		a.Log.Error("cannot write egress/error", slog.Any("error", err))
@@ -293,7 +294,7 @@ func (a *Agent) failed(ctx context.Context, generation int64, cause error, rolle
 	}
 	reason = oneLine(reason)
 	a.Log.Error("configuration not applied", slog.String("reason", reason))
-	a.reporter().Failed(ctx, generation, reason)
+	a.reporter().Failed(ctx, generation, reason, rolledBack)
 	return fmt.Errorf("agent: %s", reason)
 }
 
