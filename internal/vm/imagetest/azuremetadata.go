@@ -238,6 +238,7 @@ func azureError(w http.ResponseWriter, status int, msg string) {
 // answers the VM's goal state (the three elements cloud-init reads:
 // Incarnation, Container/ContainerId, and RoleInstance/InstanceId), and
 // POST /machine?comp=health takes a health report, which it records.
+// Every request is recorded too, before anything is answered.
 // It is no picture of the wire server beyond that: Microsoft documents
 // no more of its protocol than its address, and the test needs no more
 // of it than to let cloud-init end its provisioning, as on Azure, and
@@ -246,8 +247,16 @@ type AzureWireServer struct {
 	// ContainerID and InstanceID are the goal state's.
 	ContainerID, InstanceID string
 
-	mu      sync.Mutex
-	reports []string
+	mu       sync.Mutex
+	reports  []string
+	requests []Request
+}
+
+// Requests returns every request so far.
+func (s *AzureWireServer) Requests() []Request {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]Request(nil), s.requests...)
 }
 
 // WireServerAddr is the wire server's address on every Azure VM.
@@ -262,6 +271,10 @@ func (s *AzureWireServer) Health() []string {
 }
 
 func (s *AzureWireServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	s.mu.Lock()
+	s.requests = append(s.requests, Request{Time: time.Now(), RemoteAddr: r.RemoteAddr, Method: r.Method,
+		URI: r.RequestURI, Forwarded: r.Header.Get("X-Forwarded-For")})
+	s.mu.Unlock()
 	switch {
 	case r.Method == http.MethodGet && strings.TrimSuffix(r.URL.Path, "/") == "/machine" && r.URL.Query().Get("comp") == "goalstate":
 		w.Header().Set("Content-Type", "text/xml; charset=utf-8")
