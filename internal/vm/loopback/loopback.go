@@ -10,6 +10,10 @@
 // are the image test's (internal/vm/imagetest); here the engine's
 // readiness is its VM running, which the fake says (Running).
 //
+// A fake whose VMs' user data changes without a reboot (Azure's userData)
+// hands each change to Change, which the running engine applies as the
+// VM's agent would.
+//
 // The Hetzner fake and the EC2 fake use it alike; each hands out the
 // addresses of ranges of its own (Range), apart from the mock's
 // (127.0.16.0/20, 127.0.32.0/20).
@@ -87,6 +91,10 @@ type VMs struct {
 type vm struct {
 	server  *engine.Server
 	running atomic.Bool
+	// generation is the generation its engine serves, which its
+	// readiness says; listen its address (Change keeps it).
+	generation atomic.Int64
+	listen     string
 }
 
 // New makes the VMs of a fake.
@@ -127,7 +135,8 @@ func (v *VMs) Boot(id, ip, userData string) {
 		return
 	}
 	cfg = onLoopback(cfg, ln.Addr().String(), v.opts.AllowDestinations)
-	sv := &vm{}
+	sv := &vm{listen: ln.Addr().String()}
+	sv.generation.Store(cfg.Generation)
 	// A VM told to follow its reserved IP's anchor (a Static proxy's
 	// Droplet: the setting egress-anchor) says its traffic leaves from
 	// the address it is served at, as its agent says once it routed
@@ -138,7 +147,7 @@ func (v *VMs) Boot(id, ip, userData string) {
 		egress = ip
 	}
 	eng, err := engine.New(cfg, engine.Options{Log: log, Readiness: func() vmconfig.Readiness {
-		return vmconfig.Readiness{Generation: cfg.Generation, Ready: sv.running.Load(), Egress: egress}
+		return vmconfig.Readiness{Generation: sv.generation.Load(), Ready: sv.running.Load(), Egress: egress}
 	}})
 	if err != nil {
 		ln.Close()
@@ -154,6 +163,41 @@ func (v *VMs) Boot(id, ip, userData string) {
 			log.Warn("the VM's engine stopped", slog.Any("error", err))
 		}
 	}()
+}
+
+// Change applies, in place, the engine's configuration of a VM's new
+// user-data, as the VM's agent applies a change of a user data that
+// changes without a reboot (Azure's userData: agent.UserDataWatch): the
+// running engine takes it, keeping the tunnels it still allows, and the
+// readiness says its generation from then on. A user-data of the
+// generation served changes nothing; one that is not package cloudinit's,
+// or whose configuration the engine refuses, changes nothing either and
+// is the error, as the agent refuses it. A VM that serves nothing (none
+// booted, or deleted) is not changed: nil.
+func (v *VMs) Change(id, userData string) error {
+	v.mu.Lock()
+	sv := v.vms[id]
+	v.mu.Unlock()
+	if sv == nil {
+		return nil
+	}
+	boot, err := cloudinit.Parse(userData)
+	if err != nil {
+		return err
+	}
+	cfg, err := boot.Engine()
+	if err != nil {
+		return err
+	}
+	if cfg.Generation == sv.generation.Load() {
+		return nil
+	}
+	if err := sv.server.Apply(onLoopback(cfg, sv.listen, v.opts.AllowDestinations)); err != nil {
+		v.opts.Log.Warn("the VM's engine refuses its new configuration", slog.String("vm", id), slog.Any("error", err))
+		return err
+	}
+	sv.generation.Store(cfg.Generation)
+	return nil
 }
 
 // onLoopback is cfg as a VM of a fake runs it, on listen: its SOCKS5 port
