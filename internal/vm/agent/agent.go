@@ -78,15 +78,18 @@ const (
 // failed. Either way the failure is written to egress/error and reported
 // by a call-home.
 func (a *Agent) Apply(ctx context.Context, text string, rollback bool) error {
+	prevConfig, errC := os.ReadFile(filepath.Join(a.Dir, ConfigFile))
+	// A change refused before anything is touched leaves the
+	// configuration served before served.
+	untouched := rollback && errC == nil
 	text, err := a.withPrefix(ctx, strings.TrimSpace(text))
 	if err != nil {
-		return a.failed(ctx, -1, err, false)
+		return a.failed(ctx, -1, err, untouched)
 	}
 	cfg, err := engine.ReadConfig([]byte(text))
 	if err != nil {
-		return a.failed(ctx, -1, err, false)
+		return a.failed(ctx, -1, err, untouched)
 	}
-	prevConfig, errC := os.ReadFile(filepath.Join(a.Dir, ConfigFile))
 	prevFilter, errF := os.ReadFile(filepath.Join(a.Dir, FilterFile))
 	canRollBack := rollback && errC == nil && errF == nil
 	if err := a.serve(ctx, cfg, text); err != nil {

@@ -221,3 +221,24 @@ func TestUserDataWatchPace(t *testing.T) {
 		t.Errorf("the waits (-want +got):\n%s", diff)
 	}
 }
+
+// TestChangeThatDoesNotLoad: a change whose configuration does not load
+// touches nothing, and the readiness says the generation served is
+// served still, ready, with the reason beside it; at the first boot the
+// same configuration leaves the VM not ready (TestBoot).
+func TestChangeThatDoesNotLoad(t *testing.T) {
+	f := setUpAzure(t)
+	err := f.agent.Apply(context.Background(), `{"generation": 5, "listen": ":3128"`, true)
+	got := f.readiness(t)
+	reason := got.Error
+	got.Error = ""
+	if diff := cmp.Diff(vmconfig.Readiness{Generation: 1, Ready: true}, got); diff != "" || err == nil {
+		t.Errorf("after a change that does not load (Apply: %v) (-want +got):\n%s", err, diff)
+	}
+	if !strings.Contains(reason, "unexpected EOF") || !strings.Contains(reason, "served before is served still") {
+		t.Errorf("the readiness's reason %q does not say why, and that generation 1 is served still", reason)
+	}
+	if code, _ := f.connect(t, "alice"); code != 200 {
+		t.Errorf("alice after the refused change: %d, want 200", code)
+	}
+}
