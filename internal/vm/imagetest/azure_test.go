@@ -5,10 +5,13 @@ import (
 	"context"
 	"crypto/tls"
 	"encoding/base64"
+	"encoding/json"
+	"encoding/xml"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"net/netip"
 	"slices"
 	"strings"
@@ -338,3 +341,114 @@ func (tt *tlsTunnel) get(path string) error {
 }
 
 func (tt *tlsTunnel) Close() error { return tt.conn.Close() }
+
+// TestAzureStandIns: the instance document has the fields cloud-init's
+// Azure datasource and the agent read, shaped as Microsoft documents
+// them; the wire server's goal state has the three elements cloud-init
+// reads, and a health report in cloud-init's own template is recorded
+// with its state. (No root needed: it runs under make test.)
+func TestAzureStandIns(t *testing.T) {
+	md := &AzureMetadata{VMID: azureVMID, Name: "egress-3f2c1b0a", Location: azureLocation, Zone: azureZone,
+		SubscriptionID: azureSubscription, ResourceGroup: azureResourceGroup, VMSize: "Standard_B1s",
+		AdminUsername: azureAdmin, ComputerName: "egress-3f2c1b0a", Private: VMPrefix, Public: VMPrefix.Addr(), MAC: "000D3A1B2C3D"}
+	md.SetUserData("I2Nsb3VkLWNvbmZpZwp7fQo=")
+	mds := httptest.NewServer(md)
+	defer mds.Close()
+	req, _ := http.NewRequest("GET", mds.URL+"/metadata/instance?api-version=2021-08-01&extended=true", nil)
+	req.Header.Set("Metadata", "true")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc struct {
+		Compute struct {
+			VMID      string `json:"vmId"`
+			Location  string `json:"location"`
+			Zone      string `json:"zone"`
+			UserData  string `json:"userData"`
+			OSProfile struct {
+				AdminUsername string `json:"adminUsername"`
+				ComputerName  string `json:"computerName"`
+			} `json:"osProfile"`
+		} `json:"compute"`
+		Network struct {
+			Interface []struct {
+				MACAddress string `json:"macAddress"`
+				IPv4       struct {
+					IPAddress []struct {
+						PrivateIPAddress string `json:"privateIpAddress"`
+					} `json:"ipAddress"`
+				} `json:"ipv4"`
+			} `json:"interface"`
+		} `json:"network"`
+		Extended struct {
+			Compute struct {
+				PPSType string `json:"ppsType"`
+			} `json:"compute"`
+		} `json:"extended"`
+	}
+	err = json.NewDecoder(resp.Body).Decode(&doc)
+	resp.Body.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	type read struct{ VMID, Location, Zone, UserData, Admin, Computer, MAC, Private, PPS string }
+	got := read{doc.Compute.VMID, doc.Compute.Location, doc.Compute.Zone, doc.Compute.UserData, doc.Compute.OSProfile.AdminUsername,
+		doc.Compute.OSProfile.ComputerName, "", "", doc.Extended.Compute.PPSType}
+	if len(doc.Network.Interface) == 1 && len(doc.Network.Interface[0].IPv4.IPAddress) == 1 {
+		got.MAC, got.Private = doc.Network.Interface[0].MACAddress, doc.Network.Interface[0].IPv4.IPAddress[0].PrivateIPAddress
+	}
+	want := read{azureVMID, azureLocation, azureZone, "I2Nsb3VkLWNvbmZpZwp7fQo=", azureAdmin, "egress-3f2c1b0a", "000D3A1B2C3D", VMPrefix.Addr().String(), "None"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("the instance document (-want +got):\n%s", diff)
+	}
+
+	wire := &AzureWireServer{ContainerID: "0a1b2c3d-4e5f-4a6b-8c7d-9e0f1a2b3c4d", InstanceID: azureVMID + "._vm"}
+	ws := httptest.NewServer(wire)
+	defer ws.Close()
+	resp, err = http.Get(ws.URL + "/machine/?comp=goalstate")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var gs struct {
+		Incarnation string `xml:"Incarnation"`
+		ContainerID string `xml:"Container>ContainerId"`
+		InstanceID  string `xml:"Container>RoleInstanceList>RoleInstance>InstanceId"`
+	}
+	err = xml.NewDecoder(resp.Body).Decode(&gs)
+	resp.Body.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	// cloud-init's HEALTH_REPORT_XML_TEMPLATE (cloudinit/sources/helpers/azure.py), filled.
+	report := `<?xml version="1.0" encoding="utf-8"?>
+<Health xmlns:xsi="http://www.w3.org/2001/XMLSchema-instance" xmlns:xsd="http://www.w3.org/2001/XMLSchema">
+  <GoalStateIncarnation>1</GoalStateIncarnation>
+  <Container>
+    <ContainerId>` + gs.ContainerID + `</ContainerId>
+    <RoleInstanceList>
+      <Role>
+        <InstanceId>` + gs.InstanceID + `</InstanceId>
+        <Health>
+          <State>Ready</State>
+        </Health>
+      </Role>
+    </RoleInstanceList>
+  </Container>
+</Health>
+`
+	resp, err = http.Post(ws.URL+"/machine?comp=health", "text/xml; charset=utf-8", strings.NewReader(report))
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	type state struct {
+		Incarnation, ContainerID, InstanceID string
+		HealthStatus                         int
+		Health                               []string
+	}
+	if diff := cmp.Diff(state{"1", wire.ContainerID, wire.InstanceID, http.StatusOK, []string{"Ready"}},
+		state{gs.Incarnation, gs.ContainerID, gs.InstanceID, resp.StatusCode, wire.Health()}); diff != "" {
+		t.Errorf("the wire server (-want +got):\n%s", diff)
+	}
+}
