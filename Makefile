@@ -37,8 +37,8 @@ screenshots: deps
 
 ## image-test: the startup script on a really booted Debian 13 and Debian 12
 ## (systemd-nspawn, as root), each from an image shaped like Google's, and the
-## cloud-init user-data on a Debian 13 shaped like Hetzner's, one like EC2's and
-## one like a DigitalOcean Droplet, checked from
+## cloud-init user-data on a Debian 13 shaped like Hetzner's, one like EC2's,
+## one like a DigitalOcean Droplet and one like an Azure VM, checked from
 ## outside; builds the root file systems once (minutes) and caches them in
 ## $${XDG_CACHE_HOME:-~/.cache}/egress
 # A target of its own, and not part of `make test`: it needs root and boots a

@@ -52,6 +52,7 @@ func agentMain(args []string) int {
 	wait := fs.Duration("wait", 60*time.Second, "timeout_sec of each wait for a change")
 	boot := fs.String("boot", "", "a cloud-init boot's settings directory ("+vmconfig.BootDir+"): apply its egress-config once, and say the result in -readiness, not on a metadata server")
 	readiness := fs.String("readiness", vmconfig.ReadinessFile, "with -boot, the readiness file the engine serves with its status")
+	watch := fs.Bool("watch", false, "with -boot: follow the VM's user data at the URL the setting "+vmconfig.KeyWatchUserData+" names (Azure's IMDS userData) and apply each new configuration in it in place, saying the result in -readiness (egress-watch.service)")
 	anchor := fs.Bool("anchor", false, "with -boot: keep the Droplet's outbound IPv4 leaving from its reserved IP, through its anchor gateway, as the setting "+vmconfig.KeyAnchor+" says, and say so in -readiness (egress-anchor.service)")
 	if err := fs.Parse(args); err != nil {
 		return 2
@@ -78,8 +79,9 @@ func agentMain(args []string) int {
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
 	if *boot != "" {
-		// A cloud-init boot's configuration is fixed at boot: a change
-		// replaces the VM, so there is nothing to follow.
+		// A cloud-init boot's configuration is fixed at boot (a change
+		// replaces the VM), except on a cloud whose user data changes in
+		// place, which -watch follows.
 		b := agent.Boot{Dir: *boot, Readiness: *readiness}
 		// Where the boot names an instance metadata service, which
 		// instance this is, for the status: a VM that cannot tell still
@@ -94,6 +96,9 @@ func agentMain(args []string) int {
 		// metadata, not found around the VM's address.
 		if a.IMDS, err = b.IMDS(); err != nil {
 			log.Warn("the boot's metadata service not read", slog.Any("error", err))
+		}
+		if *watch {
+			return watchMain(ctx, log, a, b)
 		}
 		text, err := b.Attr(vmconfig.KeyConfig)
 		if err != nil {
@@ -119,6 +124,27 @@ func agentMain(args []string) int {
 	// of the project.
 	go a.ShipAccess(ctx, vmconfig.AccessInterval)
 	a.Run(ctx)
+	return 0
+}
+
+// watchMain follows the VM's user data where the setting
+// egress-watch-userdata says (agent.UserDataWatch) until it is stopped:
+// the bootstrap starts it, as egress-watch.service, after the boot's
+// apply, on a VM whose user data changes in place (Azure's). Without the
+// setting it has nothing to do.
+func watchMain(ctx context.Context, log *slog.Logger, a *agent.Agent, b agent.Boot) int {
+	url, err := b.Attr(vmconfig.KeyWatchUserData)
+	if err != nil {
+		log.Error("the setting "+vmconfig.KeyWatchUserData+" not read", slog.Any("error", err))
+		return 1
+	}
+	if url = strings.TrimSpace(url); url == "" {
+		log.Info("no user data to follow (no setting " + vmconfig.KeyWatchUserData + ")")
+		return 0
+	}
+	log.Info("following the VM's user data", slog.String("url", url))
+	w := &agent.UserDataWatch{Agent: a, Boot: b, URL: url}
+	w.Run(ctx)
 	return 0
 }
 

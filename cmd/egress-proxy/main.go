@@ -28,12 +28,16 @@
 // without a new VM. -once applies the value there is now and exits: the
 // startup script's first apply.
 //
-//	egress-proxy agent -boot /etc/egress-proxy/boot [-readiness /run/egress-proxy/readiness.json]
+//	egress-proxy agent -boot /etc/egress-proxy/boot [-readiness /run/egress-proxy/readiness.json] [-watch]
 //
 // is the agent of a cloud-init boot: it applies the
 // egress-config the user-data wrote once, and says what the VM serves in
 // the readiness file, which the engine (its -readiness) serves with its
-// status on the proxy port, where the control plane asks.
+// status on the proxy port, where the control plane asks. With -watch, on
+// a VM whose user data changes in place (Azure's: the setting
+// egress-watch-userdata), it follows that user data on the instance
+// metadata service and applies each new configuration in it, as the GCE
+// agent applies a change of egress-config.
 package main
 
 import (

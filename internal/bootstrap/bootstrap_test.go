@@ -174,6 +174,28 @@ func TestScriptIsValidShell(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	checkShell(t, s)
+}
+
+// TestCloudInitScriptIsValidShell: the same of a cloud-init boot's
+// script, whose units (the anchor's, the user data's watch) are its own.
+func TestCloudInitScriptIsValidShell(t *testing.T) {
+	engine, err := bootstrap.EngineConfig(config())
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := bootstrap.CloudInitScript(engine)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(s, "egress-watch.service") {
+		t.Fatal("the cloud-init boot's script starts no watch of the user data")
+	}
+	checkShell(t, s)
+}
+
+func checkShell(t *testing.T, s string) {
+	t.Helper()
 	path := filepath.Join(t.TempDir(), "startup-script")
 	if err := os.WriteFile(path, []byte(s), 0o755); err != nil {
 		t.Fatal(err)

@@ -21,6 +21,7 @@ import (
 	"fmt"
 
 	"github.com/egress-proxies/egress/internal/provider"
+	"github.com/egress-proxies/egress/internal/vm/vmconfig"
 	"github.com/egress-proxies/egress/internal/vmstatus"
 )
 
@@ -74,8 +75,9 @@ func (f ProberFunc) Probe(ctx context.Context, ip string, port int32, uid, id st
 // yet is Provisioning (unanswered says why, for the caller's log), an
 // answer that it cannot serve is Provisioning with its reason
 // (BootError), and one that it serves stays Running, with the
-// generation it serves. Any answer carries the traffic its proxy
-// carried. A cancelled context is an error of its own:
+// generation it serves, and, when it refused a later one, that
+// generation (RefusedGeneration) with its reason. Any answer carries the
+// traffic its proxy carried. A cancelled context is an error of its own:
 // nothing was learnt.
 //
 // The VM is asked with its status id (out.StatusID, its LabelStatusID).
@@ -102,6 +104,12 @@ func Observe(ctx context.Context, p Prober, out *provider.Instance, port int32, 
 		out.State, out.BootError, out.Traffic = provider.StateProvisioning, st.Error, st.Traffic
 	default:
 		out.Generation, out.Traffic = st.Generation, st.Traffic
+		// A VM whose user data changes in place (Azure's) that refused a
+		// change serves the generation before, and says which it
+		// refused and why, as a GCE VM says it in egress/error.
+		if refused, ok := vmconfig.RefusedGeneration(st.Error); ok && refused > st.Generation {
+			out.RefusedGeneration, out.BootError = refused, st.Error
+		}
 	}
 	return nil, nil
 }

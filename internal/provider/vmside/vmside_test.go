@@ -20,6 +20,7 @@ func TestObserve(t *testing.T) {
 		State      provider.InstanceState
 		BootError  string
 		Generation int64
+		Refused    int64
 		Unanswered bool
 		Err        provider.Kind
 	}
@@ -37,6 +38,10 @@ func TestObserve(t *testing.T) {
 		"ItsInstance":  {"it names the instance asked about", Status{Ready: true, Generation: 4, Instance: "i-1"}, nil, false, seen{State: provider.StateRunning, Generation: 4}},
 		"NoInstance":   {"it could not read its identity, and still serves", Status{Ready: true, Generation: 4}, nil, false, seen{State: provider.StateRunning, Generation: 4}},
 		"Another":      {"the address still reaches the VM this one replaces", Status{Ready: true, Generation: 3, Instance: "i-0"}, nil, false, seen{State: provider.StateProvisioning, Unanswered: true}},
+		"RefusedChange": {"it refused generation 5 handed to it in place and serves 4 still", Status{Ready: true, Generation: 4, Error: "generation 5: the self-test failed; the configuration served before is served still"}, nil, false,
+			seen{State: provider.StateRunning, Generation: 4, Refused: 5, BootError: "generation 5: the self-test failed; the configuration served before is served still"}},
+		"RefusedUserData": {"it refused a user data that names no generation, and serves 4 still", Status{Ready: true, Generation: 4, Error: "the user data is not one to apply: not base64; the configuration served before is served still"}, nil, false,
+			seen{State: provider.StateRunning, Generation: 4}},
 	} {
 		t.Run(name, func(t *testing.T) {
 			ctx, cancel := context.WithCancel(context.Background())
@@ -51,7 +56,7 @@ func TestObserve(t *testing.T) {
 			})
 			in := &provider.Instance{ID: "vm://1", IP: "198.51.100.7", UID: "u1", StatusID: "s1", State: provider.StateRunning}
 			unanswered, err := Observe(ctx, p, in, 3128, "i-1")
-			got := seen{State: in.State, BootError: in.BootError, Generation: in.Generation, Unanswered: unanswered != nil, Err: provider.KindOf(err)}
+			got := seen{State: in.State, BootError: in.BootError, Generation: in.Generation, Refused: in.RefusedGeneration, Unanswered: unanswered != nil, Err: provider.KindOf(err)}
 			if diff := cmp.Diff(tc.want, got); diff != "" || asked != "198.51.100.7/u1/s1" {
 				t.Errorf("%s: (-want +got):\n%s (asked %q)", tc.reason, diff, asked)
 			}

@@ -85,15 +85,18 @@ const (
 // failed. Either way the failure is written to egress/error and reported
 // by a call-home.
 func (a *Agent) Apply(ctx context.Context, text string, rollback bool) error {
+	prevConfig, errC := os.ReadFile(filepath.Join(a.Dir, ConfigFile))
+	// A change refused before anything is touched leaves the
+	// configuration served before served.
+	untouched := rollback && errC == nil
 	text, err := a.withPrefix(ctx, strings.TrimSpace(text))
 	if err != nil {
-		return a.failed(ctx, -1, err, false)
+		return a.failed(ctx, -1, err, untouched)
 	}
 	cfg, err := engine.ReadConfig([]byte(text))
 	if err != nil {
-		return a.failed(ctx, -1, err, false)
+		return a.failed(ctx, -1, err, untouched)
 	}
-	prevConfig, errC := os.ReadFile(filepath.Join(a.Dir, ConfigFile))
 	prevFilter, errF := os.ReadFile(filepath.Join(a.Dir, FilterFile))
 	canRollBack := rollback && errC == nil && errF == nil
 	if err := a.serve(ctx, cfg, text); err != nil {
@@ -133,9 +136,10 @@ type Reporter interface {
 	// Ready says the VM serves generation.
 	Ready(ctx context.Context, generation int64) error
 	// Failed says why the VM cannot serve generation (-1: a configuration
-	// that did not load), in one line. It is best effort: a failure to
-	// say so is logged.
-	Failed(ctx context.Context, generation int64, reason string)
+	// that did not load), in one line; servedStill says that the VM
+	// serves the configuration it served before (a change refused). It is
+	// best effort: a failure to say so is logged.
+	Failed(ctx context.Context, generation int64, reason string, servedStill bool)
 }
 
 func (a *Agent) reporter() Reporter {
@@ -165,7 +169,7 @@ func (g guestAttributes) Ready(ctx context.Context, generation int64) error {
 	return nil
 }
 
-func (g guestAttributes) Failed(ctx context.Context, _ int64, reason string) {
+func (g guestAttributes) Failed(ctx context.Context, _ int64, reason string, _ bool) {
 	a := g.a
 	if err := a.Metadata.PutGuest(ctx, vmconfig.GuestError, reason); err != nil {
 		a.Log.Error("cannot write egress/error", slog.Any("error", err))
@@ -300,7 +304,7 @@ func (a *Agent) failed(ctx context.Context, generation int64, cause error, rolle
 	}
 	reason = oneLine(reason)
 	a.Log.Error("configuration not applied", slog.String("reason", reason))
-	a.reporter().Failed(ctx, generation, reason)
+	a.reporter().Failed(ctx, generation, reason, rolledBack)
 	return fmt.Errorf("agent: %s", reason)
 }
 

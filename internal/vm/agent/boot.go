@@ -6,12 +6,14 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"net/url"
 	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
 
 	"github.com/egress-proxies/egress/internal/vm/imds"
+	"github.com/egress-proxies/egress/internal/vm/imds/azureimds"
 	"github.com/egress-proxies/egress/internal/vm/vmconfig"
 )
 
@@ -54,15 +56,27 @@ func (b Boot) Attr(key string) (string, error) {
 }
 
 // Identify reads which instance the VM is from the metadata service the
-// setting egress-imds names (EC2's, IMDSv2 only: package imds) into
-// b.Instance and b.Zone, which the readiness file then says; without the
-// setting (a cloud whose VMs read none) it does nothing.
+// setting egress-imds names into b.Instance and b.Zone, which the
+// readiness file then says: EC2's (vmconfig.EC2MetadataURL, IMDSv2
+// only: package imds), its instance id and availability zone; or
+// Azure's (vmconfig.AzureMetadataURL, told by its /metadata path:
+// package azureimds), the VM's vmId and its location, with its zone
+// after a dash when it has one. Without the setting (a cloud whose VMs
+// read none) it does nothing.
 func (b *Boot) Identify(ctx context.Context) error {
-	c, err := b.IMDS()
-	if err != nil || c == nil {
+	base, err := b.imdsBase()
+	if err != nil || base == "" {
 		return err
 	}
-	id, err := c.Identity(ctx)
+	if isAzureMetadata(base) {
+		id, err := (&azureimds.Client{Base: base}).Identity(ctx)
+		if err != nil {
+			return fmt.Errorf("agent: which VM this is: %w", err)
+		}
+		b.Instance, b.Zone = id.VMID, id.PlacementZone()
+		return nil
+	}
+	id, err := (&imds.Client{Base: base}).Identity(ctx)
 	if err != nil {
 		return fmt.Errorf("agent: which instance this is: %w", err)
 	}
@@ -70,15 +84,45 @@ func (b *Boot) Identify(ctx context.Context) error {
 	return nil
 }
 
-// IMDS is a client of the metadata service the setting egress-imds
-// names (EC2's, IMDSv2 only: package imds); nil without the setting, on
-// a cloud whose VMs read none.
-func (b Boot) IMDS() (*imds.Client, error) {
+// imdsBase is the setting egress-imds, trimmed; "" without it.
+func (b Boot) imdsBase() (string, error) {
 	base, err := b.Attr(vmconfig.KeyIMDS)
-	if err != nil || strings.TrimSpace(base) == "" {
+	return strings.TrimSpace(base), err
+}
+
+// isAzureMetadata tells Azure's metadata service (vmconfig.AzureMetadataURL)
+// from EC2's by its /metadata path.
+func isAzureMetadata(base string) bool {
+	u, err := url.Parse(base)
+	return err == nil && strings.TrimSuffix(u.Path, "/") == "/metadata"
+}
+
+// IMDS is a client of EC2's metadata service when the setting egress-imds
+// names it (IMDSv2 only: package imds), which a delegated IPv6 prefix is
+// read from; nil without the setting, and on Azure, whose VMs get no
+// prefix to read.
+func (b Boot) IMDS() (*imds.Client, error) {
+	base, err := b.imdsBase()
+	if err != nil || base == "" || isAzureMetadata(base) {
 		return nil, err
 	}
-	return &imds.Client{Base: strings.TrimSpace(base)}, nil
+	return &imds.Client{Base: base}, nil
+}
+
+// replace replaces the setting key whole, as the user-data wrote it
+// (root's alone): written beside it, then renamed.
+func (b Boot) replace(key string, value []byte) error {
+	if !keyPattern.MatchString(key) {
+		return fmt.Errorf("agent: %q is not a setting's name", key)
+	}
+	path := filepath.Join(b.Dir, key)
+	if err := os.WriteFile(path+".new", value, 0o600); err != nil {
+		return err
+	}
+	if err := os.Chmod(path+".new", 0o600); err != nil {
+		return err
+	}
+	return os.Rename(path+".new", path)
 }
 
 // ProbeTarget is the setting egress-probe-target.
@@ -86,19 +130,45 @@ func (b Boot) ProbeTarget(context.Context) (string, error) {
 	return b.Attr(vmconfig.KeyProbeTarget)
 }
 
-// Ready writes that the VM serves generation.
+// Ready writes that the VM serves generation. The egress address the
+// anchor said (Egress) stays: it does not depend on the configuration.
 func (b Boot) Ready(_ context.Context, generation int64) error {
-	if err := b.write(vmconfig.Readiness{Generation: generation, Ready: true, Instance: b.Instance, Zone: b.Zone}); err != nil {
+	r := vmconfig.Readiness{Generation: generation, Ready: true, Instance: b.Instance, Zone: b.Zone}
+	if prev, err := b.read(); err == nil {
+		r.Egress = prev.Egress
+	}
+	if err := b.write(r); err != nil {
 		return fmt.Errorf("agent: writing the readiness file: %w", err)
 	}
 	return nil
 }
 
-// Failed writes why the VM cannot serve generation.
-func (b Boot) Failed(_ context.Context, generation int64, reason string) {
+// Failed writes why the VM cannot serve generation. When the VM serves
+// still what it served before (servedStill: a change refused, on a VM
+// whose user data changes in place), the file keeps saying that it is
+// ready at the generation it serves, with the reason beside it, as a GCE
+// VM keeps egress/ready and writes egress/error.
+func (b Boot) Failed(_ context.Context, generation int64, reason string, servedStill bool) {
+	r := vmconfig.Readiness{Generation: max(generation, 0), Error: reason, Instance: b.Instance, Zone: b.Zone}
+	if prev, err := b.read(); err == nil {
+		r.Egress = prev.Egress
+		if servedStill && prev.Ready {
+			r.Generation, r.Ready = prev.Generation, true
+		}
+	}
 	// The reason is all a caller acts on: a write that fails leaves "not
 	// ready", which the control plane's boot timeout catches.
-	_ = b.write(vmconfig.Readiness{Generation: max(generation, 0), Error: reason, Instance: b.Instance, Zone: b.Zone})
+	_ = b.write(r)
+}
+
+// read reads the readiness file as it is now.
+func (b Boot) read() (vmconfig.Readiness, error) {
+	var r vmconfig.Readiness
+	body, err := os.ReadFile(b.Readiness)
+	if err != nil {
+		return r, err
+	}
+	return r, json.Unmarshal(body, &r)
 }
 
 // write replaces the readiness file whole, readable by the engine's user:
@@ -127,13 +197,9 @@ func (b Boot) write(r vmconfig.Readiness) error {
 // file it changes says what that apply said, and only its egress
 // changes.
 func (b Boot) Egress(_ context.Context, egress string) error {
-	body, err := os.ReadFile(b.Readiness)
+	r, err := b.read()
 	if err != nil {
-		return fmt.Errorf("agent: the readiness file to say the egress address in: %w", err)
-	}
-	var r vmconfig.Readiness
-	if err := json.Unmarshal(body, &r); err != nil {
-		return fmt.Errorf("agent: the readiness file %s: %w", b.Readiness, err)
+		return fmt.Errorf("agent: the readiness file %s to say the egress address in: %w", b.Readiness, err)
 	}
 	r.Egress = egress
 	if err := b.write(r); err != nil {

@@ -3,6 +3,7 @@ package agent_test
 import (
 	"context"
 	"encoding/json"
+	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -11,6 +12,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/egress-proxies/egress/internal/vm/agent"
+	"github.com/egress-proxies/egress/internal/vm/imagetest"
 	"github.com/egress-proxies/egress/internal/vm/imds/imdsmock"
 	"github.com/egress-proxies/egress/internal/vm/vmconfig"
 )
@@ -149,5 +151,40 @@ func TestBootIdentifiesTheEC2Instance(t *testing.T) {
 	}
 	if err := boot.Identify(context.Background()); err == nil || boot.Instance != "" {
 		t.Errorf("Identify against a path the service does not serve: %v, instance %q; want an error and none", err, boot.Instance)
+	}
+}
+
+// TestBootIdentifiesTheAzureVM: on Azure (the setting egress-imds names
+// IMDS's /metadata root), the agent asks the stand-in of Azure's IMDS
+// which VM it is, and the readiness file says its vmId, and its location
+// with its zone.
+func TestBootIdentifiesTheAzureVM(t *testing.T) {
+	md := &imagetest.AzureMetadata{VMID: "8d1f3c2a-55e4-4f0b-9a7e-2b6c1d0e9f31", Name: "egress-vm", Location: "westeurope", Zone: "2"}
+	srv := httptest.NewServer(md)
+	t.Cleanup(srv.Close)
+	boot := agent.Boot{Dir: t.TempDir(), Readiness: filepath.Join(t.TempDir(), "readiness.json")}
+	if err := os.WriteFile(filepath.Join(boot.Dir, vmconfig.KeyIMDS), []byte(srv.URL+"/metadata\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := boot.Identify(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if err := boot.Ready(context.Background(), 4); err != nil {
+		t.Fatal(err)
+	}
+	b, err := os.ReadFile(boot.Readiness)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got vmconfig.Readiness
+	if err := json.Unmarshal(b, &got); err != nil {
+		t.Fatal(err)
+	}
+	want := vmconfig.Readiness{Generation: 4, Ready: true, Instance: "8d1f3c2a-55e4-4f0b-9a7e-2b6c1d0e9f31", Zone: "westeurope-2"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("readiness (-want +got):\n%s", diff)
+	}
+	if reqs := md.Requests(); len(reqs) != 1 || reqs[0].Flavor != "true" || !strings.HasPrefix(reqs[0].URI, "/metadata/instance/compute?api-version=") {
+		t.Errorf("IMDS was asked %+v, want one GET of /metadata/instance/compute with Metadata: true", reqs)
 	}
 }

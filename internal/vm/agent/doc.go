@@ -42,7 +42,13 @@
 // back to: egress/error and boot-failed, as the script's own failures.
 //
 // On a cloud-init boot (Boot) the agent applies once and says the result
-// in the readiness file. On a Static proxy's DigitalOcean Droplet it also
+// in the readiness file. On a cloud whose VM's user data changes without
+// a reboot (Azure's IMDS userData: the setting egress-watch-userdata) it
+// then runs as UserDataWatch (`egress-proxy agent -watch`, watch.go): it
+// reads the user data every few seconds (IMDS has no wait for a change),
+// and applies the engine's configuration of a new one as above, a refused
+// one rolled back, the readiness file saying the generation served and,
+// beside it, why a change was refused. On a Static proxy's DigitalOcean Droplet it also
 // runs as Anchor (`egress-proxy agent -anchor`, anchor.go): it follows
 // DigitalOcean's metadata until the proxy's reserved IP is the Droplet's,
 // routes the VM's outbound IPv4 through the address's anchor gateway,

@@ -46,7 +46,7 @@ const cloudBootTimeout = 5 * time.Minute
 // boots them after Google's: one entry a cloud, its parts in its own
 // files (the shape in CLOUD_test.go, the image in CLOUDimage.go, the
 // metadata service's stand-in in CLOUDmetadata.go).
-var cloudShapes = []cloudShape{hetznerShape, ec2Shape, doShape}
+var cloudShapes = []cloudShape{hetznerShape, ec2Shape, doShape, azureShape}
 
 // cloudShape is what one cloud's boot brings to testCloudInit.
 type cloudShape struct {
@@ -113,6 +113,20 @@ type cloudRun struct {
 	// address the provider read it at.
 	anchor     netip.Prefix
 	reservedIP string
+	// media are files each boot's copy gets of what the cloud's
+	// provisioning media carry (Azure's OVF environment), by path in the
+	// tree.
+	media map[string]string
+	// resolver, when valid, is the VM's resolver's address in the
+	// test's internet (Azure's: the wire server's), where the resolver's
+	// stand-in answers; the metadata service's address otherwise.
+	resolver netip.Addr
+	// generation is the generation the VM serves as the boot's checks
+	// read it: 1, the create's, until a change in place (Azure's)
+	// serves another.
+	generation int64
+	// azure is what the Azure-shaped boot's own checks use (azure_test.go).
+	azure *azureRun
 }
 
 // status asks the VM's proxy for its status, as the control plane does.
@@ -163,6 +177,9 @@ func testCloudInit(t *testing.T, ctx context.Context, runDir string, engine []by
 		}
 	})
 	if err := writeFiles(root, shape.firmware(vmID)); err != nil {
+		t.Fatal(err)
+	}
+	if err := writeFiles(root, r.cloud.media); err != nil {
 		t.Fatal(err)
 	}
 
@@ -315,7 +332,7 @@ func cloudVMSide(t *testing.T, r *run, ec2 bool) (cloudinit.Renderer, *vmstatus.
 		}
 	}
 	prober := &vmstatus.Prober{Key: func(context.Context) (vmstatus.Key, error) { return key, nil }, Dial: r.topo.Internet.Dialer(controlPlaneAddr)}
-	r.cloud = &cloudRun{key: key, prober: prober}
+	r.cloud = &cloudRun{key: key, prober: prober, generation: 1}
 	return renderer, prober
 }
 
@@ -363,7 +380,8 @@ func cloudBoot(t *testing.T, ctx context.Context, r *run, root, consolePath stri
 }
 
 // checkCloudReady: the prober, from the control plane's address, reads
-// generation 1 served and ready, with no reason.
+// the generation the VM serves (1, the create's, unless a change in place
+// made it another) served and ready, with no reason.
 func checkCloudReady(t *testing.T, ctx context.Context, r *run) {
 	ctx, cancel := checkTimeout(ctx)
 	defer cancel()
@@ -371,8 +389,8 @@ func checkCloudReady(t *testing.T, ctx context.Context, r *run) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if st.Generation != 1 || !st.Ready || st.Error != "" || st.Traffic == nil {
-		t.Errorf("status %+v, want generation 1, ready, no error, with traffic", st)
+	if st.Generation != r.cloud.generation || !st.Ready || st.Error != "" || st.Traffic == nil {
+		t.Errorf("status %+v, want generation %d, ready, no error, with traffic", st, r.cloud.generation)
 	}
 }
 
@@ -380,9 +398,19 @@ func checkCloudReady(t *testing.T, ctx context.Context, r *run) {
 // with the VM's id as its instance id, with no error, and the per-boot
 // script (cloud-init's scripts_per_boot) said the proxy is ready.
 func checkCloudInit(t *testing.T, ctx context.Context, c *Container, datasource, vmID string) {
-	out, err := c.Exec(ctx, "cat", "/run/cloud-init/result.json")
+	// cloud-init writes it when its final stage ends, after the script:
+	// a script that goes on once the VM is ready (Azure's starts the
+	// watch of its user data) ends a moment after the status said so.
+	var out []byte
+	var err error
+	for deadline := time.Now().Add(time.Minute); ; {
+		if out, err = c.Exec(ctx, "cat", "/run/cloud-init/result.json"); err == nil || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
 	if err != nil {
-		t.Fatalf("no /run/cloud-init/result.json: %v", err)
+		t.Fatalf("no /run/cloud-init/result.json a minute after the VM was ready: %v", err)
 	}
 	var result struct {
 		V1 struct {

@@ -32,7 +32,13 @@
 // ec2image.go). And a Debian 13 booted as a DigitalOcean Droplet
 // (DORelease), with cloud-init's DigitalOcean datasource reading
 // /metadata/v1.json from a stand-in of DigitalOcean's metadata service
-// (DOMetadata; do_test.go, doimage.go). These boots are cloudinit_test.go's,
+// (DOMetadata; do_test.go, doimage.go). And a Debian 13 booted as an
+// Azure VM (AzureRelease), with cloud-init's Azure datasource reading the
+// OVF environment, asking a stand-in of Azure's IMDS (AzureMetadata,
+// written from Microsoft's documentation: Microsoft publishes no mock)
+// and reporting ready to a stand-in of its wire server (AzureWireServer),
+// and the agent applying a change of the VM's userData without a reboot
+// (azure_test.go, azureimage.go, azuremetadata.go). These boots are cloudinit_test.go's,
 // one entry each of its table cloudShapes.
 //
 // The test itself (make image-test) then checks from outside, one

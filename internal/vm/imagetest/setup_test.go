@@ -153,7 +153,11 @@ func (r *run) serveInternet(t *testing.T) {
 	r.roots = x509.NewCertPool()
 	r.roots.AddCert(tlsSrv.Certificate())
 
-	pc, err := topo.Internet.ListenPacket(HostPort(MetadataAddr, DNSPort))
+	resolver := MetadataAddr
+	if r.cloud != nil && r.cloud.resolver.IsValid() {
+		resolver = r.cloud.resolver
+	}
+	pc, err := topo.Internet.ListenPacket(HostPort(resolver, DNSPort))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,7 +14,7 @@
 // out the addresses of ranges of its own (Range), apart from the mock's
 // (127.0.16.0/20, 127.0.32.0/20). A fake whose VMs' user data changes in
 // place (Azure's) applies the change to the running engine
-// (Reconfigure), as the VM's agent would.
+// (Change), as the VM's agent would.
 package loopback
 
 import (
@@ -91,7 +91,7 @@ type vm struct {
 	server  *engine.Server
 	running atomic.Bool
 	// generation is the configuration's the engine serves, which its
-	// readiness reports: the boot's, then a Reconfigure's.
+	// readiness reports: the boot's, then a Change's.
 	generation atomic.Int64
 	listen     string
 }
@@ -164,6 +164,41 @@ func (v *VMs) Boot(id, ip, userData string) {
 	}()
 }
 
+// Change applies, in place, the engine's configuration of a VM's new
+// user-data, as the VM's agent applies a change of a user data that
+// changes without a reboot (Azure's userData: agent.UserDataWatch): the
+// running engine takes it, keeping the tunnels it still allows, and the
+// readiness says its generation from then on. A user-data of the
+// generation served changes nothing; one that is not package cloudinit's,
+// or whose configuration the engine refuses, changes nothing either and
+// is the error, as the agent refuses it. A VM that serves nothing (none
+// booted, or deleted) is not changed: nil.
+func (v *VMs) Change(id, userData string) error {
+	v.mu.Lock()
+	sv := v.vms[id]
+	v.mu.Unlock()
+	if sv == nil {
+		return nil
+	}
+	boot, err := cloudinit.Parse(userData)
+	if err != nil {
+		return fmt.Errorf("VM %s: the new user-data is not the proxy's: %w", id, err)
+	}
+	cfg, err := boot.Engine()
+	if err != nil {
+		return fmt.Errorf("VM %s: the new user-data carries no engine configuration: %w", id, err)
+	}
+	if cfg.Generation == sv.generation.Load() {
+		return nil
+	}
+	if err := sv.server.Apply(onLoopback(cfg, sv.listen, v.opts.AllowDestinations)); err != nil {
+		v.opts.Log.Warn("the VM's engine refuses its new configuration", slog.String("vm", id), slog.Any("error", err))
+		return fmt.Errorf("VM %s: the engine refuses the new configuration: %w", id, err)
+	}
+	sv.generation.Store(cfg.Generation)
+	return nil
+}
+
 // onLoopback is cfg as a VM of a fake runs it, on listen: its SOCKS5 port
 // on the same address, no counters served (every engine would want the
 // same port), the self-test's sources that lead the ranges dropped (the
@@ -181,36 +216,6 @@ func onLoopback(cfg vmconfig.Config, listen string, allow []string) vmconfig.Con
 	cfg.Listen = listen
 	cfg.AllowDestinations = slices.Concat(cfg.AllowDestinations, allow)
 	return cfg
-}
-
-// Reconfigure applies a new user-data to a VM's running engine in place
-// (engine.Server.Apply: tunnels the new rules still allow go on), as the
-// agent of a VM whose user data changes in place applies it (Azure's,
-// through IMDS); from then on the engine's readiness reports the new
-// generation. Its error says why the VM keeps the old one: no engine,
-// a user-data that is not the proxy's, a configuration the engine
-// refuses.
-func (v *VMs) Reconfigure(id, userData string) error {
-	v.mu.Lock()
-	sv := v.vms[id]
-	v.mu.Unlock()
-	if sv == nil {
-		return fmt.Errorf("VM %s runs no engine", id)
-	}
-	boot, err := cloudinit.Parse(userData)
-	if err != nil {
-		return fmt.Errorf("VM %s: the new user-data is not the proxy's: %w", id, err)
-	}
-	cfg, err := boot.Engine()
-	if err != nil {
-		return fmt.Errorf("VM %s: the new user-data carries no engine configuration: %w", id, err)
-	}
-	cfg = onLoopback(cfg, sv.listen, v.opts.AllowDestinations)
-	if err := sv.server.Apply(cfg); err != nil {
-		return fmt.Errorf("VM %s: the engine refuses the new configuration: %w", id, err)
-	}
-	sv.generation.Store(cfg.Generation)
-	return nil
 }
 
 // Running marks a VM's engine ready: its VM runs.

@@ -217,10 +217,14 @@ func (d Duration) Or(def time.Duration) time.Duration {
 // benchmarking ranges, IPv6 ULA and link-local (fd20:ce::254 is the
 // metadata server's IPv6), IPv4-compatible (::/96, deprecated by RFC 4291
 // §2.5.5.1, which holds :: and ::1 too), IPv4-mapped, NAT64 and 6to4 space (each a way back into IPv4
-// ranges denied above). The VM's nftables filter holds the same list in
-// the kernel.
+// ranges denied above), and Azure's wire server (168.63.129.16: a public
+// address that every Azure VM reaches as its host's own endpoint, where
+// the VM's provisioning reports and its goal state is read; it is also
+// the VM's resolver there, which the filter lets the engine ask on port
+// 53 as it lets a GCE VM ask the metadata server). The VM's nftables
+// filter holds the same list in the kernel.
 var DefaultDenyDestinations = []string{
-	"0.0.0.0/8", "10.0.0.0/8", "100.64.0.0/10", "127.0.0.0/8", "169.254.0.0/16",
+	"0.0.0.0/8", "10.0.0.0/8", "100.64.0.0/10", "127.0.0.0/8", "168.63.129.16/32", "169.254.0.0/16",
 	"172.16.0.0/12", "192.0.0.0/24", "192.0.2.0/24", "192.88.99.0/24", "192.168.0.0/16",
 	"198.18.0.0/15", "198.51.100.0/24", "203.0.113.0/24", "224.0.0.0/4", "240.0.0.0/4",
 	"::/96", "::ffff:0:0/96", "64:ff9b::/96", "64:ff9b:1::/48", "2001:db8::/32",

@@ -41,10 +41,11 @@ const (
 	// its call-home names the member by pool and name (KeyName), as a
 	// member has no namespace. A claim's Reconfigure removes it.
 	KeyPool = "egress-pool"
-	// KeyIMDS, a cloud-init boot's setting on EC2 only, is the root URL
-	// of the instance metadata service (EC2MetadataURL), which the agent
-	// asks, IMDSv2 only, which instance it is (its id and zone), to say so
-	// beside its readiness.
+	// KeyIMDS, a cloud-init boot's setting on EC2 and Azure, is the root
+	// URL of the instance metadata service (EC2MetadataURL, asked IMDSv2
+	// only; AzureMetadataURL, asked with "Metadata: true"), which the
+	// agent asks which instance it is (its id and zone), to say so beside
+	// its readiness.
 	KeyIMDS = "egress-imds"
 	// KeyAnchor, a cloud-init boot's setting on a DigitalOcean Droplet of
 	// a Static proxy only, is the URL of DigitalOcean's metadata document
@@ -64,6 +65,12 @@ const (
 // VM's userData (base64, as set on the VM), asked with the header
 // "Metadata: true".
 const AzureUserDataURL = "http://169.254.169.254/metadata/instance/compute/userData?api-version=2021-01-01&format=text"
+
+// AzureMetadataURL is Azure's instance metadata service's root on every
+// VM (the setting egress-imds of an Azure VM, plugin.Boot.MetadataURL):
+// the agent tells it from EC2's (EC2MetadataURL, the host's root) by its
+// path, and asks it which VM it is with the header "Metadata: true".
+const AzureMetadataURL = "http://169.254.169.254/metadata"
 
 // EC2MetadataURL is EC2's instance metadata service on every instance.
 const EC2MetadataURL = "http://169.254.169.254"

@@ -83,7 +83,7 @@ func (s *Server) reconfigure(vm *resource) {
 	if err != nil {
 		return
 	}
-	_ = s.serving.VMs.Reconfigure(key(vm.id), string(text))
+	_ = s.serving.VMs.Change(key(vm.id), string(text))
 }
 
 // unserve stops a VM's engine at once, as a delete cuts a VM's tunnels.
