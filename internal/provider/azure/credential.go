@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
-	"github.com/Azure/azure-sdk-for-go/sdk/azcore/cloud"
+	azcloud "github.com/Azure/azure-sdk-for-go/sdk/azcore/cloud"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
 	"github.com/Azure/azure-sdk-for-go/sdk/azidentity"
 	"golang.org/x/oauth2"
@@ -53,7 +53,7 @@ func Credential(f Federation) (azcore.TokenCredential, error) {
 		opts.Transport = f.Transport
 	}
 	if f.AuthorityHost != "" {
-		opts.Cloud = cloud.Configuration{ActiveDirectoryAuthorityHost: f.AuthorityHost, Services: map[cloud.ServiceName]cloud.ServiceConfiguration{}}
+		opts.Cloud = azcloud.Configuration{ActiveDirectoryAuthorityHost: f.AuthorityHost, Services: map[azcloud.ServiceName]azcloud.ServiceConfiguration{}}
 		// A fake on this machine is no Entra instance Microsoft's
 		// discovery knows.
 		opts.DisableInstanceDiscovery = true

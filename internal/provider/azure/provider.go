@@ -89,7 +89,7 @@ import (
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/arm"
-	"github.com/Azure/azure-sdk-for-go/sdk/azcore/cloud"
+	azcloud "github.com/Azure/azure-sdk-for-go/sdk/azcore/cloud"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/compute/armcompute/v8"
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v7"
@@ -166,8 +166,8 @@ func NewClients(subscription string, cred azcore.TokenCredential, endpoint strin
 		opts.Transport = transport
 	}
 	if endpoint != "" {
-		opts.Cloud = cloud.Configuration{Services: map[cloud.ServiceName]cloud.ServiceConfiguration{
-			cloud.ResourceManager: {Endpoint: endpoint, Audience: cloud.AzurePublic.Services[cloud.ResourceManager].Audience},
+		opts.Cloud = azcloud.Configuration{Services: map[azcloud.ServiceName]azcloud.ServiceConfiguration{
+			azcloud.ResourceManager: {Endpoint: endpoint, Audience: azcloud.AzurePublic.Services[azcloud.ResourceManager].Audience},
 		}}
 		// A fake on loopback may serve plain HTTP: the token it is sent
 		// is LocalToken's, no account's.
@@ -249,3 +249,11 @@ type lros struct {
 	mu     sync.Mutex
 	tokens map[string]string
 }
+
+// The VM side's interfaces (package vmside), as the other cloud-init
+// clouds' providers take them.
+type (
+	Prober   = vmside.Prober
+	Status   = vmside.Status
+	Renderer = vmside.Renderer
+)
