@@ -56,6 +56,7 @@ func newEnv(t *testing.T, change ...func(*Config)) *env {
 		compute: computefake.NewServerFactoryTransport(c.computeServers()),
 		network: networkfake.NewServerFactoryTransport(c.networkServers()),
 	}
+	c.ending = func(o op) { end(tr.compute, o) }
 	e := &env{cloud: c, tr: tr, st: vmsidetest.NewStatuses(), logs: &syncBuffer{}}
 	e.p = e.provider(t, change...)
 	return e

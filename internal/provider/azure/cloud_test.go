@@ -14,6 +14,7 @@ import (
 	"time"
 
 	azfake "github.com/Azure/azure-sdk-for-go/sdk/azcore/fake"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/runtime"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/to"
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/compute/armcompute/v8"
 	computefake "github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/compute/armcompute/v8/fake"
@@ -51,7 +52,17 @@ type cloud struct {
 	// code; zoneFails makes it accepted and its provisioning fail at
 	// Settle with the code.
 	zoneFull, zoneFails map[string]string
+	// ops are the VM operations accepted and not ended, by API name and
+	// path: Settle ends them in the SDK's fake too (ending drives them),
+	// since its servers track an operation by its path until it is polled
+	// to its end, and would answer a later PUT or DELETE of the same path
+	// (a VM of the same name) as that operation.
+	ops    []op
+	ending func(op)
 }
+
+// op is an operation the SDK's fake tracks: its API name and path.
+type op struct{ api, path string }
 
 func newCloud() *cloud {
 	return &cloud{group: testGroup, sub: testSubscription,
@@ -112,6 +123,7 @@ func (c *cloud) computeServers() *computefake.ServerFactory {
 					return
 				}
 				vm.Properties.ProvisioningState = to.Ptr("Deleting")
+				c.ops = append(c.ops, op{"VirtualMachinesClient.BeginDelete", c.id(typeVM, name)})
 				resp.AddNonTerminalResponse(http.StatusAccepted, nil)
 				resp.SetTerminalResponse(http.StatusOK, armcompute.VirtualMachinesClientDeleteResponse{}, nil)
 				return
@@ -206,6 +218,7 @@ func (c *cloud) putVM(_ context.Context, _, name string, vm armcompute.VirtualMa
 	nic.Properties.VirtualMachine = &armnetwork.SubResource{ID: stored.ID}
 	disk := *vm.Properties.StorageProfile.OSDisk.Name
 	c.disks[disk] = &armcompute.Disk{ID: to.Ptr(c.id(typeDisk, disk)), Name: to.Ptr(disk), Location: vm.Location, ManagedBy: stored.ID}
+	c.ops = append(c.ops, op{"VirtualMachinesClient.BeginCreateOrUpdate", c.id(typeVM, name)})
 	resp.AddNonTerminalResponse(http.StatusCreated, nil)
 	resp.SetTerminalResponse(http.StatusOK, armcompute.VirtualMachinesClientCreateOrUpdateResponse{VirtualMachine: *clone(stored)}, nil)
 	return
@@ -364,6 +377,15 @@ func (c *cloud) dropNIC(name string) {
 // being made is made.
 func (c *cloud) Settle() {
 	c.mu.Lock()
+	ops := c.ops
+	c.ops = nil
+	c.mu.Unlock()
+	for _, o := range ops {
+		if c.ending != nil {
+			c.ending(o)
+		}
+	}
+	c.mu.Lock()
 	defer c.mu.Unlock()
 	for _, ip := range c.ips {
 		ip.Properties.ProvisioningState = to.Ptr(armnetwork.ProvisioningStateSucceeded)
@@ -458,6 +480,29 @@ func (c *cloud) callCount(op string) int {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return c.calls[op]
+}
+
+// end polls the operation o in the SDK's fake t until it ends, so that
+// the fake forgets it.
+func end(t interface {
+	Do(*http.Request) (*http.Response, error)
+}, o op) {
+	ctx := context.WithValue(context.Background(), runtime.CtxAPINameKey{}, o.api)
+	for range 5 {
+		req, err := http.NewRequestWithContext(ctx, http.MethodGet, "https://management.azure.com"+o.path+"/get/fake/status", nil)
+		if err != nil {
+			panic(err)
+		}
+		resp, err := t.Do(req)
+		if err != nil {
+			return
+		}
+		resp.Body.Close()
+		switch resp.Header.Get("Fake-Poller-Status") {
+		case "Succeeded", "Failed", "Canceled", "":
+			return
+		}
+	}
 }
 
 // transport routes the clients' requests to the compute or the network

@@ -63,12 +63,11 @@ func (p *Provider) Create(ctx context.Context, req provider.CreateRequest) (stri
 		return "", err
 	}
 	vm := p.vmBody(req, loc, zone, *nic.ID, userData, tags)
-	key := opKey("put", p.armID(typeVM, req.Name))
-	_, err = submit(ctx, p, key, func(token string) (*runtime.Poller[armcompute.VirtualMachinesClientCreateOrUpdateResponse], error) {
-		return p.c.VMs.BeginCreateOrUpdate(ctx, p.cfg.ResourceGroup, req.Name, vm, &armcompute.VirtualMachinesClientBeginCreateOrUpdateOptions{
-			IfNoneMatch: to.Ptr("*"), ResumeToken: token,
-		})
-	})
+	// Not followed: the VM's own provisioning state, which Get reads,
+	// says what became of it, and a create's read of the name is what
+	// resumes it (its token would outlive the VM: a later VM of the same
+	// name is another operation).
+	_, err = p.c.VMs.BeginCreateOrUpdate(ctx, p.cfg.ResourceGroup, req.Name, vm, &armcompute.VirtualMachinesClientBeginCreateOrUpdateOptions{IfNoneMatch: to.Ptr("*")})
 	switch kind := classify(err); {
 	case err == nil:
 		p.cfg.Log.Info("azure vm create accepted", slog.String("vm", req.Name), slog.String("location", loc), slog.String("zone", zone))
@@ -117,6 +116,7 @@ func (p *Provider) find(ctx context.Context, req provider.CreateRequest) (string
 		// again, maybe for another zone): a VM's zone cannot change, so
 		// it goes, and the create after its deletion makes the new one.
 		id := p.vmID(req.Name)
+		p.forget(opKey("delete", id))
 		if _, err := p.deleteVM(ctx, id, parsed{group: p.cfg.ResourceGroup, name: req.Name}); err != nil && !notFound(err) {
 			return "", false, p.wrap("create", req.Name, err)
 		}
@@ -200,6 +200,10 @@ func (p *Provider) ensureIP(ctx context.Context, req provider.CreateRequest, loc
 		}
 	case !notFound(err):
 		return nil, p.wrap("create", name, err)
+	default:
+		// Not there, so no operation of ours is making it: a token kept
+		// for it is of one that ended otherwise.
+		p.forget(opKey("put", p.armID(typeIP, name)))
 	}
 	deleteOption := armnetwork.DeleteOptionsDelete
 	if req.StaticIP {
@@ -245,6 +249,8 @@ func (p *Provider) ensureNIC(ctx context.Context, req provider.CreateRequest, lo
 		}
 	case !notFound(err):
 		return nil, p.wrap("create", name, err)
+	default:
+		p.forget(opKey("put", p.armID(typeNIC, name)))
 	}
 	body := armnetwork.Interface{
 		Location: to.Ptr(loc),
@@ -261,14 +267,14 @@ func (p *Provider) ensureNIC(ctx context.Context, req provider.CreateRequest, lo
 			}},
 		},
 	}
-	out, err := follow(ctx, p, opKey("put", p.armID("Microsoft.Network/networkInterfaces", name)), func(token string) (*runtime.Poller[armnetwork.InterfacesClientCreateOrUpdateResponse], error) {
+	out, err := follow(ctx, p, opKey("put", p.armID(typeNIC, name)), func(token string) (*runtime.Poller[armnetwork.InterfacesClientCreateOrUpdateResponse], error) {
 		return p.c.NICs.BeginCreateOrUpdate(ctx, p.cfg.ResourceGroup, name, body, &armnetwork.InterfacesClientBeginCreateOrUpdateOptions{ResumeToken: token})
 	})
 	if err != nil {
 		return nil, p.wrap("create", name, err)
 	}
 	if out.ID == nil {
-		out.ID = to.Ptr(p.armID("Microsoft.Network/networkInterfaces", name))
+		out.ID = to.Ptr(p.armID(typeNIC, name))
 	}
 	return &out.Interface, nil
 }

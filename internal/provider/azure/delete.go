@@ -42,8 +42,11 @@ func (p *Provider) Delete(ctx context.Context, providerID string) error {
 	case err != nil:
 		return p.wrap("delete", providerID, err)
 	}
-	p.forget(opKey("put", p.armID(typeVM, id.name)))
-	if provisioning(&res.VirtualMachine) == "Deleting" && p.token(opKey("delete", providerID)) == "" {
+	if provisioning(&res.VirtualMachine) != "Deleting" {
+		// A token kept for a deletion is of an earlier VM of the name,
+		// whose operation ended: this one is another.
+		p.forget(opKey("delete", providerID))
+	} else if p.token(opKey("delete", providerID)) == "" {
 		return nil
 	}
 	done, err := p.deleteVM(ctx, providerID, id)
@@ -82,6 +85,10 @@ func (p *Provider) leftovers(ctx context.Context, providerID string, id parsed) 
 	case nic.Properties != nil && nic.Properties.VirtualMachine != nil:
 		return provider.NewError(provider.KindTransient, "delete", providerID, fmt.Errorf("network interface %s is still held by a VM", nicName(id.name)))
 	default:
+		if nic.Properties == nil || nic.Properties.ProvisioningState == nil || *nic.Properties.ProvisioningState != armnetwork.ProvisioningStateDeleting {
+			// A token kept for its deletion is of an earlier NIC of the name.
+			p.forget(opKey("delete", p.armID(typeNIC, nicName(id.name))))
+		}
 		if _, err := follow(ctx, p, opKey("delete", p.armID(typeNIC, nicName(id.name))), func(token string) (*runtime.Poller[armnetwork.InterfacesClientDeleteResponse], error) {
 			return p.c.NICs.BeginDelete(ctx, id.group, nicName(id.name), &armnetwork.InterfacesClientBeginDeleteOptions{ResumeToken: token})
 		}); err != nil && !notFound(err) {
@@ -100,6 +107,9 @@ func (p *Provider) leftovers(ctx context.Context, providerID string, id parsed) 
 	case ip.Properties != nil && ip.Properties.IPConfiguration != nil:
 		return provider.NewError(provider.KindTransient, "delete", providerID, fmt.Errorf("public IP %s is still held by a network interface", ipName(id.name)))
 	default:
+		if ip.Properties == nil || ip.Properties.ProvisioningState == nil || *ip.Properties.ProvisioningState != armnetwork.ProvisioningStateDeleting {
+			p.forget(opKey("delete", p.armID(typeIP, ipName(id.name))))
+		}
 		if err := p.deleteIP(ctx, id.group, ipName(id.name)); err != nil && !notFound(err) {
 			return p.wrap("delete", providerID, err)
 		}
@@ -113,6 +123,9 @@ func (p *Provider) leftovers(ctx context.Context, providerID string, id parsed) 
 	case disk.ManagedBy != nil && *disk.ManagedBy != "":
 		return provider.NewError(provider.KindTransient, "delete", providerID, fmt.Errorf("OS disk %s is still attached to %s", diskName(id.name), *disk.ManagedBy))
 	default:
+		if disk.Properties == nil || disk.Properties.ProvisioningState == nil || *disk.Properties.ProvisioningState != "Deleting" {
+			p.forget(opKey("delete", p.armID(typeDisk, diskName(id.name))))
+		}
 		if _, err := follow(ctx, p, opKey("delete", p.armID(typeDisk, diskName(id.name))), func(token string) (*runtime.Poller[armcompute.DisksClientDeleteResponse], error) {
 			return p.c.Disks.BeginDelete(ctx, id.group, diskName(id.name), &armcompute.DisksClientBeginDeleteOptions{ResumeToken: token})
 		}); err != nil && !notFound(err) {
@@ -135,6 +148,9 @@ func (p *Provider) releaseIP(ctx context.Context, providerID string, id parsed) 
 	if res.Properties != nil && res.Properties.IPConfiguration != nil {
 		return provider.NewError(provider.KindTransient, "delete", providerID,
 			fmt.Errorf("public IP %s is still held by a network interface; it is released once its VM is gone", id.name))
+	}
+	if res.Properties == nil || res.Properties.ProvisioningState == nil || *res.Properties.ProvisioningState != armnetwork.ProvisioningStateDeleting {
+		p.forget(opKey("delete", p.armID(typeIP, id.name)))
 	}
 	if err := p.deleteIP(ctx, id.group, id.name); err != nil && !notFound(err) {
 		return p.wrap("delete", providerID, err)

@@ -17,6 +17,17 @@ import (
 // operation's kind, from which a poller of another call (or another
 // process) takes over without sending the request again.
 //
+// Which operations are followed: the PUTs of the IP and the NIC (the next
+// PUT names them, so Create waits for them), and the DELETEs (the VM's is
+// resumed by the next Delete while the VM is Deleting; the NIC's, IP's
+// and disk's are waited for). The VM's PUT and Reconfigure's PATCH are
+// not: the VM's provisioning state and its report say what became of
+// them, and a token of theirs would outlive the operation it names (a
+// later VM of the same name, a later PATCH, is another operation). A
+// token kept for a resource that is not in the state its operation
+// implies (there and not Deleting, for a DELETE; not there, for a PUT)
+// is of an operation that ended otherwise, and is dropped.
+//
 // Where the tokens are kept: in the provider's memory (Provider.lros),
 // keyed by the resource's ARM id and the operation, from the moment an
 // operation is accepted until a call sees it end. So a call cut short by

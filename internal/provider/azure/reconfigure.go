@@ -12,7 +12,6 @@ import (
 	"maps"
 	"strconv"
 
-	"github.com/Azure/azure-sdk-for-go/sdk/azcore/runtime"
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/to"
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/compute/armcompute/v8"
 
@@ -90,10 +89,9 @@ func (p *Provider) Reconfigure(ctx context.Context, providerID string, req provi
 		Tags:       tags,
 		Properties: &armcompute.VirtualMachineProperties{UserData: to.Ptr(base64.StdEncoding.EncodeToString([]byte(ud)))},
 	}
-	key := opKey("patch", providerID)
-	if _, err := submit(ctx, p, key, func(token string) (*runtime.Poller[armcompute.VirtualMachinesClientUpdateResponse], error) {
-		return p.c.VMs.BeginUpdate(ctx, id.group, id.name, update, &armcompute.VirtualMachinesClientBeginUpdateOptions{ResumeToken: token})
-	}); err != nil {
+	// Not followed, and its token not kept: a later Reconfigure is
+	// another PATCH, never the resumption of this one.
+	if _, err := p.c.VMs.BeginUpdate(ctx, id.group, id.name, update, nil); err != nil {
 		return p.wrap("reconfigure", providerID, err)
 	}
 	gen := int64(0)
