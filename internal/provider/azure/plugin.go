@@ -22,10 +22,17 @@ import (
 // the VM's userData, which the VM's agent watches through IMDS
 // (Boot.WatchUserData), so warm pools are served.
 //
-// No IPv6Prefix: an Azure NIC's IPv6 is one address per IP configuration
-// of a dual-stack subnet (a /128 each, up to 256 configurations a NIC),
-// not a prefix routed to the VM; Azure has no prefix delegation to a NIC.
-// So the rotating IPv6 egress modes are refused on azure.
+// No IPv6Prefix: what Azure's Network API (2025-01-01, armnetwork/v7)
+// gives a NIC is one public IPv6 address per IP configuration (a Standard
+// public IP of version IPv6, on a dual-stack subnet), not a public prefix
+// routed to the VM. Its one prefix on a NIC, an IP configuration's
+// privateIPAddressPrefixLength, is a block of the subnet's private
+// addresses, which reach the Internet through the public IP's address
+// translation, so its sources are not distinct public addresses; and a
+// public IP prefix (publicIPPrefixes) is a reservation that public IPs
+// are made from one by one, not a block routed to a VM. As read from the
+// SDK's models and Azure's docs, not tried on Azure itself. So the
+// rotating IPv6 egress modes are refused on azure.
 var Plugin = plugin.Plugin{
 	Type:      Type,
 	Name:      "Azure Virtual Machines",
