@@ -280,6 +280,19 @@ func (c *cloud) networkServers() *networkfake.ServerFactory {
 				resp.SetTerminalResponse(http.StatusOK, armnetwork.PublicIPAddressesClientDeleteResponse{}, nil)
 				return
 			},
+			UpdateTags: func(_ context.Context, _, name string, t armnetwork.TagsObject, _ *armnetwork.PublicIPAddressesClientUpdateTagsOptions) (resp azfake.Responder[armnetwork.PublicIPAddressesClientUpdateTagsResponse], errResp azfake.ErrorResponder) {
+				c.mu.Lock()
+				defer c.mu.Unlock()
+				c.calls["ip.tags"]++
+				ip, ok := c.ips[name]
+				if !ok {
+					notFoundErr(&errResp)
+					return
+				}
+				ip.Tags = t.Tags
+				resp.SetResponse(http.StatusOK, armnetwork.PublicIPAddressesClientUpdateTagsResponse{PublicIPAddress: *clone(ip)}, nil)
+				return
+			},
 			NewListPager: func(string, *armnetwork.PublicIPAddressesClientListOptions) (resp azfake.PagerResponder[armnetwork.PublicIPAddressesClientListResponse]) {
 				c.mu.Lock()
 				defer c.mu.Unlock()
@@ -337,6 +350,19 @@ func (c *cloud) networkServers() *networkfake.ServerFactory {
 				}
 				c.dropNIC(name)
 				resp.SetTerminalResponse(http.StatusOK, armnetwork.InterfacesClientDeleteResponse{}, nil)
+				return
+			},
+			UpdateTags: func(_ context.Context, _, name string, t armnetwork.TagsObject, _ *armnetwork.InterfacesClientUpdateTagsOptions) (resp azfake.Responder[armnetwork.InterfacesClientUpdateTagsResponse], errResp azfake.ErrorResponder) {
+				c.mu.Lock()
+				defer c.mu.Unlock()
+				c.calls["nic.tags"]++
+				nic, ok := c.nics[name]
+				if !ok {
+					notFoundErr(&errResp)
+					return
+				}
+				nic.Tags = t.Tags
+				resp.SetResponse(http.StatusOK, armnetwork.InterfacesClientUpdateTagsResponse{Interface: *clone(nic)}, nil)
 				return
 			},
 			NewListPager: func(string, *armnetwork.InterfacesClientListOptions) (resp azfake.PagerResponder[armnetwork.InterfacesClientListResponse]) {

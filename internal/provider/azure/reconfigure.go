@@ -14,6 +14,7 @@ import (
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore/to"
 	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/compute/armcompute/v8"
+	"github.com/Azure/azure-sdk-for-go/sdk/resourcemanager/network/armnetwork/v7"
 
 	"github.com/egress-proxies/egress/internal/provider"
 	"github.com/egress-proxies/egress/internal/provider/vmside"
@@ -24,7 +25,8 @@ import (
 // the VM (virtualMachines/write): its userData, a new rendering of the
 // VM's user-data for req (the Renderer's, as at create), which the VM's
 // agent polls through IMDS and applies without a reboot (the plugin's
-// Boot.WatchUserData); and its tags, LabelUID set to req.UID and the
+// Boot.WatchUserData); and its tags, LabelUID set to req.UID (on its NIC
+// and public IP too, first: retagNetwork) and the
 // status id to the one the new rendering holds. The status id is derived
 // from the uid and the create's request id, which the VM keeps in a tag
 // (egress-status-request): the same owner keeps its id, a new owner (a
@@ -77,6 +79,11 @@ func (p *Provider) Reconfigure(ctx context.Context, providerID string, req provi
 		return provider.NewError(provider.KindPermanent, "reconfigure", providerID,
 			fmt.Errorf("the user-data is %d bytes, over Azure's limit of %d (64 KiB once base64-encoded)", len(ud), MaxUserDataBytes))
 	}
+	if tag(vm.Tags, provider.LabelUID) != req.UID {
+		if err := p.retagNetwork(ctx, providerID, id, req.UID); err != nil {
+			return err
+		}
+	}
 	tags := maps.Clone(vm.Tags)
 	if tags == nil {
 		tags = map[string]*string{}
@@ -99,6 +106,39 @@ func (p *Provider) Reconfigure(ctx context.Context, providerID string, req provi
 		gen = req.Engine.Generation
 	}
 	p.cfg.Log.Info("azure vm user data rewritten", slog.String("providerID", providerID), slog.String("uid", req.UID), slog.Int64("generation", gen))
+	return nil
+}
+
+// retagNetwork sets LabelUID on the VM's NIC and public IP to uid, before
+// the VM's (a crash between leaves the VM with its old uid, and the
+// reconciler's next Reconfigure does all again): they are the new owner's
+// from now on, so the collector judges what a crash leaves of them (a
+// residue, a Static IP no VM holds) by the owner that lives.
+func (p *Provider) retagNetwork(ctx context.Context, providerID string, id parsed, uid string) error {
+	nic, err := p.c.NICs.Get(ctx, id.group, nicName(id.name), nil)
+	switch {
+	case notFound(err):
+	case err != nil:
+		return p.wrap("reconfigure", providerID, err)
+	case p.managed(nic.Tags) && tag(nic.Tags, provider.LabelUID) != uid:
+		tags := maps.Clone(nic.Tags)
+		tags[provider.LabelUID] = to.Ptr(uid)
+		if _, err := p.c.NICs.UpdateTags(ctx, id.group, nicName(id.name), armnetwork.TagsObject{Tags: tags}, nil); err != nil {
+			return p.wrap("reconfigure", providerID, err)
+		}
+	}
+	ip, err := p.c.IPs.Get(ctx, id.group, ipName(id.name), nil)
+	switch {
+	case notFound(err):
+	case err != nil:
+		return p.wrap("reconfigure", providerID, err)
+	case p.managed(ip.Tags) && tag(ip.Tags, provider.LabelUID) != uid:
+		tags := maps.Clone(ip.Tags)
+		tags[provider.LabelUID] = to.Ptr(uid)
+		if _, err := p.c.IPs.UpdateTags(ctx, id.group, ipName(id.name), armnetwork.TagsObject{Tags: tags}, nil); err != nil {
+			return p.wrap("reconfigure", providerID, err)
+		}
+	}
 	return nil
 }
 

@@ -482,7 +482,8 @@ func TestResidueIsListedAndCollected(t *testing.T) {
 
 // TestReconfigureWritesUserData: Reconfigure PATCHes the VM's userData
 // with the Renderer's rendering for the new owner and configuration, and
-// its uid and status id tags; the same request again sends nothing.
+// its uid and status id tags, after its NIC's and IP's uid tags; the same
+// request again sends nothing.
 func TestReconfigureWritesUserData(t *testing.T) {
 	ctx := context.Background()
 	e := newEnv(t)
@@ -505,11 +506,13 @@ func TestReconfigureWritesUserData(t *testing.T) {
 	ud, _ := base64.StdEncoding.DecodeString(*vm.Properties.UserData)
 	render := provider.CreateRequest{Name: req.Name, UID: claim.UID, RequestID: req.RequestID}
 	type seen struct {
-		UserData, UID, StatusID string
-		Patches                 int
+		UserData, UID, StatusID, NICUID, IPUID string
+		Patches, Retags                        int
 	}
-	want := seen{"#cloud-config\n# egress proxy " + claim.UID + ", generation 3\n", claim.UID, vmstatus.StatusID(render), 1}
-	got := seen{string(ud), tag(vm.Tags, provider.LabelUID), tag(vm.Tags, vmside.LabelStatusID), e.cloud.callCount("vm.patch")}
+	want := seen{"#cloud-config\n# egress proxy " + claim.UID + ", generation 3\n", claim.UID, vmstatus.StatusID(render), claim.UID, claim.UID, 1, 2}
+	got := seen{string(ud), tag(vm.Tags, provider.LabelUID), tag(vm.Tags, vmside.LabelStatusID),
+		tag(e.cloud.nics[nicName(req.Name)].Tags, provider.LabelUID), tag(e.cloud.ips[ipName(req.Name)].Tags, provider.LabelUID),
+		e.cloud.callCount("vm.patch"), e.cloud.callCount("nic.tags") + e.cloud.callCount("ip.tags")}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("after two Reconfigures of one request (-want +got):\n%s", diff)
 	}
