@@ -118,3 +118,12 @@ func ParseSubnets(pairs []string) (map[string]string, error) {
 	}
 	return out, nil
 }
+
+// Lists makes the provider a provider.Scoped: ListByTag lists
+// AZURE_RESOURCE_GROUP, while a providerID names its own resource group,
+// so a VM made before the variable changed is served, replaced and
+// deleted through its providerID, never listed.
+func (p *Provider) Lists(providerID string) bool {
+	id, err := p.parseID(providerID)
+	return err == nil && strings.EqualFold(id.group, p.cfg.ResourceGroup)
+}

@@ -238,6 +238,7 @@ var (
 	_ provider.Provider     = (*Provider)(nil)
 	_ provider.Reconfigurer = (*Provider)(nil)
 	_ provider.Polled       = (*Provider)(nil)
+	_ provider.Scoped       = (*Provider)(nil)
 )
 
 // PollInterval makes the provider a provider.Polled: its VMs cannot call

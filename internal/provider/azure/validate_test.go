@@ -104,3 +104,13 @@ func TestParseSubnets(t *testing.T) {
 		}
 	}
 }
+
+func TestListsItsResourceGroupOnly(t *testing.T) {
+	e := newEnv(t)
+	other := strings.Replace(e.p.vmID("proxy-a"), "/resourceGroups/"+testGroup+"/", "/resourceGroups/older-group/", 1)
+	got := map[string]bool{e.p.vmID("proxy-a"): e.p.Lists(e.p.vmID("proxy-a")), other: e.p.Lists(other), "azure://nonsense": e.p.Lists("azure://nonsense")}
+	want := map[string]bool{e.p.vmID("proxy-a"): true, other: false, "azure://nonsense": false}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("Lists (-want +got):\n%s", diff)
+	}
+}
