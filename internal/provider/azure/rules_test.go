@@ -516,4 +516,40 @@ func TestReconfigureWritesUserData(t *testing.T) {
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("after two Reconfigures of one request (-want +got):\n%s", diff)
 	}
+	// The logs name the VM and the generation, never the user-data.
+	if logs := e.logs.String(); strings.Contains(logs, "cloud-config") || strings.Contains(logs, *vm.Properties.UserData) {
+		t.Errorf("the logs hold a VM's user-data:\n%s", logs)
+	}
+}
+
+// TestStates: a VM's provisioning and power states onto the contract's.
+func TestStates(t *testing.T) {
+	vm := func(prov string, statuses ...string) *armcompute.VirtualMachine {
+		v := &armcompute.VirtualMachine{Properties: &armcompute.VirtualMachineProperties{ProvisioningState: &prov}}
+		if statuses != nil {
+			v.Properties.InstanceView = &armcompute.VirtualMachineInstanceView{}
+			for _, c := range statuses {
+				v.Properties.InstanceView.Statuses = append(v.Properties.InstanceView.Statuses, &armcompute.InstanceViewStatus{Code: &c})
+			}
+		}
+		return v
+	}
+	got := map[string]provider.InstanceState{
+		"creating":             state(vm("Creating")),
+		"running":              state(vm("Succeeded", "ProvisioningState/succeeded", "PowerState/running")),
+		"starting":             state(vm("Succeeded", "ProvisioningState/succeeded", "PowerState/starting")),
+		"deallocated":          state(vm("Succeeded", "ProvisioningState/succeeded", "PowerState/deallocated")),
+		"stopped":              state(vm("Succeeded", "ProvisioningState/succeeded", "PowerState/stopped")),
+		"deleting":             state(vm("Deleting", "PowerState/running")),
+		"updating and running": state(vm("Updating", "ProvisioningState/updating", "PowerState/running")),
+		"listed":               state(vm("Succeeded")),
+	}
+	want := map[string]provider.InstanceState{
+		"creating": provider.StateProvisioning, "running": provider.StateRunning, "starting": provider.StateProvisioning,
+		"deallocated": provider.StateStopped, "stopped": provider.StateStopped, "deleting": provider.StateTerminated,
+		"updating and running": provider.StateRunning, "listed": provider.StateRunning,
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("states (-want +got):\n%s", diff)
+	}
 }
