@@ -39,7 +39,7 @@ var Plugin = plugin.Plugin{
 	Vars:      vars,
 	New:       newFromEnv,
 	Validator: validatorOf,
-	Boot: plugin.Boot{Kind: plugin.BootCloudInit, MetadataURL: "http://169.254.169.254/metadata",
+	Boot: plugin.Boot{Kind: plugin.BootCloudInit, MetadataURL: vmconfig.AzureMetadataURL,
 		WatchUserData: vmconfig.AzureUserDataURL},
 	Readiness:    plugin.StatusDoor,
 	InPlace:      true,
