@@ -97,3 +97,14 @@ func (e *UnknownError) Error() string {
 
 // ErrNoPrices is a cloud whose plugin declares no price source.
 var ErrNoPrices = errors.New("the cloud publishes no prices the product reads")
+
+// Catalog is the prices the deployment last read, as the store keeps them
+// (refreshed daily from each cloud's Source): what a proxy's cost and a
+// namespace's forecast are computed from, never a cloud's API on a
+// request's path.
+type Catalog interface {
+	// Price is the price of key as last read; an *UnknownError when none
+	// was read for it (the cloud publishes none, or its API failed), with
+	// the reason.
+	Price(ctx context.Context, key Key) (Price, error)
+}
