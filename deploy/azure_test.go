@@ -18,45 +18,14 @@ import (
 	"github.com/hashicorp/hcl/v2/hclsyntax"
 	"github.com/zclconf/go-cty/cty"
 	"github.com/zclconf/go-cty/cty/function"
+
+	azureprovider "github.com/egress-proxies/egress/internal/provider/azure"
+	"github.com/egress-proxies/egress/internal/provider/plugin"
 )
 
 // azureDir is the azure provider's own module, applied with the operator's
 // Azure credentials.
 var azureDir = filepath.Join(terraformDir, "azure")
-
-// azureRolePolicy is the file of the azure/ module that grants the
-// provider's permissions: the azure plugin's Terraform.Policy, once the
-// plugin is registered (then the test takes it from there, as the AWS one
-// does).
-const azureRolePolicy = "deploy/terraform/azure/role.tf"
-
-// azureActionsTheProviderCalls are the Resource Manager actions the azure
-// provider's calls need: the contract the provider, its fake and this
-// module were built to (notes of issue 45). The one place the tests take
-// them from: once the provider is registered, the analysis of its calls
-// (as TestTheAWSRoleHoldsWhatItsCallsNeed does for EC2) replaces this list.
-func azureActionsTheProviderCalls() []string {
-	return []string{
-		// PUT (If-None-Match: *), PATCH of userData, GET, the list, DELETE.
-		"Microsoft.Compute/virtualMachines/write",
-		"Microsoft.Compute/virtualMachines/read",
-		"Microsoft.Compute/virtualMachines/delete",
-		"Microsoft.Network/networkInterfaces/write",
-		"Microsoft.Network/networkInterfaces/read",
-		"Microsoft.Network/networkInterfaces/delete",
-		"Microsoft.Network/networkInterfaces/join/action",
-		"Microsoft.Network/publicIPAddresses/write",
-		"Microsoft.Network/publicIPAddresses/read",
-		"Microsoft.Network/publicIPAddresses/delete",
-		"Microsoft.Network/publicIPAddresses/join/action",
-		"Microsoft.Network/virtualNetworks/subnets/join/action",
-		"Microsoft.Network/virtualNetworks/subnets/read",
-		"Microsoft.Network/networkSecurityGroups/join/action",
-		// An OS disk a crash left.
-		"Microsoft.Compute/disks/read",
-		"Microsoft.Compute/disks/delete",
-	}
-}
 
 // azureVars are what an evaluation of the azure/ module needs of its
 // variables without defaults, and what the tests vary.
@@ -168,11 +137,13 @@ func azureRoleProblems(t *testing.T, dir, policyFile string, want []string) prob
 // an extra action, a missing one, a wildcard, a wider scope and a second
 // assignment each fail.
 func TestTheAzureRoleGrantsExactlyTheProvidersActions(t *testing.T) {
-	policy, ok := strings.CutPrefix(azureRolePolicy, "deploy/terraform/azure/")
+	policy, ok := strings.CutPrefix(azureprovider.Plugin.Terraform.Policy, "deploy/terraform/azure/")
 	if !ok {
-		t.Fatalf("the azure role's file %q is not a file of deploy/terraform/azure", azureRolePolicy)
+		t.Fatalf("the azure plugin's Terraform.Policy %q is not a file of deploy/terraform/azure", azureprovider.Plugin.Terraform.Policy)
 	}
-	want := azureActionsTheProviderCalls()
+	// The provider's own table of its calls' actions, which its
+	// TestEveryCallHasItsActions holds to its code.
+	want := azureprovider.Actions()
 	if p := azureRoleProblems(t, azureDir, policy, want); len(p) > 0 {
 		t.Errorf("the azure/ module's role:\n%s", strings.Join(p, "\n"))
 	}
@@ -604,21 +575,30 @@ func TestTheAzureIdentityTakesOnlyTheFunctionsTokens(t *testing.T) {
 	}
 }
 
-// azureContractVars are the azure provider's variables that production
-// sets (notes of issue 45), by the functions that read them; AZURE_ENDPOINT
-// and AZURE_AUTHORITY_HOST are the local stack's alone. Once the plugin is
-// registered, TestTerraformSetsEveryVariable holds the functions'
-// environments to its Vars, and this to the same names.
-var azureContractVars = struct{ callers, api, local []string }{
-	callers: []string{"AZURE_SUBSCRIPTION_ID", "AZURE_TENANT_ID", "AZURE_CLIENT_ID", "AZURE_RESOURCE_GROUP", "AZURE_LOCATIONS", "AZURE_SUBNET_IDS"},
-	api:     []string{"AZURE_LOCATIONS", "AZURE_VM_SIZES", "AZURE_IMAGES"},
-	local:   []string{"AZURE_ENDPOINT", "AZURE_AUTHORITY_HOST"},
+// azureContractVars are the azure plugin's variables by who reads them
+// in production: the functions that call Azure, and the ProxyAPI; the
+// local ones (AZURE_ENDPOINT, AZURE_AUTHORITY_HOST) are the local
+// stack's alone, and Terraform sets none of them.
+func azureContractVars() (callers, api, local []string) {
+	for _, v := range azureprovider.Plugin.Vars {
+		switch {
+		case v.Local:
+			local = append(local, v.Name)
+			continue
+		case v.Readers&plugin.ReadByCallers != 0:
+			callers = append(callers, v.Name)
+		}
+		if v.Readers&plugin.ReadByAPI != 0 {
+			api = append(api, v.Name)
+		}
+	}
+	return callers, api, local
 }
 
 // TestTheAzureOutputsAreTheMainModulesSettings: each output of the azure/
 // module the functions need is the main module's variable azure_NAME, the
 // output main_module_tfvars writes those and no others, and the main
-// module's environments give the contract's variables what the azure/
+// module's environments give the plugin's variables what the azure/
 // module made: the subnet ids as location=ID pairs.
 func TestTheAzureOutputsAreTheMainModulesSettings(t *testing.T) {
 	az, main := parseModuleAt(t, azureDir), parseModule(t)
@@ -680,13 +660,14 @@ func TestTheAzureOutputsAreTheMainModulesSettings(t *testing.T) {
 		t.Errorf("what the ProxyAPI reads (-want +local.azure_api_env):\n%s", diff)
 	}
 	keys := func(m map[string]string) []string { return slices.Sorted(maps.Keys(m)) }
-	if diff := cmp.Diff(slices.Sorted(slices.Values(azureContractVars.callers)), keys(gotCallers)); diff != "" {
-		t.Errorf("the callers' variables (-the contract's +Terraform's):\n%s", diff)
+	callers, api, local := azureContractVars()
+	if diff := cmp.Diff(slices.Sorted(slices.Values(callers)), keys(gotCallers)); diff != "" {
+		t.Errorf("the callers' variables (-the plugin's +Terraform's):\n%s", diff)
 	}
-	if diff := cmp.Diff(slices.Sorted(slices.Values(azureContractVars.api)), keys(gotAPI)); diff != "" {
-		t.Errorf("the ProxyAPI's variables (-the contract's +Terraform's):\n%s", diff)
+	if diff := cmp.Diff(slices.Sorted(slices.Values(api)), keys(gotAPI)); diff != "" {
+		t.Errorf("the ProxyAPI's variables (-the plugin's +Terraform's):\n%s", diff)
 	}
-	for _, v := range azureContractVars.local {
+	for _, v := range local {
 		if _, ok := gotCallers[v]; ok {
 			t.Errorf("Terraform sets %s, which only the local stack sets", v)
 		}
@@ -752,13 +733,18 @@ var azureSecretValues = regexp.MustCompile(`\b[A-Za-z0-9_~.]{3}\dQ~[A-Za-z0-9_~.
 
 // azureSecretsIn says what of path's content b is an Azure secret or names
 // one: names in code (Go, Terraform, templates, scripts, CI, variable
-// files), values anywhere; nothing of a test, which may plant them.
+// files), values anywhere; nothing of a test, which may plant them. The
+// fake of Entra ID (azurefake) is a double of the side that takes a client
+// secret, from az in TestAzureCLIAgainstTheFake: it may name the form's
+// field, never hold a secret's value, and the functions never link it
+// (TestTheFunctionsLinkNoDouble).
 func azureSecretsIn(path string, b []byte) []string {
 	if strings.HasSuffix(path, "_test.go") {
 		return nil
 	}
 	ext := filepath.Ext(path)
-	code := ext == ".go" || ext == ".tf" || ext == ".tftpl" || ext == ".sh" || ext == ".example" || strings.HasSuffix(path, ".ci/run")
+	fake := strings.Contains(filepath.ToSlash(path), "internal/provider/azure/azurefake/")
+	code := !fake && (ext == ".go" || ext == ".tf" || ext == ".tftpl" || ext == ".sh" || ext == ".example" || strings.HasSuffix(path, ".ci/run"))
 	var found []string
 	if m := azureSecretValues.Find(b); m != nil {
 		found = append(found, fmt.Sprintf("%s holds what looks like an Azure secret, %.12s…", path, m))
@@ -780,16 +766,18 @@ func TestNoAzureSecretAnywhere(t *testing.T) {
 		path, text string
 		found      bool
 	}{
-		"AClientSecretValue":       {path: "docs/operations/azure.md", text: "client secret: Abc8Q~vYg0.sXz_9kLmNoPqRsTuVwXyZ0123456-ab", found: true},
-		"AClientSecretVariable":    {path: "internal/provider/azure/plugin.go", text: `os.Getenv("AZURE_CLIENT_SECRET")`, found: true},
-		"TheProvidersArgument":     {path: "deploy/terraform/azure/versions.tf", text: "provider \"azurerm\" {\n  client_secret = var.secret\n}", found: true},
-		"ACertificatePassword":     {path: "deploy/terraform/azure/versions.tf", text: `client_certificate_password = "x"`, found: true},
-		"ACertificateCredential":   {path: "internal/provider/azure/provider.go", text: `azidentity.NewClientCertificateCredential(tenant, client, certs, key, nil)`, found: true},
-		"TheDefaultChain":          {path: "internal/provider/azure/provider.go", text: `azidentity.NewDefaultAzureCredential(nil)`, found: true},
-		"AStorageConnectionString": {path: "docs/operations/azure.md", text: "DefaultEndpointsProtocol=https;AccountName=egress;AccountKey=Zm9vYmFyYmF6cXV4Zm9vYmFyYmF6cXV4Zm9vYmFyYmF6cXV4Zm9vYmFyYmF6cXV4Zm9vYmFyYmF6cXV4Zm9vYmE==;EndpointSuffix=core.windows.net", found: true},
-		"AStorageKeyAttribute":     {path: "deploy/terraform/azure/main.tf", text: `value = azurerm_storage_account.state.primary_access_key`, found: true},
-		"ASASURL":                  {path: "docs/operations/azure.md", text: "https://egress.blob.core.windows.net/c/engine?sp=r&st=2026-12-01T00:00:00Z&se=2026-12-31T00:00:00Z&spr=https&sv=2022-11-02&sr=b&sig=n3mY0K1wq2Zx%2Fabc%3D", found: true},
-		"APrivateKey":              {path: "internal/provider/azure/azurefake/fake.go", text: "-----BEGIN PRIVATE KEY-----\nMIIE", found: true},
+		"AClientSecretValue":        {path: "docs/operations/azure.md", text: "client secret: Abc8Q~vYg0.sXz_9kLmNoPqRsTuVwXyZ0123456-ab", found: true},
+		"AClientSecretVariable":     {path: "internal/provider/azure/plugin.go", text: `os.Getenv("AZURE_CLIENT_SECRET")`, found: true},
+		"TheProvidersArgument":      {path: "deploy/terraform/azure/versions.tf", text: "provider \"azurerm\" {\n  client_secret = var.secret\n}", found: true},
+		"ACertificatePassword":      {path: "deploy/terraform/azure/versions.tf", text: `client_certificate_password = "x"`, found: true},
+		"ACertificateCredential":    {path: "internal/provider/azure/provider.go", text: `azidentity.NewClientCertificateCredential(tenant, client, certs, key, nil)`, found: true},
+		"TheDefaultChain":           {path: "internal/provider/azure/provider.go", text: `azidentity.NewDefaultAzureCredential(nil)`, found: true},
+		"AStorageConnectionString":  {path: "docs/operations/azure.md", text: "DefaultEndpointsProtocol=https;AccountName=egress;AccountKey=Zm9vYmFyYmF6cXV4Zm9vYmFyYmF6cXV4Zm9vYmFyYmF6cXV4Zm9vYmFyYmF6cXV4Zm9vYmFyYmF6cXV4Zm9vYmE==;EndpointSuffix=core.windows.net", found: true},
+		"AStorageKeyAttribute":      {path: "deploy/terraform/azure/main.tf", text: `value = azurerm_storage_account.state.primary_access_key`, found: true},
+		"ASASURL":                   {path: "docs/operations/azure.md", text: "https://egress.blob.core.windows.net/c/engine?sp=r&st=2026-12-01T00:00:00Z&se=2026-12-31T00:00:00Z&spr=https&sv=2022-11-02&sr=b&sig=n3mY0K1wq2Zx%2Fabc%3D", found: true},
+		"APrivateKey":               {path: "internal/provider/azure/azurefake/fake.go", text: "-----BEGIN PRIVATE KEY-----\nMIIE", found: true},
+		"TheFakeTakesASecretsField": {path: "internal/provider/azure/azurefake/token.go", text: `case f.Get("client_secret") != "":`},
+		"TheFakeHoldsASecret":       {path: "internal/provider/azure/azurefake/token.go", text: `s.AddClientSecret("app", "Abc8Q~vYg0.sXz_9kLmNoPqRsTuVwXyZ0123456-ab")`, found: true},
 		"TheFederation": {path: "internal/provider/azure/provider.go",
 			text: `azidentity.NewClientAssertionCredential(s.Get("AZURE_TENANT_ID"), s.Get("AZURE_CLIENT_ID"), assertion, opts) // client_assertion_type urn:ietf:params:oauth:client-assertion-type:jwt-bearer`},
 		"ProseAboutSecrets": {path: "docs/operations/azure.md", text: "No client secret, no certificate, no `AZURE_CLIENT_SECRET`, no storage key or SAS token: the identity is reached by federation."},

@@ -61,7 +61,7 @@ func TestTheFunctionsLinkNoDouble(t *testing.T) {
 	if err != nil {
 		t.Fatalf("go list -deps ./functions: %v", err)
 	}
-	forbidden := []string{"internal/provider/mock", "internal/provider/gcp/computefake", "internal/provider/hetzner/hetznerfake", "internal/provider/aws/ec2fake", "internal/provider/digitalocean/dofake", "internal/provider/providertest", "internal/provider/vmside/vmsidetest",
+	forbidden := []string{"internal/provider/mock", "internal/provider/gcp/computefake", "internal/provider/hetzner/hetznerfake", "internal/provider/aws/ec2fake", "internal/provider/digitalocean/dofake", "internal/provider/azure/azurefake", "internal/provider/providertest", "internal/provider/vmside/vmsidetest",
 		"internal/store/storefake", "internal/store/storetest", "internal/sealing/kmsfake", "emulators",
 		"internal/vm/engine", "internal/vm/agent", "internal/vm/imagetest", "internal/vm/loopback", "internal/vm/imds", "internal/sim", "dev", "cmd"}
 	var linked []string
@@ -92,11 +92,11 @@ func TestDependenciesPointOneWay(t *testing.T) {
 		{"emulator code serves only the developer's tools and tests", []string{"emulators"}, []string{"emulators", "dev"}},
 		{"what runs on the VM is imported by no part of the control plane: it sees the contract (internal/vm/vmconfig) only",
 			[]string{"internal/vm/engine", "internal/vm/agent", "internal/vm/imagetest", "internal/vm/loopback", "internal/vm/imds"},
-			[]string{"internal/vm", "cmd/egress-proxy", "internal/provider/mock", "internal/provider/hetzner/hetznerfake", "internal/provider/aws/ec2fake", "internal/provider/digitalocean/dofake", "dev"}},
+			[]string{"internal/vm", "cmd/egress-proxy", "internal/provider/mock", "internal/provider/hetzner/hetznerfake", "internal/provider/aws/ec2fake", "internal/provider/digitalocean/dofake", "internal/provider/azure/azurefake", "dev"}},
 		{"the web console is mounted by the composition root alone, over the API", []string{"internal/console"},
 			[]string{"internal/app", "dev"}},
 		{"the doubles are linked by the local stack, the simulation and tests only",
-			[]string{"internal/provider/mock", "internal/store/storefake", "internal/provider/gcp/computefake", "internal/provider/hetzner/hetznerfake", "internal/provider/aws/ec2fake", "internal/provider/digitalocean/dofake", "internal/sealing/kmsfake"},
+			[]string{"internal/provider/mock", "internal/store/storefake", "internal/provider/gcp/computefake", "internal/provider/hetzner/hetznerfake", "internal/provider/aws/ec2fake", "internal/provider/digitalocean/dofake", "internal/provider/azure/azurefake", "internal/sealing/kmsfake"},
 			[]string{"internal/provider", "internal/store", "internal/sealing", "internal/sim", "dev", "internal/vm/imagetest"}},
 	}
 	for _, r := range rules {

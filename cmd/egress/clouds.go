@@ -92,6 +92,25 @@ const cloudsJSON = `
     ],
     "Example": "--provider digitalocean --region ams --zone ams3 --allowed-source-range 203.0.113.0/24 --ip-policy Static",
     "InPlace": false
+  },
+  {
+    "Type": "azure",
+    "Name": "Azure Virtual Machines",
+    "Region": "an Azure location (westeurope, eastus, …) among those the platform allows (AZURE_LOCATIONS)",
+    "Zone": "one of its availability zones, LOCATION-1 to LOCATION-3 (westeurope-2), where it has them",
+    "MachineType": "a VM size (x86) among AZURE_VM_SIZES",
+    "DefaultMachineType": "Standard_B1s",
+    "Image": "a Marketplace image URN PUBLISHER:OFFER:SKU:VERSION among AZURE_IMAGES (Debian:debian-13:13-gen2:latest)",
+    "Regions": [
+      "westeurope          Netherlands      westeurope-1 … westeurope-3",
+      "northeurope         Ireland          northeurope-1 … northeurope-3",
+      "germanywestcentral  Frankfurt        germanywestcentral-1 … germanywestcentral-3",
+      "eastus              Virginia         eastus-1 … eastus-3",
+      "westus2             Washington       westus2-1 … westus2-3",
+      "southeastasia       Singapore        southeastasia-1 … southeastasia-3"
+    ],
+    "Example": "--provider azure --region westeurope --allowed-source-range 203.0.113.0/24 --ip-policy Static",
+    "InPlace": true
   }
 ]
 <!-- end of generated cli-clouds -->

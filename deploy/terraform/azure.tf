@@ -28,6 +28,129 @@ locals {
     AZURE_VM_SIZES  = join(",", var.azure_vm_sizes)
     AZURE_IMAGES    = join(",", var.azure_images)
   }
+  # The dashboard's tile of Azure's refusals (monitoring.tf), on the
+  # metrics below.
+  azure_dashboard_tile = {
+    # Azure's refusals: a zone without room or without the size (the
+    # next allowed zone or location is tried), ARM's throttling past
+    # the SDK's retries (the call waits as long as Retry-After says),
+    # and the subscription's quotas (a proxy waits, its status says
+    # which; a quota request raises them).
+    xPos = 6, yPos = 20, width = 6, height = 4
+    widget = {
+      title = "Azure: zones out of capacity, throttling and quotas (per 5 minutes)"
+      xyChart = {
+        dataSets = [
+          {
+            plotType           = "STACKED_BAR"
+            legendTemplate     = "no room in $${metric.labels.zone}"
+            minAlignmentPeriod = "300s"
+            timeSeriesQuery = {
+              timeSeriesFilter = {
+                filter = "metric.type=\"${local.user_metric}/${google_logging_metric.azure_capacity.name}\" AND ${local.on_cloud_run}"
+                aggregation = {
+                  alignmentPeriod    = "300s"
+                  perSeriesAligner   = "ALIGN_SUM"
+                  crossSeriesReducer = "REDUCE_SUM"
+                  groupByFields      = ["metric.label.zone"]
+                }
+              }
+            }
+          },
+          {
+            plotType           = "STACKED_BAR"
+            legendTemplate     = "throttled: $${metric.labels.op}"
+            minAlignmentPeriod = "300s"
+            timeSeriesQuery = {
+              timeSeriesFilter = {
+                filter = "metric.type=\"${local.user_metric}/${google_logging_metric.azure_throttled.name}\" AND ${local.on_cloud_run}"
+                aggregation = {
+                  alignmentPeriod    = "300s"
+                  perSeriesAligner   = "ALIGN_SUM"
+                  crossSeriesReducer = "REDUCE_SUM"
+                  groupByFields      = ["metric.label.op"]
+                }
+              }
+            }
+          },
+          {
+            plotType           = "STACKED_BAR"
+            legendTemplate     = "quota: $${metric.labels.code}"
+            minAlignmentPeriod = "300s"
+            timeSeriesQuery = {
+              timeSeriesFilter = {
+                filter = "metric.type=\"${local.user_metric}/${google_logging_metric.azure_quota.name}\" AND ${local.on_cloud_run}"
+                aggregation = {
+                  alignmentPeriod    = "300s"
+                  perSeriesAligner   = "ALIGN_SUM"
+                  crossSeriesReducer = "REDUCE_SUM"
+                  groupByFields      = ["metric.label.code"]
+                }
+              }
+            }
+          },
+        ]
+        yAxis = { label = "lines", scale = "LINEAR" }
+      }
+    }
+  }
+}
+
+# What Azure refuses, for the dashboard: creates a zone had no room for or
+# does not offer the size in (SkuNotAvailable, AllocationFailed,
+# ZonalAllocationFailed: the provider moves the proxy to the next allowed
+# zone or location), by zone; calls ARM throttled (429) past the SDK's
+# retries, by operation; and the subscription's quotas reached, by code,
+# which only a quota request raises. Zero while no proxy runs on Azure.
+resource "google_logging_metric" "azure_capacity" {
+  name        = "egress/azure_capacity"
+  description = "Azure VM creates refused for capacity (SkuNotAvailable, AllocationFailed, ZonalAllocationFailed), by zone (the azure provider's zone out of capacity line)."
+  filter      = "${local.function_logs} AND jsonPayload.message=\"azure zone out of capacity\""
+  metric_descriptor {
+    metric_kind = "DELTA"
+    value_type  = "INT64"
+    unit        = "1"
+    labels {
+      key        = "zone"
+      value_type = "STRING"
+    }
+  }
+  label_extractors = { zone = "EXTRACT(jsonPayload.zone)" }
+  depends_on       = [google_project_service.apis]
+}
+
+resource "google_logging_metric" "azure_throttled" {
+  name        = "egress/azure_throttled"
+  description = "Azure Resource Manager calls throttled (429 with Retry-After) past the SDK's retries, by operation (the azure provider's throttled line)."
+  filter      = "${local.function_logs} AND jsonPayload.message=\"azure throttled past the retry policy's wait; the call waits\""
+  metric_descriptor {
+    metric_kind = "DELTA"
+    value_type  = "INT64"
+    unit        = "1"
+    labels {
+      key        = "op"
+      value_type = "STRING"
+    }
+  }
+  label_extractors = { op = "EXTRACT(jsonPayload.op)" }
+  depends_on       = [google_project_service.apis]
+}
+
+resource "google_logging_metric" "azure_quota" {
+  name        = "egress/azure_quota"
+  description = "Azure creates refused for the subscription's quotas (QuotaExceeded, OperationNotAllowed for cores or public IPs), by code (the azure provider's quota line)."
+  filter      = "${local.function_logs} AND jsonPayload.message=\"azure quota reached\""
+  metric_descriptor {
+    metric_kind = "DELTA"
+    value_type  = "INT64"
+    unit        = "1"
+    labels {
+      key        = "code"
+      value_type = "STRING"
+    }
+  }
+  label_extractors = { code = "EXTRACT(jsonPayload.code)" }
+  depends_on       = [google_project_service.apis]
 }
 
 output "azure_function_account_ids" {

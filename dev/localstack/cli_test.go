@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"flag"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -67,8 +68,15 @@ func (s *liveStack) coverage(t *testing.T, except ...string) {
 		op, _, _ := strings.Cut(key, " ")
 		seen[op] = true
 	}
+	// A run narrowed to some subtests (-run 'TestEndToEnd/Flows/Azure')
+	// skips the flows that call the other operations: what was checked is
+	// logged, and the whole run holds the coverage.
+	narrowed := false
+	if f := flag.Lookup("test.run"); f != nil {
+		narrowed = strings.Contains(f.Value.String(), "/")
+	}
 	for _, op := range s.spec.Operations() {
-		if !seen[op] && !slices.Contains(except, op) {
+		if !seen[op] && !slices.Contains(except, op) && !narrowed {
 			t.Errorf("no answer of %s was checked against the OpenAPI document", op)
 		}
 	}

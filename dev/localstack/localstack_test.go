@@ -23,6 +23,7 @@ import (
 	"github.com/egress-proxies/egress/emulators/stack"
 	"github.com/egress-proxies/egress/internal/httpapi/openapitest"
 	"github.com/egress-proxies/egress/internal/provider/aws/ec2fake"
+	"github.com/egress-proxies/egress/internal/provider/azure/azurefake"
 	"github.com/egress-proxies/egress/internal/provider/digitalocean/dofake"
 	"github.com/egress-proxies/egress/internal/provider/hetzner"
 	"github.com/egress-proxies/egress/internal/provider/hetzner/hetznerfake"
@@ -81,6 +82,8 @@ func TestEndToEnd(t *testing.T) {
 			{"AWS", s.awsProxy},
 			// Issue 44's fourth, on the DigitalOcean fake, with godo.
 			{"DigitalOcean", s.digitalOceanProxy},
+			// Issue 45's fifth, on the Azure fake: a live change in place.
+			{"Azure", s.azureProxy},
 		} {
 			t.Run(flow.name, func(t *testing.T) {
 				t.Parallel()
@@ -275,6 +278,9 @@ type liveStack struct {
 	// deployment's cloud firewall on it from the stack's PROXY_PORTS and
 	// FIREWALL_SOURCE_RANGES.
 	digitalocean *dofake.Server
+	// azure is the Azure fake of the azure provider (AZURE_ENDPOINT), the
+	// same; a PATCH of a VM's userData reaches its running engine.
+	azure *azurefake.Server
 }
 
 func startStack(t *testing.T) *liveStack {
@@ -286,7 +292,7 @@ func startStack(t *testing.T) *liveStack {
 	}
 	out := &syncBuffer{}
 	begun := time.Now()
-	// Hetzner, AWS and DigitalOcean beside the mock, the mock the default: their fakes
+	// Hetzner, AWS, DigitalOcean and Azure beside the mock, the mock the default: their fakes
 	// in this process, booting each VM's engine on a loopback address of
 	// its own from the user-data the stack renders.
 	hz := hetznerfake.New(hetzner.LocalToken)
@@ -294,14 +300,16 @@ func startStack(t *testing.T) *liveStack {
 	t.Cleanup(hz.Close)
 	ec2 := startEC2(t)
 	do := startDigitalOcean(t)
+	az, azureEnv := startAzure(t)
 	st, err := stack.Start(ctx, bin, stack.Options{
 		Project: "demo-e2e",
-		Env: []string{"CLOUD_INIT_SECRET_PREFIX=projects/demo-egress/secrets/egress-", "GC_INTERVAL=1s", "GC_GRACE_PERIOD=3s", "GC_SWEEP_THRESHOLD=30s", "MOCK_PROVISIONING_DELAY=1s", "LOG_LEVEL=warn",
-			"PROVIDERS=mock,hetzner,aws,digitalocean", "HETZNER_ENDPOINT=" + hz.Endpoint(),
+		Env: append([]string{"CLOUD_INIT_SECRET_PREFIX=projects/demo-egress/secrets/egress-", "GC_INTERVAL=1s", "GC_GRACE_PERIOD=3s", "GC_SWEEP_THRESHOLD=30s", "MOCK_PROVISIONING_DELAY=1s", "LOG_LEVEL=warn",
+			"PROVIDERS=mock,hetzner,aws,digitalocean,azure", "HETZNER_ENDPOINT=" + hz.Endpoint(),
 			"AWS_EC2_ENDPOINT=" + ec2.Endpoint(), "AWS_ALLOWED_REGIONS=" + awsRegion,
 			"DIGITALOCEAN_ENDPOINT=" + do.Endpoint(),
 			// Never downloaded: the fake runs the engine itself.
 			"PROXY_ENGINE_PUBLIC_URL=http://127.0.0.1/egress-proxy", "PROXY_ENGINE_SHA256=" + strings.Repeat("0", 64)},
+			azureEnv...),
 		Stdout: out,
 		Stderr: out,
 	})
@@ -309,7 +317,7 @@ func startStack(t *testing.T) *liveStack {
 		t.Fatalf("%v\n%s", err, out.String())
 	}
 	t.Logf("stack ready in %s", time.Since(begun).Round(time.Millisecond))
-	s := &liveStack{Stack: st, url: st.URL, firestore: st.FirestoreHost, project: st.Project, out: out, hetzner: hz, ec2: ec2, digitalocean: do}
+	s := &liveStack{Stack: st, url: st.URL, firestore: st.FirestoreHost, project: st.Project, out: out, hetzner: hz, ec2: ec2, digitalocean: do, azure: az}
 	s.checkTraffic(t)
 	t.Cleanup(func() {
 		if !st.Exited() {

@@ -198,8 +198,13 @@ func TestLoad(t *testing.T) {
 		},
 		"UnknownProvider": {
 			reason:  "a provider this build lacks is refused at start-up",
-			env:     map[string]string{"GOOGLE_CLOUD_PROJECT": "demo-x", "PROVIDERS": "mock,azure"},
-			wantErr: `config: PROVIDERS names "azure", which this build does not have (known: ` + strings.Join(typesOf(known), ", ") + `)`,
+			env:     map[string]string{"GOOGLE_CLOUD_PROJECT": "demo-x", "PROVIDERS": "mock,linode"},
+			wantErr: `config: PROVIDERS names "linode", which this build does not have (known: ` + strings.Join(typesOf(known), ", ") + `)`,
+		},
+		"AzureNeedsItsLocations": {
+			reason:  "azure lists the locations the operator allows, so it needs them",
+			env:     map[string]string{"GOOGLE_CLOUD_PROJECT": "demo-x", "PROVIDERS": "gcp,azure"},
+			wantErr: `config: AZURE_LOCATIONS="" allows no location: name the Azure locations proxies may use, such as westeurope,eastus`,
 		},
 		"AWSNeedsItsRegions": {
 			reason:  "aws lists the regions the operator allows, so it needs them",
@@ -348,14 +353,18 @@ func TestEachFunctionReadsItsVariables(t *testing.T) {
 			getenv := func(k string) string {
 				asked[k] = true
 				// Enough to switch every conditional variable on.
-				return map[string]string{"GOOGLE_CLOUD_PROJECT": "demo-x", "PROVIDERS": "gcp,hetzner,aws,digitalocean,mock",
+				return map[string]string{"GOOGLE_CLOUD_PROJECT": "demo-x", "PROVIDERS": "gcp,hetzner,aws,digitalocean,azure,mock",
 					"HETZNER_TOKEN_SECRET":      "projects/demo-x/secrets/egress-hetzner-token/versions/latest",
 					"DIGITALOCEAN_TOKEN_SECRET": "projects/demo-x/secrets/egress-digitalocean-token/versions/latest",
 					"PROXY_ENGINE_URL":          "https://storage.googleapis.com/b/egress-proxy", "PROXY_ENGINE_PUBLIC_URL": "https://storage.googleapis.com/p/egress-proxy",
 					"PROXY_ENGINE_SHA256":  "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef",
 					"VM_STATUS_KEY_SECRET": "projects/demo-x/secrets/egress-vm-status-key/versions/latest", "VM_STATUS_SOURCE_RANGES": "198.51.100.7/32",
 					"AWS_ALLOWED_REGIONS": "us-east-1", "AWS_ROLE_ARN": "arn:aws:iam::123456789012:role/egress-proxy-egress",
-					"AWS_AUDIENCE": "https://egress.example.com/aws"}[k]
+					"AWS_AUDIENCE":          "https://egress.example.com/aws",
+					"AZURE_LOCATIONS":       "westeurope",
+					"AZURE_SUBSCRIPTION_ID": "00000000-0000-0000-0000-000000000001", "AZURE_RESOURCE_GROUP": "egress-proxies",
+					"AZURE_SUBNET_IDS": "westeurope=/subscriptions/00000000-0000-0000-0000-000000000001/resourceGroups/egress-proxies/providers/Microsoft.Network/virtualNetworks/egress-westeurope/subnets/proxies",
+					"AZURE_TENANT_ID":  "00000000-0000-0000-0000-000000000002", "AZURE_CLIENT_ID": "00000000-0000-0000-0000-000000000003"}[k]
 			}
 			if _, err := app.Load(getenv, known, f); err != nil {
 				t.Fatal(err)
@@ -367,7 +376,7 @@ func TestEachFunctionReadsItsVariables(t *testing.T) {
 			slices.Sort(got)
 			// The house's variables and those of the clouds enabled
 			// above: another cloud's are read only when it is.
-			enabled := []string{"", "gcp", "hetzner", "aws", "digitalocean", "mock"}
+			enabled := []string{"", "gcp", "hetzner", "aws", "digitalocean", "azure", "mock"}
 			for _, v := range app.VarsOf(known) {
 				if v.ReadBy(f) && slices.Contains(enabled, v.Cloud) {
 					want = append(want, v.Name)

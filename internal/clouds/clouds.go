@@ -11,6 +11,7 @@ package clouds
 
 import (
 	"github.com/egress-proxies/egress/internal/provider/aws"
+	"github.com/egress-proxies/egress/internal/provider/azure"
 	"github.com/egress-proxies/egress/internal/provider/digitalocean"
 	"github.com/egress-proxies/egress/internal/provider/gcp"
 	"github.com/egress-proxies/egress/internal/provider/hetzner"
@@ -24,4 +25,5 @@ var All = []plugin.Plugin{
 	hetzner.Plugin,
 	aws.Plugin,
 	digitalocean.Plugin,
+	azure.Plugin,
 }

@@ -14,8 +14,8 @@ import (
 	"github.com/egress-proxies/egress/internal/vm/vmconfig"
 )
 
-// Plugin is Azure as the house takes it (the coordinator lists it in
-// internal/clouds): its variables, its constructor and its rules. Its VMs
+// Plugin is Azure as the house takes it (listed in internal/clouds):
+// its variables, its constructor and its rules. Its VMs
 // boot by cloud-init (Debian's image, its Azure datasource) from the
 // customData the provider sends, are read through the proxy port (the
 // status door), and take a live change in place: the provider rewrites

@@ -18,10 +18,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
+	"github.com/Azure/azure-sdk-for-go/sdk/azcore/policy"
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/egress-proxies/egress/internal/bootstrap/cloudinit"
 	"github.com/egress-proxies/egress/internal/provider"
+	azureprovider "github.com/egress-proxies/egress/internal/provider/azure"
+	"github.com/egress-proxies/egress/internal/provider/azure/azurefake"
 	"github.com/egress-proxies/egress/internal/proxy"
 	"github.com/egress-proxies/egress/internal/vm/vmconfig"
 )
@@ -36,6 +40,7 @@ const (
 	azureAdmin         = "egress"
 	azureSubscription  = "00000000-0000-4000-8000-0000000e6e55"
 	azureResourceGroup = "egress-imagetest"
+	azureTenant        = "00000000-0000-4000-8000-0000000e6e56"
 )
 
 // azureRun is what the Azure-shaped boot's own checks use.
@@ -62,9 +67,8 @@ type azureRun struct {
 // the VM serves without a reboot (LiveChangeWithoutReboot). The user-data
 // is rendered by the VM side's own renderer as the composition root
 // makes it for the Azure plugin's boot (no compression; IMDS named for
-// the agent's identity and for its watch), from the reconciler's create
-// request: the Azure provider is not in this tree yet, so no provider
-// makes the VM here.
+// the agent's identity and for its watch), and sent by the Azure
+// provider's Create over the Azure fake (azureCreate).
 var azureShape = cloudShape{
 	rel:          AzureRelease,
 	datasource:   "DataSourceAzure",
@@ -91,29 +95,56 @@ var azureShape = cloudShape{
 	},
 }
 
-// azureCreate renders the VM's user-data as the Azure provider would
-// create the VM, and sets the stand-ins up to serve it: IMDS with the
-// VM's instance document and its userData (base64 of the user-data, as
-// the provider sets properties.userData), the wire server (also the VM's
-// resolver) and the OVF environment with the same user-data as
-// customData. It returns the VM's vmId.
+// azureCreate makes the VM with the Azure provider's Create over the
+// Azure fake (azurefake), as the DigitalOcean and EC2 shapes make theirs
+// over their fakes, with the renderer the composition root gives the
+// Azure plugin's boot, and sets the stand-ins up to serve what the fake
+// holds: IMDS with the VM's instance document and its userData (the
+// base64 the provider sent as properties.userData), the wire server (also
+// the VM's resolver) and the OVF environment with the customData the
+// provider sent (the same user-data). It returns the VM's vmId: the
+// stand-ins' own, as the boot's firmware says it (the fake's is another).
 func azureCreate(t *testing.T, ctx context.Context, r *run, _ func(provider.Provider, provider.Placement) string) string {
 	t.Helper()
-	renderer, _ := cloudVMSide(t, r, false)
-	// plugin.Boot{MetadataURL: vmconfig.AzureMetadataURL, WatchUserData:
-	// vmconfig.AzureUserDataURL}, as the composition root passes it.
-	renderer.IMDS, renderer.WatchUserData = vmconfig.AzureMetadataURL, vmconfig.AzureUserDataURL
-	req := cloudCreateRequest(t, r, provider.Placement{Region: azureLocation, Zone: azureLocation + "-" + azureZone})
-	ud, err := renderer.UserData(req)
+	renderer, prober := cloudVMSide(t, r, false)
+	// The composition root's renderer for the plugin's boot
+	// (internal/app's cloudInitVM).
+	renderer.Gzip, renderer.IMDS, renderer.WatchUserData = azureprovider.Plugin.Boot.Gzip, azureprovider.Plugin.Boot.MetadataURL, azureprovider.Plugin.Boot.WatchUserData
+	fake := azurefake.NewHTTP(azureSubscription, azureTenant)
+	t.Cleanup(fake.Close)
+	fake.AcceptToken(azureprovider.LocalToken)
+	subnets := fake.SeedNetwork(azureResourceGroup, azureLocation)
+	c, err := azureprovider.NewClients(azureSubscription, azureLocalToken{}, fake.Endpoint(), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
-	md := &AzureMetadata{VMID: azureVMID, Name: req.Name, Location: azureLocation, Zone: azureZone,
-		SubscriptionID: azureSubscription, ResourceGroup: azureResourceGroup, VMSize: "Standard_B1s",
-		AdminUsername: azureAdmin, ComputerName: req.Name, Tags: map[string]string{provider.LabelUID: uid},
+	p, err := azureprovider.New(c, azureprovider.Config{SubscriptionID: azureSubscription, ResourceGroup: azureResourceGroup,
+		Subnets: subnets, Renderer: renderer, Prober: prober})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// createCloudVM's create, with the request kept for the live change,
+	// which renders it with a new configuration as Reconfigure does.
+	req := cloudCreateRequest(t, r, provider.Placement{Region: azureLocation, Zone: azureLocation + "-" + azureZone})
+	if _, err := p.Create(ctx, req); err != nil {
+		t.Fatalf("azure provider Create: %v", err)
+	}
+	vm, ok := fake.VM(azureResourceGroup, r.instance)
+	if !ok || vm.Location != azureLocation || !slices.Equal(vm.Zones, []string{azureZone}) || vm.UserData == "" || vm.CustomData != vm.UserData {
+		t.Fatalf("the Azure fake's VM %s: %+v (present %t), want it in %s zone %s with its userData the same as its customData",
+			r.instance, vm, ok, azureLocation, azureZone)
+	}
+	raw, err := base64.StdEncoding.DecodeString(vm.UserData)
+	if err != nil {
+		t.Fatalf("the VM's userData is not base64: %v", err)
+	}
+	ud := string(raw)
+	md := &AzureMetadata{VMID: azureVMID, Name: vm.Name, Location: azureLocation, Zone: azureZone,
+		SubscriptionID: azureSubscription, ResourceGroup: azureResourceGroup, VMSize: vm.Size,
+		AdminUsername: azureAdmin, ComputerName: vm.Name, Tags: vm.Tags,
 		Private: VMPrefix, Public: VMPrefix.Addr(), MAC: vmMAC(t, r)}
-	md.SetUserData(base64.StdEncoding.EncodeToString([]byte(ud)))
-	wire := &AzureWireServer{ContainerID: "0a1b2c3d-4e5f-4a6b-8c7d-9e0f1a2b3c4d", InstanceID: azureVMID + "._" + req.Name}
+	md.SetUserData(vm.UserData)
+	wire := &AzureWireServer{ContainerID: "0a1b2c3d-4e5f-4a6b-8c7d-9e0f1a2b3c4d", InstanceID: azureVMID + "._" + vm.Name}
 	if err := r.topo.Internet.AddAddr("lo", netip.PrefixFrom(WireServerAddr, 32)); err != nil {
 		t.Fatal(err)
 	}
@@ -121,9 +152,17 @@ func azureCreate(t *testing.T, ctx context.Context, r *run, _ func(provider.Prov
 	r.cloud.userData, r.cloud.metadata = ud, md
 	r.cloud.vmID, r.cloud.zone = azureVMID, azureLocation+"-"+azureZone
 	r.cloud.resolver = WireServerAddr
-	r.cloud.media = map[string]string{azureSeedOVF: azureOVF(req.Name, azureAdmin, ud)}
+	r.cloud.media = map[string]string{azureSeedOVF: azureOVF(vm.Name, azureAdmin, ud)}
 	r.cloud.azure = &azureRun{md: md, wire: wire, renderer: renderer, req: req}
 	return azureVMID
+}
+
+// azureLocalToken is the credential the provider sends the fake:
+// azure.LocalToken, which the fake accepts and no account has.
+type azureLocalToken struct{}
+
+func (azureLocalToken) GetToken(context.Context, policy.TokenRequestOptions) (azcore.AccessToken, error) {
+	return azcore.AccessToken{Token: azureprovider.LocalToken, ExpiresOn: time.Now().Add(time.Hour)}, nil
 }
 
 // vmMAC is the MAC address of the VM's interface, as IMDS gives a NIC's:
