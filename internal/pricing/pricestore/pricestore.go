@@ -254,8 +254,10 @@ func (r *Refresher) refresh(ctx context.Context, now time.Time, cl Cloud) (Cloud
 		metering.Add(ctx, metering.FirestoreWrite, 1)
 		return cr, errors.Join(fmt.Errorf("prices of %s: %w", cl.Type, err), werr)
 	}
-	bw := r.client.BulkWriter(ctx)
-	var jobs []*firestore.BulkWriterJob
+	// A document at a time: a cloud's allowed placements are tens, once
+	// a day.
+	var werrs []error
+	written := 0
 	for i, k := range cl.Keys {
 		id, err := DocID(k)
 		if err != nil {
@@ -277,21 +279,13 @@ func (r *Refresher) refresh(ctx context.Context, now time.Time, cl Cloud) (Cloud
 			d.Unknown = e.Error()
 			cr.Unknown++
 		}
-		job, err := bw.Set(r.client.Collection(PricesCollection).Doc(id), d)
+		_, err = r.client.Collection(PricesCollection).Doc(id).Set(ctx, d)
+		metering.Add(ctx, metering.FirestoreWrite, 1)
+		written++
 		if err != nil {
-			bw.End()
-			return cr, fmt.Errorf("prices of %s: writing %s/%s: %w", cl.Type, PricesCollection, id, err)
-		}
-		jobs = append(jobs, job)
-	}
-	bw.End()
-	var werrs []error
-	for _, j := range jobs {
-		if _, err := j.Results(); err != nil {
-			werrs = append(werrs, err)
+			werrs = append(werrs, fmt.Errorf("%s/%s: %w", PricesCollection, id, err))
 		}
 	}
-	metering.Add(ctx, metering.FirestoreWrite, int64(len(jobs)))
 	if err := errors.Join(werrs...); err != nil {
 		// The next tick tries again within the hour.
 		cr.Error = err.Error()
@@ -299,7 +293,7 @@ func (r *Refresher) refresh(ctx context.Context, now time.Time, cl Cloud) (Cloud
 		_, _ = ref.Set(ctx, last)
 		metering.Add(ctx, metering.FirestoreWrite, 1)
 		log.ErrorContext(ctx, "prices: writing the prices failed", slog.Int("failed", len(werrs)), slog.Any("error", err))
-		return cr, fmt.Errorf("prices of %s: %d of %d documents not written: %w", cl.Type, len(werrs), len(jobs), err)
+		return cr, fmt.Errorf("prices of %s: %d of %d documents not written: %w", cl.Type, len(werrs), written, err)
 	}
 	_, err = ref.Set(ctx, refreshDoc{ReadTime: now, TryTime: now, Prices: cr.Prices, Unknown: cr.Unknown})
 	metering.Add(ctx, metering.FirestoreWrite, 1)

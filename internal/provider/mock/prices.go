@@ -19,15 +19,15 @@ const Unpriced = "unpriced"
 // VM: a VM an hour, an IPv4 address an hour, a GB (10^9 bytes) of egress
 // with 1 GB a month included (so the included traffic is seen in a sum).
 var (
-	MockVMPerHour   = pricing.Money{Currency: "USD", Nanos: 10_000_000} // 0.01
-	MockIPv4PerHour = pricing.Money{Currency: "USD", Nanos: 5_000_000}  // 0.005
-	MockEgressPerGB = pricing.Money{Currency: "USD", Nanos: 90_000_000} // 0.09
-	MockIncluded    = int64(1_000_000_000)
+	PriceVMPerHour      = pricing.Money{Currency: "USD", Nanos: 10_000_000} // 0.01
+	PriceIPv4PerHour    = pricing.Money{Currency: "USD", Nanos: 5_000_000}  // 0.005
+	PriceEgressPerGB    = pricing.Money{Currency: "USD", Nanos: 90_000_000} // 0.09
+	PriceIncludedEgress = int64(1_000_000_000)
 )
 
-// MockPricedRegions are the regions the refresh prices for the mock: the
+// PricedRegions are the regions the refresh prices for the mock: the
 // local stack's examples'.
-var MockPricedRegions = []string{"us-central1", "europe-west1", "europe-west4"}
+var PricedRegions = []string{"us-central1", "europe-west1", "europe-west4"}
 
 // Prices is the mock's price source: the fixed list, never unreachable.
 type Prices struct{}
@@ -41,15 +41,15 @@ func (Prices) Prices(_ context.Context, keys []pricing.Key) ([]pricing.Price, []
 			continue
 		}
 		prices[i] = pricing.Price{Provider: Type, Region: k.Region, Zone: k.Zone, MachineType: k.MachineType,
-			VMPerHour: MockVMPerHour, IPv4PerHour: MockIPv4PerHour, EgressPerGB: MockEgressPerGB, EgressUnitBytes: 1_000_000_000,
-			IncludedEgressBytes: MockIncluded, Source: PricesSource}
+			VMPerHour: PriceVMPerHour, IPv4PerHour: PriceIPv4PerHour, EgressPerGB: PriceEgressPerGB, EgressUnitBytes: 1_000_000_000,
+			IncludedEgressBytes: PriceIncludedEgress, Source: PricesSource}
 	}
 	return prices, errs, nil
 }
 
 func pricedPlacements(plugin.Settings) []pricing.Key {
 	var out []pricing.Key
-	for _, r := range MockPricedRegions {
+	for _, r := range PricedRegions {
 		out = append(out, pricing.Key{Provider: Type, Region: r})
 	}
 	return out
