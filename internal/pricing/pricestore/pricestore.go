@@ -12,9 +12,10 @@
 // cloud: when its prices were last read and last tried, and why the last
 // try failed. A failed read keeps the prices of the last good one.
 //
-// The refresh hangs on the collector's run (package gc runs it on every
-// Cloud Scheduler tick; Refresher.Refresh returns at once on a tick when
-// the day is not over), so it needs no scheduler of its own.
+// The refresh hangs on the collector's run (the app's CollectGarbage
+// calls Refresher.Refresh after each collection, on every Cloud
+// Scheduler tick; a cloud read within the day costs the tick one
+// document read), so it needs no scheduler of its own.
 package pricestore
 
 import (
