@@ -20,7 +20,8 @@ import (
 // tests follow, as deploy.ClientPackages are Google's: a call into one
 // is an EC2 action the role's policy must allow.
 var awsClientPackages = map[string]string{
-	"github.com/aws/aws-sdk-go-v2/service/ec2": "ec2",
+	"github.com/aws/aws-sdk-go-v2/service/ec2":     "ec2",
+	"github.com/aws/aws-sdk-go-v2/service/pricing": "awspricing",
 }
 
 // ec2NoAction are the functions of the EC2 client package that send no
@@ -31,6 +32,13 @@ var ec2NoAction = map[string][]string{
 	"ec2.NewDescribeInstancesPaginator": nil,
 	"ec2.(*DescribeInstancesPaginator).HasMorePages": nil,
 	"ec2.(*DescribeInstancesPaginator).NextPage":     {"ec2:DescribeInstances"},
+	// The Price List's client, which the daily price refresh reads with
+	// the same role: its paginator's pages are GetProducts calls.
+	"awspricing.New":                                  nil,
+	"awspricing.NewGetProductsPaginator":              nil,
+	"awspricing.(*GetProductsPaginator).HasMorePages": nil,
+	"awspricing.(*GetProductsPaginator).NextPage":     {"pricing:GetProducts"},
+	"awspricing.(*Client).GetProducts":                {"pricing:GetProducts"},
 }
 
 // ec2Actions are the IAM actions a call of the EC2 client sends: a
@@ -113,9 +121,9 @@ func TestTheAWSRoleHoldsWhatItsCallsNeed(t *testing.T) {
 		for _, c := range cs {
 			for _, m := range c.api {
 				switch {
-				case strings.HasPrefix(m, "unknown:ec2."):
+				case strings.HasPrefix(m, "unknown:ec2.") || strings.HasPrefix(m, "unknown:awspricing."):
 					t.Errorf("%s calls %s (in %s), which ec2Actions does not account for", name, c.client, c.where)
-				case strings.HasPrefix(m, "ec2:"):
+				case strings.HasPrefix(m, "ec2:") || strings.HasPrefix(m, "pricing:"):
 					if name == "ProxyAPI" {
 						t.Errorf("ProxyAPI calls %s (in %s): only Reconcile and CollectGarbage assume the role", m, c.where)
 					}
@@ -145,7 +153,9 @@ func TestTheAWSRoleHoldsWhatItsCallsNeed(t *testing.T) {
 		reads := true
 		for _, a := range st.Action {
 			granted[a] = true
-			reads = reads && strings.HasPrefix(a, "ec2:Describe")
+			// The Price List's GetProducts reads public prices and
+			// takes no resource either.
+			reads = reads && (strings.HasPrefix(a, "ec2:Describe") || a == "pricing:GetProducts")
 		}
 		tagged := st.Condition["StringEquals"]["aws:RequestTag/egress-deployment"]
 		if tagged == nil {
@@ -154,7 +164,7 @@ func TestTheAWSRoleHoldsWhatItsCallsNeed(t *testing.T) {
 		switch {
 		case reads:
 			if !slices.Equal(st.Resource, []string{"*"}) || st.Condition != nil {
-				t.Errorf("statement %s reads on %v with %v: EC2's Describe actions take no resource, so \"*\" and no condition", st.Sid, st.Resource, st.Condition)
+				t.Errorf("statement %s reads on %v with %v: EC2's Describe actions and the Price List's GetProducts take no resource, so \"*\" and no condition", st.Sid, st.Resource, st.Condition)
 			}
 		case slices.Equal(st.Action, []string{"ec2:CreateTags"}):
 			if got := st.Condition["StringEquals"]["ec2:CreateAction"]; !slices.Equal(got, []string{"RunInstances", "AllocateAddress"}) {

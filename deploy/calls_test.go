@@ -523,7 +523,7 @@ func clientKey(fn *ssa.Function) (string, bool) {
 // generated REST clients the method's own name (InstancesClient.Insert is
 // compute.instances.insert), for the others deploy.ClientMethods.
 func apiMethods(key string) []string {
-	if strings.HasPrefix(key, "ec2.") {
+	if strings.HasPrefix(key, "ec2.") || strings.HasPrefix(key, "awspricing.") {
 		return ec2Actions(key)
 	}
 	if api, ok := deploy.ClientMethods[key]; ok {

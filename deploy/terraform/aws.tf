@@ -15,12 +15,15 @@ locals {
   # The role the aws/ module makes, by its predictable ARN: the AWS side
   # is applied after this module, from its outputs.
   aws_role_arn = var.aws_account_id == "" ? "" : "arn:aws:iam::${var.aws_account_id}:role/egress-proxy-${var.deployment}"
-  # What the aws provider reads, in the functions that call it.
+  # What the aws provider reads, in the functions that call it; the
+  # instance types are the collector's daily price refresh's too (the
+  # placements it prices).
   aws_env = {
-    AWS_ALLOWED_REGIONS = join(",", var.aws_allowed_regions)
-    AWS_ALLOWED_ZONES   = join(",", var.aws_allowed_zones)
-    AWS_ROLE_ARN        = local.aws_role_arn
-    AWS_AUDIENCE        = local.aws_audience
+    AWS_ALLOWED_REGIONS        = join(",", var.aws_allowed_regions)
+    AWS_ALLOWED_ZONES          = join(",", var.aws_allowed_zones)
+    AWS_ALLOWED_INSTANCE_TYPES = join(",", var.aws_allowed_instance_types)
+    AWS_ROLE_ARN               = local.aws_role_arn
+    AWS_AUDIENCE               = local.aws_audience
   }
   # The aws provider's policy, which the ProxyAPI holds a placement on
   # aws to (read only when it is enabled).

@@ -16,10 +16,13 @@
 # deployment never needs a DigitalOcean token.
 locals {
   digitalocean_enabled = contains(var.providers_enabled, "digitalocean")
-  # What the digitalocean provider reads, in the functions that call it.
+  # What the digitalocean provider reads, in the functions that call it;
+  # the sizes are the collector's daily price refresh's too (the
+  # placements it prices).
   digitalocean_env = {
     DIGITALOCEAN_TOKEN_SECRET    = join("", [for s in google_secret_manager_secret.digitalocean_token : "${s.id}/versions/latest"])
     DIGITALOCEAN_ALLOWED_REGIONS = join(",", var.digitalocean_allowed_regions)
+    DIGITALOCEAN_ALLOWED_SIZES   = join(",", var.digitalocean_allowed_sizes)
     DIGITALOCEAN_SSH_KEYS        = join(",", var.digitalocean_ssh_keys)
     # What the deployment's cloud firewall opens, which the provider
     # makes: the proxy ports from the allowed ranges, the ProxyAPI's

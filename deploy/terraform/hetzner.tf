@@ -8,10 +8,13 @@
 # applies: a Google-only one never needs the hcloud provider or a token.
 locals {
   hetzner_enabled = contains(var.providers_enabled, "hetzner")
-  # What the hetzner provider reads, in the functions that call it.
+  # What the hetzner provider reads, in the functions that call it; the
+  # server types are the collector's daily price refresh's too (the
+  # placements it prices).
   hetzner_env = {
-    HETZNER_TOKEN_SECRET      = join("", [for s in google_secret_manager_secret.hetzner_token : "${s.id}/versions/latest"])
-    HETZNER_ALLOWED_LOCATIONS = join(",", var.hetzner_allowed_locations)
+    HETZNER_TOKEN_SECRET         = join("", [for s in google_secret_manager_secret.hetzner_token : "${s.id}/versions/latest"])
+    HETZNER_ALLOWED_LOCATIONS    = join(",", var.hetzner_allowed_locations)
+    HETZNER_ALLOWED_SERVER_TYPES = join(",", var.hetzner_allowed_server_types)
   }
   # The hetzner provider's policy, which the ProxyAPI holds a placement
   # on hetzner to (read only when it is enabled).

@@ -96,12 +96,14 @@ resource "google_project_iam_custom_role" "reconcile_fleet" {
 resource "google_project_iam_custom_role" "gc" {
   role_id     = "egress_proxy_gc"
   title       = "egress CollectGarbage"
-  description = "What CollectGarbage calls on no VM or address of its own: the lists of proxy documents, VMs and addresses (deploy/iam.go)."
+  description = "What CollectGarbage calls on no VM or address of its own: the lists of proxy documents, VMs and addresses, and the daily price refresh's writes of the prices collection (deploy/iam.go)."
   permissions = [
     "compute.addresses.list",
     "compute.instances.list",
+    "datastore.entities.create",
     "datastore.entities.get",
     "datastore.entities.list",
+    "datastore.entities.update",
   ]
 }
 

@@ -3,6 +3,7 @@
 locals {
   services = [
     "artifactregistry.googleapis.com",
+    "cloudbilling.googleapis.com",
     "cloudbuild.googleapis.com",
     "cloudfunctions.googleapis.com",
     "cloudkms.googleapis.com",
@@ -75,18 +76,22 @@ locals {
     GCP_SUBNETWORK = var.subnetwork
     GCP_STACK_TYPE = var.proxy_stack_type
   }
-  # What the gcp provider reads, in the functions that call it.
+  # What the gcp provider reads, in the functions that call it; the
+  # regions and machine types are the collector's daily price refresh's
+  # too (the placements it prices).
   gcp_env = {
-    GCP_PROJECT         = var.project_id
-    GCP_NETWORK         = local.proxy_network
-    GCP_SUBNETWORK      = var.subnetwork
-    GCP_STACK_TYPE      = var.proxy_stack_type
-    GCP_NETWORK_TAG     = var.proxy_network_tag
-    GCP_SERVICE_ACCOUNT = google_service_account.proxy_vm.email
-    GCP_SCOPES          = join(",", var.proxy_vm_scopes)
-    GCP_PROBE_TARGET    = var.probe_target
-    PROXY_ENGINE_URL    = "https://storage.googleapis.com/${google_storage_bucket.source.name}/${google_storage_bucket_object.proxy_engine.name}"
-    PROXY_ENGINE_SHA256 = filesha256(var.proxy_engine_binary)
+    GCP_ALLOWED_REGIONS       = join(",", var.gcp_allowed_regions)
+    GCP_ALLOWED_MACHINE_TYPES = join(",", var.gcp_allowed_machine_types)
+    GCP_PROJECT               = var.project_id
+    GCP_NETWORK               = local.proxy_network
+    GCP_SUBNETWORK            = var.subnetwork
+    GCP_STACK_TYPE            = var.proxy_stack_type
+    GCP_NETWORK_TAG           = var.proxy_network_tag
+    GCP_SERVICE_ACCOUNT       = google_service_account.proxy_vm.email
+    GCP_SCOPES                = join(",", var.proxy_vm_scopes)
+    GCP_PROBE_TARGET          = var.probe_target
+    PROXY_ENGINE_URL          = "https://storage.googleapis.com/${google_storage_bucket.source.name}/${google_storage_bucket_object.proxy_engine.name}"
+    PROXY_ENGINE_SHA256       = filesha256(var.proxy_engine_binary)
   }
 }
 

@@ -40,6 +40,7 @@ import (
 	"github.com/egress-proxies/egress/internal/gc"
 	"github.com/egress-proxies/egress/internal/logging"
 	"github.com/egress-proxies/egress/internal/pools"
+	"github.com/egress-proxies/egress/internal/pricing/pricestore"
 	"github.com/egress-proxies/egress/internal/provider"
 	"github.com/egress-proxies/egress/internal/provider/plugin"
 	"github.com/egress-proxies/egress/internal/proxy"
@@ -113,6 +114,9 @@ type App struct {
 	reconciler *reconcile.Reconciler
 	pools      *pools.Reconciler
 	collector  *gc.Collector
+	// prices refreshes the price catalog on the collector's ticks
+	// (refreshPrices); nil where CollectGarbage is not served.
+	prices *pricestore.Refresher
 	// puller reads the access lines of the VMs read by pull (the status
 	// door's); nil when no enabled provider's VMs are.
 	puller *accesspull.Puller
@@ -192,6 +196,9 @@ func New(ctx context.Context, getenv Getenv, opts Options) (*App, error) {
 	}
 	if cfg.serves(CollectGarbage) {
 		a.collector = gc.New(a.Providers, a.store, a.publisher, now, a.Log, a.gcOptions())
+		if a.firestore != nil {
+			a.prices = pricestore.NewRefresher(a.firestore, a.priceClouds(), a.Log)
+		}
 	}
 	return a, nil
 }

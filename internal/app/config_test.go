@@ -55,7 +55,7 @@ func gcpDefaults() plugin.Settings {
 	return plugin.Settings{
 		"GCP_ALLOWED_REGIONS": "", "GCP_ALLOWED_MACHINE_TYPES": strings.Join(gcp.DefaultAllowedMachineTypes, ","), "GCP_ALLOWED_IMAGES": strings.Join(gcp.DefaultAllowedImages, ","),
 		"GCP_PROJECT": "", "GCP_NETWORK": "default", "GCP_SUBNETWORK": "", "GCP_STACK_TYPE": gcp.StackIPv4, "GCP_NETWORK_TAG": "egress-proxy",
-		"GCP_SERVICE_ACCOUNT": "", "GCP_SCOPES": strings.Join(gcp.DefaultScopes, ","), "GCP_PROBE_TARGET": "www.google.com:443", "GCP_COMPUTE_ENDPOINT": "",
+		"GCP_SERVICE_ACCOUNT": "", "GCP_SCOPES": strings.Join(gcp.DefaultScopes, ","), "GCP_PROBE_TARGET": "www.google.com:443", "GCP_COMPUTE_ENDPOINT": "", "GCP_BILLING_ENDPOINT": "",
 	}
 }
 

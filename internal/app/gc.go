@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"time"
 
 	"github.com/cloudevents/sdk-go/v2/event"
 
@@ -14,7 +15,9 @@ import (
 
 // CollectGarbage runs one collection for a messagePublished event on
 // proxy-gc (a Cloud Scheduler tick). The message body is irrelevant: every
-// tick means "collect now".
+// tick means "collect now". After the collection it refreshes the price
+// catalog, which reads each cloud's prices at most once a day
+// (refreshPrices): a failed refresh never fails the tick.
 //
 // It returns an error, so that Pub/Sub delivers the tick again, only when
 // the run could not look at everything (gc.ErrIncomplete: a provider or the
@@ -43,6 +46,7 @@ func (a *App) CollectGarbage(ctx context.Context, e event.Event) error {
 	}
 	log = log.With(slog.String("messageID", msg.Message.MessageID))
 	_, err = a.collector.Run(ctx)
+	a.refreshPrices(ctx, log, time.Now())
 	switch {
 	case errors.Is(err, gc.ErrIncomplete):
 		outcome = metering.Failed

@@ -32,8 +32,10 @@ var Plugin = plugin.Plugin{
 	// metadata (network/interfaces/macs/MAC/ipv6-prefix), since it is not
 	// around the VM's own address. In a subnet without IPv6 the create is
 	// refused, naming the subnet.
-	IPv6Prefix:   PrefixBits,
-	FakeEndpoint: "AWS_EC2_ENDPOINT",
+	IPv6Prefix:       PrefixBits,
+	FakeEndpoint:     "AWS_EC2_ENDPOINT",
+	Prices:           pricesFromEnv,
+	PricedPlacements: pricedPlacements,
 	Placement: plugin.Placement{
 		Region:             "an AWS region (us-east-1, eu-central-1, …) among those the platform allows (AWS_ALLOWED_REGIONS)",
 		Zone:               "one of its availability zones (its name and a letter)",
@@ -82,13 +84,16 @@ var vars = []plugin.Var{
 		}},
 	{Name: "AWS_ALLOWED_ZONES", DefaultDoc: "every zone of the allowed regions", Readers: plugin.ReadByAPI | plugin.ReadByCallers,
 		Meaning: "the availability zones a placement may name or be given, comma-separated (us-east-1a, …), each of an allowed region"},
-	{Name: "AWS_ALLOWED_INSTANCE_TYPES", Default: strings.Join(DefaultAllowedInstanceTypes, ","), Readers: plugin.ReadByAPI,
+	{Name: "AWS_ALLOWED_INSTANCE_TYPES", Default: strings.Join(DefaultAllowedInstanceTypes, ","), Readers: plugin.ReadByAPI | plugin.ReadByCallers,
 		Meaning: "the EC2 instance types a placement may name, comma-separated; it must hold t3.micro, the type of a placement that names none (x86: the proxy engine is built for linux/amd64)"},
 	{Name: "AWS_ALLOWED_IMAGES", Default: strings.Join(DefaultAllowedImages, ","), Readers: plugin.ReadByAPI,
 		Meaning: "the images a placement may name, comma-separated: a Debian release (debian-13, debian-12), which each region resolves to Debian's newest official amd64 AMI (owner 136693071363), or an AMI id (one region's); it must hold debian-13, the image of a placement that names none"},
 
 	{Name: "AWS_EC2_ENDPOINT", Readers: plugin.ReadByCallers, Local: true,
 		Meaning: "an EC2 API to use instead of AWS's, for every region: tests against a fake only; without AWS_ROLE_ARN the provider signs with the key `" + LocalAccessKey + "`, which no account has",
+		Check:   plugin.LoopbackURL("http://127.0.0.1:PORT")},
+	{Name: "AWS_PRICING_ENDPOINT", Readers: plugin.ReadByCallers, Local: true,
+		Meaning: "a Price List Query API to use instead of AWS's, for the daily price refresh: tests against a fake only",
 		Check:   plugin.LoopbackURL("http://127.0.0.1:PORT")},
 	{Name: "AWS_STS_ENDPOINT", Readers: plugin.ReadByCallers, Local: true,
 		Meaning: "an STS API to use instead of AWS's for the exchange of the ID token: tests against a fake only",

@@ -11,6 +11,7 @@ import (
 	"github.com/digitalocean/godo"
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/egress-proxies/egress/internal/pricing"
 	"github.com/egress-proxies/egress/internal/provider"
 	"github.com/egress-proxies/egress/internal/provider/digitalocean/dofake"
 )
@@ -84,9 +85,13 @@ func TestDigitalOceanAgainstItsOpenAPI(t *testing.T) {
 		e.p.ListByTag(ctx)
 		e.fake.SetRateLimit(time.Hour, 5000, 0)
 		e.p.Get(ctx, dropletID(1))
+		// The prices: GET /v2/sizes.
+		if _, _, err := (Prices{Client: e.p.c}).Prices(ctx, []pricing.Key{{Provider: Type, Region: "ams", Zone: "ams3", MachineType: DefaultSize}}); err != nil {
+			t.Fatal(err)
+		}
 		want := []string{"account_get", "droplets_create", "droplets_destroy", "droplets_get", "droplets_list",
 			"firewalls_create", "firewalls_list", "reservedIPsActions_post", "reservedIPs_create", "reservedIPs_delete",
-			"reservedIPs_get", "reservedIPs_list", "tags_create", "tags_delete", "tags_get", "tags_list"}
+			"reservedIPs_get", "reservedIPs_list", "sizes_list", "tags_create", "tags_delete", "tags_get", "tags_list"}
 		if diff := cmp.Diff(want, e.check.Operations()); diff != "" {
 			t.Errorf("the operations whose answers were checked (-want +got):\n%s", diff)
 		}
@@ -139,6 +144,16 @@ func TestDigitalOceanAgainstItsOpenAPI(t *testing.T) {
 					b["droplet"].(map[string]any)["image"].(map[string]any)["regions"] = []any{"mars1"}
 				},
 				func(p *Provider, id string) { p.Get(context.Background(), id) }, "regions"},
+			"SizePriceAsText": {"a size's price_hourly as a string", "sizes.list",
+				func(b map[string]any) { b["sizes"].([]any)[0].(map[string]any)["price_hourly"] = "0.00893" },
+				func(p *Provider, _ string) {
+					(Prices{Client: p.c}).Prices(context.Background(), []pricing.Key{{Provider: Type, MachineType: DefaultSize}})
+				}, "price_hourly"},
+			"SizeWithoutTransfer": {"a size without its transfer", "sizes.list",
+				func(b map[string]any) { delete(b["sizes"].([]any)[0].(map[string]any), "transfer") },
+				func(p *Provider, _ string) {
+					(Prices{Client: p.c}).Prices(context.Background(), []pricing.Key{{Provider: Type, MachineType: DefaultSize}})
+				}, "transfer"},
 			"ErrorWithoutID": {"an error body without its id", "droplets.get",
 				func(b map[string]any) { delete(b, "id") },
 				func(p *Provider, _ string) { p.Get(context.Background(), dropletID(1)) }, "id"},

@@ -21,13 +21,15 @@ import (
 // gateway, once the provider assigned it. The provider makes the deployment's
 // cloud firewall itself (MakesFirewall), from the house's settings.
 var Plugin = plugin.Plugin{
-	Type:      Type,
-	Name:      "DigitalOcean Droplets",
-	Vars:      vars,
-	New:       newFromEnv,
-	Validator: validatorOf,
-	Boot:      plugin.Boot{Kind: plugin.BootCloudInit, Anchor: vmconfig.DigitalOceanMetadataURL},
-	Readiness: plugin.StatusDoor,
+	Type:             Type,
+	Name:             "DigitalOcean Droplets",
+	Vars:             vars,
+	New:              newFromEnv,
+	Validator:        validatorOf,
+	Prices:           pricesFromEnv,
+	PricedPlacements: pricedPlacements,
+	Boot:             plugin.Boot{Kind: plugin.BootCloudInit, Anchor: vmconfig.DigitalOceanMetadataURL},
+	Readiness:        plugin.StatusDoor,
 	// A Droplet made with ipv6 true gets 16 addresses, a /124, of which
 	// networks.v6 names the first.
 	IPv6Prefix:    124,
@@ -78,7 +80,7 @@ var vars = []plugin.Var{
 		Check: func(v string, _ plugin.Settings) error {
 			return Policy{Regions: plugin.SplitList(v), Sizes: []string{DefaultSize}, Images: []string{DefaultImage}}.Check()
 		}},
-	{Name: "DIGITALOCEAN_ALLOWED_SIZES", Default: strings.Join(DefaultAllowedSizes, ","), Readers: plugin.ReadByAPI,
+	{Name: "DIGITALOCEAN_ALLOWED_SIZES", Default: strings.Join(DefaultAllowedSizes, ","), Readers: plugin.ReadByAPI | plugin.ReadByCallers,
 		Meaning: "the Droplet sizes a placement may name, comma-separated; it must hold " + DefaultSize + ", the size of a placement that names none"},
 	{Name: "DIGITALOCEAN_ALLOWED_IMAGES", Default: strings.Join(DefaultAllowedImages, ","), Readers: plugin.ReadByAPI,
 		Meaning: "the DigitalOcean images a placement may name, comma-separated; it must hold " + DefaultImage + ", the image of a placement that names none"},

@@ -29,8 +29,10 @@ var Plugin = plugin.Plugin{
 	InPlace:   true,
 	// A dual-stack interface's external IPv6 is a /96 (the access
 	// config's externalIpv6PrefixLength), under GCP_STACK_TYPE=IPV4_IPV6.
-	IPv6Prefix:   ipv6PrefixBits,
-	FakeEndpoint: "GCP_COMPUTE_ENDPOINT",
+	IPv6Prefix:       ipv6PrefixBits,
+	FakeEndpoint:     "GCP_COMPUTE_ENDPOINT",
+	Prices:           pricesFromEnv,
+	PricedPlacements: pricedPlacements,
 	Placement: plugin.Placement{
 		Region:             "a Google Cloud region such as europe-west1",
 		Zone:               "a zone of it (europe-west1-b)",
@@ -61,9 +63,9 @@ func gceName(v string, _ plugin.Settings) error {
 // vars are Compute Engine's variables: what the operator allows of a
 // placement (the ProxyAPI's), then where and how the VMs are made.
 var vars = []plugin.Var{
-	{Name: "GCP_ALLOWED_REGIONS", DefaultDoc: "any region", Readers: plugin.ReadByAPI,
+	{Name: "GCP_ALLOWED_REGIONS", DefaultDoc: "any region", Readers: plugin.ReadByAPI | plugin.ReadByCallers,
 		Meaning: "the regions a placement may name, comma-separated"},
-	{Name: "GCP_ALLOWED_MACHINE_TYPES", Default: strings.Join(DefaultAllowedMachineTypes, ","), Readers: plugin.ReadByAPI,
+	{Name: "GCP_ALLOWED_MACHINE_TYPES", Default: strings.Join(DefaultAllowedMachineTypes, ","), Readers: plugin.ReadByAPI | plugin.ReadByCallers,
 		Meaning: "the machine types a placement may name, comma-separated; it must hold e2-micro, the type of a placement that names none"},
 	{Name: "GCP_ALLOWED_IMAGES", Default: strings.Join(DefaultAllowedImages, ","), Readers: plugin.ReadByAPI,
 		Meaning: "the images a placement may name, comma-separated: `projects/P/global/images/NAME`, `…/images/family/F` or `…/images/*`; it must allow the Debian 13 family, the image of a placement that names none"},
@@ -128,6 +130,9 @@ var vars = []plugin.Var{
 		}},
 	{Name: "GCP_COMPUTE_ENDPOINT", Readers: plugin.ReadByCallers, Local: true,
 		Meaning: "a Compute API to use instead of Google's, without credentials: tests against a fake only"},
+	{Name: "GCP_BILLING_ENDPOINT", Readers: plugin.ReadByCallers, Local: true,
+		Meaning: "a Cloud Billing Catalog API to use instead of Google's, without credentials, for the daily price refresh: tests against a fake only",
+		Check:   plugin.LoopbackURL("http://127.0.0.1:PORT/")},
 }
 
 // ConfigOf is the provider's configuration from its settings and the

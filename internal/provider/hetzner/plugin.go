@@ -16,13 +16,15 @@ import (
 // user-data cannot change after the create, so a change gets a new
 // server and no warm pool is served.
 var Plugin = plugin.Plugin{
-	Type:      Type,
-	Name:      "Hetzner Cloud",
-	Vars:      vars,
-	New:       newFromEnv,
-	Validator: validatorOf,
-	Boot:      plugin.Boot{Kind: plugin.BootCloudInit},
-	Readiness: plugin.StatusDoor,
+	Type:             Type,
+	Name:             "Hetzner Cloud",
+	Vars:             vars,
+	New:              newFromEnv,
+	Validator:        validatorOf,
+	Prices:           pricesFromEnv,
+	PricedPlacements: pricedPlacements,
+	Boot:             plugin.Boot{Kind: plugin.BootCloudInit},
+	Readiness:        plugin.StatusDoor,
 	// Every server's public_net.ipv6.ip is a /64 of its own.
 	IPv6Prefix:   64,
 	FakeEndpoint: "HETZNER_ENDPOINT",
@@ -70,7 +72,7 @@ var vars = []plugin.Var{
 			}
 			return nil
 		}},
-	{Name: "HETZNER_ALLOWED_SERVER_TYPES", Default: strings.Join(DefaultAllowedServerTypes, ","), Readers: plugin.ReadByAPI,
+	{Name: "HETZNER_ALLOWED_SERVER_TYPES", Default: strings.Join(DefaultAllowedServerTypes, ","), Readers: plugin.ReadByAPI | plugin.ReadByCallers,
 		Meaning: "the server types a placement may name, comma-separated; it must hold cx23, the type of a placement that names none (CX types are sold in eu-central only: a US or Singapore placement names a CPX type)"},
 	{Name: "HETZNER_ALLOWED_IMAGES", Default: strings.Join(DefaultAllowedImages, ","), Readers: plugin.ReadByAPI,
 		Meaning: "the Hetzner images a placement may name, comma-separated; it must hold debian-13, the image of a placement that names none"},

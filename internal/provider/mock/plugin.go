@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/egress-proxies/egress/internal/clock"
+	"github.com/egress-proxies/egress/internal/pricing"
 	"github.com/egress-proxies/egress/internal/provider"
 	"github.com/egress-proxies/egress/internal/provider/plugin"
 	"github.com/egress-proxies/egress/internal/proxy"
@@ -22,14 +23,16 @@ import (
 // local stack takes the production path: the message's run, not a poll,
 // sees the VM ready) and take live changes in place.
 var Plugin = plugin.Plugin{
-	Type:      Type,
-	Name:      "the mock",
-	Vars:      vars,
-	New:       newFromEnv,
-	Validator: func(plugin.Settings) (provider.Validator, error) { return Validate, nil },
-	Boot:      plugin.Boot{Kind: plugin.BootNone},
-	Readiness: plugin.CallsHome,
-	InPlace:   true,
+	Type:             Type,
+	Name:             "the mock",
+	Vars:             vars,
+	New:              newFromEnv,
+	Validator:        func(plugin.Settings) (provider.Validator, error) { return Validate, nil },
+	Prices:           func(plugin.Env) pricing.Source { return Prices{} },
+	PricedPlacements: pricedPlacements,
+	Boot:             plugin.Boot{Kind: plugin.BootNone},
+	Readiness:        plugin.CallsHome,
+	InPlace:          true,
 	// No IPv6Prefix: its VMs serve on the developer's loopback, with no
 	// routed prefix to pick sources from.
 }

@@ -30,6 +30,7 @@ import (
 
 	"golang.org/x/oauth2"
 
+	"github.com/egress-proxies/egress/internal/pricing"
 	"github.com/egress-proxies/egress/internal/provider"
 	"github.com/egress-proxies/egress/internal/provider/vmside"
 	"github.com/egress-proxies/egress/internal/proxy"
@@ -105,6 +106,17 @@ type Plugin struct {
 	// Terraform is the cloud's part of deploy/terraform, which the deploy
 	// tests read.
 	Terraform Terraform
+	// Prices makes the cloud's price source from env: what one of its
+	// proxies costs, read from the cloud's own price API (Hetzner's
+	// pricing, DigitalOcean's sizes, AWS's Price List, Google's Cloud
+	// Billing Catalog) with the functions' identity. Nil: the cloud
+	// publishes no prices the product reads, and every price of it is
+	// pricing.ErrNoPrices (PricesOf).
+	Prices func(env Env) pricing.Source
+	// PricedPlacements are the placements the operator allows, as price
+	// keys, from the cloud's settings: what the daily refresh asks Prices
+	// for. Nil with Prices set asks for none.
+	PricedPlacements func(s Settings) []pricing.Key
 	// Words are the names, beside Type, that a file dealing with the
 	// cloud uses for it (its API's and tools': "hcloud", "ec2"): the guide
 	// to adding a cloud is held to list every file outside the cloud's
@@ -448,4 +460,13 @@ func SecretVersion(v string) error {
 		return fmt.Errorf("is not a secret version: want projects/PROJECT/secrets/SECRET/versions/VERSION")
 	}
 	return nil
+}
+
+// PricesOf is the cloud's price source from env, or an error that wraps
+// pricing.ErrNoPrices, naming the cloud, when it declares none.
+func (p Plugin) PricesOf(env Env) (pricing.Source, error) {
+	if p.Prices == nil {
+		return nil, fmt.Errorf("cloud %s: %w", p.Type, pricing.ErrNoPrices)
+	}
+	return p.Prices(env), nil
 }

@@ -21,11 +21,14 @@ var (
 		region("lon1", "London 1", true), region("fra1", "Frankfurt 1", true), region("tor1", "Toronto 1", true),
 		region("blr1", "Bangalore 1", true), region("syd1", "Sydney 1", true),
 	}
+	// The Basic sizes with the prices DigitalOcean's pricing page and
+	// /v2/sizes give them (USD, price_hourly to five decimals, the
+	// monthly price 672 hours of it; transfer in TB a month).
 	Sizes = []godo.Size{
-		size("s-1vcpu-1gb", 1, 1024, 25, 1, 6),
-		size("s-1vcpu-2gb", 1, 2048, 50, 2, 12),
-		size("s-2vcpu-2gb", 2, 2048, 60, 3, 18),
-		size("s-2vcpu-4gb", 2, 4096, 80, 4, 24),
+		size("s-1vcpu-1gb", 1, 1024, 25, 1, 6, 0.00893),
+		size("s-1vcpu-2gb", 1, 2048, 50, 2, 12, 0.01786),
+		size("s-2vcpu-2gb", 2, 2048, 60, 3, 18, 0.02679),
+		size("s-2vcpu-4gb", 2, 4096, 80, 4, 24, 0.03571),
 	}
 	Images = []godo.Image{image(190000001, "debian-13-x64", "13 x64"), image(190000002, "debian-12-x64", "12 x64")}
 )
@@ -38,10 +41,10 @@ func region(slug, name string, open bool) godo.Region {
 	return r
 }
 
-func size(slug string, vcpus, memory, disk int, transfer, monthly float64) godo.Size {
+func size(slug string, vcpus, memory, disk int, transfer, monthly, hourly float64) godo.Size {
 	open := []string{"nyc1", "nyc3", "sfo2", "sfo3", "ams3", "sgp1", "lon1", "fra1", "tor1", "blr1", "syd1"}
 	return godo.Size{Slug: slug, Vcpus: vcpus, Memory: memory, Disk: disk, Transfer: transfer, PriceMonthly: monthly,
-		PriceHourly: monthly / 672, Regions: open, Available: true, Description: "Basic"}
+		PriceHourly: hourly, Regions: open, Available: true, Description: "Basic"}
 }
 
 func image(id int, slug, name string) godo.Image {

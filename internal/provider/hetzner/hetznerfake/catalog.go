@@ -33,7 +33,8 @@ var (
 
 func serverType(id int64, name, category string, cores int, memory float32, disk int, locations ...string) schema.ServerType {
 	t := schema.ServerType{ID: id, Name: name, Description: name, Category: category, Cores: cores, Memory: memory, Disk: disk,
-		StorageType: "local", CPUType: "shared", Architecture: "x86", IncludedTraffic: 20 << 40}
+		StorageType: "local", CPUType: "shared", Architecture: "x86", IncludedTraffic: 20 << 40,
+		Prices: serverTypePricesAt(name, locations)}
 	for _, l := range locations {
 		if loc, ok := location(l); ok {
 			t.Locations = append(t.Locations, schema.ServerTypeLocation{ID: loc.ID, Name: loc.Name, Available: true, Recommended: true})

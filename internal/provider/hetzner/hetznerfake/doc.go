@@ -12,6 +12,7 @@
 //	primaryips.go  Primary IPs create, get, list, delete, assign and unassign
 //	actions.go     actions get and list (by id), and Settle, which finishes them
 //	catalog.go     locations, datacenters, server types and images, read-only
+//	pricing.go     the prices (GET /v1/pricing, and each server type's), read-only
 //	selector.go    Hetzner's label selector language
 //	faults.go      errors in the HTTP answer: capacity, quota, any fault by method
 //	ratelimit.go   the rate limit: a bucket refilled per second, RateLimit-* headers, 429

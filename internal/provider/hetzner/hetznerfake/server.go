@@ -43,6 +43,7 @@ type Server struct {
 	creates     []schema.ServerCreateRequest
 	tokens      map[string]int
 	onPoll      func()
+	pricingBody string
 
 	// serving is Serve's, nil when the fake does not serve.
 	serving *loopback.Serving
@@ -102,7 +103,7 @@ type route struct {
 
 func path(p string) *regexp.Regexp { return regexp.MustCompile(`^/v1` + p + `$`) }
 
-var routes = slices.Concat(serverRoutes, primaryIPRoutes, actionRoutes, catalogRoutes)
+var routes = slices.Concat(serverRoutes, primaryIPRoutes, actionRoutes, catalogRoutes, pricingRoutes)
 
 // ServeHTTP answers one request: authentication first, then the rate
 // limit (every request spends one, as Hetzner counts them), then the
