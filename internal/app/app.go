@@ -40,12 +40,14 @@ import (
 	"github.com/egress-proxies/egress/internal/gc"
 	"github.com/egress-proxies/egress/internal/logging"
 	"github.com/egress-proxies/egress/internal/pools"
+	"github.com/egress-proxies/egress/internal/pricing"
 	"github.com/egress-proxies/egress/internal/provider"
 	"github.com/egress-proxies/egress/internal/provider/plugin"
 	"github.com/egress-proxies/egress/internal/proxy"
 	"github.com/egress-proxies/egress/internal/queue"
 	"github.com/egress-proxies/egress/internal/reconcile"
 	"github.com/egress-proxies/egress/internal/sealing"
+	"github.com/egress-proxies/egress/internal/spend"
 	"github.com/egress-proxies/egress/internal/store"
 	"github.com/egress-proxies/egress/internal/version"
 	"github.com/egress-proxies/egress/internal/vm/vmconfig"
@@ -82,6 +84,11 @@ type App struct {
 	Config    Config
 	Log       *slog.Logger
 	Providers *provider.Set
+	// Catalog is the price catalog proxies are costed from (status.cost,
+	// budgets). Nil, as until the store's catalog is plugged in, writes
+	// no status.cost and holds no request to a budget: no figure is ever
+	// guessed.
+	Catalog pricing.Catalog
 
 	firestore *firestore.Client
 	pubsub    *pubsub.Client
@@ -269,6 +276,7 @@ func (a *App) reconcileOptions() reconcile.Options {
 	// calls around it.
 	o.LeaseDuration = max(reconcile.DefaultLeaseDuration, o.WaitBudget+2*time.Minute)
 	o.CloudInitSecretPrefix = a.Config.CloudInitSecretPrefix
+	o.Costs = spend.Costs{Catalog: a.Catalog, Rates: a.Config.CostRates}
 	o.Bootstrap = func(s proxy.Spec, c proxy.Credentials, generation int64) (string, *vmconfig.Config, error) {
 		cfg := bootstrap.ForProxy(s, c, a.Config.DenyRanges)
 		cfg.Generation = generation

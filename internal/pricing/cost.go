@@ -49,6 +49,8 @@ type Cost struct {
 	// Month is the calendar month, "2006-01".
 	Month    string `json:"month" firestore:"month"`
 	Currency string `json:"currency" firestore:"currency"`
+	// AsOf is the moment the figures are of.
+	AsOf time.Time `json:"asOf" firestore:"asOf"`
 	// VM, Address and Traffic are the month so far, apart; MonthToDate
 	// their sum.
 	VM          Money `json:"vm" firestore:"vm"`
@@ -79,7 +81,7 @@ type Cost struct {
 // monthly cap on a VM's hourly price is not applied: the Price carries
 // none, so a month of a capped VM errs high.
 func MonthCost(p Price, u Use, month string, now time.Time, rates Rates) Cost {
-	c := Cost{Month: month, Currency: rates.Currency}
+	c := Cost{Month: month, Currency: rates.Currency, AsOf: now}
 	start, end, err := ParseMonth(month)
 	if err != nil {
 		c.Unknown = err.Error()
@@ -144,7 +146,7 @@ func MonthCost(p Price, u Use, month string, now time.Time, rates Rates) Cost {
 	fAddress := conv(hours(p.IPv4PerHour, forecast))
 	fTraffic := conv(traffic(forecast, bytesForecast))
 	if err != nil {
-		return Cost{Month: month, Currency: rates.Currency, Unknown: fmt.Sprintf("%s %s %s: %v", p.Provider, p.Region, p.MachineType, err)}
+		return Cost{Month: month, Currency: rates.Currency, AsOf: now, Unknown: fmt.Sprintf("%s %s %s: %v", p.Provider, p.Region, p.MachineType, err)}
 	}
 	c.MonthToDate = Money{Currency: rates.Currency, Nanos: c.VM.Nanos + c.Address.Nanos + c.Traffic.Nanos}
 	c.Forecast = Money{Currency: rates.Currency, Nanos: fVM.Nanos + fAddress.Nanos + fTraffic.Nanos}
@@ -153,8 +155,8 @@ func MonthCost(p Price, u Use, month string, now time.Time, rates Rates) Cost {
 
 // UnknownCost is the cost in month of a proxy whose price could not be
 // read, saying why.
-func UnknownCost(month string, rates Rates, why error) Cost {
-	return Cost{Month: month, Currency: rates.Currency, Unknown: why.Error()}
+func UnknownCost(month string, now time.Time, rates Rates, why error) Cost {
+	return Cost{Month: month, Currency: rates.Currency, AsOf: now, Unknown: why.Error()}
 }
 
 // Sum adds costs of one month and currency (a namespace's proxies'):
@@ -163,6 +165,11 @@ func UnknownCost(month string, rates Rates, why error) Cost {
 // month or currency is an error naming it.
 func Sum(month, currency string, costs ...Cost) (Cost, error) {
 	s := Cost{Month: month, Currency: currency}
+	for _, c := range costs {
+		if c.AsOf.After(s.AsOf) {
+			s.AsOf = c.AsOf
+		}
+	}
 	zero := Money{Currency: currency}
 	s.VM, s.Address, s.Traffic, s.MonthToDate, s.Forecast = zero, zero, zero, zero, zero
 	unknown := 0

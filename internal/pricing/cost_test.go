@@ -100,7 +100,7 @@ func TestCostOfAFixedFleet(t *testing.T) {
 	eur := func(nanos int64) pricing.Money { return pricing.Money{Currency: "EUR", Nanos: nanos} }
 	cost := func(vm, address, traffic int64) pricing.Cost {
 		sum := vm + address + traffic
-		return pricing.Cost{Month: fleetMonth, Currency: "EUR", VM: eur(vm), Address: eur(address), Traffic: eur(traffic),
+		return pricing.Cost{Month: fleetMonth, Currency: "EUR", AsOf: monthEnd, VM: eur(vm), Address: eur(address), Traffic: eur(traffic),
 			MonthToDate: eur(sum), Forecast: eur(sum)}
 	}
 	fleet := []struct {

@@ -33,7 +33,7 @@ type Store interface {
 	RotateCredentials(ctx context.Context, key proxy.Key, now time.Time, limits tenancy.Limits) (*proxy.Proxy, error)
 	UpdateStatus(ctx context.Context, p *proxy.Proxy) (time.Time, error)
 	UpdateStatusCounted(ctx context.Context, p *proxy.Proxy, at time.Time, perHour int) (time.Time, error)
-	Delete(ctx context.Context, key proxy.Key, updateTime time.Time) error
+	Delete(ctx context.Context, key proxy.Key, updateTime time.Time, spent ...proxy.Spent) error
 	LiveUIDs(ctx context.Context) (map[string]proxy.Claim, error)
 	Stalled(ctx context.Context, before time.Time, limit int) ([]proxy.Key, error)
 
