@@ -76,6 +76,8 @@ func TestBudgetRefusesTheCreateThatWouldExceed(t *testing.T) {
 			answer{Code: 403, Reason: httpapi.ReasonAdminRequired}},
 		{"a budget in another currency than the deployment's", admin, "PATCH", "/v1/namespaces/team-b", `{"budget":{"monthly":"100.00","currency":"USD"}}`,
 			answer{Code: 400, Reason: httpapi.ReasonBudgetInvalid}},
+		{"stopTraffic is not enforced yet, so not taken", admin, "PATCH", "/v1/namespaces/team-b", `{"budget":{"monthly":"100.00","currency":"EUR","atBudget":"stopTraffic"}}`,
+			answer{Code: 400, Reason: httpapi.ReasonBudgetInvalid}},
 		{"an admin gives it 100.00 EUR", admin, "PATCH", "/v1/namespaces/team-b", `{"budget":{"monthly":"100.00","currency":"EUR"}}`,
 			answer{Code: 200}},
 		{"the first proxy: 38.40 EUR", editor, "POST", proxies, body("a1", goodSpec), answer{Code: 201, Proxies: 1}},

@@ -55,7 +55,14 @@ func (b Budget) Validate(currency string) []string {
 	if b.Currency != currency {
 		errs = append(errs, fmt.Sprintf("currency: %q is not the deployment's cost currency %s (COST_CURRENCY), which every cost is held in", b.Currency, currency))
 	}
-	if b.AtBudget != "" && b.AtBudget != RefuseNew && b.AtBudget != StopTraffic {
+	switch b.AtBudget {
+	case "", RefuseNew:
+	case StopTraffic:
+		// Refused until the engine stops a namespace's traffic: a budget
+		// that says it stops traffic and does not would mislead its
+		// owners.
+		errs = append(errs, fmt.Sprintf("atBudget: %s is not enforced by this version yet; use %s", StopTraffic, RefuseNew))
+	default:
 		errs = append(errs, fmt.Sprintf("atBudget: %q is neither %s nor %s", b.AtBudget, RefuseNew, StopTraffic))
 	}
 	return errs
