@@ -67,15 +67,17 @@ func (a *API) createProxy(x *exchange) {
 		quota  int
 		member view
 		// month is the namespace's proxies' month, read when the
-		// namespace turns out to have a budget (errBudgetUnread).
-		month *pricing.Cost
+		// namespace turns out to have a budget (errBudgetUnread); exists,
+		// whether the proxy was among them (a repeated create).
+		month  *pricing.Cost
+		exists bool
 	)
 	admit := func(n *tenancy.Namespace) (tenancy.Limits, error) {
 		if e := decide(x.caller, ns, n, tenancy.CreateProxy); e != nil {
 			return tenancy.Limits{}, e
 		}
 		quota, member = n.QuotaOr(a.opts.Quota), viewOf(x.caller, n)
-		if a.budgetHolds(n) {
+		if a.budgetHolds(n) && !exists {
 			if month == nil {
 				return tenancy.Limits{}, errBudgetUnread
 			}
@@ -87,12 +89,12 @@ func (a *API) createProxy(x *exchange) {
 	}
 	created, err := a.store.CreateInNamespace(x.ctx, p, admit)
 	if errors.Is(err, errBudgetUnread) {
-		m, merr := a.proxiesMonth(x.ctx, ns)
+		m, found, merr := a.proxiesMonthBut(x.ctx, ns, p.Name)
 		if merr != nil {
 			x.fail(a.storeError(x.ctx, merr))
 			return
 		}
-		month = &m
+		month, exists = &m, found
 		created, err = a.store.CreateInNamespace(x.ctx, p, admit)
 	}
 	switch {

@@ -30,6 +30,15 @@ var errBudgetUnread = errors.New("the namespace's month is needed")
 // they are stored: each one's cost from the catalog, summed. What its
 // deleted proxies spent (tenancy.Namespace.DeletedSpend) is not in it.
 func (a *API) proxiesMonth(ctx context.Context, namespace string) (pricing.Cost, error) {
+	m, _, err := a.proxiesMonthBut(ctx, namespace, "")
+	return m, err
+}
+
+// proxiesMonthBut is proxiesMonth, and whether a proxy named name is
+// among them: a create repeated for it makes nothing, so no budget
+// refuses it (the store answers with the proxy).
+func (a *API) proxiesMonthBut(ctx context.Context, namespace, name string) (pricing.Cost, bool, error) {
+	found := false
 	now := a.now()
 	month, _, _ := pricing.Month(now)
 	var costs []pricing.Cost
@@ -37,9 +46,10 @@ func (a *API) proxiesMonth(ctx context.Context, namespace string) (pricing.Cost,
 	for {
 		page, next, err := a.store.List(ctx, namespace, MaxPageSize, token)
 		if err != nil {
-			return pricing.Cost{}, err
+			return pricing.Cost{}, false, err
 		}
 		for _, p := range page {
+			found = found || p.Name == name
 			costs = append(costs, a.opts.Costs.Proxy(ctx, p, now))
 		}
 		if next == "" {
@@ -47,7 +57,8 @@ func (a *API) proxiesMonth(ctx context.Context, namespace string) (pricing.Cost,
 		}
 		token = next
 	}
-	return pricing.Sum(month, a.opts.Costs.Rates.Currency, costs...)
+	sum, err := pricing.Sum(month, a.opts.Costs.Rates.Currency, costs...)
+	return sum, found, err
 }
 
 // withDeleted is month with what the namespace's deleted proxies spent in

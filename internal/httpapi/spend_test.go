@@ -91,6 +91,8 @@ func TestBudgetRefusesTheCreateThatWouldExceed(t *testing.T) {
 		{"a fourth would make 153.60 EUR", editor, "POST", proxies, body("a4", goodSpec),
 			answer{Code: 429, Reason: httpapi.ReasonBudgetExceeded, Proxies: 3,
 				Message: `namespace "team-b"'s forecast for 2026-12 would be 153.60 EUR with proxy a4, over its monthly budget of 120.00 EUR; delete a proxy, or ask a platform admin for a larger budget`}},
+		{"a create repeated for a proxy that exists makes nothing: answered, not refused", editor, "POST", proxies, body("a1", goodSpec),
+			answer{Code: 200, Proxies: 3}},
 	}
 	for _, st := range steps {
 		if diff := cmp.Diff(st.want, look(st.who, st.method, st.path, st.body)); diff != "" {
