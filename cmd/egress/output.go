@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/egress-proxies/egress/internal/client"
+	"github.com/egress-proxies/egress/internal/pricing"
 	"github.com/egress-proxies/egress/internal/proxy"
 )
 
@@ -70,6 +71,7 @@ func (c *cli) printProxy(p *proxy.Proxy) error {
 			[2]string{"trafficReported", t.ReportTime.Format(time.RFC3339)})
 	}
 	rows = append(rows,
+		[2]string{"cost", monthLine(p.Status.Cost)},
 		[2]string{"requestedBy", p.RequestedBy},
 		[2]string{"created", p.CreateTime.Format(time.RFC3339)})
 	tw := tabwriter.NewWriter(c.stdout, 0, 4, 2, ' ', 0)
@@ -101,9 +103,9 @@ func (c *cli) printProxies(list []proxy.Proxy) error {
 		if ipPolicy == "" {
 			ipPolicy = proxy.IPEphemeral
 		}
-		rows[i] = []string{p.Name, string(p.Status.Phase), dash(p.Status.Endpoint), dash(p.Status.Zone), string(ipPolicy), age(p.CreateTime)}
+		rows[i] = []string{p.Name, string(p.Status.Phase), dash(p.Status.Endpoint), dash(p.Status.Zone), string(ipPolicy), costColumn(p.Status.Cost), age(p.CreateTime)}
 	}
-	return printList(c, "proxies", list, []string{"NAME", "PHASE", "ENDPOINT", "ZONE", "IP", "AGE"}, rows)
+	return printList(c, "proxies", list, []string{"NAME", "PHASE", "ENDPOINT", "ZONE", "IP", "COST", "AGE"}, rows)
 }
 
 // printPool shows one pool: the API's JSON with -o json, else its fields
@@ -174,6 +176,16 @@ func (c *cli) printNamespace(n *client.Namespace) error {
 	tw := tabwriter.NewWriter(c.stdout, 0, 4, 2, ' ', 0)
 	fmt.Fprintf(tw, "name:\t%s\n", n.Name)
 	fmt.Fprintf(tw, "proxies:\t%d of %d\n", n.ProxyCount, n.Quota)
+	if n.Month != nil {
+		fmt.Fprintf(tw, "month:\t%s\n", monthLine(n.Month))
+	}
+	if b := n.Budget; b != nil {
+		at := b.AtBudget
+		if at == "" {
+			at = "refuseNew"
+		}
+		fmt.Fprintf(tw, "budget:\t%s %s a month, %s at it\n", b.Monthly, b.Currency, at)
+	}
 	fmt.Fprintln(tw, "members:")
 	for _, email := range slices.Sorted(maps.Keys(n.Members)) {
 		fmt.Fprintf(tw, "  %s\t%s\n", email, n.Members[email])
@@ -229,6 +241,42 @@ func byteSize(n int64) string {
 		exp++
 	}
 	return fmt.Sprintf("%.1f %cB", float64(n)/float64(div), "kMGTP"[exp])
+}
+
+// costColumn is a proxy's month in a list: the month so far and its
+// forecast, to the cent ("3.91/7.82 EUR"), "unknown" when it cannot be
+// known (proxies get says why), "-" where the deployment costs nothing.
+func costColumn(c *pricing.Cost) string {
+	switch {
+	case c == nil:
+		return "-"
+	case c.Unknown != "":
+		return "unknown"
+	}
+	return fmt.Sprintf("%s/%s %s", cents(c.MonthToDate), cents(c.Forecast), c.Currency)
+}
+
+// cents is m to the cent, without its currency.
+func cents(m pricing.Money) string {
+	n := m.Cents()
+	sign := ""
+	if n < 0 {
+		sign, n = "-", -n
+	}
+	return fmt.Sprintf("%s%d.%02d", sign, n/100, n%100)
+}
+
+// monthLine is a cost's month as one line: "2026-12: 3.91 EUR so far,
+// 7.82 EUR forecast (VM 2.16, address 0.00, traffic 1.75)".
+func monthLine(c *pricing.Cost) string {
+	if c == nil {
+		return ""
+	}
+	if c.Unknown != "" {
+		return fmt.Sprintf("%s: unknown (%s); known: %s %s so far, %s %s forecast", c.Month, c.Unknown, cents(c.MonthToDate), c.Currency, cents(c.Forecast), c.Currency)
+	}
+	return fmt.Sprintf("%s: %s %s so far, %s %s forecast (VM %s, address %s, traffic %s)", c.Month, cents(c.MonthToDate), c.Currency,
+		cents(c.Forecast), c.Currency, cents(c.VM), cents(c.Address), cents(c.Traffic))
 }
 
 func dash(s string) string {

@@ -47,7 +47,7 @@ resource "google_cloudfunctions2_function" "api" {
     max_instance_count               = 10
     max_instance_request_concurrency = 40
     ingress_settings                 = "ALLOW_ALL"
-    environment_variables            = merge(local.common_env, local.credentials_env, local.api_env, local.clouds_api_env)
+    environment_variables            = merge(local.common_env, local.credentials_env, local.api_env, local.cost_env, local.clouds_api_env)
   }
   depends_on = [google_project_service.apis]
 }
@@ -82,7 +82,7 @@ resource "google_cloudfunctions2_function" "reconcile" {
     max_instance_count               = 20
     max_instance_request_concurrency = 20
     ingress_settings                 = "ALLOW_INTERNAL_ONLY"
-    environment_variables = merge(local.common_env, local.credentials_env, local.provider_env, local.clouds_env, {
+    environment_variables = merge(local.common_env, local.credentials_env, local.provider_env, local.clouds_env, local.cost_env, {
       RECONCILE_WAIT_BUDGET      = "60s"
       RECONCILE_INITIAL_BACKOFF  = "2s"
       RECONCILE_MAX_BACKOFF      = "10s"

@@ -57,6 +57,13 @@ locals {
     FIREWALL_SOURCE_RANGES     = join(",", var.allowed_source_ranges)
     IAP_AUDIENCE               = local.iap_audience
   }
+  # What costs are shown and budgets held in, and the deployment's dated
+  # conversion rates: the ProxyAPI (budgets) and Reconcile (status.cost)
+  # read them alike.
+  cost_env = {
+    COST_CURRENCY = var.cost_currency
+    COST_RATES    = join(",", var.cost_rates)
+  }
   # The audience IAP signs its header with for the API's Cloud Run service
   # (IAP for Cloud Run: /projects/NUMBER/locations/REGION/services/NAME);
   # empty, the console is off and the API takes no IAP assertion.

@@ -117,6 +117,18 @@ variable "namespace_quota" {
   default     = 20
 }
 
+variable "cost_currency" {
+  description = "The currency (ISO 4217) costs are shown in and namespaces' budgets held in (COST_CURRENCY)."
+  type        = string
+  default     = "USD"
+}
+
+variable "cost_rates" {
+  description = "The deployment's dated conversion rates into cost_currency (COST_RATES), each CURRENCY=AMOUNT@DATE such as USD=0.92@2026-12-01; a price in a currency without a rate is costed \"unknown\", never at a guessed rate."
+  type        = list(string)
+  default     = []
+}
+
 variable "namespace_creates_per_hour" {
   description = "VMs one namespace may cause in any hour (NAMESPACE_CREATES_PER_HOUR): creates, rotations, live changes that need a new VM, rotations by maxAge; they cost money and spend the Compute quotas every namespace shares. Replacements of lost VMs are not counted."
   type        = number

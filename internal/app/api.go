@@ -9,6 +9,7 @@ import (
 	"github.com/egress-proxies/egress/internal/console"
 	"github.com/egress-proxies/egress/internal/httpapi"
 	"github.com/egress-proxies/egress/internal/iap"
+	"github.com/egress-proxies/egress/internal/spend"
 )
 
 // newProxyAPI is the ProxyAPI handler. It meters each request as one
@@ -37,6 +38,9 @@ func newProxyAPI(ctx context.Context, a *App) (http.Handler, error) {
 		LocalIdentity:     c.API.LocalIdentity,
 		IAP:               verifier,
 		Project:           c.Project,
+		// The store's catalog (App.Catalog): a namespace's month and its
+		// budget are held to the prices last read.
+		Costs: spend.Costs{Catalog: a.Catalog, Rates: c.CostRates},
 	})
 	// The web console, on the API's own URL, calling its routes in
 	// process as the browser that asked.

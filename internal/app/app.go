@@ -40,6 +40,7 @@ import (
 	"github.com/egress-proxies/egress/internal/gc"
 	"github.com/egress-proxies/egress/internal/logging"
 	"github.com/egress-proxies/egress/internal/pools"
+	"github.com/egress-proxies/egress/internal/pricing"
 	"github.com/egress-proxies/egress/internal/pricing/pricestore"
 	"github.com/egress-proxies/egress/internal/provider"
 	"github.com/egress-proxies/egress/internal/provider/plugin"
@@ -47,6 +48,7 @@ import (
 	"github.com/egress-proxies/egress/internal/queue"
 	"github.com/egress-proxies/egress/internal/reconcile"
 	"github.com/egress-proxies/egress/internal/sealing"
+	"github.com/egress-proxies/egress/internal/spend"
 	"github.com/egress-proxies/egress/internal/store"
 	"github.com/egress-proxies/egress/internal/version"
 	"github.com/egress-proxies/egress/internal/vm/vmconfig"
@@ -83,6 +85,11 @@ type App struct {
 	Config    Config
 	Log       *slog.Logger
 	Providers *provider.Set
+	// Catalog is the price catalog proxies are costed from (status.cost,
+	// budgets): the store's (pricestore), which the collector refreshes
+	// daily. Nil writes no status.cost and holds no request to a budget:
+	// no figure is ever guessed.
+	Catalog pricing.Catalog
 
 	firestore *firestore.Client
 	pubsub    *pubsub.Client
@@ -168,6 +175,10 @@ func New(ctx context.Context, getenv Getenv, opts Options) (*App, error) {
 		a.Close()
 		return nil, err
 	}
+	// The prices the collector's daily refresh keeps in the store are
+	// what every proxy is costed from: a cloud that declares no source is
+	// known to have no price, without a read.
+	a.Catalog = pricestore.NewCatalog(a.firestore, a.NoPrices()...)
 	reg := opts.Registry
 	if reg == nil {
 		if reg, err = a.registry(opts.VM); err != nil {
@@ -276,6 +287,7 @@ func (a *App) reconcileOptions() reconcile.Options {
 	// calls around it.
 	o.LeaseDuration = max(reconcile.DefaultLeaseDuration, o.WaitBudget+2*time.Minute)
 	o.CloudInitSecretPrefix = a.Config.CloudInitSecretPrefix
+	o.Costs = spend.Costs{Catalog: a.Catalog, Rates: a.Config.CostRates}
 	o.Bootstrap = func(s proxy.Spec, c proxy.Credentials, generation int64) (string, *vmconfig.Config, error) {
 		cfg := bootstrap.ForProxy(s, c, a.Config.DenyRanges)
 		cfg.Generation = generation

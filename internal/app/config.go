@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/egress-proxies/egress/internal/gc"
+	"github.com/egress-proxies/egress/internal/pricing"
 	"github.com/egress-proxies/egress/internal/provider/plugin"
 	"github.com/egress-proxies/egress/internal/proxy"
 	"github.com/egress-proxies/egress/internal/reconcile"
@@ -56,6 +57,11 @@ type Config struct {
 	// CloudInitSecretPrefix is what a cloudInitSecret must start with:
 	// the API refuses others, the reconciler reads no other.
 	CloudInitSecretPrefix string
+	// CostCurrency and CostRates are what costs are shown and budgets held
+	// in (COST_CURRENCY), and the deployment's dated rates into it
+	// (COST_RATES).
+	CostCurrency string
+	CostRates    pricing.Rates
 	// DenyRanges are destinations no proxy may reach beyond
 	// vmconfig.DefaultDenyDestinations (EGRESS_DENY_RANGES).
 	DenyRanges []string

@@ -19,6 +19,7 @@ import (
 	"github.com/egress-proxies/egress/internal/app"
 	"github.com/egress-proxies/egress/internal/clouds"
 	"github.com/egress-proxies/egress/internal/gc"
+	"github.com/egress-proxies/egress/internal/pricing"
 	"github.com/egress-proxies/egress/internal/provider/gcp"
 	"github.com/egress-proxies/egress/internal/provider/mock"
 	"github.com/egress-proxies/egress/internal/provider/plugin"
@@ -39,6 +40,7 @@ func defaults() app.Config {
 		LogLevel: slog.LevelInfo, LogFormat: "json",
 		Deployment:     "egress",
 		CredentialsKey: "local",
+		CostCurrency:   "USD", CostRates: pricing.Rates{Currency: "USD"},
 		API: app.APIConfig{Quota: 20, CreatesPerHour: 60, RotateMinInterval: 10 * time.Minute, Policy: proxy.Policy{MinPrefixIPv4: 8, MinPrefixIPv6: 32,
 			ProxyPorts: []proxy.PortRange{{First: 3128, Last: 3128}}, FirewallSourceRanges: []netip.Prefix{netip.MustParsePrefix("0.0.0.0/0"), netip.MustParsePrefix("::/0")}}},
 		Reconcile: reconcile.Options{WaitBudget: time.Minute, InitialBackoff: 2 * time.Second, MaxBackoff: 10 * time.Second,
@@ -311,6 +313,21 @@ func TestLoad(t *testing.T) {
 			reason: "GCP_* settings are not read when gcp is not enabled",
 			env:    map[string]string{"GOOGLE_CLOUD_PROJECT": "demo-x", "PROVIDERS": "mock", "GCP_NETWORK_TAG": "Egress Proxy"},
 			want:   mockDefaults(),
+		},
+		"CostInEURWithRates": {
+			reason: "costs are shown in COST_CURRENCY and converted at COST_RATES, each rate dated",
+			env:    map[string]string{"GOOGLE_CLOUD_PROJECT": "demo-x", "PROVIDERS": "mock", "COST_CURRENCY": "EUR", "COST_RATES": "USD=0.92@2026-12-01"},
+			want: func() app.Config {
+				c := mockDefaults()
+				c.CostCurrency = "EUR"
+				c.CostRates = pricing.Rates{Currency: "EUR", ByCurrency: map[string][]pricing.Rate{"USD": {{From: "USD", Per: pricing.Money{Currency: "EUR", Nanos: 920_000_000}, Date: time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)}}}}
+				return c
+			}(),
+		},
+		"CostRateWithoutDate": {
+			reason:  "a rate is never undated: which day it holds from is part of it",
+			env:     map[string]string{"GOOGLE_CLOUD_PROJECT": "demo-x", "PROVIDERS": "mock", "COST_CURRENCY": "EUR", "COST_RATES": "USD=0.92"},
+			wantErr: `config: COST_RATES="USD=0.92" rate "USD=0.92" is not CURRENCY=AMOUNT@DATE such as USD=0.92@2026-12-01`,
 		},
 		"DefaultNotEnabled": {
 			reason:  "the default provider must be enabled",

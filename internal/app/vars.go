@@ -11,6 +11,7 @@ import (
 	"github.com/egress-proxies/egress/internal/clouds"
 	"github.com/egress-proxies/egress/internal/gc"
 	"github.com/egress-proxies/egress/internal/httpapi"
+	"github.com/egress-proxies/egress/internal/pricing"
 	"github.com/egress-proxies/egress/internal/provider"
 	"github.com/egress-proxies/egress/internal/provider/plugin"
 	"github.com/egress-proxies/egress/internal/proxy"
@@ -303,6 +304,28 @@ var houseVars = []Var{
 				return fmt.Errorf("is not an email")
 			}
 			c.API.LocalIdentity = e
+			return nil
+		}},
+
+	// The two functions that cost proxies: the reconciler writes each
+	// proxy's status.cost, the API holds requests to namespaces' budgets.
+	{Name: "COST_CURRENCY", Default: "USD", Readers: []Function{ProxyAPI, Reconcile},
+		Meaning: "the currency (ISO 4217) every cost (`status.cost`, a namespace's month) is shown in and every budget is held in; a price in another currency is converted at `COST_RATES`",
+		set: func(c *Config, v string) error {
+			if _, err := pricing.ParseMoney("0", v); err != nil {
+				return fmt.Errorf("is not an ISO 4217 currency code such as EUR")
+			}
+			c.CostCurrency = v
+			return nil
+		}},
+	{Name: "COST_RATES", DefaultDoc: "none: only prices in `COST_CURRENCY` are costed, the others' costs say \"unknown\" and why", Readers: []Function{ProxyAPI, Reconcile},
+		Meaning: "the deployment's own conversion rates into `COST_CURRENCY`, comma-separated `CURRENCY=AMOUNT@DATE` (`USD=0.92@2026-12-01`: one USD is 0.92 from that day, 00:00 UTC, on), any number of dates per currency: a cost is converted at the latest rate dated on or before the moment it is of, never a guessed one",
+		set: func(c *Config, v string) error {
+			r, err := pricing.ParseRates(c.CostCurrency, v)
+			if err != nil {
+				return fmt.Errorf("%s", strings.TrimPrefix(err.Error(), "pricing: "))
+			}
+			c.CostRates = r
 			return nil
 		}},
 

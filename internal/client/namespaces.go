@@ -4,6 +4,8 @@ import (
 	"context"
 	"net/http"
 	"time"
+
+	"github.com/egress-proxies/egress/internal/pricing"
 )
 
 // Namespace is a namespace as the API shows it.
@@ -13,10 +15,24 @@ type Namespace struct {
 	// "owner"), by email.
 	Members map[string]string `json:"members"`
 	// Quota is how many proxies it may hold; ProxyCount how many it holds.
-	Quota      int        `json:"quota"`
-	ProxyCount int64      `json:"proxyCount"`
-	CreateTime *time.Time `json:"createTime,omitempty"`
-	UpdateTime time.Time  `json:"updateTime"`
+	Quota      int   `json:"quota"`
+	ProxyCount int64 `json:"proxyCount"`
+	// Budget is its monthly budget, if a platform admin gave it one;
+	// Month what it costs this month (a get of one namespace, where the
+	// deployment costs proxies).
+	Budget     *Budget       `json:"budget,omitempty"`
+	Month      *pricing.Cost `json:"month,omitempty"`
+	CreateTime *time.Time    `json:"createTime,omitempty"`
+	UpdateTime time.Time     `json:"updateTime"`
+}
+
+// Budget is a namespace's monthly budget: an amount, the deployment's
+// currency, and what happens at it ("refuseNew", the default, or
+// "stopTraffic").
+type Budget struct {
+	Monthly  string `json:"monthly"`
+	Currency string `json:"currency"`
+	AtBudget string `json:"atBudget,omitempty"`
 }
 
 // NamespacePage is one page of the namespaces the caller may see.

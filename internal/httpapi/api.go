@@ -14,6 +14,7 @@ import (
 	"github.com/egress-proxies/egress/internal/metering"
 	"github.com/egress-proxies/egress/internal/provider"
 	"github.com/egress-proxies/egress/internal/proxy"
+	"github.com/egress-proxies/egress/internal/spend"
 	"github.com/egress-proxies/egress/internal/tenancy"
 	"github.com/egress-proxies/egress/internal/version"
 )
@@ -102,6 +103,10 @@ type Options struct {
 	IAP IAPVerifier
 	// Project is used to link log lines to the request's trace.
 	Project string
+	// Costs are the price catalog and the rates a namespace's month is
+	// costed from (GET of a namespace) and its budget held with (a
+	// create). With no Catalog no month is shown and no budget is held.
+	Costs spend.Costs
 }
 
 // API serves the namespaces and their proxies.

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/egress-proxies/egress/internal/pricing"
 	"github.com/egress-proxies/egress/internal/proxy"
 	"github.com/egress-proxies/egress/internal/store/rules"
 	"github.com/egress-proxies/egress/internal/tenancy"
@@ -19,14 +20,19 @@ type namespaceResource struct {
 	// Members are the callers with a role in it, by email.
 	Members map[string]tenancy.Role `json:"members"`
 	// Quota is how many proxies it may hold; ProxyCount how many it holds.
-	Quota      int        `json:"quota"`
-	ProxyCount int64      `json:"proxyCount"`
-	CreateTime *time.Time `json:"createTime,omitempty"`
-	UpdateTime time.Time  `json:"updateTime"`
+	Quota      int   `json:"quota"`
+	ProxyCount int64 `json:"proxyCount"`
+	// Budget is its monthly budget, if an admin gave it one; Month what
+	// it costs this month (GET of one namespace, where the deployment
+	// costs proxies).
+	Budget     *tenancy.Budget `json:"budget,omitempty"`
+	Month      *pricing.Cost   `json:"month,omitempty"`
+	CreateTime *time.Time      `json:"createTime,omitempty"`
+	UpdateTime time.Time       `json:"updateTime"`
 }
 
 func (a *API) resource(ns *tenancy.Namespace) namespaceResource {
-	r := namespaceResource{Name: ns.Name, Members: ns.Members, Quota: ns.QuotaOr(a.opts.Quota), ProxyCount: ns.ProxyCount, UpdateTime: ns.UpdateTime}
+	r := namespaceResource{Name: ns.Name, Members: ns.Members, Quota: ns.QuotaOr(a.opts.Quota), ProxyCount: ns.ProxyCount, Budget: ns.Budget, UpdateTime: ns.UpdateTime}
 	if r.Members == nil {
 		r.Members = map[string]tenancy.Role{}
 	}
@@ -49,6 +55,8 @@ type namespaceRequest struct {
 type namespacePatch struct {
 	Members map[string]*tenancy.Role `json:"members"`
 	Quota   *int                     `json:"quota"`
+	// Budget replaces the namespace's budget whole (admins).
+	Budget *tenancy.Budget `json:"budget"`
 }
 
 // validMembers checks the emails and roles of a body's members and returns
@@ -156,7 +164,14 @@ func (a *API) getNamespace(x *exchange) {
 		x.fail(e)
 		return
 	}
-	x.reply(http.StatusOK, a.resource(ns))
+	r := a.resource(ns)
+	month, err := a.monthOf(x.ctx, ns)
+	if err != nil {
+		x.fail(a.storeError(x.ctx, err))
+		return
+	}
+	r.Month = month
+	x.reply(http.StatusOK, r)
 }
 
 // patchNamespace changes members (owners and admins) and the quota
@@ -175,7 +190,8 @@ func (a *API) patchNamespace(x *exchange) {
 		return
 	}
 	members, errs := validMembers(req.Members)
-	if errs = append(errs, validQuota(req.Quota)...); len(errs) > 0 {
+	errs = append(errs, validQuota(req.Quota)...)
+	if errs = append(errs, a.budgetFields(req.Budget)...); len(errs) > 0 {
 		a.refuse(x, name, tenancy.UpdateMembers, invalid(errs...))
 		return
 	}
@@ -188,6 +204,13 @@ func (a *API) patchNamespace(x *exchange) {
 				return adminRequired(tenancy.UpdateQuota)
 			}
 			ns.Quota = *req.Quota
+		}
+		if req.Budget != nil && (ns.Budget == nil || *req.Budget != *ns.Budget) {
+			if !x.caller.admin {
+				return adminRequired(tenancy.UpdateBudget)
+			}
+			b := *req.Budget
+			ns.Budget = &b
 		}
 		before := maps.Clone(ns.Members)
 		if ns.Members == nil {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/google/uuid"
 
+	"github.com/egress-proxies/egress/internal/pricing"
 	"github.com/egress-proxies/egress/internal/provider"
 	"github.com/egress-proxies/egress/internal/proxy"
 	"github.com/egress-proxies/egress/internal/tenancy"
@@ -65,14 +66,37 @@ func (a *API) createProxy(x *exchange) {
 	var (
 		quota  int
 		member view
+		// month is the namespace's proxies' month, read when the
+		// namespace turns out to have a budget (errBudgetUnread); exists,
+		// whether the proxy was among them (a repeated create).
+		month  *pricing.Cost
+		exists bool
 	)
-	created, err := a.store.CreateInNamespace(x.ctx, p, func(n *tenancy.Namespace) (tenancy.Limits, error) {
+	admit := func(n *tenancy.Namespace) (tenancy.Limits, error) {
 		if e := decide(x.caller, ns, n, tenancy.CreateProxy); e != nil {
 			return tenancy.Limits{}, e
 		}
 		quota, member = n.QuotaOr(a.opts.Quota), viewOf(x.caller, n)
+		if a.budgetHolds(n) && !exists {
+			if month == nil {
+				return tenancy.Limits{}, errBudgetUnread
+			}
+			if e := a.overBudget(x.ctx, n, withDeleted(*month, n), a.newProxyCost(x.ctx, p), "proxy "+p.Name); e != nil {
+				return tenancy.Limits{}, e
+			}
+		}
 		return tenancy.Limits{Quota: quota, CreatesPerHour: a.opts.CreatesPerHour}, nil
-	})
+	}
+	created, err := a.store.CreateInNamespace(x.ctx, p, admit)
+	if errors.Is(err, errBudgetUnread) {
+		m, found, merr := a.proxiesMonthBut(x.ctx, ns, p.Name)
+		if merr != nil {
+			x.fail(a.storeError(x.ctx, merr))
+			return
+		}
+		month, exists = &m, found
+		created, err = a.store.CreateInNamespace(x.ctx, p, admit)
+	}
 	switch {
 	case errors.Is(err, proxy.ErrAlreadyExists) && created != nil:
 		a.repeatedCreate(x, p, created, member)

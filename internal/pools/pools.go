@@ -32,7 +32,7 @@ type Store interface {
 	// marks no claimed member.
 	RequestDeletion(ctx context.Context, key proxy.Key, now time.Time) (*proxy.Proxy, error)
 	// Delete removes a document if its update time is still updateTime.
-	Delete(ctx context.Context, key proxy.Key, updateTime time.Time) error
+	Delete(ctx context.Context, key proxy.Key, updateTime time.Time, spent ...proxy.Spent) error
 	// UpdatePoolStatus writes the pool's status if its update time is
 	// still p.UpdateTime (else proxy.ErrConflict).
 	UpdatePoolStatus(ctx context.Context, p *proxy.Pool) (time.Time, error)

@@ -9,6 +9,8 @@ import (
 	"net"
 	"strconv"
 	"time"
+
+	"github.com/egress-proxies/egress/internal/pricing"
 )
 
 // Phase is where a proxy is in its life.
@@ -262,6 +264,12 @@ type Status struct {
 	// Traffic is what the current VM last reported of the traffic it
 	// carried since its proxy started, as the reconciler last read it.
 	Traffic *Traffic `json:"traffic,omitempty" firestore:"traffic,omitempty"`
+	// Cost is what the proxy cost in the calendar month (UTC) so far and
+	// its forecast for the month, VM, address and traffic apart, in the
+	// deployment's currency, as the reconciler last computed it from the
+	// price catalog (package spend): "unknown", with the reason, when its
+	// price or a rate could not be had.
+	Cost *pricing.Cost `json:"cost,omitempty" firestore:"cost,omitempty"`
 	// RotationWaitUntil, set while the VM is past its maxAge but its
 	// namespace asked for NAMESPACE_CREATES_PER_HOUR VMs within the last
 	// hour, is when the rotation may be counted: the VM serves on until
@@ -402,6 +410,14 @@ type Proxy struct {
 	ClaimedBy *ClaimRef `json:"claimedBy,omitempty" firestore:"claimedBy"`
 
 	Reconciler Bookkeeping `json:"-" firestore:"reconciler"`
+}
+
+// Spent is what a deleted proxy cost in its last month, in nanos of the
+// deployment's currency: what its document's deletion adds to its
+// namespace's DeletedSpend.
+type Spent struct {
+	Month string
+	Nanos int64
 }
 
 // ClaimRef names the proxy that claimed a pool member's VM, and when.

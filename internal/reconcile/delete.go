@@ -7,6 +7,7 @@ import (
 	"log/slog"
 
 	"github.com/egress-proxies/egress/internal/provider"
+	"github.com/egress-proxies/egress/internal/proxy"
 )
 
 // deleting deletes the VM, then, once it is gone, its static address if
@@ -80,7 +81,7 @@ func (run *run) deleting(ctx context.Context) (outcome, error) {
 	// With no providerID a VM may still be on its way from a Create in
 	// flight; it carries this document's uid, which is about to be claimed
 	// by nothing, so the garbage collector removes it after its grace.
-	if err := run.r.store.Delete(ctx, run.key, p.UpdateTime); err != nil {
+	if err := run.r.store.Delete(ctx, run.key, p.UpdateTime, run.spent(ctx)...); err != nil {
 		return done, err
 	}
 	run.writes++
@@ -117,4 +118,22 @@ func (run *run) deletionError(ctx context.Context, err error) (outcome, error) {
 		return done, err
 	}
 	return wait, nil
+}
+
+// spent is what the proxy being deleted cost in the month, to be kept in
+// its namespace (proxy.Spent) when its document goes: its VM and address
+// up to the deletion's request, its traffic as last reported. None when
+// the process costs nothing (no catalog), the cost is unknown, or the
+// document is a pool's member (a namespace pays for no warm VM).
+func (run *run) spent(ctx context.Context) []proxy.Spent {
+	costs, p := run.r.opts.Costs, run.doc
+	if costs.Catalog == nil || p.Pool != "" {
+		return nil
+	}
+	c := costs.Proxy(ctx, p, run.r.clock.Now())
+	if c.Unknown != "" {
+		run.log.WarnContext(ctx, "the deleted proxy's cost is unknown and not kept in its namespace", slog.String("unknown", c.Unknown))
+		return nil
+	}
+	return []proxy.Spent{{Month: c.Month, Nanos: c.MonthToDate.Nanos}}
 }

@@ -47,8 +47,8 @@ func (c *countingStore) UpdateStatus(ctx context.Context, p *proxy.Proxy) (time.
 	return t, err
 }
 
-func (c *countingStore) Delete(ctx context.Context, key proxy.Key, ut time.Time) error {
-	err := c.Store.Delete(ctx, key, ut)
+func (c *countingStore) Delete(ctx context.Context, key proxy.Key, ut time.Time, spent ...proxy.Spent) error {
+	err := c.Store.Delete(ctx, key, ut, spent...)
 	if err == nil {
 		c.writes.Add(1)
 	}

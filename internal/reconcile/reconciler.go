@@ -13,6 +13,7 @@ import (
 	"github.com/egress-proxies/egress/internal/clock"
 	"github.com/egress-proxies/egress/internal/provider"
 	"github.com/egress-proxies/egress/internal/proxy"
+	"github.com/egress-proxies/egress/internal/spend"
 	"github.com/egress-proxies/egress/internal/vm/vmconfig"
 )
 
@@ -24,8 +25,10 @@ type Store interface {
 	// update time is still p.UpdateTime (else proxy.ErrConflict), and
 	// returns the new update time.
 	UpdateStatus(ctx context.Context, p *proxy.Proxy) (time.Time, error)
-	// Delete removes the document if its update time is still updateTime.
-	Delete(ctx context.Context, key proxy.Key, updateTime time.Time) error
+	// Delete removes the document if its update time is still updateTime,
+	// adding spent (at most one) to its namespace's DeletedSpend in the
+	// same transaction.
+	Delete(ctx context.Context, key proxy.Key, updateTime time.Time, spent ...proxy.Spent) error
 	// UpdateStatusCounted is UpdateStatus that also counts a VM caused at
 	// at against the namespace's bound of perHour VMs in any hour, in the
 	// same transaction: both are written or neither. Past the bound it
@@ -119,6 +122,11 @@ type Options struct {
 	// request counted, its rotations by maxAge (a rotation over it waits);
 	// zero counts none.
 	CreatesPerHour int
+	// Costs are the price catalog and the rates (COST_CURRENCY,
+	// COST_RATES) each proxy's status.cost is computed from, once a
+	// spend.Refresh on a write of its status; with no Catalog, no cost is
+	// written.
+	Costs spend.Costs
 	// CloudInitSecretPrefix is CLOUD_INIT_SECRET_PREFIX: a document's
 	// cloudInitSecret is read only when it is one of its own namespace's
 	// secrets under it (proxy.Policy.NamespaceSecret), whatever wrote the

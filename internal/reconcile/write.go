@@ -9,6 +9,7 @@ import (
 
 	"github.com/egress-proxies/egress/internal/provider"
 	"github.com/egress-proxies/egress/internal/proxy"
+	"github.com/egress-proxies/egress/internal/spend"
 )
 
 // next returns a copy of the document to change.
@@ -41,6 +42,15 @@ func (run *run) writeWith(ctx context.Context, next *proxy.Proxy, hold bool, per
 		next.Reconciler.LeaseHolder = run.holder
 	} else {
 		next.Reconciler.LeaseHolder, next.Reconciler.LeaseExpireTime = "", time.Time{}
+	}
+	// status.cost rides on a write at most once a Refresh: the cheapest
+	// place that sees every proxy's traffic report (observe, on each of
+	// the proxy's events and the sweep's), with no read or write of its
+	// own but the catalog's price; a document rewritten for a cost that
+	// moves by the second would never settle.
+	if costs := run.r.opts.Costs; costs.Catalog != nil && next.Pool == "" && spend.Due(next, now) {
+		c := costs.Proxy(ctx, next, now)
+		next.Status.Cost = &c
 	}
 	if !changed(run.doc, next) {
 		run.doc = next

@@ -73,7 +73,7 @@ func (s *simStore) UpdateStatusCounted(ctx context.Context, p *proxy.Proxy, at t
 	return t, s.w.after(ctx, err)
 }
 
-func (s *simStore) Delete(ctx context.Context, key proxy.Key, ut time.Time) error {
+func (s *simStore) Delete(ctx context.Context, key proxy.Key, ut time.Time, spent ...proxy.Spent) error {
 	if err := s.w.yield(ctx); err != nil {
 		return err
 	}
@@ -82,7 +82,7 @@ func (s *simStore) Delete(ctx context.Context, key proxy.Key, ut time.Time) erro
 			ut = cur.UpdateTime
 		}
 	}
-	return s.w.after(ctx, s.w.store.Delete(ctx, key, ut))
+	return s.w.after(ctx, s.w.store.Delete(ctx, key, ut, spent...))
 }
 
 // LiveUIDs serves a GC run a stale uid set: the one read at the previous

@@ -293,7 +293,7 @@ func (s *Store) UpdateStatusCounted(ctx context.Context, p *proxy.Proxy, at time
 
 // Delete removes the document if its update time is still updateTime, and
 // uncounts it from the namespace's quota in the same transaction.
-func (s *Store) Delete(ctx context.Context, key proxy.Key, updateTime time.Time) error {
+func (s *Store) Delete(ctx context.Context, key proxy.Key, updateTime time.Time, spent ...proxy.Spent) error {
 	ref := s.ref(key)
 	if key.IsMember() {
 		// A member counts against no namespace: only the document goes.
@@ -316,7 +316,14 @@ func (s *Store) Delete(ctx context.Context, key proxy.Key, updateTime time.Time)
 		if err := tx.Delete(ref, firestore.LastUpdateTime(updateTime)); err != nil {
 			return err
 		}
-		return tx.Update(s.namespace(key.Namespace), []firestore.Update{{Path: countField, Value: firestore.Increment(-1)}})
+		updates := []firestore.Update{{Path: countField, Value: firestore.Increment(-1)}}
+		for _, sp := range spent {
+			if sp.Nanos != 0 {
+				// A month's key holds '-': a field path, not a dotted one.
+				updates = append(updates, firestore.Update{FieldPath: firestore.FieldPath{"deletedSpend", sp.Month}, Value: firestore.Increment(sp.Nanos)})
+			}
+		}
+		return tx.Update(s.namespace(key.Namespace), updates)
 	}, firestore.MaxAttempts(transactionAttempts))
 	if err == nil {
 		metering.Add(ctx, metering.FirestoreWrite, 2)

@@ -11,8 +11,11 @@ const (
 	GetNamespace    Permission = "namespaces.get"
 	// UpdateMembers is a PATCH of a namespace; a PATCH that changes the
 	// quota needs UpdateQuota too.
-	UpdateMembers   Permission = "namespaces.update"
-	UpdateQuota     Permission = "namespaces.updateQuota"
+	UpdateMembers Permission = "namespaces.update"
+	UpdateQuota   Permission = "namespaces.updateQuota"
+	// UpdateBudget is a PATCH that changes the namespace's monthly
+	// budget: the platform's money, so the platform admins' alone.
+	UpdateBudget    Permission = "namespaces.updateBudget"
 	DeleteNamespace Permission = "namespaces.delete"
 
 	ListProxies Permission = "proxies.list"
@@ -58,6 +61,7 @@ var Permissions = map[Permission]Role{
 	GetNamespace:    Viewer,
 	UpdateMembers:   Owner,
 	UpdateQuota:     "",
+	UpdateBudget:    "",
 	DeleteNamespace: "",
 	ListProxies:     Viewer,
 	GetProxy:        Viewer,

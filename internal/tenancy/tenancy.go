@@ -74,6 +74,15 @@ type Namespace struct {
 	// the last hour, by pool, oldest first, written in the transaction of
 	// each claim: what bounds a pool's ClaimsPerNamespacePerHour.
 	PoolClaims map[string][]time.Time `firestore:"poolClaims,omitempty"`
+	// Budget, when set, bounds the namespace's month in money; a platform
+	// admin sets it.
+	Budget *Budget `firestore:"budget,omitempty"`
+	// DeletedSpend is what the namespace's deleted proxies cost, by month
+	// ("2006-01"), in nanos of the deployment's currency (COST_CURRENCY):
+	// added to in the transaction that removes each proxy's document, so
+	// a deleted proxy's spend in the month still counts against the
+	// budget. A month's entry is an increment, never a read and a write.
+	DeletedSpend map[string]int64 `firestore:"deletedSpend,omitempty"`
 	// CreateTime is when an admin created the namespace.
 	CreateTime time.Time `firestore:"createTime,omitempty"`
 	// UpdateTime is the document's update time as the store reports it.
@@ -131,6 +140,11 @@ func (ns *Namespace) Clone() *Namespace {
 	c.Members = maps.Clone(ns.Members)
 	c.MemberEmails = slices.Clone(ns.MemberEmails)
 	c.Creations = slices.Clone(ns.Creations)
+	if ns.Budget != nil {
+		b := *ns.Budget
+		c.Budget = &b
+	}
+	c.DeletedSpend = maps.Clone(ns.DeletedSpend)
 	if ns.PoolClaims != nil {
 		c.PoolClaims = make(map[string][]time.Time, len(ns.PoolClaims))
 		for pool, ts := range ns.PoolClaims {

@@ -16,6 +16,7 @@ func TestAllowed(t *testing.T) {
 		tenancy.GetNamespace:    {true, true, true, true, false},
 		tenancy.UpdateMembers:   {true, true, false, false, false},
 		tenancy.UpdateQuota:     {true, false, false, false, false},
+		tenancy.UpdateBudget:    {true, false, false, false, false},
 		tenancy.CreateNamespace: {true, false, false, false, false},
 		tenancy.DeleteNamespace: {true, false, false, false, false},
 		tenancy.ListProxies:     {true, true, true, true, false},

@@ -285,6 +285,8 @@ func NamespaceUpdate(ns *tenancy.Namespace) []Field {
 		{Path: "members", Value: members},
 		{Path: "memberEmails", Value: ns.MemberEmails},
 		{Path: "quota", Value: ns.Quota},
+		// The budget is written whole: a PATCH replaces it.
+		{Path: "budget", Value: ns.Budget},
 	}
 }
 

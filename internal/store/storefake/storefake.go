@@ -392,7 +392,7 @@ func (s *Store) UpdateStatusCounted(_ context.Context, p *proxy.Proxy, at time.T
 }
 
 // Delete removes the document when updateTime is still its update time.
-func (s *Store) Delete(_ context.Context, key proxy.Key, updateTime time.Time) error {
+func (s *Store) Delete(_ context.Context, key proxy.Key, updateTime time.Time, spent ...proxy.Spent) error {
 	s.mu.Lock()
 	doc, ok := s.docs[key]
 	switch {
@@ -406,6 +406,14 @@ func (s *Store) Delete(_ context.Context, key proxy.Key, updateTime time.Time) e
 	s.unindex(key)
 	if ns := s.namespaces[key.Namespace]; ns != nil && !key.IsMember() {
 		ns.ProxyCount--
+		for _, sp := range spent {
+			if sp.Nanos != 0 {
+				if ns.DeletedSpend == nil {
+					ns.DeletedSpend = map[string]int64{}
+				}
+				ns.DeletedSpend[sp.Month] += sp.Nanos
+			}
+		}
 	}
 	s.writes++
 	s.tick()

@@ -33,7 +33,7 @@ type Store interface {
 	RotateCredentials(ctx context.Context, key proxy.Key, now time.Time, limits tenancy.Limits) (*proxy.Proxy, error)
 	UpdateStatus(ctx context.Context, p *proxy.Proxy) (time.Time, error)
 	UpdateStatusCounted(ctx context.Context, p *proxy.Proxy, at time.Time, perHour int) (time.Time, error)
-	Delete(ctx context.Context, key proxy.Key, updateTime time.Time) error
+	Delete(ctx context.Context, key proxy.Key, updateTime time.Time, spent ...proxy.Spent) error
 	LiveUIDs(ctx context.Context) (map[string]proxy.Claim, error)
 	Stalled(ctx context.Context, before time.Time, limit int) ([]proxy.Key, error)
 
@@ -65,6 +65,7 @@ func Run(t *testing.T, newStore func(t *testing.T) Store) {
 	t.Run("NamespaceListPages", func(t *testing.T) { testNamespaceList(t, newStore(t)) })
 	t.Run("CreateInNamespace", func(t *testing.T) { testCreateInNamespace(t, newStore(t)) })
 	t.Run("NamespaceDeletion", func(t *testing.T) { testNamespaceDeletion(t, newStore(t)) })
+	t.Run("DeletedSpend", func(t *testing.T) { testDeletedSpend(t, newStore(t)) })
 	t.Run("LiveChanges", func(t *testing.T) { testLiveChanges(t, newStore(t)) })
 	t.Run("LiveReplacements", func(t *testing.T) { testLiveReplacements(t, newStore(t)) })
 	t.Run("StatusCounted", func(t *testing.T) { testStatusCounted(t, newStore(t)) })

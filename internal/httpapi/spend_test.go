@@ -1,0 +1,116 @@
+package httpapi_test
+
+import (
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/egress-proxies/egress/internal/clock"
+	"github.com/egress-proxies/egress/internal/httpapi"
+	"github.com/egress-proxies/egress/internal/pricing"
+	"github.com/egress-proxies/egress/internal/provider/mock"
+	"github.com/egress-proxies/egress/internal/spend"
+	"github.com/egress-proxies/egress/internal/store/storefake"
+)
+
+// costedEnv is the API over the in-memory store at clk, costing the mock's
+// proxies in us-central1 at 0.10 EUR an hour, in EUR.
+func costedEnv(t *testing.T, clk clock.Clock) *env {
+	t.Helper()
+	rates, err := pricing.ParseRates("EUR", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	price := pricing.Price{Provider: mock.Type, Region: "us-central1", VMPerHour: pricing.Money{Currency: "EUR", Nanos: 100_000_000}}
+	catalog := spend.StaticCatalog{{Provider: mock.Type, Region: "us-central1"}: price}
+	return newEnv(t, storefake.New(clk), clk, func(o *httpapi.Options) {
+		o.Costs = spend.Costs{Catalog: catalog, Rates: rates}
+	})
+}
+
+// TestBudgetRefusesTheCreateThatWouldExceed: a namespace's budget, which
+// only a platform admin sets, refuses the create whose forecast would take
+// the namespace's month over it (429 BUDGET_EXCEEDED, naming the forecast
+// and the budget), and nothing is created; raised, the same create passes,
+// and the namespace shows its month.
+//
+// On 2026-12-16 at 00:00 UTC, 384 hours are left of December: each proxy
+// made then at 0.10 EUR an hour is forecast 38.40 EUR. A budget of 100.00
+// EUR holds two (76.80 EUR); a third would make 115.20 EUR.
+func TestBudgetRefusesTheCreateThatWouldExceed(t *testing.T) {
+	clk := clock.NewFake(time.Date(2026, 12, 16, 0, 0, 0, 0, time.UTC))
+	e := costedEnv(t, clk)
+	type answer struct {
+		Code    int
+		Reason  string
+		Message string `json:",omitempty"`
+		Proxies int
+	}
+	proxies := "/v1/namespaces/team-b/proxies"
+	look := func(who, method, path, body string) answer {
+		t.Helper()
+		resp, b := e.do(who, method, path, body)
+		a := answer{Code: resp.StatusCode}
+		if resp.StatusCode >= 400 {
+			ae := decodeErr(t, b)
+			a.Reason = ae.reason()
+			if a.Reason == httpapi.ReasonBudgetExceeded {
+				a.Message = ae.Error.Message
+			}
+		}
+		_, lb := e.do(admin, "GET", proxies, "")
+		var list struct{ Proxies []json.RawMessage }
+		_ = json.Unmarshal(lb, &list)
+		a.Proxies = len(list.Proxies)
+		return a
+	}
+	steps := []struct {
+		reason, who, method, path, body string
+		want                            answer
+	}{
+		{"an admin makes the namespace", admin, "PUT", "/v1/namespaces/team-b", `{"members":{"` + owner + `":"owner","` + editor + `":"editor"}}`,
+			answer{Code: 201}},
+		{"its owner may not give it a budget: the platform's money", owner, "PATCH", "/v1/namespaces/team-b", `{"budget":{"monthly":"100.00","currency":"EUR"}}`,
+			answer{Code: 403, Reason: httpapi.ReasonAdminRequired}},
+		{"a budget in another currency than the deployment's", admin, "PATCH", "/v1/namespaces/team-b", `{"budget":{"monthly":"100.00","currency":"USD"}}`,
+			answer{Code: 400, Reason: httpapi.ReasonBudgetInvalid}},
+		{"stopTraffic is not enforced yet, so not taken", admin, "PATCH", "/v1/namespaces/team-b", `{"budget":{"monthly":"100.00","currency":"EUR","atBudget":"stopTraffic"}}`,
+			answer{Code: 400, Reason: httpapi.ReasonBudgetInvalid}},
+		{"an admin gives it 100.00 EUR", admin, "PATCH", "/v1/namespaces/team-b", `{"budget":{"monthly":"100.00","currency":"EUR"}}`,
+			answer{Code: 200}},
+		{"the first proxy: 38.40 EUR", editor, "POST", proxies, body("a1", goodSpec), answer{Code: 201, Proxies: 1}},
+		{"the second: 76.80 EUR", editor, "POST", proxies, body("a2", goodSpec), answer{Code: 201, Proxies: 2}},
+		{"the third would make 115.20 EUR: refused, nothing made", editor, "POST", proxies, body("a3", goodSpec),
+			answer{Code: 429, Reason: httpapi.ReasonBudgetExceeded, Proxies: 2,
+				Message: `namespace "team-b"'s forecast for 2026-12 would be 115.20 EUR with proxy a3, over its monthly budget of 100.00 EUR; delete a proxy, or ask a platform admin for a larger budget`}},
+		{"an admin raises the budget to 120.00 EUR", admin, "PATCH", "/v1/namespaces/team-b", `{"budget":{"monthly":"120.00","currency":"EUR"}}`,
+			answer{Code: 200, Proxies: 2}},
+		{"the third fits", editor, "POST", proxies, body("a3", goodSpec), answer{Code: 201, Proxies: 3}},
+		{"a fourth would make 153.60 EUR", editor, "POST", proxies, body("a4", goodSpec),
+			answer{Code: 429, Reason: httpapi.ReasonBudgetExceeded, Proxies: 3,
+				Message: `namespace "team-b"'s forecast for 2026-12 would be 153.60 EUR with proxy a4, over its monthly budget of 120.00 EUR; delete a proxy, or ask a platform admin for a larger budget`}},
+		{"a create repeated for a proxy that exists makes nothing: answered, not refused", editor, "POST", proxies, body("a1", goodSpec),
+			answer{Code: 200, Proxies: 3}},
+	}
+	for _, st := range steps {
+		if diff := cmp.Diff(st.want, look(st.who, st.method, st.path, st.body)); diff != "" {
+			t.Errorf("%s (-want +got):\n%s", st.reason, diff)
+		}
+	}
+	// The namespace shows its month: three proxies forecast 38.40 EUR each.
+	_, b := e.do(owner, "GET", "/v1/namespaces/team-b", "")
+	var ns struct {
+		Month struct {
+			MonthToDate, Forecast pricing.Money
+		}
+	}
+	if err := json.Unmarshal(b, &ns); err != nil {
+		t.Fatal(err)
+	}
+	want := pricing.Money{Currency: "EUR", Nanos: 115_200_000_000}
+	if diff := cmp.Diff(want, ns.Month.Forecast); diff != "" {
+		t.Errorf("the namespace's forecast (-want +got):\n%s\n%s", diff, b)
+	}
+}

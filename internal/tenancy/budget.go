@@ -1,0 +1,69 @@
+package tenancy
+
+import (
+	"fmt"
+
+	"github.com/egress-proxies/egress/internal/pricing"
+)
+
+// AtBudget is what a namespace's proxies do once its month's cost reaches
+// its budget.
+type AtBudget string
+
+const (
+	// RefuseNew, the default: what would take the month's forecast over
+	// the budget (a create, a PATCH, a claim) is refused; the proxies
+	// carry on.
+	RefuseNew AtBudget = "refuseNew"
+	// StopTraffic: RefuseNew, and once the month's cost reaches the
+	// budget the proxies carry no new connection until the month turns or
+	// the budget is raised; their VMs stay, so nothing is lost.
+	StopTraffic AtBudget = "stopTraffic"
+)
+
+// Budget is a namespace's monthly amount, which a platform admin gives
+// it: the month's forecast (its proxies' and what its deleted proxies
+// spent in the month) may not exceed it.
+type Budget struct {
+	// Monthly is the amount, a decimal ("200.00"), in Currency, which is
+	// the deployment's (COST_CURRENCY): costs are held to it without a
+	// conversion of their own.
+	Monthly  string   `json:"monthly" firestore:"monthly"`
+	Currency string   `json:"currency" firestore:"currency"`
+	AtBudget AtBudget `json:"atBudget,omitempty" firestore:"atBudget,omitempty"`
+}
+
+// Amount is the budget as Money.
+func (b Budget) Amount() (pricing.Money, error) { return pricing.ParseMoney(b.Monthly, b.Currency) }
+
+// At is what happens at the budget, RefuseNew when unsaid.
+func (b Budget) At() AtBudget {
+	if b.AtBudget == "" {
+		return RefuseNew
+	}
+	return b.AtBudget
+}
+
+// Validate holds a budget to its form: a positive amount in currency (the
+// deployment's), and a known AtBudget. Each error names the field and the
+// rule.
+func (b Budget) Validate(currency string) []string {
+	var errs []string
+	if m, err := b.Amount(); err != nil || m.Nanos <= 0 {
+		errs = append(errs, fmt.Sprintf("monthly: %q %s is not a positive amount of money such as \"200.00\" in an ISO 4217 currency", b.Monthly, b.Currency))
+	}
+	if b.Currency != currency {
+		errs = append(errs, fmt.Sprintf("currency: %q is not the deployment's cost currency %s (COST_CURRENCY), which every cost is held in", b.Currency, currency))
+	}
+	switch b.AtBudget {
+	case "", RefuseNew:
+	case StopTraffic:
+		// Refused until the engine stops a namespace's traffic: a budget
+		// that says it stops traffic and does not would mislead its
+		// owners.
+		errs = append(errs, fmt.Sprintf("atBudget: %s is not enforced by this version yet; use %s", StopTraffic, RefuseNew))
+	default:
+		errs = append(errs, fmt.Sprintf("atBudget: %q is neither %s nor %s", b.AtBudget, RefuseNew, StopTraffic))
+	}
+	return errs
+}
