@@ -5,8 +5,9 @@
 // (Bench: ARM requests per proxy lifecycle, by route, the collector's
 // listing of 1,000 VMs, and a live change's PATCH, over the fake).
 // Both play the VM side: a VM serves once booted, what its userData says
-// now. internal/clouds/cloudsdev lists them; nothing in production
-// imports this package.
+// now. They are for internal/clouds/cloudsdev's list, whose line for
+// them waits on three seeds of make sim (docs/development/simulation.md);
+// nothing in production imports this package.
 package azuresim
 
 import (
