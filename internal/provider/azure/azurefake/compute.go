@@ -181,13 +181,13 @@ func (s *Server) vmPut(w *writer, r *http.Request, m []string) {
 				"creationData":      map[string]any{"createOption": "FromImage", "imageReference": obj(sp, "imageReference")},
 				"provisioningState": "Succeeded", "timeCreated": s.now().Format(time.RFC3339Nano), "uniqueId": s.newID()}}
 	}
-	fail := func() { res.setState("Failed"); res.power = "deallocated" }
 	var opFault *Fault
 	if fault != nil {
 		f := *fault
 		f.Message = strings.NewReplacer("{id}", id, "{size}", size, "{location}", loc, "{zone}", zone).Replace(f.Message)
 		opFault = &f
 	}
+	fail := func() { res.setState("Failed"); res.power = "deallocated"; res.failure = opFault }
 	s.begin(w, "Microsoft.Compute", res, false, opFault, finish, fail)
 	w.json(http.StatusCreated, res.view(false, false))
 }
@@ -340,11 +340,18 @@ func (s *Server) diskDelete(w *writer, _ *http.Request, m []string) {
 func (r *resource) instanceView() map[string]any {
 	prov := strings.ToLower(r.state())
 	power := map[string]string{"starting": "VM starting", "running": "VM running", "stopping": "VM stopping", "deallocated": "VM deallocated"}
+	provisioning := map[string]any{"code": "ProvisioningState/" + prov, "level": "Info", "displayStatus": "Provisioning " + prov}
+	if prov == "failed" && r.failure != nil {
+		// Azure names the failure's code in the status, and says why:
+		// "ProvisioningState/failed/AllocationFailed".
+		provisioning = map[string]any{"code": "ProvisioningState/failed/" + r.failure.Code, "level": "Error",
+			"displayStatus": "Provisioning failed", "message": r.failure.Message}
+	}
 	return map[string]any{
 		"computerName": str(r.props, "osProfile", "computerName"),
 		"osName":       "debian", "osVersion": "13",
 		"statuses": []any{
-			map[string]any{"code": "ProvisioningState/" + prov, "level": "Info", "displayStatus": "Provisioning " + prov},
+			provisioning,
 			map[string]any{"code": "PowerState/" + r.power, "level": "Info", "displayStatus": power[r.power]},
 		},
 	}

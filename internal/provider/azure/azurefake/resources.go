@@ -27,6 +27,9 @@ type resource struct {
 	userData, customData string
 	// A VM's instance view's power state.
 	power string
+	// failure is why a VM's provisioning failed (its create's operation's
+	// fault), which its instance view says as Azure does.
+	failure *Fault
 }
 
 // view is the resource as ARM writes it.

@@ -1,0 +1,277 @@
+package azuresim
+
+import (
+	"context"
+	"encoding/base64"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/egress-proxies/egress/internal/provider"
+	"github.com/egress-proxies/egress/internal/provider/azure"
+	"github.com/egress-proxies/egress/internal/provider/azure/azurefake"
+	"github.com/egress-proxies/egress/internal/provider/providerbench"
+	"github.com/egress-proxies/egress/internal/provider/vmside"
+	"github.com/egress-proxies/egress/internal/vm/vmconfig"
+)
+
+// Bench is the azure phase of make bench: proxy lifecycles on the azure
+// provider itself, over the ARM fake on loopback (plain HTTP, through the
+// SDK's clients as azure.NewClients makes them, its retry policy
+// included), as the reconciler drives one at its floor: Create (a read of
+// the VM's name, the public IP's and the NIC's reads and PUTs, each PUT's
+// operation polled to its end, the VM's PUT), a Get while it boots, a Get
+// that sees it serve (the VM with its instance view, its IP), Delete (the
+// VM's DELETE, whose deleteOptions take its NIC, disk and IP, and the
+// reads of what it might have left), a Get that finds it gone. What it
+// counts is ARM requests, by route: ARM throttles a subscription's reads
+// and writes by the hour and by the 5 minutes, so requests per lifecycle
+// say how many lifecycles the limits allow. Then one ListByTag over
+// Listed VMs, the collector's listing (its pages of VMs, public IPs and
+// NICs) and its time; and a live change of each of the lifecycles'
+// number of running VMs: Reconfigure (a read of the VM, its userData
+// PATCHed in place) and a Get that sees the VM serve the new generation,
+// timed, for its p99 beside the stack's PATCH on Google Cloud (make
+// bench's reconfigure phase, through the mock's VMs).
+//
+// The provider's wait between two polls of an operation is 1 ms here
+// (2 s in production, azure.DefaultPollEvery): the times are the
+// provider's and the SDK's own cost on loopback, not ARM's.
+type Bench struct{}
+
+var _ providerbench.Phase = Bench{}
+
+// Listed is how many VMs the listing of the phase reads.
+const Listed = 1000
+
+// Result is the azure phase's figures.
+type Result struct {
+	Lifecycles int `json:"lifecycles"`
+	// Requests are the ARM requests of one lifecycle, by route
+	// (operations.get: the polls of an operation), and their sum.
+	Requests      map[string]float64 `json:"requestsPerLifecycle"`
+	RequestsTotal float64            `json:"requestsPerLifecycleTotal"`
+	// Writes and Reads of a lifecycle, as ARM counts them against a
+	// subscription's buckets (PUT, PATCH and DELETE are writes).
+	Writes float64 `json:"writesPerLifecycle"`
+	Reads  float64 `json:"readsPerLifecycle"`
+	// CallMs is the time of each provider call of the lifecycles.
+	CallMs providerbench.Latency `json:"callMs"`
+	// Left is what the lifecycles left in the resource group: VMs, NICs,
+	// public IPs and disks (none, when each Delete took its all).
+	Left int `json:"left"`
+	// Listed VMs (each with its NIC and public IP), read by ListRequests
+	// requests (pages of PageSize) in ListMs.
+	Listed       int            `json:"listed"`
+	PageSize     int            `json:"pageSize"`
+	ListRequests map[string]int `json:"listRequests"`
+	ListTotal    int            `json:"listRequestsTotal"`
+	ListMs       float64        `json:"listMs"`
+	// PatchMs is a live change's time: Reconfigure, and the Get that sees
+	// the VM serve the new generation; PatchRequests its ARM requests, by
+	// route, per change.
+	PatchMs       providerbench.Latency `json:"patchMs"`
+	PatchRequests map[string]float64    `json:"patchRequests"`
+}
+
+// lifecycleRoutes are the routes a lifecycle may use, in the order the
+// table shows them; listRoutes the listing's; patchRoutes a live
+// change's.
+var (
+	lifecycleRoutes = []string{"virtualMachines.get", "virtualMachines.put", "virtualMachines.delete",
+		"publicIPAddresses.get", "publicIPAddresses.put", "publicIPAddresses.delete",
+		"networkInterfaces.get", "networkInterfaces.put", "networkInterfaces.delete",
+		"disks.get", "disks.delete", "operations.get", "operations.location"}
+	listRoutes  = []string{"virtualMachines.list", "publicIPAddresses.list", "networkInterfaces.list"}
+	patchRoutes = []string{"virtualMachines.get", "virtualMachines.patch", "publicIPAddresses.get"}
+)
+
+// Name is the phase's name: the provider's type.
+func (Bench) Name() string { return azure.Type }
+
+// Run plays n lifecycles, the listing and n live changes.
+func (Bench) Run(ctx context.Context, n int) (providerbench.Result, error) {
+	r, err := phase(ctx, n)
+	if err != nil {
+		return nil, err
+	}
+	return r, nil
+}
+
+// benchGroup is the bench's resource group.
+const benchGroup = "egress-bench"
+
+func phase(ctx context.Context, n int) (*Result, error) {
+	fake := azurefake.NewHTTP(subscription, tenant)
+	defer fake.Close()
+	fake.AcceptToken(azure.LocalToken)
+	subnets := fake.SeedNetwork(benchGroup, "westeurope")
+	clients, err := azure.NewClients(subscription, localToken{}, fake.Endpoint(), nil)
+	if err != nil {
+		return nil, err
+	}
+	// What each VM serves: the generation its userData holds now, once
+	// the fake settled its create.
+	served := map[string]int64{}
+	p, err := azure.New(clients, azure.Config{SubscriptionID: subscription, ResourceGroup: benchGroup, Subnets: subnets,
+		Renderer: vmside.RendererFunc(func(req provider.CreateRequest) (string, error) {
+			gen := int64(0)
+			if req.Engine != nil {
+				gen = req.Engine.Generation
+			}
+			return fmt.Sprintf("#cloud-config\n# generation %d\n", gen), nil
+		}),
+		Prober: vmside.ProberFunc(func(_ context.Context, ip string, _ int32, _, _ string) (vmside.Status, error) {
+			return vmside.Status{Ready: true, Generation: served[ip]}, nil
+		}),
+		PollEvery: time.Millisecond,
+	})
+	if err != nil {
+		return nil, err
+	}
+	// The prober reads the generation of the VM at ip from its userData.
+	readServed := func() {
+		for _, name := range fake.Inventory(benchGroup)["virtualMachines"] {
+			v, _ := fake.VM(benchGroup, name)
+			ip, _ := fake.PublicIP(benchGroup, name+"-ip")
+			var gen int64
+			fmt.Sscanf(decode(v.UserData), "#cloud-config\n# generation %d", &gen)
+			served[ip.Address] = gen
+		}
+	}
+	r := &Result{Lifecycles: n, Requests: map[string]float64{}, Listed: Listed, PageSize: azurefake.DefaultPageSize,
+		ListRequests: map[string]int{}, PatchRequests: map[string]float64{}}
+	count := func(rs []string) map[string]int {
+		out := map[string]int{}
+		for _, rt := range rs {
+			out[rt] = fake.Calls(rt)
+		}
+		return out
+	}
+	request := func(i int, gen int64) provider.CreateRequest {
+		uid := fmt.Sprintf("00000000-0000-4000-8000-%012d", i)
+		return provider.CreateRequest{Name: provider.NameFromUID(uid), UID: uid, Namespace: "bench", ProxyName: "p",
+			Placement: provider.Placement{Region: "westeurope"}, StartupScript: "#!/bin/sh\n", Port: 3128,
+			Engine: &vmconfig.Config{Generation: gen}}
+	}
+	settle := func() { fake.Settle(); readServed() }
+
+	before := count(lifecycleRoutes)
+	calls, err := providerbench.Lifecycles(ctx, p, settle, n, func(i int) provider.CreateRequest { return request(i, 1) })
+	if err != nil {
+		return r, err
+	}
+	for _, rt := range lifecycleRoutes {
+		if d := fake.Calls(rt) - before[rt]; d > 0 {
+			per := float64(d) / float64(n)
+			r.Requests[rt] = per
+			r.RequestsTotal += per
+			switch rt {
+			case "virtualMachines.put", "virtualMachines.delete", "publicIPAddresses.put", "publicIPAddresses.delete",
+				"networkInterfaces.put", "networkInterfaces.delete", "disks.delete":
+				r.Writes += per
+			default:
+				r.Reads += per
+			}
+		}
+	}
+	r.CallMs = providerbench.Summarize(calls)
+	for _, names := range fake.Inventory(benchGroup) {
+		r.Left += len(names)
+	}
+
+	// Live changes: n VMs running generation 1, each changed to 2.
+	var ids []string
+	for i := range n {
+		id, err := p.Create(ctx, request(1000000+i, 1))
+		if err != nil {
+			return r, fmt.Errorf("the live changes' VM %d: %w", i, err)
+		}
+		ids = append(ids, id)
+	}
+	settle()
+	before = count(patchRoutes)
+	var patches []time.Duration
+	for i, id := range ids {
+		req := request(1000000+i, 2)
+		start := time.Now()
+		if err := p.Reconfigure(ctx, id, provider.ReconfigureRequest{UID: req.UID, Namespace: req.Namespace, ProxyName: req.ProxyName, Engine: req.Engine}); err != nil {
+			return r, fmt.Errorf("live change of %s: %w", id, err)
+		}
+		readServed()
+		in, err := p.Get(ctx, id)
+		patches = append(patches, time.Since(start))
+		if err != nil || in.State != provider.StateRunning || in.Generation != 2 {
+			return r, fmt.Errorf("Get of %s after its live change: %+v, %v; want it Running, serving generation 2", id, in, err)
+		}
+	}
+	r.PatchMs = providerbench.Summarize(patches)
+	for _, rt := range patchRoutes {
+		if d := fake.Calls(rt) - before[rt]; d > 0 {
+			r.PatchRequests[rt] = float64(d) / float64(n)
+		}
+	}
+	for _, id := range ids {
+		if err := p.Delete(ctx, id); err != nil {
+			return r, err
+		}
+	}
+	fake.Settle()
+
+	for i := range Listed {
+		uid := fmt.Sprintf("00000000-0000-4000-9000-%012d", i)
+		fake.PutVM(benchGroup, fmt.Sprintf("listed-%04d", i), "westeurope", map[string]string{provider.LabelManaged: provider.LabelManagedYes,
+			provider.LabelUID: uid, provider.LabelDeployment: provider.DefaultDeployment})
+	}
+	before = count(listRoutes)
+	start := time.Now()
+	list, err := p.ListByTag(ctx)
+	r.ListMs = providerbench.Ms(time.Since(start))
+	if err != nil || len(list) != Listed {
+		return r, fmt.Errorf("ListByTag of %d VMs: %d, %v", Listed, len(list), err)
+	}
+	for _, rt := range listRoutes {
+		r.ListRequests[rt] = fake.Calls(rt) - before[rt]
+		r.ListTotal += r.ListRequests[rt]
+	}
+	return r, nil
+}
+
+// Table prints the phase's figures.
+func (r *Result) Table(w io.Writer) {
+	fmt.Fprintf(w, "azure provider over the ARM fake (loopback HTTP), %d lifecycles at the reconciler's floor: %.1f ARM requests each, %.1f writes and %.1f reads (",
+		r.Lifecycles, r.RequestsTotal, r.Writes, r.Reads)
+	sep := ""
+	for _, rt := range lifecycleRoutes {
+		if v, ok := r.Requests[rt]; ok {
+			fmt.Fprintf(w, "%s%s %.1f", sep, rt, v)
+			sep = ", "
+		}
+	}
+	fmt.Fprintf(w, "); a provider call %.1f ms p50, %.1f ms p99; %d resources left after them;\n", r.CallMs.P50, r.CallMs.P99, r.Left)
+	fmt.Fprintf(w, "  ListByTag of %d VMs: %d requests in pages of %d (", r.Listed, r.ListTotal, r.PageSize)
+	sep = ""
+	for _, rt := range listRoutes {
+		fmt.Fprintf(w, "%s%s %d", sep, rt, r.ListRequests[rt])
+		sep = ", "
+	}
+	fmt.Fprintf(w, "), %.0f ms; a live change (Reconfigure, userData PATCHed in place, and the Get that sees the new generation): %.1f ms p50, %.1f ms p99 of %d (",
+		r.ListMs, r.PatchMs.P50, r.PatchMs.P99, r.PatchMs.N)
+	sep = ""
+	for _, rt := range patchRoutes {
+		if v, ok := r.PatchRequests[rt]; ok {
+			fmt.Fprintf(w, "%s%s %.1f", sep, rt, v)
+			sep = ", "
+		}
+	}
+	fmt.Fprintf(w, " requests each)\n")
+}
+
+// decode is a VM's base64 userData as text, "" when it is not base64.
+func decode(b64 string) string {
+	b, err := base64.StdEncoding.DecodeString(b64)
+	if err != nil {
+		return ""
+	}
+	return string(b)
+}
