@@ -1,11 +1,8 @@
 package gcp
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
 	"net/http"
 	"strings"
@@ -16,31 +13,10 @@ import (
 	"google.golang.org/api/option"
 
 	"github.com/egress-proxies/egress/internal/pricing"
+	"github.com/egress-proxies/egress/internal/pricing/pricetest"
 	"github.com/egress-proxies/egress/internal/provider/gcp/billingfake"
 	"github.com/egress-proxies/egress/internal/provider/plugin"
 )
-
-// heldToGeneratedTypes decodes body strictly into the Cloud Billing API's
-// generated ListSkusResponse (google.golang.org/api/cloudbilling/v1, made
-// from Google's discovery document): an unknown field or a value of
-// another type is an error, and the decoded value written back must be
-// body's own JSON.
-func heldToGeneratedTypes(body []byte) error {
-	dec := json.NewDecoder(bytes.NewReader(body))
-	dec.DisallowUnknownFields()
-	var v cloudbilling.ListSkusResponse
-	if err := dec.Decode(&v); err != nil {
-		return fmt.Errorf("the SKU list is not cloudbilling.ListSkusResponse: %w", err)
-	}
-	again, _ := json.Marshal(v)
-	var a, b any
-	_ = json.Unmarshal(body, &a)
-	_ = json.Unmarshal(again, &b)
-	if diff := cmp.Diff(a, b); diff != "" {
-		return fmt.Errorf("the SKU list does not round-trip through ListSkusResponse (-fake +types):\n%s", diff)
-	}
-	return nil
-}
 
 func listSkus(t *testing.T, fake *billingfake.Server) []byte {
 	t.Helper()
@@ -64,7 +40,7 @@ func TestBillingFakeHeldToGeneratedTypes(t *testing.T) {
 	fake := billingfake.New()
 	t.Cleanup(fake.Close)
 	body := listSkus(t, fake)
-	if err := heldToGeneratedTypes(body); err != nil {
+	if err := pricetest.HeldTo[cloudbilling.ListSkusResponse](body, "the SKU list (the Cloud Billing API's generated ListSkusResponse)"); err != nil {
 		t.Fatal(err)
 	}
 	for name, plant := range map[string]func(string) string{
@@ -79,7 +55,7 @@ func TestBillingFakeHeldToGeneratedTypes(t *testing.T) {
 			t.Fatalf("%s: the plant found nothing to change", name)
 		}
 		fake.SetBody(planted)
-		if err := heldToGeneratedTypes(listSkus(t, fake)); err == nil {
+		if err := pricetest.HeldTo[cloudbilling.ListSkusResponse](listSkus(t, fake), "the SKU list (the Cloud Billing API's generated ListSkusResponse)"); err == nil {
 			t.Errorf("%s: the planted answer passed", name)
 		}
 	}

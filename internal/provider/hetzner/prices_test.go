@@ -1,11 +1,8 @@
 package hetzner
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
-	"fmt"
 	"io"
 	"net/http"
 	"strings"
@@ -16,31 +13,10 @@ import (
 	"github.com/hetznercloud/hcloud-go/v2/hcloud/schema"
 
 	"github.com/egress-proxies/egress/internal/pricing"
+	"github.com/egress-proxies/egress/internal/pricing/pricetest"
 	"github.com/egress-proxies/egress/internal/provider/hetzner/hetznerfake"
 	"github.com/egress-proxies/egress/internal/provider/plugin"
 )
-
-// heldToSchema decodes body strictly into hcloud-go's schema of
-// GET /v1/pricing, the shape Hetzner's SDK is generated to read: a field
-// the schema lacks, or a value of another type, is an error; and the
-// decoded value written back must be body's own JSON, so that no field
-// of the fake's is silently dropped or retyped.
-func heldToSchema(body []byte) error {
-	dec := json.NewDecoder(bytes.NewReader(body))
-	dec.DisallowUnknownFields()
-	var v schema.PricingGetResponse
-	if err := dec.Decode(&v); err != nil {
-		return fmt.Errorf("GET /v1/pricing is not hcloud-go's schema.PricingGetResponse: %w", err)
-	}
-	again, _ := json.Marshal(v)
-	var a, b any
-	_ = json.Unmarshal(body, &a)
-	_ = json.Unmarshal(again, &b)
-	if diff := cmp.Diff(a, b); diff != "" {
-		return fmt.Errorf("GET /v1/pricing does not round-trip through schema.PricingGetResponse (-fake +schema):\n%s", diff)
-	}
-	return nil
-}
 
 func getPricing(t *testing.T, fake *hetznerfake.Server) []byte {
 	t.Helper()
@@ -65,7 +41,7 @@ func TestPricingFakeHeldToSchema(t *testing.T) {
 	fake := hetznerfake.New(testToken)
 	t.Cleanup(fake.Close)
 	body := getPricing(t, fake)
-	if err := heldToSchema(body); err != nil {
+	if err := pricetest.HeldTo[schema.PricingGetResponse](body, "GET /v1/pricing (hcloud-go's schema.PricingGetResponse)"); err != nil {
 		t.Fatal(err)
 	}
 	for name, plant := range map[string]func(string) string{
@@ -80,7 +56,7 @@ func TestPricingFakeHeldToSchema(t *testing.T) {
 			t.Fatalf("%s: the plant found nothing to change", name)
 		}
 		fake.SetPricingBody(planted)
-		if err := heldToSchema(getPricing(t, fake)); err == nil {
+		if err := pricetest.HeldTo[schema.PricingGetResponse](getPricing(t, fake), "GET /v1/pricing (hcloud-go's schema.PricingGetResponse)"); err == nil {
 			t.Errorf("%s: the planted answer passed the schema check", name)
 		}
 	}
