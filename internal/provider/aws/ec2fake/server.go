@@ -67,6 +67,10 @@ type Call struct {
 	// AccessKeyID is the key the request was signed with ("" for STS's
 	// unsigned AssumeRoleWithWebIdentity).
 	AccessKeyID string
+	// NextToken is the page a paged call asked for ("" the first): a
+	// retried page is the same page again, which a count of pages read
+	// tells apart from the next.
+	NextToken string
 }
 
 // New starts a fake on a loopback port. Close it when done.
@@ -243,7 +247,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, hr *http.Request) {
 		return
 	}
 	key, region := m[1], m[2]
-	s.calls = append(s.calls, Call{Action: action, Region: region, AccessKeyID: key})
+	s.calls = append(s.calls, Call{Action: action, Region: region, AccessKeyID: key, NextToken: form.Get("NextToken")})
 	if err := s.authorize(key, region, m[3]); err != nil {
 		writeError(w, err)
 		return
