@@ -1,5 +1,5 @@
 // Package gc is the garbage collector that CollectGarbage runs on every
-// Cloud Scheduler tick. It does two jobs in one run:
+// Cloud Scheduler tick. It does these jobs in one run:
 //
 //   - Orphan collection: it deletes the VMs that no proxy document claims any
 //     more, so that a lost delete, a crash between a Create and its status
@@ -8,6 +8,11 @@
 //   - The sweep: it re-drives the documents that stopped progressing (a lost
 //     event, a reconcile that crashed), so a proxy is delayed but never
 //     stranded.
+//   - Costs: where the deployment costs proxies, it asks for the cost of
+//     the settled proxies whose status.cost is an hour old or of another
+//     month (costs.go), and logs each namespace's month as its proxies'
+//     costs sum it, one "namespace cost" line each, which the dashboard
+//     charts.
 //
 // It deletes only what its own deployment made (provider.LabelDeployment):
 // a resource of another deployment sharing the project, or one without

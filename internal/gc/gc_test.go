@@ -782,3 +782,65 @@ func TestFleetLines(t *testing.T) {
 		})
 	}
 }
+
+// TestNamespaceCostLines checks the "namespace cost" lines a run logs,
+// which the dashboard's charts of each namespace's month read
+// (deploy/terraform/metrics.tf): one per namespace, its figures in whole
+// units of the deployment's currency.
+func TestNamespaceCostLines(t *testing.T) {
+	month := epoch.Format("2006-01")
+	costed := func(ns, name string, toDate, forecast int64) proxy.Claim {
+		return proxy.Claim{Key: proxy.Key{Namespace: ns, Name: name}, Phase: proxy.PhaseReady,
+			Cost: &proxy.ClaimCost{Month: month, Currency: "EUR", AsOf: epoch, MonthToDate: toDate, Forecast: forecast}}
+	}
+	line := func(ns string, toDate, forecast float64, proxies, unknown float64) logLine {
+		return logLine{"severity": "INFO", "message": "namespace cost", "namespace": ns, "month": month, "currency": "EUR",
+			"monthToDate": toDate, "forecast": forecast, "proxies": proxies, "unknown": unknown}
+	}
+	claims := map[string]proxy.Claim{
+		"uid-1": costed("team-b", "a", 1_500_000_000, 7_000_000_000),
+		"uid-2": costed("team-b", "b", 250_000_000, 1_000_000_000),
+		"uid-3": {Key: proxy.Key{Namespace: "team-a", Name: "new"}, Phase: proxy.PhasePending},
+	}
+	cases := map[string]struct {
+		reason   string
+		store    *fakeStore
+		currency string
+		want     []logLine
+	}{
+		"OnePerNamespace": {
+			reason:   "Each namespace's line sums its proxies' costs of the month; a proxy with no cost yet is counted unknown.",
+			store:    &fakeStore{uids: claims},
+			currency: "EUR",
+			want:     []logLine{line("team-a", 0, 0, 0, 1), line("team-b", 1.75, 8, 2, 0)},
+		},
+		"NoCurrency": {
+			reason: "A deployment that costs nothing (no catalog, so no currency) logs no month.",
+			store:  &fakeStore{uids: claims},
+		},
+		"UIDsUnreadable": {
+			reason:   "When the documents could not be read the run does not know the costs: no line, rather than months of zero.",
+			store:    &fakeStore{uidsErr: errors.New("firestore unavailable")},
+			currency: "EUR",
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			clk := clock.NewFake(epoch)
+			var logs bytes.Buffer
+			c := gc.New(providersOf(t, map[string]provider.Provider{"mock": mock.New(mock.Options{Clock: clk})}), tc.store, &fakeRequeuer{}, clk,
+				logging.New(&logs, slog.LevelInfo), gc.Options{CostCurrency: tc.currency})
+			c.Run(context.Background())
+			var got []logLine
+			for _, l := range logLines(t, &logs) {
+				if l["message"] == "namespace cost" {
+					delete(l, "time")
+					got = append(got, l)
+				}
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("%s\nnamespace cost lines (-want +got):\n%s", tc.reason, diff)
+			}
+		})
+	}
+}
