@@ -764,23 +764,30 @@ func TestFleetLines(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			clk := clock.NewFake(epoch)
-			var logs bytes.Buffer
-			c := gc.New(providersOf(t, map[string]provider.Provider{"mock": mock.New(mock.Options{Clock: clk})}), tc.store, &fakeRequeuer{}, clk,
-				logging.New(&logs, slog.LevelInfo), gc.Options{})
-			c.Run(context.Background())
-			var got []logLine
-			for _, l := range logLines(t, &logs) {
-				if l["message"] == "fleet" {
-					delete(l, "time")
-					got = append(got, l)
-				}
-			}
-			if diff := cmp.Diff(tc.want, got); diff != "" {
+			if diff := cmp.Diff(tc.want, runLines(t, tc.store, gc.Options{}, "fleet")); diff != "" {
 				t.Errorf("%s\nfleet lines (-want +got):\n%s", tc.reason, diff)
 			}
 		})
 	}
+}
+
+// runLines are the lines of message one run over store logs, without
+// their time.
+func runLines(t *testing.T, store *fakeStore, opts gc.Options, message string) []logLine {
+	t.Helper()
+	clk := clock.NewFake(epoch)
+	var logs bytes.Buffer
+	c := gc.New(providersOf(t, map[string]provider.Provider{"mock": mock.New(mock.Options{Clock: clk})}), store, &fakeRequeuer{}, clk,
+		logging.New(&logs, slog.LevelInfo), opts)
+	c.Run(context.Background())
+	var got []logLine
+	for _, l := range logLines(t, &logs) {
+		if l["message"] == message {
+			delete(l, "time")
+			got = append(got, l)
+		}
+	}
+	return got
 }
 
 // TestNamespaceCostLines checks the "namespace cost" lines a run logs,
@@ -826,19 +833,7 @@ func TestNamespaceCostLines(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			clk := clock.NewFake(epoch)
-			var logs bytes.Buffer
-			c := gc.New(providersOf(t, map[string]provider.Provider{"mock": mock.New(mock.Options{Clock: clk})}), tc.store, &fakeRequeuer{}, clk,
-				logging.New(&logs, slog.LevelInfo), gc.Options{CostCurrency: tc.currency})
-			c.Run(context.Background())
-			var got []logLine
-			for _, l := range logLines(t, &logs) {
-				if l["message"] == "namespace cost" {
-					delete(l, "time")
-					got = append(got, l)
-				}
-			}
-			if diff := cmp.Diff(tc.want, got); diff != "" {
+			if diff := cmp.Diff(tc.want, runLines(t, tc.store, gc.Options{CostCurrency: tc.currency}, "namespace cost")); diff != "" {
 				t.Errorf("%s\nnamespace cost lines (-want +got):\n%s", tc.reason, diff)
 			}
 		})

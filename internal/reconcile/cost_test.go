@@ -26,13 +26,7 @@ import (
 // UTC): its month's forecast is the 710 hours to 2027-01-01 00:00, 7.10
 // EUR; two hours on, the month so far is 0.02 EUR.
 func TestStatusShowsCost(t *testing.T) {
-	price := pricing.Price{Provider: mock.Type, VMPerHour: pricing.Money{Currency: "EUR", Nanos: 10_000_000}}
-	rates, err := pricing.ParseRates("EUR", "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	w := newWorld(t, reconcile.Options{Costs: spend.Costs{Catalog: spend.StaticCatalog{{Provider: mock.Type}: price}, Rates: rates}})
-	w.ready()
+	w := pricedWorld(t)
 	eur := func(nanos int64) pricing.Money { return pricing.Money{Currency: "EUR", Nanos: nanos} }
 	type seen struct {
 		Cost   pricing.Cost
@@ -106,13 +100,7 @@ func (gcProviders) Types() []string { return []string{mock.Type} }
 // is half an hour, 0.005 EUR, and its forecast the 744 hours of January,
 // 7.44 EUR.
 func TestCollectorRefreshesStaleCost(t *testing.T) {
-	price := pricing.Price{Provider: mock.Type, VMPerHour: pricing.Money{Currency: "EUR", Nanos: 10_000_000}}
-	rates, err := pricing.ParseRates("EUR", "")
-	if err != nil {
-		t.Fatal(err)
-	}
-	w := newWorld(t, reconcile.Options{Costs: spend.Costs{Catalog: spend.StaticCatalog{{Provider: mock.Type}: price}, Rates: rates}})
-	w.ready()
+	w := pricedWorld(t)
 	collector := gc.New(gcProviders{providers{w.mock}}, w.store, w.queue, w.clock, slog.New(slog.DiscardHandler), gc.Options{CostCurrency: "EUR"})
 	eur := func(nanos int64) pricing.Money { return pricing.Money{Currency: "EUR", Nanos: nanos} }
 	type seen struct {
@@ -154,4 +142,18 @@ func TestCollectorRefreshesStaleCost(t *testing.T) {
 			t.Errorf("%s (-want +got):\n%s", c.name, diff)
 		}
 	}
+}
+
+// pricedWorld is a world whose mock VM costs 0.01 EUR an hour, in a
+// deployment that costs in EUR, with its proxy Ready.
+func pricedWorld(t *testing.T) *world {
+	t.Helper()
+	price := pricing.Price{Provider: mock.Type, VMPerHour: pricing.Money{Currency: "EUR", Nanos: 10_000_000}}
+	rates, err := pricing.ParseRates("EUR", "")
+	if err != nil {
+		t.Fatal(err)
+	}
+	w := newWorld(t, reconcile.Options{Costs: spend.Costs{Catalog: spend.StaticCatalog{{Provider: mock.Type}: price}, Rates: rates}})
+	w.ready()
+	return w
 }
