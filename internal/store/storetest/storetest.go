@@ -66,6 +66,7 @@ func Run(t *testing.T, newStore func(t *testing.T) Store) {
 	t.Run("CreateInNamespace", func(t *testing.T) { testCreateInNamespace(t, newStore(t)) })
 	t.Run("NamespaceDeletion", func(t *testing.T) { testNamespaceDeletion(t, newStore(t)) })
 	t.Run("DeletedSpend", func(t *testing.T) { testDeletedSpend(t, newStore(t)) })
+	t.Run("BudgetAlerts", func(t *testing.T) { testBudgetAlerts(t, newStore(t)) })
 	t.Run("LiveChanges", func(t *testing.T) { testLiveChanges(t, newStore(t)) })
 	t.Run("LiveReplacements", func(t *testing.T) { testLiveReplacements(t, newStore(t)) })
 	t.Run("StatusCounted", func(t *testing.T) { testStatusCounted(t, newStore(t)) })
