@@ -77,7 +77,8 @@ func Reached(rec *tenancy.BudgetAlerts, month, budgetName string, spent, budget 
 // and a namespace's update in a transaction.
 type Store interface {
 	ListNamespaces(ctx context.Context, member string, pageSize int, pageToken string) ([]*tenancy.Namespace, string, error)
-	List(ctx context.Context, namespace string, pageSize int, pageToken string) ([]*proxy.Proxy, string, error)
+	// ListSealed: the month needs no proxy's secret.
+	ListSealed(ctx context.Context, namespace string, pageSize int, pageToken string) ([]*proxy.Proxy, string, error)
 	UpdateNamespace(ctx context.Context, name string, update func(*tenancy.Namespace) error) (*tenancy.Namespace, error)
 }
 
@@ -185,7 +186,7 @@ func (c Checker) month(ctx context.Context, ns *tenancy.Namespace, month string,
 	var costs []pricing.Cost
 	token := ""
 	for {
-		page, next, err := c.Store.List(ctx, ns.Name, pageSize, token)
+		page, next, err := c.Store.ListSealed(ctx, ns.Name, pageSize, token)
 		if err != nil {
 			return pricing.Cost{}, fmt.Errorf("listing the proxies of namespace %s: %w", ns.Name, err)
 		}

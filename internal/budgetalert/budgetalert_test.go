@@ -69,9 +69,9 @@ type listCounter struct {
 	lists int
 }
 
-func (l *listCounter) List(ctx context.Context, namespace string, pageSize int, pageToken string) ([]*proxy.Proxy, string, error) {
+func (l *listCounter) ListSealed(ctx context.Context, namespace string, pageSize int, pageToken string) ([]*proxy.Proxy, string, error) {
 	l.lists++
-	return l.Store.List(ctx, namespace, pageSize, pageToken)
+	return l.Store.ListSealed(ctx, namespace, pageSize, pageToken)
 }
 
 // TestToldOncePerMonth: against the store's fake, a namespace's month

@@ -209,6 +209,17 @@ func (s *Store) Get(_ context.Context, key proxy.Key) (*proxy.Proxy, error) {
 	return clone(doc), nil
 }
 
+// ListSealed is List without the proxies' passwords and console tails,
+// as the real store's ListSealed leaves them sealed.
+func (s *Store) ListSealed(ctx context.Context, namespace string, pageSize int, pageToken string) ([]*proxy.Proxy, string, error) {
+	out, next, err := s.List(ctx, namespace, pageSize, pageToken)
+	for _, p := range out {
+		p.Reconciler.Credentials.Password = ""
+		p.Status.ConsoleTail = nil
+	}
+	return out, next, err
+}
+
 // List returns up to pageSize documents of a namespace ordered by name, and
 // the next page's token (rules.PageToken).
 func (s *Store) List(_ context.Context, namespace string, pageSize int, pageToken string) ([]*proxy.Proxy, string, error) {
