@@ -5,6 +5,7 @@ import (
 	"regexp"
 	"slices"
 	"sort"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -15,6 +16,7 @@ import (
 	"google.golang.org/protobuf/encoding/protojson"
 
 	"github.com/egress-proxies/egress/internal/app"
+	"github.com/egress-proxies/egress/internal/budgetalert"
 	"github.com/egress-proxies/egress/internal/metering"
 	"github.com/egress-proxies/egress/internal/provider"
 )
@@ -217,9 +219,14 @@ func TestChartsAndAlertsUseDefinedMetrics(t *testing.T) {
 	for _, f := range app.Functions {
 		functions = append(functions, string(f))
 	}
+	var thresholds []string
+	for _, t := range budgetalert.Thresholds {
+		thresholds = append(thresholds, strconv.Itoa(t))
+	}
 	values := map[string][]string{
-		"function": functions,
-		"outcome":  {metering.OK, metering.Failed, metering.Ignored},
+		"function":  functions,
+		"outcome":   {metering.OK, metering.Failed, metering.Ignored},
+		"threshold": thresholds,
 	}
 	var subscriptions []string
 	for _, s := range e.of("google_pubsub_subscription") {
@@ -536,5 +543,48 @@ func TestGCAlertWindowsFollowTheSchedule(t *testing.T) {
 				t.Errorf("%s\nwindows for gc_schedule %q (-want +got):\n%s", tc.reason, tc.schedule, diff)
 			}
 		})
+	}
+}
+
+// TestBudgetAlertPerThreshold: each threshold the collector tells of
+// (budgetalert.Thresholds) has its alert policy, on the threshold's
+// series, one incident per namespace; a threshold added in the code alone
+// would be logged and page nobody.
+func TestBudgetAlertPerThreshold(t *testing.T) {
+	e := evaluate(t, parseModule(t), nil)
+	var want, got []string
+	for _, th := range budgetalert.Thresholds {
+		want = append(want, strconv.Itoa(th))
+	}
+	threshold := regexp.MustCompile(`metric\.label\.threshold="([^"]*)"`)
+	for _, p := range e.of("google_monitoring_alert_policy") {
+		for n, c := range nested(p.block.Body, "conditions") {
+			for _, k := range nested(c.Body, "condition_threshold") {
+				filter := p.str(t, k.Body, "filter")
+				if !strings.Contains(filter, "/egress/budget_thresholds\"") {
+					continue
+				}
+				th := threshold.FindStringSubmatch(filter)
+				if th == nil {
+					t.Errorf("%s condition %d: filter %q is of no one threshold", p.address(), n, filter)
+					continue
+				}
+				got = append(got, th[1])
+				var groupBy []string
+				for _, a := range nested(k.Body, "aggregations") {
+					if v, ok := p.attr(t, a.Body, "group_by_fields"); ok {
+						groupBy = append(groupBy, stringList(t, p.address(), v)...)
+					}
+				}
+				if diff := cmp.Diff([]string{"metric.label.namespace"}, groupBy); diff != "" {
+					t.Errorf("%s condition %d: not one incident per namespace (-want +got):\n%s", p.address(), n, diff)
+				}
+			}
+		}
+	}
+	sort.Strings(want)
+	sort.Strings(got)
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("budget alert policies by threshold (-budgetalert.Thresholds +monitoring.tf):\n%s", diff)
 	}
 }

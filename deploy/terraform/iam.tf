@@ -96,10 +96,11 @@ resource "google_project_iam_custom_role" "reconcile_fleet" {
 resource "google_project_iam_custom_role" "gc" {
   role_id     = "egress_proxy_gc"
   title       = "egress CollectGarbage"
-  description = "What CollectGarbage calls on no VM or address of its own: the lists of proxy documents, VMs and addresses, and the daily price refresh's writes of the prices collection (deploy/iam.go)."
+  description = "What CollectGarbage calls on no VM or address of its own: the lists of proxy documents, VMs and addresses, the daily price refresh's writes of the prices collection, and the budget alerts' record on a namespace, written in a transaction (deploy/iam.go)."
   permissions = [
     "compute.addresses.list",
     "compute.instances.list",
+    "datastore.databases.get",
     "datastore.entities.create",
     "datastore.entities.get",
     "datastore.entities.list",

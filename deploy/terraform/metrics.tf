@@ -311,3 +311,31 @@ resource "google_logging_metric" "gc_refused" {
   }
   depends_on = [google_project_service.apis]
 }
+
+# Budget thresholds a namespace's month reached: the collector's budget
+# threshold reached line (internal/budgetalert), logged once a month for
+# each of 80 and 100 percent of the namespace's budget, by namespace and
+# threshold.
+resource "google_logging_metric" "budget_thresholds" {
+  name        = "egress/budget_thresholds"
+  description = "Namespaces whose month to date reached a threshold (80, 100 percent) of their budget, by namespace and threshold (the collector's budget threshold reached line)."
+  filter      = "${local.function_logs} AND jsonPayload.message=\"budget threshold reached\""
+  metric_descriptor {
+    metric_kind = "DELTA"
+    value_type  = "INT64"
+    unit        = "1"
+    labels {
+      key        = "namespace"
+      value_type = "STRING"
+    }
+    labels {
+      key        = "threshold"
+      value_type = "STRING"
+    }
+  }
+  label_extractors = {
+    namespace = "EXTRACT(jsonPayload.namespace)"
+    threshold = "EXTRACT(jsonPayload.threshold)"
+  }
+  depends_on = [google_project_service.apis]
+}

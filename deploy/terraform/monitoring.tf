@@ -546,3 +546,80 @@ resource "google_monitoring_alert_policy" "gc_refused" {
     EOT
   }
 }
+
+# A namespace's month to date reached 80% (budget_80) or 100% (budget_100)
+# of its budget: the collector logs the line once a month per threshold and
+# namespace (internal/budgetalert), so the first one pages, one incident per
+# namespace; it closes after a day without another. One policy per
+# threshold of budgetalert.Thresholds (TestBudgetAlertPerThreshold).
+resource "google_monitoring_alert_policy" "budget_80" {
+  display_name          = "Egress proxies: a namespace spent 80% of its budget"
+  combiner              = "OR"
+  severity              = "WARNING"
+  notification_channels = var.notification_channels
+  conditions {
+    display_name = "Namespaces at 80% of their budget"
+    condition_threshold {
+      filter          = "metric.type=\"${local.user_metric}/${google_logging_metric.budget_thresholds.name}\" AND metric.label.threshold=\"80\" AND ${local.on_cloud_run}"
+      comparison      = "COMPARISON_GT"
+      threshold_value = 0
+      duration        = "0s"
+      aggregations {
+        alignment_period     = "86400s"
+        per_series_aligner   = "ALIGN_SUM"
+        cross_series_reducer = "REDUCE_SUM"
+        group_by_fields      = ["metric.label.namespace"]
+      }
+      evaluation_missing_data = "EVALUATION_MISSING_DATA_INACTIVE"
+    }
+  }
+  documentation {
+    mime_type = "text/markdown"
+    subject   = "Egress proxies: a namespace spent 80% of its budget this month"
+    content   = <<-EOT
+      A namespace's month to date (what its proxies cost so far, and what its deleted proxies spent) reached 80% of its monthly budget. Its requests go on being admitted while their forecast fits the budget. The namespace is the incident's `namespace` label.
+
+      1. Read the line in the [Logs Explorer](${local.logs_explorer}): `jsonPayload.message="budget threshold reached"`; `namespace`, `month`, `monthToDate`, `forecast` and `budget` are the figures, `owners` whom to tell.
+      2. Tell the namespace's owners; they see the month with `egress namespaces get NAMESPACE`.
+      3. If the budget is too small, a platform admin raises it: a `PATCH /v1/namespaces/NAMESPACE` with `{"budget": {"monthly": "AMOUNT", "currency": "CURRENCY"}}`. A new budget is told afresh when the month reaches its thresholds.
+
+      Each threshold is told once a month per namespace. The incident closes after a day.
+    EOT
+  }
+}
+
+resource "google_monitoring_alert_policy" "budget_100" {
+  display_name          = "Egress proxies: a namespace spent its whole budget"
+  combiner              = "OR"
+  severity              = "ERROR"
+  notification_channels = var.notification_channels
+  conditions {
+    display_name = "Namespaces at 100% of their budget"
+    condition_threshold {
+      filter          = "metric.type=\"${local.user_metric}/${google_logging_metric.budget_thresholds.name}\" AND metric.label.threshold=\"100\" AND ${local.on_cloud_run}"
+      comparison      = "COMPARISON_GT"
+      threshold_value = 0
+      duration        = "0s"
+      aggregations {
+        alignment_period     = "86400s"
+        per_series_aligner   = "ALIGN_SUM"
+        cross_series_reducer = "REDUCE_SUM"
+        group_by_fields      = ["metric.label.namespace"]
+      }
+      evaluation_missing_data = "EVALUATION_MISSING_DATA_INACTIVE"
+    }
+  }
+  documentation {
+    mime_type = "text/markdown"
+    subject   = "Egress proxies: a namespace spent its whole budget this month"
+    content   = <<-EOT
+      A namespace's month to date (what its proxies cost so far, and what its deleted proxies spent) reached 100% of its monthly budget. Requests whose forecast exceeds the budget are refused (BUDGET_EXCEEDED); the proxies carry on unless the namespace's atBudget says otherwise. The namespace is the incident's `namespace` label.
+
+      1. Read the line in the [Logs Explorer](${local.logs_explorer}): `jsonPayload.message="budget threshold reached"`; `namespace`, `month`, `monthToDate`, `forecast` and `budget` are the figures, `owners` whom to tell.
+      2. Tell the namespace's owners; they see the month with `egress namespaces get NAMESPACE`.
+      3. If the budget is too small, a platform admin raises it: a `PATCH /v1/namespaces/NAMESPACE` with `{"budget": {"monthly": "AMOUNT", "currency": "CURRENCY"}}`. A new budget is told afresh when the month reaches its thresholds.
+
+      Each threshold is told once a month per namespace. The incident closes after a day.
+    EOT
+  }
+}

@@ -132,10 +132,9 @@ type coldResult struct {
 }
 
 // reconfigureResult is from each PATCH's send to the proxy Ready serving
-// the generation it made.
-type reconfigureResult struct {
-	ReadyMs latency `json:"readyMs"`
-}
+// the generation it made: the shape a cloud's phase that measures live
+// changes reports its own in too.
+type reconfigureResult = providerbench.Reconfigure
 
 // bulkProduction is how fast the bulk phase converged, at the concurrency
 // Terraform deploys.

@@ -8,6 +8,7 @@ import (
 	"text/tabwriter"
 
 	"github.com/egress-proxies/egress/internal/app"
+	"github.com/egress-proxies/egress/internal/provider/providerbench"
 )
 
 // table prints the results for people.
@@ -169,10 +170,20 @@ func (r *results) poolTable(w io.Writer) {
 	fmt.Fprintf(w, "\nwarm pool of %d: %d proxies requested at once, %d claimed a warm VM\n", pc.PoolSize, pc.Proxies, pc.Claimed)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintf(tw, "latency (ms)\tp50\tp99\tmax\tn\t\n")
-	for _, row := range []struct {
+	type row struct {
 		name string
 		l    latency
-	}{{"POST → Ready, claimed from the pool", pc.ReadyMs}, {"POST → Ready, cold (zone " + r.Cold.Zone + ")", r.Cold.ReadyMs}, {"PATCH → Ready, new generation", r.Reconfigure.ReadyMs}} {
+	}
+	rows := []row{{"POST → Ready, claimed from the pool", pc.ReadyMs}, {"POST → Ready, cold (zone " + r.Cold.Zone + ")", r.Cold.ReadyMs}, {"PATCH → Ready, new generation", r.Reconfigure.ReadyMs}}
+	// Beside Google Cloud's PATCH, each cloud's live change that its
+	// phase measured in this run.
+	for _, ph := range cloudPhases {
+		if lc, ok := r.Clouds[ph.Name()].(providerbench.LiveChanges); ok && slices.Contains(r.Settings.Phases, ph.Name()) {
+			what, l := lc.LiveChange()
+			rows = append(rows, row{"PATCH → Ready, new generation, " + ph.Name() + ": " + what, l})
+		}
+	}
+	for _, row := range rows {
 		fmt.Fprintf(tw, "%s\t%.0f\t%.0f\t%.0f\t%d\t\n", row.name, row.l.P50, row.l.P99, row.l.Max, row.l.N)
 	}
 	tw.Flush()

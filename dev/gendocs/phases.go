@@ -17,7 +17,7 @@ import (
 // phaseTable is each phase with what it means, read from the doc comment
 // of its constant in internal/proxy.
 func phaseTable(root string) (string, error) {
-	docs, err := constDocs(filepath.Join(root, "internal/proxy/proxy.go"))
+	docs, err := constDocs(filepath.Join(root, "internal/proxy/status.go"))
 	if err != nil {
 		return "", err
 	}

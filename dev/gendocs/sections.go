@@ -23,7 +23,7 @@ var sections = []section{
 	// Before the CLI's reference, whose help it makes.
 	{page: "cmd/egress/clouds.go", name: "cli-clouds", from: "clouds.All", render: cliClouds},
 	{page: "docs/reference/cli.md", name: "commands", from: "cmd/egress (egress docs)", render: cliReference},
-	{page: "docs/concepts/phases.md", name: "phases", from: "internal/proxy/proxy.go", render: phaseTable},
+	{page: "docs/concepts/phases.md", name: "phases", from: "internal/proxy/status.go", render: phaseTable},
 	{page: "docs/concepts/phases.md", name: "diagram", from: "reconcile.Transitions", render: phaseDiagram},
 	{page: "docs/concepts/phases.md", name: "transitions", from: "reconcile.Transitions", render: transitionTable},
 	{page: "docs/concepts/warm-pools.md", name: "pool-runs", from: "pools.Runs", render: poolRuns},

@@ -34,6 +34,7 @@ import (
 
 	"github.com/egress-proxies/egress/internal/accesspull"
 	"github.com/egress-proxies/egress/internal/bootstrap"
+	"github.com/egress-proxies/egress/internal/budgetalert"
 	"github.com/egress-proxies/egress/internal/callhome"
 	"github.com/egress-proxies/egress/internal/clock"
 	"github.com/egress-proxies/egress/internal/clouds"
@@ -124,6 +125,9 @@ type App struct {
 	// prices refreshes the price catalog on the collector's ticks
 	// (refreshPrices); nil where CollectGarbage is not served.
 	prices *pricestore.Refresher
+	// budgets tells the budget thresholds reached on the collector's
+	// ticks (checkBudgets); nil where CollectGarbage is not served.
+	budgets *budgetalert.Checker
 	// puller reads the access lines of the VMs read by pull (the status
 	// door's); nil when no enabled provider's VMs are.
 	puller *accesspull.Puller
@@ -209,6 +213,9 @@ func New(ctx context.Context, getenv Getenv, opts Options) (*App, error) {
 		a.collector = gc.New(a.Providers, a.store, a.publisher, now, a.Log, a.gcOptions())
 		if a.firestore != nil {
 			a.prices = pricestore.NewRefresher(a.firestore, a.priceClouds(), a.Log)
+		}
+		if a.store != nil {
+			a.budgets = &budgetalert.Checker{Store: a.store, Costs: spend.Costs{Catalog: a.Catalog, Rates: a.Config.CostRates}, Log: a.Log}
 		}
 	}
 	return a, nil

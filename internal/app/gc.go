@@ -17,7 +17,8 @@ import (
 // proxy-gc (a Cloud Scheduler tick). The message body is irrelevant: every
 // tick means "collect now". After the collection it refreshes the price
 // catalog, which reads each cloud's prices at most once a day
-// (refreshPrices): a failed refresh never fails the tick.
+// (refreshPrices), and tells the budget thresholds the namespaces' months
+// reached (checkBudgets): neither fails the tick.
 //
 // It returns an error, so that Pub/Sub delivers the tick again, only when
 // the run could not look at everything (gc.ErrIncomplete: a provider or the
@@ -46,7 +47,9 @@ func (a *App) CollectGarbage(ctx context.Context, e event.Event) error {
 	}
 	log = log.With(slog.String("messageID", msg.Message.MessageID))
 	_, err = a.collector.Run(ctx)
-	a.refreshPrices(ctx, log, time.Now())
+	now := time.Now()
+	a.refreshPrices(ctx, log, now)
+	a.checkBudgets(ctx, log, now)
 	switch {
 	case errors.Is(err, gc.ErrIncomplete):
 		outcome = metering.Failed
@@ -56,4 +59,16 @@ func (a *App) CollectGarbage(ctx context.Context, e event.Event) error {
 		log.ErrorContext(ctx, "CollectGarbage: run finished with failures; the next run retries them", slog.Any("error", err))
 	}
 	return nil
+}
+
+// checkBudgets tells, on a collector's tick, the budget thresholds the
+// namespaces' months reached (budgetalert): a failure is logged and never
+// fails the tick; the next tick tries again.
+func (a *App) checkBudgets(ctx context.Context, log *slog.Logger, now time.Time) {
+	if a.budgets == nil {
+		return
+	}
+	if _, err := a.budgets.Run(ctx, now); err != nil {
+		log.WarnContext(ctx, "CollectGarbage: the budget alerts could not be checked", slog.Any("error", err))
+	}
 }

@@ -216,6 +216,19 @@ func (s *Store) get(ctx context.Context, ref *firestore.DocumentRef) (*firestore
 // List returns up to pageSize documents of a namespace, ordered by name,
 // and the token of the next page ("" after the last).
 func (s *Store) List(ctx context.Context, namespace string, pageSize int, pageToken string) ([]*proxy.Proxy, string, error) {
+	return s.list(ctx, namespace, pageSize, pageToken, s.decoder(ctx))
+}
+
+// ListSealed is List for readers that never need a proxy's secrets (the
+// collector's look at a namespace's month): its proxies keep their
+// password and console tail sealed, so the reader needs no right on the
+// credentials' key (deploy's TestEachAccountHoldsWhatItsCallsNeed holds
+// the collector to that).
+func (s *Store) ListSealed(ctx context.Context, namespace string, pageSize int, pageToken string) ([]*proxy.Proxy, string, error) {
+	return s.list(ctx, namespace, pageSize, pageToken, decode)
+}
+
+func (s *Store) list(ctx context.Context, namespace string, pageSize int, pageToken string, decode func(*firestore.DocumentSnapshot) (*proxy.Proxy, error)) ([]*proxy.Proxy, string, error) {
 	q := s.client.Collection(NamespacesCollection).Doc(namespace).Collection(ProxiesCollection).
 		OrderBy("name", firestore.Asc).Limit(pageSize + 1)
 	after, err := rules.ParsePageToken(pageToken)
@@ -230,7 +243,7 @@ func (s *Store) List(ctx context.Context, namespace string, pageSize int, pageTo
 		return nil, "", fmt.Errorf("listing the proxies of namespace %q: %w", namespace, err)
 	}
 	queried(ctx, len(snaps))
-	return page(snaps, pageSize, s.decoder(ctx), func(p *proxy.Proxy) string { return p.Name })
+	return page(snaps, pageSize, decode, func(p *proxy.Proxy) string { return p.Name })
 }
 
 // page decodes a page of a query's documents, asked for with one more than

@@ -2,6 +2,7 @@ package tenancy
 
 import (
 	"fmt"
+	"time"
 
 	"github.com/egress-proxies/egress/internal/pricing"
 )
@@ -66,4 +67,21 @@ func (b Budget) Validate(currency string) []string {
 		errs = append(errs, fmt.Sprintf("atBudget: %q is neither %s nor %s", b.AtBudget, RefuseNew, StopTraffic))
 	}
 	return errs
+}
+
+// BudgetAlerts is what the collector told of a namespace's month against
+// its budget (package budgetalert): the thresholds it logged for Month at
+// Budget, so that each is told once a month, and when it last summed the
+// month. Apart from the budget and from what enforces it: only the
+// collector writes it.
+type BudgetAlerts struct {
+	// Month ("2006-01") and Budget ("200.00 EUR") are what Notified is
+	// of: another month, or a budget an admin changed, starts afresh.
+	Month  string `firestore:"month"`
+	Budget string `firestore:"budget"`
+	// Notified are the thresholds (percent of the budget) logged, in
+	// the order they were.
+	Notified []int `firestore:"notified,omitempty"`
+	// CheckedAt is when the collector last summed the month.
+	CheckedAt time.Time `firestore:"checkedAt"`
 }

@@ -83,6 +83,9 @@ type Namespace struct {
 	// a deleted proxy's spend in the month still counts against the
 	// budget. A month's entry is an increment, never a read and a write.
 	DeletedSpend map[string]int64 `firestore:"deletedSpend,omitempty"`
+	// BudgetAlerts are the budget thresholds the collector told of this
+	// month (package budgetalert); nil before the first.
+	BudgetAlerts *BudgetAlerts `firestore:"budgetAlerts,omitempty"`
 	// CreateTime is when an admin created the namespace.
 	CreateTime time.Time `firestore:"createTime,omitempty"`
 	// UpdateTime is the document's update time as the store reports it.
@@ -145,6 +148,11 @@ func (ns *Namespace) Clone() *Namespace {
 		c.Budget = &b
 	}
 	c.DeletedSpend = maps.Clone(ns.DeletedSpend)
+	if ns.BudgetAlerts != nil {
+		a := *ns.BudgetAlerts
+		a.Notified = slices.Clone(a.Notified)
+		c.BudgetAlerts = &a
+	}
 	if ns.PoolClaims != nil {
 		c.PoolClaims = make(map[string][]time.Time, len(ns.PoolClaims))
 		for pool, ts := range ns.PoolClaims {

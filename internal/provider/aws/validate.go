@@ -1,7 +1,6 @@
 package aws
 
 import (
-	"cmp"
 	"fmt"
 	"maps"
 	"regexp"
@@ -9,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/egress-proxies/egress/internal/provider"
+	"github.com/egress-proxies/egress/internal/provider/placement"
 )
 
 // The defaults of a placement. t3.micro is the smallest x86 type EC2
@@ -103,29 +103,18 @@ func (pol Policy) Check() error {
 			return fmt.Errorf("zone %q is of region %s, which it does not allow", z, r)
 		}
 	}
-	if len(pol.InstanceTypes) == 0 {
-		return fmt.Errorf("allows no instance type")
-	}
-	for _, t := range pol.InstanceTypes {
-		if !typeRE.MatchString(t) {
-			return fmt.Errorf("instance type %q is not an instance type name such as %s", t, DefaultInstanceType)
-		}
-	}
-	if !slices.Contains(pol.InstanceTypes, DefaultInstanceType) {
-		return fmt.Errorf("does not allow %s, the instance type of a placement that names none", DefaultInstanceType)
-	}
-	if len(pol.Images) == 0 {
-		return fmt.Errorf("allows no image")
-	}
-	for _, im := range pol.Images {
-		if _, ok := debianReleases[im]; !ok && !amiIDRE.MatchString(im) {
-			return fmt.Errorf("image %q is neither a Debian release (%s) nor an AMI id such as ami-0123456789abcdef0", im, releaseList())
-		}
-	}
-	if !slices.Contains(pol.Images, DefaultImage) {
-		return fmt.Errorf("does not allow %s, the image of a placement that names none", DefaultImage)
-	}
-	return nil
+	return placement.Check(pol.lists())
+}
+
+// lists are the policy's lists of instance types and images, in EC2's words.
+func (pol Policy) lists() (instanceTypes, images placement.Names) {
+	instanceTypes = placement.Names{Field: placement.MachineType, Noun: "instance type", Default: DefaultInstanceType, Allowed: pol.InstanceTypes,
+		Valid: typeRE.MatchString, Malformed: "is not an EC2 instance type name such as " + DefaultInstanceType, MalformedEntry: "is not an instance type name such as " + DefaultInstanceType}
+	images = placement.Names{Field: placement.Image, Noun: "image", Default: DefaultImage, Allowed: pol.Images,
+		Valid:          func(im string) bool { return debianReleases[im] != "" || amiIDRE.MatchString(im) },
+		Malformed:      "is neither a Debian release (" + releaseList() + ") nor an AMI id",
+		MalformedEntry: "is neither a Debian release (" + releaseList() + ") nor an AMI id such as ami-0123456789abcdef0"}
+	return instanceTypes, images
 }
 
 // Validator returns the rules of a placement on EC2 under the operator's
@@ -135,46 +124,29 @@ func (pol Policy) Check() error {
 // within the user-data limit; and no warm pool, whose claims need a
 // provider.Reconfigurer, which this provider is not.
 func Validator(pol Policy) provider.Validator {
+	types, images := pol.lists()
 	return func(req provider.ValidateRequest) []provider.Violation {
-		var out []provider.Violation
-		add := func(field, reason, format string, args ...any) {
-			out = append(out, provider.Violation{Field: field, Reason: reason, Description: fmt.Sprintf(format, args...)})
-		}
-		if req.Pool {
-			add("provider", provider.ReasonProviderCannotReconfigure,
-				"aws cannot hand a running instance a new configuration (EC2 changes user-data only while an instance is stopped), so it cannot serve a warm pool, whose VMs are claimed that way; proxies on aws get a new instance for a change instead")
-		}
+		var v placement.Violations
+		v.NoWarmPool(req, Type, "instance", "EC2 changes user-data only while an instance is stopped")
 		pl := req.Placement
 		switch {
 		case pl.Region == "":
 		case !regionPattern.MatchString(pl.Region):
-			add("placement.region", provider.ReasonRegionInvalid, "%q is not an AWS region name such as us-east-1", pl.Region)
+			v.Add("placement.region", provider.ReasonRegionInvalid, "%q is not an AWS region name such as us-east-1", pl.Region)
 		case !slices.Contains(pol.Regions, pl.Region):
-			add("placement.region", provider.ReasonRegionNotAllowed, "%q is not a region this platform allows: %s", pl.Region, strings.Join(pol.Regions, ", "))
+			v.Add("placement.region", provider.ReasonRegionNotAllowed, "%q is not a region this platform allows: %s", pl.Region, strings.Join(pol.Regions, ", "))
 		}
 		if pl.Zone != "" {
 			switch {
 			case regionOfZone(pl.Zone) != pl.Region:
-				add("placement.zone", provider.ReasonZoneNotInRegion, "%q is not an availability zone of region %q: want the region's name and a letter, such as %sa", pl.Zone, pl.Region, pl.Region)
+				v.Add("placement.zone", provider.ReasonZoneNotInRegion, "%q is not an availability zone of region %q: want the region's name and a letter, such as %sa", pl.Zone, pl.Region, pl.Region)
 			case len(pol.Zones) > 0 && !slices.Contains(pol.Zones, pl.Zone):
-				add("placement.zone", provider.ReasonZoneNotAllowed, "%q is not an availability zone this platform allows: %s", pl.Zone, strings.Join(pol.Zones, ", "))
+				v.Add("placement.zone", provider.ReasonZoneNotAllowed, "%q is not an availability zone this platform allows: %s", pl.Zone, strings.Join(pol.Zones, ", "))
 			}
 		}
-		switch t := cmp.Or(pl.MachineType, DefaultInstanceType); {
-		case !typeRE.MatchString(t):
-			add("placement.machineType", provider.ReasonMachineTypeInvalid, "%q is not an EC2 instance type name such as %s", t, DefaultInstanceType)
-		case !slices.Contains(pol.InstanceTypes, t):
-			add("placement.machineType", provider.ReasonMachineTypeNotAllowed, "%q is not an instance type this platform allows: %s", t, strings.Join(pol.InstanceTypes, ", "))
-		}
-		switch im := cmp.Or(pl.Image, DefaultImage); {
-		case debianReleases[im] == "" && !amiIDRE.MatchString(im):
-			add("placement.image", provider.ReasonImageInvalid, "%q is neither a Debian release (%s) nor an AMI id", im, releaseList())
-		case !slices.Contains(pol.Images, im):
-			add("placement.image", provider.ReasonImageNotAllowed, "%q is not an image this platform allows: %s", im, strings.Join(pol.Images, ", "))
-		}
-		if n := len(req.CloudInit); n > MaxUserDataBytes {
-			add("cloudInit", provider.ReasonCloudInitTooLarge, "is %d bytes, over the %d-byte limit of an EC2 instance's user-data", n, MaxUserDataBytes)
-		}
-		return out
+		v.Choose(types, pl.MachineType)
+		v.Choose(images, pl.Image)
+		v.CloudInit(req.CloudInit, MaxUserDataBytes, "an EC2 instance's user-data")
+		return v
 	}
 }

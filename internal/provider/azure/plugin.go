@@ -44,6 +44,9 @@ var Plugin = plugin.Plugin{
 	Readiness:    plugin.StatusDoor,
 	InPlace:      true,
 	FakeEndpoint: "AZURE_ENDPOINT",
+	// Azure's Retail Prices API, which asks no credential.
+	Prices:           pricesFromEnv,
+	PricedPlacements: pricedPlacements,
 	Placement: plugin.Placement{
 		Region:             "an Azure location (westeurope, eastus, …) among those the platform allows (AZURE_LOCATIONS)",
 		Zone:               "one of its availability zones, LOCATION-1 to LOCATION-3 (westeurope-2), where it has them",
@@ -111,6 +114,9 @@ var vars = []plugin.Var{
 	{Name: "AZURE_ENDPOINT", Readers: plugin.ReadByCallers, Local: true,
 		Meaning: "an Azure Resource Manager to use instead of Azure's: tests against a fake only; without AZURE_AUTHORITY_HOST the provider sends it the token `" + LocalToken + "`, which no account has",
 		Check:   loopback("https://127.0.0.1:PORT")},
+	{Name: "AZURE_PRICES_ENDPOINT", Readers: plugin.ReadByCallers, Local: true,
+		Meaning: "an Azure Retail Prices API to use instead of Azure's (" + RetailPricesEndpoint + ", which asks no credential) for the daily price refresh: tests against a fake only",
+		Check:   loopback("http://127.0.0.1:PORT")},
 	{Name: "AZURE_AUTHORITY_HOST", Readers: plugin.ReadByCallers, Local: true,
 		Meaning: "a Microsoft Entra ID authority host to use instead of Azure's for the exchange of the ID token (a fake's token endpoint): tests against a fake only",
 		Check:   loopback("https://127.0.0.1:PORT/")},

@@ -1,13 +1,13 @@
 package azure
 
 import (
-	"cmp"
 	"fmt"
 	"regexp"
 	"slices"
 	"strings"
 
 	"github.com/egress-proxies/egress/internal/provider"
+	"github.com/egress-proxies/egress/internal/provider/placement"
 )
 
 // The defaults of a placement. Standard_B1s is the smallest x86 size Azure
@@ -103,29 +103,16 @@ func (pol Policy) Check() error {
 			return fmt.Errorf("location %q is not an Azure location name (lower-case letters and digits, such as westeurope)", l)
 		}
 	}
-	if len(pol.Sizes) == 0 {
-		return fmt.Errorf("allows no VM size")
-	}
-	for _, s := range pol.Sizes {
-		if !sizeRE.MatchString(s) {
-			return fmt.Errorf("VM size %q is not an Azure size name such as %s", s, DefaultSize)
-		}
-	}
-	if !slices.Contains(pol.Sizes, DefaultSize) {
-		return fmt.Errorf("does not allow %s, the size of a placement that names none", DefaultSize)
-	}
-	if len(pol.Images) == 0 {
-		return fmt.Errorf("allows no image")
-	}
-	for _, im := range pol.Images {
-		if !imageRE.MatchString(im) {
-			return fmt.Errorf("image %q is not a Marketplace image URN PUBLISHER:OFFER:SKU:VERSION such as %s", im, DefaultImage)
-		}
-	}
-	if !slices.Contains(pol.Images, DefaultImage) {
-		return fmt.Errorf("does not allow %s, the image of a placement that names none", DefaultImage)
-	}
-	return nil
+	return placement.Check(pol.lists())
+}
+
+// lists are the policy's lists of VM sizes and images, in Azure's words.
+func (pol Policy) lists() (sizes, images placement.Names) {
+	sizes = placement.Names{Field: placement.MachineType, Noun: "VM size", DefaultNoun: "size", Default: DefaultSize, Allowed: pol.Sizes,
+		Valid: sizeRE.MatchString, Malformed: "is not an Azure VM size such as " + DefaultSize, MalformedEntry: "is not an Azure size name such as " + DefaultSize}
+	images = placement.Names{Field: placement.Image, Noun: "image", Default: DefaultImage, Allowed: pol.Images,
+		Valid: imageRE.MatchString, Malformed: "is not a Marketplace image URN PUBLISHER:OFFER:SKU:VERSION such as " + DefaultImage}
+	return sizes, images
 }
 
 // Validator returns the rules of a placement on Azure under the operator's
@@ -135,18 +122,16 @@ func (pol Policy) Check() error {
 // uses), cloud-init within the user-data limit. Warm pools are served:
 // their VMs are claimed by Reconfigure, which writes userData.
 func Validator(pol Policy) provider.Validator {
+	sizes, images := pol.lists()
 	return func(req provider.ValidateRequest) []provider.Violation {
-		var out []provider.Violation
-		add := func(field, reason, format string, args ...any) {
-			out = append(out, provider.Violation{Field: field, Reason: reason, Description: fmt.Sprintf(format, args...)})
-		}
+		var v placement.Violations
 		pl := req.Placement
 		switch {
 		case pl.Region == "":
 		case !locationRE.MatchString(pl.Region):
-			add("placement.region", provider.ReasonRegionInvalid, "%q is not an Azure location name (lower-case letters and digits, such as westeurope)", pl.Region)
+			v.Add("placement.region", provider.ReasonRegionInvalid, "%q is not an Azure location name (lower-case letters and digits, such as westeurope)", pl.Region)
 		case !slices.Contains(pol.Locations, pl.Region):
-			add("placement.region", provider.ReasonRegionNotAllowed, "%q is not a location this platform allows: %s", pl.Region, strings.Join(pol.Locations, ", "))
+			v.Add("placement.region", provider.ReasonRegionNotAllowed, "%q is not a location this platform allows: %s", pl.Region, strings.Join(pol.Locations, ", "))
 		}
 		if pl.Zone != "" {
 			if _, ok := azureZone(pl.Region, pl.Zone); !ok {
@@ -154,24 +139,12 @@ func Validator(pol Policy) provider.Validator {
 				if zs := Zones(pl.Region); len(zs) > 0 {
 					want = "one of " + strings.Join(zs, ", ")
 				}
-				add("placement.zone", provider.ReasonZoneNotInRegion, "%q is not an availability zone of %q: want %s", pl.Zone, pl.Region, want)
+				v.Add("placement.zone", provider.ReasonZoneNotInRegion, "%q is not an availability zone of %q: want %s", pl.Zone, pl.Region, want)
 			}
 		}
-		switch size := cmp.Or(pl.MachineType, DefaultSize); {
-		case !sizeRE.MatchString(size):
-			add("placement.machineType", provider.ReasonMachineTypeInvalid, "%q is not an Azure VM size such as %s", size, DefaultSize)
-		case !slices.Contains(pol.Sizes, size):
-			add("placement.machineType", provider.ReasonMachineTypeNotAllowed, "%q is not a VM size this platform allows: %s", size, strings.Join(pol.Sizes, ", "))
-		}
-		switch im := cmp.Or(pl.Image, DefaultImage); {
-		case !imageRE.MatchString(im):
-			add("placement.image", provider.ReasonImageInvalid, "%q is not a Marketplace image URN PUBLISHER:OFFER:SKU:VERSION such as %s", im, DefaultImage)
-		case !slices.Contains(pol.Images, im):
-			add("placement.image", provider.ReasonImageNotAllowed, "%q is not an image this platform allows: %s", im, strings.Join(pol.Images, ", "))
-		}
-		if n := len(req.CloudInit); n > MaxUserDataBytes {
-			add("cloudInit", provider.ReasonCloudInitTooLarge, "is %d bytes, over the %d-byte limit of an Azure VM's user data (64 KiB once base64-encoded)", n, MaxUserDataBytes)
-		}
-		return out
+		v.Choose(sizes, pl.MachineType)
+		v.Choose(images, pl.Image)
+		v.CloudInit(req.CloudInit, MaxUserDataBytes, "an Azure VM's user data (64 KiB once base64-encoded)")
+		return v
 	}
 }

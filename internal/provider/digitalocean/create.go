@@ -140,7 +140,7 @@ func (p *Provider) chooseRegion(ctx context.Context, req provider.CreateRequest)
 		}
 		return pl.Zone, false, nil
 	}
-	regions := allowed(pl.Region, p.cfg.Regions)
+	regions := metros.Allowed(pl.Region, p.cfg.Regions)
 	if len(regions) == 0 {
 		return "", false, provider.NewError(provider.KindPermanent, "create", req.Name,
 			fmt.Errorf("metro %q has no allowed region (metros: %s)", pl.Region, metroList()))

@@ -1,14 +1,12 @@
 package digitalocean
 
 import (
-	"cmp"
 	"fmt"
 	"maps"
 	"regexp"
-	"slices"
-	"strings"
 
 	"github.com/egress-proxies/egress/internal/provider"
+	"github.com/egress-proxies/egress/internal/provider/placement"
 )
 
 // The defaults of a placement. s-1vcpu-1gb is the smallest Basic
@@ -37,7 +35,7 @@ var (
 // Droplets: a placement's region and its zones. (nyc2, sfo1, ams1 and
 // ams2 take none; atl1 is left out until DigitalOcean's API description,
 // whose region slugs are an enum, names it: testdata/README.md.)
-var metros = map[string][]string{
+var metros = placement.NewGroups("DigitalOcean", "metro", "region", map[string][]string{
 	"nyc": {"nyc1", "nyc3"},
 	"sfo": {"sfo2", "sfo3"},
 	"tor": {"tor1"},
@@ -47,25 +45,17 @@ var metros = map[string][]string{
 	"sgp": {"sgp1"},
 	"blr": {"blr1"},
 	"syd": {"syd1"},
-}
+})
 
 // metroOf is the metro of each region.
-var metroOf = func() map[string]string {
-	m := map[string]string{}
-	for metro, regions := range metros {
-		for _, r := range regions {
-			m[r] = metro
-		}
-	}
-	return m
-}()
+var metroOf = metros.RegionOf()
 
 // Regions returns every DigitalOcean region with its metro (the CLI
 // lists them).
 func Regions() map[string]string { return maps.Clone(metroOf) }
 
-func regionList() string { return strings.Join(slices.Sorted(maps.Keys(metroOf)), ", ") }
-func metroList() string  { return strings.Join(slices.Sorted(maps.Keys(metros)), ", ") }
+func regionList() string { return metros.ZoneList() }
+func metroList() string  { return metros.RegionList() }
 
 // slugRE is the form of a size or image slug.
 var slugRE = regexp.MustCompile(`^[a-z0-9]([-a-z0-9.]{0,61}[a-z0-9])?$`)
@@ -92,40 +82,16 @@ func (pol Policy) Check() error {
 			return fmt.Errorf("region %q is not a DigitalOcean region that takes new Droplets (%s)", r, regionList())
 		}
 	}
-	if len(pol.Sizes) == 0 {
-		return fmt.Errorf("allows no size")
-	}
-	for _, s := range pol.Sizes {
-		if !slugRE.MatchString(s) {
-			return fmt.Errorf("size %q is not a size slug such as %s", s, DefaultSize)
-		}
-	}
-	if !slices.Contains(pol.Sizes, DefaultSize) {
-		return fmt.Errorf("does not allow %s, the size of a placement that names none", DefaultSize)
-	}
-	if len(pol.Images) == 0 {
-		return fmt.Errorf("allows no image")
-	}
-	for _, im := range pol.Images {
-		if !slugRE.MatchString(im) {
-			return fmt.Errorf("image %q is not an image slug such as %s", im, DefaultImage)
-		}
-	}
-	if !slices.Contains(pol.Images, DefaultImage) {
-		return fmt.Errorf("does not allow %s, the image of a placement that names none", DefaultImage)
-	}
-	return nil
+	return placement.Check(pol.lists())
 }
 
-// allowed are the regions of a metro the policy allows.
-func allowed(metro string, policy []string) []string {
-	var out []string
-	for _, r := range metros[metro] {
-		if len(policy) == 0 || slices.Contains(policy, r) {
-			out = append(out, r)
-		}
-	}
-	return out
+// lists are the policy's lists of sizes and images, in DigitalOcean's words.
+func (pol Policy) lists() (sizes, images placement.Names) {
+	sizes = placement.Names{Field: placement.MachineType, Noun: "size", Default: DefaultSize, Allowed: pol.Sizes,
+		Valid: slugRE.MatchString, Malformed: "is not a size slug such as " + DefaultSize}
+	images = placement.Names{Field: placement.Image, Noun: "image", Default: DefaultImage, Allowed: pol.Images,
+		Valid: slugRE.MatchString, Malformed: "is not a DigitalOcean image slug such as " + DefaultImage, MalformedEntry: "is not an image slug such as " + DefaultImage}
+	return sizes, images
 }
 
 // Validator returns the rules of a placement on DigitalOcean under the
@@ -135,49 +101,21 @@ func allowed(metro string, policy []string) []string {
 // Create uses), cloud-init within the user-data limit; and no warm pool,
 // whose claims need a provider.Reconfigurer, which this provider is not.
 func Validator(pol Policy) provider.Validator {
+	sizes, images := pol.lists()
 	return func(req provider.ValidateRequest) []provider.Violation {
-		var out []provider.Violation
-		add := func(field, reason, format string, args ...any) {
-			out = append(out, provider.Violation{Field: field, Reason: reason, Description: fmt.Sprintf(format, args...)})
-		}
-		if req.Pool {
-			add("provider", provider.ReasonProviderCannotReconfigure,
-				"digitalocean cannot hand a running Droplet a new configuration (its user-data is fixed at create), so it cannot serve a warm pool, whose VMs are claimed that way; proxies on digitalocean get a new Droplet for a change instead")
-		}
+		var v placement.Violations
+		v.NoWarmPool(req, Type, "Droplet", "its user-data is fixed at create")
 		pl := req.Placement
-		_, metroOK := metros[pl.Region]
-		switch {
-		case pl.Region == "":
-		case !metroOK && metroOf[pl.Region] != "":
-			add("placement.region", provider.ReasonRegionInvalid, "%q is a DigitalOcean region: name its metro %q as the region and %q as the zone", pl.Region, metroOf[pl.Region], pl.Region)
-		case !metroOK:
-			add("placement.region", provider.ReasonRegionInvalid, "%q is not a DigitalOcean metro: want one of %s", pl.Region, metroList())
-		case len(allowed(pl.Region, pol.Regions)) == 0:
-			add("placement.region", provider.ReasonRegionNotAllowed, "%q has no region this platform allows: %s", pl.Region, strings.Join(pol.Regions, ", "))
+		if metro := metros.Of(pl.Region); metro != "" {
+			// A region named where its metro goes: say which is which.
+			v.Add("placement.region", provider.ReasonRegionInvalid, "%q is a DigitalOcean region: name its metro %q as the region and %q as the zone", pl.Region, metro, pl.Region)
+		} else {
+			v.CheckRegion(metros, pl.Region, pol.Regions)
 		}
-		if pl.Zone != "" {
-			switch {
-			case !metroOK || metroOf[pl.Zone] != pl.Region:
-				add("placement.zone", provider.ReasonZoneNotInRegion, "%q is not a region of metro %q: want one of %s", pl.Zone, pl.Region, strings.Join(metros[pl.Region], ", "))
-			case len(pol.Regions) > 0 && !slices.Contains(pol.Regions, pl.Zone):
-				add("placement.zone", provider.ReasonZoneNotAllowed, "%q is not a region this platform allows: %s", pl.Zone, strings.Join(pol.Regions, ", "))
-			}
-		}
-		switch size := cmp.Or(pl.MachineType, DefaultSize); {
-		case !slugRE.MatchString(size):
-			add("placement.machineType", provider.ReasonMachineTypeInvalid, "%q is not a size slug such as %s", size, DefaultSize)
-		case !slices.Contains(pol.Sizes, size):
-			add("placement.machineType", provider.ReasonMachineTypeNotAllowed, "%q is not a size this platform allows: %s", size, strings.Join(pol.Sizes, ", "))
-		}
-		switch im := cmp.Or(pl.Image, DefaultImage); {
-		case !slugRE.MatchString(im):
-			add("placement.image", provider.ReasonImageInvalid, "%q is not a DigitalOcean image slug such as %s", im, DefaultImage)
-		case !slices.Contains(pol.Images, im):
-			add("placement.image", provider.ReasonImageNotAllowed, "%q is not an image this platform allows: %s", im, strings.Join(pol.Images, ", "))
-		}
-		if n := len(req.CloudInit); n > MaxUserDataBytes {
-			add("cloudInit", provider.ReasonCloudInitTooLarge, "is %d bytes, over the %d-byte limit of a Droplet's user-data", n, MaxUserDataBytes)
-		}
-		return out
+		v.CheckZone(metros, pl.Region, pl.Zone, pol.Regions)
+		v.Choose(sizes, pl.MachineType)
+		v.Choose(images, pl.Image)
+		v.CloudInit(req.CloudInit, MaxUserDataBytes, "a Droplet's user-data")
+		return v
 	}
 }

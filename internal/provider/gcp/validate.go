@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/egress-proxies/egress/internal/provider"
+	"github.com/egress-proxies/egress/internal/provider/placement"
 )
 
 // MaxMetadataValueBytes is Compute Engine's limit on one metadata value,
@@ -91,16 +92,8 @@ func (pol Policy) Check() error {
 			return fmt.Errorf("region %q is not a region name such as us-central1", r)
 		}
 	}
-	if len(pol.MachineTypes) == 0 {
-		return fmt.Errorf("allows no machine type")
-	}
-	for _, m := range pol.MachineTypes {
-		if !IsName(m) {
-			return fmt.Errorf("machine type %q is not a GCE name such as e2-micro", m)
-		}
-	}
-	if !slices.Contains(pol.MachineTypes, DefaultMachineType) {
-		return fmt.Errorf("does not allow %s, the machine type of a placement that names none", DefaultMachineType)
+	if err := pol.machineTypes().Check(); err != nil {
+		return err
 	}
 	if len(pol.Images) == 0 {
 		return fmt.Errorf("allows no image")
@@ -114,6 +107,14 @@ func (pol Policy) Check() error {
 		return fmt.Errorf("does not allow %s, the image of a placement that names none", DefaultImage)
 	}
 	return nil
+}
+
+// machineTypes is the policy's list of machine types, in Compute
+// Engine's words. Its images are not such a list: an entry may allow a
+// whole project's (allowsImage).
+func (pol Policy) machineTypes() placement.Names {
+	return placement.Names{Field: placement.MachineType, Noun: "machine type", Default: DefaultMachineType, Allowed: pol.MachineTypes,
+		Valid: IsName, Malformed: "is not a machine type name such as e2-micro", MalformedEntry: "is not a GCE name such as e2-micro"}
 }
 
 func mustImage(s string) image {
@@ -139,13 +140,11 @@ func (pol Policy) allowsImage(im image) bool {
 // placement that names no machine type or image is held to the defaults
 // Create uses), and the metadata value limit on cloud-init.
 func Validator(pol Policy) provider.Validator {
+	machineTypes := pol.machineTypes()
 	return func(req provider.ValidateRequest) []provider.Violation {
-		var out []provider.Violation
-		add := func(field, reason, format string, args ...any) {
-			out = append(out, provider.Violation{Field: field, Reason: reason, Description: fmt.Sprintf(format, args...)})
-		}
+		var v placement.Violations
 		if req.IPv6Prefix && pol.StackType != StackDual {
-			add("ipv6Egress", provider.ReasonProviderNoIPv6Prefix,
+			v.Add("ipv6Egress", provider.ReasonProviderNoIPv6Prefix,
 				"gcp gives a VM an IPv6 prefix (a /96) only on a dual-stack interface, and this platform's VMs are %s (GCP_STACK_TYPE): use single or off, or ask the operator for %s", cmp.Or(pol.StackType, StackIPv4), StackDual)
 		}
 		pl := req.Placement
@@ -154,30 +153,23 @@ func Validator(pol Policy) provider.Validator {
 		case pl.Region == "":
 			// The API's neutral rules require one; nothing more to say.
 		case !regionOK:
-			add("placement.region", provider.ReasonRegionInvalid, "%q is not a region name such as us-central1", pl.Region)
+			v.Add("placement.region", provider.ReasonRegionInvalid, "%q is not a region name such as us-central1", pl.Region)
 		case len(pol.Regions) > 0 && !slices.Contains(pol.Regions, pl.Region):
-			add("placement.region", provider.ReasonRegionNotAllowed, "%q is not a region this platform allows: %s", pl.Region, strings.Join(pol.Regions, ", "))
+			v.Add("placement.region", provider.ReasonRegionNotAllowed, "%q is not a region this platform allows: %s", pl.Region, strings.Join(pol.Regions, ", "))
 		}
 		// The forms are ids.go's: a region (regionRE), a zone of it
 		// (zoneRE, and regionOf), machine types and images as GCE names.
 		if pl.Zone != "" && !(regionOK && zoneRE.MatchString(pl.Zone) && regionOf(pl.Zone) == pl.Region) {
-			add("placement.zone", provider.ReasonZoneNotInRegion, "zone %q is not in region %q: want %s-a, %s-b, …", pl.Zone, pl.Region, pl.Region, pl.Region)
+			v.Add("placement.zone", provider.ReasonZoneNotInRegion, "zone %q is not in region %q: want %s-a, %s-b, …", pl.Zone, pl.Region, pl.Region, pl.Region)
 		}
-		switch machineType := cmp.Or(pl.MachineType, DefaultMachineType); {
-		case !IsName(machineType):
-			add("placement.machineType", provider.ReasonMachineTypeInvalid, "%q is not a machine type name such as e2-micro", machineType)
-		case !slices.Contains(pol.MachineTypes, machineType):
-			add("placement.machineType", provider.ReasonMachineTypeNotAllowed, "%q is not a machine type this platform allows: %s", machineType, strings.Join(pol.MachineTypes, ", "))
-		}
+		v.Choose(machineTypes, pl.MachineType)
 		name := cmp.Or(pl.Image, DefaultImage)
 		if im, ok := parseImage(name, false); !ok {
-			add("placement.image", provider.ReasonImageInvalid, "%q is not an image: want projects/PROJECT/global/images/NAME or projects/PROJECT/global/images/family/FAMILY", name)
+			v.Add("placement.image", provider.ReasonImageInvalid, "%q is not an image: want projects/PROJECT/global/images/NAME or projects/PROJECT/global/images/family/FAMILY", name)
 		} else if !pol.allowsImage(im) {
-			add("placement.image", provider.ReasonImageNotAllowed, "%q is not an image this platform allows: %s", name, strings.Join(pol.Images, ", "))
+			v.Add("placement.image", provider.ReasonImageNotAllowed, "%q is not an image this platform allows: %s", name, strings.Join(pol.Images, ", "))
 		}
-		if n := len(req.CloudInit); n > MaxMetadataValueBytes {
-			add("cloudInit", provider.ReasonCloudInitTooLarge, "is %d bytes, over the %d-byte limit of a Compute Engine metadata value", n, MaxMetadataValueBytes)
-		}
-		return out
+		v.CloudInit(req.CloudInit, MaxMetadataValueBytes, "a Compute Engine metadata value")
+		return v
 	}
 }

@@ -132,7 +132,7 @@ func (p *Provider) chooseLocation(req provider.CreateRequest) (string, error) {
 		}
 		return pl.Zone, nil
 	}
-	locs := allowed(pl.Region, p.cfg.Locations)
+	locs := networkZones.Allowed(pl.Region, p.cfg.Locations)
 	if len(locs) == 0 {
 		return "", provider.NewError(provider.KindPermanent, "create", req.Name,
 			fmt.Errorf("network zone %q has no allowed location (network zones: %s)", pl.Region, zoneList()))

@@ -1,14 +1,12 @@
 package hetzner
 
 import (
-	"cmp"
 	"fmt"
 	"maps"
 	"regexp"
-	"slices"
-	"strings"
 
 	"github.com/egress-proxies/egress/internal/provider"
+	"github.com/egress-proxies/egress/internal/provider/placement"
 )
 
 // The defaults of a placement. cx23 is the smallest shared-vCPU x86 type
@@ -35,33 +33,25 @@ var (
 
 // networkZones are Hetzner's network zones and their locations: a
 // placement's region and its zones.
-var networkZones = map[string][]string{
+var networkZones = placement.NewGroups("Hetzner", "network zone", "location", map[string][]string{
 	"eu-central":   {"fsn1", "nbg1", "hel1"},
 	"us-east":      {"ash"},
 	"us-west":      {"hil"},
 	"ap-southeast": {"sin"},
-}
+})
 
 // euOnly are the server types Hetzner sells in eu-central only.
 var euOnly = map[string]bool{"cx23": true, "cx33": true, "cx43": true, "cx53": true}
 
 // networkZoneOf is the network zone of each location.
-var networkZoneOf = func() map[string]string {
-	m := map[string]string{}
-	for z, locs := range networkZones {
-		for _, l := range locs {
-			m[l] = z
-		}
-	}
-	return m
-}()
+var networkZoneOf = networkZones.RegionOf()
 
 // Locations returns every Hetzner location with its network zone (the
 // CLI lists them).
 func Locations() map[string]string { return maps.Clone(networkZoneOf) }
 
-func locationList() string { return strings.Join(slices.Sorted(maps.Keys(networkZoneOf)), ", ") }
-func zoneList() string     { return strings.Join(slices.Sorted(maps.Keys(networkZones)), ", ") }
+func locationList() string { return networkZones.ZoneList() }
+func zoneList() string     { return networkZones.RegionList() }
 
 // nameRE is the form of a server type or image name.
 var nameRE = regexp.MustCompile(`^[a-z0-9]([-a-z0-9.]{0,61}[a-z0-9])?$`)
@@ -88,40 +78,16 @@ func (pol Policy) Check() error {
 			return fmt.Errorf("location %q is not a Hetzner location (%s)", l, locationList())
 		}
 	}
-	if len(pol.ServerTypes) == 0 {
-		return fmt.Errorf("allows no server type")
-	}
-	for _, t := range pol.ServerTypes {
-		if !nameRE.MatchString(t) {
-			return fmt.Errorf("server type %q is not a server type name such as %s", t, DefaultServerType)
-		}
-	}
-	if !slices.Contains(pol.ServerTypes, DefaultServerType) {
-		return fmt.Errorf("does not allow %s, the server type of a placement that names none", DefaultServerType)
-	}
-	if len(pol.Images) == 0 {
-		return fmt.Errorf("allows no image")
-	}
-	for _, im := range pol.Images {
-		if !nameRE.MatchString(im) {
-			return fmt.Errorf("image %q is not an image name such as %s", im, DefaultImage)
-		}
-	}
-	if !slices.Contains(pol.Images, DefaultImage) {
-		return fmt.Errorf("does not allow %s, the image of a placement that names none", DefaultImage)
-	}
-	return nil
+	return placement.Check(pol.lists())
 }
 
-// allowed are the locations of a network zone the policy allows.
-func allowed(zone string, policy []string) []string {
-	var out []string
-	for _, l := range networkZones[zone] {
-		if len(policy) == 0 || slices.Contains(policy, l) {
-			out = append(out, l)
-		}
-	}
-	return out
+// lists are the policy's lists of server types and images, in Hetzner's words.
+func (pol Policy) lists() (serverTypes, images placement.Names) {
+	serverTypes = placement.Names{Field: placement.MachineType, Noun: "server type", Default: DefaultServerType, Allowed: pol.ServerTypes,
+		Valid: nameRE.MatchString, Malformed: "is not a server type name such as " + DefaultServerType}
+	images = placement.Names{Field: placement.Image, Noun: "image", Default: DefaultImage, Allowed: pol.Images,
+		Valid: nameRE.MatchString, Malformed: "is not a Hetzner image name such as " + DefaultImage, MalformedEntry: "is not an image name such as " + DefaultImage}
+	return serverTypes, images
 }
 
 // Validator returns the rules of a placement on Hetzner under the
@@ -132,49 +98,18 @@ func allowed(zone string, policy []string) []string {
 // within the user-data limit; and no warm pool, whose claims need a
 // provider.Reconfigurer, which this provider is not.
 func Validator(pol Policy) provider.Validator {
+	types, images := pol.lists()
 	return func(req provider.ValidateRequest) []provider.Violation {
-		var out []provider.Violation
-		add := func(field, reason, format string, args ...any) {
-			out = append(out, provider.Violation{Field: field, Reason: reason, Description: fmt.Sprintf(format, args...)})
-		}
-		if req.Pool {
-			add("provider", provider.ReasonProviderCannotReconfigure,
-				"hetzner cannot hand a running server a new configuration (its user-data is fixed at create), so it cannot serve a warm pool, whose VMs are claimed that way; proxies on hetzner get a new server for a change instead")
-		}
+		var v placement.Violations
+		v.NoWarmPool(req, Type, "server", "its user-data is fixed at create")
 		pl := req.Placement
-		_, zoneOK := networkZones[pl.Region]
-		switch {
-		case pl.Region == "":
-		case !zoneOK:
-			add("placement.region", provider.ReasonRegionInvalid, "%q is not a Hetzner network zone: want one of %s", pl.Region, zoneList())
-		case len(allowed(pl.Region, pol.Locations)) == 0:
-			add("placement.region", provider.ReasonRegionNotAllowed, "%q has no location this platform allows: %s", pl.Region, strings.Join(pol.Locations, ", "))
+		v.CheckRegion(networkZones, pl.Region, pol.Locations)
+		v.CheckZone(networkZones, pl.Region, pl.Zone, pol.Locations)
+		if st, ok := v.Choose(types, pl.MachineType); ok && networkZones.Has(pl.Region) && euOnly[st] && pl.Region != "eu-central" {
+			v.Add("placement.machineType", provider.ReasonMachineTypeNotInRegion, "%q is sold in eu-central only: name a CPX type such as cpx22 for %s", st, pl.Region)
 		}
-		if pl.Zone != "" {
-			switch {
-			case !zoneOK || networkZoneOf[pl.Zone] != pl.Region:
-				add("placement.zone", provider.ReasonZoneNotInRegion, "%q is not a location of network zone %q: want one of %s", pl.Zone, pl.Region, strings.Join(networkZones[pl.Region], ", "))
-			case len(pol.Locations) > 0 && !slices.Contains(pol.Locations, pl.Zone):
-				add("placement.zone", provider.ReasonZoneNotAllowed, "%q is not a location this platform allows: %s", pl.Zone, strings.Join(pol.Locations, ", "))
-			}
-		}
-		switch st := cmp.Or(pl.MachineType, DefaultServerType); {
-		case !nameRE.MatchString(st):
-			add("placement.machineType", provider.ReasonMachineTypeInvalid, "%q is not a server type name such as %s", st, DefaultServerType)
-		case !slices.Contains(pol.ServerTypes, st):
-			add("placement.machineType", provider.ReasonMachineTypeNotAllowed, "%q is not a server type this platform allows: %s", st, strings.Join(pol.ServerTypes, ", "))
-		case zoneOK && euOnly[st] && pl.Region != "eu-central":
-			add("placement.machineType", provider.ReasonMachineTypeNotInRegion, "%q is sold in eu-central only: name a CPX type such as cpx22 for %s", st, pl.Region)
-		}
-		switch im := cmp.Or(pl.Image, DefaultImage); {
-		case !nameRE.MatchString(im):
-			add("placement.image", provider.ReasonImageInvalid, "%q is not a Hetzner image name such as %s", im, DefaultImage)
-		case !slices.Contains(pol.Images, im):
-			add("placement.image", provider.ReasonImageNotAllowed, "%q is not an image this platform allows: %s", im, strings.Join(pol.Images, ", "))
-		}
-		if n := len(req.CloudInit); n > MaxUserDataBytes {
-			add("cloudInit", provider.ReasonCloudInitTooLarge, "is %d bytes, over the %d-byte limit of a Hetzner server's user-data", n, MaxUserDataBytes)
-		}
-		return out
+		v.Choose(images, pl.Image)
+		v.CloudInit(req.CloudInit, MaxUserDataBytes, "a Hetzner server's user-data")
+		return v
 	}
 }

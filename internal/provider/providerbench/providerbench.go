@@ -41,6 +41,26 @@ type Result interface {
 	Table(w io.Writer)
 }
 
+// Reconfigure is a live change's figures, in the shape make bench reports
+// Google Cloud's PATCH (its JSON's "reconfigure"): from each change's
+// start to the proxy seen Ready, serving the generation the change made.
+// A cloud's Result that measures live changes holds one under the same
+// key, so that the two read alike.
+type Reconfigure struct {
+	ReadyMs Latency `json:"readyMs"`
+}
+
+// LiveChanges is a Result of a cloud whose VMs take a change in place (a
+// PATCH lands without a new VM): make bench prints its PATCH → Ready row
+// beside Google Cloud's, in the pool phase's table.
+type LiveChanges interface {
+	Result
+	// LiveChange is what the row measures, said in a few words for its
+	// label (what the times include and leave out, since they are not
+	// the stack's), and the times.
+	LiveChange() (what string, ready Latency)
+}
+
 // Lifecycles plays n proxy lifecycles on p, one after another, the i-th
 // created by req(i): Create, a Get while the VM boots, a Get once the
 // cloud settled that sees it serve, Delete, and a Get once the cloud

@@ -273,7 +273,7 @@ func NewNamespace(name string, members map[string]tenancy.Role, quota, def int, 
 }
 
 // NamespaceUpdate is what an update of ns writes: its members, their
-// index, and its quota. The proxy counter is never among them: only
+// index, its quota, its budget and the budget alerts told. The proxy counter is never among them: only
 // creates and deletes change it, in their own transactions.
 func NamespaceUpdate(ns *tenancy.Namespace) []Field {
 	ns.Index()
@@ -287,6 +287,9 @@ func NamespaceUpdate(ns *tenancy.Namespace) []Field {
 		{Path: "quota", Value: ns.Quota},
 		// The budget is written whole: a PATCH replaces it.
 		{Path: "budget", Value: ns.Budget},
+		// As read in the same transaction, unless the collector's
+		// budget alerts changed it (budgetalert).
+		{Path: "budgetAlerts", Value: ns.BudgetAlerts},
 	}
 }
 

@@ -19,7 +19,6 @@ import (
 	"context"
 	"fmt"
 	"slices"
-	"sort"
 	"sync"
 	"time"
 
@@ -210,6 +209,17 @@ func (s *Store) Get(_ context.Context, key proxy.Key) (*proxy.Proxy, error) {
 	return clone(doc), nil
 }
 
+// ListSealed is List without the proxies' passwords and console tails,
+// as the real store's ListSealed leaves them sealed.
+func (s *Store) ListSealed(ctx context.Context, namespace string, pageSize int, pageToken string) ([]*proxy.Proxy, string, error) {
+	out, next, err := s.List(ctx, namespace, pageSize, pageToken)
+	for _, p := range out {
+		p.Reconciler.Credentials.Password = ""
+		p.Status.ConsoleTail = nil
+	}
+	return out, next, err
+}
+
 // List returns up to pageSize documents of a namespace ordered by name, and
 // the next page's token (rules.PageToken).
 func (s *Store) List(_ context.Context, namespace string, pageSize int, pageToken string) ([]*proxy.Proxy, string, error) {
@@ -245,108 +255,6 @@ func page(names []string, pageSize int) ([]string, string) {
 		return names[:pageSize], rules.PageToken(names[pageSize-1])
 	}
 	return names, ""
-}
-
-// RequestDeletion marks the document for deletion (rules.RequestDeletion).
-func (s *Store) RequestDeletion(_ context.Context, key proxy.Key, now time.Time) (*proxy.Proxy, error) {
-	return s.change(key, func(p *proxy.Proxy) ([]rules.Field, error) { return rules.RequestDeletion(p, now), nil })
-}
-
-// RequestRotation asks for the proxy's VM to be rotated
-// (rules.RequestRotation) and counts it against the namespace's bound
-// (rules.CountCreation), as the Firestore store's: both or nothing.
-func (s *Store) RequestRotation(_ context.Context, key proxy.Key, now time.Time, limits tenancy.Limits) (*proxy.Proxy, error) {
-	return s.changeCounted(key, func(p *proxy.Proxy, ns *tenancy.Namespace) ([]rules.Field, []rules.Field, error) {
-		fields, err := rules.RequestRotation(p, now, limits.RotateMinInterval)
-		if err != nil {
-			return nil, nil, err
-		}
-		counted, err := rules.CountCreation(ns, now, limits.CreatesPerHour)
-		return fields, counted, err
-	})
-}
-
-// UpdateSpec applies a change of the proxy's reconfigurable fields, as
-// the Firestore store's (rules.UpdateSpec; rules.LiveReplacement when it
-// gives the proxy a new VM).
-func (s *Store) UpdateSpec(_ context.Context, key proxy.Key, now time.Time, limits tenancy.Limits, update func(proxy.Spec) (proxy.Spec, error)) (*proxy.Proxy, error) {
-	return s.changeCounted(key, func(p *proxy.Proxy, ns *tenancy.Namespace) ([]rules.Field, []rules.Field, error) {
-		return rules.LiveChange(p, ns, now, limits, func() ([]rules.Field, error) { return rules.UpdateSpec(p, now, update) })
-	})
-}
-
-// RotateCredentials draws new credentials and counts a generation, as
-// the Firestore store's (rules.RotateCredentials; rules.LiveReplacement
-// when it gives the proxy a new VM).
-func (s *Store) RotateCredentials(_ context.Context, key proxy.Key, now time.Time, limits tenancy.Limits) (*proxy.Proxy, error) {
-	return s.changeCounted(key, func(p *proxy.Proxy, ns *tenancy.Namespace) ([]rules.Field, []rules.Field, error) {
-		return rules.LiveChange(p, ns, now, limits, func() ([]rules.Field, error) { return rules.RotateCredentials(p, now) })
-	})
-}
-
-// changeCounted applies what rule changes of the document and of its
-// namespace's, both or neither, as the Firestore store's one transaction
-// over the two; a rule that changes neither writes nothing.
-func (s *Store) changeCounted(key proxy.Key, rule func(*proxy.Proxy, *tenancy.Namespace) ([]rules.Field, []rules.Field, error)) (*proxy.Proxy, error) {
-	s.mu.Lock()
-	doc, ok := s.docs[key]
-	if !ok {
-		s.mu.Unlock()
-		return nil, fmt.Errorf("%s: %w", key, proxy.ErrNotFound)
-	}
-	ns, counted := s.copyOf(key.Namespace)
-	next := clone(doc)
-	fields, nsFields, err := rule(next, counted)
-	if err != nil || len(fields)+len(nsFields) == 0 {
-		defer s.mu.Unlock()
-		if err != nil {
-			return nil, err
-		}
-		return clone(doc), nil
-	}
-	t := s.tick()
-	if len(nsFields) > 0 && ns != nil {
-		s.countIn(ns, counted, t)
-	}
-	if len(fields) == 0 {
-		defer s.mu.Unlock()
-		return clone(doc), nil
-	}
-	old := clone(doc)
-	next.UpdateTime = t
-	s.index(next)
-	return clone(next), s.changed(Change{Key: key, Old: old, New: clone(next)})
-}
-
-// countIn writes what a rule counted in counted, a copy of ns, to ns at
-// t: its logs of VMs and of claims. s.mu must be held.
-func (s *Store) countIn(ns, counted *tenancy.Namespace, t time.Time) {
-	ns.Creations, ns.PoolClaims, ns.UpdateTime = counted.Creations, counted.PoolClaims, t
-	s.writes++
-}
-
-// change applies what rule changes of the document; a rule that changes
-// nothing writes nothing.
-func (s *Store) change(key proxy.Key, rule func(*proxy.Proxy) ([]rules.Field, error)) (*proxy.Proxy, error) {
-	s.mu.Lock()
-	doc, ok := s.docs[key]
-	if !ok {
-		s.mu.Unlock()
-		return nil, fmt.Errorf("%s: %w", key, proxy.ErrNotFound)
-	}
-	next := clone(doc)
-	fields, err := rule(next)
-	if err != nil || len(fields) == 0 {
-		defer s.mu.Unlock()
-		if err != nil {
-			return nil, err
-		}
-		return clone(doc), nil
-	}
-	old := clone(doc)
-	next.UpdateTime = s.tick()
-	s.index(next)
-	return clone(next), s.changed(Change{Key: key, Old: old, New: clone(next)})
 }
 
 // UpdateStatus replaces status and bookkeeping when p.UpdateTime is still
@@ -420,68 +328,7 @@ func (s *Store) Delete(_ context.Context, key proxy.Key, updateTime time.Time, s
 	return s.changed(Change{Key: key, Old: doc})
 }
 
-// LiveUIDs returns, by uid, the key, phase, provider, rotation and cost
-// fields of every document.
-func (s *Store) LiveUIDs(context.Context) (map[string]proxy.Claim, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	uids := make(map[string]proxy.Claim, len(s.docs))
-	for k, d := range s.docs {
-		s.visits++
-		s.reads++
-		c := proxy.Claim{Key: k, Phase: d.Status.Phase, Provider: d.Spec.Provider, ProviderID: d.Status.ProviderID,
-			MaxAge: d.Spec.MaxAge, BootStart: d.Reconciler.BootStart, Claimed: d.ClaimedBy != nil,
-			RotateRequestTime: copyTime(d.RotateRequestTime), RotationWaitUntil: copyTime(d.Status.RotationWaitUntil), Cost: proxy.ClaimCostOf(d.Status.Cost)}
-		uids[d.UID] = c
-	}
-	return uids, nil
-}
-
-// Stalled returns up to limit documents whose progress time is set and
-// before `before`, oldest first.
-func (s *Store) Stalled(_ context.Context, before time.Time, limit int) ([]proxy.Key, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	var docs []*proxy.Proxy
-	for _, d := range s.progressing {
-		s.visits++
-		if t := d.Reconciler.ProgressTime; t.Before(before) {
-			docs = append(docs, d)
-		}
-	}
-	sort.Slice(docs, func(i, j int) bool {
-		return docs[i].Reconciler.ProgressTime.Before(docs[j].Reconciler.ProgressTime)
-	})
-	var keys []proxy.Key
-	for _, d := range docs[:min(limit, len(docs))] {
-		s.reads++
-		keys = append(keys, d.Key())
-	}
-	return keys, nil
-}
-
-// Keys returns the keys of every document, sorted, for tests and
-// invariant checks.
-func (s *Store) Keys() []proxy.Key {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	keys := make([]proxy.Key, 0, len(s.docs))
-	for k := range s.docs {
-		s.visits++
-		keys = append(keys, k)
-	}
-	slices.SortFunc(keys, func(a, b proxy.Key) int {
-		if a.Pool != b.Pool {
-			return compare(a.Pool, b.Pool)
-		}
-		if a.Namespace != b.Namespace {
-			return compare(a.Namespace, b.Namespace)
-		}
-		return compare(a.Name, b.Name)
-	})
-	return keys
-}
-
+// compare orders two strings, for sorting keys and members.
 func compare(a, b string) int {
 	switch {
 	case a < b:

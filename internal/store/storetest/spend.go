@@ -3,8 +3,10 @@ package storetest
 import (
 	"context"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"github.com/egress-proxies/egress/internal/proxy"
 	"github.com/egress-proxies/egress/internal/store/rules"
@@ -57,5 +59,32 @@ func testDeletedSpend(t *testing.T, s Store) {
 	want := seen{map[string]int64{"2026-12": 42_000_000, "2027-01": 5}, budget, 0}
 	if diff := cmp.Diff(want, seen{ns.DeletedSpend, ns.Budget, ns.ProxyCount}); diff != "" {
 		t.Errorf("the namespace after four deletions (-want +got):\n%s", diff)
+	}
+}
+
+// testBudgetAlerts: the budget alerts a namespace update records are read
+// back whole (the thresholds told, in order, and when the month was
+// summed), and an update of something else (its members) keeps them.
+func testBudgetAlerts(t *testing.T, s Store) {
+	ctx := context.Background()
+	if _, err := s.CreateNamespace(ctx, rules.NewNamespace("team-b", map[string]tenancy.Role{alice: tenancy.Owner}, 0, 20, base)); err != nil {
+		t.Fatal(err)
+	}
+	alerts := &tenancy.BudgetAlerts{Month: "2026-12", Budget: "200.00 EUR", Notified: []int{80, 100}, CheckedAt: base.Add(time.Hour)}
+	if _, err := s.UpdateNamespace(ctx, "team-b", func(ns *tenancy.Namespace) error { ns.BudgetAlerts = alerts; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.UpdateNamespace(ctx, "team-b", func(ns *tenancy.Namespace) error {
+		ns.Members[bob] = tenancy.Viewer
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	ns, err := s.GetNamespace(ctx, "team-b")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(alerts, ns.BudgetAlerts, cmpopts.EquateApproxTime(time.Millisecond)); diff != "" {
+		t.Errorf("the budget alerts after a members update (-want +got):\n%s", diff)
 	}
 }

@@ -28,6 +28,7 @@ type Store interface {
 	CreateInNamespace(ctx context.Context, p *proxy.Proxy, admit tenancy.Admission) (*proxy.Proxy, error)
 	Get(ctx context.Context, key proxy.Key) (*proxy.Proxy, error)
 	List(ctx context.Context, namespace string, pageSize int, pageToken string) ([]*proxy.Proxy, string, error)
+	ListSealed(ctx context.Context, namespace string, pageSize int, pageToken string) ([]*proxy.Proxy, string, error)
 	RequestDeletion(ctx context.Context, key proxy.Key, now time.Time) (*proxy.Proxy, error)
 	RequestRotation(ctx context.Context, key proxy.Key, now time.Time, limits tenancy.Limits) (*proxy.Proxy, error)
 	UpdateSpec(ctx context.Context, key proxy.Key, now time.Time, limits tenancy.Limits, update func(proxy.Spec) (proxy.Spec, error)) (*proxy.Proxy, error)
@@ -67,6 +68,7 @@ func Run(t *testing.T, newStore func(t *testing.T) Store) {
 	t.Run("CreateInNamespace", func(t *testing.T) { testCreateInNamespace(t, newStore(t)) })
 	t.Run("NamespaceDeletion", func(t *testing.T) { testNamespaceDeletion(t, newStore(t)) })
 	t.Run("DeletedSpend", func(t *testing.T) { testDeletedSpend(t, newStore(t)) })
+	t.Run("BudgetAlerts", func(t *testing.T) { testBudgetAlerts(t, newStore(t)) })
 	t.Run("LiveChanges", func(t *testing.T) { testLiveChanges(t, newStore(t)) })
 	t.Run("LiveReplacements", func(t *testing.T) { testLiveReplacements(t, newStore(t)) })
 	t.Run("StatusCounted", func(t *testing.T) { testStatusCounted(t, newStore(t)) })
@@ -143,6 +145,15 @@ func testList(t *testing.T, s Store) {
 	var want []string
 	for i := range 45 {
 		p := New("team-l", fmt.Sprintf("p-%02d", i))
+		if i%10 == 0 {
+			// A few with credentials, which List opens and ListSealed
+			// does not.
+			c, err := proxy.NewCredentials()
+			if err != nil {
+				t.Fatal(err)
+			}
+			p.Reconciler.Credentials = c
+		}
 		if _, err := s.Create(ctx, p, 100); err != nil {
 			t.Fatal(err)
 		}
@@ -152,7 +163,7 @@ func testList(t *testing.T, s Store) {
 		t.Fatal(err)
 	}
 	var got []string
-	pages := 0
+	pages, opened := 0, 0
 	for token := ""; ; {
 		page, next, err := s.List(ctx, "team-l", 20, token)
 		if err != nil {
@@ -161,6 +172,9 @@ func testList(t *testing.T, s Store) {
 		pages++
 		for _, p := range page {
 			got = append(got, p.Name)
+			if p.Reconciler.Credentials.Password != "" {
+				opened++
+			}
 		}
 		if next == "" {
 			break
@@ -173,8 +187,34 @@ func testList(t *testing.T, s Store) {
 	if pages != 3 {
 		t.Errorf("45 documents in pages of 20 took %d pages, want 3", pages)
 	}
+	if opened != 5 {
+		t.Errorf("List opened %d passwords, want the 5 created with credentials", opened)
+	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("listed names (-want +got):\n%s", diff)
+	}
+
+	// ListSealed lists the same, with no password open.
+	got, pages = nil, 0
+	for token := ""; ; {
+		page, next, err := s.ListSealed(ctx, "team-l", 20, token)
+		if err != nil {
+			t.Fatalf("ListSealed page %d: %v", pages+1, err)
+		}
+		pages++
+		for _, p := range page {
+			got = append(got, p.Name)
+			if p.Reconciler.Credentials.Password != "" {
+				t.Errorf("ListSealed opened the password of %s", p.Name)
+			}
+		}
+		if next == "" || pages > 5 {
+			break
+		}
+		token = next
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("names ListSealed listed (-want +got):\n%s", diff)
 	}
 }
 

@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"fmt"
 	"io"
+	"slices"
 	"time"
 
 	"github.com/egress-proxies/egress/internal/provider"
@@ -32,7 +33,10 @@ import (
 // number of running VMs: Reconfigure (a read of the VM, its userData
 // PATCHed in place) and a Get that sees the VM serve the new generation,
 // timed, for its p99 beside the stack's PATCH on Google Cloud (make
-// bench's reconfigure phase, through the mock's VMs).
+// bench's reconfigure phase, through the mock's VMs). The changes must
+// land in place: a VM made while they run (a VM PUT, or a VM the
+// resource group did not hold) fails the phase, so that a regression to
+// replacement is an error, not a figure.
 //
 // The provider's wait between two polls of an operation is 1 ms here
 // (2 s in production, azure.DefaultPollEvery): the times are the
@@ -67,11 +71,21 @@ type Result struct {
 	ListRequests map[string]int `json:"listRequests"`
 	ListTotal    int            `json:"listRequestsTotal"`
 	ListMs       float64        `json:"listMs"`
-	// PatchMs is a live change's time: Reconfigure, and the Get that sees
-	// the VM serve the new generation; PatchRequests its ARM requests, by
-	// route, per change.
-	PatchMs       providerbench.Latency `json:"patchMs"`
-	PatchRequests map[string]float64    `json:"patchRequests"`
+	// Reconfigure is the live changes' time, in the shape and under the
+	// key of Google Cloud's PATCH in make bench's JSON: from Reconfigure's
+	// call to the Get that sees the VM serve the new generation.
+	// PatchRequests are a change's ARM requests, by route, per change
+	// (never a VM PUT: the phase fails if one is made).
+	Reconfigure   providerbench.Reconfigure `json:"reconfigure"`
+	PatchRequests map[string]float64        `json:"patchRequests"`
+}
+
+var _ providerbench.LiveChanges = (*Result)(nil)
+
+// LiveChange is the live changes' row beside Google Cloud's PATCH: what
+// it times is the provider's side alone, on loopback.
+func (r *Result) LiveChange() (string, providerbench.Latency) {
+	return "the provider over the ARM fake, no stack (Reconfigure, userData PATCHed in place, no new VM; the Get that sees the new generation)", r.Reconfigure.ReadyMs
 }
 
 // lifecycleRoutes are the routes a lifecycle may use, in the order the
@@ -101,19 +115,35 @@ func (Bench) Run(ctx context.Context, n int) (providerbench.Result, error) {
 // benchGroup is the bench's resource group.
 const benchGroup = "egress-bench"
 
-func phase(ctx context.Context, n int) (*Result, error) {
+// reconfigurable is a provider that changes a running VM, as the azure
+// provider is.
+type reconfigurable interface {
+	provider.Provider
+	provider.Reconfigurer
+}
+
+// rig is the phase's provider over its fake, and what the prober reads.
+type rig struct {
+	fake *azurefake.Server
+	p    reconfigurable
+	// served is what each VM serves, by public IP: the generation its
+	// userData holds once the fake settled (readServed).
+	served map[string]int64
+}
+
+// newRig starts the fake and makes the provider over it, its prober
+// answering with the generation a VM's userData holds.
+func newRig() (*rig, error) {
 	fake := azurefake.NewHTTP(subscription, tenant)
-	defer fake.Close()
 	fake.AcceptToken(azure.LocalToken)
 	subnets := fake.SeedNetwork(benchGroup, "westeurope")
 	clients, err := azure.NewClients(subscription, localToken{}, fake.Endpoint(), nil)
 	if err != nil {
+		fake.Close()
 		return nil, err
 	}
-	// What each VM serves: the generation its userData holds now, once
-	// the fake settled its create.
-	served := map[string]int64{}
-	p, err := azure.New(clients, azure.Config{SubscriptionID: subscription, ResourceGroup: benchGroup, Subnets: subnets,
+	g := &rig{fake: fake, served: map[string]int64{}}
+	g.p, err = azure.New(clients, azure.Config{SubscriptionID: subscription, ResourceGroup: benchGroup, Subnets: subnets,
 		Renderer: vmside.RendererFunc(func(req provider.CreateRequest) (string, error) {
 			gen := int64(0)
 			if req.Engine != nil {
@@ -122,42 +152,95 @@ func phase(ctx context.Context, n int) (*Result, error) {
 			return fmt.Sprintf("#cloud-config\n# generation %d\n", gen), nil
 		}),
 		Prober: vmside.ProberFunc(func(_ context.Context, ip string, _ int32, _, _ string) (vmside.Status, error) {
-			return vmside.Status{Ready: true, Generation: served[ip]}, nil
+			return vmside.Status{Ready: true, Generation: g.served[ip]}, nil
 		}),
 		PollEvery: time.Millisecond,
 	})
 	if err != nil {
+		fake.Close()
 		return nil, err
 	}
-	// The prober reads the generation of the VM at ip from its userData.
-	readServed := func() {
-		for _, name := range fake.Inventory(benchGroup)["virtualMachines"] {
-			v, _ := fake.VM(benchGroup, name)
-			ip, _ := fake.PublicIP(benchGroup, name+"-ip")
-			var gen int64
-			fmt.Sscanf(decode(v.UserData), "#cloud-config\n# generation %d", &gen)
-			served[ip.Address] = gen
+	return g, nil
+}
+
+// readServed has the prober read the generation of each VM from its
+// userData.
+func (g *rig) readServed() {
+	for _, name := range g.fake.Inventory(benchGroup)["virtualMachines"] {
+		v, _ := g.fake.VM(benchGroup, name)
+		ip, _ := g.fake.PublicIP(benchGroup, name+"-ip")
+		var gen int64
+		fmt.Sscanf(decode(v.UserData), "#cloud-config\n# generation %d", &gen)
+		g.served[ip.Address] = gen
+	}
+}
+
+// settle lets the fake finish what is in progress, and reads what the
+// VMs serve.
+func (g *rig) settle() { g.fake.Settle(); g.readServed() }
+
+// count is the fake's requests so far, by route.
+func (g *rig) count(rs []string) map[string]int {
+	out := map[string]int{}
+	for _, rt := range rs {
+		out[rt] = g.fake.Calls(rt)
+	}
+	return out
+}
+
+// benchRequest is the i-th proxy's create, its engine at generation gen.
+func benchRequest(i int, gen int64) provider.CreateRequest {
+	uid := fmt.Sprintf("00000000-0000-4000-8000-%012d", i)
+	return provider.CreateRequest{Name: provider.NameFromUID(uid), UID: uid, Namespace: "bench", ProxyName: "p",
+		Placement: provider.Placement{Region: "westeurope"}, StartupScript: "#!/bin/sh\n", Port: 3128,
+		Engine: &vmconfig.Config{Generation: gen}}
+}
+
+// liveChangeBase is the first index of the live changes' proxies, apart
+// from the lifecycles'.
+const liveChangeBase = 1000000
+
+// liveChanges changes each of ids, the running VMs of the proxies
+// liveChangeBase+i at generation 1, to generation 2 through p, and times
+// each change until a Get sees the VM serve it. It fails if a VM was made
+// meanwhile: the fake's VM PUTs, and the resource group's VMs, are the
+// same after the changes as before.
+func (g *rig) liveChanges(ctx context.Context, p reconfigurable, ids []string) ([]time.Duration, error) {
+	puts, vms := g.fake.Calls("virtualMachines.put"), g.fake.Inventory(benchGroup)["virtualMachines"]
+	var patches []time.Duration
+	for i, id := range ids {
+		req := benchRequest(liveChangeBase+i, 2)
+		start := time.Now()
+		if err := p.Reconfigure(ctx, id, provider.ReconfigureRequest{UID: req.UID, Namespace: req.Namespace, ProxyName: req.ProxyName, Engine: req.Engine}); err != nil {
+			return patches, fmt.Errorf("live change of %s: %w", id, err)
+		}
+		g.readServed()
+		in, err := p.Get(ctx, id)
+		patches = append(patches, time.Since(start))
+		if err != nil || in.State != provider.StateRunning || in.Generation != 2 {
+			return patches, fmt.Errorf("Get of %s after its live change: %+v, %v; want it Running, serving generation 2", id, in, err)
 		}
 	}
+	g.fake.Settle()
+	if d, after := g.fake.Calls("virtualMachines.put")-puts, g.fake.Inventory(benchGroup)["virtualMachines"]; d != 0 || !slices.Equal(vms, after) {
+		return patches, fmt.Errorf("%d live changes made %d VM PUTs and left the VMs %q where there were %q: want no PUT and the same VMs, each change in place",
+			len(ids), d, after, vms)
+	}
+	return patches, nil
+}
+
+func phase(ctx context.Context, n int) (*Result, error) {
+	g, err := newRig()
+	if err != nil {
+		return nil, err
+	}
+	defer g.fake.Close()
+	p, fake := g.p, g.fake
 	r := &Result{Lifecycles: n, Requests: map[string]float64{}, Listed: Listed, PageSize: azurefake.DefaultPageSize,
 		ListRequests: map[string]int{}, PatchRequests: map[string]float64{}}
-	count := func(rs []string) map[string]int {
-		out := map[string]int{}
-		for _, rt := range rs {
-			out[rt] = fake.Calls(rt)
-		}
-		return out
-	}
-	request := func(i int, gen int64) provider.CreateRequest {
-		uid := fmt.Sprintf("00000000-0000-4000-8000-%012d", i)
-		return provider.CreateRequest{Name: provider.NameFromUID(uid), UID: uid, Namespace: "bench", ProxyName: "p",
-			Placement: provider.Placement{Region: "westeurope"}, StartupScript: "#!/bin/sh\n", Port: 3128,
-			Engine: &vmconfig.Config{Generation: gen}}
-	}
-	settle := func() { fake.Settle(); readServed() }
 
-	before := count(lifecycleRoutes)
-	calls, err := providerbench.Lifecycles(ctx, p, settle, n, func(i int) provider.CreateRequest { return request(i, 1) })
+	before := g.count(lifecycleRoutes)
+	calls, err := providerbench.Lifecycles(ctx, p, g.settle, n, func(i int) provider.CreateRequest { return benchRequest(i, 1) })
 	if err != nil {
 		return r, err
 	}
@@ -183,29 +266,19 @@ func phase(ctx context.Context, n int) (*Result, error) {
 	// Live changes: n VMs running generation 1, each changed to 2.
 	var ids []string
 	for i := range n {
-		id, err := p.Create(ctx, request(1000000+i, 1))
+		id, err := p.Create(ctx, benchRequest(liveChangeBase+i, 1))
 		if err != nil {
 			return r, fmt.Errorf("the live changes' VM %d: %w", i, err)
 		}
 		ids = append(ids, id)
 	}
-	settle()
-	before = count(patchRoutes)
-	var patches []time.Duration
-	for i, id := range ids {
-		req := request(1000000+i, 2)
-		start := time.Now()
-		if err := p.Reconfigure(ctx, id, provider.ReconfigureRequest{UID: req.UID, Namespace: req.Namespace, ProxyName: req.ProxyName, Engine: req.Engine}); err != nil {
-			return r, fmt.Errorf("live change of %s: %w", id, err)
-		}
-		readServed()
-		in, err := p.Get(ctx, id)
-		patches = append(patches, time.Since(start))
-		if err != nil || in.State != provider.StateRunning || in.Generation != 2 {
-			return r, fmt.Errorf("Get of %s after its live change: %+v, %v; want it Running, serving generation 2", id, in, err)
-		}
+	g.settle()
+	before = g.count(patchRoutes)
+	patches, err := g.liveChanges(ctx, p, ids)
+	if err != nil {
+		return r, err
 	}
-	r.PatchMs = providerbench.Summarize(patches)
+	r.Reconfigure.ReadyMs = providerbench.Summarize(patches)
 	for _, rt := range patchRoutes {
 		if d := fake.Calls(rt) - before[rt]; d > 0 {
 			r.PatchRequests[rt] = float64(d) / float64(n)
@@ -223,7 +296,7 @@ func phase(ctx context.Context, n int) (*Result, error) {
 		fake.PutVM(benchGroup, fmt.Sprintf("listed-%04d", i), "westeurope", map[string]string{provider.LabelManaged: provider.LabelManagedYes,
 			provider.LabelUID: uid, provider.LabelDeployment: provider.DefaultDeployment})
 	}
-	before = count(listRoutes)
+	before = g.count(listRoutes)
 	start := time.Now()
 	list, err := p.ListByTag(ctx)
 	r.ListMs = providerbench.Ms(time.Since(start))
@@ -256,7 +329,7 @@ func (r *Result) Table(w io.Writer) {
 		sep = ", "
 	}
 	fmt.Fprintf(w, "), %.0f ms; a live change (Reconfigure, userData PATCHed in place, and the Get that sees the new generation): %.1f ms p50, %.1f ms p99 of %d (",
-		r.ListMs, r.PatchMs.P50, r.PatchMs.P99, r.PatchMs.N)
+		r.ListMs, r.Reconfigure.ReadyMs.P50, r.Reconfigure.ReadyMs.P99, r.Reconfigure.ReadyMs.N)
 	sep = ""
 	for _, rt := range patchRoutes {
 		if v, ok := r.PatchRequests[rt]; ok {
