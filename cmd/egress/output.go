@@ -257,14 +257,7 @@ func costColumn(c *pricing.Cost) string {
 }
 
 // cents is m to the cent, without its currency.
-func cents(m pricing.Money) string {
-	n := m.Cents()
-	sign := ""
-	if n < 0 {
-		sign, n = "-", -n
-	}
-	return fmt.Sprintf("%s%d.%02d", sign, n/100, n%100)
-}
+func cents(m pricing.Money) string { return m.ToCent() }
 
 // monthLine is a cost's month as one line: "2026-12: 3.91 EUR so far,
 // 7.82 EUR forecast (VM 2.16, address 0.00, traffic 1.75)".

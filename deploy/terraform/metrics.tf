@@ -177,6 +177,55 @@ resource "google_logging_metric" "fleet" {
   depends_on = [google_project_service.apis]
 }
 
+# Each namespace's month, in the deployment's currency (cost_currency):
+# the collector's `namespace cost` lines, one per namespace every tick,
+# summed from its live proxies' status.cost (the run reads them with the
+# proxies' claims, so the lines cost no read; deleted proxies' spend is
+# not in them, the namespace's GET adds it). Distributions for the same
+# reason as the fleet: the number is on the line, and a run's mean is the
+# namespace's figure. Named apart from the budget crossings' metrics: these
+# chart a figure, those count events.
+locals {
+  # Metric name => the namespace cost field it reads.
+  namespace_cost_metrics = {
+    namespace_cost_forecast      = "forecast"
+    namespace_cost_month_to_date = "monthToDate"
+  }
+}
+
+resource "google_logging_metric" "namespace_cost" {
+  for_each    = local.namespace_cost_metrics
+  name        = "egress/${each.key}"
+  description = "Each namespace's month in the deployment's currency, as every garbage-collection run sums its live proxies' costs: the namespace cost line's ${each.value}."
+  filter      = "${local.function_logs} AND jsonPayload.message=\"namespace cost\""
+  metric_descriptor {
+    metric_kind = "DELTA"
+    value_type  = "DISTRIBUTION"
+    unit        = "1"
+    labels {
+      key        = "namespace"
+      value_type = "STRING"
+    }
+    labels {
+      key        = "currency"
+      value_type = "STRING"
+    }
+  }
+  value_extractor = "EXTRACT(jsonPayload.${each.value})"
+  label_extractors = {
+    namespace = "EXTRACT(jsonPayload.namespace)"
+    currency  = "EXTRACT(jsonPayload.currency)"
+  }
+  bucket_options {
+    exponential_buckets {
+      num_finite_buckets = 24
+      growth_factor      = 2
+      scale              = 1
+    }
+  }
+  depends_on = [google_project_service.apis]
+}
+
 # What each garbage-collection run did with the orphans, by provider: the
 # `gc summary` line's deleted and failed counts. Distributions for the same
 # reason as the fleet: the number is on the line.

@@ -213,6 +213,39 @@ locals {
         ],
         # Each cloud's refusals, a tile per cloud from its own file.
         local.clouds_dashboard_tiles,
+        # Each namespace's month (the namespace cost lines, one per
+        # namespace per run): the mean of a run's figure is the figure,
+        # as for the fleet, so a window of two runs shows one month. The
+        # month so far restarts at 0 when the month turns; the forecast
+        # is what a budget is held to.
+        [for i, m in [
+          { metric = "namespace_cost_forecast", title = "forecast" },
+          { metric = "namespace_cost_month_to_date", title = "so far" },
+          ] : {
+          xPos = 6 * i, yPos = 24, width = 6, height = 4
+          widget = {
+            title = "Namespaces: the month's cost, ${m.title} (${var.cost_currency})"
+            xyChart = {
+              dataSets = [{
+                plotType           = "LINE"
+                legendTemplate     = "$${metric.labels.namespace}"
+                minAlignmentPeriod = "${local.gc_interval_seconds}s"
+                timeSeriesQuery = {
+                  timeSeriesFilter = {
+                    filter = "metric.type=\"${local.user_metric}/${google_logging_metric.namespace_cost[m.metric].name}\" AND ${local.on_cloud_run}"
+                    aggregation = {
+                      alignmentPeriod    = "${local.gc_interval_seconds}s"
+                      perSeriesAligner   = "ALIGN_DELTA"
+                      crossSeriesReducer = "REDUCE_MEAN"
+                      groupByFields      = ["metric.label.namespace"]
+                    }
+                  }
+                }
+              }]
+              yAxis = { label = var.cost_currency, scale = "LINEAR" }
+            }
+          }
+        }],
         # Each proxy's traffic, as Compute counts its VM's network
         # interface (written by the platform for every VM, so it needs no
         # right of the VM's own and no line of the functions'): this

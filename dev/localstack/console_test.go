@@ -24,6 +24,7 @@ import (
 	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
 
+	"github.com/egress-proxies/egress/internal/pricing"
 	"github.com/egress-proxies/egress/internal/testenv"
 )
 
@@ -123,6 +124,15 @@ func step[T any](a chromedp.Action[T]) chromedp.Action[chromedp.Void] {
 func text(t *testing.T, ctx context.Context, sel string) string {
 	t.Helper()
 	return value(t, ctx, "read "+sel, chromedp.Evaluate[string](fmt.Sprintf(`(document.querySelector(%q) || {textContent: ""}).textContent`, sel)))
+}
+
+// words is the text of the first element sel selects as a person reads
+// it (innerText: a term and its description apart), its white space
+// collapsed to single spaces.
+func words(t *testing.T, ctx context.Context, sel string) string {
+	t.Helper()
+	read := value(t, ctx, "read "+sel, chromedp.Evaluate[string](fmt.Sprintf(`(document.querySelector(%q) || {innerText: ""}).innerText`, sel)))
+	return strings.Join(strings.Fields(read), " ")
 }
 
 // html is the page's whole HTML as the browser holds it.
@@ -370,6 +380,44 @@ func (s *liveStack) console(t *testing.T) {
 		return
 	}
 
+	t.Run("CostShown", func(t *testing.T) {
+		// The pages show the API's own figures, never their own: the
+		// namespace's month from its GET (computed as of the request, so
+		// read before and after the page, which shows one of the two),
+		// and web's status.cost as the reconciler wrote it. The mock's
+		// prices are USD, read by the collector's first tick, so the
+		// namespace's month is known and more than nothing.
+		before := s.namespaceMonth(t, "console-team")
+		drive(t, admin, "the namespace's month", chromedp.Navigate(nsPage), visible("#namespace-month"), visible("#proxy-rows tr"))
+		month := words(t, admin, "#namespace-month")
+		row := words(t, admin, "#proxy-rows tr:first-child td:last-child")
+		after := s.namespaceMonth(t, "console-team")
+		if after.Unknown != "" || after.Currency != "USD" || after.Forecast.Nanos <= 0 || after.Forecast.Nanos < after.MonthToDate.Nanos {
+			t.Errorf("the API's month of console-team: %+v, want known, in USD, a forecast above 0 and at least the month so far", after)
+		}
+		if want := []string{shownMonth(before), shownMonth(after)}; !strings.HasPrefix(month, want[0]) && !strings.HasPrefix(month, want[1]) {
+			t.Errorf("the namespace's month says\n%q\nwant it to begin with the API's, before or after the page:\n%q", month, want)
+		}
+		webCost := s.proxyCost(t, "console-team", "web")
+		if webCost == nil {
+			t.Fatal("web is Ready with no status.cost: the reconciler writes it with the status")
+		}
+		if want := shownCell(webCost); row != want {
+			t.Errorf("the table's cost of web says %q, want the API's status.cost %q", row, want)
+		}
+		t.Logf("the namespace's month: %q; web's cost in the table: %q", month, row)
+		b.accessible(t, admin, "namespace with its month")
+		b.shot(t, admin, "namespace-month")
+
+		drive(t, admin, "the proxy's cost", chromedp.Navigate(proxyPage), visible("#proxy-cost"))
+		status := words(t, admin, "#proxy-cost")
+		webCost = s.proxyCost(t, "console-team", "web")
+		t.Logf("web's cost on its page: %q", status)
+		if want := shownLine(webCost) + ", as of "; !strings.HasPrefix(status, want) {
+			t.Errorf("the proxy's cost says\n%q\nwant it to begin with the API's status.cost\n%q", status, want)
+		}
+	})
+
 	t.Run("ChangeRanges", func(t *testing.T) {
 		drive(t, admin, "change the ranges", chromedp.Navigate(proxyPage),
 			fill(`#update-form input[name="spec.allowedSourceRanges"]`, "127.0.0.1/32, 198.51.100.0/24"),
@@ -460,4 +508,63 @@ func (s *liveStack) console(t *testing.T) {
 		}
 	})
 	t.Logf("the console's browser test took %s", time.Since(begun).Round(100*time.Millisecond))
+}
+
+// namespaceMonth is the namespace's month as its GET answers the local
+// admin now; the zero Cost where it answers none.
+func (s *liveStack) namespaceMonth(t *testing.T, ns string) pricing.Cost {
+	t.Helper()
+	resp := s.doAs(t, "", http.MethodGet, "/v1/namespaces/"+ns, nil)
+	defer resp.Body.Close()
+	var n struct{ Month *pricing.Cost }
+	if err := json.NewDecoder(resp.Body).Decode(&n); err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET namespace %s: %d %v", ns, resp.StatusCode, err)
+	}
+	if n.Month == nil {
+		return pricing.Cost{}
+	}
+	return *n.Month
+}
+
+// proxyCost is the proxy's status.cost as its GET answers the local
+// admin now, nil where it has none.
+func (s *liveStack) proxyCost(t *testing.T, ns, name string) *pricing.Cost {
+	t.Helper()
+	resp := s.doAs(t, "", http.MethodGet, "/v1/namespaces/"+ns+"/proxies/"+name, nil)
+	defer resp.Body.Close()
+	var p struct{ Status struct{ Cost *pricing.Cost } }
+	if err := json.NewDecoder(resp.Body).Decode(&p); err != nil || resp.StatusCode != http.StatusOK {
+		t.Fatalf("GET proxy %s/%s: %d %v", ns, name, resp.StatusCode, err)
+	}
+	return p.Status.Cost
+}
+
+// shownMonth is how a namespace page words a month with no budget: its
+// figures to the cent, what the deleted proxies spent being the month so
+// far that its proxies' VM, address and traffic do not hold.
+func shownMonth(c pricing.Cost) string {
+	deleted := pricing.Money{Currency: c.Currency, Nanos: c.MonthToDate.Nanos - c.VM.Nanos - c.Address.Nanos - c.Traffic.Nanos}
+	apart := fmt.Sprintf("VM %s, address %s, traffic %s", c.VM.ToCent(), c.Address.ToCent(), c.Traffic.ToCent())
+	if deleted.Nanos != 0 {
+		apart += ", deleted proxies " + deleted.ToCent()
+	}
+	return fmt.Sprintf("So far %s %s (%s) Forecast %s %s, if what runs now runs to the month's end Budget none",
+		c.MonthToDate.ToCent(), c.Currency, apart, c.Forecast.ToCent(), c.Currency)
+}
+
+// shownCell is how the proxies' table words a proxy's status.cost.
+func shownCell(c *pricing.Cost) string {
+	if c.Unknown != "" {
+		return "unknown (" + c.Unknown + ")"
+	}
+	return fmt.Sprintf("%s / %s %s", c.MonthToDate.ToCent(), c.Forecast.ToCent(), c.Currency)
+}
+
+// shownLine is how a proxy's page words its status.cost, up to its time.
+func shownLine(c *pricing.Cost) string {
+	if c.Unknown != "" {
+		return c.Month + ": unknown (" + c.Unknown + ")"
+	}
+	return fmt.Sprintf("%s: %s %s so far, %s %s forecast (VM %s, address %s, traffic %s)", c.Month,
+		c.MonthToDate.ToCent(), c.Currency, c.Forecast.ToCent(), c.Currency, c.VM.ToCent(), c.Address.ToCent(), c.Traffic.ToCent())
 }

@@ -312,6 +312,9 @@ func (a *App) gcOptions() gc.Options {
 	o := a.Config.GC
 	o.SweepLimit = gc.DefaultSweepLimit
 	o.PulledTypes = slices.Sorted(maps.Keys(a.accessReaders))
+	if a.Catalog != nil {
+		o.CostCurrency = a.Config.CostRates.Currency
+	}
 	return o
 }
 

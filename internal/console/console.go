@@ -116,6 +116,7 @@ func (c *Console) loadTemplates() error {
 		"list":      strings.Fields,
 		"field":     newField,
 		"age":       age,
+		"cents":     cents,
 	}
 	base, err := template.New("layout.html").Funcs(funcs).ParseFS(templateFS, "templates/layout.html", "templates/parts.html")
 	if err != nil {

@@ -49,7 +49,13 @@ type env struct {
 // viewer) holding proxy p, Ready with credentials.
 func newEnv(t *testing.T, change ...func(*httpapi.Options)) *env {
 	t.Helper()
-	st := storefake.New(clock.Real{})
+	return newEnvAt(t, clock.Real{}, change...)
+}
+
+// newEnvAt is newEnv on clk.
+func newEnvAt(t *testing.T, clk clock.Clock, change ...func(*httpapi.Options)) *env {
+	t.Helper()
+	st := storefake.New(clk)
 	admins, _ := tenancy.ParseAdmins(admin)
 	reg := provider.NewRegistry()
 	_ = reg.Register(mock.Type, func(context.Context) (provider.Provider, error) { return nil, fmt.Errorf("none") }, provider.WithValidator(mock.Validate))
@@ -60,8 +66,8 @@ func newEnv(t *testing.T, change ...func(*httpapi.Options)) *env {
 	for _, c := range change {
 		c(&opts)
 	}
-	api := httpapi.New(st, clock.Real{}, slog.New(slog.DiscardHandler), opts)
-	con, err := console.New(console.Options{API: api.Routes(), Identity: api})
+	api := httpapi.New(st, clk, slog.New(slog.DiscardHandler), opts)
+	con, err := console.New(console.Options{API: api.Routes(), Identity: api, Clock: clk})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -69,7 +75,7 @@ func newEnv(t *testing.T, change ...func(*httpapi.Options)) *env {
 	srv := httptest.NewServer(api)
 	t.Cleanup(srv.Close)
 	ctx := context.Background()
-	now := time.Now().UTC().Truncate(time.Microsecond)
+	now := clk.Now().UTC().Truncate(time.Microsecond)
 	if _, err := st.CreateNamespace(ctx, rules.NewNamespace("team-a", map[string]tenancy.Role{owner: tenancy.Owner, editor: tenancy.Editor, viewer: tenancy.Viewer}, 0, 20, now)); err != nil {
 		t.Fatal(err)
 	}

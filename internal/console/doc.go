@@ -44,7 +44,22 @@
 // change; a poll is one short request. A table refresh reads 1 namespace
 // document and 1 document per proxy listed (Firestore bills a query that
 // returns nothing as 1 read); a proxy's status refresh reads 2 (its
-// namespace and itself).
+// namespace and itself: the API's GET of the proxy, never the
+// namespace's GET, which the fragment does not need, since what the
+// caller may not read of a status the API does not answer).
+//
+// # What it costs, in money
+//
+// A namespace's page shows its month at a glance (so far, forecast, its
+// budget's share, what is unknown and why) from the namespace's GET, and
+// the table and a proxy's status each proxy's status.cost: the API's
+// figures, never the console's. The month is read with the page, not
+// refreshed: where the deployment costs proxies, the namespace's GET
+// reads its proxies to sum their month (1 read each), so a page load
+// reads 1 + 2 per proxy (TestWhatAViewReads) and a refresh nothing more
+// than before. status.cost rides in the documents the refreshes read
+// already, and is at most an hour old (spend.Refresh; the collector
+// asks for a settled proxy's).
 //
 // # Traffic over time
 //

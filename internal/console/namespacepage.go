@@ -32,6 +32,9 @@ type namespaceBody struct {
 	MemberForm  *form
 	QuotaForm   *form
 	PercentUsed int
+	// Month is the namespace's month at a glance, nil where the API
+	// costs nothing.
+	Month *monthView
 }
 
 type member struct{ Email, Role string }
@@ -74,7 +77,7 @@ func (c *Console) renderNamespace(w http.ResponseWriter, r *http.Request, code i
 	}
 	role := n.Members[caller.Email]
 	body := namespaceBody{Namespace: *n, Role: role, Can: permissions(caller.Admin, tenancy.Role(role)), Rows: rows, Phases: proxy.Phases,
-		CreateForm: newForm(), MemberForm: newForm(), QuotaForm: newForm()}
+		CreateForm: newForm(), MemberForm: newForm(), QuotaForm: newForm(), Month: monthOf(n)}
 	body.CreateForm.Values["spec.ipPolicy"] = string(proxy.IPEphemeral)
 	body.MemberForm.Values["role"] = string(tenancy.Viewer)
 	if fs != nil {

@@ -28,10 +28,11 @@ type proxyBody struct {
 	UpdateForm *form
 }
 
-// statusBody is the live part of a proxy's page.
+// statusBody is the live part of a proxy's page. It needs no role: what
+// the caller may not read of the status (status.consoleTail) the API
+// does not answer.
 type statusBody struct {
 	Proxy     proxy.Proxy
-	Can       can
 	Unsettled bool
 	PollURL   string
 	Now       time.Time
@@ -79,7 +80,7 @@ func (c *Console) renderProxy(w http.ResponseWriter, r *http.Request, code int, 
 		return
 	}
 	perms := permissions(caller.Admin, tenancy.Role(role))
-	body := proxyBody{Role: role, Can: perms, UpdateForm: update, Status: c.liveStatus(p, perms)}
+	body := proxyBody{Role: role, Can: perms, UpdateForm: update, Status: c.liveStatus(p)}
 	body.ShowURL = r.URL.Query().Get("show") == "url" && perms.Do(string(tenancy.ReadProxyURL)) && p.Status.ProxyURL != ""
 	if !body.ShowURL {
 		p.Status.ProxyURL = ""
@@ -98,8 +99,8 @@ func (c *Console) renderProxy(w http.ResponseWriter, r *http.Request, code int, 
 }
 
 // liveStatus is the live part of p's page; it never carries the proxy URL.
-func (c *Console) liveStatus(p *proxy.Proxy, perms can) statusBody {
-	s := statusBody{Proxy: *p, Can: perms, Unsettled: !p.Status.Phase.Settled() || p.Status.ObservedGeneration < p.Generation && p.Status.Phase != proxy.PhaseFailed,
+func (c *Console) liveStatus(p *proxy.Proxy) statusBody {
+	s := statusBody{Proxy: *p, Unsettled: !p.Status.Phase.Settled() || p.Status.ObservedGeneration < p.Generation && p.Status.Phase != proxy.PhaseFailed,
 		PollURL: proxyURLOf(p.Namespace, p.Name) + "/status", Now: c.opts.Clock.Now(), Chart: drawChart(c.history.Record(p))}
 	s.Proxy.Status.ProxyURL = ""
 	return s
@@ -110,7 +111,9 @@ func (c *Console) status(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	p, role, err := c.readProxy(r, caller)
+	// The proxy alone, not its namespace: the fragment shows no action,
+	// and a namespace's GET costs its proxies' month.
+	p, err := c.api(r).GetProxy(r.Context(), r.PathValue("ns"), r.PathValue("name"))
 	if client.IsNotFound(err) {
 		c.render(w, http.StatusNotFound, "error", "fragment-gone", page{Flash: fmt.Sprintf("Proxy %s is gone: its VM was deleted.", r.PathValue("name"))})
 		return
@@ -119,7 +122,7 @@ func (c *Console) status(w http.ResponseWriter, r *http.Request) {
 		c.fragmentError(w, caller, err)
 		return
 	}
-	c.render(w, http.StatusOK, "proxy", "status", c.liveStatus(p, permissions(caller.Admin, tenancy.Role(role))))
+	c.render(w, http.StatusOK, "proxy", "status", c.liveStatus(p))
 }
 
 // proxyURL answers the proxy URL alone, for the page's "Show" button: to
@@ -129,7 +132,7 @@ func (c *Console) proxyURL(w http.ResponseWriter, r *http.Request) {
 	if !ok {
 		return
 	}
-	p, _, err := c.readProxy(r, caller)
+	p, err := c.api(r).GetProxy(r.Context(), r.PathValue("ns"), r.PathValue("name"))
 	w.Header().Set("Cache-Control", "no-store")
 	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 	switch {

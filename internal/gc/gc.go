@@ -1,5 +1,5 @@
 // Package gc is the garbage collector that CollectGarbage runs on every
-// Cloud Scheduler tick. It does two jobs in one run:
+// Cloud Scheduler tick. It does these jobs in one run:
 //
 //   - Orphan collection: it deletes the VMs that no proxy document claims any
 //     more, so that a lost delete, a crash between a Create and its status
@@ -8,6 +8,11 @@
 //   - The sweep: it re-drives the documents that stopped progressing (a lost
 //     event, a reconcile that crashed), so a proxy is delayed but never
 //     stranded.
+//   - Costs: where the deployment costs proxies, it asks for the cost of
+//     the settled proxies whose status.cost is an hour old or of another
+//     month (costs.go), and logs each namespace's month as its proxies'
+//     costs sum it, one "namespace cost" line each, which the dashboard
+//     charts.
 //
 // It deletes only what its own deployment made (provider.LabelDeployment):
 // a resource of another deployment sharing the project, or one without
@@ -122,6 +127,14 @@ type Options struct {
 	// even when none of their VMs runs, so that the cursors of VMs gone
 	// are deleted.
 	PulledTypes []string
+	// CostCurrency is the deployment's currency (COST_RATES) where it
+	// costs proxies (it has a price catalog): each run then asks for the
+	// stale costs of settled proxies (refreshCosts) and logs each
+	// namespace's month (logCosts). Empty: neither, as the reconciler
+	// writes no cost that could grow stale.
+	CostCurrency string
+	// CostRefreshLimit bounds the proxies whose cost one run asks for.
+	CostRefreshLimit int
 }
 
 func (o Options) withDefaults() Options {
@@ -142,6 +155,9 @@ func (o Options) withDefaults() Options {
 	}
 	if o.MaxDeletes <= 0 {
 		o.MaxDeletes = DefaultMaxDeletes
+	}
+	if o.CostRefreshLimit <= 0 {
+		o.CostRefreshLimit = DefaultCostRefreshLimit
 	}
 	return o
 }
@@ -189,6 +205,10 @@ type SweepSummary struct {
 	// AccessPull is the number of VMs read by pull that the run's one
 	// request for their access lines names.
 	AccessPull int
+	// Costs is the number of settled proxies whose stale status.cost the
+	// run asked for (refreshCosts); CostsFailed, those whose request could
+	// not be published.
+	Costs, CostsFailed int
 }
 
 // Report is the outcome of one run.
@@ -291,6 +311,9 @@ func (c *Collector) Run(ctx context.Context) (Report, error) {
 		var driftErr error
 		report.Sweep.Drifted, report.Sweep.DriftFailed, driftErr = c.drift(ctx, now, listings, uids)
 		errs = append(errs, driftErr)
+		var costErr error
+		report.Sweep.Costs, report.Sweep.CostsFailed, costErr = c.refreshCosts(ctx, now, uids)
+		errs = append(errs, costErr)
 	}
 
 	for _, s := range report.Providers {
@@ -311,6 +334,7 @@ func (c *Collector) Run(ctx context.Context) (Report, error) {
 	}
 	if err == nil { // the live uids, and so the phases, were read
 		c.logFleet(ctx, uids)
+		c.logCosts(ctx, now, uids)
 	}
 	c.log.InfoContext(ctx, "sweep summary",
 		slog.Int("stalled", report.Sweep.Stalled),
@@ -318,6 +342,7 @@ func (c *Collector) Run(ctx context.Context) (Report, error) {
 		slog.Int("requeued", report.Sweep.Requeued),
 		slog.Int("failed", report.Sweep.Failed),
 		slog.Int("accessPull", report.Sweep.AccessPull),
+		slog.Int("costs", report.Sweep.Costs),
 		slog.String("threshold", c.opts.SweepThreshold.String()))
 	return report, errors.Join(errs...)
 }

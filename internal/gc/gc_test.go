@@ -646,7 +646,7 @@ func TestSummaryLogLines(t *testing.T) {
 		{"severity": "INFO", "message": "gc summary", "provider": "mock", "scanned": 1.0, "unowned": 0.0, "claimed": 0.0, "tooYoung": 0.0,
 			"noUID": 0.0, "orphaned": 1.0, "deleted": 1.0, "failed": 0.0, "dryRun": false, "refused": false,
 			"deployment": "egress", "gracePeriod": "10m0s"},
-		{"severity": "INFO", "message": "sweep summary", "stalled": 0.0, "drifted": 0.0, "requeued": 0.0, "failed": 0.0, "accessPull": 0.0, "threshold": "2m0s"},
+		{"severity": "INFO", "message": "sweep summary", "stalled": 0.0, "drifted": 0.0, "requeued": 0.0, "failed": 0.0, "accessPull": 0.0, "costs": 0.0, "threshold": "2m0s"},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("summary lines (-want +got):\n%s", diff)
@@ -764,20 +764,77 @@ func TestFleetLines(t *testing.T) {
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			clk := clock.NewFake(epoch)
-			var logs bytes.Buffer
-			c := gc.New(providersOf(t, map[string]provider.Provider{"mock": mock.New(mock.Options{Clock: clk})}), tc.store, &fakeRequeuer{}, clk,
-				logging.New(&logs, slog.LevelInfo), gc.Options{})
-			c.Run(context.Background())
-			var got []logLine
-			for _, l := range logLines(t, &logs) {
-				if l["message"] == "fleet" {
-					delete(l, "time")
-					got = append(got, l)
-				}
-			}
-			if diff := cmp.Diff(tc.want, got); diff != "" {
+			if diff := cmp.Diff(tc.want, runLines(t, tc.store, gc.Options{}, "fleet")); diff != "" {
 				t.Errorf("%s\nfleet lines (-want +got):\n%s", tc.reason, diff)
+			}
+		})
+	}
+}
+
+// runLines are the lines of message one run over store logs, without
+// their time.
+func runLines(t *testing.T, store *fakeStore, opts gc.Options, message string) []logLine {
+	t.Helper()
+	clk := clock.NewFake(epoch)
+	var logs bytes.Buffer
+	c := gc.New(providersOf(t, map[string]provider.Provider{"mock": mock.New(mock.Options{Clock: clk})}), store, &fakeRequeuer{}, clk,
+		logging.New(&logs, slog.LevelInfo), opts)
+	c.Run(context.Background())
+	var got []logLine
+	for _, l := range logLines(t, &logs) {
+		if l["message"] == message {
+			delete(l, "time")
+			got = append(got, l)
+		}
+	}
+	return got
+}
+
+// TestNamespaceCostLines checks the "namespace cost" lines a run logs,
+// which the dashboard's charts of each namespace's month read
+// (deploy/terraform/metrics.tf): one per namespace, its figures in whole
+// units of the deployment's currency.
+func TestNamespaceCostLines(t *testing.T) {
+	month := epoch.Format("2006-01")
+	costed := func(ns, name string, toDate, forecast int64) proxy.Claim {
+		return proxy.Claim{Key: proxy.Key{Namespace: ns, Name: name}, Phase: proxy.PhaseReady,
+			Cost: &proxy.ClaimCost{Month: month, Currency: "EUR", AsOf: epoch, MonthToDate: toDate, Forecast: forecast}}
+	}
+	line := func(ns string, toDate, forecast float64, proxies, unknown float64) logLine {
+		return logLine{"severity": "INFO", "message": "namespace cost", "namespace": ns, "month": month, "currency": "EUR",
+			"monthToDate": toDate, "forecast": forecast, "proxies": proxies, "unknown": unknown}
+	}
+	claims := map[string]proxy.Claim{
+		"uid-1": costed("team-b", "a", 1_500_000_000, 7_000_000_000),
+		"uid-2": costed("team-b", "b", 250_000_000, 1_000_000_000),
+		"uid-3": {Key: proxy.Key{Namespace: "team-a", Name: "new"}, Phase: proxy.PhasePending},
+	}
+	cases := map[string]struct {
+		reason   string
+		store    *fakeStore
+		currency string
+		want     []logLine
+	}{
+		"OnePerNamespace": {
+			reason:   "Each namespace's line sums its proxies' costs of the month; a proxy with no cost yet is counted unknown.",
+			store:    &fakeStore{uids: claims},
+			currency: "EUR",
+			want:     []logLine{line("team-a", 0, 0, 0, 1), line("team-b", 1.75, 8, 2, 0)},
+		},
+		"NoCurrency": {
+			reason: "A deployment that costs nothing (no catalog, so no currency) logs no month.",
+			store:  &fakeStore{uids: claims},
+		},
+		"UIDsUnreadable": {
+			reason:   "When the documents could not be read the run does not know the costs: no line, rather than months of zero.",
+			store:    &fakeStore{uidsErr: errors.New("firestore unavailable")},
+			currency: "EUR",
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			if diff := cmp.Diff(tc.want, runLines(t, tc.store, gc.Options{CostCurrency: tc.currency}, "namespace cost")); diff != "" {
+				t.Errorf("%s\nnamespace cost lines (-want +got):\n%s", tc.reason, diff)
 			}
 		})
 	}

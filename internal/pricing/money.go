@@ -64,6 +64,17 @@ func (m Money) Cents() int64 {
 	return (n + perCent/2) / perCent
 }
 
+// ToCent writes m rounded to the cent without its currency ("3.91"), as
+// a bill's column shows it.
+func (m Money) ToCent() string {
+	n := m.Cents()
+	sign := ""
+	if n < 0 {
+		sign, n = "-", -n
+	}
+	return fmt.Sprintf("%s%d.%02d", sign, n/100, n%100)
+}
+
 // Add is m + o; both must be in one currency (or one of them zero).
 func (m Money) Add(o Money) (Money, error) {
 	switch {

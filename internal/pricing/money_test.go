@@ -41,6 +41,8 @@ func TestMoneyArithmetic(t *testing.T) {
 		HalfCent     int64
 		MinusHalf    int64
 		PerGBOfBytes pricing.Money
+		ToCent       string
+		MinusToCent  string
 	}
 	got := seen{
 		Month:        month.String(),
@@ -48,8 +50,10 @@ func TestMoneyArithmetic(t *testing.T) {
 		HalfCent:     pricing.Money{Currency: "EUR", Nanos: 5_000_000}.Cents(),
 		MinusHalf:    pricing.Money{Currency: "EUR", Nanos: -5_000_000}.Cents(),
 		PerGBOfBytes: pricing.Money{Currency: "USD", Nanos: 90_000_000}.Times(1_500_000_000_000_000, 1_000_000_000), // 1.5 PB at 0.09 a GB
+		ToCent:       month.ToCent(),
+		MinusToCent:  pricing.Money{Currency: "EUR", Nanos: -1_054_000_000}.ToCent(),
 	}
-	want := seen{Month: "3.796 EUR", Cents: 380, HalfCent: 1, MinusHalf: -1, PerGBOfBytes: pricing.Money{Currency: "USD", Nanos: 135_000 * pricing.Nano}}
+	want := seen{Month: "3.796 EUR", Cents: 380, HalfCent: 1, MinusHalf: -1, ToCent: "3.80", MinusToCent: "-1.05", PerGBOfBytes: pricing.Money{Currency: "USD", Nanos: 135_000 * pricing.Nano}}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("(-want +got):\n%s", diff)
 	}

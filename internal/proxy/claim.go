@@ -1,6 +1,10 @@
 package proxy
 
-import "time"
+import (
+	"time"
+
+	"github.com/egress-proxies/egress/internal/pricing"
+)
 
 // Claim is what the garbage collector reads of each live document: whose
 // uid it is, how far it got, where its VM is, and what it needs to tell a
@@ -27,6 +31,29 @@ type Claim struct {
 	// proxy's Reconfigure relabels it, but the VM is the proxy's, so no
 	// listing of it is the member's to act on.
 	Claimed bool
+	// Cost is the part of status.cost the collector reads: its month and
+	// age, by which it asks for a settled proxy's to be computed again,
+	// and its two sums, which it adds up per namespace. Nil where the
+	// status has none.
+	Cost *ClaimCost
+}
+
+// ClaimCost is a claim's status.cost, without what the collector does
+// not read (VM, address and traffic apart): small, as the claims of a
+// whole fleet are held at once.
+type ClaimCost struct {
+	Month, Currency       string
+	AsOf                  time.Time
+	MonthToDate, Forecast int64 // nanos of Currency
+	Unknown               bool
+}
+
+// ClaimCostOf is c as a claim holds it, or nil.
+func ClaimCostOf(c *pricing.Cost) *ClaimCost {
+	if c == nil {
+		return nil
+	}
+	return &ClaimCost{Month: c.Month, Currency: c.Currency, AsOf: c.AsOf, MonthToDate: c.MonthToDate.Nanos, Forecast: c.Forecast.Nanos, Unknown: c.Unknown != ""}
 }
 
 // RotationDue reports whether a VM created at bootStart is due for

@@ -42,6 +42,11 @@ const (
 	// and written to the log egress-proxy-access (AccessPull). It names
 	// no document.
 	ReasonAccessPull Reason = "access-pull"
+	// ReasonCost is the garbage collector asking for a settled Ready
+	// proxy's status.cost to be computed again: it is spend.Refresh old,
+	// or of another month, and no write of the status would come to do
+	// it.
+	ReasonCost Reason = "cost"
 )
 
 // Requested reports whether the reason is a request to look at the

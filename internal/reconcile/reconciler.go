@@ -331,6 +331,14 @@ func (run *run) step(ctx context.Context) (outcome, error) {
 	}
 	requested := run.trigger.Reason.Requested() || run.poll > 0
 	rotate := run.rotationDue()
+	if run.trigger.Reason == proxy.ReasonCost && p.Status.Phase == proxy.PhaseReady && settled(p) && !rotate {
+		// The collector asks for the cost of a proxy that has nothing
+		// else to do: no event comes for it, so its status.cost would
+		// stay as old as its last write. The write computes the cost
+		// (it is due) and changes nothing else; no look at the VM, which
+		// a drift or the sweep would have asked for instead.
+		return done, run.write(ctx, run.next(), false)
+	}
 	switch p.Status.Phase {
 	case proxy.PhaseFailed:
 		// A permanent failure stays until the proxy is deleted; what may

@@ -99,6 +99,8 @@ var Transitions = []Transition{
 		Does: "record when it went missing"},
 	{From: []proxy.Phase{proxy.PhaseReady}, Sees: "a write's event, or a request and Running",
 		Does: "nothing"},
+	{From: []proxy.Phase{proxy.PhaseReady}, Sees: "the collector's request for its cost (status.cost spend.Refresh old, or of another month); settled, no rotation due",
+		Does: "write status.cost only, with no look at the VM"},
 
 	{From: []proxy.Phase{proxy.PhaseReady, proxy.PhaseReconfiguring},
 		Sees: "a new generation (a PATCH, new credentials); the provider is a Reconfigurer and the spec has no cloud-init of its own",

@@ -74,8 +74,16 @@ func (c Costs) Proxy(ctx context.Context, p *proxy.Proxy, now time.Time) pricing
 // it has none, it is of another month, or it is Refresh old.
 func Due(p *proxy.Proxy, now time.Time) bool {
 	c := p.Status.Cost
-	month, _, _ := pricing.Month(now)
-	return c == nil || c.Month != month || now.Sub(c.AsOf) >= Refresh
+	return c == nil || Stale(c.Month, c.AsOf, now)
+}
+
+// Stale reports whether a cost of month, as of asOf, is to be computed
+// again at now: it is of another month, or Refresh old. The reconciler
+// asks it of a status it writes (Due), the collector of the costs it
+// reads with every document's claim, to ask for a settled proxy's.
+func Stale(month string, asOf, now time.Time) bool {
+	current, _, _ := pricing.Month(now)
+	return month != current || now.Sub(asOf) >= Refresh
 }
 
 // StaticCatalog is a catalog held in memory: the tests', and a

@@ -25,10 +25,17 @@ var (
 	bootStartPath    = firestore.FieldPath{"reconciler", "bootStart"}
 	rotationWaitPath = firestore.FieldPath{"status", "rotationWaitUntil"}
 	claimedByUIDPth  = firestore.FieldPath{"claimedBy", "uid"}
-	liveFields       = []firestore.FieldPath{uidPath, phasePath, providerPath, providerIDPath, maxAgePath, rotatePath, bootStartPath, rotationWaitPath, claimedByUIDPth}
+	costMonthPath    = firestore.FieldPath{"status", "cost", "month"}
+	costCurrencyPath = firestore.FieldPath{"status", "cost", "currency"}
+	costAsOfPath     = firestore.FieldPath{"status", "cost", "asOf"}
+	costToDatePath   = firestore.FieldPath{"status", "cost", "monthToDate", "nanos"}
+	costForecastPath = firestore.FieldPath{"status", "cost", "forecast", "nanos"}
+	costUnknownPath  = firestore.FieldPath{"status", "cost", "unknown"}
+	liveFields       = []firestore.FieldPath{uidPath, phasePath, providerPath, providerIDPath, maxAgePath, rotatePath, bootStartPath, rotationWaitPath, claimedByUIDPth,
+		costMonthPath, costCurrencyPath, costAsOfPath, costToDatePath, costForecastPath, costUnknownPath}
 )
 
-// LiveUIDs reads, by uid, the key, phase, provider and rotation fields of every
+// LiveUIDs reads, by uid, the key, phase, provider, rotation and cost fields of every
 // proxy document of every namespace, with a collection-group query that
 // selects only those fields: memory grows with the number of documents,
 // never with their size. What it keeps of a document is its own: the
@@ -77,8 +84,34 @@ func (s *Store) LiveUIDs(ctx context.Context) (map[string]proxy.Claim, error) {
 		if _, err := snap.DataAtPath(claimedByUIDPth); err == nil {
 			claim.Claimed = true
 		}
+		claim.Cost = costAt(snap, &shared)
 		uids[uid] = claim
 	}
+}
+
+// costAt is the part of a snapshot's status.cost a claim holds, or nil
+// where it has none.
+func costAt(snap *firestore.DocumentSnapshot, shared *interner) *proxy.ClaimCost {
+	month := stringAt(snap, costMonthPath)
+	if month == "" {
+		return nil
+	}
+	c := &proxy.ClaimCost{Month: shared.of(month), Currency: shared.of(stringAt(snap, costCurrencyPath)),
+		MonthToDate: int64At(snap, costToDatePath), Forecast: int64At(snap, costForecastPath), Unknown: stringAt(snap, costUnknownPath) != ""}
+	if v, err := snap.DataAtPath(costAsOfPath); err == nil {
+		c.AsOf, _ = v.(time.Time)
+	}
+	return c
+}
+
+// int64At is the integer at path of the snapshot, or 0.
+func int64At(snap *firestore.DocumentSnapshot, path firestore.FieldPath) int64 {
+	v, err := snap.DataAtPath(path)
+	if err != nil {
+		return 0
+	}
+	n, _ := v.(int64)
+	return n
 }
 
 // stringAt is the string at path of the snapshot, or "".

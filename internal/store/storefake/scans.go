@@ -9,8 +9,8 @@ import (
 	"github.com/egress-proxies/egress/internal/proxy"
 )
 
-// LiveUIDs returns, by uid, the key, phase, provider and rotation fields
-// of every document.
+// LiveUIDs returns, by uid, the key, phase, provider, rotation and cost
+// fields of every document.
 func (s *Store) LiveUIDs(context.Context) (map[string]proxy.Claim, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -20,7 +20,7 @@ func (s *Store) LiveUIDs(context.Context) (map[string]proxy.Claim, error) {
 		s.reads++
 		c := proxy.Claim{Key: k, Phase: d.Status.Phase, Provider: d.Spec.Provider, ProviderID: d.Status.ProviderID,
 			MaxAge: d.Spec.MaxAge, BootStart: d.Reconciler.BootStart, Claimed: d.ClaimedBy != nil,
-			RotateRequestTime: copyTime(d.RotateRequestTime), RotationWaitUntil: copyTime(d.Status.RotationWaitUntil)}
+			RotateRequestTime: copyTime(d.RotateRequestTime), RotationWaitUntil: copyTime(d.Status.RotationWaitUntil), Cost: proxy.ClaimCostOf(d.Status.Cost)}
 		uids[d.UID] = c
 	}
 	return uids, nil

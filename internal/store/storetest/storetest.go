@@ -17,6 +17,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/go-cmp/cmp/cmpopts"
 
+	"github.com/egress-proxies/egress/internal/pricing"
 	"github.com/egress-proxies/egress/internal/proxy"
 	"github.com/egress-proxies/egress/internal/tenancy"
 )
@@ -357,6 +358,13 @@ func count(errs []error, target error) int {
 	return n
 }
 
+// scanCost is a Ready document's status.cost in testScans: what its claim
+// carries of it is its month, currency, age, two sums and whether it is
+// unknown.
+var scanCost = pricing.Cost{Month: "2026-12", Currency: "EUR", AsOf: base,
+	VM: pricing.Money{Currency: "EUR", Nanos: 20_000_000}, MonthToDate: pricing.Money{Currency: "EUR", Nanos: 20_000_000},
+	Forecast: pricing.Money{Currency: "EUR", Nanos: 7_100_000_000}, Unknown: "a planted reason"}
+
 func testScans(t *testing.T, s Store) {
 	ctx := context.Background()
 	var wantUIDs []string
@@ -380,6 +388,7 @@ func testScans(t *testing.T, s Store) {
 				ready.Status.ProviderID = "mock://proxy-" + ready.UID
 				ready.Reconciler.ProgressTime = time.Time{}
 				ready.Reconciler.BootStart = base
+				ready.Status.Cost = &scanCost
 				if _, err := s.UpdateStatus(ctx, &ready); err != nil {
 					t.Fatal(err)
 				}
@@ -403,6 +412,7 @@ func testScans(t *testing.T, s Store) {
 			rotate := base.Add(time.Hour)
 			want.Phase, want.MaxAge, want.BootStart, want.RotateRequestTime = proxy.PhaseReady, "24h", base, &rotate
 			want.ProviderID = "mock://proxy-" + u
+			want.Cost = &proxy.ClaimCost{Month: "2026-12", Currency: "EUR", AsOf: base, MonthToDate: 20_000_000, Forecast: 7_100_000_000, Unknown: true}
 		}
 		if u != fmt.Sprintf("uid-%s-%s", c.Key.Namespace, c.Key.Name) {
 			t.Errorf("LiveUIDs[%s] is the claim of %s", u, c.Key)
