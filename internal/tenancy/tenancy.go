@@ -83,6 +83,12 @@ type Namespace struct {
 	// a deleted proxy's spend in the month still counts against the
 	// budget. A month's entry is an increment, never a read and a write.
 	DeletedSpend map[string]int64 `firestore:"deletedSpend,omitempty"`
+	// TrafficStopped, when set, says the namespace's month reached its
+	// budget and its budget stops traffic there (StopTraffic): its
+	// proxies' engines refuse new connections until the month turns or
+	// the budget is raised. The collector's tick writes and clears it
+	// (StopFor); the reconciler hands it to each proxy's VM.
+	TrafficStopped *TrafficStopped `firestore:"trafficStopped,omitempty"`
 	// CreateTime is when an admin created the namespace.
 	CreateTime time.Time `firestore:"createTime,omitempty"`
 	// UpdateTime is the document's update time as the store reports it.
@@ -145,6 +151,10 @@ func (ns *Namespace) Clone() *Namespace {
 		c.Budget = &b
 	}
 	c.DeletedSpend = maps.Clone(ns.DeletedSpend)
+	if ns.TrafficStopped != nil {
+		t := *ns.TrafficStopped
+		c.TrafficStopped = &t
+	}
 	if ns.PoolClaims != nil {
 		c.PoolClaims = make(map[string][]time.Time, len(ns.PoolClaims))
 		for pool, ts := range ns.PoolClaims {
