@@ -17,7 +17,9 @@ import (
 // proxy-gc (a Cloud Scheduler tick). The message body is irrelevant: every
 // tick means "collect now". After the collection it refreshes the price
 // catalog, which reads each cloud's prices at most once a day
-// (refreshPrices): a failed refresh never fails the tick.
+// (refreshPrices): a failed refresh never fails the tick. Between the two
+// it looks at the namespaces whose budget stops traffic (package
+// budgetstop), which never fails the tick either.
 //
 // It returns an error, so that Pub/Sub delivers the tick again, only when
 // the run could not look at everything (gc.ErrIncomplete: a provider or the
@@ -46,6 +48,14 @@ func (a *App) CollectGarbage(ctx context.Context, e event.Event) error {
 	}
 	log = log.With(slog.String("messageID", msg.Message.MessageID))
 	_, err = a.collector.Run(ctx)
+	if a.budgetStop != nil {
+		// After the collection, before the prices' refresh: a look
+		// that fails is logged and the next tick's, and never fails
+		// the tick (its requests are idempotent).
+		if _, serr := a.budgetStop.Run(ctx, time.Now()); serr != nil {
+			log.WarnContext(ctx, "CollectGarbage: the budgets that stop traffic were not looked at", slog.Any("error", serr))
+		}
+	}
 	a.refreshPrices(ctx, log, time.Now())
 	switch {
 	case errors.Is(err, gc.ErrIncomplete):

@@ -42,6 +42,11 @@ const (
 	// and written to the log egress-proxy-access (AccessPull). It names
 	// no document.
 	ReasonAccessPull Reason = "access-pull"
+	// ReasonTrafficStop is the collector's tick asking each proxy of a
+	// namespace whose traffic it stopped at the budget, or let go again
+	// (tenancy.Namespace.TrafficStopped), to hand its VM the change
+	// without replacing it.
+	ReasonTrafficStop Reason = "traffic-stop"
 )
 
 // Requested reports whether the reason is a request to look at the

@@ -287,6 +287,9 @@ func NamespaceUpdate(ns *tenancy.Namespace) []Field {
 		{Path: "quota", Value: ns.Quota},
 		// The budget is written whole: a PATCH replaces it.
 		{Path: "budget", Value: ns.Budget},
+		// The collector's record of the namespace's traffic stopped at
+		// its budget (tenancy.StopFor), whole as well.
+		{Path: "trafficStopped", Value: ns.TrafficStopped},
 	}
 }
 

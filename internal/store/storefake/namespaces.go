@@ -73,7 +73,7 @@ func (s *Store) UpdateNamespace(_ context.Context, name string, update func(*ten
 		return nil, err
 	}
 	rules.NamespaceUpdate(next)
-	ns.Members, ns.MemberEmails, ns.Quota, ns.Budget = next.Members, next.MemberEmails, next.Quota, next.Budget
+	ns.Members, ns.MemberEmails, ns.Quota, ns.Budget, ns.TrafficStopped = next.Members, next.MemberEmails, next.Quota, next.Budget, next.TrafficStopped
 	ns.UpdateTime = s.tick()
 	s.writes++
 	return ns.Clone(), nil
