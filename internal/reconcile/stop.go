@@ -120,12 +120,8 @@ func (run *run) trafficStop(ctx context.Context) (outcome, error) {
 			return done, run.write(ctx, run.next(), false)
 		}
 		engine.TrafficStop = engineStop(want)
-		err = rc.Reconfigure(ctx, id, provider.ReconfigureRequest{UID: p.UID, Namespace: p.Namespace, ProxyName: p.Name, Engine: engine})
-		if errors.Is(err, provider.ErrNotFound) {
-			return run.missing(ctx)
-		}
-		if err != nil {
-			return run.providerError(ctx, "handing instance "+id+" the budget's stop", err)
+		if err := rc.Reconfigure(ctx, id, provider.ReconfigureRequest{UID: p.UID, Namespace: p.Namespace, ProxyName: p.Name, Engine: engine}); err != nil {
+			return run.stopNotHanded(ctx, log, err)
 		}
 	default:
 		ts, ok := provider.AsTrafficStopper(run.prov)
@@ -133,12 +129,8 @@ func (run *run) trafficStop(ctx context.Context) (outcome, error) {
 			log.WarnContext(ctx, "provider "+p.Spec.Provider+" can tell its VMs no stop: their traffic is not stopped at the budget")
 			return done, run.write(ctx, run.next(), false)
 		}
-		err := ts.StopTraffic(ctx, id, engineStop(want))
-		if errors.Is(err, provider.ErrNotFound) {
-			return run.missing(ctx)
-		}
-		if err != nil {
-			return run.providerError(ctx, "telling instance "+id+" the budget's stop", err)
+		if err := ts.StopTraffic(ctx, id, engineStop(want)); err != nil {
+			return run.stopNotHanded(ctx, log, err)
 		}
 	}
 	next := run.next()
@@ -149,4 +141,14 @@ func (run *run) trafficStop(ctx context.Context) (outcome, error) {
 		log.InfoContext(ctx, "traffic carried again: the namespace's stop is lifted")
 	}
 	return done, run.write(ctx, next, false)
+}
+
+// stopNotHanded ends a run whose VM could not be handed the stop (it is
+// gone, it does not answer, its cloud refused): the lease is let go and
+// nothing else is written, so the proxy's phase and conditions say
+// nothing of it; the collector's next tick asks again, and a VM that is
+// gone is the sweep's and its events' to find.
+func (run *run) stopNotHanded(ctx context.Context, log *slog.Logger, err error) (outcome, error) {
+	log.WarnContext(ctx, "the budget's stop was not handed to the VM; the collector's next tick asks again", slog.Any("error", err))
+	return done, run.write(ctx, run.next(), false)
 }

@@ -78,9 +78,13 @@ type Server struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 
-	since                           time.Time
-	bytesIn, bytesOut               atomic.Int64
-	month                           monthly
+	since             time.Time
+	bytesIn, bytesOut atomic.Int64
+	month             monthly
+	// order is the last traffic order taken on the status door
+	// (budget.go), orderMu orders the taking; nil: none.
+	order                           atomic.Pointer[vmconfig.TrafficOrder]
+	orderMu                         sync.Mutex
 	connections, activeTuns         atomic.Int64
 	activeConns, refused            atomic.Int64
 	reqHTTP, reqConnect, reqSocks   atomic.Int64
