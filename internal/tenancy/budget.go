@@ -58,10 +58,9 @@ func (b Budget) Validate(currency string) []string {
 	switch b.AtBudget {
 	case "", RefuseNew:
 	case StopTraffic:
-		// Refused until the engine stops a namespace's traffic: a budget
-		// that says it stops traffic and does not would mislead its
-		// owners.
-		errs = append(errs, fmt.Sprintf("atBudget: %s is not enforced by this version yet; use %s", StopTraffic, RefuseNew))
+		// Enforced by the engines: the collector's tick records the stop
+		// (StopFor) and the reconciler hands it to each VM in place
+		// (internal/budgetstop, internal/reconcile's stop.go).
 	default:
 		errs = append(errs, fmt.Sprintf("atBudget: %q is neither %s nor %s", b.AtBudget, RefuseNew, StopTraffic))
 	}
