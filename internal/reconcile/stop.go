@@ -26,7 +26,8 @@ import (
 //     as any change, and it reports the same generation;
 //   - a provider.TrafficStopper's VM (the clouds read through the status
 //     door) is told through its proxy port, by a request only the
-//     functions can sign;
+//     functions can sign, and told again at each of the tick's requests
+//     while the stop holds: its engine forgets an order when it restarts;
 //   - a VM of a spec's own cloud-init runs no engine of ours, and one of
 //     a provider with neither door cannot be told: the run logs that it
 //     carries on.
@@ -91,9 +92,19 @@ func (run *run) trafficStop(ctx context.Context) (outcome, error) {
 		return done, err
 	}
 	p := run.doc
-	if sameStop(want, p.Reconciler.TrafficStop) {
+	rc, reconfigures := provider.AsReconfigurer(run.prov)
+	ts, stops := provider.AsTrafficStopper(run.prov)
+	// A Reconfigurer's VM keeps the stop in the configuration it serves,
+	// across restarts; a TrafficStopper's engine keeps an order in memory
+	// only, and one that restarted (a reboot) carries again. So a stop
+	// such a VM was given is given again at each of the tick's requests,
+	// minutes apart: an engine that holds it takes the order and serves
+	// the same stop.
+	again := want != nil && stops && !reconfigures
+	if sameStop(want, p.Reconciler.TrafficStop) && !again {
 		return done, nil
 	}
+	changed := !sameStop(want, p.Reconciler.TrafficStop)
 	id := p.Status.ProviderID
 	log := run.log.With(slog.String("providerID", id), slog.Any("trafficStop", want))
 	if !run.defaultBootstrap() {
@@ -109,7 +120,7 @@ func (run *run) trafficStop(ctx context.Context) (outcome, error) {
 		}
 		p = run.doc
 	}
-	switch rc, reconfigures := provider.AsReconfigurer(run.prov); {
+	switch {
 	case reconfigures:
 		_, _, engine, err := run.bootstrap(ctx, p.Generation)
 		if err != nil {
@@ -123,21 +134,22 @@ func (run *run) trafficStop(ctx context.Context) (outcome, error) {
 		if err := rc.Reconfigure(ctx, id, provider.ReconfigureRequest{UID: p.UID, Namespace: p.Namespace, ProxyName: p.Name, Engine: engine}); err != nil {
 			return run.stopNotHanded(ctx, log, err)
 		}
-	default:
-		ts, ok := provider.AsTrafficStopper(run.prov)
-		if !ok {
-			log.WarnContext(ctx, "provider "+p.Spec.Provider+" can tell its VMs no stop: their traffic is not stopped at the budget")
-			return done, run.write(ctx, run.next(), false)
-		}
+	case stops:
 		if err := ts.StopTraffic(ctx, id, engineStop(want)); err != nil {
 			return run.stopNotHanded(ctx, log, err)
 		}
+	default:
+		log.WarnContext(ctx, "provider "+p.Spec.Provider+" can tell its VMs no stop: their traffic is not stopped at the budget")
+		return done, run.write(ctx, run.next(), false)
 	}
 	next := run.next()
 	next.Reconciler.TrafficStop = want
-	if want != nil {
+	switch {
+	case !changed:
+		log.DebugContext(ctx, "the stop at the namespace's budget given again")
+	case want != nil:
 		log.InfoContext(ctx, "traffic stopped at the namespace's budget", slog.String("month", want.Month))
-	} else {
+	default:
 		log.InfoContext(ctx, "traffic carried again: the namespace's stop is lifted")
 	}
 	return done, run.write(ctx, next, false)

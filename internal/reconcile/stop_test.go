@@ -12,6 +12,7 @@ import (
 	"net/http"
 	"net/netip"
 	"strconv"
+	"sync"
 	"testing"
 	"time"
 
@@ -19,6 +20,7 @@ import (
 
 	"github.com/egress-proxies/egress/internal/budgetstop"
 	"github.com/egress-proxies/egress/internal/pricing"
+	"github.com/egress-proxies/egress/internal/provider"
 	"github.com/egress-proxies/egress/internal/provider/mock"
 	"github.com/egress-proxies/egress/internal/proxy"
 	"github.com/egress-proxies/egress/internal/reconcile"
@@ -166,6 +168,94 @@ func TestStopTrafficAtTheBudget(t *testing.T) {
 	}
 	if diff := cmp.Diff(seen{Connect: 200, Phase: proxy.PhaseReady, SameVM: true, Generation: 1}, look1()); diff != "" {
 		t.Errorf("after the budget was raised (-want +got):\n%s", diff)
+	}
+}
+
+// orderedVMs is the mock seen as a cloud whose VMs take no configuration
+// in place but take a traffic order on their status door (Hetzner, AWS,
+// DigitalOcean: provider.TrafficStopper): the mock's Reconfigure is
+// hidden, and each order is recorded.
+type orderedVMs struct {
+	provider.Provider
+	mu     sync.Mutex
+	orders []*vmconfig.TrafficStop
+}
+
+func (o *orderedVMs) StopTraffic(_ context.Context, _ string, stop *vmconfig.TrafficStop) error {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	o.orders = append(o.orders, stop)
+	return nil
+}
+
+// taken returns the orders given since the last call.
+func (o *orderedVMs) taken() []*vmconfig.TrafficStop {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	got := o.orders
+	o.orders = nil
+	return got
+}
+
+// TestStopTrafficOrderedAgain: a VM that takes the stop as an order
+// (provider.TrafficStopper) keeps it in its engine's memory only, which a
+// reboot forgets; so each of the tick's requests while the namespace is
+// stopped gives the order again, where a Reconfigurer's VM, which keeps
+// the stop in its configuration, is called once (TestStopTrafficAtTheBudget).
+// The lift is ordered once, and a request with nothing stopped orders
+// nothing. No VM is made or deleted for any of it.
+func TestStopTrafficOrderedAgain(t *testing.T) {
+	w := newWorld(t, reconcile.Options{})
+	vms := &orderedVMs{Provider: w.mock}
+	w.r = reconcile.New(w.store, providers{vms}, w.queue, secrets{}, w.clock, slog.New(slog.DiscardHandler),
+		reconcile.Options{Rand: rand.New(rand.NewPCG(1, 2))})
+	ctx := context.Background()
+	if _, err := w.store.CreateNamespace(ctx, rules.NewNamespace(w.key.Namespace, nil, 20, 20, start)); err != nil {
+		t.Fatal(err)
+	}
+	p := w.ready()
+	vm := p.Status.ProviderID
+	stopped := func(st *tenancy.TrafficStopped) {
+		t.Helper()
+		if _, err := w.store.UpdateNamespace(ctx, w.key.Namespace, func(ns *tenancy.Namespace) error {
+			ns.TrafficStopped = st
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	type seen struct {
+		Orders     []*vmconfig.TrafficStop
+		Given      *proxy.TrafficStop
+		Phase      proxy.Phase
+		SameVM     bool
+		Creates    int
+		Deletes    int
+		Generation int64
+	}
+	request := func() seen {
+		t.Helper()
+		w.reconcile(reconcile.Trigger{Reason: proxy.ReasonTrafficStop})
+		d := w.doc()
+		calls := w.calls()
+		return seen{Orders: vms.taken(), Given: d.Reconciler.TrafficStop, Phase: d.Status.Phase, SameVM: d.Status.ProviderID == vm,
+			Creates: calls[mock.MethodCreate], Deletes: calls[mock.MethodDelete], Generation: d.Status.ObservedGeneration}
+	}
+	month := start.UTC().Format("2006-01")
+	stop := &vmconfig.TrafficStop{Month: month, Reason: "at the budget"}
+	stopped(&tenancy.TrafficStopped{Month: month, Reason: "at the budget"})
+	for i := range 2 {
+		if diff := cmp.Diff(seen{Orders: []*vmconfig.TrafficStop{stop}, Given: &proxy.TrafficStop{Month: month, Reason: "at the budget"},
+			Phase: proxy.PhaseReady, SameVM: true, Generation: 1}, request()); diff != "" {
+			t.Errorf("request %d while stopped (-want +got):\n%s", i+1, diff)
+		}
+	}
+	stopped(nil)
+	if diff := cmp.Diff(seen{Orders: []*vmconfig.TrafficStop{nil}, Phase: proxy.PhaseReady, SameVM: true, Generation: 1}, request()); diff != "" {
+		t.Errorf("the request after the lift (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(seen{Phase: proxy.PhaseReady, SameVM: true, Generation: 1}, request()); diff != "" {
+		t.Errorf("a request with nothing stopped (-want +got):\n%s", diff)
 	}
 }
 
