@@ -122,16 +122,20 @@ type Stopper interface {
 	StopTraffic(ctx context.Context, ip string, port int32, uid, id string, stop *vmconfig.TrafficStop) (Status, error)
 }
 
-// StopTraffic tells the VM inst describes (its provider's Get: running,
-// its status port and id) to serve stop, for the provider's
-// provider.TrafficStopper. A VM whose door is not open (not running, or
-// no default bootstrap) is a transient error, as is one that does not
-// answer: the caller asks again later. A prober that tells no stop (a
-// simulation's) is a permanent one.
-func StopTraffic(ctx context.Context, p Prober, inst *provider.Instance, stop *vmconfig.TrafficStop) error {
+// StopTraffic tells the VM providerID names to serve stop (nil: carry
+// again), for a provider's provider.TrafficStopper, whose Get reads the
+// VM first: running, its address, status port and id. A VM whose door is
+// not open (not running, or no default bootstrap) is a transient error,
+// as is one that does not answer: the caller asks again later. A prober
+// that tells no stop (a simulation's) is a permanent one.
+func StopTraffic(ctx context.Context, p Prober, get func(context.Context, string) (*provider.Instance, error), providerID string, stop *vmconfig.TrafficStop) error {
 	s, ok := p.(Stopper)
 	if !ok {
-		return provider.NewError(provider.KindPermanent, "stop traffic", inst.ID, errors.New("this provider's prober tells its VMs no traffic order"))
+		return provider.NewError(provider.KindPermanent, "stop traffic", providerID, errors.New("this provider's prober tells its VMs no traffic order"))
+	}
+	inst, err := get(ctx, providerID)
+	if err != nil {
+		return err
 	}
 	if inst.State != provider.StateRunning || inst.IP == "" || inst.StatusPort == 0 {
 		return provider.NewError(provider.KindTransient, "stop traffic", inst.ID,
