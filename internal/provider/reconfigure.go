@@ -38,18 +38,7 @@ type ReconfigureRequest struct {
 // AsReconfigurer returns the Reconfigurer beneath p's decorators (Unwrap),
 // if p's backend is one. A decorator that must see the call (metering,
 // faults) implements Reconfigurer itself and is found first.
-func AsReconfigurer(p Provider) (Reconfigurer, bool) {
-	for {
-		if r, ok := p.(Reconfigurer); ok {
-			return r, true
-		}
-		d, ok := p.(interface{ Unwrap() Provider })
-		if !ok {
-			return nil, false
-		}
-		p = d.Unwrap()
-	}
-}
+func AsReconfigurer(p Provider) (Reconfigurer, bool) { return beneath[Reconfigurer](p) }
 
 // TrafficStopper, an optional interface beside Provider, is a provider
 // whose running VMs can be told to stop carrying new connections, or to
@@ -68,15 +57,4 @@ type TrafficStopper interface {
 
 // AsTrafficStopper returns the TrafficStopper beneath p's decorators, if
 // p's backend is one.
-func AsTrafficStopper(p Provider) (TrafficStopper, bool) {
-	for {
-		if r, ok := p.(TrafficStopper); ok {
-			return r, true
-		}
-		d, ok := p.(interface{ Unwrap() Provider })
-		if !ok {
-			return nil, false
-		}
-		p = d.Unwrap()
-	}
-}
+func AsTrafficStopper(p Provider) (TrafficStopper, bool) { return beneath[TrafficStopper](p) }
