@@ -1,10 +1,13 @@
 package main
 
 import (
+	"bytes"
+	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/egress-proxies/egress/internal/client"
 	"github.com/egress-proxies/egress/internal/pricing"
 )
 
@@ -27,6 +30,38 @@ func TestCostShown(t *testing.T) {
 	} {
 		if diff := cmp.Diff(tc.want, shown{costColumn(tc.cost), monthLine(tc.cost)}); diff != "" {
 			t.Errorf("%s (-want +got):\n%s", name, diff)
+		}
+	}
+}
+
+// TestNamespaceShowsItsStop: `namespaces get` of a namespace whose budget
+// stopped its traffic says so, with the month and why; one that carries
+// says nothing of traffic.
+func TestNamespaceShowsItsStop(t *testing.T) {
+	budget := &client.Budget{Monthly: "1.00", Currency: "EUR", AtBudget: "stopTraffic"}
+	stopped := &client.TrafficStopped{Month: "2026-12", Reason: "the namespace's month 2026-12 is 1.00 EUR so far, at its monthly budget of 1.00 EUR, which stops traffic there"}
+	for name, tc := range map[string]struct {
+		ns   client.Namespace
+		want []string
+	}{
+		"stopped": {client.Namespace{Name: "team-b", Budget: budget, TrafficStopped: stopped}, []string{
+			"budget:   1.00 EUR a month, stopTraffic at it",
+			"traffic:  stopped for 2026-12: the namespace's month 2026-12 is 1.00 EUR so far, at its monthly budget of 1.00 EUR, which stops traffic there"}},
+		"carrying": {client.Namespace{Name: "team-b", Budget: budget}, []string{"budget:   1.00 EUR a month, stopTraffic at it"}},
+	} {
+		var out bytes.Buffer
+		c := &cli{stdout: &out}
+		if err := c.printNamespace(&tc.ns); err != nil {
+			t.Fatal(err)
+		}
+		var got []string
+		for _, line := range strings.Split(out.String(), "\n") {
+			if strings.HasPrefix(line, "budget:") || strings.HasPrefix(line, "traffic:") {
+				got = append(got, strings.TrimRight(line, " "))
+			}
+		}
+		if diff := cmp.Diff(tc.want, got); diff != "" {
+			t.Errorf("%s (-want +got):\n%s\n%s", name, diff, out.String())
 		}
 	}
 }

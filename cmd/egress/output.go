@@ -186,6 +186,9 @@ func (c *cli) printNamespace(n *client.Namespace) error {
 		}
 		fmt.Fprintf(tw, "budget:\t%s %s a month, %s at it\n", b.Monthly, b.Currency, at)
 	}
+	if st := n.TrafficStopped; st != nil {
+		fmt.Fprintf(tw, "traffic:\tstopped for %s: %s\n", st.Month, st.Reason)
+	}
 	fmt.Fprintln(tw, "members:")
 	for _, email := range slices.Sorted(maps.Keys(n.Members)) {
 		fmt.Fprintf(tw, "  %s\t%s\n", email, n.Members[email])

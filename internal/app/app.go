@@ -35,6 +35,7 @@ import (
 	"github.com/egress-proxies/egress/internal/accesspull"
 	"github.com/egress-proxies/egress/internal/bootstrap"
 	"github.com/egress-proxies/egress/internal/budgetalert"
+	"github.com/egress-proxies/egress/internal/budgetstop"
 	"github.com/egress-proxies/egress/internal/callhome"
 	"github.com/egress-proxies/egress/internal/clock"
 	"github.com/egress-proxies/egress/internal/clouds"
@@ -122,6 +123,9 @@ type App struct {
 	reconciler *reconcile.Reconciler
 	pools      *pools.Reconciler
 	collector  *gc.Collector
+	// budgetStop is the tick's look at the budgets that stop traffic
+	// (package budgetstop); nil without a price catalog.
+	budgetStop *budgetstop.Look
 	// prices refreshes the price catalog on the collector's ticks
 	// (refreshPrices); nil where CollectGarbage is not served.
 	prices *pricestore.Refresher
@@ -211,6 +215,9 @@ func New(ctx context.Context, getenv Getenv, opts Options) (*App, error) {
 	}
 	if cfg.serves(CollectGarbage) {
 		a.collector = gc.New(a.Providers, a.store, a.publisher, now, a.Log, a.gcOptions())
+		if a.Catalog != nil {
+			a.budgetStop = &budgetstop.Look{Store: a.store, Requeuer: a.publisher, Costs: spend.Costs{Catalog: a.Catalog, Rates: a.Config.CostRates}, Log: a.Log}
+		}
 		if a.firestore != nil {
 			a.prices = pricestore.NewRefresher(a.firestore, a.priceClouds(), a.Log)
 		}

@@ -17,8 +17,9 @@ import (
 // proxy-gc (a Cloud Scheduler tick). The message body is irrelevant: every
 // tick means "collect now". After the collection it refreshes the price
 // catalog, which reads each cloud's prices at most once a day
-// (refreshPrices), and tells the budget thresholds the namespaces' months
-// reached (checkBudgets): neither fails the tick.
+// (refreshPrices), tells the budget thresholds the namespaces' months
+// reached (checkBudgets), and looks at the namespaces whose budget stops
+// traffic (package budgetstop): none of them fails the tick.
 //
 // It returns an error, so that Pub/Sub delivers the tick again, only when
 // the run could not look at everything (gc.ErrIncomplete: a provider or the
@@ -48,6 +49,14 @@ func (a *App) CollectGarbage(ctx context.Context, e event.Event) error {
 	log = log.With(slog.String("messageID", msg.Message.MessageID))
 	_, err = a.collector.Run(ctx)
 	now := time.Now()
+	if a.budgetStop != nil {
+		// After the collection: a look that fails is logged and the
+		// next tick's, and never fails the tick (its requests are
+		// idempotent).
+		if _, serr := a.budgetStop.Run(ctx, now); serr != nil {
+			log.WarnContext(ctx, "CollectGarbage: the budgets that stop traffic were not looked at", slog.Any("error", serr))
+		}
+	}
 	a.refreshPrices(ctx, log, now)
 	a.checkBudgets(ctx, log, now)
 	switch {

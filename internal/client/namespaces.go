@@ -20,10 +20,20 @@ type Namespace struct {
 	// Budget is its monthly budget, if a platform admin gave it one;
 	// Month what it costs this month (a get of one namespace, where the
 	// deployment costs proxies).
-	Budget     *Budget       `json:"budget,omitempty"`
-	Month      *pricing.Cost `json:"month,omitempty"`
-	CreateTime *time.Time    `json:"createTime,omitempty"`
-	UpdateTime time.Time     `json:"updateTime"`
+	Budget *Budget       `json:"budget,omitempty"`
+	Month  *pricing.Cost `json:"month,omitempty"`
+	// TrafficStopped is set while its proxies carry no new connection:
+	// its budget stops traffic ("stopTraffic") and its month reached it.
+	TrafficStopped *TrafficStopped `json:"trafficStopped,omitempty"`
+	CreateTime     *time.Time      `json:"createTime,omitempty"`
+	UpdateTime     time.Time       `json:"updateTime"`
+}
+
+// TrafficStopped is the month a namespace's traffic is stopped in
+// ("2006-01", UTC; the stop ends with it) and why.
+type TrafficStopped struct {
+	Month  string `json:"month"`
+	Reason string `json:"reason"`
 }
 
 // Budget is a namespace's monthly budget: an amount, the deployment's

@@ -25,14 +25,18 @@ type namespaceResource struct {
 	// Budget is its monthly budget, if an admin gave it one; Month what
 	// it costs this month (GET of one namespace, where the deployment
 	// costs proxies).
-	Budget     *tenancy.Budget `json:"budget,omitempty"`
-	Month      *pricing.Cost   `json:"month,omitempty"`
-	CreateTime *time.Time      `json:"createTime,omitempty"`
-	UpdateTime time.Time       `json:"updateTime"`
+	Budget *tenancy.Budget `json:"budget,omitempty"`
+	Month  *pricing.Cost   `json:"month,omitempty"`
+	// TrafficStopped is set while its proxies carry no new connection:
+	// its budget stops traffic and its month reached it.
+	TrafficStopped *tenancy.TrafficStopped `json:"trafficStopped,omitempty"`
+	CreateTime     *time.Time              `json:"createTime,omitempty"`
+	UpdateTime     time.Time               `json:"updateTime"`
 }
 
 func (a *API) resource(ns *tenancy.Namespace) namespaceResource {
-	r := namespaceResource{Name: ns.Name, Members: ns.Members, Quota: ns.QuotaOr(a.opts.Quota), ProxyCount: ns.ProxyCount, Budget: ns.Budget, UpdateTime: ns.UpdateTime}
+	r := namespaceResource{Name: ns.Name, Members: ns.Members, Quota: ns.QuotaOr(a.opts.Quota), ProxyCount: ns.ProxyCount, Budget: ns.Budget,
+		TrafficStopped: ns.TrafficStopped, UpdateTime: ns.UpdateTime}
 	if r.Members == nil {
 		r.Members = map[string]tenancy.Role{}
 	}

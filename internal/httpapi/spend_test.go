@@ -1,6 +1,7 @@
 package httpapi_test
 
 import (
+	"context"
 	"encoding/json"
 	"testing"
 	"time"
@@ -13,6 +14,7 @@ import (
 	"github.com/egress-proxies/egress/internal/provider/mock"
 	"github.com/egress-proxies/egress/internal/spend"
 	"github.com/egress-proxies/egress/internal/store/storefake"
+	"github.com/egress-proxies/egress/internal/tenancy"
 )
 
 // costedEnv is the API over the in-memory store at clk, costing the mock's
@@ -76,7 +78,9 @@ func TestBudgetRefusesTheCreateThatWouldExceed(t *testing.T) {
 			answer{Code: 403, Reason: httpapi.ReasonAdminRequired}},
 		{"a budget in another currency than the deployment's", admin, "PATCH", "/v1/namespaces/team-b", `{"budget":{"monthly":"100.00","currency":"USD"}}`,
 			answer{Code: 400, Reason: httpapi.ReasonBudgetInvalid}},
-		{"stopTraffic is not enforced yet, so not taken", admin, "PATCH", "/v1/namespaces/team-b", `{"budget":{"monthly":"100.00","currency":"EUR","atBudget":"stopTraffic"}}`,
+		{"stopTraffic is taken: the engines stop at the budget", admin, "PATCH", "/v1/namespaces/team-b", `{"budget":{"monthly":"100.00","currency":"EUR","atBudget":"stopTraffic"}}`,
+			answer{Code: 200}},
+		{"an atBudget of no meaning is not", admin, "PATCH", "/v1/namespaces/team-b", `{"budget":{"monthly":"100.00","currency":"EUR","atBudget":"pause"}}`,
 			answer{Code: 400, Reason: httpapi.ReasonBudgetInvalid}},
 		{"an admin gives it 100.00 EUR", admin, "PATCH", "/v1/namespaces/team-b", `{"budget":{"monthly":"100.00","currency":"EUR"}}`,
 			answer{Code: 200}},
@@ -112,5 +116,46 @@ func TestBudgetRefusesTheCreateThatWouldExceed(t *testing.T) {
 	want := pricing.Money{Currency: "EUR", Nanos: 115_200_000_000}
 	if diff := cmp.Diff(want, ns.Month.Forecast); diff != "" {
 		t.Errorf("the namespace's forecast (-want +got):\n%s\n%s", diff, b)
+	}
+}
+
+// TestNamespaceShowsTrafficStopped: a namespace whose month reached a
+// budget that stops traffic shows the record the collector's tick wrote
+// (trafficStopped: the month and why) to its members, in the shape the
+// OpenAPI document gives (the env's client holds every answer to it);
+// one that carries shows none.
+func TestNamespaceShowsTrafficStopped(t *testing.T) {
+	clk := clock.NewFake(time.Date(2026, 12, 16, 0, 0, 0, 0, time.UTC))
+	e := costedEnv(t, clk)
+	if resp, b := e.do(admin, "PUT", "/v1/namespaces/team-b", `{"members":{"`+owner+`":"owner"}}`); resp.StatusCode != 201 {
+		t.Fatalf("making the namespace: %d %s", resp.StatusCode, b)
+	}
+	if resp, b := e.do(admin, "PATCH", "/v1/namespaces/team-b", `{"budget":{"monthly":"1.00","currency":"EUR","atBudget":"stopTraffic"}}`); resp.StatusCode != 200 {
+		t.Fatalf("giving it a budget that stops traffic: %d %s", resp.StatusCode, b)
+	}
+	shown := func() *tenancy.TrafficStopped {
+		t.Helper()
+		resp, b := e.do(owner, "GET", "/v1/namespaces/team-b", "")
+		if resp.StatusCode != 200 {
+			t.Fatalf("GET: %d %s", resp.StatusCode, b)
+		}
+		var ns struct{ TrafficStopped *tenancy.TrafficStopped }
+		if err := json.Unmarshal(b, &ns); err != nil {
+			t.Fatal(err)
+		}
+		return ns.TrafficStopped
+	}
+	if got := shown(); got != nil {
+		t.Errorf("a namespace that carries shows trafficStopped %+v", got)
+	}
+	stopped := &tenancy.TrafficStopped{Month: "2026-12", Reason: "the namespace's month 2026-12 is 1.00 EUR so far, at its monthly budget of 1.00 EUR, which stops traffic there"}
+	if _, err := e.store.UpdateNamespace(context.Background(), "team-b", func(ns *tenancy.Namespace) error {
+		ns.TrafficStopped = stopped
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(stopped, shown()); diff != "" {
+		t.Errorf("the stopped namespace's trafficStopped (-want +got):\n%s", diff)
 	}
 }

@@ -38,15 +38,23 @@ type ReconfigureRequest struct {
 // AsReconfigurer returns the Reconfigurer beneath p's decorators (Unwrap),
 // if p's backend is one. A decorator that must see the call (metering,
 // faults) implements Reconfigurer itself and is found first.
-func AsReconfigurer(p Provider) (Reconfigurer, bool) {
-	for {
-		if r, ok := p.(Reconfigurer); ok {
-			return r, true
-		}
-		d, ok := p.(interface{ Unwrap() Provider })
-		if !ok {
-			return nil, false
-		}
-		p = d.Unwrap()
-	}
+func AsReconfigurer(p Provider) (Reconfigurer, bool) { return beneath[Reconfigurer](p) }
+
+// TrafficStopper, an optional interface beside Provider, is a provider
+// whose running VMs can be told to stop carrying new connections, or to
+// carry them again, without a new VM and without a new configuration:
+// the clouds whose VMs take no configuration in place
+// (no Reconfigurer) but answer the control plane through their proxy port
+// (internal/vmstatus). A Reconfigurer's VMs get the stop in their
+// configuration (vmconfig.Config.TrafficStop) instead.
+type TrafficStopper interface {
+	// StopTraffic hands the VM providerID names stop (nil: carry again).
+	// It is idempotent; it returns ErrNotFound when the VM is gone, and
+	// an error when the VM could not be told (it does not answer, or its
+	// answer is not its own).
+	StopTraffic(ctx context.Context, providerID string, stop *vmconfig.TrafficStop) error
 }
+
+// AsTrafficStopper returns the TrafficStopper beneath p's decorators, if
+// p's backend is one.
+func AsTrafficStopper(p Provider) (TrafficStopper, bool) { return beneath[TrafficStopper](p) }

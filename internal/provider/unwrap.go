@@ -14,3 +14,20 @@ func Unwrap(p Provider) Provider {
 		p = d.Unwrap()
 	}
 }
+
+// beneath returns the first of p and the providers beneath its
+// decorators that is a T: a decorator that implements T itself (to see
+// the call) is found before its backend.
+func beneath[T any](p Provider) (T, bool) {
+	for {
+		if t, ok := p.(T); ok {
+			return t, true
+		}
+		d, ok := p.(interface{ Unwrap() Provider })
+		if !ok {
+			var none T
+			return none, false
+		}
+		p = d.Unwrap()
+	}
+}

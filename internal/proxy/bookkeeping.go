@@ -50,6 +50,13 @@ type Bookkeeping struct {
 	// change the VM does not have yet. 0 for a VM claimed from a warm pool
 	// that has not been given the proxy's configuration yet.
 	SentGeneration int64 `firestore:"sentGeneration,omitempty"`
+	// TrafficStop is the stop of the proxy's traffic at its namespace's
+	// budget (tenancy.Namespace.TrafficStopped) the current VM was last
+	// given, rendered into every configuration the reconciler makes for
+	// the proxy (vmconfig.Config.TrafficStop): nil while none was. A
+	// namespace's record whose month differs is one to hand over
+	// (internal/reconcile, stop.go).
+	TrafficStop *TrafficStop `firestore:"trafficStop,omitempty"`
 	// ReconfigureStart is when the current VM was first handed a
 	// configuration it does not serve yet (a Reconfigure): the reconfigure
 	// timeout runs from there. Zero once it serves the document's
@@ -70,4 +77,13 @@ type Bookkeeping struct {
 	// documents; settled ones have no such field and cost the query nothing.
 	// The API sets it at creation, so a lost first event is caught too.
 	ProgressTime time.Time `firestore:"progressTime,omitempty"`
+}
+
+// TrafficStop is a stop of a proxy's traffic for the rest of a calendar
+// month, its namespace's budget spent (vmconfig.TrafficStop).
+type TrafficStop struct {
+	// Month is the month stopped, UTC, "2006-01".
+	Month string `firestore:"month"`
+	// Reason is the one-line why.
+	Reason string `firestore:"reason,omitempty"`
 }

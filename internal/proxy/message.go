@@ -47,6 +47,11 @@ const (
 	// or of another month, and no write of the status would come to do
 	// it.
 	ReasonCost Reason = "cost"
+	// ReasonTrafficStop is the collector's tick asking each proxy of a
+	// namespace whose traffic it stopped at the budget, or let go again
+	// (tenancy.Namespace.TrafficStopped), to hand its VM the change
+	// without replacing it.
+	ReasonTrafficStop Reason = "traffic-stop"
 )
 
 // Requested reports whether the reason is a request to look at the

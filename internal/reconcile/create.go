@@ -181,6 +181,11 @@ func (run *run) bootstrap(ctx context.Context, generation int64) (cloudInit, sta
 			// proxy's VM before it last reported of the month.
 			engine.TrafficCarried = &vmconfig.MonthCount{Month: t.Month, Bytes: t.MonthBytes}
 		}
+		if engine != nil {
+			// What the VM before was given of its namespace's stop at
+			// the budget (stop.go): no change lifts it.
+			engine.TrafficStop = engineStop(run.doc.Reconciler.TrafficStop)
+		}
 		return "", script, engine, nil
 	}
 	return "", "", nil, nil

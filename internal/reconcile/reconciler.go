@@ -383,6 +383,10 @@ func (run *run) step(ctx context.Context) (outcome, error) {
 		// taking and releasing the lease for nothing; the call-home or
 		// the sweep looks.
 		return run.reconfigure(ctx, reconfiguringPhase(p.Status.Phase))
+	case run.trigger.Reason == proxy.ReasonTrafficStop && p.Status.Phase == proxy.PhaseReady && !run.changePending():
+		// The namespace's stop at its budget, or its end (stop.go): no
+		// look at the VM, whose phase does not change.
+		return run.trafficStop(ctx)
 	default:
 		return run.observe(ctx)
 	}

@@ -59,10 +59,9 @@ func (b Budget) Validate(currency string) []string {
 	switch b.AtBudget {
 	case "", RefuseNew:
 	case StopTraffic:
-		// Refused until the engine stops a namespace's traffic: a budget
-		// that says it stops traffic and does not would mislead its
-		// owners.
-		errs = append(errs, fmt.Sprintf("atBudget: %s is not enforced by this version yet; use %s", StopTraffic, RefuseNew))
+		// Enforced by the engines: the collector's tick records the stop
+		// (StopFor) and the reconciler hands it to each VM in place
+		// (internal/budgetstop, internal/reconcile's stop.go).
 	default:
 		errs = append(errs, fmt.Sprintf("atBudget: %q is neither %s nor %s", b.AtBudget, RefuseNew, StopTraffic))
 	}
@@ -84,4 +83,35 @@ type BudgetAlerts struct {
 	Notified []int `firestore:"notified,omitempty"`
 	// CheckedAt is when the collector last summed the month.
 	CheckedAt time.Time `firestore:"checkedAt"`
+}
+
+// TrafficStopped is a namespace's traffic stopped at its budget for the
+// rest of a month (Namespace.TrafficStopped).
+type TrafficStopped struct {
+	// Month is the month stopped, UTC, "2006-01": the stop holds in it
+	// alone, so the month's turn lifts it on every VM by itself.
+	Month string `json:"month" firestore:"month"`
+	// Reason says why, naming the month-to-date and the budget: what the
+	// namespace's owners read, and the engines log.
+	Reason string `json:"reason" firestore:"reason"`
+}
+
+// StopFor is whether a namespace with budget b, whose month so far is
+// monthToDate (its proxies' and its deleted proxies', in month, a
+// "2006-01"), has its traffic stopped: b stops traffic at the budget
+// (StopTraffic) and monthToDate reached it. Nil: it carries. It is the
+// month so far that counts, not the forecast: traffic stops when the
+// money is spent, not when it is foreseen to be (a forecast over the
+// budget is what RefuseNew refuses, for every budget). A budget without
+// an amount it can read (an old document's) stops nothing.
+func StopFor(b *Budget, month string, monthToDate pricing.Money) *TrafficStopped {
+	if b == nil || b.At() != StopTraffic {
+		return nil
+	}
+	amount, err := b.Amount()
+	if err != nil || amount.Nanos <= 0 || monthToDate.Nanos < amount.Nanos {
+		return nil
+	}
+	return &TrafficStopped{Month: month, Reason: fmt.Sprintf("the namespace's month %s is %s so far, at its monthly budget of %s, which stops traffic there",
+		month, pricing.Money{Currency: amount.Currency, Nanos: monthToDate.Nanos}, amount)}
 }

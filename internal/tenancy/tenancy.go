@@ -86,6 +86,12 @@ type Namespace struct {
 	// BudgetAlerts are the budget thresholds the collector told of this
 	// month (package budgetalert); nil before the first.
 	BudgetAlerts *BudgetAlerts `firestore:"budgetAlerts,omitempty"`
+	// TrafficStopped, when set, says the namespace's month reached its
+	// budget and its budget stops traffic there (StopTraffic): its
+	// proxies' engines refuse new connections until the month turns or
+	// the budget is raised. The collector's tick writes and clears it
+	// (StopFor); the reconciler hands it to each proxy's VM.
+	TrafficStopped *TrafficStopped `firestore:"trafficStopped,omitempty"`
 	// CreateTime is when an admin created the namespace.
 	CreateTime time.Time `firestore:"createTime,omitempty"`
 	// UpdateTime is the document's update time as the store reports it.
@@ -152,6 +158,10 @@ func (ns *Namespace) Clone() *Namespace {
 		a := *ns.BudgetAlerts
 		a.Notified = slices.Clone(a.Notified)
 		c.BudgetAlerts = &a
+	}
+	if ns.TrafficStopped != nil {
+		t := *ns.TrafficStopped
+		c.TrafficStopped = &t
 	}
 	if ns.PoolClaims != nil {
 		c.PoolClaims = make(map[string][]time.Time, len(ns.PoolClaims))

@@ -5,6 +5,7 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/egress-proxies/egress/internal/pricing"
 	"github.com/egress-proxies/egress/internal/tenancy"
 )
 
@@ -102,5 +103,40 @@ func TestKeepsOwner(t *testing.T) {
 		if got := tenancy.KeepsOwner(tc.before, tc.after); got != tc.want {
 			t.Errorf("%s: %s\nKeepsOwner(%v, %v) = %v, want %v", name, tc.reason, tc.before, tc.after, got, tc.want)
 		}
+	}
+}
+
+// TestStopFor: a namespace's traffic stops when its month so far reaches
+// a budget that stops traffic there, and only then.
+func TestStopFor(t *testing.T) {
+	eur := func(amount string) pricing.Money {
+		m, err := pricing.ParseMoney(amount, "EUR")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return m
+	}
+	stops := &tenancy.Budget{Monthly: "200.00", Currency: "EUR", AtBudget: tenancy.StopTraffic}
+	for name, tc := range map[string]struct {
+		reason      string
+		budget      *tenancy.Budget
+		monthToDate pricing.Money
+		want        *tenancy.TrafficStopped
+	}{
+		"NoBudget":         {reason: "Without a budget nothing stops.", monthToDate: eur("1000.00")},
+		"RefuseNew":        {reason: "The default refuses what would exceed it and stops nothing.", budget: &tenancy.Budget{Monthly: "200.00", Currency: "EUR"}, monthToDate: eur("250.00")},
+		"Under":            {reason: "A cent under the budget carries.", budget: stops, monthToDate: eur("199.99")},
+		"UnreadableAmount": {reason: "An old document's budget that is no amount stops nothing.", budget: &tenancy.Budget{Monthly: "lots", Currency: "EUR", AtBudget: tenancy.StopTraffic}, monthToDate: eur("250.00")},
+		"AtTheBudget": {reason: "Reaching the budget stops, naming the month and both amounts.", budget: stops, monthToDate: eur("200.00"),
+			want: &tenancy.TrafficStopped{Month: "2026-12", Reason: "the namespace's month 2026-12 is 200.00 EUR so far, at its monthly budget of 200.00 EUR, which stops traffic there"}},
+		"Over": {reason: "Over the budget stops as well.", budget: stops, monthToDate: eur("212.50"),
+			want: &tenancy.TrafficStopped{Month: "2026-12", Reason: "the namespace's month 2026-12 is 212.50 EUR so far, at its monthly budget of 200.00 EUR, which stops traffic there"}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			got := tenancy.StopFor(tc.budget, "2026-12", tc.monthToDate)
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("%s (-want +got):\n%s", tc.reason, diff)
+			}
+		})
 	}
 }

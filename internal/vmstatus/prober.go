@@ -36,6 +36,9 @@ type Status struct {
 	// agent says, when that is not its own (a DigitalOcean Droplet's
 	// reserved IP); empty otherwise.
 	Egress string
+	// TrafficStop is the stop at its namespace's budget it serves now;
+	// nil when none holds.
+	TrafficStop *vmconfig.TrafficStop
 }
 
 // DefaultTimeout bounds one status request: a VM that does not answer in
@@ -72,7 +75,7 @@ func (p *Prober) Probe(ctx context.Context, ip string, port int32, uid, id strin
 		now = p.Now
 	}
 	return Status{Generation: st.Generation, Ready: st.Ready, Error: st.Error, Instance: st.Instance, Zone: st.Zone, Egress: st.Egress,
-		Traffic: &provider.Traffic{BytesIn: st.Stats.BytesIn, BytesOut: st.Stats.BytesOut, Connections: st.Stats.Connections, ReportTime: now(),
+		TrafficStop: st.Stats.TrafficStop, Traffic: &provider.Traffic{BytesIn: st.Stats.BytesIn, BytesOut: st.Stats.BytesOut, Connections: st.Stats.Connections, ReportTime: now(),
 			Month: st.Stats.Month, MonthBytes: st.Stats.MonthBytes}}, nil
 }
 
@@ -96,6 +99,44 @@ var ErrUnsigned = errors.New("the answer is not signed with the VM's status sign
 // with the VM's status credential, a fresh nonce), checks the answer's
 // signature and reads its JSON answer into out.
 func (p *Prober) get(ctx context.Context, ip string, port int32, uid, id, path string, out any) error {
+	return p.ask(ctx, http.MethodGet, ip, port, uid, id, path, nil, out)
+}
+
+// StopTraffic tells the proxy at ip:port, the VM of the proxy uid with
+// status id id, to serve stop (nil: carry again) from now on: PUT
+// http://egress-status.invalid/traffic with the order signed by the VM's
+// sign key (vmconfig.SignOrder), which is what the engine takes it for
+// the control plane's by. The answer is the VM's Status after the order,
+// signed as a status is; an error is an order not known to be taken.
+func (p *Prober) StopTraffic(ctx context.Context, ip string, port int32, uid, id string, stop *vmconfig.TrafficStop) (Status, error) {
+	now := time.Now
+	if p.Now != nil {
+		now = p.Now
+	}
+	raw, err := json.Marshal(vmconfig.TrafficOrder{Stop: stop, Issued: now().UTC()})
+	if err != nil {
+		return Status{}, fmt.Errorf("vmstatus: the traffic order: %w", err)
+	}
+	order := base64.RawURLEncoding.EncodeToString(raw)
+	sign := func(key Key, nonce string) http.Header {
+		return http.Header{vmconfig.TrafficOrderHeader: {order},
+			vmconfig.TrafficOrderSignatureHeader: {vmconfig.SignOrder(key.SignKey(uid, id), nonce, http.MethodPut, vmconfig.TrafficPath, order)}}
+	}
+	var st vmconfig.Status
+	if err := p.ask(ctx, http.MethodPut, ip, port, uid, id, vmconfig.TrafficPath, sign, &st); err != nil {
+		return Status{}, err
+	}
+	if stop != nil && (st.Stats.TrafficStop == nil || st.Stats.TrafficStop.Month != stop.Month) && st.Stats.Month == stop.Month {
+		return Status{}, fmt.Errorf("vmstatus: %s took the traffic order but serves stop %+v, not %+v", ip, st.Stats.TrafficStop, *stop)
+	}
+	return Status{Generation: st.Generation, Ready: st.Ready, Error: st.Error, Instance: st.Instance, Zone: st.Zone, Egress: st.Egress,
+		TrafficStop: st.Stats.TrafficStop}, nil
+}
+
+// ask sends METHOD http://egress-status.invalid/PATH to the proxy at
+// ip:port with the headers headers makes for the request's key and
+// nonce (nil: none), as get does.
+func (p *Prober) ask(ctx context.Context, method, ip string, port int32, uid, id, path string, headers func(key Key, nonce string) http.Header, out any) error {
 	if p.Key == nil {
 		return fmt.Errorf("vmstatus: no status key")
 	}
@@ -131,9 +172,14 @@ func (p *Prober) get(ctx context.Context, ip string, port int32, uid, id, path s
 	// after its answer, and no pool outlives the call.
 	tr := &http.Transport{Proxy: http.ProxyURL(proxyURL), DialContext: dial, DisableKeepAlives: true, ResponseHeaderTimeout: timeout}
 	defer tr.CloseIdleConnections()
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, "http://"+vmconfig.StatusHost+path, nil)
+	req, err := http.NewRequestWithContext(ctx, method, "http://"+vmconfig.StatusHost+path, nil)
 	if err != nil {
 		return err
+	}
+	if headers != nil {
+		for k, v := range headers(key, nonce) {
+			req.Header[k] = v
+		}
 	}
 	req.Header.Set(vmconfig.StatusNonceHeader, nonce)
 	resp, err := tr.RoundTrip(req)
@@ -149,12 +195,12 @@ func (p *Prober) get(ctx context.Context, ip string, port int32, uid, id, path s
 	if resp.StatusCode != http.StatusOK {
 		return fmt.Errorf("vmstatus: %s answered its status request %s (%s)", proxyURL.Host, resp.Status, resp.Header.Get("X-Egress-Error"))
 	}
-	want := vmconfig.SignAnswer(key.SignKey(uid, id), nonce, http.MethodGet, path, body)
+	want := vmconfig.SignAnswer(key.SignKey(uid, id), nonce, method, path, body)
 	if got := resp.Header.Get(vmconfig.StatusSignatureHeader); !hmac.Equal([]byte(got), []byte(want)) {
 		// Whoever answered at the VM's address is not the VM of this
 		// id: a reused address, someone on the path, a replay, or a VM
 		// of an older engine.
-		return fmt.Errorf("vmstatus: %s (uid %s, status id %s) refused: GET %s: %w", proxyURL.Host, uid, id, path, ErrUnsigned)
+		return fmt.Errorf("vmstatus: %s (uid %s, status id %s) refused: %s %s: %w", proxyURL.Host, uid, id, method, path, ErrUnsigned)
 	}
 	if err := json.Unmarshal(body, out); err != nil {
 		return fmt.Errorf("vmstatus: %s's status is not JSON: %w", proxyURL.Host, err)

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"io"
 	"net"
@@ -450,5 +451,104 @@ func TestImpostorAnswers(t *testing.T) {
 				t.Errorf("%s\nthe access page: %v, want ErrUnsigned", tc.reason, err)
 			}
 		})
+	}
+}
+
+// sendOrder sends PUT http://egress-status.invalid/traffic to the engine
+// at port as a client that knows the status password (it travels in
+// clear), with order and sig as the order's headers, and returns the
+// status and the refusal's reason.
+func sendOrder(t *testing.T, port int32, password, nonce, order, sig string) (int, string) {
+	t.Helper()
+	c, err := net.Dial("tcp", net.JoinHostPort("127.0.0.1", strconv.Itoa(int(port))))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	auth := base64.StdEncoding.EncodeToString([]byte(vmstatus.User + ":" + password))
+	io.WriteString(c, "PUT http://"+vmconfig.StatusHost+vmconfig.TrafficPath+" HTTP/1.1\r\nHost: "+vmconfig.StatusHost+"\r\nProxy-Authorization: Basic "+auth+
+		"\r\n"+vmconfig.StatusNonceHeader+": "+nonce+"\r\n"+vmconfig.TrafficOrderHeader+": "+order+"\r\n"+vmconfig.TrafficOrderSignatureHeader+": "+sig+"\r\nContent-Length: 0\r\n\r\n")
+	resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp.StatusCode, resp.Header.Get("X-Egress-Error")
+}
+
+// TestTrafficOrder: the control plane's prober stops a VM's traffic
+// through its status door and lifts the stop again; an order made
+// without the VM's sign key (by one who saw the status password go by),
+// one sent again, and one issued out of the engine's clock's reach
+// change nothing.
+func TestTrafficOrder(t *testing.T) {
+	k := key(t, 'k')
+	access, _ := k.Access(uid, vmID, []string{"127.0.0.1/32"})
+	port := serve(t, access)
+	now := time.Now().UTC()
+	month := now.Format("2006-01")
+	stop := &vmconfig.TrafficStop{Month: month, Reason: "the namespace's budget"}
+	issued := now
+	p := &vmstatus.Prober{Key: func(context.Context) (vmstatus.Key, error) { return k, nil }, Now: func() time.Time { return issued }}
+	ctx := context.Background()
+	served := func() *vmconfig.TrafficStop {
+		t.Helper()
+		st, err := p.Probe(ctx, "127.0.0.1", port, uid, vmID)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return st.TrafficStop
+	}
+	if _, err := p.StopTraffic(ctx, "127.0.0.1", port, uid, vmID, stop); err != nil {
+		t.Fatalf("the control plane's stop: %v", err)
+	}
+	if diff := cmp.Diff(stop, served()); diff != "" {
+		t.Errorf("after the control plane's stop (-want +got):\n%s", diff)
+	}
+
+	// Orders of others, each meant to lift the stop.
+	orderOf := func(at time.Time) string {
+		b, _ := json.Marshal(vmconfig.TrafficOrder{Issued: at})
+		return base64.RawURLEncoding.EncodeToString(b)
+	}
+	const nonce = "bm9uY2Utb2YtdGhlLXRlc3Qtb3JkZXI"
+	target := vmconfig.TrafficPath
+	signed := func(key []byte, order string) string {
+		return vmconfig.SignOrder(key, nonce, http.MethodPut, target, order)
+	}
+	later := orderOf(now.Add(time.Second))
+	type answer struct {
+		Status int
+		Why    string
+	}
+	for name, tc := range map[string]struct {
+		reason     string
+		order, sig string
+		want       answer
+	}{
+		"NoSignKey": {reason: "The status password alone, which travels in clear, signs no order.",
+			order: later, sig: signed(k.SignKey(uid, retiredID), later), want: answer{403, "traffic-order-refused"}},
+		"Unsigned": {reason: "An order without a signature is none.", order: later, want: answer{403, "traffic-order-refused"}},
+		"TooOld": {reason: "An order issued beyond the skew (one kept and sent later) is refused.",
+			order: orderOf(now.Add(-2 * vmconfig.OrderSkew)), sig: signed(k.SignKey(uid, vmID), orderOf(now.Add(-2*vmconfig.OrderSkew))), want: answer{403, "traffic-order-refused"}},
+		"NotAfterTheLast": {reason: "An order issued before the last one taken (the stop, sent again) is refused.",
+			order: orderOf(now.Add(-time.Second)), sig: signed(k.SignKey(uid, vmID), orderOf(now.Add(-time.Second))), want: answer{403, "traffic-order-refused"}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			s, why := sendOrder(t, port, k.Password(uid, vmID), nonce, tc.order, tc.sig)
+			if diff := cmp.Diff(tc.want, answer{s, why}); diff != "" {
+				t.Errorf("%s (-want +got):\n%s", tc.reason, diff)
+			}
+			if diff := cmp.Diff(stop, served()); diff != "" {
+				t.Errorf("%s: the stop served after it (-want +got):\n%s", tc.reason, diff)
+			}
+		})
+	}
+
+	issued = now.Add(2 * time.Second)
+	if _, err := p.StopTraffic(ctx, "127.0.0.1", port, uid, vmID, nil); err != nil {
+		t.Fatalf("the control plane's lift: %v", err)
+	}
+	if got := served(); got != nil {
+		t.Errorf("after the control plane lifted the stop, the VM serves %+v", got)
 	}
 }

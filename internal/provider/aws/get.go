@@ -13,6 +13,7 @@ import (
 
 	"github.com/egress-proxies/egress/internal/provider"
 	"github.com/egress-proxies/egress/internal/provider/vmside"
+	"github.com/egress-proxies/egress/internal/vm/vmconfig"
 )
 
 // Get reads the instance, or the Elastic IP an Elastic IP's ID names.
@@ -207,4 +208,10 @@ func convertAddress(region string, a types.Address) provider.Instance {
 		out.CreatedAt = t
 	}
 	return out
+}
+
+// StopTraffic hands the VM its namespace's stop, or its end, through its
+// status door (provider.TrafficStopper, vmside.StopTraffic).
+func (p *Provider) StopTraffic(ctx context.Context, providerID string, stop *vmconfig.TrafficStop) error {
+	return vmside.StopTraffic(ctx, p.cfg.Prober, p.Get, providerID, stop)
 }

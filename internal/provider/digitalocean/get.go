@@ -11,6 +11,7 @@ import (
 
 	"github.com/egress-proxies/egress/internal/provider"
 	"github.com/egress-proxies/egress/internal/provider/vmside"
+	"github.com/egress-proxies/egress/internal/vm/vmconfig"
 )
 
 // A Droplet's statuses ("new", "active", "off", "archive").
@@ -181,3 +182,9 @@ func dropletRange(addr string) string {
 // DropletIPv6Bits is the length of the range of IPv6 addresses a Droplet
 // is given: 16 addresses.
 const DropletIPv6Bits = 124
+
+// StopTraffic hands the VM its namespace's stop, or its end, through its
+// status door (provider.TrafficStopper, vmside.StopTraffic).
+func (p *Provider) StopTraffic(ctx context.Context, providerID string, stop *vmconfig.TrafficStop) error {
+	return vmside.StopTraffic(ctx, p.cfg.Prober, p.Get, providerID, stop)
+}

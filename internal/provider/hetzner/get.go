@@ -9,6 +9,7 @@ import (
 
 	"github.com/egress-proxies/egress/internal/provider"
 	"github.com/egress-proxies/egress/internal/provider/vmside"
+	"github.com/egress-proxies/egress/internal/vm/vmconfig"
 )
 
 // Get reads the server, or the Primary IP a Primary IP's ID names. A
@@ -129,4 +130,10 @@ func convertPrimaryIP(ip *hcloud.PrimaryIP) provider.Instance {
 		out.Zone = ip.Location.Name
 	}
 	return out
+}
+
+// StopTraffic hands the VM its namespace's stop, or its end, through its
+// status door (provider.TrafficStopper, vmside.StopTraffic).
+func (p *Provider) StopTraffic(ctx context.Context, providerID string, stop *vmconfig.TrafficStop) error {
+	return vmside.StopTraffic(ctx, p.cfg.Prober, p.Get, providerID, stop)
 }

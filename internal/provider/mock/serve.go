@@ -103,7 +103,9 @@ func (p *Provider) serve(in *instance) error {
 	}
 	cfg := p.engineConfig(in, ln.Addr().String())
 	log := p.serveLog()
-	s, err := engine.New(cfg, engine.Options{Log: log.With(slog.String("instance", in.name))})
+	// The mock's clock is the engine's: the month a stop or a quota is
+	// counted in is the one the control plane's tests set.
+	s, err := engine.New(cfg, engine.Options{Log: log.With(slog.String("instance", in.name)), Now: p.clock.Now})
 	if err != nil {
 		ln.Close()
 		return fmt.Errorf("the proxy engine refuses its configuration: %w", err)

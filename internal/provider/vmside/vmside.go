@@ -18,6 +18,7 @@ package vmside
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/egress-proxies/egress/internal/provider"
@@ -112,4 +113,36 @@ func Observe(ctx context.Context, p Prober, out *provider.Instance, port int32, 
 		}
 	}
 	return nil, nil
+}
+
+// Stopper is a Prober that can also tell a VM to stop carrying new
+// connections at its namespace's budget, or to carry them again, through
+// its status door (vmconfig.TrafficOrder). *vmstatus.Prober is one.
+type Stopper interface {
+	StopTraffic(ctx context.Context, ip string, port int32, uid, id string, stop *vmconfig.TrafficStop) (Status, error)
+}
+
+// StopTraffic tells the VM providerID names to serve stop (nil: carry
+// again), for a provider's provider.TrafficStopper, whose Get reads the
+// VM first: running, its address, status port and id. A VM whose door is
+// not open (not running, or no default bootstrap) is a transient error,
+// as is one that does not answer: the caller asks again later. A prober
+// that tells no stop (a simulation's) is a permanent one.
+func StopTraffic(ctx context.Context, p Prober, get func(context.Context, string) (*provider.Instance, error), providerID string, stop *vmconfig.TrafficStop) error {
+	s, ok := p.(Stopper)
+	if !ok {
+		return provider.NewError(provider.KindPermanent, "stop traffic", providerID, errors.New("this provider's prober tells its VMs no traffic order"))
+	}
+	inst, err := get(ctx, providerID)
+	if err != nil {
+		return err
+	}
+	if inst.State != provider.StateRunning || inst.IP == "" || inst.StatusPort == 0 {
+		return provider.NewError(provider.KindTransient, "stop traffic", inst.ID,
+			fmt.Errorf("the VM is %s on %q port %d: its status door is not open", inst.State, inst.IP, inst.StatusPort))
+	}
+	if _, err := s.StopTraffic(ctx, inst.IP, inst.StatusPort, inst.UID, inst.StatusID, stop); err != nil {
+		return provider.NewError(provider.KindTransient, "stop traffic", inst.ID, err)
+	}
+	return nil
 }

@@ -290,6 +290,9 @@ func NamespaceUpdate(ns *tenancy.Namespace) []Field {
 		// As read in the same transaction, unless the collector's
 		// budget alerts changed it (budgetalert).
 		{Path: "budgetAlerts", Value: ns.BudgetAlerts},
+		// The collector's record of the namespace's traffic stopped at
+		// its budget (tenancy.StopFor), whole as well.
+		{Path: "trafficStopped", Value: ns.TrafficStopped},
 	}
 }
 

@@ -73,7 +73,8 @@ func (s *Store) UpdateNamespace(_ context.Context, name string, update func(*ten
 		return nil, err
 	}
 	rules.NamespaceUpdate(next)
-	ns.Members, ns.MemberEmails, ns.Quota, ns.Budget, ns.BudgetAlerts = next.Members, next.MemberEmails, next.Quota, next.Budget, next.BudgetAlerts
+	ns.Members, ns.MemberEmails, ns.Quota, ns.Budget = next.Members, next.MemberEmails, next.Quota, next.Budget
+	ns.BudgetAlerts, ns.TrafficStopped = next.BudgetAlerts, next.TrafficStopped
 	ns.UpdateTime = s.tick()
 	s.writes++
 	return ns.Clone(), nil

@@ -42,14 +42,15 @@ const DefaultSelfTestWindow = 30 * time.Second
 const selfTestPause = 500 * time.Millisecond
 
 // connect sends one CONNECT to target, with credentials when user is set,
-// and returns the answer's status.
-func (st SelfTest) connect(ctx context.Context, target string, withCredentials bool) (int, error) {
+// and returns the answer's status and its reason (X-Egress-Error, on a
+// refusal).
+func (st SelfTest) connect(ctx context.Context, target string, withCredentials bool) (int, string, error) {
 	ctx, cancel := context.WithTimeout(ctx, 15*time.Second)
 	defer cancel()
 	var d net.Dialer
 	c, err := d.DialContext(ctx, "tcp", st.Proxy)
 	if err != nil {
-		return 0, err
+		return 0, "", err
 	}
 	defer c.Close()
 	if dl, ok := ctx.Deadline(); ok {
@@ -60,37 +61,40 @@ func (st SelfTest) connect(ctx context.Context, target string, withCredentials b
 		head += "Proxy-Authorization: Basic " + base64.StdEncoding.EncodeToString([]byte(st.User+":"+st.Password)) + "\r\n"
 	}
 	if _, err := c.Write([]byte(head + "\r\n")); err != nil {
-		return 0, err
+		return 0, "", err
 	}
 	resp, err := http.ReadResponse(bufio.NewReader(c), &http.Request{Method: http.MethodConnect})
 	if err != nil {
-		return 0, err
+		return 0, "", err
 	}
 	resp.Body.Close()
-	return resp.StatusCode, nil
+	return resp.StatusCode, resp.Header.Get("X-Egress-Error"), nil
 }
 
 // poll asks until ok says yes or the attempts run out, and returns the
-// last status.
-func (st SelfTest) poll(ctx context.Context, target string, withCredentials bool, ok func(int) bool) (int, error) {
-	var code int
-	var err error
+// last status and its reason.
+func (st SelfTest) poll(ctx context.Context, target string, withCredentials bool, ok func(code int, why string) bool) (int, string, error) {
+	var (
+		code int
+		why  string
+		err  error
+	)
 	window := st.Window
 	if window <= 0 {
 		window = DefaultSelfTestWindow
 	}
 	for range max(1, int(window/selfTestPause)) {
-		code, err = st.connect(ctx, target, withCredentials)
-		if err == nil && ok(code) {
-			return code, nil
+		code, why, err = st.connect(ctx, target, withCredentials)
+		if err == nil && ok(code, why) {
+			return code, why, nil
 		}
 		select {
 		case <-ctx.Done():
-			return code, ctx.Err()
+			return code, why, ctx.Err()
 		case <-time.After(selfTestPause):
 		}
 	}
-	return code, err
+	return code, why, err
 }
 
 // Plan is what the self-test's first CONNECT, with its credentials, to
@@ -113,17 +117,19 @@ func (st SelfTest) Plan() int {
 // Serving proves the configuration that carries the self-test's user is
 // served: a CONNECT with its credentials to the probe target gets what
 // Plan says (polled: the engine reloads on a signal, or is just
-// starting), one without credentials 407, and one to the metadata server
-// is refused.
+// starting), or the refusal of a proxy that carries no new connection
+// (trafficRefusal), one without credentials 407, and one to the metadata
+// server is refused.
 func (st SelfTest) Serving(ctx context.Context) error {
 	want := st.Plan()
-	if code, err := st.poll(ctx, st.Probe, true, func(c int) bool { return c == want }); code != want {
-		return fmt.Errorf("a CONNECT with the self-test's credentials to %s got %d (%v), want %d", st.Probe, code, err, want)
+	served := func(code int, why string) bool { return code == want || trafficRefusal(code, why) }
+	if code, why, err := st.poll(ctx, st.Probe, true, served); !served(code, why) {
+		return fmt.Errorf("a CONNECT with the self-test's credentials to %s got %d %s (%v), want %d", st.Probe, code, why, err, want)
 	}
-	if code, err := st.connect(ctx, st.Probe, false); code != http.StatusProxyAuthRequired {
+	if code, _, err := st.connect(ctx, st.Probe, false); code != http.StatusProxyAuthRequired {
 		return fmt.Errorf("a CONNECT without credentials got %d (%v), want 407", code, err)
 	}
-	code, err := st.connect(ctx, st.Forbidden, true)
+	code, _, err := st.connect(ctx, st.Forbidden, true)
 	if err != nil {
 		return fmt.Errorf("the proxy did not answer a CONNECT to the metadata server: %w", err)
 	}
@@ -133,9 +139,22 @@ func (st SelfTest) Serving(ctx context.Context) error {
 	return nil
 }
 
+// trafficRefusal reports whether a CONNECT's answer is the refusal of a
+// proxy that carries no new connection this month: its namespace's
+// budget stops its traffic (budget-exceeded, vmconfig.Config.TrafficStop)
+// or it carried its quota (quota-exceeded). The engine answers either
+// only after it authenticated the self-test's user, which only the
+// configuration under test carries, so it proves that configuration is
+// served as well as Plan's answer does; and a configuration that carries
+// a stop, or comes to a VM whose quota is spent, must not be rolled back
+// for refusing what it is meant to refuse.
+func trafficRefusal(code int, why string) bool {
+	return code == http.StatusForbidden && (why == "budget-exceeded" || why == "quota-exceeded")
+}
+
 // Dropped proves the self-test's user is gone: its credentials get 407.
 func (st SelfTest) Dropped(ctx context.Context) error {
-	if code, err := st.poll(ctx, st.Probe, true, func(c int) bool { return c == http.StatusProxyAuthRequired }); code != http.StatusProxyAuthRequired {
+	if code, _, err := st.poll(ctx, st.Probe, true, func(c int, _ string) bool { return c == http.StatusProxyAuthRequired }); code != http.StatusProxyAuthRequired {
 		return fmt.Errorf("the engine still accepts the self-test's credentials after a reload (%d, %v)", code, err)
 	}
 	return nil

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"time"
 
@@ -101,7 +102,10 @@ func (w *UserDataWatch) Check(ctx context.Context) (Outcome, error) {
 		w.Agent.reporter().Failed(ctx, -1, reason, true)
 		return Refused, fmt.Errorf("agent: %s", reason)
 	}
-	if served, ok := w.served(); ok && served == cfg.Generation {
+	if served, ok := w.served(); ok && served.Generation == cfg.Generation && reflect.DeepEqual(served.TrafficStop, cfg.TrafficStop) {
+		// The same generation is the same configuration, but for the
+		// stop at the namespace's budget, which the control plane hands
+		// over at the generation served (internal/reconcile, stop.go).
 		return Unchanged, nil
 	}
 	if err := w.Agent.Apply(ctx, text, true); err != nil {
@@ -140,18 +144,18 @@ func configOf(answer []byte) (string, vmconfig.Config, error) {
 	return text, cfg, nil
 }
 
-// served is the generation of the configuration the engine serves
-// (config.json), false when there is none.
-func (w *UserDataWatch) served() (int64, bool) {
+// served is the configuration the engine serves (config.json), false
+// when there is none.
+func (w *UserDataWatch) served() (vmconfig.Config, bool) {
 	b, err := os.ReadFile(filepath.Join(w.Agent.Dir, ConfigFile))
 	if err != nil {
-		return 0, false
+		return vmconfig.Config{}, false
 	}
 	cfg, err := engine.ReadConfig(b)
 	if err != nil {
-		return 0, false
+		return vmconfig.Config{}, false
 	}
-	return cfg.Generation, true
+	return cfg, true
 }
 
 // Run checks the user data until ctx ends: every Interval, and after

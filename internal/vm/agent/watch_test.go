@@ -242,3 +242,71 @@ func TestChangeThatDoesNotLoad(t *testing.T) {
 		t.Errorf("alice after the refused change: %d, want 200", code)
 	}
 }
+
+// TestUserDataWatchTrafficStop: the budget's stop comes at the generation
+// served (the spec did not change; internal/reconcile's stop.go), so a
+// user data whose configuration differs from the one served only by its
+// trafficStop is applied. The engine then refuses alice's new CONNECT
+// (403) and carries her open tunnel, the self-test takes the refusal as
+// proof the configuration is served rather than rolling it back, and the
+// readiness says generation 1, ready; the same user data read again
+// applies nothing, and one without the stop carries again.
+func TestUserDataWatchTrafficStop(t *testing.T) {
+	f := setUpAzure(t)
+	ctx := context.Background()
+	type state struct {
+		Outcomes  []agent.Outcome
+		Readiness vmconfig.Readiness
+		Served    *vmconfig.TrafficStop
+		Alice     int
+	}
+	look := func(checks int) state {
+		t.Helper()
+		var s state
+		for range checks {
+			o, err := f.watch.Check(ctx)
+			if err != nil {
+				t.Logf("check: %v", err)
+			}
+			s.Outcomes = append(s.Outcomes, o)
+		}
+		s.Readiness = f.readiness(t)
+		s.Served = f.host.server.Stats().TrafficStop
+		s.Alice, _ = f.connect(t, "alice")
+		return s
+	}
+	// The engine's own month: a stop of another month lapses at once.
+	month := f.host.server.Stats().Month
+	stop := &vmconfig.TrafficStop{Month: month, Reason: "the namespace's month reached its budget"}
+	_, tunnel := f.connect(t, "alice")
+
+	f.setUserData(t, withStop(t, f.config(t, 1, nil, "alice"), stop))
+	if diff := cmp.Diff(state{Outcomes: []agent.Outcome{agent.Applied, agent.Unchanged}, Readiness: vmconfig.Readiness{Generation: 1, Ready: true},
+		Served: stop, Alice: 403}, look(2)); diff != "" {
+		t.Errorf("the stop at generation 1 (-want +got):\n%s", diff)
+	}
+	if !echoes(tunnel, "open before the stop") {
+		t.Error("alice's tunnel, open before the stop, was closed by it")
+	}
+
+	f.setUserData(t, f.config(t, 1, nil, "alice"))
+	if diff := cmp.Diff(state{Outcomes: []agent.Outcome{agent.Applied, agent.Unchanged}, Readiness: vmconfig.Readiness{Generation: 1, Ready: true},
+		Alice: 200}, look(2)); diff != "" {
+		t.Errorf("the stop lifted at generation 1 (-want +got):\n%s", diff)
+	}
+}
+
+// withStop is the configuration text with stop as its trafficStop.
+func withStop(t *testing.T, text string, stop *vmconfig.TrafficStop) string {
+	t.Helper()
+	var c vmconfig.Config
+	if err := json.Unmarshal([]byte(text), &c); err != nil {
+		t.Fatal(err)
+	}
+	c.TrafficStop = stop
+	b, err := json.Marshal(c)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return string(b)
+}

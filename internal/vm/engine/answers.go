@@ -76,8 +76,10 @@ var (
 	ansUpstreamFailed      = reply{502, "upstream-failed", "the destination's answer was not HTTP this proxy can read", socksGeneralFailure}
 	ansUpstreamTimeout     = reply{504, "upstream-timeout", "the destination did not answer within responseHeaderTimeout", socksGeneralFailure}
 	ansQuotaExceeded       = reply{403, "quota-exceeded", "the proxy carried its trafficQuota this month: new connections are carried again at 00:00 UTC on the first, or once the quota is raised", socksNotAllowed}
+	ansBudgetExceeded      = reply{403, "budget-exceeded", "the proxy's namespace spent its monthly budget and stops traffic at it: new connections are carried again at 00:00 UTC on the first, or once the budget is raised", socksNotAllowed}
 	ansTooManyConnections  = reply{503, "too-many-connections", "the proxy holds maxConnections connections", socksGeneralFailure}
-	ansStatusNotFound      = reply{404, "status-not-found", "egress-status.invalid serves /status and /access only", socksGeneralFailure}
+	ansStatusNotFound      = reply{404, "status-not-found", "egress-status.invalid serves GET /status and /access, and PUT /traffic", socksGeneralFailure}
+	ansOrderRefused        = reply{403, "traffic-order-refused", "a traffic order is signed with the VM's sign key, issued within 5 minutes of its clock and after the last one taken", socksGeneralFailure}
 	ansStatusNonce         = reply{400, "status-nonce-missing", "a status request carries a fresh nonce in X-Egress-Status-Nonce, which its answer is signed over", socksGeneralFailure}
 )
 
@@ -98,7 +100,7 @@ func answers() []reply {
 		ansZoneNotAllowed, ansMethodNotAllowed, ansBadRequest, ansBadTarget, ansNotAProxyRequest, ansBadFraming, ansBadBody,
 		ansBodyTimeout, ansHeaderTooLarge, ansUpgradeUnsupported, ansCodingUnsupported, ansVersionNotSupported, ansSocksVersion, ansCommandUnsupported, ansAddressUnsupported,
 		ansNameNotResolved, ansConnectRefused, ansConnectFailed, ansConnectTimeout, ansUpstreamFailed, ansUpstreamTimeout,
-		ansTooManyConnections, ansQuotaExceeded, ansStatusNotFound, ansStatusNonce}
+		ansTooManyConnections, ansQuotaExceeded, ansBudgetExceeded, ansStatusNotFound, ansStatusNonce, ansOrderRefused}
 }
 
 // body is the one-line body of an HTTP refusal.

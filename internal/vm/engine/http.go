@@ -217,8 +217,8 @@ func (hc *httpConn) serveOne(r *rules) bool {
 	}
 	cc.cred.Store(&cred)
 	rec.line.User, rec.line.Session = cred.name, cred.session
-	if s.quotaSpent(r) {
-		return refuseWith(ansQuotaExceeded, nil)
+	if a, refused := s.refusedBefore(r); refused {
+		return refuseWith(a, nil)
 	}
 	if req.Method == http.MethodConnect {
 		s.connect(hc, req, r, cred, rec)

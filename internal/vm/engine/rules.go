@@ -29,8 +29,9 @@ type rules struct {
 	bodyIdleTimeout, unauthIdle time.Duration
 	headerTimeout               time.Duration
 	responseHeaderTimeout       time.Duration
-	bandwidth                   int64 // bits a second, 0 unlimited
-	trafficQuota                int64 // bytes a month, 0 unlimited
+	bandwidth                   int64                 // bits a second, 0 unlimited
+	trafficQuota                int64                 // bytes a month, 0 unlimited
+	trafficStop                 *vmconfig.TrafficStop // budget.go; nil none
 	accessLog                   bool
 	// udp is whether a SOCKS5 UDP ASSOCIATE is carried (udp.go), and
 	// udpIdle how long an association may carry nothing.
@@ -69,6 +70,13 @@ func compile(c vmconfig.Config) (*rules, error) {
 	}
 	if c.TrafficQuotaBytes < 0 {
 		return nil, fmt.Errorf("engine: trafficQuotaBytes: %d is negative (0 is no quota)", c.TrafficQuotaBytes)
+	}
+	if err := checkStop(c.TrafficStop); err != nil {
+		return nil, err
+	}
+	if c.TrafficStop != nil {
+		st := *c.TrafficStop
+		r.trafficStop = &st
 	}
 	if c.MaxConnections < 0 {
 		return nil, fmt.Errorf("engine: maxConnections: %d is negative (0 sizes it to the descriptor limit)", c.MaxConnections)

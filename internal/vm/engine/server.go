@@ -78,9 +78,13 @@ type Server struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 
-	since                           time.Time
-	bytesIn, bytesOut               atomic.Int64
-	month                           monthly
+	since             time.Time
+	bytesIn, bytesOut atomic.Int64
+	month             monthly
+	// order is the last traffic order taken on the status door
+	// (budget.go), orderMu orders the taking; nil: none.
+	order                           atomic.Pointer[vmconfig.TrafficOrder]
+	orderMu                         sync.Mutex
 	connections, activeTuns         atomic.Int64
 	activeConns, refused            atomic.Int64
 	reqHTTP, reqConnect, reqSocks   atomic.Int64
@@ -279,7 +283,7 @@ func (s *Server) Apply(cfg vmconfig.Config) error {
 	s.log.Info("configuration applied", slog.Int64("generation", r.generation), slog.Int64("previousGeneration", old.generation),
 		slog.Int("users", len(r.users)), slog.Int64("activeTunnels", s.activeTuns.Load()),
 		slog.Int("connectionsRevoked", revoked), slog.Int("connectionsFromRemovedSources", removed),
-		slog.Int64("bandwidthBitsPerSecond", r.bandwidth), slog.Bool("accessLog", r.accessLog),
+		slog.Int64("bandwidthBitsPerSecond", r.bandwidth), slog.Bool("accessLog", r.accessLog), slog.Any("trafficStop", r.trafficStop),
 		slog.String("ipv6Egress", r.ipv6Egress), slog.String("ipv6Prefix", prefixText(r.ipv6Prefix)))
 	return nil
 }
@@ -393,6 +397,11 @@ func (s *Server) Stats() vmconfig.Stats {
 		},
 	}
 	st.Month, st.MonthBytes = s.month.used(s.total())
-	st.TrafficQuotaBytes = s.rules.Load().trafficQuota
+	r := s.rules.Load()
+	st.TrafficQuotaBytes = r.trafficQuota
+	if stop := s.stopHolds(r); stop != nil {
+		c := *stop
+		st.TrafficStop = &c
+	}
 	return st
 }

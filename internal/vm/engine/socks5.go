@@ -218,8 +218,7 @@ func (s *Server) serveSOCKS5(cc *clientConn) {
 		return
 	}
 	cc.cred.Store(&req.cred)
-	if s.quotaSpent(r) {
-		a := ansQuotaExceeded
+	if a, refused := s.refusedBefore(r); refused {
 		rec.answer = socksRefusalLen
 		rec.done(int(a.Socks), a.Code)
 		writeSocksReply(cc.conn, a.Socks, nil)

@@ -5,6 +5,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"net/netip"
 	"strconv"
@@ -72,7 +73,8 @@ func (r *rules) statusSource(addr netip.Addr) bool {
 // isStatusRequest reports whether req asks the engine for its status:
 // GET of an absolute http URL whose host is vmconfig.StatusHost.
 func isStatusRequest(req *http.Request) bool {
-	if req.Method != http.MethodGet || !strings.EqualFold(req.URL.Scheme, "http") {
+	order := req.Method == http.MethodPut && req.URL.Path == vmconfig.TrafficPath
+	if (req.Method != http.MethodGet && !order) || !strings.EqualFold(req.URL.Scheme, "http") {
 		return false
 	}
 	host := req.URL.Hostname()
@@ -113,6 +115,17 @@ func (s *Server) serveStatus(hc *httpConn, req *http.Request, r *rules) {
 	}
 	var body any
 	switch req.URL.Path {
+	case vmconfig.TrafficPath:
+		if req.Method != http.MethodPut {
+			hc.answer(ansStatusNotFound, true, nil)
+			return
+		}
+		if err := s.takeOrder(r, nonce, req); err != nil {
+			s.log.Warn("traffic order refused", slog.Any("error", err))
+			hc.answer(ansOrderRefused, true, nil)
+			return
+		}
+		body = s.Status()
 	case vmconfig.StatusPath:
 		body = s.Status()
 	case vmconfig.AccessPath:

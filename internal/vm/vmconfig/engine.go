@@ -96,6 +96,14 @@ type Config struct {
 	// month's count is the engine's, kept across reloads and restarts
 	// (Options.TrafficState), and starts again at 00:00 UTC on the first.
 	TrafficQuotaBytes int64 `json:"trafficQuotaBytes,omitempty"`
+	// TrafficStop, when set, is the namespace's budget reached in
+	// TrafficStop.Month (tenancy.StopTraffic): new connections and
+	// requests are refused (403 budget-exceeded, SOCKS5 reply 2) and the
+	// open ones finish, as at the quota. It lapses by itself when the
+	// engine's clock leaves that month, so the month's turn lifts it with
+	// no word from the control plane; a raised budget lifts it by a
+	// configuration without it. A reload applies it at once.
+	TrafficStop *TrafficStop `json:"trafficStop,omitempty"`
 	// TrafficCarried is what the proxy's VMs before this one carried this
 	// month, as the last of them reported it (status.traffic), written by
 	// the control plane with a quota: an engine that starts with no count
@@ -320,6 +328,18 @@ type Stats struct {
 	// TrafficQuotaBytes is the quota served (Config.TrafficQuotaBytes); 0
 	// is none.
 	TrafficQuotaBytes int64 `json:"trafficQuotaBytes,omitempty"`
+	// TrafficStop is the stop served (Config.TrafficStop), while it holds
+	// (its month is the engine's month); nil is none.
+	TrafficStop *TrafficStop `json:"trafficStop,omitempty"`
+}
+
+// TrafficStop is a stop of a proxy's traffic for the rest of a calendar
+// month: its namespace's month reached its budget.
+type TrafficStop struct {
+	// Month is the month, UTC, "2006-01", the stop holds in.
+	Month string `json:"month"`
+	// Reason is the one-line why, for the engine's log and the status.
+	Reason string `json:"reason,omitempty"`
 }
 
 // MonthCount is the bytes carried in a calendar month.

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/base64"
 	"strconv"
+	"time"
 )
 
 // The status the control plane reads through the proxy port: on a cloud
@@ -136,4 +137,47 @@ type Status struct {
 	// leaves from, when it is not the VM's own.
 	Egress string `json:"egress,omitempty"`
 	Stats  Stats  `json:"stats"`
+}
+
+// The traffic order: on a cloud whose VMs take no configuration in place,
+// the control plane tells a VM's engine to stop carrying new connections
+// at its namespace's budget, or to carry them again, on the status door:
+// PUT http://egress-status.invalid/traffic with the status credential and
+// a nonce, as a status request, and the order in TrafficOrderHeader,
+// signed in TrafficOrderSignatureHeader with the VM's sign key
+// (SignOrder). The password travels in clear, so the signature is what
+// proves the order the functions': the sign key never travels. The
+// engine takes an order issued within OrderSkew of its own clock and
+// after the last it took, so an order seen on the path and sent again
+// changes nothing, and answers with its Status, signed as ever.
+const (
+	TrafficPath                 = "/traffic"
+	TrafficOrderHeader          = "X-Egress-Traffic-Order"
+	TrafficOrderSignatureHeader = "X-Egress-Traffic-Order-Signature"
+)
+
+// OrderSkew bounds how far an order's Issued may be from the engine's
+// clock, either way.
+const OrderSkew = 5 * time.Minute
+
+// TrafficOrder is what the control plane tells a VM of its traffic.
+type TrafficOrder struct {
+	// Stop is the stop to serve; nil carries again.
+	Stop *TrafficStop `json:"stop"`
+	// Issued is when the control plane made the order.
+	Issued time.Time `json:"issued"`
+}
+
+// SignOrder is the signature of a traffic order (order: the
+// TrafficOrderHeader's value as sent): HMAC-SHA256 under the VM's sign
+// key over the nonce, the request and the order, length-prefixed as
+// SignAnswer's and under a label of its own, so that no answer's
+// signature is an order's.
+func SignOrder(key []byte, nonce, method, target, order string) string {
+	m := hmac.New(sha256.New, key)
+	for _, part := range []string{"egress-status/order/v1", nonce, method, target, order} {
+		m.Write([]byte(strconv.Itoa(len(part)) + ":"))
+		m.Write([]byte(part))
+	}
+	return base64.RawURLEncoding.EncodeToString(m.Sum(nil))
 }

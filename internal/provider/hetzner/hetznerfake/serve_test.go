@@ -1,10 +1,11 @@
 package hetznerfake_test
 
 import (
+	"bufio"
 	"context"
 	"encoding/base64"
 	"net"
-	"strconv"
+	"net/http"
 	"strings"
 	"testing"
 	"time"
@@ -67,8 +68,24 @@ func TestServe(t *testing.T) {
 	endpoint := net.JoinHostPort(inst.IP, "3128")
 	// The target is loopback, which the engine denies (403): the tenant
 	// is past the credentials when the answer is that, not 407.
-	if code := connect(t, endpoint, creds); code != 403 {
-		t.Errorf("the tenant's credentials at %s: %d, want them accepted and the loopback target refused (403)", endpoint, code)
+	if code, why := connect(t, endpoint, creds); code != 403 || why != "destination-denied" {
+		t.Errorf("the tenant's credentials at %s: %d %s, want them accepted and the loopback target refused (403 destination-denied)", endpoint, code, why)
+	}
+	// The budget's stop, handed to the running server through its status
+	// door (provider.TrafficStopper), refuses the tenant's next CONNECT
+	// before its destination is looked at; its end carries again. The
+	// stop is of the engine's own month, which its traffic names.
+	stop := &vmconfig.TrafficStop{Month: inst.Traffic.Month, Reason: "the namespace's month reached its budget"}
+	for _, step := range []struct {
+		stop *vmconfig.TrafficStop
+		why  string
+	}{{stop, "budget-exceeded"}, {nil, "destination-denied"}} {
+		if err := p.StopTraffic(ctx, id, step.stop); err != nil {
+			t.Fatalf("StopTraffic(%+v): %v", step.stop, err)
+		}
+		if code, why := connect(t, endpoint, creds); code != 403 || why != step.why {
+			t.Errorf("after StopTraffic(%+v): %d %s, want 403 %s", step.stop, code, why, step.why)
+		}
 	}
 	if err := p.Delete(ctx, id); err != nil {
 		t.Fatal(err)
@@ -80,8 +97,8 @@ func TestServe(t *testing.T) {
 }
 
 // connect sends one CONNECT to 127.0.0.1:443 through the proxy with creds
-// and returns the answer's status.
-func connect(t *testing.T, proxyAddr string, creds proxy.Credentials) int {
+// and returns the answer's status and reason (X-Egress-Error).
+func connect(t *testing.T, proxyAddr string, creds proxy.Credentials) (int, string) {
 	t.Helper()
 	c, err := net.DialTimeout("tcp", proxyAddr, 5*time.Second)
 	if err != nil {
@@ -91,12 +108,11 @@ func connect(t *testing.T, proxyAddr string, creds proxy.Credentials) int {
 	c.SetDeadline(time.Now().Add(10 * time.Second))
 	req := "CONNECT 127.0.0.1:443 HTTP/1.1\r\nHost: 127.0.0.1:443\r\nProxy-Authorization: Basic " + basic(creds) + "\r\n\r\n"
 	c.Write([]byte(req))
-	buf := make([]byte, 12)
-	if _, err := c.Read(buf); err != nil {
+	resp, err := http.ReadResponse(bufio.NewReader(c), &http.Request{Method: http.MethodConnect})
+	if err != nil {
 		t.Fatal(err)
 	}
-	code, _ := strconv.Atoi(string(buf[9:12]))
-	return code
+	return resp.StatusCode, resp.Header.Get("X-Egress-Error")
 }
 
 func basic(c proxy.Credentials) string {
