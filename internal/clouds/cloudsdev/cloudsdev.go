@@ -10,6 +10,7 @@ package cloudsdev
 
 import (
 	"github.com/egress-proxies/egress/internal/provider/aws/awssim"
+	"github.com/egress-proxies/egress/internal/provider/azure/azuresim"
 	"github.com/egress-proxies/egress/internal/provider/digitalocean/dosim"
 	"github.com/egress-proxies/egress/internal/provider/hetzner/hetznersim"
 	"github.com/egress-proxies/egress/internal/provider/providerbench"
@@ -35,6 +36,7 @@ func Clouds() []Cloud {
 		{Sim: hetznersim.New, Bench: hetznersim.Bench{}},
 		{Sim: awssim.New, Bench: awssim.Bench{}},
 		{Sim: dosim.New, Bench: dosim.Bench{}},
+		{Sim: azuresim.New, Bench: azuresim.Bench{}},
 	}
 }
 
