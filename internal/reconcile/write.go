@@ -43,9 +43,10 @@ func (run *run) writeCounted(ctx context.Context, next *proxy.Proxy, perHour int
 // under the same name. Two runs that read the document at once, both past
 // an expired lease or both carrying the same hand-off (a duplicated
 // message), would otherwise both act: the slower one's Delete, sent after
-// the faster one had made the new VM, would delete it, as providers name a
-// proxy's VMs after its uid. The write's update-time precondition lets one
-// of them through; the other reads again and finds the lease held.
+// the faster one had made the new VM, would delete it where the
+// providerID is the name made from the uid (Compute's, Azure's, the
+// mock's). The write's update-time precondition lets one of them
+// through; the other reads again and finds the lease held.
 func (run *run) takeLease(ctx context.Context) error {
 	if run.doc.Reconciler.LeaseHolder == run.holder {
 		return nil
