@@ -119,6 +119,9 @@ func (run *run) create(ctx context.Context) (outcome, error) {
 // deleted again as the retiring VM once Ready. So this replacement
 // breaks before it makes, as a rotation with no warm VM does.
 func (run *run) retireFirst(ctx context.Context, id string) (outcome, error) {
+	if err := run.takeLease(ctx); err != nil {
+		return done, err
+	}
 	if err := run.prov.Delete(ctx, id); err != nil && !errors.Is(err, provider.ErrNotFound) {
 		return run.providerError(ctx, "deleting the retiring instance "+id, err)
 	}

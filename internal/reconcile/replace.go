@@ -148,6 +148,9 @@ func (run *run) replacing(ctx context.Context) (outcome, error) {
 	if id == "" {
 		return run.create(ctx)
 	}
+	if err := run.takeLease(ctx); err != nil {
+		return done, err
+	}
 	// Delete again on every look: it is idempotent, and the provider skips
 	// a VM already going.
 	if err := run.prov.Delete(ctx, id); err != nil && !errors.Is(err, provider.ErrNotFound) {

@@ -36,6 +36,24 @@ func (run *run) writeCounted(ctx context.Context, next *proxy.Proxy, perHour int
 	return run.writeWith(ctx, next, true, perHour)
 }
 
+// takeLease writes the lease in the document's name of this run, unless
+// the run holds it already, before the run acts on a VM it did not decide
+// to act on in a write of its own: a document found Replacing (a run cut
+// short, a hand-off, the sweep), whose VM is deleted and then made again
+// under the same name. Two runs that read the document at once, both past
+// an expired lease or both carrying the same hand-off (a duplicated
+// message), would otherwise both act: the slower one's Delete, sent after
+// the faster one had made the new VM, would delete it where the
+// providerID is the name made from the uid (Compute's, Azure's, the
+// mock's). The write's update-time precondition lets one of them
+// through; the other reads again and finds the lease held.
+func (run *run) takeLease(ctx context.Context) error {
+	if run.doc.Reconciler.LeaseHolder == run.holder {
+		return nil
+	}
+	return run.write(ctx, run.next(), true)
+}
+
 func (run *run) writeWith(ctx context.Context, next *proxy.Proxy, hold bool, perHour int) error {
 	now := run.r.clock.Now()
 	if hold {

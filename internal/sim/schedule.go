@@ -7,7 +7,6 @@ import (
 	"slices"
 	"time"
 
-	"github.com/egress-proxies/egress/internal/provider"
 	"github.com/egress-proxies/egress/internal/proxy"
 	"github.com/egress-proxies/egress/internal/store/rules"
 )
@@ -154,35 +153,17 @@ func (w *World) start(d delivery) {
 	if d.gc {
 		// The run sees the uid set of the previous tick: stale by up to a
 		// GC interval, far less than the grace period.
-		fresh, _ := w.store.LiveUIDs(context.Background())
-		if w.bug == RotationByEventOnly {
-			for uid, c := range fresh {
-				c.RotateRequestTime = nil
-				fresh[uid] = c
-			}
-		}
+		fresh := w.liveUIDs()
 		in.uids, w.lastUIDs = w.lastUIDs, fresh
 		if in.uids == nil {
 			in.uids = fresh
 		}
-		// A VM that changed hands (a warm VM claimed and relabelled: its
-		// name is not its uid's) carries the uid of a document that
-		// existed before the relabel, and so before any listing that
-		// shows it: the collector lists first and reads the uids after,
-		// so its set has that uid. The grace period cannot stand in for
-		// that here, as it does for a VM made since the stale set: the VM
-		// is older than its new owner.
 		in.uids = maps.Clone(in.uids)
-		for _, vm := range w.own() {
-			if c, ok := fresh[vm.UID]; ok && vm.ID != "mock://"+provider.NameFromUID(vm.UID) {
-				in.uids[vm.UID] = c
-			}
-		}
 		if w.faults && w.shared.Float64() < 0.1 {
 			// A deployment pointed at an empty or the wrong database, for
 			// a run: every VM looks unclaimed. The guard must refuse.
 			w.stats.EmptyDocumentSets++
-			in.uids = map[string]proxy.Claim{}
+			in.uids, in.noDocuments = map[string]proxy.Claim{}, true
 		}
 	}
 	ctx := context.WithValue(context.Background(), invKey{}, in)

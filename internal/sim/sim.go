@@ -291,8 +291,10 @@ type inv struct {
 	// claimed is set once the run's claim committed: a crash after it,
 	// before the run ends, is a claim crashed mid-way.
 	claimed bool
-	// uids is a GC run's uid set, read when the run starts.
-	uids map[string]proxy.Claim
+	// uids is a GC run's uid set, read when the run starts;
+	// noDocuments, that it was served none by mistake (a fault).
+	uids        map[string]proxy.Claim
+	noDocuments bool
 	// booting is set while the last provider call of the run saw a VM
 	// booting that it has not deleted (a Create, or a Get that said
 	// Provisioning): a wait then is a wait for a boot, which no run may do.
