@@ -113,13 +113,20 @@ func firestoreEnv(t *testing.T, change ...func(*httpapi.Options)) *env {
 // firestoreEnvAt is firestoreEnv whose API reads the time from clk.
 func firestoreEnvAt(t *testing.T, clk clock.Clock, change ...func(*httpapi.Options)) *env {
 	t.Helper()
+	return newEnv(t, firestoreStore(t), clk, change...)
+}
+
+// firestoreStore is the Firestore store over the emulator, a project of
+// the test's own.
+func firestoreStore(t *testing.T) *store.Store {
+	t.Helper()
 	emulatortest.Firestore(t)
 	client, err := firestore.NewClient(context.Background(), emulatortest.ProjectID(t))
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { client.Close() })
-	return newEnv(t, store.New(client, sealing.NewKeyring(sealing.LocalKEK(), sealing.Firestore{Client: client})), clk, change...)
+	return store.New(client, sealing.NewKeyring(sealing.LocalKEK(), sealing.Firestore{Client: client}))
 }
 
 func newEnv(t *testing.T, st testStore, clk clock.Clock, change ...func(*httpapi.Options)) *env {

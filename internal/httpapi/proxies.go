@@ -10,9 +10,9 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/egress-proxies/egress/internal/pricing"
 	"github.com/egress-proxies/egress/internal/provider"
 	"github.com/egress-proxies/egress/internal/proxy"
+	"github.com/egress-proxies/egress/internal/spend"
 	"github.com/egress-proxies/egress/internal/tenancy"
 )
 
@@ -66,10 +66,11 @@ func (a *API) createProxy(x *exchange) {
 	var (
 		quota  int
 		member view
-		// month is the namespace's proxies' month, read when the
-		// namespace turns out to have a budget (errBudgetUnread); exists,
+		// read is the namespace's proxies' month, read when the
+		// namespace turns out to have a budget (spend.Unread), and again
+		// while a create of the namespace committed since; exists,
 		// whether the proxy was among them (a repeated create).
-		month  *pricing.Cost
+		read   *spend.Read
 		exists bool
 	)
 	admit := func(n *tenancy.Namespace) (tenancy.Limits, error) {
@@ -78,23 +79,27 @@ func (a *API) createProxy(x *exchange) {
 		}
 		quota, member = n.QuotaOr(a.opts.Quota), viewOf(x.caller, n)
 		if a.budgetHolds(n) && !exists {
-			if month == nil {
-				return tenancy.Limits{}, errBudgetUnread
-			}
-			if e := a.overBudget(x.ctx, n, withDeleted(*month, n), a.newProxyCost(x.ctx, p), "proxy "+p.Name); e != nil {
-				return tenancy.Limits{}, e
+			if err := a.overBudget(x.ctx, n, read, a.newProxyCost(x.ctx, p), "proxy "+p.Name); err != nil {
+				return tenancy.Limits{}, err
 			}
 		}
 		return tenancy.Limits{Quota: quota, CreatesPerHour: a.opts.CreatesPerHour}, nil
 	}
 	created, err := a.store.CreateInNamespace(x.ctx, p, admit)
-	if errors.Is(err, errBudgetUnread) {
+	var unread *spend.Unread
+	for reads := 0; errors.As(err, &unread); reads++ {
+		if reads == budgetReads {
+			// Creates of the namespace kept committing between a read
+			// and the transaction: the client may simply retry.
+			err = fmt.Errorf("namespace %s's month, outdated %d times by its creates: %w", ns, budgetReads, proxy.ErrConflict)
+			break
+		}
 		m, found, merr := a.proxiesMonthBut(x.ctx, ns, p.Name)
 		if merr != nil {
 			x.fail(a.storeError(x.ctx, merr))
 			return
 		}
-		month, exists = &m, found
+		read, exists = &spend.Read{Month: m, Creates: unread.Creates}, found
 		created, err = a.store.CreateInNamespace(x.ctx, p, admit)
 	}
 	switch {

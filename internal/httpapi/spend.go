@@ -9,6 +9,7 @@ import (
 
 	"github.com/egress-proxies/egress/internal/pricing"
 	"github.com/egress-proxies/egress/internal/proxy"
+	"github.com/egress-proxies/egress/internal/spend"
 	"github.com/egress-proxies/egress/internal/tenancy"
 )
 
@@ -20,11 +21,11 @@ const ReasonBudgetExceeded = "BUDGET_EXCEEDED"
 // deployment's currency, or names no known atBudget.
 const ReasonBudgetInvalid = "BUDGET_INVALID"
 
-// errBudgetUnread stops a create's transaction when the namespace has a
-// budget and its proxies' month was not read yet: it is read outside the
-// transaction (a query of the namespace's proxies) and the create tried
-// again with it.
-var errBudgetUnread = errors.New("the namespace's month is needed")
+// budgetReads is how often a create reads its namespace's month before
+// it gives up: each read is outdated by a create of the namespace that
+// committed since (spend.Admit), so only a burst of creates in one
+// namespace needs a second.
+const budgetReads = 5
 
 // proxiesMonth is the month, as of now, of the namespace's proxies as
 // they are stored: each one's cost from the catalog, summed. What its
@@ -39,9 +40,7 @@ func (a *API) proxiesMonth(ctx context.Context, namespace string) (pricing.Cost,
 // refuses it (the store answers with the proxy).
 func (a *API) proxiesMonthBut(ctx context.Context, namespace, name string) (pricing.Cost, bool, error) {
 	found := false
-	now := a.now()
-	month, _, _ := pricing.Month(now)
-	var costs []pricing.Cost
+	var proxies []*proxy.Proxy
 	token := ""
 	for {
 		page, next, err := a.store.List(ctx, namespace, MaxPageSize, token)
@@ -50,24 +49,15 @@ func (a *API) proxiesMonthBut(ctx context.Context, namespace, name string) (pric
 		}
 		for _, p := range page {
 			found = found || p.Name == name
-			costs = append(costs, a.opts.Costs.Proxy(ctx, p, now))
 		}
+		proxies = append(proxies, page...)
 		if next == "" {
 			break
 		}
 		token = next
 	}
-	sum, err := pricing.Sum(month, a.opts.Costs.Rates.Currency, costs...)
+	sum, err := a.opts.Costs.Month(ctx, proxies, a.now())
 	return sum, found, err
-}
-
-// withDeleted is month with what the namespace's deleted proxies spent in
-// it added: spent, so in the month so far and in its forecast alike.
-func withDeleted(month pricing.Cost, ns *tenancy.Namespace) pricing.Cost {
-	n := ns.DeletedSpend[month.Month]
-	month.MonthToDate.Nanos += n
-	month.Forecast.Nanos += n
-	return month
 }
 
 // budgetHolds is whether the namespace's budget, if it has one, is held
@@ -76,27 +66,25 @@ func (a *API) budgetHolds(ns *tenancy.Namespace) bool {
 	return ns != nil && ns.Budget != nil && a.opts.Costs.Catalog != nil
 }
 
-// overBudget is the refusal of a request that adds add to the namespace's
-// month (its proxies' and its deleted proxies'), when the forecast would
-// exceed its budget; nil when it fits. A cost that is unknown (no price,
-// no rate) adds nothing it cannot name: the log says so.
-func (a *API) overBudget(ctx context.Context, ns *tenancy.Namespace, month, add pricing.Cost, what string) *apiError {
-	budget, err := ns.Budget.Amount()
-	if err != nil {
-		return nil // Validated when set: an old document's, held to nothing.
-	}
-	forecast := pricing.Money{Currency: budget.Currency, Nanos: month.Forecast.Nanos + add.Forecast.Nanos}
-	if add.Unknown != "" || month.Unknown != "" {
-		a.log.WarnContext(ctx, "budget: a cost is unknown and not counted", slog.String("namespace", ns.Name),
-			slog.String("unknown", add.Unknown+month.Unknown))
-	}
-	if forecast.Nanos <= budget.Nanos {
-		return nil
+// overBudget is spend.Admit's answer for a request that adds add to the
+// namespace's month as read: an *apiError when the forecast would exceed
+// the budget (429 BUDGET_EXCEEDED), *spend.Unread when the month is to be
+// read (again), nil when it fits. A cost that is unknown (no price, no
+// rate) adds nothing it cannot name: the log says so.
+func (a *API) overBudget(ctx context.Context, ns *tenancy.Namespace, read *spend.Read, add pricing.Cost, what string) error {
+	err := spend.Admit(ns, read, add)
+	var over *spend.OverBudget
+	if !errors.As(err, &over) {
+		if err == nil && read != nil && (add.Unknown != "" || read.Month.Unknown != "") {
+			a.log.WarnContext(ctx, "budget: a cost is unknown and not counted", slog.String("namespace", ns.Name),
+				slog.String("unknown", add.Unknown+read.Month.Unknown))
+		}
+		return err
 	}
 	e := newError(http.StatusTooManyRequests, ReasonBudgetExceeded,
 		"namespace %q's forecast for %s would be %s with %s, over its monthly budget of %s; delete a proxy, or ask a platform admin for a larger budget",
-		ns.Name, month.Month, forecast, what, budget)
-	e.metadata = map[string]string{"namespace": ns.Name, "month": month.Month, "forecast": forecast.String(), "budget": budget.String()}
+		ns.Name, over.Month, over.Forecast, what, over.Budget)
+	e.metadata = map[string]string{"namespace": ns.Name, "month": over.Month, "forecast": over.Forecast.String(), "budget": over.Budget.String()}
 	return e
 }
 
@@ -127,6 +115,6 @@ func (a *API) monthOf(ctx context.Context, ns *tenancy.Namespace) (*pricing.Cost
 	if err != nil {
 		return nil, fmt.Errorf("the month of namespace %s: %w", ns.Name, err)
 	}
-	m = withDeleted(m, ns)
+	m = spend.WithDeleted(m, ns)
 	return &m, nil
 }

@@ -3,6 +3,7 @@ package httpapi_test
 import (
 	"context"
 	"encoding/json"
+	"net/http"
 	"testing"
 	"time"
 
@@ -12,6 +13,7 @@ import (
 	"github.com/egress-proxies/egress/internal/httpapi"
 	"github.com/egress-proxies/egress/internal/pricing"
 	"github.com/egress-proxies/egress/internal/provider/mock"
+	"github.com/egress-proxies/egress/internal/proxy"
 	"github.com/egress-proxies/egress/internal/spend"
 	"github.com/egress-proxies/egress/internal/store/storefake"
 	"github.com/egress-proxies/egress/internal/tenancy"
@@ -21,15 +23,20 @@ import (
 // proxies in us-central1 at 0.10 EUR an hour, in EUR.
 func costedEnv(t *testing.T, clk clock.Clock) *env {
 	t.Helper()
+	return newEnv(t, storefake.New(clk), clk, costed(t))
+}
+
+// costed costs the mock's proxies in us-central1 at 0.10 EUR an hour, in
+// EUR.
+func costed(t *testing.T) func(*httpapi.Options) {
+	t.Helper()
 	rates, err := pricing.ParseRates("EUR", "")
 	if err != nil {
 		t.Fatal(err)
 	}
 	price := pricing.Price{Provider: mock.Type, Region: "us-central1", VMPerHour: pricing.Money{Currency: "EUR", Nanos: 100_000_000}}
 	catalog := spend.StaticCatalog{{Provider: mock.Type, Region: "us-central1"}: price}
-	return newEnv(t, storefake.New(clk), clk, func(o *httpapi.Options) {
-		o.Costs = spend.Costs{Catalog: catalog, Rates: rates}
-	})
+	return func(o *httpapi.Options) { o.Costs = spend.Costs{Catalog: catalog, Rates: rates} }
 }
 
 // TestBudgetRefusesTheCreateThatWouldExceed: a namespace's budget, which
@@ -157,5 +164,86 @@ func TestNamespaceShowsTrafficStopped(t *testing.T) {
 	}
 	if diff := cmp.Diff(stopped, shown()); diff != "" {
 		t.Errorf("the stopped namespace's trafficStopped (-want +got):\n%s", diff)
+	}
+}
+
+// racingStore lets race run, once, right after a listing of a namespace's
+// proxies: a request that reads the month there and commits later meets
+// a create that committed in between.
+type racingStore struct {
+	testStore
+	race func()
+}
+
+func (s *racingStore) List(ctx context.Context, namespace string, pageSize int, pageToken string) ([]*proxy.Proxy, string, error) {
+	page, next, err := s.testStore.List(ctx, namespace, pageSize, pageToken)
+	if r := s.race; r != nil {
+		s.race = nil
+		r()
+	}
+	return page, next, err
+}
+
+// TestBudgetHoldsAgainstAConcurrentCreate: two creates that each fit a
+// namespace's budget, and not together, race: the second reads the month
+// (one proxy, 38.40 EUR) and, before its transaction, the first commits.
+// The month read is outdated by that create (spend.Admit), so the second
+// reads it again and is refused: the namespace holds two proxies, 76.80
+// EUR of its 100.00, never three (115.20). On the in-memory store and the
+// Firestore emulator alike.
+func TestBudgetHoldsAgainstAConcurrentCreate(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		store func(*testing.T, clock.Clock) testStore
+	}{
+		{"memory", func(_ *testing.T, clk clock.Clock) testStore { return storefake.New(clk) }},
+		{"firestore", func(t *testing.T, _ clock.Clock) testStore { return firestoreStore(t) }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			clk := clock.NewFake(time.Date(2026, 12, 16, 0, 0, 0, 0, time.UTC))
+			st := &racingStore{testStore: tc.store(t, clk)}
+			e := newEnv(t, st, clk, costed(t))
+			proxies := "/v1/namespaces/team-r/proxies"
+			for _, r := range []struct{ who, method, path, body string }{
+				{admin, "PUT", "/v1/namespaces/team-r", `{"members":{"` + owner + `":"owner","` + editor + `":"editor"}}`},
+				{admin, "PATCH", "/v1/namespaces/team-r", `{"budget":{"monthly":"100.00","currency":"EUR"}}`},
+				{editor, "POST", proxies, body("r1", goodSpec)},
+			} {
+				if resp, b := e.do(r.who, r.method, r.path, r.body); resp.StatusCode >= 300 {
+					t.Fatalf("%s %s: %d %s", r.method, r.path, resp.StatusCode, b)
+				}
+			}
+			type answer struct {
+				Code   int
+				Reason string
+			}
+			answerOf := func(resp *http.Response, b []byte) answer {
+				a := answer{Code: resp.StatusCode}
+				if resp.StatusCode >= 400 {
+					a.Reason = decodeErr(t, b).reason()
+				}
+				return a
+			}
+			var first answer
+			st.race = func() { first = answerOf(e.do(editor, "POST", proxies, body("r2", goodSpec))) }
+			second := answerOf(e.do(editor, "POST", proxies, body("r3", goodSpec)))
+			_, b := e.do(owner, "GET", "/v1/namespaces/team-r", "")
+			var ns struct {
+				ProxyCount int64
+				Month      struct{ Forecast pricing.Money }
+			}
+			if err := json.Unmarshal(b, &ns); err != nil {
+				t.Fatal(err)
+			}
+			type outcome struct {
+				First, Second answer
+				Proxies       int64
+				Forecast      pricing.Money
+			}
+			want := outcome{answer{Code: 201}, answer{Code: 429, Reason: httpapi.ReasonBudgetExceeded}, 2, pricing.Money{Currency: "EUR", Nanos: 76_800_000_000}}
+			if diff := cmp.Diff(want, outcome{first, second, ns.ProxyCount, ns.Month.Forecast}); diff != "" {
+				t.Errorf("two racing creates under a budget for one (-want +got):\n%s", diff)
+			}
+		})
 	}
 }

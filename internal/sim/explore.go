@@ -65,8 +65,8 @@ func (r Result) PoolCounts() string {
 // namespace's budget of VMs.
 func (r Result) BudgetCounts() string {
 	s := r.Stats
-	return fmt.Sprintf("budget of %d VMs an hour: %d VMs caused (%d rotations by maxAge), %d requests refused past it, %d rotations by maxAge waited for it, %d VMs born to replace harmed ones",
-		createsPerHour, s.Causes, s.AgeRotations, s.Refused429, s.Waits, s.Excused)
+	return fmt.Sprintf("budget of %d VMs an hour: %d VMs caused (%d rotations by maxAge), %d requests refused past it, %d rotations by maxAge waited for it, %d VMs born to replace harmed ones; budget of %s USD a month in %d schedules: %d creates refused past it, %d creates raced by another",
+		createsPerHour, s.Causes, s.AgeRotations, s.Refused429, s.Waits, s.Excused, budgetMonthly, s.Budgeted, s.BudgetRefused, s.BudgetRaces)
 }
 
 // Explore plays the schedules of seeds from to to, inclusive, with bug
@@ -117,6 +117,8 @@ var PlantedAt = map[Bug]uint64{
 	RelabelBeforeClaim:            8,
 	RetiringKeepsOldConfiguration: 395,
 	UncountedAgeRotation:          8,
+	// 2026-12-07, with hetzner, aws and digitalocean beside the mock.
+	BudgetReadOutsideTransaction: 9,
 }
 
 // PlantedWindow is how many seeds make test searches from a bug's
@@ -145,7 +147,7 @@ func FindFrom(from, to uint64, bug Bug, clouds []NewCloud) (Failure, bool) {
 }
 
 // PlantedBugs are the safety rules the simulation must catch switched off.
-var PlantedBugs = []Bug{NoPrecondition, NoLease, NoGracePeriod, NoCreatePending, OneRequestID, RotationByEventOnly, NoDeleteGuard, RelabelBeforeClaim, RetiringKeepsOldConfiguration, UncountedAgeRotation}
+var PlantedBugs = []Bug{NoPrecondition, NoLease, NoGracePeriod, NoCreatePending, OneRequestID, RotationByEventOnly, NoDeleteGuard, RelabelBeforeClaim, RetiringKeepsOldConfiguration, UncountedAgeRotation, BudgetReadOutsideTransaction}
 
 func (f Failure) String() string {
 	return fmt.Sprintf("seed %d breaks the invariants:\n  %s", f.Seed, strings.Join(f.Violations, "\n  "))

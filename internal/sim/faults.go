@@ -13,7 +13,6 @@ import (
 	"github.com/egress-proxies/egress/internal/reconcile"
 	"github.com/egress-proxies/egress/internal/store/rules"
 	"github.com/egress-proxies/egress/internal/store/storefake"
-	"github.com/egress-proxies/egress/internal/tenancy"
 )
 
 // changed turns each write into a Firestore event, as Eventarc would: lost,
@@ -320,12 +319,12 @@ func (w *World) userAction() {
 			spec.MaxAge = simMaxAge.String()
 		}
 		w.offer(&spec)
-		_, err := w.store.CreateInNamespace(ctx, &proxy.Proxy{
+		err := w.create(ctx, &proxy.Proxy{
 			Namespace: namespace, Name: name, UID: uid, Generation: 1,
 			Spec:       spec,
 			Status:     proxy.Status{Phase: proxy.PhasePending},
 			CreateTime: now, Reconciler: proxy.Bookkeeping{ProgressTime: now},
-		}, func(*tenancy.Namespace) (tenancy.Limits, error) { return limits, nil })
+		}, w.racer(ctx, name))
 		switch {
 		case err == nil:
 			w.caused(uid, "create")

@@ -34,6 +34,7 @@ import (
 	"github.com/egress-proxies/egress/internal/provider/mock"
 	"github.com/egress-proxies/egress/internal/proxy"
 	"github.com/egress-proxies/egress/internal/reconcile"
+	"github.com/egress-proxies/egress/internal/spend"
 	"github.com/egress-proxies/egress/internal/store/rules"
 	"github.com/egress-proxies/egress/internal/store/storefake"
 )
@@ -86,10 +87,18 @@ const (
 	// namespace's budget. Planted in the sim's store adapter, so neither
 	// the reconciler nor the store knows of it.
 	UncountedAgeRotation
+	// BudgetReadOutsideTransaction takes a create's month, read by a
+	// listing outside its transaction, for the month in the transaction,
+	// whatever create of the namespace committed since (the API's way
+	// before spend.Admit held the read to the namespace's count of
+	// creates): two racing creates that each fit the budget, and not
+	// together, both pass. Planted in the sim's create (money.go), so the
+	// rule's own code does not know of it.
+	BudgetReadOutsideTransaction
 )
 
 func (b Bug) String() string {
-	return [...]string{"none", "no update-time precondition", "no lease", "no GC grace period", "no create-pending record", "one request id per proxy", "rotations by their event only", "no guard on mass deletion", "relabel before the claim commits", "a change never reaches the retiring VM", "rotations by maxAge not counted"}[b]
+	return [...]string{"none", "no update-time precondition", "no lease", "no GC grace period", "no create-pending record", "one request id per proxy", "rotations by their event only", "no guard on mass deletion", "relabel before the claim commits", "a change never reaches the retiring VM", "rotations by maxAge not counted", "the budget's month read outside the transaction"}[b]
 }
 
 // Stats counts what a schedule did.
@@ -140,6 +149,11 @@ type Stats struct {
 	// Waits the rotations by maxAge that waited for it, Excused the VMs
 	// born to replace ones the world harmed.
 	Causes, AgeRotations, Refused429, Waits, Excused int
+	// The namespace's budget in money: Budgeted are the schedules whose
+	// namespace has one, BudgetRaces the creates another create raced
+	// between their month's read and their transaction, BudgetRefused the
+	// creates the budget refused.
+	Budgeted, BudgetRaces, BudgetRefused int
 	// Clouds are the simulated clouds' counts, one for each, in the
 	// order of the clouds the schedules were given: the proxies made on
 	// each, its faults injected (a fault of a kind counted above, a lost
@@ -227,6 +241,9 @@ func (s *Stats) Add(o Stats) {
 	s.Refused429 += o.Refused429
 	s.Waits += o.Waits
 	s.Excused += o.Excused
+	s.Budgeted += o.Budgeted
+	s.BudgetRaces += o.BudgetRaces
+	s.BudgetRefused += o.BudgetRefused
 	for _, c := range o.Clouds {
 		i := slices.IndexFunc(s.Clouds, func(x CloudStats) bool { return x.Type == c.Type })
 		if i < 0 {
@@ -316,11 +333,16 @@ type World struct {
 	// revocation faults and actions (revocation): agents that refuse a
 	// configuration, and credentials rotated while a make-before-break
 	// rotation keeps the old VM; budget, which proxies have a maxAge.
-	shared, revocations, budget *rand.Rand
-	bug                         Bug
-	clock                       *clock.Fake
-	store                       *storefake.Store
-	mock                        *mock.Provider
+	// money, the races between creates (money.go).
+	shared, revocations, budget, money *rand.Rand
+	bug                                Bug
+	// costs cost the proxies at the mock's prices, for the namespace's
+	// budget in money, which it has when budgeted (money.go).
+	costs    spend.Costs
+	budgeted bool
+	clock    *clock.Fake
+	store    *storefake.Store
+	mock     *mock.Provider
 	// other is a second deployment's view of the same project; foreign
 	// are the resources it (or a release before the deployment label)
 	// made, which this deployment's collector must never delete.
@@ -394,6 +416,8 @@ func New(seed uint64, bug Bug, clouds []NewCloud) *World {
 		shared:         rand.New(rand.NewPCG(seed, 23)),
 		revocations:    rand.New(rand.NewPCG(seed, 31)),
 		budget:         rand.New(rand.NewPCG(seed, 37)),
+		money:          rand.New(rand.NewPCG(seed, 47)),
+		costs:          simCosts(),
 		bug:            bug,
 		clock:          clock.NewFake(start),
 		faults:         true,
@@ -414,7 +438,13 @@ func New(seed uint64, bug Bug, clouds []NewCloud) *World {
 	// the seed, so a schedule replays.
 	uuid.SetRand(seeded{rand.New(rand.NewPCG(seed, 29))})
 	w.store = storefake.New(w.clock)
-	if _, err := w.store.CreateNamespace(context.Background(), rules.NewNamespace(namespace, nil, limits.Quota, limits.Quota, start)); err != nil {
+	ns := rules.NewNamespace(namespace, nil, limits.Quota, limits.Quota, start)
+	if w.money.IntN(budgetedOneIn) == 0 {
+		w.budgeted = true
+		w.stats.Budgeted++
+		ns.Budget = simBudget()
+	}
+	if _, err := w.store.CreateNamespace(context.Background(), ns); err != nil {
 		panic(err)
 	}
 	w.mock = mock.New(mock.Options{Clock: w.clock, ProvisioningDelay: time.Duration(5+w.rng.IntN(60)) * time.Second, CallHome: w.callHome,
@@ -432,7 +462,7 @@ func New(seed uint64, bug Bug, clouds []NewCloud) *World {
 	q := &simQueue{w: w}
 	w.rec = reconcile.New(st, provs, q, nil, &simClock{w: w}, log,
 		reconcile.Options{Rand: rand.New(rand.NewPCG(seed, 7)), BootTimeout: bootTimeout, MaxBootFailures: maxBootFailures,
-			ReconfigureTimeout: reconfigureTimeout, Bootstrap: bootstrapConfig, CreatesPerHour: createsPerHour})
+			ReconfigureTimeout: reconfigureTimeout, Bootstrap: bootstrapConfig, CreatesPerHour: createsPerHour, Costs: w.costs})
 	w.pools = pools.New(st, &simClock{w: w}, log)
 	grace := gracePeriod
 	if bug == NoGracePeriod {

@@ -45,6 +45,7 @@ const (
 	NamespacesCollection = "namespaces"
 	ProxiesCollection    = "proxies"
 	countField           = "proxyCount"
+	createsField         = "proxyCreates"
 	// ProgressTimeField is what Stalled filters and orders on; production
 	// needs a collection-group index on it.
 	ProgressTimeField = rules.ProgressTimeField
@@ -154,9 +155,9 @@ func (s *Store) create(ctx context.Context, p *proxy.Proxy, needNamespace bool, 
 		if ns == nil && needNamespace {
 			return fmt.Errorf("namespace %q: %w", key.Namespace, tenancy.ErrNamespaceNotFound)
 		}
-		count := int64(0)
+		count, creates := int64(0), int64(0)
 		if ns != nil {
-			count = ns.ProxyCount
+			count, creates = ns.ProxyCount, ns.ProxyCreates
 		}
 		if snap.Exists() {
 			if existing, err = s.decode(ctx, snap); err != nil {
@@ -174,7 +175,7 @@ func (s *Store) create(ctx context.Context, p *proxy.Proxy, needNamespace bool, 
 		if err := tx.Create(ref, p); err != nil {
 			return err
 		}
-		fields := map[string]any{countField: count + 1}
+		fields := map[string]any{countField: count + 1, createsField: creates + 1}
 		for _, f := range counted {
 			fields[f.Path] = f.Value
 		}

@@ -64,6 +64,14 @@ type Namespace struct {
 	// ProxyCount is how many proxy documents the namespace holds, changed
 	// in the transaction of each create and delete.
 	ProxyCount int64 `firestore:"proxyCount"`
+	// ProxyCreates is how many proxy documents were ever created in the
+	// namespace, raised in the transaction of each create and never
+	// lowered: a create's budget is checked against its namespace's month
+	// read outside the transaction (spend.Admit), which holds only while
+	// no create committed since it was read, and this says whether one
+	// did. A count that only rises, unlike ProxyCount, which a create and
+	// a deletion since would leave as it was.
+	ProxyCreates int64 `firestore:"proxyCreates,omitempty"`
 	// Creations are the times of the VMs the namespace caused within the
 	// last hour, oldest first, written in the transaction of each: its
 	// users' creates and rotations, its live changes that need a new VM,

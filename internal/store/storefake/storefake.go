@@ -188,6 +188,7 @@ func (s *Store) create(_ context.Context, p *proxy.Proxy, needNamespace bool, ad
 		s.namespaces[key.Namespace] = ns
 	}
 	ns.ProxyCount++
+	ns.ProxyCreates++
 	doc := clone(p)
 	// The create time is the caller's, as the Firestore store stores it:
 	// neither store makes one up.

@@ -136,7 +136,7 @@ func testNamespaces(t *testing.T, s Store) {
 	if err != nil {
 		t.Fatalf("GetNamespace of a namespace made by a proxy's Create: %v", err)
 	}
-	if diff := cmp.Diff(&tenancy.Namespace{Name: "legacy", ProxyCount: 1}, legacy, ignoreUpdateTime, equateEmpty); diff != "" {
+	if diff := cmp.Diff(&tenancy.Namespace{Name: "legacy", ProxyCount: 1, ProxyCreates: 1}, legacy, ignoreUpdateTime, equateEmpty); diff != "" {
 		t.Errorf("the counter's namespace (-want +got):\n%s", diff)
 	}
 }

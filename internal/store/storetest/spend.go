@@ -17,7 +17,10 @@ import (
 // namespace's deletedSpend for the month, in the deletion's transaction,
 // by increments (two proxies of one month add up, another month keeps
 // its own); a deletion with nothing spent adds no month; a budget a
-// namespace update writes is read back whole.
+// namespace update writes is read back whole. The namespace's count of
+// creates (what a create's budget check holds its month read to) rises
+// with each create and no deletion lowers it, where the count of
+// proxies is back where it began.
 func testDeletedSpend(t *testing.T, s Store) {
 	ctx := context.Background()
 	if _, err := s.CreateNamespace(ctx, rules.NewNamespace("team-s", nil, 0, 20, base)); err != nil {
@@ -55,9 +58,10 @@ func testDeletedSpend(t *testing.T, s Store) {
 		DeletedSpend map[string]int64
 		Budget       *tenancy.Budget
 		ProxyCount   int64
+		ProxyCreates int64
 	}
-	want := seen{map[string]int64{"2026-12": 42_000_000, "2027-01": 5}, budget, 0}
-	if diff := cmp.Diff(want, seen{ns.DeletedSpend, ns.Budget, ns.ProxyCount}); diff != "" {
+	want := seen{map[string]int64{"2026-12": 42_000_000, "2027-01": 5}, budget, 0, 4}
+	if diff := cmp.Diff(want, seen{ns.DeletedSpend, ns.Budget, ns.ProxyCount, ns.ProxyCreates}); diff != "" {
 		t.Errorf("the namespace after four deletions (-want +got):\n%s", diff)
 	}
 }
