@@ -139,7 +139,7 @@ func (c Checker) check(ctx context.Context, ns *tenancy.Namespace, month string,
 		// reach, none is left), or the month summed within the Interval.
 		return 0, nil
 	}
-	sum, err := c.month(ctx, ns, month, now)
+	_, sum, err := c.Costs.NamespaceMonth(ctx, c.Store, ns, now)
 	if err != nil {
 		return 0, err
 	}
@@ -178,34 +178,6 @@ func (c Checker) check(ctx context.Context, ns *tenancy.Namespace, month string,
 			slog.Any("owners", owners(ns)))
 	}
 	return len(reached), nil
-}
-
-// month is ns's month as of now: its proxies' costs and what its deleted
-// proxies spent, as the API's GET shows it.
-func (c Checker) month(ctx context.Context, ns *tenancy.Namespace, month string, now time.Time) (pricing.Cost, error) {
-	var costs []pricing.Cost
-	token := ""
-	for {
-		page, next, err := c.Store.ListSealed(ctx, ns.Name, pageSize, token)
-		if err != nil {
-			return pricing.Cost{}, fmt.Errorf("listing the proxies of namespace %s: %w", ns.Name, err)
-		}
-		for _, p := range page {
-			costs = append(costs, c.Costs.Proxy(ctx, p, now))
-		}
-		if next == "" {
-			break
-		}
-		token = next
-	}
-	sum, err := pricing.Sum(month, c.Costs.Rates.Currency, costs...)
-	if err != nil {
-		return pricing.Cost{}, fmt.Errorf("the month of namespace %s: %w", ns.Name, err)
-	}
-	spent := ns.DeletedSpend[month]
-	sum.MonthToDate.Nanos += spent
-	sum.Forecast.Nanos += spent
-	return sum, nil
 }
 
 // owners are the namespace's owners by email: whom the operator tells.

@@ -44,8 +44,9 @@ const pageSize = 500
 type Store interface {
 	// ListNamespaces lists every namespace (member ""), a page at a time.
 	ListNamespaces(ctx context.Context, member string, pageSize int, pageToken string) ([]*tenancy.Namespace, string, error)
-	// List lists a namespace's proxies, a page at a time.
-	List(ctx context.Context, namespace string, pageSize int, pageToken string) ([]*proxy.Proxy, string, error)
+	// ListSealed lists a namespace's proxies, a page at a time, their
+	// secrets sealed: the month needs none.
+	ListSealed(ctx context.Context, namespace string, pageSize int, pageToken string) ([]*proxy.Proxy, string, error)
 	// UpdateNamespace changes a namespace in a transaction.
 	UpdateNamespace(ctx context.Context, name string, update func(*tenancy.Namespace) error) (*tenancy.Namespace, error)
 }
@@ -129,10 +130,11 @@ func watched(ns *tenancy.Namespace) bool {
 // namespace decides for one namespace, writes its record when it
 // changed, and asks its proxies for a run.
 func (l *Look) namespace(ctx context.Context, ns *tenancy.Namespace, month string, now time.Time) (stopped, changed bool, asked int, err error) {
-	proxies, toDate, err := l.month(ctx, ns, month, now)
+	proxies, m, err := l.Costs.NamespaceMonth(ctx, l.Store, ns, now)
 	if err != nil {
 		return ns.TrafficStopped != nil, false, 0, err
 	}
+	toDate := m.MonthToDate
 	want := tenancy.StopFor(ns.Budget, month, toDate)
 	if !sameMonth(want, ns.TrafficStopped) {
 		if _, err := l.Store.UpdateNamespace(ctx, ns.Name, func(cur *tenancy.Namespace) error {
@@ -167,38 +169,6 @@ func (l *Look) namespace(ctx context.Context, ns *tenancy.Namespace, month strin
 		asked++
 	}
 	return want != nil, changed, asked, nil
-}
-
-// month is ns's proxies and its month so far: theirs, and what its
-// deleted proxies spent in it. A cost that is unknown counts what is
-// known of it, as the API's budget does.
-func (l *Look) month(ctx context.Context, ns *tenancy.Namespace, month string, now time.Time) ([]*proxy.Proxy, pricing.Money, error) {
-	var (
-		proxies []*proxy.Proxy
-		costs   []pricing.Cost
-		token   string
-	)
-	for {
-		page, next, err := l.Store.List(ctx, ns.Name, pageSize, token)
-		if err != nil {
-			return nil, pricing.Money{}, fmt.Errorf("listing its proxies: %w", err)
-		}
-		for _, p := range page {
-			proxies = append(proxies, p)
-			costs = append(costs, l.Costs.Proxy(ctx, p, now))
-		}
-		if next == "" {
-			break
-		}
-		token = next
-	}
-	sum, err := pricing.Sum(month, l.Costs.Rates.Currency, costs...)
-	if err != nil {
-		return nil, pricing.Money{}, fmt.Errorf("summing its proxies' costs: %w", err)
-	}
-	toDate := sum.MonthToDate
-	toDate.Nanos += ns.DeletedSpend[month]
-	return proxies, toDate, nil
 }
 
 // sameMonth reports whether two records stop the same month, or both

@@ -102,3 +102,37 @@ func (c Costs) Month(ctx context.Context, proxies []*proxy.Proxy, now time.Time)
 	}
 	return pricing.Sum(month, c.Rates.Currency, costs...)
 }
+
+// Lister lists a namespace's proxies a page at a time, their secrets left
+// sealed: costing them needs none (store.Store.ListSealed).
+type Lister interface {
+	ListSealed(ctx context.Context, namespace string, pageSize int, pageToken string) ([]*proxy.Proxy, string, error)
+}
+
+// listPage is how many proxies one page of NamespaceMonth's listing reads.
+const listPage = 500
+
+// NamespaceMonth is ns's month as of now, as the namespace's GET shows it:
+// its proxies, listed with l, costed and summed, and what its deleted
+// proxies spent in it (WithDeleted). The collector's budget alerts and
+// its stops at the budget both hold this figure to the budget; it returns
+// the proxies it listed too.
+func (c Costs) NamespaceMonth(ctx context.Context, l Lister, ns *tenancy.Namespace, now time.Time) ([]*proxy.Proxy, pricing.Cost, error) {
+	var proxies []*proxy.Proxy
+	for token := ""; ; {
+		page, next, err := l.ListSealed(ctx, ns.Name, listPage, token)
+		if err != nil {
+			return nil, pricing.Cost{}, fmt.Errorf("listing the proxies of namespace %s: %w", ns.Name, err)
+		}
+		proxies = append(proxies, page...)
+		if next == "" {
+			break
+		}
+		token = next
+	}
+	month, err := c.Month(ctx, proxies, now)
+	if err != nil {
+		return nil, pricing.Cost{}, fmt.Errorf("the month of namespace %s: %w", ns.Name, err)
+	}
+	return proxies, WithDeleted(month, ns), nil
+}
