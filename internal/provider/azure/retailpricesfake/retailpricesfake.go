@@ -39,6 +39,8 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+
+	"github.com/egress-proxies/egress/internal/pricing/pricetest"
 )
 
 // APIVersion is the version the fake answers and the source asks for.
@@ -148,12 +150,10 @@ func Catalog() []Item {
 // Server is the fake. Its methods are safe for concurrent use.
 type Server struct {
 	*httptest.Server
-	mu     sync.Mutex
-	items  []Item
-	body   string
-	status int
-	calls  int
-	size   int
+	pricetest.Levers
+	mu    sync.Mutex
+	items []Item
+	size  int
 }
 
 // New starts a fake serving Catalog.
@@ -163,34 +163,12 @@ func New() *Server {
 	return s
 }
 
-// SetBody answers the next requests with body verbatim (a planted wrong
-// field); "" restores the fake's own answers.
-func (s *Server) SetBody(body string) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.body = body
-}
-
 // SetPageSize answers n items a page instead of PageSize, so that a
 // test follows NextPageLink through a short answer.
 func (s *Server) SetPageSize(n int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.size = n
-}
-
-// Fail answers every request with status; 0 stops it.
-func (s *Server) Fail(status int) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.status = status
-}
-
-// Calls counts the pages answered.
-func (s *Server) Calls() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.calls
 }
 
 // filterable are the fields the reference page lists as filterable, by
@@ -241,8 +219,8 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(status)
 		json.NewEncoder(w).Encode(map[string]any{"Error": map[string]any{"Code": http.StatusText(status), "Message": fmt.Sprintf(format, a...)}})
 	}
-	if s.status != 0 {
-		fail(s.status, "the fake fails as asked")
+	if status := s.Failing(); status != 0 {
+		fail(status, "the fake fails as asked")
 		return
 	}
 	q := r.URL.Query()
@@ -263,9 +241,8 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	skip, _ := strconv.Atoi(q.Get("$skip"))
-	s.calls++
-	if s.body != "" {
-		w.Write([]byte(s.body))
+	if body := s.Answered(); body != "" {
+		w.Write([]byte(body))
 		return
 	}
 	var match []Item

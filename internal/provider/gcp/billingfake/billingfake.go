@@ -23,6 +23,8 @@ import (
 	"sync"
 
 	cloudbilling "google.golang.org/api/cloudbilling/v1"
+
+	"github.com/egress-proxies/egress/internal/pricing/pricetest"
 )
 
 // ComputeService is Compute Engine's service id in the catalog.
@@ -66,11 +68,9 @@ func SKUs() []*cloudbilling.Sku {
 // Server is the fake. Its methods are safe for concurrent use.
 type Server struct {
 	*httptest.Server
-	mu     sync.Mutex
-	skus   []*cloudbilling.Sku
-	body   string
-	status int
-	calls  int
+	pricetest.Levers
+	mu   sync.Mutex
+	skus []*cloudbilling.Sku
 }
 
 // New starts a fake serving SKUs.
@@ -80,28 +80,6 @@ func New() *Server {
 	return s
 }
 
-// SetBody answers the next lists with body verbatim (a planted wrong
-// field); "" restores the fake's own.
-func (s *Server) SetBody(body string) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.body = body
-}
-
-// Fail answers every request with status; 0 stops it.
-func (s *Server) Fail(status int) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.status = status
-}
-
-// Calls counts the lists answered.
-func (s *Server) Calls() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.calls
-}
-
 // ServeHTTP answers GET /v1/services/6F81-5844-456A/skus: pageSize (5000
 // at most, the API's) SKUs from pageToken (an index), in USD (the fake
 // converts to no other currency and refuses one).
@@ -109,9 +87,9 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	w.Header().Set("Content-Type", "application/json")
-	if s.status != 0 {
-		w.WriteHeader(s.status)
-		json.NewEncoder(w).Encode(map[string]any{"error": map[string]any{"code": s.status, "message": "the fake fails as asked", "status": "INTERNAL"}})
+	if status := s.Failing(); status != 0 {
+		w.WriteHeader(status)
+		json.NewEncoder(w).Encode(map[string]any{"error": map[string]any{"code": status, "message": "the fake fails as asked", "status": "INTERNAL"}})
 		return
 	}
 	if r.Method != http.MethodGet || r.URL.Path != "/v1/services/"+ComputeService+"/skus" {
@@ -124,9 +102,8 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		json.NewEncoder(w).Encode(map[string]any{"error": map[string]any{"code": 400, "message": "the fake prices in USD only", "status": "INVALID_ARGUMENT"}})
 		return
 	}
-	s.calls++
-	if s.body != "" {
-		w.Write([]byte(s.body))
+	if body := s.Answered(); body != "" {
+		w.Write([]byte(body))
 		return
 	}
 	start, _ := strconv.Atoi(r.URL.Query().Get("pageToken"))
