@@ -40,10 +40,11 @@ const (
 	maxGCSeconds          = 8.5
 	maxGCCPUSeconds       = 2
 	maxGCBytesPerInstance = 2048
-	// gcQueryReads are the reads of a collection beyond one per document:
-	// its two queries that find nothing (no stalled document, no pool),
-	// each billed one read.
-	gcQueryReads = 2
+	// gcQueryReads are the reads of a collector's tick beyond one per
+	// document: its three queries that find nothing (no stalled
+	// document, no pool, no namespace for the budgets' look), each
+	// billed one read.
+	gcQueryReads = 3
 	// maxScaleGrowth is how much an item's cost may grow from the smallest
 	// size of a scaled phase to the largest.
 	maxScaleGrowth = 0.2

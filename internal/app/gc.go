@@ -11,15 +11,15 @@ import (
 	"github.com/egress-proxies/egress/internal/gc"
 	"github.com/egress-proxies/egress/internal/metering"
 	"github.com/egress-proxies/egress/internal/queue"
+	"github.com/egress-proxies/egress/internal/tenancy"
 )
 
 // CollectGarbage runs one collection for a messagePublished event on
 // proxy-gc (a Cloud Scheduler tick). The message body is irrelevant: every
 // tick means "collect now". After the collection it refreshes the price
 // catalog, which reads each cloud's prices at most once a day
-// (refreshPrices), tells the budget thresholds the namespaces' months
-// reached (checkBudgets), and looks at the namespaces whose budget stops
-// traffic (package budgetstop): none of them fails the tick.
+// (refreshPrices), then looks at the namespaces' budgets (lookAtBudgets):
+// neither fails the tick.
 //
 // It returns an error, so that Pub/Sub delivers the tick again, only when
 // the run could not look at everything (gc.ErrIncomplete: a provider or the
@@ -49,16 +49,8 @@ func (a *App) CollectGarbage(ctx context.Context, e event.Event) error {
 	log = log.With(slog.String("messageID", msg.Message.MessageID))
 	_, err = a.collector.Run(ctx)
 	now := time.Now()
-	if a.budgetStop != nil {
-		// After the collection: a look that fails is logged and the
-		// next tick's, and never fails the tick (its requests are
-		// idempotent).
-		if _, serr := a.budgetStop.Run(ctx, now); serr != nil {
-			log.WarnContext(ctx, "CollectGarbage: the budgets that stop traffic were not looked at", slog.Any("error", serr))
-		}
-	}
 	a.refreshPrices(ctx, log, now)
-	a.checkBudgets(ctx, log, now)
+	a.lookAtBudgets(ctx, log, now)
 	switch {
 	case errors.Is(err, gc.ErrIncomplete):
 		outcome = metering.Failed
@@ -70,14 +62,27 @@ func (a *App) CollectGarbage(ctx context.Context, e event.Event) error {
 	return nil
 }
 
-// checkBudgets tells, on a collector's tick, the budget thresholds the
-// namespaces' months reached (budgetalert): a failure is logged and never
-// fails the tick; the next tick tries again.
-func (a *App) checkBudgets(ctx context.Context, log *slog.Logger, now time.Time) {
-	if a.budgets == nil {
+// lookAtBudgets, on a collector's tick, tells the budget thresholds the
+// namespaces' months reached (budgetalert) and stops or lets go the
+// traffic of those whose budget stops it (budgetstop), from one listing
+// of the namespaces. A failure is logged and never fails the tick: the
+// next tick, minutes away, looks again (the stops' requests are
+// idempotent).
+func (a *App) lookAtBudgets(ctx context.Context, log *slog.Logger, now time.Time) {
+	if a.budgets == nil && a.budgetStop == nil {
 		return
 	}
-	if _, err := a.budgets.Run(ctx, now); err != nil {
-		log.WarnContext(ctx, "CollectGarbage: the budget alerts could not be checked", slog.Any("error", err))
+	namespaces, err := tenancy.All(ctx, a.store)
+	if err != nil {
+		log.WarnContext(ctx, "CollectGarbage: the budgets were not looked at", slog.Any("error", err))
+		return
+	}
+	if a.budgets != nil {
+		a.budgets.Run(ctx, namespaces, now)
+	}
+	if a.budgetStop != nil {
+		if _, err := a.budgetStop.Run(ctx, namespaces, now); err != nil {
+			log.WarnContext(ctx, "CollectGarbage: the budgets that stop traffic were not looked at", slog.Any("error", err))
+		}
 	}
 }

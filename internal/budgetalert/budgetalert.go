@@ -51,9 +51,6 @@ var Thresholds = []int{80, 100}
 // of its proxy documents.
 const Interval = spend.Refresh
 
-// pageSize is how many documents a page of a list reads.
-const pageSize = 300
-
 // Reached are the thresholds that spent (nanos) has reached of budget
 // (nanos) and that rec has not told for month and budgetName: all it
 // has reached when rec is of another month or budget. A budget of zero
@@ -73,10 +70,9 @@ func Reached(rec *tenancy.BudgetAlerts, month, budgetName string, spent, budget 
 	return out
 }
 
-// Store is what the checker reads and writes: namespaces, their proxies,
-// and a namespace's update in a transaction.
+// Store is what the checker reads and writes: a namespace's proxies, and
+// its update in a transaction.
 type Store interface {
-	ListNamespaces(ctx context.Context, member string, pageSize int, pageToken string) ([]*tenancy.Namespace, string, error)
 	// ListSealed: the month needs no proxy's secret.
 	ListSealed(ctx context.Context, namespace string, pageSize int, pageToken string) ([]*proxy.Proxy, string, error)
 	UpdateNamespace(ctx context.Context, name string, update func(*tenancy.Namespace) error) (*tenancy.Namespace, error)
@@ -93,33 +89,24 @@ type Checker struct {
 // errNothing aborts an update that has nothing to write.
 var errNothing = errors.New("nothing to record")
 
-// Run checks every budgeted namespace at now, and returns how many lines
-// it logged. A namespace that cannot be summed or recorded is logged and
+// Run checks the budgeted namespaces of namespaces (every one:
+// tenancy.All) at now, and returns how many lines it logged. A namespace that cannot be summed or recorded is logged and
 // skipped: the next tick tries again.
-func (c Checker) Run(ctx context.Context, now time.Time) (int, error) {
+func (c Checker) Run(ctx context.Context, namespaces []*tenancy.Namespace, now time.Time) int {
 	if c.Costs.Catalog == nil {
-		return 0, nil // No price catalog: no month to hold to a budget.
+		return 0 // No price catalog: no month to hold to a budget.
 	}
 	month, _, _ := pricing.Month(now)
-	told, token := 0, ""
-	for {
-		page, next, err := c.Store.ListNamespaces(ctx, "", pageSize, token)
+	told := 0
+	for _, ns := range namespaces {
+		n, err := c.check(ctx, ns, month, now)
+		told += n
 		if err != nil {
-			return told, fmt.Errorf("budget alerts: listing namespaces: %w", err)
+			c.Log.WarnContext(ctx, "budget alerts: a namespace's month could not be checked; the next tick tries again",
+				slog.String("namespace", ns.Name), slog.Any("error", err))
 		}
-		for _, ns := range page {
-			n, err := c.check(ctx, ns, month, now)
-			told += n
-			if err != nil {
-				c.Log.WarnContext(ctx, "budget alerts: a namespace's month could not be checked; the next tick tries again",
-					slog.String("namespace", ns.Name), slog.Any("error", err))
-			}
-		}
-		if next == "" {
-			return told, nil
-		}
-		token = next
 	}
+	return told
 }
 
 // check sums ns's month when it is due, and records and tells the

@@ -138,10 +138,11 @@ func TestToldOncePerMonth(t *testing.T) {
 	for _, w := range want {
 		logs.Reset()
 		before := counted.lists
-		n, err := c.Run(ctx, at(w.Hours))
+		namespaces, err := tenancy.All(ctx, counted)
 		if err != nil {
 			t.Fatal(err)
 		}
+		n := c.Run(ctx, namespaces, at(w.Hours))
 		g := tick{Hours: w.Hours, Told: n, Summed: counted.lists > before, Notes: w.Notes}
 		dec := json.NewDecoder(&logs)
 		for dec.More() {

@@ -36,14 +36,9 @@ import (
 	"github.com/egress-proxies/egress/internal/tenancy"
 )
 
-// pageSize is how many documents one list reads.
-const pageSize = 500
-
 // Store is the part of the document store the look reads and writes.
 // *store.Store and *storefake.Store satisfy it.
 type Store interface {
-	// ListNamespaces lists every namespace (member ""), a page at a time.
-	ListNamespaces(ctx context.Context, member string, pageSize int, pageToken string) ([]*tenancy.Namespace, string, error)
 	// ListSealed lists a namespace's proxies, a page at a time, their
 	// secrets sealed: the month needs none.
 	ListSealed(ctx context.Context, namespace string, pageSize int, pageToken string) ([]*proxy.Proxy, string, error)
@@ -76,10 +71,10 @@ type Summary struct {
 	Asked, Failed int
 }
 
-// Run looks once, at now. Its error is the namespaces' list's, or that
-// the look has no price catalog; a namespace's failure is logged and
-// counted, and the others go on.
-func (l *Look) Run(ctx context.Context, now time.Time) (Summary, error) {
+// Run looks once, at now, at namespaces (every one: tenancy.All). Its
+// error is that the look has no price catalog; a namespace's failure is
+// logged and counted, and the others go on.
+func (l *Look) Run(ctx context.Context, namespaces []*tenancy.Namespace, now time.Time) (Summary, error) {
 	var s Summary
 	if l.Costs.Catalog == nil {
 		// No cost is known, so none reaches a budget; a record written
@@ -87,34 +82,23 @@ func (l *Look) Run(ctx context.Context, now time.Time) (Summary, error) {
 		return s, errors.New("budgetstop: no price catalog: no namespace's month is known")
 	}
 	month, _, _ := pricing.Month(now)
-	token := ""
-	for {
-		page, next, err := l.Store.ListNamespaces(ctx, "", pageSize, token)
+	for _, ns := range namespaces {
+		if !watched(ns) {
+			continue
+		}
+		s.Watched++
+		stopped, changed, asked, err := l.namespace(ctx, ns, month, now)
+		s.Asked += asked
+		if changed {
+			s.Changed++
+		}
+		if stopped {
+			s.Stopped++
+		}
 		if err != nil {
-			return s, fmt.Errorf("budgetstop: listing the namespaces: %w", err)
+			s.Failed++
+			l.Log.WarnContext(ctx, "budget stop: namespace not looked at; the next tick tries again", slog.String("namespace", ns.Name), slog.Any("error", err))
 		}
-		for _, ns := range page {
-			if !watched(ns) {
-				continue
-			}
-			s.Watched++
-			stopped, changed, asked, err := l.namespace(ctx, ns, month, now)
-			s.Asked += asked
-			if changed {
-				s.Changed++
-			}
-			if stopped {
-				s.Stopped++
-			}
-			if err != nil {
-				s.Failed++
-				l.Log.WarnContext(ctx, "budget stop: namespace not looked at; the next tick tries again", slog.String("namespace", ns.Name), slog.Any("error", err))
-			}
-		}
-		if next == "" {
-			break
-		}
-		token = next
 	}
 	l.Log.InfoContext(ctx, "budget stop summary", slog.Int("watched", s.Watched), slog.Int("stopped", s.Stopped), slog.Int("changed", s.Changed),
 		slog.Int("asked", s.Asked), slog.Int("failed", s.Failed))

@@ -109,7 +109,11 @@ type seen struct {
 func (w *world) run(t *testing.T, now time.Time) seen {
 	t.Helper()
 	ctx := context.Background()
-	s, err := w.look.Run(ctx, now)
+	namespaces, err := tenancy.All(ctx, w.store)
+	if err != nil {
+		t.Fatal(err)
+	}
+	s, err := w.look.Run(ctx, namespaces, now)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -199,7 +203,7 @@ func TestLookCountsDeletedSpend(t *testing.T) {
 func TestLookWithoutPrices(t *testing.T) {
 	w := newWorld(t)
 	w.look.Costs.Catalog = nil
-	if _, err := w.look.Run(context.Background(), monthStart.Add(20*time.Hour)); err == nil {
+	if _, err := w.look.Run(context.Background(), nil, monthStart.Add(20*time.Hour)); err == nil {
 		t.Error("a look without a price catalog reported no error")
 	}
 	a, err := w.store.GetNamespace(context.Background(), "team-a")

@@ -94,7 +94,11 @@ func TestStopTrafficAtTheBudget(t *testing.T) {
 		Costs: spend.Costs{Catalog: spend.StaticCatalog{{Provider: mock.Type}: {Provider: mock.Type, VMPerHour: perHour}}, Rates: pricing.Rates{Currency: "EUR"}}}
 	tick := func() budgetstop.Summary {
 		t.Helper()
-		s, err := look.Run(ctx, w.clock.Now())
+		namespaces, err := tenancy.All(ctx, w.store)
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, err := look.Run(ctx, namespaces, w.clock.Now())
 		if err != nil {
 			t.Fatal(err)
 		}
