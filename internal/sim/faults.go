@@ -55,11 +55,19 @@ func (w *World) changed(c storefake.Change) {
 	w.ageRotation(c.Old, c.New)
 	copies := 1
 	if w.faults {
+		drop := 0.08
+		if rotateAsked(c) {
+			// A rotate request's event is lost more often than others:
+			// rotations are rare in a schedule (the namespace's budget
+			// refuses most), and one whose only event is lost is what
+			// the collector's sweep must catch (RotationByEventOnly).
+			drop = 0.5
+		}
 		switch r := w.rng.Float64(); {
-		case r < 0.08:
+		case r < drop:
 			w.stats.Dropped++
 			return
-		case r < 0.18:
+		case r < drop+0.10:
 			w.stats.Duplicated++
 			copies = 2 + w.rng.IntN(2)
 		}
@@ -67,6 +75,15 @@ func (w *World) changed(c storefake.Change) {
 	for range copies {
 		w.enqueue(delivery{key: c.Key, trigger: reconcile.Trigger{Reason: proxy.ReasonWritten}}, w.delay())
 	}
+}
+
+// rotateAsked reports whether the write is a rotate request's: a new
+// rotateRequestTime on a document that was there before.
+func rotateAsked(c storefake.Change) bool {
+	if c.Old == nil || c.New == nil || c.New.RotateRequestTime == nil {
+		return false
+	}
+	return c.Old.RotateRequestTime == nil || !c.Old.RotateRequestTime.Equal(*c.New.RotateRequestTime)
 }
 
 // callHome is a VM's call-home on proxy-reconcile: lost, duplicated or
