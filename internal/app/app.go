@@ -130,7 +130,7 @@ type App struct {
 	// (refreshPrices); nil where CollectGarbage is not served.
 	prices *pricestore.Refresher
 	// budgets tells the budget thresholds reached on the collector's
-	// ticks (checkBudgets); nil where CollectGarbage is not served.
+	// ticks (lookAtBudgets); nil without a price catalog.
 	budgets *budgetalert.Checker
 	// puller reads the access lines of the VMs read by pull (the status
 	// door's); nil when no enabled provider's VMs are.
@@ -215,14 +215,15 @@ func New(ctx context.Context, getenv Getenv, opts Options) (*App, error) {
 	}
 	if cfg.serves(CollectGarbage) {
 		a.collector = gc.New(a.Providers, a.store, a.publisher, now, a.Log, a.gcOptions())
-		if a.Catalog != nil {
-			a.budgetStop = &budgetstop.Look{Store: a.store, Requeuer: a.publisher, Costs: spend.Costs{Catalog: a.Catalog, Rates: a.Config.CostRates}, Log: a.Log}
-		}
 		if a.firestore != nil {
 			a.prices = pricestore.NewRefresher(a.firestore, a.priceClouds(), a.Log)
 		}
-		if a.store != nil {
-			a.budgets = &budgetalert.Checker{Store: a.store, Costs: spend.Costs{Catalog: a.Catalog, Rates: a.Config.CostRates}, Log: a.Log}
+		if a.Catalog != nil && a.store != nil {
+			// Without prices no month is known, so no budget is looked at
+			// (and the tick lists no namespace for them).
+			costs := spend.Costs{Catalog: a.Catalog, Rates: a.Config.CostRates}
+			a.budgetStop = &budgetstop.Look{Store: a.store, Requeuer: a.publisher, Costs: costs, Log: a.Log}
+			a.budgets = &budgetalert.Checker{Store: a.store, Costs: costs, Log: a.Log}
 		}
 	}
 	return a, nil

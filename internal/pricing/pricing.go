@@ -73,6 +73,20 @@ type Key struct {
 	Provider, Region, Zone, MachineType string
 }
 
+// KeysOf are the keys of provider's placements an operator allows: each
+// region with each machine type, priced by region (a type's price is the
+// region's, whichever zone). The clouds that price by region alone name
+// their allowed placements with it.
+func KeysOf(provider string, regions, machineTypes []string) []Key {
+	var out []Key // nil with no region: nothing priced
+	for _, r := range regions {
+		for _, t := range machineTypes {
+			out = append(out, Key{Provider: provider, Region: r, MachineType: t})
+		}
+	}
+	return out
+}
+
 // Source reads a cloud's prices from its price API (Hetzner's server
 // types, DigitalOcean's sizes, AWS's Price List, Google's Cloud Billing
 // Catalog, Azure's Retail Prices), with the functions' own identity.

@@ -234,11 +234,5 @@ func pricedPlacements(s plugin.Settings) []pricing.Key {
 	if len(types) == 0 {
 		types = DefaultAllowedInstanceTypes
 	}
-	var out []pricing.Key
-	for _, r := range pol.Regions {
-		for _, t := range types {
-			out = append(out, pricing.Key{Provider: Type, Region: r, MachineType: t})
-		}
-	}
-	return out
+	return pricing.KeysOf(Type, pol.Regions, types)
 }

@@ -268,15 +268,9 @@ func pricesFromEnv(env plugin.Env) pricing.Source {
 // is the location's, whichever zone).
 func pricedPlacements(s plugin.Settings) []pricing.Key {
 	pol := PolicyOf(s)
-	sizes := pol.Sizes
-	if len(sizes) == 0 {
-		sizes = DefaultAllowedSizes
+	types := pol.Sizes
+	if len(types) == 0 {
+		types = DefaultAllowedSizes
 	}
-	var out []pricing.Key
-	for _, r := range pol.Locations {
-		for _, z := range sizes {
-			out = append(out, pricing.Key{Provider: Type, Region: r, MachineType: z})
-		}
-	}
-	return out
+	return pricing.KeysOf(Type, pol.Locations, types)
 }
