@@ -45,16 +45,22 @@ const (
 	tunnelsTried                  = 2000
 	rssTunnels                    = 1000
 	maxRSSMiB                     = 64
-	bulkBytes                     = 1 << 30
 	requests                      = 300
 	// bulkRounds is how many rounds each throughput figure is the
-	// median of, the paths through the VM taking turns at going first.
-	// On two cores one round's engine/relay ratio moves by ±0.1 and
-	// more with what else runs (0.64–1.40 in one run of nine rounds,
-	// 0.94–1.04 in another), while the engine's own code is 1.6 % of
-	// the machine's cycles during the downloads and the kernel's splice
-	// the rest, as it is the relay's (perf, 2026-12-07).
-	bulkRounds = 9
+	// median of, the paths through the VM taking turns at going first,
+	// and bulkBytes what each path downloads in a round. On two cores
+	// one round's engine/relay ratio moves by ±0.1 and more with what
+	// else runs (0.64–1.40 in one run of nine rounds of 1 GiB, 0.94–1.04
+	// in another), while the engine's own code is 1.6 % of the
+	// machine's cycles during the downloads and the kernel's splice the
+	// rest, as it is the relay's (perf, 2026-12-07; a CPU profile of
+	// BenchmarkTunnelThroughput shows the same: 91 % in syscalls). The
+	// noise is the scheduler's, not the paths': so the same 9 GiB a path
+	// are cut into four times as many rounds, which halves the spread of
+	// their median (six runs of nine rounds of 1 GiB, beside other
+	// work, gave medians of 0.82–0.97).
+	bulkRounds = 36
+	bulkBytes  = 256 << 20
 	// rounds is how many rounds the new-connection samples are spread
 	// over, alternating the engine with the relay.
 	rounds = 5
