@@ -4,6 +4,7 @@ import (
 	"go/parser"
 	"go/token"
 	"io/fs"
+	"maps"
 	"os"
 	"path"
 	"path/filepath"
@@ -201,15 +202,6 @@ func checkDev(t *testing.T, p plugin.Plugin) {
 		names[file.Name.Name] = true
 	}
 	if !names[path.Base(p.Dev)] || len(names) != 1 {
-		t.Errorf("%s's development package %s holds packages %v: want one, named %s", p.Type, p.Dev, sortedNames(names), path.Base(p.Dev))
+		t.Errorf("%s's development package %s holds packages %v: want one, named %s", p.Type, p.Dev, slices.Sorted(maps.Keys(names)), path.Base(p.Dev))
 	}
-}
-
-func sortedNames[V any](m map[string]V) []string {
-	var out []string
-	for k := range m {
-		out = append(out, k)
-	}
-	slices.Sort(out)
-	return out
 }
