@@ -5,6 +5,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 
 	"github.com/hashicorp/hcl/v2"
@@ -49,17 +50,23 @@ func alerts(root string) (string, error) {
 
 // module is deploy/terraform's files, parsed.
 type module struct {
-	src   map[string][]byte
+	src map[string][]byte
+	// paths are the files', in the order of files.
+	paths []string
 	files []*hclsyntax.Body
 }
 
-func readModule(dir string) (*module, error) {
+// readModule parses the .tf files of dir, but those named skip.
+func readModule(dir string, skip ...string) (*module, error) {
 	paths, err := filepath.Glob(filepath.Join(dir, "*.tf"))
 	if err != nil {
 		return nil, err
 	}
 	m := &module{src: map[string][]byte{}}
 	for _, p := range paths {
+		if slices.Contains(skip, filepath.Base(p)) {
+			continue
+		}
 		raw, err := os.ReadFile(p)
 		if err != nil {
 			return nil, err
@@ -69,6 +76,7 @@ func readModule(dir string) (*module, error) {
 			return nil, diags
 		}
 		m.src[p] = raw
+		m.paths = append(m.paths, p)
 		m.files = append(m.files, f.Body.(*hclsyntax.Body))
 	}
 	return m, nil

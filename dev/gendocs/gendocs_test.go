@@ -3,13 +3,16 @@ package main
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
+	"github.com/google/go-cmp/cmp/cmpopts"
 
 	"github.com/egress-proxies/egress/internal/clouds"
 	"github.com/egress-proxies/egress/internal/httpapi"
+	"github.com/egress-proxies/egress/internal/provider/plugin"
 )
 
 // TestDocsAreCurrent renders every generated section again and holds each
@@ -113,5 +116,102 @@ func TestAPICloudsAreCurrent(t *testing.T) {
 	}
 	if diff := cmp.Diff(want, string(raw)); diff != "" {
 		t.Errorf("%s does not say what the clouds' plugins say; run `make docs` (go run ./dev/gendocs) and commit it (-generated +the file):\n%s", openAPIFile, diff)
+	}
+}
+
+// TestGeneratedFilesAreCurrent: the files make docs writes whole (the
+// clouds' lists of cloudsdev and of deploy/terraform) are what the
+// plugins say; a hand edit of one, or a plugin changed without make docs,
+// fails here.
+func TestGeneratedFilesAreCurrent(t *testing.T) {
+	stale, err := staleGenerated(filepath.Join("..", ".."), clouds.All)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, p := range sortedKeys(stale) {
+		raw, _ := os.ReadFile(filepath.Join("..", "..", p))
+		t.Errorf("%s is not what the clouds' plugins say; run `make docs` (go run ./dev/gendocs) and commit it (-generated +the file):\n%s", p, cmp.Diff(stale[p], string(raw)))
+	}
+}
+
+// TestAHandEditedListIsStale plants edits in a copy of the generated files
+// (and of the Terraform they are read beside) and holds the check of
+// TestGeneratedFilesAreCurrent to finding each, and only the files edited.
+func TestAHandEditedListIsStale(t *testing.T) {
+	root := filepath.Join("..", "..")
+	withoutAzure := slices.DeleteFunc(slices.Clone(clouds.All), func(p plugin.Plugin) bool { return p.Type == "azure" })
+	cases := map[string]struct {
+		reason string
+		edit   map[string][2]string // file: the text replaced, and its replacement
+		cl     []plugin.Plugin
+		want   []string
+	}{
+		"Untouched": {
+			reason: "the files as make docs wrote them are current",
+			cl:     clouds.All,
+		},
+		"ALineDropped": {
+			reason: "a cloud's line taken out of cloudsdev's list by hand",
+			edit:   map[string][2]string{cloudsDevFile: {"{Sim: azuresim.New, Bench: azuresim.Bench{}},", ""}},
+			cl:     clouds.All,
+			want:   []string{cloudsDevFile},
+		},
+		"AnEntryDropped": {
+			reason: "a cloud's tile taken out of the Terraform's list by hand",
+			edit:   map[string][2]string{cloudsTerraformFile: {", local.azure_dashboard_tile]", "]"}},
+			cl:     clouds.All,
+			want:   []string{cloudsTerraformFile},
+		},
+		"ACloudAddedByHand": {
+			reason: "a cloud written into the Terraform's validation that the plugins do not have",
+			edit:   map[string][2]string{cloudsTerraformFile: {`"digitalocean", "azure"], p)`, `"digitalocean", "azure", "vultr"], p)`}},
+			cl:     clouds.All,
+			want:   []string{cloudsTerraformFile},
+		},
+		"APluginGone": {
+			reason: "the plugins changed (a cloud gone from All) without make docs",
+			cl:     withoutAzure,
+			want:   []string{cloudsTerraformFile, cloudsDevFile},
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			dir := t.TempDir()
+			tf, err := filepath.Glob(filepath.Join(root, "deploy", "terraform", "*.tf"))
+			if err != nil || len(tf) < 5 {
+				t.Fatalf("deploy/terraform holds %d .tf files (%v): want the module's", len(tf), err)
+			}
+			files := []string{cloudsDevFile}
+			for _, f := range tf {
+				rel, _ := filepath.Rel(root, f)
+				files = append(files, filepath.ToSlash(rel))
+			}
+			for _, f := range files {
+				raw, err := os.ReadFile(filepath.Join(root, f))
+				if err != nil {
+					t.Fatal(err)
+				}
+				text := string(raw)
+				if e, ok := tc.edit[f]; ok {
+					if !strings.Contains(text, e[0]) {
+						t.Fatalf("%s holds no %q to edit: the planted edit would be no edit", f, e[0])
+					}
+					text = strings.Replace(text, e[0], e[1], 1)
+				}
+				if err := os.MkdirAll(filepath.Dir(filepath.Join(dir, f)), 0o755); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(filepath.Join(dir, f), []byte(text), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			stale, err := staleGenerated(dir, tc.cl)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := cmp.Diff(tc.want, sortedKeys(stale), cmpopts.EquateEmpty()); diff != "" {
+				t.Errorf("%s: the stale files (-want +got):\n%s", tc.reason, diff)
+			}
+		})
 	}
 }

@@ -4,7 +4,9 @@ import (
 	"go/parser"
 	"go/token"
 	"io/fs"
+	"maps"
 	"os"
+	"path"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -24,8 +26,9 @@ var root = filepath.Join("..", "..")
 
 // lists are the files that may import a cloud's package from outside its
 // folder: this list, and the list of the clouds' fakes and simulation
-// parts for the developer's tools (cloudsdev).
-var lists = []string{"internal/clouds/clouds.go", "internal/clouds/cloudsdev/cloudsdev.go"}
+// parts for the developer's tools (cloudsdev's, which make docs writes
+// from the plugins' Dev).
+var lists = []string{"internal/clouds/clouds.go", "internal/clouds/cloudsdev/clouds_gen.go"}
 
 // TestOnlyTheListImportsACloud: no production Go file outside a cloud's
 // own folder imports that cloud's package (or one below it), except the
@@ -147,6 +150,9 @@ func TestEachCloudDeclaresWhatTheHouseNeeds(t *testing.T) {
 		if p.Boot.Kind == plugin.BootNone {
 			t.Errorf("%s boots no VM: only the mock's VMs live in the process", p.Type)
 		}
+		if p.Dev != "" {
+			checkDev(t, p)
+		}
 	}
 }
 
@@ -168,4 +174,34 @@ func terraformDeclares(t *testing.T, text string) bool {
 		}
 	}
 	return false
+}
+
+// checkDev holds a plugin's development package to what make docs writes
+// cloudsdev's list by: a package in the cloud's own folder, named by the
+// last element of its path.
+func checkDev(t *testing.T, p plugin.Plugin) {
+	t.Helper()
+	rel, ok := strings.CutPrefix(p.Dev, module+"internal/provider/"+p.Type+"/")
+	if !ok || rel == "" {
+		t.Errorf("%s's development package %s is not in its folder, internal/provider/%s/", p.Type, p.Dev, p.Type)
+		return
+	}
+	files, err := filepath.Glob(filepath.Join(root, filepath.FromSlash(strings.TrimPrefix(p.Dev, module)), "*.go"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	names := map[string]bool{}
+	for _, f := range files {
+		if strings.HasSuffix(f, "_test.go") {
+			continue
+		}
+		file, err := parser.ParseFile(token.NewFileSet(), f, nil, parser.PackageClauseOnly)
+		if err != nil {
+			t.Fatal(err)
+		}
+		names[file.Name.Name] = true
+	}
+	if !names[path.Base(p.Dev)] || len(names) != 1 {
+		t.Errorf("%s's development package %s holds packages %v: want one, named %s", p.Type, p.Dev, slices.Sorted(maps.Keys(names)), path.Base(p.Dev))
+	}
 }

@@ -2,17 +2,17 @@
 // and tests: each cloud's simulated cloud (a sim.Cloud, for make sim and
 // internal/sim's tests) and its phase of make bench (a
 // providerbench.Phase), both from the cloud's <cloud>sim package, over
-// its fake. A cloud is one line here: the simulation and the benchmark
-// name no cloud. Production's list of the clouds' providers is package
-// internal/clouds; this one links the fakes, and nothing deployed
-// imports it.
+// its fake. The list (clouds_gen.go) is written by make docs
+// (dev/gendocs) from each plugin of internal/clouds.All that names its
+// development package (plugin.Plugin.Dev): the simulation and the
+// benchmark name no cloud, and no cloud is a hand-written line here.
+// Production's list of the clouds' providers is package internal/clouds;
+// this one links the fakes, and nothing deployed imports it.
 package cloudsdev
 
 import (
-	"github.com/egress-proxies/egress/internal/provider/aws/awssim"
-	"github.com/egress-proxies/egress/internal/provider/azure/azuresim"
-	"github.com/egress-proxies/egress/internal/provider/digitalocean/dosim"
-	"github.com/egress-proxies/egress/internal/provider/hetzner/hetznersim"
+	"slices"
+
 	"github.com/egress-proxies/egress/internal/provider/providerbench"
 	"github.com/egress-proxies/egress/internal/sim"
 )
@@ -25,19 +25,14 @@ type Cloud struct {
 	Bench providerbench.Phase
 }
 
-// Clouds are the clouds beside the mock, in the order the simulation
-// offers them each new proxy (until one takes it) and the benchmark runs
-// their phases. A cloud added last leaves the earlier clouds' share of
-// the proxies as it was and takes from the mock's, and its draws are its
-// own: the seeds' schedules change only where its proxies and faults
-// come in.
+// Clouds are the clouds beside the mock, in internal/clouds.All's order:
+// the order the simulation offers them each new proxy (until one takes
+// it) and the benchmark runs their phases. A cloud added last to All
+// leaves the earlier clouds' share of the proxies as it was and takes
+// from the mock's, and its draws are its own: the seeds' schedules
+// change only where its proxies and faults come in.
 func Clouds() []Cloud {
-	return []Cloud{
-		{Sim: hetznersim.New, Bench: hetznersim.Bench{}},
-		{Sim: awssim.New, Bench: awssim.Bench{}},
-		{Sim: dosim.New, Bench: dosim.Bench{}},
-		{Sim: azuresim.New, Bench: azuresim.Bench{}},
-	}
+	return slices.Clone(listed)
 }
 
 // Sims are the clouds' simulated clouds, in Clouds' order.

@@ -10,6 +10,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/egress-proxies/egress/internal/clouds"
 	"github.com/egress-proxies/egress/internal/sim"
 )
 
@@ -30,6 +33,29 @@ func TestEachCloudIsOneLine(t *testing.T) {
 			t.Errorf("cloud %q is listed twice", typ)
 		}
 		seen[typ] = true
+	}
+}
+
+// TestTheListFollowsAll: the list holds a cloud for each plugin of
+// clouds.All that names its development package, of that plugin's type,
+// in All's order: the order the simulation offers each new proxy in, so
+// that a cloud added last to All leaves the seeds' schedules of the
+// others as they were.
+func TestTheListFollowsAll(t *testing.T) {
+	var want, got []string
+	for _, p := range clouds.All {
+		if p.Dev != "" {
+			want = append(want, p.Type)
+		}
+	}
+	for _, c := range Clouds() {
+		got = append(got, c.Sim(sim.Env{Seed: 1, Now: time.Now}).Type())
+	}
+	if len(want) < 4 {
+		t.Fatalf("%d plugins of clouds.All name a development package (%v): want hetzner's, aws's, digitalocean's and azure's at least", len(want), want)
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("the clouds of the list, by type (-clouds.All's with a Dev +the list's); run `make docs`:\n%s", diff)
 	}
 }
 

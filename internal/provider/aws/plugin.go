@@ -54,6 +54,8 @@ var Plugin = plugin.Plugin{
 	Images: plugin.Images{Default: DefaultImage, Allowed: DefaultAllowedImages, Var: "AWS_ALLOWED_IMAGES"},
 	APIs:   []plugin.API{{Name: "Amazon EC2 API 2016-11-15 and STS", Module: "github.com/aws/aws-sdk-go-v2/service/ec2"}},
 	Words:  []string{"ec2"},
+	// The simulated cloud and the benchmark's phase, over the fake.
+	Dev: "github.com/egress-proxies/egress/internal/provider/aws/awssim",
 	Terraform: plugin.Terraform{
 		Module: "deploy/terraform/aws",
 		// The role's permissions, held to the EC2 calls of this package

@@ -70,6 +70,8 @@ var Plugin = plugin.Plugin{
 		{Name: "Microsoft Entra ID workload identity federation", Module: "github.com/Azure/azure-sdk-for-go/sdk/azidentity"},
 	},
 	Words: []string{"azurerm", "armcompute", "armnetwork", "azidentity"},
+	// The simulated cloud and the benchmark's phase, over the fake.
+	Dev: "github.com/egress-proxies/egress/internal/provider/azure/azuresim",
 	Terraform: plugin.Terraform{
 		Module: "deploy/terraform/azure",
 		// The custom role of exactly the actions this package's calls

@@ -57,6 +57,8 @@ var Plugin = plugin.Plugin{
 	Images: plugin.Images{Default: DefaultImage, Allowed: DefaultAllowedImages, Var: "DIGITALOCEAN_ALLOWED_IMAGES"},
 	APIs:   []plugin.API{{Name: "DigitalOcean API v2", Module: "github.com/digitalocean/godo"}},
 	Words:  []string{"droplet"},
+	// The simulated cloud and the benchmark's phase, over the fake.
+	Dev: "github.com/egress-proxies/egress/internal/provider/digitalocean/dosim",
 	Terraform: plugin.Terraform{
 		// The API token, of the scopes docs/operations/digitalocean.md
 		// lists: DigitalOcean's custom scopes are per resource kind, not

@@ -45,6 +45,10 @@ var Plugin = plugin.Plugin{
 	APIs:   []plugin.API{{Name: "Compute Engine API v1", Module: "cloud.google.com/go/compute"}},
 	// The deployment's own module: its IAM table is deploy/iam.go's.
 	Terraform: plugin.Terraform{},
+	// No Dev: the simulation's base provider, the mock, calls home and
+	// changes in place as Compute Engine's VMs do, and make bench's pool
+	// phase times Compute Engine's PATCH through the local stack's mock
+	// VMs.
 }
 
 var (

@@ -45,6 +45,8 @@ var Plugin = plugin.Plugin{
 	Images: plugin.Images{Default: DefaultImage, Allowed: DefaultAllowedImages, Var: "HETZNER_ALLOWED_IMAGES"},
 	APIs:   []plugin.API{{Name: "Hetzner Cloud API v1", Module: "github.com/hetznercloud/hcloud-go/v2"}},
 	Words:  []string{"hcloud"},
+	// The simulated cloud and the benchmark's phase, over the fake.
+	Dev: "github.com/egress-proxies/egress/internal/provider/hetzner/hetznersim",
 	Terraform: plugin.Terraform{
 		Module: "deploy/terraform/hetzner-firewall",
 		// The API token, read & write: Hetzner has no permission model

@@ -122,6 +122,17 @@ type Plugin struct {
 	// to adding a cloud is held to list every file outside the cloud's
 	// folder that uses them (dev/gendocs).
 	Words []string
+	// Dev is the import path of the cloud's package for development and
+	// tests (internal/provider/TYPE/TYPEsim), whose package name is the
+	// path's last element and which declares New, a sim.NewCloud (the
+	// cloud's real provider over its fake, with its faults, for the
+	// simulation), and Bench, a type whose zero value is the cloud's
+	// providerbench.Phase (make bench). `make docs` (dev/gendocs) writes
+	// internal/clouds/cloudsdev's list from it, in the order of
+	// internal/clouds.All. It is a path rather than the functions so that
+	// production links no fake. "" is none: the cloud is neither
+	// simulated nor benchmarked over a fake of its own (Compute Engine's).
+	Dev string
 }
 
 // Readers are the functions of the house that read a variable, as a set.
