@@ -53,7 +53,7 @@ func agentMain(args []string) int {
 	wait := fs.Duration("wait", 60*time.Second, "timeout_sec of each wait for a change")
 	boot := fs.String("boot", "", "a cloud-init boot's settings directory ("+vmconfig.BootDir+"): apply its egress-config once, and say the result in -readiness, not on a metadata server")
 	readiness := fs.String("readiness", vmconfig.ReadinessFile, "with -boot, the readiness file the engine serves with its status")
-	watch := fs.Bool("watch", false, "with -boot: follow the VM's user data at the URL the setting "+vmconfig.KeyWatchUserData+" names (Azure's IMDS userData) and apply each new configuration in it in place, saying the result in -readiness (egress-watch.service)")
+	watch := fs.Bool("watch", false, "with -boot: follow the VM's user data at the URL the setting "+vmconfig.KeyWatchUserData+" names (a user data the cloud changes in place) and apply each new configuration in it in place, saying the result in -readiness (egress-watch.service)")
 	follow := fs.Bool("follow", false, "with -boot: run the cloud's VM-side part the setting "+vmconfig.KeyFollow+" names, on the URL it gives, for the VM's life (a static address that needs the VM's own route), and say its outbound address in -readiness (egress-follow.service)")
 	if err := fs.Parse(args); err != nil {
 		return 2
