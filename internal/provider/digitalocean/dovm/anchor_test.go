@@ -19,6 +19,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/egress-proxies/egress/internal/provider/digitalocean/dovm"
+	"github.com/egress-proxies/egress/internal/vm/agent"
 )
 
 // netipComparers compare netip's values, whose fields are unexported.
@@ -364,5 +365,41 @@ func TestAnchorRun(t *testing.T) {
 				t.Errorf("%s\n(-want +got):\n%s", tc.reason, diff)
 			}
 		})
+	}
+}
+
+// TestFollower: the part the agent links is named Name and runs Anchor
+// on the URL it is given, with the agent's seams: a reserved IP that
+// never comes is the agent's ErrGaveUp (its unit ends as done), having
+// changed no route and said no address.
+func TestFollower(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.WriteString(w, doMetadataDoc(""))
+	}))
+	defer srv.Close()
+	k := &kernel{route: dovm.Route{Gateway: publicGW, Dev: "eth0"}, addrs: []netip.Prefix{netip.MustParsePrefix("192.0.2.2/24")}}
+	waits := 0
+	part := dovm.Part{Poll: 5 * time.Second, Wait: 10 * time.Second,
+		Sleep: func(ctx context.Context, _ time.Duration) error { waits++; return ctx.Err() }}
+	var reported []string
+	err := part.Follow(context.Background(), srv.URL+"/metadata/v1.json", agent.FollowEnv{IP: k.ip,
+		Report: func(_ context.Context, egress string) error { reported = append(reported, egress); return nil },
+		Log:    slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if !errors.Is(err, agent.ErrGaveUp) || !errors.Is(err, dovm.ErrNoReservedIP) {
+		t.Errorf("Follow: %v, want the agent's ErrGaveUp around ErrNoReservedIP", err)
+	}
+	got := struct {
+		Name     string
+		Waits    int
+		Ran      [][]string
+		Reported []string
+	}{dovm.Follower.Name(), waits, k.ran, reported}
+	if diff := cmp.Diff(struct {
+		Name     string
+		Waits    int
+		Ran      [][]string
+		Reported []string
+	}{Name: "digitalocean", Waits: 2}, got); diff != "" {
+		t.Errorf("the part's name, its waits, the ip commands it ran and the addresses it said (-want +got):\n%s", diff)
 	}
 }

@@ -17,6 +17,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 
 	"github.com/egress-proxies/egress/internal/vm/agent"
 )
@@ -27,19 +28,27 @@ import (
 const Name = "digitalocean"
 
 // Follower is the part the agent runs: Anchor on the metadata document
-// at the setting's URL.
-var Follower agent.Follower = follower{}
+// at the setting's URL, at Anchor's own pace.
+var Follower agent.Follower = Part{}
 
-type follower struct{}
+// Part is the agent.Follower that runs Anchor; its fields, zero in
+// Follower, are Anchor's pace (Anchor.Poll, Wait, Recheck and Sleep),
+// which tests set.
+type Part struct {
+	Poll, Wait, Recheck time.Duration
+	Sleep               func(ctx context.Context, d time.Duration) error
+}
 
-func (follower) Name() string { return Name }
+// Name is Name.
+func (Part) Name() string { return Name }
 
 // Follow runs Anchor until ctx ends; no reserved IP within its wait is
 // the agent's ErrGaveUp: the control plane replaces a Static proxy's
 // Droplet that never says it leaves from its address, and restarting
 // the unit would not bring the address.
-func (follower) Follow(ctx context.Context, url string, env agent.FollowEnv) error {
-	a := &Anchor{URL: url, Client: env.Client, IP: env.IP, Report: env.Report, Log: env.Log}
+func (p Part) Follow(ctx context.Context, url string, env agent.FollowEnv) error {
+	a := &Anchor{URL: url, Client: env.Client, IP: env.IP, Report: env.Report, Log: env.Log,
+		Poll: p.Poll, Wait: p.Wait, Recheck: p.Recheck, Sleep: p.Sleep}
 	err := a.Run(ctx)
 	if errors.Is(err, ErrNoReservedIP) {
 		return fmt.Errorf("%w: %w", agent.ErrGaveUp, err)
