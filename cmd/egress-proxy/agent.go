@@ -5,6 +5,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"github.com/egress-proxies/egress/internal/clouds/cloudsvm"
 	"github.com/egress-proxies/egress/internal/logging"
 	"github.com/egress-proxies/egress/internal/vm/agent"
 	"github.com/egress-proxies/egress/internal/vm/vmconfig"
@@ -52,14 +53,14 @@ func agentMain(args []string) int {
 	wait := fs.Duration("wait", 60*time.Second, "timeout_sec of each wait for a change")
 	boot := fs.String("boot", "", "a cloud-init boot's settings directory ("+vmconfig.BootDir+"): apply its egress-config once, and say the result in -readiness, not on a metadata server")
 	readiness := fs.String("readiness", vmconfig.ReadinessFile, "with -boot, the readiness file the engine serves with its status")
-	watch := fs.Bool("watch", false, "with -boot: follow the VM's user data at the URL the setting "+vmconfig.KeyWatchUserData+" names (Azure's IMDS userData) and apply each new configuration in it in place, saying the result in -readiness (egress-watch.service)")
-	anchor := fs.Bool("anchor", false, "with -boot: keep the Droplet's outbound IPv4 leaving from its reserved IP, through its anchor gateway, as the setting "+vmconfig.KeyAnchor+" says, and say so in -readiness (egress-anchor.service)")
+	watch := fs.Bool("watch", false, "with -boot: follow the VM's user data at the URL the setting "+vmconfig.KeyWatchUserData+" names (a user data the cloud changes in place) and apply each new configuration in it in place, saying the result in -readiness (egress-watch.service)")
+	follow := fs.Bool("follow", false, "with -boot: run the cloud's VM-side part the setting "+vmconfig.KeyFollow+" names, on the URL it gives, for the VM's life (a static address that needs the VM's own route), and say its outbound address in -readiness (egress-follow.service)")
 	if err := fs.Parse(args); err != nil {
 		return 2
 	}
 	log := logging.New(os.Stderr, slog.LevelInfo)
-	if *anchor {
-		return anchorMain(log, *boot, *readiness)
+	if *follow {
+		return followMain(log, *boot, *readiness)
 	}
 	u, err := user.Lookup(*userName)
 	if err != nil {
@@ -148,40 +149,46 @@ func watchMain(ctx context.Context, log *slog.Logger, a *agent.Agent, b agent.Bo
 	return 0
 }
 
-// anchorMain follows DigitalOcean's metadata for the Droplet's reserved
-// IP (agent.Anchor) until it is stopped: the bootstrap starts it, as
-// egress-anchor.service, after the apply, on a Static proxy's Droplet
-// (its boot has the setting egress-anchor). Without the setting it has
-// nothing to do.
-func anchorMain(log *slog.Logger, boot, readiness string) int {
+// followMain runs the VM-side part the setting egress-follow names
+// (agent.FollowerOf, among cloudsvm.Followers) until it is stopped: the
+// bootstrap starts it, as egress-follow.service, after the apply, on a
+// Static proxy's VM of a cloud that has one (a DigitalOcean Droplet).
+// Without the setting it has nothing to do. A setting naming a part this
+// binary does not link exits 2, which its unit does not restart: no
+// restart would link it.
+func followMain(log *slog.Logger, boot, readiness string) int {
 	if boot == "" {
-		log.Error("-anchor needs -boot")
+		log.Error("-follow needs -boot")
 		return 2
 	}
 	b := agent.Boot{Dir: boot, Readiness: readiness}
-	url, err := b.Attr(vmconfig.KeyAnchor)
+	setting, err := b.Attr(vmconfig.KeyFollow)
 	if err != nil {
-		log.Error("the setting "+vmconfig.KeyAnchor+" not read", slog.Any("error", err))
+		log.Error("the setting "+vmconfig.KeyFollow+" not read", slog.Any("error", err))
 		return 1
 	}
-	if strings.TrimSpace(url) == "" {
-		log.Info("no reserved IP to route through (no setting " + vmconfig.KeyAnchor + ")")
+	if strings.TrimSpace(setting) == "" {
+		log.Info("no VM-side part to run (no setting " + vmconfig.KeyFollow + ")")
 		return 0
+	}
+	f, url, err := agent.FollowerOf(cloudsvm.Followers, setting)
+	if err != nil {
+		log.Error("no VM-side part to run", slog.Any("error", err))
+		return 2
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
 	defer stop()
-	a := &agent.Anchor{URL: strings.TrimSpace(url), Report: b.Egress, Log: log,
-		Client: &http.Client{Timeout: 10 * time.Second},
-		IP:     func(ctx context.Context, args ...string) ([]byte, error) { return ipCommand(ctx, args...) }}
-	err = a.Run(ctx)
+	log.Info("following", slog.String("part", f.Name()), slog.String("url", url))
+	err = f.Follow(ctx, url, agent.FollowEnv{Report: b.Egress, Log: log,
+		Client: &http.Client{Timeout: 10 * time.Second}, IP: ipCommand})
 	switch {
-	case errors.Is(err, agent.ErrNoReservedIP):
-		// Nothing to follow: the control plane replaces a Static
-		// proxy's Droplet that never says it leaves from its address.
-		log.Error("outbound traffic leaves by the Droplet's own address", slog.Any("error", err))
+	case errors.Is(err, agent.ErrGaveUp):
+		// Nothing more to follow: the control plane replaces a VM
+		// that never says what it waited for.
+		log.Error("the VM-side part gave up", slog.String("part", f.Name()), slog.Any("error", err))
 		return 0
 	case err != nil && ctx.Err() == nil:
-		log.Error("the reserved IP's route", slog.Any("error", err))
+		log.Error("the VM-side part failed", slog.String("part", f.Name()), slog.Any("error", err))
 		return 1
 	}
 	return 0

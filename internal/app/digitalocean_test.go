@@ -15,9 +15,9 @@ import (
 
 // TestDigitalOceanStaticDropletsFollowTheirAnchor: the composition root
 // gives the digitalocean provider the VM side's renderer with its boot's
-// anchor, so a Static proxy's Droplet is told to route through its
-// reserved IP (the setting egress-anchor, DigitalOcean's metadata
-// document) and an Ephemeral proxy's is not.
+// Follow, so a Static proxy's Droplet is told to route through its
+// reserved IP (the setting egress-follow: DigitalOcean's VM-side part on
+// its metadata document) and an Ephemeral proxy's is not.
 func TestDigitalOceanStaticDropletsFollowTheirAnchor(t *testing.T) {
 	t.Setenv("FIRESTORE_EMULATOR_HOST", "127.0.0.1:1")
 	t.Setenv("PUBSUB_EMULATOR_HOST", "127.0.0.1:1")
@@ -48,10 +48,10 @@ func TestDigitalOceanStaticDropletsFollowTheirAnchor(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		got[digitalocean.Labels(d.Tags)["egress-static-ip"] == "true"] = boot.Setting(vmconfig.KeyAnchor)
+		got[digitalocean.Labels(d.Tags)["egress-static-ip"] == "true"] = boot.Setting(vmconfig.KeyFollow)
 	}
-	want := map[bool]string{false: "", true: vmconfig.DigitalOceanMetadataURL}
+	want := map[bool]string{false: "", true: "digitalocean " + digitalocean.MetadataURL}
 	if diff := cmp.Diff(want, got); diff != "" {
-		t.Errorf("the setting %s of an Ephemeral (false) and a Static (true) proxy's Droplet (-want +got):\n%s", vmconfig.KeyAnchor, diff)
+		t.Errorf("the setting %s of an Ephemeral (false) and a Static (true) proxy's Droplet (-want +got):\n%s", vmconfig.KeyFollow, diff)
 	}
 }

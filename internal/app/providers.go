@@ -118,14 +118,14 @@ func metered(ctor provider.Constructor) provider.Constructor {
 // vmstatus, both with the status key (statusKey). The cloud's boot says
 // whether its user-data is compressed (within a size limit of the
 // cloud's) and names the instance metadata service, which its agent asks
-// which instance it is, and the metadata a Static proxy's VM follows to
+// which instance it is, and the VM-side part a Static proxy's VM runs to
 // leave from its static address; its plugin, the length of the IPv6
 // prefix its VMs get, which a VM created to rotate its IPv6 sources
 // finds its prefix with.
 func (a *App) cloudInitVM(vm plugin.VMSide, boot plugin.Boot, ipv6PrefixLength int) (plugin.VMSide, error) {
 	cfg := a.Config.CloudInitVM
 	if vm.Renderer == nil {
-		r := cloudinit.Renderer{EngineURL: cfg.EngineURL, EngineSHA256: cfg.EngineSHA256, Gzip: boot.Gzip, IMDS: boot.MetadataURL, Anchor: boot.Anchor, WatchUserData: boot.WatchUserData, IPv6PrefixLength: ipv6PrefixLength,
+		r := cloudinit.Renderer{EngineURL: cfg.EngineURL, EngineSHA256: cfg.EngineSHA256, Gzip: boot.Gzip, IMDS: boot.MetadataURL, Follow: boot.Follow, WatchUserData: boot.WatchUserData, IPv6PrefixLength: ipv6PrefixLength,
 			Status: func(ctx context.Context, uid, id string) (*vmconfig.StatusAccess, error) {
 				k, err := a.statusKey(ctx)
 				if err != nil {

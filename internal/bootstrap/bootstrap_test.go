@@ -178,7 +178,7 @@ func TestScriptIsValidShell(t *testing.T) {
 }
 
 // TestCloudInitScriptIsValidShell: the same of a cloud-init boot's
-// script, whose units (the anchor's, the user data's watch) are its own.
+// script, whose units (the VM-side part's, the user data's watch) are its own.
 func TestCloudInitScriptIsValidShell(t *testing.T) {
 	engine, err := bootstrap.EngineConfig(config())
 	if err != nil {

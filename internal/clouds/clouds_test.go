@@ -25,10 +25,13 @@ const module = "github.com/egress-proxies/egress/"
 var root = filepath.Join("..", "..")
 
 // lists are the files that may import a cloud's package from outside its
-// folder: this list, and the list of the clouds' fakes and simulation
-// parts for the developer's tools (cloudsdev's, which make docs writes
-// from the plugins' Dev).
-var lists = []string{"internal/clouds/clouds.go", "internal/clouds/cloudsdev/clouds_gen.go"}
+// folder: this list, the list of the clouds' fakes and simulation parts
+// for the developer's tools (cloudsdev's, which make docs writes from
+// the plugins' Dev), and the VM side's list of the
+// clouds' VM-side parts, which the agent binary links (cloudsvm: it
+// cannot take them from All, which would link every cloud's SDK into a
+// binary each VM downloads).
+var lists = []string{"internal/clouds/clouds.go", "internal/clouds/cloudsdev/clouds_gen.go", "internal/clouds/cloudsvm/cloudsvm.go"}
 
 // TestOnlyTheListImportsACloud: no production Go file outside a cloud's
 // own folder imports that cloud's package (or one below it), except the

@@ -21,12 +21,11 @@
 // #cloud-config line (YAML's flow style, which cloud-init reads), so that
 // Parse reads it back exactly, with no YAML library on either side.
 //
-// Renderer is the hetzner, aws and digitalocean providers'
-// vmside.Renderer; on EC2 it compresses the user-data (Gzip) and names
-// the instance metadata service the agent asks which instance it is
-// (IMDS); on DigitalOcean, for a Static proxy, it names the metadata
-// document the VM follows to route its outbound traffic through its
-// reserved IP (Anchor).
+// Renderer is the cloud-init clouds' vmside.Renderer, set from each
+// plugin's Boot: it compresses the user-data for a cloud with a small
+// limit (Gzip), names the instance metadata service the agent asks which
+// instance it is (IMDS) and, for a Static proxy, the cloud's VM-side
+// part that the VM runs to leave from its static address (Follow).
 package cloudinit
 
 import (
@@ -66,13 +65,13 @@ type Renderer struct {
 	// instance it is (vmconfig.KeyIMDS: EC2's, vmconfig.EC2MetadataURL);
 	// empty on a cloud whose VMs ask none.
 	IMDS string
-	// Anchor is the metadata document a Static proxy's VM follows to
-	// send its outbound traffic from its reserved IP (vmconfig.KeyAnchor:
-	// DigitalOcean's, vmconfig.DigitalOceanMetadataURL), written for a
-	// request with StaticIP only; empty on a cloud whose static address
-	// needs no route of the VM's (a Hetzner primary IP, an Elastic IP are
-	// the VM's own address).
-	Anchor string
+	// Follow names the cloud's VM-side part that a Static proxy's VM
+	// runs so that its outbound traffic leaves from its static address,
+	// and the URL it reads (vmconfig.KeyFollow, "NAME URL": the plugin's
+	// Boot.Follow), written for a request with StaticIP only; empty on a
+	// cloud whose static address is the VM's own, which needs nothing of
+	// the VM.
+	Follow string
 	// WatchUserData is the instance metadata URL of the VM's user data,
 	// which its agent polls for a new configuration
 	// (vmconfig.KeyWatchUserData: Azure's, vmconfig.AzureUserDataURL);
@@ -139,9 +138,9 @@ func (r Renderer) UserData(req provider.CreateRequest) (string, error) {
 	s := Settings{EngineURL: r.EngineURL, EngineSHA256: r.EngineSHA256, ProbeTarget: r.ProbeTarget, IMDS: r.IMDS, WatchUserData: r.WatchUserData}
 	if req.StaticIP {
 		// An Ephemeral proxy's VM leaves by its own address: it gets no
-		// setting, so it never waits for a reserved IP nor touches its
-		// route.
-		s.Anchor = r.Anchor
+		// setting, so it never waits for a static address (a
+		// DigitalOcean reserved IP) nor touches its route.
+		s.Follow = r.Follow
 	}
 	ud, err := Render(engine, s)
 	if err != nil || !r.Gzip {
@@ -163,8 +162,8 @@ type Settings struct {
 	EngineURL, EngineSHA256, ProbeTarget string
 	// IMDS is the setting egress-imds (Renderer.IMDS), when set.
 	IMDS string
-	// Anchor is the setting egress-anchor (Renderer.Anchor), when set.
-	Anchor string
+	// Follow is the setting egress-follow (Renderer.Follow), when set.
+	Follow string
 	// WatchUserData is the setting egress-watch-userdata
 	// (Renderer.WatchUserData), when set.
 	WatchUserData string
@@ -207,8 +206,8 @@ func Render(engine vmconfig.Config, s Settings) (string, error) {
 	if s.IMDS != "" {
 		doc.WriteFiles = append(doc.WriteFiles, setting(vmconfig.KeyIMDS, s.IMDS))
 	}
-	if s.Anchor != "" {
-		doc.WriteFiles = append(doc.WriteFiles, setting(vmconfig.KeyAnchor, s.Anchor))
+	if s.Follow != "" {
+		doc.WriteFiles = append(doc.WriteFiles, setting(vmconfig.KeyFollow, s.Follow))
 	}
 	if s.WatchUserData != "" {
 		doc.WriteFiles = append(doc.WriteFiles, setting(vmconfig.KeyWatchUserData, s.WatchUserData))

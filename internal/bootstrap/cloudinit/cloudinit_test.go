@@ -187,26 +187,29 @@ func TestEC2UserData(t *testing.T) {
 	}
 }
 
-// TestAnchorSetting: the renderer with an anchor (DigitalOcean's) writes
-// the setting egress-anchor for a Static proxy's VM only, which is what
-// makes the VM wait for its reserved IP and route through it; an
-// Ephemeral proxy's VM, and any VM of a renderer without an anchor
-// (Hetzner's, EC2's), gets none and leaves its route alone.
-func TestAnchorSetting(t *testing.T) {
+// TestFollowSetting: the renderer of a cloud with a VM-side part for
+// static addresses (DigitalOcean's reserved IP, which leaves only through
+// a route the Droplet sets) writes the setting egress-follow for a Static
+// proxy's VM only, which is what makes the VM run that part, wait for its
+// address and route through it; an Ephemeral proxy's VM, and any VM of a
+// renderer without one (Hetzner's, EC2's), gets none and leaves its route
+// alone.
+func TestFollowSetting(t *testing.T) {
+	follow := vmconfig.Follow("some-cloud", "http://169.254.169.254/metadata/v1.json")
 	cases := map[string]struct {
 		reason string
-		anchor string
+		follow string
 		static bool
 		want   string
 	}{
-		"DigitalOcean, Static":    {"the VM follows the metadata for its reserved IP", vmconfig.DigitalOceanMetadataURL, true, vmconfig.DigitalOceanMetadataURL},
-		"DigitalOcean, Ephemeral": {"no reserved IP will come: nothing to wait for", vmconfig.DigitalOceanMetadataURL, false, ""},
-		"another cloud, Static":   {"a static address that is the VM's own needs no route", "", true, ""},
+		"a part, Static":        {"the VM runs the part that follows its static address", follow, true, follow},
+		"a part, Ephemeral":     {"no static address will come: nothing to wait for", follow, false, ""},
+		"another cloud, Static": {"a static address that is the VM's own needs no route", "", true, ""},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			r, _ := renderer(t)
-			r.Anchor = tc.anchor
+			r.Follow = tc.follow
 			req := request(t)
 			req.StaticIP = tc.static
 			ud, err := r.UserData(req)
@@ -217,9 +220,9 @@ func TestAnchorSetting(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			_, written := boot.Files[path.Join(vmconfig.BootDir, vmconfig.KeyAnchor)]
-			if diff := cmp.Diff([2]any{tc.want, tc.want != ""}, [2]any{boot.Setting(vmconfig.KeyAnchor), written}); diff != "" {
-				t.Errorf("%s\nthe setting %s and whether it is written (-want +got):\n%s", tc.reason, vmconfig.KeyAnchor, diff)
+			_, written := boot.Files[path.Join(vmconfig.BootDir, vmconfig.KeyFollow)]
+			if diff := cmp.Diff([2]any{tc.want, tc.want != ""}, [2]any{boot.Setting(vmconfig.KeyFollow), written}); diff != "" {
+				t.Errorf("%s\nthe setting %s and whether it is written (-want +got):\n%s", tc.reason, vmconfig.KeyFollow, diff)
 			}
 		})
 	}

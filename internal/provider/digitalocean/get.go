@@ -89,7 +89,7 @@ func (p *Provider) readiness(ctx context.Context, out *provider.Instance, static
 // staticEgress holds a Static proxy's Droplet to its reserved IP: its
 // answer "ready" counts only once its agent says the outbound traffic
 // leaves from that address (vmconfig.Readiness.Egress), which it says
-// once it routed it through the address's anchor gateway (package agent,
+// once it routed it through the address's anchor gateway (package dovm,
 // anchor.go). Until then the Droplet serves, but a request through it
 // would reach its target from the Droplet's own address, which the
 // partner who allowlisted the reserved IP refuses; so it stays

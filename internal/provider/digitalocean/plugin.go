@@ -16,10 +16,19 @@ import (
 // cloud-init and are read through the proxy port (the status door); their
 // user-data cannot change after the create, so a change gets a new
 // Droplet and no warm pool is served. A Static proxy's Droplet is
-// told to follow DigitalOcean's metadata (Boot.Anchor) so that what it
-// sends leaves from its reserved IP, through the address's anchor
-// gateway, once the provider assigned it. The provider makes the deployment's
+// told to run DigitalOcean's VM-side part (Boot.Follow: package dovm,
+// on MetadataURL) so that what it sends leaves from its reserved IP,
+// through the address's anchor gateway, once the provider assigned it. The provider makes the deployment's
 // cloud firewall itself (MakesFirewall), from the house's settings.
+// MetadataURL is DigitalOcean's metadata document on every Droplet: the
+// whole of its metadata, reserved_ip and the public interface's
+// anchor_ipv4 among it, in one JSON answer (what cloud-init's
+// DigitalOcean datasource reads too), which a Static proxy's Droplet
+// follows (package dovm). It is the control plane's to name, in the
+// boot's setting: dovm reads whatever URL the setting gives, and this
+// package links no VM code.
+const MetadataURL = "http://169.254.169.254/metadata/v1.json"
+
 var Plugin = plugin.Plugin{
 	Type:             Type,
 	Name:             "DigitalOcean Droplets",
@@ -28,7 +37,7 @@ var Plugin = plugin.Plugin{
 	Validator:        validatorOf,
 	Prices:           pricesFromEnv,
 	PricedPlacements: pricedPlacements,
-	Boot:             plugin.Boot{Kind: plugin.BootCloudInit, Anchor: vmconfig.DigitalOceanMetadataURL},
+	Boot:             plugin.Boot{Kind: plugin.BootCloudInit, Follow: vmconfig.Follow(Type, MetadataURL)},
 	Readiness:        plugin.StatusDoor,
 	// A Droplet made with ipv6 true gets 16 addresses, a /124, of which
 	// networks.v6 names the first.

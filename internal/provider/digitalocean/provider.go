@@ -69,12 +69,12 @@
 // address unless the VM routes it through the reserved IP's anchor
 // gateway (DigitalOcean's metadata gives it, interfaces/public/0/
 // anchor_ipv4/gateway). So a Static proxy's Droplet is made to: its
-// user-data has the setting egress-anchor (Plugin's Boot.Anchor, which
-// the renderer writes for a Static request only), and its agent follows
-// the metadata until the reserved IP is assigned, then routes the
-// Droplet's outbound IPv4 through the anchor gateway from the anchor
-// address and says the reserved IP in its status's egress (package
-// agent, anchor.go). Get reads the Droplet Running only once that egress
+// user-data has the setting egress-follow (Plugin's Boot.Follow, which
+// the renderer writes for a Static request only), and its agent runs
+// DigitalOcean's VM-side part, which follows the metadata until the
+// reserved IP is assigned, then routes the Droplet's outbound IPv4
+// through the anchor gateway from the anchor address and says the
+// reserved IP in its status's egress (package dovm, anchor.go). Get reads the Droplet Running only once that egress
 // is the proxy's reserved IP (get.go, staticEgress), so a proxy is Ready
 // only when its target sees the reserved IP from the first request.
 //

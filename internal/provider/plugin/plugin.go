@@ -34,6 +34,7 @@ import (
 	"github.com/egress-proxies/egress/internal/provider"
 	"github.com/egress-proxies/egress/internal/provider/vmside"
 	"github.com/egress-proxies/egress/internal/proxy"
+	"github.com/egress-proxies/egress/internal/vm/vmconfig"
 )
 
 // Plugin is a cloud as the house sees it. Its zero value is no cloud:
@@ -298,13 +299,15 @@ type Boot struct {
 	// which a BootCloudInit VM's agent asks which instance it is, so that
 	// an answer through a moved static address is not taken for its own.
 	MetadataURL string
-	// Anchor, when set, is the cloud's metadata document which a
-	// BootCloudInit VM of a Static proxy follows to send its outbound
+	// Follow, when set, names the cloud's VM-side part that a
+	// BootCloudInit VM of a Static proxy runs to send its outbound
 	// traffic from its static address, where the cloud routes that
-	// address's traffic only through a gateway of its own
-	// (DigitalOcean's reserved IPs and their anchor gateway):
-	// cloudinit.Renderer.Anchor.
-	Anchor string
+	// address's traffic only through a gateway of its own (DigitalOcean's
+	// reserved IPs and their anchor gateway), and the URL that part reads:
+	// the setting vmconfig.KeyFollow, vmconfig.Follow(name, url), sent as
+	// cloudinit.Renderer.Follow. The part is an agent.Follower in the
+	// cloud's folder, linked into the agent by internal/clouds/cloudsvm.
+	Follow string
 	// WatchUserData, when set, is the cloud's instance metadata URL of
 	// the VM's user data, readable from inside the VM and changeable from
 	// outside it without a reboot (Azure's IMDS userData): a
@@ -426,8 +429,13 @@ func (p Plugin) Check() error {
 	if p.FakeEndpoint != "" && !seen[p.FakeEndpoint] {
 		problems = append(problems, fmt.Sprintf("the fake's endpoint %s is none of its variables", p.FakeEndpoint))
 	}
-	if p.Boot.Kind != BootCloudInit && (p.Boot.Gzip || p.Boot.MetadataURL != "" || p.Boot.Anchor != "" || p.Boot.WatchUserData != "") {
-		problems = append(problems, "gzip, a metadata URL, an anchor and a watched user data are a cloud-init boot's")
+	if p.Boot.Kind != BootCloudInit && (p.Boot.Gzip || p.Boot.MetadataURL != "" || p.Boot.Follow != "" || p.Boot.WatchUserData != "") {
+		problems = append(problems, "gzip, a metadata URL, a VM-side part to follow and a watched user data are a cloud-init boot's")
+	}
+	if p.Boot.Follow != "" {
+		if _, _, err := vmconfig.ParseFollow(p.Boot.Follow); err != nil {
+			problems = append(problems, "its boot's Follow: "+err.Error())
+		}
 	}
 	if p.Readiness == StatusDoor && p.Boot.Kind != BootCloudInit {
 		problems = append(problems, "the status door is a cloud-init boot's (its VMs carry the status access in their user-data)")

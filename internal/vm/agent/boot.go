@@ -130,8 +130,8 @@ func (b Boot) ProbeTarget(context.Context) (string, error) {
 	return b.Attr(vmconfig.KeyProbeTarget)
 }
 
-// Ready writes that the VM serves generation. The egress address the
-// anchor said (Egress) stays: it does not depend on the configuration.
+// Ready writes that the VM serves generation. The egress address a
+// follower said (Egress) stays: it does not depend on the configuration.
 func (b Boot) Ready(_ context.Context, generation int64) error {
 	r := vmconfig.Readiness{Generation: generation, Ready: true, Instance: b.Instance, Zone: b.Zone}
 	if prev, err := b.read(); err == nil {
@@ -192,8 +192,8 @@ func (b Boot) write(r vmconfig.Readiness) error {
 }
 
 // Egress says, in the readiness file the agent wrote at this boot, the
-// address the VM's outbound traffic leaves from ("" for its own): the
-// anchor's Report (Anchor), which runs after the agent's apply, so the
+// address the VM's outbound traffic leaves from ("" for its own): a
+// Follower's Report (FollowEnv), which runs after the agent's apply, so the
 // file it changes says what that apply said, and only its egress
 // changes.
 func (b Boot) Egress(_ context.Context, egress string) error {

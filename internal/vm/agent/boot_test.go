@@ -188,3 +188,31 @@ func TestBootIdentifiesTheAzureVM(t *testing.T) {
 		t.Errorf("IMDS was asked %+v, want one GET of /metadata/instance/compute with Metadata: true", reqs)
 	}
 }
+
+// TestBootEgress: a follower's report (FollowEnv.Report) changes the
+// egress of the readiness file the apply wrote, and nothing else of it;
+// without that file there is nothing to say it in.
+func TestBootEgress(t *testing.T) {
+	dir := t.TempDir()
+	b := agent.Boot{Dir: dir, Readiness: filepath.Join(dir, "run", "readiness.json")}
+	if err := b.Egress(context.Background(), "203.0.113.50"); err == nil {
+		t.Errorf("Egress with no readiness file: no error")
+	}
+	if err := b.Ready(context.Background(), 3); err != nil {
+		t.Fatal(err)
+	}
+	if err := b.Egress(context.Background(), "203.0.113.50"); err != nil {
+		t.Fatal(err)
+	}
+	body, err := os.ReadFile(b.Readiness)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got vmconfig.Readiness
+	if err := json.Unmarshal(body, &got); err != nil {
+		t.Fatal(err)
+	}
+	if diff := cmp.Diff(vmconfig.Readiness{Generation: 3, Ready: true, Egress: "203.0.113.50"}, got); diff != "" {
+		t.Errorf("readiness (-want +got):\n%s", diff)
+	}
+}

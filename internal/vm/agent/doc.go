@@ -48,10 +48,13 @@
 // reads the user data every few seconds (IMDS has no wait for a change),
 // and applies the engine's configuration of a new one as above, a refused
 // one rolled back, the readiness file saying the generation served and,
-// beside it, why a change was refused. On a Static proxy's DigitalOcean Droplet it also
-// runs as Anchor (`egress-proxy agent -anchor`, anchor.go): it follows
-// DigitalOcean's metadata until the proxy's reserved IP is the Droplet's,
-// routes the VM's outbound IPv4 through the address's anchor gateway,
-// keeps it so, and says the reserved IP as the readiness file's egress,
-// which the provider waits for before it reads the proxy Running.
+// beside it, why a change was refused. On a Static proxy's VM of a cloud
+// whose static address leaves only through a route the VM sets (the
+// setting egress-follow) it also runs that cloud's VM-side part, a
+// Follower (`egress-proxy agent -follow`, follow.go), from the list
+// cmd/egress-proxy links (internal/clouds/cloudsvm): the part follows the
+// cloud's metadata until the address is the VM's, routes the VM's
+// outbound IPv4 through it, keeps it so, and says the address as the
+// readiness file's egress (FollowEnv.Report), which the provider waits
+// for before it reads the proxy Running. The agent names no cloud's part.
 package agent

@@ -19,7 +19,7 @@ import (
 	"github.com/egress-proxies/egress/internal/provider"
 	"github.com/egress-proxies/egress/internal/provider/digitalocean"
 	"github.com/egress-proxies/egress/internal/provider/digitalocean/dofake"
-	"github.com/egress-proxies/egress/internal/vm/agent"
+	"github.com/egress-proxies/egress/internal/provider/digitalocean/dovm"
 )
 
 // The Droplet's placement in the boot: its metro and its region's slug.
@@ -119,9 +119,9 @@ func doCreate(t *testing.T, ctx context.Context, r *run, create func(provider.Pr
 	renderer, prober := cloudVMSide(t, r, false)
 	// The composition root's renderer for the plugin's boot
 	// (internal/app's cloudInitVM).
-	renderer.Gzip, renderer.IMDS, renderer.Anchor = digitalocean.Plugin.Boot.Gzip, digitalocean.Plugin.Boot.MetadataURL, digitalocean.Plugin.Boot.Anchor
-	// A Static proxy, whose Droplet the renderer tells to follow its
-	// reserved IP (egress-anchor).
+	renderer.Gzip, renderer.IMDS, renderer.Follow = digitalocean.Plugin.Boot.Gzip, digitalocean.Plugin.Boot.MetadataURL, digitalocean.Plugin.Boot.Follow
+	// A Static proxy, whose Droplet the renderer tells to run
+	// DigitalOcean's VM-side part for its reserved IP (egress-follow).
 	r.cloud.static = true
 	// The anchor gateway, on the internet's side of the VM's link, and
 	// the anchor address on the VM's eth0, without a route, as
@@ -242,11 +242,11 @@ func checkDORoute(t *testing.T, ctx context.Context, c *Container) {
 	if err != nil {
 		t.Fatalf("ip route on the VM: %v", err)
 	}
-	got, err := agent.ParseDefaultRoute(out)
+	got, err := dovm.ParseDefaultRoute(out)
 	if err != nil {
 		t.Fatalf("%v: %s", err, out)
 	}
-	want := agent.Route{Gateway: doAnchorGateway.Addr(), Dev: vmDev, Src: doAnchor.Addr()}
+	want := dovm.Route{Gateway: doAnchorGateway.Addr(), Dev: vmDev, Src: doAnchor.Addr()}
 	if diff := cmp.Diff(want, got, netipComparers); diff != "" {
 		t.Errorf("the VM's default route (-want +got):\n%s", diff)
 	}
@@ -311,7 +311,7 @@ func checkDOInstanceData(t *testing.T, ctx context.Context, c *Container, r *run
 // reads, with the types it reads them as (droplet_id a number, the
 // interfaces by type, dns.nameservers a list), and those the agent reads
 // of a Static proxy's Droplet (the public interface's anchor_ipv4, the
-// reserved IP, inactive until one is assigned, as agent.ParseAnchorMetadata
+// reserved IP, inactive until one is assigned, as dovm.ParseAnchorMetadata
 // reads them), the user-data and vendor-data as given at their own
 // paths, 404 elsewhere, and records every request. It needs no root and
 // runs in make test.
@@ -367,16 +367,16 @@ func TestDOMetadata(t *testing.T) {
 		t.Errorf("/metadata/v1.json (-want +got):\n%s", diff)
 	}
 	// As the agent reads it: no reserved IP yet, then the one assigned.
-	read := func() agent.AnchorMetadata {
+	read := func() dovm.AnchorMetadata {
 		t.Helper()
 		_, body := get("/metadata/v1.json")
-		am, err := agent.ParseAnchorMetadata([]byte(body))
+		am, err := dovm.ParseAnchorMetadata([]byte(body))
 		if err != nil {
 			t.Fatal(err)
 		}
 		return am
 	}
-	anchorOf := agent.AnchorMetadata{Anchor: doAnchor, AnchorGateway: doAnchorGateway.Addr(), PublicGateway: GatewayPrefix.Addr()}
+	anchorOf := dovm.AnchorMetadata{Anchor: doAnchor, AnchorGateway: doAnchorGateway.Addr(), PublicGateway: GatewayPrefix.Addr()}
 	before := read()
 	mu.Lock()
 	reserved = "203.0.113.2"
@@ -384,7 +384,7 @@ func TestDOMetadata(t *testing.T) {
 	after := read()
 	assigned := anchorOf
 	assigned.Active, assigned.ReservedIP = true, netip.MustParseAddr("203.0.113.2")
-	if diff := cmp.Diff([2]agent.AnchorMetadata{anchorOf, assigned}, [2]agent.AnchorMetadata{before, after}, netipComparers); diff != "" {
+	if diff := cmp.Diff([2]dovm.AnchorMetadata{anchorOf, assigned}, [2]dovm.AnchorMetadata{before, after}, netipComparers); diff != "" {
 		t.Errorf("the document as the agent reads it, before and after the reserved IP is assigned (-want +got):\n%s", diff)
 	}
 

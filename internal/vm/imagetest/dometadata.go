@@ -68,8 +68,9 @@ const doVendorData = "#cloud-config\ndisable_root: false\nmanage_etc_hosts: true
 // doDocument is /metadata/v1.json as the datasource reads it
 // (DataSourceDigitalOcean._get_data and network_config): droplet_id,
 // hostname, interfaces, public_keys, region, vendor_data, user_data and
-// dns.nameservers; and as the agent reads it (internal/vm/agent,
-// anchor.go): reserved_ip.ipv4 and the public interface's anchor_ipv4.
+// dns.nameservers; and as the agent's DigitalOcean part reads it
+// (internal/provider/digitalocean/dovm, anchor.go): reserved_ip.ipv4 and
+// the public interface's anchor_ipv4.
 // DigitalOcean's document has more (tags, features, floating_ip,
 // auth_key), which nothing on the VM reads.
 type doDocument struct {

@@ -136,13 +136,13 @@ func (v *VMs) Boot(id, ip, userData string) {
 	cfg = onLoopback(cfg, ln.Addr().String(), v.opts.AllowDestinations)
 	sv := &vm{listen: cfg.Listen}
 	sv.generation.Store(cfg.Generation)
-	// A VM told to follow its reserved IP's anchor (a Static proxy's
-	// Droplet: the setting egress-anchor) says its traffic leaves from
+	// A VM told to run its cloud's part for a static address (a Static
+	// proxy's Droplet: the setting egress-follow) says its traffic leaves from
 	// the address it is served at, as its agent says once it routed
 	// through it: a stand-in on loopback has one address, which the fake
 	// moves to the reserved IP once it is assigned.
 	egress := ""
-	if boot.Setting(vmconfig.KeyAnchor) != "" {
+	if boot.Setting(vmconfig.KeyFollow) != "" {
 		egress = ip
 	}
 	eng, err := engine.New(cfg, engine.Options{Log: log, Readiness: func() vmconfig.Readiness {

@@ -1,8 +1,10 @@
 package vmconfig
 
 import (
+	"fmt"
 	"regexp"
 	"strconv"
+	"strings"
 )
 
 // Instance metadata keys: the script, the engine's configuration and the
@@ -47,12 +49,14 @@ const (
 	// agent asks which instance it is (its id and zone), to say so beside
 	// its readiness.
 	KeyIMDS = "egress-imds"
-	// KeyAnchor, a cloud-init boot's setting on a DigitalOcean Droplet of
-	// a Static proxy only, is the URL of DigitalOcean's metadata document
-	// (DigitalOceanMetadataURL), from which the agent learns when the
-	// proxy's reserved IP is the Droplet's and routes the VM's outbound
-	// IPv4 through that address's anchor gateway (package agent, anchor.go).
-	KeyAnchor = "egress-anchor"
+	// KeyFollow, a cloud-init boot's setting on a Static proxy's VM of a
+	// cloud whose static address needs the VM's own doing (a route of
+	// its own), names the VM-side part the agent runs for the VM's life
+	// to follow it and the URL that part reads, "NAME URL" (Follow,
+	// ParseFollow): `egress-proxy agent -follow` runs it, from the
+	// parts cmd/egress-proxy links (internal/clouds/cloudsvm), each in
+	// its cloud's folder.
+	KeyFollow = "egress-follow"
 	// KeyWatchUserData, a cloud-init boot's setting on a cloud whose VM's
 	// user data changes without a reboot (Azure), is the instance metadata
 	// URL of that user data (AzureUserDataURL): the agent polls it and
@@ -74,12 +78,6 @@ const AzureMetadataURL = "http://169.254.169.254/metadata"
 
 // EC2MetadataURL is EC2's instance metadata service on every instance.
 const EC2MetadataURL = "http://169.254.169.254"
-
-// DigitalOceanMetadataURL is DigitalOcean's metadata document on every
-// Droplet: the whole of its metadata, reserved_ip and the public
-// interface's anchor_ipv4 among it, in one JSON answer (what cloud-init's
-// DigitalOcean datasource reads too).
-const DigitalOceanMetadataURL = "http://169.254.169.254/metadata/v1.json"
 
 // Guest attributes the script writes, in namespace GuestNamespace.
 const (
@@ -139,4 +137,21 @@ func RefusedGeneration(reason string) (int64, bool) {
 	}
 	g, err := strconv.ParseInt(m[1], 10, 64)
 	return g, err == nil
+}
+
+var followNameRE = regexp.MustCompile(`^[a-z][a-z0-9-]{0,39}$`)
+
+// Follow is the setting KeyFollow's value that asks a VM to run the
+// VM-side part name, reading url: one line, so that the user-data
+// carries one more file, not two.
+func Follow(name, url string) string { return name + " " + url }
+
+// ParseFollow reads a setting KeyFollow: the part's name (lower-case
+// letters, digits and '-') and the http URL it reads, one space between.
+func ParseFollow(setting string) (name, url string, err error) {
+	name, url, _ = strings.Cut(strings.TrimSpace(setting), " ")
+	if !followNameRE.MatchString(name) || !(strings.HasPrefix(url, "http://") || strings.HasPrefix(url, "https://")) || strings.ContainsAny(url, " \t\n") {
+		return "", "", fmt.Errorf("vmconfig: the setting %s is %q: want a part's name (lower-case letters, digits, '-') and its http(s) URL, one space between", KeyFollow, setting)
+	}
+	return name, url, nil
 }

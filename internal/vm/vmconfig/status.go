@@ -117,9 +117,9 @@ type Readiness struct {
 	Zone     string `json:"zone,omitempty"`
 	// Egress is the address the VM's outbound traffic leaves from, where
 	// the VM routes it through an address that is not its own (a
-	// DigitalOcean Droplet's reserved IP, through its anchor gateway:
-	// KeyAnchor); empty where it leaves by the VM's own address, or not
-	// yet by the other.
+	// static address the cloud's VM-side part routes through: KeyFollow);
+	// empty where it leaves by the VM's own address, or not yet by the
+	// other.
 	Egress string `json:"egress,omitempty"`
 }
 

@@ -37,8 +37,8 @@ func TestServe(t *testing.T) {
 	}
 	keyOf := func(context.Context) (vmstatus.Key, error) { return key, nil }
 	// The composition root's renderer for DigitalOcean's boot: a Static
-	// proxy's Droplet follows its reserved IP's anchor, and says so.
-	renderer := cloudinit.Renderer{EngineURL: "https://example.com/egress-proxy", EngineSHA256: strings.Repeat("0", 64), Anchor: digitalocean.Plugin.Boot.Anchor,
+	// proxy's Droplet runs its VM-side part for its reserved IP, and says so.
+	renderer := cloudinit.Renderer{EngineURL: "https://example.com/egress-proxy", EngineSHA256: strings.Repeat("0", 64), Follow: digitalocean.Plugin.Boot.Follow,
 		Status: func(_ context.Context, uid, id string) (*vmconfig.StatusAccess, error) {
 			return key.Access(uid, id, []string{"127.0.0.1/32"})
 		}}

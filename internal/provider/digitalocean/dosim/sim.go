@@ -161,7 +161,7 @@ func (d *Cloud) probe(_ context.Context, ip string, _ int32, uid, _ string) (dig
 		if held[dr.ID] == ip {
 			// Reached at the reserved IP it holds, it routes through it
 			// too, as its agent does once the metadata says the address
-			// is its (package agent, anchor.go).
+			// is its (package dovm, anchor.go).
 			st.Egress = ip
 		}
 		return st, nil

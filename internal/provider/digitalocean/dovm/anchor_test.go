@@ -1,4 +1,4 @@
-package agent_test
+package dovm_test
 
 import (
 	"context"
@@ -10,8 +10,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
-	"os"
-	"path/filepath"
 	"slices"
 	"strings"
 	"sync"
@@ -20,8 +18,8 @@ import (
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/egress-proxies/egress/internal/provider/digitalocean/dovm"
 	"github.com/egress-proxies/egress/internal/vm/agent"
-	"github.com/egress-proxies/egress/internal/vm/vmconfig"
 )
 
 // netipComparers compare netip's values, whose fields are unexported.
@@ -67,43 +65,43 @@ func TestParseAnchorMetadata(t *testing.T) {
 	cases := map[string]struct {
 		reason  string
 		body    string
-		want    agent.AnchorMetadata
+		want    dovm.AnchorMetadata
 		wantErr string
 	}{
 		"no reserved IP": {
 			reason: "an Ephemeral Droplet's, or a Static one's before the provider assigns its address: not active, its anchor known",
 			body:   doMetadataDoc(""),
-			want:   agent.AnchorMetadata{Anchor: anchor, AnchorGateway: anchorGW, PublicGateway: publicGW},
+			want:   dovm.AnchorMetadata{Anchor: anchor, AnchorGateway: anchorGW, PublicGateway: publicGW},
 		},
 		"assigned": {
 			reason: "the reserved IP, the anchor with the prefix its netmask gives, both gateways",
 			body:   doMetadataDoc("203.0.113.50"),
-			want:   agent.AnchorMetadata{Active: true, ReservedIP: reserved, Anchor: anchor, AnchorGateway: anchorGW, PublicGateway: publicGW},
+			want:   dovm.AnchorMetadata{Active: true, ReservedIP: reserved, Anchor: anchor, AnchorGateway: anchorGW, PublicGateway: publicGW},
 		},
 		"active without an address": {
 			reason:  "nothing to say the traffic leaves from",
 			body:    `{"reserved_ip": {"ipv4": {"active": true}}}`,
-			wantErr: `agent: DigitalOcean's metadata: reserved_ip.ipv4.ip_address "" is not an IPv4 address`,
+			wantErr: `dovm: DigitalOcean's metadata: reserved_ip.ipv4.ip_address "" is not an IPv4 address`,
 		},
 		"active without an anchor": {
 			reason:  "nothing to route through",
 			body:    withoutAnchor,
-			wantErr: "agent: DigitalOcean's metadata: a reserved IP is active but interfaces.public[0] has no anchor_ipv4",
+			wantErr: "dovm: DigitalOcean's metadata: a reserved IP is active but interfaces.public[0] has no anchor_ipv4",
 		},
 		"a netmask that is no prefix": {
 			reason:  "an anchor whose prefix cannot be told",
 			body:    strings.Replace(doMetadataDoc(""), "255.255.0.0", "255.0.255.0", 1),
-			wantErr: "agent: DigitalOcean's metadata: anchor_ipv4's netmask 255.0.255.0 is not a prefix",
+			wantErr: "dovm: DigitalOcean's metadata: anchor_ipv4's netmask 255.0.255.0 is not a prefix",
 		},
 		"not JSON": {
 			reason:  "a metadata service that answers something else",
 			body:    "<html>",
-			wantErr: "agent: DigitalOcean's metadata document: invalid character '<' looking for beginning of value",
+			wantErr: "dovm: DigitalOcean's metadata document: invalid character '<' looking for beginning of value",
 		},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			got, err := agent.ParseAnchorMetadata([]byte(tc.body))
+			got, err := dovm.ParseAnchorMetadata([]byte(tc.body))
 			if diff := cmp.Diff(tc.wantErr, errString(err)); diff != "" {
 				t.Fatalf("%s\nerror (-want +got):\n%s", tc.reason, diff)
 			}
@@ -127,63 +125,63 @@ func errString(err error) string {
 // nothing that is so already; no reserved IP changes nothing, unless the
 // route still goes through the anchor of an address that was taken away.
 func TestPlanAnchor(t *testing.T) {
-	active := agent.AnchorMetadata{Active: true, ReservedIP: reserved, Anchor: anchor, AnchorGateway: anchorGW, PublicGateway: publicGW}
-	inactive := agent.AnchorMetadata{Anchor: anchor, AnchorGateway: anchorGW, PublicGateway: publicGW}
+	active := dovm.AnchorMetadata{Active: true, ReservedIP: reserved, Anchor: anchor, AnchorGateway: anchorGW, PublicGateway: publicGW}
+	inactive := dovm.AnchorMetadata{Anchor: anchor, AnchorGateway: anchorGW, PublicGateway: publicGW}
 	own := netip.MustParsePrefix("192.0.2.2/24")
-	viaPublic := agent.Route{Gateway: publicGW, Dev: "eth0"}
-	viaAnchor := agent.Route{Gateway: anchorGW, Dev: "eth0", Src: anchor.Addr()}
+	viaPublic := dovm.Route{Gateway: publicGW, Dev: "eth0"}
+	viaAnchor := dovm.Route{Gateway: anchorGW, Dev: "eth0", Src: anchor.Addr()}
 	switchRoute := []string{"route", "replace", "default", "via", "10.19.0.1", "dev", "eth0", "src", "10.19.0.5"}
 	cases := map[string]struct {
 		reason string
-		meta   agent.AnchorMetadata
-		route  agent.Route
+		meta   dovm.AnchorMetadata
+		route  dovm.Route
 		addrs  []netip.Prefix
-		want   agent.AnchorPlan
+		want   dovm.AnchorPlan
 	}{
 		"no reserved IP": {
 			reason: "an Ephemeral Droplet, or a Static one not assigned yet: its route stays",
 			meta:   inactive, route: viaPublic, addrs: []netip.Prefix{own, anchor},
-			want: agent.AnchorPlan{},
+			want: dovm.AnchorPlan{},
 		},
 		"assigned, the anchor on eth0": {
 			reason: "cloud-init put the anchor address on eth0: the route alone changes, and the traffic leaves from the reserved IP",
 			meta:   active, route: viaPublic, addrs: []netip.Prefix{own, anchor},
-			want: agent.AnchorPlan{Commands: [][]string{switchRoute}, Egress: reserved},
+			want: dovm.AnchorPlan{Commands: [][]string{switchRoute}, Egress: reserved},
 		},
 		"assigned, no anchor on eth0": {
 			reason: "a Droplet whose network cloud-init did not write: the address first, then the route from it",
 			meta:   active, route: viaPublic, addrs: []netip.Prefix{own},
-			want: agent.AnchorPlan{Commands: [][]string{{"addr", "add", "10.19.0.5/16", "dev", "eth0"}, switchRoute}, Egress: reserved},
+			want: dovm.AnchorPlan{Commands: [][]string{{"addr", "add", "10.19.0.5/16", "dev", "eth0"}, switchRoute}, Egress: reserved},
 		},
 		"assigned and routed": {
 			reason: "what a recheck finds: nothing to do",
 			meta:   active, route: viaAnchor, addrs: []netip.Prefix{own, anchor},
-			want: agent.AnchorPlan{Egress: reserved},
+			want: dovm.AnchorPlan{Egress: reserved},
 		},
 		"routed without the source": {
 			reason: "a route through the anchor gateway that leaves from the Droplet's own address is not DigitalOcean's: its source is set",
-			meta:   active, route: agent.Route{Gateway: anchorGW, Dev: "eth0"}, addrs: []netip.Prefix{own, anchor},
-			want: agent.AnchorPlan{Commands: [][]string{switchRoute}, Egress: reserved},
+			meta:   active, route: dovm.Route{Gateway: anchorGW, Dev: "eth0"}, addrs: []netip.Prefix{own, anchor},
+			want: dovm.AnchorPlan{Commands: [][]string{switchRoute}, Egress: reserved},
 		},
 		"a metric": {
 			reason: "a default route with a metric is replaced at its metric, not doubled",
-			meta:   active, route: agent.Route{Gateway: publicGW, Dev: "eth0", Metric: 100}, addrs: []netip.Prefix{own, anchor},
-			want: agent.AnchorPlan{Commands: [][]string{append(slices.Clone(switchRoute), "metric", "100")}, Egress: reserved},
+			meta:   active, route: dovm.Route{Gateway: publicGW, Dev: "eth0", Metric: 100}, addrs: []netip.Prefix{own, anchor},
+			want: dovm.AnchorPlan{Commands: [][]string{append(slices.Clone(switchRoute), "metric", "100")}, Egress: reserved},
 		},
 		"unassigned after": {
 			reason: "the reserved IP was taken away: out by the Droplet's own gateway and address again",
 			meta:   inactive, route: viaAnchor, addrs: []netip.Prefix{own, anchor},
-			want: agent.AnchorPlan{Commands: [][]string{{"route", "replace", "default", "via", "192.0.2.1", "dev", "eth0"}}},
+			want: dovm.AnchorPlan{Commands: [][]string{{"route", "replace", "default", "via", "192.0.2.1", "dev", "eth0"}}},
 		},
 		"no default route": {
 			reason: "the public interface of a Droplet is eth0",
-			meta:   active, route: agent.Route{}, addrs: []netip.Prefix{anchor},
-			want: agent.AnchorPlan{Commands: [][]string{switchRoute}, Egress: reserved},
+			meta:   active, route: dovm.Route{}, addrs: []netip.Prefix{anchor},
+			want: dovm.AnchorPlan{Commands: [][]string{switchRoute}, Egress: reserved},
 		},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			got := agent.PlanAnchor(tc.meta, tc.route, tc.addrs)
+			got := dovm.PlanAnchor(tc.meta, tc.route, tc.addrs)
 			if diff := cmp.Diff(tc.want, got, netipComparers); diff != "" {
 				t.Errorf("%s\n(-want +got):\n%s", tc.reason, diff)
 			}
@@ -197,16 +195,16 @@ func TestPlanAnchor(t *testing.T) {
 func TestParseRoutes(t *testing.T) {
 	routes := map[string]struct {
 		out  string
-		want agent.Route
+		want dovm.Route
 	}{
-		"one":         {`[{"dst":"default","gateway":"192.0.2.1","dev":"eth0","flags":[]}]`, agent.Route{Gateway: publicGW, Dev: "eth0"}},
-		"from anchor": {`[{"dst":"default","gateway":"10.19.0.1","dev":"eth0","prefsrc":"10.19.0.5","flags":[]}]`, agent.Route{Gateway: anchorGW, Dev: "eth0", Src: anchor.Addr()}},
+		"one":         {`[{"dst":"default","gateway":"192.0.2.1","dev":"eth0","flags":[]}]`, dovm.Route{Gateway: publicGW, Dev: "eth0"}},
+		"from anchor": {`[{"dst":"default","gateway":"10.19.0.1","dev":"eth0","prefsrc":"10.19.0.5","flags":[]}]`, dovm.Route{Gateway: anchorGW, Dev: "eth0", Src: anchor.Addr()}},
 		"lowest metric": {`[{"dst":"default","gateway":"192.0.2.1","dev":"eth0","metric":100,"flags":[]},{"dst":"default","gateway":"10.19.0.1","dev":"eth0","metric":50,"flags":[]}]`,
-			agent.Route{Gateway: anchorGW, Dev: "eth0", Metric: 50}},
-		"none": {`[]`, agent.Route{}},
+			dovm.Route{Gateway: anchorGW, Dev: "eth0", Metric: 50}},
+		"none": {`[]`, dovm.Route{}},
 	}
 	for name, tc := range routes {
-		got, err := agent.ParseDefaultRoute([]byte(tc.out))
+		got, err := dovm.ParseDefaultRoute([]byte(tc.out))
 		if err != nil {
 			t.Fatalf("%s: %v", name, err)
 		}
@@ -217,7 +215,7 @@ func TestParseRoutes(t *testing.T) {
 	out := `[{"ifindex":2,"ifname":"eth0","flags":["BROADCAST","MULTICAST","UP","LOWER_UP"],"mtu":1500,"addr_info":[` +
 		`{"family":"inet","local":"192.0.2.2","prefixlen":24,"scope":"global","label":"eth0"},` +
 		`{"family":"inet","local":"10.19.0.5","prefixlen":16,"scope":"global","label":"eth0"}]}]`
-	got, err := agent.ParseAddrs([]byte(out))
+	got, err := dovm.ParseAddrs([]byte(out))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -231,7 +229,7 @@ func TestParseRoutes(t *testing.T) {
 // which a test may change behind its back (a network restart).
 type kernel struct {
 	mu    sync.Mutex
-	route agent.Route
+	route dovm.Route
 	addrs []netip.Prefix
 	ran   [][]string
 }
@@ -258,7 +256,7 @@ func (k *kernel) ip(_ context.Context, args ...string) ([]byte, error) {
 	case len(args) == 5 && args[0] == "addr" && args[1] == "add":
 		k.addrs = append(k.addrs, netip.MustParsePrefix(args[2]))
 	case len(args) >= 7 && args[0] == "route" && args[1] == "replace":
-		k.route = agent.Route{Gateway: netip.MustParseAddr(args[4]), Dev: args[6]}
+		k.route = dovm.Route{Gateway: netip.MustParseAddr(args[4]), Dev: args[6]}
 		if len(args) >= 9 && args[7] == "src" {
 			k.route.Src = netip.MustParseAddr(args[8])
 		}
@@ -305,7 +303,7 @@ func TestAnchorRun(t *testing.T) {
 		},
 		"never assigned": {
 			reason:    "an address that never comes: the bound's polls, then no more, nothing changed or said",
-			wantErr:   agent.ErrNoReservedIP,
+			wantErr:   dovm.ErrNoReservedIP,
 			wantWaits: []time.Duration{poll, poll, poll, poll},
 		},
 	}
@@ -329,18 +327,18 @@ func TestAnchorRun(t *testing.T) {
 				io.WriteString(w, doMetadataDoc(ip))
 			}))
 			defer srv.Close()
-			k := &kernel{route: agent.Route{Gateway: publicGW, Dev: "eth0"}, addrs: []netip.Prefix{netip.MustParsePrefix("192.0.2.2/24")}}
+			k := &kernel{route: dovm.Route{Gateway: publicGW, Dev: "eth0"}, addrs: []netip.Prefix{netip.MustParsePrefix("192.0.2.2/24")}}
 			ctx, cancel := context.WithCancel(context.Background())
 			defer cancel()
 			var waits []time.Duration
 			var reported []string
-			a := &agent.Anchor{URL: srv.URL + "/metadata/v1.json", IP: k.ip, Poll: poll, Wait: wait, Recheck: recheck,
+			a := &dovm.Anchor{URL: srv.URL + "/metadata/v1.json", IP: k.ip, Poll: poll, Wait: wait, Recheck: recheck,
 				Report: func(_ context.Context, egress string) error { reported = append(reported, egress); return nil },
 				Sleep: func(ctx context.Context, d time.Duration) error {
 					waits = append(waits, d)
 					if len(waits) == tc.restartAt {
 						k.mu.Lock()
-						k.route, k.addrs = agent.Route{Gateway: publicGW, Dev: "eth0"}, k.addrs[:1]
+						k.route, k.addrs = dovm.Route{Gateway: publicGW, Dev: "eth0"}, k.addrs[:1]
 						k.mu.Unlock()
 					}
 					if tc.waits > 0 && len(waits) >= tc.waits {
@@ -370,30 +368,38 @@ func TestAnchorRun(t *testing.T) {
 	}
 }
 
-// TestBootEgress: the anchor's report changes the egress of the
-// readiness file the apply wrote, and nothing else of it; without that
-// file there is nothing to say it in.
-func TestBootEgress(t *testing.T) {
-	dir := t.TempDir()
-	b := agent.Boot{Dir: dir, Readiness: filepath.Join(dir, "run", "readiness.json")}
-	if err := b.Egress(context.Background(), "203.0.113.50"); err == nil {
-		t.Errorf("Egress with no readiness file: no error")
+// TestFollower: the part the agent links is named Name and runs Anchor
+// on the URL it is given, with the agent's seams: a reserved IP that
+// never comes is the agent's ErrGaveUp (its unit ends as done), having
+// changed no route and said no address.
+func TestFollower(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.WriteString(w, doMetadataDoc(""))
+	}))
+	defer srv.Close()
+	k := &kernel{route: dovm.Route{Gateway: publicGW, Dev: "eth0"}, addrs: []netip.Prefix{netip.MustParsePrefix("192.0.2.2/24")}}
+	waits := 0
+	part := dovm.Part{Poll: 5 * time.Second, Wait: 10 * time.Second,
+		Sleep: func(ctx context.Context, _ time.Duration) error { waits++; return ctx.Err() }}
+	var reported []string
+	err := part.Follow(context.Background(), srv.URL+"/metadata/v1.json", agent.FollowEnv{IP: k.ip,
+		Report: func(_ context.Context, egress string) error { reported = append(reported, egress); return nil },
+		Log:    slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if !errors.Is(err, agent.ErrGaveUp) || !errors.Is(err, dovm.ErrNoReservedIP) {
+		t.Errorf("Follow: %v, want the agent's ErrGaveUp around ErrNoReservedIP", err)
 	}
-	if err := b.Ready(context.Background(), 3); err != nil {
-		t.Fatal(err)
-	}
-	if err := b.Egress(context.Background(), "203.0.113.50"); err != nil {
-		t.Fatal(err)
-	}
-	body, err := os.ReadFile(b.Readiness)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var got vmconfig.Readiness
-	if err := json.Unmarshal(body, &got); err != nil {
-		t.Fatal(err)
-	}
-	if diff := cmp.Diff(vmconfig.Readiness{Generation: 3, Ready: true, Egress: "203.0.113.50"}, got); diff != "" {
-		t.Errorf("readiness (-want +got):\n%s", diff)
+	got := struct {
+		Name     string
+		Waits    int
+		Ran      [][]string
+		Reported []string
+	}{dovm.Follower.Name(), waits, k.ran, reported}
+	if diff := cmp.Diff(struct {
+		Name     string
+		Waits    int
+		Ran      [][]string
+		Reported []string
+	}{Name: "digitalocean", Waits: 2}, got); diff != "" {
+		t.Errorf("the part's name, its waits, the ip commands it ran and the addresses it said (-want +got):\n%s", diff)
 	}
 }

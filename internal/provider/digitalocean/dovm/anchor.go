@@ -1,4 +1,4 @@
-package agent
+package dovm
 
 import (
 	"context"
@@ -12,6 +12,8 @@ import (
 	"net/netip"
 	"strconv"
 	"time"
+
+	"github.com/egress-proxies/egress/internal/vm/agent"
 )
 
 // A DigitalOcean Droplet's reserved IP is where the proxy is reached, but
@@ -26,13 +28,14 @@ import (
 // so nothing uses it); Anchor adds the route, and the address too where
 // cloud-init did not (a Droplet whose network cloud-init does not write).
 //
-// Why a boot setting (vmconfig.KeyAnchor) and not the metadata alone:
-// the metadata cannot tell a Static proxy's Droplet whose reserved IP is
-// not assigned yet (the provider assigns it once the Droplet is active,
-// after its boot began) from an Ephemeral proxy's, which never gets one.
-// Polling on every Droplet for an address that may never come would leave
-// the readiness of a Static one undecided. So the digitalocean provider's
-// renderer writes the setting for a Static proxy's Droplet alone: an
+// Why a boot setting (vmconfig.KeyFollow, which names this part,
+// Follower) and not the metadata alone: the metadata cannot tell a
+// Static proxy's Droplet whose reserved IP is not assigned yet (the
+// provider assigns it once the Droplet is active, after its boot began)
+// from an Ephemeral proxy's, which never gets one. Polling on every
+// Droplet for an address that may never come would leave the readiness
+// of a Static one undecided. So the cloud-init renderer writes the
+// setting (the plugin's Boot.Follow) for a Static proxy's Droplet alone: an
 // Ephemeral Droplet never reads the metadata for it and never changes a
 // route, and a Static one waits for its reserved IP and says, in its
 // readiness (vmconfig.Readiness.Egress), when its traffic leaves from it.
@@ -90,7 +93,7 @@ type doIPv4 struct {
 func ParseAnchorMetadata(body []byte) (AnchorMetadata, error) {
 	var doc doDocument
 	if err := json.Unmarshal(body, &doc); err != nil {
-		return AnchorMetadata{}, fmt.Errorf("agent: DigitalOcean's metadata document: %w", err)
+		return AnchorMetadata{}, fmt.Errorf("dovm: DigitalOcean's metadata document: %w", err)
 	}
 	var m AnchorMetadata
 	if len(doc.Interfaces.Public) > 0 {
@@ -111,11 +114,11 @@ func ParseAnchorMetadata(body []byte) (AnchorMetadata, error) {
 	m.Active = true
 	ip, err := netip.ParseAddr(doc.ReservedIP.IPv4.IPAddress)
 	if err != nil || !ip.Is4() {
-		return AnchorMetadata{}, fmt.Errorf("agent: DigitalOcean's metadata: reserved_ip.ipv4.ip_address %q is not an IPv4 address", doc.ReservedIP.IPv4.IPAddress)
+		return AnchorMetadata{}, fmt.Errorf("dovm: DigitalOcean's metadata: reserved_ip.ipv4.ip_address %q is not an IPv4 address", doc.ReservedIP.IPv4.IPAddress)
 	}
 	m.ReservedIP = ip
 	if !m.Anchor.IsValid() {
-		return AnchorMetadata{}, errors.New("agent: DigitalOcean's metadata: a reserved IP is active but interfaces.public[0] has no anchor_ipv4")
+		return AnchorMetadata{}, errors.New("dovm: DigitalOcean's metadata: a reserved IP is active but interfaces.public[0] has no anchor_ipv4")
 	}
 	return m, nil
 }
@@ -127,12 +130,12 @@ func parseAnchor(a doIPv4) (netip.Prefix, netip.Addr, error) {
 	mask, err2 := netip.ParseAddr(a.Netmask)
 	gw, err3 := netip.ParseAddr(a.Gateway)
 	if err := errors.Join(err1, err2, err3); err != nil || !addr.Is4() || !mask.Is4() || !gw.Is4() {
-		return netip.Prefix{}, netip.Addr{}, fmt.Errorf("agent: DigitalOcean's metadata: anchor_ipv4 %+v is not an IPv4 address, netmask and gateway", a)
+		return netip.Prefix{}, netip.Addr{}, fmt.Errorf("dovm: DigitalOcean's metadata: anchor_ipv4 %+v is not an IPv4 address, netmask and gateway", a)
 	}
 	mb := mask.As4()
 	ones, bits := net.IPMask(mb[:]).Size()
 	if bits == 0 {
-		return netip.Prefix{}, netip.Addr{}, fmt.Errorf("agent: DigitalOcean's metadata: anchor_ipv4's netmask %s is not a prefix", a.Netmask)
+		return netip.Prefix{}, netip.Addr{}, fmt.Errorf("dovm: DigitalOcean's metadata: anchor_ipv4's netmask %s is not a prefix", a.Netmask)
 	}
 	return netip.PrefixFrom(addr, ones), gw, nil
 }
@@ -202,20 +205,17 @@ func PlanAnchor(m AnchorMetadata, cur Route, addrs []netip.Prefix) AnchorPlan {
 	return p
 }
 
-// IPFunc runs ip(8) with args and returns what it printed: the seam
-// between Anchor and the kernel's routes.
-type IPFunc func(ctx context.Context, args ...string) ([]byte, error)
-
 // Anchor keeps a Droplet's outbound IPv4 leaving from its reserved IP
 // (see the comment above AnchorMetadata).
 type Anchor struct {
-	// URL is DigitalOcean's metadata document (vmconfig.KeyAnchor).
+	// URL is DigitalOcean's metadata document (the URL of the setting
+	// vmconfig.KeyFollow).
 	URL    string
 	Client *http.Client
 	// IP runs ip(8).
-	IP IPFunc
+	IP agent.IPFunc
 	// Report says the address the VM's traffic leaves from, "" for its
-	// own (Boot.Egress): called when it changes.
+	// own (agent.FollowEnv.Report): called when it changes.
 	Report func(ctx context.Context, egress string) error
 	// Poll is how often the metadata is read while the reserved IP is
 	// not assigned yet, for at most Wait; Recheck how often once it is:
@@ -244,7 +244,7 @@ const (
 // ErrNoReservedIP is Run's answer when no reserved IP was assigned
 // within Wait: the VM keeps leaving by its own address, says no other,
 // and the control plane's boot timeout replaces it.
-var ErrNoReservedIP = errors.New("agent: no reserved IP was assigned to the Droplet")
+var ErrNoReservedIP = errors.New("dovm: no reserved IP was assigned to the Droplet")
 
 // Run follows the metadata until ctx ends: see Anchor. A step that fails
 // (the metadata does not answer, ip refuses) is tried again at the next
@@ -301,7 +301,7 @@ func (a *Anchor) Step(ctx context.Context) (string, error) {
 	p := PlanAnchor(m, cur, addrs)
 	for _, c := range p.Commands {
 		if _, err := a.IP(ctx, c...); err != nil {
-			return "", fmt.Errorf("agent: ip %v: %w", c, err)
+			return "", fmt.Errorf("dovm: ip %v: %w", c, err)
 		}
 		a.Log.Info("route changed for the reserved IP", slog.Any("ip", c))
 	}
@@ -324,15 +324,15 @@ func (a *Anchor) read(ctx context.Context) (AnchorMetadata, error) {
 	}
 	resp, err := c.Do(req)
 	if err != nil {
-		return AnchorMetadata{}, fmt.Errorf("agent: DigitalOcean's metadata: %w", err)
+		return AnchorMetadata{}, fmt.Errorf("dovm: DigitalOcean's metadata: %w", err)
 	}
 	defer resp.Body.Close()
 	body, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
 	if err != nil {
-		return AnchorMetadata{}, fmt.Errorf("agent: DigitalOcean's metadata: %w", err)
+		return AnchorMetadata{}, fmt.Errorf("dovm: DigitalOcean's metadata: %w", err)
 	}
 	if resp.StatusCode != http.StatusOK {
-		return AnchorMetadata{}, fmt.Errorf("agent: DigitalOcean's metadata: GET %s: %s", a.URL, resp.Status)
+		return AnchorMetadata{}, fmt.Errorf("dovm: DigitalOcean's metadata: GET %s: %s", a.URL, resp.Status)
 	}
 	return ParseAnchorMetadata(body)
 }
@@ -341,7 +341,7 @@ func (a *Anchor) read(ctx context.Context) (AnchorMetadata, error) {
 func (a *Anchor) routes(ctx context.Context) (Route, []netip.Prefix, error) {
 	out, err := a.IP(ctx, "-j", "-4", "route", "show", "default")
 	if err != nil {
-		return Route{}, nil, fmt.Errorf("agent: the default route: %w", err)
+		return Route{}, nil, fmt.Errorf("dovm: the default route: %w", err)
 	}
 	cur, err := ParseDefaultRoute(out)
 	if err != nil {
@@ -353,7 +353,7 @@ func (a *Anchor) routes(ctx context.Context) (Route, []netip.Prefix, error) {
 	}
 	out, err = a.IP(ctx, "-j", "-4", "addr", "show", "dev", dev)
 	if err != nil {
-		return Route{}, nil, fmt.Errorf("agent: the addresses of %s: %w", dev, err)
+		return Route{}, nil, fmt.Errorf("dovm: the addresses of %s: %w", dev, err)
 	}
 	addrs, err := ParseAddrs(out)
 	return cur, addrs, err
@@ -370,7 +370,7 @@ func ParseDefaultRoute(out []byte) (Route, error) {
 		Metric  int    `json:"metric"`
 	}
 	if err := json.Unmarshal(out, &routes); err != nil {
-		return Route{}, fmt.Errorf("agent: ip route's answer: %w", err)
+		return Route{}, fmt.Errorf("dovm: ip route's answer: %w", err)
 	}
 	var best Route
 	found := false
@@ -397,7 +397,7 @@ func ParseAddrs(out []byte) ([]netip.Prefix, error) {
 		} `json:"addr_info"`
 	}
 	if err := json.Unmarshal(out, &links); err != nil {
-		return nil, fmt.Errorf("agent: ip addr's answer: %w", err)
+		return nil, fmt.Errorf("dovm: ip addr's answer: %w", err)
 	}
 	var out4 []netip.Prefix
 	for _, l := range links {
