@@ -171,7 +171,7 @@ func followMain(log *slog.Logger, boot, readiness string) int {
 		log.Info("no VM-side part to run (no setting " + vmconfig.KeyFollow + ")")
 		return 0
 	}
-	f, url, err := agent.FollowerOf(cloudsvm.Followers, setting)
+	f, url, err := agent.FollowerOf(cloudsvm.Followers(), setting)
 	if err != nil {
 		log.Error("no VM-side part to run", slog.Any("error", err))
 		return 2

@@ -22,7 +22,7 @@ import (
 // parts the binary links.
 func TestFollowMain(t *testing.T) {
 	var known []string
-	for _, f := range cloudsvm.Followers {
+	for _, f := range cloudsvm.Followers() {
 		known = append(known, f.Name())
 	}
 	cases := map[string]struct {

@@ -140,6 +140,7 @@ func TestGeneratedFilesAreCurrent(t *testing.T) {
 func TestAHandEditedListIsStale(t *testing.T) {
 	root := filepath.Join("..", "..")
 	withoutAzure := slices.DeleteFunc(slices.Clone(clouds.All), func(p plugin.Plugin) bool { return p.Type == "azure" })
+	withoutDigitalOcean := slices.DeleteFunc(slices.Clone(clouds.All), func(p plugin.Plugin) bool { return p.Type == "digitalocean" })
 	cases := map[string]struct {
 		reason string
 		edit   map[string][2]string // file: the text replaced, and its replacement
@@ -155,6 +156,12 @@ func TestAHandEditedListIsStale(t *testing.T) {
 			edit:   map[string][2]string{cloudsDevFile: {"{Sim: azuresim.New, Bench: azuresim.Bench{}},", ""}},
 			cl:     clouds.All,
 			want:   []string{cloudsDevFile},
+		},
+		"AVMPartDropped": {
+			reason: "a cloud's VM-side part taken out of cloudsvm's list by hand",
+			edit:   map[string][2]string{cloudsVMFile: {"dovm.Follower, // digitalocean", ""}},
+			cl:     clouds.All,
+			want:   []string{cloudsVMFile},
 		},
 		"AnEntryDropped": {
 			reason: "a cloud's tile taken out of the Terraform's list by hand",
@@ -173,6 +180,11 @@ func TestAHandEditedListIsStale(t *testing.T) {
 			cl:     withoutAzure,
 			want:   []string{cloudsTerraformFile, cloudsDevFile},
 		},
+		"AVMPluginGone": {
+			reason: "the plugins changed (a cloud with a VM-side part gone from All) without make docs",
+			cl:     withoutDigitalOcean,
+			want:   []string{cloudsTerraformFile, cloudsDevFile, cloudsVMFile},
+		},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -181,7 +193,7 @@ func TestAHandEditedListIsStale(t *testing.T) {
 			if err != nil || len(tf) < 5 {
 				t.Fatalf("deploy/terraform holds %d .tf files (%v): want the module's", len(tf), err)
 			}
-			files := []string{cloudsDevFile}
+			files := []string{cloudsDevFile, cloudsVMFile}
 			for _, f := range tf {
 				rel, _ := filepath.Rel(root, f)
 				files = append(files, filepath.ToSlash(rel))

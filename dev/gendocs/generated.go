@@ -36,6 +36,7 @@ type generatedFile struct {
 // generatedFiles are the files make docs writes whole.
 var generatedFiles = []generatedFile{
 	{path: cloudsDevFile, render: cloudsDevList},
+	{path: cloudsVMFile, render: cloudsVMList},
 	{path: cloudsTerraformFile, render: cloudsTerraform},
 }
 
@@ -91,31 +92,77 @@ const cloudsDevFile = "internal/clouds/cloudsdev/clouds_gen.go"
 // proxy to the clouds in that order, so a cloud added last leaves the
 // seeds' schedules of the others as they were).
 func cloudsDevList(_ string, cl []plugin.Plugin) ([]byte, error) {
-	var imports, lines []string
+	return packageList(cl, packageListOf{
+		pkg: "cloudsdev", of: "Dev", elem: "Cloud",
+		path: func(c plugin.Plugin) string { return c.Dev },
+		line: func(name string) string { return fmt.Sprintf("{Sim: %s.New, Bench: %s.Bench{}}", name, name) },
+		what: "development parts",
+	})
+}
+
+// cloudsVMFile is the VM side's list of the clouds' VM-side parts
+// (package cloudsvm's Followers), from each plugin's VM.
+const cloudsVMFile = "internal/clouds/cloudsvm/clouds_gen.go"
+
+// cloudsVMList is cloudsVMFile: a line per cloud of cl that names its
+// VM-side package, in cl's order.
+func cloudsVMList(_ string, cl []plugin.Plugin) ([]byte, error) {
+	return packageList(cl, packageListOf{
+		pkg: "cloudsvm", of: "VM", elem: "agent.Follower",
+		path: func(c plugin.Plugin) string { return c.VM },
+		line: func(name string) string { return name + ".Follower" },
+		what: "VM-side parts", imports: []string{strconv.Quote("github.com/egress-proxies/egress/internal/vm/agent")},
+	})
+}
+
+// packageListOf is what differs between the lists of the clouds'
+// packages that make docs writes.
+type packageListOf struct {
+	// pkg is the list's package, of the plugin's field of, and elem the
+	// type of the list's elements.
+	pkg, of, elem string
+	// path is the plugin's import path of the package listed, "" for
+	// none; line the list's element for the package named name.
+	path func(plugin.Plugin) string
+	line func(name string) string
+	// what the elements are, in the list's comment; imports the list's
+	// own beside the clouds' packages.
+	what    string
+	imports []string
+}
+
+// packageList is a generated list: a line per cloud of cl whose plugin
+// names a package for it, in cl's order, each package imported by the
+// last element of its path (so that two clouds' packages must be named
+// apart).
+func packageList(cl []plugin.Plugin, l packageListOf) ([]byte, error) {
+	imports := slices.Clone(l.imports)
+	var lines []string
 	byName := map[string]string{}
 	for _, c := range cl {
-		if c.Dev == "" {
+		p := l.path(c)
+		if p == "" {
 			continue
 		}
-		name := path.Base(c.Dev)
+		name := path.Base(p)
 		if other, ok := byName[name]; ok {
-			return nil, fmt.Errorf("the development packages of %s and %s are both named %s: a package's name is the last element of its path, and each cloud's must be its own", other, c.Type, name)
+			return nil, fmt.Errorf("the %s packages of %s and %s are both named %s: a package's name is the last element of its path, and each cloud's must be its own", l.of, other, c.Type, name)
 		}
 		byName[name] = c.Type
-		imports = append(imports, strconv.Quote(c.Dev))
-		lines = append(lines, fmt.Sprintf("{Sim: %s.New, Bench: %s.Bench{}}, // %s", name, name, c.Type))
+		imports = append(imports, strconv.Quote(p))
+		lines = append(lines, fmt.Sprintf("%s, // %s", l.line(name), c.Type))
 	}
 	slices.Sort(imports)
 	var b strings.Builder
 	fmt.Fprintf(&b, "// %s\n\n", generatedHeader)
-	b.WriteString("package cloudsdev\n\n")
+	fmt.Fprintf(&b, "package %s\n\n", l.pkg)
 	if len(imports) > 0 {
 		fmt.Fprintf(&b, "import (\n%s\n)\n\n", strings.Join(imports, "\n"))
 	}
-	b.WriteString("// listed are the clouds' development parts, from the Dev of each plugin\n")
-	b.WriteString("// of internal/clouds.All that names one (plugin.Plugin.Dev), in All's\n")
+	fmt.Fprintf(&b, "// listed are the clouds' %s, from the %s of each plugin\n", l.what, l.of)
+	fmt.Fprintf(&b, "// of internal/clouds.All that names one (plugin.Plugin.%s), in All's\n", l.of)
 	b.WriteString("// order: `make docs` (dev/gendocs) writes them.\n")
-	fmt.Fprintf(&b, "var listed = []Cloud{\n%s\n}\n", strings.Join(lines, "\n"))
+	fmt.Fprintf(&b, "var listed = []%s{\n%s\n}\n", l.elem, strings.Join(lines, "\n"))
 	out, err := format.Source([]byte(b.String()))
 	if err != nil {
 		return nil, fmt.Errorf("the list does not format: %w\n%s", err, b.String())

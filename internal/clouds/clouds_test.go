@@ -27,11 +27,11 @@ var root = filepath.Join("..", "..")
 // lists are the files that may import a cloud's package from outside its
 // folder: this list, the list of the clouds' fakes and simulation parts
 // for the developer's tools (cloudsdev's, which make docs writes from
-// the plugins' Dev), and the VM side's list of the
-// clouds' VM-side parts, which the agent binary links (cloudsvm: it
-// cannot take them from All, which would link every cloud's SDK into a
-// binary each VM downloads).
-var lists = []string{"internal/clouds/clouds.go", "internal/clouds/cloudsdev/clouds_gen.go", "internal/clouds/cloudsvm/cloudsvm.go"}
+// the plugins' Dev), and the VM side's list of the clouds' VM-side
+// parts, which the agent binary links (cloudsvm's, which make docs
+// writes from the plugins' VM: it cannot take them from All, which
+// would link every cloud's SDK into a binary each VM downloads).
+var lists = []string{"internal/clouds/clouds.go", "internal/clouds/cloudsdev/clouds_gen.go", "internal/clouds/cloudsvm/clouds_gen.go"}
 
 // TestOnlyTheListImportsACloud: no production Go file outside a cloud's
 // own folder imports that cloud's package (or one below it), except the
@@ -154,7 +154,10 @@ func TestEachCloudDeclaresWhatTheHouseNeeds(t *testing.T) {
 			t.Errorf("%s boots no VM: only the mock's VMs live in the process", p.Type)
 		}
 		if p.Dev != "" {
-			checkDev(t, p)
+			checkOwnPackage(t, p, "development", p.Dev)
+		}
+		if p.VM != "" {
+			checkOwnPackage(t, p, "VM-side", p.VM)
 		}
 	}
 }
@@ -179,17 +182,18 @@ func terraformDeclares(t *testing.T, text string) bool {
 	return false
 }
 
-// checkDev holds a plugin's development package to what make docs writes
-// cloudsdev's list by: a package in the cloud's own folder, named by the
-// last element of its path.
-func checkDev(t *testing.T, p plugin.Plugin) {
+// checkOwnPackage holds a plugin's package for a generated list (its Dev
+// or its VM, the kind what) to what make docs writes the list by: a
+// package in the cloud's own folder, named by the last element of its
+// path.
+func checkOwnPackage(t *testing.T, p plugin.Plugin, what, pkg string) {
 	t.Helper()
-	rel, ok := strings.CutPrefix(p.Dev, module+"internal/provider/"+p.Type+"/")
+	rel, ok := strings.CutPrefix(pkg, module+"internal/provider/"+p.Type+"/")
 	if !ok || rel == "" {
-		t.Errorf("%s's development package %s is not in its folder, internal/provider/%s/", p.Type, p.Dev, p.Type)
+		t.Errorf("%s's %s package %s is not in its folder, internal/provider/%s/", p.Type, what, pkg, p.Type)
 		return
 	}
-	files, err := filepath.Glob(filepath.Join(root, filepath.FromSlash(strings.TrimPrefix(p.Dev, module)), "*.go"))
+	files, err := filepath.Glob(filepath.Join(root, filepath.FromSlash(strings.TrimPrefix(pkg, module)), "*.go"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -204,7 +208,7 @@ func checkDev(t *testing.T, p plugin.Plugin) {
 		}
 		names[file.Name.Name] = true
 	}
-	if !names[path.Base(p.Dev)] || len(names) != 1 {
-		t.Errorf("%s's development package %s holds packages %v: want one, named %s", p.Type, p.Dev, slices.Sorted(maps.Keys(names)), path.Base(p.Dev))
+	if !names[path.Base(pkg)] || len(names) != 1 {
+		t.Errorf("%s's %s package %s holds packages %v: want one, named %s", p.Type, what, pkg, slices.Sorted(maps.Keys(names)), path.Base(pkg))
 	}
 }

@@ -19,7 +19,7 @@ import (
 // on every VM.
 func TestEveryBootsPartIsLinked(t *testing.T) {
 	linked := map[string]int{}
-	for _, f := range cloudsvm.Followers {
+	for _, f := range cloudsvm.Followers() {
 		linked[f.Name()]++
 	}
 	asked := map[string]string{}

@@ -68,6 +68,9 @@ var Plugin = plugin.Plugin{
 	Words:  []string{"droplet"},
 	// The simulated cloud and the benchmark's phase, over the fake.
 	Dev: "github.com/egress-proxies/egress/internal/provider/digitalocean/dosim",
+	// What a Static proxy's Droplet runs to leave by its reserved IP
+	// (Boot.Follow).
+	VM: "github.com/egress-proxies/egress/internal/provider/digitalocean/dovm",
 	Terraform: plugin.Terraform{
 		// The API token, of the scopes docs/operations/digitalocean.md
 		// lists: DigitalOcean's custom scopes are per resource kind, not

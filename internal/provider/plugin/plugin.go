@@ -134,6 +134,15 @@ type Plugin struct {
 	// production links no fake. "" is none: the cloud is neither
 	// simulated nor benchmarked over a fake of its own (Compute Engine's).
 	Dev string
+	// VM is the import path of the cloud's VM-side package
+	// (internal/provider/TYPE/TYPEvm), whose package name is the path's
+	// last element and which declares Follower, the agent.Follower that
+	// Boot.Follow names. `make docs` (dev/gendocs) writes
+	// internal/clouds/cloudsvm's list from it, which the agent binary
+	// links. A path, so that the functions link no VM code and the agent
+	// no cloud SDK. "" is none: the cloud's VMs need nothing of their own
+	// beyond the boot.
+	VM string
 }
 
 // Readers are the functions of the house that read a variable, as a set.
@@ -306,7 +315,8 @@ type Boot struct {
 	// reserved IPs and their anchor gateway), and the URL that part reads:
 	// the setting vmconfig.KeyFollow, vmconfig.Follow(name, url), sent as
 	// cloudinit.Renderer.Follow. The part is an agent.Follower in the
-	// cloud's folder, linked into the agent by internal/clouds/cloudsvm.
+	// cloud's folder (the plugin's VM), linked into the agent by
+	// internal/clouds/cloudsvm.
 	Follow string
 	// WatchUserData, when set, is the cloud's instance metadata URL of
 	// the VM's user data, readable from inside the VM and changeable from
