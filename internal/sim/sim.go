@@ -461,7 +461,7 @@ func New(seed uint64, bug Bug, clouds []NewCloud) *World {
 	st := &simStore{w: w}
 	q := &simQueue{w: w}
 	w.rec = reconcile.New(st, provs, q, nil, &simClock{w: w}, log,
-		reconcile.Options{Rand: rand.New(rand.NewPCG(seed, 7)), BootTimeout: bootTimeout, MaxBootFailures: maxBootFailures,
+		reconcile.Options{Rand: rand.New(rand.NewPCG(seed, 7)), Holders: rand.New(rand.NewPCG(seed, 53)), BootTimeout: bootTimeout, MaxBootFailures: maxBootFailures,
 			ReconfigureTimeout: reconfigureTimeout, Bootstrap: bootstrapConfig, CreatesPerHour: createsPerHour, Costs: w.costs})
 	w.pools = pools.New(st, &simClock{w: w}, log)
 	grace := gracePeriod
