@@ -11,7 +11,8 @@
 // or, from coverageSeeds seeds on, an edge of the reconciler's table of
 // phases (reconcile.Transitions) was made by no schedule and
 // sim.Unsimulated does not say why. `make sim` runs it (SEEDS=N for another number of seeds); a
-// failing seed replays with -seed N.
+// failing seed replays with -seed N, and -trace prints its schedule step
+// by step.
 package main
 
 import (
@@ -34,6 +35,7 @@ const coverageSeeds = 3000
 func main() {
 	seeds := flag.Int("seeds", 10000, "schedules to explore")
 	seed := flag.Uint64("seed", 0, "replay only this seed, and print what it broke")
+	trace := flag.Bool("trace", false, "with -seed, print the schedule step by step first (sim.World.Trace): two runs' traces diff where they part")
 	flag.Parse()
 	if *seeds < 1 {
 		fmt.Fprintln(os.Stderr, "sim: -seeds must be at least 1")
@@ -44,6 +46,16 @@ func main() {
 		from, to = *seed, *seed
 	}
 	clouds := cloudsdev.Sims()
+	if *trace {
+		if *seed == 0 {
+			fmt.Fprintln(os.Stderr, "sim: -trace needs -seed")
+			os.Exit(2)
+		}
+		lines, _, _ := sim.New(*seed, sim.NoBug, clouds).Trace()
+		for _, l := range lines {
+			fmt.Println(l)
+		}
+	}
 	start := time.Now()
 	r := sim.Explore(from, to, sim.NoBug, clouds)
 	for _, f := range r.Failures {

@@ -3,6 +3,7 @@ package reconcile
 import (
 	"context"
 	cryptorand "crypto/rand"
+	"encoding/binary"
 	"encoding/hex"
 	"errors"
 	"fmt"
@@ -138,6 +139,12 @@ type Options struct {
 	Bootstrap BootstrapFunc
 	// Rand draws the jitter; nil uses a random source.
 	Rand *rand.Rand
+	// Holders draws the runs' lease holders, the name a run writes in
+	// the document while it holds the lease; nil draws them from
+	// crypto/rand. A seeded source makes the documents' writes replay
+	// (package sim's schedules, whose runs' holders changed from run to
+	// run of the same seed).
+	Holders *rand.Rand
 }
 
 func (o Options) withDefaults() Options {
@@ -173,16 +180,21 @@ type Reconciler struct {
 	log       *slog.Logger
 	opts      Options
 	jitter    *lockedRand
+	holders   *lockedRand
 }
 
 // New returns a Reconciler. secrets may be nil when no spec names a
 // cloudInitSecret.
 func New(store Store, providers Providers, requeuer Requeuer, secrets Secrets, clk clock.Clock, log *slog.Logger, opts Options) *Reconciler {
 	opts = opts.withDefaults()
-	return &Reconciler{
+	r := &Reconciler{
 		store: store, providers: providers, requeuer: requeuer, secrets: secrets,
 		clock: clk, log: log, opts: opts, jitter: &lockedRand{r: opts.Rand},
 	}
+	if opts.Holders != nil {
+		r.holders = &lockedRand{r: opts.Holders}
+	}
+	return r
 }
 
 // Trigger says why a run happens.
@@ -215,7 +227,7 @@ func (r *Reconciler) Reconcile(ctx context.Context, key proxy.Key, t Trigger) er
 		r:        r,
 		key:      key,
 		trigger:  t,
-		holder:   newHolder(),
+		holder:   r.newHolder(),
 		deadline: r.clock.Now().Add(r.opts.WaitBudget),
 		log:      r.log.With(slog.String("document", key.Path()), slog.String("reason", string(t.Reason))),
 	}
@@ -393,8 +405,12 @@ func (run *run) step(ctx context.Context) (outcome, error) {
 }
 
 // newHolder names a run in the lease.
-func newHolder() string {
+func (r *Reconciler) newHolder() string {
 	var b [8]byte
-	_, _ = cryptorand.Read(b[:])
+	if r.holders != nil {
+		binary.BigEndian.PutUint64(b[:], r.holders.uint64())
+	} else {
+		_, _ = cryptorand.Read(b[:])
+	}
 	return hex.EncodeToString(b[:])
 }

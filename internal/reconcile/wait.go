@@ -85,3 +85,9 @@ func (l *lockedRand) float() float64 {
 	defer l.mu.Unlock()
 	return l.r.Float64()
 }
+
+func (l *lockedRand) uint64() uint64 {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.r.Uint64()
+}

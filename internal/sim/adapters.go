@@ -314,6 +314,7 @@ func (p *simProvider) Create(ctx context.Context, req provider.CreateRequest) (s
 	born := p.w.birthOf(req)
 	id, err := p.backend().Create(ctx, req)
 	born()
+	p.w.tracef("  create %s for uid %s: %q, %v", req.Name, req.UID, id, err)
 	if p.cloud != nil {
 		err = p.cloud.Created(req, id, err)
 	}
@@ -335,6 +336,11 @@ func (p *simProvider) Get(ctx context.Context, id string) (*provider.Instance, e
 		return nil, err
 	}
 	in, err := p.backend().Get(ctx, id)
+	if err == nil {
+		p.w.tracef("  get %s: %s, uid %s", id, in.State, in.UID)
+	} else {
+		p.w.tracef("  get %s: %v", id, err)
+	}
 	p.w.observed(ctx, id, err == nil && in.State == provider.StateProvisioning)
 	return in, err
 }

@@ -85,11 +85,12 @@ type NewCloud func(Env) Cloud
 type Env struct {
 	// Seed is the schedule's seed: a cloud draws from streams of its own,
 	// seeded from it (rand.NewPCG(Seed, k)), so that the schedule
-	// replays. The world's streams are k = 7, 23, 29, 31 and 37; the
-	// hetzner and aws clouds kept 31 and 37, which they had before they
-	// were plug-ins, so that the seeds' schedules stayed as they were
-	// (their draws run beside the world's revocations and budget with
-	// the same numbers). A new cloud takes a k no one uses.
+	// replays. The world's streams are k = 7, 23, 29, 31, 37, 47 and 53
+	// (the runs' lease holders); the hetzner and aws clouds kept 31 and
+	// 37, which they had before they were plug-ins, so that the seeds'
+	// schedules stayed as they were (their draws run beside the world's
+	// revocations and budget with the same numbers), and digitalocean
+	// and azure took 41 and 43. A new cloud takes a k no one uses.
 	Seed uint64
 	// Now is the schedule's clock, which the cloud's fake, its provider
 	// and its VMs' boots run on.

@@ -19,6 +19,7 @@ import (
 // duplicated or late while faults are on. It also records what the API
 // shows, for the generation invariant.
 func (w *World) changed(c storefake.Change) {
+	w.traceWrite(c)
 	w.phaseChanged(c)
 	if n := c.New; n != nil {
 		if g := n.Status.ObservedGeneration; g < w.obsGen[n.UID] {

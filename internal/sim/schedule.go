@@ -113,6 +113,7 @@ func (w *World) duePending(any bool) []int {
 // move time on to the next thing due.
 func (w *World) tick() {
 	w.stats.Steps++
+	w.traceStep()
 	for _, c := range w.clouds {
 		c.Settle(w.clock.Now())
 	}
@@ -148,6 +149,7 @@ func (w *World) tick() {
 // start runs a delivery as a new invocation, parked at its first step.
 func (w *World) start(d delivery) {
 	w.nextID++
+	w.tracef("  start invocation %d: %s", w.nextID, d)
 	in := &inv{id: w.nextID, grant: make(chan bool), parked: make(chan struct{}), done: make(chan struct{}), gc: d.gc, key: d.key, pool: d.pool}
 	w.stats.Invocations++
 	if d.gc {
@@ -223,6 +225,7 @@ func (w *World) yield(ctx context.Context) error {
 	if in.crashed {
 		return errCrash
 	}
+	w.traceYield(in)
 	in.parked <- struct{}{}
 	if !<-in.grant {
 		in.crashed = true

@@ -9,7 +9,8 @@
 //
 // Every store, provider, queue and clock call of an invocation is a step;
 // only one invocation runs at a time, and the seeded scheduler picks which
-// one takes the next step, so any schedule replays exactly from its seed.
+// one takes the next step, so any schedule replays exactly from its seed
+// (World.Trace records it; TestASeedReplaysTheSame holds it).
 // While faults are on, the scheduler drops, duplicates and delays events,
 // crashes invocations before or after any step, injects provider errors
 // (transient, rate limited, a Create that succeeds but reports failure),
@@ -326,6 +327,10 @@ type invKey struct{}
 // World is one schedule.
 type World struct {
 	rng *rand.Rand
+	// src is rng's source, whose state a trace records at each step.
+	src *rand.PCG
+	// trace is the schedule as it is played, when traced (trace.go).
+	trace *[]string
 	// shared draws the faults of resources this deployment does not own
 	// (another deployment's, an empty document set): a stream of its
 	// own, so that adding them left the other faults' schedules as they
@@ -412,7 +417,7 @@ type World struct {
 func New(seed uint64, bug Bug, clouds []NewCloud) *World {
 	start := time.Date(2026, 12, 2, 0, 0, 0, 0, time.UTC)
 	w := &World{
-		rng:            rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15)),
+		src:            rand.NewPCG(seed, seed^0x9e3779b97f4a7c15),
 		shared:         rand.New(rand.NewPCG(seed, 23)),
 		revocations:    rand.New(rand.NewPCG(seed, 31)),
 		budget:         rand.New(rand.NewPCG(seed, 37)),
@@ -434,6 +439,7 @@ func New(seed uint64, bug Bug, clouds []NewCloud) *World {
 		edges:          map[reconcile.Edge]int{},
 		owed:           map[string]int{},
 	}
+	w.rng = rand.New(w.src)
 	// Member uids (and so names, which order the members) are drawn from
 	// the seed, so a schedule replays.
 	uuid.SetRand(seeded{rand.New(rand.NewPCG(seed, 29))})
@@ -461,7 +467,7 @@ func New(seed uint64, bug Bug, clouds []NewCloud) *World {
 	st := &simStore{w: w}
 	q := &simQueue{w: w}
 	w.rec = reconcile.New(st, provs, q, nil, &simClock{w: w}, log,
-		reconcile.Options{Rand: rand.New(rand.NewPCG(seed, 7)), BootTimeout: bootTimeout, MaxBootFailures: maxBootFailures,
+		reconcile.Options{Rand: rand.New(rand.NewPCG(seed, 7)), Holders: rand.New(rand.NewPCG(seed, 53)), BootTimeout: bootTimeout, MaxBootFailures: maxBootFailures,
 			ReconfigureTimeout: reconfigureTimeout, Bootstrap: bootstrapConfig, CreatesPerHour: createsPerHour, Costs: w.costs})
 	w.pools = pools.New(st, &simClock{w: w}, log)
 	grace := gracePeriod

@@ -3,7 +3,7 @@ package storefake
 import (
 	"context"
 	"slices"
-	"sort"
+	"strings"
 	"time"
 
 	"github.com/egress-proxies/egress/internal/proxy"
@@ -38,8 +38,15 @@ func (s *Store) Stalled(_ context.Context, before time.Time, limit int) ([]proxy
 			docs = append(docs, d)
 		}
 	}
-	sort.Slice(docs, func(i, j int) bool {
-		return docs[i].Reconciler.ProgressTime.Before(docs[j].Reconciler.ProgressTime)
+	// Firestore orders a query's ties by document name: so does the
+	// fake, whose documents come out of a map in any order (a schedule of
+	// package sim re-drove stalled documents in another order run after
+	// run, and did not replay from its seed).
+	slices.SortFunc(docs, func(a, b *proxy.Proxy) int {
+		if c := a.Reconciler.ProgressTime.Compare(b.Reconciler.ProgressTime); c != 0 {
+			return c
+		}
+		return strings.Compare(a.Key().Path(), b.Key().Path())
 	})
 	var keys []proxy.Key
 	for _, d := range docs[:min(limit, len(docs))] {
