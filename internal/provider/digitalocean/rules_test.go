@@ -2,6 +2,7 @@ package digitalocean
 
 import (
 	"context"
+	"net/http"
 	"slices"
 	"strings"
 	"testing"
@@ -222,8 +223,62 @@ func TestRateLimitWaits(t *testing.T) {
 	if _, err := e.p.ListByTag(context.Background()); provider.RetryAfter(err) != time.Hour {
 		t.Errorf("at the hour's limit: wait %v, want 1h", provider.RetryAfter(err))
 	}
+	// A 429 with the hour's headers and requests left in it: a limit of
+	// a minute refused, whatever the hour's reset says.
+	now = now.Add(30 * time.Minute)
+	e.fake.SetRateLimit(time.Hour, 5000, 1) // the oldest of the hour expires an hour on
+	e.fake.Fail("droplets.list", 1, dofake.Status(http.StatusTooManyRequests))
+	if _, err := e.p.ListByTag(context.Background()); provider.KindOf(err) != provider.KindRateLimited || provider.RetryAfter(err) != time.Minute {
+		t.Errorf("a 429 with the hour not spent: %v, wait %v, want RateLimited, 1m", err, provider.RetryAfter(err))
+	}
 	if !strings.Contains(e.logs.String(), "rate limit") {
 		t.Errorf("the rate limit is not logged:\n%s", e.logs)
+	}
+}
+
+// TestCreateMeetsTheRateLimit: a Create that meets the rate limit at any
+// of its calls, the first or one after the Droplet was made, is rate
+// limited as the contract says: retryable, never a failure of the proxy,
+// with the wait to ratelimit-reset (a minute, when the minute's 250 are
+// spent); it spends one refused request, since godo's retries are off;
+// and the reconciler's way on (wait as asked, create again) makes the
+// one Droplet, adopting the one a cut Create had made.
+func TestCreateMeetsTheRateLimit(t *testing.T) {
+	ctx := context.Background()
+	e := newEnv(t)
+	if _, err := e.p.Create(ctx, request()); err != nil {
+		t.Fatal(err)
+	}
+	calls := e.fake.Tokens()[testToken] // the requests of a Create the limit does not meet
+	t.Logf("a Create spends %d requests", calls)
+	type outcome struct {
+		Kind              provider.Kind
+		Retryable         bool
+		Wait              time.Duration
+		Refused, Droplets int
+	}
+	var got, want []outcome
+	for remaining := range calls {
+		now := time.Date(2026, 12, 6, 12, 0, 0, 0, time.UTC)
+		e := newEnv(t, func(c *Config) { c.Now = func() time.Time { return now } })
+		e.fake.SetClock(func() time.Time { return now }) // both clocks read it
+		e.fake.SetRateLimit(time.Minute, dofake.DefaultMinuteRateLimit, dofake.DefaultMinuteRateLimit-remaining)
+		_, err := e.p.Create(ctx, request())
+		o := outcome{Kind: provider.KindOf(err), Retryable: provider.Retryable(err), Wait: provider.RetryAfter(err), Refused: e.fake.Calls("ratelimited")}
+		retries := 0
+		for ; provider.KindOf(err) == provider.KindRateLimited && retries <= calls; retries++ {
+			now = now.Add(provider.RetryAfter(err))
+			_, err = e.p.Create(ctx, request())
+		}
+		if err != nil || retries > calls {
+			t.Errorf("%d requests left: the Create after %d waits: %v", remaining, retries, err)
+		}
+		o.Droplets = len(e.fake.Droplets())
+		got = append(got, o)
+		want = append(want, outcome{Kind: provider.KindRateLimited, Retryable: true, Wait: time.Minute, Refused: 1, Droplets: 1})
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("a Create meeting the limit at each of its %d requests (-want +got):\n%s", calls, diff)
 	}
 }
 
