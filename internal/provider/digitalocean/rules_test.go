@@ -12,6 +12,7 @@ import (
 
 	"github.com/egress-proxies/egress/internal/provider"
 	"github.com/egress-proxies/egress/internal/provider/digitalocean/dofake"
+	"github.com/egress-proxies/egress/internal/provider/providertest"
 	"github.com/egress-proxies/egress/internal/vmstatus"
 )
 
@@ -236,50 +237,25 @@ func TestRateLimitWaits(t *testing.T) {
 	}
 }
 
-// TestCreateMeetsTheRateLimit: a Create that meets the rate limit at any
-// of its calls, the first or one after the Droplet was made, is rate
-// limited as the contract says: retryable, never a failure of the proxy,
-// with the wait to ratelimit-reset (a minute, when the minute's 250 are
-// spent); it spends one refused request, since godo's retries are off;
-// and the reconciler's way on (wait as asked, create again) makes the
-// one Droplet, adopting the one a cut Create had made.
+// TestCreateMeetsTheRateLimit: a Create that meets the minute's limit at
+// any of its requests is RateLimited with the minute to ratelimit-reset,
+// one request refused (godo's retries, off unless RetryConfig.RetryMax
+// is set, stay off), and the Create after the wait makes the one Droplet
+// (providertest.RunRateLimit).
 func TestCreateMeetsTheRateLimit(t *testing.T) {
-	ctx := context.Background()
-	e := newEnv(t)
-	if _, err := e.p.Create(ctx, request()); err != nil {
-		t.Fatal(err)
-	}
-	calls := e.fake.Tokens()[testToken] // the requests of a Create the limit does not meet
-	t.Logf("a Create spends %d requests", calls)
-	type outcome struct {
-		Kind              provider.Kind
-		Retryable         bool
-		Wait              time.Duration
-		Refused, Droplets int
-	}
-	var got, want []outcome
-	for remaining := range calls {
+	providertest.RunRateLimit(t, time.Minute, func(t *testing.T, remaining int) providertest.RateLimited {
 		now := time.Date(2026, 12, 6, 12, 0, 0, 0, time.UTC)
 		e := newEnv(t, func(c *Config) { c.Now = func() time.Time { return now } })
 		e.fake.SetClock(func() time.Time { return now }) // both clocks read it
-		e.fake.SetRateLimit(time.Minute, dofake.DefaultMinuteRateLimit, dofake.DefaultMinuteRateLimit-remaining)
-		_, err := e.p.Create(ctx, request())
-		o := outcome{Kind: provider.KindOf(err), Retryable: provider.Retryable(err), Wait: provider.RetryAfter(err), Refused: e.fake.Calls("ratelimited")}
-		retries := 0
-		for ; provider.KindOf(err) == provider.KindRateLimited && retries <= calls; retries++ {
-			now = now.Add(provider.RetryAfter(err))
-			_, err = e.p.Create(ctx, request())
+		if remaining >= 0 {
+			e.fake.SetRateLimit(time.Minute, dofake.DefaultMinuteRateLimit, dofake.DefaultMinuteRateLimit-remaining)
 		}
-		if err != nil || retries > calls {
-			t.Errorf("%d requests left: the Create after %d waits: %v", remaining, retries, err)
-		}
-		o.Droplets = len(e.fake.Droplets())
-		got = append(got, o)
-		want = append(want, outcome{Kind: provider.KindRateLimited, Retryable: true, Wait: time.Minute, Refused: 1, Droplets: 1})
-	}
-	if diff := cmp.Diff(want, got); diff != "" {
-		t.Errorf("a Create meeting the limit at each of its %d requests (-want +got):\n%s", calls, diff)
-	}
+		return providertest.RateLimited{Provider: e.p, Request: request(),
+			Requests:  func() int { return e.fake.Tokens()[testToken] },
+			Refused:   func() int { return e.fake.Calls("ratelimited") },
+			Instances: func() int { return len(e.fake.Droplets()) },
+			Advance:   func(d time.Duration) { now = now.Add(d) }}
+	})
 }
 
 // TestErrorKinds holds the table of DigitalOcean's statuses and messages

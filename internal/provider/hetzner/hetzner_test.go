@@ -297,49 +297,24 @@ func TestRateLimitWaits(t *testing.T) {
 }
 
 // TestCreateMeetsTheRateLimit: a Create that meets the rate limit at any
-// of its calls, the first or one after the server was made, is rate
-// limited as the contract says: retryable, never a failure of the proxy,
-// with the wait the RateLimit-* headers give (a second at 3600 an hour); it
-// spends one refused request, since the SDK's own retries are off; and
-// the reconciler's way on (wait as asked, create again) makes the one
-// server, adopting the one a cut Create had made.
+// of its requests is RateLimited with the second the RateLimit-* headers
+// give at 3600 an hour, one request refused (hcloud-go's own retries,
+// on by default for rate_limit_exceeded, are off), and the Create after
+// the wait makes the one server (providertest.RunRateLimit).
 func TestCreateMeetsTheRateLimit(t *testing.T) {
-	ctx := context.Background()
-	e := newEnv(t)
-	if _, err := e.p.Create(ctx, request()); err != nil {
-		t.Fatal(err)
-	}
-	calls := e.fake.Tokens()[testToken] // the requests of a Create the limit does not meet
-	t.Logf("a Create spends %d requests", calls)
-	type outcome struct {
-		Kind             provider.Kind
-		Retryable        bool
-		Wait             time.Duration
-		Refused, Servers int
-	}
-	var got, want []outcome
-	for remaining := range calls {
+	providertest.RunRateLimit(t, time.Second, func(t *testing.T, remaining int) providertest.RateLimited {
 		now := time.Date(2026, 12, 4, 12, 0, 0, 0, time.UTC)
 		e := newEnv(t, func(c *Config) { c.Now = func() time.Time { return now } })
 		e.fake.SetClock(func() time.Time { return now }) // both clocks read it
-		e.fake.SetRateLimit(hetznerfake.DefaultRateLimit, remaining)
-		_, err := e.p.Create(ctx, request())
-		o := outcome{Kind: provider.KindOf(err), Retryable: provider.Retryable(err), Wait: provider.RetryAfter(err), Refused: e.fake.Calls("ratelimited")}
-		retries := 0
-		for ; provider.KindOf(err) == provider.KindRateLimited && retries <= calls; retries++ {
-			now = now.Add(provider.RetryAfter(err))
-			_, err = e.p.Create(ctx, request())
+		if remaining >= 0 {
+			e.fake.SetRateLimit(hetznerfake.DefaultRateLimit, remaining)
 		}
-		if err != nil || retries > calls {
-			t.Errorf("%d requests left: the Create after %d waits: %v", remaining, retries, err)
-		}
-		o.Servers = len(e.fake.Servers())
-		got = append(got, o)
-		want = append(want, outcome{Kind: provider.KindRateLimited, Retryable: true, Wait: time.Second, Refused: 1, Servers: 1})
-	}
-	if diff := cmp.Diff(want, got); diff != "" {
-		t.Errorf("a Create meeting the limit at each of its %d requests (-want +got):\n%s", calls, diff)
-	}
+		return providertest.RateLimited{Provider: e.p, Request: request(),
+			Requests:  func() int { return e.fake.Tokens()[testToken] },
+			Refused:   func() int { return e.fake.Calls("ratelimited") },
+			Instances: func() int { return len(e.fake.Servers()) },
+			Advance:   func(d time.Duration) { now = now.Add(d) }}
+	})
 }
 
 // TestErrorKinds holds the table of Hetzner's codes to the contract's
