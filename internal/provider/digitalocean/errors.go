@@ -115,16 +115,25 @@ func (p *Provider) wrap(op, target string, err error) error {
 // retryAfter is the wait a 429 asks for. DigitalOcean counts the requests
 // of a sliding hour (and minute), and ratelimit-reset is "the time when
 // the oldest request will expire", in Unix seconds: from then, a request
-// is back. At least a second; 0 without the header, and the caller's
-// backoff decides.
+// is back. A 429 whose ratelimit-remaining ("the number of requests in
+// your hourly quota that remain") is above zero was refused by a limit of
+// 60 seconds (the 250 a minute, or an endpoint's own such as 12 reserved
+// IP creates a minute), not by the hour the reset may speak of: the wait
+// is a minute at most. At least a second; 0 without the header, and the
+// caller's backoff decides.
 func retryAfter(err error, now time.Time) time.Duration {
 	var derr *godo.ErrorResponse
 	if !errors.As(err, &derr) || derr.Response == nil {
 		return 0
 	}
-	reset, perr := strconv.ParseInt(derr.Response.Header.Get("ratelimit-reset"), 10, 64)
+	h := derr.Response.Header
+	reset, perr := strconv.ParseInt(h.Get("ratelimit-reset"), 10, 64)
 	if perr != nil || reset <= 0 {
 		return 0
 	}
-	return max(time.Unix(reset, 0).Sub(now), time.Second)
+	wait := max(time.Unix(reset, 0).Sub(now), time.Second)
+	if remaining, err := strconv.Atoi(h.Get("ratelimit-remaining")); err == nil && remaining > 0 {
+		wait = min(wait, time.Minute)
+	}
+	return wait
 }

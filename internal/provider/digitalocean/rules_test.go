@@ -2,6 +2,7 @@ package digitalocean
 
 import (
 	"context"
+	"net/http"
 	"slices"
 	"strings"
 	"testing"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/egress-proxies/egress/internal/provider"
 	"github.com/egress-proxies/egress/internal/provider/digitalocean/dofake"
+	"github.com/egress-proxies/egress/internal/provider/providertest"
 	"github.com/egress-proxies/egress/internal/vmstatus"
 )
 
@@ -222,9 +224,38 @@ func TestRateLimitWaits(t *testing.T) {
 	if _, err := e.p.ListByTag(context.Background()); provider.RetryAfter(err) != time.Hour {
 		t.Errorf("at the hour's limit: wait %v, want 1h", provider.RetryAfter(err))
 	}
+	// A 429 with the hour's headers and requests left in it: a limit of
+	// a minute refused, whatever the hour's reset says.
+	now = now.Add(30 * time.Minute)
+	e.fake.SetRateLimit(time.Hour, 5000, 1) // the oldest of the hour expires an hour on
+	e.fake.Fail("droplets.list", 1, dofake.Status(http.StatusTooManyRequests))
+	if _, err := e.p.ListByTag(context.Background()); provider.KindOf(err) != provider.KindRateLimited || provider.RetryAfter(err) != time.Minute {
+		t.Errorf("a 429 with the hour not spent: %v, wait %v, want RateLimited, 1m", err, provider.RetryAfter(err))
+	}
 	if !strings.Contains(e.logs.String(), "rate limit") {
 		t.Errorf("the rate limit is not logged:\n%s", e.logs)
 	}
+}
+
+// TestCreateMeetsTheRateLimit: a Create that meets the minute's limit at
+// any of its requests is RateLimited with the minute to ratelimit-reset,
+// one request refused (godo's retries, off unless RetryConfig.RetryMax
+// is set, stay off), and the Create after the wait makes the one Droplet
+// (providertest.RunRateLimit).
+func TestCreateMeetsTheRateLimit(t *testing.T) {
+	providertest.RunRateLimit(t, time.Minute, func(t *testing.T, remaining int) providertest.RateLimited {
+		now := time.Date(2026, 12, 6, 12, 0, 0, 0, time.UTC)
+		e := newEnv(t, func(c *Config) { c.Now = func() time.Time { return now } })
+		e.fake.SetClock(func() time.Time { return now }) // both clocks read it
+		if remaining >= 0 {
+			e.fake.SetRateLimit(time.Minute, dofake.DefaultMinuteRateLimit, dofake.DefaultMinuteRateLimit-remaining)
+		}
+		return providertest.RateLimited{Provider: e.p, Request: request(),
+			Requests:  func() int { return e.fake.Tokens()[testToken] },
+			Refused:   func() int { return e.fake.Calls("ratelimited") },
+			Instances: func() int { return len(e.fake.Droplets()) },
+			Advance:   func(d time.Duration) { now = now.Add(d) }}
+	})
 }
 
 // TestErrorKinds holds the table of DigitalOcean's statuses and messages

@@ -296,6 +296,27 @@ func TestRateLimitWaits(t *testing.T) {
 	}
 }
 
+// TestCreateMeetsTheRateLimit: a Create that meets the rate limit at any
+// of its requests is RateLimited with the second the RateLimit-* headers
+// give at 3600 an hour, one request refused (hcloud-go's own retries,
+// on by default for rate_limit_exceeded, are off), and the Create after
+// the wait makes the one server (providertest.RunRateLimit).
+func TestCreateMeetsTheRateLimit(t *testing.T) {
+	providertest.RunRateLimit(t, time.Second, func(t *testing.T, remaining int) providertest.RateLimited {
+		now := time.Date(2026, 12, 4, 12, 0, 0, 0, time.UTC)
+		e := newEnv(t, func(c *Config) { c.Now = func() time.Time { return now } })
+		e.fake.SetClock(func() time.Time { return now }) // both clocks read it
+		if remaining >= 0 {
+			e.fake.SetRateLimit(hetznerfake.DefaultRateLimit, remaining)
+		}
+		return providertest.RateLimited{Provider: e.p, Request: request(),
+			Requests:  func() int { return e.fake.Tokens()[testToken] },
+			Refused:   func() int { return e.fake.Calls("ratelimited") },
+			Instances: func() int { return len(e.fake.Servers()) },
+			Advance:   func(d time.Duration) { now = now.Add(d) }}
+	})
+}
+
 // TestErrorKinds holds the table of Hetzner's codes to the contract's
 // kinds, each as the SDK reads the fake's answer.
 func TestErrorKinds(t *testing.T) {

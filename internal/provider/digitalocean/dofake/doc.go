@@ -19,7 +19,7 @@
 //	actions.go      actions get and list, and Settle, which finishes what is in progress
 //	catalog.go      regions, sizes, images by slug, and the account, read-only
 //	faults.go       errors in the HTTP answer: capacity, the Droplet limit, any fault by route
-//	ratelimit.go    the rate limit: requests of a sliding window, ratelimit-* headers, 429
+//	ratelimit.go    the rate limits: requests of sliding windows (5,000 an hour, 250 a minute), ratelimit-* headers, 429
 //	wire.go         the wire types
 //	server.go       routing, authentication, pagination, encoding, the clock
 //	serve.go        Serve: Droplets that boot the real engine, for the local stack
@@ -39,7 +39,7 @@
 //	FailCreates, SetDropletLimit        capacity (a size or region not available) and the Droplet limit (422)
 //	SetReservedIPLimit                  the account's reserved IP limit (422)
 //	Fail                                refuse the next calls of a route with any error
-//	SetRateLimit                        the window: its length, its limit and what was spent
+//	SetRateLimit                        a window: its length, its limit and what was spent
 //	SetClock, Advance                   the fake's time
 //	Tamper                              change what the fake writes (a test of the test: a planted wrong field)
 //	Calls, Creates, Tokens              what the fake was asked, and with which tokens

@@ -11,47 +11,129 @@ import (
 	"github.com/google/go-cmp/cmp"
 )
 
-// TestRateLimit: the window counts the requests of its length, each
-// answer carries the ratelimit-* headers, and a request past the limit is
-// 429 too_many_requests until the oldest request of the window expired
-// (ratelimit-reset).
+// TestRateLimit: each window counts the requests of its length, each
+// answer carries the ratelimit-* headers (the hour's when it passes,
+// remaining counting down), the request past a window's limit is 429
+// too_many_requests with that window's headers, and a request passes
+// again once the oldest request of the window expired (ratelimit-reset)
+// on the fake's clock. Unset, the limits are DigitalOcean's 5,000 an
+// hour and 250 a minute.
 func TestRateLimit(t *testing.T) {
-	now := time.Date(2026, 12, 6, 12, 0, 0, 0, time.UTC)
-	s := NewHandler("t")
-	s.SetClock(func() time.Time { return now })
-	s.SetRateLimit(time.Minute, 2, 1)
-	get := func() (int, http.Header) {
-		r := httptest.NewRequest(http.MethodGet, "/v2/droplets", nil)
-		r.Header.Set("Authorization", "Bearer t")
-		w := httptest.NewRecorder()
-		s.ServeHTTP(w, r)
-		return w.Code, w.Header()
-	}
+	start := time.Date(2026, 12, 6, 12, 0, 0, 0, time.UTC)
 	type answer struct {
 		Code                    int
+		ID                      string // the error's id, "" for none
 		Limit, Remaining, Reset string
 	}
-	read := func() answer {
-		code, h := get()
-		return answer{code, h.Get("ratelimit-limit"), h.Get("ratelimit-remaining"), h.Get("ratelimit-reset")}
+	unix := func(d time.Duration) string { return strconv.FormatInt(start.Add(d).Unix(), 10) }
+	ok := func(limit, remaining int, reset time.Duration) answer {
+		return answer{200, "", strconv.Itoa(limit), strconv.Itoa(remaining), unix(reset)}
 	}
-	unix := func(d time.Duration) string { return strconv.FormatInt(now.Add(d).Unix(), 10) }
-	if diff := cmp.Diff(answer{200, "2", "0", unix(time.Minute)}, read()); diff != "" {
-		t.Errorf("the last request of the window (-want +got):\n%s", diff)
+	refused := func(limit int, reset time.Duration) answer {
+		return answer{429, "too_many_requests", strconv.Itoa(limit), "0", unix(reset)}
 	}
-	if diff := cmp.Diff(answer{429, "2", "0", unix(time.Minute)}, read()); diff != "" {
-		t.Errorf("one past it (-want +got):\n%s", diff)
+	type step struct {
+		advance time.Duration // before the request
+		n       int           // the same request n times (1 when 0), each answered want
+		want    answer
 	}
-	s.Advance(time.Minute)
-	if got := read(); got.Code != 200 || got.Remaining != "1" {
-		t.Errorf("a minute later: %+v, want 200 with one left (the window's requests expired)", got)
+	cases := map[string]struct {
+		reason string
+		set    func(s *Server)
+		steps  []step
+		// The requests the route answered, and those refused.
+		served, limited int
+	}{
+		"Default": {
+			reason: "unset: 5,000 an hour, whose headers every answer carries",
+			set:    func(*Server) {},
+			steps:  []step{{want: ok(5000, 4999, time.Hour)}, {want: ok(5000, 4998, time.Hour)}},
+			served: 2,
+		},
+		"TheDefaultMinute": {
+			reason: "unset: the 251st request of a minute is refused, though the hour has room, and passes a minute on",
+			set:    func(*Server) {},
+			steps: []step{
+				{n: 249, want: answer{200, "", "5000", "", unix(time.Hour)}},
+				{want: ok(5000, 4750, time.Hour)},
+				{want: refused(250, time.Minute)},
+				{advance: time.Minute, want: ok(5000, 4749, time.Hour)},
+			},
+			served: 251, limited: 1,
+		},
+		"ScaledDownHour": {
+			reason: "2 an hour: the 3rd is refused for the hour, still an hour on less a second, and passes at the reset",
+			set:    func(s *Server) { s.SetRateLimit(time.Hour, 2, 0) },
+			steps: []step{
+				{want: ok(2, 1, time.Hour)},
+				{want: ok(2, 0, time.Hour)},
+				{want: refused(2, time.Hour)},
+				{advance: time.Hour - time.Second, want: refused(2, time.Hour)},
+				{advance: time.Second, want: ok(2, 1, 2*time.Hour)},
+			},
+			served: 3, limited: 2,
+		},
+		"ScaledDownMinute": {
+			reason: "3 a minute: the 4th is refused with the minute's headers; the hour's count goes on",
+			set:    func(s *Server) { s.SetRateLimit(time.Minute, 3, 0) },
+			steps: []step{
+				{want: ok(5000, 4999, time.Hour)},
+				{advance: 10 * time.Second, want: ok(5000, 4998, time.Hour)},
+				{want: ok(5000, 4997, time.Hour)},
+				{want: refused(3, time.Minute)},
+				{advance: 50 * time.Second, want: ok(5000, 4996, time.Hour)},
+				{want: refused(3, 70*time.Second)},
+			},
+			served: 4, limited: 2,
+		},
+		"BothFull": {
+			reason: "the hour and the minute spent: the answer is the hour's, whose reset is the later",
+			set: func(s *Server) {
+				s.SetRateLimit(time.Hour, 5000, 5000)
+				s.SetRateLimit(time.Minute, 250, 250)
+			},
+			steps:   []step{{want: refused(5000, time.Hour)}, {advance: time.Minute, want: refused(5000, time.Hour)}},
+			limited: 2,
+		},
 	}
-	if n := s.Calls("ratelimited"); n != 1 {
-		t.Errorf("%d requests refused for the limit, want 1", n)
+	for name, c := range cases {
+		t.Run(name, func(t *testing.T) {
+			s := NewHandler("t")
+			var skew time.Duration
+			s.SetClock(func() time.Time { return start.Add(skew) })
+			c.set(s)
+			var got, want []answer
+			for _, st := range c.steps {
+				skew += st.advance
+				for range max(st.n, 1) {
+					r := httptest.NewRequest(http.MethodGet, "/v2/droplets", nil)
+					r.Header.Set("Authorization", "Bearer t")
+					w := httptest.NewRecorder()
+					s.ServeHTTP(w, r)
+					var body struct{ ID string }
+					if w.Code != http.StatusOK {
+						json.Unmarshal(w.Body.Bytes(), &body)
+					}
+					h := w.Header()
+					a := answer{w.Code, body.ID, h.Get("ratelimit-limit"), h.Get("ratelimit-remaining"), h.Get("ratelimit-reset")}
+					if st.want.Remaining == "" {
+						a.Remaining = "" // counted down through a run of requests: the last of the run is checked
+					}
+					got = append(got, a)
+					want = append(want, st.want)
+				}
+			}
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("%s: the answers (-want +got):\n%s", c.reason, diff)
+			}
+			if diff := cmp.Diff([2]int{c.served, c.limited}, [2]int{s.Calls("droplets.list"), s.Calls("ratelimited")}); diff != "" {
+				t.Errorf("%s: requests [served, refused for the limit] (-want +got):\n%s", c.reason, diff)
+			}
+		})
 	}
-	r := httptest.NewRequest(http.MethodGet, "/v2/droplets", nil)
+	s := NewHandler("t")
 	w := httptest.NewRecorder()
-	s.ServeHTTP(w, r)
+	s.ServeHTTP(w, httptest.NewRequest(http.MethodGet, "/v2/droplets", nil))
 	if w.Code != http.StatusUnauthorized {
 		t.Errorf("a request without the token: %d, want 401", w.Code)
 	}

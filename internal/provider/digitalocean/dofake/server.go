@@ -41,7 +41,7 @@ type Server struct {
 	capacity        []*capacityFailure
 	dropletLimit    int
 	reservedIPLimit int
-	window          window
+	windows         windows
 	calls           map[string]int
 	creates         []godo.DropletCreateRequest
 	tokens          map[string]int
@@ -92,7 +92,7 @@ func newServer(token string) *Server {
 		tokens:          map[string]int{},
 		dropletLimit:    DefaultDropletLimit,
 		reservedIPLimit: DefaultReservedIPLimit,
-		window:          window{limit: DefaultRateLimit, length: time.Hour},
+		windows:         defaultWindows(),
 	}
 }
 
@@ -140,9 +140,7 @@ func (s *Server) ServeHTTP(rw http.ResponseWriter, r *http.Request) {
 		w.error(Fault{Status: http.StatusUnauthorized, ID: "Unauthorized", Message: "Unable to authenticate you"})
 		return
 	}
-	limited := !s.window.take(now)
-	s.window.headers(w.Header(), now)
-	if limited {
+	if !s.windows.take(w.Header(), now) {
 		s.calls["ratelimited"]++
 		w.error(Fault{Status: http.StatusTooManyRequests, ID: "too_many_requests", Message: "API Rate limit exceeded."})
 		return

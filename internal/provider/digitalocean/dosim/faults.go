@@ -87,8 +87,8 @@ func (d *Cloud) fillRegion(region string, closed bool) {
 }
 
 // spendRateLimit spends the minute's 250 requests: 429 until the oldest
-// is a minute old, which ratelimit-reset says; then the hour's window
-// again (the fake keeps one window at a time).
+// is a minute old, which ratelimit-reset says; the hour's window counts
+// on meanwhile.
 func (d *Cloud) spendRateLimit() {
 	d.fake.SetRateLimit(time.Minute, 250, 250)
 	d.rateUntil = d.now().Add(time.Minute)
@@ -162,7 +162,7 @@ func (d *Cloud) ClearFaults() {
 	d.fake.SetDropletLimit(accountLimit)
 	d.limitedUntil = time.Time{}
 	if !d.rateUntil.IsZero() {
-		d.fake.SetRateLimit(time.Hour, dofake.DefaultRateLimit, 0)
+		d.fake.SetRateLimit(time.Minute, dofake.DefaultMinuteRateLimit, 0)
 		d.rateUntil = time.Time{}
 	}
 }

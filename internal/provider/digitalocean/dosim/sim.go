@@ -57,7 +57,7 @@ type Cloud struct {
 	lostCreates int
 	// limitedUntil is when the account's Droplet limit, reached by a
 	// fault, is raised again (zero: it is not reached); rateUntil when
-	// the rate limit a fault spent is DigitalOcean's hour again.
+	// the minute's requests a fault spent have expired.
 	limitedUntil, rateUntil time.Time
 }
 
@@ -186,15 +186,14 @@ func (d *Cloud) Offer(spec *proxy.Spec) bool {
 
 // Settle lets DigitalOcean finish what is in progress, every 15 s of the
 // schedule: Droplets boot, destroyed ones go and leave their reserved
-// IPs. A Droplet limit or a spent rate limit whose time is over is lifted.
+// IPs. A Droplet limit whose time is over is lifted.
 func (d *Cloud) Settle(now time.Time) {
 	if !d.limitedUntil.IsZero() && !now.Before(d.limitedUntil) {
 		d.fake.SetDropletLimit(accountLimit)
 		d.limitedUntil = time.Time{}
 	}
 	if !d.rateUntil.IsZero() && !now.Before(d.rateUntil) {
-		d.fake.SetRateLimit(time.Hour, dofake.DefaultRateLimit, 0)
-		d.rateUntil = time.Time{}
+		d.rateUntil = time.Time{} // the minute's requests expired by themselves
 	}
 	if !now.Before(d.nextSettle) {
 		d.fake.Settle()

@@ -34,7 +34,7 @@
 //	SetStatus, Put                plant servers and states (a foreign tool's, another deployment's)
 //	FailCreates, SetServerLimit   capacity (resource_unavailable, placement_error) and quota (resource_limit_exceeded)
 //	Fail                          refuse the next calls of a method with any error
-//	SetRateLimit                  the bucket: limit and what remains
+//	SetRateLimit(Window)          the bucket: limit (over an hour or another window) and what remains
 //	SetClock, Advance             the fake's time
 //	Calls, Creates, Tokens        what the fake was asked, and with which tokens
 //	StartServing, StopServing     the local stack's servers boot: each runs the proxy

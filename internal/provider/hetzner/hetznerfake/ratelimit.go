@@ -6,9 +6,15 @@ import (
 	"time"
 )
 
-// DefaultRateLimit is Hetzner's default limit: 3600 requests an hour per
-// project ("Rate Limiting" in the API reference).
+// DefaultRateLimit is Hetzner's default limit, per project, as the API
+// reference states it ("Rate Limiting", https://docs.hetzner.cloud):
+// "The default limit is 3600 requests per hour and per Project."
 const DefaultRateLimit = 3600
+
+// DefaultRateWindow is the time the limit is counted over: the
+// reference's RateLimit-Limit is "the total number of requests you can
+// perform per hour".
+const DefaultRateWindow = time.Hour
 
 // bucket is Hetzner's rate limit as the reference states it: "The
 // default limit is 3600 requests per hour and per Project. The number of
@@ -21,14 +27,18 @@ const DefaultRateLimit = 3600
 //	RateLimit-Reset      the UNIX time at which the remaining requests are
 //	                     back to the limit
 //
-// and a request past it is answered 429 rate_limit_exceeded.
+// and a request past it is answered 429 rate_limit_exceeded. The
+// reference says "All requests, whether they are authenticated or not,
+// are subject to rate limiting"; the fake meters the project's token
+// only, since a request without it spends no project's requests.
 type bucket struct {
 	limit, remaining int
-	last             time.Time // when the last whole request was refilled
+	window           time.Duration // the time the bucket takes to fill from empty
+	last             time.Time     // when the last whole request was refilled
 }
 
 // period is how long one request takes to come back.
-func (b *bucket) period() time.Duration { return time.Hour / time.Duration(b.limit) }
+func (b *bucket) period() time.Duration { return b.window / time.Duration(b.limit) }
 
 // refill adds the requests that came back since last.
 func (b *bucket) refill(now time.Time) {
@@ -69,7 +79,15 @@ func (b *bucket) headers(h http.Header, now time.Time) {
 // now: SetRateLimit(3600, 0) makes the next request a 429 until a second
 // of the fake's clock has passed.
 func (s *Server) SetRateLimit(limit, remaining int) {
+	s.SetRateLimitWindow(limit, DefaultRateWindow, remaining)
+}
+
+// SetRateLimitWindow sets the limit over another window than the hour,
+// for a test that must meet it in few requests and little time:
+// SetRateLimitWindow(60, time.Minute, 60) gives a request back every
+// second, 60 at most.
+func (s *Server) SetRateLimitWindow(limit int, window time.Duration, remaining int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.bucket = bucket{limit: limit, remaining: remaining, last: s.now()}
+	s.bucket = bucket{limit: limit, window: window, remaining: remaining, last: s.now()}
 }

@@ -78,7 +78,7 @@ func newServer(token string) *Server {
 		faults:     map[string][]Fault{},
 		calls:      map[string]int{},
 		tokens:     map[string]int{},
-		bucket:     bucket{limit: DefaultRateLimit, remaining: DefaultRateLimit},
+		bucket:     bucket{limit: DefaultRateLimit, window: DefaultRateWindow, remaining: DefaultRateLimit},
 	}
 }
 
@@ -123,7 +123,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.bucket.headers(w.Header(), now)
 	if limited {
 		s.calls["ratelimited"]++
-		writeError(w, Fault{Code: "rate_limit_exceeded", Status: http.StatusTooManyRequests, Message: "limit of 3600 requests per hour reached"})
+		writeError(w, Fault{Code: "rate_limit_exceeded", Status: http.StatusTooManyRequests, Message: fmt.Sprintf("limit of %d requests per %v reached", s.bucket.limit, s.bucket.window)})
 		return
 	}
 	for _, rt := range routes {
