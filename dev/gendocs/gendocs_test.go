@@ -1,9 +1,12 @@
 package main
 
 import (
+	"fmt"
 	"os"
+	"path"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -135,12 +138,36 @@ func TestGeneratedFilesAreCurrent(t *testing.T) {
 }
 
 // TestAHandEditedListIsStale plants edits in a copy of the generated files
-// (and of the Terraform they are read beside) and holds the check of
-// TestGeneratedFilesAreCurrent to finding each, and only the files edited.
+// (and of the Terraform and the pages they are read from) and holds the
+// check of TestGeneratedFilesAreCurrent to finding each, and only the
+// files edited. The clouds edited are picked from clouds.All by what they
+// declare, so that no cloud is named here.
 func TestAHandEditedListIsStale(t *testing.T) {
 	root := filepath.Join("..", "..")
-	withoutAzure := slices.DeleteFunc(slices.Clone(clouds.All), func(p plugin.Plugin) bool { return p.Type == "azure" })
-	withoutDigitalOcean := slices.DeleteFunc(slices.Clone(clouds.All), func(p plugin.Plugin) bool { return p.Type == "digitalocean" })
+	last := func(has func(plugin.Plugin) bool) plugin.Plugin {
+		for _, c := range slices.Backward(clouds.All) {
+			if has(c) {
+				return c
+			}
+		}
+		t.Fatal("no cloud of clouds.All has what the case edits")
+		return plugin.Plugin{}
+	}
+	// withPage is a cloud beside the first whose folder holds its
+	// operations page (the example's paragraphs are of those beside the
+	// first), withDev one with a development package, withVM one with a
+	// VM-side part.
+	withPage := last(func(c plugin.Plugin) bool {
+		_, err := os.Stat(filepath.Join(root, cloudPageSource(c.Type)))
+		return c.Type != clouds.All[0].Type && err == nil
+	})
+	withDev := last(func(c plugin.Plugin) bool { return c.Dev != "" })
+	withVM := last(func(c plugin.Plugin) bool { return c.VM != "" })
+	without := func(gone plugin.Plugin) []plugin.Plugin {
+		return slices.DeleteFunc(slices.Clone(clouds.All), func(p plugin.Plugin) bool { return p.Type == gone.Type })
+	}
+	lastType := clouds.All[len(clouds.All)-1].Type
+	page, source, tf := cloudPagePath(withPage.Type), cloudPageSource(withPage.Type), "deploy/terraform/"+withPage.Type+".tf"
 	cases := map[string]struct {
 		reason string
 		edit   map[string][2]string // file: the text replaced, and its replacement
@@ -153,13 +180,13 @@ func TestAHandEditedListIsStale(t *testing.T) {
 		},
 		"ALineDropped": {
 			reason: "a cloud's line taken out of cloudsdev's list by hand",
-			edit:   map[string][2]string{cloudsDevFile: {"{Sim: azuresim.New, Bench: azuresim.Bench{}},", ""}},
+			edit:   map[string][2]string{cloudsDevFile: {fmt.Sprintf("{Sim: %[1]s.New, Bench: %[1]s.Bench{}},", path.Base(withDev.Dev)), ""}},
 			cl:     clouds.All,
 			want:   []string{cloudsDevFile},
 		},
 		"AVMPartDropped": {
 			reason: "a cloud's VM-side part taken out of cloudsvm's list by hand",
-			edit:   map[string][2]string{cloudsVMFile: {"dovm.Follower, // digitalocean", ""}},
+			edit:   map[string][2]string{cloudsVMFile: {path.Base(withVM.VM) + ".Follower, // " + withVM.Type, ""}},
 			cl:     clouds.All,
 			want:   []string{cloudsVMFile},
 		},
@@ -171,19 +198,54 @@ func TestAHandEditedListIsStale(t *testing.T) {
 		},
 		"ACloudAddedByHand": {
 			reason: "a cloud written into the Terraform's validation that the plugins do not have",
-			edit:   map[string][2]string{cloudsTerraformFile: {`"digitalocean", "azure"], p)`, `"digitalocean", "azure", "vultr"], p)`}},
+			edit:   map[string][2]string{cloudsTerraformFile: {strconv.Quote(lastType) + "], p)", strconv.Quote(lastType) + `, "vultr"], p)`}},
 			cl:     clouds.All,
 			want:   []string{cloudsTerraformFile},
 		},
+		"AnExampleLineAddedByHand": {
+			reason: "a cloud's variable written into the example's generated part by hand",
+			edit:   map[string][2]string{tfvarsFile: {tfvarsEnd + "\n", "# vultr_api_key_secret = \"egress-vultr-token\"\n" + tfvarsEnd + "\n"}},
+			cl:     clouds.All,
+			want:   []string{tfvarsFile},
+		},
+		"AnExampleDefaultEdited": {
+			reason: "a cloud's variable given another value in the example's generated part by hand",
+			edit:   map[string][2]string{tfvarsFile: {"# providers_enabled", "# providers_enabled = [] #"}},
+			cl:     clouds.All,
+			want:   []string{tfvarsFile},
+		},
+		"TheExamplesOwnPartEdited": {
+			reason: "the example's hand-written part is the file's own: an edit there is no stale list",
+			edit:   map[string][2]string{tfvarsFile: {`project_id            = "my-egress-project"`, `project_id            = "another-project"`}},
+			cl:     clouds.All,
+		},
+		"ACloudVariableAdded": {
+			reason: "a variable added to a cloud's file of deploy/terraform without make docs: the example lacks it",
+			edit:   map[string][2]string{tf: {"variable \"" + withPage.Type + "_", "variable \"" + withPage.Type + "_added\" {\n  description = \"A setting added.\"\n  type        = string\n  default     = \"\"\n}\n\nvariable \"" + withPage.Type + "_"}},
+			cl:     clouds.All,
+			want:   []string{tfvarsFile},
+		},
+		"APublishedPageEdited": {
+			reason: "a cloud's page edited where it is published, not in its folder",
+			edit:   map[string][2]string{page: {"\n## ", "\nA line added by hand.\n\n## "}},
+			cl:     clouds.All,
+			want:   []string{page},
+		},
+		"APageSourceEdited": {
+			reason: "a cloud's page edited in its folder without make docs: the published page is stale",
+			edit:   map[string][2]string{source: {"\n## ", "\nA line added in the folder.\n\n## "}},
+			cl:     clouds.All,
+			want:   []string{page},
+		},
 		"APluginGone": {
 			reason: "the plugins changed (a cloud gone from All) without make docs",
-			cl:     withoutAzure,
-			want:   []string{cloudsTerraformFile, cloudsDevFile},
+			cl:     without(withDev),
+			want:   goneStale(root, withDev),
 		},
 		"AVMPluginGone": {
 			reason: "the plugins changed (a cloud with a VM-side part gone from All) without make docs",
-			cl:     withoutDigitalOcean,
-			want:   []string{cloudsTerraformFile, cloudsDevFile, cloudsVMFile},
+			cl:     without(withVM),
+			want:   goneStale(root, withVM),
 		},
 	}
 	for name, tc := range cases {
@@ -193,8 +255,16 @@ func TestAHandEditedListIsStale(t *testing.T) {
 			if err != nil || len(tf) < 5 {
 				t.Fatalf("deploy/terraform holds %d .tf files (%v): want the module's", len(tf), err)
 			}
-			files := []string{cloudsDevFile, cloudsVMFile}
-			for _, f := range tf {
+			pages, err := filepath.Glob(filepath.Join(root, "docs", "operations", "*.md"))
+			if err != nil || len(pages) < 5 {
+				t.Fatalf("docs/operations holds %d pages (%v): want the operations pages", len(pages), err)
+			}
+			sources, err := filepath.Glob(filepath.Join(root, cloudPageSource("*")))
+			if err != nil || len(sources) == 0 {
+				t.Fatalf("found %d pages in the clouds' folders (%v): want one at least", len(sources), err)
+			}
+			files := []string{cloudsDevFile, cloudsVMFile, tfvarsFile}
+			for _, f := range slices.Concat(tf, pages, sources) {
 				rel, _ := filepath.Rel(root, f)
 				files = append(files, filepath.ToSlash(rel))
 			}
@@ -226,4 +296,23 @@ func TestAHandEditedListIsStale(t *testing.T) {
 			}
 		})
 	}
+}
+
+// goneStale are the generated files that c's leaving clouds.All makes
+// stale, as its plugin says: the Terraform's list and the example's
+// clouds always, the lists that name its development and VM-side
+// packages, and its published page, which is removed.
+func goneStale(root string, c plugin.Plugin) []string {
+	out := []string{cloudsTerraformFile, tfvarsFile}
+	if c.Dev != "" {
+		out = append(out, cloudsDevFile)
+	}
+	if c.VM != "" {
+		out = append(out, cloudsVMFile)
+	}
+	if _, err := os.Stat(filepath.Join(root, cloudPageSource(c.Type))); err == nil {
+		out = append(out, cloudPagePath(c.Type))
+	}
+	slices.Sort(out)
+	return out
 }

@@ -35,6 +35,7 @@ var sections = []section{
 	{page: "docs/concepts/event-flow.md", name: "flow-diagram", from: "clouds.All", render: eventFlowDiagram},
 	{page: "docs/operations/compatibility.md", name: "compatibility", from: "deploy/terraform, go.mod and the providers' images", render: compatibility},
 	{page: "README.md", name: "request-diagram", from: "clouds.All", render: readmeDiagram},
+	{page: "docs/README.md", name: "cloud-pages", from: "the operations.md of each cloud's folder", render: cloudPagesIndexOf},
 }
 
 // A section lies between two lines: its begin marker, which names the
