@@ -209,7 +209,7 @@ func TestAHandEditedListIsStale(t *testing.T) {
 			want:   []string{tfvarsFile},
 		},
 		"AnExampleDefaultEdited": {
-			reason: "a cloud's variable given another value in the example's generated part by hand",
+			reason: "the line that enables a cloud, edited in the example's generated part by hand",
 			edit:   map[string][2]string{tfvarsFile: {"# providers_enabled", "# providers_enabled = [] #"}},
 			cl:     clouds.All,
 			want:   []string{tfvarsFile},
