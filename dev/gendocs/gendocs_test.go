@@ -144,36 +144,38 @@ func TestGeneratedFilesAreCurrent(t *testing.T) {
 // declare, so that no cloud is named here.
 func TestAHandEditedListIsStale(t *testing.T) {
 	root := filepath.Join("..", "..")
-	last := func(has func(plugin.Plugin) bool) plugin.Plugin {
+	find := func(has func(plugin.Plugin) bool) (plugin.Plugin, bool) {
 		for _, c := range slices.Backward(clouds.All) {
 			if has(c) {
-				return c
+				return c, true
 			}
 		}
-		t.Fatal("no cloud of clouds.All has what the case edits")
-		return plugin.Plugin{}
+		return plugin.Plugin{}, false
+	}
+	last := func(has func(plugin.Plugin) bool) plugin.Plugin {
+		c, ok := find(has)
+		if !ok {
+			t.Fatal("no cloud of clouds.All has what the case edits")
+		}
+		return c
 	}
 	// withPage is a cloud beside the first whose folder holds its
 	// operations page (the example's paragraphs are of those beside the
 	// first), withDev one with a development package, withVM one with a
-	// VM-side part.
+	// VM-side part, if a cloud has one: without one, cloudsvm's list is empty
+	// (Untouched holds it so) and there is no line to plant edits in.
 	withPage := last(func(c plugin.Plugin) bool {
 		_, err := os.Stat(filepath.Join(root, cloudPageSource(c.Type)))
 		return c.Type != clouds.All[0].Type && err == nil
 	})
 	withDev := last(func(c plugin.Plugin) bool { return c.Dev != "" })
-	withVM := last(func(c plugin.Plugin) bool { return c.VM != "" })
+	withVM, anyVM := find(func(c plugin.Plugin) bool { return c.VM != "" })
 	without := func(gone plugin.Plugin) []plugin.Plugin {
 		return slices.DeleteFunc(slices.Clone(clouds.All), func(p plugin.Plugin) bool { return p.Type == gone.Type })
 	}
 	lastType := clouds.All[len(clouds.All)-1].Type
 	page, source, tf := cloudPagePath(withPage.Type), cloudPageSource(withPage.Type), "deploy/terraform/"+withPage.Type+".tf"
-	cases := map[string]struct {
-		reason string
-		edit   map[string][2]string // file: the text replaced, and its replacement
-		cl     []plugin.Plugin
-		want   []string
-	}{
+	cases := map[string]stalenessCase{
 		"Untouched": {
 			reason: "the files as make docs wrote them are current",
 			cl:     clouds.All,
@@ -183,12 +185,6 @@ func TestAHandEditedListIsStale(t *testing.T) {
 			edit:   map[string][2]string{cloudsDevFile: {fmt.Sprintf("{Sim: %[1]s.New, Bench: %[1]s.Bench{}},", path.Base(withDev.Dev)), ""}},
 			cl:     clouds.All,
 			want:   []string{cloudsDevFile},
-		},
-		"AVMPartDropped": {
-			reason: "a cloud's VM-side part taken out of cloudsvm's list by hand",
-			edit:   map[string][2]string{cloudsVMFile: {path.Base(withVM.VM) + ".Follower, // " + withVM.Type, ""}},
-			cl:     clouds.All,
-			want:   []string{cloudsVMFile},
 		},
 		"AnEntryDropped": {
 			reason: "a cloud's tile taken out of the Terraform's list by hand",
@@ -242,11 +238,19 @@ func TestAHandEditedListIsStale(t *testing.T) {
 			cl:     without(withDev),
 			want:   goneStale(root, withDev),
 		},
-		"AVMPluginGone": {
+	}
+	if anyVM {
+		cases["AVMPartDropped"] = stalenessCase{
+			reason: "a cloud's VM-side part taken out of cloudsvm's list by hand",
+			edit:   map[string][2]string{cloudsVMFile: {path.Base(withVM.VM) + ".Follower, // " + withVM.Type, ""}},
+			cl:     clouds.All,
+			want:   []string{cloudsVMFile},
+		}
+		cases["AVMPluginGone"] = stalenessCase{
 			reason: "the plugins changed (a cloud with a VM-side part gone from All) without make docs",
 			cl:     without(withVM),
 			want:   goneStale(root, withVM),
-		},
+		}
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -296,6 +300,14 @@ func TestAHandEditedListIsStale(t *testing.T) {
 			}
 		})
 	}
+}
+
+// stalenessCase is a case of TestAHandEditedListIsStale.
+type stalenessCase struct {
+	reason string
+	edit   map[string][2]string // file: the text replaced, and its replacement
+	cl     []plugin.Plugin
+	want   []string
 }
 
 // goneStale are the generated files that c's leaving clouds.All makes
