@@ -138,3 +138,29 @@ func cloudPagesIndex(root string, cl []plugin.Plugin) (string, error) {
 func allGenerated(root string, cl []plugin.Plugin) []generatedFile {
 	return append(slices.Clone(generatedFiles), cloudPages(root, cl)...)
 }
+
+// A cloud's section of the providers' page (docs/concepts/providers.md,
+// "The … provider": what it makes, how, and the rules it keeps) is
+// written in its folder too, internal/provider/TYPE/concepts.md, as it
+// reads on that page (its links are relative to docs/concepts/), and make
+// docs gathers the clouds' sections there, in clouds.All's order.
+
+// cloudConceptsSource is where a cloud's section of the providers' page
+// is written.
+func cloudConceptsSource(typ string) string { return "internal/provider/" + typ + "/concepts.md" }
+
+// cloudProviders are the sections of the clouds of clouds.All whose
+// folder holds one, each as written, a blank line between two.
+func cloudProviders(root string) (string, error) {
+	var parts []string
+	for _, c := range clouds.All {
+		raw, err := os.ReadFile(filepath.Join(root, cloudConceptsSource(c.Type)))
+		if os.IsNotExist(err) {
+			continue
+		} else if err != nil {
+			return "", err
+		}
+		parts = append(parts, strings.TrimSpace(string(raw))+"\n")
+	}
+	return strings.Join(parts, "\n"), nil
+}

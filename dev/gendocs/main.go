@@ -23,7 +23,8 @@
 // package's test fails while one is not what the plugins say. So are the
 // clouds' part of deploy/terraform/terraform.tfvars.example (tfvars.go)
 // and each cloud's operations page, written in its folder and published
-// under docs/operations (cloudpages.go).
+// under docs/operations (cloudpages.go); the clouds' sections of
+// docs/concepts/providers.md are written in their folders too.
 package main
 
 import (
