@@ -44,7 +44,11 @@ func main() {
 		os.Exit(1)
 	}
 	for _, p := range changed {
-		fmt.Printf("gendocs: wrote %s\n", p)
+		verb := "wrote"
+		if _, err := os.Stat(filepath.Join(*root, p)); os.IsNotExist(err) {
+			verb = "removed" // a published page of a cloud gone
+		}
+		fmt.Printf("gendocs: %s %s\n", verb, p)
 	}
 	fmt.Printf("gendocs: %d sections, %d pages changed\n", len(sections), len(changed))
 }
