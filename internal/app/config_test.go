@@ -368,8 +368,15 @@ func TestEachFunctionReadsItsVariables(t *testing.T) {
 		t.Run(string(f), func(t *testing.T) {
 			asked := map[string]bool{}
 			// Enough to switch every conditional variable on: every cloud
-			// the process knows enabled, each with the settings it needs.
-			set := withSecretVersions(map[string]string{"GOOGLE_CLOUD_PROJECT": "demo-x", "PROVIDERS": strings.Join(typesOf(known), ","),
+			// the process knows enabled, each with the settings it needs,
+			// and beside them one whose provider makes its firewall, so
+			// that the callers read the firewall's settings whichever
+			// production clouds do.
+			var firewalled plugin.Env
+			demo := demoCloud(&firewalled)
+			demo.MakesFirewall = true
+			cl := append(slices.Clone(known), demo)
+			set := withSecretVersions(map[string]string{"GOOGLE_CLOUD_PROJECT": "demo-x", "PROVIDERS": strings.Join(typesOf(cl), ","),
 				"PROXY_ENGINE_URL": "https://storage.googleapis.com/b/egress-proxy", "PROXY_ENGINE_PUBLIC_URL": "https://storage.googleapis.com/p/egress-proxy",
 				"PROXY_ENGINE_SHA256":  "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef",
 				"VM_STATUS_KEY_SECRET": "projects/demo-x/secrets/egress-vm-status-key/versions/latest", "VM_STATUS_SOURCE_RANGES": "198.51.100.7/32",
@@ -378,12 +385,12 @@ func TestEachFunctionReadsItsVariables(t *testing.T) {
 				"AZURE_LOCATIONS":       "westeurope",
 				"AZURE_SUBSCRIPTION_ID": "00000000-0000-0000-0000-000000000001", "AZURE_RESOURCE_GROUP": "egress-proxies",
 				"AZURE_SUBNET_IDS": "westeurope=/subscriptions/00000000-0000-0000-0000-000000000001/resourceGroups/egress-proxies/providers/Microsoft.Network/virtualNetworks/egress-westeurope/subnets/proxies",
-				"AZURE_TENANT_ID":  "00000000-0000-0000-0000-000000000002", "AZURE_CLIENT_ID": "00000000-0000-0000-0000-000000000003"}, known)
+				"AZURE_TENANT_ID":  "00000000-0000-0000-0000-000000000002", "AZURE_CLIENT_ID": "00000000-0000-0000-0000-000000000003"}, cl)
 			getenv := func(k string) string {
 				asked[k] = true
 				return set[k]
 			}
-			if _, err := app.Load(getenv, known, f); err != nil {
+			if _, err := app.Load(getenv, cl, f); err != nil {
 				t.Fatal(err)
 			}
 			var got, want []string
@@ -393,8 +400,8 @@ func TestEachFunctionReadsItsVariables(t *testing.T) {
 			slices.Sort(got)
 			// The house's variables and those of the clouds enabled
 			// above: another cloud's are read only when it is.
-			enabled := append([]string{""}, typesOf(known)...)
-			for _, v := range app.VarsOf(known) {
+			enabled := append([]string{""}, typesOf(cl)...)
+			for _, v := range app.VarsOf(cl) {
 				if v.ReadBy(f) && slices.Contains(enabled, v.Cloud) {
 					want = append(want, v.Name)
 				}
