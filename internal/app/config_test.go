@@ -486,3 +486,38 @@ func TestNoVariableIsReadAroundTheTable(t *testing.T) {
 		}
 	}
 }
+
+// TestTheFirewallsSettingsFollowTheClouds: the callers (Reconcile and
+// CollectGarbage) read PROXY_PORTS and FIREWALL_SOURCE_RANGES only where a
+// cloud's provider makes its firewall, and the table, which the docs and
+// the Terraform's check read, says so from the clouds it is given: all
+// three functions with such a cloud, the ProxyAPI alone without.
+func TestTheFirewallsSettingsFollowTheClouds(t *testing.T) {
+	for _, makes := range []bool{true, false} {
+		var got plugin.Env
+		demo := demoCloud(&got)
+		demo.MakesFirewall = makes
+		cl := []plugin.Plugin{demo, mock.Plugin}
+		want := []app.Function{app.ProxyAPI}
+		if makes {
+			want = []app.Function{app.ProxyAPI, app.Reconcile, app.CollectGarbage}
+		}
+		for _, v := range app.VarsOf(cl) {
+			if v.Name != "PROXY_PORTS" && v.Name != "FIREWALL_SOURCE_RANGES" {
+				continue
+			}
+			if diff := cmp.Diff(want, v.Readers); diff != "" {
+				t.Errorf("MakesFirewall %t: the readers of %s (-want +the table):\n%s", makes, v.Name, diff)
+			}
+		}
+		asked := map[string]bool{}
+		set := withVars(engineVars, map[string]string{"GOOGLE_CLOUD_PROJECT": "demo-x", "PROVIDERS": "demo,mock", "DEMO_ENDPOINT": "http://127.0.0.1:1"})
+		getenv := func(k string) string { asked[k] = true; return set[k] }
+		if _, err := app.Load(getenv, cl, app.Reconcile); err != nil {
+			t.Fatal(err)
+		}
+		if asked["PROXY_PORTS"] != makes || asked["FIREWALL_SOURCE_RANGES"] != makes {
+			t.Errorf("MakesFirewall %t: Reconcile asked for PROXY_PORTS %t, FIREWALL_SOURCE_RANGES %t; want both %t", makes, asked["PROXY_PORTS"], asked["FIREWALL_SOURCE_RANGES"], makes)
+		}
+	}
+}
