@@ -393,3 +393,26 @@ func stringMap(t *testing.T, where string, v cty.Value) map[string]string {
 	}
 	return out
 }
+
+// withListFunctions is ctx with the collection functions a validation
+// calls that the evaluation of the module's resources does not need:
+// Terraform's contains and alltrue.
+func withListFunctions(ctx *hcl.EvalContext) *hcl.EvalContext {
+	c := ctx.NewChild()
+	c.Functions = map[string]function.Function{
+		"contains": stdlib.ContainsFunc,
+		"alltrue": function.New(&function.Spec{
+			Params: []function.Parameter{{Name: "list", Type: cty.List(cty.Bool)}},
+			Type:   function.StaticReturnType(cty.Bool),
+			Impl: func(args []cty.Value, _ cty.Type) (cty.Value, error) {
+				for it := args[0].ElementIterator(); it.Next(); {
+					if _, v := it.Element(); !v.True() {
+						return cty.False, nil
+					}
+				}
+				return cty.True, nil
+			},
+		}),
+	}
+	return c
+}
