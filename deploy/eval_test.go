@@ -13,6 +13,8 @@ import (
 	"github.com/zclconf/go-cty/cty/convert"
 	"github.com/zclconf/go-cty/cty/function"
 	"github.com/zclconf/go-cty/cty/function/stdlib"
+
+	"github.com/egress-proxies/egress/deploy"
 )
 
 // evaluation is the module evaluated as far as it can be without a cloud:
@@ -401,18 +403,7 @@ func withListFunctions(ctx *hcl.EvalContext) *hcl.EvalContext {
 	c := ctx.NewChild()
 	c.Functions = map[string]function.Function{
 		"contains": stdlib.ContainsFunc,
-		"alltrue": function.New(&function.Spec{
-			Params: []function.Parameter{{Name: "list", Type: cty.List(cty.Bool)}},
-			Type:   function.StaticReturnType(cty.Bool),
-			Impl: func(args []cty.Value, _ cty.Type) (cty.Value, error) {
-				for it := args[0].ElementIterator(); it.Next(); {
-					if _, v := it.Element(); !v.True() {
-						return cty.False, nil
-					}
-				}
-				return cty.True, nil
-			},
-		}),
+		"alltrue":  deploy.AllTrue,
 	}
 	return c
 }

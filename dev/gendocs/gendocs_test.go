@@ -153,7 +153,7 @@ func TestAHandEditedListIsStale(t *testing.T) {
 		},
 		"ALineDropped": {
 			reason: "a cloud's line taken out of cloudsdev's list by hand",
-			edit:   map[string][2]string{cloudsDevFile: {"{Sim: azuresim.New, Bench: azuresim.Bench{}, Stack: azuresim.Stack{}},", ""}},
+			edit:   map[string][2]string{cloudsDevFile: {"{Sim: azuresim.New, Bench: azuresim.Bench{}, Stack: azuresim.Stack},", ""}},
 			cl:     clouds.All,
 			want:   []string{cloudsDevFile},
 		},

@@ -96,7 +96,7 @@ func cloudsDevList(_ string, cl []plugin.Plugin) ([]byte, error) {
 		pkg: "cloudsdev", of: "Dev", elem: "Cloud",
 		path: func(c plugin.Plugin) string { return c.Dev },
 		line: func(name string) string {
-			return fmt.Sprintf("{Sim: %s.New, Bench: %s.Bench{}, Stack: %s.Stack{}}", name, name, name)
+			return fmt.Sprintf("{Sim: %s.New, Bench: %s.Bench{}, Stack: %s.Stack}", name, name, name)
 		},
 		what: "development parts",
 	})

@@ -17,6 +17,7 @@ import (
 	"github.com/zclconf/go-cty/cty/function"
 	"github.com/zclconf/go-cty/cty/function/stdlib"
 
+	"github.com/egress-proxies/egress/deploy"
 	"github.com/egress-proxies/egress/internal/provider/digitalocean"
 )
 
@@ -146,24 +147,13 @@ func TestTheDigitalOceanVariablesKeepTheProvidersRules(t *testing.T) {
 }
 
 // validationFunctions are the Terraform functions the variables'
-// validations call, taken from the same cty library Terraform takes them
-// from: can, regex, contains and alltrue.
+// validations call: can, regex and contains from the same cty library
+// Terraform takes them from, and deploy's alltrue.
 var validationFunctions = map[string]function.Function{
 	"can":      tryfunc.CanFunc,
 	"regex":    stdlib.RegexFunc,
 	"contains": stdlib.ContainsFunc,
-	"alltrue": function.New(&function.Spec{
-		Params: []function.Parameter{{Name: "list", Type: cty.List(cty.Bool)}},
-		Type:   function.StaticReturnType(cty.Bool),
-		Impl: func(args []cty.Value, _ cty.Type) (cty.Value, error) {
-			for it := args[0].ElementIterator(); it.Next(); {
-				if _, v := it.Element(); !v.True() {
-					return cty.False, nil
-				}
-			}
-			return cty.True, nil
-		},
-	}),
+	"alltrue":  deploy.AllTrue,
 }
 
 // stringList is a list or tuple of strings as a Go slice, nil when empty.

@@ -128,9 +128,9 @@ type Plugin struct {
 	// path's last element and which declares New, a sim.NewCloud (the
 	// cloud's real provider over its fake, with its faults, for the
 	// simulation), Bench, a type whose zero value is the cloud's
-	// providerbench.Phase (make bench), and Stack, a type whose zero value
-	// is the cloud's providerstack.Cloud (its fake and flow in the local
-	// stack's end-to-end test). `make docs` (dev/gendocs) writes
+	// providerbench.Phase (make bench), and Stack, the cloud's
+	// providerstack.Cloud (its fake and flow in the local stack's
+	// end-to-end test). `make docs` (dev/gendocs) writes
 	// internal/clouds/cloudsdev's list from it, in the order of
 	// internal/clouds.All. It is a path rather than the functions so that
 	// production links no fake. "" is none: the cloud is neither

@@ -14,8 +14,7 @@ import (
 	"time"
 )
 
-// Cloud is a cloud's part of the stack's end-to-end test. Its zero value
-// is ready: what it starts lives until the test that started it ends.
+// Cloud is a cloud's part of the stack's end-to-end test, made by New.
 type Cloud interface {
 	// Type is the cloud's provider type, which the stack's PROVIDERS
 	// enables.
@@ -29,6 +28,29 @@ type Cloud interface {
 	// point the cloud's provider at the fake (NAME=VALUE), and the flow
 	// over it, which runs once the stack is up.
 	Start(t *testing.T) (env []string, flow Flow)
+}
+
+// New is the Cloud of provider type typ whose flow is the subtest name:
+// start starts the cloud's fake F until t ends and returns it with the
+// stack's variables for it, and flow drives the stack over that fake.
+func New[F any](typ, name string, start func(t *testing.T) (F, []string), flow func(t *testing.T, s Stack, fake F)) Cloud {
+	return cloud[F]{typ: typ, name: name, start: start, flow: flow}
+}
+
+type cloud[F any] struct {
+	typ, name string
+	start     func(t *testing.T) (F, []string)
+	flow      func(t *testing.T, s Stack, fake F)
+}
+
+func (c cloud[F]) Type() string { return c.typ }
+
+func (c cloud[F]) Name() string { return c.name }
+
+func (c cloud[F]) Start(t *testing.T) ([]string, Flow) {
+	t.Helper()
+	fake, env := c.start(t)
+	return env, func(t *testing.T, s Stack) { c.flow(t, s, fake) }
 }
 
 // Flow drives the running stack on a cloud's fake: proxies of its own

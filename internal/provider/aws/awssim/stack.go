@@ -22,28 +22,11 @@ import (
 	"github.com/egress-proxies/egress/internal/testenv"
 )
 
-// Stack is AWS's part of the local stack's end-to-end test
-// (providerstack.Cloud): the EC2 fake, which the stack's aws provider is
-// pointed at (AWS_EC2_ENDPOINT), in the one region the stack allows, and
-// issue 35's flow over it, checked with AWS's CLI.
-type Stack struct{}
-
-var _ providerstack.Cloud = Stack{}
-
-// Type is aws.Type.
-func (Stack) Type() string { return aws.Type }
-
-// Name is the flow's: TestEndToEnd/Flows/AWS.
-func (Stack) Name() string { return "AWS" }
-
-// Start starts the stack's EC2 fake (startEC2) and allows the stack
-// awsRegion alone.
-func (Stack) Start(t *testing.T) ([]string, providerstack.Flow) {
-	t.Helper()
-	f := startEC2(t)
-	env := []string{aws.Plugin.FakeEndpoint + "=" + f.Endpoint(), "AWS_ALLOWED_REGIONS=" + awsRegion}
-	return env, func(t *testing.T, s providerstack.Stack) { flow(t, s, f) }
-}
+// Stack is AWS's part of the local stack's end-to-end test: the EC2
+// fake (startEC2), which the stack's aws provider is pointed at
+// (AWS_EC2_ENDPOINT), in the one region the stack allows, and issue 35's
+// flow over it (TestEndToEnd/Flows/AWS), checked with AWS's CLI.
+var Stack = providerstack.New(aws.Type, "AWS", startEC2, flow)
 
 // awsRegion is the region of the stack's aws proxies (AWS_ALLOWED_REGIONS).
 const awsRegion = "eu-west-1"
@@ -170,11 +153,13 @@ func flow(t *testing.T, s providerstack.Stack, fake *ec2fake.Server) {
 }
 
 // startEC2 starts the stack's EC2 fake, its instances booting their
-// engines on loopback addresses from the user-data the stack renders.
-func startEC2(t *testing.T) *ec2fake.Server {
+// engines on loopback addresses from the user-data the stack renders,
+// and returns it with the stack's variables for it: its endpoint, and
+// awsRegion the one region allowed.
+func startEC2(t *testing.T) (*ec2fake.Server, []string) {
 	t.Helper()
 	f := ec2fake.New()
 	f.StartServing(ec2fake.Serve{AllowDestinations: []string{"127.0.0.1/32"}, Tick: 500 * time.Millisecond})
 	t.Cleanup(f.Close)
-	return f
+	return f, []string{aws.Plugin.FakeEndpoint + "=" + f.Endpoint(), "AWS_ALLOWED_REGIONS=" + awsRegion}
 }

@@ -18,26 +18,11 @@ import (
 	"github.com/egress-proxies/egress/internal/provider/providerstack"
 )
 
-// Stack is Azure's part of the local stack's end-to-end test
-// (providerstack.Cloud): the Azure fake, which the stack's azure provider
-// is pointed at (AZURE_ENDPOINT), and issue 45's flow over it, checked on
-// the fake itself.
-type Stack struct{}
-
-var _ providerstack.Cloud = Stack{}
-
-// Type is azure.Type.
-func (Stack) Type() string { return azure.Type }
-
-// Name is the flow's: TestEndToEnd/Flows/Azure.
-func (Stack) Name() string { return "Azure" }
-
-// Start starts the stack's Azure fake (startAzure).
-func (Stack) Start(t *testing.T) ([]string, providerstack.Flow) {
-	t.Helper()
-	f, env := startAzure(t)
-	return env, func(t *testing.T, s providerstack.Stack) { flow(t, s, f) }
-}
+// Stack is Azure's part of the local stack's end-to-end test: the Azure
+// fake (startAzure), which the stack's azure provider is pointed at
+// (AZURE_ENDPOINT), and issue 45's flow over it
+// (TestEndToEnd/Flows/Azure), checked on the fake itself.
+var Stack = providerstack.New(azure.Type, "Azure", startAzure, flow)
 
 // The stack's Azure: its fake's subscription and tenant, the resource
 // group the deployment's Terraform would make, and the one location the

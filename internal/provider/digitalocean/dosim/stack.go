@@ -21,29 +21,13 @@ import (
 	"github.com/egress-proxies/egress/internal/provider/providerstack"
 )
 
-// Stack is DigitalOcean's part of the local stack's end-to-end test
-// (providerstack.Cloud): the DigitalOcean fake, which the stack's
-// digitalocean provider is pointed at (DIGITALOCEAN_ENDPOINT), and issue
-// 44's flow over it, checked with godo.
-type Stack struct{}
-
-var _ providerstack.Cloud = Stack{}
-
-// Type is digitalocean.Type.
-func (Stack) Type() string { return digitalocean.Type }
-
-// Name is the flow's: TestEndToEnd/Flows/DigitalOcean.
-func (Stack) Name() string { return "DigitalOcean" }
-
-// Start starts the stack's DigitalOcean fake (startFake); the provider
-// makes the deployment's cloud firewall on it from the stack's
-// PROXY_PORTS and FIREWALL_SOURCE_RANGES.
-func (Stack) Start(t *testing.T) ([]string, providerstack.Flow) {
-	t.Helper()
-	f := startFake(t)
-	env := []string{digitalocean.Plugin.FakeEndpoint + "=" + f.Endpoint()}
-	return env, func(t *testing.T, s providerstack.Stack) { flow(t, s, f) }
-}
+// Stack is DigitalOcean's part of the local stack's end-to-end test: the
+// DigitalOcean fake (startFake), which the stack's digitalocean provider
+// is pointed at (DIGITALOCEAN_ENDPOINT) and makes the deployment's cloud
+// firewall on from the stack's PROXY_PORTS and FIREWALL_SOURCE_RANGES,
+// and issue 44's flow over it (TestEndToEnd/Flows/DigitalOcean), checked
+// with godo.
+var Stack = providerstack.New(digitalocean.Type, "DigitalOcean", startFake, flow)
 
 // doDeployment is the stack's deployment, the value of the
 // egress-deployment tag of its Droplets and the name in its firewall's.
@@ -293,8 +277,8 @@ func firewall(t *testing.T, api doAPI, fake *dofake.Server, dropletID int) {
 
 // startFake starts the stack's DigitalOcean fake, its Droplets booting
 // their engines on loopback addresses from the user-data the stack
-// renders.
-func startFake(t *testing.T) *dofake.Server {
+// renders, and returns it with the stack's variable for it.
+func startFake(t *testing.T) (*dofake.Server, []string) {
 	t.Helper()
 	f := dofake.New(digitalocean.LocalToken)
 	// The stack runs the collector every second (GC_INTERVAL=1s), where a
@@ -307,5 +291,5 @@ func startFake(t *testing.T) *dofake.Server {
 	f.SetRateLimit(time.Hour, 60*dofake.DefaultRateLimit, 0)
 	f.StartServing(dofake.Serve{AllowDestinations: []string{"127.0.0.1/32"}, Tick: 500 * time.Millisecond})
 	t.Cleanup(f.Close)
-	return f
+	return f, []string{digitalocean.Plugin.FakeEndpoint + "=" + f.Endpoint()}
 }

@@ -23,29 +23,21 @@ import (
 	"github.com/egress-proxies/egress/internal/testenv"
 )
 
-// Stack is Hetzner's part of the local stack's end-to-end test
-// (providerstack.Cloud): the Hetzner fake, which the stack's hetzner
-// provider is pointed at (HETZNER_ENDPOINT), and issue 34's flow over
-// it, checked with Hetzner's CLI.
-type Stack struct{}
+// Stack is Hetzner's part of the local stack's end-to-end test: the
+// Hetzner fake (startFake), which the stack's hetzner provider is pointed
+// at (HETZNER_ENDPOINT), and issue 34's flow over it
+// (TestEndToEnd/Flows/Hetzner), checked with Hetzner's CLI.
+var Stack = providerstack.New(hetzner.Type, "Hetzner", startFake, flow)
 
-var _ providerstack.Cloud = Stack{}
-
-// Type is hetzner.Type.
-func (Stack) Type() string { return hetzner.Type }
-
-// Name is the flow's: TestEndToEnd/Flows/Hetzner.
-func (Stack) Name() string { return "Hetzner" }
-
-// Start starts the stack's Hetzner fake, its servers booting their
-// engines on loopback addresses from the user-data the stack renders.
-func (Stack) Start(t *testing.T) ([]string, providerstack.Flow) {
+// startFake starts the stack's Hetzner fake, its servers booting their
+// engines on loopback addresses from the user-data the stack renders,
+// and returns it with the stack's variable for it.
+func startFake(t *testing.T) (*hetznerfake.Server, []string) {
 	t.Helper()
 	f := hetznerfake.New(hetzner.LocalToken)
 	f.StartServing(hetznerfake.Serve{AllowDestinations: []string{"127.0.0.1/32"}, Tick: 500 * time.Millisecond})
 	t.Cleanup(f.Close)
-	env := []string{hetzner.Plugin.FakeEndpoint + "=" + f.Endpoint()}
-	return env, func(t *testing.T, s providerstack.Stack) { flow(t, s, f) }
+	return f, []string{hetzner.Plugin.FakeEndpoint + "=" + f.Endpoint()}
 }
 
 // hcloudCLI is Hetzner's own CLI (Debian's hcloud-cli) against the
