@@ -26,7 +26,18 @@ import (
 // as the GCE rule does), beside VM_STATUS_SOURCE_RANGES for the status
 // request; and each such cloud's provider takes what Terraform sends, and
 // refuses a firewall it could not make (so that taking it says something).
+// Those variables reach Reconcile and CollectGarbage through the makers'
+// own files (TYPE_env): without a maker, there is nothing to hold.
 func TestCloudMadeFirewallsOpenWhatTheAPIHolds(t *testing.T) {
+	var makers []plugin.Plugin
+	for _, p := range clouds.All {
+		if p.MakesFirewall {
+			makers = append(makers, p)
+		}
+	}
+	if len(makers) == 0 {
+		t.Skip("no cloud of clouds.All makes its own firewall (plugin.Plugin.MakesFirewall)")
+	}
 	m := parseModule(t)
 	fns := map[string]*hclsyntax.Block{}
 	for _, fn := range m.resources("google_cloudfunctions2_function") {
@@ -66,10 +77,7 @@ func TestCloudMadeFirewallsOpenWhatTheAPIHolds(t *testing.T) {
 	}
 	refused := fw
 	refused.ProxyPorts = []string{"3128", "not-a-port"}
-	for _, p := range clouds.All {
-		if !p.MakesFirewall {
-			continue
-		}
+	for _, p := range makers {
 		if err := firewallTaken(p, fw); err != nil {
 			t.Errorf("the %s provider refuses the firewall Terraform's variables make: %v", p.Type, err)
 		}
