@@ -1,9 +1,7 @@
 package main
 
 import (
-	"fmt"
 	"os"
-	"path"
 	"path/filepath"
 	"slices"
 	"strconv"
@@ -182,7 +180,7 @@ func TestAHandEditedListIsStale(t *testing.T) {
 		},
 		"ALineDropped": {
 			reason: "a cloud's line taken out of cloudsdev's list by hand",
-			edit:   map[string][2]string{cloudsDevFile: {fmt.Sprintf("{Sim: %[1]s.New, Bench: %[1]s.Bench{}},", path.Base(withDev.Dev)), ""}},
+			edit:   map[string][2]string{cloudsDevFile: {listLine(t, filepath.Join(root, cloudsDevFile), withDev.Type), ""}},
 			cl:     clouds.All,
 			want:   []string{cloudsDevFile},
 		},
@@ -242,7 +240,7 @@ func TestAHandEditedListIsStale(t *testing.T) {
 	if anyVM {
 		cases["AVMPartDropped"] = stalenessCase{
 			reason: "a cloud's VM-side part taken out of cloudsvm's list by hand",
-			edit:   map[string][2]string{cloudsVMFile: {path.Base(withVM.VM) + ".Follower, // " + withVM.Type, ""}},
+			edit:   map[string][2]string{cloudsVMFile: {listLine(t, filepath.Join(root, cloudsVMFile), withVM.Type), ""}},
 			cl:     clouds.All,
 			want:   []string{cloudsVMFile},
 		}
@@ -300,6 +298,23 @@ func TestAHandEditedListIsStale(t *testing.T) {
 			}
 		})
 	}
+}
+
+// listLine is the line of the generated list in file that names the cloud
+// typ (its comment), whole: what a hand edit takes out.
+func listLine(t *testing.T, file, typ string) string {
+	t.Helper()
+	raw, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range strings.SplitAfter(string(raw), "\n") {
+		if strings.HasSuffix(l, " // "+typ+"\n") {
+			return l
+		}
+	}
+	t.Fatalf("%s has no line of %s", file, typ)
+	return ""
 }
 
 // stalenessCase is a case of TestAHandEditedListIsStale.

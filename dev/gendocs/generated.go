@@ -117,7 +117,9 @@ func cloudsDevList(_ string, cl []plugin.Plugin) ([]byte, error) {
 	return packageList(cl, packageListOf{
 		pkg: "cloudsdev", of: "Dev", elem: "Cloud",
 		path: func(c plugin.Plugin) string { return c.Dev },
-		line: func(name string) string { return fmt.Sprintf("{Sim: %s.New, Bench: %s.Bench{}}", name, name) },
+		line: func(name string) string {
+			return fmt.Sprintf("{Sim: %s.New, Bench: %s.Bench{}, Stack: %s.Stack}", name, name, name)
+		},
 		what: "development parts",
 	})
 }
