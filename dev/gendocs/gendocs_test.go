@@ -3,6 +3,7 @@ package main
 import (
 	"os"
 	"path/filepath"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -120,7 +121,8 @@ func TestAPICloudsAreCurrent(t *testing.T) {
 }
 
 // TestGeneratedFilesAreCurrent: the files make docs writes whole (the
-// clouds' lists of cloudsdev and of deploy/terraform) are what the
+// clouds' lists of cloudsdev, cloudsvm, the image test's shapes and
+// deploy/terraform) are what the
 // plugins say; a hand edit of one, or a plugin changed without make docs,
 // fails here.
 func TestGeneratedFilesAreCurrent(t *testing.T) {
@@ -141,6 +143,16 @@ func TestAHandEditedListIsStale(t *testing.T) {
 	root := filepath.Join("..", "..")
 	withoutAzure := slices.DeleteFunc(slices.Clone(clouds.All), func(p plugin.Plugin) bool { return p.Type == "azure" })
 	withoutDigitalOcean := slices.DeleteFunc(slices.Clone(clouds.All), func(p plugin.Plugin) bool { return p.Type == "digitalocean" })
+	// The first line of the image test's list, whichever cloud's shape
+	// it is.
+	shapes, err := os.ReadFile(filepath.Join(root, imageShapesFile))
+	if err != nil {
+		t.Fatal(err)
+	}
+	listedShape := regexp.MustCompile(`(?m)^\t\w+\.Shape, // \w+$`).FindString(string(shapes))
+	if listedShape == "" {
+		t.Fatalf("%s lists no shape:\n%s", imageShapesFile, shapes)
+	}
 	cases := map[string]struct {
 		reason string
 		edit   map[string][2]string // file: the text replaced, and its replacement
@@ -183,7 +195,13 @@ func TestAHandEditedListIsStale(t *testing.T) {
 		"AVMPluginGone": {
 			reason: "the plugins changed (a cloud with a VM-side part gone from All) without make docs",
 			cl:     withoutDigitalOcean,
-			want:   []string{cloudsTerraformFile, cloudsDevFile, cloudsVMFile},
+			want:   []string{cloudsTerraformFile, cloudsDevFile, cloudsVMFile, imageShapesFile},
+		},
+		"AShapeDropped": {
+			reason: "a cloud's shape taken out of the image test's list by hand",
+			edit:   map[string][2]string{imageShapesFile: {listedShape, ""}},
+			cl:     clouds.All,
+			want:   []string{imageShapesFile},
 		},
 	}
 	for name, tc := range cases {
@@ -193,7 +211,7 @@ func TestAHandEditedListIsStale(t *testing.T) {
 			if err != nil || len(tf) < 5 {
 				t.Fatalf("deploy/terraform holds %d .tf files (%v): want the module's", len(tf), err)
 			}
-			files := []string{cloudsDevFile, cloudsVMFile}
+			files := []string{cloudsDevFile, cloudsVMFile, imageShapesFile}
 			for _, f := range tf {
 				rel, _ := filepath.Rel(root, f)
 				files = append(files, filepath.ToSlash(rel))

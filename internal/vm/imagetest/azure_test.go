@@ -171,7 +171,7 @@ func vmMAC(t *testing.T, r *run) string {
 	t.Helper()
 	var mac string
 	if err := r.topo.VM.Do(func() error {
-		ifi, err := net.InterfaceByName(vmDev)
+		ifi, err := net.InterfaceByName(VMDev)
 		if err == nil {
 			mac = strings.ToUpper(strings.ReplaceAll(ifi.HardwareAddr.String(), ":", ""))
 		}
@@ -215,7 +215,7 @@ func checkAzureIMDSAsked(t *testing.T, r *run) {
 // header "Metadata: true" is refused with 400, and one with it answers
 // the userData the VM has now.
 func checkAzureIMDSHeader(t *testing.T, ctx context.Context, r *run, c *Container) {
-	ctx, cancel := checkTimeout(ctx)
+	ctx, cancel := CheckTimeout(ctx)
 	defer cancel()
 	out, err := c.Exec(ctx, "curl", "-s", "-o", "/dev/null", "-w", "%{http_code}", vmconfig.AzureUserDataURL)
 	if err != nil || strings.TrimSpace(string(out)) != "400" {
@@ -233,7 +233,7 @@ func checkAzureIMDSHeader(t *testing.T, ctx context.Context, r *run, c *Containe
 // server saw no request from the proxy.
 func checkAzureWireServerRefused(t *testing.T, ctx context.Context, r *run) {
 	checkRefused(t, ctx, r, nil, HostPort(WireServerAddr, 443))
-	gctx, cancel := checkTimeout(ctx)
+	gctx, cancel := CheckTimeout(ctx)
 	defer cancel()
 	url := "http://" + WireServerAddr.String() + "/machine/?comp=goalstate&" + probeMarker
 	status, body, err := r.client("client", r.creds.Username, r.creds.Password).Get(gctx, url, nil)
@@ -328,7 +328,7 @@ func checkLiveChange(t *testing.T, ctx context.Context, r *run, c *Container) {
 // is answered.
 func checkTLSAs(t *testing.T, ctx context.Context, r *run, creds proxy.Credentials, path string) {
 	t.Helper()
-	ctx, cancel := checkTimeout(ctx)
+	ctx, cancel := CheckTimeout(ctx)
 	defer cancel()
 	body, err := r.client("client", creds.Username, creds.Password).GetTLS(ctx, HostPort(TLSHostAddr, TLSPort), TLSHostName, r.roots, path)
 	if err != nil || body != r.tlsHost.Body {
@@ -348,7 +348,7 @@ type tlsTunnel struct {
 // session.
 func openTLSTunnel(t *testing.T, ctx context.Context, r *run) *tlsTunnel {
 	t.Helper()
-	cctx, cancel := checkTimeout(ctx)
+	cctx, cancel := CheckTimeout(ctx)
 	defer cancel()
 	status, conn, err := r.client("client", r.creds.Username, r.creds.Password).Connect(cctx, HostPort(TLSHostAddr, TLSPort))
 	if err != nil || status != http.StatusOK {

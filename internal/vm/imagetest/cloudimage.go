@@ -26,8 +26,8 @@ var CloudInitPackages = []string{
 	"python3-cffi-backend",
 }
 
-// dmiDir is where the DMI stand-in (dmiStandIn) reads the SMBIOS fields a
+// DMIDir is where the DMI stand-in (dmiStandIn) reads the SMBIOS fields a
 // cloud's firmware would give, in the booted tree, as sysfs names them
 // (sys_vendor, product_serial, product_uuid): each boot's copy gets the
 // files (cloudShape.firmware), since the values are the VM's.
-const dmiDir = "etc/egress-imagetest/dmi"
+const DMIDir = "etc/egress-imagetest/dmi"

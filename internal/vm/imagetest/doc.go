@@ -29,10 +29,7 @@
 // shaped like Debian's AWS image (EC2Release), the same way with
 // cloud-init's Ec2 datasource and AWS's own metadata mock
 // (amazon-ec2-metadata-mock behind EC2Metadata; ec2_test.go,
-// ec2image.go). And a Debian 13 booted as a DigitalOcean Droplet
-// (DORelease), with cloud-init's DigitalOcean datasource reading
-// /metadata/v1.json from a stand-in of DigitalOcean's metadata service
-// (DOMetadata; do_test.go, doimage.go). And a Debian 13 booted as an
+// ec2image.go). And a Debian 13 booted as an
 // Azure VM (AzureRelease), with cloud-init's Azure datasource reading the
 // OVF environment, asking a stand-in of Azure's IMDS (AzureMetadata,
 // written from Microsoft's documentation: Microsoft publishes no mock)
@@ -40,6 +37,11 @@
 // and the agent applying a change of the VM's userData without a reboot
 // (azure_test.go, azureimage.go, azuremetadata.go). These boots are cloudinit_test.go's,
 // one entry each of its table cloudShapes.
+//
+// A cloud's shape may instead live in the cloud's own folder, on this
+// package's library for it (Shape, Harness, VM: shape.go), named by its
+// plugin's ImageTest; make docs lists those shapes for TestImage
+// (shapes_gen_test.go), which boots them after its own.
 //
 // The test itself (make image-test) then checks from outside, one
 // assertion each, what a user and an attacker would see: see TestImage.

@@ -45,7 +45,7 @@ var ec2Shape = cloudShape{
 	// The SMBIOS a Nitro instance's firmware gives (ec2image.go): a
 	// system-uuid that starts with ec2.
 	firmware: func(string) map[string]string {
-		return map[string]string{dmiDir + "/sys_vendor": "Amazon EC2\n", dmiDir + "/product_uuid": "ec2e1916-9099-7caf-fd21-012345abcdef\n"}
+		return map[string]string{DMIDir + "/sys_vendor": "Amazon EC2\n", DMIDir + "/product_uuid": "ec2e1916-9099-7caf-fd21-012345abcdef\n"}
 	},
 	checks: func(checks *checklist, ctx context.Context, r *run, c *Container) {
 		checks.run("the status names the instance and zone the agent read from IMDSv2", func(t *testing.T) { checkEC2Identity(t, ctx, r) })
@@ -141,7 +141,7 @@ func checkPrefixFromIMDS(t *testing.T, r *run) {
 // checkEC2Identity: the status the control plane reads names the
 // instance and the zone IMDS gave the agent.
 func checkEC2Identity(t *testing.T, ctx context.Context, r *run) {
-	ctx, cancel := checkTimeout(ctx)
+	ctx, cancel := CheckTimeout(ctx)
 	defer cancel()
 	st, err := r.cloud.status(ctx)
 	if err != nil {
@@ -156,7 +156,7 @@ func checkEC2Identity(t *testing.T, ctx context.Context, r *run) {
 // with 401, and one with a token read with PUT /latest/api/token
 // answers the instance's id.
 func checkIMDSv2Only(t *testing.T, ctx context.Context, c *Container) {
-	ctx, cancel := checkTimeout(ctx)
+	ctx, cancel := CheckTimeout(ctx)
 	defer cancel()
 	const md = "http://169.254.169.254/latest/meta-data/instance-id"
 	out, err := c.Exec(ctx, "curl", "-s", "-o", "/dev/null", "-w", "%{http_code}", md)

@@ -15,7 +15,7 @@ import "strings"
 // the Ec2 datasource (datasource_list, so ds-identify enables it without
 // reading DMI) and IMDS on IPv4 alone (the test's network has no
 // [fd00:ec2::254]); and the DMI stand-in answers the two fields from
-// files each boot's copy gets (dmiDir). Everything else is
+// files each boot's copy gets (DMIDir). Everything else is
 // Debian's cloud-init as packaged: the Ec2 datasource, its IMDSv2
 // session, its crawl of the metadata and the user-data, write_files and
 // the per-boot scripts.
@@ -37,7 +37,7 @@ const ec2SetupVersion = "1: hosts; resolv.conf to 169.254.169.254; hostname; clo
 // prepareEC2 shapes the debootstrapped tree like Debian's AWS image where
 // it matters to the boot.
 func prepareEC2(root string) error {
-	return writeFiles(root, map[string]string{
+	return WriteFiles(root, map[string]string{
 		"etc/hosts":    "127.0.0.1 localhost\n::1 localhost ip6-localhost ip6-loopback\n",
 		"etc/hostname": "egress-proxy\n",
 		// The test's resolver stand-in (an instance's resolver is the

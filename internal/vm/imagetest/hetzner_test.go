@@ -24,7 +24,7 @@ var hetznerShape = cloudShape{
 	ipv6: vmconfig.IPv6EgressPerSession,
 	// The SMBIOS a Hetzner server's firmware gives (hetznerimage.go).
 	firmware: func(id string) map[string]string {
-		return map[string]string{dmiDir + "/sys_vendor": "Hetzner\n", dmiDir + "/product_serial": id + "\n"}
+		return map[string]string{DMIDir + "/sys_vendor": "Hetzner\n", DMIDir + "/product_serial": id + "\n"}
 	},
 }
 

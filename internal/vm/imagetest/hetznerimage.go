@@ -1,5 +1,7 @@
 package imagetest
 
+import "strings"
+
 // What makes the Hetzner-shaped root file system a Hetzner server as
 // Debian's cloud-init sees it, in a container. On a Hetzner server the
 // firmware's SMBIOS says system-manufacturer "Hetzner" and a
@@ -14,7 +16,7 @@ package imagetest
 // places and nowhere else: cloud.cfg.d names the Hetzner datasource, so
 // ds-identify enables it without reading DMI; and a module the test adds
 // to the tree answers cloud-init's DMI reads of those two fields from
-// files the test writes into each boot's copy (dmiDir), the values
+// files the test writes into each boot's copy (DMIDir), the values
 // Hetzner's firmware gives. Everything else is Debian's cloud-init as
 // packaged: the datasource, its reads of the metadata service, its
 // user-data processing, write_files and the per-boot scripts.
@@ -36,7 +38,7 @@ const hetznerSetupVersion = "1: hosts; resolv.conf to 169.254.169.254; hostname;
 // prepareHetzner shapes the debootstrapped tree like Hetzner's debian-13
 // image where it matters to the boot.
 func prepareHetzner(root string) error {
-	return writeFiles(root, map[string]string{
+	return WriteFiles(root, map[string]string{
 		"etc/hosts":    "127.0.0.1 localhost\n::1 localhost ip6-localhost ip6-loopback\n",
 		"etc/hostname": "egress-proxy\n",
 		// The test's resolver stand-in (Hetzner's resolvers are public
@@ -52,8 +54,19 @@ func prepareHetzner(root string) error {
 	})
 }
 
+// DMIStandIn is the DMI stand-in for a cloud whose firmware cloud-init
+// asks for system-manufacturer and system-serial-number, as Hetzner's
+// and DigitalOcean's datasources do: the Python module the tree gets
+// (dist-packages/egress_imagetest_dmi.py, with a .pth that imports it),
+// which answers those two reads from DMIDir. what names the machine's
+// SMBIOS ("a Droplet's SMBIOS") and file the shape's file that says why,
+// in the module's docstring.
+func DMIStandIn(what, file string) string {
+	return strings.NewReplacer("a Hetzner server's SMBIOS", what, "internal/vm/imagetest/hetznerimage.go", file).Replace(dmiStandIn)
+}
+
 // dmiStandIn answers cloud-init's reads of the two SMBIOS fields a
-// Hetzner server's firmware gives, from dmiDir, when that folder
+// Hetzner server's firmware gives, from DMIDir, when that folder
 // exists (only in the image test's boots), and leaves every other read
 // to cloud-init.
 const dmiStandIn = `"""The egress image test's stand-in for a Hetzner server's SMBIOS

@@ -17,6 +17,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -198,8 +199,12 @@ func TestImage(t *testing.T) {
 	}
 	// The cloud-init clouds' boots: the user-data, read by the cloud's
 	// datasource from its metadata service (cloudinit_test.go's
-	// cloudShapes).
-	for _, shape := range cloudShapes {
+	// cloudShapes, then the shapes of the clouds' own folders).
+	shapes := slices.Clone(cloudShapes)
+	for _, s := range PluginShapes {
+		shapes = append(shapes, shapeOf(s))
+	}
+	for _, shape := range shapes {
 		if !imageOnly(shape.rel.Family) {
 			continue
 		}

@@ -1,4 +1,4 @@
-package imagetest
+package doimage
 
 import (
 	"encoding/json"
@@ -8,9 +8,11 @@ import (
 	"net/netip"
 	"sync"
 	"time"
+
+	"github.com/egress-proxies/egress/internal/vm/imagetest"
 )
 
-// DOMetadata stands in for DigitalOcean's metadata service on
+// Metadata stands in for DigitalOcean's metadata service on
 // 169.254.169.254, as cloud-init's DigitalOcean datasource reads it: GET
 // /metadata/v1.json, the whole of a Droplet's metadata in one JSON
 // document, shaped as DigitalOcean's metadata API reference documents it,
@@ -24,7 +26,7 @@ import (
 // does not exist. It takes no header: DigitalOcean's service serves any
 // process of the Droplet. Every request is recorded, before anything is
 // answered.
-type DOMetadata struct {
+type Metadata struct {
 	// DropletID is the Droplet's id (a number in the API, and the
 	// serial number of its SMBIOS), Hostname its name, Region its
 	// region's slug.
@@ -53,7 +55,7 @@ type DOMetadata struct {
 	ReservedIP func() string
 
 	mu       sync.Mutex
-	requests []Request
+	requests []imagetest.Request
 }
 
 // doVendorData is the vendor-data DigitalOcean's metadata API reference
@@ -120,7 +122,7 @@ type doDNS struct {
 // interface alone (the container has one): a Droplet's private
 // interface, in its VPC, has no counterpart in the test's network. It was
 // created with no SSH key, as the provider creates one.
-func (m *DOMetadata) document() doDocument {
+func (m *Metadata) document() doDocument {
 	mask := net.CIDRMask(m.Public.Bits(), 32)
 	pub := doInterface{
 		IPv4: doIPv4{IPAddress: m.Public.Addr().String(), Netmask: net.IP(mask).String(), Gateway: m.Gateway.String()},
@@ -144,9 +146,9 @@ func (m *DOMetadata) document() doDocument {
 	return doc
 }
 
-func (m *DOMetadata) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+func (m *Metadata) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	m.mu.Lock()
-	m.requests = append(m.requests, Request{Time: time.Now(), RemoteAddr: r.RemoteAddr, Method: r.Method,
+	m.requests = append(m.requests, imagetest.Request{Time: time.Now(), RemoteAddr: r.RemoteAddr, Method: r.Method,
 		URI: r.RequestURI, Forwarded: r.Header.Get("X-Forwarded-For")})
 	m.mu.Unlock()
 	if r.Method != http.MethodGet {
@@ -167,8 +169,8 @@ func (m *DOMetadata) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 // Requests returns every request so far.
-func (m *DOMetadata) Requests() []Request {
+func (m *Metadata) Requests() []imagetest.Request {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	return append([]Request(nil), m.requests...)
+	return append([]imagetest.Request(nil), m.requests...)
 }
