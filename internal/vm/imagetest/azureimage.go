@@ -33,7 +33,7 @@ import (
 //
 // The test stands in for what a container lacks, and nothing else:
 //
-//   - the SMBIOS: the DMI stand-in (as for Hetzner: hetznerimage.go)
+//   - the SMBIOS: the DMI stand-in (as for Hetzner: internal/provider/hetzner/hetznerimage/image.go)
 //     answers system-manufacturer "Microsoft Corporation", system-uuid the
 //     VM's id and chassis-asset-tag Azure's own (7783-7084-3265-9085-8269-
 //     3286-77, by which cloud-init tells Azure) from files of each boot's

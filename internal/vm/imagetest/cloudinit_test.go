@@ -41,7 +41,7 @@ const cloudBootTimeout = 5 * time.Minute
 // boots them after Google's: one entry a cloud, its parts in its own
 // files (the shape in CLOUD_test.go, the image in CLOUDimage.go, the
 // metadata service's stand-in in CLOUDmetadata.go).
-var cloudShapes = []cloudShape{hetznerShape, ec2Shape, azureShape}
+var cloudShapes = []cloudShape{ec2Shape, azureShape}
 
 // PluginShapes are the boots of the clouds whose shapes are in their own
 // folders (a plugin's ImageTest), booted after cloudShapes, in the order
@@ -54,7 +54,7 @@ var PluginShapes []Shape
 // testCloudInit takes, its VM kept in the run's cloudRun.
 func shapeOf(s Shape) cloudShape {
 	return cloudShape{
-		rel: s.Release, datasource: s.Datasource, userDataPath: s.UserDataPath,
+		rel: s.Release, datasource: s.Datasource, userDataPath: s.UserDataPath, ipv6: s.IPv6,
 		create: func(t *testing.T, ctx context.Context, r *run, _ func(provider.Provider, provider.Placement) string) string {
 			vm := s.Create(t, ctx, shapeHarness{t: t, ctx: ctx, r: r, static: s.Static})
 			r.cloud.vm = vm

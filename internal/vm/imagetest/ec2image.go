@@ -10,7 +10,7 @@ import "strings"
 // first (IMDSv2), which the provider's instances require
 // (HttpTokens=required); elsewhere it would try IMDSv1, which IMDS then
 // refuses. A container has no SMBIOS of its own and cloud-init reads none
-// in one, so, as for the Hetzner shape (hetznerimage.go), the test stands
+// in one, so, as for the Hetzner shape (hetznerimage's image.go), the test stands
 // in for the firmware in two places and nowhere else: cloud.cfg.d names
 // the Ec2 datasource (datasource_list, so ds-identify enables it without
 // reading DMI) and IMDS on IPv4 alone (the test's network has no
@@ -54,11 +54,9 @@ func prepareEC2(root string) error {
 	})
 }
 
-// ec2DMIStandIn is the Hetzner shape's DMI stand-in (dmiStandIn) with the
-// fields an EC2 instance's firmware gives.
+// ec2DMIStandIn is the DMI stand-in (DMIStandIn) with the fields an EC2
+// instance's firmware gives.
 var ec2DMIStandIn = strings.NewReplacer(
-	"a Hetzner server's SMBIOS", "an EC2 instance's SMBIOS",
-	"hetznerimage.go", "ec2image.go",
 	"system-manufacturer and system-serial-number are answered", "system-manufacturer and system-uuid are answered",
 	`"system-serial-number": "product_serial"`, `"system-uuid": "product_uuid"`,
-).Replace(dmiStandIn)
+).Replace(DMIStandIn("an EC2 instance's SMBIOS", "internal/vm/imagetest/ec2image.go"))

@@ -41,6 +41,11 @@ type Shape struct {
 	// Static makes the proxy a Static one (its create request's
 	// StaticIP), for a cloud whose Static VMs do something of their own.
 	Static bool
+	// IPv6, when set, is the ipv6Egress mode of the boot's
+	// configuration (fixed at boot, as a cloud-init VM's is), on a
+	// topology that routes the VM a prefix as a Hetzner server's is
+	// routed (Topology.RouteIPv6OnTheVM): the IPv6 checks run.
+	IPv6 string
 	// Create makes the VM with the cloud's provider against the cloud's
 	// fake (Harness.Create) and returns what the boot needs of it.
 	Create func(t *testing.T, ctx context.Context, h Harness) *VM

@@ -4,6 +4,7 @@ package imagetest_test
 
 import (
 	"github.com/egress-proxies/egress/internal/provider/digitalocean/doimage"
+	"github.com/egress-proxies/egress/internal/provider/hetzner/hetznerimage"
 	"github.com/egress-proxies/egress/internal/vm/imagetest"
 )
 
@@ -11,5 +12,6 @@ import (
 // of internal/clouds.All that names one (plugin.Plugin.ImageTest), in All's
 // order: `make docs` (dev/gendocs) writes them.
 var listed = []imagetest.Shape{
-	doimage.Shape, // digitalocean
+	hetznerimage.Shape, // hetzner
+	doimage.Shape,      // digitalocean
 }
