@@ -76,7 +76,7 @@ var azureShape = cloudShape{
 	userDataPath: "/metadata/instance/compute/userData",
 	firmware:     azureFirmware,
 	checks: func(checks *checklist, ctx context.Context, r *run, c *Container) {
-		checks.run("the status names the VM's vmId, location and zone the agent read from IMDS", func(t *testing.T) { checkEC2Identity(t, ctx, r) })
+		checks.run("the status names the VM's vmId, location and zone the agent read from IMDS", func(t *testing.T) { CheckIdentity(t, ctx, shapeHarness{r: r}, r.cloud.vmID, r.cloud.zone) })
 		checks.run("cloud-init reported ready to the wire server, once", func(t *testing.T) { checkAzureReported(t, r) })
 		checks.run("cloud-init and the agent asked IMDS from the VM with Metadata: true", func(t *testing.T) { checkAzureIMDSAsked(t, r) })
 		checks.run("IMDS refuses a read without Metadata: true on the VM, and answers one with it", func(t *testing.T) { checkAzureIMDSHeader(t, ctx, r, c) })
@@ -84,7 +84,7 @@ var azureShape = cloudShape{
 		checks.run("LiveChangeWithoutReboot", func(t *testing.T) { checkLiveChange(t, ctx, r, c) })
 	},
 	rebootChecks: func(checks *checklist, ctx context.Context, r *run, c *Container) {
-		checks.run("after a reboot the status names the VM again", func(t *testing.T) { checkEC2Identity(t, ctx, r) })
+		checks.run("after a reboot the status names the VM again", func(t *testing.T) { CheckIdentity(t, ctx, shapeHarness{r: r}, r.cloud.vmID, r.cloud.zone) })
 		checks.run("after a reboot the live change is served, with its new credentials", func(t *testing.T) {
 			if r.cloud.azure.fresh.Username == "" {
 				t.Skip("the live change did not land")
@@ -106,7 +106,7 @@ var azureShape = cloudShape{
 // stand-ins' own, as the boot's firmware says it (the fake's is another).
 func azureCreate(t *testing.T, ctx context.Context, r *run, _ func(provider.Provider, provider.Placement) string) string {
 	t.Helper()
-	renderer, prober := cloudVMSide(t, r, false)
+	renderer, prober := cloudVMSide(t, r)
 	// The composition root's renderer for the plugin's boot
 	// (internal/app's cloudInitVM).
 	renderer.Gzip, renderer.IMDS, renderer.WatchUserData = azureprovider.Plugin.Boot.Gzip, azureprovider.Plugin.Boot.MetadataURL, azureprovider.Plugin.Boot.WatchUserData

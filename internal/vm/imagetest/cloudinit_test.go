@@ -18,7 +18,6 @@ import (
 	"github.com/egress-proxies/egress/internal/bootstrap"
 	"github.com/egress-proxies/egress/internal/bootstrap/cloudinit"
 	"github.com/egress-proxies/egress/internal/provider"
-	awsprovider "github.com/egress-proxies/egress/internal/provider/aws"
 	"github.com/egress-proxies/egress/internal/proxy"
 	"github.com/egress-proxies/egress/internal/vm/vmconfig"
 	"github.com/egress-proxies/egress/internal/vmstatus"
@@ -37,15 +36,15 @@ import (
 // before the script.
 const cloudBootTimeout = 5 * time.Minute
 
-// cloudShapes are the cloud-init clouds' boots, in the order TestImage
-// boots them after Google's: one entry a cloud, its parts in its own
-// files (the shape in CLOUD_test.go, the image in CLOUDimage.go, the
-// metadata service's stand-in in CLOUDmetadata.go).
-var cloudShapes = []cloudShape{ec2Shape, azureShape}
+// cloudShapes are the boots of the cloud-init clouds whose shapes are
+// still this package's, which TestImage boots last: one entry a cloud,
+// its parts in its own files (the shape in CLOUD_test.go, the image in
+// CLOUDimage.go, the metadata service's stand-in in CLOUDmetadata.go).
+var cloudShapes = []cloudShape{azureShape}
 
 // PluginShapes are the boots of the clouds whose shapes are in their own
-// folders (a plugin's ImageTest), booted after cloudShapes, in the order
-// of internal/clouds.All: make docs writes their list (shapes_gen_test.go,
+// folders (a plugin's ImageTest), booted after Google's and before
+// cloudShapes, in the order of internal/clouds.All: make docs writes their list (shapes_gen_test.go,
 // of the external test package, which imports them), and shapes_test.go
 // sets this from it before any test runs.
 var PluginShapes []Shape
@@ -54,11 +53,12 @@ var PluginShapes []Shape
 // testCloudInit takes, its VM kept in the run's cloudRun.
 func shapeOf(s Shape) cloudShape {
 	return cloudShape{
-		rel: s.Release, datasource: s.Datasource, userDataPath: s.UserDataPath, ipv6: s.IPv6,
+		rel: s.Release, datasource: s.Datasource, userDataPath: s.UserDataPath, ipv6: s.IPv6, routeIPv6: s.RouteIPv6,
 		create: func(t *testing.T, ctx context.Context, r *run, _ func(provider.Provider, provider.Placement) string) string {
 			vm := s.Create(t, ctx, shapeHarness{t: t, ctx: ctx, r: r, static: s.Static})
 			r.cloud.vm = vm
 			r.cloud.userData, r.cloud.metadata, r.cloud.ready, r.cloud.anchor = vm.UserData, vm.Metadata, vm.Ready, vm.Anchor
+			r.ipv6Prefix = vm.IPv6Prefix
 			return vm.ID
 		},
 		firmware: func(string) map[string]string {
@@ -94,7 +94,7 @@ type shapeHarness struct {
 func (b shapeHarness) Topology() *Topology { return b.r.topo }
 
 func (b shapeHarness) VMSide(t *testing.T) (cloudinit.Renderer, *vmstatus.Prober) {
-	renderer, prober := cloudVMSide(t, b.r, false)
+	renderer, prober := cloudVMSide(t, b.r)
 	b.r.cloud.static = b.static
 	return renderer, prober
 }
@@ -165,7 +165,7 @@ type cloudRun struct {
 	key      vmstatus.Key
 	prober   *vmstatus.Prober
 	userData string
-	// vmID and zone are the EC2 instance's, which its status names.
+	// vmID and zone are the VM's, which its status names (Azure's).
 	vmID, zone string
 	// statusID is the VM's status id, as the renderer derived its
 	// status access from it (and its provider labelled it with).
@@ -374,10 +374,10 @@ func cloudCreateRequest(t *testing.T, r *run, place provider.Placement) provider
 
 // cloudVMSide is the VM side a cloud's provider gets in the boot: the
 // renderer of package cloudinit, its engine at the test's storage and
-// its status access of a fresh control-plane key (shaped by ec2: the
-// IMDS setting and compression, as the composition root's), and the
+// its status access of a fresh control-plane key (with the prefix
+// length of VMIPv6Prefix when the boot routes the VM one), and the
 // prober from the control plane's address. r.cloud is set up with them.
-func cloudVMSide(t *testing.T, r *run, ec2 bool) (cloudinit.Renderer, *vmstatus.Prober) {
+func cloudVMSide(t *testing.T, r *run) (cloudinit.Renderer, *vmstatus.Prober) {
 	t.Helper()
 	key, err := vmstatus.NewKey([]byte(randomHex(32)))
 	if err != nil {
@@ -393,16 +393,10 @@ func cloudVMSide(t *testing.T, r *run, ec2 bool) (cloudinit.Renderer, *vmstatus.
 			return key.Access(uid, id, []string{netip.PrefixFrom(ControlPlaneAddr, 32).String()})
 		},
 	}
-	if ec2 {
-		renderer.IMDS, renderer.Gzip = vmconfig.EC2MetadataURL, true
-	}
 	if r.ipv6Egress != "" {
 		// The cloud's prefix length, as the composition root passes the
 		// plugin's: the VM finds its prefix with it.
 		renderer.IPv6PrefixLength = VMIPv6Prefix.Bits()
-		if ec2 {
-			renderer.IPv6PrefixLength = awsprovider.Plugin.IPv6Prefix
-		}
 	}
 	prober := &vmstatus.Prober{Key: func(context.Context) (vmstatus.Key, error) { return key, nil }, Dial: r.topo.Internet.Dialer(ControlPlaneAddr)}
 	r.cloud = &cloudRun{key: key, prober: prober, generation: 1}

@@ -44,8 +44,10 @@ type Shape struct {
 	// IPv6, when set, is the ipv6Egress mode of the boot's
 	// configuration (fixed at boot, as a cloud-init VM's is), on a
 	// topology that routes the VM a prefix as a Hetzner server's is
-	// routed (Topology.RouteIPv6OnTheVM): the IPv6 checks run.
-	IPv6 string
+	// routed (Topology.RouteIPv6OnTheVM), unless RouteIPv6 routes it
+	// otherwise: the IPv6 checks run.
+	IPv6      string
+	RouteIPv6 func(*Topology) error
 	// Create makes the VM with the cloud's provider against the cloud's
 	// fake (Harness.Create) and returns what the boot needs of it.
 	Create func(t *testing.T, ctx context.Context, h Harness) *VM
@@ -68,6 +70,10 @@ type VM struct {
 	// its status says Ready: "" once the provider reads it Running, or
 	// why not yet. The boot waits for both.
 	Ready func(ctx context.Context) (string, error)
+	// IPv6Prefix, when valid, is the prefix the VM's IPv6 egress comes
+	// from when it is not VMIPv6Prefix (one the cloud delegated, which
+	// Create routed to the VM: Topology.RouteDelegated).
+	IPv6Prefix netip.Prefix
 	// Anchor, when valid, is the address the VM's traffic reaches the
 	// test's hosts from once the provider reads it Running, instead of
 	// the VM's own: the checks of the traffic's source expect it.
@@ -101,7 +107,8 @@ type Harness interface {
 	// VMSide is the VM side the cloud's provider is given: package
 	// cloudinit's renderer (the engine at the test's storage, the
 	// self-test's target by name, the status access of a fresh control
-	// plane's key), to which the shape adds what its plugin's Boot says,
+	// plane's key, the prefix length of VMIPv6Prefix when Shape.IPv6 is
+	// set), to which the shape adds what its plugin's Boot says,
 	// and the control plane's prober, which asks from ControlPlaneAddr.
 	VMSide(t *testing.T) (cloudinit.Renderer, *vmstatus.Prober)
 	// Create calls p's Create with the request the reconciler makes for
@@ -129,4 +136,19 @@ var ControlPlaneAddr = netip.MustParseAddr("203.0.113.7")
 // CheckTimeout bounds one check's talk with the VM.
 func CheckTimeout(ctx context.Context) (context.Context, context.CancelFunc) {
 	return context.WithTimeout(ctx, 15*time.Second)
+}
+
+// CheckIdentity: the status the control plane reads names the VM as
+// instance, in zone, as the agent read them from the cloud's metadata
+// service.
+func CheckIdentity(t *testing.T, ctx context.Context, h Harness, instance, zone string) {
+	ctx, cancel := CheckTimeout(ctx)
+	defer cancel()
+	st, err := h.Status(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if st.Instance != instance || st.Zone != zone {
+		t.Errorf("the status names instance %q in %q, want %s in %s", st.Instance, st.Zone, instance, zone)
+	}
 }

@@ -3,6 +3,7 @@
 package imagetest_test
 
 import (
+	"github.com/egress-proxies/egress/internal/provider/aws/awsimage"
 	"github.com/egress-proxies/egress/internal/provider/digitalocean/doimage"
 	"github.com/egress-proxies/egress/internal/provider/hetzner/hetznerimage"
 	"github.com/egress-proxies/egress/internal/vm/imagetest"
@@ -13,5 +14,6 @@ import (
 // order: `make docs` (dev/gendocs) writes them.
 var listed = []imagetest.Shape{
 	hetznerimage.Shape, // hetzner
+	awsimage.Shape,     // aws
 	doimage.Shape,      // digitalocean
 }

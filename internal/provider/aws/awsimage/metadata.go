@@ -1,4 +1,4 @@
-package imagetest
+package awsimage
 
 import (
 	"net/http"
@@ -7,9 +7,11 @@ import (
 	"regexp"
 	"sync"
 	"time"
+
+	"github.com/egress-proxies/egress/internal/vm/imagetest"
 )
 
-// EC2Metadata is EC2's instance metadata service on 169.254.169.254 in
+// Metadata is EC2's instance metadata service on 169.254.169.254 in
 // the test's network: AWS's own mock of it (amazon-ec2-metadata-mock,
 // run by package imdsmock in the test's process, IMDSv2 only) answers
 // every request, and this handler, in front, records each before passing
@@ -17,28 +19,28 @@ import (
 // the way: EC2's service serves every dated version of its API the same
 // as latest, and cloud-init asks a dated one (2021-03-23, or 2009-04-04),
 // where the mock serves latest only; the version is rewritten to latest.
-type EC2Metadata struct {
+type Metadata struct {
 	proxy *httputil.ReverseProxy
 
 	mu       sync.Mutex
-	requests []Request
+	requests []imagetest.Request
 }
 
-// NewEC2Metadata fronts the mock at base (http://127.0.0.1:PORT).
-func NewEC2Metadata(base string) (*EC2Metadata, error) {
+// NewMetadata fronts the mock at base (http://127.0.0.1:PORT).
+func NewMetadata(base string) (*Metadata, error) {
 	u, err := url.Parse(base)
 	if err != nil {
 		return nil, err
 	}
-	return &EC2Metadata{proxy: httputil.NewSingleHostReverseProxy(u)}, nil
+	return &Metadata{proxy: httputil.NewSingleHostReverseProxy(u)}, nil
 }
 
 // datedVersion is a dated version of the API at the start of a path.
 var datedVersion = regexp.MustCompile(`^/[0-9]{4}-[0-9]{2}-[0-9]{2}(/|$)`)
 
-func (m *EC2Metadata) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+func (m *Metadata) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	m.mu.Lock()
-	m.requests = append(m.requests, Request{Time: time.Now(), RemoteAddr: r.RemoteAddr, Method: r.Method,
+	m.requests = append(m.requests, imagetest.Request{Time: time.Now(), RemoteAddr: r.RemoteAddr, Method: r.Method,
 		URI: r.RequestURI, Forwarded: r.Header.Get("X-Forwarded-For")})
 	m.mu.Unlock()
 	if datedVersion.MatchString(r.URL.Path) {
@@ -49,8 +51,8 @@ func (m *EC2Metadata) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 }
 
 // Requests returns every request so far.
-func (m *EC2Metadata) Requests() []Request {
+func (m *Metadata) Requests() []imagetest.Request {
 	m.mu.Lock()
 	defer m.mu.Unlock()
-	return append([]Request(nil), m.requests...)
+	return append([]imagetest.Request(nil), m.requests...)
 }
