@@ -5,6 +5,7 @@ import (
 	"crypto/x509"
 	"net/http"
 	"net/netip"
+	"sync"
 	"testing"
 	"time"
 
@@ -96,6 +97,40 @@ type MetadataService interface {
 	http.Handler
 	// Requests are every request so far, in order.
 	Requests() []Request
+}
+
+// Recorder records the requests a stand-in receives, before it answers
+// them: a stand-in embeds it, and its Requests, for MetadataService.
+type Recorder struct {
+	mu       sync.Mutex
+	requests []Request
+}
+
+// Record records r, with the time it came and its X-Forwarded-For.
+func (rec *Recorder) Record(r *http.Request) {
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	rec.requests = append(rec.requests, Request{Time: time.Now(), RemoteAddr: r.RemoteAddr, Method: r.Method,
+		URI: r.RequestURI, Forwarded: r.Header.Get("X-Forwarded-For")})
+}
+
+// RecordGet records r and answers any method but GET with 405, for a
+// service that serves GET alone; it reports whether r is a GET, which
+// the stand-in answers then.
+func (rec *Recorder) RecordGet(w http.ResponseWriter, r *http.Request) bool {
+	rec.Record(r)
+	if r.Method != http.MethodGet {
+		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
+		return false
+	}
+	return true
+}
+
+// Requests returns every request recorded so far, in order.
+func (rec *Recorder) Requests() []Request {
+	rec.mu.Lock()
+	defer rec.mu.Unlock()
+	return append([]Request(nil), rec.requests...)
 }
 
 // Harness is what a Shape's Create gets of the boot the image test set up

@@ -5,8 +5,6 @@ import (
 	"net/http/httputil"
 	"net/url"
 	"regexp"
-	"sync"
-	"time"
 
 	"github.com/egress-proxies/egress/internal/vm/imagetest"
 )
@@ -22,8 +20,7 @@ import (
 type Metadata struct {
 	proxy *httputil.ReverseProxy
 
-	mu       sync.Mutex
-	requests []imagetest.Request
+	imagetest.Recorder
 }
 
 // NewMetadata fronts the mock at base (http://127.0.0.1:PORT).
@@ -39,20 +36,10 @@ func NewMetadata(base string) (*Metadata, error) {
 var datedVersion = regexp.MustCompile(`^/[0-9]{4}-[0-9]{2}-[0-9]{2}(/|$)`)
 
 func (m *Metadata) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	m.mu.Lock()
-	m.requests = append(m.requests, imagetest.Request{Time: time.Now(), RemoteAddr: r.RemoteAddr, Method: r.Method,
-		URI: r.RequestURI, Forwarded: r.Header.Get("X-Forwarded-For")})
-	m.mu.Unlock()
+	m.Record(r)
 	if datedVersion.MatchString(r.URL.Path) {
 		r.URL.Path = "/latest" + r.URL.Path[len("/YYYY-MM-DD"):]
 		r.URL.RawPath = ""
 	}
 	m.proxy.ServeHTTP(w, r)
-}
-
-// Requests returns every request so far.
-func (m *Metadata) Requests() []imagetest.Request {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return append([]imagetest.Request(nil), m.requests...)
 }

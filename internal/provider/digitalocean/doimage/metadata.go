@@ -6,8 +6,6 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
-	"sync"
-	"time"
 
 	"github.com/egress-proxies/egress/internal/vm/imagetest"
 )
@@ -54,8 +52,7 @@ type Metadata struct {
 	// the document says so from then on.
 	ReservedIP func() string
 
-	mu       sync.Mutex
-	requests []imagetest.Request
+	imagetest.Recorder
 }
 
 // doVendorData is the vendor-data DigitalOcean's metadata API reference
@@ -147,12 +144,7 @@ func (m *Metadata) document() doDocument {
 }
 
 func (m *Metadata) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	m.mu.Lock()
-	m.requests = append(m.requests, imagetest.Request{Time: time.Now(), RemoteAddr: r.RemoteAddr, Method: r.Method,
-		URI: r.RequestURI, Forwarded: r.Header.Get("X-Forwarded-For")})
-	m.mu.Unlock()
-	if r.Method != http.MethodGet {
-		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
+	if !m.RecordGet(w, r) {
 		return
 	}
 	switch r.URL.Path {
@@ -166,11 +158,4 @@ func (m *Metadata) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	default:
 		http.NotFound(w, r)
 	}
-}
-
-// Requests returns every request so far.
-func (m *Metadata) Requests() []imagetest.Request {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return append([]imagetest.Request(nil), m.requests...)
 }

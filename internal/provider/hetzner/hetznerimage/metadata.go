@@ -5,8 +5,6 @@ import (
 	"io"
 	"net/http"
 	"strings"
-	"sync"
-	"time"
 
 	"github.com/egress-proxies/egress/internal/vm/imagetest"
 )
@@ -26,17 +24,11 @@ type Metadata struct {
 	Hostname string
 	UserData string
 
-	mu       sync.Mutex
-	requests []imagetest.Request
+	imagetest.Recorder
 }
 
 func (m *Metadata) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	m.mu.Lock()
-	m.requests = append(m.requests, imagetest.Request{Time: time.Now(), RemoteAddr: r.RemoteAddr, Method: r.Method,
-		URI: r.RequestURI, Forwarded: r.Header.Get("X-Forwarded-For")})
-	m.mu.Unlock()
-	if r.Method != http.MethodGet {
-		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
+	if !m.RecordGet(w, r) {
 		return
 	}
 	switch r.URL.Path {
@@ -63,11 +55,4 @@ func (m *Metadata) document() string {
 	b.WriteString("network-config:\n  config:\n  - name: eth0\n    subnets:\n    - ipv4: true\n      type: dhcp\n    type: physical\n  version: 1\n")
 	b.WriteString("public-keys: []\n")
 	return b.String()
-}
-
-// Requests returns every request so far.
-func (m *Metadata) Requests() []imagetest.Request {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return append([]imagetest.Request(nil), m.requests...)
 }
