@@ -13,6 +13,8 @@ import (
 	"github.com/zclconf/go-cty/cty/convert"
 	"github.com/zclconf/go-cty/cty/function"
 	"github.com/zclconf/go-cty/cty/function/stdlib"
+
+	"github.com/egress-proxies/egress/deploy"
 )
 
 // evaluation is the module evaluated as far as it can be without a cloud:
@@ -392,4 +394,16 @@ func stringMap(t *testing.T, where string, v cty.Value) map[string]string {
 		out[k] = s.AsString()
 	}
 	return out
+}
+
+// withListFunctions is ctx with the collection functions a validation
+// calls that the evaluation of the module's resources does not need:
+// Terraform's contains and alltrue.
+func withListFunctions(ctx *hcl.EvalContext) *hcl.EvalContext {
+	c := ctx.NewChild()
+	c.Functions = map[string]function.Function{
+		"contains": stdlib.ContainsFunc,
+		"alltrue":  deploy.AllTrue,
+	}
+	return c
 }

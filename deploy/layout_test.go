@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/egress-proxies/egress/internal/clouds"
 )
 
 const modulePath = "github.com/egress-proxies/egress/"
@@ -49,21 +51,54 @@ func under(pkg string, dirs ...string) bool {
 	return false
 }
 
+// cloudFakes are the clouds' fakes, as their plugins say: the packages in
+// a cloud's folder that its development package (plugin.Plugin.Dev, the
+// cloud's provider over its fake) imports, the cloud's own package aside.
+// Each cloud with a development package has one at least; a cloud without
+// one (Compute Engine's) is named where its fake is.
+func cloudFakes(t *testing.T, graph map[string][]string) []string {
+	t.Helper()
+	var fakes []string
+	devs := 0
+	for _, c := range clouds.All {
+		dev, ok := strings.CutPrefix(c.Dev, modulePath)
+		if !ok {
+			continue
+		}
+		devs++
+		folder := "internal/provider/" + c.Type
+		before := len(fakes)
+		for _, d := range graph[dev] {
+			if under(d, folder) && d != folder && !slices.Contains(fakes, d) {
+				fakes = append(fakes, d)
+			}
+		}
+		if len(fakes) == before {
+			t.Fatalf("%s (the %s plugin's Dev) imports no package of %s beside the cloud's own (%v): no fake found to hold", dev, c.Type, folder, graph[dev])
+		}
+	}
+	if devs < 2 {
+		t.Fatalf("%d plugins of clouds.All name a development package: want the clouds' with a fake of their own", devs)
+	}
+	return fakes
+}
+
 // TestTheFunctionsLinkNoDouble: what Cloud Run builds (the functions
 // package and everything it links) contains no mock, no fake, no emulator
 // code and nothing that runs on the VM but the contract with it. A mock
 // linked into production is one PROVIDERS setting away from a deployment
 // that makes no VMs and says it did.
 func TestTheFunctionsLinkNoDouble(t *testing.T) {
+	graph, _ := imports(t)
 	cmd := exec.Command("go", "list", "-deps", "./functions")
 	cmd.Dir = ".."
 	out, err := cmd.Output()
 	if err != nil {
 		t.Fatalf("go list -deps ./functions: %v", err)
 	}
-	forbidden := []string{"internal/provider/mock", "internal/provider/gcp/computefake", "internal/provider/hetzner/hetznerfake", "internal/provider/aws/ec2fake", "internal/provider/digitalocean/dofake", "internal/provider/azure/azurefake", "internal/provider/providertest", "internal/provider/vmside/vmsidetest",
+	forbidden := append([]string{"internal/provider/mock", "internal/provider/gcp/computefake", "internal/provider/providertest", "internal/provider/vmside/vmsidetest",
 		"internal/store/storefake", "internal/store/storetest", "internal/sealing/kmsfake", "emulators",
-		"internal/vm/engine", "internal/vm/agent", "internal/vm/imagetest", "internal/vm/loopback", "internal/vm/imds", "internal/sim", "dev", "cmd"}
+		"internal/vm/engine", "internal/vm/agent", "internal/vm/imagetest", "internal/vm/loopback", "internal/vm/imds", "internal/sim", "dev", "cmd"}, cloudFakes(t, graph)...)
 	var linked []string
 	for _, p := range strings.Fields(string(out)) {
 		if rel, ok := strings.CutPrefix(p, modulePath); ok && under(rel, forbidden...) {
@@ -85,15 +120,22 @@ func TestDependenciesPointOneWay(t *testing.T) {
 	// the VM side's list links into the agent: VM code, which may import
 	// the agent's seam and which the control plane does not import.
 	vm := []string{"internal/vm/engine", "internal/vm/agent", "internal/vm/imagetest", "internal/vm/loopback", "internal/vm/imds"}
+	// They are the plugins' VM packages, which cloudsvm's list imports;
+	// there may be none.
+	list, ok := graph["internal/clouds/cloudsvm"]
+	if !ok {
+		t.Fatal("go list saw no internal/clouds/cloudsvm: the graph was not read")
+	}
 	var vmParts []string
-	for _, d := range graph["internal/clouds/cloudsvm"] {
-		if under(d, "internal/provider") {
-			vmParts = append(vmParts, d)
+	for _, c := range clouds.All {
+		if p, ok := strings.CutPrefix(c.VM, modulePath); ok {
+			vmParts = append(vmParts, p)
+			if !slices.Contains(list, p) {
+				t.Errorf("internal/clouds/cloudsvm does not import %s, the %s plugin's VM-side part: run make docs", p, c.Type)
+			}
 		}
 	}
-	if len(vmParts) == 0 {
-		t.Fatalf("internal/clouds/cloudsvm imports no cloud's VM-side part (%v): the graph was not read", graph["internal/clouds/cloudsvm"])
-	}
+	fakes := cloudFakes(t, graph)
 	rules := []struct {
 		what    string
 		target  []string
@@ -105,11 +147,11 @@ func TestDependenciesPointOneWay(t *testing.T) {
 		{"emulator code serves only the developer's tools and tests", []string{"emulators"}, []string{"emulators", "dev"}},
 		{"what runs on the VM is imported by no part of the control plane: it sees the contract (internal/vm/vmconfig) only",
 			append(vm, vmParts...),
-			append([]string{"internal/vm", "cmd/egress-proxy", "internal/clouds/cloudsvm", "internal/provider/mock", "internal/provider/hetzner/hetznerfake", "internal/provider/aws/ec2fake", "internal/provider/digitalocean/dofake", "internal/provider/azure/azurefake", "dev"}, vmParts...)},
+			slices.Concat([]string{"internal/vm", "cmd/egress-proxy", "internal/clouds/cloudsvm", "internal/provider/mock", "dev"}, fakes, vmParts)},
 		{"the web console is mounted by the composition root alone, over the API", []string{"internal/console"},
 			[]string{"internal/app", "dev"}},
 		{"the doubles are linked by the local stack, the simulation and tests only",
-			[]string{"internal/provider/mock", "internal/store/storefake", "internal/provider/gcp/computefake", "internal/provider/hetzner/hetznerfake", "internal/provider/aws/ec2fake", "internal/provider/digitalocean/dofake", "internal/provider/azure/azurefake", "internal/sealing/kmsfake"},
+			append([]string{"internal/provider/mock", "internal/store/storefake", "internal/provider/gcp/computefake", "internal/sealing/kmsfake"}, fakes...),
 			[]string{"internal/provider", "internal/store", "internal/sealing", "internal/sim", "dev", "internal/vm/imagetest"}},
 	}
 	for _, r := range rules {

@@ -3,8 +3,8 @@ package main
 import (
 	"os"
 	"path/filepath"
-	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -137,43 +137,55 @@ func TestGeneratedFilesAreCurrent(t *testing.T) {
 }
 
 // TestAHandEditedListIsStale plants edits in a copy of the generated files
-// (and of the Terraform they are read beside) and holds the check of
-// TestGeneratedFilesAreCurrent to finding each, and only the files edited.
+// (and of the Terraform and the pages they are read from) and holds the
+// check of TestGeneratedFilesAreCurrent to finding each, and only the
+// files edited. The clouds edited are picked from clouds.All by what they
+// declare, so that no cloud is named here.
 func TestAHandEditedListIsStale(t *testing.T) {
 	root := filepath.Join("..", "..")
-	withoutAzure := slices.DeleteFunc(slices.Clone(clouds.All), func(p plugin.Plugin) bool { return p.Type == "azure" })
-	withoutDigitalOcean := slices.DeleteFunc(slices.Clone(clouds.All), func(p plugin.Plugin) bool { return p.Type == "digitalocean" })
-	// The first line of the image test's list, whichever cloud's shape
-	// it is.
-	shapes, err := os.ReadFile(filepath.Join(root, imageShapesFile))
-	if err != nil {
-		t.Fatal(err)
+	find := func(has func(plugin.Plugin) bool) (plugin.Plugin, bool) {
+		for _, c := range slices.Backward(clouds.All) {
+			if has(c) {
+				return c, true
+			}
+		}
+		return plugin.Plugin{}, false
 	}
-	listedShape := regexp.MustCompile(`(?m)^\t\w+\.Shape, // \w+$`).FindString(string(shapes))
-	if listedShape == "" {
-		t.Fatalf("%s lists no shape:\n%s", imageShapesFile, shapes)
+	last := func(has func(plugin.Plugin) bool) plugin.Plugin {
+		c, ok := find(has)
+		if !ok {
+			t.Fatal("no cloud of clouds.All has what the case edits")
+		}
+		return c
 	}
-	cases := map[string]struct {
-		reason string
-		edit   map[string][2]string // file: the text replaced, and its replacement
-		cl     []plugin.Plugin
-		want   []string
-	}{
+	// withPage is a cloud beside the first whose folder holds its
+	// operations page (the example's paragraphs are of those beside the
+	// first), withDev one with a development package, withVM one with a
+	// VM-side part, if a cloud has one: without one, cloudsvm's list is empty
+	// (Untouched holds it so) and there is no line to plant edits in.
+	withPage := last(func(c plugin.Plugin) bool {
+		_, err := os.Stat(filepath.Join(root, cloudPageSource(c.Type)))
+		return c.Type != clouds.All[0].Type && err == nil
+	})
+	withDev := last(func(c plugin.Plugin) bool { return c.Dev != "" })
+	withVM, anyVM := find(func(c plugin.Plugin) bool { return c.VM != "" })
+	// withShape is one with an image-test shape, if a cloud has one.
+	withShape, anyShape := find(func(c plugin.Plugin) bool { return c.ImageTest != "" })
+	without := func(gone plugin.Plugin) []plugin.Plugin {
+		return slices.DeleteFunc(slices.Clone(clouds.All), func(p plugin.Plugin) bool { return p.Type == gone.Type })
+	}
+	lastType := clouds.All[len(clouds.All)-1].Type
+	page, source, tf := cloudPagePath(withPage.Type), cloudPageSource(withPage.Type), "deploy/terraform/"+withPage.Type+".tf"
+	cases := map[string]stalenessCase{
 		"Untouched": {
 			reason: "the files as make docs wrote them are current",
 			cl:     clouds.All,
 		},
 		"ALineDropped": {
 			reason: "a cloud's line taken out of cloudsdev's list by hand",
-			edit:   map[string][2]string{cloudsDevFile: {"{Sim: azuresim.New, Bench: azuresim.Bench{}},", ""}},
+			edit:   map[string][2]string{cloudsDevFile: {listLine(t, filepath.Join(root, cloudsDevFile), withDev.Type), ""}},
 			cl:     clouds.All,
 			want:   []string{cloudsDevFile},
-		},
-		"AVMPartDropped": {
-			reason: "a cloud's VM-side part taken out of cloudsvm's list by hand",
-			edit:   map[string][2]string{cloudsVMFile: {"dovm.Follower, // digitalocean", ""}},
-			cl:     clouds.All,
-			want:   []string{cloudsVMFile},
 		},
 		"AnEntryDropped": {
 			reason: "a cloud's tile taken out of the Terraform's list by hand",
@@ -183,26 +195,71 @@ func TestAHandEditedListIsStale(t *testing.T) {
 		},
 		"ACloudAddedByHand": {
 			reason: "a cloud written into the Terraform's validation that the plugins do not have",
-			edit:   map[string][2]string{cloudsTerraformFile: {`"digitalocean", "azure"], p)`, `"digitalocean", "azure", "vultr"], p)`}},
+			edit:   map[string][2]string{cloudsTerraformFile: {strconv.Quote(lastType) + "], p)", strconv.Quote(lastType) + `, "vultr"], p)`}},
 			cl:     clouds.All,
 			want:   []string{cloudsTerraformFile},
 		},
+		"AnExampleLineAddedByHand": {
+			reason: "a cloud's variable written into the example's generated part by hand",
+			edit:   map[string][2]string{tfvarsFile: {tfvarsEnd + "\n", "# vultr_api_key_secret = \"egress-vultr-token\"\n" + tfvarsEnd + "\n"}},
+			cl:     clouds.All,
+			want:   []string{tfvarsFile},
+		},
+		"AnExampleDefaultEdited": {
+			reason: "the line that enables a cloud, edited in the example's generated part by hand",
+			edit:   map[string][2]string{tfvarsFile: {"# providers_enabled", "# providers_enabled = [] #"}},
+			cl:     clouds.All,
+			want:   []string{tfvarsFile},
+		},
+		"TheExamplesOwnPartEdited": {
+			reason: "the example's hand-written part is the file's own: an edit there is no stale list",
+			edit:   map[string][2]string{tfvarsFile: {`project_id            = "my-egress-project"`, `project_id            = "another-project"`}},
+			cl:     clouds.All,
+		},
+		"ACloudVariableAdded": {
+			reason: "a variable added to a cloud's file of deploy/terraform without make docs: the example lacks it",
+			edit:   map[string][2]string{tf: {"variable \"" + withPage.Type + "_", "variable \"" + withPage.Type + "_added\" {\n  description = \"A setting added.\"\n  type        = string\n  default     = \"\"\n}\n\nvariable \"" + withPage.Type + "_"}},
+			cl:     clouds.All,
+			want:   []string{tfvarsFile},
+		},
+		"APublishedPageEdited": {
+			reason: "a cloud's page edited where it is published, not in its folder",
+			edit:   map[string][2]string{page: {"\n## ", "\nA line added by hand.\n\n## "}},
+			cl:     clouds.All,
+			want:   []string{page},
+		},
+		"APageSourceEdited": {
+			reason: "a cloud's page edited in its folder without make docs: the published page is stale",
+			edit:   map[string][2]string{source: {"\n## ", "\nA line added in the folder.\n\n## "}},
+			cl:     clouds.All,
+			want:   []string{page},
+		},
 		"APluginGone": {
 			reason: "the plugins changed (a cloud gone from All) without make docs",
-			cl:     withoutAzure,
-			want:   []string{cloudsTerraformFile, cloudsDevFile},
+			cl:     without(withDev),
+			want:   goneStale(root, withDev),
 		},
-		"AVMPluginGone": {
+	}
+	if anyVM {
+		cases["AVMPartDropped"] = stalenessCase{
+			reason: "a cloud's VM-side part taken out of cloudsvm's list by hand",
+			edit:   map[string][2]string{cloudsVMFile: {listLine(t, filepath.Join(root, cloudsVMFile), withVM.Type), ""}},
+			cl:     clouds.All,
+			want:   []string{cloudsVMFile},
+		}
+		cases["AVMPluginGone"] = stalenessCase{
 			reason: "the plugins changed (a cloud with a VM-side part gone from All) without make docs",
-			cl:     withoutDigitalOcean,
-			want:   []string{cloudsTerraformFile, cloudsDevFile, cloudsVMFile, imageShapesFile},
-		},
-		"AShapeDropped": {
+			cl:     without(withVM),
+			want:   goneStale(root, withVM),
+		}
+	}
+	if anyShape {
+		cases["AShapeDropped"] = stalenessCase{
 			reason: "a cloud's shape taken out of the image test's list by hand",
-			edit:   map[string][2]string{imageShapesFile: {listedShape, ""}},
+			edit:   map[string][2]string{imageShapesFile: {listLine(t, filepath.Join(root, imageShapesFile), withShape.Type), ""}},
 			cl:     clouds.All,
 			want:   []string{imageShapesFile},
-		},
+		}
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
@@ -211,8 +268,16 @@ func TestAHandEditedListIsStale(t *testing.T) {
 			if err != nil || len(tf) < 5 {
 				t.Fatalf("deploy/terraform holds %d .tf files (%v): want the module's", len(tf), err)
 			}
-			files := []string{cloudsDevFile, cloudsVMFile, imageShapesFile}
-			for _, f := range tf {
+			pages, err := filepath.Glob(filepath.Join(root, "docs", "operations", "*.md"))
+			if err != nil || len(pages) < 5 {
+				t.Fatalf("docs/operations holds %d pages (%v): want the operations pages", len(pages), err)
+			}
+			sources, err := filepath.Glob(filepath.Join(root, cloudPageSource("*")))
+			if err != nil || len(sources) == 0 {
+				t.Fatalf("found %d pages in the clouds' folders (%v): want one at least", len(sources), err)
+			}
+			files := []string{cloudsDevFile, cloudsVMFile, imageShapesFile, tfvarsFile}
+			for _, f := range slices.Concat(tf, pages, sources) {
 				rel, _ := filepath.Rel(root, f)
 				files = append(files, filepath.ToSlash(rel))
 			}
@@ -244,4 +309,51 @@ func TestAHandEditedListIsStale(t *testing.T) {
 			}
 		})
 	}
+}
+
+// listLine is the line of the generated list in file that names the cloud
+// typ (its comment), whole: what a hand edit takes out.
+func listLine(t *testing.T, file, typ string) string {
+	t.Helper()
+	raw, err := os.ReadFile(file)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, l := range strings.SplitAfter(string(raw), "\n") {
+		if strings.HasSuffix(l, " // "+typ+"\n") {
+			return l
+		}
+	}
+	t.Fatalf("%s has no line of %s", file, typ)
+	return ""
+}
+
+// stalenessCase is a case of TestAHandEditedListIsStale.
+type stalenessCase struct {
+	reason string
+	edit   map[string][2]string // file: the text replaced, and its replacement
+	cl     []plugin.Plugin
+	want   []string
+}
+
+// goneStale are the generated files that c's leaving clouds.All makes
+// stale, as its plugin says: the Terraform's list and the example's
+// clouds always, the lists that name its development, VM-side and
+// image-test packages, and its published page, which is removed.
+func goneStale(root string, c plugin.Plugin) []string {
+	out := []string{cloudsTerraformFile, tfvarsFile}
+	if c.Dev != "" {
+		out = append(out, cloudsDevFile)
+	}
+	if c.VM != "" {
+		out = append(out, cloudsVMFile)
+	}
+	if c.ImageTest != "" {
+		out = append(out, imageShapesFile)
+	}
+	if _, err := os.Stat(filepath.Join(root, cloudPageSource(c.Type))); err == nil {
+		out = append(out, cloudPagePath(c.Type))
+	}
+	slices.Sort(out)
+	return out
 }

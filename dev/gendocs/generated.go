@@ -39,13 +39,15 @@ var generatedFiles = []generatedFile{
 	{path: cloudsVMFile, render: cloudsVMList},
 	{path: imageShapesFile, render: imageShapesList},
 	{path: cloudsTerraformFile, render: cloudsTerraform},
+	{path: tfvarsFile, render: tfvarsClouds},
 }
 
 // writeGenerated writes each generated file that is not what the plugins
 // say, and returns those it wrote.
 func writeGenerated(root string) ([]string, error) {
 	var changed []string
-	for _, g := range generatedFiles {
+	all := allGenerated(root, clouds.All)
+	for _, g := range all {
 		want, err := g.render(root, clouds.All)
 		if err != nil {
 			return changed, fmt.Errorf("%s: %w", g.path, err)
@@ -59,16 +61,36 @@ func writeGenerated(root string) ([]string, error) {
 		}
 		changed = append(changed, g.path)
 	}
+	// The pages of clouds gone.
+	orphans, err := orphanCloudPages(root, all)
+	if err != nil {
+		return changed, err
+	}
+	for _, p := range orphans {
+		if err := os.Remove(filepath.Join(root, p)); err != nil {
+			return changed, err
+		}
+		changed = append(changed, p)
+	}
 	return changed, nil
 }
 
 // staleGenerated is, for each generated file under root that is not what
 // cl says, the file's path: the check that make test runs
 // (TestGeneratedFilesAreCurrent), so that a hand edit of a generated list,
-// or a plugin changed without make docs, fails.
+// or a plugin changed without make docs, fails. A published page of a
+// cloud gone is stale too, its want empty: make docs removes it.
 func staleGenerated(root string, cl []plugin.Plugin) (map[string]string, error) {
 	stale := map[string]string{}
-	for _, g := range generatedFiles {
+	all := allGenerated(root, cl)
+	orphans, err := orphanCloudPages(root, all)
+	if err != nil {
+		return nil, err
+	}
+	for _, p := range orphans {
+		stale[p] = ""
+	}
+	for _, g := range all {
 		want, err := g.render(root, cl)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", g.path, err)
@@ -96,7 +118,9 @@ func cloudsDevList(_ string, cl []plugin.Plugin) ([]byte, error) {
 	return packageList(cl, packageListOf{
 		pkg: "cloudsdev", of: "Dev", elem: "Cloud",
 		path: func(c plugin.Plugin) string { return c.Dev },
-		line: func(name string) string { return fmt.Sprintf("{Sim: %s.New, Bench: %s.Bench{}}", name, name) },
+		line: func(name string) string {
+			return fmt.Sprintf("{Sim: %s.New, Bench: %s.Bench{}, Stack: %s.Stack}", name, name, name)
+		},
 		what: "development parts",
 	})
 }

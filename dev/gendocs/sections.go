@@ -35,6 +35,8 @@ var sections = []section{
 	{page: "docs/concepts/event-flow.md", name: "flow-diagram", from: "clouds.All", render: eventFlowDiagram},
 	{page: "docs/operations/compatibility.md", name: "compatibility", from: "deploy/terraform, go.mod and the providers' images", render: compatibility},
 	{page: "README.md", name: "request-diagram", from: "clouds.All", render: readmeDiagram},
+	{page: "docs/README.md", name: "cloud-pages", from: "the operations.md of each cloud's folder", render: cloudPagesIndexOf},
+	{page: "docs/concepts/providers.md", name: "cloud-providers", from: "the concepts.md of each cloud's folder", render: cloudProviders},
 }
 
 // A section lies between two lines: its begin marker, which names the

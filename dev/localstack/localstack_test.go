@@ -22,11 +22,7 @@ import (
 	"github.com/egress-proxies/egress/emulators/emulator"
 	"github.com/egress-proxies/egress/emulators/stack"
 	"github.com/egress-proxies/egress/internal/httpapi/openapitest"
-	"github.com/egress-proxies/egress/internal/provider/aws/ec2fake"
-	"github.com/egress-proxies/egress/internal/provider/azure/azurefake"
-	"github.com/egress-proxies/egress/internal/provider/digitalocean/dofake"
-	"github.com/egress-proxies/egress/internal/provider/hetzner"
-	"github.com/egress-proxies/egress/internal/provider/hetzner/hetznerfake"
+	"github.com/egress-proxies/egress/internal/provider/providerstack"
 )
 
 // TestEndToEnd starts the stack as `make run` does, as its own process with
@@ -68,26 +64,25 @@ func TestEndToEnd(t *testing.T) {
 	// period, for a CLI's start), and one after another they were two
 	// thirds of this test's minutes.
 	t.Run("Flows", func(t *testing.T) {
-		for _, flow := range []struct {
+		type flow struct {
 			name string
 			run  func(*testing.T)
-		}{
+		}
+		flows := []flow{
 			// The built CLI, from creation to deletion.
 			{"CLI", s.driveCLI},
 			// The CLI's SOCKS5 example, on the ports make run opens.
 			{"SOCKS5", s.socks5Proxy},
-			// Issue 34's second cloud, on the Hetzner fake, with Hetzner's CLI.
-			{"Hetzner", s.hetznerProxy},
-			// Issue 35's third cloud, on the EC2 fake, with AWS's CLI.
-			{"AWS", s.awsProxy},
-			// Issue 44's fourth, on the DigitalOcean fake, with godo.
-			{"DigitalOcean", s.digitalOceanProxy},
-			// Issue 45's fifth, on the Azure fake: a live change in place.
-			{"Azure", s.azureProxy},
-		} {
-			t.Run(flow.name, func(t *testing.T) {
+		}
+		// Each cloud's own, from its folder (its <cloud>sim package's
+		// Stack), on its fake and with its own client or tool.
+		for _, c := range s.clouds {
+			flows = append(flows, flow{c.name, func(t *testing.T) { c.flow(t, s.forFlow(t)) }})
+		}
+		for _, f := range flows {
+			t.Run(f.name, func(t *testing.T) {
 				t.Parallel()
-				flow.run(t)
+				f.run(t)
 			})
 		}
 	})
@@ -267,20 +262,9 @@ type liveStack struct {
 	client *http.Client
 	front  *httptest.Server
 	spec   *openapitest.Validator
-	// hetzner is the Hetzner fake the stack's hetzner provider is
-	// pointed at (HETZNER_ENDPOINT), its servers booting their engines.
-	hetzner *hetznerfake.Server
-	// ec2 is the EC2 fake of the aws provider (AWS_EC2_ENDPOINT), the
-	// same.
-	ec2 *ec2fake.Server
-	// digitalocean is the DigitalOcean fake of the digitalocean provider
-	// (DIGITALOCEAN_ENDPOINT), the same; the provider makes the
-	// deployment's cloud firewall on it from the stack's PROXY_PORTS and
-	// FIREWALL_SOURCE_RANGES.
-	digitalocean *dofake.Server
-	// azure is the Azure fake of the azure provider (AZURE_ENDPOINT), the
-	// same; a PATCH of a VM's userData reaches its running engine.
-	azure *azurefake.Server
+	// clouds are the clouds' fakes the stack's providers of those clouds
+	// are pointed at, each VM booting its engine, with each cloud's flow.
+	clouds []cloudFake
 }
 
 func startStack(t *testing.T) *liveStack {
@@ -292,24 +276,22 @@ func startStack(t *testing.T) *liveStack {
 	}
 	out := &syncBuffer{}
 	begun := time.Now()
-	// Hetzner, AWS, DigitalOcean and Azure beside the mock, the mock the default: their fakes
-	// in this process, booting each VM's engine on a loopback address of
-	// its own from the user-data the stack renders.
-	hz := hetznerfake.New(hetzner.LocalToken)
-	hz.StartServing(hetznerfake.Serve{AllowDestinations: []string{"127.0.0.1/32"}, Tick: 500 * time.Millisecond})
-	t.Cleanup(hz.Close)
-	ec2 := startEC2(t)
-	do := startDigitalOcean(t)
-	az, azureEnv := startAzure(t)
+	// The clouds internal/clouds/cloudsdev lists beside the mock, the
+	// mock the default: their fakes in this process, booting each VM's
+	// engine on a loopback address of its own from the user-data the
+	// stack renders.
+	clouds, cloudEnv := startClouds(t)
+	providers := []string{"mock"}
+	for _, c := range clouds {
+		providers = append(providers, c.typ)
+	}
 	st, err := stack.Start(ctx, bin, stack.Options{
 		Project: "demo-e2e",
 		Env: append([]string{"CLOUD_INIT_SECRET_PREFIX=projects/demo-egress/secrets/egress-", "GC_INTERVAL=1s", "GC_GRACE_PERIOD=3s", "GC_SWEEP_THRESHOLD=30s", "MOCK_PROVISIONING_DELAY=1s", "LOG_LEVEL=warn",
-			"PROVIDERS=mock,hetzner,aws,digitalocean,azure", "HETZNER_ENDPOINT=" + hz.Endpoint(),
-			"AWS_EC2_ENDPOINT=" + ec2.Endpoint(), "AWS_ALLOWED_REGIONS=" + awsRegion,
-			"DIGITALOCEAN_ENDPOINT=" + do.Endpoint(),
+			"PROVIDERS=" + strings.Join(providers, ","),
 			// Never downloaded: the fake runs the engine itself.
 			"PROXY_ENGINE_PUBLIC_URL=http://127.0.0.1/egress-proxy", "PROXY_ENGINE_SHA256=" + strings.Repeat("0", 64)},
-			azureEnv...),
+			cloudEnv...),
 		Stdout: out,
 		Stderr: out,
 	})
@@ -317,7 +299,7 @@ func startStack(t *testing.T) *liveStack {
 		t.Fatalf("%v\n%s", err, out.String())
 	}
 	t.Logf("stack ready in %s", time.Since(begun).Round(time.Millisecond))
-	s := &liveStack{Stack: st, url: st.URL, firestore: st.FirestoreHost, project: st.Project, out: out, hetzner: hz, ec2: ec2, digitalocean: do, azure: az}
+	s := &liveStack{Stack: st, url: st.URL, firestore: st.FirestoreHost, project: st.Project, out: out, clouds: clouds}
 	s.checkTraffic(t)
 	t.Cleanup(func() {
 		if !st.Exited() {
@@ -585,16 +567,8 @@ func (s *liveStack) deleteDocumentDirectly(t *testing.T, ns, name string) {
 	}
 }
 
-func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(d)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out after %s waiting for %s", d, what)
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
-}
+// waitFor polls cond until it holds, and fails t after d.
+var waitFor = providerstack.WaitFor
 
 // syncBuffer collects the stack's output from two goroutines.
 type syncBuffer struct {

@@ -367,23 +367,30 @@ func TestEachFunctionReadsItsVariables(t *testing.T) {
 	for _, f := range []app.Function{app.ProxyAPI, app.Reconcile, app.CollectGarbage, app.LocalStack} {
 		t.Run(string(f), func(t *testing.T) {
 			asked := map[string]bool{}
+			// Enough to switch every conditional variable on: every cloud
+			// the process knows enabled, each with the settings it needs,
+			// and beside them one whose provider makes its firewall, so
+			// that the callers read the firewall's settings whichever
+			// production clouds do.
+			var firewalled plugin.Env
+			demo := demoCloud(&firewalled)
+			demo.MakesFirewall = true
+			cl := append(slices.Clone(known), demo)
+			set := withSecretVersions(map[string]string{"GOOGLE_CLOUD_PROJECT": "demo-x", "PROVIDERS": strings.Join(typesOf(cl), ","),
+				"PROXY_ENGINE_URL": "https://storage.googleapis.com/b/egress-proxy", "PROXY_ENGINE_PUBLIC_URL": "https://storage.googleapis.com/p/egress-proxy",
+				"PROXY_ENGINE_SHA256":  "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef",
+				"VM_STATUS_KEY_SECRET": "projects/demo-x/secrets/egress-vm-status-key/versions/latest", "VM_STATUS_SOURCE_RANGES": "198.51.100.7/32",
+				"AWS_ALLOWED_REGIONS": "us-east-1", "AWS_ROLE_ARN": "arn:aws:iam::123456789012:role/egress-proxy-egress",
+				"AWS_AUDIENCE":          "https://egress.example.com/aws",
+				"AZURE_LOCATIONS":       "westeurope",
+				"AZURE_SUBSCRIPTION_ID": "00000000-0000-0000-0000-000000000001", "AZURE_RESOURCE_GROUP": "egress-proxies",
+				"AZURE_SUBNET_IDS": "westeurope=/subscriptions/00000000-0000-0000-0000-000000000001/resourceGroups/egress-proxies/providers/Microsoft.Network/virtualNetworks/egress-westeurope/subnets/proxies",
+				"AZURE_TENANT_ID":  "00000000-0000-0000-0000-000000000002", "AZURE_CLIENT_ID": "00000000-0000-0000-0000-000000000003"}, cl)
 			getenv := func(k string) string {
 				asked[k] = true
-				// Enough to switch every conditional variable on.
-				return map[string]string{"GOOGLE_CLOUD_PROJECT": "demo-x", "PROVIDERS": "gcp,hetzner,aws,digitalocean,azure,mock",
-					"HETZNER_TOKEN_SECRET":      "projects/demo-x/secrets/egress-hetzner-token/versions/latest",
-					"DIGITALOCEAN_TOKEN_SECRET": "projects/demo-x/secrets/egress-digitalocean-token/versions/latest",
-					"PROXY_ENGINE_URL":          "https://storage.googleapis.com/b/egress-proxy", "PROXY_ENGINE_PUBLIC_URL": "https://storage.googleapis.com/p/egress-proxy",
-					"PROXY_ENGINE_SHA256":  "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef",
-					"VM_STATUS_KEY_SECRET": "projects/demo-x/secrets/egress-vm-status-key/versions/latest", "VM_STATUS_SOURCE_RANGES": "198.51.100.7/32",
-					"AWS_ALLOWED_REGIONS": "us-east-1", "AWS_ROLE_ARN": "arn:aws:iam::123456789012:role/egress-proxy-egress",
-					"AWS_AUDIENCE":          "https://egress.example.com/aws",
-					"AZURE_LOCATIONS":       "westeurope",
-					"AZURE_SUBSCRIPTION_ID": "00000000-0000-0000-0000-000000000001", "AZURE_RESOURCE_GROUP": "egress-proxies",
-					"AZURE_SUBNET_IDS": "westeurope=/subscriptions/00000000-0000-0000-0000-000000000001/resourceGroups/egress-proxies/providers/Microsoft.Network/virtualNetworks/egress-westeurope/subnets/proxies",
-					"AZURE_TENANT_ID":  "00000000-0000-0000-0000-000000000002", "AZURE_CLIENT_ID": "00000000-0000-0000-0000-000000000003"}[k]
+				return set[k]
 			}
-			if _, err := app.Load(getenv, known, f); err != nil {
+			if _, err := app.Load(getenv, cl, f); err != nil {
 				t.Fatal(err)
 			}
 			var got, want []string
@@ -393,8 +400,8 @@ func TestEachFunctionReadsItsVariables(t *testing.T) {
 			slices.Sort(got)
 			// The house's variables and those of the clouds enabled
 			// above: another cloud's are read only when it is.
-			enabled := []string{"", "gcp", "hetzner", "aws", "digitalocean", "azure", "mock"}
-			for _, v := range app.VarsOf(known) {
+			enabled := append([]string{""}, typesOf(cl)...)
+			for _, v := range app.VarsOf(cl) {
 				if v.ReadBy(f) && slices.Contains(enabled, v.Cloud) {
 					want = append(want, v.Name)
 				}
@@ -405,6 +412,26 @@ func TestEachFunctionReadsItsVariables(t *testing.T) {
 			}
 		})
 	}
+}
+
+// withSecretVersions is set with a Secret Manager version, of a secret
+// named after it, for each variable of cl's that set leaves empty and
+// whose check refuses empty but takes a version (a cloud's API token's
+// secret, required when the cloud is enabled), so that every cloud of
+// cl can be enabled without the test naming one's token.
+func withSecretVersions(set map[string]string, cl []plugin.Plugin) map[string]string {
+	for _, c := range cl {
+		for _, v := range c.Vars {
+			if set[v.Name] != "" || v.Check == nil || v.Check("", plugin.Settings{}) == nil {
+				continue
+			}
+			version := "projects/" + set["GOOGLE_CLOUD_PROJECT"] + "/secrets/egress-" + strings.ToLower(strings.ReplaceAll(v.Name, "_", "-")) + "/versions/latest"
+			if v.Check(version, plugin.Settings{}) == nil {
+				set[v.Name] = version
+			}
+		}
+	}
+	return set
 }
 
 // TestNoVariableIsReadAroundTheTable scans the production code the
@@ -456,6 +483,41 @@ func TestNoVariableIsReadAroundTheTable(t *testing.T) {
 		})
 		if err != nil {
 			t.Fatal(err)
+		}
+	}
+}
+
+// TestTheFirewallsSettingsFollowTheClouds: the callers (Reconcile and
+// CollectGarbage) read PROXY_PORTS and FIREWALL_SOURCE_RANGES only where a
+// cloud's provider makes its firewall, and the table, which the docs and
+// the Terraform's check read, says so from the clouds it is given: all
+// three functions with such a cloud, the ProxyAPI alone without.
+func TestTheFirewallsSettingsFollowTheClouds(t *testing.T) {
+	for _, makes := range []bool{true, false} {
+		var got plugin.Env
+		demo := demoCloud(&got)
+		demo.MakesFirewall = makes
+		cl := []plugin.Plugin{demo, mock.Plugin}
+		want := []app.Function{app.ProxyAPI}
+		if makes {
+			want = []app.Function{app.ProxyAPI, app.Reconcile, app.CollectGarbage}
+		}
+		for _, v := range app.VarsOf(cl) {
+			if v.Name != "PROXY_PORTS" && v.Name != "FIREWALL_SOURCE_RANGES" {
+				continue
+			}
+			if diff := cmp.Diff(want, v.Readers); diff != "" {
+				t.Errorf("MakesFirewall %t: the readers of %s (-want +the table):\n%s", makes, v.Name, diff)
+			}
+		}
+		asked := map[string]bool{}
+		set := withVars(engineVars, map[string]string{"GOOGLE_CLOUD_PROJECT": "demo-x", "PROVIDERS": "demo,mock", "DEMO_ENDPOINT": "http://127.0.0.1:1"})
+		getenv := func(k string) string { asked[k] = true; return set[k] }
+		if _, err := app.Load(getenv, cl, app.Reconcile); err != nil {
+			t.Fatal(err)
+		}
+		if asked["PROXY_PORTS"] != makes || asked["FIREWALL_SOURCE_RANGES"] != makes {
+			t.Errorf("MakesFirewall %t: Reconcile asked for PROXY_PORTS %t, FIREWALL_SOURCE_RANGES %t; want both %t", makes, asked["PROXY_PORTS"], asked["FIREWALL_SOURCE_RANGES"], makes)
 		}
 	}
 }

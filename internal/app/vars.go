@@ -122,6 +122,9 @@ func cloudInitEnabled(c *Config) bool {
 	return len(enabledClouds(c, bootsBy(plugin.BootCloudInit))) > 0
 }
 
+// firewallVars are the firewall's settings, which firewallReader reads.
+var firewallVars = []string{"PROXY_PORTS", "FIREWALL_SOURCE_RANGES"}
+
 // firewallReader: the process reads the firewall's settings, as the
 // ProxyAPI always does (it holds a spec's port and ranges within them),
 // and as the functions that call a provider do when an enabled cloud's
@@ -169,6 +172,16 @@ var Vars = VarsOf(clouds.All)
 // variable whose default or check derives from another comes after it.
 func VarsOf(cl []plugin.Plugin) []Var {
 	out := slices.Clone(houseVars)
+	// The firewall's settings are the callers' only where a cloud's
+	// provider makes its firewall (firewallReader): with none among cl,
+	// the ProxyAPI alone reads them, and the table says so.
+	if !slices.ContainsFunc(cl, func(p plugin.Plugin) bool { return p.MakesFirewall }) {
+		for i, v := range out {
+			if slices.Contains(firewallVars, v.Name) {
+				out[i].Readers = []Function{ProxyAPI}
+			}
+		}
+	}
 	for _, p := range cl {
 		for _, v := range p.Vars {
 			out = append(out, cloudVar(p.Type, v))

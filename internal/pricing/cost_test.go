@@ -64,17 +64,19 @@ func gcp(t *testing.T) pricing.Price {
 		EgressPerGB: money(t, "0.12", "USD"), EgressUnitBytes: 1 << 30}
 }
 
-// DigitalOcean (USD): an s-1vcpu-1gb in nyc3 at 0.00893 USD an hour, 1,000
-// GB of transfer included a month (prorated: 500 GB for half a month),
-// 0.01 USD a GB beyond. Its proxy was made in October and deleted on
-// 2026-11-16 at 00:00 UTC: it lived 15 days, 360 hours, of the month, and
-// carried 100 GB in them, within the 500 GB included.
+// A cloud whose VMs each include transfer, prorated by the VM's life, as
+// DigitalOcean's Droplets do (USD; the package reads no provider's name,
+// so the cloud is named for what it shows): a small-1 at 0.00893 USD an
+// hour, 1,000 GB of transfer included a month (prorated: 500 GB for half
+// a month), 0.01 USD a GB beyond. Its proxy was made in October and
+// deleted on 2026-11-16 at 00:00 UTC: it lived 15 days, 360 hours, of the
+// month, and carried 100 GB in them, within the 500 GB included.
 //
 //	VM:      360 h × 0.00893 USD = 3.2148 USD × 0.92 = 2.957616 EUR
 //	traffic: 100 GB ≤ 500 GB included               = 0
 //	total                                            = 2.957616 EUR
-func digitalocean(t *testing.T) pricing.Price {
-	return pricing.Price{Provider: "digitalocean", Region: "nyc3", MachineType: "s-1vcpu-1gb",
+func prorated(t *testing.T) pricing.Price {
+	return pricing.Price{Provider: "prorated", Region: "region-1", MachineType: "small-1",
 		VMPerHour: money(t, "0.00893", "USD"), EgressPerGB: money(t, "0.01", "USD"), EgressUnitBytes: 1_000_000_000,
 		IncludedEgressBytes: 1_000_000_000_000}
 }
@@ -113,7 +115,7 @@ func TestCostOfAFixedFleet(t *testing.T) {
 			cost(4_320_000_000, 0, 3_500_000_000)},
 		{"gcp-static", gcp(t), pricing.Use{Since: date("2026-09-01T00:00:00Z"), Month: fleetMonth, MonthBytes: 10 << 30},
 			cost(5_564_160_000, 3_312_000_000, 1_104_000_000)},
-		{"digitalocean-half", digitalocean(t), pricing.Use{Since: date("2026-10-03T00:00:00Z"), Until: date("2026-11-16T00:00:00Z"), Month: fleetMonth, MonthBytes: 100_000_000_000},
+		{"prorated-half", prorated(t), pricing.Use{Since: date("2026-10-03T00:00:00Z"), Until: date("2026-11-16T00:00:00Z"), Month: fleetMonth, MonthBytes: 100_000_000_000},
 			cost(2_957_616_000, 0, 0)},
 	}
 	var costs []pricing.Cost

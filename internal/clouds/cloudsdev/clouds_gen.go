@@ -13,8 +13,8 @@ import (
 // of internal/clouds.All that names one (plugin.Plugin.Dev), in All's
 // order: `make docs` (dev/gendocs) writes them.
 var listed = []Cloud{
-	{Sim: hetznersim.New, Bench: hetznersim.Bench{}}, // hetzner
-	{Sim: awssim.New, Bench: awssim.Bench{}},         // aws
-	{Sim: dosim.New, Bench: dosim.Bench{}},           // digitalocean
-	{Sim: azuresim.New, Bench: azuresim.Bench{}},     // azure
+	{Sim: hetznersim.New, Bench: hetznersim.Bench{}, Stack: hetznersim.Stack}, // hetzner
+	{Sim: awssim.New, Bench: awssim.Bench{}, Stack: awssim.Stack},             // aws
+	{Sim: dosim.New, Bench: dosim.Bench{}, Stack: dosim.Stack},                // digitalocean
+	{Sim: azuresim.New, Bench: azuresim.Bench{}, Stack: azuresim.Stack},       // azure
 }

@@ -1,11 +1,12 @@
 // Package cloudsdev is the one list of the clouds' parts for development
 // and tests: each cloud's simulated cloud (a sim.Cloud, for make sim and
-// internal/sim's tests) and its phase of make bench (a
-// providerbench.Phase), both from the cloud's <cloud>sim package, over
-// its fake. The list (clouds_gen.go) is written by make docs
+// internal/sim's tests), its phase of make bench (a providerbench.Phase)
+// and its part of the local stack's end-to-end test (a
+// providerstack.Cloud: its fake for the stack, and its flow), all from
+// the cloud's <cloud>sim package, over its fake. The list (clouds_gen.go) is written by make docs
 // (dev/gendocs) from each plugin of internal/clouds.All that names its
-// development package (plugin.Plugin.Dev): the simulation and the
-// benchmark name no cloud, and no cloud is a hand-written line here.
+// development package (plugin.Plugin.Dev): the simulation, the
+// benchmark and the stack's test name no cloud, and no cloud is a hand-written line here.
 // Production's list of the clouds' providers is package internal/clouds;
 // this one links the fakes, and nothing deployed imports it.
 package cloudsdev
@@ -14,6 +15,7 @@ import (
 	"slices"
 
 	"github.com/egress-proxies/egress/internal/provider/providerbench"
+	"github.com/egress-proxies/egress/internal/provider/providerstack"
 	"github.com/egress-proxies/egress/internal/sim"
 )
 
@@ -23,6 +25,8 @@ type Cloud struct {
 	Sim sim.NewCloud
 	// Bench is the cloud's phase of make bench.
 	Bench providerbench.Phase
+	// Stack is the cloud's part of the local stack's end-to-end test.
+	Stack providerstack.Cloud
 }
 
 // Clouds are the clouds beside the mock, in internal/clouds.All's order:
@@ -49,6 +53,17 @@ func Phases() []providerbench.Phase {
 	var out []providerbench.Phase
 	for _, c := range Clouds() {
 		out = append(out, c.Bench)
+	}
+	return out
+}
+
+// Stacks are the clouds' parts of the local stack's end-to-end test, in
+// Clouds' order: the order the stack's PROVIDERS enables them in, after
+// the mock.
+func Stacks() []providerstack.Cloud {
+	var out []providerstack.Cloud
+	for _, c := range Clouds() {
+		out = append(out, c.Stack)
 	}
 	return out
 }

@@ -127,12 +127,15 @@ type Plugin struct {
 	// tests (internal/provider/TYPE/TYPEsim), whose package name is the
 	// path's last element and which declares New, a sim.NewCloud (the
 	// cloud's real provider over its fake, with its faults, for the
-	// simulation), and Bench, a type whose zero value is the cloud's
-	// providerbench.Phase (make bench). `make docs` (dev/gendocs) writes
+	// simulation), Bench, a type whose zero value is the cloud's
+	// providerbench.Phase (make bench), and Stack, the cloud's
+	// providerstack.Cloud (its fake and flow in the local stack's
+	// end-to-end test). `make docs` (dev/gendocs) writes
 	// internal/clouds/cloudsdev's list from it, in the order of
 	// internal/clouds.All. It is a path rather than the functions so that
 	// production links no fake. "" is none: the cloud is neither
-	// simulated nor benchmarked over a fake of its own (Compute Engine's).
+	// simulated, benchmarked nor in the stack's test over a fake of its
+	// own (Compute Engine's).
 	Dev string
 	// VM is the import path of the cloud's VM-side package
 	// (internal/provider/TYPE/TYPEvm), whose package name is the path's

@@ -33,7 +33,7 @@ func TestPrefixAround(t *testing.T) {
 		want      string
 		err       bool
 	}{
-		{name: "DropletsBlock", out: ipAddrs, bits: 124, want: "2604:a880:400:d1::7d:4000/124"},
+		{name: "A124Block", out: ipAddrs, bits: 124, want: "2604:a880:400:d1::7d:4000/124"},
 		{name: "ServersSlash64", out: `[{"ifname":"eth0","addr_info":[{"family":"inet6","local":"2a01:4f8:c17:b8f::1","scope":"global"}]}]`, bits: 64, want: "2a01:4f8:c17:b8f::/64"},
 		{name: "DualStackRange", out: `[{"ifname":"ens4","addr_info":[{"family":"inet6","local":"2600:1900:4000:8d2f:0:5::","scope":"global"}]}]`, bits: 96, want: "2600:1900:4000:8d2f:0:5::/96"},
 		{name: "OnlyPrivate", out: `[{"ifname":"eth0","addr_info":[{"family":"inet6","local":"fd00::5","scope":"global"}]}]`, bits: 64, err: true},
@@ -67,7 +67,7 @@ func TestWithPrefix(t *testing.T) {
 		calls             int
 		err               bool
 	}{
-		{name: "CreateOnADroplet", mode: "perConnection", extra: `,"ipv6PrefixLength":124`, out: ipAddrs, wantPrefix: "2604:a880:400:d1::7d:4000/124", calls: 1},
+		{name: "CreateWithA124Block", mode: "perConnection", extra: `,"ipv6PrefixLength":124`, out: ipAddrs, wantPrefix: "2604:a880:400:d1::7d:4000/124", calls: 1},
 		{name: "PerSession", mode: "perSession", extra: `,"ipv6PrefixLength":64`, out: `[{"ifname":"eth0","addr_info":[{"family":"inet6","local":"2a01:4f8:c17:b8f::1","scope":"global"}]}]`, wantPrefix: "2a01:4f8:c17:b8f::/64", calls: 1},
 		{name: "PrefixNamed", mode: "perConnection", extra: `,"ipv6Prefix":"2001:db8:7:1::/64","ipv6PrefixLength":64`, out: ipAddrs, wantPrefix: "2001:db8:7:1::/64"},
 		{name: "Single", mode: "single", extra: `,"ipv6PrefixLength":64`, out: ipAddrs},

@@ -30,7 +30,7 @@ func TestCheckIPv6Egress(t *testing.T) {
 		"hetzner /64":       {"Hetzner's /64", "2a01:4f8:1c1c:a0b1::/64", "perConnection", result{"2a01:4f8:1c1c:a0b1::/64", true}},
 		"gce /96":           {"GCE's /96", "2600:1900:4000:8c1d:0:1::/96", "perSession", result{"2600:1900:4000:8c1d:0:1::/96", true}},
 		"ec2 /80":           {"EC2's delegated /80", "2600:1f18:abcd:1200:7e4a::/80", "perConnection", result{"2600:1f18:abcd:1200:7e4a::/80", true}},
-		"do /124":           {"DigitalOcean's /124", "2604:a880:400:d1::7a0/124", "perConnection", result{"2604:a880:400:d1::7a0/124", true}},
+		"/124":              {"the longest prefix taken, a /124 of 16 addresses", "2604:a880:400:d1::7a0/124", "perConnection", result{"2604:a880:400:d1::7a0/124", true}},
 		"host bits":         {"an address with its length names its network", "2001:db8:7:1::1/64", "single", result{"2001:db8:7:1::/64", true}},
 		"/125":              {"longer than /124", "2001:db8::8/125", "perConnection", result{"invalid Prefix", false}},
 		"/128":              {"a single address is nothing to rotate", "2001:db8::1/128", "single", result{"invalid Prefix", false}},

@@ -1,4 +1,4 @@
-package main
+package awssim
 
 import (
 	"bytes"
@@ -15,9 +15,18 @@ import (
 	"github.com/google/go-cmp/cmp"
 	"github.com/google/uuid"
 
+	"github.com/egress-proxies/egress/internal/provider"
+	"github.com/egress-proxies/egress/internal/provider/aws"
 	"github.com/egress-proxies/egress/internal/provider/aws/ec2fake"
+	"github.com/egress-proxies/egress/internal/provider/providerstack"
 	"github.com/egress-proxies/egress/internal/testenv"
 )
+
+// Stack is AWS's part of the local stack's end-to-end test: the EC2
+// fake (startEC2), which the stack's aws provider is pointed at
+// (AWS_EC2_ENDPOINT), in the one region the stack allows, and issue 35's
+// flow over it (TestEndToEnd/Flows/AWS), checked with AWS's CLI.
+var Stack = providerstack.New(aws.Type, "AWS", startEC2, flow)
 
 // awsRegion is the region of the stack's aws proxies (AWS_ALLOWED_REGIONS).
 const awsRegion = "eu-west-1"
@@ -83,19 +92,18 @@ func (a awsCLI) instances(t *testing.T, filter ...string) map[string]awsInstance
 	return live
 }
 
-// awsProxy is issue 35's local-stack flow on the EC2 fake: the CLI makes
+// flow is issue 35's local-stack flow on the EC2 fake: the CLI makes
 // an aws proxy that becomes Ready (its instance's engine answers the
 // stack's status request through the proxy port) and serves a request;
 // aws ec2 describe-instances lists its instance with the three tags;
 // deleted, it leaves no instance and no Elastic IP; an instance aws ec2
 // run-instances makes with the tags and no proxy is collected after the
 // grace period, and one of another deployment is not.
-func (s *liveStack) awsProxy(t *testing.T) {
+func flow(t *testing.T, s providerstack.Stack, fake *ec2fake.Server) {
 	path := testenv.Require(t, testenv.AWSCLI)
-	a := awsCLI{path: path, endpoint: s.ec2.Endpoint(), home: t.TempDir()}
-	cli := buildCLI(t, s.front.URL, unsignedToken("alice@example.com"))
-	ns := []string{"--namespace", "demo"}
-	cloudProxy(t, cli, "ec2", "aws", awsRegion)
+	a := awsCLI{path: path, endpoint: fake.Endpoint(), home: t.TempDir()}
+	ns := []string{"--namespace", s.Namespace()}
+	s.Create(t, "ec2", aws.Type, awsRegion)
 
 	listed := a.instances(t, "Name=tag:proxy-operator-managed,Values=true")
 	if len(listed) != 1 {
@@ -107,7 +115,7 @@ func (s *liveStack) awsProxy(t *testing.T) {
 		// The status id is the instance's own (a hash of its create
 		// attempt): its shape is what can be known here.
 		statusID := tags["egress-status-id"]
-		want := map[string]string{"proxy-operator-managed": "true", "proxy-operator-uid": uid, "egress-deployment": "egress", "egress-proxy-port": "3128", "Name": tags["Name"],
+		want := map[string]string{"proxy-operator-managed": "true", "proxy-operator-uid": uid, "egress-deployment": provider.DefaultDeployment, "egress-proxy-port": "3128", "Name": tags["Name"],
 			"egress-status-id": statusID}
 		if diff := cmp.Diff(want, tags); diff != "" || in.State.Name != "running" || !regexp.MustCompile(`^[0-9a-f-]{36}$`).MatchString(uid) || !strings.HasPrefix(tags["Name"], "proxy-") ||
 			!regexp.MustCompile(`^[0-9a-f]{32}$`).MatchString(statusID) {
@@ -115,8 +123,8 @@ func (s *liveStack) awsProxy(t *testing.T) {
 		}
 	}
 
-	cli.must(t, append([]string{"proxies", "delete", "ec2", "--wait", "--timeout", "90s"}, ns...)...)
-	waitFor(t, time.Minute, "aws ec2 describe-instances to list no live instance", func() bool { return len(a.instances(t)) == 0 })
+	s.CLI(t, append([]string{"proxies", "delete", "ec2", "--wait", "--timeout", "90s"}, ns...)...)
+	providerstack.WaitFor(t, time.Minute, "aws ec2 describe-instances to list no live instance", func() bool { return len(a.instances(t)) == 0 })
 	var addrs struct{ Addresses []json.RawMessage }
 	if err := json.Unmarshal([]byte(a.run(t, "ec2", "describe-addresses")), &addrs); err != nil || len(addrs.Addresses) != 0 {
 		t.Errorf("aws ec2 describe-addresses after an Ephemeral proxy's deletion: %d left (%v), want none", len(addrs.Addresses), err)
@@ -125,7 +133,7 @@ func (s *liveStack) awsProxy(t *testing.T) {
 	// An orphan of this deployment, and an instance of another.
 	launch := func(deployment string) string {
 		var out struct{ Instances []awsInstance }
-		err := json.Unmarshal([]byte(a.run(t, "ec2", "run-instances", "--image-id", s.ec2.ImageID(awsRegion, "debian-13-amd64-20251117-2299"),
+		err := json.Unmarshal([]byte(a.run(t, "ec2", "run-instances", "--image-id", fake.ImageID(awsRegion, "debian-13-amd64-20251117-2299"),
 			"--instance-type", "t3.micro", "--count", "1", "--tag-specifications",
 			"ResourceType=instance,Tags=[{Key=proxy-operator-managed,Value=true},{Key=proxy-operator-uid,Value="+uuid.NewString()+"},{Key=egress-deployment,Value="+deployment+"}]")), &out)
 		if err != nil || len(out.Instances) != 1 {
@@ -133,8 +141,8 @@ func (s *liveStack) awsProxy(t *testing.T) {
 		}
 		return out.Instances[0].ID
 	}
-	orphan, staging := launch("egress"), launch("staging")
-	waitFor(t, time.Minute, "the orphan to be collected", func() bool { _, ok := a.instances(t)[orphan]; return !ok })
+	orphan, staging := launch(provider.DefaultDeployment), launch("staging")
+	providerstack.WaitFor(t, time.Minute, "the orphan to be collected", func() bool { _, ok := a.instances(t)[orphan]; return !ok })
 	// Several collector runs later (GC_INTERVAL=1s), the other
 	// deployment's instance is there still.
 	time.Sleep(3 * time.Second)
@@ -145,11 +153,13 @@ func (s *liveStack) awsProxy(t *testing.T) {
 }
 
 // startEC2 starts the stack's EC2 fake, its instances booting their
-// engines on loopback addresses from the user-data the stack renders.
-func startEC2(t *testing.T) *ec2fake.Server {
+// engines on loopback addresses from the user-data the stack renders,
+// and returns it with the stack's variables for it: its endpoint, and
+// awsRegion the one region allowed.
+func startEC2(t *testing.T) (*ec2fake.Server, []string) {
 	t.Helper()
 	f := ec2fake.New()
 	f.StartServing(ec2fake.Serve{AllowDestinations: []string{"127.0.0.1/32"}, Tick: 500 * time.Millisecond})
 	t.Cleanup(f.Close)
-	return f
+	return f, []string{aws.Plugin.FakeEndpoint + "=" + f.Endpoint(), "AWS_ALLOWED_REGIONS=" + awsRegion}
 }

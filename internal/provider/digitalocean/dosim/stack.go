@@ -1,4 +1,4 @@
-package main
+package dosim
 
 import (
 	"context"
@@ -18,11 +18,20 @@ import (
 	"github.com/egress-proxies/egress/internal/provider"
 	"github.com/egress-proxies/egress/internal/provider/digitalocean"
 	"github.com/egress-proxies/egress/internal/provider/digitalocean/dofake"
+	"github.com/egress-proxies/egress/internal/provider/providerstack"
 )
+
+// Stack is DigitalOcean's part of the local stack's end-to-end test: the
+// DigitalOcean fake (startFake), which the stack's digitalocean provider
+// is pointed at (DIGITALOCEAN_ENDPOINT) and makes the deployment's cloud
+// firewall on from the stack's PROXY_PORTS and FIREWALL_SOURCE_RANGES,
+// and issue 44's flow over it (TestEndToEnd/Flows/DigitalOcean), checked
+// with godo.
+var Stack = providerstack.New(digitalocean.Type, "DigitalOcean", startFake, flow)
 
 // doDeployment is the stack's deployment, the value of the
 // egress-deployment tag of its Droplets and the name in its firewall's.
-const doDeployment = "egress"
+const doDeployment = provider.DefaultDeployment
 
 // doAPI is DigitalOcean's own Go client (godo) against the stack's
 // DigitalOcean fake: there is no doctl in Debian, and the fake is held to
@@ -109,7 +118,7 @@ func (d doAPI) tags(t *testing.T, prefix string) []string {
 	return out
 }
 
-// digitalOceanProxy is issue 44's local-stack flow on the DigitalOcean
+// flow is issue 44's local-stack flow on the DigitalOcean
 // fake: the provider has made the deployment's cloud firewall from the
 // stack's PROXY_PORTS and ranges; the CLI makes a digitalocean proxy that
 // becomes Ready (its Droplet's engine answers the stack's status request
@@ -120,11 +129,10 @@ func (d doAPI) tags(t *testing.T, prefix string) []string {
 // reserved IP and no record of one; a Droplet godo makes with the tags
 // and no proxy is collected after the grace period, and one of another
 // deployment is not.
-func (s *liveStack) digitalOceanProxy(t *testing.T) {
-	api := newDOAPI(t, s.digitalocean.Endpoint())
-	cli := buildCLI(t, s.front.URL, unsignedToken("alice@example.com"))
-	ns := []string{"--namespace", "demo"}
-	_, targetPort := cloudProxy(t, cli, "droplet", digitalocean.Type, "ams")
+func flow(t *testing.T, s providerstack.Stack, fake *dofake.Server) {
+	api := newDOAPI(t, fake.Endpoint())
+	ns := []string{"--namespace", s.Namespace()}
+	_, targetPort := s.Create(t, "droplet", digitalocean.Type, "ams")
 
 	listed := api.droplets(t, digitalocean.ManagedTag)
 	if len(listed) != 1 {
@@ -152,18 +160,18 @@ func (s *liveStack) digitalOceanProxy(t *testing.T) {
 			t.Errorf("the proxy's Droplet %s is %s in %q with tags %q (-want +got labels):\n%s", dr.Name, dr.Status, region, dr.Tags, diff)
 		}
 	}
-	s.digitalOceanFirewall(t, api, dropletID)
+	firewall(t, api, fake, dropletID)
 
 	// Issue 32's access line, pulled from the Droplet through its proxy
 	// port when a collector tick asks, as from a Hetzner server.
-	want := accessEntry{Labels: map[string]string{"uid": uid, "namespace": "demo", "name": "droplet"},
-		Line: accessLine{Method: "GET", Host: "127.0.0.1", Port: targetPort, Status: 200}}
-	waitFor(t, 30*time.Second, "the request's access line in the stack's log", func() bool {
-		return slices.ContainsFunc(s.accessEntries(t), func(e accessEntry) bool { return cmp.Equal(want, e) })
+	want := providerstack.Access{Labels: map[string]string{"uid": uid, "namespace": s.Namespace(), "name": "droplet"},
+		Line: providerstack.AccessLine{Method: "GET", Host: "127.0.0.1", Port: targetPort, Status: 200}}
+	providerstack.WaitFor(t, 30*time.Second, "the request's access line in the stack's log", func() bool {
+		return slices.ContainsFunc(s.Accesses(t), func(e providerstack.Access) bool { return cmp.Equal(want, e) })
 	})
 
-	cli.must(t, append([]string{"proxies", "delete", "droplet", "--wait", "--timeout", "90s"}, ns...)...)
-	waitFor(t, time.Minute, "godo's list of Droplets to be empty", func() bool { return len(api.droplets(t)) == 0 })
+	s.CLI(t, append([]string{"proxies", "delete", "droplet", "--wait", "--timeout", "90s"}, ns...)...)
+	providerstack.WaitFor(t, time.Minute, "godo's list of Droplets to be empty", func() bool { return len(api.droplets(t)) == 0 })
 	if ips := api.reservedIPs(t); len(ips) != 0 {
 		t.Errorf("godo: reserved IPs after an Ephemeral proxy's deletion: %+v, want none", ips)
 	}
@@ -176,7 +184,7 @@ func (s *liveStack) digitalOceanProxy(t *testing.T) {
 	// A Static proxy is reached at a reserved IP assigned to its Droplet,
 	// whose owner is written in a record tag (reserved IPs carry no tag);
 	// deleted, it leaves no Droplet, no reserved IP and no record.
-	static, _ := cloudProxy(t, cli, "reserved", digitalocean.Type, "ams", "--ip-policy", "Static")
+	static, _ := s.Create(t, "reserved", digitalocean.Type, "ams", "--ip-policy", "Static")
 	host, _, _ := net.SplitHostPort(static.Status.Endpoint)
 	droplets := api.droplets(t, digitalocean.ManagedTag)
 	ips := api.reservedIPs(t)
@@ -188,8 +196,8 @@ func (s *liveStack) digitalOceanProxy(t *testing.T) {
 	if records := api.records(t); len(records) != 1 {
 		t.Errorf("godo: the reserved IP's record tags %q, want one", records)
 	}
-	cli.must(t, append([]string{"proxies", "delete", "reserved", "--wait", "--timeout", "90s"}, ns...)...)
-	waitFor(t, time.Minute, "the Static proxy's Droplet and reserved IP to be gone", func() bool {
+	s.CLI(t, append([]string{"proxies", "delete", "reserved", "--wait", "--timeout", "90s"}, ns...)...)
+	providerstack.WaitFor(t, time.Minute, "the Static proxy's Droplet and reserved IP to be gone", func() bool {
 		return len(api.droplets(t)) == 0 && len(api.reservedIPs(t)) == 0
 	})
 	if records := api.records(t); len(records) != 0 {
@@ -208,7 +216,7 @@ func (s *liveStack) digitalOceanProxy(t *testing.T) {
 	}
 	create("orphan-of-egress", doDeployment)
 	create("droplet-of-staging", "staging")
-	waitFor(t, time.Minute, "the orphan to be collected", func() bool { _, ok := api.droplets(t)["orphan-of-egress"]; return !ok })
+	providerstack.WaitFor(t, time.Minute, "the orphan to be collected", func() bool { _, ok := api.droplets(t)["orphan-of-egress"]; return !ok })
 	// Several collector runs later (GC_INTERVAL=1s), the other
 	// deployment's Droplet is there still.
 	time.Sleep(3 * time.Second)
@@ -221,13 +229,13 @@ func (s *liveStack) digitalOceanProxy(t *testing.T) {
 	}
 }
 
-// digitalOceanFirewall checks the deployment's cloud firewall the provider
+// firewall checks the deployment's cloud firewall the provider
 // made on the fake: applied by the deployment's tag, so the proxy's
 // Droplet is behind it; each of the stack's PROXY_PORTS (3128 and 1080)
 // open over TCP to FIREWALL_SOURCE_RANGES (the default, everywhere) and
 // to the status request's source against a fake (127.0.0.1/32), and over
 // UDP to FIREWALL_SOURCE_RANGES alone.
-func (s *liveStack) digitalOceanFirewall(t *testing.T, api doAPI, dropletID int) {
+func firewall(t *testing.T, api doAPI, fake *dofake.Server, dropletID int) {
 	t.Helper()
 	fws, _, err := api.c.Firewalls.List(context.Background(), &godo.ListOptions{PerPage: 200})
 	if err != nil {
@@ -262,15 +270,15 @@ func (s *liveStack) digitalOceanFirewall(t *testing.T, api doAPI, dropletID int)
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("godo: the firewalls (-want +got):\n%s", diff)
 	}
-	if behind := s.digitalocean.Behind(dropletID); !slices.Equal(behind, []string{"egress-proxy-allow-" + doDeployment}) {
+	if behind := fake.Behind(dropletID); !slices.Equal(behind, []string{"egress-proxy-allow-" + doDeployment}) {
 		t.Errorf("the proxy's Droplet %d is behind the firewalls %q, want the deployment's", dropletID, behind)
 	}
 }
 
-// startDigitalOcean starts the stack's DigitalOcean fake, its Droplets
-// booting their engines on loopback addresses from the user-data the
-// stack renders.
-func startDigitalOcean(t *testing.T) *dofake.Server {
+// startFake starts the stack's DigitalOcean fake, its Droplets booting
+// their engines on loopback addresses from the user-data the stack
+// renders, and returns it with the stack's variable for it.
+func startFake(t *testing.T) (*dofake.Server, []string) {
 	t.Helper()
 	f := dofake.New(digitalocean.LocalToken)
 	// The stack runs the collector every second (GC_INTERVAL=1s), where a
@@ -283,5 +291,5 @@ func startDigitalOcean(t *testing.T) *dofake.Server {
 	f.SetRateLimit(time.Hour, 60*dofake.DefaultRateLimit, 0)
 	f.StartServing(dofake.Serve{AllowDestinations: []string{"127.0.0.1/32"}, Tick: 500 * time.Millisecond})
 	t.Cleanup(f.Close)
-	return f
+	return f, []string{digitalocean.Plugin.FakeEndpoint + "=" + f.Endpoint()}
 }

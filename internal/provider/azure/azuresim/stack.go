@@ -1,4 +1,4 @@
-package main
+package azuresim
 
 import (
 	"encoding/base64"
@@ -15,7 +15,14 @@ import (
 	"github.com/egress-proxies/egress/internal/provider"
 	"github.com/egress-proxies/egress/internal/provider/azure"
 	"github.com/egress-proxies/egress/internal/provider/azure/azurefake"
+	"github.com/egress-proxies/egress/internal/provider/providerstack"
 )
+
+// Stack is Azure's part of the local stack's end-to-end test: the Azure
+// fake (startAzure), which the stack's azure provider is pointed at
+// (AZURE_ENDPOINT), and issue 45's flow over it
+// (TestEndToEnd/Flows/Azure), checked on the fake itself.
+var Stack = providerstack.New(azure.Type, "Azure", startAzure, flow)
 
 // The stack's Azure: its fake's subscription and tenant, the resource
 // group the deployment's Terraform would make, and the one location the
@@ -27,7 +34,7 @@ const (
 	azureLocation     = "westeurope"
 	// azureDeployment is the stack's deployment, the value of the
 	// egress-deployment tag of its VMs.
-	azureDeployment = "egress"
+	azureDeployment = provider.DefaultDeployment
 )
 
 // startAzure starts the stack's Azure fake, plain HTTP on loopback (the
@@ -49,7 +56,7 @@ func startAzure(t *testing.T) (*azurefake.Server, []string) {
 		"AZURE_SUBNET_IDS=" + azureLocation + "=" + subnets[azureLocation]}
 }
 
-// azureProxy is issue 45's local-stack flow on the Azure fake: the CLI
+// flow is issue 45's local-stack flow on the Azure fake: the CLI
 // makes an azure proxy that becomes Ready (its VM's engine answers the
 // stack's status request through the proxy port) and serves a request;
 // the fake holds its VM, NIC, public IP and OS disk, tagged with the
@@ -60,12 +67,11 @@ func startAzure(t *testing.T) (*azurefake.Server, []string) {
 // PUT; deleted, it leaves no VM, NIC, disk or public IP; a VM made with
 // the deployment's tags and no proxy is collected after the grace
 // period, and one of another deployment is not.
-func (s *liveStack) azureProxy(t *testing.T) {
-	cli := buildCLI(t, s.front.URL, unsignedToken("alice@example.com"))
-	ns := []string{"--namespace", "demo"}
-	ready, _ := cloudProxy(t, cli, "azure", azure.Type, azureLocation)
+func flow(t *testing.T, s providerstack.Stack, fake *azurefake.Server) {
+	ns := []string{"--namespace", s.Namespace()}
+	ready, _ := s.Create(t, "azure", azure.Type, azureLocation)
 
-	inv := s.azure.Inventory(azureGroup)
+	inv := fake.Inventory(azureGroup)
 	if len(inv["virtualMachines"]) != 1 {
 		t.Fatalf("the fake's VMs after the create: %q, want the proxy's alone", inv["virtualMachines"])
 	}
@@ -76,7 +82,7 @@ func (s *liveStack) azureProxy(t *testing.T) {
 	if diff := cmp.Diff(wantInv, inv); diff != "" || len(disks) != 1 {
 		t.Errorf("the fake's resources after the create (-want +got), and disks %q (want one):\n%s", disks, diff)
 	}
-	vm, _ := s.azure.VM(azureGroup, name)
+	vm, _ := fake.VM(azureGroup, name)
 	uid := vm.Tags[provider.LabelUID]
 	labels := map[string]string{}
 	for _, k := range []string{provider.LabelManaged, provider.LabelUID, provider.LabelDeployment} {
@@ -89,7 +95,7 @@ func (s *liveStack) azureProxy(t *testing.T) {
 
 	// A live change: the VM's userData is rewritten, and the VM (the
 	// fake's engine) takes it without a new VM.
-	stdout, _ := cli.must(t, append([]string{"proxies", "update", "azure", "--allowed-source-range", "127.0.0.1/32,198.51.100.0/24",
+	stdout := s.CLI(t, append([]string{"proxies", "update", "azure", "--allowed-source-range", "127.0.0.1/32,198.51.100.0/24",
 		"--wait", "--timeout", "90s", "-o", "json"}, ns...)...)
 	var changed struct {
 		Generation int64
@@ -110,7 +116,7 @@ func (s *liveStack) azureProxy(t *testing.T) {
 		// the VM's userData.
 		Served int64
 	}
-	after, _ := s.azure.VM(azureGroup, name)
+	after, _ := fake.VM(azureGroup, name)
 	raw, _ := base64.StdEncoding.DecodeString(after.UserData)
 	served := int64(-1)
 	if boot, err := cloudinit.Parse(string(raw)); err == nil {
@@ -119,34 +125,34 @@ func (s *liveStack) azureProxy(t *testing.T) {
 		}
 	}
 	got := change{Phase: changed.Status.Phase, Endpoint: changed.Status.Endpoint, Generation: changed.Generation,
-		ObservedGeneration: changed.Status.ObservedGeneration, VMs: s.azure.Inventory(azureGroup)["virtualMachines"],
-		VMPuts: s.azure.Calls("virtualMachines.put"), VMPatches: s.azure.Calls("virtualMachines.patch"), Served: served}
+		ObservedGeneration: changed.Status.ObservedGeneration, VMs: fake.Inventory(azureGroup)["virtualMachines"],
+		VMPuts: fake.Calls("virtualMachines.put"), VMPatches: fake.Calls("virtualMachines.patch"), Served: served}
 	want := change{Phase: "Ready", Endpoint: ready.Status.Endpoint, Generation: 2, ObservedGeneration: 2, VMs: []string{name},
 		VMPuts: 1, VMPatches: 1, Served: 2}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("the live change of the azure proxy (-want +got):\n%s", diff)
 	}
-	if !s.azure.Serving(azureGroup, name) {
+	if !fake.Serving(azureGroup, name) {
 		t.Errorf("the VM %s runs no engine after the change", name)
 	}
 
-	cli.must(t, append([]string{"proxies", "delete", "azure", "--wait", "--timeout", "90s"}, ns...)...)
-	waitFor(t, time.Minute, "the fake's resource group to hold nothing of the proxy", func() bool { return len(s.azure.Inventory(azureGroup)) == 0 })
+	s.CLI(t, append([]string{"proxies", "delete", "azure", "--wait", "--timeout", "90s"}, ns...)...)
+	providerstack.WaitFor(t, time.Minute, "the fake's resource group to hold nothing of the proxy", func() bool { return len(fake.Inventory(azureGroup)) == 0 })
 
 	// An orphan of this deployment, and a VM of another, each with its
 	// NIC, public IP and disk, tagged as the provider tags its own.
 	tags := func(deployment string) map[string]string {
 		return map[string]string{provider.LabelManaged: provider.LabelManagedYes, provider.LabelUID: uuid.NewString(), provider.LabelDeployment: deployment}
 	}
-	s.azure.PutVM(azureGroup, "orphan-of-egress", azureLocation, tags(azureDeployment))
-	s.azure.PutVM(azureGroup, "vm-of-staging", azureLocation, tags("staging"))
-	waitFor(t, time.Minute, "the orphan to be collected", func() bool {
-		return !slices.Contains(s.azure.Inventory(azureGroup)["virtualMachines"], "orphan-of-egress")
+	fake.PutVM(azureGroup, "orphan-of-egress", azureLocation, tags(azureDeployment))
+	fake.PutVM(azureGroup, "vm-of-staging", azureLocation, tags("staging"))
+	providerstack.WaitFor(t, time.Minute, "the orphan to be collected", func() bool {
+		return !slices.Contains(fake.Inventory(azureGroup)["virtualMachines"], "orphan-of-egress")
 	})
 	// Several collector runs later (GC_INTERVAL=1s), the other
 	// deployment's VM is there still, and nothing of the orphan is.
 	time.Sleep(3 * time.Second)
-	left := s.azure.Inventory(azureGroup)
+	left := fake.Inventory(azureGroup)
 	var disks2 []string
 	for _, d := range left["disks"] {
 		disks2 = append(disks2, strings.SplitN(d, "_", 2)[0])

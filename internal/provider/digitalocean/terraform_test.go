@@ -1,20 +1,29 @@
-package deploy_test
+package digitalocean_test
 
 import (
 	"maps"
+	"os"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
 	"github.com/hashicorp/hcl/v2"
+	"github.com/hashicorp/hcl/v2/ext/tryfunc"
 	"github.com/hashicorp/hcl/v2/hclsyntax"
 	"github.com/zclconf/go-cty/cty"
+	"github.com/zclconf/go-cty/cty/convert"
 	"github.com/zclconf/go-cty/cty/function"
 	"github.com/zclconf/go-cty/cty/function/stdlib"
 
+	"github.com/egress-proxies/egress/deploy"
 	"github.com/egress-proxies/egress/internal/provider/digitalocean"
 )
+
+// terraformFile is DigitalOcean's part of the deployment's Terraform
+// module, its variables among it.
+var terraformFile = filepath.Join("..", "..", "..", "deploy", "terraform", "digitalocean.tf")
 
 // TestTheDigitalOceanVariablesKeepTheProvidersRules: the defaults of
 // digitalocean.tf's variables are the provider's (digitalocean.Default…),
@@ -22,12 +31,20 @@ import (
 // validation takes what the provider takes and refuses, at plan time,
 // what would stop the functions at start-up: a metro where a region slug
 // belongs, a policy without the default size or image, an SSH key that is
-// neither an id nor a fingerprint.
+// neither an id nor a fingerprint. Each validation is evaluated with its
+// variable alone, as Terraform evaluates it at plan time.
 func TestTheDigitalOceanVariablesKeepTheProvidersRules(t *testing.T) {
-	m := parseModule(t)
+	src, err := os.ReadFile(terraformFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, diags := hclsyntax.ParseConfig(src, terraformFile, hcl.InitialPos)
+	if diags.HasErrors() {
+		t.Fatalf("%s does not parse: %s", terraformFile, diags.Error())
+	}
 	defaults := map[string][]string{}
 	validations := map[string]*hclsyntax.Block{}
-	for _, b := range m.blocks {
+	for _, b := range f.Body.(*hclsyntax.Body).Blocks {
 		if b.Type != "variable" || !strings.HasPrefix(b.Labels[0], "digitalocean_allowed_") && b.Labels[0] != "digitalocean_ssh_keys" {
 			continue
 		}
@@ -36,9 +53,18 @@ func TestTheDigitalOceanVariablesKeepTheProvidersRules(t *testing.T) {
 			t.Fatalf("variable %s: default is not a literal: %s", b.Labels[0], diags.Error())
 		}
 		defaults[b.Labels[0]] = stringList(t, b.Labels[0], v)
-		if v := nested(b.Body, "validation"); len(v) == 1 {
-			validations[b.Labels[0]] = v[0]
+		var vs []*hclsyntax.Block
+		for _, nb := range b.Body.Blocks {
+			if nb.Type == "validation" {
+				vs = append(vs, nb)
+			}
 		}
+		if len(vs) == 1 {
+			validations[b.Labels[0]] = vs[0]
+		}
+	}
+	if len(defaults) != 4 {
+		t.Fatalf("%s declares the variables %v, want the allowed regions, sizes and images and the SSH keys", terraformFile, slices.Sorted(maps.Keys(defaults)))
 	}
 	want := map[string][]string{
 		"digitalocean_allowed_regions": nil,
@@ -108,8 +134,8 @@ func TestTheDigitalOceanVariablesKeepTheProvidersRules(t *testing.T) {
 			for _, s := range tc.value {
 				vals = append(vals, cty.StringVal(s))
 			}
-			e := evaluate(t, m, map[string]cty.Value{tc.variable: cty.ListVal(vals)})
-			ok, diags := v.Body.Attributes["condition"].Expr.Value(withListFunctions(e.ctx))
+			ctx := &hcl.EvalContext{Variables: map[string]cty.Value{"var": cty.ObjectVal(map[string]cty.Value{tc.variable: cty.ListVal(vals)})}, Functions: validationFunctions}
+			ok, diags := v.Body.Attributes["condition"].Expr.Value(ctx)
 			if diags.HasErrors() {
 				t.Fatalf("%s's validation does not evaluate: %s", tc.variable, diags.Error())
 			}
@@ -120,74 +146,26 @@ func TestTheDigitalOceanVariablesKeepTheProvidersRules(t *testing.T) {
 	}
 }
 
-// TestTheDigitalOceanFirewallOpensWhatTheAPIHolds: the provider makes the
-// deployment's cloud firewall from Reconcile's and CollectGarbage's
-// PROXY_PORTS and FIREWALL_SOURCE_RANGES, and each is the ProxyAPI's own
-// value, from the same variables (so the firewall opens what the API holds
-// every spec to, as the GCE rule does), beside VM_STATUS_SOURCE_RANGES
-// for the status request; and the provider takes what Terraform sends.
-func TestTheDigitalOceanFirewallOpensWhatTheAPIHolds(t *testing.T) {
-	m := parseModule(t)
-	fns := map[string]*hclsyntax.Block{}
-	for _, fn := range m.resources("google_cloudfunctions2_function") {
-		fns[fn.Labels[1]] = fn
-	}
-	for _, key := range []string{"PROXY_PORTS", "FIREWALL_SOURCE_RANGES"} {
-		api := envSource(t, m, fns["api"], key)
-		for _, name := range []string{"reconcile", "gc"} {
-			if got := envSource(t, m, fns[name], key); got != api {
-				t.Errorf("%s's %s is %s, the ProxyAPI's %s: the firewall would open other than what the API holds specs to", name, key, got, api)
-			}
-		}
-	}
-	for _, name := range []string{"reconcile", "gc"} {
-		if src := envSource(t, m, fns[name], "VM_STATUS_SOURCE_RANGES"); !strings.Contains(src, "google_compute_address.control_egress") {
-			t.Errorf("%s's VM_STATUS_SOURCE_RANGES is %s, not the functions' fixed egress", name, src)
-		}
-	}
-
-	e := evaluate(t, m, map[string]cty.Value{
-		"proxy_ports":           cty.ListVal([]cty.Value{cty.StringVal("3128"), cty.StringVal("8080-8090")}),
-		"allowed_source_ranges": cty.ListVal([]cty.Value{cty.StringVal("203.0.113.0/24"), cty.StringVal("2001:db8::/32")}),
-	})
-	api := e.one(t, "google_cloudfunctions2_function", "api")
-	env := map[string]string{}
-	for _, sc := range nested(api.block.Body, "service_config") {
-		v, _ := api.attr(t, sc.Body, "environment_variables")
-		env = stringMap(t, "the ProxyAPI's environment", v)
-	}
-	fw := digitalocean.Firewall{
-		ProxyPorts:         strings.Split(env["PROXY_PORTS"], ","),
-		SourceRanges:       strings.Split(env["FIREWALL_SOURCE_RANGES"], ","),
-		StatusSourceRanges: []string{"198.51.100.7/32"},
-	}
-	if err := fw.Check(); err != nil {
-		t.Errorf("the provider refuses the firewall Terraform's variables make: %v", err)
-	}
-	if diff := cmp.Diff([]string{"3128", "8080-8090"}, fw.ProxyPorts); diff != "" {
-		t.Errorf("the firewall's ports (-proxy_ports +PROXY_PORTS):\n%s", diff)
-	}
+// validationFunctions are the Terraform functions the variables'
+// validations call: can, regex and contains from the same cty library
+// Terraform takes them from, and deploy's alltrue.
+var validationFunctions = map[string]function.Function{
+	"can":      tryfunc.CanFunc,
+	"regex":    stdlib.RegexFunc,
+	"contains": stdlib.ContainsFunc,
+	"alltrue":  deploy.AllTrue,
 }
 
-// withListFunctions is ctx with the collection functions a validation
-// calls that the evaluation of the module's resources does not need:
-// Terraform's contains and alltrue.
-func withListFunctions(ctx *hcl.EvalContext) *hcl.EvalContext {
-	c := ctx.NewChild()
-	c.Functions = map[string]function.Function{
-		"contains": stdlib.ContainsFunc,
-		"alltrue": function.New(&function.Spec{
-			Params: []function.Parameter{{Name: "list", Type: cty.List(cty.Bool)}},
-			Type:   function.StaticReturnType(cty.Bool),
-			Impl: func(args []cty.Value, _ cty.Type) (cty.Value, error) {
-				for it := args[0].ElementIterator(); it.Next(); {
-					if _, v := it.Element(); !v.True() {
-						return cty.False, nil
-					}
-				}
-				return cty.True, nil
-			},
-		}),
+// stringList is a list or tuple of strings as a Go slice, nil when empty.
+func stringList(t *testing.T, where string, v cty.Value) []string {
+	t.Helper()
+	l, err := convert.Convert(v, cty.List(cty.String))
+	if err != nil {
+		t.Fatalf("%s is not a list of strings: %v", where, err)
 	}
-	return c
+	var out []string
+	for _, s := range l.AsValueSlice() {
+		out = append(out, s.AsString())
+	}
+	return out
 }
