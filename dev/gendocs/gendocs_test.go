@@ -121,7 +121,8 @@ func TestAPICloudsAreCurrent(t *testing.T) {
 }
 
 // TestGeneratedFilesAreCurrent: the files make docs writes whole (the
-// clouds' lists of cloudsdev and of deploy/terraform) are what the
+// clouds' lists of cloudsdev, cloudsvm, the image test's shapes and
+// deploy/terraform) are what the
 // plugins say; a hand edit of one, or a plugin changed without make docs,
 // fails here.
 func TestGeneratedFilesAreCurrent(t *testing.T) {
@@ -168,6 +169,8 @@ func TestAHandEditedListIsStale(t *testing.T) {
 	})
 	withDev := last(func(c plugin.Plugin) bool { return c.Dev != "" })
 	withVM, anyVM := find(func(c plugin.Plugin) bool { return c.VM != "" })
+	// withShape is one with an image-test shape, if a cloud has one.
+	withShape, anyShape := find(func(c plugin.Plugin) bool { return c.ImageTest != "" })
 	without := func(gone plugin.Plugin) []plugin.Plugin {
 		return slices.DeleteFunc(slices.Clone(clouds.All), func(p plugin.Plugin) bool { return p.Type == gone.Type })
 	}
@@ -250,6 +253,14 @@ func TestAHandEditedListIsStale(t *testing.T) {
 			want:   goneStale(root, withVM),
 		}
 	}
+	if anyShape {
+		cases["AShapeDropped"] = stalenessCase{
+			reason: "a cloud's shape taken out of the image test's list by hand",
+			edit:   map[string][2]string{imageShapesFile: {listLine(t, filepath.Join(root, imageShapesFile), withShape.Type), ""}},
+			cl:     clouds.All,
+			want:   []string{imageShapesFile},
+		}
+	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
 			dir := t.TempDir()
@@ -265,7 +276,7 @@ func TestAHandEditedListIsStale(t *testing.T) {
 			if err != nil || len(sources) == 0 {
 				t.Fatalf("found %d pages in the clouds' folders (%v): want one at least", len(sources), err)
 			}
-			files := []string{cloudsDevFile, cloudsVMFile, tfvarsFile}
+			files := []string{cloudsDevFile, cloudsVMFile, imageShapesFile, tfvarsFile}
 			for _, f := range slices.Concat(tf, pages, sources) {
 				rel, _ := filepath.Rel(root, f)
 				files = append(files, filepath.ToSlash(rel))
@@ -327,8 +338,8 @@ type stalenessCase struct {
 
 // goneStale are the generated files that c's leaving clouds.All makes
 // stale, as its plugin says: the Terraform's list and the example's
-// clouds always, the lists that name its development and VM-side
-// packages, and its published page, which is removed.
+// clouds always, the lists that name its development, VM-side and
+// image-test packages, and its published page, which is removed.
 func goneStale(root string, c plugin.Plugin) []string {
 	out := []string{cloudsTerraformFile, tfvarsFile}
 	if c.Dev != "" {
@@ -336,6 +347,9 @@ func goneStale(root string, c plugin.Plugin) []string {
 	}
 	if c.VM != "" {
 		out = append(out, cloudsVMFile)
+	}
+	if c.ImageTest != "" {
+		out = append(out, imageShapesFile)
 	}
 	if _, err := os.Stat(filepath.Join(root, cloudPageSource(c.Type))); err == nil {
 		out = append(out, cloudPagePath(c.Type))

@@ -37,6 +37,7 @@ type generatedFile struct {
 var generatedFiles = []generatedFile{
 	{path: cloudsDevFile, render: cloudsDevList},
 	{path: cloudsVMFile, render: cloudsVMList},
+	{path: imageShapesFile, render: imageShapesList},
 	{path: cloudsTerraformFile, render: cloudsTerraform},
 	{path: tfvarsFile, render: tfvarsClouds},
 }
@@ -136,6 +137,24 @@ func cloudsVMList(_ string, cl []plugin.Plugin) ([]byte, error) {
 		path: func(c plugin.Plugin) string { return c.VM },
 		line: func(name string) string { return name + ".Follower" },
 		what: "VM-side parts", imports: []string{strconv.Quote("github.com/egress-proxies/egress/internal/vm/agent")},
+	})
+}
+
+// imageShapesFile is the image test's list of the clouds' shapes, from
+// each plugin's ImageTest: a file of the image test's external test
+// package, since each shape imports the image test's library
+// (shapes_test.go hands the list to TestImage).
+const imageShapesFile = "internal/vm/imagetest/shapes_gen_test.go"
+
+// imageShapesList is imageShapesFile: a line per cloud of cl that names
+// its image-test shape, in cl's order (the order TestImage boots them
+// in, after the shapes of its own).
+func imageShapesList(_ string, cl []plugin.Plugin) ([]byte, error) {
+	return packageList(cl, packageListOf{
+		pkg: "imagetest_test", of: "ImageTest", elem: "imagetest.Shape",
+		path: func(c plugin.Plugin) string { return c.ImageTest },
+		line: func(name string) string { return name + ".Shape" },
+		what: "image-test shapes", imports: []string{strconv.Quote("github.com/egress-proxies/egress/internal/vm/imagetest")},
 	})
 }
 

@@ -159,6 +159,9 @@ func TestEachCloudDeclaresWhatTheHouseNeeds(t *testing.T) {
 		if p.VM != "" {
 			checkOwnPackage(t, p, "VM-side", p.VM)
 		}
+		if p.ImageTest != "" {
+			checkOwnPackage(t, p, "image-test", p.ImageTest)
+		}
 	}
 }
 
@@ -182,8 +185,9 @@ func terraformDeclares(t *testing.T, text string) bool {
 	return false
 }
 
-// checkOwnPackage holds a plugin's package for a generated list (its Dev
-// or its VM, the kind what) to what make docs writes the list by: a
+// checkOwnPackage holds a plugin's package for a generated list (its
+// Dev, its VM or its ImageTest, the kind what) to what make docs writes
+// the list by: a
 // package in the cloud's own folder, named by the last element of its
 // path.
 func checkOwnPackage(t *testing.T, p plugin.Plugin, what, pkg string) {

@@ -56,6 +56,8 @@ var Plugin = plugin.Plugin{
 	Words:  []string{"ec2"},
 	// The simulated cloud and the benchmark's phase, over the fake.
 	Dev: "github.com/egress-proxies/egress/internal/provider/aws/awssim",
+	// An instance booted by the image test (make image-test).
+	ImageTest: "github.com/egress-proxies/egress/internal/provider/aws/awsimage",
 	Terraform: plugin.Terraform{
 		Module: "deploy/terraform/aws",
 		// The role's permissions, held to the EC2 calls of this package

@@ -71,6 +71,8 @@ var Plugin = plugin.Plugin{
 	// What a Static proxy's Droplet runs to leave by its reserved IP
 	// (Boot.Follow).
 	VM: "github.com/egress-proxies/egress/internal/provider/digitalocean/dovm",
+	// A Droplet booted by the image test (make image-test).
+	ImageTest: "github.com/egress-proxies/egress/internal/provider/digitalocean/doimage",
 	Terraform: plugin.Terraform{
 		// The API token, of the scopes docs/operations/digitalocean.md
 		// lists: DigitalOcean's custom scopes are per resource kind, not

@@ -47,6 +47,8 @@ var Plugin = plugin.Plugin{
 	Words:  []string{"hcloud"},
 	// The simulated cloud and the benchmark's phase, over the fake.
 	Dev: "github.com/egress-proxies/egress/internal/provider/hetzner/hetznersim",
+	// A server booted by the image test (make image-test).
+	ImageTest: "github.com/egress-proxies/egress/internal/provider/hetzner/hetznerimage",
 	Terraform: plugin.Terraform{
 		Module: "deploy/terraform/hetzner-firewall",
 		// The API token, read & write: Hetzner has no permission model

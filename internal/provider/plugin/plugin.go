@@ -146,6 +146,14 @@ type Plugin struct {
 	// no cloud SDK. "" is none: the cloud's VMs need nothing of their own
 	// beyond the boot.
 	VM string
+	// ImageTest is the import path of the cloud's shape of the image test
+	// (internal/provider/TYPE/TYPEimage), whose package name is the path's
+	// last element and which declares Shape, the imagetest.Shape that
+	// boots a Debian shaped like the cloud's image as the cloud's VM
+	// (make image-test). `make docs` (dev/gendocs) writes the image
+	// test's list of shapes from it. A path, so that nothing but the image
+	// test links it. "" is none: the image test boots no VM of the cloud's.
+	ImageTest string
 }
 
 // Env is what the composition root hands a cloud's New: the settings it

@@ -76,7 +76,7 @@ var azureShape = cloudShape{
 	userDataPath: "/metadata/instance/compute/userData",
 	firmware:     azureFirmware,
 	checks: func(checks *checklist, ctx context.Context, r *run, c *Container) {
-		checks.run("the status names the VM's vmId, location and zone the agent read from IMDS", func(t *testing.T) { checkEC2Identity(t, ctx, r) })
+		checks.run("the status names the VM's vmId, location and zone the agent read from IMDS", func(t *testing.T) { CheckIdentity(t, ctx, shapeHarness{r: r}, r.cloud.vmID, r.cloud.zone) })
 		checks.run("cloud-init reported ready to the wire server, once", func(t *testing.T) { checkAzureReported(t, r) })
 		checks.run("cloud-init and the agent asked IMDS from the VM with Metadata: true", func(t *testing.T) { checkAzureIMDSAsked(t, r) })
 		checks.run("IMDS refuses a read without Metadata: true on the VM, and answers one with it", func(t *testing.T) { checkAzureIMDSHeader(t, ctx, r, c) })
@@ -84,7 +84,7 @@ var azureShape = cloudShape{
 		checks.run("LiveChangeWithoutReboot", func(t *testing.T) { checkLiveChange(t, ctx, r, c) })
 	},
 	rebootChecks: func(checks *checklist, ctx context.Context, r *run, c *Container) {
-		checks.run("after a reboot the status names the VM again", func(t *testing.T) { checkEC2Identity(t, ctx, r) })
+		checks.run("after a reboot the status names the VM again", func(t *testing.T) { CheckIdentity(t, ctx, shapeHarness{r: r}, r.cloud.vmID, r.cloud.zone) })
 		checks.run("after a reboot the live change is served, with its new credentials", func(t *testing.T) {
 			if r.cloud.azure.fresh.Username == "" {
 				t.Skip("the live change did not land")
@@ -106,7 +106,7 @@ var azureShape = cloudShape{
 // stand-ins' own, as the boot's firmware says it (the fake's is another).
 func azureCreate(t *testing.T, ctx context.Context, r *run, _ func(provider.Provider, provider.Placement) string) string {
 	t.Helper()
-	renderer, prober := cloudVMSide(t, r, false)
+	renderer, prober := cloudVMSide(t, r)
 	// The composition root's renderer for the plugin's boot
 	// (internal/app's cloudInitVM).
 	renderer.Gzip, renderer.IMDS, renderer.WatchUserData = azureprovider.Plugin.Boot.Gzip, azureprovider.Plugin.Boot.MetadataURL, azureprovider.Plugin.Boot.WatchUserData
@@ -171,7 +171,7 @@ func vmMAC(t *testing.T, r *run) string {
 	t.Helper()
 	var mac string
 	if err := r.topo.VM.Do(func() error {
-		ifi, err := net.InterfaceByName(vmDev)
+		ifi, err := net.InterfaceByName(VMDev)
 		if err == nil {
 			mac = strings.ToUpper(strings.ReplaceAll(ifi.HardwareAddr.String(), ":", ""))
 		}
@@ -215,7 +215,7 @@ func checkAzureIMDSAsked(t *testing.T, r *run) {
 // header "Metadata: true" is refused with 400, and one with it answers
 // the userData the VM has now.
 func checkAzureIMDSHeader(t *testing.T, ctx context.Context, r *run, c *Container) {
-	ctx, cancel := checkTimeout(ctx)
+	ctx, cancel := CheckTimeout(ctx)
 	defer cancel()
 	out, err := c.Exec(ctx, "curl", "-s", "-o", "/dev/null", "-w", "%{http_code}", vmconfig.AzureUserDataURL)
 	if err != nil || strings.TrimSpace(string(out)) != "400" {
@@ -233,7 +233,7 @@ func checkAzureIMDSHeader(t *testing.T, ctx context.Context, r *run, c *Containe
 // server saw no request from the proxy.
 func checkAzureWireServerRefused(t *testing.T, ctx context.Context, r *run) {
 	checkRefused(t, ctx, r, nil, HostPort(WireServerAddr, 443))
-	gctx, cancel := checkTimeout(ctx)
+	gctx, cancel := CheckTimeout(ctx)
 	defer cancel()
 	url := "http://" + WireServerAddr.String() + "/machine/?comp=goalstate&" + probeMarker
 	status, body, err := r.client("client", r.creds.Username, r.creds.Password).Get(gctx, url, nil)
@@ -328,7 +328,7 @@ func checkLiveChange(t *testing.T, ctx context.Context, r *run, c *Container) {
 // is answered.
 func checkTLSAs(t *testing.T, ctx context.Context, r *run, creds proxy.Credentials, path string) {
 	t.Helper()
-	ctx, cancel := checkTimeout(ctx)
+	ctx, cancel := CheckTimeout(ctx)
 	defer cancel()
 	body, err := r.client("client", creds.Username, creds.Password).GetTLS(ctx, HostPort(TLSHostAddr, TLSPort), TLSHostName, r.roots, path)
 	if err != nil || body != r.tlsHost.Body {
@@ -348,7 +348,7 @@ type tlsTunnel struct {
 // session.
 func openTLSTunnel(t *testing.T, ctx context.Context, r *run) *tlsTunnel {
 	t.Helper()
-	cctx, cancel := checkTimeout(ctx)
+	cctx, cancel := CheckTimeout(ctx)
 	defer cancel()
 	status, conn, err := r.client("client", r.creds.Username, r.creds.Password).Connect(cctx, HostPort(TLSHostAddr, TLSPort))
 	if err != nil || status != http.StatusOK {

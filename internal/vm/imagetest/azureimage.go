@@ -33,7 +33,7 @@ import (
 //
 // The test stands in for what a container lacks, and nothing else:
 //
-//   - the SMBIOS: the DMI stand-in (as for Hetzner: hetznerimage.go)
+//   - the SMBIOS: the DMI stand-in (as for Hetzner: internal/provider/hetzner/hetznerimage/image.go)
 //     answers system-manufacturer "Microsoft Corporation", system-uuid the
 //     VM's id and chassis-asset-tag Azure's own (7783-7084-3265-9085-8269-
 //     3286-77, by which cloud-init tells Azure) from files of each boot's
@@ -84,7 +84,7 @@ const azureSetupVersion = "1: hosts; resolv.conf to 168.63.129.16; hostname; clo
 const azureChassisAssetTag = "7783-7084-3265-9085-8269-3286-77"
 
 // azureLeaseFile is where the DHCP stand-in reads the lease, in the
-// booted tree (beside dmiDir).
+// booted tree (beside DMIDir).
 const azureLeaseFile = "etc/egress-imagetest/dhcp-lease.json"
 
 // azureSeedOVF is the OVF environment's place in the seed folder.
@@ -93,7 +93,7 @@ const azureSeedOVF = "var/lib/cloud/seed/azure/ovf-env.xml"
 // prepareAzure shapes the debootstrapped tree like Debian's Azure image
 // where it matters to the boot.
 func prepareAzure(root string) error {
-	return writeFiles(root, map[string]string{
+	return WriteFiles(root, map[string]string{
 		"etc/hosts":    "127.0.0.1 localhost\n::1 localhost ip6-localhost ip6-loopback\n",
 		"etc/hostname": "egress-proxy\n",
 		// Azure's resolver is the wire server's address.
@@ -113,7 +113,7 @@ func prepareAzure(root string) error {
 // primary NIC.
 func azureFirmware(vmID string) map[string]string {
 	lease, _ := json.Marshal(map[string]string{
-		"interface":     vmDev,
+		"interface":     VMDev,
 		"fixed-address": VMPrefix.Addr().String(),
 		"subnet-mask":   net.IP(net.CIDRMask(VMPrefix.Bits(), 32)).String(),
 		"routers":       GatewayPrefix.Addr().String(),
@@ -121,9 +121,9 @@ func azureFirmware(vmID string) map[string]string {
 			MetadataAddr.String() + "/32 " + GatewayPrefix.Addr().String(),
 	})
 	return map[string]string{
-		dmiDir + "/sys_vendor":        "Microsoft Corporation\n",
-		dmiDir + "/product_uuid":      vmID + "\n",
-		dmiDir + "/chassis_asset_tag": azureChassisAssetTag + "\n",
+		DMIDir + "/sys_vendor":        "Microsoft Corporation\n",
+		DMIDir + "/product_uuid":      vmID + "\n",
+		DMIDir + "/chassis_asset_tag": azureChassisAssetTag + "\n",
 		azureLeaseFile:                string(lease) + "\n",
 	}
 }

@@ -21,10 +21,6 @@ import (
 	"google.golang.org/api/option"
 )
 
-func checkTimeout(ctx context.Context) (context.Context, context.CancelFunc) {
-	return context.WithTimeout(ctx, 15*time.Second)
-}
-
 // checkReady: the boot's ready says generation want, and came after the
 // script cleared both attributes, and no error was ever written.
 func checkReady(t *testing.T, r *run, since time.Time, ready GuestWrite, want int64) {
@@ -204,7 +200,7 @@ func checkRunner(t *testing.T, ctx context.Context, c *Container) {
 // checkConnectTLS: a tunnel to the TLS host, a verified handshake through
 // it, the host's own answer, and the host saw the VM as the client.
 func checkConnectTLS(t *testing.T, ctx context.Context, r *run) {
-	ctx, cancel := checkTimeout(ctx)
+	ctx, cancel := CheckTimeout(ctx)
 	defer cancel()
 	before := len(r.tlsHost.Hits())
 	body, err := r.client("client", r.creds.Username, r.creds.Password).GetTLS(ctx, HostPort(TLSHostAddr, TLSPort), TLSHostName, r.roots, "/via-connect")
@@ -225,7 +221,7 @@ func checkConnectTLS(t *testing.T, ctx context.Context, r *run) {
 // metadata server's address, port 53), which the egress filter must leave
 // open while it closes the metadata server's port 80.
 func checkConnectByName(t *testing.T, ctx context.Context, r *run) {
-	ctx, cancel := checkTimeout(ctx)
+	ctx, cancel := CheckTimeout(ctx)
 	defer cancel()
 	before := len(r.dns.Queries())
 	target := TLSHostName + ":" + strconv.Itoa(TLSPort)
@@ -257,7 +253,7 @@ func checkConnectByName(t *testing.T, ctx context.Context, r *run) {
 
 // checkGet: a plain proxied GET reaches the HTTP host from the VM.
 func checkGet(t *testing.T, ctx context.Context, r *run) {
-	ctx, cancel := checkTimeout(ctx)
+	ctx, cancel := CheckTimeout(ctx)
 	defer cancel()
 	before := len(r.httpHost.Hits())
 	status, body, err := r.client("client", r.creds.Username, r.creds.Password).Get(ctx, "http://"+HostPort(HTTPHostAddr, HTTPPort)+"/via-get", nil)
@@ -277,7 +273,7 @@ func checkGet(t *testing.T, ctx context.Context, r *run) {
 // answered 407 with a Proxy-Authenticate challenge (a 401 would make a
 // client blame the target site), and neither reaches its host.
 func checkAuth(t *testing.T, ctx context.Context, r *run, user, password string) {
-	ctx, cancel := checkTimeout(ctx)
+	ctx, cancel := CheckTimeout(ctx)
 	defer cancel()
 	c := r.client("client", user, password)
 	tlsBefore, httpBefore := len(r.tlsHost.Hits()), len(r.httpHost.Hits())
@@ -402,7 +398,7 @@ func checkTraffic(t *testing.T, ctx context.Context, r *run, c *Container) {
 	before := reportTraffic(t, ctx, r, c)
 	const gets, size = 4, 256 << 10
 	for i := range gets {
-		rctx, cancel := checkTimeout(ctx)
+		rctx, cancel := CheckTimeout(ctx)
 		body, err := r.client("client", r.creds.Username, r.creds.Password).GetTLS(rctx, HostPort(TLSHostAddr, TLSPort), TLSHostName, r.roots, "/bytes/"+strconv.Itoa(size))
 		cancel()
 		if err != nil || len(body) != size {
@@ -474,7 +470,7 @@ func checkIngress(t *testing.T, ctx context.Context, r *run) {
 		t.Fatalf("control: a client inside the allowed range cannot connect either: %v", err)
 	}
 	if err := dial(OutsiderAddr); err == nil {
-		ctx, cancel := checkTimeout(ctx)
+		ctx, cancel := CheckTimeout(ctx)
 		defer cancel()
 		status, tunnel, err := r.client("outsider", r.creds.Username, r.creds.Password).Connect(ctx, HostPort(TLSHostAddr, TLSPort))
 		if tunnel != nil {
@@ -491,7 +487,7 @@ func checkIngress(t *testing.T, ctx context.Context, r *run) {
 // beside those that did not.
 func checkRefused(t *testing.T, ctx context.Context, r *run, s *Sink, targets ...string) {
 	for _, target := range targets {
-		ctx, cancel := checkTimeout(ctx)
+		ctx, cancel := CheckTimeout(ctx)
 		status, tunnel, err := r.client("client", r.creds.Username, r.creds.Password).Connect(ctx, target)
 		cancel()
 		switch {
@@ -523,7 +519,7 @@ func checkMetadataGet(t *testing.T, ctx context.Context, r *run) {
 // checkMetadataGetOf: a plain GET of path on the metadata server, with
 // header, through the proxy is refused and never reaches it.
 func checkMetadataGetOf(t *testing.T, ctx context.Context, r *run, path string, header http.Header) {
-	ctx, cancel := checkTimeout(ctx)
+	ctx, cancel := CheckTimeout(ctx)
 	defer cancel()
 	url := "http://" + HostPort(MetadataAddr, MetadataPort) + path
 	status, body, err := r.client("client", r.creds.Username, r.creds.Password).Get(ctx, url, header)
@@ -584,8 +580,9 @@ func (r *run) fromVM(remote string) bool {
 }
 
 // egressAddr is the address the VM's traffic reaches the test's hosts
-// from: its own, or a Static DigitalOcean Droplet's anchor address, once
-// it routes through its reserved IP's anchor gateway (do_test.go).
+// from: its own, or the anchor a cloud's shape gives its VM (VM.Anchor: a
+// Static DigitalOcean Droplet's, once it routes through its reserved
+// IP's anchor gateway).
 func (r *run) egressAddr() netip.Addr {
 	if r.cloud != nil && r.cloud.anchor.IsValid() {
 		return r.cloud.anchor.Addr()

@@ -2,6 +2,7 @@ package imagetest
 
 import (
 	"context"
+	"crypto/x509"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
@@ -17,36 +18,104 @@ import (
 	"github.com/egress-proxies/egress/internal/bootstrap"
 	"github.com/egress-proxies/egress/internal/bootstrap/cloudinit"
 	"github.com/egress-proxies/egress/internal/provider"
-	awsprovider "github.com/egress-proxies/egress/internal/provider/aws"
 	"github.com/egress-proxies/egress/internal/proxy"
 	"github.com/egress-proxies/egress/internal/vm/vmconfig"
 	"github.com/egress-proxies/egress/internal/vmstatus"
 )
 
-// The boots of clouds whose VMs run cloud-init (Hetzner's, EC2's,
-// DigitalOcean's): the cloud's provider makes the VM against the cloud's
+// The boots of clouds whose VMs run cloud-init (Hetzner's, EC2's and
+// Azure's here; others' in their folders, shape.go): the cloud's provider makes the VM against the cloud's
 // fake, with the VM side's own renderer; Debian's cloud-init, finding
 // the cloud's datasource, reads that user-data from the metadata service
-// (a stand-in of Hetzner's or of DigitalOcean's, AWS's own mock of
-// EC2's) and runs the bootstrap it carries; the control plane's prober reads Ready through the proxy
+// (a stand-in of the cloud's, or AWS's own mock of EC2's) and runs the bootstrap it carries; the control plane's prober reads Ready through the proxy
 // port from the control plane's address; and the checks of the
 // GCE-shaped boot that do not depend on Google's metadata server are
 // made again, with those of the status's door.
-
-// controlPlaneAddr is the control plane's egress address in the test's
-// internet (its Cloud NAT's, in production): outside allowedSourceRanges,
-// admitted by the VM for the status request alone.
-var controlPlaneAddr = netip.MustParseAddr("203.0.113.7")
 
 // cloudBootTimeout bounds a cloud-init boot: cloud-init's stages come
 // before the script.
 const cloudBootTimeout = 5 * time.Minute
 
-// cloudShapes are the cloud-init clouds' boots, in the order TestImage
-// boots them after Google's: one entry a cloud, its parts in its own
-// files (the shape in CLOUD_test.go, the image in CLOUDimage.go, the
-// metadata service's stand-in in CLOUDmetadata.go).
-var cloudShapes = []cloudShape{hetznerShape, ec2Shape, doShape, azureShape}
+// cloudShapes are the boots of the cloud-init clouds whose shapes are
+// still this package's, which TestImage boots last: one entry a cloud,
+// its parts in its own files (the shape in CLOUD_test.go, the image in
+// CLOUDimage.go, the metadata service's stand-in in CLOUDmetadata.go).
+var cloudShapes = []cloudShape{azureShape}
+
+// PluginShapes are the boots of the clouds whose shapes are in their own
+// folders (a plugin's ImageTest), booted after Google's and before
+// cloudShapes, in the order of internal/clouds.All: make docs writes their list (shapes_gen_test.go,
+// of the external test package, which imports them), and shapes_test.go
+// sets this from it before any test runs.
+var PluginShapes []Shape
+
+// shapeOf is the boot of a cloud's Shape: its parts in the form
+// testCloudInit takes, its VM kept in the run's cloudRun.
+func shapeOf(s Shape) cloudShape {
+	return cloudShape{
+		rel: s.Release, datasource: s.Datasource, userDataPath: s.UserDataPath, ipv6: s.IPv6, routeIPv6: s.RouteIPv6,
+		create: func(t *testing.T, ctx context.Context, r *run, _ func(provider.Provider, provider.Placement) string) string {
+			vm := s.Create(t, ctx, shapeHarness{t: t, ctx: ctx, r: r, static: s.Static})
+			r.cloud.vm = vm
+			r.cloud.userData, r.cloud.metadata, r.cloud.ready, r.cloud.anchor = vm.UserData, vm.Metadata, vm.Ready, vm.Anchor
+			r.ipv6Prefix = vm.IPv6Prefix
+			return vm.ID
+		},
+		firmware: func(string) map[string]string {
+			// Set by create, which ran first: the VM's own.
+			return nil
+		},
+		checks: func(checks *checklist, ctx context.Context, r *run, c *Container) {
+			if r.cloud.vm.Checks != nil {
+				r.cloud.vm.Checks(checks.run, ctx, c)
+			}
+		},
+		rebootChecks: func(checks *checklist, ctx context.Context, r *run, c *Container) {
+			if r.cloud.vm.RebootChecks != nil {
+				r.cloud.vm.RebootChecks(checks.run, ctx, c)
+			}
+		},
+		reboot: func(t *testing.T, r *run) {
+			if r.cloud.vm.Reboot != nil {
+				r.cloud.vm.Reboot(t)
+			}
+		},
+	}
+}
+
+// shapeHarness is the Harness a Shape's Create gets: the run of its boot.
+type shapeHarness struct {
+	t      *testing.T
+	ctx    context.Context
+	r      *run
+	static bool
+}
+
+func (b shapeHarness) Topology() *Topology { return b.r.topo }
+
+func (b shapeHarness) VMSide(t *testing.T) (cloudinit.Renderer, *vmstatus.Prober) {
+	renderer, prober := cloudVMSide(t, b.r)
+	b.r.cloud.static = b.static
+	return renderer, prober
+}
+
+func (b shapeHarness) Create(p provider.Provider, place provider.Placement) string {
+	return createCloudVM(b.t, b.ctx, b.r, p, place)
+}
+
+func (b shapeHarness) Instance() string { return b.r.instance }
+
+func (b shapeHarness) Status(ctx context.Context) (vmstatus.Status, error) {
+	return b.r.cloud.status(ctx)
+}
+
+func (b shapeHarness) Client() ProxyClient {
+	return b.r.client("client", b.r.creds.Username, b.r.creds.Password)
+}
+
+func (b shapeHarness) TLSHost() *Host { return b.r.tlsHost }
+
+func (b shapeHarness) Roots() *x509.CertPool { return b.r.roots }
 
 // cloudShape is what one cloud's boot brings to testCloudInit.
 type cloudShape struct {
@@ -64,7 +133,7 @@ type cloudShape struct {
 	// sees it (its instance-id).
 	create func(t *testing.T, ctx context.Context, r *run, create func(provider.Provider, provider.Placement) string) string
 	// firmware are the files the boot's tree gets, what the cloud's
-	// firmware would say (the DMI stand-in's, in dmiDir: CLOUDimage.go).
+	// firmware would say (the DMI stand-in's, in DMIDir: CLOUDimage.go).
 	firmware func(id string) map[string]string
 	// userDataPath is the metadata service's path of the user-data.
 	userDataPath string
@@ -92,11 +161,11 @@ type cloudRun struct {
 		Requests() []Request
 	}
 	// key is the control plane's status key; prober asks the VM from
-	// controlPlaneAddr with it.
+	// ControlPlaneAddr with it.
 	key      vmstatus.Key
 	prober   *vmstatus.Prober
 	userData string
-	// vmID and zone are the EC2 instance's, which its status names.
+	// vmID and zone are the VM's, which its status names (Azure's).
 	vmID, zone string
 	// statusID is the VM's status id, as the renderer derived its
 	// status access from it (and its provider labelled it with).
@@ -108,11 +177,8 @@ type cloudRun struct {
 	// why not yet. cloudBoot waits for both.
 	ready func(ctx context.Context) (string, error)
 	// anchor, when valid, is the address the VM's traffic reaches the
-	// test's hosts from once the provider reads it Running (a Static
-	// DigitalOcean Droplet's anchor: do_test.go), and reservedIP the
-	// address the provider read it at.
-	anchor     netip.Prefix
-	reservedIP string
+	// test's hosts from once the provider reads it Running (VM.Anchor).
+	anchor netip.Prefix
 	// media are files each boot's copy gets of what the cloud's
 	// provisioning media carry (Azure's OVF environment), by path in the
 	// tree.
@@ -127,6 +193,9 @@ type cloudRun struct {
 	generation int64
 	// azure is what the Azure-shaped boot's own checks use (azure_test.go).
 	azure *azureRun
+	// vm is the VM a cloud's Shape made (shapeOf), nil for the shapes
+	// of this package.
+	vm *VM
 }
 
 // status asks the VM's proxy for its status, as the control plane does.
@@ -158,7 +227,7 @@ func testCloudInit(t *testing.T, ctx context.Context, runDir string, engine []by
 	}
 	r := newRun(t, rel, engine, topology)
 	r.ipv6Egress = shape.ipv6
-	if err := r.topo.Internet.AddAddr("lo", netip.PrefixFrom(controlPlaneAddr, 32)); err != nil {
+	if err := r.topo.Internet.AddAddr("lo", netip.PrefixFrom(ControlPlaneAddr, 32)); err != nil {
 		t.Fatal(err)
 	}
 	// A public object: the VM reads it with no credential.
@@ -176,10 +245,14 @@ func testCloudInit(t *testing.T, ctx context.Context, runDir string, engine []by
 			t.Errorf("removing %s: %v", root, err)
 		}
 	})
-	if err := writeFiles(root, shape.firmware(vmID)); err != nil {
+	firmware := shape.firmware(vmID)
+	if r.cloud.vm != nil {
+		firmware = r.cloud.vm.Firmware
+	}
+	if err := WriteFiles(root, firmware); err != nil {
 		t.Fatal(err)
 	}
-	if err := writeFiles(root, r.cloud.media); err != nil {
+	if err := WriteFiles(root, r.cloud.media); err != nil {
 		t.Fatal(err)
 	}
 
@@ -301,10 +374,10 @@ func cloudCreateRequest(t *testing.T, r *run, place provider.Placement) provider
 
 // cloudVMSide is the VM side a cloud's provider gets in the boot: the
 // renderer of package cloudinit, its engine at the test's storage and
-// its status access of a fresh control-plane key (shaped by ec2: the
-// IMDS setting and compression, as the composition root's), and the
+// its status access of a fresh control-plane key (with the prefix
+// length of VMIPv6Prefix when the boot routes the VM one), and the
 // prober from the control plane's address. r.cloud is set up with them.
-func cloudVMSide(t *testing.T, r *run, ec2 bool) (cloudinit.Renderer, *vmstatus.Prober) {
+func cloudVMSide(t *testing.T, r *run) (cloudinit.Renderer, *vmstatus.Prober) {
 	t.Helper()
 	key, err := vmstatus.NewKey([]byte(randomHex(32)))
 	if err != nil {
@@ -317,21 +390,15 @@ func cloudVMSide(t *testing.T, r *run, ec2 bool) (cloudinit.Renderer, *vmstatus.
 		ProbeTarget: TLSHostName + ":" + strconv.Itoa(TLSPort),
 		Status: func(_ context.Context, uid, id string) (*vmconfig.StatusAccess, error) {
 			r.cloud.statusID = id
-			return key.Access(uid, id, []string{netip.PrefixFrom(controlPlaneAddr, 32).String()})
+			return key.Access(uid, id, []string{netip.PrefixFrom(ControlPlaneAddr, 32).String()})
 		},
-	}
-	if ec2 {
-		renderer.IMDS, renderer.Gzip = vmconfig.EC2MetadataURL, true
 	}
 	if r.ipv6Egress != "" {
 		// The cloud's prefix length, as the composition root passes the
 		// plugin's: the VM finds its prefix with it.
 		renderer.IPv6PrefixLength = VMIPv6Prefix.Bits()
-		if ec2 {
-			renderer.IPv6PrefixLength = awsprovider.Plugin.IPv6Prefix
-		}
 	}
-	prober := &vmstatus.Prober{Key: func(context.Context) (vmstatus.Key, error) { return key, nil }, Dial: r.topo.Internet.Dialer(controlPlaneAddr)}
+	prober := &vmstatus.Prober{Key: func(context.Context) (vmstatus.Key, error) { return key, nil }, Dial: r.topo.Internet.Dialer(ControlPlaneAddr)}
 	r.cloud = &cloudRun{key: key, prober: prober, generation: 1}
 	return renderer, prober
 }
@@ -383,7 +450,7 @@ func cloudBoot(t *testing.T, ctx context.Context, r *run, root, consolePath stri
 // the generation the VM serves (1, the create's, unless a change in place
 // made it another) served and ready, with no reason.
 func checkCloudReady(t *testing.T, ctx context.Context, r *run) {
-	ctx, cancel := checkTimeout(ctx)
+	ctx, cancel := CheckTimeout(ctx)
 	defer cancel()
 	st, err := r.cloud.status(ctx)
 	if err != nil {
@@ -443,9 +510,9 @@ func checkCloudInit(t *testing.T, ctx context.Context, c *Container, datasource,
 // tenant's credentials, is refused a tunnel: that address is the
 // status's, and nothing else.
 func checkStatusOnly(t *testing.T, ctx context.Context, r *run) {
-	ctx, cancel := checkTimeout(ctx)
+	ctx, cancel := CheckTimeout(ctx)
 	defer cancel()
-	c := ProxyClient{Dial: r.topo.Internet.Dialer(controlPlaneAddr), Proxy: ProxyAddr(), User: r.creds.Username, Password: r.creds.Password}
+	c := ProxyClient{Dial: r.topo.Internet.Dialer(ControlPlaneAddr), Proxy: ProxyAddr(), User: r.creds.Username, Password: r.creds.Password}
 	before := len(r.tlsHost.Hits())
 	status, tunnel, err := c.Connect(ctx, HostPort(TLSHostAddr, TLSPort))
 	if tunnel != nil {
@@ -464,7 +531,7 @@ func checkStatusOnly(t *testing.T, ctx context.Context, r *run) {
 // control plane's key for another VM of the same proxy (a retired one's
 // status id).
 func checkStatusCredential(t *testing.T, ctx context.Context, r *run) {
-	ctx, cancel := checkTimeout(ctx)
+	ctx, cancel := CheckTimeout(ctx)
 	defer cancel()
 	other, _ := vmstatus.NewKey([]byte(randomHex(32)))
 	retired := vmstatus.StatusID(provider.CreateRequest{UID: uid, RequestID: "a-retired-VM's-attempt"})
@@ -472,7 +539,7 @@ func checkStatusCredential(t *testing.T, ctx context.Context, r *run) {
 		key vmstatus.Key
 		id  string
 	}{"another key's": {other, r.cloud.statusID}, "a retired VM's": {r.cloud.key, retired}} {
-		p := &vmstatus.Prober{Key: func(context.Context) (vmstatus.Key, error) { return k.key, nil }, Dial: r.topo.Internet.Dialer(controlPlaneAddr)}
+		p := &vmstatus.Prober{Key: func(context.Context) (vmstatus.Key, error) { return k.key, nil }, Dial: r.topo.Internet.Dialer(ControlPlaneAddr)}
 		if st, err := p.Probe(ctx, VMPrefix.Addr().String(), ProxyPort, uid, k.id); err == nil || !strings.Contains(err.Error(), "407") {
 			t.Errorf("%s status request: %+v, %v; want 407", what, st, err)
 		}
@@ -481,7 +548,7 @@ func checkStatusCredential(t *testing.T, ctx context.Context, r *run) {
 
 // checkStatusTraffic: the counters the status carries grow with a tunnel.
 func checkStatusTraffic(t *testing.T, ctx context.Context, r *run) {
-	ctx, cancel := checkTimeout(ctx)
+	ctx, cancel := CheckTimeout(ctx)
 	defer cancel()
 	before, err := r.cloud.status(ctx)
 	if err != nil {
@@ -502,7 +569,7 @@ func checkStatusTraffic(t *testing.T, ctx context.Context, r *run) {
 // checkStatusAccess: the access log, read through the proxy port as the
 // control plane reads it, has the tunnel to the TLS host, as the tenant.
 func checkStatusAccess(t *testing.T, ctx context.Context, r *run) {
-	ctx, cancel := checkTimeout(ctx)
+	ctx, cancel := CheckTimeout(ctx)
 	defer cancel()
 	page, err := r.cloud.prober.Access(ctx, VMPrefix.Addr().String(), ProxyPort, uid, r.cloud.statusID, 0)
 	if err != nil {

@@ -30,7 +30,7 @@ func (r *run) socksClient(user, password string) loadtest.Proxy {
 // it, as curl --socks5-hostname asks), a verified TLS handshake through
 // it and the TLS host's answer, the host seeing the VM as its client.
 func checkSocks5Through(t *testing.T, ctx context.Context, r *run) {
-	ctx, cancel := checkTimeout(ctx)
+	ctx, cancel := CheckTimeout(ctx)
 	defer cancel()
 	before := len(r.tlsHost.Hits())
 	tunnel, err := r.socksClient(r.creds.Username, r.creds.Password).Connect(ctx, TLSHostName+":"+strconv.Itoa(TLSPort))
@@ -53,7 +53,7 @@ func checkSocks5Through(t *testing.T, ctx context.Context, r *run) {
 // checkSocks5WrongPassword: a wrong password is answered with RFC 1929's
 // failure status, and nothing is reached.
 func checkSocks5WrongPassword(t *testing.T, ctx context.Context, r *run) {
-	ctx, cancel := checkTimeout(ctx)
+	ctx, cancel := CheckTimeout(ctx)
 	defer cancel()
 	before := len(r.tlsHost.Hits())
 	tunnel, err := r.socksClient(r.creds.Username, r.creds.Password+"x").Connect(ctx, HostPort(TLSHostAddr, TLSPort))
@@ -75,7 +75,7 @@ func checkSocks5WrongPassword(t *testing.T, ctx context.Context, r *run) {
 // every denied range, and Linux ignores it for an address that is not
 // link-local, so [::1%25eth0] would be ::1.
 func checkZoneIDRefused(t *testing.T, ctx context.Context, r *run) {
-	ctx, cancel := checkTimeout(ctx)
+	ctx, cancel := CheckTimeout(ctx)
 	defer cancel()
 	c := r.client("client", r.creds.Username, r.creds.Password)
 	for _, target := range []string{"[::1%25lo]:" + strconv.Itoa(TLSPort), "[::ffff:" + MetadataAddr.String() + "%25eth0]:80", "[fe80::1%25eth0]:443"} {
@@ -122,7 +122,7 @@ func checkZoneIDRefused(t *testing.T, ctx context.Context, r *run) {
 // to the journal: the user, the protocol, the destination's host and
 // port, 200, its bytes; and no line holds a path.
 func checkAccessLogLine(t *testing.T, ctx context.Context, r *run, c *Container) {
-	ctx, cancel := checkTimeout(ctx)
+	ctx, cancel := CheckTimeout(ctx)
 	defer cancel()
 	path := "/access-log-" + randomHex(4)
 	if _, err := r.client("client", r.creds.Username, r.creds.Password).GetTLS(ctx, HostPort(TLSHostAddr, TLSPort), TLSHostName, r.roots, path); err != nil {
@@ -176,7 +176,7 @@ func checkAccessLogLine(t *testing.T, ctx context.Context, r *run, c *Container)
 // 400 bad-framing and the connection closed, and the HTTP host never sees
 // the third (RFC 9112 §6.1, §6.3: whatever the position in the pipeline).
 func checkPipelinedSmugglingRefused(t *testing.T, ctx context.Context, r *run) {
-	ctx, cancel := checkTimeout(ctx)
+	ctx, cancel := CheckTimeout(ctx)
 	defer cancel()
 	c := r.client("client", r.creds.Username, r.creds.Password)
 	conn, err := c.Dial(ctx, "tcp", c.Proxy)
@@ -220,7 +220,7 @@ func checkPipelinedSmugglingRefused(t *testing.T, ctx context.Context, r *run) {
 // "request rejected" (00 5B and six bytes), not a reset, and nothing is
 // carried.
 func checkSocks4Refused(t *testing.T, ctx context.Context, r *run) {
-	ctx, cancel := checkTimeout(ctx)
+	ctx, cancel := CheckTimeout(ctx)
 	defer cancel()
 	c := r.client("client", r.creds.Username, r.creds.Password)
 	conn, err := c.Dial(ctx, "tcp", HostPort(VMPrefix.Addr(), Socks5Port))

@@ -20,19 +20,14 @@
 // google_metadata_script_runner reads startup-script from the metadata
 // server and executes it. The full guest agent runs beside it, as on a VM.
 //
-// Beside them it boots a Debian 13 shaped like Hetzner's image
-// (HetznerRelease): Debian's cloud-init and its Hetzner datasource read
-// the user-data the hetzner provider made from a stand-in of Hetzner's
-// metadata service (HetznerMetadata), and the control plane's prober
-// reads Ready through the proxy port (hetzner_test.go; what stands in
-// for what a container lacks is in hetznerimage.go). And a Debian 13
-// shaped like Debian's AWS image (EC2Release), the same way with
+// Beside them it boots Debian 13 shaped like cloud-init clouds' images:
+// Debian's cloud-init and its datasource for the cloud read the user-data
+// the cloud's provider made from a stand-in of the cloud's metadata
+// service, and the control plane's prober reads Ready through the proxy
+// port. A Debian 13 shaped like Debian's AWS image (EC2Release), with
 // cloud-init's Ec2 datasource and AWS's own metadata mock
 // (amazon-ec2-metadata-mock behind EC2Metadata; ec2_test.go,
-// ec2image.go). And a Debian 13 booted as a DigitalOcean Droplet
-// (DORelease), with cloud-init's DigitalOcean datasource reading
-// /metadata/v1.json from a stand-in of DigitalOcean's metadata service
-// (DOMetadata; do_test.go, doimage.go). And a Debian 13 booted as an
+// ec2image.go). And a Debian 13 booted as an
 // Azure VM (AzureRelease), with cloud-init's Azure datasource reading the
 // OVF environment, asking a stand-in of Azure's IMDS (AzureMetadata,
 // written from Microsoft's documentation: Microsoft publishes no mock)
@@ -40,6 +35,11 @@
 // and the agent applying a change of the VM's userData without a reboot
 // (azure_test.go, azureimage.go, azuremetadata.go). These boots are cloudinit_test.go's,
 // one entry each of its table cloudShapes.
+//
+// Other clouds' shapes live in the clouds' own folders, on this
+// package's library for them (Shape, Harness, VM: shape.go), each named
+// by its plugin's ImageTest; make docs lists those shapes for TestImage
+// (shapes_gen_test.go), which boots them after its own.
 //
 // The test itself (make image-test) then checks from outside, one
 // assertion each, what a user and an attacker would see: see TestImage.

@@ -47,7 +47,7 @@ func TestFreshMachine(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := writeFiles(root, map[string]string{
+	if err := WriteFiles(root, map[string]string{
 		"root/install-deps.sh": string(script),
 		"etc/resolv.conf":      string(resolv),
 		"etc/hosts":            "127.0.0.1 localhost packages.cloud.google.com\n",

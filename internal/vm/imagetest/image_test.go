@@ -198,8 +198,13 @@ func TestImage(t *testing.T) {
 	}
 	// The cloud-init clouds' boots: the user-data, read by the cloud's
 	// datasource from its metadata service (cloudinit_test.go's
-	// cloudShapes).
-	for _, shape := range cloudShapes {
+	// the shapes of the clouds' own folders, then its cloudShapes).
+	var shapes []cloudShape
+	for _, s := range PluginShapes {
+		shapes = append(shapes, shapeOf(s))
+	}
+	shapes = append(shapes, cloudShapes...)
+	for _, shape := range shapes {
 		if !imageOnly(shape.rel.Family) {
 			continue
 		}

@@ -40,8 +40,9 @@ import (
 // session has the address it had (the agent routes the prefix again at
 // every boot, and a session's address is derived, not kept).
 
-// ipv6Families are the boots that route the VM a prefix.
-var ipv6Families = map[string]bool{"debian-13": true, HetznerRelease.Family: true}
+// ipv6Families are the Google-shaped releases whose topology routes the
+// VM a prefix (a cloud-init boot routes one by its shape's ipv6).
+var ipv6Families = map[string]bool{"debian-13": true}
 
 // withIPv6Part is the topology newTopology makes, given its IPv6 part
 // by route.

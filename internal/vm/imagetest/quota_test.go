@@ -41,14 +41,14 @@ func testTrafficQuota(checks *checklist, ctx context.Context, r *run, c *Contain
 	}
 	const size = 3_000_000
 	download := func() (int, error) {
-		rctx, cancel := checkTimeout(ctx)
+		rctx, cancel := CheckTimeout(ctx)
 		defer cancel()
 		body, err := client.GetTLS(rctx, HostPort(TLSHostAddr, TLSPort), TLSHostName, r.roots, "/bytes/"+strconv.Itoa(size))
 		return len(body), err
 	}
 	refused := func(t *testing.T) {
 		t.Helper()
-		rctx, cancel := checkTimeout(ctx)
+		rctx, cancel := CheckTimeout(ctx)
 		defer cancel()
 		before := len(r.tlsHost.Hits())
 		resp, tunnel, err := client.ConnectAnswer(rctx, HostPort(TLSHostAddr, TLSPort))

@@ -98,7 +98,7 @@ func testReconfigure(checks *checklist, ctx context.Context, r *run) {
 	publishes := len(r.pubsub.Publishes())
 	reconfigure(t, ctx, r, 2, []string{outsiderRange}, r.creds)
 	checks.run("reconfigured: a client from the added range gets through", func(t *testing.T) {
-		ctx, cancel := checkTimeout(ctx)
+		ctx, cancel := CheckTimeout(ctx)
 		defer cancel()
 		if _, err := r.client("outsider", r.creds.Username, r.creds.Password).GetTLS(ctx, HostPort(TLSHostAddr, TLSPort), TLSHostName, r.roots, "/added"); err != nil {
 			t.Error(err)
@@ -134,7 +134,7 @@ func testReconfigure(checks *checklist, ctx context.Context, r *run) {
 	publishes = len(r.pubsub.Publishes())
 	reconfigure(t, ctx, r, 3, []string{outsiderRange}, fresh)
 	checks.run("rotated: the old password gets 407", func(t *testing.T) {
-		ctx, cancel := checkTimeout(ctx)
+		ctx, cancel := CheckTimeout(ctx)
 		defer cancel()
 		status, c, err := r.client("outsider", old.Username, old.Password).Connect(ctx, HostPort(TLSHostAddr, TLSPort))
 		if c != nil {
@@ -145,7 +145,7 @@ func testReconfigure(checks *checklist, ctx context.Context, r *run) {
 		}
 	})
 	checks.run("rotated: the new password works", func(t *testing.T) {
-		ctx, cancel := checkTimeout(ctx)
+		ctx, cancel := CheckTimeout(ctx)
 		defer cancel()
 		if _, err := r.client("outsider", fresh.Username, fresh.Password).GetTLS(ctx, HostPort(TLSHostAddr, TLSPort), TLSHostName, r.roots, "/rotated"); err != nil {
 			t.Error(err)

@@ -176,15 +176,15 @@ func Rootfs(ctx context.Context, rel Release, log io.Writer) (dir string, built 
 // on Compute Engine (debootstrap copies the host's resolver, which the
 // container cannot reach).
 func prepare(root string) error {
-	return writeFiles(root, map[string]string{
+	return WriteFiles(root, map[string]string{
 		"etc/hosts":       "127.0.0.1 localhost\n::1 localhost ip6-localhost ip6-loopback\n169.254.169.254 metadata.google.internal metadata\n",
 		"etc/hostname":    "egress-proxy\n",
 		"etc/resolv.conf": "nameserver 169.254.169.254\n",
 	})
 }
 
-// writeFiles writes files into the tree at root, replacing what is there.
-func writeFiles(root string, files map[string]string) error {
+// WriteFiles writes files into the tree at root, replacing what is there.
+func WriteFiles(root string, files map[string]string) error {
 	for name, content := range files {
 		// Removed first: were it a symlink, writing through it would
 		// follow it out of the tree onto the host.

@@ -55,16 +55,18 @@ var (
 
 // Ports of the stand-ins.
 const (
-	TLSPort        = 443
-	RefusedPort    = 8443 // open on the TLS host, but not a port the proxy may CONNECT to
-	HTTPPort       = 80
-	PubSubPort     = 80
-	StoragePort    = 80
-	PrivatePort    = 443
-	MetadataPort   = 80
-	DNSPort        = 53
-	ProxyPort      = 3128
-	vmDev, gateDev = "eth0", "vm0"
+	TLSPort      = 443
+	RefusedPort  = 8443 // open on the TLS host, but not a port the proxy may CONNECT to
+	HTTPPort     = 80
+	PubSubPort   = 80
+	StoragePort  = 80
+	PrivatePort  = 443
+	MetadataPort = 80
+	DNSPort      = 53
+	ProxyPort    = 3128
+	// VMDev is the VM's interface, in its namespace, and GatewayDev its
+	// peer in the internet's, where the VM's gateway is.
+	VMDev, GatewayDev = "eth0", "vm0"
 )
 
 // Topology is the namespaces of a run.
@@ -99,13 +101,13 @@ func NewTopology(prefix string) (_ *Topology, err error) {
 	if t.Internet, err = NewNetns(prefix + "net"); err != nil {
 		return t, err
 	}
-	if err := Link(t.VM, vmDev, t.Internet, gateDev); err != nil {
+	if err := Link(t.VM, VMDev, t.Internet, GatewayDev); err != nil {
 		return t, err
 	}
-	if err := t.VM.AddAddr(vmDev, VMPrefix); err != nil {
+	if err := t.VM.AddAddr(VMDev, VMPrefix); err != nil {
 		return t, err
 	}
-	if err := t.Internet.AddAddr(gateDev, GatewayPrefix); err != nil {
+	if err := t.Internet.AddAddr(GatewayDev, GatewayPrefix); err != nil {
 		return t, err
 	}
 	for _, a := range []netip.Addr{MetadataAddr, TLSHostAddr, HTTPHostAddr, PubSubAddr, StorageAddr, PrivateAddr, ClientAddr, OutsiderAddr} {
@@ -175,10 +177,10 @@ func NewBenchTopology(prefix string) (_ *Topology, err error) {
 	if t.Client, err = NewNetns(prefix + "cli"); err != nil {
 		return t, err
 	}
-	if err := Link(t.Client, vmDev, t.VM, "eth1"); err != nil {
+	if err := Link(t.Client, VMDev, t.VM, "eth1"); err != nil {
 		return t, err
 	}
-	if err := t.Client.AddAddr(vmDev, BenchClientPrefix); err != nil {
+	if err := t.Client.AddAddr(VMDev, BenchClientPrefix); err != nil {
 		return t, err
 	}
 	if err := t.VM.AddAddr("eth1", BenchVMClientSide); err != nil {
@@ -242,29 +244,29 @@ const IPv6HostPort = 443
 // (ipv6PrefixLength), as the reconciler cannot name it before the cloud
 // assigned it.
 func (t *Topology) RouteIPv6OnTheVM() error {
-	if err := t.VM.IP("-6", "addr", "add", netip.PrefixFrom(VMIPv6Prefix.Addr().Next(), VMIPv6Prefix.Bits()).String(), "dev", vmDev, "nodad"); err != nil {
+	if err := t.VM.IP("-6", "addr", "add", netip.PrefixFrom(VMIPv6Prefix.Addr().Next(), VMIPv6Prefix.Bits()).String(), "dev", VMDev, "nodad"); err != nil {
 		return err
 	}
 	if err := t.routeLinkLocal6(); err != nil {
 		return err
 	}
-	return t.Internet.IP("-6", "route", "add", VMIPv6Prefix.String(), "via", vmLinkLocal, "dev", gateDev)
+	return t.Internet.IP("-6", "route", "add", VMIPv6Prefix.String(), "via", vmLinkLocal, "dev", GatewayDev)
 }
 
 // routeLinkLocal6 is the IPv6 part of a link whose gateway is
 // link-local: the two link-local addresses, the VM's default route by
 // the gateway's, and the IPv6 host.
 func (t *Topology) routeLinkLocal6() error {
-	if err := t.VM.IP("-6", "addr", "add", vmLinkLocal+"/64", "dev", vmDev, "nodad"); err != nil {
+	if err := t.VM.IP("-6", "addr", "add", vmLinkLocal+"/64", "dev", VMDev, "nodad"); err != nil {
 		return err
 	}
-	if err := t.Internet.IP("-6", "addr", "add", gatewayLinkLocal+"/64", "dev", gateDev, "nodad"); err != nil {
+	if err := t.Internet.IP("-6", "addr", "add", gatewayLinkLocal+"/64", "dev", GatewayDev, "nodad"); err != nil {
 		return err
 	}
 	if err := t.Internet.AddAddr("lo", netip.PrefixFrom(IPv6HostAddr, 128)); err != nil {
 		return err
 	}
-	if err := t.VM.IP("-6", "route", "add", "default", "via", gatewayLinkLocal, "dev", vmDev); err != nil {
+	if err := t.VM.IP("-6", "route", "add", "default", "via", gatewayLinkLocal, "dev", VMDev); err != nil {
 		return err
 	}
 	t.IPv6 = true
@@ -285,11 +287,11 @@ func (t *Topology) RouteIPv6ToEC2() error { return t.routeLinkLocal6() }
 // as a VPC routes a delegated prefix to its interface. Nothing on the VM
 // says the prefix: its agent reads it from IMDS.
 func (t *Topology) RouteDelegated(addr, prefix netip.Prefix) error {
-	if err := t.VM.IP("-6", "addr", "add", addr.String(), "dev", vmDev, "nodad"); err != nil {
+	if err := t.VM.IP("-6", "addr", "add", addr.String(), "dev", VMDev, "nodad"); err != nil {
 		return err
 	}
 	for _, p := range []netip.Prefix{netip.PrefixFrom(addr.Addr(), 128), prefix} {
-		if err := t.Internet.IP("-6", "route", "add", p.String(), "via", vmLinkLocal, "dev", gateDev); err != nil {
+		if err := t.Internet.IP("-6", "route", "add", p.String(), "via", vmLinkLocal, "dev", GatewayDev); err != nil {
 			return err
 		}
 	}
@@ -309,10 +311,10 @@ const (
 // on lo) is the VM's agent's to add, from the configuration's
 // ipv6Prefix.
 func (t *Topology) RouteIPv6() error {
-	if err := t.VM.AddAddr(vmDev, VMLink6); err != nil {
+	if err := t.VM.AddAddr(VMDev, VMLink6); err != nil {
 		return err
 	}
-	if err := t.Internet.AddAddr(gateDev, GatewayLink6); err != nil {
+	if err := t.Internet.AddAddr(GatewayDev, GatewayLink6); err != nil {
 		return err
 	}
 	if err := t.Internet.AddAddr("lo", netip.PrefixFrom(IPv6HostAddr, 128)); err != nil {

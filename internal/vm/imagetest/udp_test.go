@@ -86,7 +86,7 @@ func dnsQuery(t *testing.T, id uint16, name string, to netip.AddrPort) []byte {
 // metadata server's resolver never sees it) and counted in the
 // association's access line.
 func checkSocks5UDPThrough(t *testing.T, ctx context.Context, r *run, c *Container) {
-	ctx, cancel := checkTimeout(ctx)
+	ctx, cancel := CheckTimeout(ctx)
 	defer cancel()
 	control, err := r.socks5UDPAssociate(ctx, 0)
 	if err != nil {

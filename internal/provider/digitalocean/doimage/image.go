@@ -1,6 +1,6 @@
-package imagetest
+package doimage
 
-import "strings"
+import "github.com/egress-proxies/egress/internal/vm/imagetest"
 
 // What makes the DigitalOcean-shaped root file system a Droplet as
 // Debian's cloud-init sees it, in a container. cloud-init's DigitalOcean
@@ -22,14 +22,14 @@ import "strings"
 // A container has no SMBIOS of its own (it sees the host's /sys, which is
 // not a Droplet's), and cloud-init reads no DMI in a container on purpose
 // (cloudinit.dmi.read_dmi_data returns None whenever it runs in one). So,
-// as for the Hetzner shape (hetznerimage.go), whose datasource checks the
+// as for the Hetzner shape (internal/vm/imagetest/hetznerimage.go), whose datasource checks the
 // same two fields, the test stands in for the firmware and nothing else:
 // cloud.cfg.d names the DigitalOcean datasource (datasource_list, so
 // ds-identify enables it without reading DMI, as it does for any image
 // that names a single datasource); and the DMI stand-in answers
 // system-manufacturer "DigitalOcean" and system-serial-number the
 // Droplet's id, what a Droplet's firmware gives, from files each boot's
-// copy gets (dmiDir). The datasource's own detection, read_sysinfo, runs
+// copy gets (imagetest.DMIDir). The datasource's own detection, read_sysinfo, runs
 // as packaged and is what decides.
 //
 // One setting of the datasource's own is changed: use_ip4LL. On a Droplet,
@@ -42,7 +42,8 @@ import "strings"
 // address and route to the metadata service already set from outside, and
 // the flush would take that address away with nothing to set it again.
 // So the datasource reads the service over the interface as it is, as
-// the EC2 shape's does once its DHCP could not run (ec2image.go).
+// the EC2 shape's does once its DHCP could not run
+// (internal/vm/imagetest/ec2image.go).
 // cloud-init's own network configuration is off (network from outside).
 // Everything else is Debian's cloud-init as packaged: the datasource, its
 // read of the metadata service, the user-data and vendor-data
@@ -68,25 +69,26 @@ import "strings"
 // recoverable errors, not its errors. A Debian whose cloud-init is 28.2
 // or later needs this shape to become a ConfigDrive one.
 
-// DORelease is the DigitalOcean-shaped boot: Debian 13 with Debian's
+// Release is the DigitalOcean-shaped boot: Debian 13 with Debian's
 // cloud-init and its DigitalOcean datasource, as a Droplet boots it.
-var DORelease = Release{Family: "do-debian-13", Suite: "trixie", Cloud: "do",
-	Image: &CloudImage{Setup: doSetupVersion, Prepare: prepareDO}}
+var Release = imagetest.Release{Family: "do-debian-13", Suite: "trixie", Cloud: "do",
+	Image: &imagetest.CloudImage{Setup: doSetupVersion, Prepare: prepareDO}}
 
-// doSetupVersion is CloudImage.Setup for the DigitalOcean shape.
-const doSetupVersion = "1: hosts; resolv.conf to 169.254.169.254; hostname; cloud.cfg.d names the DigitalOcean datasource, no ip4LL, network from outside; the DMI stand-in; /sys/class/net of the VM's namespace before cloud-init"
+// doSetupVersion is CloudImage.Setup for the DigitalOcean shape (2: the
+// files name this folder, where the shape moved from internal/vm/imagetest).
+const doSetupVersion = "2: hosts; resolv.conf to 169.254.169.254; hostname; cloud.cfg.d names the DigitalOcean datasource, no ip4LL, network from outside; the DMI stand-in; /sys/class/net of the VM's namespace before cloud-init"
 
 // prepareDO shapes the debootstrapped tree like a Droplet's Debian 13
 // where it matters to the boot.
 func prepareDO(root string) error {
-	return writeFiles(root, map[string]string{
+	return imagetest.WriteFiles(root, map[string]string{
 		"etc/hosts":    "127.0.0.1 localhost\n::1 localhost ip6-localhost ip6-loopback\n",
 		"etc/hostname": "egress-proxy\n",
 		// The test's resolver stand-in (a Droplet's resolvers are
 		// DigitalOcean's public addresses, which the proxy's filter allows
-		// on port 53 the same); the metadata names it (DOMetadata).
+		// on port 53 the same); the metadata names it (Metadata).
 		"etc/resolv.conf": "nameserver 169.254.169.254\n",
-		"etc/cloud/cloud.cfg.d/99-egress-imagetest.cfg": "# The egress image test's container (internal/vm/imagetest/doimage.go):\n" +
+		"etc/cloud/cloud.cfg.d/99-egress-imagetest.cfg": "# The egress image test's container (internal/provider/digitalocean/doimage/image.go):\n" +
 			"# ds-identify cannot read a container's DMI, so the datasource is named;\n" +
 			"# the metadata service is read over the interface as it is, set from\n" +
 			"# outside (no link-local address lent and flushed); the network is set\n" +
@@ -106,7 +108,7 @@ func prepareDO(root string) error {
 // binds its network devices over the host's, before cloud-init's single
 // process starts (its drop-in wants and orders it).
 const doSysfsUnit = `[Unit]
-Description=The egress image test: /sys/class/net of the VM's own network namespace (internal/vm/imagetest/doimage.go)
+Description=The egress image test: /sys/class/net of the VM's own network namespace (internal/provider/digitalocean/doimage/image.go)
 DefaultDependencies=no
 Before=cloud-init-main.service
 
@@ -119,9 +121,6 @@ ExecStart=/bin/mount --bind /run/egress-imagetest/sys/class/net /sys/class/net
 ExecStart=/bin/mount --bind /run/egress-imagetest/sys/devices/virtual/net /sys/devices/virtual/net
 `
 
-// doDMIStandIn is the Hetzner shape's DMI stand-in (dmiStandIn), which
-// answers the same two fields a Droplet's firmware gives.
-var doDMIStandIn = strings.NewReplacer(
-	"a Hetzner server's SMBIOS", "a Droplet's SMBIOS",
-	"hetznerimage.go", "doimage.go",
-).Replace(dmiStandIn)
+// doDMIStandIn is the DMI stand-in (imagetest.DMIStandIn), which
+// answers the two fields a Droplet's firmware gives.
+var doDMIStandIn = imagetest.DMIStandIn("a Droplet's SMBIOS", "internal/provider/digitalocean/doimage/image.go")

@@ -1,15 +1,15 @@
-package imagetest
+package hetznerimage
 
 import (
 	"fmt"
 	"io"
 	"net/http"
 	"strings"
-	"sync"
-	"time"
+
+	"github.com/egress-proxies/egress/internal/vm/imagetest"
 )
 
-// HetznerMetadata stands in for Hetzner's metadata service on
+// Metadata stands in for Hetzner's metadata service on
 // 169.254.169.254, as cloud-init's Hetzner datasource reads it: GET
 // /hetzner/v1/metadata (a YAML document: the server's id as instance-id,
 // its name as hostname, its network and keys), /hetzner/v1/metadata/KEY
@@ -18,23 +18,17 @@ import (
 // given, as it was given). It serves nothing else, and takes no header:
 // Hetzner's service serves any process of the server. Every request is
 // recorded, before anything is answered.
-type HetznerMetadata struct {
+type Metadata struct {
 	// ID is the server's id, Hostname its name, UserData its user-data.
 	ID       string
 	Hostname string
 	UserData string
 
-	mu       sync.Mutex
-	requests []Request
+	imagetest.Recorder
 }
 
-func (m *HetznerMetadata) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	m.mu.Lock()
-	m.requests = append(m.requests, Request{Time: time.Now(), RemoteAddr: r.RemoteAddr, Method: r.Method,
-		URI: r.RequestURI, Forwarded: r.Header.Get("X-Forwarded-For")})
-	m.mu.Unlock()
-	if r.Method != http.MethodGet {
-		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
+func (m *Metadata) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if !m.RecordGet(w, r) {
 		return
 	}
 	switch r.URL.Path {
@@ -54,18 +48,11 @@ func (m *HetznerMetadata) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 // document is the metadata as Hetzner's service writes it: YAML, the
 // network as cloud-init's version 1 configuration (DHCP on eth0, which
 // the image test's container has set already from outside).
-func (m *HetznerMetadata) document() string {
+func (m *Metadata) document() string {
 	var b strings.Builder
 	fmt.Fprintf(&b, "hostname: %s\ninstance-id: %s\n", m.Hostname, m.ID)
-	fmt.Fprintf(&b, "local-ipv4: ''\npublic-ipv4: %s\n", VMPrefix.Addr())
+	fmt.Fprintf(&b, "local-ipv4: ''\npublic-ipv4: %s\n", imagetest.VMPrefix.Addr())
 	b.WriteString("network-config:\n  config:\n  - name: eth0\n    subnets:\n    - ipv4: true\n      type: dhcp\n    type: physical\n  version: 1\n")
 	b.WriteString("public-keys: []\n")
 	return b.String()
-}
-
-// Requests returns every request so far.
-func (m *HetznerMetadata) Requests() []Request {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return append([]Request(nil), m.requests...)
 }

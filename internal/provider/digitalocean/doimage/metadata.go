@@ -1,4 +1,4 @@
-package imagetest
+package doimage
 
 import (
 	"encoding/json"
@@ -6,11 +6,11 @@ import (
 	"net"
 	"net/http"
 	"net/netip"
-	"sync"
-	"time"
+
+	"github.com/egress-proxies/egress/internal/vm/imagetest"
 )
 
-// DOMetadata stands in for DigitalOcean's metadata service on
+// Metadata stands in for DigitalOcean's metadata service on
 // 169.254.169.254, as cloud-init's DigitalOcean datasource reads it: GET
 // /metadata/v1.json, the whole of a Droplet's metadata in one JSON
 // document, shaped as DigitalOcean's metadata API reference documents it,
@@ -24,7 +24,7 @@ import (
 // does not exist. It takes no header: DigitalOcean's service serves any
 // process of the Droplet. Every request is recorded, before anything is
 // answered.
-type DOMetadata struct {
+type Metadata struct {
 	// DropletID is the Droplet's id (a number in the API, and the
 	// serial number of its SMBIOS), Hostname its name, Region its
 	// region's slug.
@@ -52,8 +52,7 @@ type DOMetadata struct {
 	// the document says so from then on.
 	ReservedIP func() string
 
-	mu       sync.Mutex
-	requests []Request
+	imagetest.Recorder
 }
 
 // doVendorData is the vendor-data DigitalOcean's metadata API reference
@@ -120,7 +119,7 @@ type doDNS struct {
 // interface alone (the container has one): a Droplet's private
 // interface, in its VPC, has no counterpart in the test's network. It was
 // created with no SSH key, as the provider creates one.
-func (m *DOMetadata) document() doDocument {
+func (m *Metadata) document() doDocument {
 	mask := net.CIDRMask(m.Public.Bits(), 32)
 	pub := doInterface{
 		IPv4: doIPv4{IPAddress: m.Public.Addr().String(), Netmask: net.IP(mask).String(), Gateway: m.Gateway.String()},
@@ -144,13 +143,8 @@ func (m *DOMetadata) document() doDocument {
 	return doc
 }
 
-func (m *DOMetadata) ServeHTTP(w http.ResponseWriter, r *http.Request) {
-	m.mu.Lock()
-	m.requests = append(m.requests, Request{Time: time.Now(), RemoteAddr: r.RemoteAddr, Method: r.Method,
-		URI: r.RequestURI, Forwarded: r.Header.Get("X-Forwarded-For")})
-	m.mu.Unlock()
-	if r.Method != http.MethodGet {
-		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
+func (m *Metadata) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if !m.RecordGet(w, r) {
 		return
 	}
 	switch r.URL.Path {
@@ -164,11 +158,4 @@ func (m *DOMetadata) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	default:
 		http.NotFound(w, r)
 	}
-}
-
-// Requests returns every request so far.
-func (m *DOMetadata) Requests() []Request {
-	m.mu.Lock()
-	defer m.mu.Unlock()
-	return append([]Request(nil), m.requests...)
 }
