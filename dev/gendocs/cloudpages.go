@@ -133,10 +133,11 @@ func cloudPagesIndex(root string, cl []plugin.Plugin) (string, error) {
 	return b.String(), nil
 }
 
-// allGenerated are the files make docs writes from cl: generatedFiles and
-// the clouds' published pages.
+// allGenerated are the files make docs writes from cl: generatedFiles,
+// the clouds' published pages and the pages of the tables with a row per
+// cloud (cloudrows.go).
 func allGenerated(root string, cl []plugin.Plugin) []generatedFile {
-	return append(slices.Clone(generatedFiles), cloudPages(root, cl)...)
+	return slices.Concat(generatedFiles, cloudPages(root, cl), cloudTableFiles())
 }
 
 // A cloud's section of the providers' page (docs/concepts/providers.md,

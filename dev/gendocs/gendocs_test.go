@@ -172,6 +172,25 @@ func TestAHandEditedListIsStale(t *testing.T) {
 		return slices.DeleteFunc(slices.Clone(clouds.All), func(p plugin.Plugin) bool { return p.Type == gone.Type })
 	}
 	lastType := clouds.All[len(clouds.All)-1].Type
+	// withRows is a cloud whose folder holds its rows of the tables that
+	// give each cloud a row; row its row of a table, as its folder writes
+	// it and the table's page publishes it.
+	withRows := last(func(c plugin.Plugin) bool {
+		_, err := os.Stat(filepath.Join(root, cloudRowsSource(c.Type)))
+		return err == nil
+	})
+	rows := cloudRowsSource(withRows.Type)
+	row := func(table string) string {
+		raw, err := os.ReadFile(filepath.Join(root, rows))
+		if err != nil {
+			t.Fatal(err)
+		}
+		r, ok := cloudRow(string(raw), table)
+		if !ok {
+			t.Fatalf("%s has no row %s", rows, table)
+		}
+		return r
+	}
 	page, source, tf := cloudPagePath(withPage.Type), cloudPageSource(withPage.Type), "deploy/terraform/"+withPage.Type+".tf"
 	cases := map[string]stalenessCase{
 		"Untouched": {
@@ -231,6 +250,29 @@ func TestAHandEditedListIsStale(t *testing.T) {
 			cl:     clouds.All,
 			want:   []string{page},
 		},
+		"ATableRowAddedByHand": {
+			reason: "a cloud's row written into the IPv6 prefixes' table by hand, not in a folder",
+			edit:   map[string][2]string{"docs/concepts/providers.md": {end("ipv6-prefixes"), "| Vultr | a /64 | /64 | not found | supported |\n" + end("ipv6-prefixes")}},
+			cl:     clouds.All,
+			want:   []string{"docs/concepts/providers.md"},
+		},
+		"ATableRowDropped": {
+			reason: "a cloud's row taken out of the price sources' table by hand",
+			edit:   map[string][2]string{"docs/operations/cost.md": {row("price-sources") + "\n", ""}},
+			cl:     clouds.All,
+			want:   []string{"docs/operations/cost.md"},
+		},
+		"ARowSourceEdited": {
+			reason: "a cloud's row of the proxies' prices edited in its folder without make docs: the table is stale",
+			edit:   map[string][2]string{rows: {row("proxy-prices"), strings.TrimSuffix(row("proxy-prices"), "|") + "edited in the folder |"}},
+			cl:     clouds.All,
+			want:   []string{"docs/operations/cost.md"},
+		},
+		"TheTablesPageEdited": {
+			reason: "the prose around a cloud table is the page's own: an edit there is no stale table",
+			edit:   map[string][2]string{"docs/operations/cost.md": {"# What it costs", "# What it costs, edited"}},
+			cl:     clouds.All,
+		},
 		"APluginGone": {
 			reason: "the plugins changed (a cloud gone from All) without make docs",
 			cl:     without(withDev),
@@ -265,8 +307,12 @@ func TestAHandEditedListIsStale(t *testing.T) {
 			if err != nil || len(sources) == 0 {
 				t.Fatalf("found %d pages in the clouds' folders (%v): want one at least", len(sources), err)
 			}
-			files := []string{cloudsDevFile, cloudsVMFile, tfvarsFile}
-			for _, f := range slices.Concat(tf, pages, sources) {
+			rowSources, err := filepath.Glob(filepath.Join(root, cloudRowsSource("*")))
+			if err != nil || len(rowSources) == 0 {
+				t.Fatalf("found %d rows' files in the clouds' folders (%v): want one at least", len(rowSources), err)
+			}
+			files := []string{cloudsDevFile, cloudsVMFile, tfvarsFile, "docs/concepts/providers.md"}
+			for _, f := range slices.Concat(tf, pages, sources, rowSources) {
 				rel, _ := filepath.Rel(root, f)
 				files = append(files, filepath.ToSlash(rel))
 			}
@@ -328,7 +374,8 @@ type stalenessCase struct {
 // goneStale are the generated files that c's leaving clouds.All makes
 // stale, as its plugin says: the Terraform's list and the example's
 // clouds always, the lists that name its development and VM-side
-// packages, and its published page, which is removed.
+// packages, its published page, which is removed, and the pages of the
+// tables its folder gives rows to.
 func goneStale(root string, c plugin.Plugin) []string {
 	out := []string{cloudsTerraformFile, tfvarsFile}
 	if c.Dev != "" {
@@ -339,6 +386,11 @@ func goneStale(root string, c plugin.Plugin) []string {
 	}
 	if _, err := os.Stat(filepath.Join(root, cloudPageSource(c.Type))); err == nil {
 		out = append(out, cloudPagePath(c.Type))
+	}
+	if _, err := os.Stat(filepath.Join(root, cloudRowsSource(c.Type))); err == nil {
+		for _, f := range cloudTableFiles() {
+			out = append(out, f.path)
+		}
 	}
 	slices.Sort(out)
 	return out
