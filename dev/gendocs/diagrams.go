@@ -32,6 +32,19 @@ func or(names []string) string {
 	return strings.Join(names[:len(names)-1], ", ") + " or " + names[len(names)-1]
 }
 
+// cloudNames is the FAQ's list of the clouds the proxies run on: each
+// plugin's Name, in clouds.All's order.
+func cloudNames(string) (string, error) {
+	var names []string
+	for _, c := range clouds.All {
+		names = append(names, c.Name)
+	}
+	if len(names) < 2 {
+		return strings.Join(names, "") + ".", nil
+	}
+	return strings.Join(names[:len(names)-1], ", ") + " and " + names[len(names)-1] + ".", nil
+}
+
 // providerTypes are every type the deployed functions serve, then the
 // local stack's mock.
 func providerTypes() []string {
