@@ -90,6 +90,9 @@ func cloudTableFiles() []generatedFile {
 // every cloud has one.
 func (t cloudTable) render(root string, cl []plugin.Plugin) (string, error) {
 	rows := []string{t.head}
+	// A row's columns are its |s but the escaped ones, less one.
+	columns := func(row string) int { return strings.Count(row, "|") - strings.Count(row, `\|`) - 1 }
+	head, _, _ := strings.Cut(t.head, "\n")
 	for _, c := range cl {
 		src := cloudRowsSource(c.Type)
 		raw, err := os.ReadFile(filepath.Join(root, src))
@@ -102,8 +105,8 @@ func (t cloudTable) render(root string, cl []plugin.Plugin) (string, error) {
 		if !ok {
 			return "", fmt.Errorf("%s has no comment %q…-->: the cloud's row of the table %s in %s", src, rowPrefix+t.name+":", t.name, t.page)
 		}
-		if !strings.HasPrefix(row, "|") || !strings.HasSuffix(row, "|") || strings.Count(row, "|")-strings.Count(row, `\|`) != strings.Count(t.head[:strings.Index(t.head, "\n")], "|") {
-			return "", fmt.Errorf("%s: the row %s is not a row of the table's %d columns, between |: %q", src, t.name, strings.Count(t.head[:strings.Index(t.head, "\n")], "|")-1, row)
+		if !strings.HasPrefix(row, "|") || !strings.HasSuffix(row, "|") || columns(row) != columns(head) {
+			return "", fmt.Errorf("%s: the row %s is not a row of the table's %d columns, between |: %q", src, t.name, columns(head), row)
 		}
 		rows = append(rows, row)
 	}

@@ -395,3 +395,61 @@ func goneStale(root string, c plugin.Plugin) []string {
 	slices.Sort(out)
 	return out
 }
+
+// TestCloudTableRows: a cloud table takes each cloud's row from its
+// rows.md, in the clouds' order, and refuses a folder whose rows.md has no
+// row of the table or one of other columns; a folder without rows.md
+// gives none.
+func TestCloudTableRows(t *testing.T) {
+	table := cloudTable{section: section{name: "t", page: "docs/x.md"}, head: "| cloud | what |\n| --- | --- |"}
+	cl := []plugin.Plugin{{Type: "one"}, {Type: "two"}, {Type: "three"}}
+	cases := map[string]struct {
+		reason  string
+		rows    map[string]string // cloud type: its rows.md
+		want    string
+		wantErr string
+	}{
+		"InOrder": {
+			reason: "each cloud's row, on one line, in the clouds' order; a cloud without rows.md has none",
+			rows:   map[string]string{"two": "<!-- row t:\n| Two | b \\| c |\n-->\n", "one": "<!-- row other: | x | y | -->\n<!-- row t: | One | a | -->\n"},
+			want:   "| cloud | what |\n| --- | --- |\n| One | a |\n| Two | b \\| c |",
+		},
+		"NoRow": {
+			reason:  "a rows.md without the table's row",
+			rows:    map[string]string{"one": "<!-- row other: | x | y | -->\n"},
+			wantErr: "internal/provider/one/rows.md has no comment",
+		},
+		"OtherColumns": {
+			reason:  "a row of three columns in a table of two",
+			rows:    map[string]string{"one": "<!-- row t: | One | a | b | -->\n"},
+			wantErr: "not a row of the table's 2 columns",
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			dir := t.TempDir()
+			for typ, text := range tc.rows {
+				p := filepath.Join(dir, cloudRowsSource(typ))
+				if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			got, err := table.render(dir, cl)
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("%s: error %v, want one saying %q", tc.reason, err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("%s: %v", tc.reason, err)
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("%s (-want +got):\n%s", tc.reason, diff)
+			}
+		})
+	}
+}
