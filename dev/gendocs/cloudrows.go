@@ -93,15 +93,13 @@ func (t cloudTable) render(root string, cl []plugin.Plugin) (string, error) {
 	// A row's columns are its |s but the escaped ones, less one.
 	columns := func(row string) int { return strings.Count(row, "|") - strings.Count(row, `\|`) - 1 }
 	head, _, _ := strings.Cut(t.head, "\n")
-	for _, c := range cl {
-		src := cloudRowsSource(c.Type)
-		raw, err := os.ReadFile(filepath.Join(root, src))
-		if os.IsNotExist(err) {
-			continue
-		} else if err != nil {
-			return "", err
-		}
-		row, ok := cloudRow(string(raw), t.name)
+	folders, err := folderFiles(root, cl, cloudRowsSource)
+	if err != nil {
+		return "", err
+	}
+	for _, f := range folders {
+		src := f.src
+		row, ok := cloudRow(f.text, t.name)
 		if !ok {
 			return "", fmt.Errorf("%s has no comment %q…-->: the cloud's row of the table %s in %s", src, rowPrefix+t.name+":", t.name, t.page)
 		}
