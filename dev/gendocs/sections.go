@@ -37,6 +37,8 @@ var sections = []section{
 	{page: "README.md", name: "request-diagram", from: "clouds.All", render: readmeDiagram},
 	{page: "docs/README.md", name: "cloud-pages", from: "the operations.md of each cloud's folder", render: cloudPagesIndexOf},
 	{page: "docs/FAQ.md", name: "cloud-names", from: "clouds.All", render: cloudNames},
+	{page: "docs/FAQ.md", name: "in-place-clouds", from: "each plugin's InPlace", render: inPlaceClouds},
+	{page: "docs/FAQ.md", name: "token-clouds", from: "each plugin's Terraform.Secrets", render: tokenClouds},
 	{page: "docs/concepts/providers.md", name: "cloud-providers", from: "the concepts.md of each cloud's folder", render: cloudProviders},
 }
 
