@@ -113,16 +113,14 @@ func cloudPagesIndexOf(root string) (string, error) { return cloudPagesIndex(roo
 // cloudPagesIndex is the docs' index of the clouds' operations pages: a
 // line per cloud of cl whose folder holds one, its title and summary.
 func cloudPagesIndex(root string, cl []plugin.Plugin) (string, error) {
+	pages, err := folderFiles(root, cl, cloudPageSource)
+	if err != nil {
+		return "", err
+	}
 	var b strings.Builder
-	for _, c := range cl {
-		src := cloudPageSource(c.Type)
-		raw, err := os.ReadFile(filepath.Join(root, src))
-		if os.IsNotExist(err) {
-			continue
-		} else if err != nil {
-			return "", err
-		}
-		summary, body, err := splitCloudPage(src, string(raw))
+	for _, p := range pages {
+		c := p.cloud
+		summary, body, err := splitCloudPage(p.src, p.text)
 		if err != nil {
 			return "", err
 		}
@@ -133,10 +131,11 @@ func cloudPagesIndex(root string, cl []plugin.Plugin) (string, error) {
 	return b.String(), nil
 }
 
-// allGenerated are the files make docs writes from cl: generatedFiles and
-// the clouds' published pages.
+// allGenerated are the files make docs writes from cl: generatedFiles,
+// the clouds' published pages and the pages of the tables with a row per
+// cloud (cloudrows.go).
 func allGenerated(root string, cl []plugin.Plugin) []generatedFile {
-	return append(slices.Clone(generatedFiles), cloudPages(root, cl)...)
+	return slices.Concat(generatedFiles, cloudPages(root, cl), cloudTableFiles())
 }
 
 // A cloud's section of the providers' page (docs/concepts/providers.md,
@@ -152,15 +151,36 @@ func cloudConceptsSource(typ string) string { return "internal/provider/" + typ 
 // cloudProviders are the sections of the clouds of clouds.All whose
 // folder holds one, each as written, a blank line between two.
 func cloudProviders(root string) (string, error) {
+	sections, err := folderFiles(root, clouds.All, cloudConceptsSource)
+	if err != nil {
+		return "", err
+	}
 	var parts []string
-	for _, c := range clouds.All {
-		raw, err := os.ReadFile(filepath.Join(root, cloudConceptsSource(c.Type)))
+	for _, s := range sections {
+		parts = append(parts, strings.TrimSpace(s.text)+"\n")
+	}
+	return strings.Join(parts, "\n"), nil
+}
+
+// folderFile is a file of a cloud's folder.
+type folderFile struct {
+	cloud     plugin.Plugin
+	src, text string
+}
+
+// folderFiles are the files source names in the folders of the clouds of
+// cl, in cl's order, of those whose folder holds one.
+func folderFiles(root string, cl []plugin.Plugin, source func(typ string) string) ([]folderFile, error) {
+	var out []folderFile
+	for _, c := range cl {
+		src := source(c.Type)
+		raw, err := os.ReadFile(filepath.Join(root, src))
 		if os.IsNotExist(err) {
 			continue
 		} else if err != nil {
-			return "", err
+			return nil, err
 		}
-		parts = append(parts, strings.TrimSpace(string(raw))+"\n")
+		out = append(out, folderFile{cloud: c, src: src, text: string(raw)})
 	}
-	return strings.Join(parts, "\n"), nil
+	return out, nil
 }

@@ -37,8 +37,9 @@ func init() {
 // file outside a cloud's own package that deals with that cloud today, so
 // that a reader who follows it misses none. The clouds measured are those
 // of clouds.All whose VMs do not call home (hetzner's and aws's: the shape
-// a new cloud takes); a place is a non-test Go file that imports the
-// cloud's package (internal/provider/TYPE or below) or names the cloud in
+// a new cloud takes); a place (outside the cloud's folder, its
+// deploy/terraform/TYPE.tf and the pages published from the clouds'
+// folders) is a non-test Go file that imports the cloud's package (internal/provider/TYPE or below) or names the cloud in
 // its code (identifiers and strings; a comment is no place), and any other
 // file of the tree that names it: the Terraform, the scripts, the API's
 // OpenAPI document, the Makefile, the pages of docs/ and the README (not
@@ -141,10 +142,19 @@ func cloudPlaces(root string, clouds []string) (map[string][]string, error) {
 		case strings.HasSuffix(name, ".md") && !strings.HasPrefix(rel, "docs/") && rel != "README.md":
 			return nil
 		}
-		own := func(c string) bool { return strings.HasPrefix(rel, "internal/provider/"+c+"/") }
+		// A cloud's own: its folder and its file of deploy/terraform (the
+		// one file beside its folder that is all its own).
+		own := func(c string) bool {
+			return strings.HasPrefix(rel, "internal/provider/"+c+"/") || rel == "deploy/terraform/"+c+".tf"
+		}
 		b, err := os.ReadFile(p)
 		if err != nil {
 			return err
+		}
+		// A page make docs publishes from a cloud's folder is written
+		// there, as the folders' other pages, which are no places.
+		if strings.HasSuffix(name, ".md") && bytes.HasPrefix(b, []byte(cloudPageHeaderPrefix)) {
+			return nil
 		}
 		// Most files name no cloud at all (an import of a cloud's package
 		// names it too): only those are parsed, which keeps the walk

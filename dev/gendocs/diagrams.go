@@ -32,6 +32,54 @@ func or(names []string) string {
 	return strings.Join(names[:len(names)-1], ", ") + " or " + names[len(names)-1]
 }
 
+// cloudNames is the FAQ's list of the clouds the proxies run on: each
+// plugin's Name, in clouds.All's order.
+func cloudNames(string) (string, error) {
+	return and(namesOf(func(plugin.Plugin) bool { return true })) + ".", nil
+}
+
+// inPlaceClouds is the FAQ's answer of which clouds change a running
+// proxy without a new VM: those whose plugin says InPlace, and the others.
+func inPlaceClouds(string) (string, error) {
+	yes := namesOf(func(c plugin.Plugin) bool { return c.InPlace })
+	no := namesOf(func(c plugin.Plugin) bool { return !c.InPlace })
+	return fmt.Sprintf("In place: %s. With a new VM: %s.", orNone(yes), orNone(no)), nil
+}
+
+// tokenClouds is the FAQ's list of the clouds that take an API token:
+// those whose Terraform makes a secret for the deployment to fill.
+func tokenClouds(string) (string, error) {
+	return orNone(namesOf(func(c plugin.Plugin) bool { return len(c.Terraform.Secrets) > 0 })) + ".", nil
+}
+
+// namesOf are the Names of the clouds of clouds.All that has says, in its
+// order.
+func namesOf(has func(plugin.Plugin) bool) []string {
+	var names []string
+	for _, c := range clouds.All {
+		if has(c) {
+			names = append(names, c.Name)
+		}
+	}
+	return names
+}
+
+// and is names as a list in prose: "a, b and c".
+func and(names []string) string {
+	if len(names) < 2 {
+		return strings.Join(names, "")
+	}
+	return strings.Join(names[:len(names)-1], ", ") + " and " + names[len(names)-1]
+}
+
+// orNone is and(names), or "none" for no name.
+func orNone(names []string) string {
+	if len(names) == 0 {
+		return "none"
+	}
+	return and(names)
+}
+
 // providerTypes are every type the deployed functions serve, then the
 // local stack's mock.
 func providerTypes() []string {

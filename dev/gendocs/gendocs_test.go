@@ -175,6 +175,25 @@ func TestAHandEditedListIsStale(t *testing.T) {
 		return slices.DeleteFunc(slices.Clone(clouds.All), func(p plugin.Plugin) bool { return p.Type == gone.Type })
 	}
 	lastType := clouds.All[len(clouds.All)-1].Type
+	// withRows is a cloud whose folder holds its rows of the tables that
+	// give each cloud a row; row its row of a table, as its folder writes
+	// it and the table's page publishes it.
+	withRows := last(func(c plugin.Plugin) bool {
+		_, err := os.Stat(filepath.Join(root, cloudRowsSource(c.Type)))
+		return err == nil
+	})
+	rows := cloudRowsSource(withRows.Type)
+	row := func(table string) string {
+		raw, err := os.ReadFile(filepath.Join(root, rows))
+		if err != nil {
+			t.Fatal(err)
+		}
+		r, ok := cloudRow(string(raw), table)
+		if !ok {
+			t.Fatalf("%s has no row %s", rows, table)
+		}
+		return r
+	}
 	page, source, tf := cloudPagePath(withPage.Type), cloudPageSource(withPage.Type), "deploy/terraform/"+withPage.Type+".tf"
 	cases := map[string]stalenessCase{
 		"Untouched": {
@@ -234,6 +253,29 @@ func TestAHandEditedListIsStale(t *testing.T) {
 			cl:     clouds.All,
 			want:   []string{page},
 		},
+		"ATableRowAddedByHand": {
+			reason: "a cloud's row written into the IPv6 prefixes' table by hand, not in a folder",
+			edit:   map[string][2]string{"docs/concepts/providers.md": {end("ipv6-prefixes"), "| Vultr | a /64 | /64 | not found | supported |\n" + end("ipv6-prefixes")}},
+			cl:     clouds.All,
+			want:   []string{"docs/concepts/providers.md"},
+		},
+		"ATableRowDropped": {
+			reason: "a cloud's row taken out of the price sources' table by hand",
+			edit:   map[string][2]string{"docs/operations/cost.md": {row("price-sources") + "\n", ""}},
+			cl:     clouds.All,
+			want:   []string{"docs/operations/cost.md"},
+		},
+		"ARowSourceEdited": {
+			reason: "a cloud's row of the proxies' prices edited in its folder without make docs: the table is stale",
+			edit:   map[string][2]string{rows: {row("proxy-prices"), strings.TrimSuffix(row("proxy-prices"), "|") + "edited in the folder |"}},
+			cl:     clouds.All,
+			want:   []string{"docs/operations/cost.md"},
+		},
+		"TheTablesPageEdited": {
+			reason: "the prose around a cloud table is the page's own: an edit there is no stale table",
+			edit:   map[string][2]string{"docs/operations/cost.md": {"# What it costs", "# What it costs, edited"}},
+			cl:     clouds.All,
+		},
 		"APluginGone": {
 			reason: "the plugins changed (a cloud gone from All) without make docs",
 			cl:     without(withDev),
@@ -276,8 +318,12 @@ func TestAHandEditedListIsStale(t *testing.T) {
 			if err != nil || len(sources) == 0 {
 				t.Fatalf("found %d pages in the clouds' folders (%v): want one at least", len(sources), err)
 			}
-			files := []string{cloudsDevFile, cloudsVMFile, imageShapesFile, tfvarsFile}
-			for _, f := range slices.Concat(tf, pages, sources) {
+			rowSources, err := filepath.Glob(filepath.Join(root, cloudRowsSource("*")))
+			if err != nil || len(rowSources) == 0 {
+				t.Fatalf("found %d rows' files in the clouds' folders (%v): want one at least", len(rowSources), err)
+			}
+			files := []string{cloudsDevFile, cloudsVMFile, imageShapesFile, tfvarsFile, "docs/concepts/providers.md"}
+			for _, f := range slices.Concat(tf, pages, sources, rowSources) {
 				rel, _ := filepath.Rel(root, f)
 				files = append(files, filepath.ToSlash(rel))
 			}
@@ -339,7 +385,8 @@ type stalenessCase struct {
 // goneStale are the generated files that c's leaving clouds.All makes
 // stale, as its plugin says: the Terraform's list and the example's
 // clouds always, the lists that name its development, VM-side and
-// image-test packages, and its published page, which is removed.
+// image-test packages, its published page, which is removed, and the
+// pages of the tables its folder gives rows to.
 func goneStale(root string, c plugin.Plugin) []string {
 	out := []string{cloudsTerraformFile, tfvarsFile}
 	if c.Dev != "" {
@@ -354,6 +401,69 @@ func goneStale(root string, c plugin.Plugin) []string {
 	if _, err := os.Stat(filepath.Join(root, cloudPageSource(c.Type))); err == nil {
 		out = append(out, cloudPagePath(c.Type))
 	}
+	if _, err := os.Stat(filepath.Join(root, cloudRowsSource(c.Type))); err == nil {
+		for _, f := range cloudTableFiles() {
+			out = append(out, f.path)
+		}
+	}
 	slices.Sort(out)
 	return out
+}
+
+// TestCloudTableRows: a cloud table takes each cloud's row from its
+// rows.md, in the clouds' order, and refuses a folder whose rows.md has no
+// row of the table or one of other columns; a folder without rows.md
+// gives none.
+func TestCloudTableRows(t *testing.T) {
+	table := cloudTable{section: section{name: "t", page: "docs/x.md"}, head: "| cloud | what |\n| --- | --- |"}
+	cl := []plugin.Plugin{{Type: "one"}, {Type: "two"}, {Type: "three"}}
+	cases := map[string]struct {
+		reason  string
+		rows    map[string]string // cloud type: its rows.md
+		want    string
+		wantErr string
+	}{
+		"InOrder": {
+			reason: "each cloud's row, on one line, in the clouds' order; a cloud without rows.md has none",
+			rows:   map[string]string{"two": "<!-- row t:\n| Two | b \\| c |\n-->\n", "one": "<!-- row other: | x | y | -->\n<!-- row t: | One | a | -->\n"},
+			want:   "| cloud | what |\n| --- | --- |\n| One | a |\n| Two | b \\| c |",
+		},
+		"NoRow": {
+			reason:  "a rows.md without the table's row",
+			rows:    map[string]string{"one": "<!-- row other: | x | y | -->\n"},
+			wantErr: "internal/provider/one/rows.md has no comment",
+		},
+		"OtherColumns": {
+			reason:  "a row of three columns in a table of two",
+			rows:    map[string]string{"one": "<!-- row t: | One | a | b | -->\n"},
+			wantErr: "not a row of the table's 2 columns",
+		},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			dir := t.TempDir()
+			for typ, text := range tc.rows {
+				p := filepath.Join(dir, cloudRowsSource(typ))
+				if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+					t.Fatal(err)
+				}
+				if err := os.WriteFile(p, []byte(text), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			got, err := table.render(dir, cl)
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("%s: error %v, want one saying %q", tc.reason, err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("%s: %v", tc.reason, err)
+			}
+			if diff := cmp.Diff(tc.want, got); diff != "" {
+				t.Errorf("%s (-want +got):\n%s", tc.reason, diff)
+			}
+		})
+	}
 }

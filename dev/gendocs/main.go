@@ -24,7 +24,8 @@
 // clouds' part of deploy/terraform/terraform.tfvars.example (tfvars.go)
 // and each cloud's operations page, written in its folder and published
 // under docs/operations (cloudpages.go); the clouds' sections of
-// docs/concepts/providers.md are written in their folders too.
+// docs/concepts/providers.md are written in their folders too, and so are
+// their rows of the tables that give each cloud a row (cloudrows.go).
 package main
 
 import (

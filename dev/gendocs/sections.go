@@ -36,6 +36,9 @@ var sections = []section{
 	{page: "docs/operations/compatibility.md", name: "compatibility", from: "deploy/terraform, go.mod and the providers' images", render: compatibility},
 	{page: "README.md", name: "request-diagram", from: "clouds.All", render: readmeDiagram},
 	{page: "docs/README.md", name: "cloud-pages", from: "the operations.md of each cloud's folder", render: cloudPagesIndexOf},
+	{page: "docs/FAQ.md", name: "cloud-names", from: "clouds.All", render: cloudNames},
+	{page: "docs/FAQ.md", name: "in-place-clouds", from: "each plugin's InPlace", render: inPlaceClouds},
+	{page: "docs/FAQ.md", name: "token-clouds", from: "each plugin's Terraform.Secrets", render: tokenClouds},
 	{page: "docs/concepts/providers.md", name: "cloud-providers", from: "the concepts.md of each cloud's folder", render: cloudProviders},
 }
 
