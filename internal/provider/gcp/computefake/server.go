@@ -67,6 +67,7 @@ type Server struct {
 	setMetadataCalls []*computepb.Metadata
 	setLabelsCalls   []*computepb.InstancesSetLabelsRequest
 	calls            map[string]int
+	requests         int // every request, refused ones too
 	// settled is closed, and replaced, by each Settle: what a wait request
 	// blocks on. onWait is the OnWait hook.
 	settled chan struct{}
@@ -121,6 +122,7 @@ var routes = slices.Concat(instanceRoutes, fingerprintRoutes, guestRoutes, seria
 
 func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	s.mu.Lock()
+	s.requests++
 	f := s.throttle(r)
 	s.mu.Unlock()
 	if f != nil {
@@ -232,6 +234,14 @@ func (s *Server) Calls(method string) int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.calls[method]
+}
+
+// Requests returns how many requests the fake was sent, whatever they
+// asked, refused ones too.
+func (s *Server) Requests() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.requests
 }
 
 // SetClock makes the fake read the time from now instead of time.Now. The
