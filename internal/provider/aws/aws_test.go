@@ -294,24 +294,47 @@ func TestQuotaIsSurfaced(t *testing.T) {
 	}
 }
 
-// TestRequestLimitIsRetried: RequestLimitExceeded is retried by the SDK
-// (with backoff; none in tests), and rate limited once the attempts are
-// spent.
-func TestRequestLimitIsRetried(t *testing.T) {
+// TestRequestLimitIsNotRetried: RequestLimitExceeded is rate limited at
+// once, with the wait for a token of EC2's slowest refill, and the SDK
+// does not retry it (one DescribeInstances sent), so every call spends
+// the account's tokens once and the reconciler decides when to call
+// again.
+func TestRequestLimitIsNotRetried(t *testing.T) {
 	e := newEnv(t)
-	ctx := context.Background()
-	e.fake.Fail("DescribeInstances", "RequestLimitExceeded", 2)
-	if _, err := e.p.ListByTag(ctx); err != nil {
-		t.Fatalf("a list past two RequestLimitExceeded: %v, want it retried", err)
+	e.fake.Fail("DescribeInstances", "RequestLimitExceeded", 1)
+	_, err := e.p.ListByTag(context.Background())
+	type outcome struct {
+		Kind  provider.Kind
+		Wait  time.Duration
+		Calls int
 	}
-	e.fake.Fail("DescribeInstances", "RequestLimitExceeded", 3)
-	_, err := e.p.ListByTag(ctx)
-	if provider.KindOf(err) != provider.KindRateLimited {
-		t.Errorf("a list past three: %v, want rate limited (the SDK's 3 attempts spent)", err)
+	got := outcome{provider.KindOf(err), provider.RetryAfter(err), e.fake.Actions()["DescribeInstances"]}
+	if diff := cmp.Diff(outcome{provider.KindRateLimited, requestLimitWait, 1}, got); diff != "" {
+		t.Errorf("a list past RequestLimitExceeded (-want +got):\n%s\n%v", diff, err)
 	}
-	if n := e.fake.Actions()["DescribeInstances"]; n != 3+1+3 {
-		t.Errorf("%d DescribeInstances calls, want 7: the first list's 3 in us-east-1 and 1 in eu-west-1, the second's 3 in us-east-1, where it stopped", n)
-	}
+}
+
+// TestCreateMeetsTheRateLimit: a Create that meets EC2's throttling at
+// any of its requests, with EC2's own buckets (EC2RateLimits), is
+// RateLimited with requestLimitWait, one request refused, and the Create
+// after the wait makes the one instance (providertest.RunRateLimit).
+func TestCreateMeetsTheRateLimit(t *testing.T) {
+	providertest.RunRateLimit(t, requestLimitWait, func(t *testing.T, remaining int) providertest.RateLimited {
+		now := time.Date(2026, 12, 7, 12, 0, 0, 0, time.UTC)
+		e := newEnv(t, func(c *Config, _ *ClientOptions) { c.Now = func() time.Time { return now } })
+		e.fake.SetClock(func() time.Time { return now }) // both clocks read it
+		e.fake.SetRateLimits(ec2fake.EC2RateLimits)
+		if remaining >= 0 {
+			e.fake.SetRateLimitRemaining(remaining)
+		}
+		req := request()
+		req.StaticIP = true // the Elastic IP's requests too
+		return providertest.RateLimited{Provider: e.p, Request: req,
+			Requests:  func() int { return len(e.fake.Calls()) },
+			Refused:   e.fake.Throttled,
+			Instances: func() int { return len(e.fake.Instances()) },
+			Advance:   func(d time.Duration) { now = now.Add(d) }}
+	})
 }
 
 // TestErrorKinds holds the table of EC2's codes (kinds) to what the SDK

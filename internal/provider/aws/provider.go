@@ -31,8 +31,10 @@
 //     HTTP 500; the client's retryer (NewClient) refuses to.
 //   - Errors are EC2's codes mapped to the contract's kinds as one table
 //     (errors.go): InstanceLimitExceeded and VcpuLimitExceeded are quota,
-//     surfaced in the proxy's status; RequestLimitExceeded is retried by
-//     the SDK with backoff, and rate limited when it persists.
+//     surfaced in the proxy's status; RequestLimitExceeded is rate
+//     limited at once, with the wait of EC2's slowest refill (errors.go),
+//     and not retried by the SDK: the reconciler waits and calls again,
+//     so every call is metered once.
 //   - Static: the proxy's Elastic IP, allocated and tagged like its
 //     instance before the first one, associated with each instance once
 //     it runs (EC2 cannot associate one at launch), released by Delete of
@@ -171,23 +173,26 @@ type ClientOptions struct {
 	Endpoint string
 	// HTTPClient is nil for the SDK's own.
 	HTTPClient *http.Client
-	// MaxAttempts is how many times a call is tried (RequestLimitExceeded,
-	// a 5xx but InsufficientInstanceCapacity, a broken connection); 0 is
-	// the SDK's 3.
+	// MaxAttempts is how many times a call is tried (a 5xx but
+	// InsufficientInstanceCapacity and RequestLimitExceeded, a broken
+	// connection); 0 is the SDK's 3.
 	MaxAttempts int
 	// Backoff is the wait between attempts; nil is the SDK's exponential
 	// backoff with jitter, up to 20 s.
 	Backoff retry.BackoffDelayer
 }
 
-// noRetry are the codes the retryer must not retry although their HTTP
-// status (500) says a fault of EC2's: a zone without capacity answers
-// the same on the next try, and the caller moves to another zone.
-var noRetry = []string{"InsufficientInstanceCapacity", "InsufficientAddressCapacity"}
+// noRetry are the codes the retryer must not retry although the SDK
+// would: a zone without capacity (HTTP 500) answers the same on the next
+// try, and the caller moves to another zone; RequestLimitExceeded (503,
+// a throttle the SDK retries with backoff) goes back to the reconciler
+// with its wait, as every cloud's rate limit does, so that no retry of
+// the SDK's spends the account's tokens behind the reconciler's back.
+var noRetry = []string{"InsufficientInstanceCapacity", "InsufficientAddressCapacity", "RequestLimitExceeded"}
 
 // NewClient is the SDK's EC2 client over opts. Its region is set per
-// call (inRegion); its retryer retries RequestLimitExceeded with backoff
-// and refuses to retry a capacity error.
+// call (inRegion); its retryer refuses to retry a capacity error or
+// RequestLimitExceeded (noRetry).
 func NewClient(opts ClientOptions) *ec2.Client {
 	retryer := retry.NewStandard(func(o *retry.StandardOptions) {
 		if opts.MaxAttempts > 0 {

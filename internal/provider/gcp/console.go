@@ -27,7 +27,7 @@ func (p *Provider) Console(ctx context.Context, providerID string) (string, erro
 		Project: id.project, Zone: id.scope, Instance: id.name, Port: proto.Int32(1), Start: proto.Int64(-consoleBytes),
 	})
 	if err != nil {
-		return "", wrap("console", providerID, err)
+		return "", p.wrap("console", providerID, err)
 	}
 	return out.GetContents(), nil
 }

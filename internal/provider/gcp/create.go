@@ -65,7 +65,7 @@ func (p *Provider) Create(ctx context.Context, req provider.CreateRequest) (stri
 		e.Zone = zone
 		return "", e
 	case kind != provider.KindAlreadyExists:
-		return "", wrap("create", id, err)
+		return "", p.wrap("create", id, err)
 	}
 	inst, gerr := p.Get(ctx, id)
 	if gerr != nil {
@@ -109,7 +109,7 @@ func (p *Provider) regionZones(ctx context.Context, region string) ([]string, er
 		return nil, provider.NewError(provider.KindPermanent, "create", region, fmt.Errorf("region %s does not exist: %w", region, err))
 	}
 	if err != nil {
-		return nil, wrap("create", region, err)
+		return nil, p.wrap("create", region, err)
 	}
 	for _, u := range r.GetZones() {
 		zones = append(zones, path.Base(u))
@@ -149,12 +149,12 @@ func (p *Provider) ensureAddress(ctx context.Context, region string, req provide
 			},
 		})
 		if err != nil && classify(err) != provider.KindAlreadyExists {
-			return "", wrap("reserve address", id, err)
+			return "", p.wrap("reserve address", id, err)
 		}
 		a, err = get()
 	}
 	if err != nil {
-		return "", wrap("reserve address", id, err)
+		return "", p.wrap("reserve address", id, err)
 	}
 	if a.GetLabels()[provider.LabelUID] != req.UID {
 		return "", provider.NewError(provider.KindAlreadyExists, "reserve address", id,

@@ -26,7 +26,7 @@ func (p *Provider) Delete(ctx context.Context, providerID string) error {
 	case classify(err) == provider.KindNotFound:
 		return nil
 	case err != nil:
-		return wrap("delete", providerID, err)
+		return p.wrap("delete", providerID, err)
 	}
 	switch inst.GetStatus() {
 	case "STOPPING", "DEPROVISIONING":
@@ -36,7 +36,7 @@ func (p *Provider) Delete(ctx context.Context, providerID string) error {
 	if classify(err) == provider.KindNotFound {
 		return nil
 	}
-	return wrap("delete", providerID, err)
+	return p.wrap("delete", providerID, err)
 }
 
 func (p *Provider) deleteAddress(ctx context.Context, providerID string, id parsed) error {
@@ -45,7 +45,7 @@ func (p *Provider) deleteAddress(ctx context.Context, providerID string, id pars
 	case classify(err) == provider.KindNotFound:
 		return nil
 	case err != nil:
-		return wrap("delete", providerID, err)
+		return p.wrap("delete", providerID, err)
 	case a.GetStatus() == "IN_USE":
 		return provider.NewError(provider.KindTransient, "delete", providerID,
 			fmt.Errorf("the address is still used by %v; it is released once its VM is gone", a.GetUsers()))
@@ -54,5 +54,5 @@ func (p *Provider) deleteAddress(ctx context.Context, providerID string, id pars
 	if classify(err) == provider.KindNotFound {
 		return nil
 	}
-	return wrap("delete", providerID, err)
+	return p.wrap("delete", providerID, err)
 }

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"time"
 
 	"google.golang.org/api/googleapi"
 
@@ -63,7 +64,9 @@ func classify(err error) provider.Kind {
 	}
 }
 
-func wrap(op, target string, err error) error {
+// wrap classifies err as an error of op on target; a rate limit carries
+// the wait to the start of the next minute.
+func (p *Provider) wrap(op, target string, err error) error {
 	if err == nil {
 		return nil
 	}
@@ -71,5 +74,25 @@ func wrap(op, target string, err error) error {
 	if kind == provider.KindNotFound {
 		return provider.NewError(kind, op, target, fmt.Errorf("%w: %w", provider.ErrNotFound, err))
 	}
-	return provider.NewError(kind, op, target, err)
+	e := provider.NewError(kind, op, target, err)
+	if kind == provider.KindRateLimited {
+		e.RetryAfter = untilNextMinute(p.now())
+	}
+	return e
+}
+
+// untilNextMinute is the wait after a rate quota's refusal. Compute sends
+// no Retry-After; its rate quotas are counted in synchronized minutes, a
+// group spent at 10:00:15 full again at 10:01:00
+// (https://cloud.google.com/compute/api-quota), so the next minute of the
+// clock is when the call passes again.
+func untilNextMinute(now time.Time) time.Duration {
+	return now.Truncate(time.Minute).Add(time.Minute).Sub(now)
+}
+
+func (p *Provider) now() time.Time {
+	if p.cfg.Now != nil {
+		return p.cfg.Now()
+	}
+	return time.Now()
 }

@@ -35,7 +35,7 @@ func (p *Provider) Get(ctx context.Context, providerID string) (*provider.Instan
 		return p.missing(ctx, providerID, id, err)
 	}
 	if err != nil {
-		return nil, wrap("get", providerID, err)
+		return nil, p.wrap("get", providerID, err)
 	}
 	out := convert(providerID, id.scope, inst)
 	if inst.GetLabels()[labelStaticIP] == "true" {
@@ -45,7 +45,7 @@ func (p *Provider) Get(ctx context.Context, providerID string) (*provider.Instan
 		// A VM that boots the default bootstrap runs before it serves: it
 		// is Running only once its self-test has said so.
 		if err := p.readiness(ctx, id, &out); err != nil {
-			return nil, wrap("get", providerID, err)
+			return nil, p.wrap("get", providerID, err)
 		}
 	}
 	return &out, nil
@@ -57,7 +57,7 @@ func (p *Provider) missing(ctx context.Context, providerID string, id parsed, no
 	op, err := p.lastInsert(ctx, id)
 	switch {
 	case err != nil:
-		return nil, wrap("get", providerID, err)
+		return nil, p.wrap("get", providerID, err)
 	case op == nil:
 		return nil, gone
 	case op.GetStatus() != computepb.Operation_DONE:
@@ -129,7 +129,7 @@ func operationError(providerID, zone string, op *computepb.Operation) error {
 func (p *Provider) getAddress(ctx context.Context, providerID string, id parsed) (*provider.Instance, error) {
 	a, err := p.c.Addresses.Get(ctx, &computepb.GetAddressRequest{Project: id.project, Region: id.scope, Address: id.name})
 	if err != nil {
-		return nil, wrap("get", providerID, err)
+		return nil, p.wrap("get", providerID, err)
 	}
 	out := convertAddress(providerID, a)
 	return &out, nil

@@ -40,7 +40,7 @@ func (p *Provider) ListByTag(ctx context.Context) ([]provider.Instance, error) {
 			break
 		}
 		if err != nil {
-			return nil, wrap("list", p.cfg.Project, err)
+			return nil, p.wrap("list", p.cfg.Project, err)
 		}
 		if w := pair.Value.GetWarning(); w.GetCode() == "UNREACHABLE" {
 			unreachable = append(unreachable, pair.Key)
@@ -63,7 +63,7 @@ func (p *Provider) ListByTag(ctx context.Context) ([]provider.Instance, error) {
 			break
 		}
 		if err != nil {
-			return nil, wrap("list", p.cfg.Project, err)
+			return nil, p.wrap("list", p.cfg.Project, err)
 		}
 		if w := pair.Value.GetWarning(); w.GetCode() == "UNREACHABLE" {
 			unreachable = append(unreachable, pair.Key)

@@ -26,6 +26,7 @@ import (
 	"errors"
 	"fmt"
 	"sync"
+	"time"
 
 	compute "cloud.google.com/go/compute/apiv1"
 	"google.golang.org/api/option"
@@ -104,6 +105,9 @@ type Config struct {
 	// EngineURL and EngineSHA256 name the proxy engine binary a VM
 	// installs (an object of the deployment's bucket) and its SHA-256.
 	EngineURL, EngineSHA256 string
+	// Now is the clock a rate limit's wait is read against; nil is
+	// time.Now.
+	Now func() time.Time
 }
 
 // Clients are the Compute REST clients the provider calls.

@@ -61,7 +61,7 @@ func (p *Provider) Reconfigure(ctx context.Context, providerID string, req provi
 	for range reconfigureAttempts {
 		inst, err := p.c.Instances.Get(ctx, &computepb.GetInstanceRequest{Project: id.project, Zone: id.scope, Instance: id.name})
 		if err != nil {
-			return wrap("reconfigure", providerID, err)
+			return p.wrap("reconfigure", providerID, err)
 		}
 		if labels, changed := relabelled(inst.GetLabels(), req.UID); changed {
 			_, err := p.c.Instances.SetLabels(ctx, &computepb.SetLabelsInstanceRequest{
@@ -74,7 +74,7 @@ func (p *Provider) Reconfigure(ctx context.Context, providerID string, req provi
 				continue
 			}
 			if err != nil {
-				return wrap("reconfigure", providerID, err)
+				return p.wrap("reconfigure", providerID, err)
 			}
 		}
 		if items, changed := p.reconfiguredItems(inst.GetMetadata().GetItems(), req, engine); changed {
@@ -86,7 +86,7 @@ func (p *Provider) Reconfigure(ctx context.Context, providerID string, req provi
 				continue
 			}
 			if err != nil {
-				return wrap("reconfigure", providerID, err)
+				return p.wrap("reconfigure", providerID, err)
 			}
 		}
 		return nil

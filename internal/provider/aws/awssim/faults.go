@@ -13,7 +13,8 @@ import (
 // Fault injects one of EC2's faults, three steps in a hundred: a zone
 // out of capacity (InsufficientInstanceCapacity, which the SDK must not
 // retry) or without the type (Unsupported), RequestLimitExceeded on any
-// action one to four times (the SDK retries three), InstanceLimitExceeded
+// action one to four times (rate limited at once, the SDK retrying none;
+// the reconciler waits), InstanceLimitExceeded
 // and VcpuLimitExceeded, InternalError and Unavailable, lost (terminated)
 // and stopped instances, instances that never serve or say they cannot,
 // answers lost after EC2 acted (a launch the SDK retries with its
@@ -39,8 +40,8 @@ func (a *Cloud) Fault() (sim.Fault, bool) {
 			}
 		}
 	case 1:
-		// The request rate: the SDK retries with backoff, and gives up
-		// after its attempts.
+		// The request rate: the provider answers rate limited with its
+		// wait, and the reconciler calls again after it.
 		a.fake.Fail(actions[a.rng.IntN(len(actions))], "RequestLimitExceeded", 1+a.rng.IntN(4))
 	case 2:
 		a.fake.Fail("RunInstances", []string{"InstanceLimitExceeded", "VcpuLimitExceeded"}[a.rng.IntN(2)], 1)

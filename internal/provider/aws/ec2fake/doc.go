@@ -22,6 +22,7 @@
 //	catalog.go    regions, DescribeAvailabilityZones, DescribeImages (Debian's official AMIs), instance types
 //	filters.go    EC2's filters (tag:KEY, tag-key, instance-state-name, … with * and ? wildcards)
 //	faults.go     errors in the answer: capacity, quota, the request rate, any code by action, lost answers
+//	ratelimit.go  request throttling: token buckets per region by category, RunInstances's and TerminateInstances's resource buckets, RequestLimitExceeded
 //	sts.go        STS AssumeRoleWithWebIdentity, checking the token's signature (a JWKS), issuer, audience and subject
 //	serve.go      the local stack's instances booting their engines on loopback (package loopback)
 //	server.go     routing, the region (from the request's signature), the access key, encoding, the clock
@@ -44,7 +45,10 @@
 //	Fail, LoseAnswers                refuse the next calls of an action with any code; do them and lose the answer
 //	SetInstanceLimit                 the account's limit of running instances (InstanceLimitExceeded)
 //	TrustWebIdentity                 STS's trust of a web identity (issuer, audience, subjects, keys)
+//	SetRateLimits                    EC2's request throttling (EC2RateLimits are its defaults; off in a new fake)
+//	SetRateLimitRemaining            the account's other callers empty the bucket after n more requests
 //	SetClock                         the fake's time
+//	RateLimitTokens, Throttled       the tokens left in a region's buckets, the requests refused
 //	Calls, Instances, Addresses      what the fake was asked, and what it holds
 //	StartServing, StopServing        the local stack's instances boot: each runs the proxy
 //	                                 engine of its user-data on a loopback address (serve.go)

@@ -56,6 +56,8 @@ type Server struct {
 	trust         *Trust
 	issued        map[string]time.Time // access key ids STS issued → expiry
 	reads         map[string]map[string]bool
+	// throttling is EC2's request throttling (SetRateLimits).
+	throttling throttling
 
 	// serving is Serve's, nil when the fake does not serve.
 	serving *loopback.Serving
@@ -106,6 +108,7 @@ func newServer() *Server {
 		groups:        map[string]string{},
 		issued:        map[string]time.Time{},
 		reads:         map[string]map[string]bool{},
+		throttling:    throttling{left: -1},
 	}
 	s.images = debianImages(s.regions)
 	return s
@@ -259,6 +262,10 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, hr *http.Request) {
 	h, ok := handlers[action]
 	if !ok {
 		writeError(w, errorf("InvalidAction", "The action %s is not valid for this web service.", action))
+		return
+	}
+	if err := s.throttle(region, action, form); err != nil {
+		writeError(w, err)
 		return
 	}
 	if code, ok := s.nextFault(action); ok && !(refusals[code] && s.launched(action, region, form)) {

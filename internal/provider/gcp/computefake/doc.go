@@ -19,6 +19,7 @@
 //	filter.go      the part of the list filter language the fake understands
 //	requestid.go   requestId de-duplication, for every insert and delete
 //	failures.go    inserts that are accepted and fail in their operation
+//	ratelimit.go   the rate quotas: each project's requests per minute by group, 403 rateLimitExceeded past them
 //	server.go      routing, faults, encoding, the clock
 //
 // Nothing finishes by itself. Every insert and delete answers a RUNNING
@@ -39,10 +40,14 @@
 //	SetUnreachable                zones an aggregated list cannot read
 //	SetGuestAttribute             a guest attribute the VM wrote
 //	AppendSerial                  the VM's console output
+//	SetRateLimits                 meter Compute's rate quotas (ComputeRateLimits are its defaults; off in a new fake)
+//	SetRateLimitRemaining         the project's other callers spent the minute after n more requests
 //	SetClock, Advance             the fake's time
 //	OnWait                        what happens when a client waits on an operation (Settle, for gcloud)
 //	Touch                         another client's change of metadata or labels
 //	Inserts, Calls                what the fake was asked (SetMetadataCalls, SetLabelsCalls too)
+//	Requests, RateLimitUsed       every request it was sent, and the minute's counts by quota group
+//	Instances                     how many instances it holds
 //
 // Instances and addresses are kept by zone and region whatever project a
 // request names, as a test uses one project; request ids, which Compute

@@ -244,3 +244,10 @@ func (s *Server) Inserts() []Insert {
 	defer s.mu.Unlock()
 	return append([]Insert(nil), s.inserts...)
 }
+
+// Instances returns how many instances the fake holds, in every zone.
+func (s *Server) Instances() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.instances)
+}

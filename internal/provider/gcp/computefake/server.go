@@ -20,6 +20,8 @@ type Fault struct {
 	Code    int
 	Reason  string
 	Message string
+	// Domain is errors[].domain; empty is "global".
+	Domain string
 }
 
 // Server is the fake. Its methods are safe for concurrent use.
@@ -65,10 +67,13 @@ type Server struct {
 	setMetadataCalls []*computepb.Metadata
 	setLabelsCalls   []*computepb.InstancesSetLabelsRequest
 	calls            map[string]int
+	requests         int // every request, refused ones too
 	// settled is closed, and replaced, by each Settle: what a wait request
 	// blocks on. onWait is the OnWait hook.
 	settled chan struct{}
 	onWait  func(operation string)
+	// meter counts requests toward the rate quotas (SetRateLimits).
+	meter meter
 }
 
 // New starts a fake on a loopback port. Close it when done.
@@ -93,6 +98,7 @@ func New() *Server {
 		calls:             map[string]int{},
 		settled:           make(chan struct{}),
 		nextID:            1000,
+		meter:             meter{left: -1},
 	}
 	s.Server = httptest.NewServer(http.HandlerFunc(s.serve))
 	return s
@@ -115,6 +121,14 @@ func projectPath(rest string) *regexp.Regexp {
 var routes = slices.Concat(instanceRoutes, fingerprintRoutes, guestRoutes, serialRoutes, addressRoutes, operationRoutes, regionRoutes)
 
 func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
+	s.mu.Lock()
+	s.requests++
+	f := s.throttle(r)
+	s.mu.Unlock()
+	if f != nil {
+		writeError(w, *f)
+		return
+	}
 	for _, rt := range routes {
 		if m := rt.path.FindStringSubmatch(r.URL.Path); m != nil && rt.method == r.Method {
 			rt.serve(s, w, r, m[1:])
@@ -169,9 +183,12 @@ func writeMessage(w http.ResponseWriter, m proto.Message) {
 }
 
 func writeError(w http.ResponseWriter, f Fault) {
+	if f.Domain == "" {
+		f.Domain = "global"
+	}
 	w.Header().Set("Content-Type", "application/json; charset=UTF-8")
 	w.WriteHeader(f.Code)
-	fmt.Fprintf(w, `{"error":{"code":%d,"message":%q,"errors":[{"message":%q,"domain":"global","reason":%q}]}}`, f.Code, f.Message, f.Message, f.Reason)
+	fmt.Fprintf(w, `{"error":{"code":%d,"message":%q,"errors":[{"message":%q,"domain":%q,"reason":%q}]}}`, f.Code, f.Message, f.Message, f.Domain, f.Reason)
 }
 
 // invalid is Compute's 400 for a request it will not take.
@@ -217,6 +234,14 @@ func (s *Server) Calls(method string) int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.calls[method]
+}
+
+// Requests returns how many requests the fake was sent, whatever they
+// asked, refused ones too.
+func (s *Server) Requests() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.requests
 }
 
 // SetClock makes the fake read the time from now instead of time.Now. The
