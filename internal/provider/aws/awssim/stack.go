@@ -1,11 +1,7 @@
 package awssim
 
 import (
-	"bytes"
-	"context"
 	"encoding/json"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -37,19 +33,11 @@ type awsCLI struct{ path, endpoint, home string }
 // run runs aws in awsRegion and fails the test unless it exits 0.
 func (a awsCLI) run(t *testing.T, args ...string) string {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, a.path, append([]string{"--endpoint-url", a.endpoint, "--region", awsRegion, "--output", "json", "--no-cli-pager"}, args...)...)
 	// A key of no account: the fake reads the signature's scope only.
-	cmd.Env = append(os.Environ(), "AWS_ACCESS_KEY_ID=AKIAEGRESSLOCALSTACK1", "AWS_SECRET_ACCESS_KEY=not-a-secret",
+	return providerstack.RunTool(t, a.path, append([]string{"--endpoint-url", a.endpoint, "--region", awsRegion, "--output", "json", "--no-cli-pager"}, args...),
+		"AWS_ACCESS_KEY_ID=AKIAEGRESSLOCALSTACK1", "AWS_SECRET_ACCESS_KEY=not-a-secret",
 		"AWS_CONFIG_FILE="+filepath.Join(a.home, "config"), "AWS_SHARED_CREDENTIALS_FILE="+filepath.Join(a.home, "credentials"),
-		"HOME="+a.home, "AWS_EC2_METADATA_DISABLED=true", "AWS_PAGER=", "NO_PROXY=127.0.0.1", "no_proxy=127.0.0.1")
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Run(); err != nil {
-		t.Fatalf("aws %s: %v\nstdout:\n%s\nstderr:\n%s", strings.Join(args, " "), err, stdout.String(), stderr.String())
-	}
-	return stdout.String()
+		"HOME="+a.home, "AWS_EC2_METADATA_DISABLED=true", "AWS_PAGER=")
 }
 
 type awsInstance struct {

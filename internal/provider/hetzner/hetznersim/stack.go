@@ -1,15 +1,10 @@
 package hetznersim
 
 import (
-	"bytes"
-	"context"
 	"encoding/json"
-	"os"
-	"os/exec"
 	"path/filepath"
 	"regexp"
 	"slices"
-	"strings"
 	"testing"
 	"time"
 
@@ -47,17 +42,8 @@ type hcloudCLI struct{ path, endpoint, config string }
 // run runs hcloud and fails the test unless it exits 0.
 func (h hcloudCLI) run(t *testing.T, args ...string) string {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
-	defer cancel()
-	cmd := exec.CommandContext(ctx, h.path, append([]string{"--poll-interval", "50ms"}, args...)...)
-	cmd.Env = append(os.Environ(), "HCLOUD_TOKEN="+hetzner.LocalToken, "HCLOUD_ENDPOINT="+h.endpoint, "HCLOUD_CONFIG="+h.config,
-		"NO_PROXY=127.0.0.1", "no_proxy=127.0.0.1")
-	var stdout, stderr bytes.Buffer
-	cmd.Stdout, cmd.Stderr = &stdout, &stderr
-	if err := cmd.Run(); err != nil {
-		t.Fatalf("hcloud %s: %v\nstdout:\n%s\nstderr:\n%s", strings.Join(args, " "), err, stdout.String(), stderr.String())
-	}
-	return stdout.String()
+	return providerstack.RunTool(t, h.path, append([]string{"--poll-interval", "50ms"}, args...),
+		"HCLOUD_TOKEN="+hetzner.LocalToken, "HCLOUD_ENDPOINT="+h.endpoint, "HCLOUD_CONFIG="+h.config)
 }
 
 type hcloudServer struct {
