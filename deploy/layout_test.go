@@ -99,6 +99,11 @@ func TestTheFunctionsLinkNoDouble(t *testing.T) {
 	forbidden := append([]string{"internal/provider/mock", "internal/provider/gcp/computefake", "internal/provider/providertest", "internal/provider/vmside/vmsidetest",
 		"internal/store/storefake", "internal/store/storetest", "internal/sealing/kmsfake", "emulators",
 		"internal/vm/engine", "internal/vm/agent", "internal/vm/imagetest", "internal/vm/loopback", "internal/vm/imds", "internal/sim", "dev", "cmd"}, cloudFakes(t, graph)...)
+	for _, c := range clouds.All {
+		if p, ok := strings.CutPrefix(c.ImageTest, modulePath); ok {
+			forbidden = append(forbidden, p)
+		}
+	}
 	var linked []string
 	for _, p := range strings.Fields(string(out)) {
 		if rel, ok := strings.CutPrefix(p, modulePath); ok && under(rel, forbidden...) {
@@ -135,6 +140,15 @@ func TestDependenciesPointOneWay(t *testing.T) {
 			}
 		}
 	}
+	// The plugins' image-test shapes (plugin.Plugin.ImageTest) are the
+	// image test's, as internal/vm/imagetest is: they boot what runs on
+	// the VM, and only that test imports them.
+	var shapes []string
+	for _, c := range clouds.All {
+		if p, ok := strings.CutPrefix(c.ImageTest, modulePath); ok {
+			shapes = append(shapes, p)
+		}
+	}
 	fakes := cloudFakes(t, graph)
 	rules := []struct {
 		what    string
@@ -147,7 +161,8 @@ func TestDependenciesPointOneWay(t *testing.T) {
 		{"emulator code serves only the developer's tools and tests", []string{"emulators"}, []string{"emulators", "dev"}},
 		{"what runs on the VM is imported by no part of the control plane: it sees the contract (internal/vm/vmconfig) only",
 			append(vm, vmParts...),
-			slices.Concat([]string{"internal/vm", "cmd/egress-proxy", "internal/clouds/cloudsvm", "internal/provider/mock", "dev"}, fakes, vmParts)},
+			slices.Concat([]string{"internal/vm", "cmd/egress-proxy", "internal/clouds/cloudsvm", "internal/provider/mock", "dev"}, fakes, vmParts, shapes)},
+		{"a cloud's image-test shape is the image test's alone", shapes, []string{"internal/vm/imagetest"}},
 		{"the web console is mounted by the composition root alone, over the API", []string{"internal/console"},
 			[]string{"internal/app", "dev"}},
 		{"the doubles are linked by the local stack, the simulation and tests only",
