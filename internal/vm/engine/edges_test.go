@@ -820,3 +820,32 @@ func TestRequestsTheEngineCannotRead(t *testing.T) {
 		})
 	}
 }
+
+// TestMalformedTrailerIsRefused: net/http reads a trailer field with a
+// space before its colon as a field, but RFC 9112 §5.1 makes the message
+// invalid (FuzzPipelined found it, corpus 3f4801ca183e4daf). The body does
+// not end: the origin serves nothing, and the client gets 400 and a
+// closed connection, as for a malformed chunk (Squid answers 400 too).
+func TestMalformedTrailerIsRefused(t *testing.T) {
+	origin := newFuzzOrigin(t)
+	_, proxy := startProxy(t, testConfig(t, origin.port))
+	auth := "Proxy-Authorization: " + basic(testUser, testPassword) + "\r\n"
+	for name, trailer := range map[string]string{
+		"space before the colon": "X-T : v\r\n",
+		"no name":                "0 :\r\n",
+	} {
+		t.Run(name, func(t *testing.T) {
+			origin.reset()
+			raw := "POST http://127.0.0.1:" + strconv.Itoa(origin.port) + "/up HTTP/1.1\r\nHost: x\r\n" + auth +
+				"Transfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n" + trailer + "\r\n"
+			got := rawExchange(t, proxy, raw, false)
+			want := exchange{Status: 400, Reason: "bad-body", Body: "egress-proxy: bad-body: the request body is malformed", Closed: true}
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("-want +got:\n%s", diff)
+			}
+			if seen := origin.served(); len(seen) != 0 {
+				t.Errorf("the origin served %v, want nothing", seen)
+			}
+		})
+	}
+}

@@ -112,8 +112,8 @@ func (s *Server) forward(hc *httpConn, req *http.Request, r *rules, who credenti
 	}}
 	var body *requestBody
 	if !bodyless {
-		body = &requestBody{body: req.Body, conn: cc.conn, w: cc, idle: r.bodyIdleTimeout, limit: s.up, count: func(n int64) { s.bytesIn.Add(n) },
-			expectContinue: expectContinue}
+		body = &requestBody{body: req.Body, trailer: func() http.Header { return req.Trailer }, conn: cc.conn, w: cc, idle: r.bodyIdleTimeout,
+			limit: s.up, count: func(n int64) { s.bytesIn.Add(n) }, expectContinue: expectContinue}
 		out.Body = body
 		if expectContinue {
 			// The origin's 100 is relayed as it comes, before the
@@ -323,6 +323,9 @@ func hasToken(h http.Header, field, token string) bool {
 // of it, so that the connection's reader is never read by two.
 type requestBody struct {
 	body io.ReadCloser
+	// trailer is the request's trailer section, read with the body's
+	// end.
+	trailer func() http.Header
 	conn *net.TCPConn
 	// w is the client's connection as written to, counted.
 	w              io.Writer
@@ -340,6 +343,10 @@ type requestBody struct {
 	detached bool
 }
 
+// errBadTrailer ends a request body whose trailer section has a field
+// that is not one.
+var errBadTrailer = errors.New("malformed trailer field")
+
 func (b *requestBody) Read(p []byte) (int, error) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
@@ -356,6 +363,14 @@ func (b *requestBody) Read(p []byte) (int, error) {
 	b.limit.giveBack(want - n)
 	b.n += int64(n)
 	b.count(int64(n))
+	if err == io.EOF && !validFields(b.trailer()) {
+		// net/http reads a trailer field such as "X :" without a
+		// word, but RFC 9112 §5.1 and §7.1.2 make the message invalid:
+		// the body does not end, so the Transport breaks off what it
+		// sent upstream (the origin serves nothing) and the client is
+		// answered 400 and closed, as for a malformed chunk.
+		err = errBadTrailer
+	}
 	switch {
 	case err == io.EOF:
 		b.eof = true
