@@ -274,7 +274,8 @@ func frameOne(raw []byte) (seenRequest, []byte, streamEnd) {
 }
 
 // chunkedBody reads a chunked body strictly: hex sizes, extensions after
-// ";", CRLF everywhere, trailer fields after the last chunk.
+// ";", CRLF after each size and chunk, trailer fields after the last
+// chunk.
 func chunkedBody(raw []byte) (string, []byte, streamEnd) {
 	var body []byte
 	for {
@@ -289,10 +290,15 @@ func chunkedBody(raw []byte) (string, []byte, streamEnd) {
 		n, _ := strconv.ParseInt(size, 16, 64)
 		raw = rest
 		if n == 0 {
+			// The trailer section is field lines, which a recipient
+			// may end with a bare LF as it may a head's (RFC 9112
+			// §2.2), and the engine writes the body anew, as it does
+			// the head: read them as headLine reads a head's.
 			for {
-				line, raw, ok = crlfLine(raw)
-				if !ok {
-					return "", nil, crlfEnd(line)
+				var end streamEnd
+				line, raw, end = headLine(raw)
+				if end != "" {
+					return "", nil, end
 				}
 				if len(line) == 0 {
 					return string(body), raw, ""
