@@ -326,7 +326,7 @@ type requestBody struct {
 	// trailer is the request's trailer section, read with the body's
 	// end.
 	trailer func() http.Header
-	conn *net.TCPConn
+	conn    *net.TCPConn
 	// w is the client's connection as written to, counted.
 	w              io.Writer
 	idle           time.Duration
