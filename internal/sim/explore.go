@@ -113,7 +113,7 @@ var PlantedAt = map[Bug]uint64{
 	NoLease:                       1,
 	NoGracePeriod:                 1,
 	NoCreatePending:               1,
-	OneRequestID:                  4,
+	OneRequestID:                  2,
 	RotationByEventOnly:           125,
 	NoDeleteGuard:                 181,
 	RelabelBeforeClaim:            1,
