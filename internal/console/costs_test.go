@@ -191,3 +191,49 @@ func TestWhatAViewReads(t *testing.T) {
 		})
 	}
 }
+
+// TestTrafficStoppedShows: a namespace whose budget stopped its traffic
+// says so at the top of its page, with the month, the collector's reason
+// and what lifts it; once the stop is lifted the page says nothing of it.
+func TestTrafficStoppedShows(t *testing.T) {
+	clk := clock.NewFake(time.Date(2026, 12, 11, 0, 0, 0, 0, time.UTC))
+	e := newEnvAt(t, clk)
+	ctx := context.Background()
+	team := rules.NewNamespace("team-s", map[string]tenancy.Role{viewer: tenancy.Viewer}, 0, 20, clk.Now())
+	team.Budget = &tenancy.Budget{Monthly: "10.00", Currency: "EUR", AtBudget: tenancy.StopTraffic}
+	if _, err := e.store.CreateNamespace(ctx, team); err != nil {
+		t.Fatal(err)
+	}
+	stop := tenancy.StopFor(team.Budget, "2026-12", pricing.Money{Currency: "EUR", Nanos: 10_200_000_000})
+	if stop == nil {
+		t.Fatal("a month of 10.20 EUR at a budget of 10.00 EUR that stops traffic stops nothing")
+	}
+	setStop := func(s *tenancy.TrafficStopped) {
+		t.Helper()
+		if _, err := e.store.UpdateNamespace(ctx, "team-s", func(ns *tenancy.Namespace) error {
+			ns.TrafficStopped = s
+			return nil
+		}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	shown := func() string {
+		_, page := e.send(viewer, "GET", "/console/namespaces/team-s", nil)
+		if !strings.Contains(page, `id="traffic-stopped"`) {
+			return ""
+		}
+		return textOf(t, page, `<p class="warn" id="traffic-stopped" role="status">`, `</p>`)
+	}
+
+	setStop(stop)
+	stopped := shown()
+	setStop(nil)
+	lifted := shown()
+	want := []string{
+		"Traffic stopped for 2026-12. " + stop.Reason + ": its proxies refuse new connections (403 budget-exceeded) until 00:00 UTC on the month's first, or until a platform admin raises the budget.",
+		"",
+	}
+	if diff := cmp.Diff(want, []string{stopped, lifted}); diff != "" {
+		t.Errorf("the namespace page's stop, while stopped and once lifted (-want +got):\n%s", diff)
+	}
+}
