@@ -31,10 +31,14 @@ func PlacementError(location string) Fault {
 }
 
 // LimitExceeded is the project's limit of a resource, the quota of
-// Hetzner: 403 resource_limit_exceeded.
-func LimitExceeded(what string, limit int) Fault {
+// Hetzner: 403 resource_limit_exceeded, "server limit exceeded" or
+// "Primary IP limit exceeded" as the API words it
+// (https://github.com/hetzneronline/community-content/issues/933), with
+// no figure: the limits show in the Console only
+// (https://docs.hetzner.com/cloud/general/faq/#are-there-limits-to-the-number-of-resources-i-can-get).
+func LimitExceeded(what string) Fault {
 	return Fault{Code: "resource_limit_exceeded", Status: http.StatusForbidden,
-		Message: fmt.Sprintf("%s limit exceeded (%d)", what, limit)}
+		Message: what + " limit exceeded"}
 }
 
 // capacityFailure refuses server creates in a location: the next left

@@ -212,7 +212,7 @@ func (s *Server) checkCreate(req schema.ServerCreateRequest) *Fault {
 		}
 	}
 	if s.serverLimit > 0 && len(s.servers) >= s.serverLimit {
-		return fault(LimitExceeded("server", s.serverLimit))
+		return fault(LimitExceeded("server"))
 	}
 	return s.takeCreateFailure(loc.Name)
 }
