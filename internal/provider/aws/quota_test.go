@@ -3,7 +3,6 @@ package aws
 import (
 	"context"
 	"errors"
-	"fmt"
 	"strings"
 	"testing"
 
@@ -16,12 +15,7 @@ import (
 
 // requestN is the i-th of distinct proxies in us-east-1 (t3 types, two
 // vCPUs each).
-func requestN(i int) provider.CreateRequest {
-	req := request()
-	req.UID = fmt.Sprintf("%08d", i) + req.UID[8:]
-	req.Name = provider.NameFromUID(req.UID)
-	return req
-}
+func requestN(i int) provider.CreateRequest { return providertest.Distinct(request(), i) }
 
 // TestQuota: a launch past the region's vCPU limit is EC2's
 // VcpuLimitExceeded, KindQuota; a terminated instance's vCPUs are room

@@ -3,7 +3,6 @@ package azure
 import (
 	"context"
 	"errors"
-	"fmt"
 	"strings"
 	"testing"
 	"time"
@@ -39,12 +38,7 @@ func newOnFake(t *testing.T) (*Provider, *azurefake.Server) {
 
 // requestN is the i-th of distinct proxies in westeurope (Standard_B1s,
 // one vCPU each).
-func requestN(i int) provider.CreateRequest {
-	req := request()
-	req.UID = fmt.Sprintf("%08d", i) + req.UID[8:]
-	req.Name = provider.NameFromUID(req.UID)
-	return req
-}
+func requestN(i int) provider.CreateRequest { return providertest.Distinct(request(), i) }
 
 // TestQuota: a VM past the location's Total Regional vCPUs is Azure's
 // 409 QuotaExceeded, KindQuota naming the quota; a deleted VM's vCPUs are

@@ -2,7 +2,6 @@ package digitalocean
 
 import (
 	"context"
-	"fmt"
 	"testing"
 
 	"github.com/google/go-cmp/cmp"
@@ -12,7 +11,7 @@ import (
 )
 
 // requestN is the i-th of distinct proxies.
-func requestN(i int) provider.CreateRequest { return another(fmt.Sprintf("%08d", i)) }
+func requestN(i int) provider.CreateRequest { return providertest.Distinct(request(), i) }
 
 // TestQuota: a create past the account's Droplet limit is KindQuota
 // naming the limit; a destroyed Droplet is room again

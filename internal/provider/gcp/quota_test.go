@@ -3,7 +3,6 @@ package gcp
 import (
 	"context"
 	"errors"
-	"fmt"
 	"strings"
 	"testing"
 
@@ -16,13 +15,7 @@ import (
 
 // requestN is the i-th of distinct proxies in us-central1 (e2-small, two
 // vCPUs each).
-func requestN(i int) provider.CreateRequest {
-	req := request()
-	req.UID = fmt.Sprintf("3f2c1b0a-9e8d-4c7b-a6f5-%012d", i)
-	req.Name = provider.NameFromUID(req.UID)
-	req.ProxyName = fmt.Sprintf("egress-%d", i)
-	return req
-}
+func requestN(i int) provider.CreateRequest { return providertest.Distinct(request(), i) }
 
 // TestQuota: Compute fails an insert past the region's CPUS quota in its
 // operation, which Get reads as KindQuota naming CPUS; a deleted VM's

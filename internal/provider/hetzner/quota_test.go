@@ -1,7 +1,6 @@
 package hetzner
 
 import (
-	"fmt"
 	"testing"
 
 	"github.com/egress-proxies/egress/internal/provider"
@@ -9,12 +8,7 @@ import (
 )
 
 // requestN is the i-th of distinct proxies.
-func requestN(i int) provider.CreateRequest {
-	req := request()
-	req.UID = fmt.Sprintf("%08d", i) + req.UID[8:]
-	req.Name = provider.NameFromUID(req.UID)
-	return req
-}
+func requestN(i int) provider.CreateRequest { return providertest.Distinct(request(), i) }
 
 // TestQuota: a create past the project's server limit is Hetzner's 403
 // resource_limit_exceeded, KindQuota; a deleted server is room again

@@ -107,3 +107,12 @@ func createSettled(ctx context.Context, tg QuotaTarget, req provider.CreateReque
 	_, err = tg.Provider.Get(ctx, id)
 	return err
 }
+
+// Distinct is req for the i-th of distinct proxies, for a test that
+// needs several: its uid begins with i in eight digits, and its name is
+// the uid's.
+func Distinct(req provider.CreateRequest, i int) provider.CreateRequest {
+	req.UID = fmt.Sprintf("%08d", i) + req.UID[min(8, len(req.UID)):]
+	req.Name = provider.NameFromUID(req.UID)
+	return req
+}
