@@ -37,14 +37,16 @@ func (s *Server) SetQuotas(region string, q Quotas) {
 
 // quotaUse is a region's use of each metric. Called with s.mu held.
 // An instance deleting still counts, as Compute frees its quota once the
-// delete is done (Settle).
+// delete is done (Settle). It walks every instance and address, counted
+// in Visits: only a region with quotas set pays it (SetQuotas), as a
+// fake of a fleet meant for the work test sets none.
 func (s *Server) quotaUse(region string) Quotas {
 	var u Quotas
 	for key, inst := range s.instances {
+		s.visits++
 		if regionOf(strings.SplitN(key, "/", 2)[0]) != region {
 			continue
 		}
-		s.visits++
 		u.Instances++
 		u.CPUs += vCPUs(inst.GetMachineType())
 		if externalIPv4(inst) {
@@ -52,8 +54,8 @@ func (s *Server) quotaUse(region string) Quotas {
 		}
 	}
 	for key := range s.addresses {
+		s.visits++
 		if strings.SplitN(key, "/", 2)[0] == region {
-			s.visits++
 			u.StaticAddresses++
 		}
 	}
