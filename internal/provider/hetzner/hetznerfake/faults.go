@@ -91,6 +91,23 @@ func (s *Server) SetServerLimit(n int) {
 	s.serverLimit = n
 }
 
+// SetPrimaryIPLimit sets the project's limit of Primary IPs (0: none):
+// a Primary IP create past it, or a server create whose own IPv4 and
+// IPv6 would take it past, answers LimitExceeded("Primary IP"). Every
+// Primary IP counts, assigned or not, IPv4 or IPv6: the fake's
+// assumption, as Hetzner's Console shows one "Primary IPs" limit.
+func (s *Server) SetPrimaryIPLimit(n int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.primaryIPLimit = n
+}
+
+// primaryIPsFull reports whether the project may make no more Primary
+// IPs. Called with s.mu held.
+func (s *Server) primaryIPsFull() bool {
+	return s.primaryIPLimit > 0 && len(s.primaryIPs) >= s.primaryIPLimit
+}
+
 // Fail makes the next n calls of a route answer f. The routes are
 // "servers.create", "servers.get", "servers.list", "servers.update",
 // "servers.delete", "primary_ips.create", "primary_ips.get",
