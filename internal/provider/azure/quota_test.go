@@ -94,32 +94,14 @@ func TestQuotaKinds(t *testing.T) {
 // creates, a delete, and once it is done; a location with no quota set
 // reports none.
 func TestQuotas(t *testing.T) {
-	ctx := context.Background()
 	p, fake := newOnFake(t)
 	fake.SetQuotas("westeurope", azurefake.Quotas{Cores: 20, VirtualMachines: 25000, PublicIPAddresses: 60})
-	var ids []string
-	for i := range 3 {
-		id, err := p.Create(ctx, requestN(i))
-		if err != nil {
-			t.Fatal(err)
-		}
-		ids = append(ids, id)
-	}
-	fake.Settle()
-	read := func(location string) provider.Quotas {
-		q, err := p.Quotas(ctx, location)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return q
-	}
-	afterCreates := read("westeurope")
-	if err := p.Delete(ctx, ids[0]); err != nil {
+	got := providertest.QuotaReads(t, providertest.QuotaTarget{Provider: p, Request: requestN, Settle: fake.Settle}, "westeurope", 3)
+	other, err := p.Quotas(context.Background(), "northeurope")
+	if err != nil {
 		t.Fatal(err)
 	}
-	deleting := read("westeurope")
-	fake.Settle()
-	got := []provider.Quotas{afterCreates, deleting, read("westeurope"), read("northeurope")}
+	got = append(got, other)
 	want := []provider.Quotas{
 		{Instances: provider.Quota{Limit: 25000, Usage: 3}, CPUs: provider.Quota{Limit: 20, Usage: 3}, Addresses: provider.Quota{Limit: 60, Usage: 3}},
 		// A VM being deleted holds its quota until it is gone.

@@ -80,51 +80,25 @@ func TestQuotaKinds(t *testing.T) {
 }
 
 // TestQuotas: Quotas reads regions.get's limits and usage as the fake
-// holds them, after creates and after a delete.
+// holds them, after creates, a delete, and once it is done; a region
+// with no quota set reports none.
 func TestQuotas(t *testing.T) {
-	ctx := context.Background()
 	p, fake := newProvider(t)
 	fake.SetQuotas("us-central1", computefake.Quotas{CPUs: 24, Instances: 10, InUseAddresses: 8, StaticAddresses: 8})
-	var ids []string
-	for i := range 3 {
-		id, err := p.Create(ctx, requestN(i))
-		if err != nil {
-			t.Fatal(err)
-		}
-		ids = append(ids, id)
-	}
-	fake.Settle()
-	read := func() provider.Quotas {
-		q, err := p.Quotas(ctx, "us-central1")
-		if err != nil {
-			t.Fatal(err)
-		}
-		return q
-	}
-	afterCreates := read()
-	if err := p.Delete(ctx, ids[0]); err != nil {
-		t.Fatal(err)
-	}
-	deleting := read()
-	fake.Settle()
-	afterDelete := read()
-	other, err := p.Quotas(ctx, "europe-west4")
+	got := providertest.QuotaReads(t, providertest.QuotaTarget{Provider: p, Request: requestN, Settle: fake.Settle}, "us-central1", 3)
+	other, err := p.Quotas(context.Background(), "europe-west4")
 	if err != nil {
 		t.Fatal(err)
 	}
-	got := []provider.Quotas{afterCreates, deleting, afterDelete, other}
+	got = append(got, other)
 	want := []provider.Quotas{
 		{Instances: provider.Quota{Limit: 10, Usage: 3}, CPUs: provider.Quota{Limit: 24, Usage: 6}, Addresses: provider.Quota{Limit: 8, Usage: 3}},
 		// A VM stopping still holds its quota until it is gone.
 		{Instances: provider.Quota{Limit: 10, Usage: 3}, CPUs: provider.Quota{Limit: 24, Usage: 6}, Addresses: provider.Quota{Limit: 8, Usage: 3}},
 		{Instances: provider.Quota{Limit: 10, Usage: 2}, CPUs: provider.Quota{Limit: 24, Usage: 4}, Addresses: provider.Quota{Limit: 8, Usage: 2}},
-		// A region with no quota set reports none.
 		{},
 	}
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("Quotas after 3 creates, a delete, once gone, and of another region (-want +got):\n%s", diff)
-	}
-	if qr, ok := provider.AsQuotaReader(p); !ok || qr == nil {
-		t.Error("the gcp provider is no provider.QuotaReader")
 	}
 }

@@ -116,3 +116,42 @@ func Distinct(req provider.CreateRequest, i int) provider.CreateRequest {
 	req.Name = provider.NameFromUID(req.UID)
 	return req
 }
+
+// QuotaReads creates n proxies through tg (tg.Request(0) to n-1), lets
+// the fake finish, and reads the provider's Quotas of region three
+// times: after the creates, right after the first proxy's delete, and
+// once the fake finished that delete. A test compares them with the
+// limits it set and the usage it made.
+func QuotaReads(t *testing.T, tg QuotaTarget, region string, n int) []provider.Quotas {
+	t.Helper()
+	ctx := context.Background()
+	qr, ok := provider.AsQuotaReader(tg.Provider)
+	if !ok {
+		t.Fatalf("%T is no provider.QuotaReader", tg.Provider)
+	}
+	var ids []string
+	for i := range n {
+		id, err := tg.Provider.Create(ctx, tg.Request(i))
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, id)
+	}
+	tg.Settle()
+	var out []provider.Quotas
+	read := func() {
+		q, err := qr.Quotas(ctx, region)
+		if err != nil {
+			t.Fatalf("Quotas(%s): %v", region, err)
+		}
+		out = append(out, q)
+	}
+	read()
+	if err := tg.Provider.Delete(ctx, ids[0]); err != nil {
+		t.Fatal(err)
+	}
+	read()
+	tg.Settle()
+	read()
+	return out
+}
