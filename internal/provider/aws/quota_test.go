@@ -124,4 +124,10 @@ func TestQuotas(t *testing.T) {
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("Quotas after 3 creates (2 Static), the release of one address, and in another region (-want +got):\n%s", diff)
 	}
+	// A fake that enforces no Elastic IP quota reports none, and the
+	// provider reads it as unreported, not as an error.
+	off := newEnv(t)
+	if q, err := off.p.Quotas(ctx, "us-east-1"); err != nil || q != (provider.Quotas{}) {
+		t.Errorf("Quotas of a fake without quotas = %+v, %v; want none reported", q, err)
+	}
 }

@@ -45,7 +45,7 @@
 //	NoCapacity, Unsupported          an availability zone without room, or without the instance type
 //	Fail, LoseAnswers                refuse the next calls of an action with any code; do them and lose the answer
 //	SetQuotas, SetInstanceLimit      the account's regional quotas: instances, vCPUs, Elastic IPs (InstanceLimitExceeded,
-//	                                 VcpuLimitExceeded, AddressLimitExceeded; DefaultQuotas: five Elastic IPs)
+//	                                 VcpuLimitExceeded, AddressLimitExceeded; EC2Quotas: five Elastic IPs; off in a new fake)
 //	TrustWebIdentity                 STS's trust of a web identity (issuer, audience, subjects, keys)
 //	SetRateLimits                    EC2's request throttling (EC2RateLimits are its defaults; off in a new fake)
 //	SetRateLimitRemaining            the account's other callers empty the bucket after n more requests

@@ -358,6 +358,7 @@ func exercise(t *testing.T, f *Server) {
 	must("ReleaseAddress", err)
 	_, err = c.TerminateInstances(ctx, &ec2.TerminateInstancesInput{InstanceIds: []string{id}})
 	must("TerminateInstances", err)
+	f.SetQuotas(EC2Quotas)
 	attrs, err := c.DescribeAccountAttributes(ctx, &ec2.DescribeAccountAttributesInput{
 		AttributeNames: []types.AccountAttributeName{types.AccountAttributeNameDefaultVpc, "vpc-max-elastic-ips"}})
 	must("DescribeAccountAttributes", err)

@@ -30,9 +30,16 @@ type Quotas struct {
 	ElasticIPs int
 }
 
-// DefaultQuotas are a new fake's: the documented five Elastic IPs, and no
-// limit of instances or vCPUs, whose defaults vary by account.
-var DefaultQuotas = Quotas{ElasticIPs: 5}
+// EC2Quotas are EC2's documented defaults that a test may set: the five
+// Elastic IPs a region. EC2's instance and vCPU limits vary by account,
+// and have none here.
+var EC2Quotas = Quotas{ElasticIPs: 5}
+
+// DefaultQuotas are a new fake's: none enforced, so the simulation and
+// the local stack, which make more Static proxies in a region than EC2's
+// five Elastic IPs, are not refused; a test of the quotas sets them
+// (SetQuotas, EC2Quotas).
+var DefaultQuotas = Quotas{}
 
 // vcpus are the vCPUs of the instance types the fake sells, as
 // https://aws.amazon.com/ec2/instance-types/ lists them: two for each.
@@ -111,7 +118,9 @@ func (s *Server) regionAddresses(region string) int {
 // describeAccountAttributes answers the account's attributes, those of
 // AttributeName.N or all (the API reference's DescribeAccountAttributes):
 // vpc-max-elastic-ips and max-elastic-ips, the Elastic IP quota (EC2
-// reports the same figure under both since EC2-Classic retired);
+// reports the same figure under both since EC2-Classic retired), which a
+// fake that enforces none leaves out (EC2 always reports one: the fake's
+// way to say it has none);
 // max-instances, which EC2 documents as "no longer supported. The
 // returned value does not reflect your actual vCPU limit", answered as
 // the instance count limit, or 20, the figure EC2 answers for it (the
@@ -127,12 +136,16 @@ func (s *Server) describeAccountAttributes(r *request) (any, error) {
 		{"max-instances", strconv.Itoa(maxInstances)},
 		{"supported-platforms", "VPC"},
 		{"default-vpc", s.defaultSubnet(r.region, s.regions[r.region][0]).VPC},
-		{"max-elastic-ips", strconv.Itoa(s.quotas.ElasticIPs)},
-		{"vpc-max-elastic-ips", strconv.Itoa(s.quotas.ElasticIPs)},
+	}
+	if s.quotas.ElasticIPs > 0 {
+		all = append(all, []struct{ name, value string }{
+			{"max-elastic-ips", strconv.Itoa(s.quotas.ElasticIPs)},
+			{"vpc-max-elastic-ips", strconv.Itoa(s.quotas.ElasticIPs)},
+		}...)
 	}
 	names := r.list("AttributeName")
 	out := &accountAttributesResponse{}
-	known := map[string]bool{}
+	known := map[string]bool{"max-elastic-ips": true, "vpc-max-elastic-ips": true}
 	for _, a := range all {
 		known[a.name] = true
 		if len(names) == 0 || slices.Contains(names, a.name) {
