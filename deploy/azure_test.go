@@ -68,65 +68,101 @@ func attrSource(t *testing.T, m *module, body *hclsyntax.Body, name string) stri
 	return m.source(t, a.Expr.Range())
 }
 
-// azureRoleProblems: the module's one custom role grants exactly want, no
-// more, on the resource group alone (its scope and the only scope it may
-// be assigned at), in the policy file; the module's one role assignment
-// gives that role, at the resource group, to the functions' identity; no
-// built-in role, no other assignment, no not_actions or data actions.
-func azureRoleProblems(t *testing.T, dir, policyFile string, want []string) problems {
+// azureRole is one of the module's custom roles as the test wants it:
+// its resource name, the scope it is defined at, assigned at and only
+// assignable at, the local that lists its actions, and those actions.
+type azureRole struct {
+	name, scope, local string
+	actions            []string
+}
+
+// azureRoles are the module's two roles: functions, the provider's calls
+// on the deployment's resource group (azure.Actions), and quotas, the
+// usages its Quotas reads, which are the subscription's and which a role
+// at the group cannot reach (azure.SubscriptionActions).
+func azureRoles() []azureRole {
+	return []azureRole{
+		{name: "functions", scope: "azurerm_resource_group.proxies.id", local: "role_actions", actions: azureprovider.Actions()},
+		{name: "quotas", scope: `"/subscriptions/${var.subscription_id}"`, local: "quota_actions", actions: azureprovider.SubscriptionActions()},
+	}
+}
+
+// azureRoleProblems: the module's custom roles are exactly want, each
+// granting exactly its actions, no more, at its scope alone (its scope
+// and the only scope it may be assigned at), in the policy file; each
+// has one role assignment, giving that role at that scope to the
+// functions' identity; no built-in role, no other assignment, no
+// not_actions or data actions.
+func azureRoleProblems(t *testing.T, dir, policyFile string, want []azureRole) problems {
 	t.Helper()
 	var p problems
 	m := parseModuleAt(t, dir)
-	defs, assignments := m.resources("azurerm_role_definition"), m.resources("azurerm_role_assignment")
-	if len(defs) != 1 || len(assignments) != 1 {
-		p.add("the module has %d role definitions and %d role assignments, want one of each", len(defs), len(assignments))
-		return p
+	defs, assignments := map[string]*hclsyntax.Block{}, map[string]*hclsyntax.Block{}
+	for _, b := range m.resources("azurerm_role_definition") {
+		defs[b.Labels[1]] = b
 	}
-	def, as := defs[0], assignments[0]
-	if got := filepath.Base(def.Range().Filename); got != policyFile {
-		p.add("the role is defined in %s, not in %s, the file the plugin names", got, policyFile)
+	for _, b := range m.resources("azurerm_role_assignment") {
+		assignments[b.Labels[1]] = b
 	}
-	const group = "azurerm_resource_group.proxies.id"
-	if got := attrSource(t, m, def.Body, "scope"); got != group {
-		p.add("the role's scope is %s, want %s", got, group)
+	var names []string
+	for _, r := range want {
+		names = append(names, r.name)
 	}
-	if got := attrSource(t, m, def.Body, "assignable_scopes"); got != "["+group+"]" {
-		p.add("the role's assignable_scopes are %s, want [%s] alone", got, group)
+	if diff := cmp.Diff(names, slices.Sorted(maps.Keys(defs))); diff != "" {
+		p.add("the module's role definitions (-want +got):\n%s", diff)
 	}
-	perms := nested(def.Body, "permissions")
-	if len(perms) != 1 {
-		p.add("the role has %d permissions blocks, want 1", len(perms))
-		return p
-	}
-	for name := range perms[0].Body.Attributes {
-		if name != "actions" {
-			p.add("the role's permissions set %s: only actions, no exclusions or data actions", name)
-		}
-	}
-	if got := attrSource(t, m, perms[0].Body, "actions"); got != "local.role_actions" {
-		p.add("the role's actions are %s, want local.role_actions", got)
+	if diff := cmp.Diff(names, slices.Sorted(maps.Keys(assignments))); diff != "" {
+		p.add("the module's role assignments (-want +got):\n%s", diff)
 	}
 	e := evaluate(t, m, azureVars(nil))
-	granted := stringList(t, "local.role_actions", e.local(t, "role_actions"))
-	for _, a := range granted {
-		if strings.Contains(a, "*") {
-			p.add("the role grants %s: a wildcard grants what no call needs", a)
+	for _, r := range want {
+		def, as := defs[r.name], assignments[r.name]
+		if def == nil || as == nil {
+			continue
 		}
-	}
-	if diff := cmp.Diff(slices.Sorted(slices.Values(want)), slices.Sorted(slices.Values(granted))); diff != "" {
-		p.add("the role's actions (-what the provider calls +what role.tf grants):\n%s", diff)
-	}
-	for name, want := range map[string]string{
-		"scope":              group,
-		"role_definition_id": "azurerm_role_definition.functions.role_definition_resource_id",
-		"principal_id":       "azurerm_user_assigned_identity.functions.principal_id",
-	} {
-		if got := attrSource(t, m, as.Body, name); got != want {
-			p.add("the role assignment's %s is %q, want %s", name, got, want)
+		if got := filepath.Base(def.Range().Filename); got != policyFile {
+			p.add("the role %s is defined in %s, not in %s, the file the plugin names", r.name, got, policyFile)
 		}
-	}
-	if _, ok := as.Body.Attributes["role_definition_name"]; ok {
-		p.add("the role assignment names a built-in role")
+		if got := attrSource(t, m, def.Body, "scope"); got != r.scope {
+			p.add("the role %s's scope is %s, want %s", r.name, got, r.scope)
+		}
+		if got := attrSource(t, m, def.Body, "assignable_scopes"); got != "["+r.scope+"]" {
+			p.add("the role %s's assignable_scopes are %s, want [%s] alone", r.name, got, r.scope)
+		}
+		perms := nested(def.Body, "permissions")
+		if len(perms) != 1 {
+			p.add("the role %s has %d permissions blocks, want 1", r.name, len(perms))
+			continue
+		}
+		for name := range perms[0].Body.Attributes {
+			if name != "actions" {
+				p.add("the role %s's permissions set %s: only actions, no exclusions or data actions", r.name, name)
+			}
+		}
+		if got := attrSource(t, m, perms[0].Body, "actions"); got != "local."+r.local {
+			p.add("the role %s's actions are %s, want local.%s", r.name, got, r.local)
+		}
+		granted := stringList(t, "local."+r.local, e.local(t, r.local))
+		for _, a := range granted {
+			if strings.Contains(a, "*") {
+				p.add("the role %s grants %s: a wildcard grants what no call needs", r.name, a)
+			}
+		}
+		if diff := cmp.Diff(slices.Sorted(slices.Values(r.actions)), slices.Sorted(slices.Values(granted))); diff != "" {
+			p.add("the role %s's actions (-what the provider calls +what role.tf grants):\n%s", r.name, diff)
+		}
+		for name, want := range map[string]string{
+			"scope":              r.scope,
+			"role_definition_id": "azurerm_role_definition." + r.name + ".role_definition_resource_id",
+			"principal_id":       "azurerm_user_assigned_identity.functions.principal_id",
+		} {
+			if got := attrSource(t, m, as.Body, name); got != want {
+				p.add("the role assignment %s's %s is %q, want %s", r.name, name, got, want)
+			}
+		}
+		if _, ok := as.Body.Attributes["role_definition_name"]; ok {
+			p.add("the role assignment %s names a built-in role", r.name)
+		}
 	}
 	return p
 }
@@ -143,7 +179,7 @@ func TestTheAzureRoleGrantsExactlyTheProvidersActions(t *testing.T) {
 	}
 	// The provider's own table of its calls' actions, which its
 	// TestEveryCallHasItsActions holds to its code.
-	want := azureprovider.Actions()
+	want := azureRoles()
 	if p := azureRoleProblems(t, azureDir, policy, want); len(p) > 0 {
 		t.Errorf("the azure/ module's role:\n%s", strings.Join(p, "\n"))
 	}
@@ -166,6 +202,10 @@ func TestTheAzureRoleGrantsExactlyTheProvidersActions(t *testing.T) {
 		"TheSubscriptionAsScope": {
 			reason: "The role would reach every resource group of the subscription.",
 			file:   "role.tf", old: `scope              = azurerm_resource_group.proxies.id`, new: `scope              = "/subscriptions/${var.subscription_id}"`,
+		},
+		"AQuotasRoleThatWrites": {
+			reason: "The subscription's role would let the functions make VMs in every resource group.",
+			file:   "role.tf", old: `"Microsoft.Network/locations/usages/read",`, new: `"Microsoft.Network/locations/usages/read", "Microsoft.Compute/virtualMachines/write",`,
 		},
 		"ABuiltInRoleBeside": {
 			reason: "Contributor on the group would grant everything there.",

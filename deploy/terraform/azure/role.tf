@@ -1,9 +1,10 @@
 # The functions' rights in Azure: a custom role of exactly the Resource
 # Manager actions the azure provider calls (internal/provider/azure), on
-# this deployment's resource group alone, assigned to the identity they
-# federate into. A deploy test holds the list to the provider's calls
-# (deploy/azure_test.go); an action the code does not call, or a call the
-# role does not grant, fails there.
+# this deployment's resource group alone, and one of the two reads of the
+# subscription's quotas, at the subscription (below), both assigned to the
+# identity they federate into. A deploy test holds the lists to the
+# provider's calls (deploy/azure_test.go); an action the code does not
+# call, or a call the roles do not grant, fails there.
 locals {
   role_actions = [
     # A VM: PUT (created once, If-None-Match: *), PATCH of its userData (a
@@ -53,4 +54,34 @@ resource "azurerm_role_assignment" "functions" {
   # assignment Entra's replication lag for one just made.
   principal_type = "ServicePrincipal"
   description    = "The egress proxies' functions (deployment ${var.deployment}), by federation of their Google identities."
+}
+
+# The subscription's quotas in a location (the usages of Microsoft.Compute
+# and Microsoft.Network), which the provider's Quotas reads for placement:
+# they are the subscription's, not the resource group's, so the role above
+# cannot reach them. This role grants those two reads and nothing else, at
+# the subscription.
+locals {
+  quota_actions = [
+    "Microsoft.Compute/locations/usages/read",
+    "Microsoft.Network/locations/usages/read",
+  ]
+}
+
+resource "azurerm_role_definition" "quotas" {
+  name              = "egress-proxy quotas ${local.resource_group} ${var.subscription_id}"
+  scope             = "/subscriptions/${var.subscription_id}"
+  description       = "The quotas of the subscription's locations that the egress proxies' functions (deployment ${var.deployment}) read to place proxies, and nothing else."
+  assignable_scopes = ["/subscriptions/${var.subscription_id}"]
+  permissions {
+    actions = local.quota_actions
+  }
+}
+
+resource "azurerm_role_assignment" "quotas" {
+  scope              = "/subscriptions/${var.subscription_id}"
+  role_definition_id = azurerm_role_definition.quotas.role_definition_resource_id
+  principal_id       = azurerm_user_assigned_identity.functions.principal_id
+  principal_type     = "ServicePrincipal"
+  description        = "The egress proxies' functions (deployment ${var.deployment}) read the subscription's quotas."
 }

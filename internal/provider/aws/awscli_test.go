@@ -465,3 +465,49 @@ func TestAWSCLIReadsTheDelegatedPrefix(t *testing.T) {
 		t.Errorf("the CLI's dual-stack instance as the CLI reads it (-want +got):\n%s", diff)
 	}
 }
+
+// TestAWSCLIReadsTheElasticIPQuota: AWS's CLI reads the account's
+// Elastic IP quota from the fake's DescribeAccountAttributes as the
+// provider's Quotas does, beside the addresses the provider allocated.
+func TestAWSCLIReadsTheElasticIPQuota(t *testing.T) {
+	cli := newAWSCLI(t)
+	e := newEnv(t)
+	cli.endpoint = e.fake.Endpoint()
+	e.fake.SetQuotas(ec2fake.Quotas{ElasticIPs: 3})
+	req := request()
+	req.StaticIP = true
+	if _, err := e.p.Create(context.Background(), req); err != nil {
+		t.Fatal(err)
+	}
+	q, err := e.p.Quotas(context.Background(), "us-east-1")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var attrs struct {
+		AccountAttributes []struct {
+			AttributeName   string
+			AttributeValues []struct{ AttributeValue string }
+		}
+	}
+	cli.json(t, &attrs, "ec2", "describe-account-attributes", "--attribute-names", "vpc-max-elastic-ips")
+	var addrs struct {
+		Addresses []struct {
+			AllocationID string `json:"AllocationId"`
+		}
+	}
+	cli.json(t, &addrs, "ec2", "describe-addresses")
+	type read struct {
+		Limit     string
+		Addresses int
+	}
+	got := read{Addresses: len(addrs.Addresses)}
+	if len(attrs.AccountAttributes) == 1 && len(attrs.AccountAttributes[0].AttributeValues) == 1 {
+		got.Limit = attrs.AccountAttributes[0].AttributeValues[0].AttributeValue
+	}
+	if diff := cmp.Diff(read{Limit: "3", Addresses: 1}, got); diff != "" {
+		t.Errorf("what the CLI reads (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(provider.Quota{Limit: 3, Usage: 1}, q.Addresses); diff != "" {
+		t.Errorf("the provider's Quotas against what the CLI reads (-want +got):\n%s", diff)
+	}
+}

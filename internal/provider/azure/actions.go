@@ -32,14 +32,37 @@ var Calls = map[string][]string{
 	"IPs.BeginCreateOrUpdate": {"Microsoft.Network/publicIPAddresses/write"},
 	"IPs.UpdateTags":          {"Microsoft.Network/publicIPAddresses/write"},
 	"IPs.BeginDelete":         {"Microsoft.Network/publicIPAddresses/delete"},
+	// The usages of a location (Quotas): the subscription's, not the
+	// resource group's (SubscriptionActions).
+	"ComputeUsage.NewListPager": {"Microsoft.Compute/locations/usages/read"},
+	"NetworkUsage.NewListPager": {"Microsoft.Network/locations/usages/read"},
 }
 
-// Actions are every action of Calls, sorted: the custom role's actions.
-func Actions() []string {
+// subscriptionActions are the actions of Calls on the subscription
+// itself rather than on resources of the resource group: a role at the
+// resource group does not reach them, so deploy/terraform/azure grants
+// them by a role of their own at the subscription, which grants nothing
+// else.
+var subscriptionActions = map[string]bool{
+	"Microsoft.Compute/locations/usages/read": true,
+	"Microsoft.Network/locations/usages/read": true,
+}
+
+// Actions are the actions of Calls on the resource group, sorted: the
+// custom role's actions.
+func Actions() []string { return actions(false) }
+
+// SubscriptionActions are the actions of Calls on the subscription,
+// sorted: the quotas role's actions.
+func SubscriptionActions() []string { return actions(true) }
+
+func actions(subscription bool) []string {
 	set := map[string]bool{}
 	for _, as := range Calls {
 		for _, a := range as {
-			set[a] = true
+			if subscriptionActions[a] == subscription {
+				set[a] = true
+			}
 		}
 	}
 	return slices.Sorted(maps.Keys(set))

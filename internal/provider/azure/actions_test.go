@@ -84,4 +84,9 @@ func TestEveryCallHasItsActions(t *testing.T) {
 	if diff := cmp.Diff(contract, Actions()); diff != "" {
 		t.Errorf("the actions of the package's calls against the contract's (-contract +calls):\n%s", diff)
 	}
+	// The usages Quotas reads are the subscription's.
+	subscription := []string{"Microsoft.Compute/locations/usages/read", "Microsoft.Network/locations/usages/read"}
+	if diff := cmp.Diff(subscription, SubscriptionActions()); diff != "" {
+		t.Errorf("the actions of the package's calls on the subscription (-contract +calls):\n%s", diff)
+	}
 }

@@ -146,6 +146,10 @@ type Clients struct {
 	Disks *armcompute.DisksClient
 	NICs  *armnetwork.InterfacesClient
 	IPs   *armnetwork.PublicIPAddressesClient
+	// ComputeUsage and NetworkUsage read the subscription's quotas of a
+	// location (Quotas).
+	ComputeUsage *armcompute.UsageClient
+	NetworkUsage *armnetwork.UsagesClient
 }
 
 // Retry is the retry policy of every client: azcore's (it retries 408,
@@ -186,6 +190,12 @@ func NewClients(subscription string, cred azcore.TokenCredential, endpoint strin
 	}
 	if c.IPs, err = armnetwork.NewPublicIPAddressesClient(subscription, cred, opts); err != nil {
 		return Clients{}, fmt.Errorf("azure public IP addresses client: %w", err)
+	}
+	if c.ComputeUsage, err = armcompute.NewUsageClient(subscription, cred, opts); err != nil {
+		return Clients{}, fmt.Errorf("azure compute usage client: %w", err)
+	}
+	if c.NetworkUsage, err = armnetwork.NewUsagesClient(subscription, cred, opts); err != nil {
+		return Clients{}, fmt.Errorf("azure network usages client: %w", err)
 	}
 	return c, nil
 }

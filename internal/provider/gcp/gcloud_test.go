@@ -82,13 +82,21 @@ func TestGcloudAgainstTheFake(t *testing.T) {
 	}
 	wantInstances := []map[string]any{goInstance("us-central1-a", name(ephemeral)), goInstance("us-central1-b", name(static))}
 
+	// The region's quotas, as regions.get reports them to the Go client.
+	fake.SetQuotas("us-central1", computefake.Quotas{CPUs: 24, Instances: 100, InUseAddresses: 8, StaticAddresses: 8})
+	goRegion, err := clients.Regions.Get(ctx, &computepb.GetRegionRequest{Project: gcloudProject, Region: "us-central1"})
+	if err != nil {
+		t.Fatal(err)
+	}
+
 	// The reads, at once.
-	var list, describe, addresses result
+	var list, describe, addresses, region result
 	var wg sync.WaitGroup
 	for r, args := range map[*result][]string{
 		&list:      {"compute", "instances", "list", "--format=json"},
 		&describe:  {"compute", "instances", "describe", name(static), "--zone=us-central1-b", "--format=json"},
 		&addresses: {"compute", "addresses", "list", "--format=json"},
+		&region:    {"compute", "regions", "describe", "us-central1", "--format=json"},
 	} {
 		wg.Go(func() { *r = g.run(ctx, args...) })
 	}
@@ -101,6 +109,9 @@ func TestGcloudAgainstTheFake(t *testing.T) {
 	}
 	if diff := cmp.Diff([]map[string]any{object(t, address)}, addresses.jsonList(t)); diff != "" {
 		t.Errorf("gcloud compute addresses list against the Go client's addresses.get (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(object(t, goRegion)["quotas"], region.jsonObject(t)["quotas"]); diff != "" {
+		t.Errorf("gcloud compute regions describe's quotas against the Go client's regions.get (-want +got):\n%s", diff)
 	}
 
 	// gcloud waits for each delete's operation (zoneOperations.wait,

@@ -329,7 +329,7 @@ func TestErrorKinds(t *testing.T) {
 		"Uniqueness":    {"a name in use", hetznerfake.Fault{Code: "uniqueness_error", Status: 409}, provider.KindAlreadyExists},
 		"Unavailable":   {"no room in the location", hetznerfake.ResourceUnavailable("fsn1", "cx23"), provider.KindCapacity},
 		"Placement":     {"placement failed", hetznerfake.PlacementError("fsn1"), provider.KindCapacity},
-		"Limit":         {"the project's limit", hetznerfake.LimitExceeded("server", 10), provider.KindQuota},
+		"Limit":         {"the project's limit", hetznerfake.LimitExceeded("server"), provider.KindQuota},
 		"RateLimit":     {"too many requests", hetznerfake.Fault{Code: "rate_limit_exceeded", Status: 429}, provider.KindRateLimited},
 		"Locked":        {"an action runs", hetznerfake.Fault{Code: "locked", Status: 423}, provider.KindTransient},
 		"Conflict":      {"changed meanwhile", hetznerfake.Fault{Code: "conflict", Status: 409}, provider.KindTransient},

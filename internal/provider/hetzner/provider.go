@@ -38,6 +38,11 @@
 // reconciler replaces the server for a change, and the API refuses a warm
 // pool of this provider (Validator), whose claims need one.
 //
+// Nor does it implement provider.QuotaReader: Hetzner publishes no API
+// for a project's limits (they show in its Console only, and a create past
+// one answers 403 resource_limit_exceeded), so placement reads the limits
+// an account's document holds.
+//
 // providerIDs are hcloud://SERVER_ID for a server and
 // hcloud-primary-ip://ID for a Primary IP.
 //

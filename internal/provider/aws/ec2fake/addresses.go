@@ -26,6 +26,9 @@ func (s *Server) allocateAddress(r *request) (any, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := s.allocationOverQuota(r.region); err != nil {
+		return nil, err
+	}
 	a := &Address{AllocationID: s.newID("eipalloc-", 17), Region: r.region, PublicIP: s.publicIP(true), Tags: specs["elastic-ip"], Allocated: s.clock()}
 	if a.Tags == nil {
 		a.Tags = map[string]string{}

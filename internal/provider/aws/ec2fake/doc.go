@@ -21,7 +21,8 @@
 //	addresses.go  Elastic IPs: AllocateAddress, AssociateAddress, DisassociateAddress, DescribeAddresses, ReleaseAddress
 //	catalog.go    regions, DescribeAvailabilityZones, DescribeImages (Debian's official AMIs), instance types
 //	filters.go    EC2's filters (tag:KEY, tag-key, instance-state-name, … with * and ? wildcards)
-//	faults.go     errors in the answer: capacity, quota, the request rate, any code by action, lost answers
+//	faults.go     errors in the answer: capacity, the request rate, any code by action, lost answers
+//	quotas.go     the account's regional quotas (instances, vCPUs, Elastic IPs) and DescribeAccountAttributes
 //	ratelimit.go  request throttling: token buckets per region by category, RunInstances's and TerminateInstances's resource buckets, RequestLimitExceeded
 //	sts.go        STS AssumeRoleWithWebIdentity, checking the token's signature (a JWKS), issuer, audience and subject
 //	serve.go      the local stack's instances booting their engines on loopback (package loopback)
@@ -43,7 +44,8 @@
 //	Settle, SetState, Put            finish what is in progress, change a state, plant an instance
 //	NoCapacity, Unsupported          an availability zone without room, or without the instance type
 //	Fail, LoseAnswers                refuse the next calls of an action with any code; do them and lose the answer
-//	SetInstanceLimit                 the account's limit of running instances (InstanceLimitExceeded)
+//	SetQuotas, SetInstanceLimit      the account's regional quotas: instances, vCPUs, Elastic IPs (InstanceLimitExceeded,
+//	                                 VcpuLimitExceeded, AddressLimitExceeded; EC2Quotas: five Elastic IPs; off in a new fake)
 //	TrustWebIdentity                 STS's trust of a web identity (issuer, audience, subjects, keys)
 //	SetRateLimits                    EC2's request throttling (EC2RateLimits are its defaults; off in a new fake)
 //	SetRateLimitRemaining            the account's other callers empty the bucket after n more requests

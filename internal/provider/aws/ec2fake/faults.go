@@ -85,16 +85,9 @@ func (s *Server) Unsupported(zone, instanceType string) {
 	s.unsupported[zone+"/"+instanceType] = true
 }
 
-// SetInstanceLimit makes RunInstances answer InstanceLimitExceeded once
-// a region has n instances pending or running; 0 is no limit.
-func (s *Server) SetInstanceLimit(n int) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	s.instanceLimit = n
-}
-
 // ClearFaults ends every fault set: injected codes, lost answers, zones
-// without capacity or without a type, the instance limit.
+// without capacity or without a type; the quotas go back to
+// DefaultQuotas.
 func (s *Server) ClearFaults() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -102,7 +95,7 @@ func (s *Server) ClearFaults() {
 	clear(s.lost)
 	clear(s.noCapacity)
 	clear(s.unsupported)
-	s.instanceLimit = 0
+	s.quotas = DefaultQuotas
 }
 
 // refusals are the codes by which EC2 refuses what a RunInstances asks

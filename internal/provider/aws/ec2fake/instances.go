@@ -161,8 +161,9 @@ func (s *Server) runInstances(r *request) (any, error) {
 	case s.unsupported[zone+"/"+typ]:
 		return nil, errorf("Unsupported", "Your requested instance type (%s) is not supported in your requested Availability Zone (%s). Please retry your request by not specifying an Availability Zone or choosing %s.",
 			typ, zone, strings.Join(slices.DeleteFunc(slices.Clone(zones), func(z string) bool { return z == zone }), ", "))
-	case s.instanceLimit > 0 && s.live(r.region) >= s.instanceLimit:
-		return nil, errorf("InstanceLimitExceeded", "You have requested more instances (%d) than your current instance limit of %d allows for the specified instance type.", s.live(r.region)+1, s.instanceLimit)
+	}
+	if err := s.launchOverQuota(r.region, typ); err != nil {
+		return nil, err
 	}
 
 	in := &Instance{

@@ -209,6 +209,7 @@ var answers = map[string]any{
 	"DescribeImages":            imagesResponse{},
 	"DescribeSubnets":           subnetsResponse{},
 	"DescribeSecurityGroups":    securityGroupsResponse{},
+	"DescribeAccountAttributes": accountAttributesResponse{},
 }
 
 // TestTheFakeKeepsToTheServiceModel holds the fake to AWS's published
@@ -357,4 +358,11 @@ func exercise(t *testing.T, f *Server) {
 	must("ReleaseAddress", err)
 	_, err = c.TerminateInstances(ctx, &ec2.TerminateInstancesInput{InstanceIds: []string{id}})
 	must("TerminateInstances", err)
+	f.SetQuotas(EC2Quotas)
+	attrs, err := c.DescribeAccountAttributes(ctx, &ec2.DescribeAccountAttributesInput{
+		AttributeNames: []types.AccountAttributeName{types.AccountAttributeNameDefaultVpc, "vpc-max-elastic-ips"}})
+	must("DescribeAccountAttributes", err)
+	if len(attrs.AccountAttributes) != 2 || len(attrs.AccountAttributes[1].AttributeValues) != 1 {
+		t.Fatalf("DescribeAccountAttributes answered %+v, which the SDK read as not the two attributes asked", attrs.AccountAttributes)
+	}
 }

@@ -51,11 +51,12 @@ type Server struct {
 	ipv6Given     map[string]int      // subnet → IPv6 addresses given
 	prefixesGiven map[string]int      // subnet → IPv6 prefixes delegated
 	groups        map[string]string   // region/security group id → its name
-	instanceLimit int
-	calls         []Call
-	trust         *Trust
-	issued        map[string]time.Time // access key ids STS issued → expiry
-	reads         map[string]map[string]bool
+	// quotas are the account's quotas in each region (SetQuotas).
+	quotas Quotas
+	calls  []Call
+	trust  *Trust
+	issued map[string]time.Time // access key ids STS issued → expiry
+	reads  map[string]map[string]bool
 	// throttling is EC2's request throttling (SetRateLimits).
 	throttling throttling
 
@@ -99,6 +100,7 @@ func newServer() *Server {
 		tokens:        map[string]tokenUse{},
 		addresses:     map[string]*Address{},
 		faults:        map[string][]string{},
+		quotas:        DefaultQuotas,
 		lost:          map[string]int{},
 		noCapacity:    map[string]bool{},
 		unsupported:   map[string]bool{},
@@ -212,6 +214,7 @@ var handlers = map[string]handler{
 	"DescribeImages":            (*Server).describeImages,
 	"DescribeSubnets":           (*Server).describeSubnets,
 	"DescribeSecurityGroups":    (*Server).describeSecurityGroups,
+	"DescribeAccountAttributes": (*Server).describeAccountAttributes,
 }
 
 // Served are the EC2 actions the fake answers.

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"net"
 	"os"
 	"os/exec"
@@ -404,3 +405,38 @@ func (a *azureCLI) json(t *testing.T, v any, args ...string) {
 // cliProfile is the API profile of the custom cloud: see
 // TestAzureCLIAgainstTheFake's doc comment.
 const cliProfile = "2020-09-01-hybrid"
+
+// TestAzureCLIReadsTheUsages: Azure's CLI reads a location's quotas from
+// the fake's usages of Microsoft.Compute (az vm list-usage), with what
+// the location holds counted: a VM of one vCPU (Standard_B1s). Its
+// network list-usages is not asked: under the custom cloud's profile
+// (cliProfile) it loads azure.mgmt.network's 2018-11-01 module, which
+// Debian's azure-cli does not ship; the SDK reads Microsoft.Network's
+// usages in the azure provider's TestQuotas.
+func TestAzureCLIReadsTheUsages(t *testing.T) {
+	az := newAzureCLI(t)
+	f, subnets := newFake(t)
+	c := newARMClient(t, f)
+	az.login(t, f)
+	f.SetQuotas("westeurope", azurefake.Quotas{Cores: 20, VirtualMachines: 25000, PublicIPAddresses: 60})
+	c.create(proxy{name: "egress-7d1e0c4a", location: "westeurope", tags: map[string]string{"proxy-operator-managed": "true"}}, subnets["westeurope"])
+	type entry struct {
+		CurrentValue, Limit any
+		Name                struct{ Value string }
+	}
+	read := func(args ...string) map[string]string {
+		var es []entry
+		az.json(t, &es, args...)
+		out := map[string]string{}
+		for _, e := range es {
+			// az writes the figures as numbers or as strings by command.
+			out[e.Name.Value] = fmt.Sprintf("%v of %v", e.CurrentValue, e.Limit)
+		}
+		return out
+	}
+	got := read("vm", "list-usage", "--location", "westeurope")
+	want := map[string]string{"cores": "1 of 20", "virtualMachines": "1 of 25000"}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("what az vm list-usage reads (-want +got):\n%s", diff)
+	}
+}

@@ -101,6 +101,9 @@ func (s *Server) vmPut(w *writer, r *http.Request, m []string) {
 		zone = body.Zones[0]
 	}
 	fault := s.takeCreateFailure(loc, zone)
+	if fault == nil {
+		fault = s.vmOverQuota(loc, size)
+	}
 	if fault != nil && !fault.Async {
 		f := *fault
 		f.Message = strings.NewReplacer("{id}", id, "{size}", size, "{location}", loc, "{zone}", zone, "{subscription}", s.subscription).Replace(f.Message)

@@ -25,6 +25,8 @@
 //	serve.go       Serve: VMs that boot the real engine on loopback, for the local stack; a PATCH of
 //	               userData applied to the running engine in place
 //	ratelimit.go   ARM's throttling: token buckets of reads, writes and deletes, 429 SubscriptionRequestsThrottled
+//	quotas.go      a location's quotas (vCPUs, VMs, public IPs): QuotaExceeded, PublicIPCountLimitReached; the
+//	               usages of Microsoft.Compute and Microsoft.Network
 //	server.go      routing, authentication, api-version, paging (nextLink), ARM's error shape, Tamper
 //
 // Every answer is ARM's envelope: id, name, type, location, tags (zones,
@@ -69,6 +71,7 @@
 //	ZonalAllocationFailed, QuotaExceeded)       capacity and quota, by location and zone
 //	Fail (Throttled, Status)                    refuse the next calls of a route
 //	SetRateLimits (AzureRateLimits)             ARM's throttling buckets, off until set
+//	SetQuotas                                   a location's quotas, none enforced until set
 //	SetPageSize                                 list paging
 //	Tamper                                      change what the fake writes (a test of the test)
 //	Inventory, VM, NIC, PublicIP                what exists

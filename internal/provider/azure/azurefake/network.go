@@ -122,6 +122,10 @@ func (s *Server) ipPut(w *writer, r *http.Request, m []string) {
 		w.error(badRequest("StandardSkuPublicIPAddressesMustBeStatic", "Standard sku publicIp /subscriptions/%s/resourceGroups/%s/providers/Microsoft.Network/publicIPAddresses/%s must have AllocationMethod set to Static.", s.subscription, m[1], m[2]))
 		return
 	}
+	if f := s.ipOverQuota(normalizeLocation(body.Location)); f != nil && !exists {
+		w.error(*f)
+		return
+	}
 	props["publicIPAllocationMethod"] = "Static"
 	if str(props, "publicIPAddressVersion") == "" {
 		props["publicIPAddressVersion"] = "IPv4"

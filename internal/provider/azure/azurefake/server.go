@@ -62,6 +62,7 @@ type Server struct {
 	apiVersions   map[string]map[string]bool
 	requests      []Request
 	tamper        func(route string, body map[string]any)
+	quotas        map[string]Quotas // by location (SetQuotas)
 
 	// serving is Serve's, nil when the fake does not serve.
 	serving *loopback.Serving
@@ -136,6 +137,7 @@ func newServer(subscription, tenant string) *Server {
 		faults:        map[string][]Fault{},
 		calls:         map[string]int{},
 		apiVersions:   map[string]map[string]bool{},
+		quotas:        map[string]Quotas{},
 	}
 }
 
@@ -224,7 +226,7 @@ const (
 
 func armPath(p string) *regexp.Regexp { return regexp.MustCompile(p + `$`) }
 
-var routes = slices.Concat(tokenRoutes, operationRoutes, networkRoutes, computeRoutes)
+var routes = slices.Concat(tokenRoutes, operationRoutes, networkRoutes, computeRoutes, usageRoutes)
 
 // writer writes a route's answer through the Tamper hook.
 type writer struct {

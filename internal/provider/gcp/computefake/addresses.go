@@ -71,6 +71,12 @@ func (s *Server) insertAddress(w http.ResponseWriter, r *http.Request, project, 
 		return
 	}
 	key := region + "/" + a.GetName()
+	if _, ok := s.addresses[key]; !ok {
+		if f := s.addressOverQuota(region); f != nil {
+			writeError(w, *f)
+			return
+		}
+	}
 	if _, ok := s.addresses[key]; ok {
 		writeError(w, Fault{Code: http.StatusConflict, Reason: "alreadyExists",
 			Message: fmt.Sprintf("The resource 'projects/%s/regions/%s/addresses/%s' already exists", project, region, a.GetName())})

@@ -14,12 +14,13 @@
 //	addresses.go   regional external addresses insert, get, delete and aggregatedList
 //	operations.go  zoneOperations and regionOperations get, list and wait;
 //	               globalOperations.aggregatedList
-//	regions.go     regions.get, for the zones of a region
+//	regions.go     regions.get, for the zones of a region and its quotas
 //	ipv6.go        an instance's external IPv6 address, in a dual-stack subnet
 //	filter.go      the part of the list filter language the fake understands
 //	requestid.go   requestId de-duplication, for every insert and delete
 //	failures.go    inserts that are accepted and fail in their operation
 //	ratelimit.go   the rate quotas: each project's requests per minute by group, 403 rateLimitExceeded past them
+//	quotas.go      the regional quotas (CPUS, INSTANCES, IN_USE_ADDRESSES, STATIC_ADDRESSES): QUOTA_EXCEEDED past them
 //	server.go      routing, faults, encoding, the clock
 //
 // Nothing finishes by itself. Every insert and delete answers a RUNNING
@@ -42,6 +43,7 @@
 //	AppendSerial                  the VM's console output
 //	SetRateLimits                 meter Compute's rate quotas (ComputeRateLimits are its defaults; off in a new fake)
 //	SetRateLimitRemaining         the project's other callers spent the minute after n more requests
+//	SetQuotas                     a region's quota limits (none enforced in a new fake)
 //	SetClock, Advance             the fake's time
 //	OnWait                        what happens when a client waits on an operation (Settle, for gcloud)
 //	Touch                         another client's change of metadata or labels

@@ -69,7 +69,11 @@ func (s *Server) insert(w http.ResponseWriter, r *http.Request, project, zone st
 		writeError(w, *fault)
 		return
 	}
-	if f := s.takeInsertFailure(zone); f != nil {
+	f := s.takeInsertFailure(zone)
+	if f == nil {
+		f = s.instanceOverQuota(zone, inst)
+	}
+	if f != nil {
 		// Accepted, to fail later: no instance, ever.
 		s.accept(w, project, "zones/"+zone, "insert", link(project, "zones", zone, "instances", inst.GetName()), reqID, nil).fail = f
 		return

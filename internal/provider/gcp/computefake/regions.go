@@ -43,6 +43,7 @@ func (s *Server) getRegion(w http.ResponseWriter, project, region string) {
 		Name:     proto.String(region),
 		Status:   proto.String("UP"),
 		SelfLink: proto.String(link(project, "regions", region)),
+		Quotas:   s.regionQuotas(region),
 	}
 	for _, z := range zones {
 		r.Zones = append(r.Zones, link(project, "zones", z))

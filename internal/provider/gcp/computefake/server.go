@@ -74,6 +74,8 @@ type Server struct {
 	onWait  func(operation string)
 	// meter counts requests toward the rate quotas (SetRateLimits).
 	meter meter
+	// quotas are the regional quotas enforced, by region (SetQuotas).
+	quotas map[string]Quotas
 }
 
 // New starts a fake on a loopback port. Close it when done.
@@ -99,6 +101,7 @@ func New() *Server {
 		settled:           make(chan struct{}),
 		nextID:            1000,
 		meter:             meter{left: -1},
+		quotas:            map[string]Quotas{},
 	}
 	s.Server = httptest.NewServer(http.HandlerFunc(s.serve))
 	return s

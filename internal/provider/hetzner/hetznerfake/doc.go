@@ -32,7 +32,8 @@
 //
 //	Settle, OnActionPoll          finish what is in progress
 //	SetStatus, Put                plant servers and states (a foreign tool's, another deployment's)
-//	FailCreates, SetServerLimit   capacity (resource_unavailable, placement_error) and quota (resource_limit_exceeded)
+//	FailCreates, SetServerLimit,  capacity (resource_unavailable, placement_error) and quota (resource_limit_exceeded:
+//	SetPrimaryIPLimit             the project's servers and Primary IPs)
 //	Fail                          refuse the next calls of a method with any error
 //	SetRateLimit(Window)          the bucket: limit (over an hour or another window) and what remains
 //	SetClock, Advance             the fake's time

@@ -31,10 +31,14 @@ func PlacementError(location string) Fault {
 }
 
 // LimitExceeded is the project's limit of a resource, the quota of
-// Hetzner: 403 resource_limit_exceeded.
-func LimitExceeded(what string, limit int) Fault {
+// Hetzner: 403 resource_limit_exceeded, "server limit exceeded" or
+// "Primary IP limit exceeded" as the API words it
+// (https://github.com/hetzneronline/community-content/issues/933), with
+// no figure: the limits show in the Console only
+// (https://docs.hetzner.com/cloud/general/faq/#are-there-limits-to-the-number-of-resources-i-can-get).
+func LimitExceeded(what string) Fault {
 	return Fault{Code: "resource_limit_exceeded", Status: http.StatusForbidden,
-		Message: fmt.Sprintf("%s limit exceeded (%d)", what, limit)}
+		Message: what + " limit exceeded"}
 }
 
 // capacityFailure refuses server creates in a location: the next left
@@ -85,6 +89,23 @@ func (s *Server) SetServerLimit(n int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.serverLimit = n
+}
+
+// SetPrimaryIPLimit sets the project's limit of Primary IPs (0: none):
+// a Primary IP create past it, or a server create whose own IPv4 and
+// IPv6 would take it past, answers LimitExceeded("Primary IP"). Every
+// Primary IP counts, assigned or not, IPv4 or IPv6: the fake's
+// assumption, as Hetzner's Console shows one "Primary IPs" limit.
+func (s *Server) SetPrimaryIPLimit(n int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.primaryIPLimit = n
+}
+
+// primaryIPsFull reports whether the project may make no more Primary
+// IPs. Called with s.mu held.
+func (s *Server) primaryIPsFull() bool {
+	return s.primaryIPLimit > 0 && len(s.primaryIPs) >= s.primaryIPLimit
 }
 
 // Fail makes the next n calls of a route answer f. The routes are

@@ -138,6 +138,10 @@ func (s *Server) createPrimaryIP(w http.ResponseWriter, r *http.Request, _ []str
 			return
 		}
 	}
+	if s.primaryIPsFull() {
+		writeError(w, LimitExceeded("Primary IP"))
+		return
+	}
 	addr, served := s.nextAddress(true)
 	if !served {
 		s.nextStatic++

@@ -35,15 +35,16 @@ type Server struct {
 	nextStatic int // Primary IPs made on their own, 203.0.113.x
 
 	// What tests set up and read.
-	faults      map[string][]Fault
-	capacity    []*capacityFailure
-	serverLimit int
-	bucket      bucket
-	calls       map[string]int
-	creates     []schema.ServerCreateRequest
-	tokens      map[string]int
-	onPoll      func()
-	pricingBody string
+	faults         map[string][]Fault
+	capacity       []*capacityFailure
+	serverLimit    int
+	primaryIPLimit int
+	bucket         bucket
+	calls          map[string]int
+	creates        []schema.ServerCreateRequest
+	tokens         map[string]int
+	onPoll         func()
+	pricingBody    string
 
 	// serving is Serve's, nil when the fake does not serve.
 	serving *loopback.Serving

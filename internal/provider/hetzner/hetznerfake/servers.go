@@ -212,7 +212,10 @@ func (s *Server) checkCreate(req schema.ServerCreateRequest) *Fault {
 		}
 	}
 	if s.serverLimit > 0 && len(s.servers) >= s.serverLimit {
-		return fault(LimitExceeded("server", s.serverLimit))
+		return fault(LimitExceeded("server"))
+	}
+	if s.primaryIPLimit > 0 && len(s.primaryIPs)+newPrimaryIPs(req.PublicNet) > s.primaryIPLimit {
+		return fault(LimitExceeded("Primary IP"))
 	}
 	return s.takeCreateFailure(loc.Name)
 }
@@ -308,4 +311,20 @@ func (s *Server) Servers() []schema.Server {
 		out = append(out, *s.servers[id])
 	}
 	return out
+}
+
+// newPrimaryIPs is how many Primary IPs a server create makes of its
+// own: its IPv4 unless it names one, and its IPv6, both by default.
+func newPrimaryIPs(pn *schema.ServerCreatePublicNet) int {
+	if pn == nil {
+		return 2
+	}
+	n := 0
+	if pn.IPv4ID == 0 && pn.EnableIPv4 {
+		n++
+	}
+	if pn.EnableIPv6 {
+		n++
+	}
+	return n
 }

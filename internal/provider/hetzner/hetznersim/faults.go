@@ -41,7 +41,7 @@ func (h *Cloud) Fault() (sim.Fault, bool) {
 		// The rate limit spent: what comes within the next second is 429.
 		h.fake.SetRateLimit(hetznerfake.DefaultRateLimit, 0)
 	case 2:
-		h.fake.Fail("servers.create", 1, hetznerfake.LimitExceeded("server", 10))
+		h.fake.Fail("servers.create", 1, hetznerfake.LimitExceeded("server"))
 	case 3:
 		route := []string{"servers.create", "servers.get", "servers.delete", "servers.list", "primary_ips.create", "primary_ips.delete"}[h.rng.IntN(6)]
 		f := hetznerfake.Fault{Code: "server_error", Status: http.StatusInternalServerError, Message: "internal error"}
