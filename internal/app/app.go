@@ -194,7 +194,7 @@ func New(ctx context.Context, getenv Getenv, opts Options) (*App, error) {
 			return nil, err
 		}
 	}
-	a.Providers = provider.NewSet(reg)
+	a.Providers = provider.NewSet(reg).WithAccounts(a.accountLookup)
 	now := clock.Real{}
 	if cfg.serves(ProxyAPI) {
 		if a.api, err = newProxyAPI(ctx, a); err != nil {
