@@ -324,6 +324,9 @@ func (a *App) gcOptions() gc.Options {
 	o := a.Config.GC
 	o.SweepLimit = gc.DefaultSweepLimit
 	o.PulledTypes = slices.Sorted(maps.Keys(a.accessReaders))
+	if a.store != nil {
+		o.Accounts = a.store
+	}
 	if a.Catalog != nil {
 		o.CostCurrency = a.Config.CostRates.Currency
 	}

@@ -69,7 +69,7 @@ type Status struct {
 	// VM exists, and the account whose provider every later call about
 	// the VM goes to. "" is the deployment's default account.
 	Account string `json:"account,omitempty" firestore:"account,omitempty"`
-	IP         string `json:"ip,omitempty" firestore:"ip,omitempty"`
+	IP      string `json:"ip,omitempty" firestore:"ip,omitempty"`
 	// Endpoint is "ip:port", set once the proxy is Ready.
 	Endpoint string `json:"endpoint,omitempty" firestore:"endpoint,omitempty"`
 	// ProxyURL is http://USER:PASSWORD@ip:port, what a client configures.

@@ -90,7 +90,7 @@ func TestPlacement(t *testing.T) {
 		"NoDocuments": {reason: "no account document: the default, and no quota is read", defaultQuotas: &roomy,
 			wantPhase: proxy.PhaseProvisioning, wantReason: "Provisioning", wantVMs: map[string]int{"": 1}},
 		"OtherTypeOrRegion": {reason: "accounts of another type or region are no candidates", defaultQuotas: &roomy,
-			accounts: []account.Account{{ID: "second", Provider: "gcp", State: account.Active}, {ID: "third", Provider: mock.Type, Regions: []string{"europe-west1"}, State: account.Active}},
+			accounts:  []account.Account{{ID: "second", Provider: "gcp", State: account.Active}, {ID: "third", Provider: mock.Type, Regions: []string{"europe-west1"}, State: account.Active}},
 			wantPhase: proxy.PhaseProvisioning, wantReason: "Provisioning", wantVMs: map[string]int{"": 1}},
 		"DefaultFull": {reason: "the default's quota is used up: the active account with room takes it", defaultQuotas: &full,
 			accounts:    []account.Account{{ID: "second", Provider: mock.Type, Regions: []string{"us-central1"}, Limits: account.Limits{InstancesPerRegion: 2}, State: account.Active}},

@@ -92,7 +92,7 @@ func testAccounts(t *testing.T, s Store) {
 
 // testCountPlaced: the proxies of one type, account and region are
 // counted, whatever their phase or namespace, and no other; the default
-// account cannot be counted.
+// account cannot be counted; the collector's claims carry the account.
 func testCountPlaced(t *testing.T, s Store) {
 	ctx := context.Background()
 	mk := func(ns, name, typ, acct, region string) {
@@ -133,6 +133,19 @@ func testCountPlaced(t *testing.T, s Store) {
 		if err != nil || got != tc.want {
 			t.Errorf("%s: CountPlaced(%s, %s, %s) = %d (%v), want %d", name, tc.typ, tc.acct, tc.region, got, err, tc.want)
 		}
+	}
+	// The collector's claims say each VM's account.
+	claims, err := s.LiveUIDs(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gotAccounts := map[string]string{}
+	for _, c := range claims {
+		gotAccounts[c.Key.Name] = c.Account
+	}
+	wantAccounts := map[string]string{"one": "second", "two": "second", "three": "second", "four": "third", "five": "second", "six": ""}
+	if diff := cmp.Diff(wantAccounts, gotAccounts); diff != "" {
+		t.Errorf("LiveUIDs' accounts by name (-want +got):\n%s", diff)
 	}
 	if _, err := s.CountPlaced(ctx, "gcp", account.Default, "europe-west1"); err == nil {
 		t.Error("CountPlaced of the default account: no error, want one")
