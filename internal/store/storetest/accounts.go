@@ -58,7 +58,7 @@ func testAccounts(t *testing.T, s Store) {
 		t.Errorf("GetAccount after the second put: %+v (%v), want %+v", got, err, replaced)
 	}
 
-	first := account.Account{ID: "first", Provider: "hetzner", Settings: map[string]string{"HETZNER_TOKEN_SECRET": "projects/p/secrets/s/versions/1"}, State: account.Active}
+	first := account.Account{ID: "first", Provider: "mock", Settings: map[string]string{"MOCK_TOKEN_SECRET": "projects/p/secrets/s/versions/1"}, State: account.Active}
 	if _, err := s.PutAccount(ctx, first, at); err != nil {
 		t.Fatal(err)
 	}
