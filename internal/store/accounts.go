@@ -96,9 +96,9 @@ func (s *Store) ListAccounts(ctx context.Context) ([]account.Account, error) {
 }
 
 // DeleteAccount removes an account's document; an absent one is no
-// error. What lives in the account is not looked at: the API refuses
-// the deletion of an account that proxies name (package httpapi), and
-// the collector keeps listing every account a proxy names.
+// error. What lives in the account is not looked at: an admin drains an
+// account and waits for its proxies to go first
+// (docs/operations/accounts.md).
 func (s *Store) DeleteAccount(ctx context.Context, id string) error {
 	if !proxy.IsLabel(id) {
 		return nil
@@ -161,12 +161,5 @@ func decodeAccount(snap *firestore.DocumentSnapshot) (*account.Account, error) {
 // wrapAccount names the account and maps Firestore's codes to the domain
 // errors.
 func wrapAccount(id, doing string, err error) error {
-	path := account.Collection + "/" + id
-	switch status.Code(err) {
-	case codes.NotFound:
-		return fmt.Errorf("%s %s: %w (%w)", doing, path, proxy.ErrNotFound, err)
-	case codes.AlreadyExists, codes.FailedPrecondition, codes.Aborted:
-		return fmt.Errorf("%s %s: %w (%w)", doing, path, proxy.ErrConflict, err)
-	}
-	return fmt.Errorf("%s %s: %w", doing, path, err)
+	return wrapCode(account.Collection+"/"+id, doing, err)
 }
