@@ -45,6 +45,8 @@ var Plugin = plugin.Plugin{
 	APIs:   []plugin.API{{Name: "Compute Engine API v1", Module: "cloud.google.com/go/compute"}},
 	// The deployment's own module: its IAM table is deploy/iam.go's.
 	Terraform: plugin.Terraform{},
+	// Two projects in the local stack's test of several accounts.
+	AccountsStack: "github.com/egress-proxies/egress/internal/provider/gcp/gcpaccounts",
 	// No Dev: the simulation's base provider, the mock, calls home and
 	// changes in place as Compute Engine's VMs do, and make bench's pool
 	// phase times Compute Engine's PATCH through the local stack's mock
