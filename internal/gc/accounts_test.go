@@ -62,6 +62,7 @@ func TestAccounts(t *testing.T) {
 	claim("uid-default", "")
 	claim("uid-second", "second")
 	claim("uid-third", "third")
+	claim("uid-gone", "gone") // an account whose document was deleted
 	create(t, byAccount[""], "uid-default")
 	create(t, byAccount[""], "uid-second") // a twin in the wrong account: garbage
 	create(t, byAccount[""], "uid-orphan-1")
@@ -86,6 +87,9 @@ func TestAccounts(t *testing.T) {
 	if diff := cmp.Diff(want, report.Providers); diff != "" {
 		t.Errorf("summaries by account (-want +got):\n%s", diff)
 	}
+	if diff := cmp.Diff([]string{"mock/gone"}, report.UnknownAccounts); diff != "" {
+		t.Errorf("accounts documents name without a document (-want +got):\n%s", diff)
+	}
 	left := map[string][]string{}
 	for id, p := range byAccount {
 		for _, in := range p.Instances() {
@@ -108,5 +112,8 @@ func TestAccounts(t *testing.T) {
 	}
 	if diff := cmp.Diff([]gc.Summary{{Provider: mock.Type, Scanned: 1, Claimed: 1}}, report.Providers); diff != "" {
 		t.Errorf("summaries with the accounts unreadable (-want +got):\n%s", diff)
+	}
+	if len(report.UnknownAccounts) != 0 {
+		t.Errorf("with the accounts unreadable, accounts named without a document: %v, want none named (none was looked for)", report.UnknownAccounts)
 	}
 }

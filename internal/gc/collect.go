@@ -204,6 +204,38 @@ func (c *Collector) unconfigured(ctx context.Context, uids map[string]proxy.Clai
 	return types
 }
 
+// unknownAccounts logs, once per run, each account of a configured type
+// that documents name (status.account) and the run did not list because
+// no account document holds it (deleted while proxies still live there,
+// or naming another type): its VMs are neither listed nor collected, and
+// those documents' deletions wait (the reconciler cannot reach them). It
+// returns them as TYPE/ID. A run that could not read the accounts names
+// none: the defaults alone were listed, and it says so already.
+func (c *Collector) unknownAccounts(ctx context.Context, all []listing, uids map[string]proxy.Claim) []string {
+	listed := map[string]bool{}
+	for _, l := range all {
+		if l.typ == "" {
+			return nil // the accounts were not read
+		}
+		listed[l.typ+"/"+l.account] = true
+	}
+	configured := c.providers.Types()
+	named := map[string]int{}
+	for _, claim := range uids {
+		if claim.Account != account.Default && slices.Contains(configured, claim.Provider) && !listed[claim.Provider+"/"+claim.Account] {
+			named[claim.Provider+"/"+claim.Account]++
+		}
+	}
+	keys := slices.Sorted(maps.Keys(named))
+	for _, k := range keys {
+		typ, id, _ := strings.Cut(k, "/")
+		c.log.ErrorContext(ctx, "account named by documents has no account document; its resources are neither listed nor collected",
+			slog.String("provider", typ), slog.String("account", id), slog.Int("documents", named[k]),
+			slog.String("todo", "write accounts/"+id+" again (docs/operations/accounts.md), or delete those proxies once their VMs are gone"))
+	}
+	return keys
+}
+
 // decide counts one instance in the summary and reports whether it is an
 // orphan to delete.
 //

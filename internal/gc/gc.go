@@ -236,6 +236,10 @@ type Report struct {
 	// Unconfigured are the provider types documents name that are not
 	// configured: their resources were neither listed nor collected.
 	Unconfigured []string
+	// UnknownAccounts are the accounts ("TYPE/ID") documents name that
+	// have no account document (or it names another type): their VMs were
+	// neither listed nor checked for drift.
+	UnknownAccounts []string
 }
 
 // Collector runs garbage collection. It is safe for concurrent use, though
@@ -317,6 +321,7 @@ func (c *Collector) Run(ctx context.Context) (Report, error) {
 		c.log.ErrorContext(ctx, "cannot read the live uids; no instance is collected this run", slog.Any("error", err))
 	} else {
 		report.Unconfigured = c.unconfigured(ctx, uids)
+		report.UnknownAccounts = c.unknownAccounts(ctx, all, uids)
 		var collectErr error
 		report.Refused, collectErr = c.collect(ctx, now, listings, uids, report.Providers)
 		errs = append(errs, collectErr)

@@ -64,7 +64,7 @@ func (run *run) place(ctx context.Context) (string, error) {
 			// An account whose provider cannot be made takes no proxy
 			// now; the others may.
 			run.log.WarnContext(ctx, "account's provider not available; not placing there", slog.String("account", c.ID), slog.Any("error", err))
-			c.Cap, c.Placed = 1, 1
+			c.Unavailable = "its provider is not available: " + err.Error()
 			continue
 		}
 		if qr, ok := provider.AsQuotaReader(prov); ok {

@@ -40,6 +40,9 @@ type Candidate struct {
 	// (account.Limits.InstancesPerRegion), 0 for none, and Placed the
 	// proxies placed in it there, which only a Cap is held against.
 	Cap, Placed int
+	// Unavailable, when set, says why the account takes no proxy now
+	// (its provider cannot be made): it has no headroom.
+	Unavailable string
 }
 
 // Unbounded is the headroom of an account with no known limit.
@@ -48,6 +51,9 @@ const Unbounded = -1
 // Headroom is how many more VMs the candidate's known limits allow, the
 // least of them, or Unbounded when none is known.
 func (c Candidate) Headroom() int {
+	if c.Unavailable != "" {
+		return 0
+	}
 	room := Unbounded
 	take := func(free int) {
 		if free >= 0 && (room == Unbounded || free < room) {
@@ -69,6 +75,9 @@ func (c Candidate) Headroom() int {
 // message.
 func (c Candidate) why() string {
 	var full []string
+	if c.Unavailable != "" {
+		full = append(full, c.Unavailable)
+	}
 	if q := c.Quotas; q != nil {
 		for _, l := range []struct {
 			name string

@@ -31,6 +31,7 @@ func TestHeadroom(t *testing.T) {
 		"CapOverfull":    {reason: "more placed than the cap (a cap lowered) is no negative room", c: placement.Candidate{Cap: 5, Placed: 7}, want: 0},
 		"CapUnderQuota":  {reason: "both hold: the tighter wins", c: placement.Candidate{Cap: 5, Placed: 4, Quotas: quotas(provider.Quota{Limit: 10, Usage: 0}, provider.Quota{}, provider.Quota{})}, want: 1},
 		"QuotaUnderCap":  {reason: "both hold: the tighter wins", c: placement.Candidate{Cap: 50, Quotas: quotas(provider.Quota{Limit: 10, Usage: 10}, provider.Quota{}, provider.Quota{})}, want: 0},
+		"Unavailable":    {reason: "an account whose provider cannot be made takes none", c: placement.Candidate{Unavailable: "its provider is not available"}, want: 0},
 		"PlacedNoCapped": {reason: "placed proxies alone bound nothing", c: placement.Candidate{Placed: 1000}, want: placement.Unbounded},
 	}
 	for name, tc := range cases {
@@ -50,7 +51,9 @@ func TestChoose(t *testing.T) {
 	}{
 		"OnlyDefault": {reason: "a deployment without accounts places in its default", candidates: []placement.Candidate{{}}, want: ""},
 		"OnlyRoom":    {reason: "the one account with headroom, whatever the hash", candidates: []placement.Candidate{{ID: "", Quotas: quotas(provider.Quota{Limit: 4, Usage: 4}, provider.Quota{}, provider.Quota{})}, full, {ID: "room", Cap: 3, Placed: 2}}, want: "room"},
-		"NoneServes":  {reason: "no active account serves the region", wantErr: "no account has headroom: none is active and serves the region"},
+		"Unavailable": {reason: "an unavailable account says why", candidates: []placement.Candidate{{ID: "broken", Unavailable: "its provider is not available: no token"}},
+			wantErr: `no account has headroom: account "broken": its provider is not available: no token`},
+		"NoneServes": {reason: "no active account serves the region", wantErr: "no account has headroom: none is active and serves the region"},
 		"AllFull": {reason: "each full account says what fills it", candidates: []placement.Candidate{{ID: "", Quotas: quotas(provider.Quota{Limit: 4, Usage: 4}, provider.Quota{}, provider.Quota{Limit: 8, Usage: 8})}, full},
 			wantErr: `no account has headroom: the default account: 4 of 4 instances in use (the cloud's quota), 8 of 8 addresses in use (the cloud's quota); account "full": 2 proxies placed, its cap is 2`},
 	}
