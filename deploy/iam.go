@@ -90,6 +90,9 @@ var APIs = []API{
 	// with none, update one with exists=true.
 	{"firestore.documents.batchGet", []string{"datastore.entities.get"}, firestoreIAM},
 	{"firestore.documents.runQuery", []string{"datastore.entities.get", "datastore.entities.list"}, firestoreIAM},
+	// A count (placement's of an account's proxies, store.CountPlaced)
+	// reads the entities it counts as a query does.
+	{"firestore.documents.runAggregationQuery", []string{"datastore.entities.get", "datastore.entities.list"}, firestoreIAM},
 	{"firestore.documents.beginTransaction", []string{"datastore.databases.get"}, firestoreIAM},
 	{"firestore.documents.rollback", []string{"datastore.databases.get"}, firestoreIAM},
 	{"firestore.documents.commit: create", []string{"datastore.entities.create"}, firestoreIAM},
@@ -145,6 +148,7 @@ var ClientMethods = map[string][]string{
 	"firestore.(*Transaction).Get":       {"firestore.documents.batchGet"},
 	"firestore.(*Transaction).GetAll":    {"firestore.documents.batchGet"},
 	"firestore.(Query).Documents":        {"firestore.documents.runQuery"},
+	"firestore.(*AggregationQuery).Get":  {"firestore.documents.runAggregationQuery"},
 	"firestore.(*Transaction).Documents": {"firestore.documents.runQuery"},
 	"firestore.(*DocumentRef).Create":    {"firestore.documents.commit: create"},
 	"firestore.(*Transaction).Create":    {"firestore.documents.commit: create"},
@@ -162,6 +166,9 @@ var ClientMethods = map[string][]string{
 	"firestore.(*CollectionRef).Doc":           nil,
 	"firestore.(*DocumentRef).Collection":      nil,
 	"firestore.(Query).Where":                  nil,
+	"firestore.(Query).WherePath":              nil,
+	"firestore.(*Query).NewAggregationQuery":   nil,
+	"firestore.(*AggregationQuery).WithCount":  nil,
 	"firestore.(Query).OrderBy":                nil,
 	"firestore.(Query).Limit":                  nil,
 	"firestore.(Query).Select":                 nil,

@@ -322,7 +322,7 @@ func TestAHandEditedListIsStale(t *testing.T) {
 			if err != nil || len(rowSources) == 0 {
 				t.Fatalf("found %d rows' files in the clouds' folders (%v): want one at least", len(rowSources), err)
 			}
-			files := []string{cloudsDevFile, cloudsVMFile, imageShapesFile, tfvarsFile, "docs/concepts/providers.md"}
+			files := []string{cloudsDevFile, cloudsVMFile, cloudsAccountsFile, imageShapesFile, tfvarsFile, "docs/concepts/providers.md"}
 			for _, f := range slices.Concat(tf, pages, sources, rowSources) {
 				rel, _ := filepath.Rel(root, f)
 				files = append(files, filepath.ToSlash(rel))
@@ -394,6 +394,9 @@ func goneStale(root string, c plugin.Plugin) []string {
 	}
 	if c.VM != "" {
 		out = append(out, cloudsVMFile)
+	}
+	if c.AccountsStack != "" {
+		out = append(out, cloudsAccountsFile)
 	}
 	if c.ImageTest != "" {
 		out = append(out, imageShapesFile)

@@ -37,6 +37,7 @@ type generatedFile struct {
 var generatedFiles = []generatedFile{
 	{path: cloudsDevFile, render: cloudsDevList},
 	{path: cloudsVMFile, render: cloudsVMList},
+	{path: cloudsAccountsFile, render: cloudsAccountsList},
 	{path: imageShapesFile, render: imageShapesList},
 	{path: cloudsTerraformFile, render: cloudsTerraform},
 	{path: tfvarsFile, render: tfvarsClouds},
@@ -125,6 +126,22 @@ func cloudsDevList(_ string, cl []plugin.Plugin) ([]byte, error) {
 	})
 }
 
+// cloudsAccountsFile is the list of the clouds' parts of the local
+// stack's test of several accounts (package cloudsdev's Accounts), from
+// each plugin's AccountsStack.
+const cloudsAccountsFile = "internal/clouds/cloudsdev/accounts_gen.go"
+
+// cloudsAccountsList is cloudsAccountsFile: a line per cloud of cl that
+// names its accounts package, in cl's order.
+func cloudsAccountsList(_ string, cl []plugin.Plugin) ([]byte, error) {
+	return packageList(cl, packageListOf{
+		pkg: "cloudsdev", of: "AccountsStack", elem: "providerstack.Accounts", varName: "accountsListed",
+		path: func(c plugin.Plugin) string { return c.AccountsStack },
+		line: func(name string) string { return name + ".Stack" },
+		what: "parts of the local stack's test of several accounts", imports: []string{strconv.Quote("github.com/egress-proxies/egress/internal/provider/providerstack")},
+	})
+}
+
 // cloudsVMFile is the VM side's list of the clouds' VM-side parts
 // (package cloudsvm's Followers), from each plugin's VM.
 const cloudsVMFile = "internal/clouds/cloudsvm/clouds_gen.go"
@@ -172,6 +189,9 @@ type packageListOf struct {
 	// own beside the clouds' packages.
 	what    string
 	imports []string
+	// varName is the list's variable, "listed" when empty (a package
+	// with two lists names the second otherwise).
+	varName string
 }
 
 // packageList is a generated list: a line per cloud of cl whose plugin
@@ -202,10 +222,14 @@ func packageList(cl []plugin.Plugin, l packageListOf) ([]byte, error) {
 	if len(imports) > 0 {
 		fmt.Fprintf(&b, "import (\n%s\n)\n\n", strings.Join(imports, "\n"))
 	}
-	fmt.Fprintf(&b, "// listed are the clouds' %s, from the %s of each plugin\n", l.what, l.of)
+	varName := l.varName
+	if varName == "" {
+		varName = "listed"
+	}
+	fmt.Fprintf(&b, "// %s are the clouds' %s, from the %s of each plugin\n", varName, l.what, l.of)
 	fmt.Fprintf(&b, "// of internal/clouds.All that names one (plugin.Plugin.%s), in All's\n", l.of)
 	b.WriteString("// order: `make docs` (dev/gendocs) writes them.\n")
-	fmt.Fprintf(&b, "var listed = []%s{\n%s\n}\n", l.elem, strings.Join(lines, "\n"))
+	fmt.Fprintf(&b, "var %s = []%s{\n%s\n}\n", varName, l.elem, strings.Join(lines, "\n"))
 	out, err := format.Source([]byte(b.String()))
 	if err != nil {
 		return nil, fmt.Errorf("the list does not format: %w\n%s", err, b.String())

@@ -59,6 +59,11 @@ func TestEndToEnd(t *testing.T) {
 	// Issue 25's warm pool, in a placement of its own, alone: it counts
 	// the mock VMs that appear while it runs.
 	t.Run("WarmPool", s.warmPool)
+	// Issue 48's several accounts of a cloud (TwoProjects: Compute
+	// Engine in two projects, a proxy in each, the collector in each).
+	for _, c := range s.accountClouds {
+		t.Run(c.name, func(t *testing.T) { c.flow(t, accountsStack{s}) })
+	}
 	// Flows of proxies of their own names, each on its own cloud, side by
 	// side: most of each is waiting (for a VM, for the collector's grace
 	// period, for a CLI's start), and one after another they were two
@@ -265,6 +270,9 @@ type liveStack struct {
 	// clouds are the clouds' fakes the stack's providers of those clouds
 	// are pointed at, each VM booting its engine, with each cloud's flow.
 	clouds []cloudFake
+	// accountClouds are the clouds of the test of several accounts, each
+	// with its second account and its flow.
+	accountClouds []accountsCloud
 }
 
 func startStack(t *testing.T) *liveStack {
@@ -285,6 +293,11 @@ func startStack(t *testing.T) *liveStack {
 	for _, c := range clouds {
 		providers = append(providers, c.typ)
 	}
+	// The clouds of the test of several accounts (TwoProjects: Compute
+	// Engine in two projects), beside them.
+	accountClouds, accountsEnv := startAccounts(t)
+	providers = enable(providers, accountClouds)
+	cloudEnv = append(cloudEnv, accountsEnv...)
 	st, err := stack.Start(ctx, bin, stack.Options{
 		Project: "demo-e2e",
 		Env: append([]string{"CLOUD_INIT_SECRET_PREFIX=projects/demo-egress/secrets/egress-", "GC_INTERVAL=1s", "GC_GRACE_PERIOD=3s", "GC_SWEEP_THRESHOLD=30s", "MOCK_PROVISIONING_DELAY=1s", "LOG_LEVEL=warn",
@@ -299,7 +312,8 @@ func startStack(t *testing.T) *liveStack {
 		t.Fatalf("%v\n%s", err, out.String())
 	}
 	t.Logf("stack ready in %s", time.Since(begun).Round(time.Millisecond))
-	s := &liveStack{Stack: st, url: st.URL, firestore: st.FirestoreHost, project: st.Project, out: out, clouds: clouds}
+	s := &liveStack{Stack: st, url: st.URL, firestore: st.FirestoreHost, project: st.Project, out: out, clouds: clouds, accountClouds: accountClouds}
+	s.writeAccounts(t)
 	s.checkTraffic(t)
 	t.Cleanup(func() {
 		if !st.Exited() {

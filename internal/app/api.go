@@ -26,11 +26,19 @@ func newProxyAPI(ctx context.Context, a *App) (http.Handler, error) {
 		}
 		verifier = v
 	}
+	// What an account of each enabled cloud may set, from its plugin.
+	accountVars := map[string][]string{}
+	for _, typ := range c.Providers {
+		if p, ok := pluginOf(c.plugins, typ); ok {
+			accountVars[typ] = p.PerAccount()
+		}
+	}
 	api := httpapi.New(a.store, clock.Real{}, a.Log, httpapi.Options{
 		Function:          string(ProxyAPI),
 		Quota:             c.API.Quota,
 		DefaultProvider:   c.DefaultProvider,
 		Providers:         a.Providers,
+		AccountVars:       accountVars,
 		Policy:            policy,
 		Admins:            c.API.Admins,
 		CreatesPerHour:    c.API.CreatesPerHour,

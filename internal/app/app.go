@@ -15,6 +15,7 @@
 package app
 
 import (
+	"github.com/egress-proxies/egress/internal/account"
 	"golang.org/x/oauth2"
 
 	"context"
@@ -194,7 +195,7 @@ func New(ctx context.Context, getenv Getenv, opts Options) (*App, error) {
 			return nil, err
 		}
 	}
-	a.Providers = provider.NewSet(reg)
+	a.Providers = provider.NewSet(reg).WithAccounts(a.accountLookup)
 	now := clock.Real{}
 	if cfg.serves(ProxyAPI) {
 		if a.api, err = newProxyAPI(ctx, a); err != nil {
@@ -303,6 +304,9 @@ func (a *App) reconcileOptions() reconcile.Options {
 	o.LeaseDuration = max(reconcile.DefaultLeaseDuration, o.WaitBudget+2*time.Minute)
 	o.CloudInitSecretPrefix = a.Config.CloudInitSecretPrefix
 	o.Costs = spend.Costs{Catalog: a.Catalog, Rates: a.Config.CostRates}
+	if a.store != nil {
+		o.Accounts = account.NewCache(a.store, clock.Real{}, 0)
+	}
 	o.Bootstrap = func(s proxy.Spec, c proxy.Credentials, generation int64) (string, *vmconfig.Config, error) {
 		cfg := bootstrap.ForProxy(s, c, a.Config.DenyRanges)
 		cfg.Generation = generation
@@ -320,6 +324,9 @@ func (a *App) gcOptions() gc.Options {
 	o := a.Config.GC
 	o.SweepLimit = gc.DefaultSweepLimit
 	o.PulledTypes = slices.Sorted(maps.Keys(a.accessReaders))
+	if a.store != nil {
+		o.Accounts = a.store
+	}
 	if a.Catalog != nil {
 		o.CostCurrency = a.Config.CostRates.Currency
 	}

@@ -3,7 +3,9 @@ package app
 import (
 	"context"
 	"crypto/rand"
+	"errors"
 	"fmt"
+	"log/slog"
 	"slices"
 	"strings"
 	"time"
@@ -14,11 +16,13 @@ import (
 	"google.golang.org/api/idtoken"
 
 	"github.com/egress-proxies/egress/internal/accesspull"
+	"github.com/egress-proxies/egress/internal/account"
 	"github.com/egress-proxies/egress/internal/bootstrap/cloudinit"
 	"github.com/egress-proxies/egress/internal/clouds"
 	"github.com/egress-proxies/egress/internal/metering"
 	"github.com/egress-proxies/egress/internal/provider"
 	"github.com/egress-proxies/egress/internal/provider/plugin"
+	"github.com/egress-proxies/egress/internal/proxy"
 	"github.com/egress-proxies/egress/internal/queue"
 	"github.com/egress-proxies/egress/internal/secrets"
 	"github.com/egress-proxies/egress/internal/vm/vmconfig"
@@ -82,11 +86,71 @@ func (a *App) registry(vm map[string]plugin.VMSide) (*provider.Registry, error) 
 		if p.IPv6Prefix > 0 {
 			opts = append(opts, provider.IPv6Prefix(p.IPv6Prefix))
 		}
-		if err := reg.Register(typ, metered(p.New(env)), opts...); err != nil {
+		ctorFor := a.accountConstructor(p, env)
+		def, err := ctorFor(account.Default, nil)
+		if err != nil {
+			return nil, fmt.Errorf("config: PROVIDERS: %w", err)
+		}
+		opts = append(opts, provider.PerAccount(ctorFor))
+		if err := reg.Register(typ, def, opts...); err != nil {
 			return nil, fmt.Errorf("config: PROVIDERS: %w", err)
 		}
 	}
 	return reg, nil
+}
+
+// accountConstructor makes, for each account of the cloud p, the
+// constructor of its provider: the plugin's New over env with the
+// account's settings over the deployment's, each checked by its
+// variable's own check as Load checks the deployment's, and decorated
+// (decorate) knowing the account. The default account ("") sets nothing.
+func (a *App) accountConstructor(p plugin.Plugin, env plugin.Env) provider.AccountConstructor {
+	return func(id string, settings map[string]string) (provider.Constructor, error) {
+		e := env
+		if len(settings) > 0 {
+			e.Settings = env.Settings.Over(settings)
+			for _, v := range p.Vars {
+				val, ok := settings[v.Name]
+				switch {
+				case !ok:
+				case !v.PerAccount:
+					return nil, fmt.Errorf("account %q sets %s, which is the deployment's, not an account's", id, v.Name)
+				case v.Check != nil:
+					if err := v.Check(val, e.Settings); err != nil {
+						return nil, fmt.Errorf("account %q: %s=%q %w", id, v.Name, val, err)
+					}
+				}
+			}
+		}
+		if id != account.Default {
+			e.Log = env.Log.With(slog.String("account", id))
+		}
+		return decorate(p.Type, id, p.New(e)), nil
+	}
+}
+
+// accountLookup reads an account's document for the provider set: the
+// type it holds and what it sets.
+func (a *App) accountLookup(ctx context.Context, id string) (string, map[string]string, error) {
+	if a.store == nil {
+		return "", nil, fmt.Errorf("accounts/%s: %w (no store)", id, provider.ErrNoAccount)
+	}
+	doc, err := a.store.GetAccount(ctx, id)
+	if errors.Is(err, proxy.ErrNotFound) {
+		return "", nil, fmt.Errorf("%w: %w", provider.ErrNoAccount, err)
+	}
+	if err != nil {
+		return "", nil, err
+	}
+	return doc.Provider, doc.Settings, nil
+}
+
+// decorate wraps the constructor of the provider of type typ in account
+// accountID (account.Default: the deployment's own) with the house's
+// decorators: the metering of every call. The type and the account are
+// each decorator's to key by (a budget of calls is an account's).
+func decorate(typ, accountID string, ctor provider.Constructor) provider.Constructor {
+	return metered(ctor)
 }
 
 // pluginOf is the plugin of type typ among cl.

@@ -27,11 +27,11 @@ var root = filepath.Join("..", "..")
 // lists are the files that may import a cloud's package from outside its
 // folder: this list, the list of the clouds' fakes and simulation parts
 // for the developer's tools (cloudsdev's, which make docs writes from
-// the plugins' Dev), and the VM side's list of the clouds' VM-side
+// the plugins' Dev and AccountsStack), and the VM side's list of the clouds' VM-side
 // parts, which the agent binary links (cloudsvm's, which make docs
 // writes from the plugins' VM: it cannot take them from All, which
 // would link every cloud's SDK into a binary each VM downloads).
-var lists = []string{"internal/clouds/clouds.go", "internal/clouds/cloudsdev/clouds_gen.go", "internal/clouds/cloudsvm/clouds_gen.go"}
+var lists = []string{"internal/clouds/clouds.go", "internal/clouds/cloudsdev/clouds_gen.go", "internal/clouds/cloudsdev/accounts_gen.go", "internal/clouds/cloudsvm/clouds_gen.go"}
 
 // TestOnlyTheListImportsACloud: no production Go file outside a cloud's
 // own folder imports that cloud's package (or one below it), except the

@@ -22,11 +22,21 @@ import (
 // of VMs gone. It returns how many VMs the request names.
 func (c *Collector) askAccessPull(ctx context.Context, listings []listing) (int, error) {
 	var req proxy.AccessPull
+	// A type is listed when every account of it was: the pull deletes
+	// the cursors of the VMs the listings of a listed type do not show.
+	failed := map[string]bool{}
 	for _, l := range listings {
-		if l.err != nil || !slices.Contains(c.opts.PulledTypes, l.typ) {
+		if l.err != nil {
+			failed[l.typ] = true
+		}
+	}
+	for _, l := range listings {
+		if failed[l.typ] || !slices.Contains(c.opts.PulledTypes, l.typ) {
 			continue
 		}
-		req.Listed = append(req.Listed, l.typ)
+		if !slices.Contains(req.Listed, l.typ) {
+			req.Listed = append(req.Listed, l.typ)
+		}
 		for _, inst := range l.instances {
 			if inst.StatusPort == 0 || inst.UID == "" || inst.Deployment != c.opts.Deployment {
 				continue

@@ -11,30 +11,70 @@ import (
 	"sync"
 	"time"
 
+	"github.com/egress-proxies/egress/internal/account"
 	"github.com/egress-proxies/egress/internal/provider"
 	"github.com/egress-proxies/egress/internal/proxy"
 )
 
-// list calls ListByTag on every configured provider. A provider that cannot
-// be made or listed is logged and its error kept; the others go on.
+// list calls ListByTag on every configured provider, in every account of
+// its type: the deployment's default and each account document's,
+// draining ones too (what is in them is still to be collected). A
+// provider that cannot be made or listed is logged and its error kept;
+// the others go on. When the accounts cannot be read, the default
+// accounts alone are listed, and the run is incomplete.
 func (c *Collector) list(ctx context.Context) []listing {
-	types := c.providers.Types()
-	out := make([]listing, len(types))
-	for i, typ := range types {
-		out[i].typ = typ
-		p, err := c.providers.Get(ctx, typ)
-		if err == nil {
-			out[i].provider = p
-			out[i].instances, err = p.ListByTag(ctx)
-		}
-		if err != nil {
-			out[i].instances = nil
-			out[i].err = fmt.Errorf("%w: listing the instances of provider %q: %w", ErrIncomplete, typ, err)
-			c.log.ErrorContext(ctx, "cannot list instances; none of this provider's is collected this run",
-				slog.String("provider", typ), slog.Any("error", err))
+	byType, accountsErr := c.accountsByType(ctx)
+	var out []listing
+	if accountsErr != nil {
+		out = append(out, listing{err: accountsErr})
+	}
+	for _, typ := range c.providers.Types() {
+		for _, id := range append([]string{account.Default}, byType[typ]...) {
+			l := listing{typ: typ, account: id}
+			p, err := c.providers.Account(ctx, typ, id)
+			if err == nil {
+				l.provider = p
+				l.instances, err = p.ListByTag(ctx)
+			}
+			if err != nil {
+				l.instances = nil
+				l.err = fmt.Errorf("%w: listing the instances of provider %q%s: %w", ErrIncomplete, typ, inAccount(id), err)
+				c.log.ErrorContext(ctx, "cannot list instances; none of this provider's is collected this run",
+					slog.String("provider", typ), slog.String("account", id), slog.Any("error", err))
+			}
+			out = append(out, l)
 		}
 	}
 	return out
+}
+
+// accountsByType reads the account documents' ids by provider type,
+// sorted; none without Options.Accounts.
+func (c *Collector) accountsByType(ctx context.Context) (map[string][]string, error) {
+	if c.opts.Accounts == nil {
+		return nil, nil
+	}
+	all, err := c.opts.Accounts.ListAccounts(ctx)
+	if err != nil {
+		c.log.ErrorContext(ctx, "cannot read the accounts; only the default accounts are listed this run", slog.Any("error", err))
+		return nil, fmt.Errorf("%w: reading the accounts: %w", ErrIncomplete, err)
+	}
+	byType := map[string][]string{}
+	for _, a := range all {
+		byType[a.Provider] = append(byType[a.Provider], a.ID)
+	}
+	for _, ids := range byType {
+		slices.Sort(ids)
+	}
+	return byType, nil
+}
+
+// inAccount names an account other than the default in a message.
+func inAccount(id string) string {
+	if id == account.Default {
+		return ""
+	}
+	return fmt.Sprintf(" in account %q", id)
 }
 
 // orphan is an instance to delete.
@@ -53,7 +93,7 @@ func (c *Collector) collect(ctx context.Context, now time.Time, listings []listi
 	for i, l := range listings {
 		s := &summaries[i]
 		for _, inst := range l.instances {
-			if c.decide(ctx, now, s, inst, uids) {
+			if c.decide(ctx, now, s, l.account, inst, uids) {
 				orphans = append(orphans, orphan{summary: s, p: l.provider, inst: inst})
 			}
 		}
@@ -87,7 +127,7 @@ func (c *Collector) collect(ctx context.Context, now time.Time, listings []listi
 		defer mu.Unlock()
 		if err != nil {
 			o.summary.Failed++
-			errs = append(errs, fmt.Errorf("deleting orphaned instance %s (uid %s) of provider %q: %w", o.inst.ID, o.inst.UID, o.summary.Provider, err))
+			errs = append(errs, fmt.Errorf("deleting orphaned instance %s (uid %s) of provider %q%s: %w", o.inst.ID, o.inst.UID, o.summary.Provider, inAccount(o.summary.Account), err))
 			c.log.ErrorContext(ctx, "cannot delete orphaned instance", append(orphanAttrs(now, o), slog.Any("error", err))...)
 			return
 		}
@@ -164,6 +204,38 @@ func (c *Collector) unconfigured(ctx context.Context, uids map[string]proxy.Clai
 	return types
 }
 
+// unknownAccounts logs, once per run, each account of a configured type
+// that documents name (status.account) and the run did not list because
+// no account document holds it (deleted while proxies still live there,
+// or naming another type): its VMs are neither listed nor collected, and
+// those documents' deletions wait (the reconciler cannot reach them). It
+// returns them as TYPE/ID. A run that could not read the accounts names
+// none: the defaults alone were listed, and it says so already.
+func (c *Collector) unknownAccounts(ctx context.Context, all []listing, uids map[string]proxy.Claim) []string {
+	listed := map[string]bool{}
+	for _, l := range all {
+		if l.typ == "" {
+			return nil // the accounts were not read
+		}
+		listed[l.typ+"/"+l.account] = true
+	}
+	configured := c.providers.Types()
+	named := map[string]int{}
+	for _, claim := range uids {
+		if claim.Account != account.Default && slices.Contains(configured, claim.Provider) && !listed[claim.Provider+"/"+claim.Account] {
+			named[claim.Provider+"/"+claim.Account]++
+		}
+	}
+	keys := slices.Sorted(maps.Keys(named))
+	for _, k := range keys {
+		typ, id, _ := strings.Cut(k, "/")
+		c.log.ErrorContext(ctx, "account named by documents has no account document; its resources are neither listed nor collected",
+			slog.String("provider", typ), slog.String("account", id), slog.Int("documents", named[k]),
+			slog.String("todo", "write accounts/"+id+" again (docs/operations/accounts.md), or delete those proxies once their VMs are gone"))
+	}
+	return keys
+}
+
 // decide counts one instance in the summary and reports whether it is an
 // orphan to delete.
 //
@@ -174,7 +246,7 @@ func (c *Collector) unconfigured(ctx context.Context, uids map[string]proxy.Clai
 // contract also keeps another deployment's out of the listing; the
 // deployment is checked here again all the same, since a provider that
 // listed wider would otherwise hand this collector a fleet it does not own.
-func (c *Collector) decide(ctx context.Context, now time.Time, s *Summary, inst provider.Instance, uids map[string]proxy.Claim) bool {
+func (c *Collector) decide(ctx context.Context, now time.Time, s *Summary, acct string, inst provider.Instance, uids map[string]proxy.Claim) bool {
 	switch {
 	case inst.Deployment == "":
 		// Made before the label, by this deployment or by anything else
@@ -196,7 +268,7 @@ func (c *Collector) decide(ctx context.Context, now time.Time, s *Summary, inst 
 		c.log.WarnContext(ctx, "managed instance has no uid label; kept, never collected",
 			slog.String("provider", s.Provider), slog.String("providerID", inst.ID))
 		return false
-	case claimed(uids, inst.UID):
+	case claimed(uids, s.Provider, acct, inst.UID):
 		s.Claimed++
 		return false
 	case inst.CreatedAt.IsZero():
@@ -221,14 +293,22 @@ func (c *Collector) decide(ctx context.Context, now time.Time, s *Summary, inst 
 	}
 }
 
-func claimed(uids map[string]proxy.Claim, uid string) bool {
-	_, ok := uids[uid]
-	return ok
+// claimed reports whether a live document claims the instance of uid
+// listed in account acct of provider type typ: its uid, and its VM's
+// account and type. An instance in one account is never kept (nor its
+// twin deleted) on the strength of a claim whose VM lives in another: a
+// proxy placed again after a quota refused it in one account leaves
+// there, under its uid, only what is garbage. A claim that names no type
+// (a document without spec.provider) is any type's.
+func claimed(uids map[string]proxy.Claim, typ, acct, uid string) bool {
+	c, ok := uids[uid]
+	return ok && c.Account == acct && (c.Provider == "" || c.Provider == typ)
 }
 
 func orphanAttrs(now time.Time, o orphan) []any {
 	return []any{
 		slog.String("provider", o.summary.Provider),
+		slog.String("account", o.summary.Account),
 		slog.String("providerID", o.inst.ID),
 		slog.String("uid", o.inst.UID),
 		slog.String("age", now.Sub(o.inst.CreatedAt).String()),

@@ -36,6 +36,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/egress-proxies/egress/internal/account"
 	"github.com/egress-proxies/egress/internal/clock"
 	"github.com/egress-proxies/egress/internal/provider"
 	"github.com/egress-proxies/egress/internal/proxy"
@@ -72,6 +73,15 @@ type Providers interface {
 	Types() []string
 	// Get returns the provider of a type.
 	Get(ctx context.Context, typ string) (provider.Provider, error)
+	// Account returns the provider of a type in an account ("": Get's).
+	Account(ctx context.Context, typ, id string) (provider.Provider, error)
+}
+
+// AccountLister reads the account documents (package account), whose
+// providers the collector lists beside each type's default.
+// *store.Store satisfies it.
+type AccountLister interface {
+	ListAccounts(ctx context.Context) ([]account.Account, error)
 }
 
 // Store is the part of the document store the collector reads.
@@ -135,6 +145,9 @@ type Options struct {
 	CostCurrency string
 	// CostRefreshLimit bounds the proxies whose cost one run asks for.
 	CostRefreshLimit int
+	// Accounts are the account documents, each of whose providers is
+	// listed beside its type's default; nil lists the defaults alone.
+	Accounts AccountLister
 }
 
 func (o Options) withDefaults() Options {
@@ -168,6 +181,8 @@ func (o Options) withDefaults() Options {
 // run or a refused one, neither.
 type Summary struct {
 	Provider string
+	// Account is the account listed: "" the type's default.
+	Account string
 	// Scanned is the number of instances ListByTag returned.
 	Scanned int
 	// Unowned instances are another deployment's, or carry no deployment
@@ -221,6 +236,10 @@ type Report struct {
 	// Unconfigured are the provider types documents name that are not
 	// configured: their resources were neither listed nor collected.
 	Unconfigured []string
+	// UnknownAccounts are the accounts ("TYPE/ID") documents name that
+	// have no account document (or it names another type): their VMs were
+	// neither listed nor checked for drift.
+	UnknownAccounts []string
 }
 
 // Collector runs garbage collection. It is safe for concurrent use, though
@@ -249,6 +268,7 @@ func New(providers Providers, store Store, requeuer Requeuer, clk clock.Clock, l
 // listing is one provider's instances as ListByTag returned them.
 type listing struct {
 	typ       string
+	account   string
 	provider  provider.Provider
 	instances []provider.Instance
 	err       error
@@ -274,15 +294,23 @@ func (c *Collector) Run(ctx context.Context) (Report, error) {
 	// between the two reads would look like an orphan's owner that does not
 	// exist, and only the grace period would stand between its VM and a
 	// delete.
-	listings := c.list(ctx)
+	all := c.list(ctx)
 
 	var errs []error
-	report := Report{Providers: make([]Summary, len(listings))}
-	for i, l := range listings {
-		report.Providers[i] = Summary{Provider: l.typ, Scanned: len(l.instances), DryRun: c.opts.DryRun}
+	// The listings of providers; an error of the accounts' read has no
+	// provider, and no summary.
+	listings := make([]listing, 0, len(all))
+	for _, l := range all {
 		if l.err != nil {
 			errs = append(errs, l.err)
 		}
+		if l.typ != "" {
+			listings = append(listings, l)
+		}
+	}
+	report := Report{Providers: make([]Summary, len(listings))}
+	for i, l := range listings {
+		report.Providers[i] = Summary{Provider: l.typ, Account: l.account, Scanned: len(l.instances), DryRun: c.opts.DryRun}
 	}
 
 	uids, err := c.store.LiveUIDs(ctx)
@@ -293,6 +321,7 @@ func (c *Collector) Run(ctx context.Context) (Report, error) {
 		c.log.ErrorContext(ctx, "cannot read the live uids; no instance is collected this run", slog.Any("error", err))
 	} else {
 		report.Unconfigured = c.unconfigured(ctx, uids)
+		report.UnknownAccounts = c.unknownAccounts(ctx, all, uids)
 		var collectErr error
 		report.Refused, collectErr = c.collect(ctx, now, listings, uids, report.Providers)
 		errs = append(errs, collectErr)
@@ -319,6 +348,7 @@ func (c *Collector) Run(ctx context.Context) (Report, error) {
 	for _, s := range report.Providers {
 		c.log.InfoContext(ctx, "gc summary",
 			slog.String("provider", s.Provider),
+			slog.String("account", s.Account),
 			slog.Int("scanned", s.Scanned),
 			slog.Int("unowned", s.Unowned),
 			slog.Int("claimed", s.Claimed),

@@ -643,7 +643,7 @@ func TestSummaryLogLines(t *testing.T) {
 		}
 	}
 	want := []logLine{
-		{"severity": "INFO", "message": "gc summary", "provider": "mock", "scanned": 1.0, "unowned": 0.0, "claimed": 0.0, "tooYoung": 0.0,
+		{"severity": "INFO", "message": "gc summary", "provider": "mock", "account": "", "scanned": 1.0, "unowned": 0.0, "claimed": 0.0, "tooYoung": 0.0,
 			"noUID": 0.0, "orphaned": 1.0, "deleted": 1.0, "failed": 0.0, "dryRun": false, "refused": false,
 			"deployment": "egress", "gracePeriod": "10m0s"},
 		{"severity": "INFO", "message": "sweep summary", "stalled": 0.0, "drifted": 0.0, "requeued": 0.0, "failed": 0.0, "accessPull": 0.0, "costs": 0.0, "threshold": "2m0s"},

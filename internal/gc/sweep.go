@@ -64,20 +64,27 @@ func (c *Collector) sweep(ctx context.Context, now time.Time) (SweepSummary, err
 // per provider instead. A document that names no provider is judged only
 // when every provider was listed.
 func (c *Collector) drift(ctx context.Context, now time.Time, listings []listing, uids map[string]proxy.Claim) (int, int, error) {
-	states := make(map[string]provider.InstanceState)
-	listed := map[string]provider.Provider{}
+	// By uid, the states of the VMs each account's listing shows, and the
+	// same of every listing together, for a document that names no type.
+	type where struct{ typ, account string }
+	states := map[where]map[string]provider.InstanceState{}
+	anywhere := map[string]provider.InstanceState{}
+	listed := map[where]provider.Provider{}
 	complete := true
 	for _, l := range listings {
 		if l.err != nil {
 			complete = false
 			continue
 		}
-		listed[l.typ] = l.provider
+		w := where{l.typ, l.account}
+		listed[w] = l.provider
+		states[w] = map[string]provider.InstanceState{}
 		for _, inst := range l.instances {
 			// Another deployment's VM is never this document's, even with
 			// its uid; an unlabelled one may be (made before the label).
 			if inst.UID != "" && (inst.Deployment == "" || inst.Deployment == c.opts.Deployment) {
-				states[inst.UID] = inst.State
+				states[w][inst.UID] = inst.State
+				anywhere[inst.UID] = inst.State
 			}
 		}
 	}
@@ -97,8 +104,12 @@ func (c *Collector) drift(ctx context.Context, now time.Time, listings []listing
 		if claim.Provider == "" && !complete {
 			continue
 		}
+		vms := anywhere
 		if claim.Provider != "" {
-			p, ok := listed[claim.Provider]
+			// Judged against its own account's listing only: the VM lives
+			// there (status.account).
+			w := where{claim.Provider, claim.Account}
+			p, ok := listed[w]
 			if !ok {
 				continue
 			}
@@ -106,8 +117,9 @@ func (c *Collector) drift(ctx context.Context, now time.Time, listings []listing
 				unlisted[claim.Provider] = append(unlisted[claim.Provider], claim.ProviderID)
 				continue
 			}
+			vms = states[w]
 		}
-		if state, ok := states[uid]; !ok || state != provider.StateRunning {
+		if state, ok := vms[uid]; !ok || state != provider.StateRunning {
 			keys, reasons = append(keys, claim.Key), append(reasons, proxy.ReasonDrift)
 		} else if proxy.RotationDue(claim.MaxAge, claim.RotateRequestTime, claim.BootStart, now, claim.RotationWaitUntil) {
 			// Nothing else would look at a settled proxy whose VM reached

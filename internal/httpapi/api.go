@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"github.com/egress-proxies/egress/internal/account"
 	"io"
 	"log/slog"
 	"net/http"
@@ -40,6 +41,11 @@ type Store interface {
 	GetPool(ctx context.Context, name string) (*proxy.Pool, error)
 	ListPools(ctx context.Context, pageSize int, pageToken string) ([]*proxy.Pool, string, error)
 	RequestPoolDeletion(ctx context.Context, name string, now time.Time) (*proxy.Pool, error)
+
+	PutAccount(ctx context.Context, a account.Account, now time.Time) (*account.Account, error)
+	GetAccount(ctx context.Context, id string) (*account.Account, error)
+	ListAccounts(ctx context.Context) ([]account.Account, error)
+	DeleteAccount(ctx context.Context, id string) error
 }
 
 // Providers are the enabled provider types and their rules. *provider.Set
@@ -82,6 +88,10 @@ type Options struct {
 	DefaultProvider string
 	// Providers are the enabled provider types, with their rules.
 	Providers Providers
+	// AccountVars are, by provider type, the variables an account
+	// document may set (plugin.Plugin.PerAccount): what a PUT of an
+	// account is held to. Nil: none for every enabled type.
+	AccountVars map[string][]string
 	// Policy is what the operator allows of every spec.
 	Policy proxy.Policy
 	// Admins are the platform admins.

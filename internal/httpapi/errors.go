@@ -40,6 +40,8 @@ const (
 	ReasonPoolSizeInvalid        = "POOL_SIZE_INVALID"
 	ReasonPoolClaimsBoundInvalid = "POOL_CLAIMS_BOUND_INVALID"
 	ReasonPoolSpecTwice          = "POOL_SPEC_TWICE"
+	ReasonAccountNotFound        = "ACCOUNT_NOT_FOUND"
+	ReasonAccountInvalid         = "ACCOUNT_INVALID"
 	ReasonPageSizeInvalid        = "PAGE_SIZE_INVALID"
 	ReasonPageTokenInvalid       = "PAGE_TOKEN_INVALID"
 	ReasonMemberInvalid          = "MEMBER_INVALID"

@@ -111,6 +111,11 @@ func TestRoles(t *testing.T) {
 		{name: "GetPoolAbsent", reason: "an absent pool is 404 to an admin", route: "/v1/pools/{pool}", method: "GET", path: "/v1/pools/absent", want: adminsOnly(404)},
 		{name: "DeletePool", reason: "admins delete a pool", route: "/v1/pools/{pool}", method: "DELETE", path: "/v1/pools/warm", pooled: true, want: adminsOnly(202)},
 		{name: "DeletePoolAbsent", reason: "an absent pool is 404 to an admin", route: "/v1/pools/{pool}", method: "DELETE", path: "/v1/pools/absent", want: adminsOnly(404)},
+		{name: "PutAccount", reason: "the cloud accounts are the platform admins'", route: "/v1/accounts/{account}", method: "PUT", path: "/v1/accounts/second", body: `{"provider":"mock"}`, want: adminsOnly(201)},
+		{name: "PutAccountInvalid", reason: "an account of a provider not enabled", route: "/v1/accounts/{account}", method: "PUT", path: "/v1/accounts/second", body: `{"provider":"azure"}`, want: adminsOnly(400)},
+		{name: "ListAccounts", reason: "admins list the accounts", route: "/v1/accounts", method: "GET", path: "/v1/accounts", want: adminsOnly(200)},
+		{name: "GetAccountAbsent", reason: "an absent account is 404 to an admin", route: "/v1/accounts/{account}", method: "GET", path: "/v1/accounts/absent", want: adminsOnly(404)},
+		{name: "DeleteAccount", reason: "admins delete an account's document, idempotently", route: "/v1/accounts/{account}", method: "DELETE", path: "/v1/accounts/absent", want: adminsOnly(204)},
 	}
 
 	audited := map[string]bool{}

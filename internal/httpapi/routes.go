@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/egress-proxies/egress/internal/account"
 	"github.com/egress-proxies/egress/internal/proxy"
 	"github.com/egress-proxies/egress/internal/tenancy"
 )
@@ -47,6 +48,10 @@ var routes = []Route{
 	{Method: "PUT", Path: "/v1/pools/{pool}", Permission: tenancy.PutPool, Audited: true, handle: (*API).putPool},
 	{Method: "GET", Path: "/v1/pools/{pool}", Permission: tenancy.GetPool, handle: (*API).getPool},
 	{Method: "DELETE", Path: "/v1/pools/{pool}", Permission: tenancy.DeletePool, Audited: true, handle: (*API).deletePool},
+	{Method: "GET", Path: "/v1/accounts", Permission: tenancy.ListAccounts, handle: (*API).listAccounts},
+	{Method: "PUT", Path: "/v1/accounts/{account}", Permission: tenancy.PutAccount, Audited: true, handle: (*API).putAccount},
+	{Method: "GET", Path: "/v1/accounts/{account}", Permission: tenancy.GetAccount, handle: (*API).getAccount},
+	{Method: "DELETE", Path: "/v1/accounts/{account}", Permission: tenancy.DeleteAccount, Audited: true, handle: (*API).deleteAccount},
 }
 
 // OpenAPIPath is where the API serves its OpenAPI document, openapi.json,
@@ -174,7 +179,11 @@ func (a *API) dispatch(base string, rts []Route) http.HandlerFunc {
 // resourceName is the name of what a request acts on, from its path.
 func resourceName(r *http.Request) string {
 	ns, name := r.PathValue("namespace"), r.PathValue("name")
-	switch pool := r.PathValue("pool"); {
+	switch pool, acct := r.PathValue("pool"), r.PathValue("account"); {
+	case acct != "":
+		return account.Collection + "/" + acct
+	case strings.HasPrefix(r.URL.Path, "/v1/accounts"):
+		return account.Collection
 	case pool != "":
 		return proxy.PoolPath(pool)
 	case strings.HasPrefix(r.URL.Path, "/v1/pools"):

@@ -99,6 +99,14 @@ func (s providers) Get(_ context.Context, typ string) (provider.Provider, error)
 	return s.p, nil
 }
 
+// Account is Get's for the default account, and knows no other.
+func (s providers) Account(ctx context.Context, typ, id string) (provider.Provider, error) {
+	if id != "" {
+		return nil, errors.New("unknown account " + id)
+	}
+	return s.Get(ctx, typ)
+}
+
 func (s providers) Types() []string { return []string{mock.Type} }
 
 // queue keeps what runs publish.

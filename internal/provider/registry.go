@@ -146,11 +146,17 @@ type Set struct {
 	reg  *Registry
 	mu   sync.Mutex
 	made map[string]Provider
+	// accounts reads the settings of an account other than the default;
+	// nil: the set hands out the default account's providers only.
+	accounts AccountLookup
+	// byAccount are the providers of the accounts other than the
+	// default, made as made's are.
+	byAccount map[accountKey]Provider
 }
 
 // NewSet returns a Set over the registry's types.
 func NewSet(reg *Registry) *Set {
-	return &Set{reg: reg, made: map[string]Provider{}}
+	return &Set{reg: reg, made: map[string]Provider{}, byAccount: map[accountKey]Provider{}}
 }
 
 // Get returns the provider of type typ, constructing it the first time. A

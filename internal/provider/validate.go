@@ -87,6 +87,7 @@ func IPv6Prefix(bits int) Option { return func(r *registration) { r.ipv6Prefix =
 // registration is what the registry holds of a provider type.
 type registration struct {
 	ctor       Constructor
+	perAccount AccountConstructor
 	validate   Validator
 	inPlace    bool
 	ipv6Prefix int

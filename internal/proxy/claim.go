@@ -17,6 +17,10 @@ type Claim struct {
 	// PROVIDERS). ProviderID is the status's, for a provider whose listing
 	// covers only some of its providerIDs (provider.Scoped).
 	Provider, ProviderID string
+	// Account is the status's: the account the VM lives in ("" the
+	// default). The collector keeps an instance only for the claim of its
+	// own account.
+	Account string
 	// MaxAge is the spec's, RotateRequestTime the last rotate request's,
 	// and BootStart when the current VM was created: what RotationDue
 	// needs.

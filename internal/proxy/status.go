@@ -64,7 +64,12 @@ type Condition struct {
 type Status struct {
 	Phase      Phase  `json:"phase" firestore:"phase"`
 	ProviderID string `json:"providerID,omitempty" firestore:"providerID,omitempty"`
-	IP         string `json:"ip,omitempty" firestore:"ip,omitempty"`
+	// Account is the cloud account (package account) the VM lives in:
+	// placement's choice, written with the intent to create, before the
+	// VM exists, and the account whose provider every later call about
+	// the VM goes to. "" is the deployment's default account.
+	Account string `json:"account,omitempty" firestore:"account,omitempty"`
+	IP      string `json:"ip,omitempty" firestore:"ip,omitempty"`
 	// Endpoint is "ip:port", set once the proxy is Ready.
 	Endpoint string `json:"endpoint,omitempty" firestore:"endpoint,omitempty"`
 	// ProxyURL is http://USER:PASSWORD@ip:port, what a client configures.

@@ -3,6 +3,7 @@ package reconcile
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"time"
 
@@ -111,7 +112,18 @@ func (run *run) claim(ctx context.Context, retiring string, perHour int) (bool, 
 		return true, done, err
 	}
 	run.writes++
+	prevAccount := run.doc.Status.Account
 	run.doc = claimed
+	if claimed.Status.Account != prevAccount {
+		// The warm VM is in another account than the one this run's
+		// provider serves (a first VM only: rules.Claim keeps a rotation
+		// in its account).
+		prov, err := run.r.providers.Account(ctx, claimed.Spec.Provider, claimed.Status.Account)
+		if err != nil {
+			return true, done, fmt.Errorf("the provider of the claimed VM's account %q: %w", claimed.Status.Account, err)
+		}
+		run.prov = prov
+	}
 	run.log.InfoContext(ctx, "warm VM claimed", slog.String("pool", pool), slog.String("member", member.Name),
 		slog.String("providerID", claimed.Status.ProviderID), slog.String("retiring", retiring))
 	// The VM is given the proxy's configuration and uid now; the proxy

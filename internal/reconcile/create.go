@@ -35,6 +35,29 @@ func (run *run) create(ctx context.Context) (outcome, error) {
 	// Create of the same name adopts the VM instead of making another.
 	next := run.next()
 	next.Status.Phase = phase
+	if next.Reconciler.CreatePending != name && phase == proxy.PhaseCreating {
+		// A new attempt at a first VM chooses its account; the intent
+		// below records it before the VM exists, so a retry of the
+		// attempt, and every later call about its VM, goes to the same
+		// account. A replacement stays in its account (its static
+		// address lives there).
+		id, err := run.place(ctx)
+		switch {
+		case noHeadroom(err):
+			run.log.WarnContext(ctx, "no account has headroom; the sweep retries", slog.Any("error", err))
+			return run.retryLater(ctx, next, "NoAccountHeadroom", "No account has room for the proxy; retrying in a few minutes: "+err.Error())
+		case err != nil:
+			return run.providerError(ctx, "placing the proxy", err)
+		}
+		if id != next.Status.Account {
+			prov, err := run.r.providers.Account(ctx, p.Spec.Provider, id)
+			if err != nil {
+				return run.providerError(ctx, "placing the proxy"+inAccount(id), err)
+			}
+			run.prov = prov
+			next.Status.Account = id
+		}
+	}
 	if next.Reconciler.CreatePending != name {
 		// A new attempt, with a request id of its own: the provider's
 		// de-duplication (Compute ignores an id it has seen within the

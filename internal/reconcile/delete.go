@@ -21,12 +21,15 @@ func (run *run) deleting(ctx context.Context) (outcome, error) {
 	var prov provider.Provider
 	if id != "" || p.Reconciler.AddressID != "" || p.Reconciler.Retiring != "" {
 		var err error
-		prov, err = run.r.providers.Get(ctx, p.Spec.Provider)
+		// The VM's own account's provider: an account whose document is
+		// gone leaves the deletion waiting (and saying why), not the VM
+		// leaked, until an admin puts the document back.
+		prov, err = run.r.providers.Account(ctx, p.Spec.Provider, p.Status.Account)
 		if errors.Is(err, provider.ErrNotConfigured) {
 			return run.deleteLeavingVM(ctx, id, err)
 		}
 		if err != nil {
-			return run.deletionError(ctx, fmt.Errorf("provider %q is not available: %w", p.Spec.Provider, err))
+			return run.deletionError(ctx, fmt.Errorf("provider %q is not available%s: %w", p.Spec.Provider, inAccount(p.Status.Account), err))
 		}
 	}
 	if !run.deleteSent {

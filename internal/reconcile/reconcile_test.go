@@ -79,6 +79,14 @@ func (s providers) Get(_ context.Context, typ string) (provider.Provider, error)
 	return s.p, nil
 }
 
+// Account is Get's for the default account, and knows no other.
+func (s providers) Account(ctx context.Context, typ, id string) (provider.Provider, error) {
+	if id != "" {
+		return nil, errors.New("unknown account " + id)
+	}
+	return s.Get(ctx, typ)
+}
+
 // queue is proxy-reconcile: what runs publish (hand-offs) and what VMs
 // publish (call-homes).
 type queue struct {

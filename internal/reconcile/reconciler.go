@@ -38,10 +38,14 @@ type Store interface {
 	UpdateStatusCounted(ctx context.Context, p *proxy.Proxy, at time.Time, perHour int) (time.Time, error)
 }
 
-// Providers hands out the provider of a spec's type. *provider.Set
-// satisfies it.
+// Providers hands out the provider of a spec's type in an account.
+// *provider.Set satisfies it.
 type Providers interface {
 	Get(ctx context.Context, typ string) (provider.Provider, error)
+	// Account is the provider of type typ in account id ("": the
+	// deployment's default, Get's): the one every call about a VM of
+	// that account goes to.
+	Account(ctx context.Context, typ, id string) (provider.Provider, error)
 }
 
 // Requeuer asks for another run of a document. *queue.Publisher satisfies
@@ -137,6 +141,9 @@ type Options struct {
 	// Bootstrap renders the startup script of specs that bring no
 	// cloud-init of their own. Nil sends none.
 	Bootstrap BootstrapFunc
+	// Accounts are the cloud accounts placement chooses among for a new
+	// proxy (place.go); nil places every proxy in the default account.
+	Accounts Accounts
 	// Rand draws the jitter; nil uses a random source.
 	Rand *rand.Rand
 	// Holders draws the runs' lease holders, the name a run writes in
@@ -367,14 +374,14 @@ func (run *run) step(ctx context.Context) (outcome, error) {
 			return done, nil
 		}
 	}
-	prov, err := run.r.providers.Get(ctx, p.Spec.Provider)
+	prov, err := run.r.providers.Account(ctx, p.Spec.Provider, p.Status.Account)
 	if err != nil {
 		if p.Status.Phase == proxy.PhaseFailed {
 			// Keep the reason it failed for; the sweep comes back for the VM.
 			run.log.WarnContext(ctx, "provider not available; the failed proxy's instance waits", slog.String("providerID", p.Status.ProviderID), slog.Any("error", err))
 			return done, nil
 		}
-		return run.fail(ctx, "ProviderUnavailable", fmt.Sprintf("provider %q is not available: %v", p.Spec.Provider, err))
+		return run.fail(ctx, "ProviderUnavailable", fmt.Sprintf("provider %q is not available%s: %v", p.Spec.Provider, inAccount(p.Status.Account), err))
 	}
 	run.prov = prov
 	switch {
@@ -413,4 +420,12 @@ func (r *Reconciler) newHolder() string {
 		_, _ = cryptorand.Read(b[:])
 	}
 	return hex.EncodeToString(b[:])
+}
+
+// inAccount names an account other than the default in a message.
+func inAccount(id string) string {
+	if id == "" {
+		return ""
+	}
+	return fmt.Sprintf(" in account %q", id)
 }

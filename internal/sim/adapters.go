@@ -470,6 +470,15 @@ func (s simProviders) Get(_ context.Context, typ string) (provider.Provider, err
 	return s.p, nil
 }
 
+// Account is Get's provider for the default account; the simulation's
+// worlds have no other account.
+func (s simProviders) Account(ctx context.Context, typ, id string) (provider.Provider, error) {
+	if id != "" {
+		return nil, fmt.Errorf("simulation: account %q of %q: %w", id, typ, provider.ErrNoAccount)
+	}
+	return s.Get(ctx, typ)
+}
+
 // Types are the clouds' types and the mock's, sorted, as a registry
 // lists them.
 func (s simProviders) Types() []string {

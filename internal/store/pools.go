@@ -133,11 +133,18 @@ func wrapPool(name, doing string, err error) error {
 	case errors.As(err, &fe), errors.Is(err, proxy.ErrBeingDeleted), errors.Is(err, proxy.ErrInvalidPageToken):
 		return fmt.Errorf("%s %s: %w", doing, proxy.PoolPath(name), err)
 	}
+	return wrapCode(proxy.PoolPath(name), doing, err)
+}
+
+// wrapCode names the document at path and maps Firestore's codes to the
+// domain errors: NotFound to proxy.ErrNotFound, a lost precondition or
+// race to proxy.ErrConflict.
+func wrapCode(path, doing string, err error) error {
 	switch status.Code(err) {
 	case codes.NotFound:
-		return fmt.Errorf("%s %s: %w (%w)", doing, proxy.PoolPath(name), proxy.ErrNotFound, err)
+		return fmt.Errorf("%s %s: %w (%w)", doing, path, proxy.ErrNotFound, err)
 	case codes.AlreadyExists, codes.FailedPrecondition, codes.Aborted:
-		return fmt.Errorf("%s %s: %w (%w)", doing, proxy.PoolPath(name), proxy.ErrConflict, err)
+		return fmt.Errorf("%s %s: %w (%w)", doing, path, proxy.ErrConflict, err)
 	}
-	return fmt.Errorf("%s %s: %w", doing, proxy.PoolPath(name), err)
+	return fmt.Errorf("%s %s: %w", doing, path, err)
 }

@@ -20,6 +20,7 @@ var (
 	phasePath        = firestore.FieldPath{"status", "phase"}
 	providerPath     = firestore.FieldPath{"spec", "provider"}
 	providerIDPath   = firestore.FieldPath{"status", "providerID"}
+	claimAccountPath = firestore.FieldPath{"status", "account"}
 	maxAgePath       = firestore.FieldPath{"spec", "maxAge"}
 	rotatePath       = firestore.FieldPath{"rotateRequestTime"}
 	bootStartPath    = firestore.FieldPath{"reconciler", "bootStart"}
@@ -31,7 +32,7 @@ var (
 	costToDatePath   = firestore.FieldPath{"status", "cost", "monthToDate", "nanos"}
 	costForecastPath = firestore.FieldPath{"status", "cost", "forecast", "nanos"}
 	costUnknownPath  = firestore.FieldPath{"status", "cost", "unknown"}
-	liveFields       = []firestore.FieldPath{uidPath, phasePath, providerPath, providerIDPath, maxAgePath, rotatePath, bootStartPath, rotationWaitPath, claimedByUIDPth,
+	liveFields       = []firestore.FieldPath{uidPath, phasePath, providerPath, providerIDPath, claimAccountPath, maxAgePath, rotatePath, bootStartPath, rotationWaitPath, claimedByUIDPth,
 		costMonthPath, costCurrencyPath, costAsOfPath, costToDatePath, costForecastPath, costUnknownPath}
 )
 
@@ -67,6 +68,7 @@ func (s *Store) LiveUIDs(ctx context.Context) (map[string]proxy.Claim, error) {
 		claim.Phase = proxy.Phase(shared.of(stringAt(snap, phasePath)))
 		claim.Provider = shared.of(stringAt(snap, providerPath))
 		claim.ProviderID = stringAt(snap, providerIDPath)
+		claim.Account = shared.of(stringAt(snap, claimAccountPath))
 		claim.MaxAge = shared.of(stringAt(snap, maxAgePath))
 		if v, err := snap.DataAtPath(rotatePath); err == nil {
 			if t, ok := v.(time.Time); ok {

@@ -41,6 +41,14 @@ const (
 	GetPool    Permission = "pools.get"
 	PutPool    Permission = "pools.put"
 	DeletePool Permission = "pools.delete"
+
+	// The cloud accounts (package account) are the platform's too: what
+	// an account sets names a project, a token's secret or a role of the
+	// deployment's, so only platform admins read and write them.
+	ListAccounts  Permission = "accounts.list"
+	GetAccount    Permission = "accounts.get"
+	PutAccount    Permission = "accounts.put"
+	DeleteAccount Permission = "accounts.delete"
 )
 
 // Permissions is who may do what: the least role that grants each
@@ -78,6 +86,11 @@ var Permissions = map[Permission]Role{
 	GetPool:    "",
 	PutPool:    "",
 	DeletePool: "",
+
+	ListAccounts:  "",
+	GetAccount:    "",
+	PutAccount:    "",
+	DeleteAccount: "",
 }
 
 // Allowed reports whether a caller with role in a namespace ("" for none),

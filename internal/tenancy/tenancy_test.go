@@ -33,6 +33,11 @@ func TestAllowed(t *testing.T) {
 		tenancy.GetPool:    {true, false, false, false, false},
 		tenancy.PutPool:    {true, false, false, false, false},
 		tenancy.DeletePool: {true, false, false, false, false},
+		// So are the cloud accounts.
+		tenancy.ListAccounts:  {true, false, false, false, false},
+		tenancy.GetAccount:    {true, false, false, false, false},
+		tenancy.PutAccount:    {true, false, false, false, false},
+		tenancy.DeleteAccount: {true, false, false, false, false},
 		// Credentials are the editors' and owners': an admin outside sees
 		// none, and a viewer reads the proxy without them.
 		tenancy.ReadProxyURL: {false, true, true, false, false},

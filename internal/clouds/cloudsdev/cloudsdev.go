@@ -67,3 +67,10 @@ func Stacks() []providerstack.Cloud {
 	}
 	return out
 }
+
+// Accounts are the clouds' parts of the local stack's test of several
+// accounts of one cloud (issue 48), in internal/clouds.All's order: from
+// each plugin that names one (plugin.Plugin.AccountsStack).
+func Accounts() []providerstack.Accounts {
+	return slices.Clone(accountsListed)
+}

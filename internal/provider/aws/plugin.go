@@ -93,7 +93,7 @@ var vars = []plugin.Var{
 	{Name: "AWS_ALLOWED_IMAGES", Default: strings.Join(DefaultAllowedImages, ","), Readers: plugin.ReadByAPI,
 		Meaning: "the images a placement may name, comma-separated: a Debian release (debian-13, debian-12), which each region resolves to Debian's newest official amd64 AMI (owner 136693071363), or an AMI id (one region's); it must hold debian-13, the image of a placement that names none"},
 
-	{Name: "AWS_EC2_ENDPOINT", Readers: plugin.ReadByCallers, Local: true,
+	{Name: "AWS_EC2_ENDPOINT", PerAccount: true, Readers: plugin.ReadByCallers, Local: true,
 		Meaning: "an EC2 API to use instead of AWS's, for every region: tests against a fake only; without AWS_ROLE_ARN the provider signs with the key `" + LocalAccessKey + "`, which no account has",
 		Check:   plugin.LoopbackURL("http://127.0.0.1:PORT")},
 	{Name: "AWS_PRICING_ENDPOINT", Readers: plugin.ReadByCallers, Local: true,
@@ -102,7 +102,7 @@ var vars = []plugin.Var{
 	{Name: "AWS_STS_ENDPOINT", Readers: plugin.ReadByCallers, Local: true,
 		Meaning: "an STS API to use instead of AWS's for the exchange of the ID token: tests against a fake only",
 		Check:   plugin.LoopbackURL("http://127.0.0.1:PORT")},
-	{Name: "AWS_ROLE_ARN", Readers: plugin.ReadByCallers,
+	{Name: "AWS_ROLE_ARN", PerAccount: true, Readers: plugin.ReadByCallers,
 		Meaning: "the AWS role the two functions that call EC2 assume, `arn:aws:iam::ACCOUNT:role/NAME` (Terraform's aws module makes it): each exchanges its Google ID token for AWS_AUDIENCE with STS AssumeRoleWithWebIdentity for the role's credentials, which last an hour; no AWS key is in any variable, secret, log line or document",
 		Check: func(v string, s plugin.Settings) error {
 			switch {

@@ -113,7 +113,7 @@ var vars = []plugin.Var{
 	{Name: "AZURE_IMAGES", Default: strings.Join(DefaultAllowedImages, ","), Readers: plugin.ReadByAPI,
 		Meaning: "the Marketplace images a placement may name, by URN PUBLISHER:OFFER:SKU:VERSION, comma-separated; it must hold " + DefaultImage + " (Debian 13, Generation 2), the image of a placement that names none"},
 
-	{Name: "AZURE_ENDPOINT", Readers: plugin.ReadByCallers, Local: true,
+	{Name: "AZURE_ENDPOINT", PerAccount: true, Readers: plugin.ReadByCallers, Local: true,
 		Meaning: "an Azure Resource Manager to use instead of Azure's: tests against a fake only; without AZURE_AUTHORITY_HOST the provider sends it the token `" + LocalToken + "`, which no account has",
 		Check:   loopback("https://127.0.0.1:PORT")},
 	{Name: "AZURE_PRICES_ENDPOINT", Readers: plugin.ReadByCallers, Local: true,
@@ -122,10 +122,10 @@ var vars = []plugin.Var{
 	{Name: "AZURE_AUTHORITY_HOST", Readers: plugin.ReadByCallers, Local: true,
 		Meaning: "a Microsoft Entra ID authority host to use instead of Azure's for the exchange of the ID token (a fake's token endpoint): tests against a fake only",
 		Check:   loopback("https://127.0.0.1:PORT/")},
-	{Name: "AZURE_SUBSCRIPTION_ID", Readers: plugin.ReadByCallers,
+	{Name: "AZURE_SUBSCRIPTION_ID", PerAccount: true, Readers: plugin.ReadByCallers,
 		Meaning: "the Azure subscription the VMs are made in",
 		Check:   requiredUUID("00000000-0000-0000-0000-000000000000")},
-	{Name: "AZURE_RESOURCE_GROUP", Readers: plugin.ReadByCallers,
+	{Name: "AZURE_RESOURCE_GROUP", PerAccount: true, Readers: plugin.ReadByCallers,
 		Meaning: "the resource group every VM, NIC and public IP is made in and listed from (Terraform's azure module makes it, and scopes the functions' role to it)",
 		Check: func(v string, _ plugin.Settings) error {
 			if !groupRE.MatchString(v) || strings.HasSuffix(v, ".") {
@@ -133,7 +133,7 @@ var vars = []plugin.Var{
 			}
 			return nil
 		}},
-	{Name: "AZURE_SUBNET_IDS", Readers: plugin.ReadByCallers,
+	{Name: "AZURE_SUBNET_IDS", PerAccount: true, Readers: plugin.ReadByCallers,
 		Meaning: "the subnet of each allowed location, `location=/subscriptions/…/virtualNetworks/V/subnets/NAME` pairs, comma-separated: a VM's NIC joins its location's, whose network security group opens the proxy ports (Terraform's azure module makes them and writes this)",
 		Check: func(v string, s plugin.Settings) error {
 			subnets, err := ParseSubnets(plugin.SplitList(v))

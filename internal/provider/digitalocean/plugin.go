@@ -101,10 +101,10 @@ var vars = []plugin.Var{
 	{Name: "DIGITALOCEAN_ALLOWED_IMAGES", Default: strings.Join(DefaultAllowedImages, ","), Readers: plugin.ReadByAPI,
 		Meaning: "the DigitalOcean images a placement may name, comma-separated; it must hold " + DefaultImage + ", the image of a placement that names none"},
 
-	{Name: "DIGITALOCEAN_ENDPOINT", Readers: plugin.ReadByCallers, Local: true,
+	{Name: "DIGITALOCEAN_ENDPOINT", PerAccount: true, Readers: plugin.ReadByCallers, Local: true,
 		Meaning: "a DigitalOcean API to use instead of DigitalOcean's, sent the token `" + LocalToken + "` and no other: tests against a fake only",
 		Check:   plugin.LoopbackURL("http://127.0.0.1:PORT/")},
-	{Name: "DIGITALOCEAN_TOKEN_SECRET", Readers: plugin.ReadByCallers,
+	{Name: "DIGITALOCEAN_TOKEN_SECRET", PerAccount: true, Readers: plugin.ReadByCallers,
 		Meaning: "the Secret Manager version that holds the DigitalOcean API token (custom scopes: droplet, reserved_ip, firewall and tag, account read), `projects/P/secrets/S/versions/latest`; the two functions that call DigitalOcean read it when they first do, and no environment variable, log line or document holds the token (Terraform makes the secret, you add its version)",
 		Check: func(v string, s plugin.Settings) error {
 			if v == "" && s.Get("DIGITALOCEAN_ENDPOINT") == "" {

@@ -30,10 +30,9 @@ func (c claims) Stalled(context.Context, time.Time, int) ([]proxy.Key, error) {
 }
 
 // oneGCP is the gcp provider as the collector's only configured provider.
-type oneGCP struct{ p provider.Provider }
+type oneGCP struct{ gcpProviders }
 
-func (o oneGCP) Types() []string                                        { return []string{gcp.Type} }
-func (o oneGCP) Get(context.Context, string) (provider.Provider, error) { return o.p, nil }
+func (o oneGCP) Types() []string { return []string{gcp.Type} }
 
 // TestTwoDeploymentsInOneProject: two deployments' providers and
 // collectors over one Compute project (the fake), each with its own
@@ -97,7 +96,7 @@ func TestTwoDeploymentsInOneProject(t *testing.T) {
 
 	for _, name := range []string{"production", "staging"} {
 		d := deployments[name]
-		c := gc.New(oneGCP{d.p}, d.claims, noQueue{}, clk, slog.New(slog.DiscardHandler), gc.Options{Deployment: name})
+		c := gc.New(oneGCP{gcpProviders{d.p}}, d.claims, noQueue{}, clk, slog.New(slog.DiscardHandler), gc.Options{Deployment: name})
 		report, err := c.Run(ctx)
 		if err != nil {
 			t.Fatalf("deployment %s: %v", name, err)

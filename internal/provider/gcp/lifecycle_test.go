@@ -46,6 +46,15 @@ type gcpProviders struct{ p provider.Provider }
 
 func (g gcpProviders) Get(context.Context, string) (provider.Provider, error) { return g.p, nil }
 
+// Account is the one project's provider for the default account, and
+// knows no other.
+func (g gcpProviders) Account(_ context.Context, _, id string) (provider.Provider, error) {
+	if id != "" {
+		return nil, provider.ErrNoAccount
+	}
+	return g.p, nil
+}
+
 type noQueue struct{}
 
 func (noQueue) Publish(context.Context, proxy.ReconcileMessage) error { return nil }

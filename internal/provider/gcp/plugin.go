@@ -45,6 +45,8 @@ var Plugin = plugin.Plugin{
 	APIs:   []plugin.API{{Name: "Compute Engine API v1", Module: "cloud.google.com/go/compute"}},
 	// The deployment's own module: its IAM table is deploy/iam.go's.
 	Terraform: plugin.Terraform{},
+	// Two projects in the local stack's test of several accounts.
+	AccountsStack: "github.com/egress-proxies/egress/internal/provider/gcp/gcpaccounts",
 	// No Dev: the simulation's base provider, the mock, calls home and
 	// changes in place as Compute Engine's VMs do, and make bench's pool
 	// phase times Compute Engine's PATCH through the local stack's mock
@@ -74,7 +76,7 @@ var vars = []plugin.Var{
 	{Name: "GCP_ALLOWED_IMAGES", Default: strings.Join(DefaultAllowedImages, ","), Readers: plugin.ReadByAPI,
 		Meaning: "the images a placement may name, comma-separated: `projects/P/global/images/NAME`, `…/images/family/F` or `…/images/*`; it must allow the Debian 13 family, the image of a placement that names none"},
 
-	{Name: "GCP_PROJECT", DefaultDoc: "`GOOGLE_CLOUD_PROJECT`", Readers: plugin.ReadByCallers,
+	{Name: "GCP_PROJECT", PerAccount: true, DefaultDoc: "`GOOGLE_CLOUD_PROJECT`", Readers: plugin.ReadByCallers,
 		Meaning: "where VMs are made"},
 	{Name: "GCP_NETWORK", Default: DefaultNetwork, Readers: plugin.ReadByCallers,
 		Meaning: "the VPC network", Check: gceName},
@@ -132,7 +134,7 @@ var vars = []plugin.Var{
 			}
 			return nil
 		}},
-	{Name: "GCP_COMPUTE_ENDPOINT", Readers: plugin.ReadByCallers, Local: true,
+	{Name: "GCP_COMPUTE_ENDPOINT", PerAccount: true, Readers: plugin.ReadByCallers, Local: true,
 		Meaning: "a Compute API to use instead of Google's, without credentials: tests against a fake only"},
 	{Name: "GCP_BILLING_ENDPOINT", Readers: plugin.ReadByCallers, Local: true,
 		Meaning: "a Cloud Billing Catalog API to use instead of Google's, without credentials, for the daily price refresh: tests against a fake only",

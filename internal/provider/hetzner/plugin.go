@@ -81,10 +81,10 @@ var vars = []plugin.Var{
 	{Name: "HETZNER_ALLOWED_IMAGES", Default: strings.Join(DefaultAllowedImages, ","), Readers: plugin.ReadByAPI,
 		Meaning: "the Hetzner images a placement may name, comma-separated; it must hold debian-13, the image of a placement that names none"},
 
-	{Name: "HETZNER_ENDPOINT", Readers: plugin.ReadByCallers, Local: true,
+	{Name: "HETZNER_ENDPOINT", PerAccount: true, Readers: plugin.ReadByCallers, Local: true,
 		Meaning: "a Hetzner Cloud API to use instead of Hetzner's, sent the token `" + LocalToken + "` and no other: tests against a fake only",
 		Check:   plugin.LoopbackURL("http://127.0.0.1:PORT/v1")},
-	{Name: "HETZNER_TOKEN_SECRET", Readers: plugin.ReadByCallers,
+	{Name: "HETZNER_TOKEN_SECRET", PerAccount: true, Readers: plugin.ReadByCallers,
 		Meaning: "the Secret Manager version that holds the Hetzner Cloud API token (read & write), `projects/P/secrets/S/versions/latest`; the two functions that call Hetzner read it when they first do, and no environment variable, log line or document holds the token (Terraform makes the secret, you add its version)",
 		Check: func(v string, s plugin.Settings) error {
 			if v == "" && s.Get("HETZNER_ENDPOINT") == "" {

@@ -137,6 +137,14 @@ type Plugin struct {
 	// simulated, benchmarked nor in the stack's test over a fake of its
 	// own (Compute Engine's).
 	Dev string
+	// AccountsStack is the import path of the cloud's package for the
+	// local stack's test of several accounts of one cloud
+	// (internal/provider/TYPE/TYPEaccounts), whose package name is the
+	// path's last element and which declares Stack, a
+	// providerstack.Accounts (two fakes, one per account, and a flow over
+	// both). `make docs` (dev/gendocs) writes internal/clouds/cloudsdev's
+	// list of them from it. "" is none.
+	AccountsStack string
 	// VM is the import path of the cloud's VM-side package
 	// (internal/provider/TYPE/TYPEvm), whose package name is the path's
 	// last element and which declares Follower, the agent.Follower that

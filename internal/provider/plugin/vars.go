@@ -45,12 +45,44 @@ type Var struct {
 	Local bool
 	// Required variables have no default; unset, they stop the start-up.
 	Required bool
+	// PerAccount marks a variable an account document (internal/account)
+	// may set for its own provider, over the deployment's value: what
+	// names the account to the cloud (a project, a token's secret, a
+	// role, a subscription) and what lives inside it. Every other
+	// variable is the deployment's, the same in every account, and an
+	// account that sets one is refused.
+	PerAccount bool
 	// Check refuses a value (the default, when the variable is unset):
 	// read holds the cloud's variables loaded before this one. Its error
 	// says what is wrong with the value, in words that follow the
 	// variable's name and value ("is not a loopback URL …"); the loader
 	// adds both. Nil accepts any value.
 	Check func(value string, read Settings) error
+}
+
+// PerAccount is the names of p's variables an account may set
+// (Var.PerAccount), in declaration order.
+func (p Plugin) PerAccount() []string {
+	var names []string
+	for _, v := range p.Vars {
+		if v.PerAccount {
+			names = append(names, v.Name)
+		}
+	}
+	return names
+}
+
+// Over is s with overrides set over it, as a new Settings: an account's
+// settings over the deployment's. s is not changed.
+func (s Settings) Over(overrides map[string]string) Settings {
+	out := make(Settings, len(s)+len(overrides))
+	for k, v := range s {
+		out[k] = v
+	}
+	for k, v := range overrides {
+		out[k] = v
+	}
+	return out
 }
 
 // Settings are a cloud's variables as the process read them, by name:

@@ -119,11 +119,20 @@ func Claim(p, member *proxy.Proxy, now time.Time) error {
 	if p.DeleteRequestTime != nil {
 		return fmt.Errorf("%s: %w", p.Key(), proxy.ErrBeingDeleted)
 	}
+	if p.Reconciler.Retiring != "" && member.Status.Account != p.Status.Account {
+		// The VM a make-before-break rotation retires is deleted through
+		// the proxy's account once the new one serves: a rotation stays
+		// in its account, and breaks before it makes rather than take a
+		// warm VM of another.
+		return fmt.Errorf("%s: %w in its account: the pool's warm VM %s is in account %q, the VM it would retire in %q", p.Key(), proxy.ErrNoWarmVM, member.Status.ProviderID, member.Status.Account, p.Status.Account)
+	}
 	member.ClaimedBy = &proxy.ClaimRef{Namespace: p.Namespace, Name: p.Name, UID: p.UID, Time: now}
 	member.Status.Message = "VM claimed by " + p.Key().Path() + "."
 	s := &p.Status
 	s.ProviderID, s.IP, s.IPv6, s.Zone, s.State = member.Status.ProviderID, member.Status.IP, member.Status.IPv6, member.Status.Zone, member.Status.State
 	s.IPv6Prefix = member.Status.IPv6Prefix
+	// The VM lives in the member's account, and so does the proxy now.
+	s.Account = member.Status.Account
 	s.Endpoint = ""
 	s.Phase = proxy.PhaseProvisioning
 	b := &p.Reconciler

@@ -18,7 +18,7 @@ func (s *Store) LiveUIDs(context.Context) (map[string]proxy.Claim, error) {
 	for k, d := range s.docs {
 		s.visits++
 		s.reads++
-		c := proxy.Claim{Key: k, Phase: d.Status.Phase, Provider: d.Spec.Provider, ProviderID: d.Status.ProviderID,
+		c := proxy.Claim{Key: k, Phase: d.Status.Phase, Provider: d.Spec.Provider, ProviderID: d.Status.ProviderID, Account: d.Status.Account,
 			MaxAge: d.Spec.MaxAge, BootStart: d.Reconciler.BootStart, Claimed: d.ClaimedBy != nil,
 			RotateRequestTime: copyTime(d.RotateRequestTime), RotationWaitUntil: copyTime(d.Status.RotationWaitUntil), Cost: proxy.ClaimCostOf(d.Status.Cost)}
 		uids[d.UID] = c

@@ -18,6 +18,7 @@ package storefake
 import (
 	"context"
 	"fmt"
+	"github.com/egress-proxies/egress/internal/account"
 	"slices"
 	"sync"
 	"time"
@@ -52,6 +53,7 @@ type Store struct {
 	visits     int
 	namespaces map[string]*tenancy.Namespace
 	pools      map[string]*proxy.Pool
+	accounts   map[string]account.Account
 	last       time.Time
 	watch      func(Change)
 	writes     int

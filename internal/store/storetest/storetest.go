@@ -9,6 +9,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/egress-proxies/egress/internal/account"
 	"sort"
 	"sync"
 	"testing"
@@ -49,6 +50,12 @@ type Store interface {
 	GetPool(ctx context.Context, name string) (*proxy.Pool, error)
 	ListPools(ctx context.Context, pageSize int, pageToken string) ([]*proxy.Pool, string, error)
 	RequestPoolDeletion(ctx context.Context, name string, now time.Time) (*proxy.Pool, error)
+
+	PutAccount(ctx context.Context, a account.Account, now time.Time) (*account.Account, error)
+	GetAccount(ctx context.Context, id string) (*account.Account, error)
+	ListAccounts(ctx context.Context) ([]account.Account, error)
+	DeleteAccount(ctx context.Context, id string) error
+	CountPlaced(ctx context.Context, typ, id, region string) (int, error)
 }
 
 // Run runs the contract against stores made by newStore, one empty store
@@ -78,6 +85,8 @@ func Run(t *testing.T, newStore func(t *testing.T) Store) {
 	t.Run("PoolClaim", func(t *testing.T) { testClaim(t, pools(t, newStore(t))) })
 	t.Run("PoolClaimBounds", func(t *testing.T) { testClaimBounds(t, pools(t, newStore(t))) })
 	t.Run("PoolDocuments", func(t *testing.T) { testPoolDocuments(t, pools(t, newStore(t))) })
+	t.Run("Accounts", func(t *testing.T) { testAccounts(t, newStore(t)) })
+	t.Run("CountPlaced", func(t *testing.T) { testCountPlaced(t, newStore(t)) })
 }
 
 var base = time.Date(2026, 12, 2, 9, 0, 0, 0, time.UTC)
