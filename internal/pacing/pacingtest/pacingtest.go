@@ -27,8 +27,17 @@ const Instances = 6
 func Run(t *testing.T, newStore func(t *testing.T) pacing.Store) {
 	t.Run("Shards", func(t *testing.T) { shards(t, newStore) })
 	t.Run("NoLostUpdate", func(t *testing.T) { noLostUpdate(t, newStore(t)) })
-	t.Run("WindowsFillAndHold", func(t *testing.T) { windowsFillAndHold(t, newStore(t)) })
-	t.Run("CostsNeverOverfill", func(t *testing.T) { costsNeverOverfill(t, newStore(t)) })
+	t.Run("WindowsFillAndHold", func(t *testing.T) { WindowsFillAndHold(t, same(newStore(t))) })
+	t.Run("CostsNeverOverfill", func(t *testing.T) { costsNeverOverfill(t, same(newStore(t))) })
+}
+
+// same is Instances times s: instances of one process.
+func same(s pacing.Store) []pacing.Store {
+	out := make([]pacing.Store, Instances)
+	for i := range out {
+		out[i] = s
+	}
+	return out
 }
 
 // shards: a shard reads as written, a change that writes nothing leaves
@@ -107,18 +116,19 @@ func noLostUpdate(t *testing.T, s pacing.Store) {
 // t0 is the start of a minute: window starts are aligned to the epoch.
 var t0 = time.Date(2026, 12, 7, 20, 0, 0, 0, time.UTC)
 
-// windowsFillAndHold: Instances instances, each with its own pacer over
-// the store, reserve one call at a time at a scaled-down rate (24 a
+// WindowsFillAndHold: Instances instances, each with its own pacer over
+// its store of the one database (stores, Instances of them: one store
+// shared, or one client each as the fleet's processes have), reserve one call at a time at a scaled-down rate (24 a
 // minute in 4 shards), every slot of 3 windows near, until the budget
 // turns each away: every window holds exactly the rate, never more, and
 // each instance is turned away once.
-func windowsFillAndHold(t *testing.T, s pacing.Store) {
+func WindowsFillAndHold(t *testing.T, stores []pacing.Store) {
 	rate := pacing.Rate{Calls: 24, Window: time.Minute}
 	opts := pacing.Options{Shards: 4, MaxAhead: 2, Near: 3 * time.Minute}
-	booked, refused := reserveUntilFull(t, s, rate, opts, 1)
+	booked, refused := reserveUntilFull(t, stores, rate, opts, 1)
 	cur := t0.UnixNano() / int64(time.Minute)
 	want := map[int64]int{cur: 24, cur + 1: 24, cur + 2: 24}
-	if diff := cmp.Diff(want, windows(t, s, pacing.Key{Type: "gcp"}, opts.Shards)); diff != "" {
+	if diff := cmp.Diff(want, windows(t, stores[0], pacing.Key{Type: "gcp"}, opts.Shards)); diff != "" {
 		t.Errorf("calls booked by window over all shards (-want +got):\n%s", diff)
 	}
 	if booked != 72 || refused != Instances {
@@ -128,13 +138,13 @@ func windowsFillAndHold(t *testing.T, s pacing.Store) {
 
 // costsNeverOverfill: calls of cost 3 in shares of 10 (30 a minute in 3
 // shards) book 9 of each share, never the 10th and past it.
-func costsNeverOverfill(t *testing.T, s pacing.Store) {
+func costsNeverOverfill(t *testing.T, stores []pacing.Store) {
 	rate := pacing.Rate{Calls: 30, Window: time.Minute}
 	opts := pacing.Options{Shards: 3, MaxAhead: 1, Near: 2 * time.Minute}
-	booked, _ := reserveUntilFull(t, s, rate, opts, 3)
+	booked, _ := reserveUntilFull(t, stores, rate, opts, 3)
 	cur := t0.UnixNano() / int64(time.Minute)
 	want := map[int64]int{cur: 27, cur + 1: 27}
-	if diff := cmp.Diff(want, windows(t, s, pacing.Key{Type: "gcp"}, opts.Shards)); diff != "" {
+	if diff := cmp.Diff(want, windows(t, stores[0], pacing.Key{Type: "gcp"}, opts.Shards)); diff != "" {
 		t.Errorf("calls booked by window over all shards (-want +got):\n%s", diff)
 	}
 	if booked != 18 {
@@ -144,7 +154,7 @@ func costsNeverOverfill(t *testing.T, s pacing.Store) {
 
 // reserveUntilFull plays Instances instances reserving cost calls until
 // each is turned away, and counts the bookings and the refusals.
-func reserveUntilFull(t *testing.T, s pacing.Store, rate pacing.Rate, opts pacing.Options, cost int) (booked, refused int) {
+func reserveUntilFull(t *testing.T, stores []pacing.Store, rate pacing.Rate, opts pacing.Options, cost int) (booked, refused int) {
 	t.Helper()
 	clk := clock.NewFake(t0)
 	var (
@@ -154,7 +164,7 @@ func reserveUntilFull(t *testing.T, s pacing.Store, rate pacing.Rate, opts pacin
 	)
 	for i := range Instances {
 		opts.Seed = uint64(i + 1)
-		p, err := pacing.New(s, pacing.Key{Type: "gcp"}, rate, clk, opts)
+		p, err := pacing.New(stores[i], pacing.Key{Type: "gcp"}, rate, clk, opts)
 		if err != nil {
 			t.Fatal(err)
 		}
