@@ -27,7 +27,17 @@ func (c *Collector) list(ctx context.Context) []listing {
 			out[i].provider = p
 			out[i].instances, err = p.ListByTag(ctx)
 		}
-		if err != nil {
+		switch {
+		case provider.KindOf(err) == provider.KindRateLimited:
+			// The account's budget queued the listing, or the cloud
+			// refused it for its rate limit: nothing is wrong, the
+			// listing waits its turn, and the tick's redelivery or the
+			// next tick lists again.
+			out[i].instances = nil
+			out[i].err = &waiting{typ: typ, err: err}
+			c.log.WarnContext(ctx, "listing waits its turn under the account's rate limit; none of this provider's instances is collected this run",
+				slog.String("provider", typ), slog.Duration("retryAfter", provider.RetryAfter(err)), slog.Any("error", err))
+		case err != nil:
 			out[i].instances = nil
 			out[i].err = fmt.Errorf("%w: listing the instances of provider %q: %w", ErrIncomplete, typ, err)
 			c.log.ErrorContext(ctx, "cannot list instances; none of this provider's is collected this run",
