@@ -19,8 +19,9 @@
 // aligned to the Unix epoch: Compute's minute starts at the minute). Each
 // shard holds the calls reserved in the current window and the next few
 // (Counts, window index → calls; past windows are pruned in the same
-// write). A reservation is one transaction on one shard, picked at
-// random: the earliest window, at most MaxAhead ahead, whose share has
+// write). A reservation is one transaction on one shard (the one the
+// instance last booked in, so that instances seldom meet on a shard; then
+// the others from a random one): the earliest window, at most MaxAhead ahead, whose share has
 // room for the call's cost, and in it the call's slot, spread by its
 // position (window start + k/share × window), so a window's calls are not
 // a burst at its start. A slot near enough (Options.Near) is written and

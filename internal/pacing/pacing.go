@@ -2,6 +2,7 @@ package pacing
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math"
 	"math/rand/v2"
@@ -124,6 +125,8 @@ type Pacer struct {
 
 	mu  sync.Mutex
 	rnd *rand.Rand
+	// home is the shard the pacer last booked in, tried first.
+	home int
 }
 
 // New is the pacer of key's budget at rate in store.
@@ -152,6 +155,7 @@ func New(store Store, key Key, rate Rate, clk clock.Clock, opts Options) (*Pacer
 		seed = rand.Uint64()
 	}
 	p.rnd = rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
+	p.home = p.rnd.IntN(p.shards)
 	return p, nil
 }
 
@@ -221,13 +225,25 @@ func (p *Pacer) slotAt(w int64, k, share int) time.Time {
 func (p *Pacer) Reserve(ctx context.Context, cost int) (Slot, error) {
 	now := p.clock.Now()
 	cur := p.window(now)
-	first := p.intn(p.shards)
+	// The shard this pacer last booked in first, then the others from a
+	// random one on: an instance keeps to a shard while it has room, so
+	// that instances seldom meet on one (a transaction that meets
+	// another's waits, or is aborted and tried again, seconds on the
+	// emulator), and moves to another when it is full or held.
+	home, start := p.homeShard(), p.intn(p.shards)
 	var (
 		best *Slot
 		far  int
 	)
-	for i := range p.shards {
-		s := (first + i) % p.shards
+	for i, j := 0, 0; i < p.shards; i++ {
+		s := home
+		if i > 0 {
+			if s = (start + j) % p.shards; s == home {
+				j++
+				s = (start + j) % p.shards
+			}
+			j++
+		}
 		share := p.share(s)
 		n := min(max(cost, 1), share)
 		var got Slot
@@ -260,10 +276,15 @@ func (p *Pacer) Reserve(ctx context.Context, cost int) (Slot, error) {
 			}
 			return nil, false
 		})
+		if errors.Is(err, ErrContended) && i < p.shards-1 {
+			// Other instances hold this shard: ask the next.
+			continue
+		}
 		if err != nil {
 			return Slot{}, fmt.Errorf("pacing %s: reserving %d calls in shard %d: %w", p.key, n, s, err)
 		}
 		if got.Reserved {
+			p.setHome(s)
 			return got, nil
 		}
 		if found {
@@ -318,6 +339,20 @@ func (p *Pacer) position(w int64, t time.Time, share int) int {
 	}
 	k := int((int64(d)*int64(share) + int64(p.rate.Window) - 1) / int64(p.rate.Window))
 	return min(k, share)
+}
+
+// homeShard is the shard the pacer last booked in (a random one at
+// first).
+func (p *Pacer) homeShard() int {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.home
+}
+
+func (p *Pacer) setHome(s int) {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.home = s
 }
 
 func (p *Pacer) intn(n int) int {

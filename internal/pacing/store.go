@@ -2,6 +2,7 @@ package pacing
 
 import (
 	"context"
+	"errors"
 	"maps"
 	"sync"
 )
@@ -29,9 +30,15 @@ type Store interface {
 	// store tries the transaction again on contention), so it must
 	// decide from its argument alone, and the last run's answer is the
 	// one stored. An error is the store's, naming the shard; nothing
-	// was written then.
+	// was written then; one that wraps ErrContended says that other
+	// callers held the shard too long, and another shard may be asked.
 	Update(ctx context.Context, shard Shard, change func(Counts) (Counts, bool)) error
 }
+
+// ErrContended is a Store's error for a shard that other callers held
+// past its retries (Firestore's Aborted): the shard may have room, and
+// the caller asks another.
+var ErrContended = errors.New("the shard is contended")
 
 // Memory is a Store in the process's memory: one budget shared by the
 // goroutines of one process (the simulation's function instances, the

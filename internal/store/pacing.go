@@ -99,8 +99,15 @@ func (p *Pacing) Update(ctx context.Context, s pacing.Shard, change func(pacing.
 	})
 	metering.Add(ctx, metering.FirestoreRead, reads)
 	metering.Add(ctx, metering.FirestoreWrite, writes)
-	if err != nil {
-		return wrapPath(ref.Path, "reserving in the budget's shard", err)
+	switch code := status.Code(err); {
+	case err == nil:
+		return nil
+	case code == codes.Aborted || code == codes.FailedPrecondition:
+		// Other instances held the shard past the client's retries (the
+		// emulator says "Transaction lock timeout"): another shard may
+		// have room.
+		return fmt.Errorf("budget shard %s: %w: %w", ref.Path, pacing.ErrContended, err)
+	default:
+		return fmt.Errorf("budget shard %s: %w", ref.Path, err)
 	}
-	return nil
 }
