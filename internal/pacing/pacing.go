@@ -230,7 +230,7 @@ func (p *Pacer) Reserve(ctx context.Context, cost int) (Slot, error) {
 	// that instances seldom meet on one (a transaction that meets
 	// another's waits, or is aborted and tried again, seconds on the
 	// emulator), and moves to another when it is full or held.
-	home, start := p.homeShard(), p.intn(p.shards)
+	home, start := p.pick()
 	var (
 		best *Slot
 		far  int
@@ -341,24 +341,18 @@ func (p *Pacer) position(w int64, t time.Time, share int) int {
 	return min(k, share)
 }
 
-// homeShard is the shard the pacer last booked in (a random one at
-// first).
-func (p *Pacer) homeShard() int {
+// pick is where a reservation looks: the shard the pacer last booked in
+// (a random one at first), and a random shard to go on from.
+func (p *Pacer) pick() (home, start int) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return p.home
+	return p.home, p.rnd.IntN(p.shards)
 }
 
 func (p *Pacer) setHome(s int) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	p.home = s
-}
-
-func (p *Pacer) intn(n int) int {
-	p.mu.Lock()
-	defer p.mu.Unlock()
-	return p.rnd.IntN(n)
 }
 
 func (p *Pacer) float() float64 {
