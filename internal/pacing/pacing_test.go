@@ -220,3 +220,39 @@ func TestProviderKeepsTheInterfaces(t *testing.T) {
 		t.Errorf("kinds of Console, Reconfigure (-want +got):\n%s", diff)
 	}
 }
+
+// quotaMock is the mock with quotas to read, as a cloud with a quota API.
+type quotaMock struct {
+	*mock.Provider
+	reads int
+}
+
+func (q *quotaMock) Quotas(context.Context, string) (provider.Quotas, error) {
+	q.reads++
+	return provider.Quotas{Instances: provider.Quota{Limit: 10}}, nil
+}
+
+// TestProviderPacesQuotas: the decorator of a backend that reads quotas
+// (and reconfigures) reads them too, through the budget: the second read
+// of a budget of one a minute is queued and never reaches the backend.
+func TestProviderPacesQuotas(t *testing.T) {
+	clk := clock.NewFake(t0)
+	backend := &quotaMock{Provider: mock.New(mock.Options{Clock: clk})}
+	p, err := pacing.New(pacing.NewMemory(), pacing.Key{Type: "demo"}, pacing.Rate{Calls: 1, Window: time.Minute}, clk, pacing.Options{Shards: 1, Seed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	paced := pacing.Provider(backend, p, pacing.Calls{Quotas: 1}, nil)
+	q, ok := paced.(provider.QuotaReader)
+	if _, reconfigures := paced.(provider.Reconfigurer); !ok || !reconfigures {
+		t.Fatalf("the decorator of a backend that reads quotas and reconfigures: QuotaReader %t, Reconfigurer %t; want both", ok, reconfigures)
+	}
+	var kinds []provider.Kind
+	for range 2 {
+		_, err := q.Quotas(context.Background(), "r")
+		kinds = append(kinds, provider.KindOf(err))
+	}
+	if diff := cmp.Diff([]provider.Kind{"", provider.KindRateLimited}, kinds); diff != "" || backend.reads != 1 {
+		t.Errorf("kinds of two reads (-want +got):\n%s\nreads that reached the backend: %d, want 1", diff, backend.reads)
+	}
+}
