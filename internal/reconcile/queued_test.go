@@ -55,12 +55,6 @@ func TestQueued(t *testing.T) {
 			want: end{Queued: []seen{{proxy.PhaseCreating, reconcile.ReasonQueued, "queued: 12 calls ahead", 0}},
 				Waited: []time.Duration{5 * time.Second}, Phase: proxy.PhaseProvisioning, Creates: 1},
 		},
-		"ShortTurn": {
-			reason: "A turn sooner than the backoff's first step is waited exactly: a later call would leave it unused.",
-			err:    rateLimited(3, 500*time.Millisecond),
-			want: end{Queued: []seen{{proxy.PhaseCreating, reconcile.ReasonQueued, "queued: 3 calls ahead", 0}},
-				Waited: []time.Duration{500 * time.Millisecond}, Phase: proxy.PhaseProvisioning, Creates: 1},
-		},
 		"CloudSaid": {
 			reason: "The cloud's refusal says the wait it asked for.",
 			err:    rateLimited(0, 40*time.Second),

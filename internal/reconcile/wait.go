@@ -14,10 +14,9 @@ import (
 
 // sleep waits the next backoff and reports whether the budget allowed it.
 // A run waits only for what takes seconds — a VM on its way out, a provider
-// call to retry — never for a boot. A call given its turn (the account's
-// budget's queue, a cloud's rate-limit reset) waits exactly until it: an
-// earlier call would only be refused again, and spend the limit further,
-// and a later one, the backoff's, would leave its turn unused.
+// call to retry — never for a boot. A cloud that said how long to wait (a
+// rate limit's reset) is waited for at least that long: an earlier call
+// would only be refused again, and spend the limit further.
 func (run *run) sleep(ctx context.Context) bool {
 	d := backoff(run.r.opts.InitialBackoff, run.r.opts.MaxBackoff, run.waits+int(run.doc.Reconciler.Attempts), run.r.jitter.float())
 	if run.poll > 0 {
@@ -25,10 +24,7 @@ func (run *run) sleep(ctx context.Context) bool {
 		d = run.poll
 	}
 	asked := run.retryAfter
-	if asked > 0 {
-		d = asked
-	}
-	run.retryAfter = 0
+	d, run.retryAfter = max(d, asked), 0
 	if left := run.deadline.Sub(run.r.clock.Now()); d > left {
 		if asked > left && left > 0 {
 			// A turn past the budget (a queue, a cloud's reset): the
