@@ -155,7 +155,7 @@ var Transitions = []Transition{
 		Does: "Delete the Retiring VM (it may carry the name the Create uses), wait for it to go, forget it; then Create"},
 
 	{Sees: "a provider call queued by the account's budget (`queued: N calls ahead`) or refused by the cloud's rate limit",
-		Does: "record Ready False, reason Queued, with the queue's message (a Ready proxy stays Ready); no attempt counted; retry after the wait it was given"},
+		Does: "record Ready False, reason Queued, with the queue's message (a Ready proxy stays Ready); no attempt counted; retry no sooner than the wait it was given"},
 	{Sees: "another retryable provider error", Does: "record it, retry after a backoff"},
 	{From: []proxy.Phase{proxy.PhasePending, proxy.PhaseCreating, proxy.PhaseProvisioning, proxy.PhaseReady, proxy.PhaseReconfiguring, proxy.PhaseReplacing},
 		Sees: "a permanent provider error (or a create's operation that says so), or its provider not configured",
