@@ -52,6 +52,12 @@ func (a *App) CollectGarbage(ctx context.Context, e event.Event) error {
 	a.refreshPrices(ctx, log, now)
 	a.lookAtBudgets(ctx, log, now)
 	switch {
+	case gc.Waiting(err):
+		// A rate limit's turn is no failure: said as a wait, and the
+		// tick delivered again lists once the turn comes.
+		outcome = metering.Failed
+		log.WarnContext(ctx, "CollectGarbage: a listing waits its turn under its account's rate limit; the tick will be delivered again", slog.Any("error", err))
+		return err
 	case errors.Is(err, gc.ErrIncomplete):
 		outcome = metering.Failed
 		log.ErrorContext(ctx, "CollectGarbage: run incomplete; the tick will be delivered again", slog.Any("error", err))

@@ -18,13 +18,16 @@ import (
 	"github.com/egress-proxies/egress/internal/accesspull"
 	"github.com/egress-proxies/egress/internal/account"
 	"github.com/egress-proxies/egress/internal/bootstrap/cloudinit"
+	"github.com/egress-proxies/egress/internal/clock"
 	"github.com/egress-proxies/egress/internal/clouds"
 	"github.com/egress-proxies/egress/internal/metering"
+	"github.com/egress-proxies/egress/internal/pacing"
 	"github.com/egress-proxies/egress/internal/provider"
 	"github.com/egress-proxies/egress/internal/provider/plugin"
 	"github.com/egress-proxies/egress/internal/proxy"
 	"github.com/egress-proxies/egress/internal/queue"
 	"github.com/egress-proxies/egress/internal/secrets"
+	"github.com/egress-proxies/egress/internal/store"
 	"github.com/egress-proxies/egress/internal/vm/vmconfig"
 	"github.com/egress-proxies/egress/internal/vmstatus"
 )
@@ -89,7 +92,7 @@ func (a *App) registry(vm map[string]plugin.VMSide) (*provider.Registry, error) 
 		ctorFor := a.accountConstructor(p, env)
 		def, err := ctorFor(account.Default, nil)
 		if err != nil {
-			return nil, fmt.Errorf("config: PROVIDERS: %w", err)
+			return nil, err // the pacer's, which names PACING_SCALE
 		}
 		opts = append(opts, provider.PerAccount(ctorFor))
 		if err := reg.Register(typ, def, opts...); err != nil {
@@ -125,7 +128,7 @@ func (a *App) accountConstructor(p plugin.Plugin, env plugin.Env) provider.Accou
 		if id != account.Default {
 			e.Log = env.Log.With(slog.String("account", id))
 		}
-		return decorate(p.Type, id, p.New(e)), nil
+		return a.decorate(p, id, p.New(e))
 	}
 }
 
@@ -145,12 +148,44 @@ func (a *App) accountLookup(ctx context.Context, id string) (string, map[string]
 	return doc.Provider, doc.Settings, nil
 }
 
-// decorate wraps the constructor of the provider of type typ in account
+// decorate wraps the constructor of the provider of plugin p in account
 // accountID (account.Default: the deployment's own) with the house's
-// decorators: the metering of every call. The type and the account are
-// each decorator's to key by (a budget of calls is an account's).
-func decorate(typ, accountID string, ctor provider.Constructor) provider.Constructor {
-	return metered(ctor)
+// decorators: the metering of every call, and outside it the account's
+// budget of calls (paced), so that a queued call, which never reached
+// the cloud, counts as no provider call. Both are keyed by the type and
+// the account: a budget of calls is an account's.
+func (a *App) decorate(p plugin.Plugin, accountID string, ctor provider.Constructor) (provider.Constructor, error) {
+	return a.paced(p, accountID, metered(ctor))
+}
+
+// paced puts the budget of calls of the account (provider type and
+// account id; account.Default is the deployment's own) before ctor's
+// provider: every call reserves its cost (the plugin's Calls) in the
+// budget of the plugin's rate scaled by PACING_SCALE, kept in Firestore
+// and so shared by every instance of every function (package pacing). A
+// cloud without a rate (the mock), a scale of 0, or a process without
+// Firestore is not paced. The budget's decorator goes outside the
+// metering one, so that a queued call, which never reached the cloud,
+// counts as no provider call.
+func (a *App) paced(p plugin.Plugin, account string, ctor provider.Constructor) (provider.Constructor, error) {
+	rate := p.Rate.Scaled(a.Config.PacingScale)
+	if rate.IsZero() || a.firestore == nil {
+		return ctor, nil
+	}
+	a.pacingOnce.Do(func() { a.pacing = store.NewPacing(a.firestore) })
+	pacer, err := pacing.New(a.pacing, pacing.Key{Type: p.Type, Account: account}, rate, clock.Real{}, pacing.Options{})
+	if err != nil {
+		return nil, fmt.Errorf("config: PACING_SCALE=%g: %w", a.Config.PacingScale, err)
+	}
+	a.Log.Debug("provider calls paced", slog.String("budget", pacer.Key().String()), slog.String("rate", rate.String()),
+		slog.Int("shards", pacer.Shards()), slog.String("source", rate.Source))
+	return func(ctx context.Context) (provider.Provider, error) {
+		prov, err := ctor(ctx)
+		if err != nil {
+			return nil, err
+		}
+		return pacing.Provider(prov, pacer, p.Calls, a.Log), nil
+	}, nil
 }
 
 // pluginOf is the plugin of type typ among cl.

@@ -36,7 +36,17 @@ func (c *Collector) list(ctx context.Context) []listing {
 				l.provider = p
 				l.instances, err = p.ListByTag(ctx)
 			}
-			if err != nil {
+			switch {
+			case provider.KindOf(err) == provider.KindRateLimited:
+				// The account's budget queued the listing, or the cloud
+				// refused it for its rate limit: nothing is wrong, the
+				// listing waits its turn, and the tick's redelivery or
+				// the next tick lists again.
+				l.instances = nil
+				l.err = &waiting{typ: typ, account: id, err: err}
+				c.log.WarnContext(ctx, "listing waits its turn under the account's rate limit; none of this provider's instances in it is collected this run",
+					slog.String("provider", typ), slog.String("account", id), slog.Duration("retryAfter", provider.RetryAfter(err)), slog.Any("error", err))
+			case err != nil:
 				l.instances = nil
 				l.err = fmt.Errorf("%w: listing the instances of provider %q%s: %w", ErrIncomplete, typ, inAccount(id), err)
 				c.log.ErrorContext(ctx, "cannot list instances; none of this provider's is collected this run",

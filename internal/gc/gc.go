@@ -66,6 +66,42 @@ const (
 // could not do.
 var ErrIncomplete = errors.New("gc run incomplete")
 
+// ErrWaiting marks, beside ErrIncomplete, a listing that waits its turn
+// under its account's rate limit (provider.KindRateLimited): the run is
+// incomplete, and nothing is wrong.
+var ErrWaiting = errors.New("a listing waits its turn under the account's rate limit")
+
+// Waiting reports whether err, as Run returns it, says only that
+// listings wait their turn (ErrWaiting): no other error is among those
+// it joins.
+func Waiting(err error) bool {
+	j, ok := err.(interface{ Unwrap() []error })
+	if !ok {
+		return errors.Is(err, ErrWaiting)
+	}
+	for _, e := range j.Unwrap() {
+		if !errors.Is(e, ErrWaiting) {
+			return false
+		}
+	}
+	return len(j.Unwrap()) > 0
+}
+
+// waiting is the error of a listing that waits its turn: ErrIncomplete
+// and ErrWaiting both, over the provider's error.
+type waiting struct {
+	typ, account string
+	err          error
+}
+
+func (w *waiting) Error() string {
+	return fmt.Sprintf("%v: %v: listing the instances of provider %q%s: %v", ErrIncomplete, ErrWaiting, w.typ, inAccount(w.account), w.err)
+}
+
+func (w *waiting) Unwrap() error { return w.err }
+
+func (w *waiting) Is(target error) bool { return target == ErrIncomplete || target == ErrWaiting }
+
 // Providers hands out the configured providers. *provider.Set satisfies it.
 type Providers interface {
 	// Types returns the configured provider types: every type Get can

@@ -154,7 +154,9 @@ var Transitions = []Transition{
 		Sees: "the old VM gone, and a Retiring VM (the claim of a make-before-break rotation was lost)",
 		Does: "Delete the Retiring VM (it may carry the name the Create uses), wait for it to go, forget it; then Create"},
 
-	{Sees: "a retryable provider error", Does: "record it, retry after a backoff"},
+	{Sees: "a provider call queued by the account's budget (`queued: N calls ahead`) or refused by the cloud's rate limit",
+		Does: "record Ready False, reason Queued, with the queue's message (a Ready proxy stays Ready); no attempt counted; retry no sooner than the wait it was given"},
+	{Sees: "another retryable provider error", Does: "record it, retry after a backoff"},
 	{From: []proxy.Phase{proxy.PhasePending, proxy.PhaseCreating, proxy.PhaseProvisioning, proxy.PhaseReady, proxy.PhaseReconfiguring, proxy.PhaseReplacing},
 		Sees: "a permanent provider error (or a create's operation that says so), or its provider not configured",
 		Does: "record Failed with the provider's message, still naming the VM; then as Failed with a VM",

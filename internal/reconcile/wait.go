@@ -23,8 +23,16 @@ func (run *run) sleep(ctx context.Context) bool {
 		// Asking a booting VM is no retry of a failure: at its interval.
 		d = run.poll
 	}
-	d, run.retryAfter = max(d, run.retryAfter), 0
-	if run.r.clock.Now().Add(d).After(run.deadline) {
+	asked := run.retryAfter
+	d, run.retryAfter = max(d, asked), 0
+	if left := run.deadline.Sub(run.r.clock.Now()); d > left {
+		if asked > left && left > 0 {
+			// A turn past the budget (a queue, a cloud's reset): the
+			// run waits out what it may of it before handing on, so
+			// that the next run does not ask again at once, and again,
+			// each asking the budget or the cloud for nothing.
+			_ = run.r.clock.Sleep(ctx, left)
+		}
 		return false
 	}
 	run.waits++

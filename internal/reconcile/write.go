@@ -2,6 +2,7 @@ package reconcile
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"reflect"
@@ -173,6 +174,9 @@ func normalize(v reflect.Value) {
 // proxy with the provider's message; any other is retried after a backoff.
 func (run *run) providerError(ctx context.Context, what string, err error) (outcome, error) {
 	kind := provider.KindOf(err)
+	if kind == provider.KindRateLimited {
+		return run.queued(ctx, what, err)
+	}
 	msg := fmt.Sprintf("%s: %v", what, err)
 	if !provider.Retryable(err) {
 		return run.fail(ctx, "Provider"+string(kind), msg)
@@ -187,4 +191,51 @@ func (run *run) providerError(ctx context.Context, what string, err error) (outc
 		return done, err
 	}
 	return wait, nil
+}
+
+// ReasonQueued is the Ready condition's reason while a provider call
+// waits its turn: the account's budget of calls (package pacing) queued
+// it, or the cloud refused it for its rate limit.
+const ReasonQueued = "Queued"
+
+// queued keeps the proxy where it is while a provider call waits its
+// turn, and retries it after the wait it was given. It is no attempt:
+// the proxy did nothing wrong, its backoff does not grow and nothing
+// counts toward its failure. The user reads the queue (`queued: N calls
+// ahead`, the budget's) or the cloud's wait, never a rate-limit error;
+// a Ready proxy (a look at its VM queued) stays Ready, as it serves.
+func (run *run) queued(ctx context.Context, what string, err error) (outcome, error) {
+	msg := QueuedMessage(err)
+	next := run.next()
+	if next.Status.Phase != proxy.PhaseReady {
+		next.Status.Message = msg
+		setReady(next, "False", ReasonQueued, msg, run.r.clock.Now())
+	}
+	run.retryAfter = provider.RetryAfter(err)
+	run.log.InfoContext(ctx, "provider call queued; retrying in its turn", slog.String("call", what), slog.String("queue", msg),
+		slog.Duration("retryAfter", run.retryAfter))
+	if err := run.write(ctx, next, true); err != nil {
+		return done, err
+	}
+	return wait, nil
+}
+
+// QueuedMessage is what a user reads of a rate-limited call: the
+// budget's queue, as its error says it, or the cloud's own refusal with
+// the wait it asked for.
+func QueuedMessage(err error) string {
+	var q interface {
+		error
+		QueuedAhead() int
+	}
+	if errors.As(err, &q) {
+		return q.Error()
+	}
+	if d := provider.RetryAfter(err); d > 0 {
+		if d >= time.Second {
+			d = d.Round(time.Second)
+		}
+		return fmt.Sprintf("queued: the cloud asked to wait %s", d)
+	}
+	return "queued: the cloud asked to wait, without saying how long"
 }

@@ -1,0 +1,258 @@
+package pacing_test
+
+import (
+	"context"
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/google/go-cmp/cmp"
+
+	"github.com/egress-proxies/egress/internal/clock"
+	"github.com/egress-proxies/egress/internal/pacing"
+	"github.com/egress-proxies/egress/internal/pacing/pacingtest"
+	"github.com/egress-proxies/egress/internal/provider"
+	"github.com/egress-proxies/egress/internal/provider/mock"
+)
+
+// TestMemory runs the stores' contract against the in-memory store.
+func TestMemory(t *testing.T) {
+	pacingtest.Run(t, func(*testing.T) pacing.Store { return pacing.NewMemory() })
+}
+
+// t0 starts a minute, so a minute's window starts at it.
+var t0 = time.Date(2026, 12, 7, 20, 0, 0, 0, time.UTC)
+
+// TestSlotsSpreadInTheWindow: one shard of 4 calls a minute gives its
+// calls slots a quarter of a minute apart, books the next window's first
+// slot while it is near, and turns away the call whose slot is not,
+// with the calls booked before that slot.
+func TestSlotsSpreadInTheWindow(t *testing.T) {
+	type slot struct {
+		Reserved bool
+		At       time.Duration // after t0
+		Ahead    int
+	}
+	clk := clock.NewFake(t0)
+	p, err := pacing.New(pacing.NewMemory(), pacing.Key{Type: "demo"}, pacing.Rate{Calls: 4, Window: time.Minute}, clk, pacing.Options{Shards: 1, Near: time.Minute, Seed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var got []slot
+	var refusedRetry time.Duration
+	for range 6 {
+		s, err := p.Reserve(context.Background(), 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got = append(got, slot{s.Reserved, s.At.Sub(t0), s.Ahead})
+		if !s.Reserved {
+			refusedRetry = s.RetryAfter
+		}
+	}
+	want := []slot{
+		{true, 0, 0}, {true, 15 * time.Second, 1}, {true, 30 * time.Second, 2}, {true, 45 * time.Second, 3},
+		{true, time.Minute, 4},
+		// 75 s away, past Near: not booked, so the next asks the same.
+		{false, 75 * time.Second, 5},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("slots of six calls at once (-want +got):\n%s", diff)
+	}
+	// Back when the slot is near (75 s - Near), and up to Near/2 later.
+	if refusedRetry < 15*time.Second || refusedRetry >= 45*time.Second {
+		t.Errorf("the turned-away call comes back after %v, want within [15s, 45s)", refusedRetry)
+	}
+}
+
+// TestAPassedSlotGoesNow: a window's slots that passed unused are
+// given out at once, and the calls booked are counted in the current
+// window's share.
+func TestAPassedSlotGoesNow(t *testing.T) {
+	clk := clock.NewFake(t0.Add(50 * time.Second))
+	m := pacing.NewMemory()
+	p, err := pacing.New(m, pacing.Key{Type: "demo"}, pacing.Rate{Calls: 4, Window: time.Minute}, clk, pacing.Options{Shards: 1, Near: time.Second, Seed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var waits []time.Duration
+	for range 5 {
+		s, err := p.Reserve(context.Background(), 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if s.Reserved {
+			waits = append(waits, s.At.Sub(clk.Now()))
+		}
+	}
+	if diff := cmp.Diff([]time.Duration{0, 0, 0, 0}, waits); diff != "" {
+		t.Errorf("waits of the calls booked 50 s into an unused minute (-want +got):\n%s", diff)
+	}
+}
+
+// TestNew holds the budget's rules: a rate that is one, and shards that
+// each get a call a window.
+func TestNew(t *testing.T) {
+	cases := map[string]struct {
+		reason string
+		rate   pacing.Rate
+		opts   pacing.Options
+		shards int
+		err    bool
+	}{
+		"PerMinute1500": {reason: "1,500 a minute is 25 a second: 50 shards keep each under half a write a second.", rate: pacing.Rate{Calls: 1500, Window: time.Minute}, shards: 50},
+		"PerMinute60":   {reason: "60 a minute is 1 a second: 2 shards.", rate: pacing.Rate{Calls: 60, Window: time.Minute}, shards: 2},
+		"Small":         {reason: "3 a second would want 6 shards, but each needs a call a window.", rate: pacing.Rate{Calls: 3, Window: time.Second}, shards: 3},
+		"Given":         {reason: "Shards given are taken.", rate: pacing.Rate{Calls: 10, Window: time.Minute}, opts: pacing.Options{Shards: 4}, shards: 4},
+		"TooManyGiven":  {reason: "More shards than calls a window leave a shard without one.", rate: pacing.Rate{Calls: 3, Window: time.Minute}, opts: pacing.Options{Shards: 4}, err: true},
+		"NoRate":        {reason: "No calls is no budget.", rate: pacing.Rate{Window: time.Minute}, err: true},
+	}
+	for name, tc := range cases {
+		t.Run(name, func(t *testing.T) {
+			p, err := pacing.New(pacing.NewMemory(), pacing.Key{Type: "demo"}, tc.rate, clock.NewFake(t0), tc.opts)
+			if (err != nil) != tc.err {
+				t.Fatalf("%s\nerror %v, want error %v", tc.reason, err, tc.err)
+			}
+			if err == nil && p.Shards() != tc.shards {
+				t.Errorf("%s\n%d shards, want %d", tc.reason, p.Shards(), tc.shards)
+			}
+		})
+	}
+}
+
+// TestRateScaled: a scale keeps at least one call, and 0 turns pacing
+// off.
+func TestRateScaled(t *testing.T) {
+	r := pacing.Rate{Calls: 1500, Window: time.Minute}
+	got := []int{r.Scaled(1).Calls, r.Scaled(0.5).Calls, r.Scaled(0.0001).Calls, r.Scaled(0).Calls}
+	if diff := cmp.Diff([]int{1500, 750, 1, 0}, got); diff != "" {
+		t.Errorf("calls of the rate scaled by 1, 0.5, 0.0001, 0 (-want +got):\n%s", diff)
+	}
+}
+
+// TestProvider: the decorator lets a call through when its slot is near
+// (sleeping until it on the clock), refuses one whose slot is far before
+// it reaches the cloud, as rate limited with the queue in its message,
+// and lets the free methods through unpaced.
+func TestProvider(t *testing.T) {
+	clk := clock.NewFake(t0)
+	backend := mock.New(mock.Options{Clock: clk})
+	p, err := pacing.New(pacing.NewMemory(), pacing.Key{Type: "mock"}, pacing.Rate{Calls: 2, Window: time.Minute}, clk, pacing.Options{Shards: 1, Near: 10 * time.Second, Seed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	paced := pacing.Provider(backend, p, pacing.Calls{Create: 1, Get: 1, Delete: 1}, nil)
+	ctx := context.Background()
+	req := func(name string) provider.CreateRequest {
+		return provider.CreateRequest{Name: name, UID: name, Placement: provider.Placement{Region: "r"}}
+	}
+	type outcome struct {
+		Kind    provider.Kind
+		Message string
+		Creates int
+		Clock   time.Duration
+	}
+	var got []outcome
+	record := func(err error) {
+		o := outcome{Kind: provider.KindOf(err), Creates: backend.Calls(mock.MethodCreate), Clock: clk.Now().Sub(t0)}
+		var q *pacing.Queued
+		if errors.As(err, &q) {
+			o.Message = q.Error()
+		}
+		got = append(got, o)
+	}
+	_, err = paced.Create(ctx, req("a"))
+	record(err)
+	// The second slot is half a minute away: queued.
+	_, err = paced.Create(ctx, req("b"))
+	record(err)
+	if ra := provider.RetryAfter(err); ra < 20*time.Second {
+		t.Errorf("the queued create is to come back after %v, want at least 20s (its slot 30s away, less Near)", ra)
+	}
+	// 25 s on, it is near: the call sleeps 5 s and goes.
+	clk.Advance(25 * time.Second)
+	_, err = paced.Create(ctx, req("b"))
+	record(err)
+	// ListByTag costs nothing here: never queued.
+	_, err = paced.ListByTag(ctx)
+	record(err)
+	want := []outcome{
+		{Creates: 1},
+		{Kind: provider.KindRateLimited, Message: "queued: 1 calls ahead", Creates: 1},
+		{Creates: 2, Clock: 30 * time.Second},
+		{Creates: 2, Clock: 30 * time.Second},
+	}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("outcomes (-want +got):\n%s", diff)
+	}
+}
+
+// TestProviderKeepsTheInterfaces: the decorator is a Reconfigurer where
+// its backend is one, and reads the console through it; the budget is
+// spent by those calls too.
+func TestProviderKeepsTheInterfaces(t *testing.T) {
+	clk := clock.NewFake(t0)
+	backend := mock.New(mock.Options{Clock: clk})
+	p, err := pacing.New(pacing.NewMemory(), pacing.Key{Type: "mock"}, pacing.Rate{Calls: 2, Window: time.Minute}, clk, pacing.Options{Shards: 1, Seed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	paced := pacing.Provider(backend, p, pacing.Calls{Reconfigure: 1, Console: 1}, nil)
+	r, ok := paced.(provider.Reconfigurer)
+	if !ok {
+		t.Fatal("the decorator of a Reconfigurer is none")
+	}
+	if _, ok := provider.AsQuotaReader(paced); ok {
+		t.Error("the decorator of a backend without quotas reads quotas")
+	}
+	if provider.Unwrap(paced) != backend {
+		t.Error("Unwrap does not reach the backend")
+	}
+	ctx := context.Background()
+	kinds := []provider.Kind{
+		provider.KindOf(func() error { _, err := provider.ReadConsole(ctx, paced, "mock://absent"); return err }()),
+		provider.KindOf(r.Reconfigure(ctx, "mock://absent", provider.ReconfigureRequest{UID: "u"})),
+	}
+	// The console's read takes the slot at 0 and reaches the mock (which
+	// finds no such VM); the Reconfigure's, 30 s away, is queued.
+	want := []provider.Kind{provider.KindNotFound, provider.KindRateLimited}
+	if diff := cmp.Diff(want, kinds); diff != "" {
+		t.Errorf("kinds of Console, Reconfigure (-want +got):\n%s", diff)
+	}
+}
+
+// quotaMock is the mock with quotas to read, as a cloud with a quota API.
+type quotaMock struct {
+	*mock.Provider
+	reads int
+}
+
+func (q *quotaMock) Quotas(context.Context, string) (provider.Quotas, error) {
+	q.reads++
+	return provider.Quotas{Instances: provider.Quota{Limit: 10}}, nil
+}
+
+// TestProviderPacesQuotas: the decorator of a backend that reads quotas
+// (and reconfigures) reads them too, through the budget: the second read
+// of a budget of one a minute is queued and never reaches the backend.
+func TestProviderPacesQuotas(t *testing.T) {
+	clk := clock.NewFake(t0)
+	backend := &quotaMock{Provider: mock.New(mock.Options{Clock: clk})}
+	p, err := pacing.New(pacing.NewMemory(), pacing.Key{Type: "demo"}, pacing.Rate{Calls: 1, Window: time.Minute}, clk, pacing.Options{Shards: 1, Seed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	paced := pacing.Provider(backend, p, pacing.Calls{Quotas: 1}, nil)
+	q, ok := paced.(provider.QuotaReader)
+	if _, reconfigures := paced.(provider.Reconfigurer); !ok || !reconfigures {
+		t.Fatalf("the decorator of a backend that reads quotas and reconfigures: QuotaReader %t, Reconfigurer %t; want both", ok, reconfigures)
+	}
+	var kinds []provider.Kind
+	for range 2 {
+		_, err := q.Quotas(context.Background(), "r")
+		kinds = append(kinds, provider.KindOf(err))
+	}
+	if diff := cmp.Diff([]provider.Kind{"", provider.KindRateLimited}, kinds); diff != "" || backend.reads != 1 {
+		t.Errorf("kinds of two reads (-want +got):\n%s\nreads that reached the backend: %d, want 1", diff, backend.reads)
+	}
+}
