@@ -34,15 +34,15 @@ func TestRateQuotas(t *testing.T) {
 	passed := func(status int) answer { return answer{Status: status} }
 	refused := answer{http.StatusForbidden, "rateLimitExceeded", "usageLimits"}
 	cases := map[string]struct {
-		reason  string
-		limits  computefake.RateLimits
+		reason string
+		limits computefake.RateLimits
 		// interval, when set, scales the minute down
 		// (SetRateLimitWindow).
 		interval time.Duration
 		steps    []string // a request, or "+DURATION" to advance the clock
-		want    []answer // one per request
-		used    map[string]int
-		refused int
+		want     []answer // one per request
+		used     map[string]int
+		refused  int
 	}{
 		"Off": {
 			reason: "a new fake does not meter",
