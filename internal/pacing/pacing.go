@@ -80,6 +80,12 @@ const (
 	// account's full rate, at most (ShardsFor): Firestore sustains about
 	// one a document.
 	MaxShardWritesPerSecond = 0.5
+	// DefaultGuard is the end of a window in which no call is booked
+	// into it (at most an eighth of the window): the transaction's
+	// commit and the request's way to the cloud take that long at most,
+	// and a call booked later would reach the cloud in the next window,
+	// counted there over that window's full share.
+	DefaultGuard = 250 * time.Millisecond
 )
 
 // Options tune a Pacer; zero fields take the defaults.
@@ -88,11 +94,12 @@ type Options struct {
 	// (ShardsFor the rate when 0). Every instance of the fleet must use
 	// the same number: the shares of a window are cut by it.
 	Shards int
-	// MaxAhead, Near and Probes: DefaultMaxAhead, DefaultNear,
-	// DefaultProbes.
+	// MaxAhead, Near, Probes and Guard: DefaultMaxAhead, DefaultNear,
+	// DefaultProbes, DefaultGuard (at most an eighth of the window).
 	MaxAhead int
 	Near     time.Duration
 	Probes   int
+	Guard    time.Duration
 	// Seed seeds the choice of shards and the spread of retries, for a
 	// test that replays; 0 is a random seed.
 	Seed uint64
@@ -121,6 +128,7 @@ type Pacer struct {
 	maxAhead int
 	near     time.Duration
 	probes   int
+	guard    time.Duration
 
 	mu  sync.Mutex
 	rnd *rand.Rand
@@ -131,7 +139,7 @@ func New(store Store, key Key, rate Rate, clk clock.Clock, opts Options) (*Pacer
 	if rate.IsZero() {
 		return nil, fmt.Errorf("pacing %s: the rate %s is no budget: want calls > 0 in a window > 0", key, rate)
 	}
-	p := &Pacer{store: store, key: key, rate: rate, clock: clk, shards: opts.Shards, maxAhead: opts.MaxAhead, near: opts.Near, probes: opts.Probes}
+	p := &Pacer{store: store, key: key, rate: rate, clock: clk, shards: opts.Shards, maxAhead: opts.MaxAhead, near: opts.Near, probes: opts.Probes, guard: opts.Guard}
 	if p.shards == 0 {
 		p.shards = ShardsFor(rate)
 	}
@@ -147,6 +155,10 @@ func New(store Store, key Key, rate Rate, clk clock.Clock, opts Options) (*Pacer
 	if p.probes <= 0 {
 		p.probes = DefaultProbes
 	}
+	if p.guard <= 0 {
+		p.guard = DefaultGuard
+	}
+	p.guard = min(p.guard, rate.Window/8)
 	seed := opts.Seed
 	if seed == 0 {
 		seed = rand.Uint64()
@@ -218,9 +230,16 @@ func (p *Pacer) slotAt(w int64, k, share int) time.Time {
 // a shard, when it is near (within Options.Near); otherwise it books
 // nothing and says when to come back. A cost larger than a shard's share
 // books the whole share of a window. The error is the store's.
+//
+// The time is read in each try of each shard's transaction, not once
+// for the reservation: a reservation that met contention, or asked
+// several shards, may end in a later window than it began in, and a slot
+// booked in the window it began in would then be called in the next one,
+// over that window's share. For the same reason no slot is booked in the
+// last moment of its window (Options.Guard), and a slot whose window
+// ended before its call could go is lost (Lost), the call booked again.
 func (p *Pacer) Reserve(ctx context.Context, cost int) (Slot, error) {
-	now := p.clock.Now()
-	cur := p.window(now)
+	var now time.Time
 	first := p.intn(p.shards)
 	var (
 		best *Slot
@@ -234,12 +253,18 @@ func (p *Pacer) Reserve(ctx context.Context, cost int) (Slot, error) {
 		var found bool
 		err := p.store.Update(ctx, Shard{Key: p.key, Index: s}, func(c Counts) (Counts, bool) {
 			got, found = Slot{}, false
+			now = p.clock.Now()
+			cur := p.window(now)
 			for w := cur; w <= cur+int64(p.maxAhead); w++ {
 				k := c[w]
 				if k+n > share {
 					continue
 				}
 				at := p.slotAt(w, k, share)
+				if goes := laterOf(at, now); !goes.Before(p.start(w + 1).Add(-p.guard)) {
+					// Too late in its window to reach the cloud in it.
+					continue
+				}
 				got = Slot{At: at, Window: w, Shard: s, Ahead: p.shards * p.booked(c, cur, now, at, share)}
 				if at.Before(now) {
 					got.At = now
@@ -279,11 +304,29 @@ func (p *Pacer) Reserve(ctx context.Context, cost int) (Slot, error) {
 	if best == nil {
 		// Every shard is full up to MaxAhead windows: come back when the
 		// window after them starts to be near.
+		cur := p.window(now)
 		at := p.start(cur + int64(p.maxAhead) + 1)
 		return Slot{At: at, Window: cur + int64(p.maxAhead) + 1, Shard: -1, Ahead: p.rate.Calls * (p.maxAhead + 1), RetryAfter: p.retryAfter(now, at)}, nil
 	}
 	best.RetryAfter = p.retryAfter(now, best.At)
 	return *best, nil
+}
+
+// laterOf is the later of two times.
+func laterOf(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
+}
+
+// Lost reports whether slot s's window ended before now, when its call
+// was to go: the store or the caller's scheduling was slower than the
+// guard, and a call sent now would be counted in a later window than the
+// one it was booked in. The booking stays, unused (the budget is safe);
+// the call books again.
+func (p *Pacer) Lost(s Slot, now time.Time) bool {
+	return s.Reserved && !now.Before(p.start(s.Window+1))
 }
 
 // retryAfter is how long a caller whose slot is at at waits before it
