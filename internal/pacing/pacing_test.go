@@ -3,6 +3,7 @@ package pacing_test
 import (
 	"context"
 	"errors"
+	"sync"
 	"testing"
 	"time"
 
@@ -319,5 +320,86 @@ func TestALostSlotIsBookedAgain(t *testing.T) {
 	got := outcome{provider.KindOf(err), backend.Calls(mock.MethodCreate), mem.Writes()}
 	if diff := cmp.Diff(outcome{Creates: 1, Books: 2}, got); diff != "" {
 		t.Errorf("a create whose first slot passed before it could go (-want +got):\n%s", diff)
+	}
+}
+
+// TestTheEarliestOfTheShardsAsked: a caller whose first shard has only a
+// later slot asks others (up to Probes) and books the earliest: of two
+// shards of 4 calls a minute, the one filled has its next slot in the
+// next minute, the other one now.
+func TestTheEarliestOfTheShardsAsked(t *testing.T) {
+	for seed := range uint64(8) {
+		clk := clock.NewFake(t0)
+		mem := pacing.NewMemory()
+		// Shard 0's share of the minute is spent.
+		if err := mem.Update(context.Background(), pacing.Shard{Key: pacing.Key{Type: "gcp"}, Index: 0}, func(pacing.Counts) (pacing.Counts, bool) {
+			return pacing.Counts{t0.UnixNano() / int64(time.Minute): 2}, true
+		}); err != nil {
+			t.Fatal(err)
+		}
+		p, err := pacing.New(mem, pacing.Key{Type: "gcp"}, pacing.Rate{Calls: 4, Window: time.Minute}, clk, pacing.Options{Shards: 2, Near: 2 * time.Minute, Seed: seed + 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, err := p.Reserve(context.Background(), 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		type slot struct {
+			Reserved bool
+			Shard    int
+			At       time.Duration
+		}
+		if diff := cmp.Diff(slot{true, 1, 0}, slot{s.Reserved, s.Shard, s.At.Sub(t0)}); diff != "" {
+			t.Errorf("seed %d: the slot (-want +got):\n%s", seed+1, diff)
+		}
+	}
+}
+
+// countingStore counts the Updates in it at once, each held a moment.
+type countingStore struct {
+	inner    *pacing.Memory
+	mu       sync.Mutex
+	now, max int
+}
+
+func (s *countingStore) Update(ctx context.Context, shard pacing.Shard, change func(pacing.Counts) (pacing.Counts, bool)) error {
+	s.mu.Lock()
+	s.now++
+	s.max = max(s.max, s.now)
+	s.mu.Unlock()
+	time.Sleep(time.Millisecond)
+	defer func() {
+		s.mu.Lock()
+		s.now--
+		s.mu.Unlock()
+	}()
+	return s.inner.Update(ctx, shard, change)
+}
+
+// TestInFlight: a pacer has at most Options.InFlight reservations in
+// the store at once, however many of its callers ask together: a burst
+// of one process's callers would otherwise contend in the store's
+// transactions with each other and with the other processes', and the
+// store's client backs off a second and more on each contention.
+func TestInFlight(t *testing.T) {
+	for _, inFlight := range []int{1, 3} {
+		store := &countingStore{inner: pacing.NewMemory()}
+		p, err := pacing.New(store, pacing.Key{Type: "gcp"}, pacing.Rate{Calls: 100, Window: time.Minute}, clock.NewFake(t0), pacing.Options{Shards: 10, InFlight: inFlight, Seed: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var wg sync.WaitGroup
+		for range 20 {
+			wg.Go(func() {
+				if _, err := p.Reserve(context.Background(), 1); err != nil {
+					t.Error(err)
+				}
+			})
+		}
+		wg.Wait()
+		if store.max > inFlight {
+			t.Errorf("InFlight %d: %d reservations in the store at once", inFlight, store.max)
+		}
 	}
 }
