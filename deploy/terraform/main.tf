@@ -71,7 +71,8 @@ locals {
   # What the functions that call providers read, whichever provider: the
   # deployment whose resources are theirs.
   provider_env = {
-    DEPLOYMENT = var.deployment
+    DEPLOYMENT   = var.deployment
+    PACING_SCALE = tostring(var.pacing_scale)
   }
   # The gcp provider's policy, which the ProxyAPI holds a placement on
   # gcp to.

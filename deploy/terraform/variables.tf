@@ -207,6 +207,16 @@ variable "gc_allow_empty_database" {
   default     = false
 }
 
+variable "pacing_scale" {
+  description = "The share of each cloud account's documented rate limit that the functions' calls to it are paced to, across all their instances (PACING_SCALE): 1 is the cloud's default, 0.5 leaves half to the account's other callers, 0 turns the pacing off."
+  type        = number
+  default     = 1
+  validation {
+    condition     = var.pacing_scale >= 0
+    error_message = "pacing_scale must be at least 0."
+  }
+}
+
 variable "log_level" {
   description = "Functions' log level (LOG_LEVEL): debug, info, warn or error. Above info the invocation lines, which the log-based metrics read, are not logged."
   type        = string

@@ -109,6 +109,11 @@ type App struct {
 	// server's: tests of the federation.
 	idTokens func(ctx context.Context, audience string) (oauth2.TokenSource, error)
 	store    *store.Store
+	// pacing keeps the budgets of calls of the cloud accounts (paced),
+	// one store for the process so that its transactions on a shard
+	// queue in it.
+	pacingOnce sync.Once
+	pacing     *store.Pacing
 	// issuer signs the identity tokens of a linked provider's VMs (the
 	// mock's, locally) as Google's metadata server signs a real VM's; nil
 	// in the deployed functions, which trust Google's keys alone.

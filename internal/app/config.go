@@ -35,6 +35,9 @@ type Config struct {
 	// Deployment is this deployment's name, the value of every resource's
 	// provider.LabelDeployment.
 	Deployment string
+	// PacingScale scales each cloud's rate (plugin.Plugin.Rate) to the
+	// budget its accounts' calls are paced to; 0 paces none.
+	PacingScale float64
 
 	API       APIConfig
 	Reconcile reconcile.Options

@@ -39,6 +39,7 @@ func defaults() app.Config {
 		Providers: []string{"gcp"}, DefaultProvider: "gcp",
 		LogLevel: slog.LevelInfo, LogFormat: "json",
 		Deployment:     "egress",
+		PacingScale:    1,
 		CredentialsKey: "local",
 		CostCurrency:   "USD", CostRates: pricing.Rates{Currency: "USD"},
 		API: app.APIConfig{Quota: 20, CreatesPerHour: 60, RotateMinInterval: 10 * time.Minute, Policy: proxy.Policy{MinPrefixIPv4: 8, MinPrefixIPv6: 32,

@@ -33,10 +33,13 @@ var vmSide = plugin.VMSide{
 }
 
 // The engine binary's public URL and SHA-256, as a deployment that
-// enables hetzner names them.
+// enables hetzner names them; and no budget of calls, whose store is
+// Firestore, which these tests point nowhere (TestEveryProviderIsPaced
+// holds the budgets).
 var engineVars = map[string]string{
 	"PROXY_ENGINE_SHA256":     "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef",
 	"PROXY_ENGINE_PUBLIC_URL": "https://storage.googleapis.com/egress-engine-public/egress-proxy",
+	"PACING_SCALE":            "0",
 }
 
 func withVars(m map[string]string, more map[string]string) map[string]string {
@@ -173,7 +176,8 @@ func TestHetznerTokenComesFromSecretManager(t *testing.T) {
 	var logs bytes.Buffer
 	a, err := app.New(context.Background(), env(map[string]string{"GOOGLE_CLOUD_PROJECT": "demo-x", "PROVIDERS": "hetzner",
 		"HETZNER_TOKEN_SECRET": version, "HETZNER_ENDPOINT": fake.Endpoint(), "LOG_LEVEL": "debug",
-		"PROXY_ENGINE_SHA256": engineVars["PROXY_ENGINE_SHA256"], "PROXY_ENGINE_PUBLIC_URL": engineVars["PROXY_ENGINE_PUBLIC_URL"]}),
+		"PROXY_ENGINE_SHA256": engineVars["PROXY_ENGINE_SHA256"], "PROXY_ENGINE_PUBLIC_URL": engineVars["PROXY_ENGINE_PUBLIC_URL"],
+		"PACING_SCALE": engineVars["PACING_SCALE"]}),
 		app.Options{Serve: []app.Function{app.CollectGarbage}, VM: map[string]plugin.VMSide{hetzner.Type: vmSide}, LogOutput: &logs})
 	if err != nil {
 		t.Fatal(err)

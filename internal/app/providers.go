@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/rand"
 	"fmt"
+	"log/slog"
 	"slices"
 	"strings"
 	"time"
@@ -15,12 +16,15 @@ import (
 
 	"github.com/egress-proxies/egress/internal/accesspull"
 	"github.com/egress-proxies/egress/internal/bootstrap/cloudinit"
+	"github.com/egress-proxies/egress/internal/clock"
 	"github.com/egress-proxies/egress/internal/clouds"
 	"github.com/egress-proxies/egress/internal/metering"
+	"github.com/egress-proxies/egress/internal/pacing"
 	"github.com/egress-proxies/egress/internal/provider"
 	"github.com/egress-proxies/egress/internal/provider/plugin"
 	"github.com/egress-proxies/egress/internal/queue"
 	"github.com/egress-proxies/egress/internal/secrets"
+	"github.com/egress-proxies/egress/internal/store"
 	"github.com/egress-proxies/egress/internal/vm/vmconfig"
 	"github.com/egress-proxies/egress/internal/vmstatus"
 )
@@ -82,11 +86,45 @@ func (a *App) registry(vm map[string]plugin.VMSide) (*provider.Registry, error) 
 		if p.IPv6Prefix > 0 {
 			opts = append(opts, provider.IPv6Prefix(p.IPv6Prefix))
 		}
-		if err := reg.Register(typ, metered(p.New(env)), opts...); err != nil {
+		ctor, err := a.paced(p, "", metered(p.New(env)))
+		if err != nil {
+			return nil, err
+		}
+		if err := reg.Register(typ, ctor, opts...); err != nil {
 			return nil, fmt.Errorf("config: PROVIDERS: %w", err)
 		}
 	}
 	return reg, nil
+}
+
+// paced puts the budget of calls of the account (provider type and
+// account id; "" is the deployment's default account) before ctor's
+// provider: every call reserves its cost (the plugin's Calls) in the
+// budget of the plugin's rate scaled by PACING_SCALE, kept in Firestore
+// and so shared by every instance of every function (package pacing). A
+// cloud without a rate (the mock), a scale of 0, or a process without
+// Firestore is not paced. The budget's decorator goes outside the
+// metering one, so that a queued call, which never reached the cloud,
+// counts as no provider call.
+func (a *App) paced(p plugin.Plugin, account string, ctor provider.Constructor) (provider.Constructor, error) {
+	rate := p.Rate.Scaled(a.Config.PacingScale)
+	if rate.IsZero() || a.firestore == nil {
+		return ctor, nil
+	}
+	a.pacingOnce.Do(func() { a.pacing = store.NewPacing(a.firestore) })
+	pacer, err := pacing.New(a.pacing, pacing.Key{Type: p.Type, Account: account}, rate, clock.Real{}, pacing.Options{})
+	if err != nil {
+		return nil, fmt.Errorf("config: PACING_SCALE=%g: %w", a.Config.PacingScale, err)
+	}
+	a.Log.Debug("provider calls paced", slog.String("budget", pacer.Key().String()), slog.String("rate", rate.String()),
+		slog.Int("shards", pacer.Shards()), slog.String("source", rate.Source))
+	return func(ctx context.Context) (provider.Provider, error) {
+		prov, err := ctor(ctx)
+		if err != nil {
+			return nil, err
+		}
+		return pacing.Provider(prov, pacer, p.Calls, a.Log), nil
+	}, nil
 }
 
 // pluginOf is the plugin of type typ among cl.

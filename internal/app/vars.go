@@ -2,6 +2,7 @@ package app
 
 import (
 	"fmt"
+	"math"
 	"net/netip"
 	"slices"
 	"strconv"
@@ -273,6 +274,17 @@ var houseVars = []Var{
 				return fmt.Errorf("is not an RFC 1035 label: want 1 to 63 lowercase letters, digits and '-', starting with a letter and ending with a letter or digit, such as %s", provider.DefaultDeployment)
 			}
 			c.Deployment, c.GC.Deployment = v, v
+			return nil
+		}},
+
+	{Name: "PACING_SCALE", Default: "1", Readers: providerUsers,
+		Meaning: "the share of each cloud account's documented rate limit (its plugin's rate, in [the providers' page](../concepts/providers.md#one-budget-of-calls-per-account)) that the fleet's calls to it are paced to, across every function instance: 1 is the cloud's default, 0.5 leaves half to the account's other callers, 2 uses a limit the cloud raised for the account, 0 turns the pacing off (every call goes straight to the cloud, whose refusals are still waited out)",
+		set: func(c *Config, v string) error {
+			f, err := strconv.ParseFloat(v, 64)
+			if err != nil || f < 0 || math.IsInf(f, 0) || math.IsNaN(f) {
+				return fmt.Errorf("is not a number of at least 0, such as 1 or 0.5")
+			}
+			c.PacingScale = f
 			return nil
 		}},
 

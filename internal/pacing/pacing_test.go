@@ -35,7 +35,7 @@ func TestSlotsSpreadInTheWindow(t *testing.T) {
 		Ahead    int
 	}
 	clk := clock.NewFake(t0)
-	p, err := pacing.New(pacing.NewMemory(), pacing.Key{Type: "gcp"}, pacing.Rate{Calls: 4, Window: time.Minute}, clk, pacing.Options{Shards: 1, Near: time.Minute, Seed: 1})
+	p, err := pacing.New(pacing.NewMemory(), pacing.Key{Type: "demo"}, pacing.Rate{Calls: 4, Window: time.Minute}, clk, pacing.Options{Shards: 1, Near: time.Minute, Seed: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -72,7 +72,7 @@ func TestSlotsSpreadInTheWindow(t *testing.T) {
 func TestAPassedSlotGoesNow(t *testing.T) {
 	clk := clock.NewFake(t0.Add(50 * time.Second))
 	m := pacing.NewMemory()
-	p, err := pacing.New(m, pacing.Key{Type: "gcp"}, pacing.Rate{Calls: 4, Window: time.Minute}, clk, pacing.Options{Shards: 1, Near: time.Second, Seed: 1})
+	p, err := pacing.New(m, pacing.Key{Type: "demo"}, pacing.Rate{Calls: 4, Window: time.Minute}, clk, pacing.Options{Shards: 1, Near: time.Second, Seed: 1})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -101,16 +101,16 @@ func TestNew(t *testing.T) {
 		shards int
 		err    bool
 	}{
-		"Compute":      {reason: "1,500 a minute is 25 a second: 50 shards keep each under half a write a second.", rate: pacing.Rate{Calls: 1500, Window: time.Minute}, shards: 50},
-		"Hetzner":      {reason: "60 a minute is 1 a second: 2 shards.", rate: pacing.Rate{Calls: 60, Window: time.Minute}, shards: 2},
-		"Small":        {reason: "3 a second would want 6 shards, but each needs a call a window.", rate: pacing.Rate{Calls: 3, Window: time.Second}, shards: 3},
-		"Given":        {reason: "Shards given are taken.", rate: pacing.Rate{Calls: 10, Window: time.Minute}, opts: pacing.Options{Shards: 4}, shards: 4},
-		"TooManyGiven": {reason: "More shards than calls a window leave a shard without one.", rate: pacing.Rate{Calls: 3, Window: time.Minute}, opts: pacing.Options{Shards: 4}, err: true},
-		"NoRate":       {reason: "No calls is no budget.", rate: pacing.Rate{Window: time.Minute}, err: true},
+		"PerMinute1500": {reason: "1,500 a minute is 25 a second: 50 shards keep each under half a write a second.", rate: pacing.Rate{Calls: 1500, Window: time.Minute}, shards: 50},
+		"PerMinute60":   {reason: "60 a minute is 1 a second: 2 shards.", rate: pacing.Rate{Calls: 60, Window: time.Minute}, shards: 2},
+		"Small":         {reason: "3 a second would want 6 shards, but each needs a call a window.", rate: pacing.Rate{Calls: 3, Window: time.Second}, shards: 3},
+		"Given":         {reason: "Shards given are taken.", rate: pacing.Rate{Calls: 10, Window: time.Minute}, opts: pacing.Options{Shards: 4}, shards: 4},
+		"TooManyGiven":  {reason: "More shards than calls a window leave a shard without one.", rate: pacing.Rate{Calls: 3, Window: time.Minute}, opts: pacing.Options{Shards: 4}, err: true},
+		"NoRate":        {reason: "No calls is no budget.", rate: pacing.Rate{Window: time.Minute}, err: true},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {
-			p, err := pacing.New(pacing.NewMemory(), pacing.Key{Type: "gcp"}, tc.rate, clock.NewFake(t0), tc.opts)
+			p, err := pacing.New(pacing.NewMemory(), pacing.Key{Type: "demo"}, tc.rate, clock.NewFake(t0), tc.opts)
 			if (err != nil) != tc.err {
 				t.Fatalf("%s\nerror %v, want error %v", tc.reason, err, tc.err)
 			}

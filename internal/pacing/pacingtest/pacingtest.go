@@ -44,11 +44,11 @@ func same(s pacing.Store) []pacing.Store {
 // it, and shards of other indexes, types and accounts are apart.
 func shards(t *testing.T, newStore func(t *testing.T) pacing.Store) {
 	ctx := context.Background()
-	a := pacing.Shard{Key: pacing.Key{Type: "gcp"}, Index: 0}
+	a := pacing.Shard{Key: pacing.Key{Type: "demo"}, Index: 0}
 	others := []pacing.Shard{
-		{Key: pacing.Key{Type: "gcp"}, Index: 1},
-		{Key: pacing.Key{Type: "gcp", Account: "second"}, Index: 0},
-		{Key: pacing.Key{Type: "hetzner"}, Index: 0},
+		{Key: pacing.Key{Type: "demo"}, Index: 1},
+		{Key: pacing.Key{Type: "demo", Account: "second"}, Index: 0},
+		{Key: pacing.Key{Type: "other"}, Index: 0},
 	}
 	cases := map[string]struct {
 		reason string
@@ -87,7 +87,7 @@ func shards(t *testing.T, newStore func(t *testing.T) pacing.Store) {
 // whose read and write are not one transaction would not make it.
 func noLostUpdate(t *testing.T, s pacing.Store) {
 	const each = 8
-	shard := pacing.Shard{Key: pacing.Key{Type: "gcp"}}
+	shard := pacing.Shard{Key: pacing.Key{Type: "demo"}}
 	var wg sync.WaitGroup
 	errs := make(chan error, Instances)
 	for range Instances {
@@ -128,7 +128,7 @@ func WindowsFillAndHold(t *testing.T, stores []pacing.Store) {
 	booked, refused := reserveUntilFull(t, stores, rate, opts, 1)
 	cur := t0.UnixNano() / int64(time.Minute)
 	want := map[int64]int{cur: 24, cur + 1: 24, cur + 2: 24}
-	if diff := cmp.Diff(want, windows(t, stores[0], pacing.Key{Type: "gcp"}, opts.Shards)); diff != "" {
+	if diff := cmp.Diff(want, windows(t, stores[0], pacing.Key{Type: "demo"}, opts.Shards)); diff != "" {
 		t.Errorf("calls booked by window over all shards (-want +got):\n%s", diff)
 	}
 	if booked != 72 || refused != Instances {
@@ -144,7 +144,7 @@ func costsNeverOverfill(t *testing.T, stores []pacing.Store) {
 	booked, _ := reserveUntilFull(t, stores, rate, opts, 3)
 	cur := t0.UnixNano() / int64(time.Minute)
 	want := map[int64]int{cur: 27, cur + 1: 27}
-	if diff := cmp.Diff(want, windows(t, stores[0], pacing.Key{Type: "gcp"}, opts.Shards)); diff != "" {
+	if diff := cmp.Diff(want, windows(t, stores[0], pacing.Key{Type: "demo"}, opts.Shards)); diff != "" {
 		t.Errorf("calls booked by window over all shards (-want +got):\n%s", diff)
 	}
 	if booked != 18 {
@@ -164,7 +164,7 @@ func reserveUntilFull(t *testing.T, stores []pacing.Store, rate pacing.Rate, opt
 	)
 	for i := range Instances {
 		opts.Seed = uint64(i + 1)
-		p, err := pacing.New(stores[i], pacing.Key{Type: "gcp"}, rate, clk, opts)
+		p, err := pacing.New(stores[i], pacing.Key{Type: "demo"}, rate, clk, opts)
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -6,9 +6,11 @@ import (
 	"log/slog"
 	"regexp"
 	"strings"
+	"time"
 
 	sdk "github.com/aws/aws-sdk-go-v2/aws"
 
+	"github.com/egress-proxies/egress/internal/pacing"
 	"github.com/egress-proxies/egress/internal/provider"
 	"github.com/egress-proxies/egress/internal/provider/plugin"
 	"github.com/egress-proxies/egress/internal/vm/vmconfig"
@@ -27,6 +29,16 @@ var Plugin = plugin.Plugin{
 	Validator: validatorOf,
 	Boot:      plugin.Boot{Kind: plugin.BootCloudInit, Gzip: true, MetadataURL: vmconfig.EC2MetadataURL},
 	Readiness: plugin.StatusDoor,
+	// EC2 meters an account's actions in a region by token buckets: the
+	// mutating ones a bucket of 200 with 5 a second back, the
+	// non-mutating 100 with 20. One budget over all of them at the
+	// mutating refill: 100 in 20 s, so that a window spent at once is
+	// half a full bucket and is back by the next.
+	Rate: pacing.Rate{Calls: 100, Window: 20 * time.Second, Source: "https://docs.aws.amazon.com/ec2/latest/devguide/ec2-api-throttling.html"},
+	// As the EC2 fake counted them for a warm process's instance
+	// (awssim's TestCallsAsCounted): RunInstances; DescribeInstances;
+	// TerminateInstances; DescribeInstances and DescribeAddresses.
+	Calls: pacing.Calls{Create: 1, Get: 1, Delete: 1, ListByTag: 2},
 	// A /80 delegated to the instance's interface at launch, for a spec
 	// that draws from it (ipv6.go); the VM reads it from the instance
 	// metadata (network/interfaces/macs/MAC/ipv6-prefix), since it is not

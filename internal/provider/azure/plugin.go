@@ -6,9 +6,11 @@ import (
 	"log/slog"
 	"regexp"
 	"strings"
+	"time"
 
 	"github.com/Azure/azure-sdk-for-go/sdk/azcore"
 
+	"github.com/egress-proxies/egress/internal/pacing"
 	"github.com/egress-proxies/egress/internal/provider"
 	"github.com/egress-proxies/egress/internal/provider/plugin"
 	"github.com/egress-proxies/egress/internal/vm/vmconfig"
@@ -41,8 +43,17 @@ var Plugin = plugin.Plugin{
 	Validator: validatorOf,
 	Boot: plugin.Boot{Kind: plugin.BootCloudInit, MetadataURL: vmconfig.AzureMetadataURL,
 		WatchUserData: vmconfig.AzureUserDataURL},
-	Readiness:    plugin.StatusDoor,
-	InPlace:      true,
+	Readiness: plugin.StatusDoor,
+	InPlace:   true,
+	// Resource Manager throttles a subscription by token buckets: reads
+	// 250 with 25 a second back, writes and deletes 200 with 10. One
+	// budget over all of them at the writes' refill: 200 in 20 s, a full
+	// bucket's worth that is back by the next window.
+	Rate: pacing.Rate{Calls: 200, Window: 20 * time.Second, Source: "https://learn.microsoft.com/en-us/azure/azure-resource-manager/management/request-limits-and-throttling"},
+	// As the Azure fake counted them for a warm process's VM
+	// (azuresim's TestCallsAsCounted), the polls of the long-running
+	// operations included.
+	Calls:        pacing.Calls{Create: 9, Get: 2, Delete: 2, ListByTag: 3, Reconfigure: 2},
 	FakeEndpoint: "AZURE_ENDPOINT",
 	// Azure's Retail Prices API, which asks no credential.
 	Prices:           pricesFromEnv,

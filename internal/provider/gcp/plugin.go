@@ -5,9 +5,11 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+	"time"
 
 	"google.golang.org/api/option"
 
+	"github.com/egress-proxies/egress/internal/pacing"
 	"github.com/egress-proxies/egress/internal/provider"
 	"github.com/egress-proxies/egress/internal/provider/plugin"
 	"github.com/egress-proxies/egress/internal/vm/vmconfig"
@@ -27,6 +29,18 @@ var Plugin = plugin.Plugin{
 	Boot:      plugin.Boot{Kind: plugin.BootStartupScript},
 	Readiness: plugin.CallsHome,
 	InPlace:   true,
+	// Compute meters a project's calls per minute by group (mutations,
+	// reads, lists, operations' reads), 1,500 each by default: one
+	// budget of 1,500 a minute over all of them holds each group's.
+	Rate: pacing.Rate{Calls: 1500, Window: time.Minute, Source: "https://cloud.google.com/compute/api-quota"},
+	// As the Compute fake counted them for a warm process's proxy with
+	// an ephemeral address (TestCallsAsCounted): an insert; a get and a
+	// look at the create's operation or the guest attributes; a get and a
+	// delete; the aggregated lists of instances and addresses; a
+	// Reconfigure's get, setLabels and setMetadata; one serial port read.
+	// A Static proxy's address costs a few more, which Compute's own
+	// refusal, waited out, covers.
+	Calls: pacing.Calls{Create: 1, Get: 2, Delete: 2, ListByTag: 2, Reconfigure: 3, Console: 1},
 	// A dual-stack interface's external IPv6 is a /96 (the access
 	// config's externalIpv6PrefixLength), under GCP_STACK_TYPE=IPV4_IPV6.
 	IPv6Prefix:       ipv6PrefixBits,

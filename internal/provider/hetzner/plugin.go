@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"log/slog"
 	"strings"
+	"time"
 
+	"github.com/egress-proxies/egress/internal/pacing"
 	"github.com/egress-proxies/egress/internal/provider"
 	"github.com/egress-proxies/egress/internal/provider/plugin"
 )
@@ -25,6 +27,14 @@ var Plugin = plugin.Plugin{
 	PricedPlacements: pricedPlacements,
 	Boot:             plugin.Boot{Kind: plugin.BootCloudInit},
 	Readiness:        plugin.StatusDoor,
+	// 3,600 requests an hour per project, a bucket refilled one a second
+	// ("Rate Limiting"): a minute's 60, so that a window spent at once
+	// is a minute's refill, never the hour's.
+	Rate: pacing.Rate{Calls: 60, Window: time.Minute, Source: "https://docs.hetzner.cloud/reference/cloud#rate-limiting"},
+	// As the Hetzner fake counted them for a warm process's server
+	// (hetznersim's TestCallsAsCounted): a create; a get; a get and a
+	// delete; the lists of servers and of Primary IPs.
+	Calls: pacing.Calls{Create: 1, Get: 1, Delete: 2, ListByTag: 2},
 	// Every server's public_net.ipv6.ip is a /64 of its own.
 	IPv6Prefix:   64,
 	FakeEndpoint: "HETZNER_ENDPOINT",

@@ -30,6 +30,7 @@ import (
 
 	"golang.org/x/oauth2"
 
+	"github.com/egress-proxies/egress/internal/pacing"
 	"github.com/egress-proxies/egress/internal/pricing"
 	"github.com/egress-proxies/egress/internal/provider"
 	"github.com/egress-proxies/egress/internal/provider/vmside"
@@ -73,6 +74,18 @@ type Plugin struct {
 	// (provider.InPlace): the provider implements provider.Reconfigurer,
 	// and warm pools and live changes without a new VM follow from it.
 	InPlace bool
+	// Rate is the default budget of calls of one of the cloud's accounts,
+	// as the cloud documents its rate limit (calls a window, and the
+	// address of the page that says so): the fleet's calls to an account
+	// are paced within it (package pacing), across every function
+	// instance. Zero: the calls are not paced (the mock's VMs are in the
+	// process).
+	Rate pacing.Rate
+	// Calls are the requests each provider method makes of the cloud's
+	// API, which a call reserves in the budget before it goes: a test of
+	// the cloud's holds them to what its fake counted
+	// (providerbench.CallsOf).
+	Calls pacing.Calls
 	// IPv6Prefix is the length of the routed IPv6 prefix the cloud gives
 	// each VM (64: a Hetzner server's /64), which the provider asks for
 	// and reports (provider.CreateRequest.IPv6Prefix,
@@ -391,6 +404,12 @@ func (p Plugin) Check() error {
 		if _, _, err := vmconfig.ParseFollow(p.Boot.Follow); err != nil {
 			problems = append(problems, "its boot's Follow: "+err.Error())
 		}
+	}
+	if !p.Rate.IsZero() && !strings.HasPrefix(p.Rate.Source, "https://") {
+		problems = append(problems, fmt.Sprintf("its rate (%s) names no source: want the https address of the cloud's page that gives the limit", p.Rate))
+	}
+	if !p.Rate.IsZero() && p.Calls == (pacing.Calls{}) {
+		problems = append(problems, "its rate is spent by no method: declare the calls each method makes (Calls)")
 	}
 	if p.Readiness == StatusDoor && p.Boot.Kind != BootCloudInit {
 		problems = append(problems, "the status door is a cloud-init boot's (its VMs carry the status access in their user-data)")

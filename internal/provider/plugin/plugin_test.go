@@ -4,9 +4,11 @@ import (
 	"context"
 	"errors"
 	"testing"
+	"time"
 
 	"github.com/google/go-cmp/cmp"
 
+	"github.com/egress-proxies/egress/internal/pacing"
 	"github.com/egress-proxies/egress/internal/provider"
 	"github.com/egress-proxies/egress/internal/provider/plugin"
 )
@@ -43,6 +45,14 @@ func TestCheck(t *testing.T) {
 			want: `cloud plugin "demo": variable DEMO_ENDPOINT is declared twice`},
 		"FakeEndpointNotAVar": {reason: "the fake's endpoint is read as one of its variables", change: func(p *plugin.Plugin) { p.FakeEndpoint = "DEMO_URL" },
 			want: `cloud plugin "demo": the fake's endpoint DEMO_URL is none of its variables`},
+		"RateWithoutSource": {reason: "a rate is held to the cloud's page", change: func(p *plugin.Plugin) {
+			p.Rate, p.Calls = pacing.Rate{Calls: 60, Window: time.Minute}, pacing.Calls{Create: 1}
+		},
+			want: `cloud plugin "demo": its rate (60 calls per 1m0s) names no source: want the https address of the cloud's page that gives the limit`},
+		"RateSpentByNothing": {reason: "a rate that no call spends paces nothing", change: func(p *plugin.Plugin) {
+			p.Rate = pacing.Rate{Calls: 60, Window: time.Minute, Source: "https://example.com/limits"}
+		},
+			want: `cloud plugin "demo": its rate is spent by no method: declare the calls each method makes (Calls)`},
 		"StatusDoorWithoutCloudInit": {reason: "the status access travels in cloud-init's user-data", change: func(p *plugin.Plugin) { p.Boot = plugin.Boot{Kind: plugin.BootStartupScript} },
 			want: `cloud plugin "demo": the status door is a cloud-init boot's (its VMs carry the status access in their user-data)`},
 	}

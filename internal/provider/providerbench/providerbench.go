@@ -16,6 +16,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/egress-proxies/egress/internal/pacing"
 	"github.com/egress-proxies/egress/internal/provider"
 )
 
@@ -148,4 +149,42 @@ func Ms(d time.Duration) float64 { return Round(float64(d)/float64(time.Millisec
 func Round(v float64, places int) float64 {
 	f := math.Pow(10, float64(places))
 	return math.Round(v*f) / f
+}
+
+// CallsOf is what each method of p cost its cloud, in requests, as the
+// cloud's fake counted them (requests: every request it was sent so
+// far): two lifecycles as Lifecycles plays them, the second counted (a
+// process that made calls before has what it keeps warm, such as an
+// image's or a zone's lookup), the most of its Gets, and then a listing
+// of what is left (a page). A cloud's test holds its plugin's
+// pacing.Calls to it, so that the budget is spent by what the calls
+// cost.
+func CallsOf(ctx context.Context, p provider.Provider, settle func(), requests func() int, req func(i int) provider.CreateRequest) (pacing.Calls, error) {
+	var c pacing.Calls
+	for i := range 2 {
+		for j, step := range lifecycle(ctx, p, settle, req(i)) {
+			before := requests()
+			if err := step(); err != nil {
+				return c, fmt.Errorf("lifecycle %d: %w", i, err)
+			}
+			if i == 0 {
+				continue
+			}
+			n := requests() - before
+			switch j {
+			case 0:
+				c.Create = n
+			case 3:
+				c.Delete = n
+			default:
+				c.Get = max(c.Get, n)
+			}
+		}
+	}
+	before := requests()
+	if _, err := p.ListByTag(ctx); err != nil {
+		return c, fmt.Errorf("listing: %w", err)
+	}
+	c.ListByTag = requests() - before
+	return c, nil
 }

@@ -63,26 +63,12 @@ func (Bench) Run(ctx context.Context, n int) (providerbench.Result, error) {
 func phase(ctx context.Context, n int) (*Result, error) {
 	fake := ec2fake.New()
 	defer fake.Close()
-	creds := sdkaws.CredentialsProviderFunc(func(context.Context) (sdkaws.Credentials, error) {
-		return sdkaws.Credentials{AccessKeyID: "EGRESS-BENCH", SecretAccessKey: "bench"}, nil
-	})
-	p, err := awsprovider.New(awsprovider.NewClient(awsprovider.ClientOptions{Credentials: creds, Endpoint: fake.Endpoint(), HTTPClient: fake.Client()}),
-		awsprovider.Config{
-			Regions:  []string{"us-east-1"},
-			Renderer: vmside.RendererFunc(func(provider.CreateRequest) (string, error) { return "#cloud-config\n", nil }),
-			Prober: vmside.ProberFunc(func(context.Context, string, int32, string, string) (vmside.Status, error) {
-				return vmside.Status{Ready: true, Generation: 1}, nil
-			}),
-		})
+	p, err := benchProvider(fake)
 	if err != nil {
 		return nil, err
 	}
 	r := &Result{Lifecycles: n, Requests: map[string]float64{}, Listed: Listed}
-	calls, err := providerbench.Lifecycles(ctx, p, fake.Settle, n, func(i int) provider.CreateRequest {
-		uid := fmt.Sprintf("00000000-0000-4000-8000-%012d", i)
-		return provider.CreateRequest{Name: provider.NameFromUID(uid), UID: uid, Namespace: "bench", ProxyName: "p",
-			Placement: provider.Placement{Region: "us-east-1"}, StartupScript: "#!/bin/sh\n", Port: 3128}
-	})
+	calls, err := providerbench.Lifecycles(ctx, p, fake.Settle, n, benchRequest)
 	if err != nil {
 		return r, err
 	}
@@ -123,4 +109,27 @@ func (a *Result) Table(w io.Writer) {
 	}
 	fmt.Fprintf(w, "); a provider call %.1f ms p50, %.1f ms p99;\n", a.CallMs.P50, a.CallMs.P99)
 	fmt.Fprintf(w, "  ListByTag of %d instances in one region: %d requests (pages of 500, and its Elastic IPs), %.0f ms\n", a.Listed, a.ListRequests, a.ListMs)
+}
+
+// benchProvider is the aws provider over fake, in us-east-1, its VMs
+// serving once booted.
+func benchProvider(fake *ec2fake.Server) (provider.Provider, error) {
+	creds := sdkaws.CredentialsProviderFunc(func(context.Context) (sdkaws.Credentials, error) {
+		return sdkaws.Credentials{AccessKeyID: "EGRESS-BENCH", SecretAccessKey: "bench"}, nil
+	})
+	return awsprovider.New(awsprovider.NewClient(awsprovider.ClientOptions{Credentials: creds, Endpoint: fake.Endpoint(), HTTPClient: fake.Client()}),
+		awsprovider.Config{
+			Regions:  []string{"us-east-1"},
+			Renderer: vmside.RendererFunc(func(provider.CreateRequest) (string, error) { return "#cloud-config\n", nil }),
+			Prober: vmside.ProberFunc(func(context.Context, string, int32, string, string) (vmside.Status, error) {
+				return vmside.Status{Ready: true, Generation: 1}, nil
+			}),
+		})
+}
+
+// benchRequest is the bench's i-th create.
+func benchRequest(i int) provider.CreateRequest {
+	uid := fmt.Sprintf("00000000-0000-4000-8000-%012d", i)
+	return provider.CreateRequest{Name: provider.NameFromUID(uid), UID: uid, Namespace: "bench", ProxyName: "p",
+		Placement: provider.Placement{Region: "us-east-1"}, StartupScript: "#!/bin/sh\n", Port: 3128}
 }

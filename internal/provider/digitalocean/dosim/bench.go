@@ -83,20 +83,9 @@ func (Bench) Run(ctx context.Context, n int) (providerbench.Result, error) {
 }
 
 func phase(ctx context.Context, n int) (*Result, error) {
-	const token = "bench-token"
-	fake := dofake.New(token)
+	fake := dofake.New(benchToken)
 	defer fake.Close()
-	c, err := digitalocean.NewClient(token, fake.Endpoint(), nil)
-	if err != nil {
-		return nil, err
-	}
-	p, err := digitalocean.New(c, digitalocean.Config{
-		Firewall: digitalocean.Firewall{ProxyPorts: []string{"3128"}, SourceRanges: []string{"0.0.0.0/0"}, StatusSourceRanges: []string{"192.0.2.0/28"}},
-		Renderer: digitalocean.RendererFunc(func(provider.CreateRequest) (string, error) { return "#cloud-config\n", nil }),
-		Prober: digitalocean.ProberFunc(func(context.Context, string, int32, string, string) (digitalocean.Status, error) {
-			return digitalocean.Status{Ready: true, Generation: 1}, nil
-		}),
-	})
+	p, err := benchProvider(fake)
 	if err != nil {
 		return nil, err
 	}
@@ -111,11 +100,7 @@ func phase(ctx context.Context, n int) (*Result, error) {
 		return out
 	}
 	before, fwBefore := count(routes), count(firewallRoutes)
-	calls, err := providerbench.Lifecycles(ctx, p, fake.Settle, n, func(i int) provider.CreateRequest {
-		uid := fmt.Sprintf("00000000-0000-4000-8000-%012d", i)
-		return provider.CreateRequest{Name: provider.NameFromUID(uid), UID: uid, Namespace: "bench", ProxyName: "p",
-			Placement: provider.Placement{Region: "nyc"}, StartupScript: "#!/bin/sh\n", Port: 3128}
-	})
+	calls, err := providerbench.Lifecycles(ctx, p, fake.Settle, n, benchRequest)
 	if err != nil {
 		return r, err
 	}
@@ -171,4 +156,30 @@ func (r *Result) Table(w io.Writer) {
 		sep = ", "
 	}
 	fmt.Fprintf(w, "), %.0f ms\n", r.ListMs)
+}
+
+// benchToken is the bench's API token.
+const benchToken = "bench-token"
+
+// benchProvider is the digitalocean provider over fake, its Droplets
+// serving once booted.
+func benchProvider(fake *dofake.Server) (provider.Provider, error) {
+	c, err := digitalocean.NewClient(benchToken, fake.Endpoint(), nil)
+	if err != nil {
+		return nil, err
+	}
+	return digitalocean.New(c, digitalocean.Config{
+		Firewall: digitalocean.Firewall{ProxyPorts: []string{"3128"}, SourceRanges: []string{"0.0.0.0/0"}, StatusSourceRanges: []string{"192.0.2.0/28"}},
+		Renderer: digitalocean.RendererFunc(func(provider.CreateRequest) (string, error) { return "#cloud-config\n", nil }),
+		Prober: digitalocean.ProberFunc(func(context.Context, string, int32, string, string) (digitalocean.Status, error) {
+			return digitalocean.Status{Ready: true, Generation: 1}, nil
+		}),
+	})
+}
+
+// benchRequest is the bench's i-th create.
+func benchRequest(i int) provider.CreateRequest {
+	uid := fmt.Sprintf("00000000-0000-4000-8000-%012d", i)
+	return provider.CreateRequest{Name: provider.NameFromUID(uid), UID: uid, Namespace: "bench", ProxyName: "p",
+		Placement: provider.Placement{Region: "nyc"}, StartupScript: "#!/bin/sh\n", Port: 3128}
 }

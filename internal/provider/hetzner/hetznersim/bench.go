@@ -61,15 +61,9 @@ func (Bench) Run(ctx context.Context, n int) (providerbench.Result, error) {
 }
 
 func phase(ctx context.Context, n int) (*Result, error) {
-	const token = "bench-token"
-	fake := hetznerfake.New(token)
+	fake := hetznerfake.New(benchToken)
 	defer fake.Close()
-	p, err := hetzner.New(hetzner.NewClient(token, fake.Endpoint(), nil), hetzner.Config{
-		Renderer: hetzner.RendererFunc(func(provider.CreateRequest) (string, error) { return "#cloud-config\n", nil }),
-		Prober: hetzner.ProberFunc(func(context.Context, string, int32, string, string) (hetzner.Status, error) {
-			return hetzner.Status{Ready: true, Generation: 1}, nil
-		}),
-	})
+	p, err := benchProvider(fake)
 	if err != nil {
 		return nil, err
 	}
@@ -78,11 +72,7 @@ func phase(ctx context.Context, n int) (*Result, error) {
 	for _, rt := range routes {
 		before[rt] = fake.Calls(rt)
 	}
-	calls, err := providerbench.Lifecycles(ctx, p, fake.Settle, n, func(i int) provider.CreateRequest {
-		uid := fmt.Sprintf("00000000-0000-4000-8000-%012d", i)
-		return provider.CreateRequest{Name: provider.NameFromUID(uid), UID: uid, Namespace: "bench", ProxyName: "p",
-			Placement: provider.Placement{Region: "eu-central"}, StartupScript: "#!/bin/sh\n", Port: 3128}
-	})
+	calls, err := providerbench.Lifecycles(ctx, p, fake.Settle, n, benchRequest)
 	if err != nil {
 		return r, err
 	}
@@ -125,4 +115,25 @@ func (h *Result) Table(w io.Writer) {
 	fmt.Fprintf(w, "), so %.0f lifecycles an hour within Hetzner's default 3600 requests; a provider call %.1f ms p50, %.1f ms p99;\n",
 		h.LifecyclesPerHour, h.CallMs.P50, h.CallMs.P99)
 	fmt.Fprintf(w, "  ListByTag of %d servers: %d requests, %.0f ms\n", h.Listed, h.ListRequests, h.ListMs)
+}
+
+// benchToken is the bench's API token.
+const benchToken = "bench-token"
+
+// benchProvider is the hetzner provider over fake, its VMs serving once
+// booted.
+func benchProvider(fake *hetznerfake.Server) (*hetzner.Provider, error) {
+	return hetzner.New(hetzner.NewClient(benchToken, fake.Endpoint(), nil), hetzner.Config{
+		Renderer: hetzner.RendererFunc(func(provider.CreateRequest) (string, error) { return "#cloud-config\n", nil }),
+		Prober: hetzner.ProberFunc(func(context.Context, string, int32, string, string) (hetzner.Status, error) {
+			return hetzner.Status{Ready: true, Generation: 1}, nil
+		}),
+	})
+}
+
+// benchRequest is the bench's i-th create.
+func benchRequest(i int) provider.CreateRequest {
+	uid := fmt.Sprintf("00000000-0000-4000-8000-%012d", i)
+	return provider.CreateRequest{Name: provider.NameFromUID(uid), UID: uid, Namespace: "bench", ProxyName: "p",
+		Placement: provider.Placement{Region: "eu-central"}, StartupScript: "#!/bin/sh\n", Port: 3128}
 }
