@@ -58,11 +58,12 @@ import (
 // every other proxy in the second project, as placement by a hash of the
 // uid spreads a burst evenly over accounts with equal headroom.
 const (
-	// burstInterval and burstLimit are Compute's rate quotas scaled
-	// down: each group of a project takes burstLimit requests in each
-	// interval of burstInterval (1,500 a minute, 25 a second, becomes 40
-	// in 4 s, 10 a second), and the project's budget is the same, spent
-	// by every call whatever its group.
+	// burstInterval and burstLimit are Compute's rate quotas
+	// (gcp.Plugin.Rate) scaled down: each group of a project takes
+	// burstLimit requests in each interval of burstInterval (1,500 a
+	// minute, 25 a second, becomes 40 in 4 s, 10 a second), and the
+	// project's budget is the same, spent by every call whatever its
+	// group, as the plugin's is.
 	burstInterval = 4 * time.Second
 	burstLimit    = 40
 	// burstInstances are the function instances that run the
@@ -74,8 +75,6 @@ const (
 	// burstZone is where the proxies go: a zone of the spec's, so that a
 	// Create is one insert and no read of the region's zones.
 	burstZone = "us-central1-a"
-	// burstLimitSource is the page Compute's rate quotas are read from.
-	burstLimitSource = "https://cloud.google.com/compute/api-quota"
 	// burstTimeout bounds one burst: far above its floor at the
 	// scaled-down rate, against a run that hangs.
 	burstTimeout = 5 * time.Minute
@@ -83,10 +82,16 @@ const (
 
 // burstCalls are the Compute requests each provider method makes on the
 // burst's path, as the fake counts them (the phase's test holds them):
-// a Create with its zone given is one insert, and a Get of a VM made
-// with the spec's own cloud-init one instances.get (no guest attributes
-// to read: no startup script of ours reports readiness).
-var burstCalls = pacing.Calls{Create: 1, Get: 1, Delete: 1, ListByTag: 1}
+// the plugin's (gcp.Plugin.Calls), but a Get of one request. The
+// plugin's Get is two for a VM of the default bootstrap, read with its
+// guest attributes (its readiness); the burst's VMs run the spec's own
+// cloud-init, and are read alone. A Create with its zone given is one
+// insert.
+var burstCalls = func() pacing.Calls {
+	c := gcp.Plugin.Calls
+	c.Get = 1
+	return c
+}()
 
 // burstCallsPerProxy are the calls a proxy makes from its request to
 // Ready at the reconciler's floor: its Create and the Get its VM's
@@ -223,7 +228,7 @@ func burstOnce(ctx context.Context, s burstSettings, n int, fsProject string) (b
 	every := computefake.RateLimits{Mutations: s.limit, Reads: s.limit, Lists: s.limit, OperationReads: s.limit}
 	fake.SetRateLimitWindow(every, s.interval)
 	accounts := burstAccounts(n)
-	rate := pacing.Rate{Calls: s.limit, Window: s.interval, Source: burstLimitSource}
+	rate := pacing.Rate{Calls: s.limit, Window: s.interval, Source: gcp.Plugin.Rate.Source}
 
 	w := &burstWorld{ctx: ctx, docs: storefake.New(clock.Real{}), rnd: rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64())),
 		seen: map[proxy.Key]*burstSeen{}, allReady: make(chan struct{})}
