@@ -234,8 +234,8 @@ func burstOnce(ctx context.Context, s burstSettings, n int, fsProject string) (b
 		seen: map[proxy.Key]*burstSeen{}, allReady: make(chan struct{})}
 	quiet := slog.New(slog.DiscardHandler)
 	for range s.instances {
-		// A function instance: its own Firestore client, and for each
-		// account its own Compute clients, pacer and reconciler.
+		// A function instance: its own Firestore and Compute clients,
+		// and for each account a provider, a pacer and a reconciler.
 		client, err := firestore.NewClient(ctx, fsProject)
 		if err != nil {
 			return burstRun{}, fmt.Errorf("the budgets' Firestore client: %w", err)
@@ -281,9 +281,9 @@ func burstOnce(ctx context.Context, s burstSettings, n int, fsProject string) (b
 	for i := range s.proxies {
 		uid := fmt.Sprintf("00000000-0000-4000-8000-%012d", i)
 		p := &proxy.Proxy{Namespace: "burst", Name: fmt.Sprintf("proxy-%04d", i), UID: uid, Generation: 1, CreateTime: time.Now(),
-			Spec: proxy.Spec{Provider: gcp.Type, Placement: proxy.Placement{Region: "us-central1", Zone: burstZone}, Port: 3128, CloudInit: "#cloud-config\n"},
-			// The account the benchmark placed it in, one after another.
+			Spec:   proxy.Spec{Provider: gcp.Type, Placement: proxy.Placement{Region: "us-central1", Zone: burstZone}, Port: 3128, CloudInit: "#cloud-config\n"},
 			Status: proxy.Status{Phase: proxy.PhasePending}}
+		// The accounts take the proxies in turn.
 		w.place(p.Key(), i%n)
 		if _, err := w.docs.Create(ctx, p, s.proxies); err != nil {
 			return burstRun{}, fmt.Errorf("creating %s: %w", p.Key(), err)
