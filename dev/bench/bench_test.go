@@ -45,7 +45,7 @@ func TestBenchOnTheLocalStack(t *testing.T) {
 	if _, err := emulator.SDKRoot(); err != nil && os.Getenv("CI") != "true" {
 		t.Skipf("%v\n%s", err, emulator.InstallHint)
 	}
-	s := settings{scale: 25, lifecycles: 3, bulk: 40, concurrency: 8, gc: 1000, pool: 3, phases: allPhases, warmup: true, out: filepath.Join(t.TempDir(), "bench.json")}
+	s := settings{scale: 25, lifecycles: 3, bulk: 40, concurrency: 8, gc: 1000, pool: 3, burst: 10, phases: allPhases, warmup: true, out: filepath.Join(t.TempDir(), "bench.json")}
 	// A bound against a hang, far above any run on a loaded machine; no
 	// measure.
 	ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
@@ -91,7 +91,12 @@ func TestBenchOnTheLocalStack(t *testing.T) {
 		"bulk1000Production.concurrency.Reconcile.maxInstances", "bulk1000Production.concurrency.ProxyAPI.concurrency",
 		"warmUp.invocations", "warmUp.functionSecondsPerInvocation", "gc100k.seconds", "gc100k.peakRSSBytes", "gc100k.cpuSeconds", "gc100k.emulatorCPUSeconds", "gc100k.bytesPerInstance", "totalSeconds", "api.createP50Ms", "api.createP99Ms", "api.concurrency",
 		"poolClaim.readyMs.p50", "poolClaim.readyMs.p99", "cold.readyMs.p50", "cold.readyMs.p99",
-		"reconfigure.readyMs.p50", "reconfigure.readyMs.p99")
+		"reconfigure.readyMs.p50", "reconfigure.readyMs.p99", "burst.twoAccountsToOne")
+	for _, run := range []string{"oneAccount", "twoAccounts"} {
+		for _, k := range []string{"proxies", "calls", "rateLimit", "achievedRate", "achievedRateToLimit", "floorSeconds", "readySeconds", "readyToFloor", "refused", "userVisibleErrors"} {
+			paths = append(paths, "burst."+run+"."+k)
+		}
+	}
 	for _, m := range lifecycleOrder {
 		paths = append(paths, "poolClaim.lifecycle."+m+".measured", "poolClaim.lifecycle."+m+".floor", "poolClaim.lifecycle."+m+".ratio")
 	}
@@ -257,8 +262,15 @@ func TestFloors(t *testing.T) {
 // time targets, which make test does not assert; a run that does too much
 // work misses count targets, which it does.
 func TestTargets(t *testing.T) {
-	s := settings{lifecycles: 2, bulk: 100, gc: 1000, pool: 2, scale: 25, phases: allPhases}
+	s := settings{lifecycles: 2, bulk: 100, gc: 1000, pool: 2, burst: 10, scale: 25, phases: allPhases}
 	ratio := func(v float64) *float64 { return &v }
+	burstAt := func(accounts int, seconds float64) burstRun {
+		calls := s.burst * burstCallsPerProxy
+		limit := float64(accounts*burstLimit) / burstInterval.Seconds()
+		floor := float64(calls) / limit
+		return burstRun{Accounts: accounts, Proxies: s.burst, Ready: s.burst, Calls: calls, LimitPerSecond: limit, FloorSeconds: floor, ReadySeconds: seconds,
+			AchievedRate: float64(calls) / seconds, AchievedRateToLimit: floor / seconds, ReadyToFloor: seconds / floor}
+	}
 	atFloor := func() *results {
 		r := &results{Lifecycle: map[string]metric{}}
 		for _, k := range []string{"statusWrites", "providerGet", "invocations", "firestoreWrites", "firestoreReads"} {
@@ -282,6 +294,9 @@ func TestTargets(t *testing.T) {
 		}
 		r.Cold.ReadyMs = latency{P50: ms(s.boot()) + 100, P99: ms(s.boot()) + 300, N: 2}
 		r.Reconfigure.ReadyMs = latency{P50: 1100, P99: 1500, N: 2}
+		// The burst at 1.05 times its floor, two accounts at half one's.
+		one, two := burstAt(1, 2.1), burstAt(2, 1.05)
+		r.Burst = &burstResult{OneAccount: one, TwoAccounts: two, TwoAccountsToOne: 0.5}
 		return r
 	}
 	cases := map[string]struct {
@@ -340,6 +355,22 @@ func TestTargets(t *testing.T) {
 			change: func(r *results) { r.Cold.ReadyMs.P50 = 100 }, counts: 1},
 		"UnclaimedProxy": {reason: "A proxy the pool serves that booted a VM of its own is a count missed.",
 			change: func(r *results) { r.PoolClaim.Claimed = 1 }, counts: 1},
+		"BurstSlow": {reason: "A burst at 1.25 times its floor (0.8 of the limit) through one account, and two accounts at 0.7 of its time, are three times missed.",
+			change: func(r *results) {
+				r.Burst.OneAccount = burstAt(1, 2.5)
+				r.Burst.TwoAccountsToOne = 0.7
+			}, times: 3},
+		"BurstUserSawAnError": {reason: "A proxy that showed an error, and one not Ready, are counts missed, whatever the times.",
+			change: func(r *results) {
+				r.Burst.TwoAccounts.UserVisibleErrors, r.Burst.TwoAccounts.Errors = 1, []string{"namespaces/burst/proxies/proxy-0001: ProviderTransient: …"}
+				r.Burst.OneAccount.Ready = s.burst - 1
+			}, counts: 2},
+		"BurstExtraCalls": {reason: "Calls past the floor's path (a Get that came twice) are a count missed; refused calls are not: the cloud is the final word.",
+			change: func(r *results) {
+				r.Burst.OneAccount.Calls++
+				r.Burst.TwoAccounts.Calls++
+				r.Burst.TwoAccounts.Refused++
+			}, counts: 1},
 	}
 	for name, tc := range cases {
 		t.Run(name, func(t *testing.T) {

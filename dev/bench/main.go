@@ -34,6 +34,15 @@
 //	           the stack, the cloud's API requests per lifecycle, and a
 //	           ListByTag of 1000 VMs (the cloud's <cloud>sim package
 //	           brings it, a providerbench.Phase).
+//	burst      -burst proxies asked for at once of Google Cloud's
+//	           provider over the Compute fake, whose rate quotas are
+//	           scaled down to 40 requests in 4 s a project, through one
+//	           project and then through two, every call paced by the
+//	           fleet's budget on the Firestore emulator and the proxies
+//	           driven by the reconciler (burst.go): the achieved call rate
+//	           against the limit, the time to all Ready against the floor
+//	           the limit implies, the calls Compute refused and the errors
+//	           users saw.
 //	gc         -gc/100, -gc/10, then -gc documents and as many instances,
 //	           one CollectGarbage run each in a process of its own on the
 //	           same Firestore emulator: its time, its own CPU time and the
@@ -81,6 +90,7 @@ func main() {
 	flag.IntVar(&s.concurrency, "concurrency", 64, "HTTP clients at once in the bulk phase")
 	flag.IntVar(&s.gc, "gc", 100_000, "documents and instances of the garbage-collection run")
 	flag.IntVar(&s.pool, "pool", 20, "warm VMs in the pool, and proxies in each of the pool phases")
+	flag.IntVar(&s.burst, "burst", 120, "proxies asked for at once in the burst phase, through one account and then through two")
 	phases := flag.String("phases", strings.Join(allPhases, ","), "the phases to run, of "+strings.Join(allPhases, ", ")+" (a target of a phase not run is not held)")
 	flag.StringVar(&s.gcProfile, "gc-cpuprofile", "", "write a CPU profile of the largest garbage-collection run to this file (go tool pprof reads it)")
 	flag.BoolVar(&s.keep, "keep", false, "keep the stack's log (every invocation line) and the collector's, and say where")
@@ -121,6 +131,8 @@ type settings struct {
 	scale                             float64
 	lifecycles, bulk, concurrency, gc int
 	pool                              int
+	// burst is the proxies of each burst of the burst phase.
+	burst int
 	// phases are the phases to run, of allPhases.
 	phases []string
 	// gcProfile, if set, is where the largest collection run's CPU
@@ -137,11 +149,12 @@ const (
 	phaseLifecycle = "lifecycle"
 	phaseBulk      = "bulk"
 	phasePool      = "pool"
+	phaseBurst     = "burst"
 	phaseGC        = "gc"
 )
 
 // cloudPhases are the clouds' phases, which run after the pool phases
-// and before the collector's, in the list's order.
+// and before the burst and the collector's, in the list's order.
 var cloudPhases = cloudsdev.Phases()
 
 var allPhases = func() []string {
@@ -149,7 +162,7 @@ var allPhases = func() []string {
 	for _, ph := range cloudPhases {
 		out = append(out, ph.Name())
 	}
-	return append(out, phaseGC)
+	return append(out, phaseBurst, phaseGC)
 }()
 
 // runs reports whether the run includes the phase.
@@ -176,8 +189,9 @@ func (s settings) validate() error {
 	switch {
 	case s.scale < 1:
 		return fmt.Errorf("-scale %v: want 1 or more (1 runs in real time)", s.scale)
-	case s.lifecycles < 1, s.bulk < 1, s.gc < 100, s.pool < 1:
-		return fmt.Errorf("-lifecycles %d, -bulk %d, -gc %d, -pool %d: want at least 1, 1, 100 and 1", s.lifecycles, s.bulk, s.gc, s.pool)
+	case s.lifecycles < 1, s.bulk < 1, s.gc < 100, s.pool < 1, s.burst < 2:
+		return fmt.Errorf("-lifecycles %d, -bulk %d, -gc %d, -pool %d, -burst %d: want at least 1, 1, 100, 1 and 2 (a proxy in each of two accounts)",
+			s.lifecycles, s.bulk, s.gc, s.pool, s.burst)
 	case s.concurrency < 1:
 		return fmt.Errorf("-concurrency %d: want at least 1", s.concurrency)
 	}

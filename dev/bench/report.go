@@ -51,6 +51,9 @@ type results struct {
 	// TotalSeconds the whole run, from the stack's build to its stop.
 	Phases       []phaseTime `json:"phases"`
 	TotalSeconds float64     `json:"totalSeconds"`
+	// Burst is the burst phase (burst.go): a burst of proxies through
+	// one cloud account and then two, paced by the fleet's budget.
+	Burst *burstResult `json:"burst,omitempty"`
 	// Clouds are the clouds' phases' figures, by phase name (the cloud's
 	// provider type): each cloud's own (internal/clouds/cloudsdev lists
 	// the phases).

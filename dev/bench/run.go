@@ -105,13 +105,14 @@ func run(ctx context.Context, s settings, log *slog.Logger) (*results, error) {
 	}
 	// The pool phases after the lifecycle and bulk phases: once the pool
 	// exists, it serves their spec. The clouds' phases need no stack. The
-	// collector last: its hundred thousand documents would weigh on the
-	// emulator every later phase talks to.
+	// burst keeps its budgets in the stack's Firestore emulator, in
+	// projects of its own. The collector last: its hundred thousand
+	// documents would weigh on the emulator every later phase talks to.
 	phases := []phase{{phaseLifecycle, b.lifecycle}, {phaseBulk, b.bulkAtEachSize}, {phasePool, b.poolPhases}}
 	for _, ph := range cloudPhases {
 		phases = append(phases, phase{ph.Name(), b.cloud(ph)})
 	}
-	for _, ph := range append(phases, phase{phaseGC, b.collect}) {
+	for _, ph := range append(phases, phase{phaseBurst, b.burstPhase}, phase{phaseGC, b.collect}) {
 		if !s.runs(ph.name) {
 			continue
 		}

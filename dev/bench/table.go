@@ -36,6 +36,9 @@ func (r *results) table(w io.Writer) {
 			res.Table(w)
 		}
 	}
+	if slices.Contains(s.Phases, phaseBurst) && r.Burst != nil {
+		r.burstTable(w)
+	}
 	if slices.Contains(s.Phases, phaseGC) {
 		r.gcTable(w)
 	}
@@ -190,4 +193,26 @@ func (r *results) poolTable(w io.Writer) {
 	metricTable(w, "per claimed lifecycle, refill included", pc.Lifecycle)
 	cpuLine(w, "a claimed lifecycle", pc.CPU)
 	fmt.Fprintln(w)
+}
+
+// burstTable prints the burst phase: each burst against its limit and its
+// floor.
+func (r *results) burstTable(w io.Writer) {
+	b := r.Burst
+	one := b.OneAccount
+	fmt.Fprintf(w, "\nburst: %d proxies asked for at once of Google Cloud (the Compute fake's rate quotas scaled down to %d requests in %g s a project), paced by the fleet's budget over %d function instances\n",
+		one.Proxies, one.RateLimit, one.RateIntervalSeconds, one.Instances)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
+	fmt.Fprintf(tw, "accounts\tready\tcalls\tlimit (calls/s)\tachieved (calls/s)\tto limit\tfloor (s)\tall Ready (s)\tto floor\trefused\tqueued\tuser-visible errors\t\n")
+	for _, x := range []burstRun{b.OneAccount, b.TwoAccounts} {
+		fmt.Fprintf(tw, "%d\t%d\t%d\t%.1f\t%.2f\t%.2f\t%.2f\t%.2f\t%.2f\t%d\t%d\t%d\t\n", x.Accounts, x.Ready, x.Calls, x.LimitPerSecond, x.AchievedRate,
+			x.AchievedRateToLimit, x.FloorSeconds, x.ReadySeconds, x.ReadyToFloor, x.Refused, x.Queued, x.UserVisibleErrors)
+	}
+	tw.Flush()
+	fmt.Fprintf(w, "two accounts: all Ready in %.2f of one account's time\n", b.TwoAccountsToOne)
+	for _, x := range []burstRun{b.OneAccount, b.TwoAccounts} {
+		for _, e := range x.Errors {
+			fmt.Fprintf(w, "  %d account(s), shown to a user: %s\n", x.Accounts, e)
+		}
+	}
 }

@@ -5,6 +5,7 @@ import (
 	"maps"
 	"math"
 	"slices"
+	"strings"
 )
 
 // The benchmark's targets. Counts do not depend on how busy the machine
@@ -48,6 +49,14 @@ const (
 	// maxScaleGrowth is how much an item's cost may grow from the smallest
 	// size of a scaled phase to the largest.
 	maxScaleGrowth = 0.2
+	// minBurstRateToLimit is the least part of the rate limit a burst
+	// spends (issue 48): the budget paces, and does not waste the
+	// limit; maxBurstReadyToFloor how far above the floor the limit
+	// implies its last proxy may be Ready; maxBurstTwoAccountsToOne how
+	// much of one account's time the same burst through two takes.
+	minBurstRateToLimit      = 0.90
+	maxBurstReadyToFloor     = 1.15
+	maxBurstTwoAccountsToOne = 0.6
 	// maxTotalSeconds bounds the whole benchmark, from the stack's build
 	// to its stop, with every phase run (the go command's build of the
 	// benchmark itself, before it starts, is not in it: seconds when
@@ -138,6 +147,59 @@ func (r *results) countsMissed(s settings) []string {
 	if s.runs(phasePool) {
 		out = append(out, r.claimCountsMissed(s)...)
 	}
+	if s.runs(phaseBurst) {
+		out = append(out, r.burstCountsMissed(s)...)
+	}
+	return out
+}
+
+// burstCountsMissed says which count targets the burst phase missed:
+// every proxy Ready, at the calls of the floor's path each, and none
+// showing its user an error (a queued wait is none).
+func (r *results) burstCountsMissed(s settings) []string {
+	if r.Burst == nil {
+		return []string{"burst: the phase ran and reported nothing"}
+	}
+	var out []string
+	for _, x := range []burstRun{r.Burst.OneAccount, r.Burst.TwoAccounts} {
+		what := fmt.Sprintf("burst through %d account(s)", x.Accounts)
+		if x.Ready != s.burst {
+			out = append(out, fmt.Sprintf("%s: %d of %d proxies Ready", what, x.Ready, s.burst))
+		}
+		if want := s.burst * burstCallsPerProxy; x.Calls-x.Refused != want {
+			out = append(out, fmt.Sprintf("%s: the Compute fake counted %d calls, %d of them refused; want %d passed, %d a proxy (its Create and the Get of its call-home)",
+				what, x.Calls, x.Refused, want, burstCallsPerProxy))
+		}
+		if x.UserVisibleErrors != 0 {
+			out = append(out, fmt.Sprintf("%s: %d proxies showed their user an error, want 0 (a queued wait is none): %s", what, x.UserVisibleErrors, strings.Join(x.Errors, "; ")))
+		}
+	}
+	return out
+}
+
+// burstTimesMissed says which time targets the burst phase missed: each
+// burst's rate against its limit and its time against its floor, and two
+// accounts' time against one's.
+func (r *results) burstTimesMissed() []string {
+	if r.Burst == nil {
+		return nil
+	}
+	var out []string
+	for _, x := range []burstRun{r.Burst.OneAccount, r.Burst.TwoAccounts} {
+		what := fmt.Sprintf("burst through %d account(s)", x.Accounts)
+		if x.AchievedRateToLimit < minBurstRateToLimit {
+			out = append(out, fmt.Sprintf("%s: %v calls a second, %v of the limit of %v, want at least %v of it (%d calls in %v s; %d refused by Compute)",
+				what, x.AchievedRate, x.AchievedRateToLimit, x.LimitPerSecond, minBurstRateToLimit, x.Calls, x.ReadySeconds, x.Refused))
+		}
+		if x.ReadyToFloor > maxBurstReadyToFloor {
+			out = append(out, fmt.Sprintf("%s: all Ready in %v s, %v times the floor of %v s the limit implies, want at most %v times it",
+				what, x.ReadySeconds, x.ReadyToFloor, x.FloorSeconds, maxBurstReadyToFloor))
+		}
+	}
+	if b := r.Burst; b.TwoAccountsToOne > maxBurstTwoAccountsToOne {
+		out = append(out, fmt.Sprintf("burst: through two accounts all Ready in %v s, %v of one account's %v s, want at most %v of it",
+			b.TwoAccounts.ReadySeconds, b.TwoAccountsToOne, b.OneAccount.ReadySeconds, maxBurstTwoAccountsToOne))
+	}
 	return out
 }
 
@@ -185,6 +247,9 @@ func (r *results) timesMissed(s settings) []string {
 	}
 	if s.runs(phasePool) {
 		out = append(out, r.claimTimesMissed()...)
+	}
+	if s.runs(phaseBurst) {
+		out = append(out, r.burstTimesMissed()...)
 	}
 	if len(s.phases) == len(allPhases) && r.TotalSeconds > maxTotalSeconds {
 		out = append(out, fmt.Sprintf("the benchmark took %v s, want at most %d", r.TotalSeconds, maxTotalSeconds))

@@ -24,7 +24,16 @@
 // the others from a random one): the earliest window, at most MaxAhead ahead, whose share has
 // room for the call's cost, and in it the call's slot, spread by its
 // position (window start + k/share × window), so a window's calls are not
-// a burst at its start. A slot near enough (Options.Near) is written and
+// a burst at its start. A slot later than one spacing of the shard's
+// slots is only noted, and other shards are asked (up to Probes): the
+// earliest noted is booked, so that callers who each take a shard at
+// random do not book seconds after other shards' free slots. The time is
+// read in the transaction, no slot is booked in its window's last moment
+// (Guard), and a slot whose window ended before its call could go is
+// booked again (Pacer.Lost): a call is counted in the window it reaches
+// the cloud in. One process has InFlight reservations in the store at
+// once: its callers would otherwise contend with each other in the
+// store's transactions. A slot near enough (Options.Near) is written and
 // the caller sleeps until it; a farther one is not written (so no slot
 // is ever held for a caller that does not come back) and the call fails
 // as provider.KindRateLimited, its RetryAfter bringing the caller back

@@ -81,6 +81,15 @@ const (
 	// account's full rate, at most (ShardsFor): Firestore sustains about
 	// one a document.
 	MaxShardWritesPerSecond = 0.5
+	// DefaultGuard is the end of a window in which no call is booked
+	// into it (at most an eighth of the window): the transaction's
+	// commit and the request's way to the cloud take that long at most,
+	// and a call booked later would reach the cloud in the next window,
+	// counted there over that window's full share.
+	DefaultGuard = 250 * time.Millisecond
+	// DefaultInFlight is how many reservations of one process are in the
+	// store at once.
+	DefaultInFlight = 1
 )
 
 // Options tune a Pacer; zero fields take the defaults.
@@ -89,11 +98,15 @@ type Options struct {
 	// (ShardsFor the rate when 0). Every instance of the fleet must use
 	// the same number: the shares of a window are cut by it.
 	Shards int
-	// MaxAhead, Near and Probes: DefaultMaxAhead, DefaultNear,
-	// DefaultProbes.
+	// MaxAhead, Near, Probes and Guard: DefaultMaxAhead, DefaultNear,
+	// DefaultProbes, DefaultGuard (at most an eighth of the window).
 	MaxAhead int
 	Near     time.Duration
 	Probes   int
+	Guard    time.Duration
+	// InFlight bounds the reservations of this pacer (this process) in
+	// the store at once: DefaultInFlight.
+	InFlight int
 	// Seed seeds the choice of shards and the spread of retries, for a
 	// test that replays; 0 is a random seed.
 	Seed uint64
@@ -122,6 +135,10 @@ type Pacer struct {
 	maxAhead int
 	near     time.Duration
 	probes   int
+	guard    time.Duration
+
+	// gate bounds this pacer's transactions in flight (Options.InFlight).
+	gate chan struct{}
 
 	mu  sync.Mutex
 	rnd *rand.Rand
@@ -134,7 +151,7 @@ func New(store Store, key Key, rate Rate, clk clock.Clock, opts Options) (*Pacer
 	if rate.IsZero() {
 		return nil, fmt.Errorf("pacing %s: the rate %s is no budget: want calls > 0 in a window > 0", key, rate)
 	}
-	p := &Pacer{store: store, key: key, rate: rate, clock: clk, shards: opts.Shards, maxAhead: opts.MaxAhead, near: opts.Near, probes: opts.Probes}
+	p := &Pacer{store: store, key: key, rate: rate, clock: clk, shards: opts.Shards, maxAhead: opts.MaxAhead, near: opts.Near, probes: opts.Probes, guard: opts.Guard}
 	if p.shards == 0 {
 		p.shards = ShardsFor(rate)
 	}
@@ -150,6 +167,16 @@ func New(store Store, key Key, rate Rate, clk clock.Clock, opts Options) (*Pacer
 	if p.probes <= 0 {
 		p.probes = DefaultProbes
 	}
+	if p.guard <= 0 {
+		p.guard = DefaultGuard
+	}
+	p.guard = min(p.guard, rate.Window/8)
+	inFlight := opts.InFlight
+	if inFlight <= 0 {
+		inFlight = DefaultInFlight
+	}
+	p.gate = make(chan struct{}, inFlight)
+
 	seed := opts.Seed
 	if seed == 0 {
 		seed = rand.Uint64()
@@ -216,15 +243,26 @@ func (p *Pacer) start(w int64) time.Time { return time.Unix(0, w*int64(p.rate.Wi
 // slotAt is the time of position k of a window of share calls.
 func (p *Pacer) slotAt(w int64, k, share int) time.Time {
 	return p.start(w).Add(time.Duration(int64(k) * int64(p.rate.Window) / int64(share)))
-}
-
-// Reserve books cost calls of the budget: the earliest slot with room in
+} // Reserve books cost calls of the budget: the earliest slot with room in
 // a shard, when it is near (within Options.Near); otherwise it books
 // nothing and says when to come back. A cost larger than a shard's share
 // books the whole share of a window. The error is the store's.
+//
+// The time is read in each try of each shard's transaction, not once
+// for the reservation: a reservation that met contention, or asked
+// several shards, may end in a later window than it began in, and a slot
+// booked in the window it began in would then be called in the next one,
+// over that window's share. For the same reason no slot is booked in the
+// last moment of its window (Options.Guard), and a slot whose window
+// ended before its call could go is lost (Lost), the call booked again.
 func (p *Pacer) Reserve(ctx context.Context, cost int) (Slot, error) {
+	select {
+	case p.gate <- struct{}{}:
+	case <-ctx.Done():
+		return Slot{}, fmt.Errorf("pacing %s: waiting for this process's reservations before it: %w", p.key, ctx.Err())
+	}
+	defer func() { <-p.gate }()
 	now := p.clock.Now()
-	cur := p.window(now)
 	// The shard this pacer last booked in first, then the others from a
 	// random one on: an instance keeps to a shard while it has room, so
 	// that instances seldom meet on one (a transaction that meets
@@ -232,9 +270,16 @@ func (p *Pacer) Reserve(ctx context.Context, cost int) (Slot, error) {
 	// emulator), and moves to another when it is full or held.
 	home, start := p.pick()
 	var (
-		best *Slot
-		far  int
+		best   *Slot
+		probed int
 	)
+	// First, a shard whose earliest slot is early: within one slot's
+	// spacing of now, as early as a shard's slots come. The shards are
+	// filled unevenly by callers that each take one at random, and a
+	// caller that took the first shard with a near slot would be booked
+	// seconds after slots of other shards that stay free: a burst would
+	// end later than its calls need. So a later slot is only noted, and
+	// up to Probes shards are asked; then the earliest noted is booked.
 	for i, j := 0, 0; i < p.shards; i++ {
 		s := home
 		if i > 0 {
@@ -244,55 +289,27 @@ func (p *Pacer) Reserve(ctx context.Context, cost int) (Slot, error) {
 			}
 			j++
 		}
-		share := p.share(s)
-		n := min(max(cost, 1), share)
-		var got Slot
-		var found bool
-		err := p.store.Update(ctx, Shard{Key: p.key, Index: s}, func(c Counts) (Counts, bool) {
-			got, found = Slot{}, false
-			for w := cur; w <= cur+int64(p.maxAhead); w++ {
-				k := c[w]
-				if k+n > share {
-					continue
-				}
-				at := p.slotAt(w, k, share)
-				got = Slot{At: at, Window: w, Shard: s, Ahead: p.shards * p.booked(c, cur, now, at, share)}
-				if at.Before(now) {
-					got.At = now
-				}
-				found = true
-				if at.Sub(now) > p.near {
-					return nil, false
-				}
-				next := Counts{}
-				for v, calls := range c {
-					if v >= cur {
-						next[v] = calls
-					}
-				}
-				next[w] = k + n
-				got.Reserved = true
-				return next, true
-			}
-			return nil, false
+		got, err := p.book(ctx, s, cost, func(at, now time.Time) bool {
+			return !at.After(now.Add(min(p.near, p.rate.Window/time.Duration(p.share(s)))))
 		})
 		if errors.Is(err, ErrContended) && i < p.shards-1 {
 			// Other instances hold this shard: ask the next.
 			continue
 		}
 		if err != nil {
-			return Slot{}, fmt.Errorf("pacing %s: reserving %d calls in shard %d: %w", p.key, n, s, err)
+			return Slot{}, err
 		}
+		now = got.now
 		if got.Reserved {
 			p.setHome(s)
-			return got, nil
+			return got.Slot, nil
 		}
-		if found {
+		if got.found {
 			if best == nil || got.At.Before(best.At) {
-				g := got
+				g := got.Slot
 				best = &g
 			}
-			if far++; far >= p.probes {
+			if probed++; probed >= p.probes {
 				break
 			}
 		}
@@ -300,11 +317,105 @@ func (p *Pacer) Reserve(ctx context.Context, cost int) (Slot, error) {
 	if best == nil {
 		// Every shard is full up to MaxAhead windows: come back when the
 		// window after them starts to be near.
+		cur := p.window(now)
 		at := p.start(cur + int64(p.maxAhead) + 1)
 		return Slot{At: at, Window: cur + int64(p.maxAhead) + 1, Shard: -1, Ahead: p.rate.Calls * (p.maxAhead + 1), RetryAfter: p.retryAfter(now, at)}, nil
 	}
+	if best.At.Sub(now) <= p.near {
+		// The earliest noted is near: book it (or the shard's earliest
+		// now, which another caller may have moved on since).
+		got, err := p.book(ctx, best.Shard, cost, func(at, now time.Time) bool { return at.Sub(now) <= p.near })
+		switch {
+		case errors.Is(err, ErrContended):
+			// Held by others since it was asked: the caller comes back
+			// for the slot noted.
+		case err != nil:
+			return Slot{}, err
+		case got.Reserved:
+			p.setHome(best.Shard)
+			return got.Slot, nil
+		default:
+			now = got.now
+			if got.found {
+				best = &got.Slot
+			}
+		}
+	}
 	best.RetryAfter = p.retryAfter(now, best.At)
 	return *best, nil
+}
+
+// booking is a shard's answer to a reservation: the slot, booked or
+// not; found, whether the shard has room within MaxAhead; now, the time
+// the transaction read.
+type booking struct {
+	Slot
+	found bool
+	now   time.Time
+}
+
+// book books cost calls in shard s, in one transaction: its earliest
+// slot, when accept takes it; else nothing, and the slot it would have
+// been.
+func (p *Pacer) book(ctx context.Context, s, cost int, accept func(at, now time.Time) bool) (booking, error) {
+	share := p.share(s)
+	n := min(max(cost, 1), share)
+	var got booking
+	err := p.store.Update(ctx, Shard{Key: p.key, Index: s}, func(c Counts) (Counts, bool) {
+		now := p.clock.Now()
+		got = booking{now: now}
+		cur := p.window(now)
+		for w := cur; w <= cur+int64(p.maxAhead); w++ {
+			k := c[w]
+			if k+n > share {
+				continue
+			}
+			at := p.slotAt(w, k, share)
+			if goes := laterOf(at, now); !goes.Before(p.start(w + 1).Add(-p.guard)) {
+				// Too late in its window to reach the cloud in it.
+				continue
+			}
+			got.Slot = Slot{At: at, Window: w, Shard: s, Ahead: p.shards * p.booked(c, cur, now, at, share)}
+			if at.Before(now) {
+				got.At = now
+			}
+			got.found = true
+			if !accept(got.At, now) {
+				return nil, false
+			}
+			next := Counts{}
+			for v, calls := range c {
+				if v >= cur {
+					next[v] = calls
+				}
+			}
+			next[w] = k + n
+			got.Reserved = true
+			return next, true
+		}
+		return nil, false
+	})
+	if err != nil {
+		return booking{}, fmt.Errorf("pacing %s: reserving %d calls in shard %d: %w", p.key, n, s, err)
+	}
+	return got, nil
+}
+
+// laterOf is the later of two times.
+func laterOf(a, b time.Time) time.Time {
+	if b.After(a) {
+		return b
+	}
+	return a
+}
+
+// Lost reports whether slot s's window ended before now, when its call
+// was to go: the store or the caller's scheduling was slower than the
+// guard, and a call sent now would be counted in a later window than the
+// one it was booked in. The booking stays, unused (the budget is safe);
+// the call books again.
+func (p *Pacer) Lost(s Slot, now time.Time) bool {
+	return s.Reserved && !now.Before(p.start(s.Window+1))
 }
 
 // retryAfter is how long a caller whose slot is at at waits before it

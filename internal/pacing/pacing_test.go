@@ -3,6 +3,7 @@ package pacing_test
 import (
 	"context"
 	"errors"
+	"sync"
 	"testing"
 	"time"
 
@@ -254,5 +255,187 @@ func TestProviderPacesQuotas(t *testing.T) {
 	}
 	if diff := cmp.Diff([]provider.Kind{"", provider.KindRateLimited}, kinds); diff != "" || backend.reads != 1 {
 		t.Errorf("kinds of two reads (-want +got):\n%s\nreads that reached the backend: %d, want 1", diff, backend.reads)
+	}
+}
+
+// slowStore is a store whose transactions take their time: before
+// (and after, when afterwards) each Update it moves the clock on by the
+// next of delays, as a contended or slow Firestore would.
+type slowStore struct {
+	inner      *pacing.Memory
+	clk        *clock.Fake
+	delays     []time.Duration
+	afterwards bool
+}
+
+func (s *slowStore) Update(ctx context.Context, shard pacing.Shard, change func(pacing.Counts) (pacing.Counts, bool)) error {
+	var d time.Duration
+	if len(s.delays) > 0 {
+		d, s.delays = s.delays[0], s.delays[1:]
+	}
+	if !s.afterwards {
+		s.clk.Advance(d)
+	}
+	err := s.inner.Update(ctx, shard, change)
+	if s.afterwards {
+		s.clk.Advance(d)
+	}
+	return err
+}
+
+// TestSlotsAreInTheWindowTheCallGoesIn: a call's slot is booked in the
+// window it goes in, so that no window of the cloud counts more than the
+// rate: a reservation whose transaction ends in a later window than it
+// began books that later window (the time is read in the transaction),
+// and a call near a window's end is booked into the next window, not the
+// last moment of this one (the guard), where it would reach the cloud
+// after the window ended. Before the fix, both were booked in the
+// earlier window and called in the later one.
+func TestSlotsAreInTheWindowTheCallGoesIn(t *testing.T) {
+	cases := map[string]struct {
+		reason string
+		start  time.Duration // after t0, a minute's start
+		delay  time.Duration // the transaction's
+		// want is when the slot is, after t0.
+		want time.Duration
+	}{
+		"SlowTransaction": {reason: "begun at 59.9 s, the transaction ends at 60.4 s: the call goes in the second minute, booked there",
+			start: 59*time.Second + 900*time.Millisecond, delay: 500 * time.Millisecond, want: 60*time.Second + 400*time.Millisecond},
+		"LastMoment": {reason: "at 59.9 s, within the guard of the minute's end: the next minute's first slot",
+			start: 59*time.Second + 900*time.Millisecond, want: time.Minute},
+		"InTime": {reason: "at 59 s, a passed slot of the minute goes at once",
+			start: 59 * time.Second, want: 59 * time.Second},
+	}
+	for name, c := range cases {
+		t.Run(name, func(t *testing.T) {
+			clk := clock.NewFake(t0.Add(c.start))
+			store := &slowStore{inner: pacing.NewMemory(), clk: clk, delays: []time.Duration{c.delay}}
+			p, err := pacing.New(store, pacing.Key{Type: "gcp"}, pacing.Rate{Calls: 4, Window: time.Minute}, clk, pacing.Options{Shards: 1, Near: time.Minute, Seed: 1})
+			if err != nil {
+				t.Fatal(err)
+			}
+			s, err := p.Reserve(context.Background(), 1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			type slot struct {
+				Reserved bool
+				At       time.Duration
+				// Window is the slot's window counted from t0's.
+				Window int64
+			}
+			got := slot{s.Reserved, s.At.Sub(t0), s.Window - t0.UnixNano()/int64(time.Minute)}
+			want := slot{true, c.want, int64(c.want / time.Minute)}
+			if diff := cmp.Diff(want, got); diff != "" {
+				t.Errorf("%s (-want +got):\n%s", c.reason, diff)
+			}
+		})
+	}
+}
+
+// TestALostSlotIsBookedAgain: a slot whose window ended before its call
+// could go (the store committed late) is not used: the decorator books
+// again, in the window the call goes in, and the call goes once.
+func TestALostSlotIsBookedAgain(t *testing.T) {
+	clk := clock.NewFake(t0.Add(59 * time.Second))
+	backend := mock.New(mock.Options{Clock: clk})
+	mem := pacing.NewMemory()
+	// The first transaction commits 1.5 s after it read: past the
+	// minute's end.
+	store := &slowStore{inner: mem, clk: clk, delays: []time.Duration{1500 * time.Millisecond}, afterwards: true}
+	p, err := pacing.New(store, pacing.Key{Type: "mock"}, pacing.Rate{Calls: 4, Window: time.Minute}, clk, pacing.Options{Shards: 1, Seed: 1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	paced := pacing.Provider(backend, p, pacing.Calls{Create: 1}, nil)
+	_, err = paced.Create(context.Background(), provider.CreateRequest{Name: "a", UID: "a", Placement: provider.Placement{Region: "r"}})
+	type outcome struct {
+		Kind           provider.Kind
+		Creates, Books int
+	}
+	got := outcome{provider.KindOf(err), backend.Calls(mock.MethodCreate), mem.Writes()}
+	if diff := cmp.Diff(outcome{Creates: 1, Books: 2}, got); diff != "" {
+		t.Errorf("a create whose first slot passed before it could go (-want +got):\n%s", diff)
+	}
+}
+
+// TestTheEarliestOfTheShardsAsked: a caller whose first shard has only a
+// later slot asks others (up to Probes) and books the earliest: of two
+// shards of 4 calls a minute, the one filled has its next slot in the
+// next minute, the other one now.
+func TestTheEarliestOfTheShardsAsked(t *testing.T) {
+	for seed := range uint64(8) {
+		clk := clock.NewFake(t0)
+		mem := pacing.NewMemory()
+		// Shard 0's share of the minute is spent.
+		if err := mem.Update(context.Background(), pacing.Shard{Key: pacing.Key{Type: "gcp"}, Index: 0}, func(pacing.Counts) (pacing.Counts, bool) {
+			return pacing.Counts{t0.UnixNano() / int64(time.Minute): 2}, true
+		}); err != nil {
+			t.Fatal(err)
+		}
+		p, err := pacing.New(mem, pacing.Key{Type: "gcp"}, pacing.Rate{Calls: 4, Window: time.Minute}, clk, pacing.Options{Shards: 2, Near: 2 * time.Minute, Seed: seed + 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		s, err := p.Reserve(context.Background(), 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		type slot struct {
+			Reserved bool
+			Shard    int
+			At       time.Duration
+		}
+		if diff := cmp.Diff(slot{true, 1, 0}, slot{s.Reserved, s.Shard, s.At.Sub(t0)}); diff != "" {
+			t.Errorf("seed %d: the slot (-want +got):\n%s", seed+1, diff)
+		}
+	}
+}
+
+// countingStore counts the Updates in it at once, each held a moment.
+type countingStore struct {
+	inner    *pacing.Memory
+	mu       sync.Mutex
+	now, max int
+}
+
+func (s *countingStore) Update(ctx context.Context, shard pacing.Shard, change func(pacing.Counts) (pacing.Counts, bool)) error {
+	s.mu.Lock()
+	s.now++
+	s.max = max(s.max, s.now)
+	s.mu.Unlock()
+	time.Sleep(time.Millisecond)
+	defer func() {
+		s.mu.Lock()
+		s.now--
+		s.mu.Unlock()
+	}()
+	return s.inner.Update(ctx, shard, change)
+}
+
+// TestInFlight: a pacer has at most Options.InFlight reservations in
+// the store at once, however many of its callers ask together: a burst
+// of one process's callers would otherwise contend in the store's
+// transactions with each other and with the other processes', and the
+// store's client backs off a second and more on each contention.
+func TestInFlight(t *testing.T) {
+	for _, inFlight := range []int{1, 3} {
+		store := &countingStore{inner: pacing.NewMemory()}
+		p, err := pacing.New(store, pacing.Key{Type: "gcp"}, pacing.Rate{Calls: 100, Window: time.Minute}, clock.NewFake(t0), pacing.Options{Shards: 10, InFlight: inFlight, Seed: 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var wg sync.WaitGroup
+		for range 20 {
+			wg.Go(func() {
+				if _, err := p.Reserve(context.Background(), 1); err != nil {
+					t.Error(err)
+				}
+			})
+		}
+		wg.Wait()
+		if store.max > inFlight {
+			t.Errorf("InFlight %d: %d reservations in the store at once", inFlight, store.max)
+		}
 	}
 }

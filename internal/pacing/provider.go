@@ -2,6 +2,7 @@ package pacing
 
 import (
 	"context"
+	"fmt"
 	"log/slog"
 	"time"
 
@@ -158,30 +159,45 @@ func (d *pacedBoth) Quotas(ctx context.Context, region string) (provider.Quotas,
 // slot, or says why the call may not go: queued (KindRateLimited), the
 // budget's store unavailable (KindTransient: the call is tried again as
 // any provider call that failed for a while), or ctx done while waiting.
+// A slot lost before the call could go (Pacer.Lost: the store or the
+// scheduler was slower than the window's guard) is booked again, a few
+// times at most.
 func (d *paced) pace(ctx context.Context, op, target string, cost int) error {
 	if cost <= 0 {
 		return nil
 	}
-	slot, err := d.pacer.Reserve(ctx, cost)
-	if err != nil {
-		return provider.NewError(provider.KindTransient, op, target, err)
-	}
-	if !slot.Reserved {
-		q := &Queued{Key: d.pacer.key, Ahead: slot.Ahead}
-		d.log.InfoContext(ctx, "provider call queued by the account's budget", slog.String("budget", d.pacer.key.String()), slog.String("op", op),
-			slog.String("target", target), slog.Int("ahead", slot.Ahead), slog.Duration("retryAfter", slot.RetryAfter))
-		e := provider.NewError(provider.KindRateLimited, op, target, q)
-		e.RetryAfter = slot.RetryAfter
-		return e
-	}
-	if wait := slot.At.Sub(d.pacer.clock.Now()); wait > 0 {
-		d.log.DebugContext(ctx, "provider call waits for its slot", slog.String("budget", d.pacer.key.String()), slog.String("op", op),
-			slog.Duration("wait", wait.Round(time.Millisecond)), slog.Int("ahead", slot.Ahead))
-		if err := d.pacer.clock.Sleep(ctx, wait); err != nil {
-			// The slot stays booked and unused: the budget is safe, the
-			// caller gave up.
+	for range maxLost {
+		slot, err := d.pacer.Reserve(ctx, cost)
+		if err != nil {
 			return provider.NewError(provider.KindTransient, op, target, err)
 		}
+		if !slot.Reserved {
+			q := &Queued{Key: d.pacer.key, Ahead: slot.Ahead}
+			d.log.InfoContext(ctx, "provider call queued by the account's budget", slog.String("budget", d.pacer.key.String()), slog.String("op", op),
+				slog.String("target", target), slog.Int("ahead", slot.Ahead), slog.Duration("retryAfter", slot.RetryAfter))
+			e := provider.NewError(provider.KindRateLimited, op, target, q)
+			e.RetryAfter = slot.RetryAfter
+			return e
+		}
+		if wait := slot.At.Sub(d.pacer.clock.Now()); wait > 0 {
+			d.log.DebugContext(ctx, "provider call waits for its slot", slog.String("budget", d.pacer.key.String()), slog.String("op", op),
+				slog.Duration("wait", wait.Round(time.Millisecond)), slog.Int("ahead", slot.Ahead))
+			if err := d.pacer.clock.Sleep(ctx, wait); err != nil {
+				// The slot stays booked and unused: the budget is safe, the
+				// caller gave up.
+				return provider.NewError(provider.KindTransient, op, target, err)
+			}
+		}
+		if !d.pacer.Lost(slot, d.pacer.clock.Now()) {
+			return nil
+		}
+		d.log.InfoContext(ctx, "provider call's slot passed before it could go; booking again", slog.String("budget", d.pacer.key.String()),
+			slog.String("op", op), slog.Int64("window", slot.Window))
 	}
-	return nil
+	return provider.NewError(provider.KindTransient, op, target,
+		fmt.Errorf("pacing %s: %d slots in a row passed before the call could go: the budget's store answers slower than a window", d.pacer.key, maxLost))
 }
+
+// maxLost is how many slots in a row a call may lose (Pacer.Lost) before
+// it fails as transient.
+const maxLost = 3

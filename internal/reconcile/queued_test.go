@@ -137,3 +137,25 @@ func TestQueuedPastTheBudget(t *testing.T) {
 		t.Errorf("waited %v in all (%v), phase %s; want at least the budget's minute before the next call, then Provisioning", total, w.clock.slept, p.Status.Phase)
 	}
 }
+
+// TestQueuedTurnIsWaitedExactly: the budget's turn is waited for as
+// given, however often the call is queued, and grows no backoff: a run
+// that came back later than its turn would leave its slot to no one, and
+// a burst would end later than its calls need (make bench's burst). The
+// turns here are shorter than the backoff's first step.
+func TestQueuedTurnIsWaitedExactly(t *testing.T) {
+	w := newWorld(t, reconcile.Options{WaitBudget: time.Minute, InitialBackoff: 2 * time.Second, MaxBackoff: 10 * time.Second})
+	w.mock.FailNext(mock.MethodCreate, 3, rateLimited(5, 700*time.Millisecond))
+	w.create(proxy.Spec{})
+	w.reconcile(reconcile.Trigger{})
+	type end struct {
+		Waited  []time.Duration
+		Phase   proxy.Phase
+		Creates int
+	}
+	got := end{w.clock.slept, w.doc().Status.Phase, w.mock.Calls(mock.MethodCreate) - 3}
+	want := end{[]time.Duration{700 * time.Millisecond, 700 * time.Millisecond, 700 * time.Millisecond}, proxy.PhaseProvisioning, 1}
+	if diff := cmp.Diff(want, got); diff != "" {
+		t.Errorf("a create queued three times (-want +got):\n%s", diff)
+	}
+}

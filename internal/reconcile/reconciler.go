@@ -264,6 +264,9 @@ type run struct {
 	// retryAfter is the wait the provider's cloud asked for before the
 	// next call (a rate limit's), which the next backoff is at least.
 	retryAfter time.Duration
+	// turn says retryAfter is the account's budget's turn (its queue),
+	// waited for exactly (sleep).
+	turn bool
 	// poll, once the run saw a VM that cannot call home booting, is how
 	// often it asks it again (pollBoot): each wait is that long, and each
 	// step looks at the VM as a requested run does.

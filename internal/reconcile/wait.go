@@ -16,15 +16,22 @@ import (
 // A run waits only for what takes seconds — a VM on its way out, a provider
 // call to retry — never for a boot. A cloud that said how long to wait (a
 // rate limit's reset) is waited for at least that long: an earlier call
-// would only be refused again, and spend the limit further.
+// would only be refused again, and spend the limit further. A turn the
+// account's budget gave (its queue's RetryAfter, spread by the budget
+// already) is waited for exactly, and grows no backoff: the call is no
+// failure, and a run that came back later than its turn would leave its
+// slot to no one and the burst's end later.
 func (run *run) sleep(ctx context.Context) bool {
 	d := backoff(run.r.opts.InitialBackoff, run.r.opts.MaxBackoff, run.waits+int(run.doc.Reconciler.Attempts), run.r.jitter.float())
 	if run.poll > 0 {
 		// Asking a booting VM is no retry of a failure: at its interval.
 		d = run.poll
 	}
-	asked := run.retryAfter
-	d, run.retryAfter = max(d, asked), 0
+	asked, turn := run.retryAfter, run.turn
+	d, run.retryAfter, run.turn = max(d, asked), 0, false
+	if turn {
+		d = asked
+	}
 	if left := run.deadline.Sub(run.r.clock.Now()); d > left {
 		if asked > left && left > 0 {
 			// A turn past the budget (a queue, a cloud's reset): the
@@ -35,7 +42,9 @@ func (run *run) sleep(ctx context.Context) bool {
 		}
 		return false
 	}
-	run.waits++
+	if !turn {
+		run.waits++
+	}
 	if err := run.r.clock.Sleep(ctx, d); err != nil {
 		return false
 	}

@@ -212,12 +212,20 @@ func (run *run) queued(ctx context.Context, what string, err error) (outcome, er
 		setReady(next, "False", ReasonQueued, msg, run.r.clock.Now())
 	}
 	run.retryAfter = provider.RetryAfter(err)
+	run.turn = queuedByBudget(err) && run.retryAfter > 0
 	run.log.InfoContext(ctx, "provider call queued; retrying in its turn", slog.String("call", what), slog.String("queue", msg),
 		slog.Duration("retryAfter", run.retryAfter))
 	if err := run.write(ctx, next, true); err != nil {
 		return done, err
 	}
 	return wait, nil
+}
+
+// queuedByBudget reports whether err is the account's budget's queue
+// (pacing.Queued, told by its method), not the cloud's own refusal.
+func queuedByBudget(err error) bool {
+	var q interface{ QueuedAhead() int }
+	return errors.As(err, &q)
 }
 
 // QueuedMessage is what a user reads of a rate-limited call: the

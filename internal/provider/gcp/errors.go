@@ -65,7 +65,7 @@ func classify(err error) provider.Kind {
 }
 
 // wrap classifies err as an error of op on target; a rate limit carries
-// the wait to the start of the next minute.
+// the wait to the start of the next minute (Config.RateInterval).
 func (p *Provider) wrap(op, target string, err error) error {
 	if err == nil {
 		return nil
@@ -76,18 +76,21 @@ func (p *Provider) wrap(op, target string, err error) error {
 	}
 	e := provider.NewError(kind, op, target, err)
 	if kind == provider.KindRateLimited {
-		e.RetryAfter = untilNextMinute(p.now())
+		e.RetryAfter = untilNextInterval(p.now(), p.cfg.RateInterval)
 	}
 	return e
 }
 
-// untilNextMinute is the wait after a rate quota's refusal. Compute sends
-// no Retry-After; its rate quotas are counted in synchronized minutes, a
-// group spent at 10:00:15 full again at 10:01:00
+// untilNextInterval is the wait after a rate quota's refusal. Compute
+// sends no Retry-After; its rate quotas are counted in synchronized
+// minutes, a group spent at 10:00:15 full again at 10:01:00
 // (https://cloud.google.com/compute/api-quota), so the next minute of the
-// clock is when the call passes again.
-func untilNextMinute(now time.Time) time.Duration {
-	return now.Truncate(time.Minute).Add(time.Minute).Sub(now)
+// clock (interval 0) is when the call passes again.
+func untilNextInterval(now time.Time, interval time.Duration) time.Duration {
+	if interval <= 0 {
+		interval = time.Minute
+	}
+	return now.Truncate(interval).Add(interval).Sub(now)
 }
 
 func (p *Provider) now() time.Time {

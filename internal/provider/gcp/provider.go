@@ -108,6 +108,11 @@ type Config struct {
 	// Now is the clock a rate limit's wait is read against; nil is
 	// time.Now.
 	Now func() time.Time
+	// RateInterval is how long Compute's rate quotas count, a refused
+	// call waiting for the next: a minute (0 is the same). A benchmark
+	// against a fake whose quotas count in a scaled-down interval
+	// (computefake.SetRateLimitWindow) sets the same.
+	RateInterval time.Duration
 }
 
 // Clients are the Compute REST clients the provider calls.

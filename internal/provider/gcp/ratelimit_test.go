@@ -16,17 +16,27 @@ import (
 // newMeteredProvider is newProvider over a fake that meters Compute's
 // rate quotas, the provider and the fake both reading *now.
 func newMeteredProvider(t *testing.T, now *time.Time) (*Provider, *computefake.Server) {
+	return newMeteredProviderEvery(t, now, 0)
+}
+
+// newMeteredProviderEvery is newMeteredProvider whose quotas count in
+// interval (0: Compute's minute), the fake's and the provider's alike.
+func newMeteredProviderEvery(t *testing.T, now *time.Time, interval time.Duration) (*Provider, *computefake.Server) {
 	t.Helper()
 	fake := computefake.New()
 	t.Cleanup(fake.Close)
 	fake.SetClock(func() time.Time { return *now })
-	fake.SetRateLimits(computefake.ComputeRateLimits)
+	if interval > 0 {
+		fake.SetRateLimitWindow(computefake.ComputeRateLimits, interval)
+	} else {
+		fake.SetRateLimits(computefake.ComputeRateLimits)
+	}
 	c, err := NewClients(context.Background(), option.WithEndpoint(fake.URL), option.WithoutAuthentication())
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { c.Close() })
-	p, err := New(c, Config{Project: project, Now: func() time.Time { return *now }})
+	p, err := New(c, Config{Project: project, Now: func() time.Time { return *now }, RateInterval: interval})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -35,15 +45,18 @@ func newMeteredProvider(t *testing.T, now *time.Time) (*Provider, *computefake.S
 
 // TestRateLimitWaitsForTheNextMinute: Compute's 403 rateLimitExceeded is
 // RateLimited, with the wait to the start of the next minute of the
-// clock, when Compute's synchronized minute fills the group again.
+// clock, when Compute's synchronized minute fills the group again; or to
+// the next interval of a scaled-down one (Config.RateInterval).
 func TestRateLimitWaitsForTheNextMinute(t *testing.T) {
 	cases := map[string]struct {
-		at   time.Time
-		want time.Duration
+		at       time.Time
+		interval time.Duration
+		want     time.Duration
 	}{
-		"EarlyInTheMinute": {time.Date(2026, 12, 7, 12, 0, 15, 0, time.UTC), 45 * time.Second},
-		"LastSecond":       {time.Date(2026, 12, 7, 12, 0, 59, 500e6, time.UTC), 500 * time.Millisecond},
-		"OnTheMinute":      {time.Date(2026, 12, 7, 12, 1, 0, 0, time.UTC), time.Minute},
+		"EarlyInTheMinute": {at: time.Date(2026, 12, 7, 12, 0, 15, 0, time.UTC), want: 45 * time.Second},
+		"LastSecond":       {at: time.Date(2026, 12, 7, 12, 0, 59, 500e6, time.UTC), want: 500 * time.Millisecond},
+		"OnTheMinute":      {at: time.Date(2026, 12, 7, 12, 1, 0, 0, time.UTC), want: time.Minute},
+		"ScaledInterval":   {at: time.Date(2026, 12, 7, 12, 0, 15, 0, time.UTC), interval: 4 * time.Second, want: time.Second},
 	}
 	type outcome struct {
 		Kind provider.Kind
@@ -52,7 +65,7 @@ func TestRateLimitWaitsForTheNextMinute(t *testing.T) {
 	for name, c := range cases {
 		t.Run(name, func(t *testing.T) {
 			now := c.at
-			p, fake := newMeteredProvider(t, &now)
+			p, fake := newMeteredProviderEvery(t, &now, c.interval)
 			fake.SetRateLimitRemaining(0)
 			_, err := p.Get(context.Background(), instanceID(project, "us-central1-a", "absent"))
 			got := outcome{provider.KindOf(err), provider.RetryAfter(err)}

@@ -66,11 +66,19 @@ func groupOf(r *http.Request) group {
 var projectOf = regexp.MustCompile(`^/compute/v1/projects/([^/]+)/`)
 
 // meter is what the fake counts toward the rate quotas: per project and
-// group, the requests of the current minute.
+// group, the requests of the current interval (Compute's minute, or the
+// shorter one of SetRateLimitWindow).
 type meter struct {
 	limits RateLimits
-	window time.Time                 // the minute counted
-	used   map[string]map[string]int // by project, then metric
+	// interval is how long the quotas count, a minute unless a test
+	// scaled it down; start is the interval counted.
+	interval time.Duration
+	start    time.Time
+	used     map[string]map[string]int // by project, then metric
+	// counted and refused are, by project, every metered request since
+	// the limits were set and those refused: what a benchmark reads
+	// (RateLimitCounted).
+	counted, refused map[string]int
 	// left, when not negative, is how many more requests pass before the
 	// next one finds its group spent (SetRateLimitRemaining).
 	left int
@@ -84,10 +92,17 @@ type meter struct {
 // 10:00:15, the quota refills at the start of the next synchronized
 // interval, such as 10:01:00"), so the fake's minutes start on the
 // minute of its clock.
-func (s *Server) SetRateLimits(l RateLimits) {
+func (s *Server) SetRateLimits(l RateLimits) { s.SetRateLimitWindow(l, time.Minute) }
+
+// SetRateLimitWindow meters each project's requests per interval instead
+// of per minute, the intervals synchronized as Compute's minutes are
+// (each starts at a multiple of interval of the fake's clock): for a
+// benchmark that must meet the limits in seconds, as a scaled-down
+// Compute (l per interval is then the rate of l per minute, sped up).
+func (s *Server) SetRateLimitWindow(l RateLimits, interval time.Duration) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.meter = meter{limits: l, used: map[string]map[string]int{}, left: -1}
+	s.meter = meter{limits: l, interval: interval, used: map[string]map[string]int{}, counted: map[string]int{}, refused: map[string]int{}, left: -1}
 }
 
 // SetRateLimitRemaining lets the next n requests pass, whatever their
@@ -112,8 +127,9 @@ func (s *Server) throttle(r *http.Request) *Fault {
 		return nil
 	}
 	project := p[1]
-	if minute := s.now().Truncate(time.Minute); !minute.Equal(m.window) {
-		m.window, m.used = minute, map[string]map[string]int{}
+	m.counted[project]++
+	if start := s.now().Truncate(m.interval); !start.Equal(m.start) {
+		m.start, m.used = start, map[string]map[string]int{}
 	}
 	if m.used[project] == nil {
 		m.used[project] = map[string]int{}
@@ -125,6 +141,7 @@ func (s *Server) throttle(r *http.Request) *Fault {
 	}
 	if m.used[project][g.metric] >= limit {
 		s.calls["rateLimited"]++
+		m.refused[project]++
 		return rateLimitExceeded(g, project)
 	}
 	m.used[project][g.metric]++
@@ -143,16 +160,26 @@ func rateLimitExceeded(g group, project string) *Fault {
 }
 
 // RateLimitUsed returns how many requests of each group project has made
-// in the fake's current minute, by the metric's name ("Queries", "Read
-// requests", "List requests", "Operation read requests").
+// in the fake's current minute (or interval), by the metric's name
+// ("Queries", "Read requests", "List requests", "Operation read
+// requests").
 func (s *Server) RateLimitUsed(project string) map[string]int {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	used := map[string]int{}
-	if s.now().Truncate(time.Minute).Equal(s.meter.window) {
+	if s.meter.interval > 0 && s.now().Truncate(s.meter.interval).Equal(s.meter.start) {
 		for k, v := range s.meter.used[project] {
 			used[k] = v
 		}
 	}
 	return used
+}
+
+// RateLimitCounted returns how many of project's requests the fake
+// metered since its limits were set, whatever their group, and how many
+// of them it refused with rateLimitExceeded.
+func (s *Server) RateLimitCounted(project string) (counted, refused int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.meter.counted[project], s.meter.refused[project]
 }

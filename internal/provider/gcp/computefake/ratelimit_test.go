@@ -17,7 +17,9 @@ import (
 // minute of the fake's clock, the one past its limit is refused with
 // Compute's 403 rateLimitExceeded (as googleapi decodes it), other groups
 // and other projects go on, and the next minute, not a minute after the
-// refusal, fills the group again.
+// refusal, fills the group again; a scaled-down interval counts as the
+// minute does, synchronized to its multiples of the clock. Every metered
+// request of the project is counted, refused ones too.
 func TestRateQuotas(t *testing.T) {
 	const other = "other-project"
 	get := "GET /compute/v1/projects/" + project + "/zones/us-central1-a/instances/absent"
@@ -32,12 +34,15 @@ func TestRateQuotas(t *testing.T) {
 	passed := func(status int) answer { return answer{Status: status} }
 	refused := answer{http.StatusForbidden, "rateLimitExceeded", "usageLimits"}
 	cases := map[string]struct {
-		reason  string
-		limits  computefake.RateLimits
-		steps   []string // a request, or "+DURATION" to advance the clock
-		want    []answer // one per request
-		used    map[string]int
-		refused int
+		reason string
+		limits computefake.RateLimits
+		// interval, when set, scales the minute down
+		// (SetRateLimitWindow).
+		interval time.Duration
+		steps    []string // a request, or "+DURATION" to advance the clock
+		want     []answer // one per request
+		used     map[string]int
+		refused  int
 	}{
 		"Off": {
 			reason: "a new fake does not meter",
@@ -66,13 +71,24 @@ func TestRateQuotas(t *testing.T) {
 			want:   []answer{passed(404), refused, refused, passed(404), refused},
 			used:   map[string]int{"Read requests": 1}, refused: 3,
 		},
+		"ScaledInterval": {
+			reason:   "in intervals of 10 s, refused at 12:00:15 and 12:00:19, the get passes at 12:00:20",
+			limits:   computefake.RateLimits{Reads: 1},
+			interval: 10 * time.Second,
+			steps:    []string{get, get, "+4s", get, "+1s", get, get},
+			want:     []answer{passed(404), refused, refused, passed(404), refused},
+			used:     map[string]int{"Read requests": 1}, refused: 3,
+		},
 	}
 	for name, c := range cases {
 		t.Run(name, func(t *testing.T) {
 			f := computefake.New()
 			t.Cleanup(f.Close)
 			f.SetClock(func() time.Time { return time.Date(2026, 12, 7, 12, 0, 15, 0, time.UTC) })
-			if c.limits != (computefake.RateLimits{}) {
+			switch {
+			case c.interval > 0:
+				f.SetRateLimitWindow(c.limits, c.interval)
+			case c.limits != (computefake.RateLimits{}):
 				f.SetRateLimits(c.limits)
 			}
 			var got []answer
@@ -95,6 +111,12 @@ func TestRateQuotas(t *testing.T) {
 			}
 			if got := f.Calls("rateLimited"); got != c.refused {
 				t.Errorf("%s: %d refused, want %d", c.reason, got, c.refused)
+			}
+			if c.limits != (computefake.RateLimits{}) {
+				counted, refused := f.RateLimitCounted(project)
+				if want := len(c.want) - strings.Count(strings.Join(c.steps, " "), other); counted != want || refused != c.refused {
+					t.Errorf("%s: RateLimitCounted = %d counted, %d refused; want %d and %d", c.reason, counted, refused, want, c.refused)
+				}
 			}
 		})
 	}

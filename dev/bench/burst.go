@@ -1,0 +1,510 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"math/rand/v2"
+	"os"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"cloud.google.com/go/firestore"
+	"google.golang.org/api/option"
+
+	"github.com/egress-proxies/egress/emulators/emulator"
+	"github.com/egress-proxies/egress/internal/clock"
+	"github.com/egress-proxies/egress/internal/pacing"
+	"github.com/egress-proxies/egress/internal/provider"
+	"github.com/egress-proxies/egress/internal/provider/gcp"
+	"github.com/egress-proxies/egress/internal/provider/gcp/computefake"
+	"github.com/egress-proxies/egress/internal/proxy"
+	"github.com/egress-proxies/egress/internal/reconcile"
+	"github.com/egress-proxies/egress/internal/store"
+	"github.com/egress-proxies/egress/internal/store/storefake"
+)
+
+// The burst phase: -burst proxies asked for at once of Google Cloud,
+// through one project (account) and then through two, each project's
+// calls paced by the fleet's budget (package pacing) against Compute's
+// rate quotas scaled down, so that the phase takes seconds and not the
+// minutes a real burst at 1,500 calls a minute would.
+//
+// What is real: the gcp provider (Google's Go client against the Compute
+// fake on loopback, which meters each project's quotas as Compute does,
+// in synchronized intervals, and answers 403 rateLimitExceeded past
+// them); the pacer and its provider decorator, every budget kept in the
+// Firestore emulator's shards (store.Pacing), each of burstInstances
+// function instances with its own Firestore client, pacer and Compute
+// clients, so that the budget holds across instances as it must in the
+// fleet; and the reconciler (package reconcile), which drives each proxy
+// to Ready at its floor — Create, the VM's call-home, one Get — and keeps
+// a queued call's proxy Provisioning with reason Queued, waiting its turn.
+// The real reconciler rather than providerbench's lifecycle driver: how
+// a queued call comes back (the RetryAfter the pacer gives, the run's
+// wait budget, the write of the Queued condition and its event) is the
+// reconciler's, and what a user sees of a burst is the document it writes.
+//
+// What stands in: the proxies' documents are in the in-memory store
+// (storefake, which passes the Firestore store's contract, as
+// internal/sim drives the reconciler over it), each write's event and each
+// hand-off delivered at once to a function instance drawn at random;
+// the VMs boot at once (the fake settles every burstBoot) and call home
+// then, so that the time measured is the calls' and not a boot's (the
+// floor counts calls only); and the accounts are placed by the benchmark,
+// every other proxy in the second project, as placement by a hash of the
+// uid spreads a burst evenly over accounts with equal headroom.
+const (
+	// burstInterval and burstLimit are Compute's rate quotas
+	// (gcp.Plugin.Rate) scaled down: each group of a project takes
+	// burstLimit requests in each interval of burstInterval (1,500 a
+	// minute, 25 a second, becomes 40 in 4 s, 10 a second), and the
+	// project's budget is the same, spent by every call whatever its
+	// group, as the plugin's is.
+	burstInterval = 4 * time.Second
+	burstLimit    = 40
+	// burstInstances are the function instances that run the
+	// reconciler, each with its own pacer of every account.
+	burstInstances = 4
+	// burstBoot is how often the fake boots the VMs created since: a
+	// VM is running, and calls home, at most this long after its Create.
+	burstBoot = 50 * time.Millisecond
+	// burstZone is where the proxies go: a zone of the spec's, so that a
+	// Create is one insert and no read of the region's zones.
+	burstZone = "us-central1-a"
+	// burstTimeout bounds one burst: far above its floor at the
+	// scaled-down rate, against a run that hangs.
+	burstTimeout = 5 * time.Minute
+)
+
+// burstCalls are the Compute requests each provider method makes on the
+// burst's path, as the fake counts them (the phase's test holds them):
+// the plugin's (gcp.Plugin.Calls), but a Get of one request. The
+// plugin's Get is two for a VM of the default bootstrap, read with its
+// guest attributes (its readiness); the burst's VMs run the spec's own
+// cloud-init, and are read alone. A Create with its zone given is one
+// insert.
+var burstCalls = func() pacing.Calls {
+	c := gcp.Plugin.Calls
+	c.Get = 1
+	return c
+}()
+
+// burstCallsPerProxy are the calls a proxy makes from its request to
+// Ready at the reconciler's floor: its Create and the Get its VM's
+// call-home brings.
+const burstCallsPerProxy = 2
+
+// burstSettings size one burst phase.
+type burstSettings struct {
+	// proxies are asked for in each burst, through one account and
+	// then through two.
+	proxies int
+	// limit calls in each interval, per account.
+	limit    int
+	interval time.Duration
+	// instances are the function instances.
+	instances int
+	// project names the Firestore emulator's projects the budgets are
+	// kept in, one per burst so that neither sees the other's shards.
+	project string
+	// near is the pacer's Options.Near: 0 is its default, the
+	// production one; a test's small burst shortens it so that its
+	// calls queue as a large burst's do.
+	near time.Duration
+}
+
+// burstResult is the phase's figures: the burst through one account and
+// through two, and the time of the second as a part of the first's.
+type burstResult struct {
+	OneAccount  burstRun `json:"oneAccount"`
+	TwoAccounts burstRun `json:"twoAccounts"`
+	// TwoAccountsToOne is TwoAccounts' time to all Ready over
+	// OneAccount's.
+	TwoAccountsToOne float64 `json:"twoAccountsToOne"`
+}
+
+// burstRun is one burst's figures.
+type burstRun struct {
+	Accounts  int `json:"accounts"`
+	Proxies   int `json:"proxies"`
+	Instances int `json:"instances"`
+	// Ready counts the proxies Ready at the end.
+	Ready int `json:"ready"`
+	// Calls are the requests the Compute fake counted from the
+	// accounts' projects, refused ones too.
+	Calls int `json:"calls"`
+	// RateLimit is each account's limit (calls in each interval of
+	// RateIntervalSeconds), LimitPerSecond all accounts' together.
+	RateLimit           int     `json:"rateLimit"`
+	RateIntervalSeconds float64 `json:"rateIntervalSeconds"`
+	LimitPerSecond      float64 `json:"limitPerSecond"`
+	// AchievedRate is Calls over ReadySeconds, and AchievedRateToLimit
+	// its part of LimitPerSecond.
+	AchievedRate        float64 `json:"achievedRate"`
+	AchievedRateToLimit float64 `json:"achievedRateToLimit"`
+	// FloorSeconds is the time the limit implies: Calls at
+	// LimitPerSecond. ReadySeconds is from the first request to the last
+	// proxy Ready, ReadyToFloor its ratio to the floor.
+	FloorSeconds float64 `json:"floorSeconds"`
+	ReadySeconds float64 `json:"readySeconds"`
+	ReadyToFloor float64 `json:"readyToFloor"`
+	// Refused are the calls Compute refused with 403
+	// rateLimitExceeded; Queued the proxies that showed reason Queued
+	// on their way (a wait, which a user may see).
+	Refused int `json:"refused"`
+	Queued  int `json:"queued"`
+	// UserVisibleErrors are the proxies that showed anything but their
+	// way to Ready and a queued wait (another reason, a message that is
+	// no queue's, Failed); Errors the first few, as shown.
+	UserVisibleErrors int      `json:"userVisibleErrors"`
+	Errors            []string `json:"errors,omitempty"`
+}
+
+// burstPhase runs the burst phase on the stack's Firestore emulator.
+func (b *bench) burstPhase(ctx context.Context, r *results) error {
+	os.Setenv(emulator.Firestore.EnvVar(), b.stack.FirestoreHost)
+	res, err := runBurst(ctx, b.s.burstSettings(), b.log)
+	if err != nil {
+		return err
+	}
+	r.Burst = &res
+	return nil
+}
+
+// burstSettings are the burst phase's sizes from the benchmark's.
+func (s settings) burstSettings() burstSettings {
+	return burstSettings{proxies: s.burst, limit: burstLimit, interval: burstInterval, instances: burstInstances, project: stackProject + "-burst"}
+}
+
+// runBurst runs the burst through one account, then through two, on the
+// Firestore emulator that FIRESTORE_EMULATOR_HOST names.
+func runBurst(ctx context.Context, s burstSettings, log *slog.Logger) (burstResult, error) {
+	var res burstResult
+	for i, accounts := range []int{1, 2} {
+		run, err := burstOnce(ctx, s, accounts, fmt.Sprintf("%s-%d", s.project, i+1))
+		if err != nil {
+			return res, fmt.Errorf("the burst through %d accounts: %w", accounts, err)
+		}
+		log.Info("burst", "accounts", accounts, "proxies", run.Proxies, "calls", run.Calls, "seconds", run.ReadySeconds, "floorSeconds", run.FloorSeconds,
+			"achievedRateToLimit", run.AchievedRateToLimit, "refused", run.Refused, "userVisibleErrors", run.UserVisibleErrors)
+		if accounts == 1 {
+			res.OneAccount = run
+		} else {
+			res.TwoAccounts = run
+		}
+	}
+	if res.OneAccount.ReadySeconds > 0 {
+		res.TwoAccountsToOne = round(res.TwoAccounts.ReadySeconds/res.OneAccount.ReadySeconds, 3)
+	}
+	return res, nil
+}
+
+// burstAccount is one account of a burst: its id, its Compute project.
+type burstAccount struct {
+	id, project string
+}
+
+// burstAccounts are the accounts of a burst through n of them: the
+// deployment's default first.
+func burstAccounts(n int) []burstAccount {
+	out := []burstAccount{{id: "", project: "demo-burst"}}
+	for i := 1; i < n; i++ {
+		out = append(out, burstAccount{id: fmt.Sprintf("burst-%d", i+1), project: fmt.Sprintf("demo-burst-%d", i+1)})
+	}
+	return out
+}
+
+// burstOnce runs one burst of s.proxies through n accounts, its budgets
+// kept in the emulator's project fsProject.
+func burstOnce(ctx context.Context, s burstSettings, n int, fsProject string) (burstRun, error) {
+	ctx, stop := context.WithCancel(ctx)
+	defer stop()
+	fake := computefake.New()
+	defer fake.Close()
+	every := computefake.RateLimits{Mutations: s.limit, Reads: s.limit, Lists: s.limit, OperationReads: s.limit}
+	fake.SetRateLimitWindow(every, s.interval)
+	accounts := burstAccounts(n)
+	rate := pacing.Rate{Calls: s.limit, Window: s.interval, Source: gcp.Plugin.Rate.Source}
+
+	w := &burstWorld{ctx: ctx, docs: storefake.New(clock.Real{}), rnd: rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64())),
+		seen: map[proxy.Key]*burstSeen{}, allReady: make(chan struct{})}
+	quiet := slog.New(slog.DiscardHandler)
+	for range s.instances {
+		// A function instance: its own Firestore and Compute clients,
+		// and for each account a provider, a pacer and a reconciler.
+		client, err := firestore.NewClient(ctx, fsProject)
+		if err != nil {
+			return burstRun{}, fmt.Errorf("the budgets' Firestore client: %w", err)
+		}
+		defer client.Close()
+		budgets := store.NewPacing(client)
+		// A function instance of a fleet is warm: its connection to
+		// Firestore made, the database there. Not the burst's to pay.
+		if err := budgets.Update(ctx, pacing.Shard{Key: pacing.Key{Type: "warm-up"}}, func(pacing.Counts) (pacing.Counts, bool) { return pacing.Counts{0: 1}, true }); err != nil {
+			return burstRun{}, fmt.Errorf("warming the budgets' Firestore client up: %w", err)
+		}
+		clients, err := gcp.NewClients(ctx, option.WithEndpoint(fake.URL), option.WithoutAuthentication())
+		if err != nil {
+			return burstRun{}, err
+		}
+		defer clients.Close()
+		var recs []*reconcile.Reconciler
+		for _, a := range accounts {
+			p, err := gcp.New(clients, gcp.Config{Project: a.project, RateInterval: s.interval})
+			if err != nil {
+				return burstRun{}, err
+			}
+			pacer, err := pacing.New(budgets, pacing.Key{Type: gcp.Type, Account: a.id}, rate, clock.Real{}, pacing.Options{Near: s.near})
+			if err != nil {
+				return burstRun{}, err
+			}
+			paced := pacing.Provider(p, pacer, burstCalls, quiet)
+			recs = append(recs, reconcile.New(w.docs, burstProviders{paced}, w, nil, clock.Real{}, quiet, reconcile.Options{}))
+		}
+		w.instances = append(w.instances, recs)
+	}
+	w.docs.Watch(w.changed)
+	booted := make(chan struct{})
+	go func() {
+		defer close(booted)
+		w.boot(fake)
+	}()
+
+	start := time.Now()
+	w.mu.Lock()
+	w.want = s.proxies
+	w.mu.Unlock()
+	for i := range s.proxies {
+		uid := fmt.Sprintf("00000000-0000-4000-8000-%012d", i)
+		p := &proxy.Proxy{Namespace: "burst", Name: fmt.Sprintf("proxy-%04d", i), UID: uid, Generation: 1, CreateTime: time.Now(),
+			Spec:   proxy.Spec{Provider: gcp.Type, Placement: proxy.Placement{Region: "us-central1", Zone: burstZone}, Port: 3128, CloudInit: "#cloud-config\n"},
+			Status: proxy.Status{Phase: proxy.PhasePending}}
+		// The accounts take the proxies in turn.
+		w.place(p.Key(), i%n)
+		if _, err := w.docs.Create(ctx, p, s.proxies); err != nil {
+			return burstRun{}, fmt.Errorf("creating %s: %w", p.Key(), err)
+		}
+	}
+	var timedOut bool
+	select {
+	case <-w.allReady:
+	case <-time.After(burstTimeout):
+		timedOut = true
+	case <-ctx.Done():
+		return burstRun{}, ctx.Err()
+	}
+	stop()
+	w.runs.Wait()
+	<-booted
+
+	run := burstRun{Accounts: n, Proxies: s.proxies, Instances: s.instances, RateLimit: s.limit, RateIntervalSeconds: s.interval.Seconds(),
+		LimitPerSecond: round(float64(n*s.limit)/s.interval.Seconds(), 3)}
+	for _, a := range accounts {
+		counted, refused := fake.RateLimitCounted(a.project)
+		run.Calls += counted
+		run.Refused += refused
+	}
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	var last time.Time
+	for _, k := range slices.SortedFunc(func(yield func(proxy.Key) bool) {
+		for k := range w.seen {
+			if !yield(k) {
+				return
+			}
+		}
+	}, func(a, b proxy.Key) int { return strings.Compare(a.Path(), b.Path()) }) {
+		seen := w.seen[k]
+		if !seen.ready.IsZero() {
+			run.Ready++
+			if seen.ready.After(last) {
+				last = seen.ready
+			}
+		}
+		if seen.queued {
+			run.Queued++
+		}
+		if seen.shown != "" {
+			run.UserVisibleErrors++
+			if len(run.Errors) < 5 {
+				run.Errors = append(run.Errors, k.Path()+": "+seen.shown)
+			}
+		}
+	}
+	if timedOut {
+		return run, fmt.Errorf("after %s, %d of %d proxies Ready (%d calls counted, %d refused; %d user-visible errors: %s)",
+			burstTimeout, run.Ready, s.proxies, run.Calls, run.Refused, run.UserVisibleErrors, strings.Join(run.Errors, "; "))
+	}
+	ready := last.Sub(start)
+	run.ReadySeconds = round(ready.Seconds(), 3)
+	run.FloorSeconds = round(float64(run.Calls)/run.LimitPerSecond, 3)
+	run.AchievedRate = round(float64(run.Calls)/ready.Seconds(), 3)
+	run.AchievedRateToLimit = round(run.AchievedRate/run.LimitPerSecond, 3)
+	run.ReadyToFloor = round(run.ReadySeconds/run.FloorSeconds, 3)
+	return run, nil
+}
+
+// burstProviders hands every reconciler of one account its provider.
+type burstProviders struct{ p provider.Provider }
+
+func (b burstProviders) Get(context.Context, string) (provider.Provider, error) { return b.p, nil }
+
+// Account is the account's provider, whatever the id: a reconciler
+// serves the documents of one account only.
+func (b burstProviders) Account(context.Context, string, string) (provider.Provider, error) {
+	return b.p, nil
+}
+
+// burstWorld delivers a burst's events to its function instances, boots
+// its VMs and watches what each proxy shows.
+type burstWorld struct {
+	ctx  context.Context
+	docs *storefake.Store
+	// instances are the function instances, each with a reconciler of
+	// every account, in the accounts' order.
+	instances [][]*reconcile.Reconciler
+	runs      sync.WaitGroup
+
+	mu  sync.Mutex
+	rnd *rand.Rand
+	// account is each proxy's account, by its index.
+	account map[proxy.Key]int
+	seen    map[proxy.Key]*burstSeen
+	// booting are the VMs created since the fake last settled, to call
+	// home once it has.
+	booting  []*proxy.Proxy
+	want     int
+	ready    int
+	allReady chan struct{}
+}
+
+// burstSeen is what a proxy showed its user.
+type burstSeen struct {
+	ready  time.Time
+	queued bool
+	// shown is the first thing it showed that is neither its way to
+	// Ready nor a queued wait.
+	shown string
+}
+
+// place puts the proxy of key in account i.
+func (w *burstWorld) place(key proxy.Key, i int) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	if w.account == nil {
+		w.account = map[proxy.Key]int{}
+	}
+	w.account[key] = i
+}
+
+// onTheWay are the Ready condition's reasons of a proxy on its way to
+// Ready at the floor (the phase it is in), and Queued: a wait, not an
+// error.
+var onTheWay = map[string]bool{string(proxy.PhaseCreating): true, "Provisioning": true, reconcile.ReasonQueued: true, "Ready": true}
+
+// changed is the store's watcher: a written document's event, and what
+// the write shows.
+func (w *burstWorld) changed(c storefake.Change) {
+	if c.New == nil {
+		return
+	}
+	st := c.New.Status
+	w.mu.Lock()
+	seen := w.seen[c.Key]
+	if seen == nil {
+		seen = &burstSeen{}
+		w.seen[c.Key] = seen
+	}
+	for _, cond := range st.Conditions {
+		if cond.Type != "Ready" {
+			continue
+		}
+		if cond.Reason == reconcile.ReasonQueued {
+			seen.queued = true
+		}
+		if !onTheWay[cond.Reason] && seen.shown == "" {
+			seen.shown = cond.Reason + ": " + cond.Message
+		}
+	}
+	switch {
+	case st.Phase == proxy.PhaseFailed && seen.shown == "":
+		seen.shown = "Failed: " + st.Message
+	case st.Message != "" && !strings.HasPrefix(st.Message, "queued: ") && seen.shown == "":
+		seen.shown = st.Message
+	}
+	if st.Phase == proxy.PhaseReady && seen.ready.IsZero() {
+		seen.ready = time.Now()
+		if w.ready++; w.ready == w.want {
+			close(w.allReady)
+		}
+	}
+	if st.ProviderID != "" && (c.Old == nil || c.Old.Status.ProviderID == "") {
+		w.booting = append(w.booting, c.New)
+	}
+	w.mu.Unlock()
+	w.deliver(c.Key, reconcile.Trigger{Reason: proxy.ReasonWritten})
+}
+
+// Publish is the reconcilers' requeue: a hand-off, delivered at once.
+func (w *burstWorld) Publish(_ context.Context, msg proxy.ReconcileMessage) error {
+	key, err := proxy.ParseKey(msg.Document)
+	if err != nil {
+		return err
+	}
+	w.deliver(key, reconcile.TriggerOf(msg))
+	return nil
+}
+
+// deliver runs a reconcile of key on a function instance drawn at
+// random, with the reconciler of the proxy's account; nothing once the
+// burst is over.
+func (w *burstWorld) deliver(key proxy.Key, t reconcile.Trigger) {
+	if w.ctx.Err() != nil {
+		return
+	}
+	w.mu.Lock()
+	rec := w.instances[w.rnd.IntN(len(w.instances))][w.account[key]]
+	w.mu.Unlock()
+	w.runs.Go(func() {
+		if err := rec.Reconcile(w.ctx, key, t); err != nil && !errors.Is(err, context.Canceled) {
+			w.mu.Lock()
+			if s := w.seen[key]; s != nil && s.shown == "" {
+				// The store failed the run: Eventarc would deliver it
+				// again; the in-memory store never fails, so this is a
+				// bug of the bench, shown as an error.
+				s.shown = "run failed: " + err.Error()
+			}
+			w.mu.Unlock()
+		}
+	})
+}
+
+// boot settles the fake every burstBoot, which runs the VMs created
+// since, and then delivers each one's call-home, as its startup script's
+// publish would once it serves.
+func (w *burstWorld) boot(fake *computefake.Server) {
+	t := time.NewTicker(burstBoot)
+	defer t.Stop()
+	for {
+		select {
+		case <-w.ctx.Done():
+			return
+		case <-t.C:
+		}
+		w.mu.Lock()
+		booting := w.booting
+		w.booting = nil
+		w.mu.Unlock()
+		if len(booting) == 0 {
+			continue
+		}
+		fake.Settle()
+		for _, p := range booting {
+			w.deliver(p.Key(), reconcile.Trigger{Reason: proxy.ReasonReady, UID: p.UID})
+		}
+	}
+}
