@@ -8,62 +8,63 @@ import (
 	"math/rand/v2"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
 
 	"cloud.google.com/go/firestore"
-	"google.golang.org/api/option"
 
 	"github.com/egress-proxies/egress/emulators/emulator"
 	"github.com/egress-proxies/egress/internal/clock"
+	"github.com/egress-proxies/egress/internal/clouds/cloudsdev"
 	"github.com/egress-proxies/egress/internal/pacing"
 	"github.com/egress-proxies/egress/internal/provider"
-	"github.com/egress-proxies/egress/internal/provider/gcp"
-	"github.com/egress-proxies/egress/internal/provider/gcp/computefake"
+	"github.com/egress-proxies/egress/internal/provider/providerbench"
 	"github.com/egress-proxies/egress/internal/proxy"
 	"github.com/egress-proxies/egress/internal/reconcile"
 	"github.com/egress-proxies/egress/internal/store"
 	"github.com/egress-proxies/egress/internal/store/storefake"
 )
 
-// The burst phase: -burst proxies asked for at once of Google Cloud,
-// through one project (account) and then through two, each project's
-// calls paced by the fleet's budget (package pacing) against Compute's
-// rate quotas scaled down, so that the phase takes seconds and not the
-// minutes a real burst at 1,500 calls a minute would.
+// The burst phase: -burst proxies asked for at once of a cloud (the
+// first whose part of several accounts brings a providerbench.Burst:
+// today Compute Engine's, internal/provider/gcp/gcpaccounts), through one
+// account and then through two, each account's calls paced by the
+// fleet's budget (package pacing) against the cloud's rate limit scaled
+// down in its fake, so that the phase takes seconds and not the minutes
+// a real burst at the documented limit would.
 //
-// What is real: the gcp provider (Google's Go client against the Compute
-// fake on loopback, which meters each project's quotas as Compute does,
-// in synchronized intervals, and answers 403 rateLimitExceeded past
-// them); the pacer and its provider decorator, every budget kept in the
-// Firestore emulator's shards (store.Pacing), each of burstInstances
-// function instances with its own Firestore client, pacer and Compute
-// clients, so that the budget holds across instances as it must in the
-// fleet; and the reconciler (package reconcile), which drives each proxy
-// to Ready at its floor — Create, the VM's call-home, one Get — and keeps
-// a queued call's proxy Provisioning with reason Queued, waiting its turn.
-// The real reconciler rather than providerbench's lifecycle driver: how
-// a queued call comes back (the RetryAfter the pacer gives, the run's
-// wait budget, the write of the Queued condition and its event) is the
-// reconciler's, and what a user sees of a burst is the document it writes.
+// What is real: the cloud's provider (its SDK against its fake on
+// loopback, which meters each account's calls as the cloud does, and
+// refuses past them as the cloud does); the pacer and its provider
+// decorator, every budget kept in the Firestore emulator's shards
+// (store.Pacing), each of burstInstances function instances with its own
+// Firestore client, pacer and cloud clients, so that the budget holds
+// across instances as it must in the fleet; and the reconciler (package
+// reconcile), which drives each proxy to Ready at its floor — Create,
+// the VM's call-home, one Get — and keeps a queued call's proxy
+// Provisioning with reason Queued, waiting its turn. The real reconciler
+// rather than providerbench's lifecycle driver: how a queued call comes
+// back (the RetryAfter the pacer gives, the run's wait budget, the write
+// of the Queued condition and its event) is the reconciler's, and what a
+// user sees of a burst is the document it writes.
 //
 // What stands in: the proxies' documents are in the in-memory store
 // (storefake, which passes the Firestore store's contract, as
 // internal/sim drives the reconciler over it), each write's event and each
 // hand-off delivered at once to a function instance drawn at random;
-// the VMs boot at once (the fake settles every burstBoot) and call home
-// then, so that the time measured is the calls' and not a boot's (the
-// floor counts calls only); and the accounts are placed by the benchmark,
-// every other proxy in the second project, as placement by a hash of the
-// uid spreads a burst evenly over accounts with equal headroom.
+// the VMs boot at once (the fake boots them every burstBoot) and call
+// home then, so that the time measured is the calls' and not a boot's
+// (the floor counts calls only); and the accounts are placed by the
+// benchmark, every other proxy in the second account, as placement by a
+// hash of the uid spreads a burst evenly over accounts with equal
+// headroom.
 const (
-	// burstInterval and burstLimit are Compute's rate quotas
-	// (gcp.Plugin.Rate) scaled down: each group of a project takes
-	// burstLimit requests in each interval of burstInterval (1,500 a
-	// minute, 25 a second, becomes 40 in 4 s, 10 a second), and the
-	// project's budget is the same, spent by every call whatever its
-	// group, as the plugin's is.
+	// burstInterval and burstLimit are the cloud's rate limit scaled
+	// down: an account takes burstLimit requests in each interval of
+	// burstInterval (Compute's 1,500 a minute, 25 a second, becomes 40
+	// in 4 s, 10 a second), and its budget is the same.
 	burstInterval = 4 * time.Second
 	burstLimit    = 40
 	// burstInstances are the function instances that run the
@@ -72,26 +73,15 @@ const (
 	// burstBoot is how often the fake boots the VMs created since: a
 	// VM is running, and calls home, at most this long after its Create.
 	burstBoot = 50 * time.Millisecond
-	// burstZone is where the proxies go: a zone of the spec's, so that a
-	// Create is one insert and no read of the region's zones.
-	burstZone = "us-central1-a"
 	// burstTimeout bounds one burst: far above its floor at the
 	// scaled-down rate, against a run that hangs.
 	burstTimeout = 5 * time.Minute
 )
 
-// burstCalls are the Compute requests each provider method makes on the
+// burstCalls are the cloud's requests each provider method makes on the
 // burst's path, as the fake counts them (the phase's test holds them):
-// the plugin's (gcp.Plugin.Calls), but a Get of one request. The
-// plugin's Get is two for a VM of the default bootstrap, read with its
-// guest attributes (its readiness); the burst's VMs run the spec's own
-// cloud-init, and are read alone. A Create with its zone given is one
-// insert.
-var burstCalls = func() pacing.Calls {
-	c := gcp.Plugin.Calls
-	c.Get = 1
-	return c
-}()
+// the cloud's part says them (providerbench.Burst.Calls).
+var burstCalls = burstCloud().Calls()
 
 // burstCallsPerProxy are the calls a proxy makes from its request to
 // Ready at the reconciler's floor: its Create and the Get its VM's
@@ -120,6 +110,8 @@ type burstSettings struct {
 // burstResult is the phase's figures: the burst through one account and
 // through two, and the time of the second as a part of the first's.
 type burstResult struct {
+	// Provider is the cloud's provider type the bursts went to.
+	Provider    string   `json:"provider"`
 	OneAccount  burstRun `json:"oneAccount"`
 	TwoAccounts burstRun `json:"twoAccounts"`
 	// TwoAccountsToOne is TwoAccounts' time to all Ready over
@@ -134,8 +126,8 @@ type burstRun struct {
 	Instances int `json:"instances"`
 	// Ready counts the proxies Ready at the end.
 	Ready int `json:"ready"`
-	// Calls are the requests the Compute fake counted from the
-	// accounts' projects, refused ones too.
+	// Calls are the requests the cloud's fake counted from the
+	// accounts, refused ones too.
 	Calls int `json:"calls"`
 	// RateLimit is each account's limit (calls in each interval of
 	// RateIntervalSeconds), LimitPerSecond all accounts' together.
@@ -152,8 +144,8 @@ type burstRun struct {
 	FloorSeconds float64 `json:"floorSeconds"`
 	ReadySeconds float64 `json:"readySeconds"`
 	ReadyToFloor float64 `json:"readyToFloor"`
-	// Refused are the calls Compute refused with 403
-	// rateLimitExceeded; Queued the proxies that showed reason Queued
+	// Refused are the calls the cloud refused for its rate limit (Compute's 403
+	// rateLimitExceeded); Queued the proxies that showed reason Queued
 	// on their way (a wait, which a user may see).
 	Refused int `json:"refused"`
 	Queued  int `json:"queued"`
@@ -183,7 +175,7 @@ func (s settings) burstSettings() burstSettings {
 // runBurst runs the burst through one account, then through two, on the
 // Firestore emulator that FIRESTORE_EMULATOR_HOST names.
 func runBurst(ctx context.Context, s burstSettings, log *slog.Logger) (burstResult, error) {
-	var res burstResult
+	res := burstResult{Provider: burstCloud().Type()}
 	for i, accounts := range []int{1, 2} {
 		run, err := burstOnce(ctx, s, accounts, fmt.Sprintf("%s-%d", s.project, i+1))
 		if err != nil {
@@ -203,19 +195,30 @@ func runBurst(ctx context.Context, s burstSettings, log *slog.Logger) (burstResu
 	return res, nil
 }
 
-// burstAccount is one account of a burst: its id, its Compute project.
+// burstAccount is one account of a burst: its id (the cloud's part
+// makes its project, subscription, … from it).
 type burstAccount struct {
-	id, project string
+	id string
 }
 
 // burstAccounts are the accounts of a burst through n of them: the
 // deployment's default first.
 func burstAccounts(n int) []burstAccount {
-	out := []burstAccount{{id: "", project: "demo-burst"}}
+	out := []burstAccount{{id: ""}}
 	for i := 1; i < n; i++ {
-		out = append(out, burstAccount{id: fmt.Sprintf("burst-%d", i+1), project: fmt.Sprintf("demo-burst-%d", i+1)})
+		out = append(out, burstAccount{id: fmt.Sprintf("burst-%d", i+1)})
 	}
 	return out
+}
+
+// burstCloud is the cloud of the burst: the first whose part of several
+// accounts brings one (cloudsdev.Bursts).
+func burstCloud() providerbench.Burst {
+	bursts := cloudsdev.Bursts()
+	if len(bursts) == 0 {
+		panic("no cloud of internal/clouds.All brings a part of make bench's burst (providerbench.Burst)")
+	}
+	return bursts[0]
 }
 
 // burstOnce runs one burst of s.proxies through n accounts, its budgets
@@ -223,18 +226,20 @@ func burstAccounts(n int) []burstAccount {
 func burstOnce(ctx context.Context, s burstSettings, n int, fsProject string) (burstRun, error) {
 	ctx, stop := context.WithCancel(ctx)
 	defer stop()
-	fake := computefake.New()
+	cloud := burstCloud()
+	fake, err := cloud.Start(s.limit, s.interval)
+	if err != nil {
+		return burstRun{}, fmt.Errorf("starting the %s fake of the burst: %w", cloud.Type(), err)
+	}
 	defer fake.Close()
-	every := computefake.RateLimits{Mutations: s.limit, Reads: s.limit, Lists: s.limit, OperationReads: s.limit}
-	fake.SetRateLimitWindow(every, s.interval)
 	accounts := burstAccounts(n)
-	rate := pacing.Rate{Calls: s.limit, Window: s.interval, Source: gcp.Plugin.Rate.Source}
+	rate := pacing.Rate{Calls: s.limit, Window: s.interval, Source: cloud.Rate().Source}
 
 	w := &burstWorld{ctx: ctx, docs: storefake.New(clock.Real{}), rnd: rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64())),
 		seen: map[proxy.Key]*burstSeen{}, allReady: make(chan struct{})}
 	quiet := slog.New(slog.DiscardHandler)
-	for range s.instances {
-		// A function instance: its own Firestore and Compute clients,
+	for i := range s.instances {
+		// A function instance: its own Firestore and cloud clients,
 		// and for each account a provider, a pacer and a reconciler.
 		client, err := firestore.NewClient(ctx, fsProject)
 		if err != nil {
@@ -244,21 +249,24 @@ func burstOnce(ctx context.Context, s burstSettings, n int, fsProject string) (b
 		budgets := store.NewPacing(client)
 		// A function instance of a fleet is warm: its connection to
 		// Firestore made, the database there. Not the burst's to pay.
-		if err := budgets.Update(ctx, pacing.Shard{Key: pacing.Key{Type: "warm-up"}}, func(pacing.Counts) (pacing.Counts, bool) { return pacing.Counts{0: 1}, true }); err != nil {
+		// Each instance warms a document of its own, so that no warm-up
+		// waits on another's transaction.
+		warm := pacing.Shard{Key: pacing.Key{Type: "warm-up", Account: strconv.Itoa(i)}}
+		if err := budgets.Update(ctx, warm, func(pacing.Counts) (pacing.Counts, bool) { return pacing.Counts{0: 1}, true }); err != nil {
 			return burstRun{}, fmt.Errorf("warming the budgets' Firestore client up: %w", err)
 		}
-		clients, err := gcp.NewClients(ctx, option.WithEndpoint(fake.URL), option.WithoutAuthentication())
+		clients, err := fake.Instance(ctx)
 		if err != nil {
 			return burstRun{}, err
 		}
 		defer clients.Close()
 		var recs []*reconcile.Reconciler
 		for _, a := range accounts {
-			p, err := gcp.New(clients, gcp.Config{Project: a.project, RateInterval: s.interval})
+			p, err := clients.Provider(a.id, s.interval)
 			if err != nil {
 				return burstRun{}, err
 			}
-			pacer, err := pacing.New(budgets, pacing.Key{Type: gcp.Type, Account: a.id}, rate, clock.Real{}, pacing.Options{Near: s.near})
+			pacer, err := pacing.New(budgets, pacing.Key{Type: cloud.Type(), Account: a.id}, rate, clock.Real{}, pacing.Options{Near: s.near})
 			if err != nil {
 				return burstRun{}, err
 			}
@@ -281,7 +289,7 @@ func burstOnce(ctx context.Context, s burstSettings, n int, fsProject string) (b
 	for i := range s.proxies {
 		uid := fmt.Sprintf("00000000-0000-4000-8000-%012d", i)
 		p := &proxy.Proxy{Namespace: "burst", Name: fmt.Sprintf("proxy-%04d", i), UID: uid, Generation: 1, CreateTime: time.Now(),
-			Spec:   proxy.Spec{Provider: gcp.Type, Placement: proxy.Placement{Region: "us-central1", Zone: burstZone}, Port: 3128, CloudInit: "#cloud-config\n"},
+			Spec:   proxy.Spec{Provider: cloud.Type(), Placement: cloud.Placement(), Port: 3128, CloudInit: "#cloud-config\n"},
 			Status: proxy.Status{Phase: proxy.PhasePending}}
 		// The accounts take the proxies in turn.
 		w.place(p.Key(), i%n)
@@ -304,7 +312,7 @@ func burstOnce(ctx context.Context, s burstSettings, n int, fsProject string) (b
 	run := burstRun{Accounts: n, Proxies: s.proxies, Instances: s.instances, RateLimit: s.limit, RateIntervalSeconds: s.interval.Seconds(),
 		LimitPerSecond: round(float64(n*s.limit)/s.interval.Seconds(), 3)}
 	for _, a := range accounts {
-		counted, refused := fake.RateLimitCounted(a.project)
+		counted, refused := fake.Counted(a.id)
 		run.Calls += counted
 		run.Refused += refused
 	}
@@ -486,7 +494,7 @@ func (w *burstWorld) deliver(key proxy.Key, t reconcile.Trigger) {
 // boot settles the fake every burstBoot, which runs the VMs created
 // since, and then delivers each one's call-home, as its startup script's
 // publish would once it serves.
-func (w *burstWorld) boot(fake *computefake.Server) {
+func (w *burstWorld) boot(fake providerbench.BurstFake) {
 	t := time.NewTicker(burstBoot)
 	defer t.Stop()
 	for {
@@ -502,7 +510,7 @@ func (w *burstWorld) boot(fake *computefake.Server) {
 		if len(booting) == 0 {
 			continue
 		}
-		fake.Settle()
+		fake.Boot()
 		for _, p := range booting {
 			w.deliver(p.Key(), reconcile.Trigger{Reason: proxy.ReasonReady, UID: p.UID})
 		}
