@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
-	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -15,7 +14,6 @@ import (
 
 	"cloud.google.com/go/firestore"
 
-	"github.com/egress-proxies/egress/emulators/emulator"
 	"github.com/egress-proxies/egress/internal/clock"
 	"github.com/egress-proxies/egress/internal/clouds/cloudsdev"
 	"github.com/egress-proxies/egress/internal/pacing"
@@ -158,7 +156,7 @@ type burstRun struct {
 
 // burstPhase runs the burst phase on the stack's Firestore emulator.
 func (b *bench) burstPhase(ctx context.Context, r *results) error {
-	os.Setenv(emulator.Firestore.EnvVar(), b.stack.FirestoreHost)
+	defer b.useStackFirestore()()
 	res, err := runBurst(ctx, b.s.burstSettings(), b.log)
 	if err != nil {
 		return err

@@ -61,7 +61,7 @@ func gcProject(n int) string { return fmt.Sprintf("%s-%d", gcProjectPrefix, n) }
 // row of the scaling table.
 func (b *bench) collect(ctx context.Context, r *results) error {
 	// The benchmark's own client writes to the stack's emulator.
-	os.Setenv(emulator.Firestore.EnvVar(), b.stack.FirestoreHost)
+	defer b.useStackFirestore()()
 	emulatorPid := b.cpu.firestore
 	sizes := b.s.gcSizes()
 	for i, n := range sizes {
@@ -367,4 +367,22 @@ func readWorkerLog(path string) (gcSummary, metering.Usage, error) {
 		return summary, metering.Usage{}, fmt.Errorf("the gc worker's log %s has no gc summary or no CollectGarbage invocation line", path)
 	}
 	return summary, inv.snapshot().Usage, nil
+}
+
+// useStackFirestore points this process's Firestore clients at the
+// stack's emulator, which they find by FIRESTORE_EMULATOR_HOST alone, and
+// returns what puts the variable back: a later test of the process
+// (TestBurst, on the test run's emulator) must not be pointed at this
+// stack's, stopped by then.
+func (b *bench) useStackFirestore() (restore func()) {
+	env := emulator.Firestore.EnvVar()
+	was, set := os.LookupEnv(env)
+	os.Setenv(env, b.stack.FirestoreHost)
+	return func() {
+		if set {
+			os.Setenv(env, was)
+		} else {
+			os.Unsetenv(env)
+		}
+	}
 }
