@@ -8,21 +8,20 @@ import (
 	"math/rand/v2"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
 
 	"cloud.google.com/go/firestore"
-	"google.golang.org/api/option"
 
 	"github.com/egress-proxies/egress/emulators/emulator"
 	"github.com/egress-proxies/egress/internal/account"
 	"github.com/egress-proxies/egress/internal/clock"
+	"github.com/egress-proxies/egress/internal/clouds/cloudsdev"
 	"github.com/egress-proxies/egress/internal/pacing"
 	"github.com/egress-proxies/egress/internal/provider"
-	"github.com/egress-proxies/egress/internal/provider/gcp"
-	"github.com/egress-proxies/egress/internal/provider/gcp/computefake"
 	"github.com/egress-proxies/egress/internal/provider/providerbench"
 	"github.com/egress-proxies/egress/internal/proxy"
 	"github.com/egress-proxies/egress/internal/reconcile"
@@ -30,31 +29,34 @@ import (
 	"github.com/egress-proxies/egress/internal/store/storefake"
 )
 
-// The burst phase: -burst proxies asked for at once of Google Cloud,
-// through one project (account) and then through two, each project's
-// calls paced by the fleet's budget (package pacing) against Compute's
-// rate quotas scaled down, so that the phase takes seconds and not the
-// minutes a real burst at 1,500 calls a minute would.
+// The burst phase: -burst proxies asked for at once of a cloud (the
+// first whose part of several accounts brings a providerbench.Burst:
+// today Compute Engine's, internal/provider/gcp/gcpaccounts), through one
+// account and then through two, each account's calls paced by the
+// fleet's budget (package pacing) against the cloud's rate limit scaled
+// down in its fake, so that the phase takes seconds and not the minutes
+// a real burst at the documented limit would.
 //
-// What is real: the gcp provider (Google's Go client against the Compute
-// fake on loopback, which meters each project's quotas as Compute does,
-// in synchronized intervals, and answers 403 rateLimitExceeded past
-// them); the pacer and its provider decorator, every budget kept in the
-// Firestore emulator's shards (store.Pacing), each of burstInstances
-// function instances with its own Firestore client, pacer and Compute
-// clients, so that the budget holds across instances as it must in the
-// fleet; and the reconciler (package reconcile), which drives each proxy
-// to Ready at its floor — Create, the VM's call-home, one Get — and keeps
-// a queued call's proxy Provisioning with reason Queued, waiting its turn.
-// The real reconciler rather than providerbench's lifecycle driver: how
-// a queued call comes back (the RetryAfter the pacer gives, the run's
-// wait budget, the write of the Queued condition and its event) is the
-// reconciler's, and what a user sees of a burst is the document it writes.
+// What is real: the cloud's provider (its SDK against its fake on
+// loopback, which meters each account's calls as the cloud does, and
+// refuses past them as the cloud does); the pacer and its provider
+// decorator, every budget kept in the Firestore emulator's shards
+// (store.Pacing), each of burstInstances function instances with its own
+// Firestore client, pacer and cloud clients, so that the budget holds
+// across instances as it must in the fleet; and the reconciler (package
+// reconcile), which drives each proxy to Ready at its floor — Create,
+// the VM's call-home, one Get — and keeps a queued call's proxy
+// Provisioning with reason Queued, waiting its turn. The real reconciler
+// rather than providerbench's lifecycle driver: how a queued call comes
+// back (the RetryAfter the pacer gives, the run's wait budget, the write
+// of the Queued condition and its event) is the reconciler's, and what a
+// user sees of a burst is the document it writes.
 //
-// The accounts are the product's: the second project is an account
-// document (accounts/burst-2, GCP_PROJECT set over the deployment's), each
-// instance's provider registry (provider.Set) makes an account's paced
-// provider from its settings when first asked, and the reconciler's
+// The accounts are the product's: the second is an account document
+// (accounts/burst-2), each instance's provider registry (provider.Set)
+// makes an account's paced provider when first asked (the fake's clients
+// know the account's project, which the document's settings name in a
+// deployment), and the reconciler's
 // placement chooses each proxy's account (the rendezvous hash of its uid
 // among the accounts with headroom, their regional quotas read through
 // the account's budget) and records it in status.account.
@@ -63,16 +65,14 @@ import (
 // (storefake, which passes the Firestore store's contract, as
 // internal/sim drives the reconciler over it), each write's event and each
 // hand-off delivered at once to a function instance drawn at random;
-// the VMs boot at once (the fake settles every burstBoot) and call home
-// then, so that the time measured is the calls' and not a boot's (the
-// floor counts calls only).
+// the VMs boot at once (the fake boots them every burstBoot) and call
+// home then, so that the time measured is the calls' and not a boot's
+// (the floor counts calls only).
 const (
-	// burstInterval and burstLimit are Compute's rate quotas
-	// (gcp.Plugin.Rate) scaled down: each group of a project takes
-	// burstLimit requests in each interval of burstInterval (1,500 a
-	// minute, 25 a second, becomes 40 in 4 s, 10 a second), and the
-	// project's budget is the same, spent by every call whatever its
-	// group, as the plugin's is.
+	// burstInterval and burstLimit are the cloud's rate limit scaled
+	// down: an account takes burstLimit requests in each interval of
+	// burstInterval (Compute's 1,500 a minute, 25 a second, becomes 40
+	// in 4 s, 10 a second), and its budget is the same.
 	burstInterval = 4 * time.Second
 	burstLimit    = 40
 	// burstInstances are the function instances that run the
@@ -81,26 +81,15 @@ const (
 	// burstBoot is how often the fake boots the VMs created since: a
 	// VM is running, and calls home, at most this long after its Create.
 	burstBoot = 50 * time.Millisecond
-	// burstZone is where the proxies go: a zone of the spec's, so that a
-	// Create is one insert and no read of the region's zones.
-	burstZone = "us-central1-a"
 	// burstTimeout bounds one burst: far above its floor at the
 	// scaled-down rate, against a run that hangs.
 	burstTimeout = 5 * time.Minute
 )
 
-// burstCalls are the Compute requests each provider method makes on the
+// burstCalls are the cloud's requests each provider method makes on the
 // burst's path, as the fake counts them (the phase's test holds them):
-// the plugin's (gcp.Plugin.Calls), but a Get of one request. The
-// plugin's Get is two for a VM of the default bootstrap, read with its
-// guest attributes (its readiness); the burst's VMs run the spec's own
-// cloud-init, and are read alone. A Create with its zone given is one
-// insert.
-var burstCalls = func() pacing.Calls {
-	c := gcp.Plugin.Calls
-	c.Get = 1
-	return c
-}()
+// the cloud's part says them (providerbench.Burst.Calls).
+var burstCalls = burstCloud().Calls()
 
 // burstCallsPerProxy are the calls a proxy makes from its request to
 // Ready at the reconciler's floor: its Create and the Get its VM's
@@ -129,6 +118,8 @@ type burstSettings struct {
 // burstResult is the phase's figures: the burst through one account and
 // through two, and the time of the second as a part of the first's.
 type burstResult struct {
+	// Provider is the cloud's provider type the bursts went to.
+	Provider    string   `json:"provider"`
 	OneAccount  burstRun `json:"oneAccount"`
 	TwoAccounts burstRun `json:"twoAccounts"`
 	// TwoAccountsToOne is TwoAccounts' time to all Ready over
@@ -143,8 +134,8 @@ type burstRun struct {
 	Instances int `json:"instances"`
 	// Ready counts the proxies Ready at the end.
 	Ready int `json:"ready"`
-	// Calls are the requests the Compute fake counted from the
-	// accounts' projects, refused ones too.
+	// Calls are the requests the cloud's fake counted from the
+	// accounts, refused ones too.
 	Calls int `json:"calls"`
 	// RateLimit is each account's limit (calls in each interval of
 	// RateIntervalSeconds), LimitPerSecond all accounts' together.
@@ -161,8 +152,8 @@ type burstRun struct {
 	FloorSeconds float64 `json:"floorSeconds"`
 	ReadySeconds float64 `json:"readySeconds"`
 	ReadyToFloor float64 `json:"readyToFloor"`
-	// Refused are the calls Compute refused with 403
-	// rateLimitExceeded; Queued the proxies that showed reason Queued
+	// Refused are the calls the cloud refused for its rate limit (Compute's 403
+	// rateLimitExceeded); Queued the proxies that showed reason Queued
 	// on their way (a wait, which a user may see).
 	Refused int `json:"refused"`
 	Queued  int `json:"queued"`
@@ -204,7 +195,7 @@ func (s settings) burstSettings() burstSettings {
 // runBurst runs the burst through one account, then through two, on the
 // Firestore emulator that FIRESTORE_EMULATOR_HOST names.
 func runBurst(ctx context.Context, s burstSettings, log *slog.Logger) (burstResult, error) {
-	var res burstResult
+	res := burstResult{Provider: burstCloud().Type()}
 	for i, accounts := range []int{1, 2} {
 		run, err := burstOnce(ctx, s, accounts, fmt.Sprintf("%s-%d", s.project, i+1))
 		if err != nil {
@@ -224,19 +215,30 @@ func runBurst(ctx context.Context, s burstSettings, log *slog.Logger) (burstResu
 	return res, nil
 }
 
-// burstAccount is one account of a burst: its id, its Compute project.
+// burstAccount is one account of a burst: its id (the cloud's part
+// makes its project, subscription, … from it).
 type burstAccount struct {
-	id, project string
+	id string
 }
 
 // burstAccounts are the accounts of a burst through n of them: the
 // deployment's default first.
 func burstAccounts(n int) []burstAccount {
-	out := []burstAccount{{id: "", project: "demo-burst"}}
+	out := []burstAccount{{id: ""}}
 	for i := 1; i < n; i++ {
-		out = append(out, burstAccount{id: fmt.Sprintf("burst-%d", i+1), project: fmt.Sprintf("demo-burst-%d", i+1)})
+		out = append(out, burstAccount{id: fmt.Sprintf("burst-%d", i+1)})
 	}
 	return out
+}
+
+// burstCloud is the cloud of the burst: the first whose part of several
+// accounts brings one (cloudsdev.Bursts).
+func burstCloud() providerbench.Burst {
+	bursts := cloudsdev.Bursts()
+	if len(bursts) == 0 {
+		panic("no cloud of internal/clouds.All brings a part of make bench's burst (providerbench.Burst)")
+	}
+	return bursts[0]
 }
 
 // burstOnce runs one burst of s.proxies through n accounts, its budgets
@@ -244,12 +246,14 @@ func burstAccounts(n int) []burstAccount {
 func burstOnce(ctx context.Context, s burstSettings, n int, fsProject string) (burstRun, error) {
 	ctx, stop := context.WithCancel(ctx)
 	defer stop()
-	fake := computefake.New()
+	cloud := burstCloud()
+	fake, err := cloud.Start(s.limit, s.interval)
+	if err != nil {
+		return burstRun{}, fmt.Errorf("starting the %s fake of the burst: %w", cloud.Type(), err)
+	}
 	defer fake.Close()
-	every := computefake.RateLimits{Mutations: s.limit, Reads: s.limit, Lists: s.limit, OperationReads: s.limit}
-	fake.SetRateLimitWindow(every, s.interval)
 	accounts := burstAccounts(n)
-	rate := pacing.Rate{Calls: s.limit, Window: s.interval, Source: gcp.Plugin.Rate.Source}
+	rate := pacing.Rate{Calls: s.limit, Window: s.interval, Source: cloud.Rate().Source}
 
 	w := &burstWorld{ctx: ctx, docs: storefake.New(clock.Real{}), rnd: rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64())),
 		seen: map[proxy.Key]*burstSeen{}, placed: map[string]int{}, allReady: make(chan struct{})}
@@ -257,14 +261,14 @@ func burstOnce(ctx context.Context, s burstSettings, n int, fsProject string) (b
 	// admin writes them: placement reads them, and each instance's
 	// registry makes an account's provider from its settings.
 	for _, a := range accounts[1:] {
-		doc := account.Account{ID: a.id, Provider: gcp.Type, Settings: map[string]string{"GCP_PROJECT": a.project}, State: account.Active}
+		doc := account.Account{ID: a.id, Provider: cloud.Type(), State: account.Active}
 		if _, err := w.docs.PutAccount(ctx, doc, time.Now()); err != nil {
 			return burstRun{}, fmt.Errorf("the burst's account %s: %w", a.id, err)
 		}
 	}
 	quiet := slog.New(slog.DiscardHandler)
-	for range s.instances {
-		// A function instance: its own Firestore and Compute clients, a
+	for i := range s.instances {
+		// A function instance: its own Firestore and cloud clients, a
 		// registry of providers that makes each account's paced provider
 		// when it is first asked for, and a reconciler that places each
 		// proxy among the accounts.
@@ -277,22 +281,27 @@ func burstOnce(ctx context.Context, s burstSettings, n int, fsProject string) (b
 		budgets := timedBudgets{fsBudgets, w}
 		// A function instance of a fleet is warm: its connection to
 		// Firestore made, the database there. Not the burst's to pay.
-		if err := fsBudgets.Update(ctx, pacing.Shard{Key: pacing.Key{Type: "warm-up"}}, func(pacing.Counts) (pacing.Counts, bool) { return pacing.Counts{0: 1}, true }); err != nil {
+		// Each instance warms a document of its own, so that no warm-up
+		// waits on another's transaction.
+		warm := pacing.Shard{Key: pacing.Key{Type: "warm-up", Account: strconv.Itoa(i)}}
+		if err := fsBudgets.Update(ctx, warm, func(pacing.Counts) (pacing.Counts, bool) { return pacing.Counts{0: 1}, true }); err != nil {
 			return burstRun{}, fmt.Errorf("warming the budgets' Firestore client up: %w", err)
 		}
-		clients, err := gcp.NewClients(ctx, option.WithEndpoint(fake.URL), option.WithoutAuthentication())
+		clients, err := fake.Instance(ctx)
 		if err != nil {
 			return burstRun{}, err
 		}
 		defer clients.Close()
-		paced := func(id, project string) provider.Constructor {
+		paced := func(id string) provider.Constructor {
 			return func(context.Context) (provider.Provider, error) {
-				g, err := gcp.New(clients, gcp.Config{Project: project, RateInterval: s.interval})
+				p, err := clients.Provider(id, s.interval)
 				if err != nil {
 					return nil, err
 				}
-				p := quotaCounter{g, &w.quotaReads}
-				pacer, err := pacing.New(budgets, pacing.Key{Type: gcp.Type, Account: id}, rate, clock.Real{}, pacing.Options{Near: s.near})
+				if q, ok := provider.AsQuotaReader(p); ok {
+					p = quotaCounter{p, q, &w.quotaReads}
+				}
+				pacer, err := pacing.New(budgets, pacing.Key{Type: cloud.Type(), Account: id}, rate, clock.Real{}, pacing.Options{Near: s.near})
 				if err != nil {
 					return nil, err
 				}
@@ -300,18 +309,21 @@ func burstOnce(ctx context.Context, s burstSettings, n int, fsProject string) (b
 			}
 		}
 		reg := provider.NewRegistry()
-		perAccount := provider.PerAccount(func(id string, settings map[string]string) (provider.Constructor, error) {
-			return paced(id, settings["GCP_PROJECT"]), nil
+		// The fake's clients know each account's project (the settings
+		// an account document of the cloud sets): the account's id names
+		// it.
+		perAccount := provider.PerAccount(func(acct provider.AccountSpec) (provider.Constructor, error) {
+			return paced(acct.ID), nil
 		})
-		if err := reg.Register(gcp.Type, paced(account.Default, accounts[0].project), perAccount); err != nil {
+		if err := reg.Register(cloud.Type(), paced(account.Default), perAccount); err != nil {
 			return burstRun{}, err
 		}
-		set := provider.NewSet(reg).WithAccounts(func(ctx context.Context, id string) (string, map[string]string, error) {
+		set := provider.NewSet(reg).WithAccounts(func(ctx context.Context, id string) (string, provider.AccountSpec, error) {
 			a, err := w.docs.GetAccount(ctx, id)
 			if err != nil {
-				return "", nil, err
+				return "", provider.AccountSpec{}, err
 			}
-			return a.Provider, a.Settings, nil
+			return a.Provider, provider.AccountSpec{ID: id, Settings: a.Settings, CallsPerWindow: a.Limits.CallsPerWindow}, nil
 		})
 		opts := reconcile.Options{Accounts: account.NewCache(w.docs, clock.Real{}, 0)}
 		w.instances = append(w.instances, reconcile.New(w.docs, set, w, nil, clock.Real{}, quiet, opts))
@@ -330,7 +342,7 @@ func burstOnce(ctx context.Context, s burstSettings, n int, fsProject string) (b
 	for i := range s.proxies {
 		uid := fmt.Sprintf("00000000-0000-4000-8000-%012d", i)
 		p := &proxy.Proxy{Namespace: "burst", Name: fmt.Sprintf("proxy-%04d", i), UID: uid, Generation: 1, CreateTime: time.Now(),
-			Spec:   proxy.Spec{Provider: gcp.Type, Placement: proxy.Placement{Region: "us-central1", Zone: burstZone}, Port: 3128, CloudInit: "#cloud-config\n"},
+			Spec:   proxy.Spec{Provider: cloud.Type(), Placement: cloud.Placement(), Port: 3128, CloudInit: "#cloud-config\n"},
 			Status: proxy.Status{Phase: proxy.PhasePending}}
 		if _, err := w.docs.Create(ctx, p, s.proxies); err != nil {
 			return burstRun{}, fmt.Errorf("creating %s: %w", p.Key(), err)
@@ -351,7 +363,7 @@ func burstOnce(ctx context.Context, s burstSettings, n int, fsProject string) (b
 	run := burstRun{Accounts: n, Proxies: s.proxies, Instances: s.instances, RateLimit: s.limit, RateIntervalSeconds: s.interval.Seconds(),
 		LimitPerSecond: round(float64(n*s.limit)/s.interval.Seconds(), 3)}
 	for _, a := range accounts {
-		counted, refused := fake.RateLimitCounted(a.project)
+		counted, refused := fake.Counted(a.id)
 		run.Calls += counted
 		run.Refused += refused
 	}
@@ -425,15 +437,16 @@ func (t timedBudgets) Update(ctx context.Context, s pacing.Shard, change func(pa
 
 // quotaCounter counts the reads of quotas its provider answered.
 type quotaCounter struct {
-	*gcp.Provider
-	reads *atomic.Int64
+	provider.Provider
+	quotas provider.QuotaReader
+	reads  *atomic.Int64
 }
 
-// Unwrap is the gcp provider, for the optional interfaces beneath.
+// Unwrap is the cloud's provider, for the optional interfaces beneath.
 func (q quotaCounter) Unwrap() provider.Provider { return q.Provider }
 
 func (q quotaCounter) Quotas(ctx context.Context, region string) (provider.Quotas, error) {
-	got, err := q.Provider.Quotas(ctx, region)
+	got, err := q.quotas.Quotas(ctx, region)
 	if err == nil {
 		q.reads.Add(1)
 	}
@@ -565,7 +578,7 @@ func (w *burstWorld) deliver(key proxy.Key, t reconcile.Trigger) {
 // boot settles the fake every burstBoot, which runs the VMs created
 // since, and then delivers each one's call-home, as its startup script's
 // publish would once it serves.
-func (w *burstWorld) boot(fake *computefake.Server) {
+func (w *burstWorld) boot(fake providerbench.BurstFake) {
 	t := time.NewTicker(burstBoot)
 	defer t.Stop()
 	for {
@@ -581,7 +594,7 @@ func (w *burstWorld) boot(fake *computefake.Server) {
 		if len(booting) == 0 {
 			continue
 		}
-		fake.Settle()
+		fake.Boot()
 		for _, p := range booting {
 			w.deliver(p.Key(), reconcile.Trigger{Reason: proxy.ReasonReady, UID: p.UID})
 		}

@@ -201,8 +201,8 @@ func (r *results) poolTable(w io.Writer) {
 func (r *results) burstTable(w io.Writer) {
 	b := r.Burst
 	one := b.OneAccount
-	fmt.Fprintf(w, "\nburst: %d proxies asked for at once of Google Cloud (the Compute fake's rate quotas scaled down to %d requests in %g s a project), paced by the fleet's budget over %d function instances\n",
-		one.Proxies, one.RateLimit, one.RateIntervalSeconds, one.Instances)
+	fmt.Fprintf(w, "\nburst: %d proxies asked for at once of %s (its fake's rate limit scaled down to %d requests in %g s an account), paced by the fleet's budget over %d function instances\n",
+		one.Proxies, b.Provider, one.RateLimit, one.RateIntervalSeconds, one.Instances)
 	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', tabwriter.AlignRight)
 	fmt.Fprintf(tw, "accounts\tready\tcalls\tlimit (calls/s)\tachieved (calls/s)\tto limit\tfloor (s)\tall Ready (s)\tto floor\trefused\tqueued\tuser-visible errors\t\n")
 	for _, x := range []burstRun{b.OneAccount, b.TwoAccounts} {

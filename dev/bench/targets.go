@@ -42,10 +42,10 @@ const (
 	maxGCCPUSeconds       = 2
 	maxGCBytesPerInstance = 2048
 	// gcQueryReads are the reads of a collector's tick beyond one per
-	// document: its three queries that find nothing (no stalled
-	// document, no pool, no namespace for the budgets' look), each
-	// billed one read.
-	gcQueryReads = 3
+	// document: its four queries that find nothing (no stalled
+	// document, no pool, no namespace for the budgets' look, no account
+	// beyond the default), each billed one read.
+	gcQueryReads = 4
 	// maxScaleGrowth is how much an item's cost may grow from the smallest
 	// size of a scaled phase to the largest.
 	maxScaleGrowth = 0.2

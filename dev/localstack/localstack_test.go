@@ -64,6 +64,7 @@ func TestEndToEnd(t *testing.T) {
 	for _, c := range s.accountClouds {
 		t.Run(c.name, func(t *testing.T) { c.flow(t, accountsStack{s}) })
 	}
+	s.removeAccounts(t)
 	// Flows of proxies of their own names, each on its own cloud, side by
 	// side: most of each is waiting (for a VM, for the collector's grace
 	// period, for a CLI's start), and one after another they were two
@@ -313,8 +314,10 @@ func startStack(t *testing.T) *liveStack {
 	}
 	t.Logf("stack ready in %s", time.Since(begun).Round(time.Millisecond))
 	s := &liveStack{Stack: st, url: st.URL, firestore: st.FirestoreHost, project: st.Project, out: out, clouds: clouds, accountClouds: accountClouds}
-	s.writeAccounts(t)
+	// The API's traffic checked against its OpenAPI document first
+	// (s.client), the admin's writes of the accounts among it.
 	s.checkTraffic(t)
+	s.writeAccounts(t)
 	t.Cleanup(func() {
 		if !st.Exited() {
 			st.Stop(20 * time.Second)

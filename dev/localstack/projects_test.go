@@ -1,13 +1,15 @@
 package main
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/google/go-cmp/cmp"
 
 	"github.com/egress-proxies/egress/internal/clouds/cloudsdev"
 	"github.com/egress-proxies/egress/internal/provider/providerstack"
@@ -51,40 +53,81 @@ func enable(providers []string, clouds []accountsCloud) []string {
 	return providers
 }
 
-// writeAccounts writes each accounts cloud's second account, as an admin
-// does (docs/operations/accounts.md), through the Firestore emulator's
-// REST API: before any proxy is placed, so that no reconciler's cached
-// list of accounts misses it.
+// writeAccounts writes each accounts cloud's second account as a
+// platform admin does (docs/operations/accounts.md), through the API:
+// before any proxy is placed, so that no reconciler's cached list of
+// accounts misses it. It reads it back one by one and in the list.
 func (s *liveStack) writeAccounts(t *testing.T) {
 	t.Helper()
-	str := func(v string) map[string]any { return map[string]any{"stringValue": v} }
 	for _, c := range s.accountClouds {
-		settings := map[string]any{}
-		for k, v := range c.second.Settings {
-			settings[k] = str(v)
-		}
-		doc := map[string]any{"fields": map[string]any{
-			"provider":   str(c.typ),
-			"state":      str("active"),
-			"settings":   map[string]any{"mapValue": map[string]any{"fields": settings}},
-			"createTime": map[string]any{"timestampValue": time.Now().UTC().Format(time.RFC3339Nano)},
-		}}
-		body, _ := json.Marshal(doc)
-		u := fmt.Sprintf("http://%s/v1/projects/%s/databases/(default)/documents/accounts?documentId=%s", s.firestore, s.project, c.second.ID)
-		req, _ := http.NewRequest(http.MethodPost, u, bytes.NewReader(body))
-		req.Header.Set("Authorization", "Bearer owner")
-		req.Header.Set("Content-Type", "application/json")
-		resp, err := http.DefaultClient.Do(req)
+		body, err := json.Marshal(map[string]any{"provider": c.typ, "settings": c.second.Settings})
 		if err != nil {
 			t.Fatal(err)
 		}
-		var b bytes.Buffer
-		b.ReadFrom(resp.Body)
-		resp.Body.Close()
-		if resp.StatusCode != http.StatusOK {
-			t.Fatalf("writing accounts/%s: %d %s", c.second.ID, resp.StatusCode, b.String())
+		path := "/v1/accounts/" + c.second.ID
+		if code, b := readAll(t, s.doAs(t, "", http.MethodPut, path, body)); code != http.StatusCreated {
+			t.Fatalf("PUT %s: %d %s, want 201", path, code, b)
+		}
+		var got struct {
+			Provider string            `json:"provider"`
+			Settings map[string]string `json:"settings"`
+			State    string            `json:"state"`
+		}
+		code, b := readAll(t, s.doAs(t, "", http.MethodGet, path, nil))
+		if code != http.StatusOK || json.Unmarshal(b, &got) != nil {
+			t.Fatalf("GET %s: %d %s, want 200 and the account", path, code, b)
+		}
+		want := got
+		want.Provider, want.Settings, want.State = c.typ, c.second.Settings, "active"
+		if diff := cmp.Diff(want, got); diff != "" {
+			t.Errorf("GET %s (-want +got):\n%s", path, diff)
 		}
 	}
+	var list struct {
+		Accounts []struct {
+			ID string `json:"id"`
+		} `json:"accounts"`
+	}
+	code, b := readAll(t, s.doAs(t, "", http.MethodGet, "/v1/accounts", nil))
+	if code != http.StatusOK || json.Unmarshal(b, &list) != nil {
+		t.Fatalf("GET /v1/accounts: %d %s, want 200 and the list", code, b)
+	}
+	var ids, want []string
+	for _, a := range list.Accounts {
+		ids = append(ids, a.ID)
+	}
+	for _, c := range s.accountClouds {
+		want = append(want, c.second.ID)
+	}
+	if diff := cmp.Diff(want, ids); diff != "" {
+		t.Errorf("GET /v1/accounts: the ids (-want +got):\n%s", diff)
+	}
+}
+
+// removeAccounts deletes each accounts cloud's second account once its
+// flow is done and no proxy names it, as an admin retires one.
+func (s *liveStack) removeAccounts(t *testing.T) {
+	t.Helper()
+	for _, c := range s.accountClouds {
+		path := "/v1/accounts/" + c.second.ID
+		if code, b := readAll(t, s.doAs(t, "", http.MethodDelete, path, nil)); code != http.StatusNoContent {
+			t.Errorf("DELETE %s: %d %s, want 204", path, code, b)
+		}
+		if code, b := readAll(t, s.doAs(t, "", http.MethodGet, path, nil)); code != http.StatusNotFound {
+			t.Errorf("GET %s after its DELETE: %d %s, want 404", path, code, b)
+		}
+	}
+}
+
+// readAll is a response's status and body, the body closed.
+func readAll(t *testing.T, resp *http.Response) (int, []byte) {
+	t.Helper()
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp.StatusCode, b
 }
 
 // accountsStack is the stack as an accounts flow uses it.

@@ -153,6 +153,12 @@ func Validate(a Account, perAccount PerAccount) error {
 			add("settings."+k, "is empty: leave the variable out to take the deployment's value")
 		}
 	}
+	if known && len(names) > 0 && len(a.Settings) == 0 {
+		// The deployment's own account under a second name: the
+		// collector would list its VMs twice, and take each as the other
+		// account's orphan.
+		add("settings", "sets none of %s: an account that sets none is the deployment's own account, whose VMs the collector would take for another account's", listOrNone(names))
+	}
 	seen := map[string]bool{}
 	for i, r := range a.Regions {
 		switch {

@@ -9,6 +9,7 @@ import (
 	"github.com/google/go-cmp/cmp"
 
 	"github.com/egress-proxies/egress/internal/app"
+	"github.com/egress-proxies/egress/internal/provider"
 	"github.com/egress-proxies/egress/internal/provider/plugin"
 )
 
@@ -39,8 +40,8 @@ func TestAccountsProviders(t *testing.T) {
 		"spaced": {"DEMO_PROJECT": "p 2"},
 		"wider":  {"DEMO_REGIONS": "r9"},
 	}
-	a.Providers.WithAccounts(func(_ context.Context, id string) (string, map[string]string, error) {
-		return "demo", docs[id], nil
+	a.Providers.WithAccounts(func(_ context.Context, id string) (string, provider.AccountSpec, error) {
+		return "demo", provider.AccountSpec{Settings: docs[id]}, nil
 	})
 	cases := map[string]struct {
 		reason       string

@@ -90,7 +90,7 @@ func (a *App) registry(vm map[string]plugin.VMSide) (*provider.Registry, error) 
 			opts = append(opts, provider.IPv6Prefix(p.IPv6Prefix))
 		}
 		ctorFor := a.accountConstructor(p, env)
-		def, err := ctorFor(account.Default, nil)
+		def, err := ctorFor(provider.AccountSpec{ID: account.Default})
 		if err != nil {
 			return nil, err // the pacer's, which names PACING_SCALE
 		}
@@ -108,7 +108,8 @@ func (a *App) registry(vm map[string]plugin.VMSide) (*provider.Registry, error) 
 // variable's own check as Load checks the deployment's, and decorated
 // (decorate) knowing the account. The default account ("") sets nothing.
 func (a *App) accountConstructor(p plugin.Plugin, env plugin.Env) provider.AccountConstructor {
-	return func(id string, settings map[string]string) (provider.Constructor, error) {
+	return func(acct provider.AccountSpec) (provider.Constructor, error) {
+		id, settings := acct.ID, acct.Settings
 		e := env
 		if len(settings) > 0 {
 			e.Settings = env.Settings.Over(settings)
@@ -128,52 +129,53 @@ func (a *App) accountConstructor(p plugin.Plugin, env plugin.Env) provider.Accou
 		if id != account.Default {
 			e.Log = env.Log.With(slog.String("account", id))
 		}
-		return a.decorate(p, id, p.New(e))
+		return a.decorate(p, acct, p.New(e))
 	}
 }
 
 // accountLookup reads an account's document for the provider set: the
 // type it holds and what it sets.
-func (a *App) accountLookup(ctx context.Context, id string) (string, map[string]string, error) {
+func (a *App) accountLookup(ctx context.Context, id string) (string, provider.AccountSpec, error) {
 	if a.store == nil {
-		return "", nil, fmt.Errorf("accounts/%s: %w (no store)", id, provider.ErrNoAccount)
+		return "", provider.AccountSpec{}, fmt.Errorf("accounts/%s: %w (no store)", id, provider.ErrNoAccount)
 	}
 	doc, err := a.store.GetAccount(ctx, id)
 	if errors.Is(err, proxy.ErrNotFound) {
-		return "", nil, fmt.Errorf("%w: %w", provider.ErrNoAccount, err)
+		return "", provider.AccountSpec{}, fmt.Errorf("%w: %w", provider.ErrNoAccount, err)
 	}
 	if err != nil {
-		return "", nil, err
+		return "", provider.AccountSpec{}, err
 	}
-	return doc.Provider, doc.Settings, nil
+	return doc.Provider, provider.AccountSpec{ID: id, Settings: doc.Settings, CallsPerWindow: doc.Limits.CallsPerWindow}, nil
 }
 
 // decorate wraps the constructor of the provider of plugin p in account
-// accountID (account.Default: the deployment's own) with the house's
+// acct (account.Default: the deployment's own) with the house's
 // decorators: the metering of every call, and outside it the account's
 // budget of calls (paced), so that a queued call, which never reached
 // the cloud, counts as no provider call. Both are keyed by the type and
 // the account: a budget of calls is an account's.
-func (a *App) decorate(p plugin.Plugin, accountID string, ctor provider.Constructor) (provider.Constructor, error) {
-	return a.paced(p, accountID, metered(ctor))
+func (a *App) decorate(p plugin.Plugin, acct provider.AccountSpec, ctor provider.Constructor) (provider.Constructor, error) {
+	return a.paced(p, acct, metered(ctor))
 }
 
 // paced puts the budget of calls of the account (provider type and
 // account id; account.Default is the deployment's own) before ctor's
 // provider: every call reserves its cost (the plugin's Calls) in the
-// budget of the plugin's rate scaled by PACING_SCALE, kept in Firestore
+// budget of the plugin's rate (its calls the account's
+// limits.callsPerWindow where it sets them) scaled by PACING_SCALE, kept in Firestore
 // and so shared by every instance of every function (package pacing). A
 // cloud without a rate (the mock), a scale of 0, or a process without
 // Firestore is not paced. The budget's decorator goes outside the
 // metering one, so that a queued call, which never reached the cloud,
 // counts as no provider call.
-func (a *App) paced(p plugin.Plugin, account string, ctor provider.Constructor) (provider.Constructor, error) {
-	rate := p.Rate.Scaled(a.Config.PacingScale)
+func (a *App) paced(p plugin.Plugin, acct provider.AccountSpec, ctor provider.Constructor) (provider.Constructor, error) {
+	rate := accountRate(p.Rate, acct).Scaled(a.Config.PacingScale)
 	if rate.IsZero() || a.firestore == nil {
 		return ctor, nil
 	}
 	a.pacingOnce.Do(func() { a.pacing = store.NewPacing(a.firestore) })
-	pacer, err := pacing.New(a.pacing, pacing.Key{Type: p.Type, Account: account}, rate, clock.Real{}, pacing.Options{})
+	pacer, err := pacing.New(a.pacing, pacing.Key{Type: p.Type, Account: acct.ID}, rate, clock.Real{}, pacing.Options{})
 	if err != nil {
 		return nil, fmt.Errorf("config: PACING_SCALE=%g: %w", a.Config.PacingScale, err)
 	}
@@ -186,6 +188,17 @@ func (a *App) paced(p plugin.Plugin, account string, ctor provider.Constructor) 
 		}
 		return pacing.Provider(prov, pacer, p.Calls, a.Log), nil
 	}, nil
+}
+
+// accountRate is the budget of account acct of a cloud whose documented
+// rate is rate: the account's own calls per window where its document
+// raises or lowers them, in the cloud's window.
+func accountRate(rate pacing.Rate, acct provider.AccountSpec) pacing.Rate {
+	if acct.CallsPerWindow > 0 && !rate.IsZero() {
+		rate.Calls = acct.CallsPerWindow
+		rate.Source = "accounts/" + acct.ID + ": limits.callsPerWindow"
+	}
+	return rate
 }
 
 // pluginOf is the plugin of type typ among cl.

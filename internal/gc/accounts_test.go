@@ -36,18 +36,18 @@ func TestAccounts(t *testing.T) {
 	ctx := context.Background()
 	byAccount := map[string]*mock.Provider{"": mock.New(mock.Options{Clock: clk}), "second": mock.New(mock.Options{Clock: clk}), "third": mock.New(mock.Options{Clock: clk})}
 	reg := provider.NewRegistry()
-	ctorOf := func(id string, _ map[string]string) (provider.Constructor, error) {
-		return func(context.Context) (provider.Provider, error) { return byAccount[id], nil }, nil
+	ctorOf := func(acct provider.AccountSpec) (provider.Constructor, error) {
+		return func(context.Context) (provider.Provider, error) { return byAccount[acct.ID], nil }, nil
 	}
-	def, _ := ctorOf("", nil)
+	def, _ := ctorOf(provider.AccountSpec{})
 	if err := reg.Register(mock.Type, def, provider.PerAccount(ctorOf)); err != nil {
 		t.Fatal(err)
 	}
-	set := provider.NewSet(reg).WithAccounts(func(_ context.Context, id string) (string, map[string]string, error) {
+	set := provider.NewSet(reg).WithAccounts(func(_ context.Context, id string) (string, provider.AccountSpec, error) {
 		if _, ok := byAccount[id]; !ok {
-			return "", nil, provider.ErrNoAccount
+			return "", provider.AccountSpec{}, provider.ErrNoAccount
 		}
-		return mock.Type, nil, nil
+		return mock.Type, provider.AccountSpec{}, nil
 	})
 	accounts := accountList{list: []account.Account{
 		{ID: "second", Provider: mock.Type, State: account.Active},

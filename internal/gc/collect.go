@@ -44,7 +44,7 @@ func (c *Collector) list(ctx context.Context) []listing {
 				// the next tick lists again.
 				l.instances = nil
 				l.err = &waiting{typ: typ, account: id, err: err}
-				c.log.WarnContext(ctx, "listing waits its turn under the account's rate limit; none of this provider's instances in it is collected this run",
+				c.log.WarnContext(ctx, "listing waits its turn under the account's rate limit; none of this provider's instances is collected this run",
 					slog.String("provider", typ), slog.String("account", id), slog.Duration("retryAfter", provider.RetryAfter(err)), slog.Any("error", err))
 			case err != nil:
 				l.instances = nil

@@ -13,13 +13,22 @@ import (
 // provider Set.Get hands out: a deployment without accounts makes no
 // other.
 
+// AccountSpec is what an account's provider is made with: the account
+// ("" the default), the settings it sets over the deployment's, by the
+// cloud's variable names, and its budget of calls when not the cloud's.
+type AccountSpec struct {
+	ID       string
+	Settings map[string]string
+	// CallsPerWindow is the account's budget of API calls in each window
+	// of its cloud's rate (a raised limit); 0 is the cloud's default.
+	CallsPerWindow int
+}
+
 // AccountConstructor makes the constructor of the provider of one
-// account of a type: id is the account ("" the default), settings what it
-// sets over the deployment's, by the cloud's variable names. Its error
-// says which setting cannot be (a value the variable's check refuses).
-// The composition root decorates what it makes (metering, pacing) with
-// the account's id in hand.
-type AccountConstructor func(id string, settings map[string]string) (Constructor, error)
+// account of a type. Its error says which setting cannot be (a value the
+// variable's check refuses). The composition root decorates what it
+// makes (metering, pacing) with the account in hand.
+type AccountConstructor func(acct AccountSpec) (Constructor, error)
 
 // PerAccount registers how the type's providers of accounts other than
 // the default are made. A type registered without it serves the default
@@ -29,9 +38,9 @@ func PerAccount(c AccountConstructor) Option {
 }
 
 // AccountLookup reads an account other than the default: the provider
-// type whose VMs it holds and the settings it sets. An account that does
-// not exist is an error wrapping ErrNoAccount.
-type AccountLookup func(ctx context.Context, id string) (typ string, settings map[string]string, err error)
+// type whose VMs it holds and what its provider is made with. An account
+// that does not exist is an error wrapping ErrNoAccount.
+type AccountLookup func(ctx context.Context, id string) (typ string, acct AccountSpec, err error)
 
 // ErrNoAccount is what an AccountLookup and Set.Account answer for an
 // account they do not know.
@@ -78,14 +87,15 @@ func (s *Set) Account(ctx context.Context, typ, id string) (Provider, error) {
 	if reg.perAccount == nil {
 		return nil, fmt.Errorf("provider registry: account %q: type %q serves its default account only (it was registered without PerAccount)", id, typ)
 	}
-	holds, settings, err := s.accounts(ctx, id)
+	holds, acct, err := s.accounts(ctx, id)
 	if err != nil {
 		return nil, fmt.Errorf("provider registry: reading account %q: %w", id, err)
 	}
 	if holds != typ {
 		return nil, fmt.Errorf("provider registry: account %q holds the VMs of %q, not of %q", id, holds, typ)
 	}
-	ctor, err := reg.perAccount(id, settings)
+	acct.ID = id
+	ctor, err := reg.perAccount(acct)
 	if err != nil {
 		return nil, fmt.Errorf("provider registry: account %q of %q: %w", id, typ, err)
 	}

@@ -26,7 +26,8 @@ func TestSetAccounts(t *testing.T) {
 	ctx := context.Background()
 	r := provider.NewRegistry()
 	made := map[string]int{}
-	ctorFor := func(id string, settings map[string]string) (provider.Constructor, error) {
+	ctorFor := func(acct provider.AccountSpec) (provider.Constructor, error) {
+		id, settings := acct.ID, acct.Settings
 		if settings["GCP_PROJECT"] == "refused" {
 			return nil, fmt.Errorf("GCP_PROJECT %q is refused", settings["GCP_PROJECT"])
 		}
@@ -35,7 +36,7 @@ func TestSetAccounts(t *testing.T) {
 			return named{account: id, project: settings["GCP_PROJECT"]}, nil
 		}, nil
 	}
-	def, _ := ctorFor("", nil)
+	def, _ := ctorFor(provider.AccountSpec{})
 	if err := r.Register("gcp", def, provider.PerAccount(ctorFor)); err != nil {
 		t.Fatal(err)
 	}
@@ -51,12 +52,12 @@ func TestSetAccounts(t *testing.T) {
 		"bad":    {"gcp", map[string]string{"GCP_PROJECT": "refused"}},
 		"mocks":  {"mock", nil},
 	}
-	s := provider.NewSet(r).WithAccounts(func(_ context.Context, id string) (string, map[string]string, error) {
+	s := provider.NewSet(r).WithAccounts(func(_ context.Context, id string) (string, provider.AccountSpec, error) {
 		d, ok := docs[id]
 		if !ok {
-			return "", nil, fmt.Errorf("accounts/%s: %w", id, provider.ErrNoAccount)
+			return "", provider.AccountSpec{}, fmt.Errorf("accounts/%s: %w", id, provider.ErrNoAccount)
 		}
-		return d.typ, d.settings, nil
+		return d.typ, provider.AccountSpec{Settings: d.settings}, nil
 	})
 	cases := map[string]struct {
 		reason  string

@@ -74,3 +74,16 @@ func Stacks() []providerstack.Cloud {
 func Accounts() []providerstack.Accounts {
 	return slices.Clone(accountsListed)
 }
+
+// Bursts are the clouds' parts of make bench's burst (issue 48): each
+// cloud whose part of several accounts (Accounts) brings one, in
+// internal/clouds.All's order.
+func Bursts() []providerbench.Burst {
+	var out []providerbench.Burst
+	for _, a := range accountsListed {
+		if b, ok := a.(interface{ Burst() providerbench.Burst }); ok {
+			out = append(out, b.Burst())
+		}
+	}
+	return out
+}
