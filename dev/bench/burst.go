@@ -10,10 +10,12 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"cloud.google.com/go/firestore"
 
+	"github.com/egress-proxies/egress/internal/account"
 	"github.com/egress-proxies/egress/internal/clock"
 	"github.com/egress-proxies/egress/internal/clouds/cloudsdev"
 	"github.com/egress-proxies/egress/internal/pacing"
@@ -48,16 +50,22 @@ import (
 // of the Queued condition and its event) is the reconciler's, and what a
 // user sees of a burst is the document it writes.
 //
+// The accounts are the product's: the second is an account document
+// (accounts/burst-2), each instance's provider registry (provider.Set)
+// makes an account's paced provider when first asked (the fake's clients
+// know the account's project, which the document's settings name in a
+// deployment), and the reconciler's
+// placement chooses each proxy's account (the rendezvous hash of its uid
+// among the accounts with headroom, their regional quotas read through
+// the account's budget) and records it in status.account.
+//
 // What stands in: the proxies' documents are in the in-memory store
 // (storefake, which passes the Firestore store's contract, as
 // internal/sim drives the reconciler over it), each write's event and each
 // hand-off delivered at once to a function instance drawn at random;
 // the VMs boot at once (the fake boots them every burstBoot) and call
 // home then, so that the time measured is the calls' and not a boot's
-// (the floor counts calls only); and the accounts are placed by the
-// benchmark, every other proxy in the second account, as placement by a
-// hash of the uid spreads a burst evenly over accounts with equal
-// headroom.
+// (the floor counts calls only).
 const (
 	// burstInterval and burstLimit are the cloud's rate limit scaled
 	// down: an account takes burstLimit requests in each interval of
@@ -152,6 +160,18 @@ type burstRun struct {
 	// no queue's, Failed); Errors the first few, as shown.
 	UserVisibleErrors int      `json:"userVisibleErrors"`
 	Errors            []string `json:"errors,omitempty"`
+	// Placed counts the proxies by the account the reconciler's
+	// placement put them in ("default" for the deployment's own), and
+	// QuotaReads placement's reads of the accounts' regional quotas
+	// (regions.get) that Compute answered, which Calls count too.
+	Placed     map[string]int `json:"placed"`
+	QuotaReads int            `json:"quotaReads"`
+	// StoreMs are the budgets' transactions in Firestore, each shard's
+	// Update as the pacer asked it (contention's retries in it), and
+	// Contended those that gave up on a shard other instances held
+	// (pacing.ErrContended).
+	StoreMs   latency `json:"storeMs"`
+	Contended int     `json:"contended"`
 }
 
 // burstPhase runs the burst phase on the stack's Firestore emulator.
@@ -179,7 +199,7 @@ func runBurst(ctx context.Context, s burstSettings, log *slog.Logger) (burstResu
 		if err != nil {
 			return res, fmt.Errorf("the burst through %d accounts: %w", accounts, err)
 		}
-		log.Info("burst", "accounts", accounts, "proxies", run.Proxies, "calls", run.Calls, "seconds", run.ReadySeconds, "floorSeconds", run.FloorSeconds,
+		log.Info("burst", "accounts", accounts, "placed", run.Placed, "quotaReads", run.QuotaReads, "storeMs", run.StoreMs, "contended", run.Contended, "proxies", run.Proxies, "calls", run.Calls, "seconds", run.ReadySeconds, "floorSeconds", run.FloorSeconds,
 			"achievedRateToLimit", run.AchievedRateToLimit, "refused", run.Refused, "userVisibleErrors", run.UserVisibleErrors)
 		if accounts == 1 {
 			res.OneAccount = run
@@ -234,23 +254,35 @@ func burstOnce(ctx context.Context, s burstSettings, n int, fsProject string) (b
 	rate := pacing.Rate{Calls: s.limit, Window: s.interval, Source: cloud.Rate().Source}
 
 	w := &burstWorld{ctx: ctx, docs: storefake.New(clock.Real{}), rnd: rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64())),
-		seen: map[proxy.Key]*burstSeen{}, allReady: make(chan struct{})}
+		seen: map[proxy.Key]*burstSeen{}, placed: map[string]int{}, allReady: make(chan struct{})}
+	// The accounts past the deployment's default are documents, as an
+	// admin writes them: placement reads them, and each instance's
+	// registry makes an account's provider from its settings.
+	for _, a := range accounts[1:] {
+		doc := account.Account{ID: a.id, Provider: cloud.Type(), State: account.Active}
+		if _, err := w.docs.PutAccount(ctx, doc, time.Now()); err != nil {
+			return burstRun{}, fmt.Errorf("the burst's account %s: %w", a.id, err)
+		}
+	}
 	quiet := slog.New(slog.DiscardHandler)
 	for i := range s.instances {
-		// A function instance: its own Firestore and cloud clients,
-		// and for each account a provider, a pacer and a reconciler.
+		// A function instance: its own Firestore and cloud clients, a
+		// registry of providers that makes each account's paced provider
+		// when it is first asked for, and a reconciler that places each
+		// proxy among the accounts.
 		client, err := firestore.NewClient(ctx, fsProject)
 		if err != nil {
 			return burstRun{}, fmt.Errorf("the budgets' Firestore client: %w", err)
 		}
 		defer client.Close()
-		budgets := store.NewPacing(client)
+		fsBudgets := store.NewPacing(client)
+		budgets := timedBudgets{fsBudgets, w}
 		// A function instance of a fleet is warm: its connection to
 		// Firestore made, the database there. Not the burst's to pay.
 		// Each instance warms a document of its own, so that no warm-up
 		// waits on another's transaction.
 		warm := pacing.Shard{Key: pacing.Key{Type: "warm-up", Account: strconv.Itoa(i)}}
-		if err := budgets.Update(ctx, warm, func(pacing.Counts) (pacing.Counts, bool) { return pacing.Counts{0: 1}, true }); err != nil {
+		if err := fsBudgets.Update(ctx, warm, func(pacing.Counts) (pacing.Counts, bool) { return pacing.Counts{0: 1}, true }); err != nil {
 			return burstRun{}, fmt.Errorf("warming the budgets' Firestore client up: %w", err)
 		}
 		clients, err := fake.Instance(ctx)
@@ -258,20 +290,41 @@ func burstOnce(ctx context.Context, s burstSettings, n int, fsProject string) (b
 			return burstRun{}, err
 		}
 		defer clients.Close()
-		var recs []*reconcile.Reconciler
-		for _, a := range accounts {
-			p, err := clients.Provider(a.id, s.interval)
-			if err != nil {
-				return burstRun{}, err
+		paced := func(id string) provider.Constructor {
+			return func(context.Context) (provider.Provider, error) {
+				p, err := clients.Provider(id, s.interval)
+				if err != nil {
+					return nil, err
+				}
+				if q, ok := provider.AsQuotaReader(p); ok {
+					p = quotaCounter{p, q, &w.quotaReads}
+				}
+				pacer, err := pacing.New(budgets, pacing.Key{Type: cloud.Type(), Account: id}, rate, clock.Real{}, pacing.Options{Near: s.near})
+				if err != nil {
+					return nil, err
+				}
+				return pacing.Provider(p, pacer, burstCalls, quiet), nil
 			}
-			pacer, err := pacing.New(budgets, pacing.Key{Type: cloud.Type(), Account: a.id}, rate, clock.Real{}, pacing.Options{Near: s.near})
-			if err != nil {
-				return burstRun{}, err
-			}
-			paced := pacing.Provider(p, pacer, burstCalls, quiet)
-			recs = append(recs, reconcile.New(w.docs, burstProviders{paced}, w, nil, clock.Real{}, quiet, reconcile.Options{}))
 		}
-		w.instances = append(w.instances, recs)
+		reg := provider.NewRegistry()
+		// The fake's clients know each account's project (the settings
+		// an account document of the cloud sets): the account's id names
+		// it.
+		perAccount := provider.PerAccount(func(acct provider.AccountSpec) (provider.Constructor, error) {
+			return paced(acct.ID), nil
+		})
+		if err := reg.Register(cloud.Type(), paced(account.Default), perAccount); err != nil {
+			return burstRun{}, err
+		}
+		set := provider.NewSet(reg).WithAccounts(func(ctx context.Context, id string) (string, provider.AccountSpec, error) {
+			a, err := w.docs.GetAccount(ctx, id)
+			if err != nil {
+				return "", provider.AccountSpec{}, err
+			}
+			return a.Provider, provider.AccountSpec{ID: id, Settings: a.Settings, CallsPerWindow: a.Limits.CallsPerWindow}, nil
+		})
+		opts := reconcile.Options{Accounts: account.NewCache(w.docs, clock.Real{}, 0)}
+		w.instances = append(w.instances, reconcile.New(w.docs, set, w, nil, clock.Real{}, quiet, opts))
 	}
 	w.docs.Watch(w.changed)
 	booted := make(chan struct{})
@@ -289,8 +342,6 @@ func burstOnce(ctx context.Context, s burstSettings, n int, fsProject string) (b
 		p := &proxy.Proxy{Namespace: "burst", Name: fmt.Sprintf("proxy-%04d", i), UID: uid, Generation: 1, CreateTime: time.Now(),
 			Spec:   proxy.Spec{Provider: cloud.Type(), Placement: cloud.Placement(), Port: 3128, CloudInit: "#cloud-config\n"},
 			Status: proxy.Status{Phase: proxy.PhasePending}}
-		// The accounts take the proxies in turn.
-		w.place(p.Key(), i%n)
 		if _, err := w.docs.Create(ctx, p, s.proxies); err != nil {
 			return burstRun{}, fmt.Errorf("creating %s: %w", p.Key(), err)
 		}
@@ -316,6 +367,15 @@ func burstOnce(ctx context.Context, s burstSettings, n int, fsProject string) (b
 	}
 	w.mu.Lock()
 	defer w.mu.Unlock()
+	run.QuotaReads = int(w.quotaReads.Load())
+	run.StoreMs, run.Contended = providerbench.Summarize(w.updates), w.contended
+	run.Placed = map[string]int{}
+	for id, k := range w.placed {
+		if id == account.Default {
+			id = "default"
+		}
+		run.Placed[id] = k
+	}
 	var last time.Time
 	for _, k := range slices.SortedFunc(func(yield func(proxy.Key) bool) {
 		for k := range w.seen {
@@ -354,15 +414,41 @@ func burstOnce(ctx context.Context, s burstSettings, n int, fsProject string) (b
 	return run, nil
 }
 
-// burstProviders hands every reconciler of one account its provider.
-type burstProviders struct{ p provider.Provider }
+// timedBudgets times the budgets' transactions.
+type timedBudgets struct {
+	pacing.Store
+	w *burstWorld
+}
 
-func (b burstProviders) Get(context.Context, string) (provider.Provider, error) { return b.p, nil }
+func (t timedBudgets) Update(ctx context.Context, s pacing.Shard, change func(pacing.Counts) (pacing.Counts, bool)) error {
+	began := time.Now()
+	err := t.Store.Update(ctx, s, change)
+	took := time.Since(began)
+	t.w.mu.Lock()
+	defer t.w.mu.Unlock()
+	t.w.updates = append(t.w.updates, took)
+	if errors.Is(err, pacing.ErrContended) {
+		t.w.contended++
+	}
+	return err
+}
 
-// Account is the account's provider, whatever the id: a reconciler
-// serves the documents of one account only.
-func (b burstProviders) Account(context.Context, string, string) (provider.Provider, error) {
-	return b.p, nil
+// quotaCounter counts the reads of quotas its provider answered.
+type quotaCounter struct {
+	provider.Provider
+	quotas provider.QuotaReader
+	reads  *atomic.Int64
+}
+
+// Unwrap is the cloud's provider, for the optional interfaces beneath.
+func (q quotaCounter) Unwrap() provider.Provider { return q.Provider }
+
+func (q quotaCounter) Quotas(ctx context.Context, region string) (provider.Quotas, error) {
+	got, err := q.quotas.Quotas(ctx, region)
+	if err == nil {
+		q.reads.Add(1)
+	}
+	return got, err
 }
 
 // burstWorld delivers a burst's events to its function instances, boots
@@ -370,16 +456,23 @@ func (b burstProviders) Account(context.Context, string, string) (provider.Provi
 type burstWorld struct {
 	ctx  context.Context
 	docs *storefake.Store
-	// instances are the function instances, each with a reconciler of
-	// every account, in the accounts' order.
-	instances [][]*reconcile.Reconciler
+	// instances are the function instances' reconcilers.
+	instances []*reconcile.Reconciler
 	runs      sync.WaitGroup
 
-	mu  sync.Mutex
-	rnd *rand.Rand
-	// account is each proxy's account, by its index.
-	account map[proxy.Key]int
-	seen    map[proxy.Key]*burstSeen
+	mu   sync.Mutex
+	rnd  *rand.Rand
+	seen map[proxy.Key]*burstSeen
+	// placed counts the proxies by the account placement put them in
+	// (status.account as written with the intent to create).
+	placed map[string]int
+	// updates are the budgets' transactions' times, contended those
+	// that gave up on a held shard.
+	updates   []time.Duration
+	contended int
+	// quotaReads counts placement's reads of the accounts' quotas that
+	// the cloud answered.
+	quotaReads atomic.Int64
 	// booting are the VMs created since the fake last settled, to call
 	// home once it has.
 	booting  []*proxy.Proxy
@@ -395,16 +488,6 @@ type burstSeen struct {
 	// shown is the first thing it showed that is neither its way to
 	// Ready nor a queued wait.
 	shown string
-}
-
-// place puts the proxy of key in account i.
-func (w *burstWorld) place(key proxy.Key, i int) {
-	w.mu.Lock()
-	defer w.mu.Unlock()
-	if w.account == nil {
-		w.account = map[proxy.Key]int{}
-	}
-	w.account[key] = i
 }
 
 // onTheWay are the Ready condition's reasons of a proxy on its way to
@@ -450,6 +533,7 @@ func (w *burstWorld) changed(c storefake.Change) {
 	}
 	if st.ProviderID != "" && (c.Old == nil || c.Old.Status.ProviderID == "") {
 		w.booting = append(w.booting, c.New)
+		w.placed[st.Account]++
 	}
 	w.mu.Unlock()
 	w.deliver(c.Key, reconcile.Trigger{Reason: proxy.ReasonWritten})
@@ -473,7 +557,7 @@ func (w *burstWorld) deliver(key proxy.Key, t reconcile.Trigger) {
 		return
 	}
 	w.mu.Lock()
-	rec := w.instances[w.rnd.IntN(len(w.instances))][w.account[key]]
+	rec := w.instances[w.rnd.IntN(len(w.instances))]
 	w.mu.Unlock()
 	w.runs.Go(func() {
 		if err := rec.Reconcile(w.ctx, key, t); err != nil && !errors.Is(err, context.Canceled) {

@@ -16,7 +16,10 @@ import (
 // queues most calls: every proxy Ready through one account and through
 // two, at the calls of the floor's path (its Create and its call-home's
 // Get) passed by the Compute fake, and none shown an error (a call the
-// cloud refused is a queued wait). It asserts no time (the rate and the
+// cloud refused is a queued wait). Through two, the reconciler's placement
+// spreads the proxies over the default account and the account document
+// by the hash of their uids (fixed: so are the counts), reading each
+// account's quotas at most once an instance. It asserts no time (the rate and the
 // floor are make bench's to hold), nor how many proxies were queued or
 // calls refused: those depend on how fast the machine is against the
 // window's guard (a call slower than it from its reservation to the
@@ -39,17 +42,21 @@ func TestBurst(t *testing.T) {
 	type counts struct {
 		Accounts, Proxies, Ready, Passed, UserVisibleErrors int
 		Errors                                              []string
+		Placed                                              map[string]int
+		QuotaReadsWithin                                    bool
 	}
 	for _, c := range []struct {
 		run  burstRun
 		want counts
 	}{
-		{res.OneAccount, counts{Accounts: 1, Proxies: proxies, Ready: proxies, Passed: proxies * burstCallsPerProxy}},
-		{res.TwoAccounts, counts{Accounts: 2, Proxies: proxies, Ready: proxies, Passed: proxies * burstCallsPerProxy}},
+		{res.OneAccount, counts{Accounts: 1, Proxies: proxies, Ready: proxies, Passed: proxies * burstCallsPerProxy,
+			Placed: map[string]int{"default": proxies}, QuotaReadsWithin: true}},
+		{res.TwoAccounts, counts{Accounts: 2, Proxies: proxies, Ready: proxies, Passed: proxies * burstCallsPerProxy,
+			Placed: map[string]int{"default": 7, "burst-2": 5}, QuotaReadsWithin: true}},
 	} {
 		x := c.run
-		got := counts{Accounts: x.Accounts, Proxies: x.Proxies, Ready: x.Ready, Passed: x.Calls - x.Refused, UserVisibleErrors: x.UserVisibleErrors,
-			Errors: x.Errors}
+		got := counts{Accounts: x.Accounts, Proxies: x.Proxies, Ready: x.Ready, Passed: x.Calls - x.Refused - x.QuotaReads, UserVisibleErrors: x.UserVisibleErrors,
+			Errors: x.Errors, Placed: x.Placed, QuotaReadsWithin: x.QuotaReads <= burstQuotaReads(x)}
 		t.Logf("the burst through %d account(s): %d proxies queued on their way, %d calls refused", x.Accounts, x.Queued, x.Refused)
 		if diff := cmp.Diff(c.want, got); diff != "" {
 			t.Errorf("the burst through %d account(s) (-want +got):\n%s", c.want.Accounts, diff)

@@ -3,6 +3,7 @@ package main
 import (
 	"fmt"
 	"io"
+	"maps"
 	"slices"
 	"strings"
 	"text/tabwriter"
@@ -210,6 +211,14 @@ func (r *results) burstTable(w io.Writer) {
 	}
 	tw.Flush()
 	fmt.Fprintf(w, "two accounts: all Ready in %.2f of one account's time\n", b.TwoAccountsToOne)
+	for _, x := range []burstRun{b.OneAccount, b.TwoAccounts} {
+		var placed []string
+		for _, id := range slices.Sorted(maps.Keys(x.Placed)) {
+			placed = append(placed, fmt.Sprintf("%s %d", id, x.Placed[id]))
+		}
+		fmt.Fprintf(w, "  %d account(s): placed %s; %d reads of quotas; the budgets' transactions p50 %.0f ms, p99 %.0f ms, max %.0f ms (%d), %d gave up on a held shard\n",
+			x.Accounts, strings.Join(placed, ", "), x.QuotaReads, x.StoreMs.P50, x.StoreMs.P99, x.StoreMs.Max, x.StoreMs.N, x.Contended)
+	}
 	for _, x := range []burstRun{b.OneAccount, b.TwoAccounts} {
 		for _, e := range x.Errors {
 			fmt.Fprintf(w, "  %d account(s), shown to a user: %s\n", x.Accounts, e)

@@ -166,15 +166,32 @@ func (r *results) burstCountsMissed(s settings) []string {
 		if x.Ready != s.burst {
 			out = append(out, fmt.Sprintf("%s: %d of %d proxies Ready", what, x.Ready, s.burst))
 		}
-		if want := s.burst * burstCallsPerProxy; x.Calls-x.Refused != want {
-			out = append(out, fmt.Sprintf("%s: the Compute fake counted %d calls, %d of them refused; want %d passed, %d a proxy (its Create and the Get of its call-home)",
-				what, x.Calls, x.Refused, want, burstCallsPerProxy))
+		if want := s.burst*burstCallsPerProxy + x.QuotaReads; x.Calls-x.Refused != want {
+			out = append(out, fmt.Sprintf("%s: the Compute fake counted %d calls, %d of them refused; want %d passed, %d a proxy (its Create and the Get of its call-home) and placement's %d reads of quotas",
+				what, x.Calls, x.Refused, want, burstCallsPerProxy, x.QuotaReads))
+		}
+		// Placement weighs each account for each proxy, and reads an
+		// account's quotas once a process within its TTL, far longer than
+		// a burst: with one account it weighs none.
+		if most := burstQuotaReads(x); x.QuotaReads > most {
+			out = append(out, fmt.Sprintf("%s: placement read the accounts' quotas %d times, want at most %d (once an account in each of %d function instances)",
+				what, x.QuotaReads, most, x.Instances))
 		}
 		if x.UserVisibleErrors != 0 {
 			out = append(out, fmt.Sprintf("%s: %d proxies showed their user an error, want 0 (a queued wait is none): %s", what, x.UserVisibleErrors, strings.Join(x.Errors, "; ")))
 		}
 	}
 	return out
+}
+
+// burstQuotaReads is the most reads of quotas a burst's placement may
+// make: one an account in each function instance when there are several
+// accounts to choose among, none otherwise.
+func burstQuotaReads(x burstRun) int {
+	if x.Accounts < 2 {
+		return 0
+	}
+	return x.Accounts * x.Instances
 }
 
 // burstTimesMissed says which time targets the burst phase missed: each

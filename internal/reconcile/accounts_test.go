@@ -3,6 +3,7 @@ package reconcile_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log/slog"
 	"math/rand/v2"
 	"testing"
@@ -196,4 +197,66 @@ func readyReason(p *proxy.Proxy) string {
 		}
 	}
 	return ""
+}
+
+// TestPlacementReadsQuotasOncePerTTL: placement reads each account's
+// quotas once within Options.QuotaTTL for the proxies it places, not once
+// a proxy, and counts the proxies it placed since against them, so an
+// account with room for 3 more VMs takes 3 of a burst and no more; past
+// the TTL it reads them again.
+func TestPlacementReadsQuotasOncePerTTL(t *testing.T) {
+	ctx := context.Background()
+	clk := clock.NewFake(start)
+	st := storefake.New(clk)
+	reads := map[string]*int{"": new(int), "second": new(int)}
+	mk := func() *mock.Provider { return mock.New(mock.Options{Clock: clk, ProvisioningDelay: boot}) }
+	provs := accountProviders{
+		"":       quotaMock{Provider: mk(), quotas: provider.Quotas{Instances: provider.Quota{Limit: 100}}, reads: reads[""]},
+		"second": quotaMock{Provider: mk(), quotas: provider.Quotas{Instances: provider.Quota{Limit: 10, Usage: 7}}, reads: reads["second"]},
+	}
+	if _, err := st.PutAccount(ctx, account.Account{ID: "second", Provider: mock.Type, State: account.Active}, start); err != nil {
+		t.Fatal(err)
+	}
+	r := reconcile.New(st, provs, &queue{}, nil, clk, slog.New(slog.DiscardHandler),
+		reconcile.Options{Accounts: st, QuotaTTL: time.Minute, Rand: rand.New(rand.NewPCG(1, 2))})
+	place := func(i int) string {
+		t.Helper()
+		key := proxy.Key{Namespace: "team-a", Name: fmt.Sprintf("burst-%02d", i)}
+		if _, err := st.Create(ctx, &proxy.Proxy{Namespace: key.Namespace, Name: key.Name, UID: fmt.Sprintf("00000000-0000-4000-8000-%012d", i), Generation: 1,
+			Spec:   proxy.Spec{Provider: mock.Type, Port: proxy.DefaultPort, Placement: proxy.Placement{Region: "us-central1", Zone: "us-central1-a"}},
+			Status: proxy.Status{Phase: proxy.PhasePending}}, 100); err != nil {
+			t.Fatal(err)
+		}
+		if err := r.Reconcile(ctx, key, reconcile.Trigger{}); err != nil {
+			t.Fatalf("Reconcile %s: %v", key, err)
+		}
+		got, err := st.Get(ctx, key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got.Status.Phase != proxy.PhaseProvisioning {
+			t.Errorf("%s: %s (%s), want Provisioning", key, got.Status.Phase, readyReason(got))
+		}
+		return got.Status.Account
+	}
+	count := func() map[string]int { return map[string]int{"": *reads[""], "second": *reads["second"]} }
+	placed := map[string]int{}
+	for i := range 20 {
+		placed[place(i)]++
+	}
+	// The uids' hash puts more than 3 of the 20 in "second" when it has
+	// room (9 of them); its 3 free instances take 3.
+	if diff := cmp.Diff(map[string]int{"": 17, "second": 3}, placed); diff != "" {
+		t.Errorf("20 proxies placed within the TTL, by account (-want +got):\n%s", diff)
+	}
+	if diff := cmp.Diff(map[string]int{"": 1, "second": 1}, count()); diff != "" {
+		t.Errorf("reads of the quotas within the TTL (-want +got):\n%s", diff)
+	}
+	// Past the TTL the quotas are read again: the cloud's count (7 of 10
+	// here, as the mock answers) is the truth again.
+	clk.Advance(time.Minute)
+	place(20)
+	if diff := cmp.Diff(map[string]int{"": 2, "second": 2}, count()); diff != "" {
+		t.Errorf("reads of the quotas after the TTL (-want +got):\n%s", diff)
+	}
 }

@@ -68,7 +68,12 @@ func (run *run) place(ctx context.Context) (string, error) {
 			continue
 		}
 		if qr, ok := provider.AsQuotaReader(prov); ok {
-			q, err := qr.Quotas(ctx, region)
+			// The quotas as read within a TTL by this process (quotas.go),
+			// less what it placed since: not a read of every account for
+			// every proxy.
+			q, err := run.r.quotas.get(ctx, quotaKey{typ, c.ID, region}, run.r.clock.Now(), run.r.opts.QuotaTTL, func(ctx context.Context) (provider.Quotas, error) {
+				return qr.Quotas(ctx, region)
+			})
 			if err != nil {
 				// Unknown headroom bounds nothing: the cloud's answer to
 				// the create is the final word.
@@ -82,6 +87,7 @@ func (run *run) place(ctx context.Context) (string, error) {
 	if err != nil {
 		return "", err
 	}
+	run.r.quotas.placed(quotaKey{typ, id, region})
 	run.log.InfoContext(ctx, "proxy placed", slog.String("account", id), slog.String("region", region), slog.Int("candidates", len(candidates)))
 	return id, nil
 }

@@ -144,6 +144,9 @@ type Options struct {
 	// Accounts are the cloud accounts placement chooses among for a new
 	// proxy (place.go); nil places every proxy in the default account.
 	Accounts Accounts
+	// QuotaTTL is how long placement uses an account's quotas as read
+	// (DefaultQuotaTTL).
+	QuotaTTL time.Duration
 	// Rand draws the jitter; nil uses a random source.
 	Rand *rand.Rand
 	// Holders draws the runs' lease holders, the name a run writes in
@@ -168,6 +171,7 @@ func (o Options) withDefaults() Options {
 	def(&o.BootTimeout, DefaultBootTimeout)
 	def(&o.ReconfigureTimeout, DefaultReconfigureTimeout)
 	def(&o.QuotaBackoff, DefaultQuotaBackoff)
+	def(&o.QuotaTTL, DefaultQuotaTTL)
 	if o.MaxBootFailures <= 0 {
 		o.MaxBootFailures = DefaultMaxBootFailures
 	}
@@ -188,6 +192,8 @@ type Reconciler struct {
 	opts      Options
 	jitter    *lockedRand
 	holders   *lockedRand
+	// quotas are the accounts' quotas placement read (place.go).
+	quotas quotaCache
 }
 
 // New returns a Reconciler. secrets may be nil when no spec names a

@@ -40,8 +40,8 @@ func TestCallsAsCounted(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The optional methods, on a VM of a third create: a Reconfigure
-	// that changes its uid label and its configuration, and a read of
-	// its console.
+	// that changes its uid label and its configuration, a read of its
+	// console, and a read of the region's quotas.
 	ctx := context.Background()
 	uid := "6f1c2d3e-4a5b-4c6d-8e7f-000000000003"
 	id, err := p.Create(ctx, provider.CreateRequest{Name: provider.NameFromUID(uid), UID: uid, Namespace: "calls", ProxyName: "p",
@@ -61,6 +61,12 @@ func TestCallsAsCounted(t *testing.T) {
 		t.Fatal(err)
 	}
 	got.Console = fake.Requests() - before
+	// And a read of the region's quotas, as placement reads an account's.
+	before = fake.Requests()
+	if _, err := p.Quotas(ctx, "us-central1"); err != nil {
+		t.Fatal(err)
+	}
+	got.Quotas = fake.Requests() - before
 	want := gcp.Plugin.Calls
 	if diff := cmp.Diff(want, got); diff != "" {
 		t.Errorf("the plugin's calls per method (-want) against the fake's count (+got):\n%s", diff)

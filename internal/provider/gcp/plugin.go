@@ -37,10 +37,12 @@ var Plugin = plugin.Plugin{
 	// an ephemeral address (TestCallsAsCounted): an insert; a get and a
 	// look at the create's operation or the guest attributes; a get and a
 	// delete; the aggregated lists of instances and addresses; a
-	// Reconfigure's get, setLabels and setMetadata; one serial port read.
+	// Reconfigure's get, setLabels and setMetadata; one serial port read;
+	// the regions.get placement reads an account's quotas with (a read
+	// that went unpaced while it cost nothing here).
 	// A Static proxy's address costs a few more, which Compute's own
 	// refusal, waited out, covers.
-	Calls: pacing.Calls{Create: 1, Get: 2, Delete: 2, ListByTag: 2, Reconfigure: 3, Console: 1},
+	Calls: pacing.Calls{Create: 1, Get: 2, Delete: 2, ListByTag: 2, Reconfigure: 3, Console: 1, Quotas: 1},
 	// A dual-stack interface's external IPv6 is a /96 (the access
 	// config's externalIpv6PrefixLength), under GCP_STACK_TYPE=IPV4_IPV6.
 	IPv6Prefix:       ipv6PrefixBits,
