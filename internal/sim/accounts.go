@@ -101,9 +101,8 @@ func (r AccountsResult) Summary() string {
 // AccountRate is each account's budget and its cloud's limit, in calls a
 // minute: half a call for each proxy of its share of the fleet, so that
 // the fleet's burst meets it (each new proxy costs a read of every
-// account's quota, its create and a Get), from 10 to Compute's default
-// of 1,500 a minute (its read and mutation groups' quota, as
-// internal/clouds/gcp's plugin names it).
+// account's quota, its create and a Get), from 10 to 1,500 a minute (a
+// large cloud's default for a project's mutations).
 func AccountRate(proxies, accounts int) pacing.Rate {
 	return pacing.Rate{Calls: min(max(proxies/max(accounts, 1)/2, 10), 1500), Window: time.Minute}
 }
