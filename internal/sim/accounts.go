@@ -474,11 +474,7 @@ func (w *accountsWorld) create(ctx context.Context, i int) {
 // quota; nothing leaked. (No account past its limit of calls in any
 // window is held by the meters as the calls come.)
 func (w *accountsWorld) check(ctx context.Context) {
-	type vm struct {
-		account string
-		in      provider.Instance
-	}
-	byUID := map[string][]vm{}
+	byUID := map[string][]placedVM{}
 	for _, m := range w.meters {
 		ins := m.mock.Instances()
 		w.res.Instances += len(ins)
@@ -486,36 +482,47 @@ func (w *accountsWorld) check(ctx context.Context) {
 			w.violation("%s holds %d instances in %s, past its quota of %d", placementName(m.id), len(ins), accountRegion, m.quota)
 		}
 		for _, in := range ins {
-			byUID[in.UID] = append(byUID[in.UID], vm{m.id, in})
+			byUID[in.UID] = append(byUID[in.UID], placedVM{m.id, in})
 		}
 	}
-	live := map[string]bool{}
 	for _, key := range w.store.Keys() {
-		p, err := w.store.Get(ctx, key)
-		if err != nil {
-			continue
+		if p, err := w.store.Get(ctx, key); err == nil {
+			w.checkPlaced(key, p, byUID[p.UID])
 		}
-		live[p.UID] = true
-		mine := byUID[p.UID]
-		switch {
-		case p.Status.Phase != proxy.PhaseReady:
-			w.violation("%s: phase %s at the end, want Ready (%s)", key, p.Status.Phase, p.Status.Message)
-		case len(mine) != 1:
-			w.violation("%s: %d instances carry its uid, want exactly 1", key, len(mine))
-		case mine[0].account != p.Status.Account:
-			w.violation("%s: its VM %s is in %s, but status.account names %s", key, mine[0].in.ID, placementName(mine[0].account), placementName(p.Status.Account))
-		case mine[0].in.ID != p.Status.ProviderID:
-			w.violation("%s: status names %s, but its instance is %s", key, p.Status.ProviderID, mine[0].in.ID)
-		default:
-			w.res.Ready++
-		}
+	}
+	live, err := w.store.LiveUIDs(ctx)
+	if err != nil {
+		w.violation("reading the live uids: %v", err)
 	}
 	for uid, vms := range byUID {
-		if !live[uid] {
+		if _, ok := live[uid]; !ok {
 			for _, v := range vms {
 				w.violation("instance %s of %s is claimed by no document (leaked)", v.in.ID, placementName(v.account))
 			}
 		}
+	}
+}
+
+// placedVM is a VM of an account, as the check reads them.
+type placedVM struct {
+	account string
+	in      provider.Instance
+}
+
+// checkPlaced holds a proxy to its one VM, Ready, in the account its
+// status names.
+func (w *accountsWorld) checkPlaced(key proxy.Key, p *proxy.Proxy, mine []placedVM) {
+	switch {
+	case p.Status.Phase != proxy.PhaseReady:
+		w.violation("%s: phase %s at the end, want Ready (%s)", key, p.Status.Phase, p.Status.Message)
+	case len(mine) != 1:
+		w.violation("%s: %d instances carry its uid, want exactly 1", key, len(mine))
+	case mine[0].account != p.Status.Account:
+		w.violation("%s: its VM %s is in %s, but status.account names %s", key, mine[0].in.ID, placementName(mine[0].account), placementName(p.Status.Account))
+	case mine[0].in.ID != p.Status.ProviderID:
+		w.violation("%s: status names %s, but its instance is %s", key, p.Status.ProviderID, mine[0].in.ID)
+	default:
+		w.res.Ready++
 	}
 }
 
