@@ -4,6 +4,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/google/go-cmp/cmp"
+
 	"github.com/egress-proxies/egress/internal/sim"
 )
 
@@ -12,11 +14,17 @@ import (
 // account past its limit of calls in any window or past its quota, and
 // the faults met (calls refused by the clouds, quotas filled).
 func TestAccounts(t *testing.T) {
-	r := sim.RunAccounts(sim.AccountsConfig{Seed: 1, Accounts: 10, Proxies: 400})
+	cfg := sim.AccountsConfig{Seed: 1, Accounts: 10, Proxies: 400}
+	r := sim.RunAccounts(cfg)
 	if len(r.Violations) > 0 {
 		t.Errorf("%d violations:\n%s", len(r.Violations), strings.Join(r.Violations[:min(len(r.Violations), 10)], "\n"))
 	}
 	t.Log(r.Summary())
+	// One invocation at a time, each parked in its sleeps: a seed
+	// replays the same schedule.
+	if diff := cmp.Diff(r, sim.RunAccounts(cfg)); diff != "" {
+		t.Errorf("seed 1 played again differently (-first +second):\n%s", diff)
+	}
 	if r.Ready != 400 || r.Instances != 400 {
 		t.Errorf("%d proxies Ready on %d VMs at the end, want 400 on 400", r.Ready, r.Instances)
 	}
