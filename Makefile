@@ -9,7 +9,7 @@ GOTEST   ?= $(GO) test -race -count=1 -timeout 30m
 WITH_EMULATORS = env -u FIRESTORE_EMULATOR_HOST -u PUBSUB_EMULATOR_HOST \
 	$(GO) run ./dev/with-emulators --
 
-.PHONY: deps test image-test image-bench run bench bench-scale lint package tf-check sim cli fuzz docs screenshots
+.PHONY: deps test image-test image-bench run bench bench-scale lint package tf-check sim sim-accounts cli fuzz docs screenshots
 
 ## deps: install what the other targets need and is missing (scripts/install-deps.sh;
 ## test, run, image-test and bench run it first: a no-op, a fraction of a second, when all is there)
@@ -87,6 +87,15 @@ bench-scale: deps
 SEEDS ?= 10000
 sim:
 	@$(GO) run ./dev/sim -seeds $(SEEDS)
+
+## sim-accounts: the accounts schedule at scale, $(PROXIES) proxies across
+## $(ACCOUNTS) accounts under rate-limit and quota faults (minutes; not in
+## make test, which plays 400 across ten); it ends with "sim: N proxies,
+## M accounts, ... V violations"
+PROXIES ?= 100000
+ACCOUNTS ?= 10
+sim-accounts:
+	@$(GO) run ./dev/sim -accounts $(ACCOUNTS) -proxies $(PROXIES)
 
 ## fuzz: each fuzz test (every func FuzzXxx in a _test.go) for $(FUZZTIME)
 ## each, one after another (go test fuzzes one target per run); what they

@@ -10,7 +10,17 @@
 // It exits 1 when a schedule broke an invariant, a planted bug went unseen,
 // or, from coverageSeeds seeds on, an edge of the reconciler's table of
 // phases (reconcile.Transitions) was made by no schedule and
-// sim.Unsimulated does not say why. `make sim` runs it (SEEDS=N for another number of seeds); a
+// sim.Unsimulated does not say why.
+//
+// With -accounts N it plays instead the accounts schedule (sim.RunAccounts:
+// -proxies proxies across N accounts, each behind its budget of calls,
+// under rate-limit and quota faults), checks that the planted bug of
+// accounts (sim.UnpacedAccount) is caught in its small fleet, and ends
+// with one line:
+//
+//	sim: N proxies, M accounts, ... V violations
+//
+// `make sim-accounts` runs it with 100,000 proxies across ten accounts. `make sim` runs it (SEEDS=N for another number of seeds); a
 // failing seed replays with -seed N, and -trace prints its schedule step
 // by step.
 package main
@@ -36,7 +46,12 @@ func main() {
 	seeds := flag.Int("seeds", 10000, "schedules to explore")
 	seed := flag.Uint64("seed", 0, "replay only this seed, and print what it broke")
 	trace := flag.Bool("trace", false, "with -seed, print the schedule step by step first (sim.World.Trace): two runs' traces diff where they part")
+	accounts := flag.Int("accounts", 0, "play the accounts schedule instead (sim.RunAccounts): a fleet of -proxies proxies across this many accounts, under rate-limit and quota faults")
+	proxies := flag.Int("proxies", 100000, "with -accounts, the proxies of the fleet")
 	flag.Parse()
+	if *accounts > 0 {
+		os.Exit(runAccounts(*accounts, *proxies, max(*seed, 1)))
+	}
 	if *seeds < 1 {
 		fmt.Fprintln(os.Stderr, "sim: -seeds must be at least 1")
 		os.Exit(2)
@@ -106,4 +121,40 @@ func main() {
 	if !ok {
 		os.Exit(1)
 	}
+}
+
+// runAccounts plays the accounts schedule of seed, looks for the planted
+// bug of accounts from its recorded seed, and returns the exit code.
+func runAccounts(accounts, proxies int, seed uint64) int {
+	if proxies < 1 {
+		fmt.Fprintln(os.Stderr, "sim: -proxies must be at least 1")
+		return 2
+	}
+	start := time.Now()
+	r := sim.RunAccounts(sim.AccountsConfig{Seed: seed, Accounts: accounts, Proxies: proxies})
+	for i, v := range r.Violations {
+		if i == 20 {
+			fmt.Printf("... and %d more\n", len(r.Violations)-i)
+			break
+		}
+		fmt.Println(v)
+	}
+	fmt.Printf("seed %d in %s: %d invocations, %d GC runs, %d creates refused past a quota, %d accounts given a small quota, each account's limit %s\n",
+		seed, time.Since(start).Round(time.Millisecond), r.Invocations, r.GCRuns, r.QuotaRefused, r.SmallQuotas, sim.AccountRate(proxies, accounts))
+	code := 0
+	if len(r.Violations) > 0 {
+		code = 1
+	}
+	bug := sim.UnpacedAccount
+	if f, found := sim.Find(sim.PlantedSeeds, bug, nil); found {
+		fmt.Printf("planted bug %q: found at seed %d: %s\n", bug, f.Seed, f.Violations[0])
+		if at := sim.PlantedAt[bug]; at != f.Seed {
+			fmt.Printf("planted bug %q: sim.PlantedAt, where make test looks for it, says seed %d: set it to %d\n", bug, at, f.Seed)
+		}
+	} else {
+		code = 1
+		fmt.Printf("planted bug %q: not found in %d seeds\n", bug, sim.PlantedSeeds)
+	}
+	fmt.Println(r.Summary())
+	return code
 }

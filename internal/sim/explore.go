@@ -124,6 +124,7 @@ var PlantedAt = map[Bug]uint64{
 	RetiringKeepsOldConfiguration: 856,
 	UncountedAgeRotation:          1,
 	BudgetReadOutsideTransaction:  116,
+	UnpacedAccount:                1,
 }
 
 // PlantedWindow is how many seeds make test searches from a bug's
@@ -145,15 +146,38 @@ func Find(seeds int, bug Bug, clouds []NewCloud) (Failure, bool) {
 // beside the mock until one breaks an invariant, and returns it.
 func FindFrom(from, to uint64, bug Bug, clouds []NewCloud) (Failure, bool) {
 	for s := from; s <= to; s++ {
-		if errs, _ := New(s, bug, clouds).Run(); len(errs) > 0 {
+		if errs := Play(s, bug, true, clouds); len(errs) > 0 {
 			return Failure{Seed: s, Violations: errs}, true
 		}
 	}
 	return Failure{}, false
 }
 
+// Play plays seed's schedule in the world bug is planted in (World, or
+// the accounts schedule's small fleet, PlantedFleet, for UnpacedAccount),
+// with bug planted when plant is set, and returns its violations.
+func Play(seed uint64, bug Bug, plant bool, clouds []NewCloud) []string {
+	if bug == UnpacedAccount {
+		cfg := PlantedFleet
+		cfg.Seed = seed
+		if plant {
+			cfg.Bug = bug
+		}
+		return RunAccounts(cfg).Violations
+	}
+	if !plant {
+		bug = NoBug
+	}
+	errs, _ := New(seed, bug, clouds).Run()
+	return errs
+}
+
+// PlantedFleet is the accounts schedule the search for UnpacedAccount
+// plays, seed by seed: small enough for make test.
+var PlantedFleet = AccountsConfig{Accounts: 3, Proxies: 300}
+
 // PlantedBugs are the safety rules the simulation must catch switched off.
-var PlantedBugs = []Bug{NoPrecondition, NoLease, NoGracePeriod, NoCreatePending, OneRequestID, RotationByEventOnly, NoDeleteGuard, RelabelBeforeClaim, RetiringKeepsOldConfiguration, UncountedAgeRotation, BudgetReadOutsideTransaction}
+var PlantedBugs = []Bug{NoPrecondition, NoLease, NoGracePeriod, NoCreatePending, OneRequestID, RotationByEventOnly, NoDeleteGuard, RelabelBeforeClaim, RetiringKeepsOldConfiguration, UncountedAgeRotation, BudgetReadOutsideTransaction, UnpacedAccount}
 
 func (f Failure) String() string {
 	return fmt.Sprintf("seed %d breaks the invariants:\n  %s", f.Seed, strings.Join(f.Violations, "\n  "))

@@ -99,7 +99,7 @@ const (
 )
 
 func (b Bug) String() string {
-	return [...]string{"none", "no update-time precondition", "no lease", "no GC grace period", "no create-pending record", "one request id per proxy", "rotations by their event only", "no guard on mass deletion", "relabel before the claim commits", "a change never reaches the retiring VM", "rotations by maxAge not counted", "the budget's month read outside the transaction"}[b]
+	return [...]string{"none", "no update-time precondition", "no lease", "no GC grace period", "no create-pending record", "one request id per proxy", "rotations by their event only", "no guard on mass deletion", "relabel before the claim commits", "a change never reaches the retiring VM", "rotations by maxAge not counted", "the budget's month read outside the transaction", "an account's provider not behind its budget"}[b]
 }
 
 // Stats counts what a schedule did.

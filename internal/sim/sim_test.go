@@ -68,7 +68,7 @@ func TestPlantedBugsAreFound(t *testing.T) {
 			if !ok {
 				t.Fatalf("with %s, seeds %d to %d found no violation: `make sim` prints the seed it is first found at now (sim.PlantedAt)", bug, at, at+sim.PlantedWindow-1)
 			}
-			if clean, _ := sim.New(f.Seed, sim.NoBug, clouds).Run(); len(clean) > 0 {
+			if clean := sim.Play(f.Seed, bug, false, clouds); len(clean) > 0 {
 				t.Errorf("seed %d breaks the invariants without %s too, so its violation says nothing of the bug:\n%s", f.Seed, bug, strings.Join(clean, "\n"))
 			}
 			t.Logf("found at seed %d: %s", f.Seed, f.Violations[0])
