@@ -32,7 +32,9 @@ func TestDigitalOceanStaticDropletsFollowTheirAnchor(t *testing.T) {
 	vars := map[string]string{"GOOGLE_CLOUD_PROJECT": "demo-x", "PROVIDERS": digitalocean.Type,
 		digitalocean.Plugin.FakeEndpoint: fake.Endpoint(), "FIREWALL_SOURCE_RANGES": "203.0.113.0/24",
 		"PROXY_ENGINE_SHA256":     "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef",
-		"PROXY_ENGINE_PUBLIC_URL": "https://storage.googleapis.com/egress-engine-public/egress-proxy"}
+		"PROXY_ENGINE_PUBLIC_URL": "https://storage.googleapis.com/egress-engine-public/egress-proxy",
+		// Firestore points nowhere here: no budget of calls to book in.
+		"PACING_SCALE": "0"}
 	a, err := app.New(context.Background(), func(k string) string { return vars[k] }, app.Options{Serve: []app.Function{app.Reconcile}})
 	if err != nil {
 		t.Fatal(err)
