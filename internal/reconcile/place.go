@@ -71,7 +71,7 @@ func (run *run) place(ctx context.Context) (string, error) {
 			// The quotas as read within a TTL by this process (quotas.go),
 			// less what it placed since: not a read of every account for
 			// every proxy.
-			q, err := run.r.quotas.get(ctx, quotaKey{typ, c.ID, region}, run.r.clock.Now(), run.r.opts.QuotaTTL, func(ctx context.Context) (provider.Quotas, error) {
+			q, err := run.r.quotas.get(ctx, quotaKey{typ, c.ID, region}, run.r.clock.Now(), run.r.opts.QuotaTTL, run.r.clock.Sleep, func(ctx context.Context) (provider.Quotas, error) {
 				return qr.Quotas(ctx, region)
 			})
 			if err != nil {

@@ -47,12 +47,23 @@ type quotaCache struct {
 	reads map[quotaKey]*quotaRead
 }
 
+// quotaWaitStep is how often a caller waiting for another's read of an
+// account's quotas looks again.
+const quotaWaitStep = 20 * time.Millisecond
+
 // get is key's quotas as read less than ttl before now, with each proxy
 // placed there since counted as one more instance and one more address in
 // use (a proxy's VM holds an external address; its CPUs depend on its
 // machine type, which the cloud's next read counts); read reads them
 // when there is no such read. The error is the read's.
-func (c *quotaCache) get(ctx context.Context, key quotaKey, now time.Time, ttl time.Duration, read func(context.Context) (provider.Quotas, error)) (provider.Quotas, error) {
+//
+// A caller that finds the read in flight waits for it in steps of
+// quotaWaitStep on the reconciler's clock (sleep), not on the read's
+// channel alone: under the simulation, which runs one invocation at a
+// time and lets another run only while one sleeps on its clock, a wait
+// on the channel would hold the schedule while the reader, parked on the
+// same clock (its budget's turn), could never finish.
+func (c *quotaCache) get(ctx context.Context, key quotaKey, now time.Time, ttl time.Duration, sleep func(context.Context, time.Duration) error, read func(context.Context) (provider.Quotas, error)) (provider.Quotas, error) {
 	c.mu.Lock()
 	if c.reads == nil {
 		c.reads = map[quotaKey]*quotaRead{}
@@ -78,10 +89,15 @@ func (c *quotaCache) get(ctx context.Context, key quotaKey, now time.Time, ttl t
 		close(r.done)
 	} else {
 		c.mu.Unlock()
-		select {
-		case <-r.done:
-		case <-ctx.Done():
-			return provider.Quotas{}, ctx.Err()
+		for waiting := true; waiting; {
+			select {
+			case <-r.done:
+				waiting = false
+			default:
+				if err := sleep(ctx, quotaWaitStep); err != nil {
+					return provider.Quotas{}, err
+				}
+			}
 		}
 		c.mu.Lock()
 	}

@@ -64,6 +64,9 @@ type AccountsConfig struct {
 	Proxies int
 	// Bug is NoBug or UnpacedAccount.
 	Bug Bug
+	// Calls, when above 0, are each account's limit a minute instead of
+	// AccountRate's.
+	Calls int
 }
 
 // AccountsResult is what an accounts schedule did and found.
@@ -293,6 +296,9 @@ func RunAccounts(cfg AccountsConfig) AccountsResult {
 		parked:  make(chan struct{}),
 		unready: map[proxy.Key]bool{},
 		rate:    AccountRate(cfg.Proxies, cfg.Accounts),
+	}
+	if cfg.Calls > 0 {
+		w.rate.Calls = cfg.Calls
 	}
 	w.res = AccountsResult{Proxies: cfg.Proxies, Accounts: cfg.Accounts, Limit: w.rate.Calls}
 	ctx := context.Background()

@@ -173,8 +173,11 @@ func Play(seed uint64, bug Bug, plant bool, clouds []NewCloud) []string {
 }
 
 // PlantedFleet is the accounts schedule the search for UnpacedAccount
-// plays, seed by seed: small enough for make test.
-var PlantedFleet = AccountsConfig{Accounts: 3, Proxies: 300}
+// plays, seed by seed: small enough for make test, and its limit tight
+// enough (20 calls a minute an account, against AccountRate's 50) that
+// an account whose calls go unpaced goes past it, since placement reads
+// each account's quotas once a minute and a proxy costs few calls.
+var PlantedFleet = AccountsConfig{Accounts: 3, Proxies: 300, Calls: 20}
 
 // PlantedBugs are the safety rules the simulation must catch switched off.
 var PlantedBugs = []Bug{NoPrecondition, NoLease, NoGracePeriod, NoCreatePending, OneRequestID, RotationByEventOnly, NoDeleteGuard, RelabelBeforeClaim, RetiringKeepsOldConfiguration, UncountedAgeRotation, BudgetReadOutsideTransaction, UnpacedAccount}
