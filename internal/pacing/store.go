@@ -23,21 +23,22 @@ type Counts map[int64]int
 // tests.
 type Store interface {
 	// Update reads shard's counts and, when change says write, stores
-	// the counts it returns in their place, in one transaction: no
-	// other Update of the same shard, from any process, comes between
-	// the read and the write. A shard never written reads as empty.
+	// the counts it returns in their place, atomically: no other
+	// Update of the same shard, from any process, comes between the
+	// read and the write (a transaction, or a write on the condition
+	// that the shard is as read). A shard never written reads as empty.
 	// change gets a copy it may keep; it may run more than once (the
-	// store tries the transaction again on contention), so it must
+	// store reads again when another write came between), so it must
 	// decide from its argument alone, and the last run's answer is the
 	// one stored. An error is the store's, naming the shard; nothing
 	// was written then; one that wraps ErrContended says that other
-	// callers held the shard too long, and another shard may be asked.
+	// callers kept winning the shard, and another shard may be asked.
 	Update(ctx context.Context, shard Shard, change func(Counts) (Counts, bool)) error
 }
 
-// ErrContended is a Store's error for a shard that other callers held
-// past its retries (Firestore's Aborted): the shard may have room, and
-// the caller asks another.
+// ErrContended is a Store's error for a shard that other callers kept
+// writing between its reads and its writes, past its retries: the shard
+// may have room, and the caller asks another.
 var ErrContended = errors.New("the shard is contended")
 
 // Memory is a Store in the process's memory: one budget shared by the
