@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"math/rand/v2"
+	"slices"
 	"sync"
 	"time"
 
@@ -74,15 +75,17 @@ const (
 	// may be found in.
 	DefaultMaxAhead = 10
 	// DefaultProbes is how many shards that have room only later are
-	// asked before the call is told to come back: each costs a
-	// transaction's read.
-	DefaultProbes = 3
+	// asked at most before the earliest of them is booked, or the call is
+	// told to come back: each costs a read. Most reservations ask fewer:
+	// the asking stops when no shard left had a slot earlier than the
+	// earliest noted when the pacer last read it.
+	DefaultProbes = 8
 	// MaxShardWritesPerSecond is the writes a second a shard sees at the
 	// account's full rate, at most (ShardsFor): Firestore sustains about
 	// one a document.
 	MaxShardWritesPerSecond = 0.5
 	// DefaultGuard is the end of a window in which no call is booked
-	// into it (at most an eighth of the window): the transaction's
+	// into it (at most an eighth of the window): the update's
 	// commit and the request's way to the cloud take that long at most,
 	// and a call booked later would reach the cloud in the next window,
 	// counted there over that window's full share.
@@ -137,13 +140,16 @@ type Pacer struct {
 	probes   int
 	guard    time.Duration
 
-	// gate bounds this pacer's transactions in flight (Options.InFlight).
+	// gate bounds this pacer's updates in flight (Options.InFlight).
 	gate chan struct{}
 
 	mu  sync.Mutex
 	rnd *rand.Rand
 	// home is the shard the pacer last booked in, tried first.
 	home int
+	// seen are the shards' counts as this pacer last read them, to ask
+	// first the shards that had room earliest (order).
+	seen map[int]Counts
 }
 
 // New is the pacer of key's budget at rate in store.
@@ -183,6 +189,7 @@ func New(store Store, key Key, rate Rate, clk clock.Clock, opts Options) (*Pacer
 	}
 	p.rnd = rand.New(rand.NewPCG(seed, seed^0x9e3779b97f4a7c15))
 	p.home = p.rnd.IntN(p.shards)
+	p.seen = map[int]Counts{}
 	return p, nil
 }
 
@@ -243,12 +250,14 @@ func (p *Pacer) start(w int64) time.Time { return time.Unix(0, w*int64(p.rate.Wi
 // slotAt is the time of position k of a window of share calls.
 func (p *Pacer) slotAt(w int64, k, share int) time.Time {
 	return p.start(w).Add(time.Duration(int64(k) * int64(p.rate.Window) / int64(share)))
-} // Reserve books cost calls of the budget: the earliest slot with room in
+}
+
+// Reserve books cost calls of the budget: the earliest slot with room in
 // a shard, when it is near (within Options.Near); otherwise it books
 // nothing and says when to come back. A cost larger than a shard's share
 // books the whole share of a window. The error is the store's.
 //
-// The time is read in each try of each shard's transaction, not once
+// The time is read in each try of each shard's update, not once
 // for the reservation: a reservation that met contention, or asked
 // several shards, may end in a later window than it began in, and a slot
 // booked in the window it began in would then be called in the next one,
@@ -263,67 +272,44 @@ func (p *Pacer) Reserve(ctx context.Context, cost int) (Slot, error) {
 	}
 	defer func() { <-p.gate }()
 	now := p.clock.Now()
-	// The shard this pacer last booked in first, then the others from a
-	// random one on: an instance keeps to a shard while it has room, so
-	// that instances seldom meet on one (a transaction that meets
-	// another's waits, or is aborted and tried again, seconds on the
-	// emulator), and moves to another when it is full or held.
-	home, start := p.pick()
-	var (
-		best   *Slot
-		probed int
-	)
-	// First, a shard whose earliest slot is early: within one slot's
-	// spacing of now, as early as a shard's slots come. The shards are
-	// filled unevenly by callers that each take one at random, and a
-	// caller that took the first shard with a near slot would be booked
-	// seconds after slots of other shards that stay free: a burst would
-	// end later than its calls need. So a later slot is only noted, and
-	// up to Probes shards are asked; then the earliest noted is booked.
-	for i, j := 0, 0; i < p.shards; i++ {
-		s := home
-		if i > 0 {
-			if s = (start + j) % p.shards; s == home {
-				j++
-				s = (start + j) % p.shards
-			}
-			j++
-		}
-		got, err := p.book(ctx, s, cost, func(at, now time.Time) bool {
-			return !at.After(now.Add(min(p.near, p.rate.Window/time.Duration(p.share(s)))))
-		})
-		if errors.Is(err, ErrContended) && i < p.shards-1 {
-			// Other instances hold this shard: ask the next.
-			continue
-		}
-		if err != nil {
+	var best *Slot
+	for range reserveRounds {
+		var err error
+		best, now, err = p.probe(ctx, cost, now)
+		switch {
+		case err != nil:
 			return Slot{}, err
+		case best == nil:
+			// Every shard is full up to MaxAhead windows: come back when
+			// the window after them starts to be near.
+			cur := p.window(now)
+			at := p.start(cur + int64(p.maxAhead) + 1)
+			return Slot{At: at, Window: cur + int64(p.maxAhead) + 1, Shard: -1, Ahead: p.rate.Calls * (p.maxAhead + 1), RetryAfter: p.retryAfter(now, at)}, nil
+		case best.Reserved:
+			return *best, nil
+		case best.At.Sub(now) > p.near:
+			best.RetryAfter = p.retryAfter(now, best.At)
+			return *best, nil
 		}
-		now = got.now
-		if got.Reserved {
-			p.setHome(s)
+		// The earliest noted is near: book it, unless another caller took
+		// it since and the shard's next is later (then ask again, the
+		// pacer's view of the shards now fresher).
+		noted := best.At
+		got, err := p.book(ctx, best.Shard, cost, func(at, now time.Time) bool { return !at.After(laterOf(noted, now).Add(p.due())) })
+		switch {
+		case errors.Is(err, ErrContended):
+			// Held by others since it was asked.
+			continue
+		case err != nil:
+			return Slot{}, err
+		case got.Reserved:
+			p.setHome(best.Shard)
 			return got.Slot, nil
 		}
-		if got.found {
-			if best == nil || got.At.Before(best.At) {
-				g := got.Slot
-				best = &g
-			}
-			if probed++; probed >= p.probes {
-				break
-			}
-		}
-	}
-	if best == nil {
-		// Every shard is full up to MaxAhead windows: come back when the
-		// window after them starts to be near.
-		cur := p.window(now)
-		at := p.start(cur + int64(p.maxAhead) + 1)
-		return Slot{At: at, Window: cur + int64(p.maxAhead) + 1, Shard: -1, Ahead: p.rate.Calls * (p.maxAhead + 1), RetryAfter: p.retryAfter(now, at)}, nil
+		now = got.now
 	}
 	if best.At.Sub(now) <= p.near {
-		// The earliest noted is near: book it (or the shard's earliest
-		// now, which another caller may have moved on since).
+		// Still near after the rounds: the shard's earliest near slot.
 		got, err := p.book(ctx, best.Shard, cost, func(at, now time.Time) bool { return at.Sub(now) <= p.near })
 		switch {
 		case errors.Is(err, ErrContended):
@@ -345,60 +331,137 @@ func (p *Pacer) Reserve(ctx context.Context, cost int) (Slot, error) {
 	return *best, nil
 }
 
+// reserveRounds is how many times a reservation asks the shards again
+// when the earliest slot it noted was taken before it could book it.
+const reserveRounds = 2
+
+// due is how soon a slot must come to be booked at once, without asking
+// other shards: the guard's time, about a store's round trip.
+func (p *Pacer) due() time.Duration { return min(p.near, p.guard) }
+
+// probe asks the shards, from now, for a slot of cost calls: the shard
+// the pacer last booked in first, booked when its slot is due; then the
+// others in order (the slot each had when this pacer last read it),
+// noting each one's earliest slot, until one is due (booked), or no
+// shard left can have a slot earlier than the earliest noted (a shard's
+// slot is never earlier than the pacer last saw it), or Probes shards
+// were noted. It returns the slot booked (Reserved), else the earliest
+// noted, or nil when every shard asked is full within MaxAhead; and the
+// time the last update read.
+//
+// A caller that took the first shard with a near slot would be booked up
+// to a slot's spacing (Window/share: 2 s on Compute) after slots of
+// other shards that are free now, and the last calls of a burst would
+// end that much later than its calls need: hence a later slot is only
+// noted.
+func (p *Pacer) probe(ctx context.Context, cost int, now time.Time) (*Slot, time.Time, error) {
+	var (
+		best   *Slot
+		probed int
+	)
+	order := p.order(now, cost)
+	for i, c := range order {
+		if i > 0 && best != nil && !c.at.Before(best.At) {
+			break
+		}
+		got, err := p.book(ctx, c.shard, cost, func(at, now time.Time) bool { return !at.After(now.Add(p.due())) })
+		if errors.Is(err, ErrContended) && i < len(order)-1 {
+			// Other instances hold this shard: ask the next.
+			continue
+		}
+		if err != nil {
+			return nil, now, err
+		}
+		now = got.now
+		if got.Reserved {
+			p.setHome(c.shard)
+			return &got.Slot, now, nil
+		}
+		if got.found {
+			if best == nil || got.At.Before(best.At) {
+				g := got.Slot
+				best = &g
+			}
+			if probed++; probed >= p.probes {
+				break
+			}
+		}
+	}
+	return best, now, nil
+}
+
 // booking is a shard's answer to a reservation: the slot, booked or
 // not; found, whether the shard has room within MaxAhead; now, the time
-// the transaction read.
+// the update read.
 type booking struct {
 	Slot
 	found bool
 	now   time.Time
 }
 
-// book books cost calls in shard s, in one transaction: its earliest
+// book books cost calls in shard s, in one update of the store: its earliest
 // slot, when accept takes it; else nothing, and the slot it would have
 // been.
 func (p *Pacer) book(ctx context.Context, s, cost int, accept func(at, now time.Time) bool) (booking, error) {
-	share := p.share(s)
-	n := min(max(cost, 1), share)
-	var got booking
+	n := min(max(cost, 1), p.share(s))
+	var (
+		got  booking
+		seen Counts
+	)
 	err := p.store.Update(ctx, Shard{Key: p.key, Index: s}, func(c Counts) (Counts, bool) {
 		now := p.clock.Now()
+		seen = c
 		got = booking{now: now}
-		cur := p.window(now)
-		for w := cur; w <= cur+int64(p.maxAhead); w++ {
-			k := c[w]
-			if k+n > share {
-				continue
-			}
-			at := p.slotAt(w, k, share)
-			if goes := laterOf(at, now); !goes.Before(p.start(w + 1).Add(-p.guard)) {
-				// Too late in its window to reach the cloud in it.
-				continue
-			}
-			got.Slot = Slot{At: at, Window: w, Shard: s, Ahead: p.shards * p.booked(c, cur, now, at, share)}
-			if at.Before(now) {
-				got.At = now
-			}
-			got.found = true
-			if !accept(got.At, now) {
-				return nil, false
-			}
-			next := Counts{}
-			for v, calls := range c {
-				if v >= cur {
-					next[v] = calls
-				}
-			}
-			next[w] = k + n
-			got.Reserved = true
-			return next, true
+		slot, ok := p.earliest(c, s, n, now)
+		if !ok {
+			return nil, false
 		}
-		return nil, false
+		got.Slot, got.found = slot, true
+		if !accept(got.At, now) {
+			return nil, false
+		}
+		cur := p.window(now)
+		next := Counts{}
+		for v, calls := range c {
+			if v >= cur {
+				next[v] = calls
+			}
+		}
+		next[slot.Window] += n
+		got.Reserved = true
+		seen = next
+		return next, true
 	})
 	if err != nil {
 		return booking{}, fmt.Errorf("pacing %s: reserving %d calls in shard %d: %w", p.key, n, s, err)
 	}
+	p.remember(s, seen)
 	return got, nil
+}
+
+// earliest is shard s's earliest slot for n calls in its counts c, at
+// now: in the earliest window, at most MaxAhead ahead, whose share has
+// room and in which the call can still reach the cloud; false when none.
+func (p *Pacer) earliest(c Counts, s, n int, now time.Time) (Slot, bool) {
+	share := p.share(s)
+	cur := p.window(now)
+	for w := cur; w <= cur+int64(p.maxAhead); w++ {
+		k := c[w]
+		if k+n > share {
+			continue
+		}
+		at := p.slotAt(w, k, share)
+		if goes := laterOf(at, now); !goes.Before(p.start(w + 1).Add(-p.guard)) {
+			// Too late in its window to reach the cloud in it.
+			continue
+		}
+		slot := Slot{At: at, Window: w, Shard: s, Ahead: p.shards * p.booked(c, cur, now, at, share)}
+		if at.Before(now) {
+			slot.At = now
+		}
+		return slot, true
+	}
+	return Slot{}, false
 }
 
 // laterOf is the later of two times.
@@ -452,12 +515,47 @@ func (p *Pacer) position(w int64, t time.Time, share int) int {
 	return min(k, share)
 }
 
-// pick is where a reservation looks: the shard the pacer last booked in
-// (a random one at first), and a random shard to go on from.
-func (p *Pacer) pick() (home, start int) {
+// candidate is a shard to ask, and the earliest slot it had when the
+// pacer last read it.
+type candidate struct {
+	shard int
+	at    time.Time
+}
+
+// order is the shards in the order a reservation of cost calls at now
+// asks them: the shard the pacer last booked in (a random one at first),
+// then the others by the earliest slot each had when the pacer last read
+// it (a shard it never read first: it may be empty), ties in a random
+// order, so that instances that saw the same do not all ask the same
+// shard first. What others booked since makes a shard's slot later than
+// seen, never earlier.
+func (p *Pacer) order(now time.Time, cost int) []candidate {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	return p.home, p.rnd.IntN(p.shards)
+	never := now.Add(time.Duration(p.maxAhead+2) * p.rate.Window)
+	out := make([]candidate, 0, p.shards)
+	for s := range p.shards {
+		c := candidate{shard: s, at: never}
+		if slot, ok := p.earliest(p.seen[s], s, min(max(cost, 1), p.share(s)), now); ok {
+			c.at = slot.At
+		}
+		out = append(out, c)
+	}
+	home := out[p.home]
+	others := slices.Delete(out, p.home, p.home+1)
+	p.rnd.Shuffle(len(others), func(i, j int) { others[i], others[j] = others[j], others[i] })
+	slices.SortStableFunc(others, func(a, b candidate) int { return a.at.Compare(b.at) })
+	return append([]candidate{home}, others...)
+}
+
+// remember keeps shard s's counts c as the pacer read (or wrote) them.
+func (p *Pacer) remember(s int, c Counts) {
+	if c == nil {
+		return
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.seen[s] = c
 }
 
 func (p *Pacer) setHome(s int) {

@@ -439,3 +439,113 @@ func TestInFlight(t *testing.T) {
 		}
 	}
 }
+
+// TestADueSlotOfAnotherShardFirst: a caller whose shard's next slot is
+// a spacing away books another shard's slot that is due now, whichever
+// shard it last booked in (seeds that start in shard 0 booked its next
+// slot, 30 s on, before): the last calls of a burst would otherwise end
+// a spacing (2 s on Compute) later than their calls need.
+func TestADueSlotOfAnotherShardFirst(t *testing.T) {
+	for seed := range uint64(8) {
+		clk := clock.NewFake(t0)
+		mem := pacing.NewMemory()
+		// Shard 0's first slot of the minute is taken: its next is 30 s
+		// on, within the minute and near.
+		if err := mem.Update(context.Background(), pacing.Shard{Key: pacing.Key{Type: "gcp"}, Index: 0}, func(pacing.Counts) (pacing.Counts, bool) {
+			return pacing.Counts{t0.UnixNano() / int64(time.Minute): 1}, true
+		}); err != nil {
+			t.Fatal(err)
+		}
+		p, err := pacing.New(mem, pacing.Key{Type: "gcp"}, pacing.Rate{Calls: 4, Window: time.Minute}, clk, pacing.Options{Shards: 2, Near: 2 * time.Minute, Seed: seed + 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		// Whichever shard the pacer starts in (its seed decides), it
+		// books shard 1's slot, due now, not shard 0's, 30 s on.
+		s, err := p.Reserve(context.Background(), 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		type slot struct {
+			Reserved bool
+			Shard    int
+			At       time.Duration
+		}
+		if diff := cmp.Diff(slot{true, 1, 0}, slot{s.Reserved, s.Shard, s.At.Sub(t0)}); diff != "" {
+			t.Errorf("seed %d: the slot (-want +got):\n%s", seed+1, diff)
+		}
+	}
+}
+
+// racingStore books a call in shard race of the memory store before the
+// pacer's second read of it: another instance that took the slot the
+// pacer noted there, between its asking and its booking.
+type racingStore struct {
+	*pacing.Memory
+	race  int
+	reads int
+}
+
+func (s *racingStore) Update(ctx context.Context, shard pacing.Shard, change func(pacing.Counts) (pacing.Counts, bool)) error {
+	if shard.Index == s.race {
+		if s.reads++; s.reads == 2 {
+			if err := s.Memory.Update(ctx, shard, func(c pacing.Counts) (pacing.Counts, bool) {
+				c[t0.UnixNano()/int64(time.Minute)]++
+				return c, true
+			}); err != nil {
+				return err
+			}
+		}
+	}
+	return s.Memory.Update(ctx, shard, change)
+}
+
+// TestANotedSlotTakenSinceAsksAgain: when the slot a reservation noted
+// as the earliest is taken before it books it, it does not book that
+// shard's next slot, a spacing later, but asks the shards again and
+// books the earliest there is.
+func TestANotedSlotTakenSinceAsksAgain(t *testing.T) {
+	minute := t0.UnixNano() / int64(time.Minute)
+	for seed := range uint64(8) {
+		clk := clock.NewFake(t0.Add(time.Second))
+		// Three shards of 2 calls a minute (slots at 0 s and 30 s): the
+		// first slot of each is taken, so every shard's next is at 30 s.
+		// Then the noted shard's 30 s slot goes to another instance.
+		store := &racingStore{Memory: pacing.NewMemory(), race: -1}
+		for s := range 3 {
+			if err := store.Memory.Update(context.Background(), pacing.Shard{Key: pacing.Key{Type: "gcp"}, Index: s}, func(pacing.Counts) (pacing.Counts, bool) {
+				return pacing.Counts{minute: 1}, true
+			}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		p, err := pacing.New(store, pacing.Key{Type: "gcp"}, pacing.Rate{Calls: 6, Window: time.Minute}, clk, pacing.Options{Shards: 3, Near: 2 * time.Minute, Seed: seed + 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		// The first shard asked, the pacer's home, is the one noted (every
+		// shard's slot is alike) and taken between: a pacer of the same
+		// seed books its home on an empty store.
+		probe, err := pacing.New(pacing.NewMemory(), pacing.Key{Type: "gcp"}, pacing.Rate{Calls: 6, Window: time.Minute}, clk, pacing.Options{Shards: 3, Seed: seed + 1})
+		if err != nil {
+			t.Fatal(err)
+		}
+		home, err := probe.Reserve(context.Background(), 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		store.race = home.Shard
+		got, err := p.Reserve(context.Background(), 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		type slot struct {
+			Reserved bool
+			At       time.Duration
+			Other    bool
+		}
+		if diff := cmp.Diff(slot{true, 30 * time.Second, true}, slot{got.Reserved, got.At.Sub(t0), got.Shard != store.race}); diff != "" {
+			t.Errorf("seed %d: the call after its noted slot (shard %d) was taken (-want +got):\n%s", seed+1, store.race, diff)
+		}
+	}
+}
