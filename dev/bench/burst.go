@@ -333,6 +333,16 @@ func burstOnce(ctx context.Context, s burstSettings, n int, fsProject string) (b
 		w.boot(fake)
 	}()
 
+	// Each burst starts as a window of the cloud's meter starts (the
+	// fake's windows and the budget's are both aligned to the Unix
+	// epoch): a burst that starts late in a window has that window's
+	// whole limit in what is left of it, and the time to all Ready would
+	// depend by up to a window on when the burst began, not on how it
+	// was paced; started alike, the bursts through one account and
+	// through two compare.
+	if err := (clock.Real{}).Sleep(ctx, time.Until(time.Now().Truncate(s.interval).Add(s.interval))); err != nil {
+		return burstRun{}, err
+	}
 	start := time.Now()
 	w.mu.Lock()
 	w.want = s.proxies
