@@ -216,7 +216,7 @@ func (r *results) burstTable(w io.Writer) {
 		for _, id := range slices.Sorted(maps.Keys(x.Placed)) {
 			placed = append(placed, fmt.Sprintf("%s %d", id, x.Placed[id]))
 		}
-		fmt.Fprintf(w, "  %d account(s): placed %s; %d reads of quotas; the budgets' transactions p50 %.0f ms, p99 %.0f ms, max %.0f ms (%d), %d gave up on a held shard\n",
+		fmt.Fprintf(w, "  %d account(s): placed %s; %d reads of quotas; the budgets' updates p50 %.0f ms, p99 %.0f ms, max %.0f ms (%d), %d gave up on a contended shard\n",
 			x.Accounts, strings.Join(placed, ", "), x.QuotaReads, x.StoreMs.P50, x.StoreMs.P99, x.StoreMs.Max, x.StoreMs.N, x.Contended)
 	}
 	for _, x := range []burstRun{b.OneAccount, b.TwoAccounts} {
