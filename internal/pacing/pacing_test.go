@@ -360,34 +360,38 @@ func TestALostSlotIsBookedAgain(t *testing.T) {
 }
 
 // TestTheEarliestOfTheShardsAsked: a caller whose first shard has only a
-// later slot asks others (up to Probes) and books the earliest: of two
-// shards of 4 calls a minute, the one filled has its next slot in the
-// next minute, the other one now.
+// later slot asks others and books the earliest, whichever shard it
+// last booked in (its seed decides): of two shards of 4 calls a minute
+// (slots 30 s apart), shard 0 has its next slot in the next minute (its
+// share spent) or 30 s on (its first slot taken), shard 1 now. With the
+// first slot taken, a pacer that started in shard 0 booked that slot 30 s
+// on before slots had to be due to be booked at once.
 func TestTheEarliestOfTheShardsAsked(t *testing.T) {
-	for seed := range uint64(8) {
-		clk := clock.NewFake(t0)
-		mem := pacing.NewMemory()
-		// Shard 0's share of the minute is spent.
-		if err := mem.Update(context.Background(), pacing.Shard{Key: pacing.Key{Type: "gcp"}, Index: 0}, func(pacing.Counts) (pacing.Counts, bool) {
-			return pacing.Counts{t0.UnixNano() / int64(time.Minute): 2}, true
-		}); err != nil {
-			t.Fatal(err)
-		}
-		p, err := pacing.New(mem, pacing.Key{Type: "gcp"}, pacing.Rate{Calls: 4, Window: time.Minute}, clk, pacing.Options{Shards: 2, Near: 2 * time.Minute, Seed: seed + 1})
-		if err != nil {
-			t.Fatal(err)
-		}
-		s, err := p.Reserve(context.Background(), 1)
-		if err != nil {
-			t.Fatal(err)
-		}
-		type slot struct {
-			Reserved bool
-			Shard    int
-			At       time.Duration
-		}
-		if diff := cmp.Diff(slot{true, 1, 0}, slot{s.Reserved, s.Shard, s.At.Sub(t0)}); diff != "" {
-			t.Errorf("seed %d: the slot (-want +got):\n%s", seed+1, diff)
+	for _, taken := range []int{2, 1} {
+		for seed := range uint64(8) {
+			clk := clock.NewFake(t0)
+			mem := pacing.NewMemory()
+			if err := mem.Update(context.Background(), pacing.Shard{Key: pacing.Key{Type: "gcp"}, Index: 0}, func(pacing.Counts) (pacing.Counts, bool) {
+				return pacing.Counts{t0.UnixNano() / int64(time.Minute): taken}, true
+			}); err != nil {
+				t.Fatal(err)
+			}
+			p, err := pacing.New(mem, pacing.Key{Type: "gcp"}, pacing.Rate{Calls: 4, Window: time.Minute}, clk, pacing.Options{Shards: 2, Near: 2 * time.Minute, Seed: seed + 1})
+			if err != nil {
+				t.Fatal(err)
+			}
+			s, err := p.Reserve(context.Background(), 1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			type slot struct {
+				Reserved bool
+				Shard    int
+				At       time.Duration
+			}
+			if diff := cmp.Diff(slot{true, 1, 0}, slot{s.Reserved, s.Shard, s.At.Sub(t0)}); diff != "" {
+				t.Errorf("shard 0 with %d of its 2 slots taken, seed %d: the slot (-want +got):\n%s", taken, seed+1, diff)
+			}
 		}
 	}
 }
@@ -436,43 +440,6 @@ func TestInFlight(t *testing.T) {
 		wg.Wait()
 		if store.max > inFlight {
 			t.Errorf("InFlight %d: %d reservations in the store at once", inFlight, store.max)
-		}
-	}
-}
-
-// TestADueSlotOfAnotherShardFirst: a caller whose shard's next slot is
-// a spacing away books another shard's slot that is due now, whichever
-// shard it last booked in (seeds that start in shard 0 booked its next
-// slot, 30 s on, before): the last calls of a burst would otherwise end
-// a spacing (2 s on Compute) later than their calls need.
-func TestADueSlotOfAnotherShardFirst(t *testing.T) {
-	for seed := range uint64(8) {
-		clk := clock.NewFake(t0)
-		mem := pacing.NewMemory()
-		// Shard 0's first slot of the minute is taken: its next is 30 s
-		// on, within the minute and near.
-		if err := mem.Update(context.Background(), pacing.Shard{Key: pacing.Key{Type: "gcp"}, Index: 0}, func(pacing.Counts) (pacing.Counts, bool) {
-			return pacing.Counts{t0.UnixNano() / int64(time.Minute): 1}, true
-		}); err != nil {
-			t.Fatal(err)
-		}
-		p, err := pacing.New(mem, pacing.Key{Type: "gcp"}, pacing.Rate{Calls: 4, Window: time.Minute}, clk, pacing.Options{Shards: 2, Near: 2 * time.Minute, Seed: seed + 1})
-		if err != nil {
-			t.Fatal(err)
-		}
-		// Whichever shard the pacer starts in (its seed decides), it
-		// books shard 1's slot, due now, not shard 0's, 30 s on.
-		s, err := p.Reserve(context.Background(), 1)
-		if err != nil {
-			t.Fatal(err)
-		}
-		type slot struct {
-			Reserved bool
-			Shard    int
-			At       time.Duration
-		}
-		if diff := cmp.Diff(slot{true, 1, 0}, slot{s.Reserved, s.Shard, s.At.Sub(t0)}); diff != "" {
-			t.Errorf("seed %d: the slot (-want +got):\n%s", seed+1, diff)
 		}
 	}
 }
