@@ -27,8 +27,8 @@ const PacingCollection = "pacing"
 const windowsField = "windows"
 
 // Pacing is the Firestore store of the budgets, pacing.Store: one
-// document a shard, changed by a write conditioned on the read. It is safe for concurrent
-// use.
+// document a shard, changed by a write conditioned on the read. It is
+// safe for concurrent use.
 type Pacing struct {
 	client *firestore.Client
 	// locks queue this process's updates of one shard (see
